@@ -348,7 +348,7 @@ const MAX_REGION_CAPS = 16;
 
 function decodeRegionCaps(p: Buffer, flags: number, capOffset: number): Decoded<RegionCap[]> {
   const caps: RegionCap[] = [];
-  if (!(flags & RegionInfoFlag.CAPS) || capOffset === 0 || p.length === vfio_region_info.SIZE) return ok(caps);
+  if (!(flags & RegionInfoFlag.CAPS) || capOffset === 0) return ok(caps);
   const C = vfio_info_cap_header;
   let at = capOffset;
   while (at !== 0) {

@@ -110,7 +110,7 @@ export class MessageWriter {
   #ensure(extra: number): void {
     const need = this.#len + extra;
     if (need <= this.#buf.length) return;
-    let size = this.#buf.length * 2;
+    let size = Math.max(this.#buf.length, 1) * 2;
     while (size < need) size *= 2;
     const next = Buffer.allocUnsafe(size);
     this.#buf.copy(next, 0, 0, this.#len);

@@ -79,7 +79,11 @@ export interface IrqEvent {
   readonly index: IrqIndex;
   readonly start: number;
   readonly count: number;
-  /** 'wired': eventfds assigned; 'unwired': removed; 'mask'/'unmask': SET_IRQS MASK/UNMASK; 'trigger': client asked the device to fire. */
+  /**
+   * 'wired': eventfds assigned; 'unwired': removed; 'mask'/'unmask': SET_IRQS MASK/UNMASK;
+   * 'trigger': the client asked for these vectors to fire, and the server has already
+   * signalled their eventfds (informational: a device must not fire them again).
+   */
   readonly kind: 'wired' | 'unwired' | 'mask' | 'unmask' | 'trigger';
 }
 

@@ -1,0 +1,14 @@
+// lib/pci: a PCI function declared as data, served as a VfioUserDevice.
+
+export { PciFunction } from './function';
+export type { PciFunctionSpec } from './declaration';
+export type { BarHandler, BarIndex, BarKind, BarSpec } from './bars';
+export { EMPTY_BAR_HANDLER } from './bar-region';
+export { supportedSpeedsVector } from './capabilities';
+export type { CapabilityOffsets, PcieLinkSpec } from './capabilities';
+export { ConfigSpace } from './config-space';
+export type { ConfigRestore, ConfigWriteHook, FieldSpec } from './config-space';
+export { Intx } from './intx';
+export { MsixState, msixPbaSize, msixTableSize } from './msix';
+export type { MsixSpec, MsixTableOwner } from './msix';
+export * from './registers';

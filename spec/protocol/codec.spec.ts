@@ -1,0 +1,762 @@
+// Every vfio-user command and reply, checked byte for byte against bytes built
+// from reference/vfio-user.md (sections 1, 2 and 4) with the test-only builder,
+// then decoded back to the expected typed body. Also: what the decoder refuses.
+import { expect } from 'chai';
+import {
+  checkHeader, decodeHeader, decodeMessage, encodeMessage, MAX_MSG_SIZE, parseCapabilities, peerLimits,
+} from '../../protocol';
+import type { Body, Header } from '../../protocol';
+import { Bytes, msg } from '../support/bytes';
+import {
+  CMD, decodeErr, decodeOk, EINVAL, FLAG_COMMAND, FLAG_ERROR_REPLY, FLAG_NO_REPLY, FLAG_REPLY, SAFE_MAX,
+  SAFE_MAX_PLUS_1, U64_MAX,
+} from './codec-helpers';
+
+type Head = Omit<Header, 'size'>;
+
+interface Case {
+  readonly name: string;
+  readonly header: Head;
+  readonly body: Body;
+  readonly bytes: Buffer;
+}
+
+function head(id: number, command: number, flags: number, error = 0): Head {
+  return { id, command, flags, error };
+}
+
+/** The VERSION JSON QEMU sends (reference 3.3; text as in fixtures/vfio-user/qemu-boot-*.txt frame 1). */
+const QEMU_VERSION_JSON =
+  '{"capabilities": {"pgsizes": 4096, "max_msg_fds": 16, "max_dma_maps": 65535, "max_data_xfer_size": 1048576, ' +
+  '"migration": {"max_bitmap_size": 268435456, "pgsize": 4096}, "write_multiple": true}}';
+
+const SERVER_VERSION_JSON = '{"capabilities":{"max_msg_fds":8,"max_data_xfer_size":1048576}}';
+
+// ---- payload builders, straight from the reference's offset tables ----------
+
+/** 2.2 DMA_MAP request: argsz @0, flags @4, offset @8, address @16, size @24. */
+function dmaMapPayload(argsz: number, flags: number, offset: number | bigint, address: number | bigint, size: number | bigint): Buffer {
+  return new Bytes().u32(argsz).u32(flags).u64(offset).u64(address).u64(size).build();
+}
+
+/** 2.3 DMA_UNMAP: argsz @0, flags @4, address @8, size @16. */
+function dmaUnmapPayload(argsz: number, flags: number, address: number | bigint, size: number | bigint): Bytes {
+  return new Bytes().u32(argsz).u32(flags).u64(address).u64(size);
+}
+
+/** 2.5 region info: argsz @0, flags @4, index @8, cap_offset @12, size @16, offset @24. */
+function regionInfo(argsz: number, flags: number, index: number, capOffset: number, size: number | bigint, offset: number | bigint): Bytes {
+  return new Bytes().u32(argsz).u32(flags).u32(index).u32(capOffset).u64(size).u64(offset);
+}
+
+/** 2.5 SPARSE_MMAP capability: id 1, version 1, next; nr_areas @+8, reserved @+12, areas @+16. */
+function sparseCap(b: Bytes, next: number, areas: ReadonlyArray<readonly [number, number]>, nrAreas = areas.length): Bytes {
+  b.u16(1).u16(1).u32(next).u32(nrAreas).u32(0);
+  for (const [off, size] of areas) b.u64(off).u64(size);
+  return b;
+}
+
+/** 2.5 TYPE capability (linux/vfio.h): id 2, version 1, next; type @+8, subtype @+12. */
+function typeCap(b: Bytes, next: number, type: number, subtype: number): Bytes {
+  return b.u16(2).u16(1).u32(next).u32(type).u32(subtype);
+}
+
+/** 2.9 region access: offset u64 @0, region u32 @8, count u32 @12, data @16. */
+function regionAccess(offset: number | bigint, region: number, count: number, data: readonly number[] = []): Buffer {
+  return new Bytes().u64(offset).u32(region).u32(count).raw(data).build();
+}
+
+/** 2.10 DMA access (spec layout): address u64 @0, count u64 @8, data @16. */
+function dmaAccess(address: number | bigint, count: number | bigint, data: readonly number[] = []): Buffer {
+  return new Bytes().u64(address).u64(count).raw(data).build();
+}
+
+/** 2.12 REGION_WRITE_MULTI entry: offset u64 @0, region u32 @8, count u32 @12, data[8] @16. */
+function multiEntry(b: Bytes, offset: number, region: number, count: number, data8: readonly number[]): Bytes {
+  expect(data8.length).to.equal(8);
+  return b.u64(offset).u32(region).u32(count).raw(data8);
+}
+
+const SPARSE_AREAS: ReadonlyArray<readonly [number, number]> = [[0x0, 0x1000], [0x2000, 0x1000]];
+const SPARSE_BODY = { id: 1, version: 1, areas: [{ offset: 0x0, size: 0x1000 }, { offset: 0x2000, size: 0x1000 }] } as const;
+
+// 40-byte ioeventfd entry of reference 2.6: offset, size, fd_index, type, flags (DATAMATCH), padding, datamatch.
+const IOEVENTFD_ENTRY = new Bytes().u64(0x100).u64(4).u32(0).u32(0).u32(1).u32(0).u64(0xabcd).build();
+
+const CASES: Case[] = [
+  // 2.1 VERSION
+  {
+    name: 'VERSION request as QEMU sends it (v0.0, JSON + NUL)',
+    header: head(0, CMD.VERSION, FLAG_COMMAND),
+    body: { kind: 'version', major: 0, minor: 0, json: QEMU_VERSION_JSON },
+    bytes: msg(0, 1, 0x0, new Bytes().u16(0).u16(0).text(QEMU_VERSION_JSON).u8(0).build()),
+  },
+  {
+    name: 'VERSION request without JSON (v0.2)',
+    header: head(7, CMD.VERSION, FLAG_COMMAND),
+    body: { kind: 'version', major: 0, minor: 2, json: undefined },
+    bytes: Buffer.from('0700' + '0100' + '14000000' + '00000000' + '00000000' + '0000' + '0200', 'hex'),
+  },
+  {
+    name: 'VERSION reply whose JSON holds non-ASCII text (UTF-8 on the wire)',
+    header: head(1, CMD.VERSION, FLAG_REPLY),
+    body: { kind: 'versionReply', major: 0, minor: 0, json: '{"vendor":"caf\u00e9 \u2713"}' },
+    // é = c3 a9, ✓ = e2 9c 93
+    bytes: msg(1, 1, 0x1, new Bytes().u16(0).u16(0).text('{"vendor":"caf').raw([0xc3, 0xa9, 0x20, 0xe2, 0x9c, 0x93]).text('"}').u8(0).build()),
+  },
+  {
+    name: 'VERSION reply with a short server JSON',
+    header: head(0, CMD.VERSION, FLAG_REPLY),
+    body: { kind: 'versionReply', major: 0, minor: 0, json: SERVER_VERSION_JSON },
+    bytes: msg(0, 1, 0x1, new Bytes().u16(0).u16(0).text(SERVER_VERSION_JSON).u8(0).build()),
+  },
+  // 2.2 DMA_MAP
+  {
+    name: 'DMA_MAP request (READ|WRITE, fd offset, IOVA above 4 GiB)',
+    header: head(0x1234, CMD.DMA_MAP, FLAG_COMMAND),
+    body: { kind: 'dmaMap', argsz: 32, flags: 0x3, offset: 0x8000_0000, address: 0x1_0000_0000, size: 0x4000_0000 },
+    bytes: msg(0x1234, 2, 0, dmaMapPayload(32, 0x3, 0x8000_0000, 0x1_0000_0000, 0x4000_0000)),
+  },
+  {
+    name: 'DMA_MAP request with u64 fields at 2^53-1',
+    header: head(2, CMD.DMA_MAP, FLAG_COMMAND),
+    body: { kind: 'dmaMap', argsz: 32, flags: 0x1, offset: SAFE_MAX, address: SAFE_MAX, size: SAFE_MAX },
+    bytes: msg(2, 2, 0, dmaMapPayload(32, 0x1, SAFE_MAX, SAFE_MAX, SAFE_MAX)),
+  },
+  {
+    name: 'DMA_MAP reply (header only)',
+    header: head(0x1234, CMD.DMA_MAP, FLAG_REPLY),
+    body: { kind: 'dmaMapReply' },
+    bytes: Buffer.from('3412' + '0200' + '10000000' + '01000000' + '00000000', 'hex'),
+  },
+  // 2.3 DMA_UNMAP
+  {
+    name: 'DMA_UNMAP request',
+    header: head(3, CMD.DMA_UNMAP, FLAG_COMMAND),
+    body: { kind: 'dmaUnmap', argsz: 24, flags: 0, address: 0xc0000, size: 0x40000 },
+    bytes: msg(3, 3, 0, dmaUnmapPayload(24, 0, 0xc0000, 0x40000).build()),
+  },
+  {
+    name: 'DMA_UNMAP reply (echoes the 24-byte struct, msg_size 40)',
+    header: head(3, CMD.DMA_UNMAP, FLAG_REPLY),
+    body: { kind: 'dmaUnmapReply', argsz: 24, flags: 0, address: 0xc0000, size: 0x40000 },
+    bytes: msg(3, 3, 1, dmaUnmapPayload(24, 0, 0xc0000, 0x40000).build()),
+  },
+  {
+    name: 'DMA_UNMAP request with UNMAP_ALL (address = size = 0)',
+    header: head(4, CMD.DMA_UNMAP, FLAG_COMMAND),
+    body: { kind: 'dmaUnmap', argsz: 24, flags: 0x2, address: 0, size: 0 },
+    bytes: Buffer.from('0400' + '0300' + '28000000' + '00000000' + '00000000' +
+      '18000000' + '02000000' + '0000000000000000' + '0000000000000000', 'hex'),
+  },
+  {
+    name: 'DMA_UNMAP request with GET_DIRTY_BITMAP (bitmap struct, no data)',
+    header: head(5, CMD.DMA_UNMAP, FLAG_COMMAND),
+    body: { kind: 'dmaUnmap', argsz: 48, flags: 0x1, address: 0x10000, size: 0x10000, bitmap: { pgsize: 4096, size: 8, data: Buffer.alloc(0) } },
+    bytes: msg(5, 3, 0, dmaUnmapPayload(48, 0x1, 0x10000, 0x10000).u64(4096).u64(8).build()),
+  },
+  {
+    name: 'DMA_UNMAP reply with GET_DIRTY_BITMAP (bitmap struct + 8 bitmap bytes)',
+    header: head(5, CMD.DMA_UNMAP, FLAG_REPLY),
+    body: {
+      kind: 'dmaUnmapReply', argsz: 48, flags: 0x1, address: 0x10000, size: 0x10000,
+      bitmap: { pgsize: 4096, size: 8, data: Buffer.from([0x05, 0x80, 0, 0, 0, 0, 0, 0]) },
+    },
+    bytes: msg(5, 3, 1, dmaUnmapPayload(48, 0x1, 0x10000, 0x10000).u64(4096).u64(8).raw([0x05, 0x80, 0, 0, 0, 0, 0, 0]).build()),
+  },
+  // 2.4 DEVICE_GET_INFO
+  {
+    name: 'DEVICE_GET_INFO request',
+    header: head(6, CMD.DEVICE_GET_INFO, FLAG_COMMAND),
+    body: { kind: 'deviceGetInfo', argsz: 16, flags: 0, numRegions: 0, numIrqs: 0 },
+    bytes: msg(6, 4, 0, new Bytes().u32(16).u32(0).u32(0).u32(0).build()),
+  },
+  {
+    name: 'DEVICE_GET_INFO reply (PCI|RESET, 9 regions, 5 irqs)',
+    header: head(6, CMD.DEVICE_GET_INFO, FLAG_REPLY),
+    body: { kind: 'deviceGetInfoReply', argsz: 16, flags: 0x3, numRegions: 9, numIrqs: 5 },
+    bytes: Buffer.from('0600' + '0400' + '20000000' + '01000000' + '00000000' +
+      '10000000' + '03000000' + '09000000' + '05000000', 'hex'),
+  },
+  // 2.5 DEVICE_GET_REGION_INFO
+  {
+    name: 'DEVICE_GET_REGION_INFO request (argsz 32, index 1)',
+    header: head(8, CMD.DEVICE_GET_REGION_INFO, FLAG_COMMAND),
+    body: { kind: 'deviceGetRegionInfo', argsz: 32, flags: 0, index: 1, capOffset: 0, size: 0, offset: 0 },
+    bytes: msg(8, 5, 0, regionInfo(32, 0, 1, 0, 0, 0).build()),
+  },
+  {
+    name: 'DEVICE_GET_REGION_INFO request padded to argsz (trailing bytes kept)',
+    header: head(9, CMD.DEVICE_GET_REGION_INFO, FLAG_COMMAND),
+    body: { kind: 'deviceGetRegionInfo', argsz: 80, flags: 0, index: 1, capOffset: 0, size: 0, offset: 0, trailing: Buffer.alloc(48) },
+    bytes: msg(9, 5, 0, regionInfo(80, 0, 1, 0, 0, 0).zeros(48).build()),
+  },
+  {
+    name: 'DEVICE_GET_REGION_INFO reply without caps (client argsz too small: argsz 80 needed, CAPS clear, cap_offset 0)',
+    header: head(8, CMD.DEVICE_GET_REGION_INFO, FLAG_REPLY),
+    body: { kind: 'deviceGetRegionInfoReply', argsz: 80, flags: 0x7, index: 1, capOffset: 0, size: 0x3000, offset: 0, caps: [] },
+    bytes: msg(8, 5, 1, regionInfo(80, 0x7, 1, 0, 0x3000, 0).build()),
+  },
+  {
+    name: 'DEVICE_GET_REGION_INFO reply with a SPARSE_MMAP cap of 2 areas',
+    header: head(9, CMD.DEVICE_GET_REGION_INFO, FLAG_REPLY),
+    body: { kind: 'deviceGetRegionInfoReply', argsz: 80, flags: 0xf, index: 1, capOffset: 32, size: 0x3000, offset: 0, caps: [SPARSE_BODY] },
+    bytes: msg(9, 5, 1, sparseCap(regionInfo(80, 0xf, 1, 32, 0x3000, 0), 0, SPARSE_AREAS).build()),
+  },
+  {
+    name: 'DEVICE_GET_REGION_INFO reply with SPARSE_MMAP then a chained TYPE cap',
+    header: head(10, CMD.DEVICE_GET_REGION_INFO, FLAG_REPLY),
+    body: {
+      kind: 'deviceGetRegionInfoReply', argsz: 96, flags: 0xf, index: 9, capOffset: 32, size: 0x3000, offset: 0x10000,
+      caps: [SPARSE_BODY, { id: 2, version: 1, type: 0x8086, subtype: 3 }],
+    },
+    // sparse cap at 32 (48 bytes) -> next = 80; TYPE cap at 80 (16 bytes), next 0; argsz 96.
+    bytes: msg(10, 5, 1, typeCap(sparseCap(regionInfo(96, 0xf, 9, 32, 0x3000, 0x10000), 80, SPARSE_AREAS), 0, 0x8086, 3).build()),
+  },
+  // 2.6 DEVICE_GET_REGION_IO_FDS
+  {
+    name: 'DEVICE_GET_REGION_IO_FDS request',
+    header: head(11, CMD.DEVICE_GET_REGION_IO_FDS, FLAG_COMMAND),
+    body: { kind: 'deviceGetRegionIoFds', argsz: 56, flags: 0, index: 0, count: 0 },
+    bytes: msg(11, 6, 0, new Bytes().u32(56).u32(0).u32(0).u32(0).build()),
+  },
+  {
+    name: 'DEVICE_GET_REGION_IO_FDS reply with one 40-byte ioeventfd entry',
+    header: head(11, CMD.DEVICE_GET_REGION_IO_FDS, FLAG_REPLY),
+    body: { kind: 'deviceGetRegionIoFdsReply', argsz: 56, flags: 0, index: 0, count: 1, entries: IOEVENTFD_ENTRY },
+    bytes: msg(11, 6, 1, new Bytes().u32(56).u32(0).u32(0).u32(1).raw(IOEVENTFD_ENTRY).build()),
+  },
+  // 2.7 DEVICE_GET_IRQ_INFO
+  {
+    name: 'DEVICE_GET_IRQ_INFO request (MSIX)',
+    header: head(12, CMD.DEVICE_GET_IRQ_INFO, FLAG_COMMAND),
+    body: { kind: 'deviceGetIrqInfo', argsz: 16, flags: 0, index: 2, count: 0 },
+    bytes: msg(12, 7, 0, new Bytes().u32(16).u32(0).u32(2).u32(0).build()),
+  },
+  {
+    name: 'DEVICE_GET_IRQ_INFO reply (EVENTFD|NORESIZE, 8 vectors)',
+    header: head(12, CMD.DEVICE_GET_IRQ_INFO, FLAG_REPLY),
+    body: { kind: 'deviceGetIrqInfoReply', argsz: 16, flags: 0x9, index: 2, count: 8 },
+    bytes: msg(12, 7, 1, new Bytes().u32(16).u32(0x9).u32(2).u32(8).build()),
+  },
+  // 2.8 DEVICE_SET_IRQS
+  {
+    name: 'DEVICE_SET_IRQS request, TRIGGER|DATA_BOOL with 3 bool bytes (argsz 23)',
+    header: head(13, CMD.DEVICE_SET_IRQS, FLAG_COMMAND),
+    body: { kind: 'deviceSetIrqs', argsz: 23, flags: 0x22, index: 2, start: 1, count: 3, data: Buffer.from([1, 0, 1]) },
+    bytes: msg(13, 8, 0, new Bytes().u32(23).u32(0x22).u32(2).u32(1).u32(3).raw([1, 0, 1]).build()),
+  },
+  {
+    name: 'DEVICE_SET_IRQS request, TRIGGER|EVENTFD as QEMU sends it (argsz 20, msg_size 36, no data)',
+    header: head(14, CMD.DEVICE_SET_IRQS, FLAG_COMMAND),
+    body: { kind: 'deviceSetIrqs', argsz: 20, flags: 0x24, index: 0, start: 0, count: 1, data: Buffer.alloc(0) },
+    bytes: Buffer.from('0e00' + '0800' + '24000000' + '00000000' + '00000000' +
+      '14000000' + '24000000' + '00000000' + '00000000' + '01000000', 'hex'),
+  },
+  {
+    name: 'DEVICE_SET_IRQS reply (header only)',
+    header: head(14, CMD.DEVICE_SET_IRQS, FLAG_REPLY),
+    body: { kind: 'deviceSetIrqsReply' },
+    bytes: msg(14, 8, 1),
+  },
+  // 2.9 REGION_READ / REGION_WRITE
+  {
+    name: 'REGION_READ request (config space, 4 bytes @0x10)',
+    header: head(15, CMD.REGION_READ, FLAG_COMMAND),
+    body: { kind: 'regionRead', offset: 0x10, region: 7, count: 4 },
+    bytes: msg(15, 9, 0, regionAccess(0x10, 7, 4)),
+  },
+  {
+    name: 'REGION_READ reply with 4 data bytes',
+    header: head(15, CMD.REGION_READ, FLAG_REPLY),
+    body: { kind: 'regionReadReply', offset: 0x10, region: 7, count: 4, data: Buffer.from([0x0c, 0x00, 0x00, 0xfe]) },
+    bytes: msg(15, 9, 1, regionAccess(0x10, 7, 4, [0x0c, 0x00, 0x00, 0xfe])),
+  },
+  {
+    name: 'REGION_WRITE request (posted, NO_REPLY, 8 bytes to BAR0 above 4 GiB)',
+    header: head(16, CMD.REGION_WRITE, FLAG_NO_REPLY),
+    body: { kind: 'regionWrite', offset: 0x1_0000_0008, region: 0, count: 8, data: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]) },
+    bytes: msg(16, 10, 0x10, regionAccess(0x1_0000_0008, 0, 8, [1, 2, 3, 4, 5, 6, 7, 8])),
+  },
+  {
+    name: 'REGION_WRITE reply (16 bytes, no data)',
+    header: head(17, CMD.REGION_WRITE, FLAG_REPLY),
+    body: { kind: 'regionWriteReply', offset: 0x4, region: 7, count: 2 },
+    bytes: Buffer.from('1100' + '0a00' + '20000000' + '01000000' + '00000000' +
+      '0400000000000000' + '07000000' + '02000000', 'hex'),
+  },
+  // 2.10 DMA_READ / DMA_WRITE (server to client, spec layout)
+  {
+    name: 'DMA_READ request (server to client)',
+    header: head(18, CMD.DMA_READ, FLAG_COMMAND),
+    body: { kind: 'dmaRead', address: 0x1000_0000, count: 8 },
+    bytes: msg(18, 11, 0, dmaAccess(0x1000_0000, 8)),
+  },
+  {
+    name: 'DMA_READ reply (client to server, data @16)',
+    header: head(18, CMD.DMA_READ, FLAG_REPLY),
+    body: { kind: 'dmaReadReply', address: 0x1000_0000, count: 8, data: Buffer.from([9, 8, 7, 6, 5, 4, 3, 2]) },
+    bytes: msg(18, 11, 1, dmaAccess(0x1000_0000, 8, [9, 8, 7, 6, 5, 4, 3, 2])),
+  },
+  {
+    name: 'DMA_WRITE request (server to client, data @16)',
+    header: head(19, CMD.DMA_WRITE, FLAG_COMMAND),
+    body: { kind: 'dmaWrite', address: 0x2_0000_0000, count: 4, data: Buffer.from([0xde, 0xad, 0xbe, 0xef]) },
+    bytes: msg(19, 12, 0, dmaAccess(0x2_0000_0000, 4, [0xde, 0xad, 0xbe, 0xef])),
+  },
+  {
+    name: 'DMA_WRITE reply (address + u64 count, 16 bytes)',
+    header: head(19, CMD.DMA_WRITE, FLAG_REPLY),
+    body: { kind: 'dmaWriteReply', address: 0x2_0000_0000, count: 4 },
+    bytes: msg(19, 12, 1, dmaAccess(0x2_0000_0000, 4)),
+  },
+  // 2.11 DEVICE_RESET
+  {
+    name: 'DEVICE_RESET request (msg_size 16)',
+    header: head(20, CMD.DEVICE_RESET, FLAG_COMMAND),
+    body: { kind: 'deviceReset' },
+    bytes: Buffer.from('1400' + '0d00' + '10000000' + '00000000' + '00000000', 'hex'),
+  },
+  {
+    name: 'DEVICE_RESET reply (header only)',
+    header: head(20, CMD.DEVICE_RESET, FLAG_REPLY),
+    body: { kind: 'deviceResetReply' },
+    bytes: Buffer.from('1400' + '0d00' + '10000000' + '01000000' + '00000000', 'hex'),
+  },
+  // 2.12 REGION_WRITE_MULTI
+  {
+    name: 'REGION_WRITE_MULTI request with 2 entries (NO_REPLY, msg_size 24 + 24*2)',
+    header: head(21, CMD.REGION_WRITE_MULTI, FLAG_NO_REPLY),
+    body: {
+      kind: 'regionWriteMulti',
+      entries: [
+        { offset: 0x100, region: 0, count: 4, data: Buffer.from([0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0]) },
+        { offset: 0x108, region: 2, count: 8, data: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]) },
+      ],
+    },
+    bytes: msg(21, 15, 0x10, multiEntry(multiEntry(new Bytes().u64(2), 0x100, 0, 4, [0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0]),
+      0x108, 2, 8, [1, 2, 3, 4, 5, 6, 7, 8]).build()),
+  },
+  {
+    name: 'REGION_WRITE_MULTI reply (wr_cnt u64)',
+    header: head(21, CMD.REGION_WRITE_MULTI, FLAG_REPLY),
+    body: { kind: 'regionWriteMultiReply', wrCnt: 2 },
+    bytes: msg(21, 15, 1, new Bytes().u64(2).build()),
+  },
+  // 2.13 DEVICE_FEATURE
+  {
+    name: 'DEVICE_FEATURE request: PROBE|GET MIGRATION (flags 0x50001)',
+    header: head(22, CMD.DEVICE_FEATURE, FLAG_COMMAND),
+    body: { kind: 'deviceFeature', argsz: 16, flags: 0x50001, data: Buffer.alloc(8) },
+    bytes: msg(22, 16, 0, new Bytes().u32(16).u32((1 << 18) | (1 << 16) | 1).u64(0).build()),
+  },
+  {
+    name: 'DEVICE_FEATURE reply: GET MIGRATION = STOP_COPY|PRE_COPY',
+    header: head(23, CMD.DEVICE_FEATURE, FLAG_REPLY),
+    body: { kind: 'deviceFeatureReply', argsz: 16, flags: 0x10001, data: Buffer.from([5, 0, 0, 0, 0, 0, 0, 0]) },
+    bytes: msg(23, 16, 1, new Bytes().u32(16).u32((1 << 16) | 1).u64(5).build()),
+  },
+  {
+    name: 'DEVICE_FEATURE request: SET MIG_DEVICE_STATE = PRE_COPY',
+    header: head(24, CMD.DEVICE_FEATURE, FLAG_COMMAND),
+    body: { kind: 'deviceFeature', argsz: 16, flags: 0x20002, data: Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]) },
+    bytes: msg(24, 16, 0, new Bytes().u32(16).u32((1 << 17) | 2).u32(6).u32(0).build()),
+  },
+  {
+    name: 'DEVICE_FEATURE reply: DMA_LOGGING_START echo (24 bytes)',
+    header: head(25, CMD.DEVICE_FEATURE, FLAG_REPLY),
+    body: { kind: 'deviceFeatureReply', argsz: 24, flags: 0x20006, data: new Bytes().u64(4096).u32(0).u32(0).build() },
+    bytes: msg(25, 16, 1, new Bytes().u32(24).u32((1 << 17) | 6).u64(4096).u32(0).u32(0).build()),
+  },
+  // 2.14 MIG_DATA_READ / MIG_DATA_WRITE
+  {
+    name: 'MIG_DATA_READ request (argsz 16, size 8)',
+    header: head(26, CMD.MIG_DATA_READ, FLAG_COMMAND),
+    body: { kind: 'migDataRead', argsz: 16, size: 8 },
+    bytes: msg(26, 17, 0, new Bytes().u32(16).u32(8).build()),
+  },
+  {
+    name: 'MIG_DATA_READ reply (size 8, data @8)',
+    header: head(26, CMD.MIG_DATA_READ, FLAG_REPLY),
+    body: { kind: 'migDataReadReply', argsz: 16, size: 8, data: Buffer.from('0123456789abcdef', 'hex') },
+    bytes: msg(26, 17, 1, new Bytes().u32(16).u32(8).raw(Buffer.from('0123456789abcdef', 'hex')).build()),
+  },
+  {
+    name: 'MIG_DATA_READ reply at end of stream (size 3, zero padded to the requested 8 as libvfio-user does)',
+    header: head(27, CMD.MIG_DATA_READ, FLAG_REPLY),
+    body: { kind: 'migDataReadReply', argsz: 16, size: 3, data: Buffer.from([0xaa, 0xbb, 0xcc, 0, 0, 0, 0, 0]) },
+    bytes: msg(27, 17, 1, new Bytes().u32(16).u32(3).raw([0xaa, 0xbb, 0xcc]).zeros(5).build()),
+  },
+  {
+    name: 'MIG_DATA_WRITE request (size 4, data @8)',
+    header: head(28, CMD.MIG_DATA_WRITE, FLAG_COMMAND),
+    body: { kind: 'migDataWrite', argsz: 12, size: 4, data: Buffer.from([4, 3, 2, 1]) },
+    bytes: msg(28, 18, 0, new Bytes().u32(12).u32(4).raw([4, 3, 2, 1]).build()),
+  },
+  {
+    name: 'MIG_DATA_WRITE reply (header only)',
+    header: head(28, CMD.MIG_DATA_WRITE, FLAG_REPLY),
+    body: { kind: 'migDataWriteReply' },
+    bytes: msg(28, 18, 1),
+  },
+  // 1.2 error replies
+  {
+    name: 'error reply to REGION_READ (flags 0x21, EINVAL)',
+    header: head(29, CMD.REGION_READ, FLAG_ERROR_REPLY, 22),
+    body: { kind: 'error', errno: 22 },
+    bytes: Buffer.from('1d00' + '0900' + '10000000' + '21000000' + '16000000', 'hex'),
+  },
+  {
+    name: 'error reply to DEVICE_FEATURE (ENOTTY 25)',
+    header: head(30, CMD.DEVICE_FEATURE, FLAG_ERROR_REPLY, 25),
+    body: { kind: 'error', errno: 25 },
+    bytes: msg(30, 16, 0x21, Buffer.alloc(0), 25),
+  },
+  {
+    name: 'error reply with errno 0 (allowed by the spec)',
+    header: head(31, CMD.DMA_MAP, FLAG_ERROR_REPLY, 0),
+    body: { kind: 'error', errno: 0 },
+    bytes: msg(31, 2, 0x21),
+  },
+];
+
+describe('protocol codec: every command, byte for byte', () => {
+  it('covers every command number 1..18 except the removed 14, as request and as reply', () => {
+    const seen = new Set(CASES.map((c) => `${c.header.command}/${c.header.flags & 0xf}`));
+    for (let cmd = 1; cmd <= 18; cmd++) {
+      if (cmd === 14) continue;
+      expect(seen.has(`${cmd}/0`), `request of command ${cmd}`).to.equal(true);
+      expect(seen.has(`${cmd}/1`), `reply of command ${cmd}`).to.equal(true);
+    }
+  });
+
+  for (const c of CASES) {
+    describe(c.name, () => {
+      it('encodes to the reference bytes', () => {
+        const out = encodeMessage(c.header, c.body);
+        expect(out.toString('hex')).to.equal(c.bytes.toString('hex'));
+      });
+
+      it('decodes to the expected header and body', () => {
+        const m = decodeOk(c.bytes);
+        expect(m.header).to.deep.equal({ ...c.header, size: c.bytes.length });
+        expect(m.body).to.deep.equal(c.body);
+      });
+    });
+  }
+
+  it('has the message sizes the reference gives for fixed messages', () => {
+    const size = (name: string): number => {
+      const c = CASES.find((x) => x.name.startsWith(name));
+      if (!c) throw new Error(`no case ${name}`);
+      return c.bytes.readUInt32LE(4);
+    };
+    expect(size('VERSION request as QEMU sends it')).to.equal(214);
+    expect(size('DMA_MAP request (')).to.equal(48);
+    expect(size('DMA_UNMAP reply (')).to.equal(40);
+    expect(size('DEVICE_GET_INFO reply')).to.equal(32);
+    expect(size('DEVICE_GET_REGION_INFO request (')).to.equal(48);
+    expect(size('DEVICE_GET_REGION_INFO reply without caps')).to.equal(48);
+    expect(size('DEVICE_GET_REGION_INFO reply with a SPARSE_MMAP')).to.equal(16 + 80);
+    expect(size('DEVICE_GET_IRQ_INFO request')).to.equal(32);
+    expect(size('DEVICE_SET_IRQS request, TRIGGER|EVENTFD')).to.equal(36);
+    expect(size('REGION_READ request')).to.equal(32);
+    expect(size('REGION_WRITE_MULTI request')).to.equal(24 + 24 * 2);
+    expect(size('DEVICE_RESET reply')).to.equal(16);
+  });
+
+  it('hands out data as views of the message, not copies', () => {
+    const bytes = msg(1, 10, 0, regionAccess(0, 0, 2, [0xaa, 0xbb]));
+    const m = decodeOk(bytes);
+    if (m.body.kind !== 'regionWrite') throw new Error(m.body.kind);
+    bytes[16 + 16] = 0x55;
+    expect(m.body.data[0]).to.equal(0x55);
+  });
+});
+
+describe('protocol codec: QEMU VERSION request', () => {
+  const bytes = msg(0, 1, 0, new Bytes().u16(0).u16(0).text(QEMU_VERSION_JSON).u8(0).build());
+
+  it('ends in a NUL and is 214 bytes long, as recorded', () => {
+    expect(bytes.length).to.equal(214);
+    expect(bytes[bytes.length - 1]).to.equal(0);
+  });
+
+  it('gives capabilities that parse to exactly what QEMU advertises', () => {
+    const m = decodeOk(bytes);
+    if (m.body.kind !== 'version') throw new Error(m.body.kind);
+    const caps = parseCapabilities(m.body.json);
+    if (!caps.ok) throw new Error(caps.error.detail);
+    expect(caps.value).to.deep.equal({
+      pgsizes: 4096, max_msg_fds: 16, max_dma_maps: 65535, max_data_xfer_size: 1048576,
+      migration: { max_bitmap_size: 268435456, pgsize: 4096 }, write_multiple: true,
+    });
+    expect(peerLimits(caps.value)).to.deep.equal({
+      maxMsgFds: 16, maxDataXferSize: 1048576, maxDmaMaps: 65535, pgsizes: 4096, twinSocket: false, writeMultiple: true,
+    });
+  });
+});
+
+// ---- bad input ---------------------------------------------------------------
+
+function expectError(bytes: Buffer, code: string, errno = EINVAL): void {
+  const e = decodeErr(bytes);
+  expect(e.code, e.detail).to.equal(code);
+  expect(e.errno).to.equal(errno);
+  expect(e.detail).to.be.a('string').and.not.equal('');
+}
+
+describe('protocol codec: bad input', () => {
+  describe('payload shorter than the command struct', () => {
+    // [command, flags, struct size] from reference section 2.
+    const structs: ReadonlyArray<readonly [string, number, number, number]> = [
+      ['VERSION', CMD.VERSION, FLAG_COMMAND, 4],
+      ['VERSION reply', CMD.VERSION, FLAG_REPLY, 4],
+      ['DMA_MAP', CMD.DMA_MAP, FLAG_COMMAND, 32],
+      ['DMA_UNMAP', CMD.DMA_UNMAP, FLAG_COMMAND, 24],
+      ['DMA_UNMAP reply', CMD.DMA_UNMAP, FLAG_REPLY, 24],
+      ['DEVICE_GET_INFO', CMD.DEVICE_GET_INFO, FLAG_COMMAND, 16],
+      ['DEVICE_GET_INFO reply', CMD.DEVICE_GET_INFO, FLAG_REPLY, 16],
+      ['DEVICE_GET_REGION_INFO', CMD.DEVICE_GET_REGION_INFO, FLAG_COMMAND, 32],
+      ['DEVICE_GET_REGION_INFO reply', CMD.DEVICE_GET_REGION_INFO, FLAG_REPLY, 32],
+      ['DEVICE_GET_REGION_IO_FDS', CMD.DEVICE_GET_REGION_IO_FDS, FLAG_COMMAND, 16],
+      ['DEVICE_GET_REGION_IO_FDS reply', CMD.DEVICE_GET_REGION_IO_FDS, FLAG_REPLY, 16],
+      ['DEVICE_GET_IRQ_INFO', CMD.DEVICE_GET_IRQ_INFO, FLAG_COMMAND, 16],
+      ['DEVICE_GET_IRQ_INFO reply', CMD.DEVICE_GET_IRQ_INFO, FLAG_REPLY, 16],
+      ['DEVICE_SET_IRQS', CMD.DEVICE_SET_IRQS, FLAG_COMMAND, 20],
+      ['REGION_READ', CMD.REGION_READ, FLAG_COMMAND, 16],
+      ['REGION_READ reply', CMD.REGION_READ, FLAG_REPLY, 16],
+      ['REGION_WRITE', CMD.REGION_WRITE, FLAG_COMMAND, 16],
+      ['REGION_WRITE reply', CMD.REGION_WRITE, FLAG_REPLY, 16],
+      ['DMA_READ', CMD.DMA_READ, FLAG_COMMAND, 16],
+      ['DMA_READ reply', CMD.DMA_READ, FLAG_REPLY, 16],
+      ['DMA_WRITE', CMD.DMA_WRITE, FLAG_COMMAND, 16],
+      ['DMA_WRITE reply', CMD.DMA_WRITE, FLAG_REPLY, 16],
+      ['REGION_WRITE_MULTI', CMD.REGION_WRITE_MULTI, FLAG_COMMAND, 8],
+      ['REGION_WRITE_MULTI reply', CMD.REGION_WRITE_MULTI, FLAG_REPLY, 8],
+      ['DEVICE_FEATURE', CMD.DEVICE_FEATURE, FLAG_COMMAND, 8],
+      ['DEVICE_FEATURE reply', CMD.DEVICE_FEATURE, FLAG_REPLY, 8],
+      ['MIG_DATA_READ', CMD.MIG_DATA_READ, FLAG_COMMAND, 8],
+      ['MIG_DATA_READ reply', CMD.MIG_DATA_READ, FLAG_REPLY, 8],
+      ['MIG_DATA_WRITE', CMD.MIG_DATA_WRITE, FLAG_COMMAND, 8],
+    ];
+    for (const [name, cmd, flags, size] of structs) {
+      it(`${name}: header only and ${size - 1} bytes give SHORT_PAYLOAD; ${size} bytes decode`, () => {
+        expectError(msg(1, cmd, flags), 'SHORT_PAYLOAD');
+        expectError(msg(1, cmd, flags, Buffer.alloc(size - 1)), 'SHORT_PAYLOAD');
+        // The exact struct size is accepted (zero counts, so no data is expected).
+        expect(decodeMessage(msg(1, cmd, flags, Buffer.alloc(size))).ok, `${name} with ${size} bytes`).to.equal(true);
+      });
+    }
+  });
+
+  it('replies that must be header only refuse a payload (DMA_MAP, SET_IRQS, DEVICE_RESET, MIG_DATA_WRITE)', () => {
+    for (const cmd of [CMD.DMA_MAP, CMD.DEVICE_SET_IRQS, CMD.DEVICE_RESET, CMD.MIG_DATA_WRITE]) {
+      expectError(msg(1, cmd, FLAG_REPLY, Buffer.alloc(1)), 'PAYLOAD_MISMATCH');
+    }
+  });
+
+  it('REGION_WRITE whose count differs from the data length gives PAYLOAD_MISMATCH', () => {
+    expectError(msg(1, 10, 0, regionAccess(0, 0, 4, [1, 2, 3])), 'PAYLOAD_MISMATCH');
+    expectError(msg(1, 10, 0, regionAccess(0, 0, 4, [1, 2, 3, 4, 5])), 'PAYLOAD_MISMATCH');
+    expectError(msg(1, 10, 0, regionAccess(0, 0, 0, [1])), 'PAYLOAD_MISMATCH');
+    expect(decodeOk(msg(1, 10, 0, regionAccess(0, 0, 4, [1, 2, 3, 4]))).body.kind).to.equal('regionWrite');
+  });
+
+  it('REGION_READ reply and DMA_WRITE/DMA_READ reply data must match count', () => {
+    expectError(msg(1, 9, FLAG_REPLY, regionAccess(0, 7, 4, [1, 2])), 'PAYLOAD_MISMATCH');
+    expectError(msg(1, 12, 0, dmaAccess(0x1000, 4, [1, 2, 3])), 'PAYLOAD_MISMATCH');
+    expectError(msg(1, 11, FLAG_REPLY, dmaAccess(0x1000, 2, [1, 2, 3])), 'PAYLOAD_MISMATCH');
+  });
+
+  it('REGION_READ/REGION_WRITE at offset 0xFFFFFFFFFFFFFFFF give U64_RANGE', () => {
+    expectError(msg(1, 9, 0, regionAccess(U64_MAX, 0, 4)), 'U64_RANGE');
+    expectError(msg(1, 10, 0, regionAccess(U64_MAX, 0, 1, [0])), 'U64_RANGE');
+    expectError(msg(1, 9, FLAG_REPLY, regionAccess(U64_MAX, 0, 1, [0])), 'U64_RANGE');
+    expectError(msg(1, 10, FLAG_REPLY, regionAccess(U64_MAX, 0, 1)), 'U64_RANGE');
+  });
+
+  it('REGION offsets: 2^53 is refused, 2^53-1 decodes exactly', () => {
+    expectError(msg(1, 9, 0, regionAccess(SAFE_MAX_PLUS_1, 0, 4)), 'U64_RANGE');
+    const m = decodeOk(msg(1, 9, 0, regionAccess(SAFE_MAX, 0, 4)));
+    expect(m.body).to.deep.equal({ kind: 'regionRead', offset: SAFE_MAX, region: 0, count: 4 });
+  });
+
+  describe('DMA_MAP u64 fields above 2^53-1 give U64_RANGE', () => {
+    const fields: ReadonlyArray<readonly [string, (v: bigint) => Buffer]> = [
+      ['offset', (v) => dmaMapPayload(32, 3, v, 0, 0x1000)],
+      ['address', (v) => dmaMapPayload(32, 3, 0, v, 0x1000)],
+      ['size', (v) => dmaMapPayload(32, 3, 0, 0, v)],
+    ];
+    for (const [field, build] of fields) {
+      it(`${field}: 2^53 and 2^64-1 are refused`, () => {
+        expectError(msg(1, 2, 0, build(SAFE_MAX_PLUS_1)), 'U64_RANGE');
+        expectError(msg(1, 2, 0, build(U64_MAX)), 'U64_RANGE');
+        const e = decodeErr(msg(1, 2, 0, build(U64_MAX)));
+        expect(e.detail).to.contain(field);
+      });
+    }
+  });
+
+  it('DMA_UNMAP, DMA_READ and the sparse-mmap areas refuse u64 values above 2^53-1 too', () => {
+    expectError(msg(1, 3, 0, dmaUnmapPayload(24, 0, U64_MAX, 0x1000).build()), 'U64_RANGE');
+    expectError(msg(1, 11, 0, dmaAccess(0, U64_MAX)), 'U64_RANGE');
+    const reply = sparseCap(regionInfo(64, 0xf, 1, 32, 0x1000, 0), 0, [[0, 0]]).build();
+    reply.writeBigUInt64LE(U64_MAX, 32 + 16 + 8); // area 0 size
+    expectError(msg(1, 5, FLAG_REPLY, reply), 'U64_RANGE');
+    expectError(msg(1, 5, FLAG_REPLY, regionInfo(32, 0, 0, 0, U64_MAX, 0).build()), 'U64_RANGE');
+  });
+
+  it('DMA_UNMAP with bytes after the struct and no bitmap flag gives PAYLOAD_MISMATCH', () => {
+    expectError(msg(1, 3, 0, dmaUnmapPayload(24, 0, 0x1000, 0x1000).u32(0).build()), 'PAYLOAD_MISMATCH');
+  });
+
+  it('MIG_DATA_WRITE and MIG_DATA_READ reply with fewer data bytes than size give PAYLOAD_MISMATCH', () => {
+    expectError(msg(1, 18, 0, new Bytes().u32(12).u32(4).raw([1, 2, 3]).build()), 'PAYLOAD_MISMATCH');
+    expectError(msg(1, 17, FLAG_REPLY, new Bytes().u32(16).u32(8).raw([1, 2, 3]).build()), 'PAYLOAD_MISMATCH');
+  });
+
+  it('VERSION JSON without its NUL gives BAD_JSON', () => {
+    expectError(msg(1, 1, 0, new Bytes().u16(0).u16(0).text('{}').build()), 'BAD_JSON');
+    expectError(msg(1, 1, FLAG_REPLY, new Bytes().u16(0).u16(0).text(QEMU_VERSION_JSON).build()), 'BAD_JSON');
+  });
+
+  it('VERSION JSON with a NUL inside gives BAD_JSON', () => {
+    expectError(msg(1, 1, 0, new Bytes().u16(0).u16(0).text('{"a"').u8(0).text(':1}').u8(0).build()), 'BAD_JSON');
+    expectError(msg(1, 1, 0, new Bytes().u16(0).u16(0).u8(0).u8(0).build()), 'BAD_JSON');
+  });
+
+  it('unknown command 999 and the removed 14 (DIRTY_PAGES) give UNKNOWN_COMMAND, as command and as reply', () => {
+    for (const cmd of [999, CMD.DIRTY_PAGES, 0, 19]) {
+      expectError(msg(1, cmd, FLAG_COMMAND, Buffer.alloc(16)), 'UNKNOWN_COMMAND');
+      expectError(msg(1, cmd, FLAG_REPLY, Buffer.alloc(16)), 'UNKNOWN_COMMAND');
+    }
+  });
+
+  it('an error reply carrying a body gives ERROR_WITH_BODY', () => {
+    expectError(msg(1, 9, FLAG_ERROR_REPLY, Buffer.alloc(1), 22), 'ERROR_WITH_BODY');
+    expectError(msg(1, 9, FLAG_ERROR_REPLY, regionAccess(0, 7, 0), 22), 'ERROR_WITH_BODY');
+  });
+
+  describe('region-info capability chain', () => {
+    it('a cap whose next points to itself (a loop) gives BAD_CAP_CHAIN', () => {
+      expectError(msg(1, 5, FLAG_REPLY, sparseCap(regionInfo(80, 0xf, 1, 32, 0x3000, 0), 32, SPARSE_AREAS).build()), 'BAD_CAP_CHAIN');
+    });
+
+    it('a second cap that points back to the first gives BAD_CAP_CHAIN', () => {
+      const p = typeCap(sparseCap(regionInfo(96, 0xf, 1, 32, 0x3000, 0), 80, SPARSE_AREAS), 32, 1, 1).build();
+      expectError(msg(1, 5, FLAG_REPLY, p), 'BAD_CAP_CHAIN');
+    });
+
+    it('cap_offset past the end of the payload gives BAD_CAP_CHAIN', () => {
+      const p = sparseCap(regionInfo(80, 0xf, 1, 200, 0x3000, 0), 0, SPARSE_AREAS).build();
+      expectError(msg(1, 5, FLAG_REPLY, p), 'BAD_CAP_CHAIN');
+    });
+
+    it('CAPS set with cap_offset 32 but no bytes after the struct gives BAD_CAP_CHAIN', () => {
+      expectError(msg(1, 5, FLAG_REPLY, regionInfo(80, 0xf, 1, 32, 0x3000, 0).build()), 'BAD_CAP_CHAIN');
+    });
+
+    it('cap_offset inside the 32-byte struct gives BAD_CAP_CHAIN', () => {
+      const p = sparseCap(regionInfo(80, 0xf, 1, 8, 0x3000, 0), 0, SPARSE_AREAS).build();
+      expectError(msg(1, 5, FLAG_REPLY, p), 'BAD_CAP_CHAIN');
+      // At 24 the struct's zero `offset` field would read as a well-formed cap header (id 0, next 0).
+      const q = sparseCap(regionInfo(80, 0xf, 1, 24, 0x3000, 0), 0, SPARSE_AREAS).build();
+      expectError(msg(1, 5, FLAG_REPLY, q), 'BAD_CAP_CHAIN');
+    });
+
+    it('a next that points past the end of the payload gives BAD_CAP_CHAIN', () => {
+      const p = sparseCap(regionInfo(80, 0xf, 1, 32, 0x3000, 0), 4096, SPARSE_AREAS).build();
+      expectError(msg(1, 5, FLAG_REPLY, p), 'BAD_CAP_CHAIN');
+    });
+
+    it('a cap header cut short by the end of the payload gives BAD_CAP_CHAIN', () => {
+      const p = regionInfo(36, 0xf, 1, 32, 0x3000, 0).u16(1).u16(1).build();
+      expectError(msg(1, 5, FLAG_REPLY, p), 'BAD_CAP_CHAIN');
+    });
+
+    it('a sparse cap claiming more areas than fit gives BAD_CAP_CHAIN', () => {
+      const three = sparseCap(regionInfo(80, 0xf, 1, 32, 0x3000, 0), 0, SPARSE_AREAS, 3).build();
+      expectError(msg(1, 5, FLAG_REPLY, three), 'BAD_CAP_CHAIN');
+      const huge = sparseCap(regionInfo(80, 0xf, 1, 32, 0x3000, 0), 0, SPARSE_AREAS, 0xffffffff).build();
+      expectError(msg(1, 5, FLAG_REPLY, huge), 'BAD_CAP_CHAIN');
+      // Areas that fit in the chain slot but not before the next cap also count.
+      const chained = typeCap(sparseCap(regionInfo(96, 0xf, 1, 32, 0x3000, 0), 80, SPARSE_AREAS, 3), 0, 1, 1).build();
+      expectError(msg(1, 5, FLAG_REPLY, chained), 'BAD_CAP_CHAIN');
+    });
+
+    it('a sparse cap shorter than its 16-byte fixed part gives BAD_CAP_CHAIN', () => {
+      const p = regionInfo(44, 0xf, 1, 32, 0x3000, 0).u16(1).u16(1).u32(0).u32(0).build();
+      expectError(msg(1, 5, FLAG_REPLY, p), 'BAD_CAP_CHAIN');
+    });
+  });
+
+  describe('REGION_WRITE_MULTI', () => {
+    const two = (wrCnt: number | bigint): Buffer =>
+      multiEntry(multiEntry(new Bytes().u64(wrCnt), 0, 0, 4, [1, 2, 3, 4, 0, 0, 0, 0]), 8, 0, 4, [5, 6, 7, 8, 0, 0, 0, 0]).build();
+
+    it('wr_cnt that does not match the entries gives PAYLOAD_MISMATCH', () => {
+      expectError(msg(1, 15, FLAG_NO_REPLY, two(3)), 'PAYLOAD_MISMATCH');
+      expectError(msg(1, 15, FLAG_NO_REPLY, two(1)), 'PAYLOAD_MISMATCH');
+      expectError(msg(1, 15, FLAG_NO_REPLY, two(0)), 'PAYLOAD_MISMATCH');
+      expect(decodeOk(msg(1, 15, FLAG_NO_REPLY, two(2))).body.kind).to.equal('regionWriteMulti');
+    });
+
+    it('an entry whose count is above 8 gives COUNT_TOO_LARGE', () => {
+      const p = multiEntry(new Bytes().u64(1), 0, 0, 9, [1, 2, 3, 4, 5, 6, 7, 8]).build();
+      expectError(msg(1, 15, FLAG_NO_REPLY, p), 'COUNT_TOO_LARGE');
+      const ok8 = multiEntry(new Bytes().u64(1), 0, 0, 8, [1, 2, 3, 4, 5, 6, 7, 8]).build();
+      expect(decodeMessage(msg(1, 15, FLAG_NO_REPLY, ok8)).ok).to.equal(true);
+    });
+
+    it('a huge wr_cnt gives COUNT_TOO_LARGE before any entry is read', () => {
+      expectError(msg(1, 15, FLAG_NO_REPLY, two(U64_MAX)), 'COUNT_TOO_LARGE');
+      expectError(msg(1, 15, FLAG_NO_REPLY, two(0x1_0000_0000)), 'COUNT_TOO_LARGE');
+    });
+
+    it('an entry offset above 2^53-1 gives U64_RANGE', () => {
+      const p = new Bytes().u64(1).u64(U64_MAX).u32(0).u32(1).zeros(8).build();
+      expectError(msg(1, 15, FLAG_NO_REPLY, p), 'U64_RANGE');
+    });
+  });
+
+  describe('header limits (checkHeader / decodeMessage)', () => {
+    const hdr = (size: number): Buffer => new Bytes().u16(1).u16(9).u32(size).u32(0).u32(0).build();
+
+    it('msg_size below 16 gives HEADER_TOO_SMALL', () => {
+      for (const size of [0, 1, 15]) {
+        const e = checkHeader(decodeHeader(hdr(size)), MAX_MSG_SIZE);
+        expect(e, `msg_size ${size}`).to.not.equal(null);
+        expect(e?.code).to.equal('HEADER_TOO_SMALL');
+        expect(e?.errno).to.equal(EINVAL);
+      }
+    });
+
+    it('msg_size above the limit gives MESSAGE_TOO_LARGE', () => {
+      expect(MAX_MSG_SIZE).to.equal((1 << 20) + 32);
+      for (const [size, limit] of [[MAX_MSG_SIZE + 1, MAX_MSG_SIZE], [0xffffffff, MAX_MSG_SIZE], [49, 48]] as const) {
+        const e = checkHeader(decodeHeader(hdr(size)), limit);
+        expect(e?.code, `msg_size ${size} limit ${limit}`).to.equal('MESSAGE_TOO_LARGE');
+        expect(e?.errno).to.equal(EINVAL);
+      }
+    });
+
+    it('msg_size 16 and exactly the limit pass', () => {
+      expect(checkHeader(decodeHeader(hdr(16)), MAX_MSG_SIZE)).to.equal(null);
+      expect(checkHeader(decodeHeader(hdr(MAX_MSG_SIZE)), MAX_MSG_SIZE)).to.equal(null);
+    });
+
+    it('decodeHeader reads the fields at the reference offsets (header at a non-zero offset)', () => {
+      const buf = Buffer.concat([Buffer.alloc(3), Buffer.from('3412' + '0a00' + '28000000' + '10000000' + '5f000000', 'hex')]);
+      expect(decodeHeader(buf, 3)).to.deep.equal({ id: 0x1234, command: 10, size: 40, flags: 0x10, error: 95 });
+    });
+
+    it('decodeMessage refuses fewer than 16 bytes and a msg_size that disagrees with the buffer', () => {
+      expectError(Buffer.alloc(15), 'HEADER_TOO_SMALL');
+      const m = msg(1, 13, 0);
+      m.writeUInt32LE(17, 4);
+      expectError(m, 'PAYLOAD_MISMATCH');
+      expectError(Buffer.concat([msg(1, 13, 0), Buffer.alloc(1)]), 'PAYLOAD_MISMATCH');
+    });
+  });
+});
