@@ -135,6 +135,18 @@ export class Session implements TransportHandler {
   }
 
   message(h: RawHeader, payload: Buffer, fds: number[]): void {
+    this.#handle(h, payload, fds);
+    // Until a VERSION succeeds, any refused message ends the connection
+    // (reference/vfio-user.md 4.1: first message not VERSION, short payload, bad
+    // JSON, fds on VERSION...). Flush first so the EINVAL reply goes out before
+    // the close: closing with the reply still batched in the writer dropped it.
+    if (!this.#negotiated && !this.transport.closed) {
+      this.transport.flush();
+      this.close('negotiation failed');
+    }
+  }
+
+  #handle(h: RawHeader, payload: Buffer, fds: number[]): void {
     this.stats.commands++;
     const noReply = (h.flags & HeaderFlag.NO_REPLY) !== 0;
     if (this.#isReplyType(h.flags)) {
@@ -147,8 +159,8 @@ export class Session implements TransportHandler {
       return;
     }
     if (!this.#negotiated && h.command !== Command.VERSION) {
+      // message() flushes this reply and closes the connection.
       this.#reject(h, fds, protocolError('FIRST_NOT_VERSION', `${commandName(h.command)} before VERSION`));
-      this.close('first message was not VERSION');
       return;
     }
     // Hot path: region accesses are decoded in place, without building objects.

@@ -1,0 +1,273 @@
+// Replay: play the client side of a recorded session against a server and
+// compare every reply with the recorded one.
+//
+// Each recorded client command is sent in order, with fresh descriptors
+// standing in for the recorded ones (one fresh memfd per recorded memfd
+// identity, so QEMU's repeated maps of its guest RAM still share one file; an
+// eventfd per eventfd). When the recording has a reply, we wait for ours and
+// compare: identical bytes, or a difference that a documented rule allows
+// (REPLAY_RULES; docs/replay.md explains each). Anything else is a difference.
+
+import * as fs from 'fs';
+import { Command, commandName, HeaderFlag } from '../../protocol/constants';
+import { vfio_user_header } from '../../protocol/layouts';
+import { decodeMessage } from '../../protocol/parser';
+import { checkVersionReply, parseCapabilities } from '../../protocol/version';
+import * as native from '../native';
+import type { CapturedFd, CapturedMessage } from './pcapng';
+import { RawHeader, Transport, TransportHandler } from './transport';
+
+export interface ReplayOptions {
+  /** Connection index in the capture (default 0). */
+  readonly conn?: number;
+  /**
+   * Which recorded commands to replay: command names (VERSION, DMA_MAP, ...) and
+   * the word `errors` (commands whose recorded reply is an error). Default: all.
+   */
+  readonly only?: readonly string[];
+  /** How long to wait for each reply (ms). */
+  readonly timeoutMs?: number;
+}
+
+export interface ReplayDifference {
+  readonly frame: number;
+  readonly command: string;
+  readonly what: string;
+}
+
+export interface ReplayAllowance {
+  readonly frame: number;
+  readonly command: string;
+  readonly rule: string;
+}
+
+export interface ReplayResult {
+  readonly sent: number;
+  readonly compared: number;
+  readonly identical: number;
+  readonly allowed: readonly ReplayAllowance[];
+  readonly differences: readonly ReplayDifference[];
+  readonly skipped: number;
+}
+
+/** A rule that excuses a difference between a recorded and a live reply. */
+export interface ReplayRule {
+  readonly name: string;
+  readonly description: string;
+  /** Returns true when the two replies differ only in what this rule allows. */
+  allows(request: Buffer, recorded: Buffer, live: Buffer): boolean;
+}
+
+const HDR = vfio_user_header;
+
+function cmdOf(b: Buffer): number {
+  return b.readUInt16LE(HDR.command.off);
+}
+
+/** The documented rules (docs/replay.md). Each is narrow: one command, named fields. */
+export const REPLAY_RULES: readonly ReplayRule[] = [
+  {
+    name: 'version-capabilities',
+    description: 'VERSION reply: the capabilities JSON is the server\'s own (limits, migration, spacing). ' +
+      'Both must be valid replies to the same proposal: same major, minor not above the proposal, capabilities that parse.',
+    allows(request, recorded, live) {
+      if (cmdOf(request) !== Command.VERSION) return false;
+      const req = decodeMessage(request);
+      const a = decodeMessage(recorded);
+      const b = decodeMessage(live);
+      if (!req.ok || !a.ok || !b.ok) return false;
+      if (req.value.body.kind !== 'version' || a.value.body.kind !== 'versionReply' || b.value.body.kind !== 'versionReply') return false;
+      const p = req.value.body;
+      return checkVersionReply(p.major, p.minor, a.value.body.major, a.value.body.minor) === null &&
+        checkVersionReply(p.major, p.minor, b.value.body.major, b.value.body.minor) === null &&
+        parseCapabilities(b.value.body.json).ok;
+    },
+  },
+  {
+    name: 'unimplemented-bar-registers',
+    description: 'Config-space REGION_READ reply: libvfio-user reads the I/O-space bit (0x1) in BAR registers of ' +
+      'BARs that do not exist; the PCI spec (and we) read them as 0. Only bit 0 of such BAR dwords may differ.',
+    allows(request, recorded, live) {
+      if (cmdOf(request) !== Command.REGION_READ || recorded.length !== live.length || recorded.length < 32) return false;
+      if (request.readUInt32LE(16 + 8) !== 7) return false;
+      const offset = request.readUInt32LE(16);
+      const ranges: [number, number][] = [];
+      for (let reg = 0x10; reg <= 0x24; reg += 4) {
+        const at = 32 + reg - offset;
+        if (at < 32 || at + 4 > recorded.length) continue;
+        const a = recorded.readUInt32LE(at);
+        const b = live.readUInt32LE(at);
+        if (a !== b && !((a === 1 && b === 0) || (a === 0 && b === 1))) return false;
+        ranges.push([at, at + 1]);
+      }
+      return ranges.length > 0 && equalExcept(recorded, live, ranges);
+    },
+  },
+];
+
+function equalExcept(a: Buffer, b: Buffer, ranges: readonly [number, number][]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] === b[i]) continue;
+    if (!ranges.some(([s, e]) => i >= s && i < e)) return false;
+  }
+  return true;
+}
+
+/** Creates fresh descriptors standing in for recorded ones; one per identity. */
+class FdFactory {
+  readonly #byKey = new Map<string, number>();
+
+  get(d: CapturedFd): number {
+    const key = d.kind === 'memfd' ? `memfd:${d.name}:${d.size}` : d.kind === 'file' ? `file:${d.path}:${d.size}` : '';
+    if (key) {
+      const have = this.#byKey.get(key);
+      if (have !== undefined) return have;
+    }
+    let fd: number;
+    switch (d.kind) {
+      case 'memfd':
+      case 'file':
+        // A sparse sealed memfd of the recorded size: costs nothing until touched.
+        fd = native.memfdCreate(d.kind === 'memfd' ? (d.name ?? 'replay') : 'replay-file', d.size ?? 4096, true);
+        break;
+      case 'eventfd':
+        fd = native.eventfd(0, true);
+        break;
+      case 'socket': {
+        const [a, b] = native.socketPair();
+        fs.closeSync(b);
+        fd = a;
+        break;
+      }
+      default:
+        fd = fs.openSync('/dev/null', 'r');
+    }
+    if (key) this.#byKey.set(key, fd);
+    else this.#others.push(fd);
+    return fd;
+  }
+
+  readonly #others: number[] = [];
+
+  closeAll(): void {
+    for (const fd of [...this.#byKey.values(), ...this.#others]) {
+      try { fs.closeSync(fd); } catch { /* already closed */ }
+    }
+    this.#byKey.clear();
+    this.#others.length = 0;
+  }
+}
+
+/** Receives the live server's messages; hands each reply to whoever waits for its id. */
+class ReplySink implements TransportHandler {
+  readonly waiting = new Map<number, (reply: Buffer, fds: number) => void>();
+  closedReason: string | null = null;
+  onClosed: (() => void) | null = null;
+  message(h: RawHeader, payload: Buffer, fds: number[]): void {
+    for (const fd of fds) { try { fs.closeSync(fd); } catch { /* ignore */ } }
+    if ((h.flags & HeaderFlag.TYPE_MASK) !== HeaderFlag.TYPE_REPLY) return;
+    const w = this.waiting.get(h.id);
+    if (!w) return;
+    this.waiting.delete(h.id);
+    const full = Buffer.alloc(16 + payload.length);
+    full.writeUInt16LE(h.id, 0);
+    full.writeUInt16LE(h.command, 2);
+    full.writeUInt32LE(h.size, 4);
+    full.writeUInt32LE(h.flags, 8);
+    full.writeUInt32LE(h.error, 12);
+    payload.copy(full, 16);
+    w(full, fds.length);
+  }
+  badHeader(): void { /* the transport closes; closed() reports it */ }
+  closed(reason: string): void {
+    this.closedReason = reason;
+    this.onClosed?.();
+  }
+}
+
+/** Replay `messages` (one capture) against the server listening on `socketPath`. */
+export async function replay(messages: readonly CapturedMessage[], socketPath: string, opts: ReplayOptions = {}): Promise<ReplayResult> {
+  const conn = opts.conn ?? 0;
+  const timeoutMs = opts.timeoutMs ?? 5000;
+  const only = opts.only?.map((s) => s.toUpperCase());
+  const mine = messages.filter((m) => m.comment.conn === conn && !m.comment.raw && !m.comment.incomplete);
+  // The recorded reply to each client command: the first s2c reply with its id after it.
+  const replyOf = new Map<CapturedMessage, CapturedMessage>();
+  for (let i = 0; i < mine.length; i++) {
+    const m = mine[i]!;
+    if (m.comment.dir !== 'c2s' || m.comment.type !== 'command' || (m.comment.flags & HeaderFlag.NO_REPLY)) continue;
+    const r = mine.slice(i + 1).find((x) => x.comment.dir === 's2c' && x.comment.type === 'reply' && x.comment.id === m.comment.id && x.comment.cmd === m.comment.cmd);
+    if (r) replyOf.set(m, r);
+  }
+
+  const fds = new FdFactory();
+  const sink = new ReplySink();
+  const transport = new Transport(native.connect(socketPath), sink, { maxMessageSize: 64 << 20, maxFdsPerMessage: 253 });
+  transport.start();
+  const differences: ReplayDifference[] = [];
+  const allowed: ReplayAllowance[] = [];
+  let sent = 0, compared = 0, identical = 0, skipped = 0;
+  try {
+    for (const m of mine) {
+      if (m.comment.dir !== 'c2s' || m.comment.type !== 'command') continue;
+      const name = m.comment.name;
+      const rec = replyOf.get(m);
+      const isError = rec ? (rec.comment.flags & HeaderFlag.ERROR) !== 0 : false;
+      if (only && !only.includes(name) && !(isError && only.includes('ERRORS'))) { skipped++; continue; }
+      const sendFds = m.comment.fds.map((d) => fds.get(d));
+      const waiter = rec ? waitReply(sink, m.comment.id, timeoutMs) : null;
+      transport.sendWithFds(m.bytes, sendFds);
+      sent++;
+      if (!waiter || !rec) continue;
+      const got = await waiter;
+      compared++;
+      const command = commandName(m.comment.cmd ?? 0);
+      if (got === null) {
+        differences.push({ frame: m.frame, command, what: sink.closedReason ? `server closed the connection (${sink.closedReason})` : `no reply within ${timeoutMs} ms` });
+        if (sink.closedReason) break;
+        continue;
+      }
+      if (got.fds !== rec.comment.fds.length) {
+        differences.push({ frame: rec.frame, command, what: `reply carries ${got.fds} fds, recorded ${rec.comment.fds.length}` });
+        continue;
+      }
+      if (got.reply.equals(rec.bytes)) { identical++; continue; }
+      const rule = REPLAY_RULES.find((r) => r.allows(m.bytes, rec.bytes, got.reply));
+      if (rule) allowed.push({ frame: rec.frame, command, rule: rule.name });
+      else differences.push({ frame: rec.frame, command, what: describeDifference(rec.bytes, got.reply) });
+    }
+  } finally {
+    transport.close('replay finished');
+    fds.closeAll();
+  }
+  return { sent, compared, identical, allowed, differences, skipped };
+}
+
+function waitReply(sink: ReplySink, id: number, timeoutMs: number): Promise<{ reply: Buffer; fds: number } | null> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => { sink.waiting.delete(id); resolve(null); }, timeoutMs);
+    sink.onClosed = () => { clearTimeout(t); resolve(null); };
+    sink.waiting.set(id, (reply, fds) => { clearTimeout(t); resolve({ reply, fds }); });
+  });
+}
+
+/** One line saying how two replies differ: header fields first, then the first differing payload bytes. */
+export function describeDifference(recorded: Buffer, live: Buffer): string {
+  const parts: string[] = [];
+  const fields: [string, number, number][] = [['msg_size', 4, 4], ['flags', 8, 4], ['error', 12, 4]];
+  for (const [name, off] of fields) {
+    if (recorded.length >= off + 4 && live.length >= off + 4 && recorded.readUInt32LE(off) !== live.readUInt32LE(off)) {
+      parts.push(`${name} recorded ${recorded.readUInt32LE(off)}, got ${live.readUInt32LE(off)}`);
+    }
+  }
+  const n = Math.min(recorded.length, live.length);
+  let first = -1;
+  for (let i = 16; i < n; i++) if (recorded[i] !== live[i]) { first = i; break; }
+  if (first >= 0) {
+    const end = Math.min(n, first + 8);
+    parts.push(`payload byte ${first - 16}: recorded ${recorded.subarray(first, end).toString('hex')}, got ${live.subarray(first, end).toString('hex')}`);
+  }
+  if (parts.length === 0) parts.push(`lengths ${recorded.length} vs ${live.length}`);
+  return parts.join('; ');
+}
