@@ -1,0 +1,213 @@
+// Captures: reader and writer against the recorded fixtures, the text listing,
+// replay against the idio16 example, comparison of two recordings, and the
+// recording proxy between our client and our server.
+import { expect } from 'chai';
+import { execFileSync, spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { CaptureWriter, parseCapture, readCapture, CapturedMessage } from '../../lib/vfio-user/pcapng';
+import { formatCaptureLine } from '../../lib/vfio-user/capture-text';
+import { replay, REPLAY_RULES } from '../../lib/vfio-user/replay';
+import { compareCaptures } from '../../lib/vfio-user/compare';
+import { Recorder } from '../../lib/vfio-user/recorder';
+import { VfioUserServer } from '../../lib/vfio-user/server';
+import { GuestRam, VfioUserClient } from '../../lib/vfio-user/client';
+import { createIdio16, Idio16Registers } from '../../lib/examples/idio16';
+import { PciFunction } from '../../lib/pci';
+import * as native from '../../lib/native';
+import { ScratchDevice } from '../support/scratch-device';
+import { openFdCount, settle, tempSocketPath } from '../support/fds';
+
+const ROOT = path.join(__dirname, '..', '..', '..');
+const FIX = path.join(ROOT, 'fixtures', 'vfio-user');
+const REFERENCE = ['qemu-boot-lvu-gpio', 'qemu-boot-lvu-sample', 'client-lvu-sample'];
+/** The protocol-level commands of the libvfio-user sample captures (the rest is device specific). */
+const PROTOCOL_ONLY = ['VERSION', 'DMA_MAP', 'DMA_UNMAP', 'DEVICE_SET_IRQS', 'DEVICE_RESET', 'errors'];
+
+function epbs(d: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let off = 0; off < d.length;) {
+    const t = d.readUInt32LE(off);
+    const l = d.readUInt32LE(off + 4);
+    if (t === 6) out.push(d.subarray(off, off + l));
+    off += l;
+  }
+  return out;
+}
+
+async function withServer<T>(device: PciFunction | ScratchDevice, fn: (socket: string, server: VfioUserServer) => Promise<T>): Promise<T> {
+  const socket = tempSocketPath('cap');
+  const server = new VfioUserServer({ socketPath: socket, device });
+  await server.listen();
+  try {
+    return await fn(socket, server);
+  } finally {
+    server.close();
+  }
+}
+
+describe('captures', () => {
+  describe('pcapng writer', () => {
+    for (const name of REFERENCE) {
+      it(`rewrites every packet of ${name} byte for byte (framing, checksums, comments)`, () => {
+        const src = fs.readFileSync(path.join(FIX, `${name}.pcapng`));
+        const msgs = parseCapture(src);
+        const out = `/tmp/ernic-rewrite-${process.pid}.pcapng`;
+        const w = new CaptureWriter(out, 'test');
+        for (const m of msgs) w.writeMessage(m.comment, m.bytes, m.timestampUs);
+        w.close();
+        const a = epbs(src);
+        const b = epbs(fs.readFileSync(out));
+        fs.unlinkSync(out);
+        expect(b.length).to.equal(a.length);
+        for (let i = 0; i < a.length; i++) expect(b[i]!.equals(a[i]!), `packet ${i + 1}`).to.equal(true);
+      });
+    }
+
+    it('cuts a message over 65000 bytes into segments and the reader joins them', () => {
+      const out = `/tmp/ernic-seg-${process.pid}.pcapng`;
+      const w = new CaptureWriter(out, 'test');
+      const big = Buffer.alloc(150000, 7);
+      big.writeUInt32LE(big.length, 4);
+      w.writeMessage({ dir: 's2c', conn: 0, id: 1, cmd: 9, name: 'REGION_READ', type: 'reply', size: big.length, flags: 1, error: 0, fds: [{ kind: 'eventfd', size: null }] }, big, 1);
+      w.close();
+      const data = fs.readFileSync(out);
+      fs.unlinkSync(out);
+      expect(epbs(data)).to.have.length(3);
+      const back = parseCapture(data);
+      expect(back).to.have.length(1);
+      expect(back[0]!.bytes.equals(big)).to.equal(true);
+      expect(back[0]!.comment.nseg).to.equal(3);
+      expect(back[0]!.comment.fds).to.have.length(1);
+    });
+
+    it('refuses a file that is not pcapng', () => {
+      expect(() => parseCapture(Buffer.from('not a capture at all'))).to.throw(/pcapng/);
+    });
+  });
+
+  describe('text listing', () => {
+    for (const name of REFERENCE) {
+      it(`matches the recorded sidecar ${name}.txt line for line (time column aside)`, () => {
+        const msgs = readCapture(path.join(FIX, `${name}.pcapng`));
+        const want = fs.readFileSync(path.join(FIX, `${name}.txt`), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+        expect(want).to.have.length(msgs.length);
+        const strip = (s: string): string => (s.slice(0, 6) + s.slice(17)).trimEnd();
+        msgs.forEach((m, i) => expect(strip(formatCaptureLine(m.frame, 0, m.comment, m.bytes))).to.equal(strip(want[i]!)));
+      });
+    }
+  });
+
+  describe('replay', () => {
+    it('replays QEMU booting the libvfio-user gpio sample against the idio16 example: only the documented rules differ', async () => {
+      const r = await withServer(createIdio16(), (s) => replay(readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng')), s));
+      expect(r.differences).to.deep.equal([]);
+      expect(r.compared).to.equal(234);
+      expect(r.identical).to.equal(232);
+      expect(r.allowed.map((a) => a.rule).sort()).to.deep.equal(['unimplemented-bar-registers', 'version-capabilities']);
+    });
+
+    for (const name of ['qemu-boot-lvu-sample', 'client-lvu-sample']) {
+      it(`replays the protocol-level part of ${name} against the idio16 example`, async () => {
+        const r = await withServer(createIdio16(), (s) => replay(readCapture(path.join(FIX, `${name}.pcapng`)), s, { only: PROTOCOL_ONLY }));
+        expect(r.differences).to.deep.equal([]);
+        expect(r.compared).to.be.greaterThan(20);
+        expect(r.allowed.map((a) => a.rule)).to.deep.equal(['version-capabilities']);
+      });
+    }
+
+    it('reports a difference when the device answers differently', async () => {
+      const wrong = new PciFunction({ vendorId: 0x494f, deviceId: 0x0dc9, subsystemVendorId: 0, subsystemId: 0, classCode: 0,
+        bars: [{ index: 2, size: 0x100, kind: 'io', handler: new Idio16Registers() }], intx: true, powerManagement: false });
+      const r = await withServer(wrong, (s) => replay(readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng')), s));
+      expect(r.differences.length).to.be.greaterThan(0);
+      expect(r.differences[0]!.command).to.equal('REGION_READ');
+      expect(r.differences[0]!.what).to.match(/payload byte 18: recorded c80d/);
+    });
+
+    it('documents every rule', () => {
+      for (const rule of REPLAY_RULES) expect(rule.description.length).to.be.greaterThan(40);
+    });
+  });
+
+  describe('compare', () => {
+    it('our server recorded under QEMU with the gpio driver matches the libvfio-user recording', () => {
+      const r = compareCaptures(readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng')), readCapture(path.join(FIX, 'qemu-boot-ernic-idio16.pcapng')));
+      expect(r.differences).to.deep.equal([]);
+      expect(r.compared).to.equal(468);
+      expect(r.allowed.map((a) => a.rule).sort()).to.deep.equal(['unimplemented-bar-registers', 'version-capabilities']);
+    });
+
+    it('finds a changed reply', () => {
+      const ref = readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng'));
+      const changed: CapturedMessage[] = ref.map((m) => ({ ...m, bytes: Buffer.from(m.bytes) }));
+      const last = changed[changed.length - 1]!;
+      last.bytes[last.bytes.length - 1] ^= 0xff;
+      const r = compareCaptures(ref, changed);
+      expect(r.differences).to.have.length(1);
+      expect(r.differences[0]!.command).to.equal('REGION_READ');
+    });
+  });
+
+  describe('recording proxy', () => {
+    it('forwards bytes and fds exactly and records every message with its fds', async () => {
+      const before = openFdCount();
+      const device = new ScratchDevice();
+      await withServer(device, async (serverSock) => {
+        const listen = tempSocketPath('rec');
+        const out = `/tmp/ernic-rec-${process.pid}.pcapng`;
+        const rec = new Recorder({ listenPath: listen, connectPath: serverSock, outPath: out, once: true });
+        await rec.listen();
+        const done = rec.finished();
+        const ram = new GuestRam(1 << 20, 'test-ram');
+        const c = await VfioUserClient.connect(listen);
+        await c.dmaMap(0x10000, 1 << 20, ram.fd);
+        const efd = native.eventfd(0, true);
+        await c.setIrqEventfds(2, 0, [efd]);
+        await c.regionWrite(0, 8, Buffer.from('abcd'));
+        expect((await c.regionRead(0, 8, 4)).toString()).to.equal('abcd');
+        // Through the proxy the server got the real memfd and eventfd.
+        ram.buffer.write('via-proxy', 0x20);
+        const dst = Buffer.alloc(9);
+        expect(device.ctx!.memory.read(0x10020, dst)).to.equal(0);
+        expect(dst.toString()).to.equal('via-proxy');
+        expect(device.ctx!.signalIrq(2, 0)).to.equal(true);
+        c.close();
+        await done;
+        ram.close();
+        fs.closeSync(efd);
+        const msgs = readCapture(out);
+        expect(msgs.map((m) => `${m.comment.dir} ${m.comment.name}`)).to.deep.equal([
+          'c2s VERSION', 's2c VERSION', 'c2s DMA_MAP', 's2c DMA_MAP', 'c2s DEVICE_SET_IRQS', 's2c DEVICE_SET_IRQS',
+          'c2s REGION_WRITE', 's2c REGION_WRITE', 'c2s REGION_READ', 's2c REGION_READ',
+        ]);
+        expect(msgs[2]!.comment.fds).to.deep.equal([{ kind: 'memfd', size: 1 << 20, name: 'test-ram' }]);
+        expect(msgs[4]!.comment.fds).to.deep.equal([{ kind: 'eventfd', size: null }]);
+        const txt = fs.readFileSync(out.replace(/\.pcapng$/, '.txt'), 'utf8');
+        expect(txt).to.match(/DMA_MAP +cmd +size=48 flags=0x0 err=0 fds=memfd:1048576 addr=0x10000 size=0x100000/);
+        fs.unlinkSync(out);
+        fs.unlinkSync(out.replace(/\.pcapng$/, '.txt'));
+      });
+      await settle();
+      expect(openFdCount()).to.equal(before);
+    });
+  });
+
+  describe('ernic-vfu command line', () => {
+    const bin = path.join(ROOT, 'dist', 'bin', 'ernic-vfu.js');
+    it('replay --spawn exits 0 and prints the summary', () => {
+      const r = spawnSync(process.execPath, [bin, 'replay', path.join(FIX, 'qemu-boot-lvu-gpio.pcapng'), '--spawn', `${process.execPath} ${path.join(ROOT, 'dist', 'lib', 'examples', 'idio16.js')} --socket {socket}`], { encoding: 'utf8' });
+      expect(r.status, r.stderr).to.equal(0);
+      expect(r.stdout).to.match(/replayed 234 commands: 234 replies compared, 232 identical, 2 allowed by rules, 0 different/);
+    });
+    it('show lists a capture', () => {
+      const out = execFileSync(process.execPath, [bin, 'show', path.join(FIX, 'client-lvu-sample.pcapng'), '--command', 'DMA_UNMAP'], { encoding: 'utf8' });
+      expect(out.trim().split('\n')).to.have.length(16);
+    });
+    it('a missing capture is a clear error with status 2', () => {
+      const r = spawnSync(process.execPath, [bin, 'show', '/nonexistent.pcapng'], { encoding: 'utf8' });
+      expect(r.status).to.equal(2);
+      expect(r.stderr).to.match(/ernic-vfu: \/nonexistent.pcapng: .*no such file/i);
+    });
+  });
+});
