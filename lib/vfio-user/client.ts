@@ -99,7 +99,13 @@ export class VfioUserClient implements TransportHandler {
     const id = this.#allocId();
     const command = commandOf(body);
     const p = new Promise<Message<Reply>>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
-    this.#write(id, command, 0, body, fds);
+    try {
+      this.#write(id, command, 0, body, fds);
+    } catch (e) {
+      // Nothing was sent: forget the request so its id is not held forever.
+      this.#pending.delete(id);
+      throw e;
+    }
     return p;
   }
 
@@ -237,7 +243,13 @@ export class VfioUserClient implements TransportHandler {
     if (fds.length) {
       this.transport.flush();
       w.begin(id, command, flags);
-      writeBody(w, body);
+      try {
+        writeBody(w, body);
+      } catch (e) {
+        // Drop the half-written message, or every later begin() would throw.
+        w.abort();
+        throw e;
+      }
       w.end();
       this.transport.sendWithFds(w.take(), fds);
       return;

@@ -153,7 +153,10 @@ export function socketIsLive(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const c = net.connect(path);
     c.once('connect', () => { c.destroy(); resolve(true); });
-    c.once('error', () => resolve(false));
+    // Only ECONNREFUSED (nobody listens) or ENOENT proves the socket stale. Any
+    // other error, notably EAGAIN from a live server whose backlog is full (its
+    // client is attached and others wait), must not let us unlink its socket.
+    c.once('error', (e: NodeJS.ErrnoException) => resolve(e.code !== 'ECONNREFUSED' && e.code !== 'ENOENT'));
   });
 }
 

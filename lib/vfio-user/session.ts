@@ -154,6 +154,12 @@ export class Session implements TransportHandler {
       this.#reject(h, fds, protocolError('UNSOLICITED_REPLY', `unsolicited reply (id ${h.id}, ${commandName(h.command)})`));
       return;
     }
+    if ((h.flags & HeaderFlag.TYPE_MASK) !== HeaderFlag.TYPE_COMMAND) {
+      // Types 2-15 are neither command nor reply: refuse them rather than serve
+      // them as commands (reference/vfio-user.md 4.2, "type is command").
+      this.#reject(h, fds, protocolError('BAD_FLAGS', `message type ${h.flags & HeaderFlag.TYPE_MASK} is not a command (id ${h.id}, ${commandName(h.command)})`));
+      return;
+    }
     if (fds.length > this.#limits.maxMsgFds) {
       this.#reject(h, fds, protocolError('TOO_MANY_FDS', `${fds.length} fds on ${commandName(h.command)} (limit ${this.#limits.maxMsgFds})`));
       return;

@@ -181,6 +181,9 @@ export class Transport {
         }
         if (n < 0) break;
         if (n === 0) {
+          // Send the replies to what this pass framed first: a peer that only
+          // half-closed (shutdown(SHUT_WR)) still reads them. close() would drop them.
+          this.flush();
           this.close('peer closed the connection');
           return;
         }
