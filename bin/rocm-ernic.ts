@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+// rocm-ernic: the server. Presents an AMD Pensando ionic NIC (1dd8:1002) to a
+// QEMU guest over vfio-user. Bad options stop it before QEMU can connect,
+// with one line naming the problem and exit status 2.
+
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { createLogger, LOG_LEVELS, LogLevel } from '../lib/log';
+import { VfioUserServer } from '../lib/vfio-user/server';
+import { IonicDevice } from '../lib/ionic/device';
+import { FaultInjector, INJECT_HELP, InjectSpecError } from '../lib/ionic/fault-injection';
+import { listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
+import { TapLink } from '../lib/ionic/tap';
+
+export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
+/** "rocm-n": locally administered, unicast. */
+export const DEFAULT_MAC = '72:6f:63:6d:2d:6e';
+export const BACKENDS = ['none', 'loopback'] as const;
+
+function fail(message: string): never {
+  process.stderr.write(`rocm-ernic: ${message}\n`);
+  process.exit(2);
+}
+
+export function parseMac(text: string): Buffer | null {
+  const m = /^([0-9a-f]{2})([:-])([0-9a-f]{2})\2([0-9a-f]{2})\2([0-9a-f]{2})\2([0-9a-f]{2})\2([0-9a-f]{2})$/i.exec(text);
+  if (!m) return null;
+  const b = Buffer.from([m[1], m[3], m[4], m[5], m[6], m[7]].map((h) => parseInt(h!, 16)));
+  // A station address must be unicast and not all zeros.
+  if (b[0]! & 1 || b.every((x) => x === 0)) return null;
+  return b;
+}
+
+async function main(): Promise<void> {
+  const profiles = listProfiles().map((p) => `  ${p.name.padEnd(12)} ${p.description}`).join('\n');
+  const argv = await yargs(hideBin(process.argv))
+    .scriptName('rocm-ernic')
+    .usage('$0 [options]\n\nServe an emulated AMD Pensando ionic RDMA NIC (1dd8:1002) to a QEMU VM over vfio-user.\nThe guest\'s stock ionic driver binds to it.')
+    .option('socket', { alias: 's', type: 'string', default: DEFAULT_SOCKET, describe: 'vfio-user UNIX socket QEMU connects to' })
+    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: `RDMA backend: ${BACKENDS.join(' | ')}` })
+    .option('tap', { alias: 'T', type: 'string', describe: 'attach the Ethernet port to this existing host TAP (ip tuntap add dev X mode tap)' })
+    .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
+    .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, layered over compat' })
+    .option('inject', { type: 'string', array: true, describe: 'fault injection EVENT=PATTERN (repeatable); see below' })
+    .option('log-level', { alias: 'L', choices: LOG_LEVELS as LogLevel[], describe: 'none | error | warn | info | debug (default warn, or ERNIC_LOG_LEVEL)' })
+    .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'same as --log-level debug' })
+    .option('log-file', { alias: 'l', type: 'string', describe: 'also write the log to this file' })
+    .option('socket-mode', { type: 'string', describe: 'socket file mode, octal (e.g. 660)' })
+    .option('socket-group', { type: 'string', describe: 'group owning the socket file' })
+    .example('$0', `serve on ${DEFAULT_SOCKET} with the compat profile, no Ethernet wire`)
+    .example('$0 -s /tmp/nic0.sock --tap ernic0', 'Ethernet frames go to the host TAP ernic0')
+    .example('$0 --nic-profile dsc-25,./lab.ini', 'a built-in card with local overrides')
+    .example('$0 --inject rx-lost=every:100 --inject tx-drop=run:5-9', 'lose every 100th received frame and transmitted frames 5-9')
+    .epilog(`QEMU (guest RAM must be shared):\n  -object memory-backend-memfd,id=m,size=4G,share=on -machine q35,memory-backend=m\n  -device '{"driver":"vfio-user-pci","socket":{"path":"${DEFAULT_SOCKET}","type":"unix"}}'\n\nNIC profiles:\n${profiles}\n\n${INJECT_HELP}`)
+    .strict()
+    .fail((msg, err) => fail(err ? err.message : msg))
+    .help()
+    .wrap(Math.min(110, process.stdout.columns || 100))
+    .parseAsync();
+
+  // Validate everything before anything is created.
+  if (!(BACKENDS as readonly string[]).includes(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')})`);
+  const mac = parseMac(argv.mac);
+  if (!mac) fail(`--mac ${argv.mac}: expected a unicast address like 72:6f:63:6d:2d:6e`);
+  let profile;
+  try {
+    profile = resolveProfile(argv['nic-profile']);
+  } catch (e) {
+    if (e instanceof ProfileError) fail(e.message);
+    throw e;
+  }
+  let faults = FaultInjector.none();
+  try {
+    if (argv.inject?.length) faults = FaultInjector.parse(argv.inject.map(String));
+  } catch (e) {
+    if (e instanceof InjectSpecError) fail(e.message);
+    throw e;
+  }
+  const envLevel = process.env.ERNIC_LOG_LEVEL;
+  if (envLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(envLevel)) fail(`ERNIC_LOG_LEVEL=${envLevel}: expected one of ${LOG_LEVELS.join(', ')}`);
+  const level: LogLevel = argv.verbose ? 'debug' : (argv['log-level'] ?? (envLevel as LogLevel | undefined) ?? 'warn');
+  if (argv['socket-mode'] !== undefined && !/^[0-7]{3,4}$/.test(argv['socket-mode'])) fail(`--socket-mode ${argv['socket-mode']}: expected an octal mode such as 660`);
+  const log = createLogger({ level, ...(argv['log-file'] ? { file: argv['log-file'] } : {}) });
+
+  let link = null;
+  if (argv.tap !== undefined) {
+    try {
+      link = new TapLink(argv.tap);
+    } catch (e) {
+      fail(`--tap ${argv.tap}: cannot attach: ${(e as Error).message} (create it first: ip tuntap add dev ${argv.tap} mode tap)`);
+    }
+  }
+  const device = new IonicDevice({ profile, mac, link, faults, log });
+  const server = new VfioUserServer({
+    socketPath: argv.socket, device: device.pci, log,
+    ...(argv['socket-mode'] !== undefined ? { mode: parseInt(argv['socket-mode'], 8) } : {}),
+    ...(argv['socket-group'] !== undefined ? { group: argv['socket-group'] } : {}),
+  });
+  try {
+    await server.listen();
+  } catch (e) {
+    fail(`cannot listen on ${argv.socket}: ${(e as Error).message}`);
+  }
+  log.warn(`rocm-ernic: serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${faults.active ? `, inject ${faults.describe()}` : ''})`);
+  const stop = (sig: string): void => {
+    log.warn(`rocm-ernic: ${sig}, shutting down`);
+    server.close();
+    device.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+if (require.main === module) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`rocm-ernic: ${(e as Error).stack ?? String(e)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,251 @@
+// Device commands: the same 64-byte commands arrive through the BAR0
+// device-command registers and through the admin queue. Each handler reads
+// its fields from the command, acts on the LIF and port, and fills the
+// 16-byte completion (and, for device commands, the data window).
+// Refusals follow the firmware's status codes; nothing here throws.
+
+import { MemStatus } from '../vfio-user/guest-memory';
+import {
+  IONIC_MAX_RING_LOG2, IONIC_MIN_RING_LOG2, LifAttr, LinkStatus, Opcode, QControlOp, QInitFlag, QType, RxFilterMatch, Status,
+} from './constants';
+import { buildPortInfo, queueCount, writeDevIdentity, writeLifConfig, writeLifIdentity, writePortIdentity, writeQIdentity } from './identity';
+import {
+  getField, setField, ionic_dev_identify_cmd, ionic_dev_identify_comp, ionic_lif_getattr_cmd, ionic_lif_getattr_comp,
+  ionic_lif_identify_cmd, ionic_lif_identify_comp, ionic_lif_info, ionic_lif_init_cmd, ionic_lif_init_comp, ionic_lif_setattr_cmd,
+  ionic_lif_setattr_comp, ionic_port_init_cmd, ionic_q_control_cmd, ionic_q_identify_cmd, ionic_q_identify_comp, ionic_q_init_cmd,
+  ionic_q_init_comp, ionic_rx_filter_add_cmd, ionic_rx_filter_add_comp, ionic_rx_filter_del_cmd, ionic_rx_mode_set_cmd,
+} from './layouts';
+import type { Lif } from './lif';
+import { AdminQueue, NotifyQueue, QueueConfig, RxQueue, TxQueue } from './queues';
+import type { DeviceStats } from './stats';
+import type { NicProfile } from './profile';
+import type { GuestMemory } from '../vfio-user/guest-memory';
+import type { InterruptController } from './interrupts';
+import type { Logger } from '../log';
+import { IONIC_ADDR_MASK } from './ring';
+
+export interface CommandContext {
+  readonly profile: NicProfile;
+  readonly lif: Lif;
+  readonly stats: DeviceStats;
+  readonly interrupts: InterruptController;
+  readonly log: Logger;
+  memory(): GuestMemory | undefined;
+  /** RESET: the whole device back to its power-on state (counters too). */
+  resetDevice(): void;
+  /** Counters by opcode, for stats and tests. */
+  readonly counts: Map<number, number>;
+}
+
+/** Largest Ethernet MTU we accept from LIF_SETATTR MTU. */
+const MIN_MTU = 68;
+
+/**
+ * Run one command. `data` is the 1912-byte data window for device commands,
+ * or null on the admin queue (commands that need the window then fail).
+ */
+export function executeCommand(ctx: CommandContext, cmd: Buffer, comp: Buffer, data: Buffer | null): void {
+  const opcode = cmd[0]!;
+  ctx.counts.set(opcode, (ctx.counts.get(opcode) ?? 0) + 1);
+  const status = run(ctx, opcode, cmd, comp, data);
+  comp[0] = status;
+  if (status !== Status.SUCCESS && ctx.log.debugEnabled) ctx.log.debug(`ionic: command ${opcode} -> status ${status}`);
+}
+
+function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, data: Buffer | null): number {
+  const p = ctx.profile;
+  const lif = ctx.lif;
+  switch (opcode) {
+    case Opcode.NOP:
+    case Opcode.INIT:
+    case Opcode.GETATTR:
+    case Opcode.SETATTR:
+    case Opcode.PORT_GETATTR:
+    case Opcode.PORT_SETATTR:
+      return Status.SUCCESS;
+
+    case Opcode.RESET:
+      ctx.resetDevice();
+      return Status.SUCCESS;
+
+    case Opcode.IDENTIFY: {
+      if (!data) return Status.EINVAL;
+      const ver = getField(cmd, 0, ionic_dev_identify_cmd.ver);
+      writeDevIdentity(data, p);
+      setField(comp, 0, ionic_dev_identify_comp.ver, Math.min(ver, 2));
+      return Status.SUCCESS;
+    }
+
+    case Opcode.PORT_IDENTIFY:
+      if (!data) return Status.EINVAL;
+      writePortIdentity(data, p);
+      return Status.SUCCESS;
+
+    case Opcode.PORT_INIT: {
+      const pa = getField(cmd, 0, ionic_port_init_cmd.info_pa);
+      const mem = ctx.memory();
+      if (pa <= 0 || !mem) return Status.EINVAL;
+      if (mem.write(pa & IONIC_ADDR_MASK, buildPortInfo(p, lif.mtu)) !== MemStatus.OK) return Status.BAD_ADDR;
+      ctx.stats.portInfoPa = pa & IONIC_ADDR_MASK;
+      ctx.stats.markDirty();
+      ctx.stats.flush();
+      return Status.SUCCESS;
+    }
+
+    case Opcode.PORT_RESET:
+      ctx.stats.stop('port');
+      ctx.stats.clear('port');
+      return Status.SUCCESS;
+
+    case Opcode.LIF_IDENTIFY: {
+      if (!data) return Status.EINVAL;
+      writeLifIdentity(data, p, lif.mac, lif.mtu);
+      setField(comp, 0, ionic_lif_identify_comp.ver, Math.min(getField(cmd, 0, ionic_lif_identify_cmd.ver), 1));
+      return Status.SUCCESS;
+    }
+
+    case Opcode.LIF_INIT: {
+      if (getField(cmd, 0, ionic_lif_init_cmd.index) !== 0) return Status.ENOENT;
+      const pa = getField(cmd, 0, ionic_lif_init_cmd.info_pa) & IONIC_ADDR_MASK;
+      const mem = ctx.memory();
+      if (pa <= 0 || !mem) return Status.EINVAL;
+      // lif_info: config, then status "link up" with the profile's speed (the carrier comes from here).
+      const block = Buffer.alloc(ionic_lif_info.STATS);
+      writeLifConfig(block, ionic_lif_info.CONFIG, p, lif.mac, lif.mtu);
+      setField(block, 0, ionic_lif_info.eid, 0);
+      setField(block, 0, ionic_lif_info.link_status, LinkStatus.UP);
+      setField(block, 0, ionic_lif_info.link_speed, p.linkSpeedMbps);
+      if (mem.write(pa, block) !== MemStatus.OK) return Status.BAD_ADDR;
+      lif.initialized = true;
+      ctx.stats.lifInfoPa = pa;
+      ctx.stats.markDirty();
+      ctx.stats.flush();
+      setField(comp, 0, ionic_lif_init_comp.hw_index, 0);
+      return Status.SUCCESS;
+    }
+
+    case Opcode.LIF_RESET:
+      ctx.stats.stop('lif');
+      lif.reset();
+      return Status.SUCCESS;
+
+    case Opcode.LIF_GETATTR: {
+      const attr = getField(cmd, 0, ionic_lif_getattr_cmd.attr);
+      const C = ionic_lif_getattr_comp;
+      if (attr === LifAttr.MAC) lif.mac.copy(comp, C.MAC, 0, 6);
+      else if (attr === LifAttr.MTU) setField(comp, 0, C.mtu, lif.mtu);
+      else if (attr === LifAttr.STATE) setField(comp, 0, C.state, lif.initialized ? 1 : 0);
+      else if (attr === LifAttr.FEATURES) setField(comp, 0, C.features, 0);
+      return Status.SUCCESS;
+    }
+
+    case Opcode.LIF_SETATTR: {
+      const S = ionic_lif_setattr_cmd;
+      const attr = getField(cmd, 0, S.attr);
+      if (attr === LifAttr.MAC) {
+        const mac = cmd.subarray(S.MAC, S.MAC + 6);
+        if (mac[0]! & 1) return Status.EINVAL; // a multicast address cannot be a station address
+        lif.mac = Buffer.from(mac);
+      } else if (attr === LifAttr.MTU) {
+        const mtu = getField(cmd, 0, S.mtu);
+        if (mtu < MIN_MTU || mtu > p.maxMtu) return Status.EINVAL;
+        lif.mtu = mtu;
+      } else if (attr === LifAttr.FEATURES) {
+        // No offloads: the answer is the empty set, and the driver adapts (contract 4.6).
+        setField(comp, 0, ionic_lif_setattr_comp.features, 0);
+      }
+      return Status.SUCCESS;
+    }
+
+    case Opcode.RX_MODE_SET:
+      lif.rxMode = getField(cmd, 0, ionic_rx_mode_set_cmd.rx_mode);
+      return Status.SUCCESS;
+
+    case Opcode.RX_FILTER_ADD: {
+      const A = ionic_rx_filter_add_cmd;
+      const match = getField(cmd, 0, A.match);
+      let id: number;
+      if (match === RxFilterMatch.MAC) id = lif.addMacFilter(cmd.subarray(A.MAC, A.MAC + 6));
+      else if (match === RxFilterMatch.VLAN) id = lif.addOtherFilter(match, getField(cmd, 0, A.vlan));
+      else if (match === RxFilterMatch.MAC_VLAN) id = lif.addMacFilter(cmd.subarray(A.MAC_VLAN_MAC, A.MAC_VLAN_MAC + 6));
+      else return Status.EINVAL;
+      setField(comp, 0, ionic_rx_filter_add_comp.filter_id, id);
+      return Status.SUCCESS;
+    }
+
+    case Opcode.RX_FILTER_DEL:
+      return lif.delFilter(getField(cmd, 0, ionic_rx_filter_del_cmd.filter_id)) ? Status.SUCCESS : Status.ENOENT;
+
+    case Opcode.Q_IDENTIFY: {
+      if (!data) return Status.EINVAL;
+      const type = getField(cmd, 0, ionic_q_identify_cmd.type);
+      if (!writeQIdentity(data, type)) return Status.EQTYPE;
+      setField(comp, 0, ionic_q_identify_comp.ver, data[0]!);
+      return Status.SUCCESS;
+    }
+
+    case Opcode.Q_INIT:
+      return qInit(ctx, cmd, comp);
+
+    case Opcode.Q_CONTROL: {
+      const C = ionic_q_control_cmd;
+      const q = lif.queue(getField(cmd, 0, C.type), getField(cmd, 0, C.index));
+      if (!q) return Status.ENOENT;
+      const oper = getField(cmd, 0, C.oper);
+      if (oper === QControlOp.ENABLE) {
+        q.enabled = true;
+        if (q instanceof TxQueue) lif.runTx(q);
+      } else if (oper === QControlOp.DISABLE) {
+        q.enabled = false;
+      } else if (oper !== QControlOp.HANG_RESET) {
+        return Status.EINVAL;
+      }
+      return Status.SUCCESS;
+    }
+
+    // The RDMA bootstrap (50-53) and the P4 surface (70-72) come with later work.
+    case Opcode.RDMA_RESET_LIF:
+    case Opcode.RDMA_CREATE_EQ:
+    case Opcode.RDMA_CREATE_CQ:
+    case Opcode.RDMA_CREATE_ADMINQ:
+      return Status.EOPCODE;
+
+    default:
+      return Status.EOPCODE;
+  }
+}
+
+/** Q_INIT: validate type, index, ring size and vector, then create the queue. */
+function qInit(ctx: CommandContext, cmd: Buffer, comp: Buffer): number {
+  const Q = ionic_q_init_cmd;
+  const type = getField(cmd, 0, Q.type);
+  const index = getField(cmd, 0, Q.index);
+  const ringLog2 = getField(cmd, 0, Q.ring_size);
+  const flags = getField(cmd, 0, Q.flags);
+  const intr = getField(cmd, 0, Q.intr_index);
+  if (type > QType.TXQ) return Status.EQTYPE;
+  if (index >= queueCount(ctx.profile, type)) return Status.EQID;
+  if (ringLog2 < IONIC_MIN_RING_LOG2 || ringLog2 > IONIC_MAX_RING_LOG2) return Status.EINVAL;
+  if ((flags & QInitFlag.IRQ) && intr >= ctx.interrupts.vectors) return Status.EINVAL;
+  const ringBase = getField(cmd, 0, Q.ring_base);
+  const cqBase = getField(cmd, 0, Q.cq_ring_base);
+  const sgBase = getField(cmd, 0, Q.sg_ring_base);
+  if (ringBase <= 0 || cqBase < 0 || sgBase < 0) return Status.EINVAL;
+  if (type !== QType.NOTIFYQ && cqBase === 0) return Status.EINVAL;
+  const cfg: QueueConfig = {
+    type, index, ringBase, cqBase, sgBase, ringLog2, intr, irq: (flags & QInitFlag.IRQ) !== 0, sg: (flags & QInitFlag.SG) !== 0,
+    version: getField(cmd, 0, Q.ver),
+  };
+  const lif = ctx.lif;
+  const enable = (flags & QInitFlag.ENA) !== 0;
+  switch (type) {
+    case QType.ADMINQ: lif.adminq = new AdminQueue(cfg); lif.adminq.enabled = enable; break;
+    case QType.NOTIFYQ: lif.notifyq = new NotifyQueue(cfg); lif.notifyq.enabled = enable; break;
+    case QType.RXQ: { const q = new RxQueue(cfg); q.enabled = enable; lif.rxqs[index] = q; break; }
+    case QType.TXQ: { const q = new TxQueue(cfg); q.enabled = enable; lif.txqs[index] = q; break; }
+  }
+  // Doorbells name a queue by (hw_type, hw_index): we use the logical type and index.
+  setField(comp, 0, ionic_q_init_comp.hw_index, index);
+  setField(comp, 0, ionic_q_init_comp.hw_type, type);
+  return Status.SUCCESS;
+}

@@ -1,0 +1,141 @@
+// The identity blobs the device writes into the 1912-byte data window:
+// dev_identity (IDENTIFY), lif_identity (LIF_IDENTIFY), q_identity
+// (Q_IDENTIFY), port_identity (PORT_IDENTIFY), and the port_info block
+// (PORT_INIT). Everything not set stays zero: the window still holds the
+// drv_identity the driver just wrote, and stale bytes would read as fields.
+
+import { GUEST_PAGE_SIZE, IONIC_DEV_CMD_DATA_SIZE, IONIC_LIF_CAP_ETH, PortState, QType } from './constants';
+import {
+  ionic_dev_identity as D, ionic_lif_config as C, ionic_lif_identity as LI, ionic_port_config as PC,
+  ionic_port_identity as PI, ionic_port_info as PN, ionic_q_identity as Q, setField,
+} from './layouts';
+import type { NicProfile } from './profile';
+
+/** Doorbell pages per LIF: one (the kernel's), so the driver's page is hw_index * 1 + pid. */
+export const NDBPGS_PER_LIF = 1;
+/** MAC filters we accept; the driver turns promiscuous above it. */
+export const MAX_UCAST_FILTERS = 32;
+export const MAX_MCAST_FILTERS = 32;
+export const RSS_IND_TBL_SZ = 128;
+export const MIN_FRAME_SIZE = 64;
+/** An Ethernet header plus one VLAN tag plus FCS: max_mtu = max_frame_size - 18. */
+export const FRAME_OVERHEAD = 18;
+
+export function writeDevIdentity(w: Buffer, p: NicProfile): void {
+  w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
+  setField(w, 0, D.version, 2);
+  setField(w, 0, D.nports, 1);
+  setField(w, 0, D.nlifs, 1);
+  setField(w, 0, D.nintrs, p.msixVectors);
+  setField(w, 0, D.ndbpgs_per_lif, NDBPGS_PER_LIF);
+  // Coalescing: usecs * 1 / 3 device units (what the hardware reports); 0 would break ethtool -C.
+  setField(w, 0, D.intr_coal_mult, 1);
+  setField(w, 0, D.intr_coal_div, 3);
+  setField(w, 0, D.eq_count, 0);
+}
+
+/** Queue counts the LIF offers, per logical type. */
+export function queueCount(p: NicProfile, type: number): number {
+  switch (type) {
+    case QType.ADMINQ: return 1;
+    case QType.NOTIFYQ: return 1;
+    case QType.RXQ: return p.ethQueues;
+    case QType.TXQ: return p.ethQueues;
+    default: return 0;
+  }
+}
+
+export function writeLifIdentity(w: Buffer, p: NicProfile, mac: Buffer, mtu: number): void {
+  w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
+  setField(w, 0, LI.capabilities, IONIC_LIF_CAP_ETH);
+  setField(w, 0, LI.eth_version, 1);
+  setField(w, 0, LI.max_ucast_filters, MAX_UCAST_FILTERS);
+  setField(w, 0, LI.max_mcast_filters, MAX_MCAST_FILTERS);
+  setField(w, 0, LI.rss_ind_tbl_sz, RSS_IND_TBL_SZ);
+  setField(w, 0, LI.min_frame_size, MIN_FRAME_SIZE);
+  setField(w, 0, LI.max_frame_size, p.maxMtu + FRAME_OVERHEAD);
+  writeLifConfig(w, LI.CONFIG, p, mac, mtu);
+}
+
+/** union ionic_lif_config: in lif_identity and at the start of lif_info. */
+export function writeLifConfig(w: Buffer, at: number, p: NicProfile, mac: Buffer, mtu: number): void {
+  w.fill(0, at, at + C.SIZE);
+  setField(w, at, C.state, 1);
+  setField(w, at, C.mtu, mtu);
+  mac.copy(w, at + C.MAC, 0, 6);
+  setField(w, at, C.features, 0);
+  for (const t of [QType.ADMINQ, QType.NOTIFYQ, QType.RXQ, QType.TXQ]) {
+    w.writeUInt32LE(queueCount(p, t), at + C.QUEUE_COUNT + 4 * t);
+  }
+}
+
+/** q_identity per logical type, or false for a type we do not have (the driver skips it). */
+export function writeQIdentity(w: Buffer, type: number): boolean {
+  w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
+  const CQ = 1, SG = 2;
+  switch (type) {
+    case QType.ADMINQ:
+      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1); setField(w, 0, Q.features, CQ);
+      setField(w, 0, Q.desc_sz, 64); setField(w, 0, Q.comp_sz, 16);
+      return true;
+    case QType.NOTIFYQ:
+      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1);
+      setField(w, 0, Q.desc_sz, 4); setField(w, 0, Q.comp_sz, 64);
+      return true;
+    case QType.RXQ:
+      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1); setField(w, 0, Q.features, CQ | SG);
+      setField(w, 0, Q.desc_sz, 16); setField(w, 0, Q.comp_sz, 16); setField(w, 0, Q.sg_desc_sz, 128);
+      setField(w, 0, Q.max_sg_elems, 8); setField(w, 0, Q.sg_desc_stride, 8);
+      return true;
+    case QType.TXQ:
+      // Version 1 with 256-byte SG descriptors: the 16-element stride (contract section 7, trap 7).
+      setField(w, 0, Q.version, 1); setField(w, 0, Q.supported, 3); setField(w, 0, Q.features, CQ | SG);
+      setField(w, 0, Q.desc_sz, 16); setField(w, 0, Q.comp_sz, 16); setField(w, 0, Q.sg_desc_sz, 256);
+      setField(w, 0, Q.max_sg_elems, 15); setField(w, 0, Q.sg_desc_stride, 16);
+      return true;
+    default:
+      return false;
+  }
+}
+
+function writePortConfig(w: Buffer, at: number, p: NicProfile, mtu: number, up: boolean): void {
+  w.fill(0, at, at + PC.SIZE);
+  setField(w, at, PC.speed, p.linkSpeedMbps);
+  setField(w, at, PC.mtu, mtu);
+  setField(w, at, PC.state, up ? PortState.UP : PortState.DOWN);
+  setField(w, at, PC.an_enable, 0);
+  // RS FEC at 25G and above, as those links run.
+  setField(w, at, PC.fec_type, p.linkSpeedMbps >= 25000 ? 2 : 0);
+}
+
+export function writePortIdentity(w: Buffer, p: NicProfile): void {
+  w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
+  setField(w, 0, PI.version, 0);
+  setField(w, 0, PI.type, 1);
+  setField(w, 0, PI.num_lanes, p.linkSpeedMbps >= 100000 ? 4 : 1);
+  setField(w, 0, PI.autoneg, 0);
+  setField(w, 0, PI.min_frame_size, MIN_FRAME_SIZE);
+  setField(w, 0, PI.max_frame_size, p.maxMtu + FRAME_OVERHEAD);
+  w.writeUInt32LE(p.linkSpeedMbps, PI.SPEEDS);
+  writePortConfig(w, PI.CONFIG, p, 1500, true);
+}
+
+/** The whole port_info block (config, status with the transceiver, zero stats). */
+export function buildPortInfo(p: NicProfile, mtu: number): Buffer {
+  const b = Buffer.alloc(PN.SIZE);
+  writePortConfig(b, PN.CONFIG, p, mtu, true);
+  setField(b, 0, PN.status_id, 0);
+  setField(b, 0, PN.status_speed, p.linkSpeedMbps);
+  setField(b, 0, PN.status_status, 1);
+  setField(b, 0, PN.status_fec_type, p.linkSpeedMbps >= 25000 ? 2 : 0);
+  // Transceiver: inserted (1), with its phy and pid so ethtool reports speed and port type.
+  setField(b, 0, PN.xcvr_state, p.transceiver.phy === 'none' ? 0 : 1);
+  setField(b, 0, PN.xcvr_phy, p.transceiver.phy === 'copper' ? 1 : p.transceiver.phy === 'fiber' ? 2 : 0);
+  setField(b, 0, PN.xcvr_pid, p.transceiver.pid);
+  return b;
+}
+
+/** The NotifyQ's event ring follows its command ring, page aligned. */
+export function notifyEventRingOffset(ringSize: number): number {
+  return Math.ceil((ringSize * 4) / GUEST_PAGE_SIZE) * GUEST_PAGE_SIZE;
+}

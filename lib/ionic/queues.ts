@@ -1,0 +1,262 @@
+// The four Ethernet queue types as the device runs them: the admin queue
+// (commands in, completions out), the notify queue (events out), TX (frames
+// out of guest memory) and RX (frames into posted buffers).
+//
+// Every ring address, index and length comes from the guest: each access goes
+// through GuestMemory, which bounds-checks it, and a failed access stops that
+// queue's pass and is counted (as a DMA error would be on hardware).
+
+import type { GuestMemory } from '../vfio-user/guest-memory';
+import { MemStatus } from '../vfio-user/guest-memory';
+import { GUEST_PAGE_SIZE, QType, TxOpcode } from './constants';
+import {
+  getField, setField, ionic_admin_comp, ionic_notifyq_event, ionic_rxq_comp, ionic_rxq_desc, ionic_rxq_sg_elem,
+  ionic_txq_comp, ionic_txq_desc, ionic_txq_sg_elem, IONIC_RX_MAX_SG_ELEMS,
+} from './layouts';
+import { CompletionRing, DescriptorRing, IONIC_ADDR_MASK } from './ring';
+
+/** What Q_INIT recorded. */
+export interface QueueConfig {
+  readonly type: QType;
+  readonly index: number;
+  readonly ringBase: number;
+  readonly cqBase: number;
+  readonly sgBase: number;
+  readonly ringLog2: number;
+  readonly intr: number;
+  readonly irq: boolean;
+  readonly sg: boolean;
+  readonly version: number;
+}
+
+/** How many descriptors one doorbell pass handles before yielding to the event loop. */
+export const QUEUE_BUDGET = 256;
+
+export abstract class EthQueue {
+  enabled = false;
+  readonly ring: DescriptorRing;
+  constructor(readonly cfg: QueueConfig, descSize: number) {
+    this.ring = new DescriptorRing(cfg.ringBase & IONIC_ADDR_MASK, 1 << cfg.ringLog2, descSize);
+  }
+  get size(): number {
+    return this.ring.size;
+  }
+}
+
+// ---- admin queue ---------------------------------------------------------------------
+
+export class AdminQueue extends EthQueue {
+  readonly cq: CompletionRing;
+  readonly #desc = Buffer.alloc(64);
+  readonly #comp = Buffer.alloc(16);
+  constructor(cfg: QueueConfig) {
+    super(cfg, 64);
+    this.cq = new CompletionRing(cfg.cqBase & IONIC_ADDR_MASK, this.size, ionic_admin_comp.SIZE);
+  }
+
+  /**
+   * Run every posted command: read the descriptor, execute, post the completion
+   * with comp_index = the descriptor's slot. Returns the number completed, or
+   * -1 when guest memory failed (the queue stops).
+   */
+  process(mem: GuestMemory, execute: (cmd: Buffer, comp: Buffer) => void): number {
+    let n = 0;
+    while (!this.ring.empty) {
+      const slot = this.ring.ci;
+      if (mem.read(this.ring.address(slot), this.#desc) !== MemStatus.OK) return -1;
+      this.#comp.fill(0);
+      execute(this.#desc, this.#comp);
+      setField(this.#comp, 0, ionic_admin_comp.comp_index, slot);
+      if (this.cq.post(mem, this.#comp) !== MemStatus.OK) return -1;
+      this.ring.advance();
+      n++;
+    }
+    return n;
+  }
+}
+
+// ---- notify queue ----------------------------------------------------------------------
+
+export class NotifyQueue extends EthQueue {
+  /** eids count up from 1 after every Q_INIT (the driver resets its last_eid to 0). */
+  #eid = 0;
+  #slot = 0;
+  readonly #event = Buffer.alloc(ionic_notifyq_event.SIZE);
+  /** The event ring sits one page after ring_base, behind the driver's 4-byte "cmd" slots. */
+  readonly eventBase: number;
+  constructor(cfg: QueueConfig) {
+    super(cfg, 4);
+    const cmdBytes = this.size * 4;
+    this.eventBase = (cfg.ringBase & IONIC_ADDR_MASK) + Math.ceil(cmdBytes / GUEST_PAGE_SIZE) * GUEST_PAGE_SIZE;
+  }
+
+  /** Post a LINK_CHANGE event. The eid is written last, so the driver never sees a half event. */
+  linkChange(mem: GuestMemory, linkStatus: number, speedMbps: number): boolean {
+    const e = this.#event;
+    e.fill(0);
+    setField(e, 0, ionic_notifyq_event.ecode, 1);
+    setField(e, 0, ionic_notifyq_event.link_status, linkStatus);
+    setField(e, 0, ionic_notifyq_event.link_speed, speedMbps);
+    const at = this.eventBase + this.#slot * ionic_notifyq_event.SIZE;
+    if (mem.write(at + 8, e.subarray(8)) !== MemStatus.OK) return false;
+    this.#eid++;
+    setField(e, 0, ionic_notifyq_event.eid, this.#eid);
+    if (mem.write(at, e.subarray(0, 8)) !== MemStatus.OK) return false;
+    this.#slot = (this.#slot + 1) & this.ring.mask;
+    return true;
+  }
+}
+
+// ---- TX ------------------------------------------------------------------------------------
+
+/** Largest frame we gather (max MTU 9194 + 14 header + 4 VLAN, rounded up). */
+export const MAX_FRAME = 9216 + 18;
+
+export const enum TxResult {
+  SENT,
+  /** The descriptor is malformed (opcode, SG count, length): completed, frame dropped. */
+  BAD_DESC,
+  /** Guest memory failed: the queue stops. */
+  DMA_ERROR,
+}
+
+export class TxQueue extends EthQueue {
+  readonly cq: CompletionRing;
+  readonly sgDescSize: number;
+  readonly maxSg: number;
+  readonly #desc = Buffer.alloc(ionic_txq_desc.SIZE);
+  readonly #sg = Buffer.alloc(ionic_txq_sg_elem.SIZE * 16);
+  readonly #comp = Buffer.alloc(ionic_txq_comp.SIZE);
+  /** The frame being gathered (reused). */
+  readonly frame = Buffer.alloc(MAX_FRAME);
+
+  constructor(cfg: QueueConfig) {
+    super(cfg, ionic_txq_desc.SIZE);
+    this.cq = new CompletionRing(cfg.cqBase & IONIC_ADDR_MASK, this.size, ionic_txq_comp.SIZE);
+    // Version 1 with sg_desc_sz 256 (what we advertise): 16-element stride, up to 15 used.
+    this.sgDescSize = cfg.version >= 1 ? 256 : 128;
+    this.maxSg = cfg.version >= 1 ? 15 : 8;
+  }
+
+  /**
+   * Gather the frame of the descriptor at the ring's consumer index into
+   * `frame`; returns its length through `out.len`.
+   */
+  gather(mem: GuestMemory, out: { len: number }): TxResult {
+    const slot = this.ring.ci;
+    if (mem.read(this.ring.address(slot), this.#desc) !== MemStatus.OK) return TxResult.DMA_ERROR;
+    const lo = this.#desc.readUInt32LE(0);
+    const hi = this.#desc.readUInt32LE(4);
+    const opcode = (lo >>> 4) & 0xf;
+    const nsge = (lo >>> 8) & 0xf;
+    // The address is cmd bits 12..63: 20 bits from the low word, 32 from the high.
+    const addr = hi * 0x100000 + (lo >>> 12);
+    const len = getField(this.#desc, 0, ionic_txq_desc.len);
+    // We advertise no offloads: anything but a plain send is a descriptor we cannot honour.
+    if (opcode !== TxOpcode.CSUM_NONE || nsge > this.maxSg) return TxResult.BAD_DESC;
+    let total = 0;
+    if (len > MAX_FRAME) return TxResult.BAD_DESC;
+    if (len > 0) {
+      if (mem.read(addr, this.frame.subarray(0, len)) !== MemStatus.OK) return TxResult.DMA_ERROR;
+      total = len;
+    }
+    if (nsge > 0) {
+      const sgAt = (this.cfg.sgBase & IONIC_ADDR_MASK) + slot * this.sgDescSize;
+      const list = this.#sg.subarray(0, nsge * ionic_txq_sg_elem.SIZE);
+      if (mem.read(sgAt, list) !== MemStatus.OK) return TxResult.DMA_ERROR;
+      for (let i = 0; i < nsge; i++) {
+        const e = i * ionic_txq_sg_elem.SIZE;
+        const a = getField(list, e, ionic_txq_sg_elem.addr);
+        const l = getField(list, e, ionic_txq_sg_elem.len);
+        if (a < 0 || total + l > MAX_FRAME) return TxResult.BAD_DESC;
+        if (l > 0 && mem.read(a & IONIC_ADDR_MASK, this.frame.subarray(total, total + l)) !== MemStatus.OK) return TxResult.DMA_ERROR;
+        total += l;
+      }
+    }
+    out.len = total;
+    return TxResult.SENT;
+  }
+
+  /** Complete the descriptor at the consumer index and advance. */
+  complete(mem: GuestMemory, status: number): boolean {
+    const c = this.#comp;
+    c.fill(0);
+    c[0] = status;
+    setField(c, 0, ionic_txq_comp.comp_index, this.ring.ci);
+    if (this.cq.post(mem, c) !== MemStatus.OK) return false;
+    this.ring.advance();
+    return true;
+  }
+}
+
+// ---- RX --------------------------------------------------------------------------------------
+
+export const enum RxResult {
+  DELIVERED,
+  /** No descriptor posted (or queue disabled). */
+  NO_BUFFER,
+  /** The buffers posted are too small: completed with an error status (counted as a drop by the driver). */
+  TOO_BIG,
+  DMA_ERROR,
+}
+
+const RX_SG_DESC_SIZE = IONIC_RX_MAX_SG_ELEMS * ionic_rxq_sg_elem.SIZE;
+
+export class RxQueue extends EthQueue {
+  readonly cq: CompletionRing;
+  readonly #desc = Buffer.alloc(ionic_rxq_desc.SIZE);
+  readonly #sg = Buffer.alloc(RX_SG_DESC_SIZE);
+  readonly #comp = Buffer.alloc(ionic_rxq_comp.SIZE);
+
+  constructor(cfg: QueueConfig) {
+    super(cfg, ionic_rxq_desc.SIZE);
+    this.cq = new CompletionRing(cfg.cqBase & IONIC_ADDR_MASK, this.size, ionic_rxq_comp.SIZE);
+  }
+
+  get hasBuffer(): boolean {
+    return this.enabled && !this.ring.empty;
+  }
+
+  /** Copy `frame` into the next posted buffer(s) and post exactly one completion for that descriptor. */
+  deliver(mem: GuestMemory, frame: Buffer, rssHash: number): RxResult {
+    if (!this.hasBuffer) return RxResult.NO_BUFFER;
+    const slot = this.ring.ci;
+    if (mem.read(this.ring.address(slot), this.#desc) !== MemStatus.OK) return RxResult.DMA_ERROR;
+    const opcode = getField(this.#desc, 0, ionic_rxq_desc.opcode);
+    const len = getField(this.#desc, 0, ionic_rxq_desc.len);
+    const addr = getField(this.#desc, 0, ionic_rxq_desc.addr);
+    let status = 0;
+    let used = 0;
+    let sgUsed = 0;
+    const first = Math.min(len, frame.length);
+    if (addr < 0) status = 1;
+    else if (first > 0 && mem.write(addr & IONIC_ADDR_MASK, frame.subarray(0, first)) !== MemStatus.OK) return RxResult.DMA_ERROR;
+    used = first;
+    if (status === 0 && used < frame.length && opcode === 1 && this.cfg.sg) {
+      const sgAt = (this.cfg.sgBase & IONIC_ADDR_MASK) + slot * RX_SG_DESC_SIZE;
+      if (mem.read(sgAt, this.#sg) !== MemStatus.OK) return RxResult.DMA_ERROR;
+      for (let i = 0; i < IONIC_RX_MAX_SG_ELEMS && used < frame.length; i++) {
+        const e = i * ionic_rxq_sg_elem.SIZE;
+        const a = getField(this.#sg, e, ionic_rxq_sg_elem.addr);
+        const l = getField(this.#sg, e, ionic_rxq_sg_elem.len);
+        if (a === 0 || l === 0) break;
+        if (a < 0) { status = 1; break; }
+        const n = Math.min(l, frame.length - used);
+        if (mem.write(a & IONIC_ADDR_MASK, frame.subarray(used, used + n)) !== MemStatus.OK) return RxResult.DMA_ERROR;
+        used += n;
+        sgUsed++;
+      }
+    }
+    const fits = status === 0 && used === frame.length;
+    const c = this.#comp;
+    c.fill(0);
+    c[0] = fits ? 0 : 1;
+    setField(c, 0, ionic_rxq_comp.num_sg_elems, fits ? sgUsed : 0);
+    setField(c, 0, ionic_rxq_comp.comp_index, slot);
+    setField(c, 0, ionic_rxq_comp.rss_hash, rssHash >>> 0);
+    setField(c, 0, ionic_rxq_comp.len, fits ? frame.length : 0);
+    if (this.cq.post(mem, c) !== MemStatus.OK) return RxResult.DMA_ERROR;
+    this.ring.advance();
+    return fits ? RxResult.DELIVERED : RxResult.TOO_BIG;
+  }
+}
