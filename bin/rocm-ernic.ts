@@ -87,7 +87,9 @@ async function main(): Promise<void> {
     try {
       link = new TapLink(argv.tap);
     } catch (e) {
-      fail(`--tap ${argv.tap}: cannot attach: ${(e as Error).message} (create it first: ip tuntap add dev ${argv.tap} mode tap)`);
+      const code = (e as { code?: string }).code;
+      const hint = code === 'EBUSY' ? 'another process has it open' : code === 'EPERM' ? 'no permission (root, or a TAP created with user=you)' : `create it first: ip tuntap add dev ${argv.tap} mode tap`;
+      fail(`--tap ${argv.tap}: cannot attach: ${(e as Error).message} (${hint})`);
     }
   }
   const device = new IonicDevice({ profile, mac, link, faults, log });

@@ -239,14 +239,15 @@ export const nicProfileSchema: z.ZodType<NicProfile> = profileShape.superRefine(
 // Ini keys: one row per key, in the order formatProfile writes them.
 
 type ValueKind = 'integer' | 'text' | 'speed' | 'phy';
-type Value = number | string;
+/** A parsed ini value: a number (link_speed in Mbps) or a string. */
+export type ProfileValue = number | string;
 
 interface KeySpec {
   readonly key: IniKey;
   readonly kind: ValueKind;
   readonly schema: z.ZodType<number> | z.ZodType<string>;
   /** The field's value (link_speed in Mbps). */
-  readonly get: (p: NicProfile) => Value;
+  readonly get: (p: NicProfile) => ProfileValue;
   /** The comment formatProfile writes above the key. */
   readonly comment: string;
 }
@@ -294,20 +295,21 @@ const KEY_BY_NAME: ReadonlyMap<string, KeySpec> = new Map(KEY_SPECS.map((s) => [
 /** Every ini key, in the order formatProfile writes them. */
 export const PROFILE_KEYS: readonly IniKey[] = KEY_SPECS.map((s) => s.key);
 
-/** Ini key for a path into NicProfile (as zod reports it). */
+/** Ini key for each path into NicProfile, as zod reports it. */
+const KEY_FOR_PATH: Readonly<Record<string, IniKey>> = {
+  name: 'name', description: 'description', msixVectors: 'msix_vectors', ethQueues: 'eth_queues',
+  rdmaEqs: 'rdma_eqs', linkSpeedMbps: 'link_speed', 'transceiver.phy': 'transceiver_phy',
+  'transceiver.pid': 'transceiver_pid', 'transceiver.description': 'transceiver', maxMtu: 'max_mtu',
+  firmwareVersion: 'firmware_version', statsIntervalMs: 'stats_interval_ms', asicType: 'asic_type',
+  asicRev: 'asic_rev', serialNumber: 'serial_number',
+};
+
 function keyForPath(p: readonly (string | number)[]): string {
   const dotted = p.join('.');
-  const table: Record<string, IniKey> = {
-    name: 'name', description: 'description', msixVectors: 'msix_vectors', ethQueues: 'eth_queues',
-    rdmaEqs: 'rdma_eqs', linkSpeedMbps: 'link_speed', 'transceiver.phy': 'transceiver_phy',
-    'transceiver.pid': 'transceiver_pid', 'transceiver.description': 'transceiver', maxMtu: 'max_mtu',
-    firmwareVersion: 'firmware_version', statsIntervalMs: 'stats_interval_ms', asicType: 'asic_type',
-    asicRev: 'asic_rev', serialNumber: 'serial_number',
-  };
-  return table[dotted] ?? dotted;
+  return KEY_FOR_PATH[dotted] ?? dotted;
 }
 
-type FlatProfile = Record<IniKey, Value>;
+type FlatProfile = Record<IniKey, ProfileValue>;
 
 function flatten(p: NicProfile): FlatProfile {
   const out: Partial<FlatProfile> = {};
@@ -345,7 +347,11 @@ export function validateProfile(value: unknown, source = 'value'): NicProfile {
   if (r.success) return deepFreeze({ ...r.data, transceiver: { ...r.data.transceiver } });
   const issue = r.error.issues[0];
   if (issue === undefined) throw new ProfileError(`profile ${source}: invalid`, 'BAD_VALUE');
-  if (issue.path.length === 0) throw new ProfileError(`profile ${source}: ${issue.message}`, 'CROSS_FIELD');
+  if (issue.path.length === 0) {
+    // Whole-object issues: a cross-field rule, or a key NicProfile does not have.
+    const code = issue.code === z.ZodIssueCode.custom ? 'CROSS_FIELD' : 'BAD_VALUE';
+    throw new ProfileError(`profile ${source}: ${issue.message}`, code);
+  }
   throw new ProfileError(`profile ${source}: ${keyForPath(issue.path)}: ${issue.message}`, 'BAD_VALUE');
 }
 
@@ -373,8 +379,8 @@ function parseWholeNumber(text: string): number | undefined {
 }
 
 /** The typed value for `spec`, or the reason the text is not one ("must be ..."). */
-function parseValue(spec: KeySpec, text: string): { ok: true; value: Value } | { ok: false; problem: string } {
-  let value: Value | undefined;
+function parseValue(spec: KeySpec, text: string): { ok: true; value: ProfileValue } | { ok: false; problem: string } {
+  let value: ProfileValue | undefined;
   switch (spec.kind) {
     case 'integer': value = parseWholeNumber(text); break;
     case 'speed': value = parseLinkSpeed(text); break;
@@ -404,7 +410,7 @@ function rangeText(spec: KeySpec): string {
 export interface ProfileSetting {
   readonly key: IniKey;
   /** Parsed value: a number (link_speed in Mbps) or a string. */
-  readonly value: Value;
+  readonly value: ProfileValue;
   /** The value as written (quotes stripped). */
   readonly raw: string;
   readonly line: number;
@@ -506,7 +512,7 @@ function editDistance(a: string, b: string): number {
 // ---------------------------------------------------------------------------
 // Formatting
 
-function formatValue(spec: KeySpec, v: Value): string {
+function formatValue(spec: KeySpec, v: ProfileValue): string {
   const s = spec.kind === 'speed' && typeof v === 'number' ? formatLinkSpeed(v) : String(v);
   const needsQuotes = s === '' || s !== s.trim() || (s.length >= 2 && s.startsWith('"') && s.endsWith('"'));
   return needsQuotes ? `"${s}"` : s;
