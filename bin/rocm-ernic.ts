@@ -18,7 +18,8 @@ export const DEFAULT_MAC = '72:6f:63:6d:2d:6e';
 export const BACKENDS = ['none', 'loopback'] as const;
 
 function fail(message: string): never {
-  process.stderr.write(`rocm-ernic: ${message}\n`);
+  // One line, always: yargs' messages can span several.
+  process.stderr.write(`rocm-ernic: ${message.trim().replace(/\s*\n\s*/g, '; ')}\n`);
   process.exit(2);
 }
 
