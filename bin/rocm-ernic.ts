@@ -19,7 +19,7 @@ export const BACKENDS = ['none', 'loopback'] as const;
 
 function fail(message: string): never {
   // One line, always: yargs' messages can span several.
-  process.stderr.write(`rocm-ernic: ${message.trim().replace(/\s*\n\s*/g, '; ')}\n`);
+  process.stderr.write(`rocm-ernic: ${message.trim().replace(/:\s*\n\s*/g, ': ').replace(/\s*\n\s*/g, '; ')}\n`);
   process.exit(2);
 }
 

@@ -22,7 +22,7 @@ import type { NicProfile } from './profile';
 import type { GuestMemory } from '../vfio-user/guest-memory';
 import type { InterruptController } from './interrupts';
 import type { Logger } from '../log';
-import { IONIC_ADDR_MASK } from './ring';
+import { ionicAddr } from './ring';
 
 export interface CommandContext {
   readonly profile: NicProfile;
@@ -85,8 +85,8 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       const pa = getField(cmd, 0, ionic_port_init_cmd.info_pa);
       const mem = ctx.memory();
       if (pa <= 0 || !mem) return Status.EINVAL;
-      if (mem.write(pa & IONIC_ADDR_MASK, buildPortInfo(p, lif.mtu)) !== MemStatus.OK) return Status.BAD_ADDR;
-      ctx.stats.portInfoPa = pa & IONIC_ADDR_MASK;
+      if (mem.write(ionicAddr(pa), buildPortInfo(p, lif.mtu)) !== MemStatus.OK) return Status.BAD_ADDR;
+      ctx.stats.portInfoPa = ionicAddr(pa);
       ctx.stats.markDirty();
       ctx.stats.flush();
       return Status.SUCCESS;
@@ -106,7 +106,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
 
     case Opcode.LIF_INIT: {
       if (getField(cmd, 0, ionic_lif_init_cmd.index) !== 0) return Status.ENOENT;
-      const pa = getField(cmd, 0, ionic_lif_init_cmd.info_pa) & IONIC_ADDR_MASK;
+      const pa = ionicAddr(getField(cmd, 0, ionic_lif_init_cmd.info_pa));
       const mem = ctx.memory();
       if (pa <= 0 || !mem) return Status.EINVAL;
       // lif_info: config, then status "link up" with the profile's speed (the carrier comes from here).

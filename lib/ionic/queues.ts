@@ -13,7 +13,7 @@ import {
   getField, setField, ionic_admin_comp, ionic_notifyq_event, ionic_rxq_comp, ionic_rxq_desc, ionic_rxq_sg_elem,
   ionic_txq_comp, ionic_txq_desc, ionic_txq_sg_elem, IONIC_RX_MAX_SG_ELEMS,
 } from './layouts';
-import { CompletionRing, DescriptorRing, IONIC_ADDR_MASK } from './ring';
+import { CompletionRing, DescriptorRing, ionicAddr } from './ring';
 
 /** What Q_INIT recorded. */
 export interface QueueConfig {
@@ -36,7 +36,7 @@ export abstract class EthQueue {
   enabled = false;
   readonly ring: DescriptorRing;
   constructor(readonly cfg: QueueConfig, descSize: number) {
-    this.ring = new DescriptorRing(cfg.ringBase & IONIC_ADDR_MASK, 1 << cfg.ringLog2, descSize);
+    this.ring = new DescriptorRing(ionicAddr(cfg.ringBase), 1 << cfg.ringLog2, descSize);
   }
   get size(): number {
     return this.ring.size;
@@ -51,7 +51,7 @@ export class AdminQueue extends EthQueue {
   readonly #comp = Buffer.alloc(16);
   constructor(cfg: QueueConfig) {
     super(cfg, 64);
-    this.cq = new CompletionRing(cfg.cqBase & IONIC_ADDR_MASK, this.size, ionic_admin_comp.SIZE);
+    this.cq = new CompletionRing(ionicAddr(cfg.cqBase), this.size, ionic_admin_comp.SIZE);
   }
 
   /**
@@ -87,7 +87,7 @@ export class NotifyQueue extends EthQueue {
   constructor(cfg: QueueConfig) {
     super(cfg, 4);
     const cmdBytes = this.size * 4;
-    this.eventBase = (cfg.ringBase & IONIC_ADDR_MASK) + Math.ceil(cmdBytes / GUEST_PAGE_SIZE) * GUEST_PAGE_SIZE;
+    this.eventBase = ionicAddr(cfg.ringBase) + Math.ceil(cmdBytes / GUEST_PAGE_SIZE) * GUEST_PAGE_SIZE;
   }
 
   /** Post a LINK_CHANGE event. The eid is written last, so the driver never sees a half event. */
@@ -132,7 +132,7 @@ export class TxQueue extends EthQueue {
 
   constructor(cfg: QueueConfig) {
     super(cfg, ionic_txq_desc.SIZE);
-    this.cq = new CompletionRing(cfg.cqBase & IONIC_ADDR_MASK, this.size, ionic_txq_comp.SIZE);
+    this.cq = new CompletionRing(ionicAddr(cfg.cqBase), this.size, ionic_txq_comp.SIZE);
     // Version 1 with sg_desc_sz 256 (what we advertise): 16-element stride, up to 15 used.
     this.sgDescSize = cfg.version >= 1 ? 256 : 128;
     this.maxSg = cfg.version >= 1 ? 15 : 8;
@@ -161,7 +161,7 @@ export class TxQueue extends EthQueue {
       total = len;
     }
     if (nsge > 0) {
-      const sgAt = (this.cfg.sgBase & IONIC_ADDR_MASK) + slot * this.sgDescSize;
+      const sgAt = ionicAddr(this.cfg.sgBase) + slot * this.sgDescSize;
       const list = this.#sg.subarray(0, nsge * ionic_txq_sg_elem.SIZE);
       if (mem.read(sgAt, list) !== MemStatus.OK) return TxResult.DMA_ERROR;
       for (let i = 0; i < nsge; i++) {
@@ -169,7 +169,7 @@ export class TxQueue extends EthQueue {
         const a = getField(list, e, ionic_txq_sg_elem.addr);
         const l = getField(list, e, ionic_txq_sg_elem.len);
         if (a < 0 || total + l > MAX_FRAME) return TxResult.BAD_DESC;
-        if (l > 0 && mem.read(a & IONIC_ADDR_MASK, this.frame.subarray(total, total + l)) !== MemStatus.OK) return TxResult.DMA_ERROR;
+        if (l > 0 && mem.read(ionicAddr(a), this.frame.subarray(total, total + l)) !== MemStatus.OK) return TxResult.DMA_ERROR;
         total += l;
       }
     }
@@ -210,7 +210,7 @@ export class RxQueue extends EthQueue {
 
   constructor(cfg: QueueConfig) {
     super(cfg, ionic_rxq_desc.SIZE);
-    this.cq = new CompletionRing(cfg.cqBase & IONIC_ADDR_MASK, this.size, ionic_rxq_comp.SIZE);
+    this.cq = new CompletionRing(ionicAddr(cfg.cqBase), this.size, ionic_rxq_comp.SIZE);
   }
 
   get hasBuffer(): boolean {
@@ -230,10 +230,10 @@ export class RxQueue extends EthQueue {
     let sgUsed = 0;
     const first = Math.min(len, frame.length);
     if (addr < 0) status = 1;
-    else if (first > 0 && mem.write(addr & IONIC_ADDR_MASK, frame.subarray(0, first)) !== MemStatus.OK) return RxResult.DMA_ERROR;
+    else if (first > 0 && mem.write(ionicAddr(addr), frame.subarray(0, first)) !== MemStatus.OK) return RxResult.DMA_ERROR;
     used = first;
     if (status === 0 && used < frame.length && opcode === 1 && this.cfg.sg) {
-      const sgAt = (this.cfg.sgBase & IONIC_ADDR_MASK) + slot * RX_SG_DESC_SIZE;
+      const sgAt = ionicAddr(this.cfg.sgBase) + slot * RX_SG_DESC_SIZE;
       if (mem.read(sgAt, this.#sg) !== MemStatus.OK) return RxResult.DMA_ERROR;
       for (let i = 0; i < IONIC_RX_MAX_SG_ELEMS && used < frame.length; i++) {
         const e = i * ionic_rxq_sg_elem.SIZE;
@@ -242,7 +242,7 @@ export class RxQueue extends EthQueue {
         if (a === 0 || l === 0) break;
         if (a < 0) { status = 1; break; }
         const n = Math.min(l, frame.length - used);
-        if (mem.write(a & IONIC_ADDR_MASK, frame.subarray(used, used + n)) !== MemStatus.OK) return RxResult.DMA_ERROR;
+        if (mem.write(ionicAddr(a), frame.subarray(used, used + n)) !== MemStatus.OK) return RxResult.DMA_ERROR;
         used += n;
         sgUsed++;
       }

@@ -9,6 +9,17 @@ import { COLOR_BIT } from './layouts';
 /** Addresses are 52 bits (IONIC_ADDR_LEN). */
 export const IONIC_ADDR_MASK = 2 ** 52 - 1;
 
+/**
+ * The 52-bit device address of a guest-supplied u64 (as a number from getField).
+ * Fix: this replaces `addr & IONIC_ADDR_MASK`, which JavaScript evaluates on
+ * 32-bit integers, so every address at or above 2 GiB came out truncated or
+ * negative (a guest with RAM above 4 GiB could not be served). Negative inputs
+ * (getField's "past 2^53" marker) stay negative and fail the memory access.
+ */
+export function ionicAddr(addr: number): number {
+  return addr < 0 ? addr : addr % 2 ** 52;
+}
+
 export class CompletionRing {
   /** Next CQ slot the device writes. */
   pi = 0;
