@@ -138,6 +138,13 @@ export const vfio_user_dma_rw = {
   SIZE: 16,
 } as const;
 
+/** Legacy DIRTY_PAGES (14) head; a bitmap range may follow. */
+export const vfio_user_dirty_pages = {
+  argsz: f(0, 4),
+  flags: f(4, 4),
+  SIZE: 8,
+} as const;
+
 export const vfio_user_write_multi = {
   wr_cnt: f(0, 8),
   SIZE: 8,

@@ -149,6 +149,20 @@ export interface DmaReadReply extends DmaAccess { readonly kind: 'dmaReadReply';
 export interface DmaWrite extends DmaAccess { readonly kind: 'dmaWrite'; readonly data: Buffer }
 export interface DmaWriteReply extends DmaAccess { readonly kind: 'dmaWriteReply' }
 
+/**
+ * Legacy DIRTY_PAGES (14), removed from the spec in favour of DEVICE_FEATURE
+ * dirty logging: argsz, flags (START 1, STOP 2, GET_BITMAP 4), then for
+ * GET_BITMAP a bitmap range {iova u64, size u64, pgsize u64, bitmap size u64}
+ * and, in the reply, the bitmap. Kept as bytes after the 8-byte head.
+ */
+export interface DirtyPagesBody {
+  readonly argsz: number;
+  readonly flags: number;
+  readonly data: Buffer;
+}
+export interface DirtyPages extends DirtyPagesBody { readonly kind: 'dirtyPages' }
+export interface DirtyPagesReply extends DirtyPagesBody { readonly kind: 'dirtyPagesReply' }
+
 export interface DeviceReset { readonly kind: 'deviceReset' }
 export interface DeviceResetReply { readonly kind: 'deviceResetReply' }
 
@@ -181,12 +195,12 @@ export interface ErrorReply { readonly kind: 'error'; readonly errno: number }
 export type Request =
   | Version | DmaMap | DmaUnmap | DeviceGetInfo | DeviceGetRegionInfo | DeviceGetRegionIoFds
   | DeviceGetIrqInfo | DeviceSetIrqs | RegionRead | RegionWrite | DmaRead | DmaWrite
-  | DeviceReset | RegionWriteMulti | DeviceFeature | MigDataRead | MigDataWrite;
+  | DeviceReset | DirtyPages | RegionWriteMulti | DeviceFeature | MigDataRead | MigDataWrite;
 
 export type Reply =
   | VersionReply | DmaMapReply | DmaUnmapReply | DeviceGetInfoReply | DeviceGetRegionInfoReply
   | DeviceGetRegionIoFdsReply | DeviceGetIrqInfoReply | DeviceSetIrqsReply | RegionReadReply
-  | RegionWriteReply | DmaReadReply | DmaWriteReply | DeviceResetReply | RegionWriteMultiReply
+  | RegionWriteReply | DmaReadReply | DmaWriteReply | DeviceResetReply | DirtyPagesReply | RegionWriteMultiReply
   | DeviceFeatureReply | MigDataReadReply | MigDataWriteReply | ErrorReply;
 
 export type Body = Request | Reply;

@@ -10,7 +10,7 @@ import { Decoded, fail, ok, ProtocolError, protocolError } from './errors';
 import {
   Field, getField, U64_UNSAFE, vfio_info_cap_header, vfio_irq_info, vfio_irq_set, vfio_region_info,
   vfio_region_info_cap_sparse_mmap, vfio_region_info_cap_type, vfio_region_sparse_mmap_area,
-  vfio_user_bitmap, vfio_user_device_feature, vfio_user_device_info, vfio_user_dma_map,
+  vfio_user_bitmap, vfio_user_device_feature, vfio_user_dirty_pages, vfio_user_device_info, vfio_user_dma_map,
   vfio_user_dma_rw, vfio_user_dma_unmap, vfio_user_header, vfio_user_mig_data,
   vfio_user_region_access, vfio_user_region_io_fds_request, vfio_user_version,
   vfio_user_write_multi, vfio_user_write_multi_data,
@@ -171,6 +171,11 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
     }
     case Command.DEVICE_RESET:
       return ok({ kind: 'deviceReset' });
+    case Command.DIRTY_PAGES: {
+      const L = vfio_user_dirty_pages;
+      if (p.length < L.SIZE) return short('DIRTY_PAGES', L.SIZE, p.length);
+      return ok({ kind: 'dirtyPages', argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), data: p.subarray(L.SIZE) });
+    }
     case Command.REGION_WRITE_MULTI: {
       const m = decodeWriteMulti(p);
       return m.ok ? ok({ kind: 'regionWriteMulti', entries: m.value }) : m;
@@ -264,6 +269,11 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
     }
     case Command.DEVICE_RESET:
       return p.length === 0 ? ok({ kind: 'deviceResetReply' }) : fail('PAYLOAD_MISMATCH', 'DEVICE_RESET reply must be header only');
+    case Command.DIRTY_PAGES: {
+      const L = vfio_user_dirty_pages;
+      if (p.length < L.SIZE) return short('DIRTY_PAGES reply', L.SIZE, p.length);
+      return ok({ kind: 'dirtyPagesReply', argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), data: p.subarray(L.SIZE) });
+    }
     case Command.REGION_WRITE_MULTI: {
       const L = vfio_user_write_multi;
       if (p.length < L.SIZE) return short('REGION_WRITE_MULTI reply', L.SIZE, p.length);

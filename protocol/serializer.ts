@@ -167,6 +167,7 @@ export function commandOfBody(body: Body): Command | undefined {
     case 'dmaRead': case 'dmaReadReply': return Command.DMA_READ;
     case 'dmaWrite': case 'dmaWriteReply': return Command.DMA_WRITE;
     case 'deviceReset': case 'deviceResetReply': return Command.DEVICE_RESET;
+    case 'dirtyPages': case 'dirtyPagesReply': return Command.DIRTY_PAGES;
     case 'regionWriteMulti': case 'regionWriteMultiReply': return Command.REGION_WRITE_MULTI;
     case 'deviceFeature': case 'deviceFeatureReply': return Command.DEVICE_FEATURE;
     case 'migDataRead': case 'migDataReadReply': return Command.MIG_DATA_READ;
@@ -285,6 +286,8 @@ function writeStruct(w: MessageWriter, body: Body): void {
     case 'regionWriteMultiReply':
       w.field(w.reserve(vfio_user_write_multi.SIZE), vfio_user_write_multi.wr_cnt, body.wrCnt);
       return;
+    case 'dirtyPages':
+    case 'dirtyPagesReply':
     case 'deviceFeature':
     case 'deviceFeatureReply': {
       const at = w.reserve(8);

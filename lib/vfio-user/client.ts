@@ -289,6 +289,7 @@ function commandOf(body: Request): number {
     case 'dmaRead': return Command.DMA_READ;
     case 'dmaWrite': return Command.DMA_WRITE;
     case 'deviceReset': return Command.DEVICE_RESET;
+    case 'dirtyPages': return Command.DIRTY_PAGES;
     case 'regionWriteMulti': return Command.REGION_WRITE_MULTI;
     case 'deviceFeature': return Command.DEVICE_FEATURE;
     case 'migDataRead': return Command.MIG_DATA_READ;

@@ -223,6 +223,8 @@ export class Session implements TransportHandler {
       case 'migDataRead':
       case 'migDataWrite':
         return protocolError('NOT_SUPPORTED', `${commandName(h.command)}: migration is not supported`);
+      case 'dirtyPages':
+        return protocolError('NOT_SUPPORTED', 'DIRTY_PAGES (removed from the spec): no dirty logging');
       default:
         return protocolError('UNKNOWN_COMMAND', `${commandName(h.command)} is not handled`);
     }

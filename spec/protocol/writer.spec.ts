@@ -176,6 +176,7 @@ const REFERENCE_LAYOUTS: Readonly<Record<string, Pinned>> = {
   vfio_irq_set: { argsz: [0, 4], flags: [4, 4], index: [8, 4], start: [12, 4], count: [16, 4], SIZE: 20 },
   vfio_user_region_access: { offset: [0, 8], region: [8, 4], count: [12, 4], SIZE: 16 },
   vfio_user_dma_rw: { addr: [0, 8], count: [8, 8], SIZE: 16 },
+  vfio_user_dirty_pages: { argsz: [0, 4], flags: [4, 4], SIZE: 8 },
   vfio_user_write_multi: { wr_cnt: [0, 8], SIZE: 8 },
   vfio_user_write_multi_data: { offset: [0, 8], region: [8, 4], count: [12, 4], data: [16, 8], SIZE: 24 },
   vfio_user_device_feature: { argsz: [0, 4], flags: [4, 4], SIZE: 8 },
