@@ -8,7 +8,7 @@ import { MemStatus } from '../vfio-user/guest-memory';
 import {
   IONIC_MAX_RING_LOG2, IONIC_MIN_RING_LOG2, LifAttr, LinkStatus, Opcode, QControlOp, QInitFlag, QType, RxFilterMatch, Status,
 } from './constants';
-import { buildPortInfo, queueCount, writeDevIdentity, writeLifConfig, writeLifIdentity, writePortIdentity, writeQIdentity } from './identity';
+import { buildPortInfo, MAX_MCAST_FILTERS, MAX_UCAST_FILTERS, queueCount, writeDevIdentity, writeLifConfig, writeLifIdentity, writePortIdentity, writeQIdentity } from './identity';
 import {
   getField, setField, ionic_dev_identify_cmd, ionic_dev_identify_comp, ionic_lif_getattr_cmd, ionic_lif_getattr_comp,
   ionic_lif_identify_cmd, ionic_lif_identify_comp, ionic_lif_info, ionic_lif_init_cmd, ionic_lif_init_comp, ionic_lif_setattr_cmd,
@@ -163,6 +163,10 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
 
     case Opcode.RX_FILTER_ADD: {
       const A = ionic_rx_filter_add_cmd;
+      // Fix: a bounded filter table. Each add used to allocate a new entry
+      // without limit (guest-driven growth); the driver handles ENOSPC by going
+      // promiscuous (contract 4.6).
+      if (lif.filters.size >= MAX_UCAST_FILTERS + MAX_MCAST_FILTERS) return Status.ENOSPC;
       const match = getField(cmd, 0, A.match);
       let id: number;
       if (match === RxFilterMatch.MAC) id = lif.addMacFilter(cmd.subarray(A.MAC, A.MAC + 6));

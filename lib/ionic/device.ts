@@ -71,12 +71,15 @@ export class IonicDevice {
   readonly #dbLow = new Map<number, number>();
   readonly #link: HostLink | null;
   readonly #ctx: CommandContext;
+  /** The configured station MAC, restored on RESET and disconnect. */
+  readonly #stationMac: Buffer;
 
   constructor(opts: IonicDeviceOptions) {
     this.profile = opts.profile;
     this.#log = opts.log ?? nullLogger;
     this.faults = opts.faults ?? FaultInjector.none();
     this.#link = opts.link ?? null;
+    this.#stationMac = Buffer.from(opts.mac);
     const memory = (): GuestMemory | undefined => this.pci.context?.memory;
     this.stats = new DeviceStats(opts.profile.statsIntervalMs, memory);
     this.interrupts = new InterruptController(opts.profile.msixVectors, { fire: (v) => { this.pci.raiseMsix(v); } });
@@ -240,6 +243,9 @@ export class IonicDevice {
   #resetState(): void {
     this.counters.resets++;
     this.lif.reset();
+    // Fix: RESET brings back the station MAC; a MAC the last driver set with
+    // LIF_SETATTR must not outlive it (the next probe reads it with LIF_GETATTR).
+    this.lif.mac = Buffer.from(this.#stationMac);
     this.stats.stop('both');
     this.stats.clear('all');
     this.interrupts.reset();
@@ -255,6 +261,7 @@ export class IonicDevice {
   #onDetach(): void {
     // The guest's memory is gone: stop every queue and block write; the next driver re-probes.
     this.lif.reset();
+    this.lif.mac = Buffer.from(this.#stationMac); // fix: a new VM starts with the configured MAC
     this.stats.stop('both');
     this.interrupts.reset();
   }

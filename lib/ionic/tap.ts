@@ -16,6 +16,7 @@ export class TapLink implements HostLink {
   readonly #buf = Buffer.alloc(65536);
   /** Frames the kernel refused (queue full, interface down). */
   sendErrors = 0;
+  #closed = false;
 
   constructor(ifname: string) {
     const tap = native.openTap(ifname);
@@ -24,6 +25,7 @@ export class TapLink implements HostLink {
   }
 
   send(frame: Buffer): boolean {
+    if (this.#closed) return false; // fix: never write to an fd number we no longer own
     try {
       return fs.writeSync(this.#fd, frame) === frame.length;
     } catch {
@@ -54,6 +56,11 @@ export class TapLink implements HostLink {
   close(): void {
     this.#watcher?.close();
     this.#watcher = null;
+    // Fix: close the fd only once. A second close() (IonicDevice.close() and the
+    // owner both closing the link) would close whatever unrelated fd had reused
+    // the number in between.
+    if (this.#closed) return;
+    this.#closed = true;
     try { fs.closeSync(this.#fd); } catch { /* closed */ }
   }
 }
