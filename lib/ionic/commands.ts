@@ -163,11 +163,11 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
 
     case Opcode.RX_FILTER_ADD: {
       const A = ionic_rx_filter_add_cmd;
-      // Fix: a bounded filter table. Each add used to allocate a new entry
-      // without limit (guest-driven growth); the driver handles ENOSPC by going
-      // promiscuous (contract 4.6).
+      // A bounded filter table: the driver handles ENOSPC by going promiscuous (contract 4.6).
       if (lif.filters.size >= MAX_UCAST_FILTERS + MAX_MCAST_FILTERS) return Status.ENOSPC;
       const match = getField(cmd, 0, A.match);
+      // The same MAC twice is EEXIST, which the driver tolerates (contract 3.1).
+      if (match === RxFilterMatch.MAC && lif.hasMacFilter(cmd.subarray(A.MAC, A.MAC + 6))) return Status.EEXIST;
       let id: number;
       if (match === RxFilterMatch.MAC) id = lif.addMacFilter(cmd.subarray(A.MAC, A.MAC + 6));
       else if (match === RxFilterMatch.VLAN) id = lif.addOtherFilter(match, getField(cmd, 0, A.vlan));

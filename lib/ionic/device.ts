@@ -207,14 +207,18 @@ export class IonicDevice {
   #doorbellWrite(offset: number, src: Buffer): number {
     const inPage = offset % GUEST_PAGE_SIZE;
     const slot = Math.floor(inPage / DB.SIZE);
+    // Split writes are paired per doorbell address (page and slot), low half first.
+    const key = offset - (offset % DB.SIZE);
     if (src.length === 8 && inPage % 8 === 0) {
       this.#doorbell(slot, src.readUInt32LE(0), src.readUInt32LE(4));
     } else if (src.length === 4 && inPage % 8 === 0) {
-      this.#dbLow.set(slot, src.readUInt32LE(0));
+      // Bounded: a guest writing only low halves cannot grow this table.
+      if (this.#dbLow.size >= 1024) this.#dbLow.clear();
+      this.#dbLow.set(key, src.readUInt32LE(0));
     } else if (src.length === 4 && inPage % 8 === 4) {
-      const lo = this.#dbLow.get(slot);
+      const lo = this.#dbLow.get(key);
       if (lo !== undefined) {
-        this.#dbLow.delete(slot);
+        this.#dbLow.delete(key);
         this.#doorbell(slot, lo, src.readUInt32LE(0));
       }
     } else {

@@ -96,14 +96,14 @@ export class InterruptController {
         return;
       case R.mask.off:
         this.#mask[v] = value & 1;
-        if (!this.#mask[v] && this.#pending[v]) this.#fire(v);
+        if (!this.#mask[v]) this.#replay(v);
         return;
       case R.credits.off: {
         const returned = value & IONIC_INTR_CRED_COUNT_MASK;
         this.#credits[v] = Math.max(0, this.#credits[v]! - returned);
         if (value & IONIC_INTR_CRED_UNMASK) {
           this.#mask[v] = 0;
-          if (this.#pending[v]) this.#fire(v);
+          this.#replay(v);
         }
         return;
       }
@@ -113,6 +113,17 @@ export class InterruptController {
       default:
         return;
     }
+  }
+
+  /**
+   * On unmask: fire what was latched while masked, but only if completions are
+   * still unreturned; when the driver returned every credit it has seen them
+   * all, and a replay would only be a spurious interrupt.
+   */
+  #replay(v: number): void {
+    if (!this.#pending[v]) return;
+    if (this.#credits[v]! > 0) this.#fire(v);
+    else this.#pending[v] = 0;
   }
 
   #fire(v: number): void {

@@ -82,6 +82,12 @@ export class Lif {
 
   // ---- filters and modes ------------------------------------------------------------------
 
+  hasMacFilter(mac: Buffer): boolean {
+    const key = mac.toString('hex');
+    for (const f of this.filters.values()) if (f.match === 1 && f.mac === key) return true;
+    return false;
+  }
+
   addMacFilter(mac: Buffer): number {
     const id = this.#nextFilterId++;
     const key = mac.toString('hex');
