@@ -8,7 +8,7 @@ import { vfio_user_region_access } from '../../protocol/layouts';
 import { MAX_FDS_PER_MSG, MAX_MSG_SIZE } from '../../protocol/limits';
 import type { Body, Header, Message, Reply, Request } from '../../protocol/messages';
 import { decodeBody } from '../../protocol/parser';
-import { writeBody, writeErrorReply } from '../../protocol/serializer';
+import { commandOfBody, writeBody, writeErrorReply } from '../../protocol/serializer';
 import { checkVersionReply, parseCapabilities, PeerLimits, peerLimits } from '../../protocol/version';
 import { errnoName } from '../../protocol/constants';
 import * as native from '../native';
@@ -274,27 +274,9 @@ export class VfioUserClient implements TransportHandler {
 
 const EMPTY = Buffer.alloc(0);
 
+/** The command number of a request (the serializer knows every body kind). */
 function commandOf(body: Request): number {
-  switch (body.kind) {
-    case 'version': return Command.VERSION;
-    case 'dmaMap': return Command.DMA_MAP;
-    case 'dmaUnmap': return Command.DMA_UNMAP;
-    case 'deviceGetInfo': return Command.DEVICE_GET_INFO;
-    case 'deviceGetRegionInfo': return Command.DEVICE_GET_REGION_INFO;
-    case 'deviceGetRegionIoFds': return Command.DEVICE_GET_REGION_IO_FDS;
-    case 'deviceGetIrqInfo': return Command.DEVICE_GET_IRQ_INFO;
-    case 'deviceSetIrqs': return Command.DEVICE_SET_IRQS;
-    case 'regionRead': return Command.REGION_READ;
-    case 'regionWrite': return Command.REGION_WRITE;
-    case 'dmaRead': return Command.DMA_READ;
-    case 'dmaWrite': return Command.DMA_WRITE;
-    case 'deviceReset': return Command.DEVICE_RESET;
-    case 'dirtyPages': return Command.DIRTY_PAGES;
-    case 'regionWriteMulti': return Command.REGION_WRITE_MULTI;
-    case 'deviceFeature': return Command.DEVICE_FEATURE;
-    case 'migDataRead': return Command.MIG_DATA_READ;
-    case 'migDataWrite': return Command.MIG_DATA_WRITE;
-  }
+  return commandOfBody(body)!;
 }
 
 /** Guest RAM for a test client: a sealed memfd mapped into this process (up to 1 GiB). */
