@@ -15,10 +15,18 @@
  *   reported as the return value `-1` instead of an exception.
  * - Every fd created here is close-on-exec; sockets are non-blocking.
  *
+ * Argument validation lives here: the exported functions check their
+ * arguments, then call the raw binding, which assumes well-typed arguments
+ * (it still throws a generic TypeError instead of crashing on a bad one). The
+ * addon's errors carry `errno` and `syscall`; `code` (the errno name, from
+ * Node's own `os.constants.errno`) is added here, in the error path only.
+ *
  * @packageDocumentation
  */
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
+import { types } from 'util';
 
 /** An error thrown by a failing syscall of the native addon. */
 export type NativeError = Error & {
@@ -68,21 +76,26 @@ export interface TapDevice {
   name: string;
 }
 
-/** The raw shape of the addon's exports. */
+/** The raw shape of the addon's exports (arguments are validated by the wrappers below). */
 interface Binding {
-  listen(path: string, backlog: number): number;
+  /** `backlog` >= 0: listening socket; -1: connected socket. */
+  unixSocket(path: string, backlog: number): number;
   accept(fd: number): number;
-  connect(path: string): number;
-  socketPair(): [number, number];
-  recvmsg(fd: number, buf: Uint8Array, offset: number, length: number, fdsOut: Int32Array): number;
-  sendmsg(fd: number, buf: Uint8Array, offset: number, length: number, fds: ArrayLike<number> | null): number;
-  watch(fd: number, events: number, callback: WatchCallback): Watcher;
+  socketPair(out: Int32Array): void;
+  recvmsg(fd: number, buf: ArrayBufferView, offset: number, length: number, fdsOut: Int32Array): number;
+  sendmsg(fd: number, buf: ArrayBufferView, offset: number, length: number, fds: Int32Array | null,
+    nfds: number): number;
+  /** Wraps the poll handle into `watcher`, which becomes the callback's `this`. */
+  watch(watcher: object, fd: number, events: number, callback: WatchCallback): void;
+  /** `events` >= 0: update (0 stops polling); -1: close. */
+  pollCtl(watcher: object, events: number): void;
   mmap(fd: number, offset: number, length: number, writable: boolean): ArrayBuffer;
   munmap(ab: ArrayBuffer): void;
   memfdCreate(name: string, size: number, seal: boolean): number;
   getSeals(fd: number): number;
   eventfd(initval: number, nonblock: boolean): number;
-  openTap(name: string): TapDevice;
+  /** `name`: IFNAMSIZ (16) bytes, NUL-terminated; receives the actual name. */
+  openTap(name: Buffer): number;
   READABLE: number;
   WRITABLE: number;
   DISCONNECT: number;
@@ -123,8 +136,8 @@ function loadBinding(): Binding {
     );
   }
   const b = mod as Partial<Record<keyof Binding, unknown>> | null;
-  const fns: (keyof Binding)[] = ['listen', 'accept', 'connect', 'socketPair', 'recvmsg', 'sendmsg',
-    'watch', 'mmap', 'munmap', 'memfdCreate', 'getSeals', 'eventfd', 'openTap'];
+  const fns: (keyof Binding)[] = ['unixSocket', 'accept', 'socketPair', 'recvmsg', 'sendmsg', 'watch',
+    'pollCtl', 'mmap', 'munmap', 'memfdCreate', 'getSeals', 'eventfd', 'openTap'];
   const missing = fns.filter((k) => b === null || typeof b[k] !== 'function');
   if (missing.length > 0) {
     throw new Error(`rocm-ernic: native addon ${file} is stale (missing ${missing.join(', ')}); ` +
@@ -154,6 +167,104 @@ export const MAX_FDS: number = binding.MAX_FDS;
 /** Minimum length of the `fdsOut` array passed to {@link recvmsg} (MAX_FDS + 1). */
 export const FDS_OUT_LENGTH: number = binding.MAX_FDS + 1;
 
+// ------------------------------------------------------------------ errors
+
+/** errno number -> name, from Node's own table (first name wins: EAGAIN over EWOULDBLOCK). */
+const ERRNO_NAMES = new Map<number, string>();
+for (const [name, num] of Object.entries(os.constants.errno)) {
+  if (!ERRNO_NAMES.has(num)) ERRNO_NAMES.set(num, name);
+}
+// glibc (and this addon, historically) name 95 EOPNOTSUPP; Node lists ENOTSUP first.
+ERRNO_NAMES.set(os.constants.errno.EOPNOTSUPP, 'EOPNOTSUPP');
+
+function errnoName(errno: number): string {
+  return ERRNO_NAMES.get(errno) ?? `E${errno}`;
+}
+
+/**
+ * Cold path only (in `catch`): gives an error thrown by the addon for a
+ * failing syscall (it carries `errno` and `syscall`) its `code`, the errno
+ * name. Other errors pass through unchanged.
+ */
+function withCode(e: unknown): unknown {
+  if (e instanceof Error) {
+    const r = e as Error & { code?: unknown; errno?: unknown; syscall?: unknown };
+    if (typeof r.errno === 'number' && typeof r.syscall === 'string' && r.code === undefined) {
+      r.code = errnoName(r.errno);
+    }
+  }
+  return e;
+}
+
+/** A {@link NativeError} raised here rather than by the addon (e.g. ENAMETOOLONG). */
+function nativeError(syscall: string, errno: number, detail: string): NativeError {
+  return Object.assign(new Error(`${syscall}: ${detail}`), { code: errnoName(errno), errno, syscall });
+}
+
+// --------------------------------------------------------------- arguments
+
+const INT32_MAX = 0x7fffffff;
+const UINT32_MAX = 0xffffffff;
+const MAX_MAP_LENGTH = 2 ** 31;
+const ALL_EVENTS = READABLE | WRITABLE | DISCONNECT;
+const ENAMETOOLONG = os.constants.errno.ENAMETOOLONG;
+const SUN_PATH_SIZE = 108; // sizeof(sockaddr_un.sun_path), including the NUL
+const MEMFD_NAME_SIZE = 256;
+const IFNAMSIZ = 16;
+
+function typeError(fn: string, what: string): TypeError {
+  return Object.assign(new TypeError(`${fn}: ${what}`), { code: 'ERR_INVALID_ARG_TYPE' });
+}
+
+function rangeError(fn: string, what: string): RangeError {
+  return Object.assign(new RangeError(`${fn}: ${what}`), { code: 'ERR_OUT_OF_RANGE' });
+}
+
+/** An integer number in [min, max] (TypeError if not an integer, RangeError if outside). */
+function checkInt(fn: string, name: string, v: unknown, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw typeError(fn, `${name} must be an integer number`);
+  if (v < min || v > max) throw rangeError(fn, `${name} is out of range [${min}, ${max}]`);
+  return v;
+}
+
+function checkFd(fn: string, fd: unknown): void {
+  checkInt(fn, 'fd', fd, 0, INT32_MAX);
+}
+
+function checkBool(fn: string, name: string, v: unknown): void {
+  if (typeof v !== 'boolean') throw typeError(fn, `${name} must be a boolean`);
+}
+
+/**
+ * A string without NUL characters shorter than `size` UTF-8 bytes (the C
+ * buffer, including its terminator); a longer one is the syscall's
+ * ENAMETOOLONG (with `detail` as the message, strerror's text by default).
+ * @returns its length in bytes.
+ */
+function checkName(fn: string, name: string, v: unknown, size: number, syscall: string,
+  detail?: (len: number) => string): number {
+  if (typeof v !== 'string') throw typeError(fn, `${name} must be a string`);
+  const len = Buffer.byteLength(v);
+  if (len >= size) throw nativeError(syscall, ENAMETOOLONG, detail ? detail(len) : 'File name too long');
+  if (v.includes('\0')) throw typeError(fn, `${name} must not contain NUL characters`);
+  return len;
+}
+
+function checkUnixPath(fn: string, syscall: string, p: unknown): void {
+  const len = checkName(fn, 'path', p, SUN_PATH_SIZE, syscall,
+    (n) => `socket path is ${n} bytes, at most ${SUN_PATH_SIZE - 1} allowed`);
+  if (len === 0) throw typeError(fn, 'path must be a non-empty string');
+}
+
+/** `buf[offset, offset + length)` lies inside the Buffer/Uint8Array `buf`; length >= minLength. */
+function checkSpan(fn: string, buf: unknown, offset: unknown, length: unknown, minLength: number): void {
+  if (!ArrayBuffer.isView(buf)) throw typeError(fn, 'buf must be a Buffer or Uint8Array');
+  const off = checkInt(fn, 'offset', offset, 0, buf.byteLength);
+  checkInt(fn, 'length', length, minLength, buf.byteLength - off);
+}
+
+// ----------------------------------------------------------------- sockets
+
 /**
  * Creates a listening AF_UNIX stream socket (non-blocking, close-on-exec):
  * `socket` + `bind` + `listen`. The caller removes a stale socket file first
@@ -163,14 +274,29 @@ export const FDS_OUT_LENGTH: number = binding.MAX_FDS + 1;
  * @returns the listening fd.
  * @throws NativeError e.g. EADDRINUSE when `path` exists, ENAMETOOLONG.
  */
-export const listen: (path: string, backlog: number) => number = binding.listen;
+export function listen(path: string, backlog: number): number {
+  checkUnixPath('listen', 'bind', path);
+  checkInt('listen', 'backlog', backlog, 0, INT32_MAX);
+  try {
+    return binding.unixSocket(path, backlog);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
 
 /**
  * Accepts one pending connection (`accept4`, non-blocking + close-on-exec).
  * @param fd - a listening socket from {@link listen}.
  * @returns the connected fd, or -1 when nothing is pending (EAGAIN).
  */
-export const accept: (fd: number) => number = binding.accept;
+export function accept(fd: number): number {
+  checkFd('accept', fd);
+  try {
+    return binding.accept(fd);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
 
 /**
  * Connects to an AF_UNIX stream socket (blocking connect), then switches the
@@ -178,10 +304,26 @@ export const accept: (fd: number) => number = binding.accept;
  * @returns the connected fd.
  * @throws NativeError e.g. ENOENT when `path` does not exist, ECONNREFUSED.
  */
-export const connect: (path: string) => number = binding.connect;
+export function connect(path: string): number {
+  checkUnixPath('connect', 'connect', path);
+  try {
+    return binding.unixSocket(path, -1);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
+
+const pairOut = new Int32Array(2);
 
 /** Creates a connected pair of non-blocking, close-on-exec AF_UNIX stream sockets. */
-export const socketPair: () => [number, number] = binding.socketPair;
+export function socketPair(): [number, number] {
+  try {
+    binding.socketPair(pairOut);
+  } catch (e) {
+    throw withCode(e);
+  }
+  return [pairOut[0] as number, pairOut[1] as number];
+}
 
 /**
  * One non-blocking `recvmsg` into `buf[offset, offset + length)`, collecting
@@ -196,8 +338,22 @@ export const socketPair: () => [number, number] = binding.socketPair;
  * @throws NativeError on failure; EMSGSIZE if control data was truncated
  *   (MSG_CTRUNC; all fds received by that call are closed).
  */
-export const recvmsg: (fd: number, buf: Buffer | Uint8Array, offset: number, length: number,
-  fdsOut: Int32Array) => number = binding.recvmsg;
+export function recvmsg(fd: number, buf: Buffer | Uint8Array, offset: number, length: number,
+  fdsOut: Int32Array): number {
+  checkFd('recvmsg', fd);
+  checkSpan('recvmsg', buf, offset, length, 1);
+  if (!types.isInt32Array(fdsOut) || fdsOut.length < FDS_OUT_LENGTH) {
+    throw typeError('recvmsg', `fdsOut must be an Int32Array of length >= ${FDS_OUT_LENGTH}`);
+  }
+  try {
+    return binding.recvmsg(fd, buf, offset, length, fdsOut);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
+
+/** The fds of a sendmsg() given as a plain array-like are copied here. */
+const sendFds = new Int32Array(MAX_FDS);
 
 /**
  * One non-blocking `sendmsg` (MSG_NOSIGNAL, so EPIPE is thrown instead of
@@ -207,8 +363,52 @@ export const recvmsg: (fd: number, buf: Buffer | Uint8Array, offset: number, len
  * @returns bytes sent (may be less than `length`; the fds then went with the
  *   first part), or -1 when the socket buffer is full (EAGAIN, nothing sent).
  */
-export const sendmsg: (fd: number, buf: Buffer | Uint8Array, offset: number, length: number,
-  fds: ArrayLike<number> | null) => number = binding.sendmsg;
+export function sendmsg(fd: number, buf: Buffer | Uint8Array, offset: number, length: number,
+  fds: ArrayLike<number> | null): number {
+  checkFd('sendmsg', fd);
+  checkSpan('sendmsg', buf, offset, length, 0);
+  let arr: Int32Array | null = null;
+  let n = 0;
+  if (fds !== null && fds !== undefined) {
+    if (typeof fds !== 'object') throw typeError('sendmsg', 'fds must be an array-like of numbers or null');
+    if (types.isInt32Array(fds)) {
+      if (fds.length > MAX_FDS) throw rangeError('sendmsg', `at most ${MAX_FDS} fds per message`);
+      for (let i = 0; i < fds.length; i++) {
+        if ((fds[i] as number) < 0) throw rangeError('sendmsg', 'fds must be non-negative');
+      }
+      arr = fds;
+      n = fds.length;
+    } else {
+      n = checkInt('sendmsg', 'fds.length', fds.length, 0, MAX_FDS);
+      for (let i = 0; i < n; i++) sendFds[i] = checkInt('sendmsg', 'fds[i]', fds[i], 0, INT32_MAX);
+      arr = sendFds;
+    }
+    if (n > 0 && length === 0) throw rangeError('sendmsg', 'fds need at least one byte of data');
+  }
+  try {
+    return binding.sendmsg(fd, buf, offset, length, n > 0 ? arr : null, n);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
+
+// ------------------------------------------------------------------- watch
+
+/** The object returned by {@link watch}; the addon wraps its poll handle into it. */
+class PollWatcher implements Watcher {
+  update(events: number): void {
+    checkInt('Watcher.update', 'events', events, 0, ALL_EVENTS);
+    try {
+      binding.pollCtl(this, events);
+    } catch (e) {
+      throw withCode(e);
+    }
+  }
+
+  close(): void {
+    binding.pollCtl(this, -1);
+  }
+}
 
 /**
  * Polls `fd` on Node's libuv loop and calls `callback(status, events)` when
@@ -222,7 +422,20 @@ export const sendmsg: (fd: number, buf: Buffer | Uint8Array, offset: number, len
  * @throws NativeError (`syscall` 'uv_poll_init') e.g. EEXIST when the fd is
  *   already watched, EPERM for regular files.
  */
-export const watch: (fd: number, events: number, callback: WatchCallback) => Watcher = binding.watch;
+export function watch(fd: number, events: number, callback: WatchCallback): Watcher {
+  checkFd('watch', fd);
+  checkInt('watch', 'events', events, 0, ALL_EVENTS);
+  if (typeof callback !== 'function') throw typeError('watch', 'callback must be a function');
+  const w = new PollWatcher();
+  try {
+    binding.watch(w, fd, events, callback);
+  } catch (e) {
+    throw withCode(e);
+  }
+  return w;
+}
+
+// ---------------------------------------------------------- shared memory
 
 /**
  * Maps `length` bytes of `fd` at `offset` (MAP_SHARED; PROT_READ, plus
@@ -233,7 +446,17 @@ export const watch: (fd: number, events: number, callback: WatchCallback) => Wat
  * @param offset - must be page aligned (EINVAL otherwise).
  * @param length - 1 .. 2^31 (RangeError otherwise).
  */
-export const mmap: (fd: number, offset: number, length: number, writable: boolean) => ArrayBuffer = binding.mmap;
+export function mmap(fd: number, offset: number, length: number, writable: boolean): ArrayBuffer {
+  checkFd('mmap', fd);
+  checkInt('mmap', 'offset', offset, 0, Number.MAX_SAFE_INTEGER);
+  checkInt('mmap', 'length', length, 1, MAX_MAP_LENGTH);
+  checkBool('mmap', 'writable', writable);
+  try {
+    return binding.mmap(fd, offset, length, writable);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
 
 /**
  * Detaches `ab` (every view of it becomes length 0) and unmaps its memory
@@ -241,7 +464,14 @@ export const mmap: (fd: number, offset: number, length: number, writable: boolea
  * @throws Error (code 'ERR_NOT_MAPPED') if `ab` does not come from {@link mmap}
  *   or was already unmapped.
  */
-export const munmap: (ab: ArrayBuffer) => void = binding.munmap;
+export function munmap(ab: ArrayBuffer): void {
+  if (!types.isArrayBuffer(ab)) throw typeError('munmap', 'argument must be an ArrayBuffer');
+  try {
+    binding.munmap(ab);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
 
 /**
  * Creates a close-on-exec memfd of `size` bytes (`memfd_create` + `ftruncate`).
@@ -251,7 +481,16 @@ export const munmap: (ab: ArrayBuffer) => void = binding.munmap;
  * @param size - a safe non-negative integer; may exceed 4 GiB.
  * @returns the fd.
  */
-export const memfdCreate: (name: string, size: number, seal: boolean) => number = binding.memfdCreate;
+export function memfdCreate(name: string, size: number, seal: boolean): number {
+  checkName('memfdCreate', 'name', name, MEMFD_NAME_SIZE, 'memfd_create');
+  checkInt('memfdCreate', 'size', size, 0, Number.MAX_SAFE_INTEGER);
+  checkBool('memfdCreate', 'seal', seal);
+  try {
+    return binding.memfdCreate(name, size, seal);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
 
 /**
  * `fcntl(F_GET_SEALS)`: the mask of F_SEAL_* bits of `fd`, or -1 if the fd
@@ -260,14 +499,29 @@ export const memfdCreate: (name: string, size: number, seal: boolean) => number 
  * exactly {@link F_SEAL_SEAL} (sealing is forbidden), not 0; one created with
  * `seal = true` reports F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW.
  */
-export const getSeals: (fd: number) => number = binding.getSeals;
+export function getSeals(fd: number): number {
+  checkFd('getSeals', fd);
+  try {
+    return binding.getSeals(fd);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
 
 /**
  * Creates a close-on-exec eventfd (`eventfd2`), non-blocking if `nonblock`.
  * Read/write its 8-byte little-endian counter with `fs.readSync`/`fs.writeSync`.
  * @param initval - initial counter value, 0 .. 2^32-1.
  */
-export const eventfd: (initval: number, nonblock: boolean) => number = binding.eventfd;
+export function eventfd(initval: number, nonblock: boolean): number {
+  checkInt('eventfd', 'initval', initval, 0, UINT32_MAX);
+  checkBool('eventfd', 'nonblock', nonblock);
+  try {
+    return binding.eventfd(initval, nonblock);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
 
 /**
  * Opens /dev/net/tun (O_RDWR | O_NONBLOCK | O_CLOEXEC) and attaches a TAP
@@ -276,4 +530,15 @@ export const eventfd: (initval: number, nonblock: boolean) => number = binding.e
  * @param name - interface name or pattern like `'tap%d'`, at most 15 bytes
  *   (ENAMETOOLONG otherwise); `''` lets the kernel choose.
  */
-export const openTap: (name: string) => TapDevice = binding.openTap;
+export function openTap(name: string): TapDevice {
+  checkName('openTap', 'name', name, IFNAMSIZ, 'ioctl(TUNSETIFF)');
+  const ifname = Buffer.alloc(IFNAMSIZ); // in: the requested name; out: the actual one
+  ifname.write(name);
+  let fd: number;
+  try {
+    fd = binding.openTap(ifname);
+  } catch (e) {
+    throw withCode(e);
+  }
+  return { fd, name: ifname.toString('utf8', 0, ifname.indexOf(0)) };
+}
