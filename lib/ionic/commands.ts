@@ -23,6 +23,7 @@ import type { GuestMemory } from '../vfio-user/guest-memory';
 import type { InterruptController } from './interrupts';
 import type { Logger } from '../log';
 import { ionicAddr } from './ring';
+import type { RdmaEngine } from './rdma/engine';
 
 export interface CommandContext {
   readonly profile: NicProfile;
@@ -35,6 +36,8 @@ export interface CommandContext {
   resetDevice(): void;
   /** Counters by opcode, for stats and tests. */
   readonly counts: Map<number, number>;
+  /** The RDMA half, when the profile offers RDMA (else the RDMA opcodes are unknown). */
+  readonly rdma: RdmaEngine | null;
 }
 
 /** Largest Ethernet MTU we accept from LIF_SETATTR MTU. */
@@ -127,6 +130,8 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
     case Opcode.LIF_RESET:
       ctx.stats.stop('lif');
       lif.reset();
+      // The LIF's RDMA objects go with it: the driver frees their rings next.
+      ctx.rdma?.reset();
       return Status.SUCCESS;
 
     case Opcode.LIF_GETATTR: {
@@ -207,12 +212,13 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       return Status.SUCCESS;
     }
 
-    // The RDMA bootstrap (50-53) and the P4 surface (70-72) come with later work.
+    // The RDMA bootstrap (contract 1): on the admin queue and through dev cmd alike
+    // (the driver falls back to dev cmd for RDMA_RESET_LIF). The P4 surface (70-72) comes later.
     case Opcode.RDMA_RESET_LIF:
     case Opcode.RDMA_CREATE_EQ:
     case Opcode.RDMA_CREATE_CQ:
     case Opcode.RDMA_CREATE_ADMINQ:
-      return Status.EOPCODE;
+      return ctx.rdma ? ctx.rdma.bootstrap(opcode, cmd) : Status.EOPCODE;
 
     default:
       return Status.EOPCODE;

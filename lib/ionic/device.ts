@@ -27,6 +27,8 @@ import { InterruptController } from './interrupts';
 import { bar0 as B0, ionic_dev_cmd_regs as DC, ionic_dev_info_regs as DI, ionic_doorbell as DB, getField, setField } from './layouts';
 import { Lif } from './lif';
 import type { NicProfile } from './profile';
+import { RdmaEngine } from './rdma/engine';
+import { rdmaEnabled } from './rdma/identity';
 import { DeviceStats } from './stats';
 
 export const BAR2_SIZE = 4 << 20;
@@ -59,6 +61,8 @@ export class IonicDevice {
   readonly profile: NicProfile;
   readonly interrupts: InterruptController;
   readonly lif: Lif;
+  /** The RDMA half (bootstrap, admin queues, resources), or null for an Ethernet-only profile. */
+  readonly rdma: RdmaEngine | null;
   readonly stats: DeviceStats;
   readonly faults: FaultInjector;
   readonly counters: DeviceCounters = { bar0Reads: 0, bar0Writes: 0, doorbells: 0, devCmds: 0, resets: 0 };
@@ -88,9 +92,12 @@ export class IonicDevice {
       memory, interrupts: this.interrupts, stats: this.stats, faults: this.faults, log: this.#log,
       execute(cmd, comp) { executeCommand(self.#ctx, cmd, comp, null); },
     }, opts.profile.ethQueues, opts.mac);
+    this.rdma = rdmaEnabled(opts.profile)
+      ? new RdmaEngine({ profile: opts.profile, memory, interrupts: this.interrupts, faults: this.faults, log: this.#log })
+      : null;
     this.#ctx = {
       profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
-      counts: this.commandCounts,
+      counts: this.commandCounts, rdma: this.rdma,
       resetDevice: () => this.#resetState(),
     };
     this.#buildDevInfo();
@@ -237,7 +244,8 @@ export class IonicDevice {
       case QType.TXQ: this.lif.txDoorbell(qid, pIndex); return;
       case QType.RXQ: this.lif.rxDoorbell(qid, pIndex); return;
       default:
-        // NotifyQ is never rung; other types belong to RDMA (later).
+        // NotifyQ is never rung; the RDMA types (RdmaQType, 5..9) go to the RDMA engine.
+        if (hwType > QType.EQ) this.rdma?.doorbell(hwType, qid, (lo >>> 16) & 0x7, pIndex);
         return;
     }
   }
@@ -254,6 +262,7 @@ export class IonicDevice {
     this.stats.clear('all');
     this.interrupts.reset();
     this.#dbLow.clear();
+    this.rdma?.reset();
   }
 
   #onPciReset(reason: ResetReason): void {
@@ -268,5 +277,6 @@ export class IonicDevice {
     this.lif.mac = Buffer.from(this.#stationMac); // fix: a new VM starts with the configured MAC
     this.stats.stop('both');
     this.interrupts.reset();
+    this.rdma?.reset();
   }
 }

@@ -4,15 +4,28 @@
 // (PORT_INIT). Everything not set stays zero: the window still holds the
 // drv_identity the driver just wrote, and stale bytes would read as fields.
 
-import { GUEST_PAGE_SIZE, IONIC_DEV_CMD_DATA_SIZE, IONIC_LIF_CAP_ETH, PortState, QType } from './constants';
+import { RDMA_NDBPGS_PER_LIF } from '../rdma/limits';
+import { GUEST_PAGE_SIZE, IONIC_DEV_CMD_DATA_SIZE, IONIC_LIF_CAP_ETH, IONIC_LIF_CAP_RDMA, PortState, QType } from './constants';
 import {
   ionic_dev_identity as D, ionic_lif_config as C, ionic_lif_identity as LI, ionic_port_config as PC,
   ionic_port_identity as PI, ionic_port_info as PN, ionic_q_identity as Q, setField,
 } from './layouts';
 import type { NicProfile } from './profile';
+import { rdmaEnabled, writeRdmaIdentity } from './rdma/identity';
 
-/** Doorbell pages per LIF: one (the kernel's), so the driver's page is hw_index * 1 + pid. */
+/**
+ * Doorbell pages per LIF without RDMA: one (the kernel's). With RDMA every open
+ * ibv_context needs a page of its own (dbid 1..n-1), so the device offers
+ * RDMA_NDBPGS_PER_LIF. The kernel's page is hw_index * n + 0 = page 0 either
+ * way, and doorbells decode only the offset within a page, so any page works.
+ */
 export const NDBPGS_PER_LIF = 1;
+
+/** dev_identity ndbpgs_per_lif for a profile. */
+export function doorbellPagesPerLif(p: NicProfile): number {
+  return rdmaEnabled(p) ? RDMA_NDBPGS_PER_LIF : NDBPGS_PER_LIF;
+}
+
 /** MAC filters we accept; the driver turns promiscuous above it. */
 export const MAX_UCAST_FILTERS = 32;
 export const MAX_MCAST_FILTERS = 32;
@@ -27,7 +40,7 @@ export function writeDevIdentity(w: Buffer, p: NicProfile): void {
   setField(w, 0, D.nports, 1);
   setField(w, 0, D.nlifs, 1);
   setField(w, 0, D.nintrs, p.msixVectors);
-  setField(w, 0, D.ndbpgs_per_lif, NDBPGS_PER_LIF);
+  setField(w, 0, D.ndbpgs_per_lif, doorbellPagesPerLif(p));
   // Coalescing: usecs * 1 / 3 device units (what the hardware reports); 0 would break ethtool -C.
   setField(w, 0, D.intr_coal_mult, 1);
   setField(w, 0, D.intr_coal_div, 3);
@@ -47,7 +60,7 @@ export function queueCount(p: NicProfile, type: number): number {
 
 export function writeLifIdentity(w: Buffer, p: NicProfile, mac: Buffer, mtu: number): void {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
-  setField(w, 0, LI.capabilities, IONIC_LIF_CAP_ETH);
+  setField(w, 0, LI.capabilities, IONIC_LIF_CAP_ETH | (rdmaEnabled(p) ? IONIC_LIF_CAP_RDMA : 0));
   setField(w, 0, LI.eth_version, 1);
   setField(w, 0, LI.max_ucast_filters, MAX_UCAST_FILTERS);
   setField(w, 0, LI.max_mcast_filters, MAX_MCAST_FILTERS);
@@ -55,6 +68,8 @@ export function writeLifIdentity(w: Buffer, p: NicProfile, mac: Buffer, mtu: num
   setField(w, 0, LI.min_frame_size, MIN_FRAME_SIZE);
   setField(w, 0, LI.max_frame_size, p.maxMtu + FRAME_OVERHEAD);
   writeLifConfig(w, LI.CONFIG, p, mac, mtu);
+  // The RDMA section (contract 1.4); its eq_qtype count also sizes the Ethernet driver's interrupt request.
+  if (rdmaEnabled(p)) writeRdmaIdentity(w, LI.RDMA, p);
 }
 
 /** union ionic_lif_config: in lif_identity and at the start of lif_info. */

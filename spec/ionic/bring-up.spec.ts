@@ -83,7 +83,7 @@ describe('ionic: bring-up through the guest model', () => {
   });
 
   describe('identities', () => {
-    it('IDENTIFY: comp.ver 2; dev_identity v2, 1 port, 1 LIF, nintrs 32, 1 doorbell page, coalesce 1/3; the rest of the window zero', () => {
+    it('IDENTIFY: comp.ver 2; dev_identity v2, 1 port, 1 LIF, nintrs 32, 256 doorbell pages, coalesce 1/3; the rest of the window zero', () => {
       expect(g.probeComps.get('identify')![1]).to.equal(2);
       const d = g.devIdentity;
       expect(d.length).to.equal(1912);
@@ -91,7 +91,8 @@ describe('ionic: bring-up through the guest model', () => {
       expect(d[DevId.nports]).to.equal(1);
       expect(d.readUInt32LE(DevId.nlifs)).to.equal(1);
       expect(d.readUInt32LE(DevId.nintrs)).to.equal(32);
-      expect(d.readUInt32LE(DevId.ndbpgs_per_lif)).to.equal(1);
+      // RDMA (the profile's rdma_eqs > 0): a page per ibv_context; the kernel's is still page 0 (rdma-bootstrap.spec).
+      expect(d.readUInt32LE(DevId.ndbpgs_per_lif)).to.equal(256);
       expect(d.readUInt32LE(DevId.intr_coal_mult)).to.equal(1);
       expect(d.readUInt32LE(DevId.intr_coal_div)).to.equal(3);
       expect(d.readUInt32LE(DevId.eq_count)).to.equal(0);
@@ -100,11 +101,11 @@ describe('ionic: bring-up through the guest model', () => {
       expect(strayBytes(d, [[0, 1], [4, 5], [8, 28]])).to.deep.equal([]);
     });
 
-    it('LIF_IDENTIFY: comp.ver 1; ETH capability, 32 filters, RSS table 128, frames 64..9018, queue counts 1/1/16/16, no RDMA', () => {
+    it('LIF_IDENTIFY: comp.ver 1; ETH and RDMA capability, 32 filters, RSS table 128, frames 64..9018, queue counts 1/1/16/16', () => {
       expect(g.probeComps.get('lif_identify')![1]).to.equal(1);
       expect(g.probeComps.get('lif_identify2')![1]).to.equal(1);
       const l = g.lifIdentity;
-      expect(l.readBigUInt64LE(LifId.capabilities)).to.equal(1n);
+      expect(l.readBigUInt64LE(LifId.capabilities)).to.equal(3n); // ETH | RDMA
       expect(l.readUInt32LE(LifId.max_ucast_filters)).to.equal(32);
       expect(l.readUInt32LE(LifId.max_mcast_filters)).to.equal(32);
       expect(l.readUInt16LE(LifId.rss_ind_tbl_sz)).to.equal(128);
@@ -118,9 +119,10 @@ describe('ionic: bring-up through the guest model', () => {
       expect(l.readUInt32LE(LifId.qcount_txq)).to.equal(16);
       expect(l.readUInt32LE(LifId.qcount_eq)).to.equal(0);
       expect(l.subarray(LifId.config + 24, LifId.config + 30).equals(DEVICE_MAC)).to.equal(true);
-      expect(l.subarray(LifId.rdma, LifId.SIZE).equals(Buffer.alloc(LifId.SIZE - LifId.rdma))).to.equal(true);
-      // Only known fields are non-zero: eth header fields, config state/name/mtu/mac and the queue counts.
-      expect(strayBytes(l, [[0, 1], [8, 9], [12, 30], [136, 168], [176, 192]])).to.deep.equal([]);
+      // The RDMA section (pinned field by field in rdma-bootstrap.spec.ts) ends at 486; the rest is reserved.
+      expect(l.subarray(486, LifId.SIZE).every((b) => b === 0)).to.equal(true);
+      // Only known fields are non-zero: eth header fields, config state/name/mtu/mac, the queue counts, the RDMA section.
+      expect(strayBytes(l, [[0, 1], [8, 9], [12, 30], [136, 168], [176, 192], [LifId.rdma, 486]])).to.deep.equal([]);
     });
 
     it('Q_IDENTIFY: ADMINQ v0, NOTIFYQ v0, RXQ v0, TXQ v1 with sg_desc_sz 256; comp.ver echoes the version; the rest zero', () => {

@@ -1,0 +1,148 @@
+// An RDMA admin queue (contract 2): a contiguous ring of 64-byte strides the
+// driver fills with commands and rings with (aqid << 24) | prod, paired with
+// its own CQ (RDMA_CREATE_ADMINQ's cid).
+//
+// A command starts with {op, rsvd, len LE16} and its body; a body longer than
+// 60 bytes continues into the next strides (ring wrap applies), so a command
+// takes ceil((len + 4) / 64) strides. Commands run strictly in order. Each
+// gets one 32-byte admin CQE on the AQ's CQ: cmd_idx = the ring index of its
+// first stride, the op echoed, status_length = the status with the error bit,
+// or the output length on success; qid_type_flags = aqid << 8 | type ADMIN |
+// error | color. Posting the CQE raises the CQ's event if the driver armed it
+// (it does whenever it finds its CQ empty), which writes the EQE and
+// interrupts: the driver drains admin CQs from its EQ handler.
+//
+// A command runs only when its CQE has room: with the CQ full, the queue
+// waits for the driver's ring-0 doorbell on the CQ. A doorbell runs up to
+// ADMIN_BUDGET commands at once and reschedules the rest (setImmediate), so
+// one queue cannot starve the socket.
+
+import type { CqRecord } from '../../rdma/resources';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { MemStatus } from '../../vfio-user/guest-memory';
+import { CqPost, cqFree } from './completion-queue';
+import {
+  ADMIN_MAX_BODY, ADMIN_WQE_HDR_LEN, ADMIN_WQE_STRIDE, AdminStatus, CQE_ERROR, CQE_QID_SHIFT, CqeType, CQE_TYPE_SHIFT,
+} from './constants';
+import { ionic_v1_admin_wqe as W, ionic_v1_cqe as CQE, rget, rset } from './layouts';
+
+export interface AdminQueueContext {
+  memory(): GuestMemory | undefined;
+  /** Run a command; returns the status and, on success, the status_length value. */
+  execute(aq: RdmaAdminQueue, mem: GuestMemory, op: number, body: Buffer): { status: AdminStatus; length: number };
+  /** Post a CQE on the AQ's CQ (color and event handled there). */
+  postCqe(cq: CqRecord, cqe: Buffer): CqPost;
+  /** Is this queue still the live one (not dropped by a reset)? */
+  alive(aq: RdmaAdminQueue): boolean;
+  /** The queue stopped on a DMA failure (logged by the caller). */
+  failed(aq: RdmaAdminQueue, why: string): void;
+  /** Most commands one pass runs. */
+  readonly budget: number;
+}
+
+export class RdmaAdminQueue {
+  /** Device consumer index (first stride of the next command). */
+  ci = 0;
+  /** Producer index from the last doorbell. */
+  pi = 0;
+  readonly size: number;
+  readonly mask: number;
+  /** Commands completed. */
+  completed = 0;
+  /** Stopped for good: a WQE or CQE could not be read or written. */
+  dead = false;
+  #scheduled = false;
+  readonly #stride = Buffer.alloc(ADMIN_WQE_STRIDE);
+  readonly #body = Buffer.alloc(ADMIN_MAX_BODY);
+  readonly #cqe = Buffer.alloc(CQE.SIZE);
+
+  constructor(readonly id: number, readonly base: number, readonly depthLog2: number, readonly cq: CqRecord) {
+    this.size = 2 ** depthLog2;
+    this.mask = this.size - 1;
+  }
+
+  /** Strides posted and not yet consumed. */
+  get pending(): number {
+    return (this.pi - this.ci) & this.mask;
+  }
+
+  /** A doorbell: record the producer index, then run what is posted. False for an index past the ring. */
+  doorbell(index: number, ctx: AdminQueueContext): boolean {
+    if (index >= this.size) return false;
+    this.pi = index;
+    this.run(ctx);
+    return true;
+  }
+
+  /** Run posted commands, up to the budget; reschedule the rest. Also called when the CQ gets room. */
+  run(ctx: AdminQueueContext): void {
+    if (this.dead || !ctx.alive(this)) return;
+    const mem = ctx.memory();
+    if (!mem) return;
+    let done = 0;
+    while (this.pending > 0 && done < ctx.budget) {
+      if (cqFree(this.cq) === 0) return; // resumes on the CQ's ring-0 doorbell
+      const r = this.#one(mem, ctx);
+      if (r === 'wait') return;
+      if (r === 'dead') {
+        this.dead = true;
+        return;
+      }
+      done++;
+    }
+    if (this.pending > 0 && !this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        this.run(ctx);
+      });
+    }
+  }
+
+  #one(mem: GuestMemory, ctx: AdminQueueContext): 'done' | 'wait' | 'dead' {
+    const first = this.ci;
+    if (mem.read(this.base + first * ADMIN_WQE_STRIDE, this.#stride) !== MemStatus.OK) {
+      ctx.failed(this, `WQE at index ${first} is not guest memory`);
+      return 'dead';
+    }
+    const op = rget(this.#stride, 0, W.op);
+    const len = rget(this.#stride, 0, W.len);
+    const strides = Math.ceil((len + ADMIN_WQE_HDR_LEN) / ADMIN_WQE_STRIDE);
+    let status: AdminStatus;
+    let length = 0;
+    let consumed = strides;
+    if (len > ADMIN_MAX_BODY) {
+      // Longer than any command: refuse it, consuming what it claims (as far as it was posted).
+      status = AdminStatus.MSG_TOO_BIG;
+      consumed = Math.min(strides, this.pending);
+    } else {
+      if (strides > this.pending) return 'wait'; // the driver posts every stride before ringing
+      const body = this.#body.subarray(0, len);
+      this.#stride.copy(body, 0, W.BODY, Math.min(ADMIN_WQE_STRIDE, W.BODY + len));
+      for (let s = 1, at = ADMIN_WQE_STRIDE - W.BODY; at < len; s++, at += ADMIN_WQE_STRIDE) {
+        const slot = (first + s) & this.mask;
+        const n = Math.min(ADMIN_WQE_STRIDE, len - at);
+        if (mem.read(this.base + slot * ADMIN_WQE_STRIDE, body.subarray(at, at + n)) !== MemStatus.OK) {
+          ctx.failed(this, `WQE stride at index ${slot} is not guest memory`);
+          return 'dead';
+        }
+      }
+      const r = ctx.execute(this, mem, op, body);
+      status = r.status;
+      length = r.length;
+    }
+    const c = this.#cqe;
+    c.fill(0);
+    rset(c, 0, CQE.cmd_idx, first);
+    rset(c, 0, CQE.cmd_op, op);
+    rset(c, 0, CQE.status_length, status === AdminStatus.OK ? length : status);
+    rset(c, 0, CQE.qid_type_flags, ((this.id << CQE_QID_SHIFT) | (CqeType.ADMIN << CQE_TYPE_SHIFT) | (status === AdminStatus.OK ? 0 : CQE_ERROR)) >>> 0);
+    this.ci = (first + consumed) & this.mask;
+    this.completed++;
+    if (ctx.postCqe(this.cq, c) === CqPost.DMA_ERROR) {
+      ctx.failed(this, `its CQ ${this.cq.id} is not guest memory`);
+      return 'dead';
+    }
+    return 'done';
+  }
+}

@@ -1,0 +1,121 @@
+// CQ mechanics (contract 2.2, 4.6, 4.8), for admin CQs and data CQs alike:
+// the device writes 32-byte CQEs round the ring with a color bit, and raises
+// an event on the CQ's EQ when the host armed the CQ.
+//
+// - Color: bit 0 of the last byte (qid_type_flags is BE32 at 28). 1 on the
+//   first pass over the zero-filled ring, flipped each time the write index
+//   wraps to 0. The word holding it is written after the rest of the entry,
+//   so the host never sees a new color on a half-written CQE.
+// - Free space: the host reports its read position with a ring-0 doorbell
+//   (lazily for data CQs); free = (size - 1) - (prod - cons). A CQE with no
+//   room is not written (the CQ overflowed: CQ_ERR event).
+// - Arming: ring 1 = next CQE of any kind, ring 2 = next solicited or error
+//   CQE; one shot. If CQEs were already written past the last ring-0 index
+//   when the arm arrives, the event fires at once (the kernel's
+//   REPORT_MISSED_EVENTS and the provider's deferred arm rely on it).
+
+import type { CqRecord } from '../../rdma/resources';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { MemStatus } from '../../vfio-user/guest-memory';
+import { CQE_COLOR, DbRing } from './constants';
+import { ionic_v1_cqe } from './layouts';
+
+export const enum CqPost {
+  OK = 0,
+  /** No room: the host has not consumed (or reported consuming) enough. */
+  FULL = 1,
+  /** The ring is not in guest memory where the table says. */
+  DMA_ERROR = 2,
+}
+
+/** What a CQ needs from its device: raise an event on the CQ's EQ. */
+export interface CqEvents {
+  /** The CQ was armed and got a CQE (or was armed with CQEs waiting): EQE CQ_NOTIFY + interrupt. */
+  notify(cq: CqRecord): void;
+  /** A CQE found no room: EQE CQ_ERR (once per overflow). */
+  overflow(cq: CqRecord): void;
+}
+
+export function cqSize(cq: CqRecord): number {
+  return 2 ** cq.depthLog2;
+}
+
+/** Slots the device may still write before passing the host's last reported read position. */
+export function cqFree(cq: CqRecord): number {
+  const mask = cqSize(cq) - 1;
+  return mask - ((cq.prod - cq.cons) & mask);
+}
+
+const seg: number[] = [];
+const TAIL = ionic_v1_cqe.qid_type_flags.off;
+
+/**
+ * Write one CQE (32 bytes; every field but the color set by the caller) and
+ * raise the event if armed. `solicited` marks a CQE that satisfies a
+ * solicited-only arm (a receive with SE set, or any error CQE).
+ */
+export function postCqe(mem: GuestMemory, cq: CqRecord, cqe: Buffer, solicited: boolean, events: CqEvents): CqPost {
+  if (cqFree(cq) === 0) {
+    if (!cq.overflowed) {
+      cq.overflowed = true;
+      events.overflow(cq);
+    }
+    return CqPost.FULL;
+  }
+  const last = ionic_v1_cqe.SIZE - 1;
+  cqe[last] = (cqe[last]! & ~CQE_COLOR) | (cq.color ? CQE_COLOR : 0);
+  seg.length = 0;
+  const stride = 2 ** cq.strideLog2;
+  if (cq.table.translate(cq.prod * stride, ionic_v1_cqe.SIZE, seg) !== 0) return CqPost.DMA_ERROR;
+  // A CQE never crosses a page (32-byte aligned in 4 KiB pages), but follow the table anyway.
+  for (let i = 0, at = 0; i < seg.length; i += 2) {
+    const addr = seg[i]!;
+    const len = seg[i + 1]!;
+    const end = at + len;
+    // Everything before the tail word first, the tail word (with the color) last.
+    const head = Math.min(end, TAIL);
+    if (head > at && mem.write(addr, cqe.subarray(at, head)) !== MemStatus.OK) return CqPost.DMA_ERROR;
+    at = end;
+  }
+  for (let i = 0, at = 0; i < seg.length; i += 2) {
+    const addr = seg[i]!;
+    const len = seg[i + 1]!;
+    const end = at + len;
+    const from = Math.max(at, TAIL);
+    if (end > from && mem.write(addr + (from - at), cqe.subarray(from, end)) !== MemStatus.OK) return CqPost.DMA_ERROR;
+    at = end;
+  }
+  cq.prod = (cq.prod + 1) & (cqSize(cq) - 1);
+  if (cq.prod === 0) cq.color ^= 1;
+  if (cq.armed === 1 || (cq.armed === 2 && solicited)) {
+    cq.armed = 0;
+    events.notify(cq);
+  }
+  return CqPost.OK;
+}
+
+/**
+ * A CQ doorbell: ring 0 reports the host's read position (an index past the
+ * ring is ignored: false); ring 1 / 2 arm. Returns true when the doorbell was
+ * meaningful.
+ */
+export function cqDoorbell(cq: CqRecord, ring: number, index: number, events: CqEvents): boolean {
+  switch (ring) {
+    case DbRing.INDEX:
+      if (index >= cqSize(cq)) return false;
+      cq.cons = index;
+      cq.overflowed = false;
+      return true;
+    case DbRing.ARM:
+    case DbRing.ARM_SOLICITED:
+      // The low 16 bits are the host's arm counter, not an index.
+      cq.armed = ring === DbRing.ARM || cq.armed === 1 ? 1 : 2;
+      if (cq.prod !== cq.cons) {
+        cq.armed = 0;
+        events.notify(cq);
+      }
+      return true;
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,67 @@
+// The RDMA section of lif_identity (contract 1.4): what ionic_rdma.ko and
+// libionic size themselves by. Counts come from lib/rdma/limits.ts (the
+// device refuses ids past them), the event queue count from the NIC profile.
+
+import {
+  RDMA_AH_COUNT, RDMA_AQ_COUNT, RDMA_CQ_COUNT, RDMA_MAX_STRIDE_LOG2, RDMA_MR_COUNT, RDMA_NPTS_PER_LIF, RDMA_QP_COUNT,
+  RDMA_UDMA_SHIFT,
+} from '../../rdma/limits';
+import type { NicProfile } from '../profile';
+import { RDMA_ADMIN_OPCODES, RDMA_STAT_GLOBAL, RDMA_STAT_QP, RdmaQType } from './constants';
+import { ionic_lif_logical_qtype as QT, ionic_lif_rdma_identity as R, rset } from './layouts';
+
+/** rdma.version: 1 = v1 WQE opcodes (the provider accepts 1..2). */
+export const RDMA_VERSION = 1;
+export const RDMA_MINOR_VERSION = 0;
+/** rdma.qp_opcodes: v1 send opcodes 0..10 (the provider refuses v1 with fewer than 11). */
+export const RDMA_QP_OPCODES = 11;
+/** Strides of the real firmware (not used by the host). */
+export const RDMA_CL_STRIDE = 6;
+export const RDMA_PTE_STRIDE = 3;
+export const RDMA_RRQ_STRIDE = 6;
+export const RDMA_RSQ_STRIDE = 5;
+
+/** A profile with RDMA event queues offers RDMA (rdma_eqs = 0 means an Ethernet-only NIC). */
+export function rdmaEnabled(p: NicProfile): boolean {
+  return p.rdmaEqs > 0;
+}
+
+/** Event queue ids the device accepts: the profile's count (the driver uses min(count, CPUs, 32)). */
+export function rdmaEqCount(p: NicProfile): number {
+  return p.rdmaEqs;
+}
+
+function qtype(w: Buffer, at: number, type: number, count: number, base: number): void {
+  rset(w, at, QT.qtype, type);
+  rset(w, at, QT.qid_count, count);
+  rset(w, at, QT.qid_base, base);
+}
+
+/** Write lif_identity.rdma at `at` (lif_identity + 392). */
+export function writeRdmaIdentity(w: Buffer, at: number, p: NicProfile): void {
+  w.fill(0, at, at + R.SIZE);
+  rset(w, at, R.version, RDMA_VERSION);
+  rset(w, at, R.qp_opcodes, RDMA_QP_OPCODES);
+  rset(w, at, R.admin_opcodes, RDMA_ADMIN_OPCODES);
+  rset(w, at, R.minor_version, RDMA_MINOR_VERSION);
+  rset(w, at, R.npts_per_lif, RDMA_NPTS_PER_LIF);
+  rset(w, at, R.nmrs_per_lif, RDMA_MR_COUNT);
+  rset(w, at, R.nahs_per_lif, RDMA_AH_COUNT);
+  rset(w, at, R.max_stride, RDMA_MAX_STRIDE_LOG2);
+  rset(w, at, R.cl_stride, RDMA_CL_STRIDE);
+  rset(w, at, R.pte_stride, RDMA_PTE_STRIDE);
+  rset(w, at, R.rrq_stride, RDMA_RRQ_STRIDE);
+  rset(w, at, R.rsq_stride, RDMA_RSQ_STRIDE);
+  rset(w, at, R.dcqcn_profiles, 0);
+  rset(w, at, R.udma_shift, RDMA_UDMA_SHIFT);
+  // page_size_cap is read only from version 2.1 on; v1 hosts assume 4 KiB / 2 MiB / 1 GiB.
+  rset(w, at, R.page_size_cap, 0);
+  // A private AQ type, so AQ ids start at 0 and never meet the Ethernet admin queue's.
+  qtype(w, at + R.AQ_QTYPE, RdmaQType.AQ, RDMA_AQ_COUNT, 0);
+  qtype(w, at + R.SQ_QTYPE, RdmaQType.SQ, RDMA_QP_COUNT, 0);
+  qtype(w, at + R.RQ_QTYPE, RdmaQType.RQ, RDMA_QP_COUNT, 0);
+  qtype(w, at + R.CQ_QTYPE, RdmaQType.CQ, RDMA_CQ_COUNT, 0);
+  // eq_base must be 0: the driver's CQ->EQ formula does not add it (contract 1.3).
+  qtype(w, at + R.EQ_QTYPE, RdmaQType.EQ, rdmaEqCount(p), 0);
+  rset(w, at, R.stats_type, RDMA_STAT_GLOBAL | RDMA_STAT_QP);
+}

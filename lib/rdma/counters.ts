@@ -1,0 +1,83 @@
+// RDMA counters: one set for the device, one per QP. They are what the guest
+// reads as hw_counters (the admin queue's STATS_* and QP_STATS_* commands
+// write the names and the values into the driver's buffers; contract 7), so a
+// name is at most 27 characters (the 28-byte field keeps its NUL).
+//
+// The control path counts what it does (admin commands, doorbells, events);
+// the data path counts traffic and errors through the same arrays, by index:
+//   counters.inc(DC.tx_bytes, n)    qp.stats.inc(QC.bytes_sent, n)
+// Values are doubles: exact up to 2^53, plenty for a counter.
+
+export const DEVICE_COUNTER_NAMES = [
+  // control path
+  'admin_commands', 'admin_errors', 'admin_cqes', 'eq_events', 'cq_arms',
+  'doorbells_aq', 'doorbells_sq', 'doorbells_rq', 'doorbells_cq', 'doorbells_bad',
+  // objects alive when read
+  'qps_active', 'cqs_active', 'mrs_active', 'ahs_active', 'srqs_active',
+  // data path
+  'tx_wqes', 'rx_wqes', 'cqes', 'send_msgs', 'recv_msgs', 'tx_bytes', 'rx_bytes',
+  'rdma_write_bytes', 'rdma_read_bytes', 'atomic_ops', 'flushed_wqes',
+  'local_length_errors', 'local_prot_errors', 'local_qp_errors', 'remote_access_errors',
+  'remote_inv_req_errors', 'rnr_retry_exceeded', 'retry_exceeded',
+] as const;
+
+export type DeviceCounterName = (typeof DEVICE_COUNTER_NAMES)[number];
+
+export const QP_COUNTER_NAMES = [
+  'doorbell_send', 'doorbell_recv', 'wqes_processed', 'cqes_posted',
+  'bytes_sent', 'bytes_received', 'bytes_rdma_read', 'bytes_rdma_write', 'errors',
+] as const;
+
+export type QpCounterName = (typeof QP_COUNTER_NAMES)[number];
+
+function indexOf<N extends string>(names: readonly N[]): Readonly<Record<N, number>> {
+  const o = {} as Record<N, number>;
+  names.forEach((n, i) => { o[n] = i; });
+  return o;
+}
+
+/** Index of each device counter: counters.inc(DC.admin_commands). */
+export const DC = indexOf(DEVICE_COUNTER_NAMES);
+/** Index of each per-QP counter: qp.stats.inc(QC.bytes_sent, n). */
+export const QC = indexOf(QP_COUNTER_NAMES);
+
+/** Longest counter name the hw_counters header has room for. */
+export const COUNTER_NAME_MAX = 27;
+
+export class CounterSet {
+  readonly values: Float64Array;
+  constructor(readonly names: readonly string[]) {
+    this.values = new Float64Array(names.length);
+  }
+
+  inc(index: number, by = 1): void {
+    this.values[index] += by;
+  }
+
+  set(index: number, value: number): void {
+    this.values[index] = value;
+  }
+
+  get(index: number): number {
+    return this.values[index] ?? 0;
+  }
+
+  clear(): void {
+    this.values.fill(0);
+  }
+
+  /** name -> value, for logs, the stats file and tests. */
+  snapshot(): Record<string, number> {
+    const o: Record<string, number> = {};
+    this.names.forEach((n, i) => { o[n] = this.values[i]!; });
+    return o;
+  }
+}
+
+export function deviceCounters(): CounterSet {
+  return new CounterSet(DEVICE_COUNTER_NAMES);
+}
+
+export function qpCounters(): CounterSet {
+  return new CounterSet(QP_COUNTER_NAMES);
+}

@@ -1,0 +1,66 @@
+// The seams between the RDMA control path (the ionic RDMA engine: doorbells,
+// admin queue, resource manager) and the data path (WQE execution, copies,
+// CQEs), which plugs in later.
+//
+// The engine calls a DataPathHooks object for every event the data path must
+// act on; every hook is optional and the default is to do nothing (SQ/RQ
+// doorbells then only record the producer index). Hooks run on the main
+// thread inside the doorbell or admin command that caused them; they must
+// not throw (the engine catches and logs if one does, as a bug).
+//
+// The data path in turn reaches the device through DataPathDevice (the
+// engine implements it): post a CQE to a CQ by id, raise a QP event, read
+// guest memory, and the resource manager for QPs, CQs and key translation.
+
+import type { CounterSet } from './counters';
+import type { CqRecord, MrRecord, QpChanges, QpRecord, ResourceManager, SrqRecord } from './resources';
+import type { QpState } from './types';
+import type { GuestMemory } from '../vfio-user/guest-memory';
+
+export interface DataPathHooks {
+  /**
+   * Asked before a MODIFY_QP is applied (after its fields were validated):
+   * false refuses it with BAD_ATTR and nothing changes. The TCP mesh uses it
+   * to refuse a connected QP whose destination GID no node owns.
+   */
+  modifyAllowed?(qp: QpRecord, changes: QpChanges): boolean;
+  /** A send-queue doorbell moved qp.sq.pi: execute [qp.sq.ci, qp.sq.pi). */
+  sqDoorbell?(qp: QpRecord): void;
+  /** A receive-queue doorbell moved qp.rq.pi (receives only wait for SENDs). */
+  rqDoorbell?(qp: QpRecord): void;
+  /** An SRQ doorbell moved srq.ring.pi. */
+  srqDoorbell?(srq: SrqRecord): void;
+  /** The host reported its read position on a CQ (ring 0): room may have appeared. */
+  cqConsumed?(cq: CqRecord): void;
+  /**
+   * MODIFY_QP applied `changes` (state included when it changed); `from` is
+   * the state before. RESET has already zeroed the ring indices; ERR means
+   * outstanding work must be flushed (contract 4.7).
+   */
+  qpModified?(qp: QpRecord, from: QpState, changes: QpChanges): void;
+  /** The QP is gone: stop all DMA to its rings before returning (the host frees them next). */
+  qpDestroyed?(qp: QpRecord): void;
+  cqDestroyed?(cq: CqRecord): void;
+  mrDestroyed?(mr: MrRecord): void;
+  srqDestroyed?(srq: SrqRecord): void;
+  /** RDMA_RESET_LIF, device reset or disconnect: every object is gone. */
+  reset?(): void;
+}
+
+/** Result of DataPathDevice.postCqe. */
+export type CqePostResult = 'ok' | 'no-cq' | 'full' | 'dma-error';
+
+export interface DataPathDevice {
+  readonly rm: ResourceManager;
+  readonly counters: CounterSet;
+  /** Guest memory, or undefined while no client is attached. */
+  memory(): GuestMemory | undefined;
+  /**
+   * Write a 32-byte CQE (the caller fills everything but the color bit) to CQ
+   * `cqId`, then raise its event if armed. `solicited`: the CQE satisfies a
+   * solicited-only arm (SE receive or error).
+   */
+  postCqe(cqId: number, cqe: Buffer, solicited: boolean): CqePostResult;
+  /** Raise an asynchronous QP event (EQE type QP, contract 4.8 codes). */
+  qpEvent(qpId: number, code: number): void;
+}
