@@ -28,6 +28,7 @@ import { bar0 as B0, ionic_dev_cmd_regs as DC, ionic_dev_info_regs as DI, ionic_
 import { Lif } from './lif';
 import type { NicProfile } from './profile';
 import { RdmaEngine } from './rdma/engine';
+import { installLoopbackDataPath } from '../rdma/datapath/engine-glue';
 import { rdmaEnabled } from './rdma/identity';
 import { DeviceStats } from './stats';
 
@@ -95,6 +96,7 @@ export class IonicDevice {
     this.rdma = rdmaEnabled(opts.profile)
       ? new RdmaEngine({ profile: opts.profile, memory, interrupts: this.interrupts, faults: this.faults, log: this.#log })
       : null;
+    if (this.rdma) installLoopbackDataPath(this.rdma);
     this.#ctx = {
       profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
       counts: this.commandCounts, rdma: this.rdma,

@@ -1,0 +1,556 @@
+// The loopback data path: plugs into the RDMA engine's hooks (lib/rdma/hooks.ts)
+// and executes send-queue WQEs between QPs of the same device.
+//
+// One translation model: every key goes through the resource manager's
+// `rm.translate` (flat (addr, len) pairs), turned into guest-memory views
+// here; the byte moving reuses `copySlices` (ops.ts).
+//
+// Per SQ doorbell the SQ is walked from ci to pi in order, at most BUDGET
+// WQEs per turn (then setImmediate). Completions follow contract 4.7:
+//   remote WQEs (RC/UC, not a local op)  SEND_MSN CQE, msn = sequence + 1
+//   everything else (UD/GSI, local ops)  SEND_NPG CQE with the wqe_id
+// one CQE per WQE (always safe), wqe_id echoed verbatim. An error on an RC
+// WQE completes it with the error bit and moves the QP to ERR (the host
+// flushes the rest). A SEND to an RC QP with no posted receive waits (RNR
+// with infinite retry) until the destination's RQ doorbell. Moving a QP to
+// ERR posts the flush hints (an NPG and a RECV with WQE_FLUSHED) for each
+// non-empty queue.
+
+import type { DataPathDevice, DataPathHooks } from '../hooks';
+import type { QpRecord, QueueRing, SrqRecord } from '../resources';
+import { KeyStatus } from '../resources';
+import { QpState, QpType } from '../types';
+import { GSI_QPN, RDMA_SRQ_BASE } from '../limits';
+import { MemStatus } from '../../vfio-user/guest-memory';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import {
+  CqeType, decodeRecvWqe, decodeSendWqe, encodeCqeBody, IonicStatus, MrFlag, newCqeRecord, newRecvWqe, newSendWqe,
+  QpFlag, RecvOp, RecvWqe, SendVerb, SendWqe, Sge, ionic_v1_cqe,
+} from './layouts';
+import { ATOMIC_SIZE } from './layouts';
+import { copySlices, effectiveQkey, datagramAccepted, GRH_SIZE } from './ops';
+
+/** WQEs executed per turn before yielding to the event loop. */
+export const BUDGET = 64;
+
+/** The identity's RDMA version (v1 opcodes). */
+const RDMA_VERSION = 1;
+
+interface QpDp {
+  handle: number;
+  /** Remote WQEs completed (the MSN counter). */
+  msn: number;
+  /** A turn is scheduled. */
+  scheduled: boolean;
+  /** Waiting for a receive WQE on the destination. */
+  waiting: boolean;
+}
+
+export interface DataPathEngine extends DataPathDevice {
+  hooks: DataPathHooks;
+}
+
+const TWO_32 = 0x100000000;
+
+export class LoopbackDataPath {
+  readonly #dev: DataPathEngine;
+  readonly #wqe: SendWqe = newSendWqe();
+  readonly #recv: RecvWqe = newRecvWqe();
+  readonly #cqe = newCqeRecord();
+  readonly #cqeBuf = Buffer.alloc(ionic_v1_cqe.SIZE);
+  readonly #pairs: number[] = [];
+  readonly #src: Buffer[] = [];
+  readonly #dst: Buffer[] = [];
+  readonly #waiting = new Set<QpRecord>();
+  #generation = 0;
+
+  constructor(dev: DataPathEngine) {
+    this.#dev = dev;
+  }
+
+  /** Install the hooks on the engine (keeps a modifyAllowed veto already there). */
+  install(): void {
+    const prev = this.#dev.hooks;
+    this.#dev.hooks = {
+      ...prev,
+      sqDoorbell: (qp) => this.#schedule(qp),
+      rqDoorbell: () => this.#wake(),
+      srqDoorbell: () => this.#wake(),
+      cqConsumed: () => this.#wake(),
+      qpModified: (qp, from) => this.#modified(qp, from),
+      qpDestroyed: (qp) => { this.#waiting.delete(qp); qp.dp = undefined; },
+      reset: () => { this.#waiting.clear(); this.#generation++; },
+    };
+  }
+
+  // -------------------------------------------------------------------------
+  // Scheduling
+
+  #state(qp: QpRecord): QpDp {
+    let s = qp.dp as QpDp | undefined;
+    if (!s || s.handle !== qp.handle) {
+      s = { handle: qp.handle, msn: 0, scheduled: false, waiting: false };
+      qp.dp = s;
+    }
+    return s;
+  }
+
+  #schedule(qp: QpRecord): void {
+    const s = this.#state(qp);
+    if (s.scheduled) return;
+    s.scheduled = true;
+    this.#run(qp, s, this.#generation);
+  }
+
+  #wake(): void {
+    if (this.#waiting.size === 0) return;
+    const qps = [...this.#waiting];
+    this.#waiting.clear();
+    for (const qp of qps) {
+      const s = this.#state(qp);
+      s.waiting = false;
+      this.#schedule(qp);
+    }
+  }
+
+  #run(qp: QpRecord, s: QpDp, gen: number): void {
+    let budget = BUDGET;
+    for (;;) {
+      if (gen !== this.#generation || this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) { s.scheduled = false; return; }
+      if (qp.state !== QpState.RTS && qp.state !== QpState.SQD) { s.scheduled = false; return; }
+      const ring = qp.sq;
+      const mask = (1 << ring.depthLog2) - 1;
+      if (ring.ci === ring.pi) { s.scheduled = false; return; }
+      if (budget-- <= 0) {
+        setImmediate(() => this.#run(qp, s, gen));
+        return;
+      }
+      const r = this.#step(qp, s);
+      if (r === 'wait') {
+        s.waiting = true;
+        this.#waiting.add(qp);
+        s.scheduled = false;
+        return;
+      }
+      if (r === 'stop') { s.scheduled = false; return; }
+      ring.ci = (ring.ci + 1) & mask;
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // Guest memory helpers
+
+  /** A copy of ring slot `index` (WQEs never cross a page), or null. */
+  #slot(mem: GuestMemory, ring: QueueRing, index: number): Buffer | null {
+    const size = 1 << ring.strideLog2;
+    const p = this.#pairs;
+    p.length = 0;
+    if (ring.table.translate(index << ring.strideLog2, size, p) !== 0 || p.length !== 2) return null;
+    const out = Buffer.alloc(size);
+    return mem.read(p[0]!, out) === MemStatus.OK ? out : null;
+  }
+
+  /** Views of (key, va, len) with `need` under the QP's PD; KeyStatus, or -1 for unusable guest memory. */
+  #views(mem: GuestMemory, key: number, va: number, len: number, need: number, dmaKey: boolean, pdId: number, write: boolean, out: Buffer[]): number {
+    if (len === 0) return KeyStatus.OK;
+    const p = this.#pairs;
+    p.length = 0;
+    const st = this.#dev.rm.translate(key, va, len, need, { dmaKey, pdId }, p);
+    if (st !== KeyStatus.OK) return st;
+    for (let i = 0; i < p.length; i += 2) {
+      if (mem.slices(p[i]!, p[i + 1]!, write, out) !== MemStatus.OK) return -1;
+    }
+    return KeyStatus.OK;
+  }
+
+  /** Views of the first `len` bytes of an SGL. */
+  #sgl(mem: GuestMemory, qp: QpRecord, sges: readonly Sge[], count: number, len: number, write: boolean, out: Buffer[]): number {
+    let left = len;
+    for (let i = 0; i < count && left > 0; i++) {
+      const sge = sges[i]!;
+      const n = Math.min(sge.len, left);
+      if (n === 0) continue;
+      const st = this.#views(mem, sge.lkey, sge.va, n, write ? MrFlag.LOCAL_WRITE : 0, qp.privileged, qp.pdId, write, out);
+      if (st !== KeyStatus.OK) return st;
+      left -= n;
+    }
+    return left > 0 ? KeyStatus.BOUNDS : KeyStatus.OK;
+  }
+
+  // -------------------------------------------------------------------------
+  // One WQE
+
+  #step(qp: QpRecord, s: QpDp): 'done' | 'wait' | 'stop' {
+    const mem = this.#dev.memory();
+    if (!mem) return 'stop';
+    const buf = this.#slot(mem, qp.sq, qp.sq.ci);
+    const datagram = qp.type === QpType.UD || qp.id === GSI_QPN;
+    if (!buf) {
+      this.#deviceError(qp);
+      return 'stop';
+    }
+    const dec = decodeSendWqe(buf, { version: RDMA_VERSION, datagram }, this.#wqe);
+    if (!dec.ok) {
+      this.#sendCqe(qp, s, false, buf.readUInt32LE(0), buf.readUInt32LE(4), dec.status);
+      this.#deviceError(qp, true);
+      return 'stop';
+    }
+    const w = dec;
+    const local = w.verb === SendVerb.LOCAL_INV || w.verb === SendVerb.REG_MR || w.verb === SendVerb.BIND_MW;
+    const remote = !datagram && !local;
+    this.#src.length = 0;
+    this.#dst.length = 0;
+    let status: number;
+    if (local) status = this.#localOp(w);
+    else if (datagram) status = this.#udSend(mem, qp, w, buf);
+    else {
+      const dest = this.#dev.rm.qps.get(qp.attrs.destQpn);
+      const r = this.#rcOp(mem, qp, dest, w, buf);
+      if (r === 'wait') return 'wait';
+      status = r;
+    }
+    this.#src.length = 0;
+    this.#dst.length = 0;
+    this.#sendCqe(qp, s, remote, w.wqeIdLo, w.wqeIdHi, status);
+    if (status !== IonicStatus.OK) {
+      this.#deviceError(qp, true);
+      return 'stop';
+    }
+    return 'done';
+  }
+
+  #localOp(w: SendWqe): number {
+    const rm = this.#dev.rm;
+    switch (w.verb) {
+      case SendVerb.LOCAL_INV:
+        return rm.invalidate(w.immDataKey) === KeyStatus.OK ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
+      case SendVerb.BIND_MW: {
+        const b = w.bindMw;
+        const newKey = ((w.immDataKey & ~0xff) | (w.numSgeKey & 0xff)) >>> 0;
+        return rm.bindMw(w.immDataKey, newKey, b.lkey, b.va, b.length, b.flags) === KeyStatus.OK ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
+      }
+      default:
+        // REG_MR (fast registration) is not wired yet.
+        return IonicStatus.MEM_MGMT_OPER;
+    }
+  }
+
+  /** Gather a SEND / WRITE payload into #src; KeyStatus or -1. */
+  #gather(mem: GuestMemory, qp: QpRecord, w: SendWqe, buf: Buffer): number {
+    if (w.inline) {
+      if (w.inlineLength > 0) this.#src.push(buf.subarray(w.inlineOffset, w.inlineOffset + w.inlineLength));
+      return KeyStatus.OK;
+    }
+    return this.#sgl(mem, qp, w.sges, w.sgeCount, w.sgeTotal, false, this.#src);
+  }
+
+  #msgLen(w: SendWqe): number {
+    return w.inline ? w.inlineLength : w.sgeTotal;
+  }
+
+  /** The receive ring a QP draws from. */
+  #recvRing(qp: QpRecord): QueueRing | null {
+    if (qp.rq) return qp.rq;
+    if (qp.srqId === null) return null;
+    const srq: SrqRecord | undefined = this.#dev.rm.srqs.get(qp.srqId >= RDMA_SRQ_BASE ? qp.srqId : qp.srqId + RDMA_SRQ_BASE)
+      ?? this.#dev.rm.srqs.get(qp.srqId);
+    return srq ? srq.ring : null;
+  }
+
+  /**
+   * Take the destination's next receive WQE into #recv: the ring it came from
+   * (ci not yet advanced), 'empty', or 'bad' (unreadable / undecodable).
+   */
+  #takeRecv(mem: GuestMemory, dest: QpRecord): QueueRing | 'empty' | 'bad' {
+    const ring = this.#recvRing(dest);
+    if (!ring || ring.ci === ring.pi) return 'empty';
+    const buf = this.#slot(mem, ring, ring.ci);
+    if (!buf) return 'bad';
+    const d = decodeRecvWqe(buf, this.#recv);
+    return d.ok ? ring : 'bad';
+  }
+
+  #advance(ring: QueueRing): void {
+    ring.ci = (ring.ci + 1) & ((1 << ring.depthLog2) - 1);
+  }
+
+  /**
+   * Place #src (len bytes, after `prefix`) into the receive WQE in #recv on
+   * `dest`, and post its RECV CQE. Answers the responder status.
+   */
+  #deliver(mem: GuestMemory, from: QpRecord, dest: QpRecord, ring: QueueRing, len: number, prefix: Buffer | null,
+    op: RecvOp, imm: number, solicited: boolean, ud: { ipv4: boolean; smac: Buffer | null; vlan: number } | null,
+    countOnly = false): number {
+    const r = this.#recv;
+    const pre = prefix ? prefix.length : 0;
+    const total = pre + len;
+    let st: number = IonicStatus.OK;
+    this.#dst.length = 0;
+    if (countOnly) { /* WRITE_IMM: the data went to the rkey; only the count is reported */ } else if (total > r.sgeTotal) st = IonicStatus.LOCAL_LEN;
+    else if (this.#sgl(mem, dest, r.sges, r.sgeCount, total, true, this.#dst) !== KeyStatus.OK) st = IonicStatus.LOCAL_PROT;
+    if (st === IonicStatus.OK && !countOnly) {
+      if (prefix && pre > 0) copySlices(this.#dst, 0, [prefix], 0, pre);
+      copySlices(this.#dst, pre, this.#src, 0, len);
+    }
+    this.#advance(ring);
+    const c = this.#cqe;
+    c.type = CqeType.RECV;
+    c.qid = dest.id;
+    c.error = st !== IonicStatus.OK;
+    c.statusLength = c.error ? st : total;
+    c.wqeIdLo = r.wqeIdLo;
+    c.wqeIdHi = r.wqeIdHi;
+    c.srcQpn = from.id;
+    c.recvOp = op;
+    c.immDataRkey = imm;
+    c.ipv4 = ud ? ud.ipv4 : false;
+    c.vlan = ud ? ud.vlan >= 0 : false;
+    c.vlanTag = ud && ud.vlan >= 0 ? ud.vlan : 0;
+    c.srcMac = ud ? ud.smac : null;
+    this.#post(dest.rqCqId, solicited || c.error);
+    this.#dst.length = 0;
+    if (c.error && dest.type !== QpType.UD) this.#deviceError(dest);
+    return st;
+  }
+
+  #rcOp(mem: GuestMemory, qp: QpRecord, dest: QpRecord | undefined, w: SendWqe, buf: Buffer): number | 'wait' {
+    if (!dest || dest.type !== qp.type || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) {
+      return IonicStatus.RETRY_EXCEEDED;
+    }
+    switch (w.verb) {
+      case SendVerb.SEND:
+      case SendVerb.SEND_IMM:
+      case SendVerb.SEND_INV:
+      case SendVerb.RDMA_WRITE_IMM: {
+        const isWrite = w.verb === SendVerb.RDMA_WRITE_IMM;
+        const rr = this.#takeRecv(mem, dest);
+        if (rr === 'empty') return 'wait';
+        if (rr === 'bad') return IonicStatus.REMOTE_OPER;
+        const g = this.#gather(mem, qp, w, buf);
+        if (g !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
+        const len = this.#msgLen(w);
+        if (isWrite) {
+          const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
+          if (x !== IonicStatus.OK) return x;
+          copySlices(this.#dst, 0, this.#src, 0, len);
+          this.#src.length = 0;
+          this.#dst.length = 0;
+          // The receive CQE carries the bytes written.
+          this.#deliver(mem, qp, dest, rr, len, null, RecvOp.RDMA_WRITE_IMM, w.immDataKey, w.solicited, null, true);
+          return IonicStatus.OK;
+        }
+        if (w.verb === SendVerb.SEND_INV) this.#dev.rm.invalidate(w.immDataKey);
+        const op = w.verb === SendVerb.SEND ? RecvOp.SEND : w.verb === SendVerb.SEND_IMM ? RecvOp.SEND_IMM : RecvOp.SEND_INV;
+        const st = this.#deliver(mem, qp, dest, rr, len, null, op, w.verb === SendVerb.SEND ? 0 : w.immDataKey, w.solicited, null);
+        if (st === IonicStatus.LOCAL_LEN) return IonicStatus.REMOTE_INV_REQ;
+        if (st !== IonicStatus.OK) return IonicStatus.REMOTE_OPER;
+        return IonicStatus.OK;
+      }
+      case SendVerb.RDMA_WRITE: {
+        const g = this.#gather(mem, qp, w, buf);
+        if (g !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
+        const len = this.#msgLen(w);
+        const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
+        if (x !== IonicStatus.OK) return x;
+        copySlices(this.#dst, 0, this.#src, 0, len);
+        return IonicStatus.OK;
+      }
+      case SendVerb.RDMA_READ: {
+        const len = w.sgeTotal;
+        // The remote side is checked first (a bad rkey NAKs before data returns); its views go to #dst, then swap.
+        const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_READ, QpFlag.REMOTE_READ, false);
+        if (x !== IonicStatus.OK) return x;
+        this.#src.push(...this.#dst);
+        this.#dst.length = 0;
+        if (this.#sgl(mem, qp, w.sges, w.sgeCount, len, true, this.#dst) !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
+        copySlices(this.#dst, 0, this.#src, 0, len);
+        return IonicStatus.OK;
+      }
+      case SendVerb.ATOMIC_CS:
+      case SendVerb.ATOMIC_FA:
+        return this.#atomic(mem, qp, dest, w);
+      default:
+        return IonicStatus.LOCAL_QP_OPER;
+    }
+  }
+
+  /** Views of a remote range into #dst, with the responder's QP and MR checks; IonicStatus. */
+  #remote(mem: GuestMemory, dest: QpRecord, rkey: number, va: number, len: number, need: number, qpBit: number, write: boolean): number {
+    if (len === 0) return IonicStatus.OK;
+    if (!(dest.attrs.access & qpBit)) return IonicStatus.REMOTE_ACC;
+    const st = this.#views(mem, rkey, va, len, need, dest.remotePrivileged, dest.pdId, write, this.#dst);
+    if (st === -1) return IonicStatus.REMOTE_OPER;
+    if (st === KeyStatus.BAD_RANGE && len > 0x80000000) return IonicStatus.REMOTE_INV_REQ;
+    return st === KeyStatus.OK ? IonicStatus.OK : IonicStatus.REMOTE_ACC;
+  }
+
+  #atomic(mem: GuestMemory, qp: QpRecord, dest: QpRecord, w: SendWqe): number {
+    const va = w.rdma.remoteVa;
+    if (!Number.isSafeInteger(va) || va < 0) return IonicStatus.REMOTE_ACC;
+    if (va % ATOMIC_SIZE !== 0) return IonicStatus.REMOTE_INV_REQ;
+    const x = this.#remote(mem, dest, w.rdma.rkey, va, ATOMIC_SIZE, MrFlag.REMOTE_ATOMIC, QpFlag.REMOTE_ATOMIC, true);
+    if (x !== IonicStatus.OK) return x;
+    const remote = [...this.#dst];
+    this.#dst.length = 0;
+    const a = w.atomic;
+    if (a.localLen !== ATOMIC_SIZE) return IonicStatus.LOCAL_LEN;
+    if (this.#views(mem, a.localLkey, a.localVa, ATOMIC_SIZE, MrFlag.LOCAL_WRITE, qp.privileged, qp.pdId, true, this.#dst) !== KeyStatus.OK) {
+      return IonicStatus.LOCAL_PROT;
+    }
+    const word = Buffer.alloc(ATOMIC_SIZE);
+    copySlices([word], 0, remote, 0, ATOMIC_SIZE);
+    const oldLo = word.readUInt32LE(0);
+    const oldHi = word.readUInt32LE(4);
+    let store = true;
+    let newLo = a.swapAddLo;
+    let newHi = a.swapAddHi;
+    if (w.verb === SendVerb.ATOMIC_CS) store = oldHi === a.compareHi && oldLo === a.compareLo;
+    else {
+      const lo = oldLo + a.swapAddLo;
+      const carry = lo >= TWO_32 ? 1 : 0;
+      newLo = lo - carry * TWO_32;
+      newHi = (oldHi + a.swapAddHi + carry) % TWO_32;
+    }
+    const result = Buffer.from(word);
+    if (store) {
+      word.writeUInt32LE(newLo >>> 0, 0);
+      word.writeUInt32LE(newHi >>> 0, 4);
+      copySlices(remote, 0, [word], 0, ATOMIC_SIZE);
+    }
+    copySlices(this.#dst, 0, [result], 0, ATOMIC_SIZE);
+    return IonicStatus.OK;
+  }
+
+  /** A UD/GSI SEND: the requester sees only its own errors; a refused datagram is dropped. */
+  #udSend(mem: GuestMemory, qp: QpRecord, w: SendWqe, buf: Buffer): number {
+    if (w.verb !== SendVerb.SEND && w.verb !== SendVerb.SEND_IMM) return IonicStatus.LOCAL_QP_OPER;
+    const g = this.#gather(mem, qp, w, buf);
+    if (g !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
+    const ah = this.#dev.rm.ahs.get(w.ud.ahId);
+    if (!ah) return IonicStatus.LOCAL_QP_OPER;
+    const dest = this.#dev.rm.qps.get(w.ud.destQpn & 0xffffff);
+    const qkey = effectiveQkey(w.ud.destQkey, qp.attrs.qkey);
+    if (!dest || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) return IonicStatus.OK;
+    const destUd = dest.type === QpType.UD || dest.id === GSI_QPN;
+    if (!datagramAccepted(destUd, dest.attrs.qkey, qkey)) return IonicStatus.OK;
+    const rr = this.#takeRecv(mem, dest);
+    if (typeof rr === 'string') return IonicStatus.OK; // no receive posted: UD drops
+    const av = ah.av;
+    const grh = Buffer.alloc(GRH_SIZE);
+    const len = this.#msgLen(w);
+    const ipv4 = av.ipVersion === 4;
+    if (ipv4) {
+      // 20 zero bytes, then the IPv4 header the packet would carry.
+      const h = grh.subarray(20);
+      h[0] = 0x45;
+      h[1] = av.trafficClass & 0xff;
+      h.writeUInt16BE(20 + 8 + 12 + 8 + len + 4, 2);
+      h[6] = 0x40;
+      h[8] = av.hopLimit & 0xff;
+      h[9] = 17;
+      av.sgid.copy(h, 12, 12, 16);
+      av.dgid.copy(h, 16, 12, 16);
+      let sum = 0;
+      for (let i = 0; i < 20; i += 2) sum += h.readUInt16BE(i);
+      while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+      h.writeUInt16BE(~sum & 0xffff, 10);
+    } else {
+      grh.writeUInt32BE(((6 << 28) | ((av.trafficClass & 0xff) << 20) | (av.flowLabel & 0xfffff)) >>> 0, 0);
+      grh.writeUInt16BE(8 + 12 + 8 + len + 4, 4);
+      grh[6] = 17;
+      grh[7] = av.hopLimit & 0xff;
+      av.sgid.copy(grh, 8);
+      av.dgid.copy(grh, 24);
+    }
+    this.#deliver(mem, qp, dest, rr, len, grh, w.verb === SendVerb.SEND ? RecvOp.SEND : RecvOp.SEND_IMM,
+      w.verb === SendVerb.SEND_IMM ? w.immDataKey : 0, w.solicited, { ipv4, smac: av.smac, vlan: av.vlanTci });
+    return IonicStatus.OK;
+  }
+
+  // -------------------------------------------------------------------------
+  // Completions
+
+  #post(cqId: number, solicited: boolean): void {
+    encodeCqeBody(this.#cqe, this.#cqeBuf, 0);
+    // Byte 31 without the color bit (postCqe sets it).
+    const qtf = ((this.#cqe.qid & 0xffffff) << 8 | (this.#cqe.type & 7) << 5 | (this.#cqe.error ? 2 : 0)) >>> 0;
+    this.#cqeBuf.writeUInt32BE(qtf, ionic_v1_cqe.qid_type_flags.off);
+    this.#cqeBuf.writeUInt32BE(this.#cqe.statusLength >>> 0, ionic_v1_cqe.status_length.off);
+    this.#dev.postCqe(cqId, this.#cqeBuf, solicited);
+  }
+
+  #sendCqe(qp: QpRecord, s: QpDp, remote: boolean, idLo: number, idHi: number, status: number): void {
+    const c = this.#cqe;
+    c.qid = qp.id;
+    c.error = status !== IonicStatus.OK;
+    c.statusLength = status;
+    c.srcMac = null;
+    if (remote) {
+      s.msn = (s.msn + 1) >>> 0;
+      c.type = CqeType.SEND_MSN;
+      c.msn = s.msn & 0xffffff;
+      c.wqeIdLo = 0;
+      c.wqeIdHi = 0;
+    } else {
+      c.type = CqeType.SEND_NPG;
+      c.msn = 0;
+      c.wqeIdLo = idLo;
+      c.wqeIdHi = idHi;
+    }
+    this.#post(qp.sqCqId, c.error);
+  }
+
+  /** The device moves a QP to ERR on its own: flush hints for the queues no error CQE covered. */
+  #deviceError(qp: QpRecord, sqReported = false): void {
+    if (qp.state === QpState.ERR) return;
+    const from = qp.state;
+    qp.state = QpState.ERR;
+    if (sqReported) qp.sq.ci = qp.sq.pi;
+    this.#modified(qp, from);
+  }
+
+  #modified(qp: QpRecord, from: QpState): void {
+    const s = this.#state(qp);
+    if (qp.state === QpState.RESET) {
+      s.msn = 0;
+      this.#waiting.delete(qp);
+      return;
+    }
+    if (qp.state === QpState.ERR && from !== QpState.ERR) {
+      this.#waiting.delete(qp);
+      const c = this.#cqe;
+      c.qid = qp.id;
+      c.error = true;
+      c.statusLength = IonicStatus.WQE_FLUSHED;
+      c.srcMac = null;
+      c.wqeIdLo = 0;
+      c.wqeIdHi = 0;
+      if (qp.sq.ci !== qp.sq.pi) {
+        c.type = CqeType.SEND_NPG;
+        c.msn = 0;
+        this.#post(qp.sqCqId, true);
+        qp.sq.ci = qp.sq.pi;
+      }
+      if (qp.rq && qp.rq.ci !== qp.rq.pi) {
+        c.type = CqeType.RECV;
+        c.srcQpn = 0;
+        c.recvOp = RecvOp.SEND;
+        c.immDataRkey = 0;
+        c.ipv4 = false;
+        c.vlan = false;
+        c.vlanTag = 0;
+        this.#post(qp.rqCqId, true);
+        qp.rq.ci = qp.rq.pi;
+      }
+      return;
+    }
+    if (qp.state === QpState.RTS && qp.sq.ci !== qp.sq.pi) this.#schedule(qp);
+  }
+}
+
+/** Plug the loopback data path into an engine. */
+export function installLoopbackDataPath(dev: DataPathEngine): LoopbackDataPath {
+  const dp = new LoopbackDataPath(dev);
+  dp.install();
+  return dp;
+}
