@@ -28,7 +28,7 @@
 //   rx-lost           a frame received from the host TAP is lost before reaching the guest
 //   rx-nobuf          a received frame is dropped as if the guest had posted no RX buffer
 //   tx-drop           a frame the guest transmitted is completed to the guest but not sent
-//   stats-vals-error  an admin STATS_VALS command answers with an error (reserved for RDMA)
+//   stats-vals-error  an RDMA admin STATS_VALS (device values) answers BAD_STATE (the host fails the read)
 //
 // Cost: fail() is O(number of patterns for that event), each O(1) (an `at:`
 // pattern walks its sorted list with a cursor), and allocates nothing.

@@ -295,4 +295,84 @@ describe('ionic rdma: the loopback data path', () => {
       expect(drain(RECV_CQ)).to.have.length(0);
     });
   });
+
+  describe('REG_MR (fast registration)', () => {
+    const FR_INDEX = 40;
+    const frKey = (tag: number): number => ((FR_INDEX << 8) | tag) >>> 0;
+    const IOVA = 0x7000_0100;
+
+    before(async () => {
+      await makeQp(14, QpT.RC);
+      await makeQp(15, QpT.RC);
+      await connect(14, 15);
+      await connect(15, 14);
+      await ok(AOp.CREATE_MR, createMrBody({ key: frKey(1), va: 0, length: 0, flags: MrF.PHYS, mapCount: 0, dma: 0, pageSizeLog2: 12 }));
+      drain(SEND_CQ);
+      drain(RECV_CQ);
+    });
+
+    /** A kernel REG_MR WQE: imm_data_key = current key, num_sge_key = new tag, BE64 dma_addr (merged 6.18). */
+    function postRegMr(qp: number, o: { id: number; key: number; tag: number; va: number; len: number; offset: number; dma: number;
+      mapCount: number; flags: number }): void {
+      const q = rings.get(qp)!;
+      const b = g.mem(q.sq + (q.sqPi << STRIDE_LOG2), 1 << STRIDE_LOG2);
+      b.fill(0);
+      b.writeUInt32LE(o.id, 0);
+      b[8] = SendVerb.REG_MR;
+      b[9] = o.tag;
+      b.writeUInt16BE(WqeFlag.SIGNALED, 10);
+      b.writeUInt32BE(o.key >>> 0, 12);
+      const u64 = (at: number, v: number): void => { b.writeUInt32BE(Math.floor(v / 0x100000000), at); b.writeUInt32BE(v >>> 0, at + 4); };
+      u64(16, o.va);
+      u64(24, o.len);
+      u64(32, o.offset);
+      u64(40, o.dma);
+      b.writeUInt32BE(o.mapCount, 48);
+      b.writeUInt16BE(o.flags, 52);
+      b[55] = 12;
+      q.sqPi = (q.sqPi + 1) & ((1 << DEPTH_LOG2) - 1);
+      g.ringDoorbell(r.id.sq.qtype, qp, q.sqPi);
+    }
+
+    it('registers an FRMR over a guest page list; an RDMA WRITE through the new rkey lands in those pages', async () => {
+      const pages = [g.alloc(PAGE), g.alloc(2 * PAGE) + PAGE, g.alloc(PAGE)];
+      for (const p of pages) g.mem(p, PAGE).fill(0);
+      const len = 2 * PAGE + 0x200;
+      postRegMr(14, { id: 0x60, key: frKey(1), tag: 2, va: IOVA, len, offset: 0x100, dma: pageList(g, pages), mapCount: 3,
+        flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
+      await g.sync();
+      expect(drain(SEND_CQ).map((c) => [c.type, c.qid, c.error, c.wqeIdLo])).to.deep.equal([[CqeType.SEND_NPG, 14, false, 0x60]]);
+      const mrRec = rig.device.rdma!.rm.mrs.get(FR_INDEX)!;
+      expect(mrRec).to.include({ key: frKey(2), valid: true, length: len, iova: IOVA });
+      // 48 bytes across the end of the first page into the second: logical PAGE - 0x110 from the iova.
+      const src = g.mem(mr + 512, 48);
+      for (let i = 0; i < 48; i++) src[i] = 0x80 + i;
+      postSend(15, { verb: SendVerb.RDMA_WRITE, id: 0x61, va: mr + 512, len: 48, rva: IOVA + PAGE - 0x110, rkey: frKey(2) });
+      await g.sync();
+      expect(drain(SEND_CQ).map((c) => [c.qid, c.error, c.msn])).to.deep.equal([[15, false, 1]]);
+      expect(g.mem(pages[0]! + PAGE - 16, 16).equals(src.subarray(0, 16))).to.equal(true);
+      expect(g.mem(pages[1]!, 32).equals(src.subarray(16))).to.equal(true);
+      expect(g.mem(pages[0]!, PAGE - 16).equals(Buffer.alloc(PAGE - 16))).to.equal(true);
+      expect(g.mem(pages[2]!, PAGE).equals(Buffer.alloc(PAGE))).to.equal(true);
+      // the old key is gone
+      g.mem(pages[2]!, 8).fill(0);
+      postSend(15, { verb: SendVerb.RDMA_WRITE, id: 0x62, va: mr + 512, len: 8, rva: IOVA + 2 * PAGE, rkey: frKey(1) });
+      await g.sync();
+      expect(drain(SEND_CQ).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[15, true, IonicStatus.REMOTE_ACC]]);
+      expect(g.mem(pages[2]!, 8).equals(Buffer.alloc(8))).to.equal(true);
+    });
+
+    it('a REG_MR naming an unknown key completes with MEM_MGMT_OPER and registers nothing', async () => {
+      const page = g.alloc(PAGE);
+      const before = rig.device.rdma!.rm.budget.used;
+      postRegMr(14, { id: 0x63, key: (99 << 8) | 1, tag: 2, va: IOVA, len: 64, offset: 0, dma: page, mapCount: 1, flags: MrF.REMOTE_WRITE });
+      await g.sync();
+      const cqes = drain(SEND_CQ);
+      expect(cqes.map((c) => [c.type, c.qid, c.error, c.statusLength, c.wqeIdLo])[0])
+        .to.deep.equal([CqeType.SEND_NPG, 14, true, IonicStatus.MEM_MGMT_OPER, 0x63]);
+      expect(rig.device.rdma!.rm.mrs.has(99)).to.equal(false);
+      expect(rig.device.rdma!.rm.budget.used).to.equal(before);
+      expect(rig.device.rdma!.rm.qps.get(14)!.state).to.equal(QpS.ERR);
+    });
+  });
 });

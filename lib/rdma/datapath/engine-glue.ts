@@ -20,7 +20,8 @@ import type { DataPathDevice, DataPathHooks } from '../hooks';
 import type { QpRecord, QueueRing, SrqRecord } from '../resources';
 import { KeyStatus } from '../resources';
 import { QpState, QpType } from '../types';
-import { GSI_QPN, RDMA_SRQ_BASE } from '../limits';
+import { GSI_QPN, RDMA_MAX_MR_PAGES, RDMA_SRQ_BASE } from '../limits';
+import { loadPageList, PageTable, PageTableBuilder } from '../page-table';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import {
@@ -32,6 +33,10 @@ import { copySlices, effectiveQkey, datagramAccepted, GRH_SIZE } from './ops';
 
 /** WQEs executed per turn before yielding to the event loop. */
 export const BUDGET = 64;
+
+/** Page sizes a REG_MR may name (4 KiB to 1 GiB; ib_map_mr_sg picks any power of two). */
+const REG_MR_MIN_PAGE_SHIFT = 12;
+const REG_MR_MAX_PAGE_SHIFT = 30;
 
 /** The identity's RDMA version (v1 opcodes). */
 const RDMA_VERSION = 1;
@@ -201,7 +206,7 @@ export class LoopbackDataPath {
     this.#src.length = 0;
     this.#dst.length = 0;
     let status: number;
-    if (local) status = this.#localOp(w);
+    if (local) status = this.#localOp(mem, w);
     else if (datagram) status = this.#udSend(mem, qp, w, buf);
     else {
       const dest = this.#dev.rm.qps.get(qp.attrs.destQpn);
@@ -219,7 +224,7 @@ export class LoopbackDataPath {
     return 'done';
   }
 
-  #localOp(w: SendWqe): number {
+  #localOp(mem: GuestMemory, w: SendWqe): number {
     const rm = this.#dev.rm;
     switch (w.verb) {
       case SendVerb.LOCAL_INV:
@@ -229,10 +234,48 @@ export class LoopbackDataPath {
         const newKey = ((w.immDataKey & ~0xff) | (w.numSgeKey & 0xff)) >>> 0;
         return rm.bindMw(w.immDataKey, newKey, b.lkey, b.va, b.length, b.flags) === KeyStatus.OK ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
       }
+      case SendVerb.REG_MR:
+        return this.#regMr(mem, w);
       default:
-        // REG_MR (fast registration) is not wired yet.
         return IonicStatus.MEM_MGMT_OPER;
     }
+  }
+
+  /**
+   * REG_MR (kernel fast registration, contract 4.2): re-key the FRMR named by
+   * imm_data_key to num_sge_key's tag over the pages the WQE gives, read now
+   * (the host may rewrite its page list for the next registration). One page:
+   * dma_addr is that page plus the offset; more: dma_addr is an LE64 page-address
+   * list and `offset` the in-page offset of va. Any refusal changes nothing and
+   * completes with MEM_MGMT_OPER.
+   */
+  #regMr(mem: GuestMemory, w: SendWqe): number {
+    const rm = this.#dev.rm;
+    const r = w.regMr;
+    const newKey = ((w.immDataKey & ~0xff) | (w.numSgeKey & 0xff)) >>> 0;
+    const shift = r.pageSizeLog2;
+    if (shift < REG_MR_MIN_PAGE_SHIFT || shift > REG_MR_MAX_PAGE_SHIFT || r.dirSizeLog2 !== 0) return IonicStatus.MEM_MGMT_OPER;
+    if (r.length < 1 || !Number.isSafeInteger(r.va) || r.va < 0 || !Number.isSafeInteger(r.dmaAddr) || r.dmaAddr <= 0) return IonicStatus.MEM_MGMT_OPER;
+    if (r.mapCount < 1 || r.mapCount > RDMA_MAX_MR_PAGES) return IonicStatus.MEM_MGMT_OPER;
+    const pageSize = 2 ** shift;
+    let table: PageTable;
+    if (r.mapCount === 1) {
+      const firstOffset = r.dmaAddr % pageSize;
+      if (PageTableBuilder.pagesNeeded(r.length, shift, firstOffset) !== 1) return IonicStatus.MEM_MGMT_OPER;
+      const t = PageTable.contiguous(r.dmaAddr, r.length);
+      if (!t || !rm.budget.take(1)) return IonicStatus.MEM_MGMT_OPER;
+      table = t;
+    } else {
+      if (!Number.isSafeInteger(r.offset) || r.offset < 0 || r.offset >= pageSize) return IonicStatus.MEM_MGMT_OPER;
+      if (PageTableBuilder.pagesNeeded(r.length, shift, r.offset) !== r.mapCount) return IonicStatus.MEM_MGMT_OPER;
+      const t = loadPageList(mem, { listAddr: r.dmaAddr, count: r.mapCount, pageShift: shift, firstOffset: r.offset, length: r.length }, rm.budget);
+      if (typeof t === 'string') return IonicStatus.MEM_MGMT_OPER;
+      table = t;
+    }
+    const zeroBased = (r.flags & MrFlag.ZERO_BASED) !== 0;
+    // fastRegister gives the table back itself when it refuses.
+    return rm.fastRegister(w.immDataKey, newKey, r.va, r.length, r.flags, zeroBased, table) === KeyStatus.OK
+      ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
   }
 
   /** Gather a SEND / WRITE payload into #src; KeyStatus or -1. */
