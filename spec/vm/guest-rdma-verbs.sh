@@ -22,21 +22,24 @@ pair() { # name server-cmd client-cmd
   wait $s; local rs=$?
   [ $rc = 0 ] && [ $rs = 0 ]
 }
-run() { # label device extra
+bad() { # a failure counts for our device; rdma_rxe is only the baseline
+  if [ "$1" = ionic_0 ]; then echo "FAIL - $1 $2"; fail=1; else echo "note - $1 $2 failed (baseline only)"; fi
+}
+run() { # device host
   local dev=$1 host=$2
   pair rc_$dev "ibv_rc_pingpong -d $dev -g ${GIDX:-0} -n 200" "ibv_rc_pingpong -d $dev -g ${GIDX:-0} -n 200 $host" && \
-    echo "$dev ibv_rc_pingpong: $(grep iters /tmp/cli.rc_$dev)" || { echo "FAIL - $dev ibv_rc_pingpong"; tail -3 /tmp/cli.rc_$dev; fail=1; }
+    echo "$dev ibv_rc_pingpong: $(grep iters /tmp/cli.rc_$dev)" || { bad $dev ibv_rc_pingpong; tail -3 /tmp/cli.rc_$dev; }
   pair ud_$dev "ibv_ud_pingpong -d $dev -g ${GIDX:-0} -n 200" "ibv_ud_pingpong -d $dev -g ${GIDX:-0} -n 200 $host" && \
-    echo "$dev ibv_ud_pingpong: $(grep iters /tmp/cli.ud_$dev)" || { echo "FAIL - $dev ibv_ud_pingpong"; tail -3 /tmp/cli.ud_$dev; fail=1; }
+    echo "$dev ibv_ud_pingpong: $(grep iters /tmp/cli.ud_$dev)" || { bad $dev ibv_ud_pingpong; tail -3 /tmp/cli.ud_$dev; }
   for t in ib_write_bw ib_read_bw ib_send_bw; do
     pair ${t}_$dev "$t -d $dev -s 65536 -n 1000" "$t -d $dev -s 65536 -n 1000 $host" && \
-      echo "$dev $t 64KiB: $(grep -E '^ *65536' /tmp/cli.${t}_$dev | awk '{print "BW average " $4 " MiB/s, peak " $3}')" || { echo "FAIL - $dev $t"; tail -3 /tmp/cli.${t}_$dev; fail=1; }
+      echo "$dev $t 64KiB: $(grep -E '^ *65536' /tmp/cli.${t}_$dev | awk '{print "BW average " $4 " MiB/s, peak " $3}')" || { bad $dev $t; tail -3 /tmp/cli.${t}_$dev; }
   done
   for t in ib_write_lat ib_read_lat ib_send_lat; do
     pair ${t}_$dev "$t -d $dev -s 8 -n 500" "$t -d $dev -s 8 -n 500 $host" && \
-      echo "$dev $t 8B: $(grep -E '^ *8 ' /tmp/cli.${t}_$dev | awk '{print "t_typical " $5 " us, t_avg " $6 " us"}')" || { echo "FAIL - $dev $t"; tail -3 /tmp/cli.${t}_$dev; fail=1; }
+      echo "$dev $t 8B: $(grep -E '^ *8 ' /tmp/cli.${t}_$dev | awk '{print "t_typical " $5 " us, t_avg " $6 " us"}')" || { bad $dev $t; tail -3 /tmp/cli.${t}_$dev; }
   done
-  pair atomic_$dev "ib_atomic_bw -d $dev -n 500" "ib_atomic_bw -d $dev -n 500 $host" && echo "$dev ib_atomic_bw: ok" || { echo "FAIL - $dev ib_atomic_bw"; fail=1; }
+  pair atomic_$dev "ib_atomic_bw -d $dev -n 500" "ib_atomic_bw -d $dev -n 500 $host" && echo "$dev ib_atomic_bw: ok" || bad $dev ib_atomic_bw
 }
 echo "=== ionic_0 (rocm-ernic)"
 run ionic_0 localhost
