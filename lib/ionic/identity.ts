@@ -5,7 +5,7 @@
 // drv_identity the driver just wrote, and stale bytes would read as fields.
 
 import { RDMA_NDBPGS_PER_LIF } from '../rdma/limits';
-import { GUEST_PAGE_SIZE, IONIC_DEV_CMD_DATA_SIZE, IONIC_LIF_CAP_ETH, IONIC_LIF_CAP_RDMA, PortState, QType } from './constants';
+import { IONIC_DEV_CMD_DATA_SIZE, IONIC_LIF_CAP_ETH, IONIC_LIF_CAP_RDMA, PortState, QType } from './constants';
 import {
   ionic_dev_identity as D, ionic_lif_config as C, ionic_lif_identity as LI, ionic_port_config as PC,
   ionic_port_identity as PI, ionic_port_info as PN, ionic_q_identity as Q, setField,
@@ -148,9 +148,4 @@ export function buildPortInfo(p: NicProfile, mtu: number): Buffer {
   setField(b, 0, PN.xcvr_phy, p.transceiver.phy === 'copper' ? 1 : p.transceiver.phy === 'fiber' ? 2 : 0);
   setField(b, 0, PN.xcvr_pid, p.transceiver.pid);
   return b;
-}
-
-/** The NotifyQ's event ring follows its command ring, page aligned. */
-export function notifyEventRingOffset(ringSize: number): number {
-  return Math.ceil((ringSize * 4) / GUEST_PAGE_SIZE) * GUEST_PAGE_SIZE;
 }

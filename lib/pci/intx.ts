@@ -70,11 +70,6 @@ export class Intx {
     return this.#asserted ? this.#signalIfOpen() : false;
   }
 
-  /** The client asked for one interrupt (SET_IRQS trigger): signal once, whatever the level. */
-  pulse(): boolean {
-    return this.#signalIfOpen();
-  }
-
   /** Device reset: the level drops with the device's state. */
   reset(): void {
     this.deassert();
