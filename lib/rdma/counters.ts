@@ -18,7 +18,8 @@ export const DEVICE_COUNTER_NAMES = [
   'tx_wqes', 'rx_wqes', 'cqes', 'send_msgs', 'recv_msgs', 'tx_bytes', 'rx_bytes',
   'rdma_write_bytes', 'rdma_read_bytes', 'atomic_ops', 'flushed_wqes',
   'local_length_errors', 'local_prot_errors', 'local_qp_errors', 'remote_access_errors',
-  'remote_inv_req_errors', 'rnr_retry_exceeded', 'retry_exceeded',
+  'remote_inv_req_errors', 'rnr_retry_exceeded', 'retry_exceeded', 'mem_mgmt_errors',
+  'rnr_naks', 'cq_full_waits', 'reg_mr_wqes', 'local_inv_wqes', 'remote_invalidates',
 ] as const;
 
 export type DeviceCounterName = (typeof DEVICE_COUNTER_NAMES)[number];
@@ -26,6 +27,7 @@ export type DeviceCounterName = (typeof DEVICE_COUNTER_NAMES)[number];
 export const QP_COUNTER_NAMES = [
   'doorbell_send', 'doorbell_recv', 'wqes_processed', 'cqes_posted',
   'bytes_sent', 'bytes_received', 'bytes_rdma_read', 'bytes_rdma_write', 'errors',
+  'rnr_naks', 'flushed_wqes',
 ] as const;
 
 export type QpCounterName = (typeof QP_COUNTER_NAMES)[number];

@@ -61,6 +61,13 @@ export interface DataPathDevice {
    * solicited-only arm (SE receive or error).
    */
   postCqe(cqId: number, cqe: Buffer, solicited: boolean): CqePostResult;
+  /**
+   * CQEs CQ `cqId` can still take before passing the host's last reported read
+   * position (-1: no such CQ). The data path holds work whose completion has no
+   * room rather than lose the completion; the host's ring-0 CQ doorbell
+   * (cqConsumed) is the signal to look again.
+   */
+  cqRoom(cqId: number): number;
   /** Raise an asynchronous QP event (EQE type QP, contract 4.8 codes). */
   qpEvent(qpId: number, code: number): void;
 }

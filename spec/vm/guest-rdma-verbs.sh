@@ -25,8 +25,8 @@ pair() { # name server-cmd client-cmd
 bad() { # a failure counts for our device; rdma_rxe is only the baseline
   if [ "$1" = ionic_0 ]; then echo "FAIL - $1 $2"; fail=1; else echo "note - $1 $2 failed (baseline only)"; fi
 }
-run() { # device host
-  local dev=$1 host=$2
+run() { # device host ip (the ip rdma_cm resolves to the device)
+  local dev=$1 host=$2 ip=$3
   pair rc_$dev "ibv_rc_pingpong -d $dev -g ${GIDX:-0} -n 200" "ibv_rc_pingpong -d $dev -g ${GIDX:-0} -n 200 $host" && \
     echo "$dev ibv_rc_pingpong: $(grep iters /tmp/cli.rc_$dev)" || { bad $dev ibv_rc_pingpong; tail -3 /tmp/cli.rc_$dev; }
   pair ud_$dev "ibv_ud_pingpong -d $dev -g ${GIDX:-0} -n 200" "ibv_ud_pingpong -d $dev -g ${GIDX:-0} -n 200 $host" && \
@@ -37,12 +37,34 @@ run() { # device host
   done
   for t in ib_write_lat ib_read_lat ib_send_lat; do
     pair ${t}_$dev "$t -d $dev -s 8 -n 500" "$t -d $dev -s 8 -n 500 $host" && \
-      echo "$dev $t 8B: $(grep -E '^ *8 ' /tmp/cli.${t}_$dev | awk '{print "t_typical " $5 " us, t_avg " $6 " us"}')" || { bad $dev $t; tail -3 /tmp/cli.${t}_$dev; }
+      echo "$dev $t 8B: $(grep -E '^ *8 ' /tmp/cli.${t}_$dev | awk '{print "t_min " $3 " us, t_typical " $5 " us, t_avg " $6 " us, 99% " $8 " us"}')" || { bad $dev $t; tail -3 /tmp/cli.${t}_$dev; }
   done
-  pair atomic_$dev "ib_atomic_bw -d $dev -n 500" "ib_atomic_bw -d $dev -n 500 $host" && echo "$dev ib_atomic_bw: ok" || bad $dev ib_atomic_bw
+  pair atomic_$dev "ib_atomic_bw -d $dev -n 1000" "ib_atomic_bw -d $dev -n 1000 $host" && \
+    echo "$dev ib_atomic_bw 8B: $(grep -E '^ *8 ' /tmp/cli.atomic_$dev | awk '{print "BW average " $4 " MiB/s, " $5 " Mpps"}')" || { bad $dev ib_atomic_bw; tail -3 /tmp/cli.atomic_$dev; }
+  # perftest over rdma_cm (-R): connection set up by QP1 MADs routed inside the device.
+  pair wbwR_$dev "ib_write_bw -d $dev -R -s 65536 -n 500" "ib_write_bw -d $dev -R -s 65536 -n 500 $ip" && \
+    echo "$dev ib_write_bw -R 64KiB: $(grep -E '^ *65536' /tmp/cli.wbwR_$dev | awk '{print "BW average " $4 " MiB/s"}')" || { bad $dev "ib_write_bw -R"; tail -3 /tmp/cli.wbwR_$dev; }
+  pair slatR_$dev "ib_send_lat -d $dev -R -s 8 -n 500" "ib_send_lat -d $dev -R -s 8 -n 500 $ip" && \
+    echo "$dev ib_send_lat -R 8B: $(grep -E '^ *8 ' /tmp/cli.slatR_$dev | awk '{print "t_typical " $5 " us, t_avg " $6 " us"}')" || { bad $dev "ib_send_lat -R"; tail -3 /tmp/cli.slatR_$dev; }
+  # librdmacm's own examples: RC with rdma_server/rdma_client, UD with udaddy.
+  pair cm_$dev "rdma_server -s $ip" "rdma_client -s $ip" && echo "$dev rdma_server/rdma_client: $(tail -1 /tmp/cli.cm_$dev)" || { bad $dev rdma_client; tail -3 /tmp/cli.cm_$dev /tmp/srv.cm_$dev; }
+  pair udaddy_$dev "udaddy -b $ip" "udaddy -s $ip" && echo "$dev udaddy: $(tail -1 /tmp/cli.udaddy_$dev)" || { bad $dev udaddy; tail -3 /tmp/cli.udaddy_$dev /tmp/srv.udaddy_$dev; }
+  # UC and SRQ: rdma-core's ionic provider does not promise them; report what happens.
+  if pair uc_$dev "ibv_uc_pingpong -d $dev -g ${GIDX:-0} -n 200" "ibv_uc_pingpong -d $dev -g ${GIDX:-0} -n 200 $host"; then
+    echo "$dev ibv_uc_pingpong: $(grep iters /tmp/cli.uc_$dev)"
+  else echo "note - $dev ibv_uc_pingpong did not complete: $(grep -v '^ *local\|^ *remote' /tmp/cli.uc_$dev /tmp/srv.uc_$dev | tail -2 | tr '\n' ' ')"; fi
+  if pair srq_$dev "ibv_srq_pingpong -d $dev -g ${GIDX:-0} -n 200" "ibv_srq_pingpong -d $dev -g ${GIDX:-0} -n 200 $host"; then
+    echo "$dev ibv_srq_pingpong: $(grep iters /tmp/cli.srq_$dev | head -1)"
+  else echo "note - $dev ibv_srq_pingpong did not complete: $(grep -v '^ *local\|^ *remote' /tmp/cli.srq_$dev /tmp/srv.srq_$dev | tail -2 | tr '\n' ' ')"; fi
+}
+hw() { # the device's hw_counters that show a data path ran
+  for f in /sys/class/infiniband/$1/hw_counters /sys/class/infiniband/$1/ports/1/hw_counters; do
+    [ -d $f ] && (cd $f && grep -H . tx_wqes rx_wqes rdma_write_bytes rdma_read_bytes atomic_ops rnr_naks reg_mr_wqes 2>/dev/null | tr '\n' ' ')
+  done; echo
 }
 echo "=== ionic_0 (rocm-ernic)"
-run ionic_0 localhost
+run ionic_0 localhost 10.81.0.2
+echo "ionic_0 hw_counters: $(hw ionic_0)"
 echo "=== rping over rdma_cm on ionic_0"
 rping -s -a 10.81.0.2 -C 5 > /tmp/rping.s 2>&1 & s=$!; sleep 2
 timeout 60 rping -c -a 10.81.0.2 -C 5 -v > /tmp/rping.c 2>&1; rc=$?; wait $s
@@ -51,6 +73,7 @@ vnic=$(netdev_of virtio_net)
 if [ -n "${RXE:-}" ] && [ -n "$vnic" ]; then
   modprobe rdma_rxe
   ip link set $vnic up
-  rdma link add rxe0 type rxe netdev $vnic && { echo "=== rxe0 (rdma_rxe on $vnic), same guest"; run rxe0 localhost; }
+  vip=$(ip -4 -o addr show dev $vnic | awk '{print $4}' | cut -d/ -f1)
+  rdma link add rxe0 type rxe netdev $vnic && { echo "=== rxe0 (rdma_rxe on $vnic), same guest"; run rxe0 localhost "$vip"; }
 fi
 exit $fail

@@ -37,7 +37,7 @@ export interface CqEvents {
 }
 
 export function cqSize(cq: CqRecord): number {
-  return 2 ** cq.depthLog2;
+  return 1 << cq.depthLog2; // depthLog2 <= RDMA_MAX_DEPTH_LOG2 (16)
 }
 
 /** Slots the device may still write before passing the host's last reported read position. */
@@ -65,26 +65,16 @@ export function postCqe(mem: GuestMemory, cq: CqRecord, cqe: Buffer, solicited: 
   const last = ionic_v1_cqe.SIZE - 1;
   cqe[last] = (cqe[last]! & ~CQE_COLOR) | (cq.color ? CQE_COLOR : 0);
   seg.length = 0;
-  const stride = 2 ** cq.strideLog2;
+  const stride = 1 << cq.strideLog2;
   if (cq.table.translate(cq.prod * stride, ionic_v1_cqe.SIZE, seg) !== 0) return CqPost.DMA_ERROR;
-  // A CQE never crosses a page (32-byte aligned in 4 KiB pages), but follow the table anyway.
-  for (let i = 0, at = 0; i < seg.length; i += 2) {
-    const addr = seg[i]!;
-    const len = seg[i + 1]!;
-    const end = at + len;
-    // Everything before the tail word first, the tail word (with the color) last.
-    const head = Math.min(end, TAIL);
-    if (head > at && mem.write(addr, cqe.subarray(at, head)) !== MemStatus.OK) return CqPost.DMA_ERROR;
-    at = end;
-  }
-  for (let i = 0, at = 0; i < seg.length; i += 2) {
-    const addr = seg[i]!;
-    const len = seg[i + 1]!;
-    const end = at + len;
-    const from = Math.max(at, TAIL);
-    if (end > from && mem.write(addr + (from - at), cqe.subarray(from, end)) !== MemStatus.OK) return CqPost.DMA_ERROR;
-    at = end;
-  }
+  if (seg.length === 2) {
+    // The usual case: the CQE is one run of guest memory. Body first, then the tail word with the color.
+    const view = mem.view(seg[0]!, ionic_v1_cqe.SIZE, true);
+    if (view) {
+      cqe.copy(view, 0, 0, TAIL);
+      cqe.copy(view, TAIL, TAIL, ionic_v1_cqe.SIZE);
+    } else if (!writeSplit(mem, cqe)) return CqPost.DMA_ERROR;
+  } else if (!writeSplit(mem, cqe)) return CqPost.DMA_ERROR;
   cq.prod = (cq.prod + 1) & (cqSize(cq) - 1);
   if (cq.prod === 0) cq.color ^= 1;
   if (cq.armed === 1 || (cq.armed === 2 && solicited)) {
@@ -92,6 +82,25 @@ export function postCqe(mem: GuestMemory, cq: CqRecord, cqe: Buffer, solicited: 
     events.notify(cq);
   }
   return CqPost.OK;
+}
+
+/** A CQE across runs (or guest memory windows): everything before the tail word, then the tail word. */
+function writeSplit(mem: GuestMemory, cqe: Buffer): boolean {
+  for (let i = 0, at = 0; i < seg.length; i += 2) {
+    const addr = seg[i]!;
+    const end = at + seg[i + 1]!;
+    const head = Math.min(end, TAIL);
+    if (head > at && mem.write(addr, cqe.subarray(at, head)) !== MemStatus.OK) return false;
+    at = end;
+  }
+  for (let i = 0, at = 0; i < seg.length; i += 2) {
+    const addr = seg[i]!;
+    const end = at + seg[i + 1]!;
+    const from = Math.max(at, TAIL);
+    if (end > from && mem.write(addr + (from - at), cqe.subarray(from, end)) !== MemStatus.OK) return false;
+    at = end;
+  }
+  return true;
 }
 
 /**

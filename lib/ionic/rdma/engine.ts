@@ -29,7 +29,7 @@ import type { InterruptController } from '../interrupts';
 import type { NicProfile } from '../profile';
 import { AdminEnv, executeAdmin } from './admin-commands';
 import { AdminQueueContext, RdmaAdminQueue } from './admin-queue';
-import { CqEvents, CqPost, cqDoorbell, postCqe } from './completion-queue';
+import { CqEvents, CqPost, cqDoorbell, cqFree, postCqe } from './completion-queue';
 import { ADMIN_BUDGET, AdminStatus, CQE_ERROR, DbRing, EqeCode, EqeType, RdmaQType } from './constants';
 import { EventQueue } from './event-queue';
 import { rdmaEqCount } from './identity';
@@ -317,6 +317,11 @@ export class RdmaEngine implements DataPathDevice {
     const r = postCqe(mem, cq, cqe, solicited, this.#events);
     if (r === CqPost.OK) { this.counters.inc(DC.cqes); return 'ok'; }
     return r === CqPost.FULL ? 'full' : 'dma-error';
+  }
+
+  cqRoom(cqId: number): number {
+    const cq = this.rm.cqs.get(cqId);
+    return !cq || cq.admin ? -1 : cqFree(cq);
   }
 
   /** An asynchronous QP event on the first EQ (EQs 0 and 1 are the driver's async ones; any EQ works). */

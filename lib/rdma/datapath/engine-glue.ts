@@ -3,7 +3,7 @@
 //
 // One translation model: every key goes through the resource manager's
 // `rm.translate` (flat (addr, len) pairs), turned into guest-memory views
-// here; the byte moving reuses `copySlices` (ops.ts).
+// here; `copySlices` moves the bytes between views (no bounce buffer).
 //
 // Per SQ doorbell the SQ is walked from ci to pi in order, at most BUDGET
 // WQEs per turn (then setImmediate). Completions follow contract 4.7:
@@ -11,16 +11,21 @@
 //   everything else (UD/GSI, local ops)  SEND_NPG CQE with the wqe_id
 // one CQE per WQE (always safe), wqe_id echoed verbatim. An error on an RC
 // WQE completes it with the error bit and moves the QP to ERR (the host
-// flushes the rest). A SEND to an RC QP with no posted receive waits (RNR
-// with infinite retry) until the destination's RQ doorbell. Moving a QP to
-// ERR posts the flush hints (an NPG and a RECV with WQE_FLUSHED) for each
-// non-empty queue.
+// flushes the rest). A SEND to an RC/UC QP with no posted receive is RNR
+// NAKed: with rnr_retry 7 it waits for the destination's RQ doorbell; with
+// 0..6 it retries after the responder's min_rnr_timer that many times (an RQ
+// doorbell in between resumes it at once), then completes with
+// RNR_RETRY_EXCEEDED. A WQE whose completion (or its receive's) would find its
+// CQ full is not started: the QP waits for the host's ring-0 CQ doorbell, so no
+// completion is lost. Moving a QP to ERR posts the flush hints (an NPG and a
+// RECV with WQE_FLUSHED) for each non-empty queue.
 
 import type { DataPathDevice, DataPathHooks } from '../hooks';
 import type { QpRecord, QueueRing, SrqRecord } from '../resources';
 import { KeyStatus } from '../resources';
 import { QpState, QpType } from '../types';
-import { GSI_QPN, RDMA_MAX_MR_PAGES, RDMA_SRQ_BASE } from '../limits';
+import { DC, QC } from '../counters';
+import { GSI_QPN, RDMA_MAX_MR_PAGES, RDMA_MAX_STRIDE_LOG2, RDMA_SRQ_BASE } from '../limits';
 import { loadPageList, PageTable, PageTableBuilder } from '../page-table';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
@@ -29,7 +34,8 @@ import {
   QpFlag, RecvOp, RecvWqe, SendVerb, SendWqe, Sge, ionic_v1_cqe,
 } from './layouts';
 import { ATOMIC_SIZE } from './layouts';
-import { copySlices, effectiveQkey, datagramAccepted, GRH_SIZE } from './ops';
+import { copySlices } from './copy';
+import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from './datagram';
 
 /** WQEs executed per turn before yielding to the event loop. */
 export const BUDGET = 64;
@@ -41,15 +47,35 @@ const REG_MR_MAX_PAGE_SHIFT = 30;
 /** The identity's RDMA version (v1 opcodes). */
 const RDMA_VERSION = 1;
 
+/** rnr_retry 7 means retry for ever (IBTA 9.7.5.2.8). */
+const RNR_RETRY_INFINITE = 7;
+
+/** IBTA table 45: the min_rnr_timer code (0..31) as milliseconds. */
+const RNR_TIMER_MS = [
+  655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
+  2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52,
+];
+
+/** The wait an RNR NAK asks for, given the responder's min_rnr_timer code. */
+export function rnrDelayMs(code: number): number {
+  return RNR_TIMER_MS[code & 31]!;
+}
+
 interface QpDp {
   handle: number;
   /** Remote WQEs completed (the MSN counter). */
   msn: number;
   /** A turn is scheduled. */
   scheduled: boolean;
-  /** Waiting for a receive WQE on the destination. */
+  /** Waiting for a receive WQE on the destination, or for CQ room. */
   waiting: boolean;
+  /** RNR retries left for the WQE at the head of the SQ (-1: it has not been NAKed). */
+  rnrLeft: number;
+  /** The pending RNR retry, if any. */
+  rnrTimer: NodeJS.Timeout | null;
 }
+
+type StepResult = 'done' | 'wait' | 'stop';
 
 export interface DataPathEngine extends DataPathDevice {
   hooks: DataPathHooks;
@@ -67,6 +93,15 @@ export class LoopbackDataPath {
   readonly #src: Buffer[] = [];
   readonly #dst: Buffer[] = [];
   readonly #waiting = new Set<QpRecord>();
+  readonly #woken: QpRecord[] = [];
+  /** Ring slots are read into these (a send WQE and a receive WQE are live at once). */
+  readonly #sqSlot = Buffer.alloc(1 << RDMA_MAX_STRIDE_LOG2);
+  readonly #rqSlot = Buffer.alloc(1 << RDMA_MAX_STRIDE_LOG2);
+  readonly #grh = Buffer.alloc(GRH_SIZE);
+  readonly #word = Buffer.alloc(ATOMIC_SIZE);
+  readonly #old = Buffer.alloc(ATOMIC_SIZE);
+  readonly #remoteWord: Buffer[] = [];
+  readonly #wordList: Buffer[] = [this.#word];
   #generation = 0;
 
   constructor(dev: DataPathEngine) {
@@ -83,8 +118,12 @@ export class LoopbackDataPath {
       srqDoorbell: () => this.#wake(),
       cqConsumed: () => this.#wake(),
       qpModified: (qp, from) => this.#modified(qp, from),
-      qpDestroyed: (qp) => { this.#waiting.delete(qp); qp.dp = undefined; },
-      reset: () => { this.#waiting.clear(); this.#generation++; },
+      qpDestroyed: (qp) => { this.#unwait(qp); qp.dp = undefined; },
+      reset: () => {
+        for (const qp of this.#waiting) this.#unwait(qp);
+        this.#waiting.clear();
+        this.#generation++;
+      },
     };
   }
 
@@ -94,7 +133,7 @@ export class LoopbackDataPath {
   #state(qp: QpRecord): QpDp {
     let s = qp.dp as QpDp | undefined;
     if (!s || s.handle !== qp.handle) {
-      s = { handle: qp.handle, msn: 0, scheduled: false, waiting: false };
+      s = { handle: qp.handle, msn: 0, scheduled: false, waiting: false, rnrLeft: -1, rnrTimer: null };
       qp.dp = s;
     }
     return s;
@@ -107,15 +146,28 @@ export class LoopbackDataPath {
     this.#run(qp, s, this.#generation);
   }
 
+  /** Something a waiting QP may need appeared (a receive, CQ room): let every waiter look again. */
   #wake(): void {
     if (this.#waiting.size === 0) return;
-    const qps = [...this.#waiting];
+    const qps = this.#woken;
+    for (const qp of this.#waiting) qps.push(qp);
     this.#waiting.clear();
     for (const qp of qps) {
       const s = this.#state(qp);
       s.waiting = false;
       this.#schedule(qp);
     }
+    qps.length = 0;
+  }
+
+  /** Forget a QP's wait and its RNR state (destroyed, reset, flushed, or its head WQE finished). */
+  #unwait(qp: QpRecord): void {
+    this.#waiting.delete(qp);
+    const s = qp.dp as QpDp | undefined;
+    if (!s) return;
+    s.waiting = false;
+    s.rnrLeft = -1;
+    if (s.rnrTimer) { clearTimeout(s.rnrTimer); s.rnrTimer = null; }
   }
 
   #run(qp: QpRecord, s: QpDp, gen: number): void {
@@ -137,21 +189,74 @@ export class LoopbackDataPath {
         s.scheduled = false;
         return;
       }
+      // The head WQE is finished: its RNR state goes with it.
+      s.rnrLeft = -1;
+      if (s.rnrTimer) { clearTimeout(s.rnrTimer); s.rnrTimer = null; }
       if (r === 'stop') { s.scheduled = false; return; }
       ring.ci = (ring.ci + 1) & mask;
     }
   }
 
+  /**
+   * The head WQE met an empty receive queue (RNR NAK): 'wait' to retry later,
+   * or false when the requester's rnr_retry is spent.
+   */
+  #rnr(qp: QpRecord, s: QpDp, dest: QpRecord): 'wait' | false {
+    this.#dev.counters.inc(DC.rnr_naks);
+    qp.stats.inc(QC.rnr_naks);
+    if (qp.attrs.rnrRetry === RNR_RETRY_INFINITE) return 'wait';
+    // A retry already pending: this pass was an early wake-up (some RQ doorbell), not a retry.
+    if (s.rnrTimer) return 'wait';
+    if (s.rnrLeft < 0) s.rnrLeft = qp.attrs.rnrRetry;
+    if (s.rnrLeft === 0) return false;
+    s.rnrLeft--;
+    const gen = this.#generation;
+    s.rnrTimer = setTimeout(() => {
+      s.rnrTimer = null;
+      if (gen !== this.#generation || qp.dp !== s || !s.waiting) return;
+      this.#waiting.delete(qp);
+      s.waiting = false;
+      this.#schedule(qp);
+    }, rnrDelayMs(dest.attrs.rnrTimer));
+    s.rnrTimer.unref();
+    return 'wait';
+  }
+
+  /** Whether the CQEs this WQE will post have room; counts a wait when not. */
+  #cqRoom(qp: QpRecord, w: SendWqe, datagram: boolean): boolean {
+    const dev = this.#dev;
+    let sqNeed = 1;
+    const consumesRecv = w.verb === SendVerb.SEND || w.verb === SendVerb.SEND_IMM
+      || (!datagram && (w.verb === SendVerb.SEND_INV || w.verb === SendVerb.RDMA_WRITE_IMM));
+    if (consumesRecv) {
+      const dest = dev.rm.qps.get(datagram ? w.ud.destQpn & 0xffffff : qp.attrs.destQpn);
+      if (dest) {
+        if (dest.rqCqId === qp.sqCqId) sqNeed = 2;
+        else {
+          const room = dev.cqRoom(dest.rqCqId);
+          if (room === 0) { dev.counters.inc(DC.cq_full_waits); return false; }
+        }
+      }
+    }
+    const room = dev.cqRoom(qp.sqCqId);
+    if (room >= 0 && room < sqNeed) { dev.counters.inc(DC.cq_full_waits); return false; }
+    return true;
+  }
+
   // -------------------------------------------------------------------------
   // Guest memory helpers
 
-  /** A copy of ring slot `index` (WQEs never cross a page), or null. */
-  #slot(mem: GuestMemory, ring: QueueRing, index: number): Buffer | null {
+  /**
+   * Ring slot `index` copied into `scratch` (the guest may rewrite the ring
+   * while we work), or null when it is not guest memory. WQEs never cross a page.
+   */
+  #slot(mem: GuestMemory, ring: QueueRing, index: number, scratch: Buffer): Buffer | null {
     const size = 1 << ring.strideLog2;
+    if (size > scratch.length) return null;
     const p = this.#pairs;
     p.length = 0;
     if (ring.table.translate(index << ring.strideLog2, size, p) !== 0 || p.length !== 2) return null;
-    const out = Buffer.alloc(size);
+    const out = scratch.subarray(0, size);
     return mem.read(p[0]!, out) === MemStatus.OK ? out : null;
   }
 
@@ -185,10 +290,11 @@ export class LoopbackDataPath {
   // -------------------------------------------------------------------------
   // One WQE
 
-  #step(qp: QpRecord, s: QpDp): 'done' | 'wait' | 'stop' {
-    const mem = this.#dev.memory();
+  #step(qp: QpRecord, s: QpDp): StepResult {
+    const dev = this.#dev;
+    const mem = dev.memory();
     if (!mem) return 'stop';
-    const buf = this.#slot(mem, qp.sq, qp.sq.ci);
+    const buf = this.#slot(mem, qp.sq, qp.sq.ci, this.#sqSlot);
     const datagram = qp.type === QpType.UD || qp.id === GSI_QPN;
     if (!buf) {
       this.#deviceError(qp);
@@ -196,26 +302,37 @@ export class LoopbackDataPath {
     }
     const dec = decodeSendWqe(buf, { version: RDMA_VERSION, datagram }, this.#wqe);
     if (!dec.ok) {
+      if (dev.cqRoom(qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+      this.#count(qp, dec.status);
       this.#sendCqe(qp, s, false, buf.readUInt32LE(0), buf.readUInt32LE(4), dec.status);
       this.#deviceError(qp, true);
       return 'stop';
     }
     const w = dec;
+    if (!this.#cqRoom(qp, w, datagram)) return 'wait';
     const local = w.verb === SendVerb.LOCAL_INV || w.verb === SendVerb.REG_MR || w.verb === SendVerb.BIND_MW;
     const remote = !datagram && !local;
     this.#src.length = 0;
     this.#dst.length = 0;
+    dev.counters.inc(DC.tx_wqes);
+    qp.stats.inc(QC.wqes_processed);
     let status: number;
     if (local) status = this.#localOp(mem, w);
     else if (datagram) status = this.#udSend(mem, qp, w, buf);
     else {
-      const dest = this.#dev.rm.qps.get(qp.attrs.destQpn);
+      const dest = dev.rm.qps.get(qp.attrs.destQpn);
       const r = this.#rcOp(mem, qp, dest, w, buf);
-      if (r === 'wait') return 'wait';
-      status = r;
+      if (r === 'wait') {
+        // Counted once per attempt above; undo so a waiting WQE counts once when it runs.
+        dev.counters.inc(DC.tx_wqes, -1);
+        qp.stats.inc(QC.wqes_processed, -1);
+        if (this.#rnr(qp, s, dest!) === 'wait') return 'wait';
+        status = IonicStatus.RNR_RETRY_EXCEEDED;
+      } else status = r;
     }
     this.#src.length = 0;
     this.#dst.length = 0;
+    this.#count(qp, status);
     this.#sendCqe(qp, s, remote, w.wqeIdLo, w.wqeIdHi, status);
     if (status !== IonicStatus.OK) {
       this.#deviceError(qp, true);
@@ -224,10 +341,29 @@ export class LoopbackDataPath {
     return 'done';
   }
 
+  /** Error counters for a requester completion. */
+  #count(qp: QpRecord, status: number): void {
+    if (status === IonicStatus.OK) return;
+    const c = this.#dev.counters;
+    qp.stats.inc(QC.errors);
+    switch (status) {
+      case IonicStatus.LOCAL_LEN: c.inc(DC.local_length_errors); break;
+      case IonicStatus.LOCAL_PROT: c.inc(DC.local_prot_errors); break;
+      case IonicStatus.LOCAL_QP_OPER: c.inc(DC.local_qp_errors); break;
+      case IonicStatus.REMOTE_ACC: c.inc(DC.remote_access_errors); break;
+      case IonicStatus.REMOTE_INV_REQ: c.inc(DC.remote_inv_req_errors); break;
+      case IonicStatus.RNR_RETRY_EXCEEDED: c.inc(DC.rnr_retry_exceeded); break;
+      case IonicStatus.RETRY_EXCEEDED: c.inc(DC.retry_exceeded); break;
+      case IonicStatus.MEM_MGMT_OPER: c.inc(DC.mem_mgmt_errors); break;
+      default: break;
+    }
+  }
+
   #localOp(mem: GuestMemory, w: SendWqe): number {
     const rm = this.#dev.rm;
     switch (w.verb) {
       case SendVerb.LOCAL_INV:
+        this.#dev.counters.inc(DC.local_inv_wqes);
         return rm.invalidate(w.immDataKey) === KeyStatus.OK ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
       case SendVerb.BIND_MW: {
         const b = w.bindMw;
@@ -235,6 +371,7 @@ export class LoopbackDataPath {
         return rm.bindMw(w.immDataKey, newKey, b.lkey, b.va, b.length, b.flags) === KeyStatus.OK ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
       }
       case SendVerb.REG_MR:
+        this.#dev.counters.inc(DC.reg_mr_wqes);
         return this.#regMr(mem, w);
       default:
         return IonicStatus.MEM_MGMT_OPER;
@@ -242,8 +379,8 @@ export class LoopbackDataPath {
   }
 
   /**
-   * REG_MR (kernel fast registration, contract 4.2): re-key the FRMR named by
-   * imm_data_key to num_sge_key's tag over the pages the WQE gives, read now
+   * REG_MR (kernel fast registration, contract 4.2): re-key the FRMR whose
+   * index imm_data_key names to num_sge_key's tag over the pages the WQE gives, read now
    * (the host may rewrite its page list for the next registration). One page:
    * dma_addr is that page plus the offset; more: dma_addr is an LE64 page-address
    * list and `offset` the in-page offset of va. Any refusal changes nothing and
@@ -273,8 +410,13 @@ export class LoopbackDataPath {
       table = t;
     }
     const zeroBased = (r.flags & MrFlag.ZERO_BASED) !== 0;
+    // The MR is named by its index: kernel consumers bump the key first
+    // (ib_update_fast_reg_key) and the driver then sends the *new* key in
+    // imm_data_key as well as its tag in num_sge_key (seen with nvme-rdma).
+    const current = rm.mrs.get(w.immDataKey >>> 8);
+    const key = current ? current.key : w.immDataKey;
     // fastRegister gives the table back itself when it refuses.
-    return rm.fastRegister(w.immDataKey, newKey, r.va, r.length, r.flags, zeroBased, table) === KeyStatus.OK
+    return rm.fastRegister(key, newKey, r.va, r.length, r.flags, zeroBased, table) === KeyStatus.OK
       ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
   }
 
@@ -307,7 +449,7 @@ export class LoopbackDataPath {
   #takeRecv(mem: GuestMemory, dest: QpRecord): QueueRing | 'empty' | 'bad' {
     const ring = this.#recvRing(dest);
     if (!ring || ring.ci === ring.pi) return 'empty';
-    const buf = this.#slot(mem, ring, ring.ci);
+    const buf = this.#slot(mem, ring, ring.ci, this.#rqSlot);
     if (!buf) return 'bad';
     const d = decodeRecvWqe(buf, this.#recv);
     return d.ok ? ring : 'bad';
@@ -332,9 +474,20 @@ export class LoopbackDataPath {
     if (countOnly) { /* WRITE_IMM: the data went to the rkey; only the count is reported */ } else if (total > r.sgeTotal) st = IonicStatus.LOCAL_LEN;
     else if (this.#sgl(mem, dest, r.sges, r.sgeCount, total, true, this.#dst) !== KeyStatus.OK) st = IonicStatus.LOCAL_PROT;
     if (st === IonicStatus.OK && !countOnly) {
-      if (prefix && pre > 0) copySlices(this.#dst, 0, [prefix], 0, pre);
+      if (prefix && pre > 0) {
+        this.#wordList[0] = prefix;
+        copySlices(this.#dst, 0, this.#wordList, 0, pre);
+      }
       copySlices(this.#dst, pre, this.#src, 0, len);
+      const c = this.#dev.counters;
+      c.inc(DC.send_msgs);
+      c.inc(DC.recv_msgs);
+      c.inc(DC.tx_bytes, len);
+      c.inc(DC.rx_bytes, total);
+      from.stats.inc(QC.bytes_sent, len);
+      dest.stats.inc(QC.bytes_received, total);
     }
+    this.#dev.counters.inc(DC.rx_wqes);
     this.#advance(ring);
     const c = this.#cqe;
     c.type = CqeType.RECV;
@@ -351,6 +504,7 @@ export class LoopbackDataPath {
     c.vlanTag = ud && ud.vlan >= 0 ? ud.vlan : 0;
     c.srcMac = ud ? ud.smac : null;
     this.#post(dest.rqCqId, solicited || c.error);
+    dest.stats.inc(QC.cqes_posted);
     this.#dst.length = 0;
     if (c.error && dest.type !== QpType.UD) this.#deviceError(dest);
     return st;
@@ -376,13 +530,16 @@ export class LoopbackDataPath {
           const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
           if (x !== IonicStatus.OK) return x;
           copySlices(this.#dst, 0, this.#src, 0, len);
+          this.#written(qp, len);
           this.#src.length = 0;
           this.#dst.length = 0;
           // The receive CQE carries the bytes written.
           this.#deliver(mem, qp, dest, rr, len, null, RecvOp.RDMA_WRITE_IMM, w.immDataKey, w.solicited, null, true);
           return IonicStatus.OK;
         }
-        if (w.verb === SendVerb.SEND_INV) this.#dev.rm.invalidate(w.immDataKey);
+        if (w.verb === SendVerb.SEND_INV && this.#dev.rm.invalidate(w.immDataKey) === KeyStatus.OK) {
+          this.#dev.counters.inc(DC.remote_invalidates);
+        }
         const op = w.verb === SendVerb.SEND ? RecvOp.SEND : w.verb === SendVerb.SEND_IMM ? RecvOp.SEND_IMM : RecvOp.SEND_INV;
         const st = this.#deliver(mem, qp, dest, rr, len, null, op, w.verb === SendVerb.SEND ? 0 : w.immDataKey, w.solicited, null);
         if (st === IonicStatus.LOCAL_LEN) return IonicStatus.REMOTE_INV_REQ;
@@ -396,6 +553,7 @@ export class LoopbackDataPath {
         const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
         if (x !== IonicStatus.OK) return x;
         copySlices(this.#dst, 0, this.#src, 0, len);
+        this.#written(qp, len);
         return IonicStatus.OK;
       }
       case SendVerb.RDMA_READ: {
@@ -407,6 +565,8 @@ export class LoopbackDataPath {
         this.#dst.length = 0;
         if (this.#sgl(mem, qp, w.sges, w.sgeCount, len, true, this.#dst) !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
         copySlices(this.#dst, 0, this.#src, 0, len);
+        this.#dev.counters.inc(DC.rdma_read_bytes, len);
+        qp.stats.inc(QC.bytes_rdma_read, len);
         return IonicStatus.OK;
       }
       case SendVerb.ATOMIC_CS:
@@ -427,21 +587,29 @@ export class LoopbackDataPath {
     return st === KeyStatus.OK ? IonicStatus.OK : IonicStatus.REMOTE_ACC;
   }
 
+  #written(qp: QpRecord, len: number): void {
+    this.#dev.counters.inc(DC.rdma_write_bytes, len);
+    qp.stats.inc(QC.bytes_rdma_write, len);
+  }
+
   #atomic(mem: GuestMemory, qp: QpRecord, dest: QpRecord, w: SendWqe): number {
     const va = w.rdma.remoteVa;
     if (!Number.isSafeInteger(va) || va < 0) return IonicStatus.REMOTE_ACC;
     if (va % ATOMIC_SIZE !== 0) return IonicStatus.REMOTE_INV_REQ;
     const x = this.#remote(mem, dest, w.rdma.rkey, va, ATOMIC_SIZE, MrFlag.REMOTE_ATOMIC, QpFlag.REMOTE_ATOMIC, true);
     if (x !== IonicStatus.OK) return x;
-    const remote = [...this.#dst];
+    const remote = this.#remoteWord;
+    remote.length = 0;
+    for (const v of this.#dst) remote.push(v);
     this.#dst.length = 0;
     const a = w.atomic;
     if (a.localLen !== ATOMIC_SIZE) return IonicStatus.LOCAL_LEN;
     if (this.#views(mem, a.localLkey, a.localVa, ATOMIC_SIZE, MrFlag.LOCAL_WRITE, qp.privileged, qp.pdId, true, this.#dst) !== KeyStatus.OK) {
       return IonicStatus.LOCAL_PROT;
     }
-    const word = Buffer.alloc(ATOMIC_SIZE);
-    copySlices([word], 0, remote, 0, ATOMIC_SIZE);
+    const word = this.#word;
+    this.#wordList[0] = word;
+    copySlices(this.#wordList, 0, remote, 0, ATOMIC_SIZE);
     const oldLo = word.readUInt32LE(0);
     const oldHi = word.readUInt32LE(4);
     let store = true;
@@ -454,13 +622,16 @@ export class LoopbackDataPath {
       newLo = lo - carry * TWO_32;
       newHi = (oldHi + a.swapAddHi + carry) % TWO_32;
     }
-    const result = Buffer.from(word);
+    word.copy(this.#old);
     if (store) {
       word.writeUInt32LE(newLo >>> 0, 0);
       word.writeUInt32LE(newHi >>> 0, 4);
-      copySlices(remote, 0, [word], 0, ATOMIC_SIZE);
+      copySlices(remote, 0, this.#wordList, 0, ATOMIC_SIZE);
     }
-    copySlices(this.#dst, 0, [result], 0, ATOMIC_SIZE);
+    this.#wordList[0] = this.#old;
+    copySlices(this.#dst, 0, this.#wordList, 0, ATOMIC_SIZE);
+    remote.length = 0;
+    this.#dev.counters.inc(DC.atomic_ops);
     return IonicStatus.OK;
   }
 
@@ -479,32 +650,10 @@ export class LoopbackDataPath {
     const rr = this.#takeRecv(mem, dest);
     if (typeof rr === 'string') return IonicStatus.OK; // no receive posted: UD drops
     const av = ah.av;
-    const grh = Buffer.alloc(GRH_SIZE);
     const len = this.#msgLen(w);
     const ipv4 = av.ipVersion === 4;
-    if (ipv4) {
-      // 20 zero bytes, then the IPv4 header the packet would carry.
-      const h = grh.subarray(20);
-      h[0] = 0x45;
-      h[1] = av.trafficClass & 0xff;
-      h.writeUInt16BE(20 + 8 + 12 + 8 + len + 4, 2);
-      h[6] = 0x40;
-      h[8] = av.hopLimit & 0xff;
-      h[9] = 17;
-      av.sgid.copy(h, 12, 12, 16);
-      av.dgid.copy(h, 16, 12, 16);
-      let sum = 0;
-      for (let i = 0; i < 20; i += 2) sum += h.readUInt16BE(i);
-      while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-      h.writeUInt16BE(~sum & 0xffff, 10);
-    } else {
-      grh.writeUInt32BE(((6 << 28) | ((av.trafficClass & 0xff) << 20) | (av.flowLabel & 0xfffff)) >>> 0, 0);
-      grh.writeUInt16BE(8 + 12 + 8 + len + 4, 4);
-      grh[6] = 17;
-      grh[7] = av.hopLimit & 0xff;
-      av.sgid.copy(grh, 8);
-      av.dgid.copy(grh, 24);
-    }
+    const grh = this.#grh;
+    writeGrh(av, len, grh);
     this.#deliver(mem, qp, dest, rr, len, grh, w.verb === SendVerb.SEND ? RecvOp.SEND : RecvOp.SEND_IMM,
       w.verb === SendVerb.SEND_IMM ? w.immDataKey : 0, w.solicited, { ipv4, smac: av.smac, vlan: av.vlanTci });
     return IonicStatus.OK;
@@ -541,6 +690,7 @@ export class LoopbackDataPath {
       c.wqeIdHi = idHi;
     }
     this.#post(qp.sqCqId, c.error);
+    qp.stats.inc(QC.cqes_posted);
   }
 
   /** The device moves a QP to ERR on its own: flush hints for the queues no error CQE covered. */
@@ -552,15 +702,23 @@ export class LoopbackDataPath {
     this.#modified(qp, from);
   }
 
+  /** Count the WQEs a flush hint stands for (the host completes them itself). */
+  #flushed(qp: QpRecord, ring: QueueRing): void {
+    const n = (ring.pi - ring.ci) & ((1 << ring.depthLog2) - 1);
+    this.#dev.counters.inc(DC.flushed_wqes, n);
+    qp.stats.inc(QC.flushed_wqes, n);
+    qp.stats.inc(QC.cqes_posted);
+  }
+
   #modified(qp: QpRecord, from: QpState): void {
     const s = this.#state(qp);
     if (qp.state === QpState.RESET) {
       s.msn = 0;
-      this.#waiting.delete(qp);
+      this.#unwait(qp);
       return;
     }
     if (qp.state === QpState.ERR && from !== QpState.ERR) {
-      this.#waiting.delete(qp);
+      this.#unwait(qp);
       const c = this.#cqe;
       c.qid = qp.id;
       c.error = true;
@@ -572,6 +730,7 @@ export class LoopbackDataPath {
         c.type = CqeType.SEND_NPG;
         c.msn = 0;
         this.#post(qp.sqCqId, true);
+        this.#flushed(qp, qp.sq);
         qp.sq.ci = qp.sq.pi;
       }
       if (qp.rq && qp.rq.ci !== qp.rq.pi) {
@@ -583,6 +742,7 @@ export class LoopbackDataPath {
         c.vlan = false;
         c.vlanTag = 0;
         this.#post(qp.rqCqId, true);
+        this.#flushed(qp, qp.rq);
         qp.rq.ci = qp.rq.pi;
       }
       return;

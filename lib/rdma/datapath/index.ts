@@ -1,7 +1,8 @@
-// The RDMA data-path building blocks: ring layouts and codecs, MR translation
-// with the DMA-key policy, and the byte-moving operations. Pure: everything
-// reaches guest memory through GuestMemory and MRs through MrTable.
+// The RDMA data path: ring layouts and codecs, the byte mover, the datagram
+// rules, and the loopback engine that executes WQEs between QPs of one device.
+// Keys are translated by the resource manager (lib/rdma/resources.ts).
 
 export * from './layouts';
-export * from './translate';
-export * from './ops';
+export * from './copy';
+export * from './datagram';
+export * from './engine-glue';

@@ -87,6 +87,8 @@ export interface ModifyBody {
   id: number; mask: number; state?: number; curState?: number; access?: number; rqPsn?: number; sqPsn?: number; qkeyDest?: number;
   rateLimit?: number; pmtu?: number; retry?: number; rnrTimer?: number; timeout?: number; rsqDepth?: number; rrqDepth?: number;
   ahId?: number; hdrLen?: number; hdrDma?: number; pcp?: number; dscp?: number; csum?: number;
+  /** The two nibbles of `retry` (byte 25), when `retry` itself is not given: retry_cnt low, rnr_retry high. */
+  retryCnt?: number; rnrRetry?: number;
 }
 
 export function modifyQpBody(o: ModifyBody): Buffer {
@@ -99,7 +101,7 @@ export function modifyQpBody(o: ModifyBody): Buffer {
   b.writeUInt32LE((o.qkeyDest ?? 0) >>> 0, 16);
   b.writeUInt32LE((o.rateLimit ?? 0) >>> 0, 20);
   b[24] = o.pmtu ?? 0;
-  b[25] = o.retry ?? 0;
+  b[25] = o.retry ?? (((o.retryCnt ?? 0) & 0xf) | (((o.rnrRetry ?? 0) & 0xf) << 4));
   b[26] = o.rnrTimer ?? 0;
   b[27] = o.timeout ?? 0;
   b[28] = o.rsqDepth ?? 0;

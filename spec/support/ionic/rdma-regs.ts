@@ -68,3 +68,24 @@ export const MrF = {
 
 /** EQE / CQE bit fields (contract 2.2, 4.6, 4.8). */
 export const Eqe = { TYPE_CQ: 0, TYPE_QP: 1, CODE_NOTIFY: 0, CODE_CQ_ERR: 8 } as const;
+
+// ---- data path (contract 4.2 - 4.6) ----------------------------------------------------------
+
+/** Send WQE opcodes, identity version 1 (contract 4.2). */
+export const WOp = {
+  SEND: 0, SEND_INV: 1, SEND_IMM: 2, RDMA_READ: 3, RDMA_WRITE: 4, RDMA_WRITE_IMM: 5, ATOMIC_CS: 6, ATOMIC_FA: 7, REG_MR: 8,
+  LOCAL_INV: 9, BIND_MW: 10,
+} as const;
+
+/** Send/receive WQE base-header flags (BE16 at 10); SGL format in bits 12-15. */
+export const WqeF = { FENCE: 1 << 0, SOLICITED: 1 << 1, INLINE: 1 << 2, SIGNALED: 1 << 3, SPEC32: 1 << 12, SPEC16: 2 << 12 } as const;
+
+/** CQE types (qid_type_flags bits 5-7) and receive ops (src_qpn_op bits 24-28). */
+export const CqeT = { ADMIN: 0, RECV: 1, SEND_MSN: 2, SEND_NPG: 3 } as const;
+export const ROp = { SEND: 0, SEND_INV: 1, SEND_IMM: 2, RDMA_WRITE_IMM: 3 } as const;
+
+/** CQE status codes (status_length with the error bit). */
+export const WSt = {
+  OK: 0, LOCAL_LEN: 1, LOCAL_QP_OPER: 2, LOCAL_PROT: 3, WQE_FLUSHED: 4, MEM_MGMT_OPER: 5, BAD_RESP: 6, LOCAL_ACC: 7,
+  REMOTE_INV_REQ: 8, REMOTE_ACC: 9, REMOTE_OPER: 10, RETRY_EXCEEDED: 11, RNR_RETRY_EXCEEDED: 12, XRC_VIO: 13, LOCAL_SGL_INV: 14,
+} as const;
