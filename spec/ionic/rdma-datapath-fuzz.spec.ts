@@ -312,7 +312,8 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
         expect(r, `${where}: RECV CQE with no receive posted`).to.not.equal(undefined);
         expect(c.wqeIdLo, `${where}: receives complete in RQ order`).to.equal(r!.id);
         expect(c.recvOp, `${where}: recv op`).to.be.within(ROp.SEND, ROp.RDMA_WRITE_IMM);
-        expect(models.has(c.srcQpn), `${where}: source QP ${c.srcQpn}`).to.equal(true);
+        // A receive WQE the device could not use completes in error with no source.
+        if (!c.error) expect(models.has(c.srcQpn), `${where}: source QP ${c.srcQpn}`).to.equal(true);
         if (!c.error && r!.total >= 0 && c.recvOp !== ROp.RDMA_WRITE_IMM) {
           expect(c.statusLength, `${where}: byte count past the receive`).to.be.at.most(r!.total);
         }

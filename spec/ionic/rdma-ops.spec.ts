@@ -6,8 +6,8 @@
 
 import { expect } from 'chai';
 import { PAGE } from '../support/ionic/regs';
-import { CqeT, MrF, QpF, QpS, QpT, ROp, WOp, WSt } from '../support/ionic/rdma-regs';
-import { pageList } from '../support/ionic/rdma-cmds';
+import { AOp, CqeT, Mask, MrF, QpF, QpS, QpT, ROp, WOp, WSt } from '../support/ionic/rdma-regs';
+import { modifyQpBody, pageList } from '../support/ionic/rdma-cmds';
 import { Cq, Cqe, GuestMr, Qp, SendWr, Snapshot, Srq, v4, v6, VerbsGuest } from '../support/ionic/rdma-verbs';
 
 type Row = (number | boolean)[];
@@ -619,11 +619,10 @@ describe('ionic rdma: every data-path operation through the live path', function
     ];
     for (const k of cases) it(k.what, async () => fail(k));
 
-    it('a destination QP that is not ready (RESET), does not exist, or is of another type: RETRY_EXCEEDED', async () => {
+    it('a destination QP that is not ready (RESET) or does not exist: RETRY_EXCEEDED', async () => {
       const e = await v.createQp(16, QpT.RC, { sqCq: scq, rqCq: rcq });
       await v.createQp(17, QpT.RC, { sqCq: scq, rqCq: rcq }); // left in RESET
-      const u = await v.createQp(18, QpT.UC, { sqCq: scq, rqCq: rcq });
-      for (const [qp, dest] of [[e, 17], [e, 999], [u, b.id]] as const) {
+      for (const [qp, dest] of [[e, 17], [e, 999]] as const) {
         if (qp.up) await v.reset(qp, dest);
         else await v.connect(qp, dest);
         await v.settle();
@@ -767,6 +766,32 @@ describe('ionic rdma: every data-path operation through the live path', function
       expect(B.read(64, 8).toString()).to.equal('uc write');
       expectOnly([...ranges(B, 0, 7), ...ranges(B, 64, 8)]);
       expectCqes([msn(u, 1), msn(u, 2)], [recv(w, 7, 32, ROp.SEND, 0, 0xd1), recv(w, 8, 32, ROp.RDMA_WRITE_IMM, 9, 0xd2)]);
+    });
+
+    it('no ACKs: a SEND with no receive, a bad rkey and a dead destination all complete the requester OK, and nothing lands', async () => {
+      snap = new Snapshot(v.g, arena());
+      v.postSend(u, { op: WOp.SEND, id: 0x8d, inline: Buffer.from('dropped') }); // w has no receive: dropped, no RNR
+      v.postSend(u, { op: WOp.RDMA_WRITE, id: 0x8e, inline: Buffer.from('bad rkey'), remote: { va: B.va, rkey: B.key ^ 0x80 } });
+      await v.settle();
+      expectOnly([]);
+      expectCqes([msn(u, 1), msn(u, 2)], []);
+      expect(v.qpState(u)).to.equal(QpS.RTS);
+      await v.toErr(w);
+      v.drainAll();
+      v.postSend(u, { op: WOp.RDMA_WRITE, id: 0x8f, inline: Buffer.from('to nobody'), remote: { va: B.va, rkey: B.key } });
+      await v.settle();
+      expectOnly([]);
+      expectCqes([msn(u, 3)], []);
+      await v.reset(w);
+    });
+
+    it('RDMA READ and atomics are not UC operations: LOCAL_QP_OPER and the requester goes to ERR', async () => {
+      snap = new Snapshot(v.g, arena());
+      v.postSend(u, { op: WOp.RDMA_READ, id: 0x90, sges: [A.sge(0, 8)], remote: { va: B.va, rkey: B.key } });
+      await v.settle();
+      expectOnly([]);
+      expectCqes([msn(u, 1, WSt.LOCAL_QP_OPER)], []);
+      expect(v.qpState(u)).to.equal(QpS.ERR);
     });
   });
 
@@ -942,10 +967,16 @@ describe('ionic rdma: every data-path operation through the live path', function
         v.postSend(x, w);
         await v.settle();
         expect(v.drain(scq).map(S)).to.deep.equal([npg(x, w.id!, st)]);
-        // The code moves a UD sender to ERR too, so its RQ gets the flush hint (contract 4.7); y's receive is left alone.
-        expect(v.qpState(x)).to.equal(QpS.ERR);
-        expect(v.drain(rcq).map(R)).to.deep.equal([rqFlush(x)]);
+        // A datagram QP's send error stops only its SQ (SQE): its own receive stays posted, y's is left alone.
+        expect(v.qpState(x)).to.equal(QpS.SQE);
+        expect(v.drain(rcq).map(R)).to.deep.equal([]);
         expectOnly([]);
+        // SQE -> RTS (what the MAD layer does) and the SQ runs again.
+        await v.ok(AOp.MODIFY_QP, modifyQpBody({ id: x.id, mask: Mask.STATE | Mask.CUR_STATE, state: QpS.RTS, curState: QpS.SQE }), 'SQE -> RTS');
+        v.postSend(x, { op: WOp.SEND, id: 0x9b, inline: Buffer.from('again'), ud: { ah: 4, qpn: 21, qkey: UD_QKEY } });
+        await v.settle();
+        expect(v.drain(scq).map(S)).to.deep.equal([npg(x, 0x9b)]);
+        expect(v.drain(rcq).map((c) => [c.qid, c.error, c.statusLength, c.wqeIdLo])).to.deep.equal([[y.id, false, 40 + 5, 0xe9]]);
       });
     }
   });

@@ -321,7 +321,10 @@ export class LoopbackDataPath {
     else if (datagram) status = this.#udSend(mem, qp, w, buf);
     else {
       const dest = dev.rm.qps.get(qp.attrs.destQpn);
-      const r = this.#rcOp(mem, qp, dest, w, buf);
+      let r = this.#rcOp(mem, qp, dest, w, buf);
+      // UC has no ACKs: a message the responder drops (no receive, bad rkey,
+      // responder not ready) still completes the requester successfully.
+      if (qp.type === QpType.UC && (r === 'wait' || ucSilent(r))) r = IonicStatus.OK;
       if (r === 'wait') {
         // Counted once per attempt above; undo so a waiting WQE counts once when it runs.
         dev.counters.inc(DC.tx_wqes, -1);
@@ -450,9 +453,38 @@ export class LoopbackDataPath {
     const ring = this.#recvRing(dest);
     if (!ring || ring.ci === ring.pi) return 'empty';
     const buf = this.#slot(mem, ring, ring.ci, this.#rqSlot);
-    if (!buf) return 'bad';
-    const d = decodeRecvWqe(buf, this.#recv);
-    return d.ok ? ring : 'bad';
+    const d = buf ? decodeRecvWqe(buf, this.#recv) : null;
+    if (d && d.ok) return ring;
+    this.#badRecv(dest, ring, buf);
+    return 'bad';
+  }
+
+  /**
+   * The receive WQE at the head is unreadable or malformed: consume it with a
+   * LOCAL_QP_OPER completion (its wqe_id when the slot could be read) and, on
+   * a connected QP, move the responder to ERR, so the next message does not
+   * meet the same WQE again.
+   */
+  #badRecv(dest: QpRecord, ring: QueueRing, buf: Buffer | null): void {
+    this.#advance(ring);
+    const c = this.#cqe;
+    c.type = CqeType.RECV;
+    c.qid = dest.id;
+    c.error = true;
+    c.statusLength = IonicStatus.LOCAL_QP_OPER;
+    c.wqeIdLo = buf ? buf.readUInt32LE(0) : 0;
+    c.wqeIdHi = buf ? buf.readUInt32LE(4) : 0;
+    c.srcQpn = 0;
+    c.recvOp = RecvOp.SEND;
+    c.immDataRkey = 0;
+    c.ipv4 = false;
+    c.vlan = false;
+    c.vlanTag = 0;
+    c.srcMac = null;
+    this.#post(dest.rqCqId, true);
+    dest.stats.inc(QC.cqes_posted);
+    dest.stats.inc(QC.errors);
+    if (dest.type !== QpType.UD && dest.id !== GSI_QPN) this.#deviceError(dest);
   }
 
   #advance(ring: QueueRing): void {
@@ -511,6 +543,10 @@ export class LoopbackDataPath {
   }
 
   #rcOp(mem: GuestMemory, qp: QpRecord, dest: QpRecord | undefined, w: SendWqe, buf: Buffer): number | 'wait' {
+    // UC has no responder resources: RDMA READ and atomics are RC only (IBTA table 38).
+    if (qp.type === QpType.UC && (w.verb === SendVerb.RDMA_READ || w.verb === SendVerb.ATOMIC_CS || w.verb === SendVerb.ATOMIC_FA)) {
+      return IonicStatus.LOCAL_QP_OPER;
+    }
     if (!dest || dest.type !== qp.type || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) {
       return IonicStatus.RETRY_EXCEEDED;
     }
@@ -520,11 +556,15 @@ export class LoopbackDataPath {
       case SendVerb.SEND_INV:
       case SendVerb.RDMA_WRITE_IMM: {
         const isWrite = w.verb === SendVerb.RDMA_WRITE_IMM;
-        const rr = this.#takeRecv(mem, dest);
-        if (rr === 'empty') return 'wait';
-        if (rr === 'bad') return IonicStatus.REMOTE_OPER;
+        // The requester's own buffers first: a bad lkey is reported whether or not a receive is posted.
         const g = this.#gather(mem, qp, w, buf);
         if (g !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
+        const rr = this.#takeRecv(mem, dest);
+        if (rr === 'empty') {
+          this.#src.length = 0;
+          return 'wait';
+        }
+        if (rr === 'bad') return IonicStatus.REMOTE_OPER;
         const len = this.#msgLen(w);
         if (isWrite) {
           const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
@@ -537,13 +577,14 @@ export class LoopbackDataPath {
           this.#deliver(mem, qp, dest, rr, len, null, RecvOp.RDMA_WRITE_IMM, w.immDataKey, w.solicited, null, true);
           return IonicStatus.OK;
         }
-        if (w.verb === SendVerb.SEND_INV && this.#dev.rm.invalidate(w.immDataKey) === KeyStatus.OK) {
-          this.#dev.counters.inc(DC.remote_invalidates);
-        }
         const op = w.verb === SendVerb.SEND ? RecvOp.SEND : w.verb === SendVerb.SEND_IMM ? RecvOp.SEND_IMM : RecvOp.SEND_INV;
         const st = this.#deliver(mem, qp, dest, rr, len, null, op, w.verb === SendVerb.SEND ? 0 : w.immDataKey, w.solicited, null);
         if (st === IonicStatus.LOCAL_LEN) return IonicStatus.REMOTE_INV_REQ;
         if (st !== IonicStatus.OK) return IonicStatus.REMOTE_OPER;
+        // The invalidation takes effect with the message, not when it fails.
+        if (w.verb === SendVerb.SEND_INV && this.#dev.rm.invalidate(w.immDataKey) === KeyStatus.OK) {
+          this.#dev.counters.inc(DC.remote_invalidates);
+        }
         return IonicStatus.OK;
       }
       case SendVerb.RDMA_WRITE: {
@@ -644,7 +685,7 @@ export class LoopbackDataPath {
     if (!ah) return IonicStatus.LOCAL_QP_OPER;
     const dest = this.#dev.rm.qps.get(w.ud.destQpn & 0xffffff);
     const qkey = effectiveQkey(w.ud.destQkey, qp.attrs.qkey);
-    if (!dest || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) return IonicStatus.OK;
+    if (!dest || !receives(dest.state)) return IonicStatus.OK;
     const destUd = dest.type === QpType.UD || dest.id === GSI_QPN;
     if (!datagramAccepted(destUd, dest.attrs.qkey, qkey)) return IonicStatus.OK;
     const rr = this.#takeRecv(mem, dest);
@@ -693,10 +734,22 @@ export class LoopbackDataPath {
     qp.stats.inc(QC.cqes_posted);
   }
 
-  /** The device moves a QP to ERR on its own: flush hints for the queues no error CQE covered. */
+  /**
+   * The device moves a QP to an error state on its own. A datagram QP's send
+   * error stops only its SQ (SQE; the MAD layer moves QP1 back to RTS and
+   * reposts); any other error is ERR, with flush hints for the queues no
+   * error CQE covered.
+   */
   #deviceError(qp: QpRecord, sqReported = false): void {
     if (qp.state === QpState.ERR) return;
     const from = qp.state;
+    if (sqReported && (qp.type === QpType.UD || qp.id === GSI_QPN)) {
+      if (qp.state === QpState.SQE) return;
+      qp.state = QpState.SQE;
+      qp.sq.ci = qp.sq.pi;
+      this.#unwait(qp);
+      return;
+    }
     qp.state = QpState.ERR;
     if (sqReported) qp.sq.ci = qp.sq.pi;
     this.#modified(qp, from);
@@ -749,6 +802,17 @@ export class LoopbackDataPath {
     }
     if (qp.state === QpState.RTS && qp.sq.ci !== qp.sq.pi) this.#schedule(qp);
   }
+}
+
+/** States in which a QP's receive side works (SQE stops only the send side). */
+function receives(state: QpState): boolean {
+  return state === QpState.RTR || state === QpState.RTS || state === QpState.SQD || state === QpState.SQE;
+}
+
+/** Responder-side outcomes a UC requester never learns of (there is no ACK/NAK). */
+function ucSilent(status: number): boolean {
+  return status === IonicStatus.REMOTE_ACC || status === IonicStatus.REMOTE_INV_REQ || status === IonicStatus.REMOTE_OPER
+    || status === IonicStatus.RETRY_EXCEEDED;
 }
 
 /** Plug the loopback data path into an engine. */
