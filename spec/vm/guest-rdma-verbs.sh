@@ -18,7 +18,7 @@ pair() { # name server-cmd client-cmd
   local name=$1; shift
   timeout 120 $1 > /tmp/srv.$name 2>&1 & local s=$!
   # Start the client once the server listens (perftest says so; others get 2 s), not on a guess under TCG load.
-  for _ in $(seq 100); do grep -q "Waiting for client\|rdma_server: start" /tmp/srv.$name 2>/dev/null && break; sleep 0.2; done
+  for _ in $(seq 100); do grep -q "Waiting for client\|rdma_server: start\|local address\|starting server" /tmp/srv.$name 2>/dev/null && break; sleep 0.2; done
   sleep 1
   timeout 120 $2 > /tmp/cli.$name 2>&1; local rc=$?
   wait $s; local rs=$?
