@@ -11,11 +11,12 @@ import { IonicDevice } from '../lib/ionic/device';
 import { FaultInjector, INJECT_HELP, InjectSpecError } from '../lib/ionic/fault-injection';
 import { listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
 import { TapLink } from '../lib/ionic/tap';
+import { isRdmaBackend, RDMA_BACKENDS } from '../lib/rdma/backends';
 
 export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
 /** "rocm-n": locally administered, unicast. */
 export const DEFAULT_MAC = '72:6f:63:6d:2d:6e';
-export const BACKENDS = ['none', 'loopback'] as const;
+const BACKENDS = RDMA_BACKENDS;
 
 function fail(message: string): never {
   // One line, always: yargs' messages can span several.
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
     .scriptName('rocm-ernic')
     .usage('$0 [options]\n\nServe an emulated AMD Pensando ionic RDMA NIC (1dd8:1002) to a QEMU VM over vfio-user.\nThe guest\'s stock ionic driver binds to it.')
     .option('socket', { alias: 's', type: 'string', default: DEFAULT_SOCKET, describe: 'vfio-user UNIX socket QEMU connects to' })
-    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: `RDMA backend: ${BACKENDS.join(' | ')}` })
+    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: `RDMA backend: loopback (WQEs run between QPs of this VM) | none (control path only: nothing runs or completes)` })
     .option('tap', { alias: 'T', type: 'string', describe: 'attach the Ethernet port to this existing host TAP (ip tuntap add dev X mode tap)' })
     .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
     .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, layered over compat' })
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
     .parseAsync();
 
   // Validate everything before anything is created.
-  if (!(BACKENDS as readonly string[]).includes(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')})`);
+  if (!isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')})`);
   const mac = parseMac(argv.mac);
   if (!mac) fail(`--mac ${argv.mac}: expected a unicast address like 72:6f:63:6d:2d:6e`);
   let profile;
@@ -93,7 +94,7 @@ async function main(): Promise<void> {
       fail(`--tap ${argv.tap}: cannot attach: ${(e as Error).message} (${hint})`);
     }
   }
-  const device = new IonicDevice({ profile, mac, link, faults, log });
+  const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend: argv.backend });
   const server = new VfioUserServer({
     socketPath: argv.socket, device: device.pci, log,
     ...(argv['socket-mode'] !== undefined ? { mode: parseInt(argv['socket-mode'], 8) } : {}),

@@ -28,7 +28,7 @@ import { bar0 as B0, ionic_dev_cmd_regs as DC, ionic_dev_info_regs as DI, ionic_
 import { Lif } from './lif';
 import type { NicProfile } from './profile';
 import { RdmaEngine } from './rdma/engine';
-import { installLoopbackDataPath } from '../rdma/datapath/engine-glue';
+import { installRdmaBackend, RdmaBackendName } from '../rdma/backends';
 import { rdmaEnabled } from './rdma/identity';
 import { DeviceStats } from './stats';
 
@@ -41,6 +41,8 @@ export interface IonicDeviceOptions {
   readonly link?: HostLink | null;
   readonly faults?: FaultInjector;
   readonly log?: Logger;
+  /** What executes RDMA work (lib/rdma/backends.ts); default loopback. */
+  readonly rdmaBackend?: RdmaBackendName;
 }
 
 /** The device counters the stats file and tests read. */
@@ -96,7 +98,7 @@ export class IonicDevice {
     this.rdma = rdmaEnabled(opts.profile)
       ? new RdmaEngine({ profile: opts.profile, memory, interrupts: this.interrupts, faults: this.faults, log: this.#log })
       : null;
-    if (this.rdma) installLoopbackDataPath(this.rdma);
+    if (this.rdma) installRdmaBackend(opts.rdmaBackend ?? 'loopback', this.rdma);
     this.#ctx = {
       profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
       counts: this.commandCounts, rdma: this.rdma,

@@ -157,3 +157,28 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
     });
   });
 });
+
+describe('ionic rdma: --backend none', () => {
+  let v: VerbsGuest;
+  after(async () => v?.close());
+
+  it('creates every object and records doorbells, but runs no WQE and completes nothing', async () => {
+    v = await VerbsGuest.boot({ rdmaBackend: 'none' });
+    const cq = await v.createCq(230, 6);
+    const mr = await v.createMr({ key: KEY, pages: 2, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE });
+    const a = await v.createQp(70, QpT.RC, { sqCq: cq });
+    const b = await v.createQp(71, QpT.RC, { sqCq: cq });
+    await v.connectPair(a, b);
+    const target = mr.read(4096, 16);
+    v.postRecv(b, { id: 1, sges: [mr.sge(0, 64)] });
+    v.postSend(a, { op: WOp.RDMA_WRITE, id: 2, inline: Buffer.from('not moved'), remote: { va: mr.va + 4096, rkey: KEY } });
+    v.postSend(a, { op: WOp.SEND, id: 3, inline: Buffer.from('nor this') });
+    await v.settle();
+    await sleep(20);
+    expect(v.drain(cq)).to.deep.equal([]);
+    expect(mr.read(4096, 16).equals(target)).to.equal(true);
+    const qp = v.rm.qps.get(a.id)!;
+    expect([qp.sq.pi, qp.sq.ci, qp.state]).to.deep.equal([2, 0, QpS.RTS]);
+    expect(v.rig.device.rdma!.counters.get(DC.tx_wqes)).to.equal(0);
+  });
+});

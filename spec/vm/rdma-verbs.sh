@@ -12,7 +12,7 @@ node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" -L warn >/tmp/ernic-vm-rdma-$$.lo
 server=$!
 trap 'kill $server 2>/dev/null; rm -f "$SOCK"' EXIT
 for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
-"$RIG/run-guest.sh" --socket "$SOCK" --smp 4 --net --timeout 900 \
+"$RIG/run-guest.sh" --socket "$SOCK" --smp 4 --net --timeout 1800 \
   --script <(printf '#!/bin/bash\nexport RXE=1\n'; cat "$HERE/guest-rdma-verbs.sh")
 rc=$?
 kill -0 $server 2>/dev/null && echo "ok   - server still running" || { echo "FAIL - server exited"; rc=1; }

@@ -95,8 +95,8 @@ export class LoopbackDataPath {
   readonly #waiting = new Set<QpRecord>();
   readonly #woken: QpRecord[] = [];
   /** Ring slots are read into these (a send WQE and a receive WQE are live at once). */
-  readonly #sqSlot = Buffer.alloc(1 << RDMA_MAX_STRIDE_LOG2);
-  readonly #rqSlot = Buffer.alloc(1 << RDMA_MAX_STRIDE_LOG2);
+  readonly #sqSlot = slotViews();
+  readonly #rqSlot = slotViews();
   readonly #grh = Buffer.alloc(GRH_SIZE);
   readonly #word = Buffer.alloc(ATOMIC_SIZE);
   readonly #old = Buffer.alloc(ATOMIC_SIZE);
@@ -250,13 +250,13 @@ export class LoopbackDataPath {
    * Ring slot `index` copied into `scratch` (the guest may rewrite the ring
    * while we work), or null when it is not guest memory. WQEs never cross a page.
    */
-  #slot(mem: GuestMemory, ring: QueueRing, index: number, scratch: Buffer): Buffer | null {
-    const size = 1 << ring.strideLog2;
-    if (size > scratch.length) return null;
+  #slot(mem: GuestMemory, ring: QueueRing, index: number, scratch: readonly Buffer[]): Buffer | null {
+    const out = scratch[ring.strideLog2];
+    if (!out) return null;
+    const size = out.length;
     const p = this.#pairs;
     p.length = 0;
     if (ring.table.translate(index << ring.strideLog2, size, p) !== 0 || p.length !== 2) return null;
-    const out = scratch.subarray(0, size);
     return mem.read(p[0]!, out) === MemStatus.OK ? out : null;
   }
 
@@ -802,6 +802,14 @@ export class LoopbackDataPath {
     }
     if (qp.state === QpState.RTS && qp.sq.ci !== qp.sq.pi) this.#schedule(qp);
   }
+}
+
+/** One scratch buffer per WQE stride (index strideLog2), views of a single allocation: no allocation per WQE. */
+function slotViews(): Buffer[] {
+  const whole = Buffer.alloc(1 << RDMA_MAX_STRIDE_LOG2);
+  const out: Buffer[] = [];
+  for (let log2 = 0; log2 <= RDMA_MAX_STRIDE_LOG2; log2++) out.push(whole.subarray(0, 1 << log2));
+  return out;
 }
 
 /** States in which a QP's receive side works (SQE stops only the send side). */

@@ -8,6 +8,7 @@
 // Data buffers and MR pages come from an "arena" of guest pages filled with
 // a pattern, so a test can snapshot it and see every byte the device wrote.
 
+import type { RdmaBackendName } from '../../../lib/rdma/backends';
 import { expect } from 'chai';
 import type { ResourceManager } from '../../../lib/rdma/resources';
 import { putU64 } from './guest';
@@ -252,6 +253,8 @@ export interface VerbsOptions extends BootOptions {
   ramSize?: number;
   /** Pages in the data arena (default 256). */
   arenaPages?: number;
+  /** The device's RDMA backend (default loopback). */
+  rdmaBackend?: RdmaBackendName;
 }
 
 // ---- the verbs guest ------------------------------------------------------------------------
@@ -274,7 +277,7 @@ export class VerbsGuest {
   }
 
   static async boot(o: VerbsOptions = {}): Promise<VerbsGuest> {
-    const rig = await Rig.start();
+    const rig = await Rig.start(o.rdmaBackend ? { rdmaBackend: o.rdmaBackend } : {});
     try {
       const g = await rig.probed(0, o.ramSize ? { ramSize: o.ramSize } : {});
       const r = await RdmaGuest.boot(g, { cpus: 8, ...o });

@@ -4,6 +4,7 @@
 
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
+import type { RdmaBackendName } from '../../../lib/rdma/backends';
 import { IonicDevice } from '../../../lib/ionic/device';
 import type { FaultInjector } from '../../../lib/ionic/fault-injection';
 import type { HostLink } from '../../../lib/ionic/frames';
@@ -39,6 +40,7 @@ export interface RigOptions {
   readonly link?: HostLink | null;
   readonly faults?: FaultInjector;
   readonly mac?: Buffer;
+  readonly rdmaBackend?: RdmaBackendName;
 }
 
 export class Rig {
@@ -50,6 +52,7 @@ export class Rig {
     const device = new IonicDevice({
       profile: opts.profile ?? testProfile(), mac: opts.mac ?? DEVICE_MAC, link: opts.link ?? null,
       ...(opts.faults ? { faults: opts.faults } : {}),
+      ...(opts.rdmaBackend ? { rdmaBackend: opts.rdmaBackend } : {}),
     });
     const path = tempSocketPath('ionic');
     const server = new VfioUserServer({ socketPath: path, device: device.pci });
