@@ -14,6 +14,8 @@ ip addr add 10.81.0.2/24 dev $nic; ip link set $nic up; sleep 2
 ibv_devices | sed 's/^/ibv_devices: /'
 check "ionic_0 listed" "ibv_devices | grep -q ionic_0"
 check "port active" "ibv_devinfo -d ionic_0 | grep -q PORT_ACTIVE"
+ibv_devinfo -v -d ionic_0 | grep -E "state:|active_mtu|link_layer|GID\[" | sed 's/^[[:space:]]*/ibv_devinfo: /'
+check "GID for 10.81.0.2 (IPv4-mapped, RoCE v2)" "ibv_devinfo -v -d ionic_0 | grep -q '::ffff:10.81.0.2'"
 pair() { # name server-cmd client-cmd
   local name=$1; shift
   timeout 120 $1 > /tmp/srv.$name 2>&1 & local s=$!
@@ -52,8 +54,8 @@ run() { # device host ip (the ip rdma_cm resolves to the device)
   pair slatR_$dev "ib_send_lat -d $dev -R -s 8 -n 500" "ib_send_lat -d $dev -R -s 8 -n 500 $ip" && \
     echo "$dev ib_send_lat -R 8B: $(grep -E '^ *8 ' /tmp/cli.slatR_$dev | awk '{print "t_typical " $5 " us, t_avg " $6 " us"}')" || { bad $dev "ib_send_lat -R"; tail -3 /tmp/cli.slatR_$dev; }
   # librdmacm's own examples: RC with rdma_server/rdma_client, UD with udaddy.
-  pair cm_$dev "rdma_server -s $ip" "rdma_client -s $ip" && echo "$dev rdma_server/rdma_client: $(tail -1 /tmp/cli.cm_$dev)" || { bad $dev rdma_client; tail -3 /tmp/cli.cm_$dev /tmp/srv.cm_$dev; }
-  pair udaddy_$dev "udaddy -b $ip" "udaddy -s $ip" && echo "$dev udaddy: $(tail -1 /tmp/cli.udaddy_$dev)" || { bad $dev udaddy; tail -3 /tmp/cli.udaddy_$dev /tmp/srv.udaddy_$dev; }
+  pair cm_$dev "rdma_server -s $ip" "rdma_client -s $ip" && echo "$dev rdma_server/rdma_client: $(tail -1 /tmp/cli.cm_$dev)" || { bad $dev rdma_client; tail -n 3 /tmp/cli.cm_$dev /tmp/srv.cm_$dev; }
+  pair udaddy_$dev "udaddy -b $ip" "udaddy -s $ip" && echo "$dev udaddy: $(tail -1 /tmp/cli.udaddy_$dev)" || { bad $dev udaddy; tail -n 3 /tmp/cli.udaddy_$dev /tmp/srv.udaddy_$dev; }
   # UC and SRQ: rdma-core's ionic provider does not promise them; report what happens.
   if pair uc_$dev "ibv_uc_pingpong -d $dev -g ${GIDX:-0} -n 200" "ibv_uc_pingpong -d $dev -g ${GIDX:-0} -n 200 $host"; then
     echo "$dev ibv_uc_pingpong: $(grep iters /tmp/cli.uc_$dev)"

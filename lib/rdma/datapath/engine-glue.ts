@@ -326,10 +326,12 @@ export class LoopbackDataPath {
       // responder not ready) still completes the requester successfully.
       if (qp.type === QpType.UC && (r === 'wait' || ucSilent(r))) r = IonicStatus.OK;
       if (r === 'wait') {
-        // Counted once per attempt above; undo so a waiting WQE counts once when it runs.
-        dev.counters.inc(DC.tx_wqes, -1);
-        qp.stats.inc(QC.wqes_processed, -1);
-        if (this.#rnr(qp, s, dest!) === 'wait') return 'wait';
+        if (this.#rnr(qp, s, dest!) === 'wait') {
+          // Counted above; a waiting WQE counts once, when it finally runs.
+          dev.counters.inc(DC.tx_wqes, -1);
+          qp.stats.inc(QC.wqes_processed, -1);
+          return 'wait';
+        }
         status = IonicStatus.RNR_RETRY_EXCEEDED;
       } else status = r;
     }
