@@ -469,13 +469,22 @@ export class LoopbackDataPath {
    */
   #badRecv(dest: QpRecord, ring: QueueRing, buf: Buffer | null): void {
     this.#advance(ring);
+    this.#recvErrorCqe(dest.id, IonicStatus.LOCAL_QP_OPER, buf ? buf.readUInt32LE(0) : 0, buf ? buf.readUInt32LE(4) : 0);
+    this.#post(dest.rqCqId, true);
+    dest.stats.inc(QC.cqes_posted);
+    dest.stats.inc(QC.errors);
+    if (dest.type !== QpType.UD && dest.id !== GSI_QPN) this.#deviceError(dest);
+  }
+
+  /** Fill #cqe as a RECV completion in error that carries nothing but its status and wqe_id. */
+  #recvErrorCqe(qid: number, status: number, idLo: number, idHi: number): void {
     const c = this.#cqe;
     c.type = CqeType.RECV;
-    c.qid = dest.id;
+    c.qid = qid;
     c.error = true;
-    c.statusLength = IonicStatus.LOCAL_QP_OPER;
-    c.wqeIdLo = buf ? buf.readUInt32LE(0) : 0;
-    c.wqeIdHi = buf ? buf.readUInt32LE(4) : 0;
+    c.statusLength = status;
+    c.wqeIdLo = idLo;
+    c.wqeIdHi = idHi;
     c.srcQpn = 0;
     c.recvOp = RecvOp.SEND;
     c.immDataRkey = 0;
@@ -483,10 +492,6 @@ export class LoopbackDataPath {
     c.vlan = false;
     c.vlanTag = 0;
     c.srcMac = null;
-    this.#post(dest.rqCqId, true);
-    dest.stats.inc(QC.cqes_posted);
-    dest.stats.inc(QC.errors);
-    if (dest.type !== QpType.UD && dest.id !== GSI_QPN) this.#deviceError(dest);
   }
 
   #advance(ring: QueueRing): void {
@@ -789,13 +794,7 @@ export class LoopbackDataPath {
         qp.sq.ci = qp.sq.pi;
       }
       if (qp.rq && qp.rq.ci !== qp.rq.pi) {
-        c.type = CqeType.RECV;
-        c.srcQpn = 0;
-        c.recvOp = RecvOp.SEND;
-        c.immDataRkey = 0;
-        c.ipv4 = false;
-        c.vlan = false;
-        c.vlanTag = 0;
+        this.#recvErrorCqe(qp.id, IonicStatus.WQE_FLUSHED, 0, 0);
         this.#post(qp.rqCqId, true);
         this.#flushed(qp, qp.rq);
         qp.rq.ci = qp.rq.pi;
