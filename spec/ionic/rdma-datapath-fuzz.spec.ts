@@ -341,7 +341,11 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
     }
   }
 
-  async function resetQp(m: QpModel): Promise<void> {
+  async function resetQp(m: QpModel, where: string): Promise<void> {
+    // Resetting one QP can complete another (a sender waiting on it fails with
+    // RETRY_EXCEEDED): take those CQEs against the models before this one is cleared.
+    await v.settle();
+    await collect(`${where} (before resetting QP ${m.qp.id})`);
     await v.reset(m.qp);
     m.sends = [];
     m.recvs = [];
@@ -411,7 +415,7 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       // Reset what the device put in ERR, what waits (RNR) with work left, what is full of receives, and now and then anything.
       for (const m of all) {
         const stuck = m.sends.some((s) => !s.done) || m.recvs.length >= DEPTH - 2;
-        if (v.qpState(m.qp) !== QpS.RTS || stuck || rnd.below(100) === 0) await resetQp(m);
+        if (v.qpState(m.qp) !== QpS.RTS || stuck || rnd.below(100) === 0) await resetQp(m, where);
       }
       await v.settle();
       await collect(`${where} (after resets)`);

@@ -103,6 +103,27 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       expect(v.drain(scq).map((c) => [c.type, c.error, c.statusLength])).to.deep.equal([[CqeT.SEND_NPG, true, WSt.WQE_FLUSHED]]);
     });
 
+    it('a SEND waiting for ever (rnr_retry 7) fails with RETRY_EXCEEDED when its responder goes to ERR', async () => {
+      const [a, b] = await pair({ rnrRetry: 7, rnrTimer: 1 });
+      v.postSend(a, { op: WOp.SEND, id: 0x16, sges: [mr.sge(0, 8)] });
+      await v.settle();
+      expect(v.drain(scq)).to.have.length(0);
+      await v.toErr(b);
+      await v.settle();
+      expect(v.drain(scq).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[a.id, true, WSt.RETRY_EXCEEDED]]);
+      expect(v.qpState(a)).to.equal(QpS.ERR);
+    });
+
+    it('... and when its responder is destroyed', async () => {
+      const [a, b] = await pair({ rnrRetry: 7, rnrTimer: 1 });
+      v.postSend(a, { op: WOp.SEND, id: 0x17, sges: [mr.sge(0, 8)] });
+      await v.settle();
+      expect(v.drain(scq)).to.have.length(0);
+      await v.ok(AOp.DESTROY_QP, idBody(b.id), 'DESTROY_QP');
+      await v.settle();
+      expect(v.drain(scq).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[a.id, true, WSt.RETRY_EXCEEDED]]);
+    });
+
     it('a QP destroyed while an RNR retry is pending: the timer fires into nothing', async () => {
       const [a] = await pair({ rnrRetry: 1, rnrTimer: 20 }); // 10.24 ms
       v.postSend(a, { op: WOp.SEND, id: 0x15, sges: [mr.sge(0, 8)] });

@@ -118,7 +118,8 @@ export class LoopbackDataPath {
       srqDoorbell: () => this.#wake(),
       cqConsumed: () => this.#wake(),
       qpModified: (qp, from) => this.#modified(qp, from),
-      qpDestroyed: (qp) => { this.#unwait(qp); qp.dp = undefined; },
+      // A QP waiting on this one (RNR) must learn it is gone: it then completes with RETRY_EXCEEDED.
+      qpDestroyed: (qp) => { this.#unwait(qp); qp.dp = undefined; this.#wake(); },
       reset: () => {
         for (const qp of this.#waiting) this.#unwait(qp);
         this.#waiting.clear();
@@ -771,6 +772,12 @@ export class LoopbackDataPath {
   }
 
   #modified(qp: QpRecord, from: QpState): void {
+    this.#modifiedSelf(qp, from);
+    // A sender waiting for this QP's receives sees the new state (a responder gone to ERR fails it).
+    if (qp.state !== from) this.#wake();
+  }
+
+  #modifiedSelf(qp: QpRecord, from: QpState): void {
     const s = this.#state(qp);
     if (qp.state === QpState.RESET) {
       s.msn = 0;
