@@ -437,14 +437,18 @@ export class ResourceManager {
   }
 
   /**
-   * Fast registration (a REG_MR WQE): `key` is the FRMR's current key,
-   * `newKey` its new one (same index, new tag). The FRMR must be unmapped.
-   * The table's runs must be charged already; on failure they are given back.
+   * Fast registration (a REG_MR WQE): `key` names the FRMR by its index,
+   * `newKey` is its new key (same index, new tag). Only the index of `key`
+   * counts: kernel consumers bump the key first (ib_update_fast_reg_key) and
+   * the driver then sends the *new* key there too (seen with nvme-rdma).
+   * The FRMR must be unmapped. The table's runs must be charged already; on
+   * failure they are given back.
    */
   fastRegister(key: number, newKey: number, iova: number, length: number, access: number, zeroBased: boolean, table: PageTable): KeyStatus {
-    const mr = this.lookupKey(key);
+    const index = key >>> 8;
+    const mr = index === 0 ? undefined : this.mrs.get(index);
     const refuse = (s: KeyStatus): KeyStatus => { this.releaseTable(table); return s; };
-    if (typeof mr === 'number') return refuse(mr);
+    if (!mr) return refuse(KeyStatus.NO_KEY);
     if (mr.kind !== MrKind.FRMR || newKey >>> 8 !== mr.index) return refuse(KeyStatus.NO_KEY);
     if (mr.valid) return refuse(KeyStatus.INVALID);
     if (!isAddrRange(iova, length) || table.length !== length) return refuse(KeyStatus.BAD_RANGE);

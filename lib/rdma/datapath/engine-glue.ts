@@ -223,14 +223,13 @@ export class LoopbackDataPath {
     return 'wait';
   }
 
-  /** Whether the CQEs this WQE will post have room; counts a wait when not. */
-  #cqRoom(qp: QpRecord, w: SendWqe, datagram: boolean): boolean {
+  /** Whether the CQEs this WQE will post (on `dest` too) have room; counts a wait when not. */
+  #cqRoom(qp: QpRecord, w: SendWqe, datagram: boolean, dest: QpRecord | undefined): boolean {
     const dev = this.#dev;
     let sqNeed = 1;
     const consumesRecv = w.verb === SendVerb.SEND || w.verb === SendVerb.SEND_IMM
       || (!datagram && (w.verb === SendVerb.SEND_INV || w.verb === SendVerb.RDMA_WRITE_IMM));
     if (consumesRecv) {
-      const dest = dev.rm.qps.get(datagram ? w.ud.destQpn & 0xffffff : qp.attrs.destQpn);
       if (dest) {
         if (dest.rqCqId === qp.sqCqId) sqNeed = 2;
         else {
@@ -310,8 +309,10 @@ export class LoopbackDataPath {
       return 'stop';
     }
     const w = dec;
-    if (!this.#cqRoom(qp, w, datagram)) return 'wait';
     const local = w.verb === SendVerb.LOCAL_INV || w.verb === SendVerb.REG_MR || w.verb === SendVerb.BIND_MW;
+    // The destination QP, looked up once: a connected QP's peer, or the QP a datagram names.
+    const dest = local ? undefined : dev.rm.qps.get(datagram ? w.ud.destQpn & 0xffffff : qp.attrs.destQpn);
+    if (!this.#cqRoom(qp, w, datagram, dest)) return 'wait';
     const remote = !datagram && !local;
     this.#src.length = 0;
     this.#dst.length = 0;
@@ -319,9 +320,8 @@ export class LoopbackDataPath {
     qp.stats.inc(QC.wqes_processed);
     let status: number;
     if (local) status = this.#localOp(mem, w);
-    else if (datagram) status = this.#udSend(mem, qp, w, buf);
+    else if (datagram) status = this.#udSend(mem, qp, w, buf, dest);
     else {
-      const dest = dev.rm.qps.get(qp.attrs.destQpn);
       let r = this.#rcOp(mem, qp, dest, w, buf);
       // UC has no ACKs: a message the responder drops (no receive, bad rkey,
       // responder not ready) still completes the requester successfully.
@@ -416,13 +416,8 @@ export class LoopbackDataPath {
       table = t;
     }
     const zeroBased = (r.flags & MrFlag.ZERO_BASED) !== 0;
-    // The MR is named by its index: kernel consumers bump the key first
-    // (ib_update_fast_reg_key) and the driver then sends the *new* key in
-    // imm_data_key as well as its tag in num_sge_key (seen with nvme-rdma).
-    const current = rm.mrs.get(w.immDataKey >>> 8);
-    const key = current ? current.key : w.immDataKey;
-    // fastRegister gives the table back itself when it refuses.
-    return rm.fastRegister(key, newKey, r.va, r.length, r.flags, zeroBased, table) === KeyStatus.OK
+    // fastRegister finds the FRMR by index and gives the table back itself when it refuses.
+    return rm.fastRegister(w.immDataKey, newKey, r.va, r.length, r.flags, zeroBased, table) === KeyStatus.OK
       ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
   }
 
@@ -685,13 +680,12 @@ export class LoopbackDataPath {
   }
 
   /** A UD/GSI SEND: the requester sees only its own errors; a refused datagram is dropped. */
-  #udSend(mem: GuestMemory, qp: QpRecord, w: SendWqe, buf: Buffer): number {
+  #udSend(mem: GuestMemory, qp: QpRecord, w: SendWqe, buf: Buffer, dest: QpRecord | undefined): number {
     if (w.verb !== SendVerb.SEND && w.verb !== SendVerb.SEND_IMM) return IonicStatus.LOCAL_QP_OPER;
     const g = this.#gather(mem, qp, w, buf);
     if (g !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
     const ah = this.#dev.rm.ahs.get(w.ud.ahId);
     if (!ah) return IonicStatus.LOCAL_QP_OPER;
-    const dest = this.#dev.rm.qps.get(w.ud.destQpn & 0xffffff);
     const qkey = effectiveQkey(w.ud.destQkey, qp.attrs.qkey);
     if (!dest || !receives(dest.state)) return IonicStatus.OK;
     const destUd = dest.type === QpType.UD || dest.id === GSI_QPN;
