@@ -16,18 +16,14 @@
 import { SendVerb, WqeFlag } from '../../lib/rdma/datapath/layouts';
 import type { IonicGuest } from '../../spec/support/ionic/guest';
 import type { RdmaGuest } from '../../spec/support/ionic/rdma-guest';
-import { AOp, Mask, MrF, QpF, QpS, QpT } from '../../spec/support/ionic/rdma-regs';
-import {
-  contiguousRing, createCqBody, createMrBody, createQpBody, headerTemplate, modifyQpBody, pageList, placeTemplate,
-} from '../../spec/support/ionic/rdma-cmds';
+import { MrF, QpF, QpT } from '../../spec/support/ionic/rdma-regs';
+import { VerbsGuest } from '../../spec/support/ionic/rdma-verbs';
 import { PAGE } from '../../spec/support/ionic/regs';
 
 export const QP_A = 10;
 export const QP_B = 11;
 const SEND_CQ = 300;
 const RECV_CQ = 301;
-/** An EQ the boot created (the data CQs are never armed: no events). */
-const EQ_ID = 3;
 const WQE_STRIDE_LOG2 = 6;
 const CQE_SIZE = 32;
 const MR_KEY = (5 << 8) | 0x11;
@@ -83,43 +79,20 @@ export class RdmaPair {
     return p;
   }
 
-  async #ok(op: number, body: Buffer, what: string): Promise<void> {
-    const c = await this.r.post(op, body);
-    if (c.error || c.status !== 0) throw new Error(`${what}: admin status ${c.status}`);
-  }
-
+  /** CQs, the MR and the two QPs through the guest model's verbs helper (the data CQs are never armed). */
   async #setup(): Promise<void> {
-    const { g } = this;
-    const cqLog2 = Math.log2(this.cqSize);
-    const sendCq = contiguousRing(g, this.cqSize * CQE_SIZE).dma;
-    await this.#ok(AOp.CREATE_CQ, createCqBody({ id: SEND_CQ, eqId: EQ_ID, depthLog2: cqLog2, strideLog2: 5, dma: sendCq }), 'CREATE_CQ send');
-    await this.#ok(AOp.CREATE_CQ, createCqBody({ id: RECV_CQ, eqId: EQ_ID, depthLog2: 6, strideLog2: 5, dma: contiguousRing(g, PAGE).dma }), 'CREATE_CQ recv');
-    this.#cqOff = sendCq - g.base;
-    // The MR over 4 KiB pages listed one by one, as a user registration gives them.
+    const v = VerbsGuest.attach(this.g, this.r);
+    const sendCq = await v.createCq(SEND_CQ, Math.log2(this.cqSize));
+    const recvCq = await v.createCq(RECV_CQ, 6);
+    this.#cqOff = sendCq.ring - this.g.base;
+    // The MR over 4 KiB pages listed one by one, as a user registration gives them; its va is its guest address.
     const pages: number[] = [];
     for (let at = 0; at < this.o.mrBytes; at += PAGE) pages.push(this.mr + at);
-    await this.#ok(AOp.CREATE_MR, createMrBody({
-      key: MR_KEY, va: this.mr, length: this.o.mrBytes, mapCount: pages.length, dma: pageList(g, pages), pageSizeLog2: 12,
-      flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ,
-    }), 'CREATE_MR');
-    for (const id of [QP_A, QP_B]) {
-      const sqLog2 = id === QP_A ? this.o.sqLog2 : 2;
-      const sq = contiguousRing(g, (1 << sqLog2) << WQE_STRIDE_LOG2).dma;
-      const rq = contiguousRing(g, PAGE).dma;
-      await this.#ok(AOp.CREATE_QP, createQpBody({
-        id, type: QpT.RC, sq: { cqId: SEND_CQ, depthLog2: sqLog2, strideLog2: WQE_STRIDE_LOG2, dma: sq },
-        rq: { cqId: RECV_CQ, depthLog2: 2, strideLog2: WQE_STRIDE_LOG2, dma: rq },
-      }), `CREATE_QP ${id}`);
-      if (id === QP_A) this.#sqOff = sq - g.base;
-    }
-    const tpl = headerTemplate({ sip: Buffer.from([10, 0, 0, 1]), dip: Buffer.from([10, 0, 0, 1]) });
-    for (const [id, dest] of [[QP_A, QP_B], [QP_B, QP_A]] as const) {
-      await this.#ok(AOp.MODIFY_QP, modifyQpBody({ id, mask: Mask.STATE | Mask.ACCESS_FLAGS, state: QpS.INIT,
-        access: QpF.REMOTE_WRITE | QpF.REMOTE_READ }), `MODIFY_QP ${id} INIT`);
-      await this.#ok(AOp.MODIFY_QP, modifyQpBody({ id, mask: Mask.STATE | Mask.AV | Mask.DEST_QPN | Mask.PATH_MTU, state: QpS.RTR,
-        qkeyDest: dest, pmtu: 10, ahId: 9 + id, hdrLen: tpl.length, hdrDma: placeTemplate(g, tpl) }), `MODIFY_QP ${id} RTR`);
-      await this.#ok(AOp.MODIFY_QP, modifyQpBody({ id, mask: Mask.STATE, state: QpS.RTS }), `MODIFY_QP ${id} RTS`);
-    }
+    await v.createMr({ key: MR_KEY, pages, va: this.mr, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
+    const a = await v.createQp(QP_A, QpT.RC, { sqCq: sendCq, rqCq: recvCq, depthLog2: this.o.sqLog2, strideLog2: WQE_STRIDE_LOG2 });
+    const b = await v.createQp(QP_B, QpT.RC, { sqCq: sendCq, rqCq: recvCq, depthLog2: 2, strideLog2: WQE_STRIDE_LOG2 });
+    this.#sqOff = a.sq.at - this.g.base;
+    await v.connectPair(a, b, { access: QpF.REMOTE_WRITE | QpF.REMOTE_READ });
     // The WQE template (contract 4.2): RDMA WRITE, one SGE, signaled.
     const t = this.#tpl;
     t.writeUInt32LE(0x62656e63, 4); // wqe_id high word: "benc"

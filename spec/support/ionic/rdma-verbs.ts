@@ -265,15 +265,28 @@ export class VerbsGuest {
   /** The data arena: [at, at + bytes). */
   readonly arena: { readonly at: number; readonly bytes: number };
   #arenaNext: number;
+  readonly #rig: Rig | null;
 
-  private constructor(readonly rig: Rig, readonly g: IonicGuest, readonly r: RdmaGuest, arenaPages: number) {
+  private constructor(rig: Rig | null, readonly g: IonicGuest, readonly r: RdmaGuest, arenaPages: number) {
+    this.#rig = rig;
     const bytes = arenaPages * PAGE;
-    const at = g.alloc(bytes);
-    const m = g.mem(at, bytes);
-    // A pattern, so a write of zeros shows.
-    for (let i = 0; i < bytes; i += 4) m.writeUInt32LE(((i * 2654435761) ^ 0xa5a5a5a5) >>> 0, i);
+    const at = bytes > 0 ? g.alloc(bytes) : 0;
+    if (bytes > 0) {
+      const m = g.mem(at, bytes);
+      // A pattern, so a write of zeros shows.
+      for (let i = 0; i < bytes; i += 4) m.writeUInt32LE(((i * 2654435761) ^ 0xa5a5a5a5) >>> 0, i);
+    }
     this.arena = { at, bytes };
     this.#arenaNext = at;
+  }
+
+  /**
+   * Verbs over a guest already probed and RDMA-booted against some server
+   * (the benchmark's, in its own process): no in-process rig, so `rig` and
+   * `rm` are not available.
+   */
+  static attach(g: IonicGuest, r: RdmaGuest, arenaPages = 0): VerbsGuest {
+    return new VerbsGuest(null, g, r, arenaPages);
   }
 
   static async boot(o: VerbsOptions = {}): Promise<VerbsGuest> {
@@ -289,7 +302,13 @@ export class VerbsGuest {
   }
 
   async close(): Promise<void> {
-    await this.rig.close();
+    await this.#rig?.close();
+  }
+
+  /** The in-process device and server (boot() only). */
+  get rig(): Rig {
+    if (!this.#rig) throw new Error('VerbsGuest: attached to an outside server, there is no in-process rig');
+    return this.#rig;
   }
 
   /** The device's resource manager (state checks only). */
