@@ -56,13 +56,8 @@ export const enum AdminStatus {
   MSG_TOO_BIG = 6,
 }
 
-/** CQE types (qid_type_flags bits 5..7). */
-export const enum CqeType {
-  ADMIN = 0,
-  RECV = 1,
-  SEND_MSN = 2,
-  SEND_NPG = 3,
-}
+/** CQE types: the data path's (one definition for admin and data CQEs). */
+export { CqeType } from '../../rdma/datapath/layouts';
 
 /** qid_type_flags bits. */
 export const CQE_COLOR = 1 << 0;

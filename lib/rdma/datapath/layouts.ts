@@ -375,38 +375,8 @@ export const CqeBits = {
   RECV_IS_IPV4_BIT: 31,
 } as const;
 
-/** enum ionic_mr_flags (CREATE_MR dbid_flags, REG_MR / BIND_MW WQE flags). */
-export const MrFlag = {
-  LOCAL_WRITE: 1 << 0,
-  REMOTE_WRITE: 1 << 1,
-  REMOTE_READ: 1 << 2,
-  REMOTE_ATOMIC: 1 << 3,
-  MW_BIND: 1 << 4,
-  ZERO_BASED: 1 << 5,
-  ON_DEMAND: 1 << 6,
-  PB: 1 << 7,
-  ACCESS_MASK: (1 << 12) - 1,
-  UKEY_EN: 1 << 13,
-  IS_MW: 1 << 14,
-  INV_EN: 1 << 15,
-} as const;
-
-/** enum ionic_qp_flags (CREATE_QP priv_flags, MODIFY_QP access_flags). */
-export const QpFlag = {
-  REMOTE_WRITE: 1 << 0,
-  REMOTE_READ: 1 << 1,
-  REMOTE_ATOMIC: 1 << 2,
-  SQ_PB: 1 << 6,
-  RQ_PB: 1 << 7,
-  SQ_SPEC: 1 << 8,
-  RQ_SPEC: 1 << 9,
-  REMOTE_PRIVILEGED: 1 << 10,
-  SQ_DRAINING: 1 << 11,
-  SQD_NOTIFY: 1 << 12,
-  SQ_CMB: 1 << 13,
-  RQ_CMB: 1 << 14,
-  PRIVILEGED: 1 << 15,
-} as const;
+// MR and QP flags (contract 3.3, 5.4) are the resource manager's: one definition.
+export { MrFlag, QpFlag } from '../types';
 
 // ---------------------------------------------------------------------------
 // Limits
