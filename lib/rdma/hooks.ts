@@ -16,6 +16,7 @@ import type { CounterSet } from './counters';
 import type { CqRecord, MrRecord, QpChanges, QpRecord, ResourceManager, SrqRecord } from './resources';
 import type { QpState } from './types';
 import type { GuestMemory } from '../vfio-user/guest-memory';
+import type { Logger } from '../log';
 
 export interface DataPathHooks {
   /**
@@ -53,6 +54,8 @@ export type CqePostResult = 'ok' | 'no-cq' | 'full' | 'dma-error';
 export interface DataPathDevice {
   readonly rm: ResourceManager;
   readonly counters: CounterSet;
+  /** Where the data path reports its own bugs (contained as device errors, lib/guard.ts). */
+  readonly log: Logger;
   /** Guest memory, or undefined while no client is attached. */
   memory(): GuestMemory | undefined;
   /**

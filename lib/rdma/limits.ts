@@ -48,6 +48,12 @@ export const RDMA_MAX_MR_PAGES = RDMA_NPTS_PER_LIF / 2;
 export const RDMA_MAX_PT_RUNS = 1 << 24;
 /** Page-table entries read from guest memory per chunk while building a table. */
 export const RDMA_PT_READ_CHUNK = 8192;
+/**
+ * Page-table entries one event-loop turn reads (about a millisecond): a longer
+ * list (an MR of up to RDMA_MAX_MR_PAGES pages) is read over several turns,
+ * so no registration holds the loop, and with it every vCPU's MMIO, for long.
+ */
+export const RDMA_PT_ENTRIES_PER_TURN = 1 << 14;
 
 /** Ring geometry bounds (contract 4.1): depth up to 2^16 slots, strides 2^2..2^11 bytes. */
 export const RDMA_MAX_DEPTH_LOG2 = 16;

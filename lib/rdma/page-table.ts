@@ -203,31 +203,88 @@ export interface PageListSource {
 }
 
 /**
- * Read a guest page-address array in chunks and build its table. The runs are
- * charged to `budget` (and given back on failure); the caller gives them back
- * with `budget.give(table.runs)` when the table is dropped.
+ * A page-address array read a bounded number of entries at a time, so that
+ * a list of up to 2^30 entries (a 4 TiB MR of 4 KiB pages, which the device
+ * allows) never holds the event loop for more than one chunk: the caller
+ * runs `step` once per turn and yields in between. The runs are charged to
+ * `budget` as they appear (a hostile list is refused before it has cost much
+ * memory) and given back on failure or `abort`; the finished table's runs are
+ * the caller's to give back when it drops the table.
+ */
+export class PageListLoader {
+  readonly #src: PageListSource;
+  readonly #budget: RunBudget;
+  readonly #builder: PageTableBuilder;
+  readonly #chunk: Buffer;
+  #done = 0;
+  #charged = 0;
+  #over = false;
+
+  constructor(src: PageListSource, budget: RunBudget) {
+    this.#src = src;
+    this.#budget = budget;
+    this.#builder = new PageTableBuilder(src.length, src.pageShift, src.firstOffset);
+    this.#chunk = Buffer.alloc(Math.min(src.count, RDMA_PT_READ_CHUNK) * 8);
+  }
+
+  /** Entries read so far. */
+  get entriesRead(): number {
+    return this.#done;
+  }
+
+  /**
+   * Read up to `maxEntries` more entries (at least one chunk's worth is never
+   * split): the table when the list is complete, an error (runs given back),
+   * or null when more remains.
+   */
+  step(mem: GuestMemory, maxEntries: number): PageTable | PageTableError | null {
+    const src = this.#src;
+    if (this.#over) return 'bad-range';
+    if (this.#done === 0 && !isAddrRange(src.listAddr, src.count * 8)) return this.#fail('bad-range');
+    const stop = Math.min(src.count, this.#done + Math.max(1, maxEntries));
+    const b = this.#builder;
+    while (this.#done < stop) {
+      const n = Math.min(stop - this.#done, RDMA_PT_READ_CHUNK);
+      const view = this.#chunk.subarray(0, n * 8);
+      if (mem.read(src.listAddr + this.#done * 8, view) !== MemStatus.OK) return this.#fail('unreadable');
+      for (let i = 0; i < n; i++) {
+        const hi = view.readUInt32LE(i * 8 + 4);
+        if (hi > 0x1fffff) return this.#fail('misaligned');
+        if (!b.addPage(hi * 0x100000000 + view.readUInt32LE(i * 8))) return this.#fail('misaligned');
+      }
+      this.#done += n;
+      if (b.runs > this.#charged) {
+        if (!this.#budget.take(b.runs - this.#charged)) return this.#fail('too-many-runs');
+        this.#charged = b.runs;
+      }
+    }
+    if (this.#done < src.count) return null;
+    this.#over = true;
+    return b.finish();
+  }
+
+  /** Stop early and give back what was charged (the caller drops the loader). */
+  abort(): void {
+    if (this.#over) return;
+    this.#fail('bad-range');
+  }
+
+  #fail(e: PageTableError): PageTableError {
+    this.#budget.give(this.#charged);
+    this.#charged = 0;
+    this.#over = true;
+    return e;
+  }
+}
+
+/**
+ * Read a whole guest page-address array and build its table in one call (for
+ * lists short enough to read at once; long ones go through PageListLoader
+ * step by step). The runs are charged to `budget` (and given back on
+ * failure); the caller gives them back with `budget.give(table.runs)` when the
+ * table is dropped.
  */
 export function loadPageList(mem: GuestMemory, src: PageListSource, budget: RunBudget): PageTable | PageTableError {
-  if (!isAddrRange(src.listAddr, src.count * 8)) return 'bad-range';
-  const b = new PageTableBuilder(src.length, src.pageShift, src.firstOffset);
-  const chunk = Buffer.alloc(Math.min(src.count, RDMA_PT_READ_CHUNK) * 8);
-  let charged = 0;
-  const fail = (e: PageTableError): PageTableError => { budget.give(charged); return e; };
-  for (let done = 0; done < src.count;) {
-    const n = Math.min(src.count - done, RDMA_PT_READ_CHUNK);
-    const view = chunk.subarray(0, n * 8);
-    if (mem.read(src.listAddr + done * 8, view) !== MemStatus.OK) return fail('unreadable');
-    for (let i = 0; i < n; i++) {
-      const hi = view.readUInt32LE(i * 8 + 4);
-      if (hi > 0x1fffff) return fail('misaligned');
-      if (!b.addPage(hi * 0x100000000 + view.readUInt32LE(i * 8))) return fail('misaligned');
-    }
-    done += n;
-    // Charge as we go, so a hostile list is refused before it has cost much memory.
-    if (b.runs > charged) {
-      if (!budget.take(b.runs - charged)) return fail('too-many-runs');
-      charged = b.runs;
-    }
-  }
-  return b.finish();
+  const r = new PageListLoader(src, budget).step(mem, src.count);
+  return r ?? 'bad-range';
 }

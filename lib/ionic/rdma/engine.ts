@@ -100,6 +100,10 @@ export class RdmaEngine implements DataPathDevice {
     return this.#memory();
   }
 
+  get log(): Logger {
+    return this.#log;
+  }
+
   /** The data path's hooks (none until it plugs in). */
   get hooks(): DataPathHooks {
     return this.#hooks;

@@ -5,8 +5,14 @@
 // `rm.translate` (flat (addr, len) pairs), turned into guest-memory views
 // here; `copySlices` moves the bytes between views (no bounce buffer).
 //
-// Per SQ doorbell the SQ is walked from ci to pi in order, at most BUDGET
-// WQEs per turn (then setImmediate). Completions follow contract 4.7:
+// Scheduling: a QP with work goes on one ready queue, drained in order by a
+// single loop (never by recursion: an event that makes more QPs ready while
+// the loop runs, such as a responder going to ERR and waking 4,000 waiting
+// senders, only appends to the queue). Each QP runs at most BUDGET WQEs per
+// visit and goes to the back if it has more; one turn runs at most
+// TURN_BUDGET WQEs in all, then the loop yields (setImmediate). Every visit
+// runs under the last-resort guard: a bug becomes that QP's ERR, not a crash.
+// Completions follow contract 4.7:
 //   remote WQEs (RC/UC, not a local op)  SEND_MSN CQE, msn = sequence + 1
 //   everything else (UD/GSI, local ops)  SEND_NPG CQE with the wqe_id
 // one CQE per WQE (always safe), wqe_id echoed verbatim. An error on an RC
@@ -25,8 +31,9 @@ import type { QpRecord, QueueRing, SrqRecord } from '../resources';
 import { KeyStatus } from '../resources';
 import { QpState, QpType } from '../types';
 import { DC, QC } from '../counters';
-import { GSI_QPN, RDMA_MAX_MR_PAGES, RDMA_MAX_STRIDE_LOG2, RDMA_SRQ_BASE } from '../limits';
-import { loadPageList, PageTable, PageTableBuilder } from '../page-table';
+import { GSI_QPN, RDMA_MAX_MR_PAGES, RDMA_MAX_STRIDE_LOG2, RDMA_PT_ENTRIES_PER_TURN, RDMA_SRQ_BASE } from '../limits';
+import { PageListLoader, PageTable, PageTableBuilder } from '../page-table';
+import { contain } from '../../guard';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import {
@@ -37,8 +44,10 @@ import { ATOMIC_SIZE } from './layouts';
 import { copySlices } from './copy';
 import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from './datagram';
 
-/** WQEs executed per turn before yielding to the event loop. */
+/** WQEs one QP runs per visit before the next ready QP gets its turn. */
 export const BUDGET = 64;
+/** WQEs all QPs together run per event-loop turn before yielding. */
+export const TURN_BUDGET = 256;
 
 /** Page sizes a REG_MR may name (4 KiB to 1 GiB; ib_map_mr_sg picks any power of two). */
 const REG_MR_MIN_PAGE_SHIFT = 12;
@@ -73,9 +82,31 @@ interface QpDp {
   rnrLeft: number;
   /** The pending RNR retry, if any. */
   rnrTimer: NodeJS.Timeout | null;
+  /** A REG_MR at the head whose page list is being read over several turns. */
+  regMr: PendingRegMr | null;
 }
 
-type StepResult = 'done' | 'wait' | 'stop';
+/** A REG_MR WQE in progress: what it asked for, and its page list so far. */
+interface PendingRegMr {
+  readonly generation: number;
+  readonly loader: PageListLoader;
+  readonly key: number;
+  readonly newKey: number;
+  readonly va: number;
+  readonly length: number;
+  readonly flags: number;
+  readonly wqeIdLo: number;
+  readonly wqeIdHi: number;
+  /** The table, once read (kept while the WQE waits for CQ room). */
+  table: PageTable | null;
+}
+
+/**
+ * done: the head WQE completed; wait: it waits for an event (a receive, CQ
+ * room, an RNR timer); stop: the QP stopped (error, no memory); yield: it is
+ * part way through (a long page list) and continues on a later turn.
+ */
+type StepResult = 'done' | 'wait' | 'stop' | 'yield';
 
 export interface DataPathEngine extends DataPathDevice {
   hooks: DataPathHooks;
@@ -93,7 +124,11 @@ export class LoopbackDataPath {
   readonly #src: Buffer[] = [];
   readonly #dst: Buffer[] = [];
   readonly #waiting = new Set<QpRecord>();
-  readonly #woken: QpRecord[] = [];
+  /** QPs with work, in order; entries before #readyHead are done. */
+  readonly #ready: QpRecord[] = [];
+  #readyHead = 0;
+  #draining = false;
+  #drainScheduled = false;
   /** Ring slots are read into these (a send WQE and a receive WQE are live at once). */
   readonly #sqSlot = slotViews();
   readonly #rqSlot = slotViews();
@@ -119,10 +154,22 @@ export class LoopbackDataPath {
       cqConsumed: () => this.#wake(),
       qpModified: (qp, from) => this.#modified(qp, from),
       // A QP waiting on this one (RNR) must learn it is gone: it then completes with RETRY_EXCEEDED.
-      qpDestroyed: (qp) => { this.#unwait(qp); qp.dp = undefined; this.#wake(); },
+      qpDestroyed: (qp) => {
+        this.#unwait(qp);
+        const s = qp.dp as QpDp | undefined;
+        if (s) s.scheduled = false;
+        qp.dp = undefined;
+        this.#wake();
+      },
       reset: () => {
         for (const qp of this.#waiting) this.#unwait(qp);
         this.#waiting.clear();
+        for (let i = this.#readyHead; i < this.#ready.length; i++) {
+          const s = this.#ready[i]!.dp as QpDp | undefined;
+          if (s) { s.scheduled = false; s.regMr = null; }
+        }
+        this.#ready.length = 0;
+        this.#readyHead = 0;
         this.#generation++;
       },
     };
@@ -134,34 +181,87 @@ export class LoopbackDataPath {
   #state(qp: QpRecord): QpDp {
     let s = qp.dp as QpDp | undefined;
     if (!s || s.handle !== qp.handle) {
-      s = { handle: qp.handle, msn: 0, scheduled: false, waiting: false, rnrLeft: -1, rnrTimer: null };
+      s = { handle: qp.handle, msn: 0, scheduled: false, waiting: false, rnrLeft: -1, rnrTimer: null, regMr: null };
       qp.dp = s;
     }
     return s;
   }
 
+  /** Put a QP with work on the ready queue and, unless the loop is already running, run it now. */
   #schedule(qp: QpRecord): void {
+    this.#enqueue(qp);
+    this.#kick();
+  }
+
+  #enqueue(qp: QpRecord): void {
     const s = this.#state(qp);
     if (s.scheduled) return;
     s.scheduled = true;
-    this.#run(qp, s, this.#generation);
+    this.#ready.push(qp);
+  }
+
+  /** Drain the ready queue now, unless a drain is running (it will get there) or one is due next turn. */
+  #kick(): void {
+    if (!this.#draining && !this.#drainScheduled) this.#drain();
+  }
+
+  /** The one loop that runs QPs: bounded per visit and per turn, each visit guarded. */
+  #drain(): void {
+    this.#draining = true;
+    let budget = TURN_BUDGET;
+    try {
+      while (this.#readyHead < this.#ready.length) {
+        if (budget <= 0) {
+          this.#drainScheduled = true;
+          setImmediate(() => {
+            this.#drainScheduled = false;
+            this.#kick();
+          });
+          return;
+        }
+        const qp = this.#ready[this.#readyHead]!;
+        this.#ready[this.#readyHead++] = undefined as unknown as QpRecord;
+        const s = qp.dp as QpDp | undefined;
+        if (!s || !s.scheduled) continue;
+        let used = 0;
+        const ok = contain(this.#dev.log, `RDMA data path (QP ${qp.id})`, () => {
+          used = this.#run(qp, s, Math.min(BUDGET, budget));
+        }, () => this.#contained(qp, s));
+        budget -= ok ? Math.max(used, 1) : BUDGET;
+        if (s.scheduled) this.#ready.push(qp); // more to do: back of the queue
+      }
+    } finally {
+      this.#draining = false;
+      if (this.#readyHead >= this.#ready.length) {
+        this.#ready.length = 0;
+        this.#readyHead = 0;
+      } else if (this.#readyHead > 1024 && this.#readyHead * 2 > this.#ready.length) {
+        this.#ready.splice(0, this.#readyHead);
+        this.#readyHead = 0;
+      }
+    }
+  }
+
+  /** A visit threw (our bug): the QP gets the error hardware would give, ERR, and its work is flushed. */
+  #contained(qp: QpRecord, s: QpDp): void {
+    s.scheduled = false;
+    this.#dropRegMr(s);
+    if (this.#dev.rm.qps.get(qp.id) === qp) this.#deviceError(qp, true);
   }
 
   /** Something a waiting QP may need appeared (a receive, CQ room): let every waiter look again. */
   #wake(): void {
     if (this.#waiting.size === 0) return;
-    const qps = this.#woken;
-    for (const qp of this.#waiting) qps.push(qp);
-    this.#waiting.clear();
-    for (const qp of qps) {
+    for (const qp of this.#waiting) {
       const s = this.#state(qp);
       s.waiting = false;
-      this.#schedule(qp);
+      this.#enqueue(qp);
     }
-    qps.length = 0;
+    this.#waiting.clear();
+    this.#kick();
   }
 
-  /** Forget a QP's wait and its RNR state (destroyed, reset, flushed, or its head WQE finished). */
+  /** Forget a QP's wait, its RNR state and any REG_MR in progress (destroyed, reset, flushed). */
   #unwait(qp: QpRecord): void {
     this.#waiting.delete(qp);
     const s = qp.dp as QpDp | undefined;
@@ -169,31 +269,43 @@ export class LoopbackDataPath {
     s.waiting = false;
     s.rnrLeft = -1;
     if (s.rnrTimer) { clearTimeout(s.rnrTimer); s.rnrTimer = null; }
+    this.#dropRegMr(s);
   }
 
-  #run(qp: QpRecord, s: QpDp, gen: number): void {
-    let budget = BUDGET;
+  /** Give back a REG_MR in progress (its QP left RTS, was destroyed, or the device reset). */
+  #dropRegMr(s: QpDp): void {
+    const p = s.regMr;
+    if (!p) return;
+    s.regMr = null;
+    // After a device reset the budget was zeroed with everything else: nothing to give back.
+    if (p.generation !== this.#generation) return;
+    p.loader.abort();
+    if (p.table) this.#dev.rm.releaseTable(p.table);
+  }
+
+  /** Run up to `budget` WQEs of one QP; returns how many ran. Leaves s.scheduled set when more remain. */
+  #run(qp: QpRecord, s: QpDp, budget: number): number {
+    let used = 0;
     for (;;) {
-      if (gen !== this.#generation || this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) { s.scheduled = false; return; }
-      if (qp.state !== QpState.RTS && qp.state !== QpState.SQD) { s.scheduled = false; return; }
+      if (this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) { s.scheduled = false; return used; }
+      if (qp.state !== QpState.RTS && qp.state !== QpState.SQD) { s.scheduled = false; return used; }
       const ring = qp.sq;
       const mask = (1 << ring.depthLog2) - 1;
-      if (ring.ci === ring.pi) { s.scheduled = false; return; }
-      if (budget-- <= 0) {
-        setImmediate(() => this.#run(qp, s, gen));
-        return;
-      }
+      if (ring.ci === ring.pi) { s.scheduled = false; return used; }
+      if (used >= budget) return used;
+      used++;
       const r = this.#step(qp, s);
+      if (r === 'yield') return TURN_BUDGET; // a page-list share is this turn's work: yield after it
       if (r === 'wait') {
         s.waiting = true;
         this.#waiting.add(qp);
         s.scheduled = false;
-        return;
+        return used;
       }
       // The head WQE is finished: its RNR state goes with it.
       s.rnrLeft = -1;
       if (s.rnrTimer) { clearTimeout(s.rnrTimer); s.rnrTimer = null; }
-      if (r === 'stop') { s.scheduled = false; return; }
+      if (r === 'stop') { s.scheduled = false; return used; }
       ring.ci = (ring.ci + 1) & mask;
     }
   }
@@ -217,7 +329,7 @@ export class LoopbackDataPath {
       if (gen !== this.#generation || qp.dp !== s || !s.waiting) return;
       this.#waiting.delete(qp);
       s.waiting = false;
-      this.#schedule(qp);
+      contain(this.#dev.log, `RDMA RNR retry (QP ${qp.id})`, () => this.#schedule(qp));
     }, rnrDelayMs(dest.attrs.rnrTimer));
     s.rnrTimer.unref();
     return 'wait';
@@ -294,6 +406,7 @@ export class LoopbackDataPath {
     const dev = this.#dev;
     const mem = dev.memory();
     if (!mem) return 'stop';
+    if (s.regMr) return this.#continueRegMr(mem, qp, s, s.regMr);
     const buf = this.#slot(mem, qp.sq, qp.sq.ci, this.#sqSlot);
     const datagram = qp.type === QpType.UD || qp.id === GSI_QPN;
     if (!buf) {
@@ -319,7 +432,12 @@ export class LoopbackDataPath {
     dev.counters.inc(DC.tx_wqes);
     qp.stats.inc(QC.wqes_processed);
     let status: number;
-    if (local) status = this.#localOp(mem, w);
+    if (w.verb === SendVerb.REG_MR) {
+      dev.counters.inc(DC.reg_mr_wqes);
+      const r = this.#regMr(mem, w, s);
+      if (r === 'yield') return 'yield';
+      status = r;
+    } else if (local) status = this.#localOp(w);
     else if (datagram) status = this.#udSend(mem, qp, w, buf, dest);
     else {
       let r = this.#rcOp(mem, qp, dest, w, buf);
@@ -365,7 +483,7 @@ export class LoopbackDataPath {
     }
   }
 
-  #localOp(mem: GuestMemory, w: SendWqe): number {
+  #localOp(w: SendWqe): number {
     const rm = this.#dev.rm;
     switch (w.verb) {
       case SendVerb.LOCAL_INV:
@@ -376,9 +494,6 @@ export class LoopbackDataPath {
         const newKey = ((w.immDataKey & ~0xff) | (w.numSgeKey & 0xff)) >>> 0;
         return rm.bindMw(w.immDataKey, newKey, b.lkey, b.va, b.length, b.flags) === KeyStatus.OK ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
       }
-      case SendVerb.REG_MR:
-        this.#dev.counters.inc(DC.reg_mr_wqes);
-        return this.#regMr(mem, w);
       default:
         return IonicStatus.MEM_MGMT_OPER;
     }
@@ -389,10 +504,11 @@ export class LoopbackDataPath {
    * index imm_data_key names to num_sge_key's tag over the pages the WQE gives, read now
    * (the host may rewrite its page list for the next registration). One page:
    * dma_addr is that page plus the offset; more: dma_addr is an LE64 page-address
-   * list and `offset` the in-page offset of va. Any refusal changes nothing and
-   * completes with MEM_MGMT_OPER.
+   * list and `offset` the in-page offset of va. A list longer than one turn's
+   * share is read over several turns ('yield'; #continueRegMr finishes it).
+   * Any refusal changes nothing and completes with MEM_MGMT_OPER.
    */
-  #regMr(mem: GuestMemory, w: SendWqe): number {
+  #regMr(mem: GuestMemory, w: SendWqe, s: QpDp): number | 'yield' {
     const rm = this.#dev.rm;
     const r = w.regMr;
     const newKey = ((w.immDataKey & ~0xff) | (w.numSgeKey & 0xff)) >>> 0;
@@ -401,23 +517,52 @@ export class LoopbackDataPath {
     if (r.length < 1 || !Number.isSafeInteger(r.va) || r.va < 0 || !Number.isSafeInteger(r.dmaAddr) || r.dmaAddr <= 0) return IonicStatus.MEM_MGMT_OPER;
     if (r.mapCount < 1 || r.mapCount > RDMA_MAX_MR_PAGES) return IonicStatus.MEM_MGMT_OPER;
     const pageSize = 2 ** shift;
-    let table: PageTable;
     if (r.mapCount === 1) {
       const firstOffset = r.dmaAddr % pageSize;
       if (PageTableBuilder.pagesNeeded(r.length, shift, firstOffset) !== 1) return IonicStatus.MEM_MGMT_OPER;
       const t = PageTable.contiguous(r.dmaAddr, r.length);
       if (!t || !rm.budget.take(1)) return IonicStatus.MEM_MGMT_OPER;
-      table = t;
-    } else {
-      if (!Number.isSafeInteger(r.offset) || r.offset < 0 || r.offset >= pageSize) return IonicStatus.MEM_MGMT_OPER;
-      if (PageTableBuilder.pagesNeeded(r.length, shift, r.offset) !== r.mapCount) return IonicStatus.MEM_MGMT_OPER;
-      const t = loadPageList(mem, { listAddr: r.dmaAddr, count: r.mapCount, pageShift: shift, firstOffset: r.offset, length: r.length }, rm.budget);
-      if (typeof t === 'string') return IonicStatus.MEM_MGMT_OPER;
-      table = t;
+      return this.#fastRegister(w.immDataKey, newKey, r.va, r.length, r.flags, t);
     }
-    const zeroBased = (r.flags & MrFlag.ZERO_BASED) !== 0;
+    if (!Number.isSafeInteger(r.offset) || r.offset < 0 || r.offset >= pageSize) return IonicStatus.MEM_MGMT_OPER;
+    if (PageTableBuilder.pagesNeeded(r.length, shift, r.offset) !== r.mapCount) return IonicStatus.MEM_MGMT_OPER;
+    const loader = new PageListLoader({ listAddr: r.dmaAddr, count: r.mapCount, pageShift: shift, firstOffset: r.offset, length: r.length }, rm.budget);
+    const t = loader.step(mem, RDMA_PT_ENTRIES_PER_TURN);
+    if (t === null) {
+      s.regMr = {
+        generation: this.#generation, loader, key: w.immDataKey, newKey, va: r.va, length: r.length, flags: r.flags,
+        wqeIdLo: w.wqeIdLo, wqeIdHi: w.wqeIdHi, table: null,
+      };
+      return 'yield';
+    }
+    if (typeof t === 'string') return IonicStatus.MEM_MGMT_OPER;
+    return this.#fastRegister(w.immDataKey, newKey, r.va, r.length, r.flags, t);
+  }
+
+  /** The next share of a long REG_MR page list; at the end, the registration and its completion. */
+  #continueRegMr(mem: GuestMemory, qp: QpRecord, s: QpDp, p: PendingRegMr): StepResult {
+    if (!p.table) {
+      const t = p.loader.step(mem, RDMA_PT_ENTRIES_PER_TURN);
+      if (t === null) return 'yield';
+      if (typeof t !== 'string') p.table = t;
+    }
+    // The CQ may have filled while the list was read: keep the table and wait for room.
+    if (this.#dev.cqRoom(qp.sqCqId) === 0) { this.#dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    s.regMr = null;
+    const status = p.table ? this.#fastRegister(p.key, p.newKey, p.va, p.length, p.flags, p.table) : IonicStatus.MEM_MGMT_OPER;
+    this.#count(qp, status);
+    this.#sendCqe(qp, s, false, p.wqeIdLo, p.wqeIdHi, status);
+    if (status !== IonicStatus.OK) {
+      this.#deviceError(qp, true);
+      return 'stop';
+    }
+    return 'done';
+  }
+
+  #fastRegister(key: number, newKey: number, va: number, length: number, flags: number, table: PageTable): number {
+    const zeroBased = (flags & MrFlag.ZERO_BASED) !== 0;
     // fastRegister finds the FRMR by index and gives the table back itself when it refuses.
-    return rm.fastRegister(w.immDataKey, newKey, r.va, r.length, r.flags, zeroBased, table) === KeyStatus.OK
+    return this.#dev.rm.fastRegister(key, newKey, va, length, flags, zeroBased, table) === KeyStatus.OK
       ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
   }
 
