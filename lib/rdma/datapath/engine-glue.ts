@@ -76,8 +76,11 @@ interface QpDp {
   msn: number;
   /** A turn is scheduled. */
   scheduled: boolean;
-  /** Waiting for a receive WQE on the destination, or for CQ room. */
+  /** Waiting for a receive WQE on the destination, or for CQ room (then in one of the waiter sets). */
   waiting: boolean;
+  /** What it waits for: WAIT_RNR (key: the destination QP id) or WAIT_CQ (key: the CQ id). */
+  waitKind: number;
+  waitKey: number;
   /** RNR retries left for the WQE at the head of the SQ (-1: it has not been NAKed). */
   rnrLeft: number;
   /** The pending RNR retry, if any. */
@@ -108,6 +111,12 @@ interface PendingRegMr {
  */
 type StepResult = 'done' | 'wait' | 'stop' | 'yield';
 
+const WAIT_NONE = 0;
+/** A receive on the destination QP (an RNR NAK). */
+const WAIT_RNR = 1;
+/** Room on a CQ. */
+const WAIT_CQ = 2;
+
 export interface DataPathEngine extends DataPathDevice {
   hooks: DataPathHooks;
 }
@@ -123,7 +132,17 @@ export class LoopbackDataPath {
   readonly #pairs: number[] = [];
   readonly #src: Buffer[] = [];
   readonly #dst: Buffer[] = [];
-  readonly #waiting = new Set<QpRecord>();
+  /**
+   * Waiting QPs by what they wait for, so an event wakes exactly its waiters:
+   * senders by the destination QP whose receive they need, QPs by the CQ they
+   * need room on. (Waking every waiter on every event made a chain of QPs
+   * failing one after the other quadratic, and recursive.)
+   */
+  readonly #rnrWaiters = new Map<number, Set<QpRecord>>();
+  readonly #cqWaiters = new Map<number, Set<QpRecord>>();
+  /** Set by a step that answers 'wait': what it waits for. */
+  #waitKind = WAIT_NONE;
+  #waitKey = -1;
   /** QPs with work, in order; entries before #readyHead are done. */
   readonly #ready: QpRecord[] = [];
   #readyHead = 0;
@@ -149,9 +168,10 @@ export class LoopbackDataPath {
     this.#dev.hooks = {
       ...prev,
       sqDoorbell: (qp) => this.#schedule(qp),
-      rqDoorbell: () => this.#wake(),
-      srqDoorbell: () => this.#wake(),
-      cqConsumed: () => this.#wake(),
+      rqDoorbell: (qp) => this.#wake(this.#rnrWaiters, qp.id),
+      srqDoorbell: (srq) => this.#wakeSrqUsers(srq),
+      cqConsumed: (cq) => this.#wake(this.#cqWaiters, cq.id),
+      cqDestroyed: (cq) => this.#wake(this.#cqWaiters, cq.id),
       qpModified: (qp, from) => this.#modified(qp, from),
       // A QP waiting on this one (RNR) must learn it is gone: it then completes with RETRY_EXCEEDED.
       qpDestroyed: (qp) => {
@@ -159,11 +179,14 @@ export class LoopbackDataPath {
         const s = qp.dp as QpDp | undefined;
         if (s) s.scheduled = false;
         qp.dp = undefined;
-        this.#wake();
+        this.#wake(this.#rnrWaiters, qp.id);
       },
       reset: () => {
-        for (const qp of this.#waiting) this.#unwait(qp);
-        this.#waiting.clear();
+        for (const set of [...this.#rnrWaiters.values(), ...this.#cqWaiters.values()]) {
+          for (const qp of [...set]) this.#unwait(qp);
+        }
+        this.#rnrWaiters.clear();
+        this.#cqWaiters.clear();
         for (let i = this.#readyHead; i < this.#ready.length; i++) {
           const s = this.#ready[i]!.dp as QpDp | undefined;
           if (s) { s.scheduled = false; s.regMr = null; }
@@ -181,7 +204,7 @@ export class LoopbackDataPath {
   #state(qp: QpRecord): QpDp {
     let s = qp.dp as QpDp | undefined;
     if (!s || s.handle !== qp.handle) {
-      s = { handle: qp.handle, msn: 0, scheduled: false, waiting: false, rnrLeft: -1, rnrTimer: null, regMr: null };
+      s = { handle: qp.handle, msn: 0, scheduled: false, waiting: false, waitKind: WAIT_NONE, waitKey: -1, rnrLeft: -1, rnrTimer: null, regMr: null };
       qp.dp = s;
     }
     return s;
@@ -249,27 +272,74 @@ export class LoopbackDataPath {
     if (this.#dev.rm.qps.get(qp.id) === qp) this.#deviceError(qp, true);
   }
 
-  /** Something a waiting QP may need appeared (a receive, CQ room): let every waiter look again. */
-  #wake(): void {
-    if (this.#waiting.size === 0) return;
-    for (const qp of this.#waiting) {
-      const s = this.#state(qp);
+  /** What a waiting QP needs appeared (a receive on `key`, room on CQ `key`, a state change): its waiters look again. */
+  #wake(waiters: Map<number, Set<QpRecord>>, key: number): void {
+    const set = waiters.get(key);
+    if (!set) return;
+    waiters.delete(key);
+    for (const qp of set) {
+      const s = qp.dp as QpDp | undefined;
+      if (!s) continue;
       s.waiting = false;
+      s.waitKind = WAIT_NONE;
       this.#enqueue(qp);
     }
-    this.#waiting.clear();
     this.#kick();
+  }
+
+  /** An SRQ got receives: wake the senders waiting on any QP that draws from it. */
+  #wakeSrqUsers(srq: SrqRecord): void {
+    if (this.#rnrWaiters.size === 0) return;
+    const keys: number[] = [];
+    for (const destId of this.#rnrWaiters.keys()) {
+      const dest = this.#dev.rm.qps.get(destId);
+      if (!dest || this.#recvRing(dest) === srq.ring) keys.push(destId);
+    }
+    for (const k of keys) this.#wake(this.#rnrWaiters, k);
+  }
+
+  /** Park a QP whose step answered 'wait' in the waiter set of what it waits for. */
+  #park(qp: QpRecord, s: QpDp): void {
+    const kind = this.#waitKind === WAIT_NONE ? WAIT_CQ : this.#waitKind;
+    const key = this.#waitKind === WAIT_NONE ? qp.sqCqId : this.#waitKey;
+    this.#waitKind = WAIT_NONE;
+    this.#waitKey = -1;
+    const map = kind === WAIT_RNR ? this.#rnrWaiters : this.#cqWaiters;
+    let set = map.get(key);
+    if (!set) { set = new Set(); map.set(key, set); }
+    set.add(qp);
+    s.waiting = true;
+    s.waitKind = kind;
+    s.waitKey = key;
+  }
+
+  /** Record what the current step waits for (read by #park). */
+  #waitFor(kind: number, key: number): void {
+    this.#waitKind = kind;
+    this.#waitKey = key;
   }
 
   /** Forget a QP's wait, its RNR state and any REG_MR in progress (destroyed, reset, flushed). */
   #unwait(qp: QpRecord): void {
-    this.#waiting.delete(qp);
     const s = qp.dp as QpDp | undefined;
     if (!s) return;
-    s.waiting = false;
+    this.#leaveWaiters(qp, s);
     s.rnrLeft = -1;
     if (s.rnrTimer) { clearTimeout(s.rnrTimer); s.rnrTimer = null; }
     this.#dropRegMr(s);
+  }
+
+  #leaveWaiters(qp: QpRecord, s: QpDp): void {
+    if (s.waitKind !== WAIT_NONE) {
+      const map = s.waitKind === WAIT_RNR ? this.#rnrWaiters : this.#cqWaiters;
+      const set = map.get(s.waitKey);
+      if (set) {
+        set.delete(qp);
+        if (set.size === 0) map.delete(s.waitKey);
+      }
+    }
+    s.waiting = false;
+    s.waitKind = WAIT_NONE;
   }
 
   /** Give back a REG_MR in progress (its QP left RTS, was destroyed, or the device reset). */
@@ -294,11 +364,11 @@ export class LoopbackDataPath {
       if (ring.ci === ring.pi) { s.scheduled = false; return used; }
       if (used >= budget) return used;
       used++;
+      this.#waitKind = WAIT_NONE;
       const r = this.#step(qp, s);
       if (r === 'yield') return TURN_BUDGET; // a page-list share is this turn's work: yield after it
       if (r === 'wait') {
-        s.waiting = true;
-        this.#waiting.add(qp);
+        this.#park(qp, s);
         s.scheduled = false;
         return used;
       }
@@ -317,6 +387,7 @@ export class LoopbackDataPath {
   #rnr(qp: QpRecord, s: QpDp, dest: QpRecord): 'wait' | false {
     this.#dev.counters.inc(DC.rnr_naks);
     qp.stats.inc(QC.rnr_naks);
+    this.#waitFor(WAIT_RNR, dest.id);
     if (qp.attrs.rnrRetry === RNR_RETRY_INFINITE) return 'wait';
     // A retry already pending: this pass was an early wake-up (some RQ doorbell), not a retry.
     if (s.rnrTimer) return 'wait';
@@ -327,8 +398,7 @@ export class LoopbackDataPath {
     s.rnrTimer = setTimeout(() => {
       s.rnrTimer = null;
       if (gen !== this.#generation || qp.dp !== s || !s.waiting) return;
-      this.#waiting.delete(qp);
-      s.waiting = false;
+      this.#leaveWaiters(qp, s);
       contain(this.#dev.log, `RDMA RNR retry (QP ${qp.id})`, () => this.#schedule(qp));
     }, rnrDelayMs(dest.attrs.rnrTimer));
     s.rnrTimer.unref();
@@ -346,12 +416,12 @@ export class LoopbackDataPath {
         if (dest.rqCqId === qp.sqCqId) sqNeed = 2;
         else {
           const room = dev.cqRoom(dest.rqCqId);
-          if (room === 0) { dev.counters.inc(DC.cq_full_waits); return false; }
+          if (room === 0) { dev.counters.inc(DC.cq_full_waits); this.#waitFor(WAIT_CQ, dest.rqCqId); return false; }
         }
       }
     }
     const room = dev.cqRoom(qp.sqCqId);
-    if (room >= 0 && room < sqNeed) { dev.counters.inc(DC.cq_full_waits); return false; }
+    if (room >= 0 && room < sqNeed) { dev.counters.inc(DC.cq_full_waits); this.#waitFor(WAIT_CQ, qp.sqCqId); return false; }
     return true;
   }
 
@@ -913,7 +983,7 @@ export class LoopbackDataPath {
   #modified(qp: QpRecord, from: QpState): void {
     this.#modifiedSelf(qp, from);
     // A sender waiting for this QP's receives sees the new state (a responder gone to ERR fails it).
-    if (qp.state !== from) this.#wake();
+    if (qp.state !== from) this.#wake(this.#rnrWaiters, qp.id);
   }
 
   #modifiedSelf(qp: QpRecord, from: QpState): void {
