@@ -132,8 +132,8 @@ export interface QpAttrs {
   rqPsn: number;
   /** log2 of the path MTU in bytes (8..12). */
   pmtu: number;
-  /** UD/GSI Q_Key. */
-  qkey: number;
+  /** UD/GSI Q_Key; null until a MODIFY_QP sets one (unset is not 0: a controlled Q_Key then has nothing to use). */
+  qkey: number | null;
   /** RC/UC destination QP number. */
   destQpn: number;
   /** QpFlag remote-access bits. */
@@ -160,7 +160,7 @@ export interface QpAttrs {
 /** The attributes of a new QP. */
 export function defaultQpAttrs(): QpAttrs {
   return {
-    sqPsn: 0, rqPsn: 0, pmtu: 10, qkey: 0, destQpn: 0, access: 0, sqdNotify: false, retryCnt: 0, rnrRetry: 0, rnrTimer: 0,
+    sqPsn: 0, rqPsn: 0, pmtu: 10, qkey: null, destQpn: 0, access: 0, sqdNotify: false, retryCnt: 0, rnrRetry: 0, rnrTimer: 0,
     timeout: 0, rrqDepth: 0, rsqDepth: 0, rateLimitKbps: 0, av: null, ahId: -1, pcp: 0, dscp: 0, csumProfile: 0,
   };
 }

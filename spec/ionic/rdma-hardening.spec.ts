@@ -7,7 +7,9 @@ import { expect } from 'chai';
 import { guardStats } from '../../lib/guard';
 import { RDMA_QP_COUNT } from '../../lib/rdma/limits';
 import { PAGE } from '../support/ionic/regs';
-import { CqeT, MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
+import { AOp, CqeT, Mask, MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
+import { modifyQpBody } from '../support/ionic/rdma-cmds';
+import { v4 } from '../support/ionic/rdma-verbs';
 import { Cq, GuestMr, Qp, VerbsGuest } from '../support/ionic/rdma-verbs';
 
 const MR_KEY = (3 << 8) | 0x21;
@@ -101,6 +103,49 @@ describe('ionic rdma: hardening', function () {
       expect(turns, 'register round trips answered during the registration').to.be.greaterThan(2);
       const mrRec = v.rm.mrs.get(9)!;
       expect(mrRec).to.include({ key: newKey, valid: true, length: count * PAGE });
+    });
+  });
+
+  describe('a controlled Q_Key from a QP that has none', () => {
+    let v: VerbsGuest;
+    let cq: Cq;
+    let mr: GuestMr;
+    let unset: Qp;
+    let keyed: Qp;
+    let dest: Qp;
+    // Q_Key 0 on the destination: an unset Q_Key read as 0 would match it.
+    const QKEY = 0;
+
+    before(async () => {
+      v = await VerbsGuest.boot({ arenaPages: 8 });
+      cq = await v.createCq(300, 6);
+      mr = await v.createMr({ key: MR_KEY, pages: 2, contiguous: true, flags: MrF.LOCAL_WRITE });
+      unset = await v.createQp(30, QpT.UD, { sqCq: cq, rqCq: cq });
+      keyed = await v.createQp(31, QpT.UD, { sqCq: cq, rqCq: cq });
+      dest = await v.createQp(32, QpT.UD, { sqCq: cq, rqCq: cq });
+      // To RTS with no QKEY in any MODIFY_QP: the QP never had a Q_Key.
+      for (const state of [QpS.INIT, QpS.RTR, QpS.RTS]) {
+        await v.ok(AOp.MODIFY_QP, modifyQpBody({ id: unset.id, mask: Mask.STATE | (state === QpS.RTS ? Mask.SQ_PSN : 0), state, sqPsn: 0 }), `QP 30 to ${state}`);
+      }
+      await v.readyUd(keyed, QKEY);
+      await v.readyUd(dest, QKEY);
+      await v.createAh(5, { sip: v4('10.0.0.1'), dip: v4('10.0.0.1'), ttl: 64 });
+    });
+    after(async () => v.close());
+
+    it('is refused: the datagram is dropped (the sender completes, as UD does); from a QP with a Q_Key it is delivered', async () => {
+      expect(v.rm.qps.get(unset.id)!.attrs.qkey).to.equal(null);
+      mr.write(0, Buffer.alloc(24, 0x61));
+      v.postRecv(dest, { id: 0x70, sges: [mr.sge(PAGE, 40 + 64)] });
+      // The high bit asks for the sender's own Q_Key, which it does not have.
+      v.postSend(unset, { op: WOp.SEND, id: 0x71, sges: [mr.sge(0, 24)], ud: { ah: 5, qpn: dest.id, qkey: 0x80000000 } });
+      await v.settle();
+      expect(v.drain(cq).map((c) => [c.type, c.qid, c.error, c.wqeIdLo])).to.deep.equal([[CqeT.SEND_NPG, unset.id, false, 0x71]]);
+      // The same datagram from a QP whose Q_Key matches the destination's lands in the posted receive.
+      v.postSend(keyed, { op: WOp.SEND, id: 0x72, sges: [mr.sge(0, 24)], ud: { ah: 5, qpn: dest.id, qkey: 0x80000000 } });
+      await v.settle();
+      const c = v.drain(cq).map((x) => [x.type, x.qid, x.error, x.wqeIdLo, x.statusLength]);
+      expect(c).to.deep.include.members([[CqeT.SEND_NPG, keyed.id, false, 0x72, 0], [CqeT.RECV, dest.id, false, 0x70, 40 + 24]]);
     });
   });
 });

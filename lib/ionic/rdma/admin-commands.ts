@@ -289,7 +289,7 @@ function queryQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
   rset(sq, 0, QSQ.retry_timeout, a.timeout);
   rset(sq, 0, QSQ.access_perms_flags, flags);
   rset(sq, 0, QSQ.pkey_id, 0);
-  rset(sq, 0, QSQ.qkey_dest_qpn, connected ? a.destQpn : a.qkey);
+  rset(sq, 0, QSQ.qkey_dest_qpn, connected ? a.destQpn : a.qkey ?? 0);
   rset(sq, 0, QSQ.rate_limit_kbps, a.rateLimitKbps);
   rset(sq, 0, QSQ.rq_psn, a.rqPsn);
   const rq = Buffer.alloc(QRQ.SIZE);
