@@ -22,7 +22,7 @@ import type { NicProfile } from './profile';
 import type { GuestMemory } from '../vfio-user/guest-memory';
 import type { InterruptController } from './interrupts';
 import type { Logger } from '../log';
-import { ionicAddr } from './ring';
+import { ionicAddr, ionicRange } from './ring';
 import type { RdmaEngine } from './rdma/engine';
 
 export interface CommandContext {
@@ -85,11 +85,11 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       return Status.SUCCESS;
 
     case Opcode.PORT_INIT: {
-      const pa = getField(cmd, 0, ionic_port_init_cmd.info_pa);
+      const pa = ionicAddr(getField(cmd, 0, ionic_port_init_cmd.info_pa));
       const mem = ctx.memory();
       if (pa <= 0 || !mem) return Status.EINVAL;
-      if (mem.write(ionicAddr(pa), buildPortInfo(p, lif.mtu)) !== MemStatus.OK) return Status.BAD_ADDR;
-      ctx.stats.portInfoPa = ionicAddr(pa);
+      if (mem.write(pa, buildPortInfo(p, lif.mtu)) !== MemStatus.OK) return Status.BAD_ADDR;
+      ctx.stats.portInfoPa = pa;
       ctx.stats.markDirty();
       ctx.stats.flush();
       return Status.SUCCESS;
@@ -225,6 +225,16 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
   }
 }
 
+/**
+ * Bytes per ring entry at most, over every queue type: descriptors (the
+ * notify queue's event ring follows its command slots, a page later), CQ
+ * entries, SG lists. Used only to refuse rings that would run past 2^52.
+ */
+const QUEUE_DESC_BYTES_MAX = 128;
+const QUEUE_DESC_SLACK = 4096;
+const QUEUE_COMP_BYTES_MAX = 16;
+const QUEUE_SG_BYTES_MAX = 256;
+
 /** Q_INIT: validate type, index, ring size and vector, then create the queue. */
 function qInit(ctx: CommandContext, cmd: Buffer, comp: Buffer): number {
   const Q = ionic_q_init_cmd;
@@ -242,6 +252,10 @@ function qInit(ctx: CommandContext, cmd: Buffer, comp: Buffer): number {
   const sgBase = getField(cmd, 0, Q.sg_ring_base);
   if (ringBase <= 0 || cqBase < 0 || sgBase < 0) return Status.EINVAL;
   if (type !== QType.NOTIFYQ && cqBase === 0) return Status.EINVAL;
+  // Every ring must lie inside the 52-bit device address space: refused, never wrapped.
+  const entries = 2 ** ringLog2;
+  if (!ionicRange(ringBase, entries * QUEUE_DESC_BYTES_MAX + QUEUE_DESC_SLACK) || !ionicRange(cqBase, entries * QUEUE_COMP_BYTES_MAX)
+    || !ionicRange(sgBase, entries * QUEUE_SG_BYTES_MAX)) return Status.EINVAL;
   const cfg: QueueConfig = {
     type, index, ringBase, cqBase, sgBase, ringLog2, intr, irq: (flags & QInitFlag.IRQ) !== 0, sg: (flags & QInitFlag.SG) !== 0,
     version: getField(cmd, 0, Q.ver),

@@ -8,6 +8,7 @@
 
 import type { Logger } from '../log';
 import { RateLimiter, warnLimited } from '../log';
+import { guardedImmediate } from '../guard';
 import type { GuestMemory } from '../vfio-user/guest-memory';
 import { QType, RxMode } from './constants';
 import type { FaultInjector } from './fault-injection';
@@ -46,6 +47,7 @@ export class Lif {
   /** Frames from in-process endpoints waiting for an RX buffer, in order. */
   readonly #toGuest: Buffer[] = [];
   #txScheduled = new Set<TxQueue>();
+  #adminScheduled: AdminQueue | null = null;
   readonly #limiter = new RateLimiter();
   readonly #gather = { len: 0 };
   /** The LIF was initialised (LIF_INIT) and not reset since. */
@@ -67,6 +69,7 @@ export class Lif {
     this.rxMode = 0;
     this.#toGuest.length = 0;
     this.#txScheduled.clear();
+    this.#adminScheduled = null;
     this.initialized = false;
   }
 
@@ -130,9 +133,23 @@ export class Lif {
       return;
     }
     q.ring.pi = pIndex;
-    const n = q.process(mem, (cmd, comp) => this.ctx.execute(cmd, comp));
+    this.runAdmin(q);
+  }
+
+  /** Run posted admin commands, up to the budget; reschedule the rest (a full ring is 32,768 commands). */
+  runAdmin(q: AdminQueue): void {
+    const mem = this.ctx.memory();
+    if (!mem || this.adminq !== q) return;
+    const n = q.process(mem, QUEUE_BUDGET, (cmd, comp) => this.ctx.execute(cmd, comp));
     if (n < 0) warnLimited(this.ctx.log, this.#limiter, 'adminq-dma', 'ionic: admin queue ring or CQ outside guest memory; queue stopped');
     if (n > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, n);
+    if (n > 0 && !q.ring.empty && this.#adminScheduled !== q) {
+      this.#adminScheduled = q;
+      guardedImmediate(this.ctx.log, 'ionic admin queue', () => {
+        if (this.#adminScheduled === q) this.#adminScheduled = null;
+        this.runAdmin(q);
+      }, () => { if (this.adminq === q) this.adminq = null; });
+    }
   }
 
   // ---- TX -------------------------------------------------------------------------------------
@@ -180,7 +197,10 @@ export class Lif {
     if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
     if (!q.ring.empty && q.enabled && !this.#txScheduled.has(q)) {
       this.#txScheduled.add(q);
-      setImmediate(() => { this.#txScheduled.delete(q); if (this.txqs[q.cfg.index] === q) this.runTx(q); });
+      guardedImmediate(this.ctx.log, `ionic TX queue ${q.cfg.index}`, () => {
+        this.#txScheduled.delete(q);
+        if (this.txqs[q.cfg.index] === q) this.runTx(q);
+      }, () => { q.enabled = false; });
     }
   }
 

@@ -55,13 +55,13 @@ export class AdminQueue extends EthQueue {
   }
 
   /**
-   * Run every posted command: read the descriptor, execute, post the completion
-   * with comp_index = the descriptor's slot. Returns the number completed, or
-   * -1 when guest memory failed (the queue stops).
+   * Run posted commands, at most `budget`: read the descriptor, execute, post
+   * the completion with comp_index = the descriptor's slot. Returns the number
+   * completed, or -1 when guest memory failed (the queue stops).
    */
-  process(mem: GuestMemory, execute: (cmd: Buffer, comp: Buffer) => void): number {
+  process(mem: GuestMemory, budget: number, execute: (cmd: Buffer, comp: Buffer) => void): number {
     let n = 0;
-    while (!this.ring.empty) {
+    while (!this.ring.empty && n < budget) {
       const slot = this.ring.ci;
       if (mem.read(this.ring.address(slot), this.#desc) !== MemStatus.OK) return -1;
       this.#comp.fill(0);
@@ -168,7 +168,7 @@ export class TxQueue extends EthQueue {
         const e = i * ionic_txq_sg_elem.SIZE;
         const a = getField(list, e, ionic_txq_sg_elem.addr);
         const l = getField(list, e, ionic_txq_sg_elem.len);
-        if (a < 0 || total + l > MAX_FRAME) return TxResult.BAD_DESC;
+        if (ionicAddr(a) < 0 || total + l > MAX_FRAME) return TxResult.BAD_DESC;
         if (l > 0 && mem.read(ionicAddr(a), this.frame.subarray(total, total + l)) !== MemStatus.OK) return TxResult.DMA_ERROR;
         total += l;
       }
@@ -229,7 +229,7 @@ export class RxQueue extends EthQueue {
     let used = 0;
     let sgUsed = 0;
     const first = Math.min(len, frame.length);
-    if (addr < 0) status = 1;
+    if (ionicAddr(addr) < 0) status = 1;
     else if (first > 0 && mem.write(ionicAddr(addr), frame.subarray(0, first)) !== MemStatus.OK) return RxResult.DMA_ERROR;
     used = first;
     if (status === 0 && used < frame.length && opcode === 1 && this.cfg.sg) {
@@ -240,7 +240,7 @@ export class RxQueue extends EthQueue {
         const a = getField(this.#sg, e, ionic_rxq_sg_elem.addr);
         const l = getField(this.#sg, e, ionic_rxq_sg_elem.len);
         if (a === 0 || l === 0) break;
-        if (a < 0) { status = 1; break; }
+        if (ionicAddr(a) < 0) { status = 1; break; }
         const n = Math.min(l, frame.length - used);
         if (mem.write(ionicAddr(a), frame.subarray(used, used + n)) !== MemStatus.OK) return RxResult.DMA_ERROR;
         used += n;

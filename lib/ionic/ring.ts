@@ -10,14 +10,19 @@ import { COLOR_BIT } from './layouts';
 export const IONIC_ADDR_MASK = 2 ** 52 - 1;
 
 /**
- * The 52-bit device address of a guest-supplied u64 (as a number from getField).
- * Fix: this replaces `addr & IONIC_ADDR_MASK`, which JavaScript evaluates on
- * 32-bit integers, so every address at or above 2 GiB came out truncated or
- * negative (a guest with RAM above 4 GiB could not be served). Negative inputs
- * (getField's "past 2^53" marker) stay negative and fail the memory access.
+ * A guest-supplied u64 address (a number from getField) as a device address:
+ * the device has 52 address bits (IONIC_ADDR_LEN), so an address at or past
+ * 2^52 is refused (-1, which fails every memory access) rather than wrapped
+ * onto some other guest page. getField's "past 2^53" marker is negative and
+ * stays refused.
  */
 export function ionicAddr(addr: number): number {
-  return addr < 0 ? addr : addr % 2 ** 52;
+  return addr >= 0 && addr <= IONIC_ADDR_MASK ? addr : -1;
+}
+
+/** Whether [addr, addr + len) lies inside the 52-bit device address space. */
+export function ionicRange(addr: number, len: number): boolean {
+  return addr >= 0 && len >= 0 && addr <= IONIC_ADDR_MASK && len <= IONIC_ADDR_MASK + 1 - addr;
 }
 
 export class CompletionRing {

@@ -79,6 +79,20 @@ describe('ionic: bad input from the guest', () => {
       expect(link.sent).to.have.length(0);
     });
 
+    it('an SG element address at 2^52 + a mapped page: a malformed descriptor (completed, dropped), never wrapped onto that page', async () => {
+      const buf = g.txSlotBuffer(0, 0);
+      g.mem(buf, 60).fill(1);
+      const page = g.alloc(4096);
+      g.mem(page, 40).fill(0x5c);
+      const sg = Buffer.alloc(256);
+      putU64(sg, 0, 2 ** 52 + page);
+      sg.writeUInt16LE(40, 8);
+      g.postTxRaw(0, txDesc(TxOp.CSUM_NONE, 1, buf, 60), sg);
+      await g.sync();
+      expect(g.txCompleted(0)).to.equal(1);
+      expect(link.sent).to.have.length(0);
+    });
+
     it('a length past the 9234-byte maximum (9235, and 9000 + a 1000-byte SG piece): completed, dropped, counted', async () => {
       const buf = g.txSlotBuffer(0, 0);
       const sg = Buffer.alloc(256);
@@ -157,6 +171,44 @@ describe('ionic: bad input from the guest', () => {
       link.inject(fromPeer(80, 1));
       await g.sync();
       expect(g.mem(buf, 80).equals(fromPeer(80, 1))).to.equal(true);
+    });
+
+    it('Q_INIT refuses rings at or past 2^52, or running past it, with EINVAL: the device never wraps an address', async () => {
+      const ring = g.alloc(64 * 16);
+      const cq = g.alloc(64 * 16);
+      for (const [r, c] of [[2 ** 52 + ring, cq], [ring, 2 ** 52 + cq], [2 ** 52 - 16, cq], [ring, 2 ** 52 - 64]] as const) {
+        const q = command(Op.Q_INIT);
+        q[4] = QT.TXQ;
+        q.writeUInt32LE(1, 8);
+        q.writeUInt16LE(QF.ENA, 16);
+        q[19] = 6;
+        putU64(q, 20, r);
+        putU64(q, 28, c);
+        expect((await g.devCmd(q)).status, `ring 0x${r.toString(16)} cq 0x${c.toString(16)}`).to.equal(St.EINVAL);
+      }
+      expect(rig.device.lif.txqs[1]).to.equal(null);
+    });
+
+    it('a full admin ring (4,095 commands) runs in bounded turns: a register read is answered before the queue drains', async () => {
+      const entries = 4096;
+      const ring = g.alloc(entries * 64);
+      const cq = g.alloc(entries * 16);
+      const c = command(Op.Q_INIT);
+      c[4] = QT.ADMINQ;
+      c.writeUInt16LE(QF.ENA, 16);
+      c[19] = 12;
+      putU64(c, 20, ring);
+      putU64(c, 28, cq);
+      expect((await g.devCmd(c)).status).to.equal(St.SUCCESS);
+      for (let i = 0; i < entries - 1; i++) g.mem(ring + i * 64, 64).set(command(Op.NOP));
+      g.ringDoorbell(QT.ADMINQ, 0, entries - 1);
+      await g.sync();
+      const q = rig.device.lif.adminq!;
+      expect(q.ring.ci, 'commands run before the register read was answered').to.be.within(1, entries - 2);
+      for (let i = 0; i < 100 && q.ring.ci !== entries - 1; i++) await g.sync();
+      expect(q.ring.ci).to.equal(entries - 1);
+      // Every command completed in its own slot.
+      for (const i of [0, 255, 256, 2047, entries - 2]) expect(g.mem(cq + i * 16, 16).readUInt16LE(2)).to.equal(i);
     });
 
     it('an AdminQ ring base outside guest memory: Q_INIT succeeds, doorbells complete nothing', async () => {

@@ -8,7 +8,7 @@ import { guardStats } from '../../lib/guard';
 import { RDMA_QP_COUNT } from '../../lib/rdma/limits';
 import { PAGE } from '../support/ionic/regs';
 import { AOp, CqeT, Mask, MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
-import { modifyQpBody } from '../support/ionic/rdma-cmds';
+import { createMrBody, modifyQpBody } from '../support/ionic/rdma-cmds';
 import { v4 } from '../support/ionic/rdma-verbs';
 import { Cq, GuestMr, Qp, VerbsGuest } from '../support/ionic/rdma-verbs';
 
@@ -69,7 +69,7 @@ describe('ionic rdma: hardening', function () {
     let qp: Qp;
 
     before(async () => {
-      v = await VerbsGuest.boot({ ramSize: 64 << 20, arenaPages: 0 });
+      v = await VerbsGuest.boot({ ramSize: 96 << 20, arenaPages: 0 });
       cq = await v.createCq(200, 6);
       qp = await v.createQp(20, QpT.RC, { sqCq: cq, rqCq: cq, flags: 0, depthLog2: 2, strideLog2: 7 });
       await v.connect(qp, qp);
@@ -103,6 +103,43 @@ describe('ionic rdma: hardening', function () {
       expect(turns, 'register round trips answered during the registration').to.be.greaterThan(2);
       const mrRec = v.rm.mrs.get(9)!;
       expect(mrRec).to.include({ key: newKey, valid: true, length: count * PAGE });
+    });
+
+    it('CREATE_MR over a 2^20-page list completes over many turns; register reads are answered meanwhile', async () => {
+      const count = 1 << 20;
+      const page = v.g.alloc(PAGE);
+      const listAt = v.g.alloc(count * 8);
+      const list = v.g.mem(listAt, count * 8);
+      for (let i = 0; i < count; i++) list.writeBigUInt64LE(BigInt(page), i * 8);
+      let done = false;
+      const cmd = v.admin(AOp.CREATE_MR, createMrBody({
+        key: (12 << 8) | 0x05, va: 0x2000_0000, length: count * PAGE, flags: MrF.LOCAL_WRITE, mapCount: count, dma: listAt, pageSizeLog2: 12,
+      })).then((c) => { done = true; return c; });
+      let roundTrips = 0;
+      while (!done && roundTrips < 1000) {
+        await v.g.sync();
+        roundTrips++;
+      }
+      const c = await cmd;
+      expect([c.error, c.status]).to.deep.equal([false, 0]);
+      expect(roundTrips, 'BAR0 round trips answered while the list was read').to.be.greaterThan(2);
+      expect(v.rm.mrs.get(12)).to.include({ key: (12 << 8) | 0x05, valid: true, length: count * PAGE });
+    });
+
+    it('a CREATE_MR whose long list goes bad half way is refused and leaves the run budget as it was', async () => {
+      const count = 1 << 18;
+      const page = v.g.alloc(PAGE);
+      const listAt = v.g.alloc(count * 8);
+      const list = v.g.mem(listAt, count * 8);
+      for (let i = 0; i < count; i++) list.writeBigUInt64LE(BigInt(page + (i % 2) * 2 * PAGE), i * 8);
+      list.writeBigUInt64LE(BigInt(page + 1), (count - 5) * 8); // misaligned, near the end
+      const used = v.rm.budget.used;
+      const c = await v.admin(AOp.CREATE_MR, createMrBody({
+        key: (13 << 8) | 0x05, va: 0x3000_0000, length: count * PAGE, flags: MrF.LOCAL_WRITE, mapCount: count, dma: listAt, pageSizeLog2: 12,
+      }));
+      expect(c.error).to.equal(true);
+      expect(v.rm.mrs.has(13)).to.equal(false);
+      expect(v.rm.budget.used).to.equal(used);
     });
   });
 

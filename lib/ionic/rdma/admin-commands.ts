@@ -12,10 +12,11 @@ import type { AddressVector } from '../../rdma/address';
 import type { DataPathHooks } from '../../rdma/hooks';
 import {
   RDMA_MAX_STRIDE_LOG2, RDMA_MAX_TEMPLATE_LEN, RDMA_MIN_TEMPLATE_LEN, RDMA_MIN_WQE_STRIDE_LOG2, RDMA_NDBPGS_PER_LIF,
-  RDMA_CQE_STRIDE_LOG2, RDMA_AH_COUNT,
+  RDMA_CQE_STRIDE_LOG2, RDMA_AH_COUNT, RDMA_PT_ENTRIES_PER_TURN,
 } from '../../rdma/limits';
 import type { QpChanges, ResourceManager, RmError } from '../../rdma/resources';
 import { mrKindOf } from '../../rdma/resources';
+import { PageListLoader, PageTable } from '../../rdma/page-table';
 import { MR_ACCESS_SUPPORTED, MrKind, QP_ACCESS_MASK, QP_ATTR_MASK_KNOWN, QpAttrMask, QpFlag, QpState, QpType } from '../../rdma/types';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
@@ -29,7 +30,7 @@ import {
   ionic_admin_mod_qp as MQP, ionic_admin_modify_srq as MSRQ, ionic_admin_query_qp as QQP, ionic_admin_query_srq as QSRQ,
   ionic_admin_stats_hdr as STATS, ionic_v1_admin_query_qp_rq as QRQ, ionic_v1_admin_query_qp_sq as QSQ, rget, rset, U64_TOO_BIG,
 } from './layouts';
-import { loadMrTable, loadRing } from './rings';
+import { loadRing, mrTableSource } from './rings';
 import { buildStatHeaders, buildStatValues, headersNeeded, valuesSize } from './stats';
 
 /** What the commands work on. */
@@ -47,6 +48,22 @@ export interface AdminResult {
   readonly status: AdminStatus;
   /** status_length on success. */
   readonly length: number;
+}
+
+/**
+ * A command that takes more than one turn (CREATE_MR over a long page list):
+ * the admin queue calls `step` once per turn until it answers, and `abort`
+ * if the queue goes away first.
+ */
+export interface AdminWork {
+  step(mem: GuestMemory): AdminResult | null;
+  abort(): void;
+}
+
+export type AdminOutcome = AdminResult | AdminWork;
+
+export function isAdminWork(o: AdminOutcome): o is AdminWork {
+  return 'step' in o;
 }
 
 const OK: AdminResult = { status: AdminStatus.OK, length: 0 };
@@ -79,7 +96,7 @@ const MIN_LEN: ReadonlyMap<number, number> = new Map([
 ]);
 
 /** Run one admin command. `body` holds exactly the WQE's `len` bytes. */
-export function executeAdmin(env: AdminEnv, mem: GuestMemory, op: number, body: Buffer): AdminResult {
+export function executeAdmin(env: AdminEnv, mem: GuestMemory, op: number, body: Buffer): AdminOutcome {
   const min = MIN_LEN.get(op);
   if (min !== undefined && body.length < min) return refuse(AdminStatus.BAD_CMD);
   switch (op) {
@@ -94,7 +111,7 @@ export function executeAdmin(env: AdminEnv, mem: GuestMemory, op: number, body: 
     case AdminOp.MODIFY_QP: return modifyQp(env, mem, body);
     case AdminOp.QUERY_QP: return queryQp(env, mem, body);
     case AdminOp.DESTROY_QP: return destroy(env, body, 'qp');
-    case AdminOp.CREATE_MR: return createMr(env, mem, body);
+    case AdminOp.CREATE_MR: return createMr(env, body);
     case AdminOp.DESTROY_MR: return destroy(env, body, 'mr');
     case AdminOp.CREATE_AH: return createAh(env, mem, body);
     case AdminOp.DESTROY_AH: return destroy(env, body, 'ah');
@@ -311,7 +328,7 @@ function queryQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
 
 // ---- MR ------------------------------------------------------------------------------------
 
-function createMr(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
+function createMr(env: AdminEnv, b: Buffer): AdminOutcome {
   const flags = rget(b, 0, CMR.dbid_flags);
   const spec = {
     key: rget(b, 0, CMR.id_ver), pdId: rget(b, 0, CMR.pd_id), flags, iova: rget(b, 0, CMR.va), length: rget(b, 0, CMR.length),
@@ -331,13 +348,26 @@ function createMr(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
     const r = env.rm.createMr(spec, null);
     return r.ok ? OK : refuse(rmStatus(r.error));
   }
-  const t = loadMrTable(mem, {
+  const src = mrTableSource({
     iova: spec.iova, length: spec.length, pageSizeLog2: rget(b, 0, CMR.page_size_log2),
     mapCount, dmaAddr: rget(b, 0, CMR.dma_addr),
   }, env.rm.budget);
-  if (typeof t === 'number') return refuse(t);
-  const r = env.rm.createMr(spec, t);
-  return r.ok ? OK : refuse(rmStatus(r.error));
+  if (typeof src === 'number') return refuse(src);
+  const register = (t: PageTable): AdminResult => {
+    const r = env.rm.createMr(spec, t);
+    return r.ok ? OK : refuse(rmStatus(r.error));
+  };
+  if (src instanceof PageTable) return register(src);
+  // The page list (up to 2^30 entries) is read a share per turn: the command completes when it is all in.
+  const loader = new PageListLoader(src, env.rm.budget);
+  return {
+    step(mem: GuestMemory): AdminResult | null {
+      const t = loader.step(mem, RDMA_PT_ENTRIES_PER_TURN);
+      if (t === null) return null;
+      return typeof t === 'string' ? refuse(AdminStatus.BAD_ATTR) : register(t);
+    },
+    abort(): void { loader.abort(); },
+  };
 }
 
 // ---- AH ------------------------------------------------------------------------------------

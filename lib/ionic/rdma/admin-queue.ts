@@ -15,9 +15,14 @@
 // A command runs only when its CQE has room: with the CQ full, the queue
 // waits for the driver's ring-0 doorbell on the CQ. A doorbell runs up to
 // ADMIN_BUDGET commands at once and reschedules the rest (setImmediate), so
-// one queue cannot starve the socket.
+// one queue cannot starve the socket. A command that needs more than one turn
+// (CREATE_MR over a long page list) answers with work that runs one share per
+// turn; the queue completes it, in order, before it reads the next command.
 
 import type { CqRecord } from '../../rdma/resources';
+import { guardedImmediate } from '../../guard';
+import type { Logger } from '../../log';
+import { AdminOutcome, AdminResult, AdminWork, isAdminWork } from './admin-commands';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import { CqPost, cqFree } from './completion-queue';
@@ -28,8 +33,8 @@ import { ionic_v1_admin_wqe as W, ionic_v1_cqe as CQE, rget, rset } from './layo
 
 export interface AdminQueueContext {
   memory(): GuestMemory | undefined;
-  /** Run a command; returns the status and, on success, the status_length value. */
-  execute(aq: RdmaAdminQueue, mem: GuestMemory, op: number, body: Buffer): { status: AdminStatus; length: number };
+  /** Run a command: its status and, on success, the status_length value; or work to continue on later turns. */
+  execute(aq: RdmaAdminQueue, mem: GuestMemory, op: number, body: Buffer): AdminOutcome;
   /** Post a CQE on the AQ's CQ (color and event handled there). */
   postCqe(cq: CqRecord, cqe: Buffer): CqPost;
   /** Is this queue still the live one (not dropped by a reset)? */
@@ -38,6 +43,17 @@ export interface AdminQueueContext {
   failed(aq: RdmaAdminQueue, why: string): void;
   /** Most commands one pass runs. */
   readonly budget: number;
+  readonly log: Logger;
+}
+
+/** A command part way through: where it sat in the ring, and its remaining work. */
+interface Inflight {
+  readonly first: number;
+  readonly op: number;
+  readonly consumed: number;
+  readonly work: AdminWork;
+  /** Its answer, once the work is done (kept while the CQ is full). */
+  result: AdminResult | null;
 }
 
 export class RdmaAdminQueue {
@@ -52,6 +68,7 @@ export class RdmaAdminQueue {
   /** Stopped for good: a WQE or CQE could not be read or written. */
   dead = false;
   #scheduled = false;
+  #inflight: Inflight | null = null;
   readonly #stride = Buffer.alloc(ADMIN_WQE_STRIDE);
   readonly #body = Buffer.alloc(ADMIN_MAX_BODY);
   readonly #cqe = Buffer.alloc(CQE.SIZE);
@@ -76,10 +93,30 @@ export class RdmaAdminQueue {
 
   /** Run posted commands, up to the budget; reschedule the rest. Also called when the CQ gets room. */
   run(ctx: AdminQueueContext): void {
-    if (this.dead || !ctx.alive(this)) return;
+    if (this.dead || !ctx.alive(this)) {
+      this.abort();
+      return;
+    }
     const mem = ctx.memory();
     if (!mem) return;
     let done = 0;
+    if (this.#inflight) {
+      // One share of the long command per turn, then yield.
+      const f = this.#inflight;
+      const r = f.result ?? f.work.step(mem);
+      if (r === null) {
+        this.#later(ctx);
+        return;
+      }
+      f.result = r;
+      if (cqFree(this.cq) === 0) return; // resumes on the CQ's ring-0 doorbell
+      this.#inflight = null;
+      if (this.#complete(ctx, f.first, f.op, f.consumed, r.status, r.length) === 'dead') {
+        this.dead = true;
+        return;
+      }
+      done++;
+    }
     while (this.pending > 0 && done < ctx.budget) {
       if (cqFree(this.cq) === 0) return; // resumes on the CQ's ring-0 doorbell
       const r = this.#one(mem, ctx);
@@ -88,18 +125,35 @@ export class RdmaAdminQueue {
         this.dead = true;
         return;
       }
+      if (r === 'later') {
+        this.#later(ctx);
+        return;
+      }
       done++;
     }
-    if (this.pending > 0 && !this.#scheduled) {
-      this.#scheduled = true;
-      setImmediate(() => {
-        this.#scheduled = false;
-        this.run(ctx);
-      });
-    }
+    if (this.pending > 0) this.#later(ctx);
   }
 
-  #one(mem: GuestMemory, ctx: AdminQueueContext): 'done' | 'wait' | 'dead' {
+  /** The queue was dropped (reset, destroy) with a command part way: give back what it holds. */
+  abort(): void {
+    const f = this.#inflight;
+    this.#inflight = null;
+    f?.work.abort();
+  }
+
+  #later(ctx: AdminQueueContext): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    guardedImmediate(ctx.log, `RDMA admin queue ${this.id}`, () => {
+      this.#scheduled = false;
+      this.run(ctx);
+    }, () => {
+      this.dead = true;
+      this.abort();
+    });
+  }
+
+  #one(mem: GuestMemory, ctx: AdminQueueContext): 'done' | 'wait' | 'dead' | 'later' {
     const first = this.ci;
     if (mem.read(this.base + first * ADMIN_WQE_STRIDE, this.#stride) !== MemStatus.OK) {
       ctx.failed(this, `WQE at index ${first} is not guest memory`);
@@ -127,10 +181,20 @@ export class RdmaAdminQueue {
           return 'dead';
         }
       }
-      const r = ctx.execute(this, mem, op, body);
+      const r: AdminOutcome = ctx.execute(this, mem, op, body);
+      if (isAdminWork(r)) {
+        // Its CQE comes when the work is done (the ring slots stay the driver's until then).
+        this.#inflight = { first, op, consumed, work: r, result: null };
+        return 'later';
+      }
       status = r.status;
       length = r.length;
     }
+    return this.#complete(ctx, first, op, consumed, status, length);
+  }
+
+  /** Post a command's CQE and consume its strides. */
+  #complete(ctx: AdminQueueContext, first: number, op: number, consumed: number, status: AdminStatus, length: number): 'done' | 'dead' {
     const c = this.#cqe;
     c.fill(0);
     rset(c, 0, CQE.cmd_idx, first);

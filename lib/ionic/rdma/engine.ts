@@ -27,7 +27,11 @@ import { Opcode, Status } from '../constants';
 import { FaultInjector } from '../fault-injection';
 import type { InterruptController } from '../interrupts';
 import type { NicProfile } from '../profile';
-import { AdminEnv, executeAdmin } from './admin-commands';
+import { AdminEnv, AdminOutcome, AdminResult, executeAdmin, isAdminWork } from './admin-commands';
+import { contain } from '../../guard';
+
+/** What a command that threw (a bug) completes with. */
+const BUG_RESULT: AdminResult = { status: AdminStatus.BAD_CMD, length: 0 };
 import { AdminQueueContext, RdmaAdminQueue } from './admin-queue';
 import { CqEvents, CqPost, cqDoorbell, cqFree, postCqe } from './completion-queue';
 import { ADMIN_BUDGET, AdminStatus, CQE_ERROR, DbRing, EqeCode, EqeType, RdmaQType } from './constants';
@@ -79,6 +83,7 @@ export class RdmaEngine implements DataPathDevice {
     };
     this.#aqCtx = {
       budget: ADMIN_BUDGET,
+      log: this.#log,
       memory: () => this.#memory(),
       execute: (aq, mem, op, body) => this.#execute(aq, mem, op, body),
       postCqe: (cq, cqe) => {
@@ -130,6 +135,7 @@ export class RdmaEngine implements DataPathDevice {
   /** Forget every RDMA object (RDMA_RESET_LIF, LIF_RESET, device reset, disconnect). */
   reset(): void {
     this.eqs.clear();
+    for (const aq of this.aqs.values()) aq.abort();
     this.aqs.clear();
     this.rm.reset();
     this.#safe.reset?.();
@@ -216,14 +222,20 @@ export class RdmaEngine implements DataPathDevice {
 
   // ---- admin commands ------------------------------------------------------------------------
 
-  #execute(aq: RdmaAdminQueue, mem: GuestMemory, op: number, body: Buffer): { status: AdminStatus; length: number } {
-    let r: { status: AdminStatus; length: number };
-    try {
-      r = executeAdmin(this.#env, mem, op, body);
-    } catch (e) {
-      // Our bug, not the guest's: refuse the command, keep the device up.
-      this.#log.error(`ionic rdma: admin command ${op} on queue ${aq.id} threw: ${(e as Error).stack ?? String(e)}`);
-      r = { status: AdminStatus.BAD_CMD, length: 0 };
+  #execute(aq: RdmaAdminQueue, mem: GuestMemory, op: number, body: Buffer): AdminOutcome {
+    let r: AdminOutcome = BUG_RESULT;
+    // Our bug, not the guest's: the command is refused, the device stays up.
+    contain(this.#log, `RDMA admin command ${op} (queue ${aq.id})`, () => { r = executeAdmin(this.#env, mem, op, body); });
+    if (isAdminWork(r)) {
+      const work = r;
+      return {
+        step: (m) => {
+          let s: AdminResult | null = BUG_RESULT;
+          contain(this.#log, `RDMA admin command ${op} (queue ${aq.id}, continued)`, () => { s = work.step(m); }, () => work.abort());
+          return s;
+        },
+        abort: () => work.abort(),
+      };
     }
     if (r.status !== AdminStatus.OK) {
       if (this.#log.debugEnabled) this.#log.debug(`ionic rdma: admin op ${op} on queue ${aq.id} -> status ${r.status}`);

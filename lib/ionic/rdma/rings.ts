@@ -7,7 +7,7 @@
 import {
   RDMA_MAX_DEPTH_LOG2, RDMA_MAX_MR_PAGES, RDMA_MIN_DEPTH_LOG2, RDMA_MR_PAGE_SHIFTS,
 } from '../../rdma/limits';
-import { isAddrRange, loadPageList, PageTable, PageTableBuilder, RunBudget } from '../../rdma/page-table';
+import { isAddrRange, loadPageList, PageListSource, PageTable, PageTableBuilder, RunBudget } from '../../rdma/page-table';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import { AdminStatus } from './constants';
@@ -92,6 +92,18 @@ export interface MrDesc {
  * reaches later, or never); each access is.
  */
 export function loadMrTable(mem: GuestMemory, d: MrDesc, budget: RunBudget): PageTable | AdminStatus {
+  const src = mrTableSource(d, budget);
+  if (typeof src === 'number' || src instanceof PageTable) return src;
+  const r = loadPageList(mem, src, budget);
+  return typeof r === 'string' ? AdminStatus.BAD_ATTR : r;
+}
+
+/**
+ * The checks of loadMrTable without the page-list read: the table itself when
+ * it is one block (its run charged), the page list to read (through
+ * PageListLoader, over several turns when long), or the refusal.
+ */
+export function mrTableSource(d: MrDesc, budget: RunBudget): PageTable | PageListSource | AdminStatus {
   if (!RDMA_MR_PAGE_SHIFTS.includes(d.pageSizeLog2)) return AdminStatus.BAD_ATTR;
   if (d.length < 1 || !isAddrRange(d.iova, d.length)) return AdminStatus.BAD_ATTR;
   if (d.dmaAddr === U64_TOO_BIG || d.dmaAddr <= 0) return AdminStatus.BAD_ATTR;
@@ -105,6 +117,5 @@ export function loadMrTable(mem: GuestMemory, d: MrDesc, budget: RunBudget): Pag
     if (!t || !budget.take(1)) return AdminStatus.BAD_ATTR;
     return t;
   }
-  const r = loadPageList(mem, { listAddr: d.dmaAddr, count: d.mapCount, pageShift: d.pageSizeLog2, firstOffset, length: d.length }, budget);
-  return typeof r === 'string' ? AdminStatus.BAD_ATTR : r;
+  return { listAddr: d.dmaAddr, count: d.mapCount, pageShift: d.pageSizeLog2, firstOffset, length: d.length };
 }
