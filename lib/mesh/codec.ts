@@ -1,0 +1,419 @@
+// The mesh codec: pure functions over Buffers, no sockets, no logging. The
+// frame header decoder applies the per-type length rules, so a frame parser
+// can refuse a frame before buffering its payload. Control payload decoders
+// check every field a peer sets and return a MeshError rather than throw.
+// Encoders throw only for our own bad arguments.
+
+import { isHostName, parseHost } from './address';
+import { Decoded, fail, ok } from './errors';
+import {
+  getI32, getU, getU64, ionic_wire_hdr, IONIC_WIRE_MAGIC, setU, setU64, tcp_handshake, tcp_mesh_topology,
+  tcp_msg_header, tcp_node_gids, tcp_node_info, tcp_rdma_op_header, tcp_register_node, tcp_register_resp,
+  viewBytes,
+} from './layouts';
+import {
+  AUTO_NODE_ID, HOSTNAME_FIELD, MAX_FRAME_PAYLOAD, MAX_NODE_GIDS, MAX_NODE_ID, MAX_NODES, MESH_MAGIC,
+  MESH_PROTOCOL_VERSION,
+} from './limits';
+import {
+  DataMsgType, FrameHeader, Handshake, InstanceId, IonicWireHeader, IonicWireOp, MsgType, NodeGids, NodeInfo,
+  RegisterNode, RegisterResp,
+} from './messages';
+
+// ---------------------------------------------------------------------------
+// Per-type length rules
+
+interface LengthRule {
+  readonly min: number;
+  readonly max: number;
+}
+
+const HEARTBEAT_MAX = 64;
+
+/**
+ * The types we speak and the payload lengths each may declare. The upper
+ * bounds are what the largest honest message needs, so a header can be
+ * refused before its payload is read. Legacy PVRDMA types (3-11),
+ * NODE_STATUS and the retired 18-20 are refused.
+ */
+const LENGTH_RULES: ReadonlyMap<number, LengthRule> = new Map<number, LengthRule>([
+  [MsgType.HANDSHAKE, { min: tcp_handshake.V4_SIZE, max: 64 }],
+  [MsgType.HANDSHAKE_RESP, { min: tcp_handshake.V4_SIZE, max: 64 }],
+  [MsgType.REGISTER_NODE, { min: tcp_register_node.V3_SIZE, max: 512 }],
+  [MsgType.REGISTER_RESP, { min: tcp_register_resp.V3_SIZE, max: 64 }],
+  [MsgType.MESH_TOPOLOGY, { min: tcp_mesh_topology.SIZE, max: tcp_mesh_topology.SIZE + MAX_NODES * tcp_node_info.SIZE }],
+  [MsgType.HEARTBEAT, { min: 0, max: HEARTBEAT_MAX }],
+  [MsgType.HEARTBEAT_RESP, { min: 0, max: HEARTBEAT_MAX }],
+  [MsgType.NODE_GIDS, { min: tcp_node_gids.SIZE, max: MAX_NODES * tcp_node_gids.SIZE }],
+  [MsgType.DATA, { min: 0, max: MAX_FRAME_PAYLOAD }],
+  [MsgType.RDMA_WRITE, { min: tcp_rdma_op_header.SIZE, max: MAX_FRAME_PAYLOAD }],
+  [MsgType.RDMA_READ_REQ, { min: tcp_rdma_op_header.SIZE, max: MAX_FRAME_PAYLOAD }],
+  [MsgType.RDMA_READ_RESP, { min: 0, max: MAX_FRAME_PAYLOAD }],
+  [MsgType.IONIC, { min: ionic_wire_hdr.SIZE, max: MAX_FRAME_PAYLOAD }],
+]);
+
+/** The fixed header each data type starts its payload with. */
+const DATA_HEADER_SIZE: ReadonlyMap<number, number> = new Map<number, number>([
+  [MsgType.DATA, 0],
+  [MsgType.RDMA_WRITE, tcp_rdma_op_header.SIZE],
+  [MsgType.RDMA_READ_REQ, tcp_rdma_op_header.SIZE],
+  [MsgType.RDMA_READ_RESP, 0],
+  [MsgType.IONIC, ionic_wire_hdr.SIZE],
+]);
+
+/** True for the types the layer above sends and receives. */
+export function isDataType(type: number): type is DataMsgType {
+  return DATA_HEADER_SIZE.has(type);
+}
+
+/** Size of the fixed header a data type's payload starts with (undefined for other types). */
+export function dataHeaderSize(type: number): number | undefined {
+  return DATA_HEADER_SIZE.get(type);
+}
+
+/** Largest payload a frame of this type may declare (undefined: type not spoken). */
+export function maxPayloadOf(type: number): number | undefined {
+  return LENGTH_RULES.get(type)?.max;
+}
+
+// ---------------------------------------------------------------------------
+// Frame header
+
+export interface FrameHeaderInit {
+  readonly type: number;
+  readonly length: number;
+  readonly seq: number;
+  readonly src: number;
+  readonly dst: number;
+  readonly srcQpn?: number;
+  readonly dstQpn?: number;
+}
+
+/** Write a frame header at `at` (32 bytes). */
+export function writeFrameHeader(out: Buffer, at: number, h: FrameHeaderInit): void {
+  if (at < 0 || at + tcp_msg_header.SIZE > out.length) throw new RangeError('frame header does not fit');
+  setU(out, at, tcp_msg_header.magic, MESH_MAGIC);
+  setU(out, at, tcp_msg_header.msg_type, h.type);
+  setU(out, at, tcp_msg_header.msg_len, h.length);
+  setU(out, at, tcp_msg_header.seq, h.seq);
+  setU(out, at, tcp_msg_header.src_node_id, h.src);
+  setU(out, at, tcp_msg_header.dst_node_id, h.dst);
+  setU(out, at, tcp_msg_header.src_qpn, h.srcQpn ?? 0);
+  setU(out, at, tcp_msg_header.dst_qpn, h.dstQpn ?? 0);
+}
+
+/** A new 32-byte frame header. */
+export function encodeFrameHeader(h: FrameHeaderInit): Buffer {
+  const out = Buffer.allocUnsafe(tcp_msg_header.SIZE);
+  writeFrameHeader(out, 0, h);
+  return out;
+}
+
+/**
+ * Decode and check the header at `at` (the caller guarantees 32 bytes):
+ * magic, a type we speak, and a length inside that type's bounds. The payload
+ * has not been read yet: this is where an oversized frame is refused.
+ */
+export function decodeFrameHeader(buf: Buffer, at: number): Decoded<FrameHeader> {
+  const magic = getU(buf, at, tcp_msg_header.magic);
+  if (magic !== MESH_MAGIC) return fail('BAD_MAGIC', `magic 0x${magic.toString(16).padStart(8, '0')}, want 0x${MESH_MAGIC.toString(16)}`);
+  const type = getU(buf, at, tcp_msg_header.msg_type);
+  const length = getU(buf, at, tcp_msg_header.msg_len);
+  const rule = LENGTH_RULES.get(type);
+  if (!rule) {
+    if (type >= 1 && type <= MsgType.NODE_GIDS) return fail('UNSUPPORTED_TYPE', `message type ${type} is not spoken by this mesh`);
+    return fail('UNKNOWN_TYPE', `unknown message type ${type}`);
+  }
+  if (length > rule.max) {
+    const code = rule.max === MAX_FRAME_PAYLOAD ? 'FRAME_TOO_LARGE' : 'BAD_LENGTH';
+    return fail(code, `type ${type} declares ${length} payload bytes, at most ${rule.max}`);
+  }
+  if (length < rule.min) return fail('BAD_LENGTH', `type ${type} declares ${length} payload bytes, at least ${rule.min}`);
+  return ok({
+    type,
+    length,
+    seq: getU(buf, at, tcp_msg_header.seq),
+    src: getU(buf, at, tcp_msg_header.src_node_id),
+    dst: getU(buf, at, tcp_msg_header.dst_node_id),
+    srcQpn: getU(buf, at, tcp_msg_header.src_qpn),
+    dstQpn: getU(buf, at, tcp_msg_header.dst_qpn),
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Small field helpers
+
+const INSTANCE_BYTES = 8;
+const ZERO_INSTANCE: InstanceId = '0'.repeat(INSTANCE_BYTES * 2);
+
+/** True for 16 hex digits, not all zero (a zero nonce is refused: it is what an unset field reads as). */
+export function isInstanceId(text: string): boolean {
+  return /^[0-9a-f]{16}$/.test(text) && text !== ZERO_INSTANCE;
+}
+
+function writeInstance(out: Buffer, at: number, id: InstanceId): void {
+  if (!/^[0-9a-f]{16}$/.test(id)) throw new RangeError(`instance id must be 16 hex digits (got '${id}')`);
+  out.write(id, at, INSTANCE_BYTES, 'hex');
+}
+
+/** Write a NUL-terminated host name field; the host must be valid and fit. */
+function writeHostField(out: Buffer, at: number, host: string): void {
+  if (host !== '' && !parseHost(host)) throw new RangeError(`not a host: '${host}'`);
+  if (Buffer.byteLength(host, 'ascii') >= HOSTNAME_FIELD) throw new RangeError('host name too long');
+  out.fill(0, at, at + HOSTNAME_FIELD);
+  out.write(host, at, 'ascii');
+}
+
+/** Read a NUL-terminated host name field: ASCII, NUL inside the field, and empty or a valid host. */
+function readHostField(field: Buffer): Decoded<string> {
+  const nul = field.indexOf(0);
+  if (nul < 0) return fail('BAD_HOST', 'host name field has no NUL');
+  for (let i = 0; i < nul; i++) {
+    const c = field[i]!;
+    if (c < 0x21 || c > 0x7e) return fail('BAD_HOST', `host name byte ${i} is 0x${c.toString(16)}`);
+  }
+  const host = field.toString('ascii', 0, nul);
+  if (host !== '' && !parseHost(host) && !isHostName(host)) return fail('BAD_HOST', `'${host}' is not a host`);
+  return ok(host);
+}
+
+function readVersionAt(body: Buffer, at: number): number {
+  return body.length >= at + 4 ? body.readUInt32BE(at) : 3;
+}
+
+// ---------------------------------------------------------------------------
+// HANDSHAKE / HANDSHAKE_RESP
+
+export function encodeHandshake(h: Omit<Handshake, 'version'> & { readonly version?: number }): Buffer {
+  const out = Buffer.alloc(tcp_handshake.SIZE);
+  setU(out, 0, tcp_handshake.node_id, h.nodeId);
+  setU(out, 0, tcp_handshake.version, h.version ?? MESH_PROTOCOL_VERSION);
+  setU(out, 0, tcp_handshake.result, h.result);
+  writeInstance(out, tcp_handshake.instance.off, h.instance);
+  writeInstance(out, tcp_handshake.peer_instance.off, h.peerInstance);
+  return out;
+}
+
+export function decodeHandshake(body: Buffer): Decoded<Handshake> {
+  const version = body.length >= tcp_handshake.V4_SIZE ? getU(body, 0, tcp_handshake.version) : 0;
+  if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `handshake version ${version}, want ${MESH_PROTOCOL_VERSION}`);
+  if (body.length !== tcp_handshake.SIZE) return fail('BAD_LENGTH', `handshake is ${body.length} bytes, want ${tcp_handshake.SIZE}`);
+  const nodeId = getU(body, 0, tcp_handshake.node_id);
+  if (nodeId > MAX_NODE_ID) return fail('BAD_NODE_ID', `handshake node id ${nodeId}`);
+  const instance = viewBytes(body, 0, tcp_handshake.instance).toString('hex');
+  const peerInstance = viewBytes(body, 0, tcp_handshake.peer_instance).toString('hex');
+  if (!isInstanceId(instance)) return fail('BAD_FIELD', 'handshake instance is zero');
+  return ok({ nodeId, version, result: getI32(body, 0, tcp_handshake.result), instance, peerInstance });
+}
+
+// ---------------------------------------------------------------------------
+// REGISTER_NODE / REGISTER_RESP
+
+export function encodeRegisterNode(r: Omit<RegisterNode, 'version'> & { readonly version?: number }): Buffer {
+  const out = Buffer.alloc(tcp_register_node.SIZE);
+  writeHostField(out, tcp_register_node.hostname.off, r.host);
+  setU(out, 0, tcp_register_node.port, r.port);
+  setU(out, 0, tcp_register_node.requested_node_id, r.requestedId);
+  setU(out, 0, tcp_register_node.version, r.version ?? MESH_PROTOCOL_VERSION);
+  writeInstance(out, tcp_register_node.instance.off, r.instance);
+  return out;
+}
+
+export function decodeRegisterNode(body: Buffer): Decoded<RegisterNode> {
+  const version = readVersionAt(body, tcp_register_node.version.off);
+  if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `registration version ${version}, want ${MESH_PROTOCOL_VERSION}`);
+  if (body.length !== tcp_register_node.SIZE) return fail('BAD_LENGTH', `registration is ${body.length} bytes, want ${tcp_register_node.SIZE}`);
+  const host = readHostField(viewBytes(body, 0, tcp_register_node.hostname));
+  if (!host.ok) return host;
+  const requestedId = getU(body, 0, tcp_register_node.requested_node_id);
+  if (requestedId !== AUTO_NODE_ID && (requestedId < 1 || requestedId > MAX_NODE_ID)) {
+    return fail('BAD_NODE_ID', `requested node id ${requestedId}`);
+  }
+  const instance = viewBytes(body, 0, tcp_register_node.instance).toString('hex');
+  if (!isInstanceId(instance)) return fail('BAD_FIELD', 'registration instance is zero');
+  return ok({ host: host.value, port: getU(body, 0, tcp_register_node.port), requestedId, version, instance });
+}
+
+export function encodeRegisterResp(r: Omit<RegisterResp, 'version'> & { readonly version?: number }): Buffer {
+  const out = Buffer.alloc(tcp_register_resp.SIZE);
+  setU(out, 0, tcp_register_resp.assigned_node_id, r.nodeId);
+  setU(out, 0, tcp_register_resp.num_nodes, r.numNodes);
+  setU(out, 0, tcp_register_resp.result, r.result);
+  setU(out, 0, tcp_register_resp.version, r.version ?? MESH_PROTOCOL_VERSION);
+  writeInstance(out, tcp_register_resp.manager_instance.off, r.managerInstance);
+  return out;
+}
+
+export function decodeRegisterResp(body: Buffer): Decoded<RegisterResp> {
+  const version = readVersionAt(body, tcp_register_resp.version.off);
+  if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `registration reply version ${version}, want ${MESH_PROTOCOL_VERSION}`);
+  if (body.length !== tcp_register_resp.SIZE) return fail('BAD_LENGTH', `registration reply is ${body.length} bytes, want ${tcp_register_resp.SIZE}`);
+  const nodeId = getU(body, 0, tcp_register_resp.assigned_node_id);
+  const result = getI32(body, 0, tcp_register_resp.result);
+  if (result === 0 && (nodeId < 1 || nodeId > MAX_NODE_ID)) return fail('BAD_NODE_ID', `assigned node id ${nodeId}`);
+  const numNodes = getU(body, 0, tcp_register_resp.num_nodes);
+  if (numNodes > MAX_NODES) return fail('TOO_MANY', `registration reply counts ${numNodes} nodes`);
+  const managerInstance = viewBytes(body, 0, tcp_register_resp.manager_instance).toString('hex');
+  if (!isInstanceId(managerInstance)) return fail('BAD_FIELD', 'manager instance is zero');
+  return ok({ nodeId, numNodes, result, version, managerInstance });
+}
+
+// ---------------------------------------------------------------------------
+// MESH_TOPOLOGY
+
+export function encodeTopology(nodes: readonly NodeInfo[]): Buffer {
+  if (nodes.length > MAX_NODES) throw new RangeError(`topology of ${nodes.length} nodes`);
+  const out = Buffer.alloc(tcp_mesh_topology.SIZE + nodes.length * tcp_node_info.SIZE);
+  setU(out, 0, tcp_mesh_topology.num_nodes, nodes.length);
+  let at = tcp_mesh_topology.NODES;
+  for (const n of nodes) {
+    setU(out, at, tcp_node_info.node_id, n.id);
+    writeHostField(out, at + tcp_node_info.hostname.off, n.host);
+    setU(out, at, tcp_node_info.port, n.port);
+    setU(out, at, tcp_node_info.is_alive, n.alive ? 1 : 0);
+    writeInstance(out, at + tcp_node_info.instance.off, n.instance);
+    at += tcp_node_info.SIZE;
+  }
+  return out;
+}
+
+export function decodeTopology(body: Buffer): Decoded<NodeInfo[]> {
+  const count = getU(body, 0, tcp_mesh_topology.num_nodes);
+  if (count > MAX_NODES) return fail('TOO_MANY', `topology counts ${count} nodes, at most ${MAX_NODES}`);
+  const want = tcp_mesh_topology.SIZE + count * tcp_node_info.SIZE;
+  if (body.length !== want) return fail('BAD_LENGTH', `topology of ${count} nodes is ${body.length} bytes, want ${want}`);
+  const nodes: NodeInfo[] = [];
+  const seen = new Set<number>();
+  let at = tcp_mesh_topology.NODES;
+  for (let i = 0; i < count; i++, at += tcp_node_info.SIZE) {
+    const id = getU(body, at, tcp_node_info.node_id);
+    if (id > MAX_NODE_ID) return fail('BAD_NODE_ID', `topology node id ${id}`);
+    if (seen.has(id)) return fail('DUPLICATE', `topology lists node ${id} twice`);
+    seen.add(id);
+    const host = readHostField(viewBytes(body, at, tcp_node_info.hostname));
+    if (!host.ok) return host;
+    const alive = getU(body, at, tcp_node_info.is_alive);
+    if (alive > 1) return fail('BAD_FIELD', `node ${id} is_alive ${alive}`);
+    const instance = viewBytes(body, at, tcp_node_info.instance).toString('hex');
+    if (!isInstanceId(instance)) return fail('BAD_FIELD', `node ${id} instance is zero`);
+    nodes.push({ id, host: host.value, port: getU(body, at, tcp_node_info.port), alive: alive === 1, instance });
+  }
+  return ok(nodes);
+}
+
+// ---------------------------------------------------------------------------
+// NODE_GIDS (one record per node, several per frame)
+
+export function encodeNodeGids(records: readonly NodeGids[]): Buffer {
+  if (records.length < 1 || records.length > MAX_NODES) throw new RangeError(`NODE_GIDS batch of ${records.length}`);
+  const out = Buffer.alloc(records.length * tcp_node_gids.SIZE);
+  let at = 0;
+  for (const r of records) {
+    if (r.gids.length > MAX_NODE_GIDS) throw new RangeError(`node ${r.nodeId} has ${r.gids.length} GIDs`);
+    setU(out, at, tcp_node_gids.node_id, r.nodeId);
+    setU(out, at, tcp_node_gids.num_gids, r.gids.length);
+    r.gids.forEach((g, i) => {
+      if (g.length !== tcp_node_gids.GID_SIZE) throw new RangeError('a GID is 16 bytes');
+      g.copy(out, at + tcp_node_gids.gids.off + i * tcp_node_gids.GID_SIZE);
+    });
+    at += tcp_node_gids.SIZE;
+  }
+  return out;
+}
+
+export function decodeNodeGids(body: Buffer): Decoded<NodeGids[]> {
+  if (body.length === 0 || body.length % tcp_node_gids.SIZE !== 0) {
+    return fail('BAD_LENGTH', `NODE_GIDS of ${body.length} bytes is not a whole number of ${tcp_node_gids.SIZE}-byte records`);
+  }
+  const count = body.length / tcp_node_gids.SIZE;
+  if (count > MAX_NODES) return fail('TOO_MANY', `NODE_GIDS batch of ${count} records`);
+  const out: NodeGids[] = [];
+  const seen = new Set<number>();
+  for (let i = 0, at = 0; i < count; i++, at += tcp_node_gids.SIZE) {
+    const nodeId = getU(body, at, tcp_node_gids.node_id);
+    if (nodeId > MAX_NODE_ID) return fail('BAD_NODE_ID', `NODE_GIDS node id ${nodeId}`);
+    if (seen.has(nodeId)) return fail('DUPLICATE', `NODE_GIDS lists node ${nodeId} twice`);
+    seen.add(nodeId);
+    const n = getU(body, at, tcp_node_gids.num_gids);
+    if (n > MAX_NODE_GIDS) return fail('TOO_MANY', `node ${nodeId} claims ${n} GIDs, at most ${MAX_NODE_GIDS}`);
+    const gids: Buffer[] = [];
+    const base = at + tcp_node_gids.gids.off;
+    for (let g = 0; g < n; g++) gids.push(body.subarray(base + g * tcp_node_gids.GID_SIZE, base + (g + 1) * tcp_node_gids.GID_SIZE));
+    out.push({ nodeId, gids });
+  }
+  return ok(out);
+}
+
+// ---------------------------------------------------------------------------
+// ionic_wire_hdr (the data path's; here so its layout has one home)
+
+export type IonicWireHeaderInit = Omit<IonicWireHeader, 'remoteVa' | 'swapAdd' | 'compare'> & {
+  readonly remoteVa?: bigint;
+  readonly swapAdd?: bigint;
+  readonly compare?: bigint;
+};
+
+/** Write an ionic header at `at` (60 bytes). */
+export function writeIonicWireHeader(out: Buffer, at: number, h: IonicWireHeaderInit): void {
+  if (at < 0 || at + ionic_wire_hdr.SIZE > out.length) throw new RangeError('ionic header does not fit');
+  setU(out, at, ionic_wire_hdr.magic, IONIC_WIRE_MAGIC);
+  setU(out, at, ionic_wire_hdr.op, h.op);
+  setU(out, at, ionic_wire_hdr.atomic_cs, h.atomicCs);
+  setU(out, at, ionic_wire_hdr.rsvd, 0);
+  setU(out, at, ionic_wire_hdr.src_qp_id, h.srcQpId);
+  setU(out, at, ionic_wire_hdr.dst_qp_id, h.dstQpId);
+  setU(out, at, ionic_wire_hdr.req_id, h.reqId);
+  setU(out, at, ionic_wire_hdr.rkey, h.rkey);
+  setU(out, at, ionic_wire_hdr.length, h.length);
+  setU(out, at, ionic_wire_hdr.imm_be, h.immBe);
+  setU(out, at, ionic_wire_hdr.status, h.status);
+  setU64(out, at, ionic_wire_hdr.remote_va, h.remoteVa ?? 0n);
+  setU64(out, at, ionic_wire_hdr.swap_add, h.swapAdd ?? 0n);
+  setU64(out, at, ionic_wire_hdr.compare, h.compare ?? 0n);
+}
+
+export function encodeIonicWireHeader(h: IonicWireHeaderInit): Buffer {
+  const out = Buffer.allocUnsafe(ionic_wire_hdr.SIZE);
+  writeIonicWireHeader(out, 0, h);
+  return out;
+}
+
+/** Decode the ionic header at the start of `buf`: length, magic and op are checked; the rest is the data path's to judge. */
+export function decodeIonicWireHeader(buf: Buffer): Decoded<IonicWireHeader> {
+  if (buf.length < ionic_wire_hdr.SIZE) return fail('BAD_LENGTH', `ionic header of ${buf.length} bytes, want ${ionic_wire_hdr.SIZE}`);
+  const magic = getU(buf, 0, ionic_wire_hdr.magic);
+  if (magic !== IONIC_WIRE_MAGIC) return fail('BAD_MAGIC', `ionic magic 0x${magic.toString(16).padStart(8, '0')}`);
+  const op = getU(buf, 0, ionic_wire_hdr.op);
+  if (op < IonicWireOp.SEND || op > IonicWireOp.ACK) return fail('BAD_FIELD', `ionic op ${op}`);
+  return ok({
+    op,
+    atomicCs: getU(buf, 0, ionic_wire_hdr.atomic_cs),
+    srcQpId: getU(buf, 0, ionic_wire_hdr.src_qp_id),
+    dstQpId: getU(buf, 0, ionic_wire_hdr.dst_qp_id),
+    reqId: getU(buf, 0, ionic_wire_hdr.req_id),
+    rkey: getU(buf, 0, ionic_wire_hdr.rkey),
+    length: getU(buf, 0, ionic_wire_hdr.length),
+    immBe: getU(buf, 0, ionic_wire_hdr.imm_be),
+    status: getU(buf, 0, ionic_wire_hdr.status),
+    remoteVa: getU64(buf, 0, ionic_wire_hdr.remote_va),
+    swapAdd: getU64(buf, 0, ionic_wire_hdr.swap_add),
+    compare: getU64(buf, 0, ionic_wire_hdr.compare),
+  });
+}
+
+/** True when an ionic payload starts with the ionic magic (the mesh's one look inside, at delivery and relay). */
+export function hasIonicMagic(body: Buffer): boolean {
+  return body.length >= ionic_wire_hdr.SIZE && getU(body, 0, ionic_wire_hdr.magic) === IONIC_WIRE_MAGIC;
+}
+
+/**
+ * Whether a data frame is a reply (it gets the reply room of a send queue and
+ * is dropped, not waited for, when that is full). The manager needs this for
+ * frames it relays, so it reads the ionic op; everything else is a request.
+ */
+export function isReplyFrame(type: number, body: Buffer): boolean {
+  if (type === MsgType.RDMA_READ_RESP) return true;
+  if (type !== MsgType.IONIC || body.length < ionic_wire_hdr.SIZE) return false;
+  const op = getU(body, 0, ionic_wire_hdr.op);
+  return op === IonicWireOp.READ_RESP || op === IonicWireOp.ATOMIC_RESP || op === IonicWireOp.ACK;
+}

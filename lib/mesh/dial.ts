@@ -1,0 +1,122 @@
+// Outgoing connections and listening, for the mesh (the C design's "peer
+// connect" and "accept" threads become these asynchronous functions).
+//
+// A host name is resolved and each address it resolves to is tried in turn,
+// each attempt bounded by CONNECT_TIMEOUT_MS; an IP literal (an IPv6 one
+// possibly with a %zone) is tried as is. A listener with no host takes every
+// address of both families, or IPv4 alone when the host has no IPv6.
+
+import * as dns from 'node:dns';
+import * as net from 'node:net';
+import { formatHostPort, parseHost } from './address';
+import { CONNECT_TIMEOUT_MS, MAX_RESOLVED_ADDRESSES } from './limits';
+
+/** Host name -> addresses, in the order to try them. */
+export type Resolver = (host: string) => Promise<string[]>;
+
+/** The system resolver (getaddrinfo), in the order it answers. */
+export const systemResolver: Resolver = async (host) => {
+  const found = await dns.promises.lookup(host, { all: true, verbatim: true });
+  return found.map((a) => a.address);
+};
+
+export type DialResult = { readonly ok: true; readonly socket: net.Socket; readonly address: string } | { readonly ok: false; readonly error: string };
+
+/** Lets a caller abandon a dial in progress (the mesh is closing, the node died). */
+export interface DialCancel {
+  cancelled: boolean;
+}
+
+/** Connect to host:port, trying each address; never rejects. */
+export async function dial(host: string, port: number, resolve: Resolver, cancel: DialCancel, timeoutMs = CONNECT_TIMEOUT_MS): Promise<DialResult> {
+  const parsed = parseHost(host);
+  if (!parsed) return { ok: false, error: `'${host}' is not a host` };
+  let addresses: string[];
+  if (parsed.kind === 'name') {
+    try {
+      addresses = (await resolve(parsed.host)).slice(0, MAX_RESOLVED_ADDRESSES);
+    } catch (e) {
+      return { ok: false, error: `cannot resolve '${host}': ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
+    }
+    if (addresses.length === 0) return { ok: false, error: `'${host}' resolves to no address` };
+  } else {
+    addresses = [parsed.host];
+  }
+  const errors: string[] = [];
+  for (const address of addresses) {
+    if (cancel.cancelled) return { ok: false, error: 'cancelled' };
+    const r = await connectOnce(address, port, timeoutMs);
+    if (typeof r !== 'string') {
+      if (cancel.cancelled) {
+        r.destroy();
+        return { ok: false, error: 'cancelled' };
+      }
+      return { ok: true, socket: r, address };
+    }
+    errors.push(`${formatHostPort(address, port)}: ${r}`);
+  }
+  return { ok: false, error: errors.join('; ') };
+}
+
+/** One attempt at one address: the connected socket, or why not. */
+function connectOnce(address: string, port: number, timeoutMs: number): Promise<net.Socket | string> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: address, port });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      finish(`no answer in ${timeoutMs} ms`);
+    }, timeoutMs);
+    timer.unref();
+    let done = false;
+    function finish(result: net.Socket | string): void {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.removeListener('connect', onConnect);
+      socket.removeListener('error', onError);
+      resolve(result);
+    }
+    function onConnect(): void {
+      finish(socket);
+    }
+    function onError(err: NodeJS.ErrnoException): void {
+      socket.destroy();
+      finish(err.code ?? err.message);
+    }
+    socket.once('connect', onConnect);
+    socket.once('error', onError);
+  });
+}
+
+/** Listen on host:port, or on every address of both families when host is undefined. Resolves with the bound port. */
+export async function listen(server: net.Server, host: string | undefined, port: number, backlog: number): Promise<number> {
+  const attempt = (h: string, ipv6Only: boolean): Promise<NodeJS.ErrnoException | undefined> => new Promise((resolve) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      server.removeListener('listening', onListening);
+      resolve(err);
+    };
+    const onListening = (): void => {
+      server.removeListener('error', onError);
+      resolve(undefined);
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen({ host: h, port, backlog, ipv6Only });
+  });
+  let err: NodeJS.ErrnoException | undefined;
+  if (host === undefined) {
+    err = await attempt('::', false);
+    if (err && (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL')) err = await attempt('0.0.0.0', false);
+  } else {
+    err = await attempt(host, false);
+  }
+  if (err) throw new Error(`cannot listen on ${formatHostPort(host ?? '*', port)}: ${err.code ?? err.message}`);
+  const a = server.address();
+  return typeof a === 'object' && a ? a.port : port;
+}
+
+/** '::ffff:10.0.0.1' -> '10.0.0.1' (what a dual-stack listener reports for an IPv4 peer). */
+export function unmapAddress(address: string): string {
+  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  return m ? m[1]! : address;
+}

@@ -1,0 +1,214 @@
+// The mesh's streaming frame parser: bytes in, checked frames out. It knows
+// nothing about sockets. A frame is an explicit state machine (header, body)
+// run by one loop over the current chunk with a cursor; each step takes what
+// it needs or stops to wait for the next chunk.
+//
+// Copies: a frame that lies inside one chunk is handed out as a view of that
+// chunk. Only a frame that spans chunks is assembled, once, into a buffer of
+// exactly its size, allocated after its header passed the length rules (so a
+// peer cannot make us buffer more than the largest legal frame). Bytes
+// handed out are never written again, so a consumer may keep a frame.
+//
+// Backpressure: the sink may refuse a frame (return false). The parser then
+// holds it, stops, and offers the same frame again on resume(); the owner
+// pauses its socket meanwhile. Chunks that still arrive while held are kept,
+// up to a bound, then the parser fails.
+//
+// Bad input never throws: the first error goes to sink.onError and the parser
+// stops for good.
+
+import { decodeFrameHeader } from './codec';
+import { MeshError, meshError } from './errors';
+import { tcp_msg_header } from './layouts';
+import { MAX_HELD_CHUNK_BYTES } from './limits';
+import { FrameHeader } from './messages';
+
+export interface FrameSink {
+  /**
+   * A whole frame whose header passed the checks, with exactly
+   * `header.length` body bytes. Return false to hold it: nothing more is
+   * parsed until resume(), which offers this frame again.
+   */
+  onFrame(header: FrameHeader, body: Buffer): boolean;
+  /** The stream broke a rule; the parser has stopped. */
+  onError(error: MeshError): void;
+}
+
+const enum State {
+  Header,
+  Body,
+  Held,
+  Stopped,
+}
+
+const EMPTY = Buffer.alloc(0);
+
+export class FrameParser {
+  #state = State.Header;
+  /** Header bytes gathered across chunks (only when a header spans chunks). */
+  readonly #hdr = Buffer.alloc(tcp_msg_header.SIZE);
+  #hdrFill = 0;
+  #header: FrameHeader | undefined;
+  #body: Buffer | undefined;
+  #bodyFill = 0;
+  /** The chunk being walked and the cursor into it. */
+  #chunk: Buffer = EMPTY;
+  #pos = 0;
+  /** Chunks that arrived while a frame was held. */
+  readonly #backlog: Buffer[] = [];
+  #backlogBytes = 0;
+  #frames = 0;
+
+  constructor(private readonly sink: FrameSink, private readonly maxBacklogBytes: number = MAX_HELD_CHUNK_BYTES) {}
+
+  /** True while a refused frame waits for resume(). */
+  get held(): boolean {
+    return this.#state === State.Held;
+  }
+
+  /** True once an error (or destroy) stopped the parser. */
+  get stopped(): boolean {
+    return this.#state === State.Stopped;
+  }
+
+  /** Frames delivered so far. */
+  get frames(): number {
+    return this.#frames;
+  }
+
+  /** Bytes the parser is holding: a partial header or body, the held chunk's tail, the backlog. */
+  get bufferedBytes(): number {
+    return this.#hdrFill + (this.#body && this.#state === State.Body ? this.#bodyFill : 0) +
+      (this.#chunk.length - this.#pos) + this.#backlogBytes;
+  }
+
+  push(chunk: Buffer): void {
+    if (this.#state === State.Stopped || chunk.length === 0) return;
+    if (this.#state === State.Held || this.#backlog.length > 0) {
+      this.#backlogBytes += chunk.length;
+      if (this.#backlogBytes > this.maxBacklogBytes) {
+        this.#fail(meshError('OVERFLOW', `${this.#backlogBytes} bytes arrived while reading was paused`));
+        return;
+      }
+      this.#backlog.push(chunk);
+      return;
+    }
+    this.#chunk = chunk;
+    this.#pos = 0;
+    this.#walk();
+  }
+
+  /** Offer the held frame again; if taken, carry on with what was left and the backlog. */
+  resume(): void {
+    if (this.#state !== State.Held) return;
+    if (!this.#deliver()) return;
+    this.#walk();
+    while (this.#backlog.length > 0 && this.#running()) {
+      const next = this.#backlog.shift()!;
+      this.#backlogBytes -= next.length;
+      this.#chunk = next;
+      this.#pos = 0;
+      this.#walk();
+    }
+  }
+
+  /** Stop and let go of every buffer (the connection is gone). */
+  destroy(): void {
+    this.#state = State.Stopped;
+    this.#release();
+  }
+
+  /** Between frames or inside one (not held, not stopped). A method, so the compiler does not narrow the state across calls. */
+  #running(): boolean {
+    return this.#state === State.Header || this.#state === State.Body;
+  }
+
+  #release(): void {
+    this.#chunk = EMPTY;
+    this.#pos = 0;
+    this.#header = undefined;
+    this.#body = undefined;
+    this.#backlog.length = 0;
+    this.#backlogBytes = 0;
+  }
+
+  #fail(error: MeshError): void {
+    this.#state = State.Stopped;
+    this.#release();
+    this.sink.onError(error);
+  }
+
+  /** Walk the current chunk until it is used up, a frame is held, or the parser stops. */
+  #walk(): void {
+    const chunk = this.#chunk;
+    for (;;) {
+      if (this.#state === State.Header) {
+        const avail = chunk.length - this.#pos;
+        let decoded;
+        if (this.#hdrFill === 0 && avail >= tcp_msg_header.SIZE) {
+          decoded = decodeFrameHeader(chunk, this.#pos);
+          this.#pos += tcp_msg_header.SIZE;
+        } else {
+          if (avail === 0) break;
+          const n = Math.min(tcp_msg_header.SIZE - this.#hdrFill, avail);
+          chunk.copy(this.#hdr, this.#hdrFill, this.#pos, this.#pos + n);
+          this.#hdrFill += n;
+          this.#pos += n;
+          if (this.#hdrFill < tcp_msg_header.SIZE) break;
+          this.#hdrFill = 0;
+          decoded = decodeFrameHeader(this.#hdr, 0);
+        }
+        if (!decoded.ok) {
+          this.#fail(decoded.error);
+          return;
+        }
+        this.#header = decoded.value;
+        this.#bodyFill = 0;
+        if (decoded.value.length === 0) {
+          this.#body = EMPTY;
+          if (!this.#deliver()) return;
+          continue;
+        }
+        this.#body = undefined;
+        this.#state = State.Body;
+      }
+      if (this.#state !== State.Body) return;
+      const length = this.#header!.length;
+      const avail = chunk.length - this.#pos;
+      if (this.#bodyFill === 0 && avail >= length) {
+        this.#body = chunk.subarray(this.#pos, this.#pos + length);
+        this.#pos += length;
+        if (!this.#deliver()) return;
+        continue;
+      }
+      if (avail === 0) break;
+      if (!this.#body) this.#body = Buffer.allocUnsafe(length);
+      const n = Math.min(length - this.#bodyFill, avail);
+      chunk.copy(this.#body, this.#bodyFill, this.#pos, this.#pos + n);
+      this.#bodyFill += n;
+      this.#pos += n;
+      if (this.#bodyFill < length) break;
+      if (!this.#deliver()) return;
+    }
+    // The chunk is used up: do not pin it.
+    this.#chunk = EMPTY;
+    this.#pos = 0;
+  }
+
+  /** Offer the current frame; true when taken and the parser may go on. */
+  #deliver(): boolean {
+    const header = this.#header!;
+    const body = this.#body!;
+    this.#state = State.Held;
+    const taken = this.sink.onFrame(header, body);
+    // The sink may have destroyed us (it closed the connection).
+    if (this.stopped) return false;
+    if (!taken) return false;
+    this.#frames++;
+    this.#state = State.Header;
+    this.#header = undefined;
+    this.#body = undefined;
+    this.#bodyFill = 0;
+    return true;
+  }
+}

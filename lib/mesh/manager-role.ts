@@ -1,0 +1,215 @@
+// The manager (node 0): registers workers into the node table, tells them
+// the topology and the GID table, pings them, and notices when they die. It
+// never dials a worker. This replaces the C design's health-check and
+// broadcast threads: changes are collected and sent together on the next
+// turn of the event loop (setImmediate), which is the "next round" of the
+// broadcast thread without a thread.
+//
+// Fan-out rules (spec/architecture.rst "Which Server Owns a GID?"): a change
+// to a node's GIDs, or to whether it is alive, sends that node's set to every
+// worker; a worker that has just registered is sent the whole table.
+
+import type { MeshConnection } from './connection';
+import {
+  decodeNodeGids, decodeRegisterNode, encodeHandshake, encodeNodeGids, encodeRegisterResp, encodeTopology,
+} from './codec';
+import { unmapAddress } from './dial';
+import { MAX_NODES, MESH_PROTOCOL_VERSION } from './limits';
+import { FrameHeader, MsgType, NodeGids, NodeInfo } from './messages';
+import { Errno, NodeRegistry } from './registry';
+import type { MeshCore, Role } from './role';
+
+export class ManagerRole implements Role {
+  readonly kind = 'manager' as const;
+  readonly registry: NodeRegistry;
+  /** Established worker links by node id. */
+  readonly #links = new Map<number, MeshConnection>();
+  #topologyDirty = false;
+  readonly #gidsDirty = new Set<number>();
+  #flushScheduled = false;
+  #stopped = false;
+
+  constructor(private readonly core: MeshCore) {
+    this.registry = new NodeRegistry(core.maxNodes, { instance: core.instance, host: '', port: 0 });
+  }
+
+  nodeId(): number {
+    return 0;
+  }
+
+  start(): void {
+    this.registry.get(0)!.port = this.core.listenPort();
+    this.core.gids.set(0, this.core.localGids());
+  }
+
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  route(nodeId: number): MeshConnection | undefined {
+    const c = this.#links.get(nodeId);
+    return c && c.established && !c.closed ? c : undefined;
+  }
+
+  knownNodes(): Iterable<number> {
+    return this.registry.entries().map((e) => e.id);
+  }
+
+  topology(): NodeInfo[] {
+    return this.registry.entries().map((e) => ({ id: e.id, host: e.host, port: e.port, alive: e.alive, instance: e.instance }));
+  }
+
+  localGidsChanged(): void {
+    this.core.gids.set(0, this.core.localGids());
+    this.#gidsDirty.add(0);
+    this.#scheduleFlush();
+  }
+
+  onTick(): void {
+    // The manager pings every registered worker each interval; the core
+    // closes links that stay silent.
+  }
+
+  // -------------------------------------------------------------------------
+  // Registration
+
+  onSetupFrame(conn: MeshConnection, h: FrameHeader, body: Buffer): void {
+    if (h.type === MsgType.HANDSHAKE) {
+      // A worker never handshakes with node 0: its manager link is its registration.
+      this.core.sendControl(conn, MsgType.HANDSHAKE_RESP, encodeHandshake({
+        nodeId: 0, result: -Errno.EINVAL, instance: this.core.instance, peerInstance: this.core.instance,
+      }));
+      conn.endAfterFlush('handshake sent to the manager');
+      return;
+    }
+    if (h.type !== MsgType.REGISTER_NODE) {
+      conn.close(`protocol: message type ${h.type} before registration`);
+      return;
+    }
+    const d = decodeRegisterNode(body);
+    if (!d.ok) {
+      if (d.error.code === 'BAD_VERSION') {
+        this.core.warn(`reg-version:${conn.remoteAddress}`, `registration refused from ${conn.remote}: ${d.error.detail}`);
+        this.#refuse(conn, Errno.EPROTO, d.error.detail);
+      } else {
+        this.core.warn(`reg-bad:${conn.remoteAddress}`, `registration refused from ${conn.remote}: ${d.error.code} ${d.error.detail}`);
+        this.#refuse(conn, Errno.EINVAL, d.error.detail);
+      }
+      return;
+    }
+    const req = d.value;
+    const host = req.host !== '' ? req.host : unmapAddress(conn.remoteAddress);
+    const out = this.registry.register({ instance: req.instance, requestedId: req.requestedId, host, port: req.port });
+    if (!out.ok) {
+      this.core.warn(`reg-refused:${conn.remoteAddress}`, `registration refused from ${conn.remote}: ${out.reason}`);
+      this.#refuse(conn, out.errno, out.reason);
+      return;
+    }
+    if (out.evicted !== undefined) {
+      this.core.log.info(`mesh: node ${out.evicted} evicted (dead longest) to make room`);
+      this.core.gids.remove(out.evicted);
+      this.#gidsDirty.add(out.evicted);
+    }
+    const old = this.#links.get(out.id);
+    if (old && old !== conn) old.close(`node ${out.id} registered again on a new connection`);
+    conn.kind = 'worker';
+    conn.peerId = out.id;
+    conn.peerInstance = req.instance;
+    conn.established = true;
+    this.#links.set(out.id, conn);
+    this.core.sendControl(conn, MsgType.REGISTER_RESP, encodeRegisterResp({
+      nodeId: out.id, numNodes: this.registry.size, result: 0, managerInstance: this.core.instance,
+    }));
+    // The newcomer gets the whole picture at once; everyone else the change.
+    this.core.sendControl(conn, MsgType.MESH_TOPOLOGY, encodeTopology(this.topology()));
+    this.#sendWholeGidTable(conn);
+    this.core.log.info(`mesh: node ${out.id} ${out.rejoined ? 'rejoined' : 'registered'} from ${conn.remote}` +
+      ` (${this.registry.size}/${this.core.maxNodes} nodes)`);
+    this.#topologyDirty = true;
+    this.#gidsDirty.add(out.id);
+    this.#scheduleFlush();
+    this.core.routesChanged(`node ${out.id} registered`);
+  }
+
+  #refuse(conn: MeshConnection, errno: number, reason: string): void {
+    this.core.sendControl(conn, MsgType.REGISTER_RESP, encodeRegisterResp({
+      nodeId: 0, numNodes: this.registry.size, result: -errno, managerInstance: this.core.instance, version: MESH_PROTOCOL_VERSION,
+    }));
+    conn.endAfterFlush(`registration refused: ${reason}`);
+  }
+
+  // -------------------------------------------------------------------------
+  // Established links
+
+  onControl(conn: MeshConnection, h: FrameHeader, body: Buffer): void {
+    if (h.type !== MsgType.NODE_GIDS) {
+      this.core.warn(`mgr-type:${conn.peerId}`, `mesh: dropped message type ${h.type} from ${conn.describe()}`);
+      return;
+    }
+    const d = decodeNodeGids(body);
+    if (!d.ok) {
+      conn.close(`protocol error ${d.error.code}: ${d.error.detail}`);
+      return;
+    }
+    const records = d.value;
+    if (records.length !== 1 || records[0]!.nodeId !== conn.peerId) {
+      this.core.warn(`mgr-gids:${conn.peerId}`, `mesh: ${conn.describe()} advertised GIDs for another node; dropped`);
+      return;
+    }
+    const conflicts = this.core.gids.set(conn.peerId, records[0]!.gids);
+    for (const g of conflicts) this.core.warn(`gid-conflict:${g.toString('hex')}`, `mesh: GID ${g.toString('hex')} is claimed by two nodes; it names neither`);
+    this.#gidsDirty.add(conn.peerId);
+    this.#scheduleFlush();
+  }
+
+  onClose(conn: MeshConnection, reason: string): void {
+    if (conn.kind !== 'worker' || conn.peerId === undefined || this.#links.get(conn.peerId) !== conn) return;
+    const id = conn.peerId;
+    this.#links.delete(id);
+    if (this.registry.markDead(id, this.core.now())) {
+      this.core.log.info(`mesh: node ${id} is dead: ${reason}`);
+      this.#topologyDirty = true;
+      this.#gidsDirty.add(id);
+      this.#scheduleFlush();
+    }
+    this.core.routesChanged(`node ${id}: ${reason}`);
+  }
+
+  // -------------------------------------------------------------------------
+  // Broadcast
+
+  #sendWholeGidTable(conn: MeshConnection): void {
+    const records: NodeGids[] = this.core.gids.nodes().map((id) => ({ nodeId: id, gids: this.core.gids.gidsOf(id) }));
+    for (let i = 0; i < records.length; i += MAX_NODES) {
+      this.core.sendControl(conn, MsgType.NODE_GIDS, encodeNodeGids(records.slice(i, i + MAX_NODES)));
+    }
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled || this.#stopped) return;
+    this.#flushScheduled = true;
+    setImmediate(this.#flush);
+  }
+
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    if (this.#stopped) return;
+    const workers = [...this.#links.values()].filter((c) => c.established && !c.closed);
+    if (this.#topologyDirty) {
+      this.#topologyDirty = false;
+      const nodes = this.topology();
+      const frame = encodeTopology(nodes);
+      for (const c of workers) this.core.sendControl(c, MsgType.MESH_TOPOLOGY, frame);
+      this.core.emitTopology(nodes);
+    }
+    if (this.#gidsDirty.size > 0) {
+      const records: NodeGids[] = [...this.#gidsDirty].sort((a, b) => a - b)
+        .map((id) => ({ nodeId: id, gids: this.core.gids.gidsOf(id) }));
+      this.#gidsDirty.clear();
+      for (let i = 0; i < records.length; i += MAX_NODES) {
+        const frame = encodeNodeGids(records.slice(i, i + MAX_NODES));
+        for (const c of workers) this.core.sendControl(c, MsgType.NODE_GIDS, frame);
+      }
+    }
+  };
+}
