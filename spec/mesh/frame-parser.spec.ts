@@ -1,0 +1,147 @@
+// The streaming frame parser: the same bytes split at every offset, frames
+// straddling chunks, views versus copies, holding and resuming, the size
+// check before any payload is buffered, and errors that stop it for good.
+
+import { expect } from 'chai';
+import { encodeFrameHeader } from '../../lib/mesh/codec';
+import { MeshError } from '../../lib/mesh/errors';
+import { FrameParser } from '../../lib/mesh/frame-parser';
+import { MAX_FRAME_PAYLOAD } from '../../lib/mesh/limits';
+import { FrameHeader, MsgType } from '../../lib/mesh/messages';
+import { Be } from './helpers';
+
+function frame(type: number, body: Buffer, seq = 1): Buffer {
+  return Buffer.concat([encodeFrameHeader({ type, length: body.length, seq, src: 1, dst: 2 }), body]);
+}
+
+class Sink {
+  readonly got: { header: FrameHeader; body: Buffer; bodyRef: Buffer }[] = [];
+  errors: MeshError[] = [];
+  accept = true;
+  onFrame(header: FrameHeader, body: Buffer): boolean {
+    if (!this.accept) return false;
+    this.got.push({ header, body: Buffer.from(body), bodyRef: body });
+    return true;
+  }
+  onError(e: MeshError): void {
+    this.errors.push(e);
+  }
+}
+
+function parserWith(sink: Sink, backlog?: number): FrameParser {
+  return new FrameParser({ onFrame: (h, b) => sink.onFrame(h, b), onError: (e) => sink.onError(e) }, backlog);
+}
+
+describe('mesh: frame parser', () => {
+  const a = frame(MsgType.DATA, Buffer.from('hello, mesh'), 1);
+  const b = frame(MsgType.HEARTBEAT, Buffer.alloc(0), 2);
+  const c = frame(MsgType.DATA, Buffer.alloc(300, 7), 3);
+  const stream = Buffer.concat([a, b, c]);
+
+  it('parses the same stream split at every offset into the same frames', () => {
+    for (let cut = 0; cut <= stream.length; cut++) {
+      const sink = new Sink();
+      const p = parserWith(sink);
+      p.push(stream.subarray(0, cut));
+      p.push(stream.subarray(cut));
+      expect(sink.errors, `cut ${cut}`).to.deep.equal([]);
+      expect(sink.got.map((g) => [g.header.seq, g.body.length]), `cut ${cut}`).to.deep.equal([[1, 11], [2, 0], [3, 300]]);
+      expect(sink.got[0]!.body.toString()).to.equal('hello, mesh');
+      expect(p.bufferedBytes).to.equal(0);
+    }
+  });
+
+  it('parses a stream fed one byte at a time', () => {
+    const sink = new Sink();
+    const p = parserWith(sink);
+    for (let i = 0; i < stream.length; i++) p.push(stream.subarray(i, i + 1));
+    expect(sink.got.map((g) => g.header.seq)).to.deep.equal([1, 2, 3]);
+    expect(p.frames).to.equal(3);
+  });
+
+  it('hands out a view when a frame lies in one chunk, and one copy when it spans chunks', () => {
+    const sink = new Sink();
+    const p = parserWith(sink);
+    p.push(stream);
+    expect(sink.got[0]!.bodyRef.buffer).to.equal(stream.buffer);
+    const split = parserWith(sink);
+    split.push(c.subarray(0, 100));
+    split.push(c.subarray(100));
+    const last = sink.got[sink.got.length - 1]!;
+    expect(last.bodyRef.buffer).to.not.equal(c.buffer);
+    expect(last.bodyRef.length).to.equal(300);
+  });
+
+  it('refuses an oversized frame from its header, before any payload arrives', () => {
+    const sink = new Sink();
+    const p = parserWith(sink);
+    p.push(encodeFrameHeader({ type: MsgType.IONIC, length: MAX_FRAME_PAYLOAD + 1, seq: 1, src: 1, dst: 2 }));
+    expect(sink.errors.map((e) => e.code)).to.deep.equal(['FRAME_TOO_LARGE']);
+    expect(p.stopped).to.equal(true);
+    expect(p.bufferedBytes).to.equal(0);
+  });
+
+  it('stops for good at bad magic, reporting once', () => {
+    const sink = new Sink();
+    const p = parserWith(sink);
+    const broken = Buffer.from(b);
+    broken[0] = 0x00;
+    p.push(Buffer.concat([a, broken, c]));
+    p.push(a);
+    expect(sink.got.map((g) => g.header.seq)).to.deep.equal([1]);
+    expect(sink.errors.map((e) => e.code)).to.deep.equal(['BAD_MAGIC']);
+  });
+
+  it('stops at a header split across chunks that turns out bad', () => {
+    const sink = new Sink();
+    const p = parserWith(sink);
+    const h = new Be().u32(0x52444d41).u32(77).u32(0).zeros(20).build();
+    p.push(h.subarray(0, 10));
+    expect(sink.errors).to.deep.equal([]);
+    p.push(h.subarray(10));
+    expect(sink.errors.map((e) => e.code)).to.deep.equal(['UNKNOWN_TYPE']);
+  });
+
+  it('holds a refused frame, keeps later chunks, and resumes in order', () => {
+    const sink = new Sink();
+    const p = parserWith(sink);
+    sink.accept = false;
+    p.push(Buffer.concat([a, b.subarray(0, 5)]));
+    expect(p.held).to.equal(true);
+    p.push(b.subarray(5));
+    p.push(c);
+    expect(sink.got).to.deep.equal([]);
+    p.resume();
+    expect(p.held).to.equal(true);
+    sink.accept = true;
+    p.resume();
+    expect(p.held).to.equal(false);
+    expect(sink.got.map((g) => g.header.seq)).to.deep.equal([1, 2, 3]);
+  });
+
+  it('fails when a held parser keeps receiving past its backlog bound', () => {
+    const sink = new Sink();
+    const p = parserWith(sink, 1000);
+    sink.accept = false;
+    p.push(a);
+    p.push(Buffer.alloc(600));
+    expect(sink.errors).to.deep.equal([]);
+    p.push(Buffer.alloc(600));
+    expect(sink.errors.map((e) => e.code)).to.deep.equal(['OVERFLOW']);
+  });
+
+  it('stops delivering once destroyed from inside onFrame', () => {
+    const got: number[] = [];
+    const p: FrameParser = new FrameParser({
+      onFrame: (h) => {
+        got.push(h.seq);
+        p.destroy();
+        return true;
+      },
+      onError: () => undefined,
+    });
+    p.push(stream);
+    expect(got).to.deep.equal([1]);
+    expect(p.stopped).to.equal(true);
+  });
+});
