@@ -83,7 +83,7 @@ export class ManagerRole implements Role {
       return;
     }
     if (h.type !== MsgType.REGISTER_NODE) {
-      conn.close(`protocol: message type ${h.type} before registration`);
+      this.core.violation(conn, `protocol: message type ${h.type} before registration`);
       return;
     }
     const d = decodeRegisterNode(body);
@@ -148,7 +148,7 @@ export class ManagerRole implements Role {
     }
     const d = decodeNodeGids(body);
     if (!d.ok) {
-      conn.close(`protocol error ${d.error.code}: ${d.error.detail}`);
+      this.core.violation(conn, `protocol error ${d.error.code}: ${d.error.detail}`);
       return;
     }
     const records = d.value;

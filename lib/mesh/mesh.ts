@@ -398,6 +398,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
       emitRefused: (errno, reason) => this.#safeEmit('registration-refused', errno, reason),
       warn: (key, message, meta) => warnLimited(this.#log, this.#limiter, key, message, meta),
       debug: (message, meta) => this.#dbg(message, meta),
+      violation: (conn, reason) => this.#violation(conn, reason),
     };
   }
 
@@ -492,8 +493,16 @@ export class Mesh extends EventEmitter<MeshEvents> {
 
   #onProtocolError(conn: MeshConnection, error: MeshError): void {
     this.#protocolErrors++;
-    warnLimited(this.#log, this.#limiter, `proto:${conn.remoteAddress}`,
+    warnLimited(this.#log, this.#limiter, `proto:${conn.remoteAddress}:${error.code}`,
       `mesh: closing ${conn.describe()}: ${error.code}: ${error.detail}`);
+  }
+
+  /** A peer broke a rule of the protocol: count it, say so (rate limited), close its connection. */
+  #violation(conn: MeshConnection, reason: string): void {
+    this.#protocolErrors++;
+    // Keyed by address and the kind of fault, so one flood does not hide another.
+    warnLimited(this.#log, this.#limiter, `proto:${conn.remoteAddress}:${reason.slice(0, 32)}`, `mesh: closing ${conn.describe()}: ${reason}`);
+    conn.close(reason);
   }
 
   #onClose(conn: MeshConnection, reason: string): void {
@@ -526,7 +535,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
   #onFrame(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
     if (!conn.established) {
       if (isDataType(h.type)) {
-        conn.close(`protocol: data before ${conn.outgoing ? 'the reply' : 'registration or handshake'}`);
+        this.#violation(conn, `protocol: data before ${conn.outgoing ? 'the reply' : 'registration or handshake'}`);
         return true;
       }
       if (h.type === MsgType.HEARTBEAT || h.type === MsgType.HEARTBEAT_RESP) return true;
@@ -549,26 +558,23 @@ export class Mesh extends EventEmitter<MeshEvents> {
   #onData(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
     const me = this.nodeId;
     if (h.type === MsgType.IONIC && !hasIonicMagic(body)) {
-      this.#protocolErrors++;
-      conn.close('protocol: ionic message without the ionic magic');
+      this.#violation(conn, 'protocol: ionic message without the ionic magic');
       return true;
     }
     // Who may send what on which link: a peer speaks for itself; a worker's
     // manager link also carries what the manager relays from others.
     if (conn.kind === 'peer' || conn.kind === 'worker') {
       if (h.src !== conn.peerId) {
-        this.#protocolErrors++;
-        conn.close(`protocol: message claims to be from node ${h.src}`);
+        this.#violation(conn, `protocol: message claims to be from node ${h.src}`);
         return true;
       }
     } else if (h.src === me) {
-      conn.close(`protocol: relayed message claims to be from us`);
+      this.#violation(conn, `protocol: relayed message claims to be from us`);
       return true;
     }
     if (h.dst !== me) {
       if (this.role === 'manager' && conn.kind === 'worker') return this.#relay(conn, h, body);
-      this.#protocolErrors++;
-      conn.close(`protocol: message for node ${h.dst} on a direct link to node ${me}`);
+      this.#violation(conn, `protocol: message for node ${h.dst} on a direct link to node ${me}`);
       return true;
     }
     return this.#deliver(conn, h, body);

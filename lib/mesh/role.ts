@@ -35,6 +35,8 @@ export interface MeshCore {
   emitRefused(errno: number, reason: string): void;
   /** Rate-limited warning about a peer's input. */
   warn(key: string, message: string, meta?: Record<string, unknown>): void;
+  /** A peer broke a protocol rule: count, warn (rate limited), close the connection. */
+  violation(conn: MeshConnection, reason: string): void;
   /** Mesh diagnostics (at warn, rate limited, under ERNIC_DEBUG_MESH=1). */
   debug(message: string, meta?: Record<string, unknown>): void;
 }

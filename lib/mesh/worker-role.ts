@@ -192,7 +192,7 @@ export class WorkerRole implements Role {
   onSetupFrame(conn: MeshConnection, h: FrameHeader, body: Buffer): void {
     if (conn.kind === 'manager') {
       if (h.type !== MsgType.REGISTER_RESP) {
-        conn.close(`protocol: message type ${h.type} before the registration reply`);
+        this.core.violation(conn, `protocol: message type ${h.type} before the registration reply`);
         return;
       }
       this.#onRegisterResp(conn, body);
@@ -200,14 +200,14 @@ export class WorkerRole implements Role {
     }
     if (conn.kind === 'peer' && conn.outgoing) {
       if (h.type !== MsgType.HANDSHAKE_RESP) {
-        conn.close(`protocol: message type ${h.type} before the handshake reply`);
+        this.core.violation(conn, `protocol: message type ${h.type} before the handshake reply`);
         return;
       }
       this.#onHandshakeResp(conn, body);
       return;
     }
     if (h.type !== MsgType.HANDSHAKE) {
-      conn.close(`protocol: message type ${h.type} before the handshake`);
+      this.core.violation(conn, `protocol: message type ${h.type} before the handshake`);
       return;
     }
     this.#onHandshake(conn, h, body);
@@ -221,7 +221,7 @@ export class WorkerRole implements Role {
     if (h.type === MsgType.MESH_TOPOLOGY) {
       const d = decodeTopology(body);
       if (!d.ok) {
-        conn.close(`protocol error ${d.error.code}: ${d.error.detail}`);
+        this.core.violation(conn, `protocol error ${d.error.code}: ${d.error.detail}`);
         return;
       }
       this.#applyTopology(d.value);
@@ -230,7 +230,7 @@ export class WorkerRole implements Role {
     if (h.type === MsgType.NODE_GIDS) {
       const d = decodeNodeGids(body);
       if (!d.ok) {
-        conn.close(`protocol error ${d.error.code}: ${d.error.detail}`);
+        this.core.violation(conn, `protocol error ${d.error.code}: ${d.error.detail}`);
         return;
       }
       for (const r of d.value) {
@@ -345,7 +345,7 @@ export class WorkerRole implements Role {
   #onHandshakeResp(conn: MeshConnection, body: Buffer): void {
     const d = decodeHandshake(body);
     if (!d.ok) {
-      conn.close(`handshake reply: ${d.error.code} ${d.error.detail}`);
+      this.core.violation(conn, `handshake reply: ${d.error.code} ${d.error.detail}`);
       return;
     }
     const h = d.value;
@@ -354,7 +354,7 @@ export class WorkerRole implements Role {
       return;
     }
     if (h.nodeId !== conn.peerId || h.instance !== conn.peerInstance || h.peerInstance !== this.core.instance) {
-      conn.close(`handshake reply from the wrong node (${h.nodeId}, instance ${h.instance})`);
+      this.core.violation(conn, `handshake reply from the wrong node (${h.nodeId}, instance ${h.instance})`);
       return;
     }
     const id = h.nodeId;
@@ -380,7 +380,7 @@ export class WorkerRole implements Role {
     };
     if (!d.ok) {
       if (d.error.code === 'BAD_VERSION') refuse(Errno.EPROTO, d.error.detail);
-      else conn.close(`protocol error ${d.error.code}: ${d.error.detail}`);
+      else this.core.violation(conn, `protocol error ${d.error.code}: ${d.error.detail}`);
       return;
     }
     const h = d.value;
