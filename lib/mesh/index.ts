@@ -16,6 +16,7 @@ export type { MeshEvents, MeshOptions, MeshStats, Route, SendOptions, SendResult
 export { formatMeshBackend, parseMeshBackend, parseMeshEnv } from './config';
 export type { ConfigResult, MeshBackendConfig, MeshEnv } from './config';
 export { gidFromText, gidToText } from './address';
+export { PendingRequests } from './pending';
 export {
   decodeIonicWireHeader, encodeIonicWireHeader, writeIonicWireHeader, isReplyFrame,
 } from './codec';

@@ -110,13 +110,15 @@ export class ManagerRole implements Role {
       this.core.gids.remove(out.evicted);
       this.#gidsDirty.add(out.evicted);
     }
+    // The new link replaces an old one the manager has not seen die yet; it
+    // goes into the table first, so closing the old one does not mark the node dead.
     const old = this.#links.get(out.id);
-    if (old && old !== conn) old.close(`node ${out.id} registered again on a new connection`);
     conn.kind = 'worker';
     conn.peerId = out.id;
     conn.peerInstance = req.instance;
     conn.established = true;
     this.#links.set(out.id, conn);
+    if (old && old !== conn) old.close(`node ${out.id} registered again on a new connection`);
     this.core.sendControl(conn, MsgType.REGISTER_RESP, encodeRegisterResp({
       nodeId: out.id, numNodes: this.registry.size, result: 0, managerInstance: this.core.instance,
     }));

@@ -359,9 +359,9 @@ export class WorkerRole implements Role {
     }
     const id = h.nodeId;
     const old = this.#peers.get(id);
-    if (old && old !== conn) old.close('replaced by a new connection');
     conn.established = true;
     this.#peers.set(id, conn);
+    if (old && old !== conn) old.close('replaced by a new connection');
     const ds = this.#dials.get(id);
     if (ds) ds.attempt = 0;
     this.core.log.info(`mesh: direct link to node ${id} up (${conn.remote})`);
@@ -393,12 +393,12 @@ export class WorkerRole implements Role {
     if (known && known.instance !== h.instance) return refuse(Errno.ESTALE, `node ${h.nodeId} is another instance per the manager`);
     if (known && !known.alive) return refuse(Errno.ESTALE, `node ${h.nodeId} is dead per the manager`);
     const old = this.#peers.get(h.nodeId);
-    if (old && old !== conn) old.close('replaced by a new connection');
     conn.kind = 'peer';
     conn.peerId = h.nodeId;
     conn.peerInstance = h.instance;
     conn.established = true;
     this.#peers.set(h.nodeId, conn);
+    if (old && old !== conn) old.close('replaced by a new connection');
     this.core.sendControl(conn, MsgType.HANDSHAKE_RESP, encodeHandshake({
       nodeId: this.#myId, result: 0, instance: this.core.instance, peerInstance: h.instance,
     }));

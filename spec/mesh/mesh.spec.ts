@@ -152,6 +152,21 @@ describe('mesh: nodes over TCP', function () {
     expect(original.id).to.equal(1);
   });
 
+  it('a node that registers again before its old link is seen to die stays alive and keeps its id', async () => {
+    const mgr = track(await startManager());
+    const first = await registerRaw(mgr.listenPort, inst(1));
+    raws.push(first.peer);
+    const downs: number[] = [];
+    mgr.on('peer-down', (id) => downs.push(id));
+    const second = await registerRaw(mgr.listenPort, inst(1), first.id);
+    raws.push(second.peer);
+    expect(second.id).to.equal(first.id);
+    await first.peer.waitClose();
+    expect(mgr.topology().find((n) => n.id === first.id)?.alive).to.equal(true);
+    expect(mgr.routeTo(first.id)).to.equal('direct');
+    expect(downs).to.deep.equal([]);
+  });
+
   it('a restarted manager gets its workers back under their ids, and the direct links stay up', async () => {
     const mgr = track(await startManager());
     const port = mgr.listenPort;

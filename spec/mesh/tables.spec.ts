@@ -6,8 +6,9 @@ import { expect } from 'chai';
 import * as sinon from 'sinon';
 import { GidTable } from '../../lib/mesh/gid-table';
 import { InboundBudget, Waiter } from '../../lib/mesh/inbound-budget';
-import { AUTO_NODE_ID, INBOUND_STALL_MS, NO_CONSUMER_DROP_MS, resolveLimits } from '../../lib/mesh/limits';
+import { AUTO_NODE_ID, INBOUND_STALL_MS, LOST_PEER_MS, NO_CONSUMER_DROP_MS, resolveLimits } from '../../lib/mesh/limits';
 import { FRAME_OVERHEAD, OutboundQueue, OutFrame } from '../../lib/mesh/outbound-queue';
+import { PendingRequests } from '../../lib/mesh/pending';
 import { Errno, NodeRegistry } from '../../lib/mesh/registry';
 
 const inst = (n: number): string => n.toString(16).padStart(16, '0');
@@ -242,6 +243,55 @@ describe('mesh: tables', () => {
       expect(b.setConsumerPresent(true)).to.equal(1);
       expect(b.dropping).to.equal(false);
       expect(b.charge(5, w)).to.equal('wait');
+    });
+  });
+
+  describe('pending requests (lost peer)', () => {
+    let clock: sinon.SinonFakeTimers;
+    beforeEach(() => { clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] }); });
+    afterEach(() => clock.restore());
+
+    it('expires a request whose reply never comes after LOST_PEER_MS, one timer for the table', () => {
+      const expired: [number, string][] = [];
+      const p = new PendingRequests<string>((id, v) => expired.push([id, v]));
+      const a = p.add('a')!;
+      clock.tick(1000);
+      const b = p.add('b')!;
+      const c = p.add('c')!;
+      expect(p.take(c)).to.equal('c');
+      expect(p.take(c)).to.equal(undefined);
+      expect(clock.countTimers()).to.equal(1);
+      clock.tick(LOST_PEER_MS - 1001);
+      expect(expired).to.deep.equal([]);
+      clock.tick(1);
+      expect(expired).to.deep.equal([[a, 'a']]);
+      clock.tick(1000);
+      expect(expired).to.deep.equal([[a, 'a'], [b, 'b']]);
+      expect(clock.countTimers()).to.equal(0);
+      expect(p.take(a)).to.equal(undefined);
+    });
+
+    it('drops a destroyed QP\'s requests silently, and fails those of an unreachable peer at once', () => {
+      const expired: string[] = [];
+      const p = new PendingRequests<{ qp: number; node: number }>((_id, v) => expired.push(`${v.qp}@${v.node}`));
+      p.add({ qp: 1, node: 1 });
+      p.add({ qp: 2, node: 1 });
+      p.add({ qp: 2, node: 2 });
+      expect(p.dropWhere((v) => v.qp === 1)).to.equal(1);
+      expect(p.expireWhere((v) => v.node === 2)).to.equal(1);
+      expect(expired).to.deep.equal(['2@2']);
+      expect(p.size).to.equal(1);
+      p.dispose();
+      expect(clock.countTimers()).to.equal(0);
+    });
+
+    it('gives distinct non-zero ids and refuses past its bound', () => {
+      const p = new PendingRequests<number>(() => undefined, 1000, 3);
+      const ids = [p.add(1), p.add(2), p.add(3)];
+      expect(new Set(ids).size).to.equal(3);
+      expect(ids.includes(0)).to.equal(false);
+      expect(p.add(4)).to.equal(undefined);
+      p.dispose();
     });
   });
 
