@@ -4,7 +4,7 @@
 // check every field a peer sets and return a MeshError rather than throw.
 // Encoders throw only for our own bad arguments.
 
-import { isHostName, parseHost } from './address';
+import { parseHost } from './address';
 import { Decoded, fail, ok } from './errors';
 import {
   getI32, getU, getU64, ionic_wire_hdr, IONIC_WIRE_MAGIC, setU, setU64, tcp_handshake, tcp_mesh_topology,
@@ -173,7 +173,7 @@ function readHostField(field: Buffer): Decoded<string> {
     if (c < 0x21 || c > 0x7e) return fail('BAD_HOST', `host name byte ${i} is 0x${c.toString(16)}`);
   }
   const host = field.toString('ascii', 0, nul);
-  if (host !== '' && !parseHost(host) && !isHostName(host)) return fail('BAD_HOST', `'${host}' is not a host`);
+  if (host !== '' && !parseHost(host)) return fail('BAD_HOST', `'${host}' is not a host`);
   return ok(host);
 }
 
@@ -278,6 +278,7 @@ export function encodeTopology(nodes: readonly NodeInfo[]): Buffer {
 }
 
 export function decodeTopology(body: Buffer): Decoded<NodeInfo[]> {
+  if (body.length < tcp_mesh_topology.SIZE) return fail('BAD_LENGTH', `topology of ${body.length} bytes`);
   const count = getU(body, 0, tcp_mesh_topology.num_nodes);
   if (count > MAX_NODES) return fail('TOO_MANY', `topology counts ${count} nodes, at most ${MAX_NODES}`);
   const want = tcp_mesh_topology.SIZE + count * tcp_node_info.SIZE;

@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
 import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
-import { HostPort } from './address';
+import { HostPort, parseHost } from './address';
 import { dataHeaderSize, encodeFrameHeader, hasIonicMagic, isDataType, isInstanceId, isReplyFrame, writeFrameHeader } from './codec';
 import type { MeshBackendConfig } from './config';
 import { ConnectionOwner, LinkKind, MeshConnection } from './connection';
@@ -210,6 +210,9 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#debug = opts.debug ?? false;
     this.#resolve = opts.resolve ?? systemResolver;
     if (opts.instance !== undefined && !isInstanceId(opts.instance)) throw new RangeError(`bad instance id '${opts.instance}'`);
+    if (opts.advertiseHost !== undefined && opts.advertiseHost !== '' && !parseHost(opts.advertiseHost)) {
+      throw new RangeError(`bad advertised host '${opts.advertiseHost}'`);
+    }
     this.instance = opts.instance ?? randomInstance();
     for (const g of opts.guestGids ?? []) this.#addGid(g);
     this.#budget = new InboundBudget(this.#limits.inboundQueueBytes, this.#limits.inboundQueueMessages, {
