@@ -682,8 +682,8 @@ export class Mesh extends EventEmitter<MeshEvents> {
 }
 
 function randomInstance(): InstanceId {
-  for (;;) {
-    const id = randomBytes(8).toString('hex');
-    if (isInstanceId(id)) return id;
-  }
+  const b = randomBytes(8);
+  // All zero reads as "unset" on the wire; one chance in 2^64, but never send it.
+  if (b.every((x) => x === 0)) b[7] = 1;
+  return b.toString('hex');
 }
