@@ -3,10 +3,13 @@
 // QEMU guest over vfio-user. Bad options stop it before QEMU can connect,
 // with one line naming the problem and exit status 2.
 
+// First: V8 settings that only apply if made before the heap grows (docs/latency.md).
+import '../lib/latency-flags';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { createLogger, LOG_LEVELS, LogLevel } from '../lib/log';
 import { VfioUserServer } from '../lib/vfio-user/server';
+import type { WarmUpPlan } from '../lib/vfio-user/warm-up';
 import { IonicDevice } from '../lib/ionic/device';
 import { FaultInjector, INJECT_HELP, InjectSpecError } from '../lib/ionic/fault-injection';
 import { listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
@@ -17,6 +20,16 @@ export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
 /** "rocm-n": locally administered, unicast. */
 export const DEFAULT_MAC = '72:6f:63:6d:2d:6e';
 const BACKENDS = RDMA_BACKENDS;
+
+/**
+ * What the warm-up (lib/vfio-user/warm-up.ts) may do to the NIC before QEMU
+ * connects: read the BAR0 signature and the config-space IDs, and write to
+ * dev_info, which is read-only (the write is dropped). No state changes.
+ */
+export const IONIC_WARM_UP: WarmUpPlan = {
+  reads: [{ region: 0, offset: 0, count: 4 }, { region: 7, offset: 0, count: 4 }],
+  writes: [{ region: 0, offset: 0, count: 4 }],
+};
 
 function fail(message: string): never {
   // One line, always: yargs' messages can span several.
@@ -96,7 +109,7 @@ async function main(): Promise<void> {
   }
   const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend: argv.backend });
   const server = new VfioUserServer({
-    socketPath: argv.socket, device: device.pci, log,
+    socketPath: argv.socket, device: device.pci, log, warmUp: IONIC_WARM_UP,
     ...(argv['socket-mode'] !== undefined ? { mode: parseInt(argv['socket-mode'], 8) } : {}),
     ...(argv['socket-group'] !== undefined ? { group: argv['socket-group'] } : {}),
   });

@@ -3,7 +3,8 @@
 // msg_size. Several messages can be batched and taken at once (one sendmsg).
 // take() hands the filled bytes out as a view and rewinds: the caller must be
 // done with that view (the socket has copied it) before the next begin(), or
-// use takeCopy(). A message abandoned half way is dropped by abort().
+// use takeCopy(). A sender that wants no view at all reads `buffer` up to
+// `length` and calls clear(). A message abandoned half way is dropped by abort().
 
 import { Command, DmaUnmapFlag, HeaderFlag, RegionInfoFlag } from './constants';
 import {
@@ -22,6 +23,12 @@ export class MessageWriter {
   #len = 0;
   /** Offset of the message being written, or -1 between messages. */
   #start = -1;
+  /**
+   * The last view() handed out, reused when the same bytes are asked for
+   * again: a server answering one request per read writes each reply at the
+   * same place, so its hot path makes no new view object per message.
+   */
+  #view: Buffer | null = null;
 
   constructor(initialSize = 4096) {
     this.#buf = Buffer.allocUnsafe(initialSize);
@@ -91,7 +98,20 @@ export class MessageWriter {
   /** A writable view of `size` payload bytes at payload offset `base` (for handlers that fill data in place). */
   view(base: number, size: number): Buffer {
     const at = this.#start + HEADER_SIZE + base;
-    return this.#buf.subarray(at, at + size);
+    const v = this.#view;
+    if (v !== null && v.byteOffset === this.#buf.byteOffset + at && v.length === size && v.buffer === this.#buf.buffer) return v;
+    return (this.#view = this.#buf.subarray(at, at + size));
+  }
+
+  /** The internal buffer: the complete messages are its first `length` bytes. Valid until the next write. */
+  get buffer(): Buffer {
+    return this.#buf;
+  }
+
+  /** Forget the complete messages (once they were sent from `buffer`). */
+  clear(): void {
+    if (this.#start >= 0) throw new Error('MessageWriter.clear: a message is still open');
+    this.#len = 0;
   }
 
   /** The complete messages as a view of the internal buffer, and rewind. */

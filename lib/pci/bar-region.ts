@@ -70,7 +70,8 @@ export class BarRegion implements RegionHandler {
           break;
         }
       }
-      const piece = buf.subarray(at - offset, stop - offset);
+      // The usual access lies in one window: pass it whole (no view object per access).
+      const piece = at === offset && stop === end ? buf : buf.subarray(at - offset, stop - offset);
       const err = isWrite ? handler.write(at - base, piece) : handler.read(at - base, piece);
       if (err !== 0) return err;
       at = stop;

@@ -30,6 +30,7 @@ import { DmaTable } from './dma-table';
 import { DeviceContext, IrqIndex, PCI_NUM_IRQS, PCI_NUM_REGIONS, RegionHandler, VfioUserDevice } from './device';
 import { IrqTable, closeQuietly } from './irq-table';
 import { RawHeader, Transport, TransportHandler } from './transport';
+import { ViewCache } from './view-cache';
 
 /** What the server advertises and enforces for each client. */
 export interface SessionLimits {
@@ -72,6 +73,8 @@ export class Session implements TransportHandler {
   readonly #onClosed: (session: Session, reason: string) => void;
   readonly #context: DeviceContext;
   readonly #regions: (RegionHandler | undefined)[] = [];
+  /** REGION_WRITE data views (no view object per write: see view-cache.ts). */
+  readonly #writeData = new ViewCache();
 
   constructor(fd: number, device: VfioUserDevice, limits: SessionLimits, log: Logger, onClosed: (s: Session, reason: string) => void) {
     this.#device = device;
@@ -442,7 +445,7 @@ export class Session implements TransportHandler {
     const w = this.transport.writer.begin(h.id, h.command, replyFlags(false));
     const at = w.reserve(A.SIZE + count);
     w.field(at, A.offset, offset).field(at, A.region, region).field(at, A.count, count);
-    const errno = count ? safeCall(() => r.read(offset, w.view(at + A.SIZE, count))) : 0;
+    const errno = count ? safeRead(r, offset, w.view(at + A.SIZE, count)) : 0;
     if (errno !== 0 || noReply) {
       w.abort();
       if (errno !== 0) this.#reject(h, NO_FDS, protocolError('DEVICE_ERROR', `region ${region} read at 0x${offset.toString(16)} failed: ${errnoName(errno)}`, errno));
@@ -464,7 +467,7 @@ export class Session implements TransportHandler {
     const r = this.#regionCheck(region, offset, count, true);
     if (!('write' in r)) { this.#reject(h, NO_FDS, r); return; }
     this.stats.regionWrites++;
-    const errno = count ? safeCall(() => r.write(offset, p.subarray(A.SIZE, A.SIZE + count))) : 0;
+    const errno = count ? safeWrite(r, offset, this.#writeData.get(p, A.SIZE, count)) : 0;
     if (errno !== 0) {
       this.#reject(h, NO_FDS, protocolError('DEVICE_ERROR', `region ${region} write at 0x${offset.toString(16)} failed: ${errnoName(errno)}`, errno));
       return;
@@ -537,6 +540,25 @@ const NO_FDS: readonly number[] = Object.freeze([]);
 
 function unexpectedFds(command: number): ProtocolError {
   return protocolError('UNEXPECTED_FDS', `${commandName(command)} takes no fds`);
+}
+
+/** safeCall for the region hot paths, without a closure per access (garbage: see transport.ts). */
+function safeRead(r: RegionHandler, offset: number, dst: Buffer): number {
+  try {
+    const e = r.read(offset, dst);
+    return Number.isInteger(e) && e >= 0 ? e : Errno.EIO;
+  } catch {
+    return Errno.EIO;
+  }
+}
+
+function safeWrite(r: RegionHandler, offset: number, src: Buffer): number {
+  try {
+    const e = r.write(offset, src);
+    return Number.isInteger(e) && e >= 0 ? e : Errno.EIO;
+  } catch {
+    return Errno.EIO;
+  }
 }
 
 /** A device handler that throws is our bug, not the guest's: answer EIO and keep serving. */

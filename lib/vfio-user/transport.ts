@@ -4,7 +4,16 @@
 // Reading: recvmsg fills a receive buffer directly (no intermediate copy); the
 // framer walks whole messages with a two-state machine (HEADER: need 16 bytes;
 // BODY: need msg_size). Limits are checked as soon as a header is complete,
-// before its body is buffered.
+// before its body is buffered. A read shorter than the room offered means the
+// socket was drained: we stop there (epoll is level triggered and reports the
+// next bytes) instead of paying one more recvmsg for EAGAIN before replying.
+//
+// No allocation per message on the hot path (a vCPU waits on every MMIO read,
+// and garbage means scavenges, each a pause of up to a millisecond): the
+// header is a reused object; a small payload (every region access) is copied
+// to a staging buffer and handed out as a view made once per length; the
+// receive buffer rewinds to its start whenever it is drained; replies are sent
+// straight from the writer's buffer.
 //
 // fds: Linux stops a stream read right after the skb that carried fds, and a
 // sender attaches fds to the sendmsg() that carries the message. So the fds
@@ -66,6 +75,8 @@ const enum FrameState {
 /** Reads per readiness event before yielding to other sockets (fairness). */
 const READS_PER_EVENT = 32;
 const DEFAULT_MAX_QUEUED = 16 << 20;
+/** Payloads up to this size go through the staging buffer (region accesses of up to 32 data bytes). */
+const STAGED_PAYLOAD = 64;
 
 interface PendingFds {
   /** Stream position just past the byte the fds arrived with. */
@@ -91,6 +102,9 @@ export class Transport {
   #state = FrameState.HEADER;
   readonly #header: RawHeader = { id: 0, command: 0, size: 0, flags: 0, error: 0 };
   readonly #fdsOut = new Int32Array(SCM_MAX_FD + 1);
+  /** Small payloads are copied here; #stagedViews[n] is its first n bytes. */
+  readonly #staged = Buffer.alloc(STAGED_PAYLOAD);
+  readonly #stagedViews: Buffer[] = [];
   #pending: PendingFds[] = [];
   #pendingCount = 0;
 
@@ -112,6 +126,9 @@ export class Transport {
       receiveBufferSize: opts.receiveBufferSize ?? 256 * 1024,
     };
     this.#buf = Buffer.allocUnsafe(this.#opts.receiveBufferSize);
+    // All made here: a path taken only on a connection's first messages would
+    // cost that connection a deoptimization of the framing code.
+    for (let n = 0; n <= STAGED_PAYLOAD; n++) this.#stagedViews.push(this.#staged.subarray(0, n));
   }
 
   get closed(): boolean {
@@ -129,15 +146,18 @@ export class Transport {
 
   /** Send whatever is batched in `writer`. */
   flush(): void {
-    if (this.#closed || this.writer.length === 0) return;
-    this.#send(this.writer.take(), null);
+    const w = this.writer;
+    if (this.#closed || w.length === 0) return;
+    // Straight from the writer's buffer: a short write copies the rest into the queue.
+    this.#send(w.buffer, w.length, null);
+    w.clear();
   }
 
   /** Send one buffer with fds attached to its first byte (flushes the batch first, to keep order). */
   sendWithFds(data: Buffer, fds: readonly number[]): void {
     this.flush();
     if (this.#closed) return;
-    this.#send(data, fds.length ? [...fds] : null);
+    this.#send(data, data.length, fds.length ? [...fds] : null);
   }
 
   /** Close the socket and every fd still held. The handler's closed() runs once. */
@@ -172,9 +192,10 @@ export class Transport {
     try {
       for (let i = 0; i < READS_PER_EVENT && !this.#closed && !this.#paused(); i++) {
         this.#reserveSpace();
+        const room = this.#buf.length - this.#end;
         let n: number;
         try {
-          n = native.recvmsg(this.fd, this.#buf, this.#end, this.#buf.length - this.#end, this.#fdsOut);
+          n = native.recvmsg(this.fd, this.#buf, this.#end, room, this.#fdsOut);
         } catch (e) {
           this.close(`recvmsg: ${(e as Error).message}`);
           return;
@@ -204,6 +225,8 @@ export class Transport {
           }
         }
         this.#frame();
+        // Short read: drained (or stopped at an fd boundary: epoll reports the rest).
+        if (n < room) break;
       }
     } finally {
       this.#inDispatch = false;
@@ -245,6 +268,12 @@ export class Transport {
     const h = this.#header;
     while (!this.#closed) {
       const avail = this.#end - this.#start;
+      if (avail === 0 && this.#start > 0) {
+        // Drained: rewind, so the next read lands at the start (no compaction copy later).
+        this.#base += this.#start;
+        this.#start = 0;
+        this.#end = 0;
+      }
       if (this.#state === FrameState.HEADER) {
         if (avail < HEADER_SIZE) return;
         const b = this.#buf;
@@ -269,12 +298,21 @@ export class Transport {
       const msgStart = this.#base + this.#start;
       const msgEnd = msgStart + h.size;
       const fds = this.#takeFds(msgEnd);
-      const payload = this.#buf.subarray(this.#start + HEADER_SIZE, this.#start + h.size);
+      const payload = this.#payload(this.#start + HEADER_SIZE, h.size - HEADER_SIZE);
       this.#start += h.size;
       this.#state = FrameState.HEADER;
       this.stats.messagesIn++;
       this.#handler.message(h, payload, fds);
     }
+  }
+
+  /** The payload at #buf[from, from + size): staged when small, else a view. */
+  #payload(from: number, size: number): Buffer {
+    if (size > STAGED_PAYLOAD) return this.#buf.subarray(from, from + size);
+    const src = this.#buf;
+    const dst = this.#staged;
+    for (let i = 0; i < size; i++) dst[i] = src[from + i]!;
+    return this.#stagedViews[size]!;
   }
 
   /** fds that arrived with any byte up to `msgEnd` belong to the message ending there. */
@@ -291,33 +329,34 @@ export class Transport {
 
   // ---- send ------------------------------------------------------------------
 
-  #send(data: Buffer, fds: number[] | null): void {
+  /** Send data[0, length); what the socket does not take is copied to the queue. */
+  #send(data: Buffer, length: number, fds: number[] | null): void {
     if (this.#queue.length > 0) {
-      this.#enqueue(data, 0, fds);
+      this.#enqueue(data, 0, length, fds);
       return;
     }
     let n: number;
     try {
-      n = native.sendmsg(this.fd, data, 0, data.length, fds);
+      n = native.sendmsg(this.fd, data, 0, length, fds);
     } catch (e) {
       this.close(`sendmsg: ${(e as Error).message}`);
       return;
     }
     this.stats.sends++;
-    if (n === data.length) {
+    if (n === length) {
       this.stats.bytesOut += n;
       return;
     }
     // Nothing sent: the fds still need to go with the first byte. Some sent: they went.
-    if (n < 0) this.#enqueue(data, 0, fds);
+    if (n < 0) this.#enqueue(data, 0, length, fds);
     else {
       this.stats.bytesOut += n;
-      this.#enqueue(data, n, null);
+      this.#enqueue(data, n, length, null);
     }
   }
 
-  #enqueue(data: Buffer, from: number, fds: number[] | null): void {
-    const copy = Buffer.from(data.subarray(from));
+  #enqueue(data: Buffer, from: number, to: number, fds: number[] | null): void {
+    const copy = Buffer.from(data.subarray(from, to));
     this.#queue.push({ data: copy, fds });
     this.#queued += copy.length;
     this.#updateWatch();
