@@ -10,6 +10,8 @@ import { hideBin } from 'yargs/helpers';
 import { createLogger, LOG_LEVELS, LogLevel } from '../lib/log';
 import { VfioUserServer } from '../lib/vfio-user/server';
 import type { WarmUpPlan } from '../lib/vfio-user/warm-up';
+import { DEFAULT_SESSION_LIMITS } from '../lib/vfio-user/session';
+import { reportBug } from '../lib/guard';
 import { IonicDevice } from '../lib/ionic/device';
 import { FaultInjector, INJECT_HELP, InjectSpecError } from '../lib/ionic/fault-injection';
 import { listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
@@ -62,6 +64,7 @@ async function main(): Promise<void> {
     .option('log-file', { alias: 'l', type: 'string', describe: 'also write the log to this file' })
     .option('socket-mode', { type: 'string', describe: 'socket file mode, octal (e.g. 660)' })
     .option('socket-group', { type: 'string', describe: 'group owning the socket file' })
+    .option('negotiation-timeout', { type: 'number', default: DEFAULT_SESSION_LIMITS.negotiationTimeoutMs, describe: 'ms a client has to send VERSION after connecting before it is closed (it holds the only client slot)' })
     .example('$0', `serve on ${DEFAULT_SOCKET} with the compat profile, no Ethernet wire`)
     .example('$0 -s /tmp/nic0.sock --tap ernic0', 'Ethernet frames go to the host TAP ernic0')
     .example('$0 --nic-profile dsc-25,./lab.ini', 'a built-in card with local overrides')
@@ -95,6 +98,10 @@ async function main(): Promise<void> {
   if (envLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(envLevel)) fail(`ERNIC_LOG_LEVEL=${envLevel}: expected one of ${LOG_LEVELS.join(', ')}`);
   const level: LogLevel = argv.verbose ? 'debug' : (argv['log-level'] ?? (envLevel as LogLevel | undefined) ?? 'warn');
   if (argv['socket-mode'] !== undefined && !/^[0-7]{3,4}$/.test(argv['socket-mode'])) fail(`--socket-mode ${argv['socket-mode']}: expected an octal mode such as 660`);
+  const negotiationTimeoutMs = argv['negotiation-timeout'];
+  if (!Number.isInteger(negotiationTimeoutMs) || negotiationTimeoutMs < 1 || negotiationTimeoutMs > 3_600_000) {
+    fail(`--negotiation-timeout ${String(negotiationTimeoutMs)}: expected milliseconds from 1 to 3600000`);
+  }
   const log = createLogger({ level, ...(argv['log-file'] ? { file: argv['log-file'] } : {}) });
 
   let link = null;
@@ -108,8 +115,11 @@ async function main(): Promise<void> {
     }
   }
   const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend: argv.backend });
+  // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
+  // (lib/guard.ts contains bugs where work starts; this catches what slips past).
+  process.on('uncaughtException', (e) => reportBug(log, 'the event loop (uncaught)', e));
   const server = new VfioUserServer({
-    socketPath: argv.socket, device: device.pci, log, warmUp: IONIC_WARM_UP,
+    socketPath: argv.socket, device: device.pci, log, limits: { negotiationTimeoutMs }, warmUp: IONIC_WARM_UP,
     ...(argv['socket-mode'] !== undefined ? { mode: parseInt(argv['socket-mode'], 8) } : {}),
     ...(argv['socket-group'] !== undefined ? { group: argv['socket-group'] } : {}),
   });

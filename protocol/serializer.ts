@@ -23,6 +23,8 @@ export class MessageWriter {
   #len = 0;
   /** Offset of the message being written, or -1 between messages. */
   #start = -1;
+  /** Messages ended so far (a caller can tell whether a reply was written). */
+  ended = 0;
   /**
    * The last view() handed out, reused when the same bytes are asked for
    * again: a server answering one request per read writes each reply at the
@@ -61,6 +63,7 @@ export class MessageWriter {
     const size = this.#len - s;
     setField(this.#buf, s, H.msg_size, size);
     this.#start = -1;
+    this.ended++;
     return size;
   }
 

@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +321,101 @@ typedef struct mapping {
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static mapping_t *maps;
 
+/* The bus-error guard. A client that shrinks the file behind guest memory
+ * (an unsealed memfd, a file backend) after DMA_MAP would turn our next
+ * access of those pages into SIGBUS, which ends the process. The handler
+ * looks the address up in `guarded` (lock-free: it runs inside the faulting
+ * access), replaces the pages from the fault to the end of that mapping with
+ * anonymous zero pages, counts the fault and signals an eventfd; the access
+ * then completes on the new pages and the TypeScript side closes the client.
+ * A fault outside our mappings restores the previous action and returns, so
+ * it is raised again and handled as before (a real crash stays a crash). */
+#define GUARD_SLOTS 4096
+typedef struct {
+  _Atomic uintptr_t start; /* 0: free */
+  _Atomic size_t len;
+} guard_slot_t;
+static guard_slot_t guarded[GUARD_SLOTS];
+static _Atomic uint64_t bus_faults;
+static _Atomic uintptr_t last_fault;
+static _Atomic int fault_efd = -1;
+static struct sigaction prev_bus;
+static _Atomic bool bus_guard_on;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uctx) {
+  uintptr_t a = (uintptr_t)si->si_addr, page = a & ~(uintptr_t)4095;
+  int saved = errno, efd;
+  (void)sig, (void)uctx;
+  for (size_t i = 0; i < GUARD_SLOTS; i++) {
+    uintptr_t start = atomic_load(&guarded[i].start);
+    size_t len = atomic_load(&guarded[i].len);
+    if (start == 0 || a < start || a - start >= len) continue;
+    /* From the faulting page on; a huge-page mapping cannot be split there: then all of it. */
+    if (mmap((void *)page, start + len - page, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED &&
+        mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+             -1, 0) == MAP_FAILED)
+      break;
+    atomic_fetch_add(&bus_faults, 1);
+    atomic_store(&last_fault, a);
+    if ((efd = atomic_load(&fault_efd)) >= 0) {
+      uint64_t one = 1;
+      ssize_t r = write(efd, &one, sizeof one); /* async-signal-safe */
+      (void)r;
+    }
+    errno = saved;
+    return;
+  }
+  sigaction(SIGBUS, &prev_bus, NULL);
+  errno = saved;
+}
+
+/* Guard [addr, addr + len); false when every slot is taken. */
+static bool guard_add(void *addr, size_t len) {
+  for (size_t i = 0; i < GUARD_SLOTS; i++) {
+    uintptr_t expect = 0;
+    if (atomic_load(&guarded[i].start) != 0) continue;
+    atomic_store(&guarded[i].len, len);
+    if (atomic_compare_exchange_strong(&guarded[i].start, &expect, (uintptr_t)addr)) return true;
+  }
+  return false;
+}
+
+static void guard_remove(void *addr) {
+  for (size_t i = 0; i < GUARD_SLOTS; i++) {
+    uintptr_t expect = (uintptr_t)addr;
+    if (atomic_compare_exchange_strong(&guarded[i].start, &expect, 0)) return;
+  }
+}
+
+/* busGuard(eventfd or -1): install the handler (once) and set the fd it signals.
+ * Returns [faults so far, last faulting address] as numbers through `out`. */
+static napi_value js_bus_guard(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  int efd = NUM(0);
+  size_t n = 0;
+  double *out = NULL;
+  napi_typedarray_type t;
+  if (!ok || !OK(napi_get_typedarray_info(env, argv[1], &t, &n, (void **)&out, NULL, NULL)) ||
+      t != napi_float64_array || n < 2)
+    return fail(env);
+  if (efd >= -1) atomic_store(&fault_efd, efd);
+  if (!atomic_exchange(&bus_guard_on, true)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGBUS, &sa, &prev_bus) < 0) {
+      atomic_store(&bus_guard_on, false);
+      return THROW(-1, "sigaction");
+    }
+  }
+  out[0] = (double)atomic_load(&bus_faults);
+  out[1] = (double)atomic_load(&last_fault);
+  return NULL;
+}
+
 static void mapping_finalize(napi_env env, void *data, void *hint) {
   mapping_t *m = hint, **p;
   (void)env, (void)data;
@@ -326,7 +423,7 @@ static void mapping_finalize(napi_env env, void *data, void *hint) {
   for (p = &maps; *p != m; p = &(*p)->next) continue;
   *p = m->next;
   pthread_mutex_unlock(&maps_lock);
-  if (!m->unmapped) munmap(m->addr, m->len);
+  if (!m->unmapped) guard_remove(m->addr), munmap(m->addr, m->len);
   free(m);
 }
 
@@ -340,11 +437,13 @@ static napi_value js_mmap(napi_env env, napi_callback_info info) {
   if (!ok || off < 0 || len < 1 || len > ((int64_t)1 << 31)) return fail(env);
   void *addr = mmap(NULL, (size_t)len, prot, MAP_SHARED, fd, off);
   if (addr == MAP_FAILED) return THROW(-1, "mmap");
+  if (!guard_add(addr, (size_t)len))
+    return munmap(addr, (size_t)len), throw_errno(env, -1, "mmap", ENOMEM, "too many guarded mappings");
   if ((m = calloc(1, sizeof *m)) == NULL)
-    return munmap(addr, (size_t)len), throw_errno(env, -1, "mmap", ENOMEM, NULL);
+    return guard_remove(addr), munmap(addr, (size_t)len), throw_errno(env, -1, "mmap", ENOMEM, NULL);
   *m = (mapping_t){.addr = addr, .len = (size_t)len};
   if (!OK(napi_create_external_arraybuffer(env, addr, m->len, mapping_finalize, m, &ab)))
-    return munmap(addr, m->len), free(m), fail(env);
+    return guard_remove(addr), munmap(addr, m->len), free(m), fail(env);
   pthread_mutex_lock(&maps_lock);
   m->next = maps;
   maps = m;
@@ -374,7 +473,18 @@ static napi_value js_munmap(napi_env env, napi_callback_info info) {
     return fail(env);
   }
   /* m may already be freed here: use only the locals. */
+  guard_remove(data);
   return munmap(data, len) != 0 ? THROW(-1, "munmap") : NULL;
+}
+
+/* mappingAddress(ab): where an mmap() ArrayBuffer sits (to match bus-guard fault addresses). */
+static napi_value js_mapping_address(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  void *data = NULL;
+  size_t len;
+  napi_value v;
+  if (!OK(napi_get_arraybuffer_info(env, argv[0], &data, &len))) return fail(env);
+  return OK(napi_create_double(env, (double)(uintptr_t)data, &v)) ? v : fail(env);
 }
 
 /* memfdCreate(name of at most 255 bytes, size, seal) */
@@ -433,6 +543,7 @@ NAPI_MODULE_INIT() {
     {"watch", js_watch, 0}, {"pollCtl", js_poll_ctl, 0}, {"mmap", js_mmap, 0},
     {"munmap", js_munmap, 0}, {"memfdCreate", js_memfd_create, 0},
     {"getSeals", js_get_seals, 0}, {"eventfd", js_eventfd, 0}, {"openTap", js_open_tap, 0},
+    {"busGuard", js_bus_guard, 0}, {"mappingAddress", js_mapping_address, 0},
     {"READABLE", NULL, UV_READABLE}, {"WRITABLE", NULL, UV_WRITABLE},
     {"DISCONNECT", NULL, UV_DISCONNECT}, {"F_SEAL_SEAL", NULL, F_SEAL_SEAL},
     {"F_SEAL_SHRINK", NULL, F_SEAL_SHRINK}, {"F_SEAL_GROW", NULL, F_SEAL_GROW},

@@ -91,6 +91,9 @@ interface Binding {
   pollCtl(watcher: object, events: number): void;
   mmap(fd: number, offset: number, length: number, writable: boolean): ArrayBuffer;
   munmap(ab: ArrayBuffer): void;
+  /** efd >= -1 sets the fd the SIGBUS guard signals (-1: none), -2 leaves it; out = [faults, last address]. */
+  busGuard(efd: number, out: Float64Array): void;
+  mappingAddress(ab: ArrayBuffer): number;
   memfdCreate(name: string, size: number, seal: boolean): number;
   getSeals(fd: number): number;
   eventfd(initval: number, nonblock: boolean): number;
@@ -456,6 +459,35 @@ export function mmap(fd: number, offset: number, length: number, writable: boole
   } catch (e) {
     throw withCode(e);
   }
+}
+
+/**
+ * The bus-error guard over every {@link mmap} mapping: a page the backing file
+ * no longer has (the client shrank it) is replaced by a zero page instead of
+ * ending the process with SIGBUS. The first call installs the handler;
+ * `notifyFd` (an eventfd, or -1 for none) is written at every fault, and
+ * `out` receives [faults so far, the last faulting address].
+ */
+export function busGuard(notifyFd: number, out: Float64Array): void {
+  checkInt('busGuard', 'notifyFd', notifyFd, -1, INT32_MAX);
+  if (!(out instanceof Float64Array) || out.length < 2) throw typeError('busGuard', 'out must be a Float64Array(2)');
+  try {
+    binding.busGuard(notifyFd, out);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
+
+/** [faults so far, the last faulting address] of the bus-error guard, without changing it. */
+export function busGuardStatus(out: Float64Array): void {
+  if (!(out instanceof Float64Array) || out.length < 2) throw typeError('busGuardStatus', 'out must be a Float64Array(2)');
+  binding.busGuard(-2, out);
+}
+
+/** The address an {@link mmap} ArrayBuffer starts at (to place a bus-guard fault). */
+export function mappingAddress(ab: ArrayBuffer): number {
+  if (!types.isArrayBuffer(ab)) throw typeError('mappingAddress', 'argument must be an ArrayBuffer');
+  return binding.mappingAddress(ab);
 }
 
 /**

@@ -285,9 +285,10 @@ export class GuestRam {
   readonly buffer: Buffer;
   readonly #ab: ArrayBuffer;
 
-  constructor(readonly size: number, name = 'guest-ram') {
+  /** `sealed` false leaves the memfd shrinkable (as a hostile or careless client might share it). */
+  constructor(readonly size: number, name = 'guest-ram', sealed = true) {
     if (size > 1 << 30) throw new RangeError('GuestRam maps at most 1 GiB');
-    this.fd = native.memfdCreate(name, size, true);
+    this.fd = native.memfdCreate(name, size, sealed);
     this.#ab = native.mmap(this.fd, 0, size, true);
     this.buffer = Buffer.from(this.#ab);
   }

@@ -94,6 +94,10 @@ export class DmaTable implements GuestMemory {
     }
     const end = req.address + req.size;
     let fileKey = '';
+    // Guest memory comes in whole pages (QEMU maps page-aligned sections; libvfio-user refuses the rest).
+    if (req.address % DMA_PAGE_SIZE !== 0 || req.size % DMA_PAGE_SIZE !== 0) {
+      return { error: protocolError('BAD_ALIGNMENT', `DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} is not page aligned`) };
+    }
     if (req.fd >= 0) {
       if (req.offset % DMA_PAGE_SIZE !== 0) return { error: protocolError('BAD_ALIGNMENT', `DMA_MAP fd offset 0x${req.offset.toString(16)} is not page aligned`) };
       let st: fs.Stats;
@@ -155,6 +159,17 @@ export class DmaTable implements GuestMemory {
     const i = this.#lowerBound(address);
     const r = this.#regions[i];
     return r && r.iova === address && r.size === size ? r : null;
+  }
+
+  /** Whether a process address (a bus-guard fault) lies in one of this table's mappings. */
+  ownsAddress(address: number): boolean {
+    for (const r of this.#regions) {
+      for (const ab of r.mappings) {
+        const at = native.mappingAddress(ab);
+        if (address >= at && address < at + ab.byteLength) return true;
+      }
+    }
+    return false;
   }
 
   /** Remove a region: munmap its windows (detaching every view) and close its fd. */

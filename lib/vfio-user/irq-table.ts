@@ -70,6 +70,19 @@ export class IrqTable {
   }
 }
 
+/**
+ * Whether `fd` is an eventfd. Signalling writes 8 bytes on the event loop: an
+ * eventfd never blocks that write (short of 2^64 - 1 unread signals), while a
+ * pipe, FIFO or socket a client passes instead could block it for ever.
+ */
+export function isEventfd(fd: number): boolean {
+  try {
+    return fs.readlinkSync(`/proc/self/fd/${fd}`) === 'anon_inode:[eventfd]';
+  } catch {
+    return false;
+  }
+}
+
 export function closeQuietly(fd: number): void {
   try {
     fs.closeSync(fd);

@@ -28,7 +28,9 @@ import { Capabilities, parseCapabilities, PeerLimits, peerLimits, serverCapabili
 import { Logger, RateLimiter, warnLimited } from '../log';
 import { DmaTable } from './dma-table';
 import { DeviceContext, IrqIndex, PCI_NUM_IRQS, PCI_NUM_REGIONS, RegionHandler, VfioUserDevice } from './device';
-import { IrqTable, closeQuietly } from './irq-table';
+import { IrqTable, closeQuietly, isEventfd } from './irq-table';
+import { onBusFault } from './bus-guard';
+import { contain, reportBug } from '../guard';
 import { RawHeader, Transport, TransportHandler } from './transport';
 import { ViewCache } from './view-cache';
 
@@ -37,12 +39,19 @@ export interface SessionLimits {
   readonly maxDataXferSize: number;
   readonly maxMsgFds: number;
   readonly maxDmaRegions: number;
+  /**
+   * A client must negotiate (VERSION) within this many milliseconds of
+   * connecting, or it is closed: the server serves one client at a time, and
+   * one that connects and says nothing would hold the device from QEMU.
+   */
+  readonly negotiationTimeoutMs: number;
 }
 
 export const DEFAULT_SESSION_LIMITS: SessionLimits = {
   maxDataXferSize: MAX_DATA_XFER_SIZE,
   maxMsgFds: 16,
   maxDmaRegions: MAX_DMA_REGIONS,
+  negotiationTimeoutMs: 10_000,
 };
 
 /** The highest minor version we answer (libvfio-user's; QEMU proposes 0 and gets 0). */
@@ -73,6 +82,8 @@ export class Session implements TransportHandler {
   readonly #onClosed: (session: Session, reason: string) => void;
   readonly #context: DeviceContext;
   readonly #regions: (RegionHandler | undefined)[] = [];
+  #negotiationTimer: NodeJS.Timeout | null = null;
+  #unwatchBus: (() => void) | null = null;
   /** REGION_WRITE data views (no view object per write: see view-cache.ts). */
   readonly #writeData = new ViewCache();
 
@@ -108,6 +119,13 @@ export class Session implements TransportHandler {
   }
 
   start(): void {
+    this.#negotiationTimer = setTimeout(() => {
+      this.#negotiationTimer = null;
+      if (this.#negotiated || this.transport.closed) return;
+      this.#log.warn(`vfio-user: no VERSION within ${this.#limits.negotiationTimeoutMs} ms of connecting; closing the client`);
+      this.close('negotiation timed out');
+    }, this.#limits.negotiationTimeoutMs);
+    this.#negotiationTimer.unref();
     this.transport.start();
   }
 
@@ -123,6 +141,9 @@ export class Session implements TransportHandler {
   }
 
   closed(reason: string): void {
+    if (this.#negotiationTimer) { clearTimeout(this.#negotiationTimer); this.#negotiationTimer = null; }
+    this.#unwatchBus?.();
+    this.#unwatchBus = null;
     this.#log.info(`vfio-user: client disconnected (${reason})`);
     // Drop every reference to guest memory and interrupts; device state stays.
     if (this.#attached) {
@@ -138,7 +159,19 @@ export class Session implements TransportHandler {
   }
 
   message(h: RawHeader, payload: Buffer, fds: number[]): void {
-    this.#handle(h, payload, fds);
+    const replies = this.transport.writer.ended;
+    try {
+      this.#handle(h, payload, fds);
+    } catch (e) {
+      // Our bug (client input is refused with an error, never thrown): the
+      // command fails with EIO, logged with its stack; the session and the
+      // device stay up.
+      this.transport.writer.abort();
+      reportBug(this.#log, `vfio-user ${commandName(h.command)} handler`, e);
+      if (this.transport.writer.ended === replies && !(h.flags & HeaderFlag.NO_REPLY) && !this.#isReplyType(h.flags)) {
+        this.#error(h.id, h.command, Errno.EIO);
+      }
+    }
     // Until a VERSION succeeds, any refused message ends the connection
     // (reference/vfio-user.md 4.1: first message not VERSION, short payload, bad
     // JSON, fds on VERSION...). Flush first so the EINVAL reply goes out before
@@ -250,6 +283,7 @@ export class Session implements TransportHandler {
     this.#peerCaps = caps.value;
     this.#peer = peerLimits(caps.value);
     this.#negotiated = true;
+    if (this.#negotiationTimer) { clearTimeout(this.#negotiationTimer); this.#negotiationTimer = null; }
     if (!noReply) {
       const json = serverCapabilitiesJson({
         maxMsgFds: this.#limits.maxMsgFds,
@@ -280,11 +314,21 @@ export class Session implements TransportHandler {
     if ('duplicate' in r) {
       if (fd >= 0) this.#closeFd(fd);
     } else {
+      if (r.region.mapped && !this.#unwatchBus) this.#unwatchBus = onBusFault((address) => {
+        contain(this.#log, 'vfio-user: guest-memory fault handler', () => this.#busFault(address));
+      });
       this.#device.dmaMapped?.(r.region);
       if (this.#log.debugEnabled) this.#log.debug(`vfio-user: DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)}${fd >= 0 ? ' (fd)' : ''}`);
     }
     if (!noReply) this.#headerOnly(h);
     return null;
+  }
+
+  /** A guarded access hit a page the client truncated away (lib/vfio-user/bus-guard.ts). */
+  #busFault(address: number): void {
+    if (this.transport.closed || !this.dma.ownsAddress(address)) return;
+    this.#log.error('vfio-user: the client shrank the file behind a DMA_MAP region (an access past its end was caught); closing the client');
+    this.close('guest memory truncated under a mapping');
   }
 
   #dmaUnmap(h: RawHeader, req: DmaUnmap, noReply: boolean): ProtocolError | null {
@@ -386,6 +430,11 @@ export class Session implements TransportHandler {
     const dev = this.#device;
     if (action === SetIrqsFlag.ACTION_TRIGGER) {
       if (data === SetIrqsFlag.DATA_EVENTFD) {
+        // Signalling is a write on the loop: only an eventfd is sure never to block it (a FIFO or socket could).
+        const notEventfd = fds.findIndex((fd) => !isEventfd(fd));
+        if (notEventfd >= 0) {
+          return protocolError('BAD_FD', `SET_IRQS fd ${notEventfd} of ${fds.length} is not an eventfd`, Errno.EINVAL);
+        }
         if (fds.length) {
           this.irqs.assign(req.index, req.start, fds);
           dev.irqChanged?.({ index: req.index, start: req.start, count: req.count, kind: 'wired' });

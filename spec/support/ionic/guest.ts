@@ -95,6 +95,8 @@ export interface GuestOptions {
   readonly iova?: number;
   /** Per-wait timeout in ms (default 3000). */
   readonly timeoutMs?: number;
+  /** Share RAM as an unsealed memfd (default sealed, as QEMU's memfd backend does). */
+  readonly unsealedRam?: boolean;
 }
 
 export interface OpenOptions {
@@ -220,7 +222,7 @@ export class IonicGuest {
   /** Connect, share RAM with DMA_MAP, find MSI-X, wire one eventfd per vector and enable MSI-X. */
   static async connect(socketPath: string, opts: GuestOptions = {}): Promise<IonicGuest> {
     const client = await VfioUserClient.connect(socketPath);
-    const ram = new GuestRam(opts.ramSize ?? 64 << 20, 'ionic-guest');
+    const ram = new GuestRam(opts.ramSize ?? 64 << 20, 'ionic-guest', !opts.unsealedRam);
     const g = new IonicGuest(client, ram, opts.iova ?? 2 ** 32, opts.timeoutMs ?? 3000);
     try {
       await client.dmaMap(g.base, ram.size, ram.fd, 0);
