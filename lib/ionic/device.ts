@@ -11,6 +11,7 @@
 
 import type { Logger } from '../log';
 import { nullLogger, RateLimiter, warnLimited } from '../log';
+import { contain } from '../guard';
 import { PciFunction } from '../pci';
 import type { BarHandler } from '../pci/bars';
 import type { PciLinkSpeedCode } from '../pci/registers';
@@ -88,7 +89,7 @@ export class IonicDevice {
     this.#link = opts.link ?? null;
     this.#stationMac = Buffer.from(opts.mac);
     const memory = (): GuestMemory | undefined => this.pci.context?.memory;
-    this.stats = new DeviceStats(opts.profile.statsIntervalMs, memory);
+    this.stats = new DeviceStats(opts.profile.statsIntervalMs, memory, this.#log);
     this.interrupts = new InterruptController(opts.profile.msixVectors, { fire: (v) => { this.pci.raiseMsix(v); } });
     const self = this;
     this.lif = new Lif({
@@ -121,7 +122,8 @@ export class IonicDevice {
       onReset: (reason: ResetReason) => this.#onPciReset(reason),
       onDetach: () => this.#onDetach(),
     });
-    this.#link?.start((frame) => this.lif.receive(frame));
+    // A frame from the host arrives on its own event; a bug in receiving it costs the frame.
+    this.#link?.start((frame) => { contain(this.#log, 'ionic RX from the host link', () => this.lif.receive(frame)); });
     this.lif.link = this.#link;
   }
 

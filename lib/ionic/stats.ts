@@ -7,6 +7,8 @@
 // is re-armed until the next change. An idle device schedules nothing.
 
 import type { GuestMemory } from '../vfio-user/guest-memory';
+import { guardedTimeout } from '../guard';
+import { Logger, nullLogger } from '../log';
 import { AddrKind } from './frames';
 import { ionic_lif_info, ionic_lif_stats as L, ionic_port_info, ionic_port_stats as P, setField } from './layouts';
 import type { Field } from '../../protocol/layouts';
@@ -25,7 +27,7 @@ export class DeviceStats {
   /** Writes done, for tests and the idle check. */
   writes = 0;
 
-  constructor(private readonly intervalMs: number, private readonly memory: () => GuestMemory | undefined) {}
+  constructor(private readonly intervalMs: number, private readonly memory: () => GuestMemory | undefined, private readonly log: Logger = nullLogger) {}
 
   static inc(arr: Float64Array, field: Field, by = 1): void {
     arr[field.off / 8] += by;
@@ -88,10 +90,10 @@ export class DeviceStats {
   changed(): void {
     this.#dirty = true;
     if (this.#timer || (!this.lifInfoPa && !this.portInfoPa)) return;
-    this.#timer = setTimeout(() => {
+    this.#timer = guardedTimeout(this.log, 'ionic stats write', this.intervalMs, () => {
       this.#timer = null;
       this.flush();
-    }, this.intervalMs);
+    });
     this.#timer.unref?.();
   }
 

@@ -8,6 +8,7 @@
 // Data buffers and MR pages come from an "arena" of guest pages filled with
 // a pattern, so a test can snapshot it and see every byte the device wrote.
 
+import type { Logger } from '../../../lib/log';
 import type { RdmaBackendName } from '../../../lib/rdma/backends';
 import { expect } from 'chai';
 import type { ResourceManager } from '../../../lib/rdma/resources';
@@ -255,6 +256,8 @@ export interface VerbsOptions extends BootOptions {
   arenaPages?: number;
   /** The device's RDMA backend (default loopback). */
   rdmaBackend?: RdmaBackendName;
+  /** Where the device and server log (default: nowhere). */
+  log?: Logger;
 }
 
 // ---- the verbs guest ------------------------------------------------------------------------
@@ -290,7 +293,7 @@ export class VerbsGuest {
   }
 
   static async boot(o: VerbsOptions = {}): Promise<VerbsGuest> {
-    const rig = await Rig.start(o.rdmaBackend ? { rdmaBackend: o.rdmaBackend } : {});
+    const rig = await Rig.start({ ...(o.rdmaBackend ? { rdmaBackend: o.rdmaBackend } : {}), ...(o.log ? { log: o.log } : {}) });
     try {
       const g = await rig.probed(0, o.ramSize ? { ramSize: o.ramSize } : {});
       const r = await RdmaGuest.boot(g, { cpus: 8, ...o });

@@ -4,6 +4,7 @@
 
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
+import type { Logger } from '../../../lib/log';
 import type { RdmaBackendName } from '../../../lib/rdma/backends';
 import { IonicDevice } from '../../../lib/ionic/device';
 import type { FaultInjector } from '../../../lib/ionic/fault-injection';
@@ -41,6 +42,8 @@ export interface RigOptions {
   readonly faults?: FaultInjector;
   readonly mac?: Buffer;
   readonly rdmaBackend?: RdmaBackendName;
+  /** Where the device and server log (default: nowhere). */
+  readonly log?: Logger;
 }
 
 export class Rig {
@@ -53,9 +56,10 @@ export class Rig {
       profile: opts.profile ?? testProfile(), mac: opts.mac ?? DEVICE_MAC, link: opts.link ?? null,
       ...(opts.faults ? { faults: opts.faults } : {}),
       ...(opts.rdmaBackend ? { rdmaBackend: opts.rdmaBackend } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
     });
     const path = tempSocketPath('ionic');
-    const server = new VfioUserServer({ socketPath: path, device: device.pci });
+    const server = new VfioUserServer({ socketPath: path, device: device.pci, ...(opts.log ? { log: opts.log } : {}) });
     await server.listen();
     return new Rig(device, server, path);
   }
