@@ -10,8 +10,8 @@
 //   0x100..0xfff     scratch: plain read/write memory
 //   0x2000 MSI-X table (8 vectors), 0x3000 PBA
 
-import { PciFunction } from '../pci';
-import type { BarHandler } from '../pci/bars';
+import { PciFunction } from '../index';
+import type { BarHandler } from '../index';
 
 export const DEMO_VENDOR_ID = 0x1dd8;
 export const DEMO_DEVICE_ID = 0xee01;

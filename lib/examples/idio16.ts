@@ -15,10 +15,8 @@
 // Then: QEMU -device '{"driver":"vfio-user-pci","socket":{"path":"/tmp/idio16.sock","type":"unix"}}'
 //       and in the guest: modprobe gpio-pci-idio-16
 
-import { PciFunction } from '../pci';
-import type { BarHandler } from '../pci/bars';
-import { VfioUserServer } from '../vfio-user/server';
-import { createLogger } from '../log';
+import { createLogger, PciFunction, VfioUserServer } from '../index';
+import type { BarHandler } from '../index';
 
 /** Register offsets in BAR2. */
 export const IDIO16 = { OUT0_7: 0, IIN0_7: 1, OUT8_15: 4, IIN8_15: 5 } as const;
