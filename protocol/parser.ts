@@ -118,20 +118,21 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
       return u.ok ? ok({ kind: 'dmaUnmap', ...u.value }) : u;
     }
     case Command.DEVICE_GET_INFO: {
-      const d = decodeInfo16(p, vfio_user_device_info, 'DEVICE_GET_INFO');
-      return d.ok ? ok(withTrailing({ kind: 'deviceGetInfo' as const, argsz: d.value[0], flags: d.value[1], numRegions: d.value[2], numIrqs: d.value[3] }, p, 16)) : d;
+      const d = decodeDeviceInfo(p, 'DEVICE_GET_INFO');
+      return d.ok ? ok(withTrailing({ kind: 'deviceGetInfo' as const, ...d.value }, p, vfio_user_device_info.SIZE)) : d;
     }
     case Command.DEVICE_GET_REGION_INFO: {
       const r = decodeRegionInfoStruct(p);
       return r.ok ? ok(withTrailing({ kind: 'deviceGetRegionInfo' as const, ...r.value }, p, vfio_region_info.SIZE)) : r;
     }
     case Command.DEVICE_GET_REGION_IO_FDS: {
-      const d = decodeInfo16(p, vfio_user_region_io_fds_request, 'DEVICE_GET_REGION_IO_FDS');
-      return d.ok ? ok(withTrailing({ kind: 'deviceGetRegionIoFds' as const, argsz: d.value[0], flags: d.value[1], index: d.value[2], count: d.value[3] }, p, 16)) : d;
+      const L = vfio_user_region_io_fds_request;
+      const d = decodeIndexCount(p, L, 'DEVICE_GET_REGION_IO_FDS');
+      return d.ok ? ok(withTrailing({ kind: 'deviceGetRegionIoFds' as const, ...d.value }, p, L.SIZE)) : d;
     }
     case Command.DEVICE_GET_IRQ_INFO: {
-      const d = decodeInfo16(p, vfio_irq_info, 'DEVICE_GET_IRQ_INFO');
-      return d.ok ? ok(withTrailing({ kind: 'deviceGetIrqInfo' as const, argsz: d.value[0], flags: d.value[1], index: d.value[2], count: d.value[3] }, p, 16)) : d;
+      const d = decodeIndexCount(p, vfio_irq_info, 'DEVICE_GET_IRQ_INFO');
+      return d.ok ? ok(withTrailing({ kind: 'deviceGetIrqInfo' as const, ...d.value }, p, vfio_irq_info.SIZE)) : d;
     }
     case Command.DEVICE_SET_IRQS: {
       const L = vfio_irq_set;
@@ -218,8 +219,8 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
       return u.ok ? ok({ kind: 'dmaUnmapReply', ...u.value }) : u;
     }
     case Command.DEVICE_GET_INFO: {
-      const d = decodeInfo16(p, vfio_user_device_info, 'DEVICE_GET_INFO reply');
-      return d.ok ? ok({ kind: 'deviceGetInfoReply', argsz: d.value[0], flags: d.value[1], numRegions: d.value[2], numIrqs: d.value[3] }) : d;
+      const d = decodeDeviceInfo(p, 'DEVICE_GET_INFO reply');
+      return d.ok ? ok({ kind: 'deviceGetInfoReply', ...d.value }) : d;
     }
     case Command.DEVICE_GET_REGION_INFO: {
       const r = decodeRegionInfoStruct(p);
@@ -228,16 +229,15 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
       return caps.ok ? ok({ kind: 'deviceGetRegionInfoReply', ...r.value, caps: caps.value }) : caps;
     }
     case Command.DEVICE_GET_REGION_IO_FDS: {
-      const d = decodeInfo16(p, vfio_user_region_io_fds_request, 'DEVICE_GET_REGION_IO_FDS reply');
+      // The reply starts with the request's four fields; the sub-region array follows.
+      const L = vfio_user_region_io_fds_request;
+      const d = decodeIndexCount(p, L, 'DEVICE_GET_REGION_IO_FDS reply');
       if (!d.ok) return d;
-      return ok({
-        kind: 'deviceGetRegionIoFdsReply', argsz: d.value[0], flags: d.value[1], index: d.value[2], count: d.value[3],
-        entries: p.subarray(vfio_user_region_io_fds_request.SIZE),
-      });
+      return ok({ kind: 'deviceGetRegionIoFdsReply', ...d.value, entries: p.subarray(L.SIZE) });
     }
     case Command.DEVICE_GET_IRQ_INFO: {
-      const d = decodeInfo16(p, vfio_irq_info, 'DEVICE_GET_IRQ_INFO reply');
-      return d.ok ? ok({ kind: 'deviceGetIrqInfoReply', argsz: d.value[0], flags: d.value[1], index: d.value[2], count: d.value[3] }) : d;
+      const d = decodeIndexCount(p, vfio_irq_info, 'DEVICE_GET_IRQ_INFO reply');
+      return d.ok ? ok({ kind: 'deviceGetIrqInfoReply', ...d.value }) : d;
     }
     case Command.DEVICE_SET_IRQS:
       return p.length === 0 ? ok({ kind: 'deviceSetIrqsReply' }) : fail('PAYLOAD_MISMATCH', 'DEVICE_SET_IRQS reply must be header only');
@@ -336,10 +336,18 @@ function decodeUnmapBody(p: Buffer, reply: boolean): Decoded<{ argsz: number; fl
   return ok({ argsz, flags, address, size });
 }
 
-/** The four u32 fields shared by GET_INFO, GET_IRQ_INFO and GET_REGION_IO_FDS. */
-function decodeInfo16(p: Buffer, L: { readonly SIZE: number }, what: string): Decoded<[number, number, number, number]> {
+function decodeDeviceInfo(p: Buffer, what: string): Decoded<{ argsz: number; flags: number; numRegions: number; numIrqs: number }> {
+  const L = vfio_user_device_info;
   if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
-  return ok([p.readUInt32LE(0), p.readUInt32LE(4), p.readUInt32LE(8), p.readUInt32LE(12)]);
+  return ok({ argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), numRegions: getField(p, 0, L.num_regions), numIrqs: getField(p, 0, L.num_irqs) });
+}
+
+/** vfio_irq_info and vfio_user_region_io_fds_request: argsz, flags, index, count. */
+type IndexCountLayout = typeof vfio_irq_info | typeof vfio_user_region_io_fds_request;
+
+function decodeIndexCount(p: Buffer, L: IndexCountLayout, what: string): Decoded<{ argsz: number; flags: number; index: number; count: number }> {
+  if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
+  return ok({ argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), index: getField(p, 0, L.index), count: getField(p, 0, L.count) });
 }
 
 function decodeRegionInfoStruct(p: Buffer): Decoded<{ argsz: number; flags: number; index: number; capOffset: number; size: number; offset: number }> {

@@ -8,9 +8,10 @@
 
 import { Command, DmaUnmapFlag, HeaderFlag, RegionInfoFlag } from './constants';
 import {
-  Field, setField, vfio_info_cap_header, vfio_irq_set, vfio_region_info, vfio_region_info_cap_sparse_mmap,
-  vfio_region_info_cap_type, vfio_region_sparse_mmap_area, vfio_user_bitmap, vfio_user_dma_map,
-  vfio_user_dma_rw, vfio_user_dma_unmap, vfio_user_header, vfio_user_mig_data, vfio_user_region_access,
+  Field, setField, vfio_info_cap_header, vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_region_info_cap_sparse_mmap,
+  vfio_region_info_cap_type, vfio_region_sparse_mmap_area, vfio_user_bitmap, vfio_user_device_feature,
+  vfio_user_device_info, vfio_user_dirty_pages, vfio_user_dma_map, vfio_user_dma_rw, vfio_user_dma_unmap,
+  vfio_user_header, vfio_user_mig_data, vfio_user_region_access, vfio_user_region_io_fds_request,
   vfio_user_version, vfio_user_write_multi, vfio_user_write_multi_data,
 } from './layouts';
 import { HEADER_SIZE } from './limits';
@@ -199,12 +200,11 @@ export function commandOfBody(body: Body): Command | undefined {
   }
 }
 
-function u32x4(w: MessageWriter, a: number, b: number, c: number, d: number): void {
-  const at = w.reserve(16);
-  w.view(at, 16).writeUInt32LE(a >>> 0, 0);
-  w.view(at, 16).writeUInt32LE(b >>> 0, 4);
-  w.view(at, 16).writeUInt32LE(c >>> 0, 8);
-  w.view(at, 16).writeUInt32LE(d >>> 0, 12);
+/** vfio_irq_info and vfio_user_region_io_fds_request: argsz, flags, index, count. */
+function writeIndexCount(w: MessageWriter, L: typeof vfio_irq_info | typeof vfio_user_region_io_fds_request,
+                         body: { argsz: number; flags: number; index: number; count: number }): void {
+  const at = w.reserve(L.SIZE);
+  w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags).field(at, L.index, body.index).field(at, L.count, body.count);
 }
 
 /** Append the payload of `body` to the open message. */
@@ -248,8 +248,12 @@ function writeStruct(w: MessageWriter, body: Body): void {
     }
     case 'deviceGetInfo':
     case 'deviceGetInfoReply':
-      u32x4(w, body.argsz, body.flags, body.numRegions, body.numIrqs);
+    {
+      const L = vfio_user_device_info;
+      const at = w.reserve(L.SIZE);
+      w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags).field(at, L.num_regions, body.numRegions).field(at, L.num_irqs, body.numIrqs);
       return;
+    }
     case 'deviceGetRegionInfo':
       writeRegionInfoStruct(w, body.argsz, body.flags, body.index, body.capOffset, body.size, body.offset);
       return;
@@ -259,15 +263,16 @@ function writeStruct(w: MessageWriter, body: Body): void {
       return;
     }
     case 'deviceGetRegionIoFds':
-      u32x4(w, body.argsz, body.flags, body.index, body.count);
+      writeIndexCount(w, vfio_user_region_io_fds_request, body);
       return;
     case 'deviceGetRegionIoFdsReply':
-      u32x4(w, body.argsz, body.flags, body.index, body.count);
+      // The reply starts with the request's four fields; the sub-region array follows.
+      writeIndexCount(w, vfio_user_region_io_fds_request, body);
       w.bytes(body.entries);
       return;
     case 'deviceGetIrqInfo':
     case 'deviceGetIrqInfoReply':
-      u32x4(w, body.argsz, body.flags, body.index, body.count);
+      writeIndexCount(w, vfio_irq_info, body);
       return;
     case 'deviceSetIrqs': {
       const L = vfio_irq_set;
@@ -313,9 +318,10 @@ function writeStruct(w: MessageWriter, body: Body): void {
     case 'dirtyPagesReply':
     case 'deviceFeature':
     case 'deviceFeatureReply': {
-      const at = w.reserve(8);
-      w.view(at, 8).writeUInt32LE(body.argsz >>> 0, 0);
-      w.view(at, 8).writeUInt32LE(body.flags >>> 0, 4);
+      // vfio_user_dirty_pages and vfio_user_device_feature share this head.
+      const L = body.kind === 'dirtyPages' || body.kind === 'dirtyPagesReply' ? vfio_user_dirty_pages : vfio_user_device_feature;
+      const at = w.reserve(L.SIZE);
+      w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags);
       w.bytes(body.data);
       return;
     }

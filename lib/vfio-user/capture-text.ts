@@ -3,24 +3,41 @@
 // direction, connection, id, command, type, size, flags, error, then for
 // non-error messages the fds and a short decode of the payload.
 
-import { Command, errnoName, HeaderFlag, SetIrqsFlag, DeviceFeatureFlag } from '../../protocol/constants';
+import { Command, errnoName, HeaderFlag, SetIrqsFlag, DeviceFeatureFlag, DmaMapFlag, RegionInfoFlag } from '../../protocol/constants';
+import {
+  Field, getField, vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_user_device_feature, vfio_user_device_info,
+  vfio_user_dma_map, vfio_user_dma_rw, vfio_user_dma_unmap, vfio_user_header, vfio_user_mig_data, vfio_user_region_access,
+  vfio_user_version,
+} from '../../protocol/layouts';
 import type { CapturedFd, PacketComment } from './pcapng';
 
 const REGION_NAMES = ['BAR0', 'BAR1', 'BAR2', 'BAR3', 'BAR4', 'BAR5', 'ROM', 'CFG', 'VGA'];
 const IRQ_NAMES = ['INTX', 'MSI', 'MSIX', 'ERR', 'REQ'];
+/** Bytes of data shown per message. */
+const DATA_SHOWN = 16;
 
 const hex = (n: number): string => `0x${n.toString(16)}`;
 const region = (i: number): string => `${i}(${REGION_NAMES[i] ?? '?'})`;
 const irq = (i: number): string => `${i}(${IRQ_NAMES[i] ?? '?'})`;
 
-/** u64 as hex, exact even above 2^53. */
-function u64hex(b: Buffer, at: number): string {
-  return `0x${b.readBigUInt64LE(at).toString(16)}`;
+/** A u64 field exactly, even above 2^53 (a listing shows what was sent). */
+function u64(b: Buffer, field: Field): bigint {
+  return b.readBigUInt64LE(field.off);
+}
+
+/** A u64 field as hex. */
+function u64hex(b: Buffer, field: Field): string {
+  return `0x${u64(b, field).toString(16)}`;
+}
+
+/** A field of the struct at the start of the payload. */
+function u(b: Buffer, field: Field): number {
+  return getField(b, 0, field);
 }
 
 function dataHex(b: Buffer, at: number, count: number): string {
-  const n = Math.max(0, Math.min(count, 16, b.length - at));
-  return `data=${b.toString('hex', at, at + n)}${count > 16 ? '..' : ''}`;
+  const n = Math.max(0, Math.min(count, DATA_SHOWN, b.length - at));
+  return `data=${b.toString('hex', at, at + n)}${count > DATA_SHOWN ? '..' : ''}`;
 }
 
 function fdsText(fds: readonly CapturedFd[]): string {
@@ -29,42 +46,54 @@ function fdsText(fds: readonly CapturedFd[]): string {
 }
 
 function regionFlags(f: number): string {
-  const s = (f & 1 ? 'R' : '') + (f & 2 ? 'W' : '') + (f & 4 ? 'M' : '') + (f & 8 ? 'C' : '');
+  const s = (f & RegionInfoFlag.READ ? 'R' : '') + (f & RegionInfoFlag.WRITE ? 'W' : '') +
+    (f & RegionInfoFlag.MMAP ? 'M' : '') + (f & RegionInfoFlag.CAPS ? 'C' : '');
   return s || '0';
 }
 
-/** Decode of a message payload (after the 16-byte header); empty when there is nothing to say. */
+/** Decode of a message payload (after the header); empty when there is nothing to say. */
 export function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
-  const p = m.subarray(16);
+  const p = m.subarray(vfio_user_header.SIZE);
   const has = (n: number): boolean => p.length >= n;
   switch (cmd) {
-    case Command.VERSION:
-      if (!has(4)) return '';
-      return `v${p.readUInt16LE(0)}.${p.readUInt16LE(2)}${p.length > 4 ? ' ' + p.toString('utf8', 4, p[p.length - 1] === 0 ? p.length - 1 : p.length) : ''}`;
-    case Command.DMA_MAP: {
-      if (reply || !has(32)) return '';
-      const flags = p.readUInt32LE(4);
-      const prot = (flags & 1 ? 'R' : '') + (flags & 2 ? 'W' : '');
-      return `addr=${u64hex(p, 16)} size=${u64hex(p, 24)} off=${u64hex(p, 8)} prot=${prot || '-'} flags=${hex(flags)}`;
+    case Command.VERSION: {
+      const L = vfio_user_version;
+      if (!has(L.SIZE)) return '';
+      const json = p.length > L.SIZE ? ' ' + p.toString('utf8', L.SIZE, p[p.length - 1] === 0 ? p.length - 1 : p.length) : '';
+      return `v${u(p, L.major)}.${u(p, L.minor)}${json}`;
     }
-    case Command.DMA_UNMAP:
-      return has(24) ? `addr=${u64hex(p, 8)} size=${u64hex(p, 16)} flags=${hex(p.readUInt32LE(4))}` : '';
-    case Command.DEVICE_GET_INFO:
-      return reply && has(16) ? `flags=${hex(p.readUInt32LE(4))} regions=${p.readUInt32LE(8)} irqs=${p.readUInt32LE(12)}` : '';
+    case Command.DMA_MAP: {
+      const L = vfio_user_dma_map;
+      if (reply || !has(L.SIZE)) return '';
+      const flags = u(p, L.flags);
+      const prot = (flags & DmaMapFlag.READ ? 'R' : '') + (flags & DmaMapFlag.WRITE ? 'W' : '');
+      return `addr=${u64hex(p, L.addr)} size=${u64hex(p, L.size)} off=${u64hex(p, L.offset)} prot=${prot || '-'} flags=${hex(flags)}`;
+    }
+    case Command.DMA_UNMAP: {
+      const L = vfio_user_dma_unmap;
+      return has(L.SIZE) ? `addr=${u64hex(p, L.addr)} size=${u64hex(p, L.size)} flags=${hex(u(p, L.flags))}` : '';
+    }
+    case Command.DEVICE_GET_INFO: {
+      const L = vfio_user_device_info;
+      return reply && has(L.SIZE) ? `flags=${hex(u(p, L.flags))} regions=${u(p, L.num_regions)} irqs=${u(p, L.num_irqs)}` : '';
+    }
     case Command.DEVICE_GET_REGION_INFO: {
-      if (!has(32)) return '';
-      const base = `index=${region(p.readUInt32LE(8))} argsz=${p.readUInt32LE(0)}`;
+      const L = vfio_region_info;
+      if (!has(L.SIZE)) return '';
+      const base = `index=${region(u(p, L.index))} argsz=${u(p, L.argsz)}`;
       if (!reply) return base;
-      return `${base} flags=${regionFlags(p.readUInt32LE(4))} size=${u64hex(p, 16)} offset=${u64hex(p, 24)} cap_offset=${p.readUInt32LE(12)}`;
+      return `${base} flags=${regionFlags(u(p, L.flags))} size=${u64hex(p, L.size)} offset=${u64hex(p, L.offset)} cap_offset=${u(p, L.cap_offset)}`;
     }
     case Command.DEVICE_GET_IRQ_INFO: {
-      if (!has(16)) return '';
-      const base = `index=${irq(p.readUInt32LE(8))}`;
-      return reply ? `${base} flags=${hex(p.readUInt32LE(4))} count=${p.readUInt32LE(12)}` : base;
+      const L = vfio_irq_info;
+      if (!has(L.SIZE)) return '';
+      const base = `index=${irq(u(p, L.index))}`;
+      return reply ? `${base} flags=${hex(u(p, L.flags))} count=${u(p, L.count)}` : base;
     }
     case Command.DEVICE_SET_IRQS: {
-      if (reply || !has(20)) return '';
-      const f = p.readUInt32LE(4);
+      const L = vfio_irq_set;
+      if (reply || !has(L.SIZE)) return '';
+      const f = u(p, L.flags);
       const names: string[] = [];
       if (f & SetIrqsFlag.DATA_NONE) names.push('NONE');
       if (f & SetIrqsFlag.DATA_BOOL) names.push('BOOL');
@@ -72,34 +101,39 @@ export function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
       if (f & SetIrqsFlag.ACTION_MASK) names.push('MASK');
       if (f & SetIrqsFlag.ACTION_UNMASK) names.push('UNMASK');
       if (f & SetIrqsFlag.ACTION_TRIGGER) names.push('TRIGGER');
-      const bools = p.length > 20 ? ` data=${p.toString('hex', 20)}` : '';
-      return `index=${irq(p.readUInt32LE(8))} ${names.join('|') || hex(f)} start=${p.readUInt32LE(12)} count=${p.readUInt32LE(16)}${bools}`;
+      const bools = p.length > L.SIZE ? ` data=${p.toString('hex', L.SIZE)}` : '';
+      return `index=${irq(u(p, L.index))} ${names.join('|') || hex(f)} start=${u(p, L.start)} count=${u(p, L.count)}${bools}`;
     }
     case Command.REGION_READ:
     case Command.REGION_WRITE: {
-      if (!has(16)) return '';
-      const count = p.readUInt32LE(12);
-      const base = `region=${region(p.readUInt32LE(8))} offset=${u64hex(p, 0)} count=${count}`;
+      const L = vfio_user_region_access;
+      if (!has(L.SIZE)) return '';
+      const count = u(p, L.count);
+      const base = `region=${region(u(p, L.region))} offset=${u64hex(p, L.offset)} count=${count}`;
       const withData = (cmd === Command.REGION_READ) === reply;
-      return withData ? `${base} ${dataHex(p, 16, count)}` : base;
+      return withData ? `${base} ${dataHex(p, L.SIZE, count)}` : base;
     }
     case Command.DMA_READ:
     case Command.DMA_WRITE: {
-      if (!has(16)) return '';
-      const count = Number(p.readBigUInt64LE(8));
-      const base = `addr=${u64hex(p, 0)} count=${count}`;
+      const L = vfio_user_dma_rw;
+      if (!has(L.SIZE)) return '';
+      const count = Number(u64(p, L.count));
+      const base = `addr=${u64hex(p, L.addr)} count=${count}`;
       const withData = (cmd === Command.DMA_READ) === reply;
-      return withData ? `${base} ${dataHex(p, 16, count)}` : base;
+      return withData ? `${base} ${dataHex(p, L.SIZE, count)}` : base;
     }
     case Command.DEVICE_FEATURE: {
-      if (!has(8)) return '';
-      const f = p.readUInt32LE(4);
+      const L = vfio_user_device_feature;
+      if (!has(L.SIZE)) return '';
+      const f = u(p, L.flags);
       const ops = [f & DeviceFeatureFlag.GET ? 'GET' : '', f & DeviceFeatureFlag.SET ? 'SET' : '', f & DeviceFeatureFlag.PROBE ? 'PROBE' : ''].filter(Boolean).join('|');
-      return `feature=${f & DeviceFeatureFlag.FEATURE_MASK} ${ops}${p.length > 8 ? ' ' + dataHex(p, 8, p.length - 8) : ''}`;
+      return `feature=${f & DeviceFeatureFlag.FEATURE_MASK} ${ops}${p.length > L.SIZE ? ' ' + dataHex(p, L.SIZE, p.length - L.SIZE) : ''}`;
     }
     case Command.MIG_DATA_READ:
-    case Command.MIG_DATA_WRITE:
-      return has(8) ? `argsz=${p.readUInt32LE(0)} size=${p.readUInt32LE(4)}` : '';
+    case Command.MIG_DATA_WRITE: {
+      const L = vfio_user_mig_data;
+      return has(L.SIZE) ? `argsz=${u(p, L.argsz)} size=${u(p, L.size)}` : '';
+    }
     default:
       return '';
   }
@@ -115,7 +149,8 @@ export function formatCaptureLine(frame: number, seconds: number, c: PacketComme
   if (c.raw) return `${head} RAW size=${bytes.length}`;
   const err = c.error ? `${c.error}(${errnoName(c.error)})` : '0';
   const fields = `size=${c.size} flags=${hex(c.flags)} err=${err}`;
-  if (c.incomplete) return `${head} ${fields} INCOMPLETE(msg_size=${bytes.length >= 8 ? bytes.readUInt32LE(4) : '?'})`;
+  const S = vfio_user_header.msg_size;
+  if (c.incomplete) return `${head} ${fields} INCOMPLETE(msg_size=${bytes.length >= S.off + S.size ? getField(bytes, 0, S) : '?'})`;
   if (c.flags & HeaderFlag.ERROR) return `${head} ${fields}`;
   return `${head} ${fields} fds=${fdsText(c.fds)} ${c.cmd === null ? '' : decodeSummary(c.cmd, isReply, bytes)}`;
 }

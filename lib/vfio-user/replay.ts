@@ -10,7 +10,9 @@
 
 import * as fs from 'fs';
 import { Command, commandName, HeaderFlag } from '../../protocol/constants';
-import { vfio_user_header } from '../../protocol/layouts';
+import { Field, getField, setField, U64_UNSAFE, vfio_user_header, vfio_user_region_access } from '../../protocol/layouts';
+import { PCI_NUM_BARS, PciHeader } from '../pci/registers';
+import { PciRegionIndex } from './device';
 import { decodeMessage } from '../../protocol/parser';
 import { checkVersionReply, parseCapabilities } from '../../protocol/version';
 import * as native from '../native';
@@ -59,9 +61,18 @@ export interface ReplayRule {
 }
 
 const HDR = vfio_user_header;
+const ACCESS = vfio_user_region_access;
+/** Bit 0 of a BAR register: I/O space (PCI_BASE_ADDRESS_SPACE_IO). */
+const BAR_IO_SPACE_BIT = 0x1;
+const BAR_REGISTER = PciHeader.BASE_ADDRESS_0;
 
 function cmdOf(b: Buffer): number {
-  return b.readUInt16LE(HDR.command.off);
+  return getField(b, 0, HDR.command);
+}
+
+/** A field of the payload struct (after the header). */
+function payloadField(b: Buffer, field: Field): number {
+  return getField(b, HDR.SIZE, field);
 }
 
 /** The documented rules (docs/replay.md). Each is narrow: one command, named fields. */
@@ -88,16 +99,18 @@ export const REPLAY_RULES: readonly ReplayRule[] = [
     description: 'Config-space REGION_READ reply: libvfio-user reads the I/O-space bit (0x1) in BAR registers of ' +
       'BARs that do not exist; the PCI spec (and we) read them as 0. Only bit 0 of such BAR dwords may differ.',
     allows(request, recorded, live) {
-      if (cmdOf(request) !== Command.REGION_READ || recorded.length !== live.length || recorded.length < 32) return false;
-      if (request.readUInt32LE(16 + 8) !== 7) return false;
-      const offset = request.readUInt32LE(16);
+      const data = HDR.SIZE + ACCESS.SIZE;
+      if (cmdOf(request) !== Command.REGION_READ || recorded.length !== live.length || recorded.length < data) return false;
+      if (request.length < data || payloadField(request, ACCESS.region) !== PciRegionIndex.CONFIG) return false;
+      const offset = payloadField(request, ACCESS.offset);
+      if (offset === U64_UNSAFE) return false;
       const ranges: [number, number][] = [];
-      for (let reg = 0x10; reg <= 0x24; reg += 4) {
-        const at = 32 + reg - offset;
-        if (at < 32 || at + 4 > recorded.length) continue;
+      for (let bar = 0; bar < PCI_NUM_BARS; bar++) {
+        const at = data + BAR_REGISTER.offset + BAR_REGISTER.size * bar - offset;
+        if (at < data || at + BAR_REGISTER.size > recorded.length) continue;
         const a = recorded.readUInt32LE(at);
         const b = live.readUInt32LE(at);
-        if (a !== b && !((a === 1 && b === 0) || (a === 0 && b === 1))) return false;
+        if (a !== b && (a | b) !== BAR_IO_SPACE_BIT) return false;
         ranges.push([at, at + 1]);
       }
       return ranges.length > 0 && equalExcept(recorded, live, ranges);
@@ -170,13 +183,13 @@ class ReplySink implements TransportHandler {
     const w = this.waiting.get(h.id);
     if (!w) return;
     this.waiting.delete(h.id);
-    const full = Buffer.alloc(16 + payload.length);
-    full.writeUInt16LE(h.id, 0);
-    full.writeUInt16LE(h.command, 2);
-    full.writeUInt32LE(h.size, 4);
-    full.writeUInt32LE(h.flags, 8);
-    full.writeUInt32LE(h.error, 12);
-    payload.copy(full, 16);
+    const full = Buffer.alloc(HDR.SIZE + payload.length);
+    setField(full, 0, HDR.msg_id, h.id);
+    setField(full, 0, HDR.command, h.command);
+    setField(full, 0, HDR.msg_size, h.size);
+    setField(full, 0, HDR.flags, h.flags);
+    setField(full, 0, HDR.error, h.error);
+    payload.copy(full, HDR.SIZE);
     w(full, fds.length);
   }
   badHeader(): void { /* the transport closes; closed() reports it */ }
@@ -255,18 +268,19 @@ function waitReply(sink: ReplySink, id: number, timeoutMs: number): Promise<{ re
 /** One line saying how two replies differ: header fields first, then the first differing payload bytes. */
 export function describeDifference(recorded: Buffer, live: Buffer): string {
   const parts: string[] = [];
-  const fields: [string, number, number][] = [['msg_size', 4, 4], ['flags', 8, 4], ['error', 12, 4]];
-  for (const [name, off] of fields) {
-    if (recorded.length >= off + 4 && live.length >= off + 4 && recorded.readUInt32LE(off) !== live.readUInt32LE(off)) {
-      parts.push(`${name} recorded ${recorded.readUInt32LE(off)}, got ${live.readUInt32LE(off)}`);
+  const fields: readonly [string, Field][] = [['msg_size', HDR.msg_size], ['flags', HDR.flags], ['error', HDR.error]];
+  for (const [name, field] of fields) {
+    const end = field.off + field.size;
+    if (recorded.length >= end && live.length >= end && getField(recorded, 0, field) !== getField(live, 0, field)) {
+      parts.push(`${name} recorded ${getField(recorded, 0, field)}, got ${getField(live, 0, field)}`);
     }
   }
   const n = Math.min(recorded.length, live.length);
   let first = -1;
-  for (let i = 16; i < n; i++) if (recorded[i] !== live[i]) { first = i; break; }
+  for (let i = HDR.SIZE; i < n; i++) if (recorded[i] !== live[i]) { first = i; break; }
   if (first >= 0) {
     const end = Math.min(n, first + 8);
-    parts.push(`payload byte ${first - 16}: recorded ${recorded.subarray(first, end).toString('hex')}, got ${live.subarray(first, end).toString('hex')}`);
+    parts.push(`payload byte ${first - HDR.SIZE}: recorded ${recorded.subarray(first, end).toString('hex')}, got ${live.subarray(first, end).toString('hex')}`);
   }
   if (parts.length === 0) parts.push(`lengths ${recorded.length} vs ${live.length}`);
   return parts.join('; ');

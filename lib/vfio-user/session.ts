@@ -10,12 +10,13 @@
 
 import {
   Command, commandName, DeviceInfoFlag, DmaUnmapFlag, Errno, errnoName, HeaderFlag, IrqInfoFlag,
-  SetIrqsFlag,
+  RegionInfoFlag, SetIrqsFlag,
 } from '../../protocol/constants';
 import { ProtocolError, protocolError } from '../../protocol/errors';
 import {
-  getField, U64_UNSAFE, vfio_irq_info, vfio_region_info, vfio_user_device_info, vfio_user_dma_unmap,
-  vfio_user_region_access, vfio_user_version, vfio_user_write_multi,
+  getField, U64_UNSAFE, vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_user_device_info, vfio_user_dma_map,
+  vfio_user_dma_unmap, vfio_user_header, vfio_user_region_access, vfio_user_region_io_fds_request, vfio_user_version,
+  vfio_user_write_multi,
 } from '../../protocol/layouts';
 import { MAX_DATA_XFER_SIZE, MAX_DMA_REGIONS, DMA_PAGE_SIZE } from '../../protocol/limits';
 import type {
@@ -104,7 +105,8 @@ export class Session implements TransportHandler {
       irqWired: (index: IrqIndex, sub: number) => irqs.fd(index, sub) >= 0,
     };
     this.transport = new Transport(fd, this, {
-      maxMessageSize: limits.maxDataXferSize + 32,
+      // The largest message: a REGION_WRITE of maxDataXferSize bytes.
+      maxMessageSize: vfio_user_header.SIZE + vfio_user_region_access.SIZE + limits.maxDataXferSize,
       maxFdsPerMessage: limits.maxMsgFds,
     });
   }
@@ -307,7 +309,7 @@ export class Session implements TransportHandler {
 
   #dmaMap(h: RawHeader, req: DmaMap, fds: number[], noReply: boolean): ProtocolError | null {
     if (fds.length > 1) return protocolError('FD_COUNT', `DMA_MAP with ${fds.length} fds (at most 1)`);
-    if (req.argsz < 32) return protocolError('ARGSZ_TOO_SMALL', `DMA_MAP argsz ${req.argsz} < 32`);
+    if (req.argsz < vfio_user_dma_map.SIZE) return protocolError('ARGSZ_TOO_SMALL', `DMA_MAP argsz ${req.argsz} < ${vfio_user_dma_map.SIZE}`);
     const fd = fds.length ? fds[0]! : -1;
     const r = this.dma.add({ address: req.address, size: req.size, flags: req.flags, offset: req.offset, fd });
     if ('error' in r) return r.error;
@@ -379,7 +381,7 @@ export class Session implements TransportHandler {
     if (req.index >= PCI_NUM_REGIONS) return protocolError('BAD_INDEX', `region index ${req.index} (device has ${PCI_NUM_REGIONS})`);
     if (!noReply) {
       const region = this.#regions[req.index];
-      const flags = region ? (region.readable ? 1 : 0) | (region.writable ? 2 : 0) : 0;
+      const flags = region ? (region.readable ? RegionInfoFlag.READ : 0) | (region.writable ? RegionInfoFlag.WRITE : 0) : 0;
       const w = this.transport.writer.begin(h.id, h.command, replyFlags(false));
       const at = w.reserve(L.SIZE);
       w.field(at, L.argsz, L.SIZE).field(at, L.flags, region && region.size ? flags : 0).field(at, L.index, req.index)
@@ -390,17 +392,18 @@ export class Session implements TransportHandler {
   }
 
   #getRegionIoFds(h: RawHeader, req: DeviceGetRegionIoFds, noReply: boolean): ProtocolError | null {
+    // The reply starts with the same four fields as the request, then the sub-region array.
+    const L = vfio_user_region_io_fds_request;
     if (req.flags !== 0) return protocolError('BAD_FLAGS', `GET_REGION_IO_FDS flags ${req.flags} (must be 0)`);
     if (req.count !== 0) return protocolError('BAD_FLAGS', `GET_REGION_IO_FDS count ${req.count} (must be 0)`);
-    if (req.argsz < 16) return protocolError('ARGSZ_TOO_SMALL', `GET_REGION_IO_FDS argsz ${req.argsz} < 16`);
+    if (req.argsz < L.SIZE) return protocolError('ARGSZ_TOO_SMALL', `GET_REGION_IO_FDS argsz ${req.argsz} < ${L.SIZE}`);
     if (req.argsz > this.#limits.maxDataXferSize) return protocolError('ARGSZ_TOO_LARGE', `GET_REGION_IO_FDS argsz ${req.argsz}`);
     if (req.index >= PCI_NUM_REGIONS) return protocolError('BAD_INDEX', `region index ${req.index}`);
     if (!noReply) {
       // No region has ioeventfds: the answer is an empty list.
       const w = this.transport.writer.begin(h.id, h.command, replyFlags(false));
-      const at = w.reserve(16);
-      w.view(at, 16).writeUInt32LE(16, 0);
-      w.view(at, 16).writeUInt32LE(req.index, 8);
+      const at = w.reserve(L.SIZE);
+      w.field(at, L.argsz, L.SIZE).field(at, L.flags, 0).field(at, L.index, req.index).field(at, L.count, 0);
       w.end();
     }
     return null;
@@ -544,7 +547,7 @@ export class Session implements TransportHandler {
     });
     if (!noReply) {
       const w = this.transport.writer.begin(h.id, h.command, replyFlags(false));
-      w.field(w.reserve(8), vfio_user_write_multi.wr_cnt, req.entries.length);
+      w.field(w.reserve(vfio_user_write_multi.SIZE), vfio_user_write_multi.wr_cnt, req.entries.length);
       w.end();
     }
     return null;
@@ -630,7 +633,7 @@ export function validateSetIrqs(req: DeviceSetIrqs, nfds: number, irqCount: numb
   const action = req.flags & SetIrqsFlag.ACTION_MASK_ALL;
   const bad = (code: Parameters<typeof protocolError>[0], detail: string): ProtocolError =>
     protocolError(code, `SET_IRQS index ${req.index} start ${req.start} count ${req.count} flags 0x${req.flags.toString(16)}: ${detail}`);
-  if (req.argsz < 20) return bad('ARGSZ_TOO_SMALL', `argsz ${req.argsz} < 20`);
+  if (req.argsz < vfio_irq_set.SIZE) return bad('ARGSZ_TOO_SMALL', `argsz ${req.argsz} < ${vfio_irq_set.SIZE}`);
   if (req.index >= PCI_NUM_IRQS) return bad('BAD_INDEX', 'no such irq index');
   if (req.flags & ~(SetIrqsFlag.DATA_MASK | SetIrqsFlag.ACTION_MASK_ALL)) return bad('BAD_FLAGS', 'unknown flag bits');
   if (data !== SetIrqsFlag.DATA_NONE && data !== SetIrqsFlag.DATA_BOOL && data !== SetIrqsFlag.DATA_EVENTFD) return bad('BAD_FLAGS', 'needs exactly one DATA type');
