@@ -9,10 +9,11 @@
 
 import type { Logger } from '../log';
 import { ConfigResult, parseMeshBackend, parseMeshEnv } from './config';
-import type { MeshOptions } from './mesh';
+import type { MeshOptions } from './mesh-types';
 
-export { Mesh, MeshMessage } from './mesh';
-export type { MeshEvents, MeshOptions, MeshStats, Route, SendOptions, SendResult } from './mesh';
+export { Mesh } from './mesh';
+export { MeshMessage } from './mesh-message';
+export type { MeshEvents, MeshOptions, MeshStats, Route, SendOptions, SendResult } from './mesh-types';
 export { formatMeshBackend, parseMeshBackend, parseMeshEnv } from './config';
 export type { ConfigResult, MeshBackendConfig, MeshEnv } from './config';
 export { gidFromText, gidToText } from './address';

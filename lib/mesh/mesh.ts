@@ -1,174 +1,49 @@
 // The TCP mesh between rocm-ernic servers: the public face (class Mesh) and
-// its core. One event loop does what the C design's accept, receive, send,
-// health-check, broadcast and peer-connect threads did (spec/architecture.rst
-// "Threads"), with the same bounds and timeouts:
+// the core that ties the pieces together. One event loop does what the C
+// design's accept, receive, send, health-check, broadcast and peer-connect
+// threads did (spec/architecture.rst "Threads"), with the same bounds and
+// timeouts:
 //
-// - accept: the listener's 'connection' handler;
-// - receive: each connection's 'data' handler and frame parser; data
-//   messages go to 'message' listeners, charged to the inbound queue;
-// - send: each connection's queue, written as the socket drains;
-// - health check: one interval timer, running only while connections exist,
-//   pings and closes silent links;
+// - accept: the listener's 'connection' handler (here);
+// - receive: each connection's 'data' handler and frame parser
+//   (connection.ts), then frame-router.ts: data messages go to 'message'
+//   listeners, charged to the inbound queue (inbound-budget.ts), or are relayed;
+// - send: frame-writer.ts builds frames, each connection's queue writes them
+//   as the socket drains (outbound-queue.ts);
+// - health check: health-check.ts, one interval timer running only while
+//   connections exist, pings and closes silent links;
 // - broadcast and peer connect: the roles (manager-role.ts, worker-role.ts).
 //
-// The layer above (the RDMA data path) uses send() and the events below; it
-// never sees sockets. Nothing a peer sends throws out of here: bad frames
-// close their connection with a logged reason, and a listener that throws is
-// logged as a bug.
+// This file keeps the public API, the core the roles use (role.ts), the set
+// of connections and the routes behind 'peer-up'/'peer-down'. The layer above
+// (the RDMA data path) uses send() and the events (mesh-types.ts); it never
+// sees sockets. Nothing a peer sends throws out of here: bad frames close
+// their connection with a logged reason, and a listener that throws is logged
+// as a bug.
 
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
 import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
 import { HostPort, parseHost } from './address';
-import { dataHeaderSize, encodeFrameHeader, hasIonicMagic, isDataType, isInstanceId, isReplyFrame, writeFrameHeader } from './codec';
-import type { MeshBackendConfig } from './config';
+import { dataHeaderSize, hasIonicMagic, isDataType, isInstanceId } from './codec';
 import { ConnectionOwner, LinkKind, MeshConnection } from './connection';
 import { listen, Resolver, systemResolver } from './dial';
 import { MeshError } from './errors';
+import { FrameRouter } from './frame-router';
+import { FrameWriter } from './frame-writer';
 import { GidTable } from './gid-table';
+import { HealthCheck } from './health-check';
 import { InboundBudget } from './inbound-budget';
-import { tcp_msg_header } from './layouts';
 import {
-  DEAD_AFTER_INTERVALS, DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, ESTABLISH_INTERVALS,
-  MAX_FRAME_PAYLOAD, MAX_NODE_GIDS, MeshLimits, resolveLimits,
+  DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, MAX_FRAME_PAYLOAD, MAX_NODE_GIDS, MeshLimits,
+  resolveLimits,
 } from './limits';
 import { ManagerRole } from './manager-role';
-import { FrameHeader, InstanceId, MsgType, NodeInfo } from './messages';
-import { OutFrame } from './outbound-queue';
+import type { MeshEvents, MeshOptions, MeshStats, Route, SendOptions, SendResult } from './mesh-types';
+import { InstanceId, MsgType, NodeInfo } from './messages';
 import type { MeshCore, Role } from './role';
 import { WorkerRole } from './worker-role';
-
-export interface MeshOptions {
-  readonly config: MeshBackendConfig;
-  /** Worker: where to listen for direct links from lower-id workers (default: every address, an ephemeral port). */
-  readonly peerListen?: { readonly host?: string; readonly port?: number };
-  /** Worker: the host its peers should dial (default: the address the manager sees it at). */
-  readonly advertiseHost?: string;
-  /** This node's guest GIDs (16 bytes each, at most 8): ERNIC_TCP_GUEST_GIDS. */
-  readonly guestGids?: readonly Buffer[];
-  /** ERNIC_TCP_SEND_TIMEOUT_MS (the manager uses half). */
-  readonly sendTimeoutMs?: number;
-  /** Health-check interval. */
-  readonly heartbeatMs?: number;
-  readonly listenBacklog?: number;
-  /** ERNIC_DEBUG_MESH=1: diagnostics at warn level, rate limited. */
-  readonly debug?: boolean;
-  /** Lower bounds (tests). */
-  readonly limits?: Partial<MeshLimits>;
-  readonly log?: Logger;
-  /** Host name resolver (default: the system's). */
-  readonly resolve?: Resolver;
-  /** This process's instance nonce (default: 8 random bytes). Tests pass one to play a node that comes back. */
-  readonly instance?: InstanceId;
-}
-
-/** How a node is reached: our own link to it, or through the manager. */
-export type Route = 'direct' | 'relay';
-
-export type SendResult =
-  /** Queued for the peer. */
-  | 'queued'
-  /** No room on the connection now: keep the work and try again on 'writable'. */
-  | 'queue-full'
-  /** No connection reaches that node (or it is us). */
-  | 'no-route'
-  /** Over the 16 MiB frame limit. */
-  | 'too-large'
-  /** Not a data type, or a header of the wrong size (an ionic one without its magic). */
-  | 'bad-message';
-
-export interface SendOptions {
-  readonly srcQpn?: number;
-  readonly dstQpn?: number;
-  /** A reply (READ_RESP, ATOMIC_RESP, ACK): uses the reply room; drop it on 'queue-full'. */
-  readonly reply?: boolean;
-  /** takeBack(tag) removes this frame while it is still queued (a QP's creation handle). */
-  readonly tag?: number;
-}
-
-/** A data message from a peer, as the 'message' event hands it over. */
-export class MeshMessage {
-  #release: (() => void) | undefined;
-  #retained = false;
-
-  constructor(
-    readonly from: number,
-    readonly type: number,
-    readonly seq: number,
-    readonly srcQpn: number,
-    readonly dstQpn: number,
-    /** The type's fixed header (60 bytes for IONIC). */
-    readonly header: Buffer,
-    /** What follows it. */
-    readonly payload: Buffer,
-    release: () => void,
-  ) {
-    this.#release = release;
-  }
-
-  /**
-   * Keep this message (and its room in the inbound queue) past the event:
-   * a SEND waiting for a receive does. Call the returned function when done;
-   * until then the bytes stay valid and count against the queue.
-   */
-  retain(): () => void {
-    this.#retained = true;
-    return () => {
-      const r = this.#release;
-      this.#release = undefined;
-      r?.();
-    };
-  }
-
-  /** @internal The event is over: let go unless retained. */
-  settle(): void {
-    if (!this.#retained) {
-      const r = this.#release;
-      this.#release = undefined;
-      r?.();
-    }
-  }
-}
-
-export interface MeshEvents {
-  /** A data message for this node. */
-  message: [msg: MeshMessage];
-  /** A node became reachable, or its route changed. */
-  'peer-up': [nodeId: number, route: Route];
-  /** A node is no longer reachable. */
-  'peer-down': [nodeId: number, reason: string];
-  /** The manager's view of the mesh changed (worker: a new topology arrived). */
-  topology: [nodes: readonly NodeInfo[]];
-  /** Worker: registered with the manager under this id. */
-  registered: [nodeId: number];
-  /** Worker: the manager refused us (errno: EPROTO version, ENOSPC table full). */
-  'registration-refused': [errno: number, reason: string];
-  /** Send room appeared toward this node after a 'queue-full'. */
-  writable: [nodeId: number];
-  /** A reader has waited this long for inbound room: stop holding SENDs for receives. */
-  pressure: [waitedMs: number];
-}
-
-export interface MeshStats {
-  readonly nodeId: number | undefined;
-  readonly role: 'manager' | 'worker';
-  readonly connections: number;
-  readonly established: number;
-  /** Data bytes queued or in flight, all connections. */
-  readonly outboundBytes: number;
-  readonly inboundBytes: number;
-  readonly inboundMessages: number;
-  /** Connections whose reading is paused for room. */
-  readonly heldConnections: number;
-  /** Parser-held bytes across connections (partial frames and backlogs). */
-  readonly parserBytes: number;
-  readonly inboundDropped: number;
-  readonly relayDropped: number;
-  readonly protocolErrors: number;
-}
-
-const HEADER_SLAB = 16 * 1024;
 
 export class Mesh extends EventEmitter<MeshEvents> {
   readonly instance: InstanceId;
@@ -188,13 +63,11 @@ export class Mesh extends EventEmitter<MeshEvents> {
   readonly #budget: InboundBudget;
   readonly #routes = new Map<number, Route>();
   readonly #role: Role;
+  readonly #writer = new FrameWriter(() => this.nodeId);
+  readonly #router: FrameRouter;
+  readonly #health: HealthCheck;
   #listenPort = 0;
-  #tick: NodeJS.Timeout | undefined;
-  #seq = 0;
-  #slab = Buffer.allocUnsafe(HEADER_SLAB);
-  #slabUsed = 0;
   #closing = false;
-  #relayDropped = 0;
   #protocolErrors = 0;
   #lastReason = '';
 
@@ -227,6 +100,19 @@ export class Mesh extends EventEmitter<MeshEvents> {
       const manager: HostPort = opts.config.manager;
       this.#role = new WorkerRole(core, manager, opts.advertiseHost ?? '');
     }
+    const role = this.#role;
+    this.#router = new FrameRouter({
+      log: this.#log, limiter: this.#limiter, role, writer: this.#writer, budget: this.#budget,
+      nodeId: () => this.nodeId,
+      violation: (conn, reason) => this.#violation(conn, reason),
+      emitMessage: (msg) => this.#safeEmit('message', msg),
+      debug: (message) => this.#dbg(message),
+    });
+    this.#health = new HealthCheck(this.#heartbeatMs, {
+      role: this.role, connections: this.#conns,
+      onTick: () => role.onTick(),
+      ping: (conn) => this.#writer.heartbeat(conn, false),
+    });
   }
 
   /** Listen, then (worker) start registering in the background. */
@@ -274,17 +160,10 @@ export class Mesh extends EventEmitter<MeshEvents> {
     if (me === undefined || nodeId === me || this.#closing) return 'no-route';
     const conn = this.#role.route(nodeId);
     if (!conn) return 'no-route';
-    const hdr = this.#headerBuffer();
-    writeFrameHeader(hdr, 0, {
-      type, length, seq: this.#nextSeq(), src: me, dst: nodeId, srcQpn: opts.srcQpn ?? 0, dstQpn: opts.dstQpn ?? 0,
+    const r = this.#writer.data(conn, {
+      type, src: me, dst: nodeId, srcQpn: opts.srcQpn ?? 0, dstQpn: opts.dstQpn ?? 0, header, parts, length,
+      reply: opts.reply ?? false, ...(opts.tag === undefined ? {} : { tag: opts.tag }),
     });
-    const out: Buffer[] = [hdr];
-    if (header.length > 0) out.push(header);
-    for (const p of parts) if (p.length > 0) out.push(p);
-    const frame: OutFrame = opts.tag === undefined
-      ? { parts: out, bytes: tcp_msg_header.SIZE + length, cls: opts.reply ? 'reply' : 'request' }
-      : { parts: out, bytes: tcp_msg_header.SIZE + length, cls: opts.reply ? 'reply' : 'request', tag: opts.tag };
-    const r = conn.send(frame);
     if (r === 'queued') return 'queued';
     if (r === 'queue-full') return 'queue-full';
     return 'no-route';
@@ -359,7 +238,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
       heldConnections: held,
       parserBytes,
       inboundDropped: this.#budget.dropped,
-      relayDropped: this.#relayDropped,
+      relayDropped: this.#router.relayDropped,
       protocolErrors: this.#protocolErrors,
     };
   }
@@ -369,7 +248,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
     if (this.#closing) return;
     this.#closing = true;
     this.#role.stop();
-    this.#stopTick();
+    this.#health.stop();
     for (const c of [...this.#conns]) c.close('mesh closing');
     this.#budget.dispose();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
@@ -394,7 +273,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
       listenPort: () => this.#listenPort,
       localGids: () => this.#localGids,
       adopt: (socket, kind, outgoing) => this.#adopt(socket, kind, outgoing),
-      sendControl: (conn, type, body) => this.#sendControl(conn, type, body),
+      sendControl: (conn, type, body) => this.#writer.control(conn, type, body),
       routesChanged: (reason) => this.#routesChanged(reason),
       emitTopology: (nodes) => this.#safeEmit('topology', nodes),
       emitRegistered: (id) => this.#safeEmit('registered', id),
@@ -415,40 +294,6 @@ export class Mesh extends EventEmitter<MeshEvents> {
     if (this.#localGids.some((g) => g.equals(gid))) return false;
     this.#localGids.push(Buffer.from(gid));
     return true;
-  }
-
-  #nextSeq(): number {
-    this.#seq = (this.#seq + 1) >>> 0;
-    return this.#seq;
-  }
-
-  /** 32 bytes for a frame header, carved from a slab that is never written again once handed out. */
-  #headerBuffer(): Buffer {
-    if (this.#slabUsed + tcp_msg_header.SIZE > this.#slab.length) {
-      this.#slab = Buffer.allocUnsafe(HEADER_SLAB);
-      this.#slabUsed = 0;
-    }
-    const b = this.#slab.subarray(this.#slabUsed, this.#slabUsed + tcp_msg_header.SIZE);
-    this.#slabUsed += tcp_msg_header.SIZE;
-    return b;
-  }
-
-  #sendControl(conn: MeshConnection, type: number, body: Buffer): boolean {
-    const hdr = encodeFrameHeader({ type, length: body.length, seq: this.#nextSeq(), src: this.nodeId ?? 0, dst: conn.peerId ?? 0 });
-    const r = conn.send({ parts: body.length > 0 ? [hdr, body] : [hdr], bytes: hdr.length + body.length, cls: 'control' });
-    if (r === 'overflow') {
-      conn.close('control queue overflow: the peer is not reading');
-      return false;
-    }
-    return r === 'queued';
-  }
-
-  #sendHeartbeat(conn: MeshConnection, answer: boolean): void {
-    const hdr = encodeFrameHeader({
-      type: answer ? MsgType.HEARTBEAT_RESP : MsgType.HEARTBEAT, length: 0, seq: this.#nextSeq(),
-      src: this.nodeId ?? 0, dst: conn.peerId ?? 0,
-    });
-    conn.sendHeartbeat({ parts: [hdr], bytes: hdr.length, cls: 'heartbeat' }, answer);
   }
 
   #safeEmit<K extends keyof MeshEvents>(event: K, ...args: MeshEvents[K]): void {
@@ -483,12 +328,12 @@ export class Mesh extends EventEmitter<MeshEvents> {
       },
     });
     this.#conns.add(conn);
-    this.#startTick();
+    if (!this.#closing) this.#health.start();
     return conn;
   }
 
   readonly #owner: ConnectionOwner = {
-    onFrame: (conn, h, body) => this.#onFrame(conn, h, body),
+    onFrame: (conn, h, body) => this.#router.onFrame(conn, h, body),
     onProtocolError: (conn, error) => this.#onProtocolError(conn, error),
     onClose: (conn, reason) => this.#onClose(conn, reason),
     onWritable: (conn) => this.#onWritable(conn),
@@ -515,7 +360,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#wakeRoomWaiters(conn);
     if (!this.#closing) this.#dbg(`mesh: closed ${conn.describe()}: ${reason}`);
     this.#role.onClose(conn, reason);
-    if (this.#conns.size === 0) this.#stopTick();
+    if (this.#conns.size === 0) this.#health.stop();
   }
 
   #onWritable(conn: MeshConnection): void {
@@ -533,90 +378,6 @@ export class Mesh extends EventEmitter<MeshEvents> {
     const waiters = [...conn.roomWaiters];
     conn.roomWaiters.clear();
     for (const w of waiters) w.unhold();
-  }
-
-  #onFrame(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
-    if (!conn.established) {
-      if (isDataType(h.type)) {
-        this.#violation(conn, `protocol: data before ${conn.outgoing ? 'the reply' : 'registration or handshake'}`);
-        return true;
-      }
-      if (h.type === MsgType.HEARTBEAT || h.type === MsgType.HEARTBEAT_RESP) return true;
-      this.#role.onSetupFrame(conn, h, body);
-      return true;
-    }
-    switch (h.type) {
-      case MsgType.HEARTBEAT:
-        this.#sendHeartbeat(conn, true);
-        return true;
-      case MsgType.HEARTBEAT_RESP:
-        return true;
-      default:
-        if (isDataType(h.type)) return this.#onData(conn, h, body);
-        this.#role.onControl(conn, h, body);
-        return true;
-    }
-  }
-
-  #onData(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
-    const me = this.nodeId;
-    if (h.type === MsgType.IONIC && !hasIonicMagic(body)) {
-      this.#violation(conn, 'protocol: ionic message without the ionic magic');
-      return true;
-    }
-    // Who may send what on which link: a peer speaks for itself; a worker's
-    // manager link also carries what the manager relays from others.
-    if (conn.kind === 'peer' || conn.kind === 'worker') {
-      if (h.src !== conn.peerId) {
-        this.#violation(conn, `protocol: message claims to be from node ${h.src}`);
-        return true;
-      }
-    } else if (h.src === me) {
-      this.#violation(conn, `protocol: relayed message claims to be from us`);
-      return true;
-    }
-    if (h.dst !== me) {
-      if (this.role === 'manager' && conn.kind === 'worker') return this.#relay(conn, h, body);
-      this.#violation(conn, `protocol: message for node ${h.dst} on a direct link to node ${me}`);
-      return true;
-    }
-    return this.#deliver(conn, h, body);
-  }
-
-  #deliver(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
-    const charge = tcp_msg_header.SIZE + body.length;
-    const r = this.#budget.charge(charge, conn);
-    if (r === 'wait') return false;
-    if (r === 'drop') {
-      this.#dbg(`mesh: inbound queue full with no client; dropped a message from node ${h.src}`);
-      return true;
-    }
-    const hs = dataHeaderSize(h.type) ?? 0;
-    const msg = new MeshMessage(h.src, h.type, h.seq, h.srcQpn, h.dstQpn, body.subarray(0, hs), body.subarray(hs),
-      () => this.#budget.release(charge));
-    this.#safeEmit('message', msg);
-    msg.settle();
-    return true;
-  }
-
-  /** Manager: pass a worker's message on to its destination, holding the source while the destination has no room. */
-  #relay(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
-    const dest = this.#role.route(h.dst);
-    if (!dest || dest === conn) {
-      this.#relayDropped++;
-      warnLimited(this.#log, this.#limiter, `relay:${h.dst}`, `mesh: no link to node ${h.dst}; dropped a message from node ${h.src}`);
-      return true;
-    }
-    const hdr = this.#headerBuffer();
-    writeFrameHeader(hdr, 0, h);
-    const r = dest.send({ parts: body.length > 0 ? [hdr, body] : [hdr], bytes: hdr.length + body.length, cls: isReplyFrame(h.type, body) ? 'reply' : 'request' });
-    if (r === 'queued') return true;
-    if (r === 'queue-full') {
-      dest.roomWaiters.add(conn);
-      return false;
-    }
-    this.#relayDropped++;
-    return true;
   }
 
   // -------------------------------------------------------------------------
@@ -644,41 +405,6 @@ export class Mesh extends EventEmitter<MeshEvents> {
       }
     }
   }
-
-  // -------------------------------------------------------------------------
-  // Health check
-
-  #startTick(): void {
-    if (this.#tick || this.#closing) return;
-    this.#tick = setInterval(this.#onTick, this.#heartbeatMs);
-    this.#tick.unref();
-  }
-
-  #stopTick(): void {
-    if (this.#tick) clearInterval(this.#tick);
-    this.#tick = undefined;
-  }
-
-  readonly #onTick = (): void => {
-    const now = Date.now();
-    const interval = this.#heartbeatMs;
-    this.#role.onTick();
-    for (const conn of [...this.#conns]) {
-      if (!conn.established) {
-        if (now - conn.openedAt >= ESTABLISH_INTERVALS * interval) {
-          conn.close(conn.outgoing ? 'no answer to registration or handshake' : 'never registered or handshook');
-        }
-        continue;
-      }
-      const silent = now - conn.lastHeardAt;
-      if (silent >= DEAD_AFTER_INTERVALS * interval) {
-        conn.close(`nothing heard for ${DEAD_AFTER_INTERVALS} heartbeat intervals`);
-        continue;
-      }
-      // The manager pings every worker each interval; others ping a link that has gone quiet.
-      if ((this.role === 'manager' && conn.kind === 'worker') || silent >= interval / 2) this.#sendHeartbeat(conn, false);
-    }
-  };
 }
 
 function randomInstance(): InstanceId {

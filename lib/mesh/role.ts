@@ -1,4 +1,5 @@
-// The seam between the mesh core (mesh.ts: sockets, routing of data, the
+// The seam between the mesh core (mesh.ts with frame-router.ts,
+// frame-writer.ts and health-check.ts: sockets, routing of data, the
 // inbound queue, heartbeats, events) and the two roles (manager-role.ts,
 // worker-role.ts: registration, topology, GIDs, who dials whom). Types only.
 

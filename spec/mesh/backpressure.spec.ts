@@ -8,7 +8,8 @@
 import { expect } from 'chai';
 import { encodeIonicWireHeader, encodeRegisterNode } from '../../lib/mesh/codec';
 import { AUTO_NODE_ID, CONNECTION_QUEUE_BYTES, MAX_FRAME_PAYLOAD, REQUEST_QUEUE_BYTES } from '../../lib/mesh/limits';
-import { Mesh, MeshMessage } from '../../lib/mesh/mesh';
+import { Mesh } from '../../lib/mesh/mesh';
+import { MeshMessage } from '../../lib/mesh/mesh-message';
 import { IonicWireOp, MsgType } from '../../lib/mesh/messages';
 import { FRAME_OVERHEAD } from '../../lib/mesh/outbound-queue';
 import { joinWorker, RawPeer, startManager, until } from './helpers';

@@ -8,7 +8,8 @@ import * as net from 'node:net';
 import { Logger } from '../../lib/log';
 import { encodeFrameHeader } from '../../lib/mesh/codec';
 import { FrameParser } from '../../lib/mesh/frame-parser';
-import { Mesh, MeshOptions } from '../../lib/mesh/mesh';
+import { Mesh } from '../../lib/mesh/mesh';
+import type { MeshOptions } from '../../lib/mesh/mesh-types';
 import { FrameHeader } from '../../lib/mesh/messages';
 import { MeshError } from '../../lib/mesh/errors';
 

@@ -9,7 +9,8 @@ import * as net from 'node:net';
 import { encodeIonicWireHeader, encodeNodeGids, encodeRegisterNode, encodeHandshake, decodeRegisterResp, decodeHandshake } from '../../lib/mesh/codec';
 import { gidFromText } from '../../lib/mesh/address';
 import { AUTO_NODE_ID, MAX_NODES } from '../../lib/mesh/limits';
-import { Mesh, MeshMessage } from '../../lib/mesh/mesh';
+import { Mesh } from '../../lib/mesh/mesh';
+import { MeshMessage } from '../../lib/mesh/mesh-message';
 import { IonicWireOp, MsgType, NodeInfo } from '../../lib/mesh/messages';
 import { Be, joinWorker, LOCAL, MemoryLog, RawPeer, startManager, startWorker, until, waitFor } from './helpers';
 
