@@ -3,14 +3,10 @@
 // after the 16-byte header) except for vfio_user_header itself. All integers
 // are little-endian. Handlers never use numeric offsets: they go through these.
 
-export interface Field {
-  readonly off: number;
-  readonly size: 1 | 2 | 4 | 8;
-}
-
-function f(off: number, size: 1 | 2 | 4 | 8): Field {
-  return { off, size };
-}
+import { le as f } from './field';
+// The field codec (one for the whole project) lives in ./field; re-exported for the codec's users.
+export { getField, setField, U64_UNSAFE } from './field';
+export type { Field } from './field';
 
 export const vfio_user_header = {
   msg_id: f(0, 2),
@@ -171,35 +167,3 @@ export const vfio_user_mig_data = {
   /** data follows. */
   SIZE: 8,
 } as const;
-
-/** Marker for a u64 wire value that does not fit a JS number exactly. */
-export const U64_UNSAFE = -1;
-
-/** Read an unsigned field. u64 values above 2^53-1 come back as U64_UNSAFE. */
-export function getField(buf: Buffer, base: number, field: Field): number {
-  const at = base + field.off;
-  switch (field.size) {
-    case 1: return buf[at]!;
-    case 2: return buf.readUInt16LE(at);
-    case 4: return buf.readUInt32LE(at);
-    case 8: {
-      const hi = buf.readUInt32LE(at + 4);
-      if (hi > 0x1fffff) return U64_UNSAFE;
-      return hi * 0x100000000 + buf.readUInt32LE(at);
-    }
-  }
-}
-
-/** Write an unsigned field. The caller guarantees 0 <= value <= the field's range (and <= 2^53-1 for u64). */
-export function setField(buf: Buffer, base: number, field: Field, value: number): void {
-  const at = base + field.off;
-  switch (field.size) {
-    case 1: buf[at] = value; return;
-    case 2: buf.writeUInt16LE(value, at); return;
-    case 4: buf.writeUInt32LE(value >>> 0, at); return;
-    case 8:
-      buf.writeUInt32LE(value % 0x100000000, at);
-      buf.writeUInt32LE(Math.floor(value / 0x100000000), at + 4);
-      return;
-  }
-}

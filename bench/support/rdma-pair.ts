@@ -13,7 +13,7 @@
 // Offsets and numbers come from the guest model (spec/support/ionic) and
 // reference/ionic-rdma-contract.md, not from lib/ionic/rdma.
 
-import { SendVerb, WqeFlag } from '../../lib/rdma/datapath/layouts';
+import { SendVerb, WqeFlag } from '../../lib/rdma/datapath/wqe-layout';
 import type { IonicGuest } from '../../spec/support/ionic/guest';
 import type { RdmaGuest } from '../../spec/support/ionic/rdma-guest';
 import { MrF, QpF, QpT } from '../../spec/support/ionic/rdma-regs';

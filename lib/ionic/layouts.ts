@@ -3,12 +3,8 @@
 // All little-endian (the Ethernet side). Offsets are from the start of each
 // struct; BAR0 blocks are from the start of BAR0.
 
-import type { Field } from '../../protocol/layouts';
-export { getField, setField } from '../../protocol/layouts';
-
-function f(off: number, size: 1 | 2 | 4 | 8): Field {
-  return { off, size };
-}
+import { le as f } from '../../protocol/field';
+export { getField, setField } from '../../protocol/field';
 
 /** BAR0 map (ionic_regs.h). */
 export const bar0 = {

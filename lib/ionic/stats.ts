@@ -11,7 +11,8 @@ import { guardedTimeout } from '../guard';
 import { Logger, nullLogger } from '../log';
 import { AddrKind } from './frames';
 import { ionic_lif_info, ionic_lif_stats as L, ionic_port_info, ionic_port_stats as P, setField } from './layouts';
-import type { Field } from '../../protocol/layouts';
+import { le } from '../../protocol/field';
+import type { Field } from '../../protocol/field';
 
 export class DeviceStats {
   /** ionic_lif_stats image, 128 u64 (kept as doubles: exact below 2^53). */
@@ -147,6 +148,9 @@ export class DeviceStats {
   }
 }
 
+/** One u64 counter of a stats block (the blocks are arrays of them). */
+const COUNTER = le(0, 8);
+
 function fill(block: Buffer, values: Float64Array): void {
-  for (let i = 0; i < values.length; i++) setField(block, i * 8, { off: 0, size: 8 }, values[i]!);
+  for (let i = 0; i < values.length; i++) setField(block, i * 8, COUNTER, values[i]!);
 }

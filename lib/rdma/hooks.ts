@@ -13,6 +13,7 @@
 // guest memory, and the resource manager for QPs, CQs and key translation.
 
 import type { CounterSet } from './counters';
+import type { CqeRecord } from './datapath/cqe';
 import type { CqRecord, MrRecord, QpChanges, QpRecord, ResourceManager, SrqRecord } from './resources';
 import type { QpState } from './types';
 import type { GuestMemory } from '../vfio-user/guest-memory';
@@ -59,11 +60,12 @@ export interface DataPathDevice {
   /** Guest memory, or undefined while no client is attached. */
   memory(): GuestMemory | undefined;
   /**
-   * Write a 32-byte CQE (the caller fills everything but the color bit) to CQ
-   * `cqId`, then raise its event if armed. `solicited`: the CQE satisfies a
+   * Post a CQE to CQ `cqId`: the CQ sets the record's color and encodes it
+   * into its ring (the record is the caller's and may be reused at once),
+   * then raises its event if armed. `solicited`: the CQE satisfies a
    * solicited-only arm (SE receive or error).
    */
-  postCqe(cqId: number, cqe: Buffer, solicited: boolean): CqePostResult;
+  postCqe(cqId: number, cqe: CqeRecord, solicited: boolean): CqePostResult;
   /**
    * CQEs CQ `cqId` can still take before passing the host's last reported read
    * position (-1: no such CQ). The data path holds work whose completion has no

@@ -83,3 +83,11 @@ export const RDMA_NDBPGS_PER_LIF = 256;
 export const GSI_QPN = 1;
 /** The host's "scrubbed CQE" qid (ionic_v1_cqe_clean): never a real QP id. */
 export const SCRUBBED_QPN = 0xffffff;
+
+/**
+ * Largest RDMA message: both host stacks refuse a work request whose SGE
+ * lengths add up to more than 2^31 (IB's maximum message size), so a WQE or a
+ * remote range claiming more is garbage and fails with a length error
+ * instead of being truncated.
+ */
+export const RDMA_MAX_MSG_BYTES = 0x80000000;

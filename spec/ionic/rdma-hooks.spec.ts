@@ -6,6 +6,7 @@
 
 import { expect } from 'chai';
 import type { RdmaEngine } from '../../lib/ionic/rdma/engine';
+import { CqeType, newCqeRecord } from '../../lib/rdma/datapath/cqe';
 import { udmaOf } from '../../lib/rdma/limits';
 import { IonicGuest } from '../support/ionic/guest';
 import { PAGE } from '../support/ionic/regs';
@@ -75,7 +76,7 @@ describe('ionic rdma: data path hooks and the device it gets', () => {
     const events: EventRecord[] = [];
     r.cqHandlers.set(300, (e) => events.push(e));
     const cq = dev.rm.cqs.get(300)!;
-    const cqe = (tag: number): Buffer => { const b = Buffer.alloc(32, tag); b.writeUInt32BE((800 << 8) | (2 << 5), 28); return b; };
+    const cqe = (tag: number) => Object.assign(newCqeRecord(), { type: CqeType.SEND_MSN, qid: 800, msn: tag });
     g.ringDoorbell(r.id.cq.qtype, 300, 1, Ring.ARM);
     await g.sync();
     expect(dev.postCqe(300, cqe(1), false)).to.equal('ok');
@@ -95,7 +96,8 @@ describe('ionic rdma: data path hooks and the device it gets', () => {
     const base = cq.table.run(0).addr;
     expect(g.mem(base + 3 * 32, 32).readUInt32BE(28)).to.equal(((800 << 8) | (2 << 5) | 1) >>> 0);
     expect(g.mem(base, 32).readUInt32BE(28)).to.equal(((800 << 8) | (2 << 5) | 0) >>> 0);
-    expect(g.mem(base, 1)[0]).to.equal(7);
+    expect(g.mem(base, 8).readUInt32BE(4)).to.equal(7); // the MSN
+    expect(g.mem(base + 3 * 32, 8).readUInt32BE(4)).to.equal(6);
   });
 
   it('raises asynchronous QP events on the first EQ', async () => {

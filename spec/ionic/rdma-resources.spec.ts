@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { parseHeaderTemplate } from '../../lib/ionic/rdma/header-template';
 import { CqPost, cqDoorbell, cqFree, postCqe } from '../../lib/ionic/rdma/completion-queue';
 import { gidToString } from '../../lib/rdma/address';
+import { CqeType, newCqeRecord } from '../../lib/rdma/datapath/cqe';
 import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../../lib/rdma/counters';
 import { loadPageList, PageTable, PageTableBuilder, PtStatus, RunBudget } from '../../lib/rdma/page-table';
 import { KeyStatus, ResourceManager } from '../../lib/rdma/resources';
@@ -263,12 +264,13 @@ describe('rdma: header templates and CQ mechanics', () => {
     const cq = r.ok ? r.value : null;
     const events: string[] = [];
     const ev = { notify: () => events.push('notify'), overflow: () => events.push('overflow') };
-    const cqe = (): Buffer => Buffer.alloc(32, 0x11);
+    const cqe = () => Object.assign(newCqeRecord(), { type: CqeType.SEND_NPG, qid: 5, wqeIdLo: 0x11111111, wqeIdHi: 0x11111111 });
     expect(cqFree(cq!)).to.equal(3);
     cqDoorbell(cq!, 1, 7, ev); // arm (nothing waiting)
     expect(postCqe(ram, cq!, cqe(), false, ev)).to.equal(CqPost.OK);
     expect(events).to.deep.equal(['notify']);
     expect(ram.buffer[31]! & 1).to.equal(1);
+    expect(ram.buffer.subarray(16, 24).toString('hex')).to.equal('11'.repeat(8)); // the record's npg wqe_id
     expect(postCqe(ram, cq!, cqe(), false, ev)).to.equal(CqPost.OK);
     expect(postCqe(ram, cq!, cqe(), false, ev)).to.equal(CqPost.OK);
     expect(postCqe(ram, cq!, cqe(), false, ev)).to.equal(CqPost.FULL);

@@ -232,7 +232,7 @@ describe('protocol layouts: tables pinned to the reference', () => {
 });
 
 describe('protocol layouts: getField / setField', () => {
-  const U64: Field = { off: 0, size: 8 };
+  const U64: Field = { off: 0, size: 8, order: 'le' };
 
   it('u64 2^53-1 round-trips and has the expected little-endian bytes', () => {
     const buf = Buffer.alloc(12, 0xaa);
@@ -260,12 +260,12 @@ describe('protocol layouts: getField / setField', () => {
 
   it('u8/u16/u32 fields read and write little-endian at base + offset', () => {
     const buf = Buffer.alloc(16);
-    setField(buf, 4, { off: 0, size: 1 }, 0xab);
-    setField(buf, 4, { off: 2, size: 2 }, 0xbeef);
-    setField(buf, 4, { off: 4, size: 4 }, 0xffffffff);
+    setField(buf, 4, { off: 0, size: 1, order: 'le' }, 0xab);
+    setField(buf, 4, { off: 2, size: 2, order: 'le' }, 0xbeef);
+    setField(buf, 4, { off: 4, size: 4, order: 'le' }, 0xffffffff);
     expect(buf.toString('hex')).to.equal('00000000' + 'ab00efbe' + 'ffffffff' + '00000000');
-    expect(getField(buf, 4, { off: 0, size: 1 })).to.equal(0xab);
-    expect(getField(buf, 4, { off: 2, size: 2 })).to.equal(0xbeef);
-    expect(getField(buf, 4, { off: 4, size: 4 })).to.equal(0xffffffff);
+    expect(getField(buf, 4, { off: 0, size: 1, order: 'le' })).to.equal(0xab);
+    expect(getField(buf, 4, { off: 2, size: 2, order: 'le' })).to.equal(0xbeef);
+    expect(getField(buf, 4, { off: 4, size: 4, order: 'le' })).to.equal(0xffffffff);
   });
 });

@@ -5,13 +5,18 @@
 // golden bytes with the color byte written last.
 
 import { expect } from 'chai';
+import { Field, getField, RawField, U64_UNSAFE } from '../../protocol/field';
+import { RDMA_MAX_MSG_BYTES as MAX_MSG_BYTES } from '../../lib/rdma/limits';
 import {
-  CQE_COLOR_BYTE, CqeType, decodeCqe, decodeRecvWqe, decodeSendWqe, encodeCqe, encodeCqeBody, getWire,
-  ionic_sge, ionic_v1_atomic_bdy, ionic_v1_base_hdr, ionic_v1_bind_mw_bdy, ionic_v1_common_bdy, ionic_v1_cqe,
-  ionic_v1_recv_bdy, ionic_v1_reg_mr_bdy, ionic_v2_atomic_bdy, IonicStatus, ionicStatusName, MAX_MSG_BYTES,
-  newCqeRecord, newRecvWqe, newSendWqe, opcodeOf, RecvOp, RecvWqe, SendVerb, SendWqe, setWire, SpecFormat,
-  U64_UNSAFE, V2_OPCODES, verbOf, WireField, WqeError, WqeErrorCode,
-} from '../../lib/rdma/datapath/layouts';
+  CqeType, decodeCqe, encodeCqe, ionic_v1_cqe, IonicStatus, ionicStatusName, newCqeRecord, RecvOp,
+} from '../../lib/rdma/datapath/cqe';
+import {
+  decodeRecvWqe, decodeSendWqe, newRecvWqe, newSendWqe, RecvWqe, SendWqe, WqeError, WqeErrorCode,
+} from '../../lib/rdma/datapath/wqe-decode';
+import {
+  ionic_sge, ionic_v1_atomic_bdy, ionic_v1_base_hdr, ionic_v1_bind_mw_bdy, ionic_v1_common_bdy, ionic_v1_recv_bdy,
+  ionic_v1_reg_mr_bdy, ionic_v2_atomic_bdy, opcodeOf, SendVerb, SpecFormat, V2_OPCODES, verbOf,
+} from '../../lib/rdma/datapath/wqe-layout';
 import { hex, Poke } from './datapath-helpers';
 
 const RC = { version: 1, datagram: false } as const;
@@ -28,7 +33,7 @@ function err(r: SendWqe | RecvWqe | WqeError): WqeError {
   return r;
 }
 
-function pin(f: WireField, off: number, size: number, order: WireField['order']): void {
+function pin(f: Field | RawField, off: number, size: number, order: 'le' | 'be' | 'raw'): void {
   expect([f.off, f.size, f.order]).to.deep.equal([off, size, order]);
 }
 
@@ -108,22 +113,14 @@ describe('rdma datapath: layouts', () => {
       pin(c.status_length, 24, 4, 'be');
       pin(c.qid_type_flags, 28, 4, 'be');
       expect(c.SIZE).to.equal(32);
-      expect(CQE_COLOR_BYTE).to.equal(31);
     });
 
-    it('getWire/setWire honour byte order and never misread u64', () => {
-      const b = Buffer.alloc(16);
-      setWire(b, 0, ionic_sge.va, 0x1122334455667);
-      expect(b.subarray(0, 8).toString('hex')).to.equal('0001122334455667');
-      expect(getWire(b, 0, ionic_sge.va)).to.equal(0x1122334455667);
+    it('the field codec reads these tables in their byte order', () => {
+      const b = Buffer.from('0001122334455667', 'hex');
+      expect(getField(b, 0, ionic_sge.va)).to.equal(0x1122334455667);
       const c = Buffer.alloc(32);
-      setWire(c, 0, ionic_v1_cqe.admin_old_sq_cindex, 0xabcd);
-      expect(c.subarray(20, 22).toString('hex')).to.equal('cdab');
-      expect(getWire(c, 0, ionic_v1_cqe.admin_old_sq_cindex)).to.equal(0xabcd);
-      const u = Buffer.from('ffffffffffffffff', 'hex');
-      expect(getWire(u, 0, { off: 0, size: 8, order: 'be' })).to.equal(U64_UNSAFE);
-      setWire(c, 0, ionic_v1_cqe.status_length, Number.NaN);
-      expect(c.readUInt32BE(24)).to.equal(0);
+      c.writeUInt16LE(0xabcd, 20);
+      expect(getField(c, 0, ionic_v1_cqe.admin_old_sq_cindex)).to.equal(0xabcd);
     });
   });
 
@@ -426,14 +423,16 @@ describe('rdma datapath: layouts', () => {
       expect([...out.subarray(0, 8)]).to.deep.equal(id);
     });
 
-    it('the body leaves the color byte alone; encodeCqe writes it', () => {
+    it('the color comes from the record (the CQ sets it): bit 0 of byte 31 only', () => {
       const rec = Object.assign(newCqeRecord(), { type: CqeType.SEND_MSN, qid: 1, color: true, msn: 1 });
       const out = Buffer.alloc(32, 0xee);
-      encodeCqeBody(rec, out, 0);
-      expect(out[31]).to.equal(0xee);
-      expect(out.subarray(28, 31).toString('hex')).to.equal('000001');
       encodeCqe(rec, out);
-      expect(out[31]).to.equal(0x41);
+      const lit = Buffer.from(out);
+      rec.color = false;
+      encodeCqe(rec, out);
+      expect(lit[31]).to.equal(0x41);
+      expect(out[31]).to.equal(0x40);
+      expect(lit.subarray(0, 31)).to.deep.equal(out.subarray(0, 31));
     });
 
     it('never throws on garbage records or short buffers', () => {

@@ -28,8 +28,9 @@ import {
   ionic_admin_create_ah as AH, ionic_admin_create_cq as CCQ, ionic_admin_create_mr as CMR, ionic_admin_create_qp as CQP,
   ionic_admin_create_srq as CSRQ, ionic_admin_create_srq_resp as SRQR, ionic_admin_destroy as DESTROY,
   ionic_admin_mod_qp as MQP, ionic_admin_modify_srq as MSRQ, ionic_admin_query_qp as QQP, ionic_admin_query_srq as QSRQ,
-  ionic_admin_stats_hdr as STATS, ionic_v1_admin_query_qp_rq as QRQ, ionic_v1_admin_query_qp_sq as QSQ, rget, rset, U64_TOO_BIG,
+  ionic_admin_stats_hdr as STATS, ionic_v1_admin_query_qp_rq as QRQ, ionic_v1_admin_query_qp_sq as QSQ,
 } from './layouts';
+import { getField, setField, U64_UNSAFE } from '../../../protocol/field';
 import { loadRing, mrTableSource } from './rings';
 import { buildStatHeaders, buildStatValues, headersNeeded, valuesSize } from './stats';
 
@@ -137,16 +138,16 @@ function dbidOk(dbid: number): boolean {
 
 function createCq(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
   const spec = {
-    id: rget(b, 0, CCQ.id_ver), eqId: rget(b, 0, CCQ.eq_id), depthLog2: rget(b, 0, CCQ.depth_log2),
-    strideLog2: rget(b, 0, CCQ.stride_log2), dbid: rget(b, 0, CCQ.dbid_flags), admin: false,
+    id: getField(b, 0, CCQ.id_ver), eqId: getField(b, 0, CCQ.eq_id), depthLog2: getField(b, 0, CCQ.depth_log2),
+    strideLog2: getField(b, 0, CCQ.stride_log2), dbid: getField(b, 0, CCQ.dbid_flags), admin: false,
   };
   if (!env.eqs.has(spec.eqId)) return refuse(AdminStatus.BAD_INDEX);
-  if (rget(b, 0, CCQ.dir_size_log2_rsvd) !== 0 || rget(b, 0, CCQ.cq_flags) !== 0 || !dbidOk(spec.dbid)) return refuse(AdminStatus.BAD_ATTR);
+  if (getField(b, 0, CCQ.dir_size_log2_rsvd) !== 0 || getField(b, 0, CCQ.cq_flags) !== 0 || !dbidOk(spec.dbid)) return refuse(AdminStatus.BAD_ATTR);
   const err = env.rm.checkCq(spec);
   if (err) return refuse(rmStatus(err));
   const t = loadRing(mem, {
-    depthLog2: spec.depthLog2, strideLog2: spec.strideLog2, pageSizeLog2: rget(b, 0, CCQ.page_size_log2),
-    mapCount: rget(b, 0, CCQ.map_count), dmaAddr: rget(b, 0, CCQ.dma_addr),
+    depthLog2: spec.depthLog2, strideLog2: spec.strideLog2, pageSizeLog2: getField(b, 0, CCQ.page_size_log2),
+    mapCount: getField(b, 0, CCQ.map_count), dmaAddr: getField(b, 0, CCQ.dma_addr),
   }, [RDMA_CQE_STRIDE_LOG2, RDMA_CQE_STRIDE_LOG2], true, env.rm.budget);
   if (typeof t === 'number') return refuse(t);
   const r = env.rm.createCq(spec, t);
@@ -161,37 +162,37 @@ const CREATE_QP_FLAGS = QP_ACCESS_MASK | QpFlag.SQ_PB | QpFlag.RQ_PB | QpFlag.SQ
 const NO_SRQ = 0xffffffff;
 
 function createQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
-  const ts = rget(b, 0, CQP.type_state);
-  const flags = rget(b, 0, CQP.priv_flags);
-  const srqField = rget(b, 0, CQP.rq_tbl_index_srq_id);
+  const ts = getField(b, 0, CQP.type_state);
+  const flags = getField(b, 0, CQP.priv_flags);
+  const srqField = getField(b, 0, CQP.rq_tbl_index_srq_id);
   const srqId = srqField === NO_SRQ ? null : srqField;
   const spec = {
-    id: rget(b, 0, CQP.id_ver), type: (ts & 0xf) as QpType, pdId: rget(b, 0, CQP.pd_id), flags,
-    sqCqId: rget(b, 0, CQP.sq_cq_id), rqCqId: rget(b, 0, CQP.rq_cq_id),
-    sq: { depthLog2: rget(b, 0, CQP.sq_depth_log2), strideLog2: rget(b, 0, CQP.sq_stride_log2) },
-    rq: srqId === null ? { depthLog2: rget(b, 0, CQP.rq_depth_log2), strideLog2: rget(b, 0, CQP.rq_stride_log2) } : null,
-    srqId, dbid: rget(b, 0, CQP.dbid_flags),
+    id: getField(b, 0, CQP.id_ver), type: (ts & 0xf) as QpType, pdId: getField(b, 0, CQP.pd_id), flags,
+    sqCqId: getField(b, 0, CQP.sq_cq_id), rqCqId: getField(b, 0, CQP.rq_cq_id),
+    sq: { depthLog2: getField(b, 0, CQP.sq_depth_log2), strideLog2: getField(b, 0, CQP.sq_stride_log2) },
+    rq: srqId === null ? { depthLog2: getField(b, 0, CQP.rq_depth_log2), strideLog2: getField(b, 0, CQP.rq_stride_log2) } : null,
+    srqId, dbid: getField(b, 0, CQP.dbid_flags),
   };
   if (ts >> 4 !== QpState.RESET) return refuse(AdminStatus.BAD_STATE);
   if ((flags & ~CREATE_QP_FLAGS) !== 0 || !dbidOk(spec.dbid)) return refuse(AdminStatus.BAD_ATTR);
-  if (rget(b, 0, CQP.sq_dir_size_log2_rsvd) !== 0 || rget(b, 0, CQP.rq_dir_size_log2_rsvd) !== 0) return refuse(AdminStatus.BAD_ATTR);
+  if (getField(b, 0, CQP.sq_dir_size_log2_rsvd) !== 0 || getField(b, 0, CQP.rq_dir_size_log2_rsvd) !== 0) return refuse(AdminStatus.BAD_ATTR);
   const err = env.rm.checkQp(spec);
   if (err) return refuse(rmStatus(err));
   const strides = [RDMA_MIN_WQE_STRIDE_LOG2, RDMA_MAX_STRIDE_LOG2] as const;
   const sq = loadRing(mem, {
-    depthLog2: spec.sq.depthLog2, strideLog2: spec.sq.strideLog2, pageSizeLog2: rget(b, 0, CQP.sq_page_size_log2),
-    mapCount: rget(b, 0, CQP.sq_map_count), dmaAddr: rget(b, 0, CQP.sq_dma_addr),
+    depthLog2: spec.sq.depthLog2, strideLog2: spec.sq.strideLog2, pageSizeLog2: getField(b, 0, CQP.sq_page_size_log2),
+    mapCount: getField(b, 0, CQP.sq_map_count), dmaAddr: getField(b, 0, CQP.sq_dma_addr),
   }, strides, false, env.rm.budget);
   if (typeof sq === 'number') return refuse(sq);
   let rq = null;
   if (spec.rq) {
     const r = loadRing(mem, {
-      depthLog2: spec.rq.depthLog2, strideLog2: spec.rq.strideLog2, pageSizeLog2: rget(b, 0, CQP.rq_page_size_log2),
-      mapCount: rget(b, 0, CQP.rq_map_count), dmaAddr: rget(b, 0, CQP.rq_dma_addr),
+      depthLog2: spec.rq.depthLog2, strideLog2: spec.rq.strideLog2, pageSizeLog2: getField(b, 0, CQP.rq_page_size_log2),
+      mapCount: getField(b, 0, CQP.rq_map_count), dmaAddr: getField(b, 0, CQP.rq_dma_addr),
     }, strides, false, env.rm.budget);
     if (typeof r === 'number') { env.rm.releaseTable(sq); return refuse(r); }
     rq = r;
-  } else if (rget(b, 0, CQP.rq_map_count) !== 0) {
+  } else if (getField(b, 0, CQP.rq_map_count) !== 0) {
     env.rm.releaseTable(sq);
     return refuse(AdminStatus.BAD_ATTR);
   }
@@ -201,12 +202,12 @@ function createQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
 
 /** Decode MODIFY_QP into changes, applying a field only when its mask bit says so (contract 2.4). */
 function modifyQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
-  const qp = env.rm.qps.get(rget(b, 0, MQP.id_ver));
+  const qp = env.rm.qps.get(getField(b, 0, MQP.id_ver));
   if (!qp) return refuse(AdminStatus.BAD_INDEX);
-  const mask = rget(b, 0, MQP.attr_mask);
+  const mask = getField(b, 0, MQP.attr_mask);
   if ((mask & ~QP_ATTR_MASK_KNOWN) !== 0 || (mask & QpAttrMask.CAP) !== 0) return refuse(AdminStatus.BAD_ATTR);
   const c: QpChanges = {};
-  const ts = rget(b, 0, MQP.type_state);
+  const ts = getField(b, 0, MQP.type_state);
   if (mask & QpAttrMask.STATE) {
     const next = ts & 0xf;
     if (next > QpState.ERR) return refuse(AdminStatus.BAD_ATTR);
@@ -214,20 +215,20 @@ function modifyQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
   }
   if ((mask & QpAttrMask.CUR_STATE) && (ts >> 4) > QpState.ERR) return refuse(AdminStatus.BAD_ATTR);
   const connected = qp.type === QpType.RC || qp.type === QpType.UC;
-  const qkeyDest = rget(b, 0, MQP.qkey_dest_qpn);
+  const qkeyDest = getField(b, 0, MQP.qkey_dest_qpn);
   if ((mask & QpAttrMask.DEST_QPN) && connected) {
     if (qkeyDest > 0xffffff) return refuse(AdminStatus.BAD_ATTR);
     c.destQpn = qkeyDest;
   }
   if ((mask & QpAttrMask.QKEY) && !connected) c.qkey = qkeyDest;
-  if (mask & QpAttrMask.ACCESS_FLAGS) c.access = rget(b, 0, MQP.access_flags) & QP_ACCESS_MASK;
-  if (mask & QpAttrMask.EN_SQD_ASYNC_NOTIFY) c.sqdNotify = (rget(b, 0, MQP.access_flags) & QpFlag.SQD_NOTIFY) !== 0;
+  if (mask & QpAttrMask.ACCESS_FLAGS) c.access = getField(b, 0, MQP.access_flags) & QP_ACCESS_MASK;
+  if (mask & QpAttrMask.EN_SQD_ASYNC_NOTIFY) c.sqdNotify = (getField(b, 0, MQP.access_flags) & QpFlag.SQD_NOTIFY) !== 0;
   if (mask & QpAttrMask.PATH_MTU) {
-    const pmtu = rget(b, 0, MQP.pmtu);
+    const pmtu = getField(b, 0, MQP.pmtu);
     if (pmtu < 8 || pmtu > 12) return refuse(AdminStatus.BAD_ATTR);
     c.pmtu = pmtu;
   }
-  const retry = rget(b, 0, MQP.retry);
+  const retry = getField(b, 0, MQP.retry);
   if (mask & QpAttrMask.RETRY_CNT) {
     if ((retry & 0xf) > 7) return refuse(AdminStatus.BAD_ATTR);
     c.retryCnt = retry & 0xf;
@@ -237,20 +238,20 @@ function modifyQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
     c.rnrRetry = retry >> 4;
   }
   if (mask & QpAttrMask.MIN_RNR_TIMER) {
-    const v = rget(b, 0, MQP.rnr_timer);
+    const v = getField(b, 0, MQP.rnr_timer);
     if (v > 31) return refuse(AdminStatus.BAD_ATTR);
     c.rnrTimer = v;
   }
   if (mask & QpAttrMask.TIMEOUT) {
-    const v = rget(b, 0, MQP.retry_timeout);
+    const v = getField(b, 0, MQP.retry_timeout);
     if (v > 31) return refuse(AdminStatus.BAD_ATTR);
     c.timeout = v;
   }
-  if (mask & QpAttrMask.RQ_PSN) c.rqPsn = rget(b, 0, MQP.rq_psn) & 0xffffff;
-  if (mask & QpAttrMask.SQ_PSN) c.sqPsn = rget(b, 0, MQP.sq_psn) & 0xffffff;
+  if (mask & QpAttrMask.RQ_PSN) c.rqPsn = getField(b, 0, MQP.rq_psn) & 0xffffff;
+  if (mask & QpAttrMask.SQ_PSN) c.sqPsn = getField(b, 0, MQP.sq_psn) & 0xffffff;
   // Depths are sent only with their mask bit and a non-zero value (0 = "not given").
-  const rrq = rget(b, 0, MQP.rrq_depth);
-  const rsq = rget(b, 0, MQP.rsq_depth);
+  const rrq = getField(b, 0, MQP.rrq_depth);
+  const rsq = getField(b, 0, MQP.rsq_depth);
   if ((mask & QpAttrMask.MAX_QP_RD_ATOMIC) && rrq > 0) {
     if (rrq > 8) return refuse(AdminStatus.BAD_ATTR);
     c.rrqDepth = rrq;
@@ -259,20 +260,20 @@ function modifyQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
     if (rsq > 8) return refuse(AdminStatus.BAD_ATTR);
     c.rsqDepth = rsq;
   }
-  if (mask & QpAttrMask.RATE_LIMIT) c.rateLimitKbps = rget(b, 0, MQP.rate_limit_kbps);
+  if (mask & QpAttrMask.RATE_LIMIT) c.rateLimitKbps = getField(b, 0, MQP.rate_limit_kbps);
   if (mask & QpAttrMask.AV) {
     if (!connected) return refuse(AdminStatus.BAD_ATTR);
-    const ahIdLen = rget(b, 0, MQP.ah_id_len);
+    const ahIdLen = getField(b, 0, MQP.ah_id_len);
     const len = ahIdLen >>> 24;
     const ahId = ahIdLen & 0xffffff;
-    const csum = rget(b, 0, MQP.tfp_csum_profile);
+    const csum = getField(b, 0, MQP.tfp_csum_profile);
     if (ahId >= RDMA_AH_COUNT || csum > CSUM_PROFILE_MAX) return refuse(AdminStatus.BAD_ATTR);
-    const av = readTemplate(mem, rget(b, 0, MQP.dma_addr), len);
+    const av = readTemplate(mem, getField(b, 0, MQP.dma_addr), len);
     if (typeof av === 'number') return refuse(av);
     c.av = av;
     c.ahId = ahId;
-    c.pcp = rget(b, 0, MQP.en_pcp) & 7;
-    c.dscp = rget(b, 0, MQP.ip_dscp) & 0x3f;
+    c.pcp = getField(b, 0, MQP.en_pcp) & 7;
+    c.dscp = getField(b, 0, MQP.ip_dscp) & 0x3f;
     c.csumProfile = csum;
   }
   if (env.hooks.modifyAllowed && !env.hooks.modifyAllowed(qp, c)) return refuse(AdminStatus.BAD_ATTR);
@@ -284,7 +285,7 @@ function modifyQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
 
 /** Read and parse a header template. */
 function readTemplate(mem: GuestMemory, addr: number, len: number): AddressVector | AdminStatus {
-  if (len < RDMA_MIN_TEMPLATE_LEN || len > RDMA_MAX_TEMPLATE_LEN || addr === U64_TOO_BIG || addr <= 0) return AdminStatus.BAD_ATTR;
+  if (len < RDMA_MIN_TEMPLATE_LEN || len > RDMA_MAX_TEMPLATE_LEN || addr === U64_UNSAFE || addr <= 0) return AdminStatus.BAD_ATTR;
   const tpl = Buffer.alloc(len);
   if (mem.read(addr, tpl) !== MemStatus.OK) return AdminStatus.BAD_ATTR;
   const av = parseHeaderTemplate(tpl);
@@ -293,29 +294,29 @@ function readTemplate(mem: GuestMemory, addr: number, len: number): AddressVecto
 
 /** QUERY_QP: write the "sq" and "rq" records where the driver asked (contract 2.4). */
 function queryQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
-  const qp = env.rm.qps.get(rget(b, 0, QQP.id_ver));
+  const qp = env.rm.qps.get(getField(b, 0, QQP.id_ver));
   if (!qp) return refuse(AdminStatus.BAD_INDEX);
-  const sqAt = rget(b, 0, QQP.sq_dma_addr);
-  const rqAt = rget(b, 0, QQP.rq_dma_addr);
+  const sqAt = getField(b, 0, QQP.sq_dma_addr);
+  const rqAt = getField(b, 0, QQP.rq_dma_addr);
   if (sqAt <= 0 || rqAt <= 0) return refuse(AdminStatus.BAD_ATTR);
   const a = qp.attrs;
   const connected = qp.type === QpType.RC || qp.type === QpType.UC;
   const flags = a.access | (a.sqdNotify ? QpFlag.SQD_NOTIFY : 0) | (qp.state === QpState.SQD ? QpFlag.SQ_DRAINING : 0);
   const sq = Buffer.alloc(QSQ.SIZE);
-  rset(sq, 0, QSQ.rnr_timer, a.rnrTimer);
-  rset(sq, 0, QSQ.retry_timeout, a.timeout);
-  rset(sq, 0, QSQ.access_perms_flags, flags);
-  rset(sq, 0, QSQ.pkey_id, 0);
-  rset(sq, 0, QSQ.qkey_dest_qpn, connected ? a.destQpn : a.qkey ?? 0);
-  rset(sq, 0, QSQ.rate_limit_kbps, a.rateLimitKbps);
-  rset(sq, 0, QSQ.rq_psn, a.rqPsn);
+  setField(sq, 0, QSQ.rnr_timer, a.rnrTimer);
+  setField(sq, 0, QSQ.retry_timeout, a.timeout);
+  setField(sq, 0, QSQ.access_perms_flags, flags);
+  setField(sq, 0, QSQ.pkey_id, 0);
+  setField(sq, 0, QSQ.qkey_dest_qpn, connected ? a.destQpn : a.qkey ?? 0);
+  setField(sq, 0, QSQ.rate_limit_kbps, a.rateLimitKbps);
+  setField(sq, 0, QSQ.rq_psn, a.rqPsn);
   const rq = Buffer.alloc(QRQ.SIZE);
-  rset(rq, 0, QRQ.state_pmtu, (qp.state << 4) | (a.pmtu & 0xf));
-  rset(rq, 0, QRQ.retry_rnrtry, (a.retryCnt & 0xf) | (a.rnrRetry << 4));
-  rset(rq, 0, QRQ.rrq_depth, a.rrqDepth);
-  rset(rq, 0, QRQ.rsq_depth, a.rsqDepth);
-  rset(rq, 0, QRQ.sq_psn, a.sqPsn);
-  rset(rq, 0, QRQ.access_perms_flags, flags);
+  setField(rq, 0, QRQ.state_pmtu, (qp.state << 4) | (a.pmtu & 0xf));
+  setField(rq, 0, QRQ.retry_rnrtry, (a.retryCnt & 0xf) | (a.rnrRetry << 4));
+  setField(rq, 0, QRQ.rrq_depth, a.rrqDepth);
+  setField(rq, 0, QRQ.rsq_depth, a.rsqDepth);
+  setField(rq, 0, QRQ.sq_psn, a.sqPsn);
+  setField(rq, 0, QRQ.access_perms_flags, flags);
   // Both buffers must be writable before either is written.
   const probe: Buffer[] = [];
   if (mem.slices(sqAt, sq.length, true, probe) !== MemStatus.OK || mem.slices(rqAt, rq.length, true, probe) !== MemStatus.OK) {
@@ -329,19 +330,19 @@ function queryQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
 // ---- MR ------------------------------------------------------------------------------------
 
 function createMr(env: AdminEnv, b: Buffer): AdminOutcome {
-  const flags = rget(b, 0, CMR.dbid_flags);
+  const flags = getField(b, 0, CMR.dbid_flags);
   const spec = {
-    key: rget(b, 0, CMR.id_ver), pdId: rget(b, 0, CMR.pd_id), flags, iova: rget(b, 0, CMR.va), length: rget(b, 0, CMR.length),
+    key: getField(b, 0, CMR.id_ver), pdId: getField(b, 0, CMR.pd_id), flags, iova: getField(b, 0, CMR.va), length: getField(b, 0, CMR.length),
   };
   const access = flags & 0xfff;
   if ((access & ~MR_ACCESS_SUPPORTED) !== 0) return refuse(AdminStatus.BAD_ATTR);
-  if (rget(b, 0, CMR.pt_type) !== 0 || rget(b, 0, CMR.dir_size_log2) !== 0) return refuse(AdminStatus.BAD_ATTR);
-  if (spec.iova === U64_TOO_BIG || spec.length === U64_TOO_BIG) return refuse(AdminStatus.BAD_ATTR);
+  if (getField(b, 0, CMR.pt_type) !== 0 || getField(b, 0, CMR.dir_size_log2) !== 0) return refuse(AdminStatus.BAD_ATTR);
+  if (spec.iova === U64_UNSAFE || spec.length === U64_UNSAFE) return refuse(AdminStatus.BAD_ATTR);
   const kind = mrKindOf(flags);
   if (kind === null) return refuse(AdminStatus.BAD_TYPE);
   const err = env.rm.checkMr(spec);
   if (err) return refuse(rmStatus(err));
-  const mapCount = rget(b, 0, CMR.map_count);
+  const mapCount = getField(b, 0, CMR.map_count);
   if (kind !== MrKind.USER) {
     // FRMRs get their pages from a REG_MR WQE, windows from BIND_MW: nothing mapped yet.
     if (mapCount !== 0 || spec.length !== 0) return refuse(AdminStatus.BAD_ATTR);
@@ -349,8 +350,8 @@ function createMr(env: AdminEnv, b: Buffer): AdminOutcome {
     return r.ok ? OK : refuse(rmStatus(r.error));
   }
   const src = mrTableSource({
-    iova: spec.iova, length: spec.length, pageSizeLog2: rget(b, 0, CMR.page_size_log2),
-    mapCount, dmaAddr: rget(b, 0, CMR.dma_addr),
+    iova: spec.iova, length: spec.length, pageSizeLog2: getField(b, 0, CMR.page_size_log2),
+    mapCount, dmaAddr: getField(b, 0, CMR.dma_addr),
   }, env.rm.budget);
   if (typeof src === 'number') return refuse(src);
   const register = (t: PageTable): AdminResult => {
@@ -373,21 +374,21 @@ function createMr(env: AdminEnv, b: Buffer): AdminOutcome {
 // ---- AH ------------------------------------------------------------------------------------
 
 function createAh(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
-  const id = rget(b, 0, AH.id_ver);
-  const csum = rget(b, 0, AH.csum_profile);
+  const id = getField(b, 0, AH.id_ver);
+  const csum = getField(b, 0, AH.csum_profile);
   if (id >= RDMA_AH_COUNT) return refuse(AdminStatus.BAD_INDEX);
   if (env.rm.ahs.has(id)) return refuse(AdminStatus.BAD_STATE);
-  if (csum > CSUM_PROFILE_MAX || rget(b, 0, AH.crypto) !== 0 || !dbidOk(rget(b, 0, AH.dbid_flags))) return refuse(AdminStatus.BAD_ATTR);
-  const av = readTemplate(mem, rget(b, 0, AH.dma_addr), rget(b, 0, AH.length));
+  if (csum > CSUM_PROFILE_MAX || getField(b, 0, AH.crypto) !== 0 || !dbidOk(getField(b, 0, AH.dbid_flags))) return refuse(AdminStatus.BAD_ATTR);
+  const av = readTemplate(mem, getField(b, 0, AH.dma_addr), getField(b, 0, AH.length));
   if (typeof av === 'number') return refuse(av);
-  const r = env.rm.createAh(id, rget(b, 0, AH.pd_id), av, csum);
+  const r = env.rm.createAh(id, getField(b, 0, AH.pd_id), av, csum);
   return r.ok ? OK : refuse(rmStatus(r.error));
 }
 
 // ---- destroy -------------------------------------------------------------------------------
 
 function destroy(env: AdminEnv, b: Buffer, what: 'cq' | 'qp' | 'mr' | 'ah' | 'srq'): AdminResult {
-  const id = rget(b, 0, DESTROY.id);
+  const id = getField(b, 0, DESTROY.id);
   const rm = env.rm;
   const h = env.hooks;
   switch (what) {
@@ -412,10 +413,10 @@ export function refreshGauges(env: { rm: ResourceManager; counters: CounterSet }
 }
 
 function stats(env: AdminEnv, mem: GuestMemory, op: number, b: Buffer): AdminResult {
-  const addr = rget(b, 0, STATS.dma_addr);
-  const length = rget(b, 0, STATS.length);
-  const id = rget(b, 0, STATS.id_ver);
-  if (addr <= 0 || rget(b, 0, STATS.type_state) !== 0) return refuse(AdminStatus.BAD_ATTR);
+  const addr = getField(b, 0, STATS.dma_addr);
+  const length = getField(b, 0, STATS.length);
+  const id = getField(b, 0, STATS.id_ver);
+  if (addr <= 0 || getField(b, 0, STATS.type_state) !== 0) return refuse(AdminStatus.BAD_ATTR);
   const qpStats = op === AdminOp.QP_STATS_HDRS || op === AdminOp.QP_STATS_VALS;
   const names = qpStats ? QP_COUNTER_NAMES : DEVICE_COUNTER_NAMES;
   const headers = op === AdminOp.STATS_HDRS || op === AdminOp.QP_STATS_HDRS;
@@ -447,37 +448,37 @@ function stats(env: AdminEnv, mem: GuestMemory, op: number, b: Buffer): AdminRes
 const UDMA_MASK_ALL = 0x3;
 
 function createSrq(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
-  const udmaMask = rget(b, 0, CSRQ.udma_mask);
-  const respAt = rget(b, 0, CSRQ.resp_dma_addr);
-  const respLen = rget(b, 0, CSRQ.resp_buf_len);
-  const dbid = rget(b, 0, CSRQ.dbid);
-  const limit = rget(b, 0, CSRQ.low_wqes_limit);
+  const udmaMask = getField(b, 0, CSRQ.udma_mask);
+  const respAt = getField(b, 0, CSRQ.resp_dma_addr);
+  const respLen = getField(b, 0, CSRQ.resp_buf_len);
+  const dbid = getField(b, 0, CSRQ.dbid);
+  const limit = getField(b, 0, CSRQ.low_wqes_limit);
   if ((udmaMask & UDMA_MASK_ALL) === 0 || (udmaMask & ~UDMA_MASK_ALL) !== 0) return refuse(AdminStatus.BAD_ATTR);
-  if (rget(b, 0, CSRQ.flags) !== 0 || !dbidOk(dbid) || respAt <= 0 || respLen < SRQR.SIZE) return refuse(AdminStatus.BAD_ATTR);
+  if (getField(b, 0, CSRQ.flags) !== 0 || !dbidOk(dbid) || respAt <= 0 || respLen < SRQR.SIZE) return refuse(AdminStatus.BAD_ATTR);
   if (env.rm.nextSrqId() < 0) return refuse(AdminStatus.BAD_INDEX);
-  const ring = { depthLog2: rget(b, 0, CSRQ.depth_log2), strideLog2: rget(b, 0, CSRQ.stride_log2) };
+  const ring = { depthLog2: getField(b, 0, CSRQ.depth_log2), strideLog2: getField(b, 0, CSRQ.stride_log2) };
   const t = loadRing(mem, {
-    ...ring, pageSizeLog2: rget(b, 0, CSRQ.page_size_log2), mapCount: rget(b, 0, CSRQ.map_count), dmaAddr: rget(b, 0, CSRQ.dma_addr),
+    ...ring, pageSizeLog2: getField(b, 0, CSRQ.page_size_log2), mapCount: getField(b, 0, CSRQ.map_count), dmaAddr: getField(b, 0, CSRQ.dma_addr),
   }, [RDMA_MIN_WQE_STRIDE_LOG2, RDMA_MAX_STRIDE_LOG2], false, env.rm.budget);
   if (typeof t === 'number') return refuse(t);
   const resp = Buffer.alloc(SRQR.SIZE);
   const probe: Buffer[] = [];
   if (mem.slices(respAt, resp.length, true, probe) !== MemStatus.OK) { env.rm.releaseTable(t); return refuse(AdminStatus.BAD_ATTR); }
   const udma = udmaMask & 1 ? 0 : 1;
-  const r = env.rm.createSrq(rget(b, 0, CSRQ.pd_id), udma, ring, t, limit, dbid);
+  const r = env.rm.createSrq(getField(b, 0, CSRQ.pd_id), udma, ring, t, limit, dbid);
   if (!r.ok) return refuse(rmStatus(r.error));
-  rset(resp, 0, SRQR.id, r.value.id);
-  rset(resp, 0, SRQR.udma_idx, udma);
+  setField(resp, 0, SRQR.id, r.value.id);
+  setField(resp, 0, SRQR.udma_idx, udma);
   mem.write(respAt, resp);
   return { status: AdminStatus.OK, length: SRQR.SIZE };
 }
 
 function modifySrq(env: AdminEnv, b: Buffer): AdminResult {
-  const r = env.rm.modifySrq(rget(b, 0, MSRQ.qid), rget(b, 0, MSRQ.low_wqes_limit));
+  const r = env.rm.modifySrq(getField(b, 0, MSRQ.qid), getField(b, 0, MSRQ.low_wqes_limit));
   return r.ok ? OK : refuse(rmStatus(r.error));
 }
 
 function querySrq(env: AdminEnv, b: Buffer): AdminResult {
-  const srq = env.rm.srqs.get(rget(b, 0, QSRQ.qid));
+  const srq = env.rm.srqs.get(getField(b, 0, QSRQ.qid));
   return srq ? { status: AdminStatus.OK, length: srq.limit } : refuse(AdminStatus.BAD_INDEX);
 }

@@ -26,17 +26,17 @@ import { AdminOutcome, AdminResult, AdminWork, isAdminWork } from './admin-comma
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import { CqPost, cqFree } from './completion-queue';
-import {
-  ADMIN_MAX_BODY, ADMIN_WQE_HDR_LEN, ADMIN_WQE_STRIDE, AdminStatus, CQE_ERROR, CQE_QID_SHIFT, CqeType, CQE_TYPE_SHIFT,
-} from './constants';
-import { ionic_v1_admin_wqe as W, ionic_v1_cqe as CQE, rget, rset } from './layouts';
+import { ADMIN_MAX_BODY, ADMIN_WQE_HDR_LEN, ADMIN_WQE_STRIDE, AdminStatus } from './constants';
+import { ionic_v1_admin_wqe as W } from './layouts';
+import { getField } from '../../../protocol/field';
+import { CqeRecord, CqeType, newCqeRecord } from '../../rdma/datapath/cqe';
 
 export interface AdminQueueContext {
   memory(): GuestMemory | undefined;
   /** Run a command: its status and, on success, the status_length value; or work to continue on later turns. */
   execute(aq: RdmaAdminQueue, mem: GuestMemory, op: number, body: Buffer): AdminOutcome;
-  /** Post a CQE on the AQ's CQ (color and event handled there). */
-  postCqe(cq: CqRecord, cqe: Buffer): CqPost;
+  /** Post a CQE on the AQ's CQ (encoding, color and event handled there). */
+  postCqe(cq: CqRecord, cqe: CqeRecord): CqPost;
   /** Is this queue still the live one (not dropped by a reset)? */
   alive(aq: RdmaAdminQueue): boolean;
   /** The queue stopped on a DMA failure (logged by the caller). */
@@ -71,7 +71,7 @@ export class RdmaAdminQueue {
   #inflight: Inflight | null = null;
   readonly #stride = Buffer.alloc(ADMIN_WQE_STRIDE);
   readonly #body = Buffer.alloc(ADMIN_MAX_BODY);
-  readonly #cqe = Buffer.alloc(CQE.SIZE);
+  readonly #cqe = newCqeRecord();
 
   constructor(readonly id: number, readonly base: number, readonly depthLog2: number, readonly cq: CqRecord) {
     this.size = 2 ** depthLog2;
@@ -159,8 +159,8 @@ export class RdmaAdminQueue {
       ctx.failed(this, `WQE at index ${first} is not guest memory`);
       return 'dead';
     }
-    const op = rget(this.#stride, 0, W.op);
-    const len = rget(this.#stride, 0, W.len);
+    const op = getField(this.#stride, 0, W.op);
+    const len = getField(this.#stride, 0, W.len);
     const strides = Math.ceil((len + ADMIN_WQE_HDR_LEN) / ADMIN_WQE_STRIDE);
     let status: AdminStatus;
     let length = 0;
@@ -196,11 +196,12 @@ export class RdmaAdminQueue {
   /** Post a command's CQE and consume its strides. */
   #complete(ctx: AdminQueueContext, first: number, op: number, consumed: number, status: AdminStatus, length: number): 'done' | 'dead' {
     const c = this.#cqe;
-    c.fill(0);
-    rset(c, 0, CQE.cmd_idx, first);
-    rset(c, 0, CQE.cmd_op, op);
-    rset(c, 0, CQE.status_length, status === AdminStatus.OK ? length : status);
-    rset(c, 0, CQE.qid_type_flags, ((this.id << CQE_QID_SHIFT) | (CqeType.ADMIN << CQE_TYPE_SHIFT) | (status === AdminStatus.OK ? 0 : CQE_ERROR)) >>> 0);
+    c.type = CqeType.ADMIN;
+    c.qid = this.id;
+    c.cmdIdx = first;
+    c.cmdOp = op;
+    c.error = status !== AdminStatus.OK;
+    c.statusLength = c.error ? status : length;
     this.ci = (first + consumed) & this.mask;
     this.completed++;
     if (ctx.postCqe(this.cq, c) === CqPost.DMA_ERROR) {

@@ -2,6 +2,9 @@
 // the device writes 32-byte CQEs round the ring with a color bit, and raises
 // an event on the CQ's EQ when the host armed the CQ.
 //
+// - Encoding: producers (the admin queue, the data path) hand a CqeRecord;
+//   only this module writes CQEs into the guest's ring (encodeCqe,
+//   lib/rdma/datapath/cqe.ts).
 // - Color: bit 0 of the last byte (qid_type_flags is BE32 at 28). 1 on the
 //   first pass over the zero-filled ring, flipped each time the write index
 //   wraps to 0. The word holding it is written after the rest of the entry,
@@ -17,8 +20,8 @@
 import type { CqRecord } from '../../rdma/resources';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
-import { CQE_COLOR, DbRing } from './constants';
-import { ionic_v1_cqe } from './layouts';
+import { CqeRecord, encodeCqe, ionic_v1_cqe } from '../../rdma/datapath/cqe';
+import { DbRing } from './constants';
 
 export const enum CqPost {
   OK = 0,
@@ -47,14 +50,16 @@ export function cqFree(cq: CqRecord): number {
 }
 
 const seg: number[] = [];
+/** A CQE is encoded here when its slot is not one run of guest memory. */
+const scratch = Buffer.alloc(ionic_v1_cqe.SIZE);
 const TAIL = ionic_v1_cqe.qid_type_flags.off;
 
 /**
- * Write one CQE (32 bytes; every field but the color set by the caller) and
- * raise the event if armed. `solicited` marks a CQE that satisfies a
+ * Write one CQE and raise the event if armed. The CQ sets the record's color
+ * (its current lap) and encodes it. `solicited` marks a CQE that satisfies a
  * solicited-only arm (a receive with SE set, or any error CQE).
  */
-export function postCqe(mem: GuestMemory, cq: CqRecord, cqe: Buffer, solicited: boolean, events: CqEvents): CqPost {
+export function postCqe(mem: GuestMemory, cq: CqRecord, cqe: CqeRecord, solicited: boolean, events: CqEvents): CqPost {
   if (cqFree(cq) === 0) {
     if (!cq.overflowed) {
       cq.overflowed = true;
@@ -62,19 +67,17 @@ export function postCqe(mem: GuestMemory, cq: CqRecord, cqe: Buffer, solicited: 
     }
     return CqPost.FULL;
   }
-  const last = ionic_v1_cqe.SIZE - 1;
-  cqe[last] = (cqe[last]! & ~CQE_COLOR) | (cq.color ? CQE_COLOR : 0);
+  cqe.color = cq.color !== 0;
   seg.length = 0;
   const stride = 1 << cq.strideLog2;
   if (cq.table.translate(cq.prod * stride, ionic_v1_cqe.SIZE, seg) !== 0) return CqPost.DMA_ERROR;
-  if (seg.length === 2) {
-    // The usual case: the CQE is one run of guest memory. Body first, then the tail word with the color.
-    const view = mem.view(seg[0]!, ionic_v1_cqe.SIZE, true);
-    if (view) {
-      cqe.copy(view, 0, 0, TAIL);
-      cqe.copy(view, TAIL, TAIL, ionic_v1_cqe.SIZE);
-    } else if (!writeSplit(mem, cqe)) return CqPost.DMA_ERROR;
-  } else if (!writeSplit(mem, cqe)) return CqPost.DMA_ERROR;
+  // The usual case: the CQE is one run of guest memory, encoded in place (the color word last).
+  const view = seg.length === 2 ? mem.view(seg[0]!, ionic_v1_cqe.SIZE, true) : null;
+  if (view) encodeCqe(cqe, view, 0);
+  else {
+    encodeCqe(cqe, scratch, 0);
+    if (!writeSplit(mem, scratch)) return CqPost.DMA_ERROR;
+  }
   cq.prod = (cq.prod + 1) & (cqSize(cq) - 1);
   if (cq.prod === 0) cq.color ^= 1;
   if (cq.armed === 1 || (cq.armed === 2 && solicited)) {

@@ -56,14 +56,7 @@ export const enum AdminStatus {
   MSG_TOO_BIG = 6,
 }
 
-/** CQE types: the data path's (one definition for admin and data CQEs). */
-export { CqeType } from '../../rdma/datapath/layouts';
-
-/** qid_type_flags bits. */
-export const CQE_COLOR = 1 << 0;
-export const CQE_ERROR = 1 << 1;
-export const CQE_TYPE_SHIFT = 5;
-export const CQE_QID_SHIFT = 8;
+// The CQE (its table, types and qid_type_flags bits) is defined once, in lib/rdma/datapath/cqe.ts.
 
 /** EQE: BE32 evt = qid << 8 | code << 4 | type << 1 | color. */
 export const enum EqeType {

@@ -34,10 +34,12 @@ import { contain } from '../../guard';
 const BUG_RESULT: AdminResult = { status: AdminStatus.BAD_CMD, length: 0 };
 import { AdminQueueContext, RdmaAdminQueue } from './admin-queue';
 import { CqEvents, CqPost, cqDoorbell, cqFree, postCqe } from './completion-queue';
-import { ADMIN_BUDGET, AdminStatus, CQE_ERROR, DbRing, EqeCode, EqeType, RdmaQType } from './constants';
+import { ADMIN_BUDGET, AdminStatus, DbRing, EqeCode, EqeType, RdmaQType } from './constants';
 import { EventQueue } from './event-queue';
 import { rdmaEqCount } from './identity';
-import { ionic_rdma_queue_cmd as Q, ionic_rdma_reset_cmd as RST, ionic_v1_cqe as CQE, rget, U64_TOO_BIG } from './layouts';
+import { ionic_rdma_queue_cmd as Q, ionic_rdma_reset_cmd as RST } from './layouts';
+import type { CqeRecord } from '../../rdma/datapath/cqe';
+import { getField, U64_UNSAFE } from '../../../protocol/field';
 
 export interface RdmaEngineOptions {
   readonly profile: NicProfile;
@@ -92,7 +94,7 @@ export class RdmaEngine implements DataPathDevice {
         const r = postCqe(mem, cq, cqe, true, this.#events);
         // Every command completed counts, refused ones (MSG_TOO_BIG included) as errors too.
         this.counters.inc(DC.admin_commands);
-        if (rget(cqe, 0, CQE.qid_type_flags) & CQE_ERROR) this.counters.inc(DC.admin_errors);
+        if (cqe.error) this.counters.inc(DC.admin_errors);
         if (r === CqPost.OK) this.counters.inc(DC.admin_cqes);
         return r;
       },
@@ -147,7 +149,7 @@ export class RdmaEngine implements DataPathDevice {
   bootstrap(opcode: number, cmd: Buffer): number {
     switch (opcode) {
       case Opcode.RDMA_RESET_LIF:
-        if (rget(cmd, 0, RST.lif_index) !== 0) return Status.ENOENT;
+        if (getField(cmd, 0, RST.lif_index) !== 0) return Status.ENOENT;
         this.#log.debug('ionic rdma: RDMA_RESET_LIF');
         this.reset();
         return Status.SUCCESS;
@@ -160,12 +162,12 @@ export class RdmaEngine implements DataPathDevice {
 
   /** Common checks of the rdma_queue command: the ring's address, or the status refusing it. */
   #queueRing(cmd: Buffer, strideLog2: number, write: boolean): { readonly addr: number } | { readonly status: number } {
-    if (rget(cmd, 0, Q.dbid) >= RDMA_NDBPGS_PER_LIF) return { status: Status.EINVAL };
-    const depth = rget(cmd, 0, Q.depth_log2);
-    if (depth < RDMA_MIN_DEPTH_LOG2 || depth > RDMA_MAX_DEPTH_LOG2 || rget(cmd, 0, Q.stride_log2) !== strideLog2) return { status: Status.EINVAL };
-    const addr = rget(cmd, 0, Q.dma_addr);
+    if (getField(cmd, 0, Q.dbid) >= RDMA_NDBPGS_PER_LIF) return { status: Status.EINVAL };
+    const depth = getField(cmd, 0, Q.depth_log2);
+    if (depth < RDMA_MIN_DEPTH_LOG2 || depth > RDMA_MAX_DEPTH_LOG2 || getField(cmd, 0, Q.stride_log2) !== strideLog2) return { status: Status.EINVAL };
+    const addr = getField(cmd, 0, Q.dma_addr);
     const size = 2 ** (depth + strideLog2);
-    if (addr === U64_TOO_BIG || addr <= 0 || !isAddrRange(addr, size)) return { status: Status.BAD_ADDR };
+    if (addr === U64_UNSAFE || addr <= 0 || !isAddrRange(addr, size)) return { status: Status.BAD_ADDR };
     const mem = this.#memory();
     const probe: Buffer[] = [];
     if (!mem || mem.slices(addr, size, write, probe) !== MemStatus.OK) return { status: Status.BAD_ADDR };
@@ -173,24 +175,24 @@ export class RdmaEngine implements DataPathDevice {
   }
 
   #createEq(cmd: Buffer): number {
-    const id = rget(cmd, 0, Q.qid_ver);
-    const vector = rget(cmd, 0, Q.cid);
-    if (rget(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
+    const id = getField(cmd, 0, Q.qid_ver);
+    const vector = getField(cmd, 0, Q.cid);
+    if (getField(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
     if (id >= this.eqCount) return Status.EQID;
     if (this.eqs.has(id)) return Status.EEXIST;
     if (vector >= this.#interrupts.vectors) return Status.EINVAL;
     const ring = this.#queueRing(cmd, RDMA_EQE_STRIDE_LOG2, true);
     if ('status' in ring) return ring.status;
-    this.eqs.set(id, new EventQueue(id, vector, ring.addr, rget(cmd, 0, Q.depth_log2)));
-    this.#log.debug(`ionic rdma: EQ ${id} on vector ${vector}, ${2 ** rget(cmd, 0, Q.depth_log2)} entries`);
+    this.eqs.set(id, new EventQueue(id, vector, ring.addr, getField(cmd, 0, Q.depth_log2)));
+    this.#log.debug(`ionic rdma: EQ ${id} on vector ${vector}, ${2 ** getField(cmd, 0, Q.depth_log2)} entries`);
     return Status.SUCCESS;
   }
 
   #createAdminCq(cmd: Buffer): number {
-    const id = rget(cmd, 0, Q.qid_ver);
-    const eqId = rget(cmd, 0, Q.cid);
-    const spec = { id, eqId, depthLog2: rget(cmd, 0, Q.depth_log2), strideLog2: RDMA_CQE_STRIDE_LOG2, dbid: rget(cmd, 0, Q.dbid), admin: true };
-    if (rget(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
+    const id = getField(cmd, 0, Q.qid_ver);
+    const eqId = getField(cmd, 0, Q.cid);
+    const spec = { id, eqId, depthLog2: getField(cmd, 0, Q.depth_log2), strideLog2: RDMA_CQE_STRIDE_LOG2, dbid: getField(cmd, 0, Q.dbid), admin: true };
+    if (getField(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
     const err = this.rm.checkCq(spec);
     if (err === 'bad-id') return Status.EQID;
     if (err === 'exists') return Status.EEXIST;
@@ -204,9 +206,9 @@ export class RdmaEngine implements DataPathDevice {
   }
 
   #createAdminQueue(cmd: Buffer): number {
-    const id = rget(cmd, 0, Q.qid_ver);
-    const cqId = rget(cmd, 0, Q.cid);
-    if (rget(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
+    const id = getField(cmd, 0, Q.qid_ver);
+    const cqId = getField(cmd, 0, Q.cid);
+    if (getField(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
     if (id >= RDMA_AQ_COUNT) return Status.EQID;
     if (this.aqs.has(id)) return Status.EEXIST;
     const cq = this.rm.cqs.get(cqId);
@@ -215,7 +217,7 @@ export class RdmaEngine implements DataPathDevice {
     for (const aq of this.aqs.values()) if (aq.cq === cq) return Status.EBUSY;
     const ring = this.#queueRing(cmd, RDMA_AQ_STRIDE_LOG2, false);
     if ('status' in ring) return ring.status;
-    this.aqs.set(id, new RdmaAdminQueue(id, ring.addr, rget(cmd, 0, Q.depth_log2), cq));
+    this.aqs.set(id, new RdmaAdminQueue(id, ring.addr, getField(cmd, 0, Q.depth_log2), cq));
     this.#log.info(`ionic rdma: admin queue ${id} ready (CQ ${cqId}, EQ ${cq.eqId}, ${this.eqs.size} EQs)`);
     return Status.SUCCESS;
   }
@@ -325,7 +327,7 @@ export class RdmaEngine implements DataPathDevice {
     else warnLimited(this.#log, this.#limiter, 'rdma-eq-dead', `ionic rdma: EQ ${eq.id} ring is not guest memory; events lost`);
   }
 
-  postCqe(cqId: number, cqe: Buffer, solicited: boolean): CqePostResult {
+  postCqe(cqId: number, cqe: CqeRecord, solicited: boolean): CqePostResult {
     const cq = this.rm.cqs.get(cqId);
     const mem = this.#memory();
     if (!cq || cq.admin) return 'no-cq';

@@ -12,7 +12,8 @@ import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import type { InterruptController } from '../interrupts';
 import { EqeCode, EqeType } from './constants';
-import { ionic_v1_eqe, rset } from './layouts';
+import { ionic_v1_eqe } from './layouts';
+import { setField } from '../../../protocol/field';
 
 export class EventQueue {
   /** Next slot the device writes. */
@@ -34,7 +35,7 @@ export class EventQueue {
   post(mem: GuestMemory, interrupts: InterruptController, type: EqeType, code: EqeCode, qid: number): boolean {
     if (this.failed) return false;
     const evt = (((qid & 0xffffff) << 8) | ((code & 0xf) << 4) | ((type & 0x7) << 1) | this.color) >>> 0;
-    rset(this.#eqe, 0, ionic_v1_eqe.evt, evt);
+    setField(this.#eqe, 0, ionic_v1_eqe.evt, evt);
     if (mem.write(this.base + this.prod * ionic_v1_eqe.SIZE, this.#eqe) !== MemStatus.OK) {
       this.failed = true;
       return false;

@@ -1,59 +1,12 @@
 // The RDMA structures of the ionic interface as named-offset tables, one per
 // driver struct (ionic_fw.h, ionic_if.h), with each field's byte order: the
-// RDMA side mixes little-endian admin fields with big-endian WQE/CQE words
-// (priv_flags, attr_mask, access_flags, the CQE and EQE words, the QUERY_QP
-// records). Offsets of admin command bodies are relative to the body, which
-// starts 4 bytes into the first 64-byte stride (after op, rsvd, len).
+// RDMA side mixes little-endian admin fields with big-endian words
+// (priv_flags, attr_mask, access_flags, the EQE word, the QUERY_QP records).
+// Offsets of admin command bodies are relative to the body, which starts 4
+// bytes into the first 64-byte stride (after op, rsvd, len). The data-path
+// WQEs are in lib/rdma/datapath/wqe-layout.ts, the CQE in .../cqe.ts.
 
-/** A field: offset, size, and big-endian when `be` (otherwise little-endian). */
-export interface RField {
-  readonly off: number;
-  readonly size: 1 | 2 | 4 | 8;
-  readonly be?: true;
-}
-
-function le(off: number, size: 1 | 2 | 4 | 8): RField {
-  return { off, size };
-}
-
-function be(off: number, size: 2 | 4 | 8): RField {
-  return { off, size, be: true };
-}
-
-/** A u64 above 2^53-1 reads as this: never a valid address, length or id. */
-export const U64_TOO_BIG = -1;
-
-/** Read an unsigned field. A u64 above 2^53-1 comes back as U64_TOO_BIG. */
-export function rget(buf: Buffer, base: number, f: RField): number {
-  const at = base + f.off;
-  switch (f.size) {
-    case 1: return buf[at]!;
-    case 2: return f.be ? buf.readUInt16BE(at) : buf.readUInt16LE(at);
-    case 4: return f.be ? buf.readUInt32BE(at) : buf.readUInt32LE(at);
-    case 8: {
-      const hi = f.be ? buf.readUInt32BE(at) : buf.readUInt32LE(at + 4);
-      const lo = f.be ? buf.readUInt32BE(at + 4) : buf.readUInt32LE(at);
-      if (hi > 0x1fffff) return U64_TOO_BIG;
-      return hi * 0x100000000 + lo;
-    }
-  }
-}
-
-/** Write an unsigned field (values are taken modulo the field's width, u64 up to 2^53). */
-export function rset(buf: Buffer, base: number, f: RField, v: number): void {
-  const at = base + f.off;
-  switch (f.size) {
-    case 1: buf[at] = v & 0xff; return;
-    case 2: if (f.be) buf.writeUInt16BE(v & 0xffff, at); else buf.writeUInt16LE(v & 0xffff, at); return;
-    case 4: if (f.be) buf.writeUInt32BE(v >>> 0, at); else buf.writeUInt32LE(v >>> 0, at); return;
-    case 8: {
-      const hi = Math.floor(v / 0x100000000) >>> 0;
-      const lo = (v % 0x100000000) >>> 0;
-      if (f.be) { buf.writeUInt32BE(hi, at); buf.writeUInt32BE(lo, at + 4); } else { buf.writeUInt32LE(lo, at); buf.writeUInt32LE(hi, at + 4); }
-      return;
-    }
-  }
-}
+import { be, le } from '../../../protocol/field';
 
 // ---- bootstrap commands on the Ethernet admin queue / dev cmd (64 bytes) -------------------
 
@@ -164,12 +117,7 @@ export const ionic_admin_query_srq = { qid: le(0, 4), SIZE: 4 } as const;
 
 // ---- completions and events ----------------------------------------------------------------
 
-/** struct ionic_v1_cqe: the admin view and the tail common to every CQE type. */
-export const ionic_v1_cqe = {
-  cmd_idx: be(0, 2), cmd_op: le(2, 1), old_sq_cindex: le(20, 2), old_rq_cq_cindex: le(22, 2),
-  status_length: be(24, 4), qid_type_flags: be(28, 4),
-  SIZE: 32,
-} as const;
+// struct ionic_v1_cqe: lib/rdma/datapath/cqe.ts (one definition for admin and data CQs).
 
 /** struct ionic_v1_eqe: one BE32 word. */
 export const ionic_v1_eqe = { evt: be(0, 4), SIZE: 4 } as const;

@@ -11,7 +11,7 @@ import { isAddrRange, loadPageList, PageListSource, PageTable, PageTableBuilder,
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import { AdminStatus } from './constants';
-import { U64_TOO_BIG } from './layouts';
+import { U64_UNSAFE } from '../../../protocol/field';
 
 /** Page sizes a ring's table may use: 4 KiB (what both host stacks use) up to 1 GiB. */
 const RING_PAGE_SHIFT_MIN = 12;
@@ -48,7 +48,7 @@ export function tableReachable(mem: GuestMemory, t: PageTable, write: boolean): 
 export function loadRing(mem: GuestMemory, d: RingDesc, strides: readonly [number, number], write: boolean, budget: RunBudget): PageTable | AdminStatus {
   if (d.depthLog2 < RDMA_MIN_DEPTH_LOG2 || d.depthLog2 > RDMA_MAX_DEPTH_LOG2) return AdminStatus.BAD_ATTR;
   if (d.strideLog2 < strides[0] || d.strideLog2 > strides[1]) return AdminStatus.BAD_ATTR;
-  if (d.mapCount < 1 || d.dmaAddr === U64_TOO_BIG || d.dmaAddr <= 0) return AdminStatus.BAD_ATTR;
+  if (d.mapCount < 1 || d.dmaAddr === U64_UNSAFE || d.dmaAddr <= 0) return AdminStatus.BAD_ATTR;
   const size = 2 ** (d.depthLog2 + d.strideLog2);
   let t: PageTable | null;
   if (d.mapCount === 1) {
@@ -106,7 +106,7 @@ export function loadMrTable(mem: GuestMemory, d: MrDesc, budget: RunBudget): Pag
 export function mrTableSource(d: MrDesc, budget: RunBudget): PageTable | PageListSource | AdminStatus {
   if (!RDMA_MR_PAGE_SHIFTS.includes(d.pageSizeLog2)) return AdminStatus.BAD_ATTR;
   if (d.length < 1 || !isAddrRange(d.iova, d.length)) return AdminStatus.BAD_ATTR;
-  if (d.dmaAddr === U64_TOO_BIG || d.dmaAddr <= 0) return AdminStatus.BAD_ATTR;
+  if (d.dmaAddr === U64_UNSAFE || d.dmaAddr <= 0) return AdminStatus.BAD_ATTR;
   const pageSize = 2 ** d.pageSizeLog2;
   const firstOffset = d.iova % pageSize;
   const needed = PageTableBuilder.pagesNeeded(d.length, d.pageSizeLog2, firstOffset);

@@ -11,7 +11,8 @@
 
 import { COUNTER_NAME_MAX } from '../../rdma/counters';
 import { STAT_HDR_SIZE, STAT_NAME_SIZE, STAT_TYPE_SHIFT, STATS_BUF_MAX, StatType } from './constants';
-import { ionic_v1_stat, rset } from './layouts';
+import { ionic_v1_stat } from './layouts';
+import { setField } from '../../../protocol/field';
 
 /** Bytes of values for `n` counters. */
 export function valuesSize(n: number): number {
@@ -24,7 +25,7 @@ export function buildStatHeaders(names: readonly string[], size: number): Buffer
   names.forEach((name, i) => {
     const at = i * STAT_HDR_SIZE;
     if (at + STAT_HDR_SIZE > b.length) return;
-    rset(b, at, ionic_v1_stat.type_off, ((StatType.LE64 << STAT_TYPE_SHIFT) | (i * 8)) >>> 0);
+    setField(b, at, ionic_v1_stat.type_off, ((StatType.LE64 << STAT_TYPE_SHIFT) | (i * 8)) >>> 0);
     b.write(name.slice(0, Math.min(COUNTER_NAME_MAX, STAT_NAME_SIZE - 1)), at + ionic_v1_stat.NAME, 'latin1');
   });
   return b;

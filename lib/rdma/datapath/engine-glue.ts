@@ -31,16 +31,15 @@ import type { QpRecord, QueueRing, SrqRecord } from '../resources';
 import { KeyStatus } from '../resources';
 import { QpState, QpType } from '../types';
 import { DC, QC } from '../counters';
-import { GSI_QPN, RDMA_MAX_MR_PAGES, RDMA_MAX_STRIDE_LOG2, RDMA_PT_ENTRIES_PER_TURN, RDMA_SRQ_BASE } from '../limits';
+import { GSI_QPN, RDMA_MAX_MR_PAGES, RDMA_MAX_MSG_BYTES, RDMA_MAX_STRIDE_LOG2, RDMA_PT_ENTRIES_PER_TURN, RDMA_SRQ_BASE } from '../limits';
 import { PageListLoader, PageTable, PageTableBuilder } from '../page-table';
 import { contain } from '../../guard';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
-import {
-  CqeType, decodeRecvWqe, decodeSendWqe, encodeCqeBody, IonicStatus, MrFlag, newCqeRecord, newRecvWqe, newSendWqe,
-  QpFlag, RecvOp, RecvWqe, SendVerb, SendWqe, Sge, ionic_v1_cqe,
-} from './layouts';
-import { ATOMIC_SIZE } from './layouts';
+import { getRawWord } from '../../../protocol/field';
+import { CqeType, IonicStatus, newCqeRecord, RecvOp } from './cqe';
+import { decodeRecvWqe, decodeSendWqe, newRecvWqe, newSendWqe, RecvWqe, SendWqe, Sge } from './wqe-decode';
+import { ATOMIC_SIZE, ionic_v1_base_hdr, MrFlag, QpFlag, SendVerb } from './wqe-layout';
 import { copySlices } from './copy';
 import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from './datagram';
 
@@ -122,13 +121,13 @@ export interface DataPathEngine extends DataPathDevice {
 }
 
 const TWO_32 = 0x100000000;
+const WQE_ID = ionic_v1_base_hdr.wqe_id;
 
 export class LoopbackDataPath {
   readonly #dev: DataPathEngine;
   readonly #wqe: SendWqe = newSendWqe();
   readonly #recv: RecvWqe = newRecvWqe();
   readonly #cqe = newCqeRecord();
-  readonly #cqeBuf = Buffer.alloc(ionic_v1_cqe.SIZE);
   readonly #pairs: number[] = [];
   readonly #src: Buffer[] = [];
   readonly #dst: Buffer[] = [];
@@ -487,7 +486,7 @@ export class LoopbackDataPath {
     if (!dec.ok) {
       if (dev.cqRoom(qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
       this.#count(qp, dec.status);
-      this.#sendCqe(qp, s, false, buf.readUInt32LE(0), buf.readUInt32LE(4), dec.status);
+      this.#sendCqe(qp, s, false, getRawWord(buf, 0, WQE_ID, 0), getRawWord(buf, 0, WQE_ID, 1), dec.status);
       this.#deviceError(qp, true);
       return 'stop';
     }
@@ -680,7 +679,7 @@ export class LoopbackDataPath {
    */
   #badRecv(dest: QpRecord, ring: QueueRing, buf: Buffer | null): void {
     this.#advance(ring);
-    this.#recvErrorCqe(dest.id, IonicStatus.LOCAL_QP_OPER, buf ? buf.readUInt32LE(0) : 0, buf ? buf.readUInt32LE(4) : 0);
+    this.#recvErrorCqe(dest.id, IonicStatus.LOCAL_QP_OPER, buf ? getRawWord(buf, 0, WQE_ID, 0) : 0, buf ? getRawWord(buf, 0, WQE_ID, 1) : 0);
     this.#post(dest.rqCqId, true);
     dest.stats.inc(QC.cqes_posted);
     dest.stats.inc(QC.errors);
@@ -842,7 +841,7 @@ export class LoopbackDataPath {
     if (!(dest.attrs.access & qpBit)) return IonicStatus.REMOTE_ACC;
     const st = this.#views(mem, rkey, va, len, need, dest.remotePrivileged, dest.pdId, write, this.#dst);
     if (st === -1) return IonicStatus.REMOTE_OPER;
-    if (st === KeyStatus.BAD_RANGE && len > 0x80000000) return IonicStatus.REMOTE_INV_REQ;
+    if (st === KeyStatus.BAD_RANGE && len > RDMA_MAX_MSG_BYTES) return IonicStatus.REMOTE_INV_REQ;
     return st === KeyStatus.OK ? IonicStatus.OK : IonicStatus.REMOTE_ACC;
   }
 
@@ -920,13 +919,9 @@ export class LoopbackDataPath {
   // -------------------------------------------------------------------------
   // Completions
 
+  /** Hand the CQE in #cqe to CQ `cqId` (the CQ sets its color and writes it). */
   #post(cqId: number, solicited: boolean): void {
-    encodeCqeBody(this.#cqe, this.#cqeBuf, 0);
-    // Byte 31 without the color bit (postCqe sets it).
-    const qtf = ((this.#cqe.qid & 0xffffff) << 8 | (this.#cqe.type & 7) << 5 | (this.#cqe.error ? 2 : 0)) >>> 0;
-    this.#cqeBuf.writeUInt32BE(qtf, ionic_v1_cqe.qid_type_flags.off);
-    this.#cqeBuf.writeUInt32BE(this.#cqe.statusLength >>> 0, ionic_v1_cqe.status_length.off);
-    this.#dev.postCqe(cqId, this.#cqeBuf, solicited);
+    this.#dev.postCqe(cqId, this.#cqe, solicited);
   }
 
   #sendCqe(qp: QpRecord, s: QpDp, remote: boolean, idLo: number, idHi: number, status: number): void {
