@@ -10,6 +10,7 @@ import {
   ionic_dev_identity as D, ionic_lif_config as C, ionic_lif_identity as LI, ionic_port_config as PC,
   ionic_port_identity as PI, ionic_port_info as PN, ionic_q_identity as Q, setField,
 } from './layouts';
+import { IonicPhyType, maxFrameSize } from './profile';
 import type { NicProfile } from './profile';
 import { rdmaEnabled, writeRdmaIdentity } from './rdma/identity';
 
@@ -31,8 +32,38 @@ export const MAX_UCAST_FILTERS = 32;
 export const MAX_MCAST_FILTERS = 32;
 export const RSS_IND_TBL_SZ = 128;
 export const MIN_FRAME_SIZE = 64;
-/** An Ethernet header plus one VLAN tag plus FCS: max_mtu = max_frame_size - 18. */
-export const FRAME_OVERHEAD = 18;
+
+/** q_identity features (IONIC_QIDENT_F_*). */
+export const enum QIdentFeature {
+  CQ = 0x1,
+  SG = 0x2,
+}
+
+/** port_identity type (enum ionic_port_type). */
+export const IONIC_PORT_TYPE_ETH = 1;
+/** port_info.status.status (enum ionic_port_oper_status). */
+export const IONIC_PORT_OPER_STATUS_UP = 1;
+/** port_info.status.xcvr.state (enum ionic_xcvr_state). */
+export const enum XcvrState {
+  REMOVED = 0,
+  INSERTED = 1,
+}
+/** port_config.fec_type and port status fec_type (enum ionic_port_fec_type). */
+export const enum PortFecType {
+  NONE = 0,
+  FC = 1,
+  RS = 2,
+}
+/** Links at and above this speed run RS FEC. */
+const RS_FEC_MIN_MBPS = 25000;
+/** Links at and above this speed have four lanes. */
+const FOUR_LANES_MIN_MBPS = 100000;
+/** Port MTU in port_identity's config (the driver sets its own with PORT_SETATTR). */
+const PORT_IDENTITY_MTU = 1500;
+
+function fecType(p: NicProfile): PortFecType {
+  return p.linkSpeedMbps >= RS_FEC_MIN_MBPS ? PortFecType.RS : PortFecType.NONE;
+}
 
 export function writeDevIdentity(w: Buffer, p: NicProfile): void {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
@@ -66,7 +97,7 @@ export function writeLifIdentity(w: Buffer, p: NicProfile, mac: Buffer, mtu: num
   setField(w, 0, LI.max_mcast_filters, MAX_MCAST_FILTERS);
   setField(w, 0, LI.rss_ind_tbl_sz, RSS_IND_TBL_SZ);
   setField(w, 0, LI.min_frame_size, MIN_FRAME_SIZE);
-  setField(w, 0, LI.max_frame_size, p.maxMtu + FRAME_OVERHEAD);
+  setField(w, 0, LI.max_frame_size, maxFrameSize(p));
   writeLifConfig(w, LI.CONFIG, p, mac, mtu);
   // The RDMA section (contract 1.4); its eq_qtype count also sizes the Ethernet driver's interrupt request.
   if (rdmaEnabled(p)) writeRdmaIdentity(w, LI.RDMA, p);
@@ -87,10 +118,9 @@ export function writeLifConfig(w: Buffer, at: number, p: NicProfile, mac: Buffer
 /** q_identity per logical type, or false for a type we do not have (the driver skips it). */
 export function writeQIdentity(w: Buffer, type: number): boolean {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
-  const CQ = 1, SG = 2;
   switch (type) {
     case QType.ADMINQ:
-      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1); setField(w, 0, Q.features, CQ);
+      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1); setField(w, 0, Q.features, QIdentFeature.CQ);
       setField(w, 0, Q.desc_sz, 64); setField(w, 0, Q.comp_sz, 16);
       return true;
     case QType.NOTIFYQ:
@@ -98,13 +128,13 @@ export function writeQIdentity(w: Buffer, type: number): boolean {
       setField(w, 0, Q.desc_sz, 4); setField(w, 0, Q.comp_sz, 64);
       return true;
     case QType.RXQ:
-      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1); setField(w, 0, Q.features, CQ | SG);
+      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1); setField(w, 0, Q.features, QIdentFeature.CQ | QIdentFeature.SG);
       setField(w, 0, Q.desc_sz, 16); setField(w, 0, Q.comp_sz, 16); setField(w, 0, Q.sg_desc_sz, 128);
       setField(w, 0, Q.max_sg_elems, 8); setField(w, 0, Q.sg_desc_stride, 8);
       return true;
     case QType.TXQ:
       // Version 1 with 256-byte SG descriptors: the 16-element stride (contract section 7, trap 7).
-      setField(w, 0, Q.version, 1); setField(w, 0, Q.supported, 3); setField(w, 0, Q.features, CQ | SG);
+      setField(w, 0, Q.version, 1); setField(w, 0, Q.supported, 3); setField(w, 0, Q.features, QIdentFeature.CQ | QIdentFeature.SG);
       setField(w, 0, Q.desc_sz, 16); setField(w, 0, Q.comp_sz, 16); setField(w, 0, Q.sg_desc_sz, 256);
       setField(w, 0, Q.max_sg_elems, 15); setField(w, 0, Q.sg_desc_stride, 16);
       return true;
@@ -120,19 +150,19 @@ function writePortConfig(w: Buffer, at: number, p: NicProfile, mtu: number, up: 
   setField(w, at, PC.state, up ? PortState.UP : PortState.DOWN);
   setField(w, at, PC.an_enable, 0);
   // RS FEC at 25G and above, as those links run.
-  setField(w, at, PC.fec_type, p.linkSpeedMbps >= 25000 ? 2 : 0);
+  setField(w, at, PC.fec_type, fecType(p));
 }
 
 export function writePortIdentity(w: Buffer, p: NicProfile): void {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
   setField(w, 0, PI.version, 0);
-  setField(w, 0, PI.type, 1);
-  setField(w, 0, PI.num_lanes, p.linkSpeedMbps >= 100000 ? 4 : 1);
+  setField(w, 0, PI.type, IONIC_PORT_TYPE_ETH);
+  setField(w, 0, PI.num_lanes, p.linkSpeedMbps >= FOUR_LANES_MIN_MBPS ? 4 : 1);
   setField(w, 0, PI.autoneg, 0);
   setField(w, 0, PI.min_frame_size, MIN_FRAME_SIZE);
-  setField(w, 0, PI.max_frame_size, p.maxMtu + FRAME_OVERHEAD);
+  setField(w, 0, PI.max_frame_size, maxFrameSize(p));
   w.writeUInt32LE(p.linkSpeedMbps, PI.SPEEDS);
-  writePortConfig(w, PI.CONFIG, p, 1500, true);
+  writePortConfig(w, PI.CONFIG, p, PORT_IDENTITY_MTU, true);
 }
 
 /** The whole port_info block (config, status with the transceiver, zero stats). */
@@ -141,11 +171,11 @@ export function buildPortInfo(p: NicProfile, mtu: number): Buffer {
   writePortConfig(b, PN.CONFIG, p, mtu, true);
   setField(b, 0, PN.status_id, 0);
   setField(b, 0, PN.status_speed, p.linkSpeedMbps);
-  setField(b, 0, PN.status_status, 1);
-  setField(b, 0, PN.status_fec_type, p.linkSpeedMbps >= 25000 ? 2 : 0);
-  // Transceiver: inserted (1), with its phy and pid so ethtool reports speed and port type.
-  setField(b, 0, PN.xcvr_state, p.transceiver.phy === 'none' ? 0 : 1);
-  setField(b, 0, PN.xcvr_phy, p.transceiver.phy === 'copper' ? 1 : p.transceiver.phy === 'fiber' ? 2 : 0);
+  setField(b, 0, PN.status_status, IONIC_PORT_OPER_STATUS_UP);
+  setField(b, 0, PN.status_fec_type, fecType(p));
+  // Transceiver: inserted, with its phy and pid so ethtool reports speed and port type.
+  setField(b, 0, PN.xcvr_state, p.transceiver.phy === 'none' ? XcvrState.REMOVED : XcvrState.INSERTED);
+  setField(b, 0, PN.xcvr_phy, IonicPhyType[p.transceiver.phy]);
   setField(b, 0, PN.xcvr_pid, p.transceiver.pid);
   return b;
 }
