@@ -10,7 +10,7 @@ import {
 } from './constants';
 import { buildPortInfo, MAX_MCAST_FILTERS, MAX_UCAST_FILTERS, queueCount, writeDevIdentity, writeLifConfig, writeLifIdentity, writePortIdentity, writeQIdentity } from './identity';
 import {
-  getField, setField, ionic_dev_identify_cmd, ionic_dev_identify_comp, ionic_lif_getattr_cmd, ionic_lif_getattr_comp,
+  getField, setField, setRawBytes, viewRaw, ionic_dev_identify_cmd, ionic_dev_identify_comp, ionic_lif_getattr_cmd, ionic_lif_getattr_comp,
   ionic_lif_identify_cmd, ionic_lif_identify_comp, ionic_lif_info, ionic_lif_init_cmd, ionic_lif_init_comp, ionic_lif_setattr_cmd,
   ionic_lif_setattr_comp, ionic_port_init_cmd, ionic_q_control_cmd, ionic_q_identify_cmd, ionic_q_identify_comp, ionic_q_init_cmd,
   ionic_q_init_comp, ionic_rx_filter_add_cmd, ionic_rx_filter_add_comp, ionic_rx_filter_del_cmd, ionic_rx_mode_set_cmd,
@@ -137,7 +137,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
     case Opcode.LIF_GETATTR: {
       const attr = getField(cmd, 0, ionic_lif_getattr_cmd.attr);
       const C = ionic_lif_getattr_comp;
-      if (attr === LifAttr.MAC) lif.mac.copy(comp, C.MAC, 0, 6);
+      if (attr === LifAttr.MAC) setRawBytes(comp, 0, C.mac, lif.mac);
       else if (attr === LifAttr.MTU) setField(comp, 0, C.mtu, lif.mtu);
       else if (attr === LifAttr.STATE) setField(comp, 0, C.state, lif.initialized ? 1 : 0);
       else if (attr === LifAttr.FEATURES) setField(comp, 0, C.features, 0);
@@ -148,7 +148,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       const S = ionic_lif_setattr_cmd;
       const attr = getField(cmd, 0, S.attr);
       if (attr === LifAttr.MAC) {
-        const mac = cmd.subarray(S.MAC, S.MAC + 6);
+        const mac = viewRaw(cmd, 0, S.mac);
         if (mac[0]! & 1) return Status.EINVAL; // a multicast address cannot be a station address
         lif.mac = Buffer.from(mac);
       } else if (attr === LifAttr.MTU) {
@@ -172,11 +172,11 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       if (lif.filters.size >= MAX_UCAST_FILTERS + MAX_MCAST_FILTERS) return Status.ENOSPC;
       const match = getField(cmd, 0, A.match);
       // The same MAC twice is EEXIST, which the driver tolerates (contract 3.1).
-      if (match === RxFilterMatch.MAC && lif.hasMacFilter(cmd.subarray(A.MAC, A.MAC + 6))) return Status.EEXIST;
+      if (match === RxFilterMatch.MAC && lif.hasMacFilter(viewRaw(cmd, 0, A.mac))) return Status.EEXIST;
       let id: number;
-      if (match === RxFilterMatch.MAC) id = lif.addMacFilter(cmd.subarray(A.MAC, A.MAC + 6));
+      if (match === RxFilterMatch.MAC) id = lif.addMacFilter(viewRaw(cmd, 0, A.mac));
       else if (match === RxFilterMatch.VLAN) id = lif.addOtherFilter(match, getField(cmd, 0, A.vlan));
-      else if (match === RxFilterMatch.MAC_VLAN) id = lif.addMacFilter(cmd.subarray(A.MAC_VLAN_MAC, A.MAC_VLAN_MAC + 6));
+      else if (match === RxFilterMatch.MAC_VLAN) id = lif.addMacFilter(viewRaw(cmd, 0, A.mac_vlan_mac));
       else return Status.EINVAL;
       setField(comp, 0, ionic_rx_filter_add_comp.filter_id, id);
       return Status.SUCCESS;

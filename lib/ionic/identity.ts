@@ -8,7 +8,7 @@ import { RDMA_NDBPGS_PER_LIF } from '../rdma/limits';
 import { IONIC_DEV_CMD_DATA_SIZE, IONIC_LIF_CAP_ETH, IONIC_LIF_CAP_RDMA, PortState, QType } from './constants';
 import {
   ionic_dev_identity as D, ionic_lif_config as C, ionic_lif_identity as LI, ionic_port_config as PC,
-  ionic_port_identity as PI, ionic_port_info as PN, ionic_q_identity as Q, setField,
+  ionic_port_identity as PI, ionic_port_info as PN, ionic_q_identity as Q, setField, setRawBytes,
 } from './layouts';
 import { IonicPhyType, maxFrameSize } from './profile';
 import type { NicProfile } from './profile';
@@ -108,10 +108,10 @@ export function writeLifConfig(w: Buffer, at: number, p: NicProfile, mac: Buffer
   w.fill(0, at, at + C.SIZE);
   setField(w, at, C.state, 1);
   setField(w, at, C.mtu, mtu);
-  mac.copy(w, at + C.MAC, 0, 6);
+  setRawBytes(w, at, C.mac, mac);
   setField(w, at, C.features, 0);
   for (const t of [QType.ADMINQ, QType.NOTIFYQ, QType.RXQ, QType.TXQ]) {
-    w.writeUInt32LE(queueCount(p, t), at + C.QUEUE_COUNT + 4 * t);
+    setField(w, at + C.queue_count.size * t, C.queue_count, queueCount(p, t));
   }
 }
 
@@ -161,7 +161,8 @@ export function writePortIdentity(w: Buffer, p: NicProfile): void {
   setField(w, 0, PI.autoneg, 0);
   setField(w, 0, PI.min_frame_size, MIN_FRAME_SIZE);
   setField(w, 0, PI.max_frame_size, maxFrameSize(p));
-  w.writeUInt32LE(p.linkSpeedMbps, PI.SPEEDS);
+  // One speed: the profile's (speeds[0]; the rest stay 0).
+  setField(w, 0, PI.speeds, p.linkSpeedMbps);
   writePortConfig(w, PI.CONFIG, p, PORT_IDENTITY_MTU, true);
 }
 

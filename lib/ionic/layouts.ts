@@ -3,8 +3,11 @@
 // All little-endian (the Ethernet side). Offsets are from the start of each
 // struct; BAR0 blocks are from the start of BAR0.
 
-import { le as f } from '../../protocol/field';
-export { getField, setField } from '../../protocol/field';
+import { le as f, raw } from '../../protocol/field';
+export { getField, setField, setRawBytes, viewRaw } from '../../protocol/field';
+
+/** Bytes of a MAC address (ETH_ALEN). */
+export const ETH_ALEN = 6;
 
 /** BAR0 map (ionic_regs.h). */
 export const bar0 = {
@@ -86,15 +89,15 @@ export const ionic_q_init_comp = { status: f(0, 1), comp_index: f(2, 2), hw_inde
 export const ionic_q_control_cmd = { opcode: f(0, 1), type: f(1, 1), lif_index: f(2, 2), index: f(4, 4), oper: f(8, 1) } as const;
 
 export const ionic_lif_setattr_cmd = {
-  opcode: f(0, 1), attr: f(1, 1), index: f(2, 2), state: f(4, 1), NAME: 4, mtu: f(4, 4), MAC: 4, features: f(4, 8),
+  opcode: f(0, 1), attr: f(1, 1), index: f(2, 2), state: f(4, 1), NAME: 4, mtu: f(4, 4), mac: raw(4, ETH_ALEN), features: f(4, 8),
   rss_types: f(4, 2), RSS_KEY: 6, rss_addr: f(52, 8),
 } as const;
 export const ionic_lif_setattr_comp = { status: f(0, 1), comp_index: f(2, 2), features: f(4, 8), color: f(15, 1) } as const;
 export const ionic_lif_getattr_cmd = { opcode: f(0, 1), attr: f(1, 1), index: f(2, 2) } as const;
-export const ionic_lif_getattr_comp = { status: f(0, 1), comp_index: f(2, 2), state: f(4, 1), mtu: f(4, 4), MAC: 4, features: f(4, 8), color: f(15, 1) } as const;
+export const ionic_lif_getattr_comp = { status: f(0, 1), comp_index: f(2, 2), state: f(4, 1), mtu: f(4, 4), mac: raw(4, ETH_ALEN), features: f(4, 8), color: f(15, 1) } as const;
 
 export const ionic_rx_mode_set_cmd = { opcode: f(0, 1), lif_index: f(2, 2), rx_mode: f(4, 2) } as const;
-export const ionic_rx_filter_add_cmd = { opcode: f(0, 1), qtype: f(1, 1), lif_index: f(2, 2), qid: f(4, 4), match: f(8, 2), vlan: f(10, 2), MAC: 10, MAC_VLAN_VLAN: 10, MAC_VLAN_MAC: 12 } as const;
+export const ionic_rx_filter_add_cmd = { opcode: f(0, 1), qtype: f(1, 1), lif_index: f(2, 2), qid: f(4, 4), match: f(8, 2), vlan: f(10, 2), mac: raw(10, ETH_ALEN), mac_vlan_vlan: f(10, 2), mac_vlan_mac: raw(12, ETH_ALEN) } as const;
 export const ionic_rx_filter_add_comp = { status: f(0, 1), comp_index: f(2, 2), filter_id: f(4, 4), color: f(15, 1) } as const;
 export const ionic_rx_filter_del_cmd = { opcode: f(0, 1), lif_index: f(2, 2), filter_id: f(4, 4) } as const;
 
@@ -117,7 +120,9 @@ export const ionic_lif_identity = {
 
 /** union ionic_lif_config (also lif_info's first 256 bytes). */
 export const ionic_lif_config = {
-  state: f(0, 1), NAME: 4, NAME_SIZE: 16, mtu: f(20, 4), MAC: 24, vlan: f(30, 2), features: f(32, 8), QUEUE_COUNT: 40, SIZE: 256,
+  state: f(0, 1), NAME: 4, NAME_SIZE: 16, mtu: f(20, 4), mac: raw(24, ETH_ALEN), vlan: f(30, 2), features: f(32, 8),
+  /** queue_count[IONIC_QTYPE_MAX]: element 0; element t is queue_count.size * t further on. */
+  queue_count: f(40, 4), SIZE: 256,
 } as const;
 
 export const ionic_q_identity = {
@@ -127,7 +132,9 @@ export const ionic_q_identity = {
 
 export const ionic_port_identity = {
   version: f(0, 1), type: f(1, 1), num_lanes: f(2, 1), autoneg: f(3, 1), min_frame_size: f(4, 4), max_frame_size: f(8, 4),
-  FEC_TYPE: 12, PAUSE_TYPE: 16, LOOPBACK_MODE: 18, SPEEDS: 20, CONFIG: 128,
+  FEC_TYPE: 12, PAUSE_TYPE: 16, LOOPBACK_MODE: 18,
+  /** speeds[IONIC_MAX_SPEEDS]: element 0. */
+  speeds: f(20, 4), CONFIG: 128,
 } as const;
 
 /** union ionic_port_config (256 bytes). */
