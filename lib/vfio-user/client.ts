@@ -3,8 +3,11 @@
 // Requests are matched to replies by msg_id; several may be in flight.
 
 import * as fs from 'fs';
-import { Command, DmaMapFlag, HeaderFlag, SetIrqsFlag } from '../../protocol/constants';
-import { vfio_user_region_access } from '../../protocol/layouts';
+import { Command, DmaMapFlag, Errno, HeaderFlag, SetIrqsFlag } from '../../protocol/constants';
+import {
+  vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_user_device_info, vfio_user_dma_map, vfio_user_dma_unmap,
+  vfio_user_region_access,
+} from '../../protocol/layouts';
 import { MAX_FDS_PER_MSG, MAX_MSG_SIZE } from '../../protocol/limits';
 import type { Body, Header, Message, Reply, Request } from '../../protocol/messages';
 import { decodeBody } from '../../protocol/parser';
@@ -137,38 +140,38 @@ export class VfioUserClient implements TransportHandler {
   // ---- typed helpers -----------------------------------------------------------------
 
   async dmaMap(address: number, size: number, fd: number, offset = 0, flags = DmaMapFlag.READ | DmaMapFlag.WRITE): Promise<void> {
-    await this.request({ kind: 'dmaMap', argsz: 32, flags, offset: fd >= 0 ? offset : 0, address, size }, fd >= 0 ? [fd] : []);
+    await this.request({ kind: 'dmaMap', argsz: vfio_user_dma_map.SIZE, flags, offset: fd >= 0 ? offset : 0, address, size }, fd >= 0 ? [fd] : []);
   }
 
   async dmaUnmap(address: number, size: number, flags = 0): Promise<void> {
-    await this.request({ kind: 'dmaUnmap', argsz: 24, flags, address, size });
+    await this.request({ kind: 'dmaUnmap', argsz: vfio_user_dma_unmap.SIZE, flags, address, size });
   }
 
   async getInfo(): Promise<{ flags: number; numRegions: number; numIrqs: number }> {
-    const r = await this.request({ kind: 'deviceGetInfo', argsz: 16, flags: 0, numRegions: 0, numIrqs: 0 });
+    const r = await this.request({ kind: 'deviceGetInfo', argsz: vfio_user_device_info.SIZE, flags: 0, numRegions: 0, numIrqs: 0 });
     if (r.body.kind !== 'deviceGetInfoReply') throw new Error('unexpected reply');
     return r.body;
   }
 
-  async getRegionInfo(index: number, argsz = 32): Promise<{ flags: number; size: number; offset: number; argsz: number }> {
+  async getRegionInfo(index: number, argsz: number = vfio_region_info.SIZE): Promise<{ flags: number; size: number; offset: number; argsz: number }> {
     const r = await this.request({ kind: 'deviceGetRegionInfo', argsz, flags: 0, index, capOffset: 0, size: 0, offset: 0 });
     if (r.body.kind !== 'deviceGetRegionInfoReply') throw new Error('unexpected reply');
     return r.body;
   }
 
   async getIrqInfo(index: number): Promise<{ flags: number; count: number }> {
-    const r = await this.request({ kind: 'deviceGetIrqInfo', argsz: 16, flags: 0, index, count: 0 });
+    const r = await this.request({ kind: 'deviceGetIrqInfo', argsz: vfio_irq_info.SIZE, flags: 0, index, count: 0 });
     if (r.body.kind !== 'deviceGetIrqInfoReply') throw new Error('unexpected reply');
     return r.body;
   }
 
-  /** Wire eventfds to vectors start.. (QEMU style: argsz 20, fds in SCM_RIGHTS). Empty `fds` with count de-assigns. */
+  /** Wire eventfds to vectors start.. (QEMU style: argsz the bare vfio_irq_set, fds in SCM_RIGHTS). Empty `fds` with count de-assigns. */
   async setIrqEventfds(index: number, start: number, fds: readonly number[], count = fds.length): Promise<void> {
-    await this.request({ kind: 'deviceSetIrqs', argsz: 20, flags: SetIrqsFlag.DATA_EVENTFD | SetIrqsFlag.ACTION_TRIGGER, index, start, count, data: EMPTY }, fds);
+    await this.request({ kind: 'deviceSetIrqs', argsz: vfio_irq_set.SIZE, flags: SetIrqsFlag.DATA_EVENTFD | SetIrqsFlag.ACTION_TRIGGER, index, start, count, data: EMPTY }, fds);
   }
 
   async setIrqs(index: number, flags: number, start: number, count: number, data: Buffer = EMPTY): Promise<void> {
-    await this.request({ kind: 'deviceSetIrqs', argsz: 20 + data.length, flags, index, start, count, data });
+    await this.request({ kind: 'deviceSetIrqs', argsz: vfio_irq_set.SIZE + data.length, flags, index, start, count, data });
   }
 
   async regionRead(region: number, offset: number, count: number): Promise<Buffer> {
@@ -196,7 +199,7 @@ export class VfioUserClient implements TransportHandler {
     for (const fd of fds) { try { fs.closeSync(fd); } catch { /* ignore */ } }
     if ((h.flags & HeaderFlag.TYPE_MASK) !== HeaderFlag.TYPE_REPLY) {
       this.onServerCommand?.(h);
-      if (!(h.flags & HeaderFlag.NO_REPLY)) writeErrorReply(this.transport.writer, h.id, h.command, 95 /* EOPNOTSUPP */);
+      if (!(h.flags & HeaderFlag.NO_REPLY)) writeErrorReply(this.transport.writer, h.id, h.command, Errno.ENOTSUP);
       return;
     }
     const p = this.#pending.get(h.id);
