@@ -4,6 +4,8 @@
 // driver prebuilt, and keeps the template itself too (the data path may want
 // to put real frames on a wire one day).
 
+import { getField, setField, setRawBytes, viewRaw } from '../../protocol/field';
+import { IPV4_MAPPED_MARK, ipv4_mapped_gid } from './net-headers';
 import type { IpVersion } from './types';
 
 export interface AddressVector {
@@ -28,21 +30,25 @@ export interface AddressVector {
   readonly template: Buffer;
 }
 
+/** Whether a GID is an IPv4-mapped one (::ffff:a.b.c.d). */
+export function isIpv4Gid(gid: Buffer): boolean {
+  const g = ipv4_mapped_gid;
+  return gid.length === g.SIZE && viewRaw(gid, 0, g.zero).every((b) => b === 0) && getField(gid, 0, g.ffff) === IPV4_MAPPED_MARK;
+}
+
 /** A GID as text: IPv4-mapped ones as ::ffff:a.b.c.d, others as eight hex groups. */
 export function gidToString(gid: Buffer): string {
-  if (gid.length !== 16) return `<${gid.length}-byte gid>`;
-  const mapped = gid.subarray(0, 10).every((b) => b === 0) && gid[10] === 0xff && gid[11] === 0xff;
-  if (mapped) return `::ffff:${gid[12]}.${gid[13]}.${gid[14]}.${gid[15]}`;
+  if (gid.length !== ipv4_mapped_gid.SIZE) return `<${gid.length}-byte gid>`;
+  if (isIpv4Gid(gid)) return `::ffff:${[...viewRaw(gid, 0, ipv4_mapped_gid.addr)].join('.')}`;
   const groups: string[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push(gid.readUInt16BE(i).toString(16));
+  for (let i = 0; i < gid.length; i += 2) groups.push(gid.readUInt16BE(i).toString(16));
   return groups.join(':');
 }
 
 /** The IPv4-mapped GID of a 4-byte address. */
 export function ipv4Gid(addr: Buffer): Buffer {
-  const g = Buffer.alloc(16);
-  g[10] = 0xff;
-  g[11] = 0xff;
-  addr.copy(g, 12, 0, 4);
+  const g = Buffer.alloc(ipv4_mapped_gid.SIZE);
+  setField(g, 0, ipv4_mapped_gid.ffff, IPV4_MAPPED_MARK);
+  setRawBytes(g, 0, ipv4_mapped_gid.addr, addr);
   return g;
 }

@@ -5,9 +5,9 @@
 //   none      the control path only: QPs, MRs, CQs are created and doorbells
 //             recorded, but no WQE runs and nothing completes (PCI
 //             enumeration and driver bring-up, as the C project's stub)
-//   loopback  WQEs run between QPs of this device (datapath/engine-glue.ts)
+//   loopback  WQEs run between QPs of this device (datapath/loopback/)
 
-import { installLoopbackDataPath, DataPathEngine } from './datapath/engine-glue';
+import { installLoopbackDataPath, DataPathEngine } from './datapath/loopback';
 
 export const RDMA_BACKENDS = ['none', 'loopback'] as const;
 export type RdmaBackendName = (typeof RDMA_BACKENDS)[number];

@@ -91,3 +91,8 @@ export const SCRUBBED_QPN = 0xffffff;
  * instead of being truncated.
  */
 export const RDMA_MAX_MSG_BYTES = 0x80000000;
+
+/** QP numbers are 24 bits (a UD WQE's dest_qpn word carries more; the rest is ignored). */
+export const RDMA_QPN_MASK = 0xffffff;
+/** Message sequence numbers (the SEND_MSN CQE's msn) are 24 bits. */
+export const RDMA_MSN_MASK = 0xffffff;

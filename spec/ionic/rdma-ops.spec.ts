@@ -1,5 +1,5 @@
 // Every data-path operation through the live loopback path
-// (lib/rdma/datapath/engine-glue.ts), driven by the verbs guest: each verb's
+// (lib/rdma/datapath/loopback/), driven by the verbs guest: each verb's
 // success, and each error status the path reports, with the exact CQEs
 // (contract 4.6/4.7), the QP states, the flush hints, and an arena snapshot
 // proving that nothing outside the operation's target was written.

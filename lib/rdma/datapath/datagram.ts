@@ -2,7 +2,12 @@
 // rules and the 40-byte network header a UD receive starts with. Shared by the
 // loopback path and, later, the mesh, which attaches the header before sending.
 
+import { setField } from '../../../protocol/field';
 import type { AddressVector } from '../address';
+import {
+  IP_DF, iphdr, IPPROTO_UDP, IPV4_IHL_UNIT, ipv4_mapped_gid, IPV4_VERSION_SHIFT, IPV6_FLOW_MASK, IPV6_TC_MASK, IPV6_TC_SHIFT,
+  IPV6_VERSION_SHIFT, ipv6hdr,
+} from '../net-headers';
 
 /** Bytes of network header (GRH) that start every UD receive; counted in the byte count. */
 export const GRH_SIZE = 40;
@@ -29,6 +34,14 @@ export function datagramAccepted(destIsDatagram: boolean, destQkey: number | nul
   return destQkey === null || (destQkey >>> 0) === qkey;
 }
 
+/** Where the IPv4 header sits in the GRH area (RoCEv2: after 20 zero bytes). */
+const GRH_IPV4_OFFSET = GRH_SIZE - iphdr.SIZE;
+/** iphdr.version_ihl of a header without options. */
+const IPV4_VERSION_IHL = (4 << IPV4_VERSION_SHIFT) | (iphdr.SIZE / IPV4_IHL_UNIT);
+const IPV6_VERSION = 6;
+/** The IPv4 address inside a GID. */
+const GID_V4 = ipv4_mapped_gid.addr;
+
 /**
  * Write the network header of a `payloadLen`-byte datagram sent with `av` into
  * out[0..40): for IPv4, 20 zero bytes then the IPv4 header (checksummed); for
@@ -37,25 +50,33 @@ export function datagramAccepted(destIsDatagram: boolean, destQkey: number | nul
 export function writeGrh(av: AddressVector, payloadLen: number, out: Buffer): void {
   out.fill(0, 0, GRH_SIZE);
   if (av.ipVersion === 4) {
-    const h = out.subarray(20, GRH_SIZE);
-    h[0] = 0x45;
-    h[1] = av.trafficClass & 0xff;
-    h.writeUInt16BE((20 + UD_OVERHEAD + payloadLen) & 0xffff, 2);
-    h[6] = 0x40; // don't fragment
-    h[8] = av.hopLimit & 0xff;
-    h[9] = 17; // UDP
-    av.sgid.copy(h, 12, 12, 16);
-    av.dgid.copy(h, 16, 12, 16);
-    let sum = 0;
-    for (let i = 0; i < 20; i += 2) sum += h.readUInt16BE(i);
-    while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-    h.writeUInt16BE(~sum & 0xffff, 10);
+    const h = iphdr;
+    const at = GRH_IPV4_OFFSET;
+    setField(out, at, h.version_ihl, IPV4_VERSION_IHL);
+    setField(out, at, h.tos, av.trafficClass & 0xff);
+    setField(out, at, h.tot_len, (h.SIZE + UD_OVERHEAD + payloadLen) & 0xffff);
+    setField(out, at, h.frag_off, IP_DF);
+    setField(out, at, h.ttl, av.hopLimit & 0xff);
+    setField(out, at, h.protocol, IPPROTO_UDP);
+    av.sgid.copy(out, at + h.saddr.off, GID_V4.off, GID_V4.off + GID_V4.size);
+    av.dgid.copy(out, at + h.daddr.off, GID_V4.off, GID_V4.off + GID_V4.size);
+    setField(out, at, h.check, ipChecksum(out, at, h.SIZE));
     return;
   }
-  out.writeUInt32BE(((6 << 28) | ((av.trafficClass & 0xff) << 20) | (av.flowLabel & 0xfffff)) >>> 0, 0);
-  out.writeUInt16BE((UD_OVERHEAD + payloadLen) & 0xffff, 4);
-  out[6] = 17;
-  out[7] = av.hopLimit & 0xff;
-  av.sgid.copy(out, 8);
-  av.dgid.copy(out, 24);
+  const h = ipv6hdr;
+  setField(out, 0, h.version_tc_flow,
+    ((IPV6_VERSION << IPV6_VERSION_SHIFT) | ((av.trafficClass & IPV6_TC_MASK) << IPV6_TC_SHIFT) | (av.flowLabel & IPV6_FLOW_MASK)) >>> 0);
+  setField(out, 0, h.payload_len, (UD_OVERHEAD + payloadLen) & 0xffff);
+  setField(out, 0, h.nexthdr, IPPROTO_UDP);
+  setField(out, 0, h.hop_limit, av.hopLimit & 0xff);
+  av.sgid.copy(out, h.saddr.off, 0, h.saddr.size);
+  av.dgid.copy(out, h.daddr.off, 0, h.daddr.size);
+}
+
+/** The IPv4 header checksum of buf[at, at + len) (its check field zero): the ones' complement of the ones'-complement sum of its 16-bit words. */
+function ipChecksum(buf: Buffer, at: number, len: number): number {
+  let sum = 0;
+  for (let i = 0; i < len; i += 2) sum += buf.readUInt16BE(at + i);
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return ~sum & 0xffff;
 }

@@ -7,4 +7,4 @@ export * from './wqe-decode';
 export * from './cqe';
 export * from './copy';
 export * from './datagram';
-export * from './engine-glue';
+export * from './loopback';

@@ -10,7 +10,7 @@
 // included), so a reader can hold them against
 // reference/ionic-rdma-contract.md section 4 directly.
 
-import { be, raw } from '../../../protocol/field';
+import { be, le, raw } from '../../../protocol/field';
 
 // ---------------------------------------------------------------------------
 // Tables (ionic_fw.h names)
@@ -207,5 +207,11 @@ export const MIN_WQE_SIZE = 64;
 export const WQE_PLD_OFFSET = ionic_v1_common_bdy.PLD;
 /** Offset of the first SGE when a spec format is used (pld.sgl[2]). */
 export const WQE_SPEC_SGL_OFFSET = WQE_PLD_OFFSET + ionic_v1_pld.SPEC_FIRST_SGE * ionic_sge.SIZE;
+/**
+ * The 8-byte target of ATOMIC_CS / ATOMIC_FA (and the original value returned
+ * to the requester) in guest memory: a u64 in host (little-endian) order,
+ * worked on as two u32 halves.
+ */
+export const atomic_operand = { lo: le(0, 4), hi: le(4, 4), SIZE: 8 } as const;
 /** The fixed operand size of ATOMIC_CS / ATOMIC_FA. */
-export const ATOMIC_SIZE = 8;
+export const ATOMIC_SIZE = atomic_operand.SIZE;
