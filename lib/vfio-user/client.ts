@@ -11,7 +11,7 @@ import {
 import { MAX_FDS_PER_MSG, MAX_MSG_SIZE } from '../../protocol/limits';
 import type { Body, Header, Message, Reply, Request } from '../../protocol/messages';
 import { decodeBody } from '../../protocol/parser';
-import { commandOfBody, writeBody, writeErrorReply } from '../../protocol/serializer';
+import { commandOfBody, writeErrorReply, writeMessage } from '../../protocol/serializer';
 import { checkVersionReply, parseCapabilities, PeerLimits, peerLimits } from '../../protocol/version';
 import { errnoName } from '../../protocol/constants';
 import * as native from '../native';
@@ -243,29 +243,12 @@ export class VfioUserClient implements TransportHandler {
 
   #write(id: number, command: number, flags: number, body: Body, fds: readonly number[], flush = true): void {
     const w = this.transport.writer;
-    if (fds.length) {
-      this.transport.flush();
-      w.begin(id, command, flags);
-      try {
-        writeBody(w, body);
-      } catch (e) {
-        // Drop the half-written message, or every later begin() would throw.
-        w.abort();
-        throw e;
-      }
-      w.end();
-      this.transport.sendWithFds(w.take(), fds);
-      return;
-    }
-    w.begin(id, command, flags);
-    try {
-      writeBody(w, body);
-    } catch (e) {
-      w.abort();
-      throw e;
-    }
-    w.end();
-    if (flush) this.transport.flush();
+    // A message with fds goes alone, so its fds ride on its own bytes.
+    if (fds.length) this.transport.flush();
+    // writeMessage drops a half-written message when encoding throws (or every later begin() would throw).
+    writeMessage(w, { id, command, flags, error: 0 }, body);
+    if (fds.length) this.transport.sendWithFds(w.take(), fds);
+    else if (flush) this.transport.flush();
   }
 
   #failAll(e: Error): void {
