@@ -5,7 +5,8 @@
 //
 // - Numeric fields (`Field`): 1, 2, 4 or 8 bytes, little- or big-endian. A u64
 //   above 2^53-1 reads as U64_UNSAFE (never a wrong number): no address,
-//   length or id the device accepts is negative.
+//   length or id the device accepts is negative. getFieldBig/setFieldBig
+//   read and write a u64 whole, as a bigint.
 // - Opaque bytes (`RawField`): copied verbatim (wqe_id cookies, MACs,
 //   reserved areas); read as host-order words or copied as bytes.
 //
@@ -93,6 +94,21 @@ export function setField(buf: Buffer, base: number, f: Field, value: number): vo
       return;
     }
   }
+}
+
+const U64_MAX = 0xffffffffffffffffn;
+
+/** Read a u64 field exactly, as a bigint (for values the caller keeps whole past 2^53: remote addresses, atomic operands). */
+export function getFieldBig(buf: Buffer, base: number, f: Field): bigint {
+  if (f.size !== 8) throw new RangeError(`field at ${f.off} is ${f.size} bytes, not a u64`);
+  return f.order === 'be' ? buf.readBigUInt64BE(base + f.off) : buf.readBigUInt64LE(base + f.off);
+}
+
+/** Write a u64 field from a bigint in 0..2^64-1; anything else (or a field that is not 8 bytes) throws a RangeError (our bug). */
+export function setFieldBig(buf: Buffer, base: number, f: Field, value: bigint): void {
+  if (f.size !== 8) throw new RangeError(`field at ${f.off} is ${f.size} bytes, not a u64`);
+  if (value < 0n || value > U64_MAX) throw new RangeError(`u64 field at ${f.off}: ${value} is not in 0..2^64-1`);
+  if (f.order === 'be') buf.writeBigUInt64BE(value, base + f.off); else buf.writeBigUInt64LE(value, base + f.off);
 }
 
 /** A u64 split into two u32 fields (high and low words, as some WQE bodies carry addresses); U64_UNSAFE above 2^53-1. */

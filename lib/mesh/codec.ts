@@ -6,10 +6,10 @@
 
 import { parseHost } from './address';
 import { Decoded, fail, ok } from './errors';
+import { Field, getField, getFieldBig, setField, setFieldBig, viewRaw } from '../../protocol/field';
 import {
-  getI32, getU, getU64, ionic_wire_hdr, IONIC_WIRE_MAGIC, setU, setU64, tcp_handshake, tcp_mesh_topology,
-  tcp_msg_header, tcp_node_gids, tcp_node_info, tcp_rdma_op_header, tcp_register_node, tcp_register_resp,
-  viewBytes,
+  ionic_wire_hdr, IONIC_WIRE_MAGIC, tcp_handshake, tcp_mesh_topology, tcp_msg_header, tcp_node_gids, tcp_node_info,
+  tcp_rdma_op_header, tcp_register_node, tcp_register_resp,
 } from './layouts';
 import {
   AUTO_NODE_ID, HOSTNAME_FIELD, MAX_FRAME_PAYLOAD, MAX_NODE_GIDS, MAX_NODE_ID, MAX_NODES, MESH_MAGIC,
@@ -92,14 +92,14 @@ export interface FrameHeaderInit {
 /** Write a frame header at `at` (32 bytes). */
 export function writeFrameHeader(out: Buffer, at: number, h: FrameHeaderInit): void {
   if (at < 0 || at + tcp_msg_header.SIZE > out.length) throw new RangeError('frame header does not fit');
-  setU(out, at, tcp_msg_header.magic, MESH_MAGIC);
-  setU(out, at, tcp_msg_header.msg_type, h.type);
-  setU(out, at, tcp_msg_header.msg_len, h.length);
-  setU(out, at, tcp_msg_header.seq, h.seq);
-  setU(out, at, tcp_msg_header.src_node_id, h.src);
-  setU(out, at, tcp_msg_header.dst_node_id, h.dst);
-  setU(out, at, tcp_msg_header.src_qpn, h.srcQpn ?? 0);
-  setU(out, at, tcp_msg_header.dst_qpn, h.dstQpn ?? 0);
+  setField(out, at, tcp_msg_header.magic, MESH_MAGIC);
+  setField(out, at, tcp_msg_header.msg_type, h.type);
+  setField(out, at, tcp_msg_header.msg_len, h.length);
+  setField(out, at, tcp_msg_header.seq, h.seq);
+  setField(out, at, tcp_msg_header.src_node_id, h.src);
+  setField(out, at, tcp_msg_header.dst_node_id, h.dst);
+  setField(out, at, tcp_msg_header.src_qpn, h.srcQpn ?? 0);
+  setField(out, at, tcp_msg_header.dst_qpn, h.dstQpn ?? 0);
 }
 
 /** A new 32-byte frame header. */
@@ -115,10 +115,10 @@ export function encodeFrameHeader(h: FrameHeaderInit): Buffer {
  * has not been read yet: this is where an oversized frame is refused.
  */
 export function decodeFrameHeader(buf: Buffer, at: number): Decoded<FrameHeader> {
-  const magic = getU(buf, at, tcp_msg_header.magic);
+  const magic = getField(buf, at, tcp_msg_header.magic);
   if (magic !== MESH_MAGIC) return fail('BAD_MAGIC', `magic 0x${magic.toString(16).padStart(8, '0')}, want 0x${MESH_MAGIC.toString(16)}`);
-  const type = getU(buf, at, tcp_msg_header.msg_type);
-  const length = getU(buf, at, tcp_msg_header.msg_len);
+  const type = getField(buf, at, tcp_msg_header.msg_type);
+  const length = getField(buf, at, tcp_msg_header.msg_len);
   const rule = LENGTH_RULES.get(type);
   if (!rule) {
     if (type >= 1 && type <= MsgType.NODE_GIDS) return fail('UNSUPPORTED_TYPE', `message type ${type} is not spoken by this mesh`);
@@ -132,11 +132,11 @@ export function decodeFrameHeader(buf: Buffer, at: number): Decoded<FrameHeader>
   return ok({
     type,
     length,
-    seq: getU(buf, at, tcp_msg_header.seq),
-    src: getU(buf, at, tcp_msg_header.src_node_id),
-    dst: getU(buf, at, tcp_msg_header.dst_node_id),
-    srcQpn: getU(buf, at, tcp_msg_header.src_qpn),
-    dstQpn: getU(buf, at, tcp_msg_header.dst_qpn),
+    seq: getField(buf, at, tcp_msg_header.seq),
+    src: getField(buf, at, tcp_msg_header.src_node_id),
+    dst: getField(buf, at, tcp_msg_header.dst_node_id),
+    srcQpn: getField(buf, at, tcp_msg_header.src_qpn),
+    dstQpn: getField(buf, at, tcp_msg_header.dst_qpn),
   });
 }
 
@@ -151,17 +151,18 @@ export function isInstanceId(text: string): boolean {
   return /^[0-9a-f]{16}$/.test(text) && text !== ZERO_INSTANCE;
 }
 
-function writeInstance(out: Buffer, at: number, id: InstanceId): void {
+/** Write an instance nonce into its field (a view of the 8 bytes). */
+function writeInstance(field: Buffer, id: InstanceId): void {
   if (!/^[0-9a-f]{16}$/.test(id)) throw new RangeError(`instance id must be 16 hex digits (got '${id}')`);
-  out.write(id, at, INSTANCE_BYTES, 'hex');
+  field.write(id, 0, INSTANCE_BYTES, 'hex');
 }
 
-/** Write a NUL-terminated host name field; the host must be valid and fit. */
-function writeHostField(out: Buffer, at: number, host: string): void {
+/** Write a NUL-terminated host name into its field (a view of HOSTNAME_FIELD bytes); the host must be valid and fit. */
+function writeHostField(field: Buffer, host: string): void {
   if (host !== '' && !parseHost(host)) throw new RangeError(`not a host: '${host}'`);
   if (Buffer.byteLength(host, 'ascii') >= HOSTNAME_FIELD) throw new RangeError('host name too long');
-  out.fill(0, at, at + HOSTNAME_FIELD);
-  out.write(host, at, 'ascii');
+  field.fill(0);
+  field.write(host, 0, 'ascii');
 }
 
 /** Read a NUL-terminated host name field: ASCII, NUL inside the field, and empty or a valid host. */
@@ -177,8 +178,9 @@ function readHostField(field: Buffer): Decoded<string> {
   return ok(host);
 }
 
-function readVersionAt(body: Buffer, at: number): number {
-  return body.length >= at + 4 ? body.readUInt32BE(at) : 3;
+/** A registration's version field; a v3 body ends before it. */
+function readVersion(body: Buffer, version: Field): number {
+  return body.length >= version.off + version.size ? getField(body, 0, version) : 3;
 }
 
 // ---------------------------------------------------------------------------
@@ -186,24 +188,24 @@ function readVersionAt(body: Buffer, at: number): number {
 
 export function encodeHandshake(h: Omit<Handshake, 'version'> & { readonly version?: number }): Buffer {
   const out = Buffer.alloc(tcp_handshake.SIZE);
-  setU(out, 0, tcp_handshake.node_id, h.nodeId);
-  setU(out, 0, tcp_handshake.version, h.version ?? MESH_PROTOCOL_VERSION);
-  setU(out, 0, tcp_handshake.result, h.result);
-  writeInstance(out, tcp_handshake.instance.off, h.instance);
-  writeInstance(out, tcp_handshake.peer_instance.off, h.peerInstance);
+  setField(out, 0, tcp_handshake.node_id, h.nodeId);
+  setField(out, 0, tcp_handshake.version, h.version ?? MESH_PROTOCOL_VERSION);
+  setField(out, 0, tcp_handshake.result, h.result >>> 0); // i32 on the wire
+  writeInstance(viewRaw(out, 0, tcp_handshake.instance), h.instance);
+  writeInstance(viewRaw(out, 0, tcp_handshake.peer_instance), h.peerInstance);
   return out;
 }
 
 export function decodeHandshake(body: Buffer): Decoded<Handshake> {
-  const version = body.length >= tcp_handshake.V4_SIZE ? getU(body, 0, tcp_handshake.version) : 0;
+  const version = body.length >= tcp_handshake.V4_SIZE ? getField(body, 0, tcp_handshake.version) : 0;
   if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `handshake version ${version}, want ${MESH_PROTOCOL_VERSION}`);
   if (body.length !== tcp_handshake.SIZE) return fail('BAD_LENGTH', `handshake is ${body.length} bytes, want ${tcp_handshake.SIZE}`);
-  const nodeId = getU(body, 0, tcp_handshake.node_id);
+  const nodeId = getField(body, 0, tcp_handshake.node_id);
   if (nodeId > MAX_NODE_ID) return fail('BAD_NODE_ID', `handshake node id ${nodeId}`);
-  const instance = viewBytes(body, 0, tcp_handshake.instance).toString('hex');
-  const peerInstance = viewBytes(body, 0, tcp_handshake.peer_instance).toString('hex');
+  const instance = viewRaw(body, 0, tcp_handshake.instance).toString('hex');
+  const peerInstance = viewRaw(body, 0, tcp_handshake.peer_instance).toString('hex');
   if (!isInstanceId(instance)) return fail('BAD_FIELD', 'handshake instance is zero');
-  return ok({ nodeId, version, result: getI32(body, 0, tcp_handshake.result), instance, peerInstance });
+  return ok({ nodeId, version, result: getField(body, 0, tcp_handshake.result) | 0, instance, peerInstance });
 }
 
 // ---------------------------------------------------------------------------
@@ -211,49 +213,49 @@ export function decodeHandshake(body: Buffer): Decoded<Handshake> {
 
 export function encodeRegisterNode(r: Omit<RegisterNode, 'version'> & { readonly version?: number }): Buffer {
   const out = Buffer.alloc(tcp_register_node.SIZE);
-  writeHostField(out, tcp_register_node.hostname.off, r.host);
-  setU(out, 0, tcp_register_node.port, r.port);
-  setU(out, 0, tcp_register_node.requested_node_id, r.requestedId);
-  setU(out, 0, tcp_register_node.version, r.version ?? MESH_PROTOCOL_VERSION);
-  writeInstance(out, tcp_register_node.instance.off, r.instance);
+  writeHostField(viewRaw(out, 0, tcp_register_node.hostname), r.host);
+  setField(out, 0, tcp_register_node.port, r.port);
+  setField(out, 0, tcp_register_node.requested_node_id, r.requestedId);
+  setField(out, 0, tcp_register_node.version, r.version ?? MESH_PROTOCOL_VERSION);
+  writeInstance(viewRaw(out, 0, tcp_register_node.instance), r.instance);
   return out;
 }
 
 export function decodeRegisterNode(body: Buffer): Decoded<RegisterNode> {
-  const version = readVersionAt(body, tcp_register_node.version.off);
+  const version = readVersion(body, tcp_register_node.version);
   if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `registration version ${version}, want ${MESH_PROTOCOL_VERSION}`);
   if (body.length !== tcp_register_node.SIZE) return fail('BAD_LENGTH', `registration is ${body.length} bytes, want ${tcp_register_node.SIZE}`);
-  const host = readHostField(viewBytes(body, 0, tcp_register_node.hostname));
+  const host = readHostField(viewRaw(body, 0, tcp_register_node.hostname));
   if (!host.ok) return host;
-  const requestedId = getU(body, 0, tcp_register_node.requested_node_id);
+  const requestedId = getField(body, 0, tcp_register_node.requested_node_id);
   if (requestedId !== AUTO_NODE_ID && (requestedId < 1 || requestedId > MAX_NODE_ID)) {
     return fail('BAD_NODE_ID', `requested node id ${requestedId}`);
   }
-  const instance = viewBytes(body, 0, tcp_register_node.instance).toString('hex');
+  const instance = viewRaw(body, 0, tcp_register_node.instance).toString('hex');
   if (!isInstanceId(instance)) return fail('BAD_FIELD', 'registration instance is zero');
-  return ok({ host: host.value, port: getU(body, 0, tcp_register_node.port), requestedId, version, instance });
+  return ok({ host: host.value, port: getField(body, 0, tcp_register_node.port), requestedId, version, instance });
 }
 
 export function encodeRegisterResp(r: Omit<RegisterResp, 'version'> & { readonly version?: number }): Buffer {
   const out = Buffer.alloc(tcp_register_resp.SIZE);
-  setU(out, 0, tcp_register_resp.assigned_node_id, r.nodeId);
-  setU(out, 0, tcp_register_resp.num_nodes, r.numNodes);
-  setU(out, 0, tcp_register_resp.result, r.result);
-  setU(out, 0, tcp_register_resp.version, r.version ?? MESH_PROTOCOL_VERSION);
-  writeInstance(out, tcp_register_resp.manager_instance.off, r.managerInstance);
+  setField(out, 0, tcp_register_resp.assigned_node_id, r.nodeId);
+  setField(out, 0, tcp_register_resp.num_nodes, r.numNodes);
+  setField(out, 0, tcp_register_resp.result, r.result >>> 0); // i32 on the wire
+  setField(out, 0, tcp_register_resp.version, r.version ?? MESH_PROTOCOL_VERSION);
+  writeInstance(viewRaw(out, 0, tcp_register_resp.manager_instance), r.managerInstance);
   return out;
 }
 
 export function decodeRegisterResp(body: Buffer): Decoded<RegisterResp> {
-  const version = readVersionAt(body, tcp_register_resp.version.off);
+  const version = readVersion(body, tcp_register_resp.version);
   if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `registration reply version ${version}, want ${MESH_PROTOCOL_VERSION}`);
   if (body.length !== tcp_register_resp.SIZE) return fail('BAD_LENGTH', `registration reply is ${body.length} bytes, want ${tcp_register_resp.SIZE}`);
-  const nodeId = getU(body, 0, tcp_register_resp.assigned_node_id);
-  const result = getI32(body, 0, tcp_register_resp.result);
+  const nodeId = getField(body, 0, tcp_register_resp.assigned_node_id);
+  const result = getField(body, 0, tcp_register_resp.result) | 0;
   if (result === 0 && (nodeId < 1 || nodeId > MAX_NODE_ID)) return fail('BAD_NODE_ID', `assigned node id ${nodeId}`);
-  const numNodes = getU(body, 0, tcp_register_resp.num_nodes);
+  const numNodes = getField(body, 0, tcp_register_resp.num_nodes);
   if (numNodes > MAX_NODES) return fail('TOO_MANY', `registration reply counts ${numNodes} nodes`);
-  const managerInstance = viewBytes(body, 0, tcp_register_resp.manager_instance).toString('hex');
+  const managerInstance = viewRaw(body, 0, tcp_register_resp.manager_instance).toString('hex');
   if (!isInstanceId(managerInstance)) return fail('BAD_FIELD', 'manager instance is zero');
   return ok({ nodeId, numNodes, result, version, managerInstance });
 }
@@ -264,14 +266,14 @@ export function decodeRegisterResp(body: Buffer): Decoded<RegisterResp> {
 export function encodeTopology(nodes: readonly NodeInfo[]): Buffer {
   if (nodes.length > MAX_NODES) throw new RangeError(`topology of ${nodes.length} nodes`);
   const out = Buffer.alloc(tcp_mesh_topology.SIZE + nodes.length * tcp_node_info.SIZE);
-  setU(out, 0, tcp_mesh_topology.num_nodes, nodes.length);
+  setField(out, 0, tcp_mesh_topology.num_nodes, nodes.length);
   let at = tcp_mesh_topology.NODES;
   for (const n of nodes) {
-    setU(out, at, tcp_node_info.node_id, n.id);
-    writeHostField(out, at + tcp_node_info.hostname.off, n.host);
-    setU(out, at, tcp_node_info.port, n.port);
-    setU(out, at, tcp_node_info.is_alive, n.alive ? 1 : 0);
-    writeInstance(out, at + tcp_node_info.instance.off, n.instance);
+    setField(out, at, tcp_node_info.node_id, n.id);
+    writeHostField(viewRaw(out, at, tcp_node_info.hostname), n.host);
+    setField(out, at, tcp_node_info.port, n.port);
+    setField(out, at, tcp_node_info.is_alive, n.alive ? 1 : 0);
+    writeInstance(viewRaw(out, at, tcp_node_info.instance), n.instance);
     at += tcp_node_info.SIZE;
   }
   return out;
@@ -279,7 +281,7 @@ export function encodeTopology(nodes: readonly NodeInfo[]): Buffer {
 
 export function decodeTopology(body: Buffer): Decoded<NodeInfo[]> {
   if (body.length < tcp_mesh_topology.SIZE) return fail('BAD_LENGTH', `topology of ${body.length} bytes`);
-  const count = getU(body, 0, tcp_mesh_topology.num_nodes);
+  const count = getField(body, 0, tcp_mesh_topology.num_nodes);
   if (count > MAX_NODES) return fail('TOO_MANY', `topology counts ${count} nodes, at most ${MAX_NODES}`);
   const want = tcp_mesh_topology.SIZE + count * tcp_node_info.SIZE;
   if (body.length !== want) return fail('BAD_LENGTH', `topology of ${count} nodes is ${body.length} bytes, want ${want}`);
@@ -287,17 +289,17 @@ export function decodeTopology(body: Buffer): Decoded<NodeInfo[]> {
   const seen = new Set<number>();
   let at = tcp_mesh_topology.NODES;
   for (let i = 0; i < count; i++, at += tcp_node_info.SIZE) {
-    const id = getU(body, at, tcp_node_info.node_id);
+    const id = getField(body, at, tcp_node_info.node_id);
     if (id > MAX_NODE_ID) return fail('BAD_NODE_ID', `topology node id ${id}`);
     if (seen.has(id)) return fail('DUPLICATE', `topology lists node ${id} twice`);
     seen.add(id);
-    const host = readHostField(viewBytes(body, at, tcp_node_info.hostname));
+    const host = readHostField(viewRaw(body, at, tcp_node_info.hostname));
     if (!host.ok) return host;
-    const alive = getU(body, at, tcp_node_info.is_alive);
+    const alive = getField(body, at, tcp_node_info.is_alive);
     if (alive > 1) return fail('BAD_FIELD', `node ${id} is_alive ${alive}`);
-    const instance = viewBytes(body, at, tcp_node_info.instance).toString('hex');
+    const instance = viewRaw(body, at, tcp_node_info.instance).toString('hex');
     if (!isInstanceId(instance)) return fail('BAD_FIELD', `node ${id} instance is zero`);
-    nodes.push({ id, host: host.value, port: getU(body, at, tcp_node_info.port), alive: alive === 1, instance });
+    nodes.push({ id, host: host.value, port: getField(body, at, tcp_node_info.port), alive: alive === 1, instance });
   }
   return ok(nodes);
 }
@@ -311,11 +313,12 @@ export function encodeNodeGids(records: readonly NodeGids[]): Buffer {
   let at = 0;
   for (const r of records) {
     if (r.gids.length > MAX_NODE_GIDS) throw new RangeError(`node ${r.nodeId} has ${r.gids.length} GIDs`);
-    setU(out, at, tcp_node_gids.node_id, r.nodeId);
-    setU(out, at, tcp_node_gids.num_gids, r.gids.length);
+    setField(out, at, tcp_node_gids.node_id, r.nodeId);
+    setField(out, at, tcp_node_gids.num_gids, r.gids.length);
+    const slots = viewRaw(out, at, tcp_node_gids.gids);
     r.gids.forEach((g, i) => {
       if (g.length !== tcp_node_gids.GID_SIZE) throw new RangeError('a GID is 16 bytes');
-      g.copy(out, at + tcp_node_gids.gids.off + i * tcp_node_gids.GID_SIZE);
+      g.copy(slots, i * tcp_node_gids.GID_SIZE);
     });
     at += tcp_node_gids.SIZE;
   }
@@ -331,15 +334,15 @@ export function decodeNodeGids(body: Buffer): Decoded<NodeGids[]> {
   const out: NodeGids[] = [];
   const seen = new Set<number>();
   for (let i = 0, at = 0; i < count; i++, at += tcp_node_gids.SIZE) {
-    const nodeId = getU(body, at, tcp_node_gids.node_id);
+    const nodeId = getField(body, at, tcp_node_gids.node_id);
     if (nodeId > MAX_NODE_ID) return fail('BAD_NODE_ID', `NODE_GIDS node id ${nodeId}`);
     if (seen.has(nodeId)) return fail('DUPLICATE', `NODE_GIDS lists node ${nodeId} twice`);
     seen.add(nodeId);
-    const n = getU(body, at, tcp_node_gids.num_gids);
+    const n = getField(body, at, tcp_node_gids.num_gids);
     if (n > MAX_NODE_GIDS) return fail('TOO_MANY', `node ${nodeId} claims ${n} GIDs, at most ${MAX_NODE_GIDS}`);
     const gids: Buffer[] = [];
-    const base = at + tcp_node_gids.gids.off;
-    for (let g = 0; g < n; g++) gids.push(body.subarray(base + g * tcp_node_gids.GID_SIZE, base + (g + 1) * tcp_node_gids.GID_SIZE));
+    const slots = viewRaw(body, at, tcp_node_gids.gids);
+    for (let g = 0; g < n; g++) gids.push(slots.subarray(g * tcp_node_gids.GID_SIZE, (g + 1) * tcp_node_gids.GID_SIZE));
     out.push({ nodeId, gids });
   }
   return ok(out);
@@ -357,20 +360,20 @@ export type IonicWireHeaderInit = Omit<IonicWireHeader, 'remoteVa' | 'swapAdd' |
 /** Write an ionic header at `at` (60 bytes). */
 export function writeIonicWireHeader(out: Buffer, at: number, h: IonicWireHeaderInit): void {
   if (at < 0 || at + ionic_wire_hdr.SIZE > out.length) throw new RangeError('ionic header does not fit');
-  setU(out, at, ionic_wire_hdr.magic, IONIC_WIRE_MAGIC);
-  setU(out, at, ionic_wire_hdr.op, h.op);
-  setU(out, at, ionic_wire_hdr.atomic_cs, h.atomicCs);
-  setU(out, at, ionic_wire_hdr.rsvd, 0);
-  setU(out, at, ionic_wire_hdr.src_qp_id, h.srcQpId);
-  setU(out, at, ionic_wire_hdr.dst_qp_id, h.dstQpId);
-  setU(out, at, ionic_wire_hdr.req_id, h.reqId);
-  setU(out, at, ionic_wire_hdr.rkey, h.rkey);
-  setU(out, at, ionic_wire_hdr.length, h.length);
-  setU(out, at, ionic_wire_hdr.imm_be, h.immBe);
-  setU(out, at, ionic_wire_hdr.status, h.status);
-  setU64(out, at, ionic_wire_hdr.remote_va, h.remoteVa ?? 0n);
-  setU64(out, at, ionic_wire_hdr.swap_add, h.swapAdd ?? 0n);
-  setU64(out, at, ionic_wire_hdr.compare, h.compare ?? 0n);
+  setField(out, at, ionic_wire_hdr.magic, IONIC_WIRE_MAGIC);
+  setField(out, at, ionic_wire_hdr.op, h.op);
+  setField(out, at, ionic_wire_hdr.atomic_cs, h.atomicCs);
+  setField(out, at, ionic_wire_hdr.rsvd, 0);
+  setField(out, at, ionic_wire_hdr.src_qp_id, h.srcQpId);
+  setField(out, at, ionic_wire_hdr.dst_qp_id, h.dstQpId);
+  setField(out, at, ionic_wire_hdr.req_id, h.reqId);
+  setField(out, at, ionic_wire_hdr.rkey, h.rkey);
+  setField(out, at, ionic_wire_hdr.length, h.length);
+  setField(out, at, ionic_wire_hdr.imm_be, h.immBe);
+  setField(out, at, ionic_wire_hdr.status, h.status);
+  setFieldBig(out, at, ionic_wire_hdr.remote_va, h.remoteVa ?? 0n);
+  setFieldBig(out, at, ionic_wire_hdr.swap_add, h.swapAdd ?? 0n);
+  setFieldBig(out, at, ionic_wire_hdr.compare, h.compare ?? 0n);
 }
 
 export function encodeIonicWireHeader(h: IonicWireHeaderInit): Buffer {
@@ -382,29 +385,29 @@ export function encodeIonicWireHeader(h: IonicWireHeaderInit): Buffer {
 /** Decode the ionic header at the start of `buf`: length, magic and op are checked; the rest is the data path's to judge. */
 export function decodeIonicWireHeader(buf: Buffer): Decoded<IonicWireHeader> {
   if (buf.length < ionic_wire_hdr.SIZE) return fail('BAD_LENGTH', `ionic header of ${buf.length} bytes, want ${ionic_wire_hdr.SIZE}`);
-  const magic = getU(buf, 0, ionic_wire_hdr.magic);
+  const magic = getField(buf, 0, ionic_wire_hdr.magic);
   if (magic !== IONIC_WIRE_MAGIC) return fail('BAD_MAGIC', `ionic magic 0x${magic.toString(16).padStart(8, '0')}`);
-  const op = getU(buf, 0, ionic_wire_hdr.op);
+  const op = getField(buf, 0, ionic_wire_hdr.op);
   if (op < IonicWireOp.SEND || op > IonicWireOp.ACK) return fail('BAD_FIELD', `ionic op ${op}`);
   return ok({
     op,
-    atomicCs: getU(buf, 0, ionic_wire_hdr.atomic_cs),
-    srcQpId: getU(buf, 0, ionic_wire_hdr.src_qp_id),
-    dstQpId: getU(buf, 0, ionic_wire_hdr.dst_qp_id),
-    reqId: getU(buf, 0, ionic_wire_hdr.req_id),
-    rkey: getU(buf, 0, ionic_wire_hdr.rkey),
-    length: getU(buf, 0, ionic_wire_hdr.length),
-    immBe: getU(buf, 0, ionic_wire_hdr.imm_be),
-    status: getU(buf, 0, ionic_wire_hdr.status),
-    remoteVa: getU64(buf, 0, ionic_wire_hdr.remote_va),
-    swapAdd: getU64(buf, 0, ionic_wire_hdr.swap_add),
-    compare: getU64(buf, 0, ionic_wire_hdr.compare),
+    atomicCs: getField(buf, 0, ionic_wire_hdr.atomic_cs),
+    srcQpId: getField(buf, 0, ionic_wire_hdr.src_qp_id),
+    dstQpId: getField(buf, 0, ionic_wire_hdr.dst_qp_id),
+    reqId: getField(buf, 0, ionic_wire_hdr.req_id),
+    rkey: getField(buf, 0, ionic_wire_hdr.rkey),
+    length: getField(buf, 0, ionic_wire_hdr.length),
+    immBe: getField(buf, 0, ionic_wire_hdr.imm_be),
+    status: getField(buf, 0, ionic_wire_hdr.status),
+    remoteVa: getFieldBig(buf, 0, ionic_wire_hdr.remote_va),
+    swapAdd: getFieldBig(buf, 0, ionic_wire_hdr.swap_add),
+    compare: getFieldBig(buf, 0, ionic_wire_hdr.compare),
   });
 }
 
 /** True when an ionic payload starts with the ionic magic (the mesh's one look inside, at delivery and relay). */
 export function hasIonicMagic(body: Buffer): boolean {
-  return body.length >= ionic_wire_hdr.SIZE && getU(body, 0, ionic_wire_hdr.magic) === IONIC_WIRE_MAGIC;
+  return body.length >= ionic_wire_hdr.SIZE && getField(body, 0, ionic_wire_hdr.magic) === IONIC_WIRE_MAGIC;
 }
 
 /**
@@ -415,6 +418,6 @@ export function hasIonicMagic(body: Buffer): boolean {
 export function isReplyFrame(type: number, body: Buffer): boolean {
   if (type === MsgType.RDMA_READ_RESP) return true;
   if (type !== MsgType.IONIC || body.length < ionic_wire_hdr.SIZE) return false;
-  const op = getU(body, 0, ionic_wire_hdr.op);
+  const op = getField(body, 0, ionic_wire_hdr.op);
   return op === IonicWireOp.READ_RESP || op === IonicWireOp.ATOMIC_RESP || op === IonicWireOp.ACK;
 }

@@ -1,9 +1,11 @@
 // Wire structures of the TCP mesh as named-offset tables, one per struct,
 // named after the C design's structs (reference/anchor-rocm-ernic.md 6.1,
-// 6.2) so a reader can hold them against it. Numeric fields reuse the
-// vfio-user codec's `Field` (offset, size) and add their byte order; opaque
-// byte arrays (host names, GIDs, instance nonces) are `MeshBytes`. Handlers
-// never use numeric offsets: they go through these tables.
+// 6.2) so a reader can hold them against it. Fields are the project's one
+// field codec's (protocol/field.ts): numeric `Field`s with their byte order,
+// read and written with getField/setField (getFieldBig/setFieldBig for the
+// u64s kept whole), and opaque byte arrays (host names, GIDs, instance
+// nonces) as `RawField`s, viewed with viewRaw. Handlers never use numeric
+// offsets: they go through these tables.
 //
 // Byte order: the 32-byte frame header and every control payload are
 // big-endian (network order), as the C design's TcpMsgHeader. The ionic
@@ -14,30 +16,7 @@
 // C design's shorter layouts that ours extend by appending, so a decoder can
 // tell an older peer from a corrupt message.
 
-import type { Field } from '../../protocol/layouts';
-
-/** A numeric field: offset, size 1/2/4/8, and its byte order. */
-export interface MeshField extends Field {
-  readonly order: 'be' | 'le';
-}
-
-/** Opaque bytes copied verbatim. */
-export interface MeshBytes {
-  readonly off: number;
-  readonly len: number;
-}
-
-function be(off: number, size: 1 | 2 | 4 | 8): MeshField {
-  return { off, size, order: 'be' };
-}
-
-function le(off: number, size: 1 | 2 | 4 | 8): MeshField {
-  return { off, size, order: 'le' };
-}
-
-function bytes(off: number, len: number): MeshBytes {
-  return { off, len };
-}
+import { be, le, raw } from '../../protocol/field';
 
 // ---------------------------------------------------------------------------
 // Frame header (TcpMsgHeader): packed, 32 bytes, every field u32 big-endian.
@@ -66,9 +45,9 @@ export const tcp_handshake = {
   /** 0, or a negative errno (i32) in a refusing HANDSHAKE_RESP. */
   result: be(8, 4),
   /** The sender's instance nonce. */
-  instance: bytes(12, 8),
+  instance: raw(12, 8),
   /** The instance the sender believes it is talking to (a connector's expectation; an acceptor echoes the connector's). */
-  peer_instance: bytes(20, 8),
+  peer_instance: raw(20, 8),
   SIZE: 28,
   V4_SIZE: 8,
 } as const;
@@ -76,13 +55,13 @@ export const tcp_handshake = {
 /** TcpRegisterNodePayload. v3 ends before `version`, v4 before `instance`. */
 export const tcp_register_node = {
   /** NUL-terminated host peers should dial; empty = the address the manager sees. */
-  hostname: bytes(0, 256),
+  hostname: raw(0, 256),
   /** The worker's listening port for direct links (0: none, relay only). */
   port: be(256, 2),
   /** AUTO_NODE_ID for a new id, else the id the worker holds. */
   requested_node_id: be(258, 4),
   version: be(262, 4),
-  instance: bytes(266, 8),
+  instance: raw(266, 8),
   SIZE: 274,
   V4_SIZE: 266,
   V3_SIZE: 262,
@@ -95,7 +74,7 @@ export const tcp_register_resp = {
   /** i32: 0 ok, negative errno (-EPROTO wrong version, -ENOSPC table full, -EINVAL bad request). */
   result: be(8, 4),
   version: be(12, 4),
-  manager_instance: bytes(16, 8),
+  manager_instance: raw(16, 8),
   SIZE: 24,
   V4_SIZE: 16,
   V3_SIZE: 12,
@@ -111,11 +90,11 @@ export const tcp_mesh_topology = {
 /** TcpMeshNodeInfo (266 bytes in v4); v5 appends the node's instance nonce. */
 export const tcp_node_info = {
   node_id: be(0, 4),
-  hostname: bytes(4, 256),
+  hostname: raw(4, 256),
   port: be(260, 2),
   is_alive: be(262, 1),
-  reserved: bytes(263, 3),
-  instance: bytes(266, 8),
+  reserved: raw(263, 3),
+  instance: raw(266, 8),
   SIZE: 274,
   V4_SIZE: 266,
 } as const;
@@ -125,7 +104,7 @@ export const tcp_node_gids = {
   node_id: be(0, 4),
   num_gids: be(4, 4),
   /** MAX_NODE_GIDS slots of 16 bytes; the first num_gids are used, the rest zero. */
-  gids: bytes(8, 128),
+  gids: raw(8, 128),
   GID_SIZE: 16,
   SIZE: 136,
 } as const;
@@ -165,53 +144,3 @@ export const ionic_wire_hdr = {
 
 /** "IONC" read as a little-endian u32. */
 export const IONIC_WIRE_MAGIC = 0x434e4f49;
-
-// ---------------------------------------------------------------------------
-// Accessors. The caller checks the buffer length against the table's SIZE
-// first; these never see peer-chosen offsets.
-
-/** Read a 1, 2 or 4 byte unsigned field. */
-export function getU(buf: Buffer, base: number, f: MeshField): number {
-  const at = base + f.off;
-  switch (f.size) {
-    case 1: return buf[at]!;
-    case 2: return f.order === 'be' ? buf.readUInt16BE(at) : buf.readUInt16LE(at);
-    case 4: return f.order === 'be' ? buf.readUInt32BE(at) : buf.readUInt32LE(at);
-    case 8: throw new Error(`field at ${f.off} is 64-bit: use getU64`);
-  }
-}
-
-/** Read a 4-byte field as a signed i32 (result codes). */
-export function getI32(buf: Buffer, base: number, f: MeshField): number {
-  if (f.size !== 4) throw new Error(`field at ${f.off} is not 32-bit`);
-  return f.order === 'be' ? buf.readInt32BE(base + f.off) : buf.readInt32LE(base + f.off);
-}
-
-/** Write a 1, 2 or 4 byte unsigned field, truncated to the field width. */
-export function setU(buf: Buffer, base: number, f: MeshField, value: number): void {
-  const at = base + f.off;
-  switch (f.size) {
-    case 1: buf[at] = value & 0xff; return;
-    case 2: if (f.order === 'be') buf.writeUInt16BE(value & 0xffff, at); else buf.writeUInt16LE(value & 0xffff, at); return;
-    case 4: if (f.order === 'be') buf.writeUInt32BE(value >>> 0, at); else buf.writeUInt32LE(value >>> 0, at); return;
-    case 8: throw new Error(`field at ${f.off} is 64-bit: use setU64`);
-  }
-}
-
-/** Read a 64-bit field exactly. */
-export function getU64(buf: Buffer, base: number, f: MeshField): bigint {
-  if (f.size !== 8) throw new Error(`field at ${f.off} is not 64-bit`);
-  return f.order === 'be' ? buf.readBigUInt64BE(base + f.off) : buf.readBigUInt64LE(base + f.off);
-}
-
-/** Write a 64-bit field; the value is taken modulo 2^64. */
-export function setU64(buf: Buffer, base: number, f: MeshField, value: bigint): void {
-  if (f.size !== 8) throw new Error(`field at ${f.off} is not 64-bit`);
-  const v = BigInt.asUintN(64, value);
-  if (f.order === 'be') buf.writeBigUInt64BE(v, base + f.off); else buf.writeBigUInt64LE(v, base + f.off);
-}
-
-/** A view of an opaque byte field (no copy). */
-export function viewBytes(buf: Buffer, base: number, b: MeshBytes): Buffer {
-  return buf.subarray(base + b.off, base + b.off + b.len);
-}

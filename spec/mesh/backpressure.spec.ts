@@ -6,9 +6,11 @@
 // room; queued requests can be taken back.
 
 import { expect } from 'chai';
+import { getField } from '../../protocol/field';
 import { encodeIonicWireHeader, encodeRegisterNode } from '../../lib/mesh/codec';
 import { AUTO_NODE_ID, CONNECTION_QUEUE_BYTES, MAX_FRAME_PAYLOAD, REQUEST_QUEUE_BYTES } from '../../lib/mesh/limits';
 import { Mesh } from '../../lib/mesh/mesh';
+import { ionic_wire_hdr } from '../../lib/mesh/layouts';
 import { MeshMessage } from '../../lib/mesh/mesh-message';
 import { IonicWireOp, MsgType } from '../../lib/mesh/messages';
 import { FRAME_OVERHEAD } from '../../lib/mesh/outbound-queue';
@@ -97,7 +99,7 @@ describe('mesh: backpressure and bounded memory', function () {
     await until(() => frames() === queued, 'every queued frame delivered');
     expect(writable).to.be.greaterThan(0);
     await until(() => mgr.stats().outboundBytes === 0, 'queue empty');
-    expect(peer.frames.filter((f) => f.header.type === MsgType.IONIC).map((f) => f.body.readUInt32LE(16)))
+    expect(peer.frames.filter((f) => f.header.type === MsgType.IONIC).map((f) => getField(f.body, 0, ionic_wire_hdr.req_id)))
       .to.deep.equal(Array.from({ length: queued }, (_, i) => i));
   });
 
@@ -111,7 +113,7 @@ describe('mesh: backpressure and bounded memory', function () {
     const held: (() => void)[] = [];
     const order: number[] = [];
     receiver.on('message', (m: MeshMessage) => {
-      order.push(m.header.readUInt32LE(16));
+      order.push(getField(m.header, 0, ionic_wire_hdr.req_id));
       held.push(m.retain());
     });
     const pressure: number[] = [];
@@ -139,7 +141,7 @@ describe('mesh: backpressure and bounded memory', function () {
     let writable = 0;
     sender.on('writable', (id) => { if (id === 2) writable++; });
     receiver.removeAllListeners('message');
-    receiver.on('message', (m: MeshMessage) => order.push(m.header.readUInt32LE(16)));
+    receiver.on('message', (m: MeshMessage) => order.push(getField(m.header, 0, ionic_wire_hdr.req_id)));
     for (const r of held.splice(0)) r();
     await until(() => order.length === sent, 'all delivered');
     expect(order).to.deep.equal(Array.from({ length: sent }, (_, i) => i));

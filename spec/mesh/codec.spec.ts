@@ -10,17 +10,18 @@ import {
 } from '../../lib/mesh/codec';
 import { Decoded } from '../../lib/mesh/errors';
 import {
-  ionic_wire_hdr, MeshField, tcp_handshake, tcp_msg_header, tcp_node_gids, tcp_node_info, tcp_register_node,
+  ionic_wire_hdr, tcp_handshake, tcp_msg_header, tcp_node_gids, tcp_node_info, tcp_register_node,
   tcp_register_resp,
 } from '../../lib/mesh/layouts';
 import { MAX_FRAME_PAYLOAD, MESH_MAGIC } from '../../lib/mesh/limits';
 import { IonicWireOp, MsgType } from '../../lib/mesh/messages';
+import type { Field } from '../../protocol/field';
 import { Be } from './helpers';
 
 const I1 = '0123456789abcdef';
 const I2 = 'fedcba9876543210';
 
-function pin(f: MeshField, off: number, size: number, order: 'be' | 'le'): void {
+function pin(f: Field, off: number, size: number, order: 'be' | 'le'): void {
   expect([f.off, f.size, f.order]).to.deep.equal([off, size, order]);
 }
 
@@ -69,7 +70,7 @@ describe('mesh: codec', () => {
       pin(tcp_handshake.node_id, 0, 4, 'be');
       pin(tcp_handshake.version, 4, 4, 'be');
       expect(tcp_handshake.V4_SIZE).to.equal(8);
-      expect(tcp_register_node.hostname).to.deep.equal({ off: 0, len: 256 });
+      expect(tcp_register_node.hostname).to.deep.equal({ off: 0, size: 256, order: 'raw' });
       pin(tcp_register_node.port, 256, 2, 'be');
       pin(tcp_register_node.requested_node_id, 258, 4, 'be');
       pin(tcp_register_node.version, 262, 4, 'be');
@@ -80,7 +81,7 @@ describe('mesh: codec', () => {
       pin(tcp_register_resp.version, 12, 4, 'be');
       expect([tcp_register_resp.V3_SIZE, tcp_register_resp.V4_SIZE]).to.deep.equal([12, 16]);
       pin(tcp_node_info.node_id, 0, 4, 'be');
-      expect(tcp_node_info.hostname).to.deep.equal({ off: 4, len: 256 });
+      expect(tcp_node_info.hostname).to.deep.equal({ off: 4, size: 256, order: 'raw' });
       pin(tcp_node_info.port, 260, 2, 'be');
       pin(tcp_node_info.is_alive, 262, 1, 'be');
       expect(tcp_node_info.V4_SIZE).to.equal(266);

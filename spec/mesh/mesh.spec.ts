@@ -6,10 +6,12 @@
 
 import { expect } from 'chai';
 import * as net from 'node:net';
+import { getField } from '../../protocol/field';
 import { encodeIonicWireHeader, encodeNodeGids, encodeRegisterNode, encodeHandshake, decodeRegisterResp, decodeHandshake } from '../../lib/mesh/codec';
 import { gidFromText } from '../../lib/mesh/address';
 import { AUTO_NODE_ID, MAX_NODES } from '../../lib/mesh/limits';
 import { Mesh } from '../../lib/mesh/mesh';
+import { ionic_wire_hdr } from '../../lib/mesh/layouts';
 import { MeshMessage } from '../../lib/mesh/mesh-message';
 import { IonicWireOp, MsgType, NodeInfo } from '../../lib/mesh/messages';
 import { Be, joinWorker, LOCAL, MemoryLog, RawPeer, startManager, startWorker, until, waitFor } from './helpers';
@@ -79,7 +81,7 @@ describe('mesh: nodes over TCP', function () {
     await until(() => at0.length === 1 && at1.length === 2 && at2.length === 1, 'deliveries');
     const m = at2[0]!;
     expect([m.from, m.type, m.srcQpn, m.dstQpn]).to.deep.equal([1, MsgType.IONIC, 5, 6]);
-    expect(m.header.readUInt32LE(16)).to.equal(11);
+    expect(getField(m.header, 0, ionic_wire_hdr.req_id)).to.equal(11);
     expect(m.payload.toString()).to.equal('part one, part two');
     const byFrom = at1.map((x) => [x.from, x.type, x.payload.toString()]).sort((a, b) => (a[0] as number) - (b[0] as number));
     expect(byFrom).to.deep.equal([[0, MsgType.RDMA_WRITE, 'from the manager'], [2, MsgType.IONIC, 'back']]);

@@ -1,9 +1,10 @@
 // protocol/field.ts, the one field codec: both byte orders at every size
 // (bytes written out by hand), the u64 edge at 2^53, checked writes, split
-// u64 addresses and opaque fields.
+// u64 addresses, whole u64s as bigint and opaque fields.
 import { expect } from 'chai';
 import {
-  be, getField, getRawWord, getSplitU64, le, raw, setField, setRawBytes, setRawWord, U64_UNSAFE, viewRaw,
+  be, getField, getFieldBig, getRawWord, getSplitU64, le, raw, setField, setFieldBig, setRawBytes, setRawWord, U64_UNSAFE,
+  viewRaw,
 } from '../../protocol/field';
 
 describe('protocol/field: the field codec', () => {
@@ -79,5 +80,20 @@ describe('protocol/field: the field codec', () => {
     expect(m.toString('hex')).to.equal('eeee' + '010203040506' + 'eeee');
     setRawBytes(m, 0, mac, null);
     expect(m.toString('hex')).to.equal('eeee' + '000000000000' + 'eeee');
+  });
+  it('a whole u64 as a bigint in both orders; out of range or not a u64 field throws, writing nothing', () => {
+    const b = Buffer.alloc(18);
+    setFieldBig(b, 2, be(0, 8), 0x0102030405060708n);
+    setFieldBig(b, 2, le(8, 8), 0xffffffffffffffffn);
+    expect(b.toString('hex')).to.equal('0000' + '0102030405060708' + 'ffffffffffffffff');
+    expect(getFieldBig(b, 2, be(0, 8))).to.equal(0x0102030405060708n);
+    expect(getFieldBig(b, 2, le(8, 8))).to.equal(0xffffffffffffffffn);
+    expect(getFieldBig(b, 2, le(0, 8))).to.equal(0x0807060504030201n);
+    const z = Buffer.alloc(8);
+    expect(() => setFieldBig(z, 0, le(0, 8), -1n)).to.throw(RangeError);
+    expect(() => setFieldBig(z, 0, be(0, 8), 2n ** 64n)).to.throw(RangeError);
+    expect(() => setFieldBig(z, 0, le(0, 4), 1n)).to.throw(RangeError);
+    expect(() => getFieldBig(z, 0, be(0, 4))).to.throw(RangeError);
+    expect(z.toString('hex')).to.equal('0000000000000000');
   });
 });
