@@ -10,10 +10,11 @@ import {
 } from './constants';
 import { buildPortInfo, MAX_MCAST_FILTERS, MAX_UCAST_FILTERS, queueCount, writeDevIdentity, writeLifConfig, writeLifIdentity, writePortIdentity, writeQIdentity } from './identity';
 import {
-  getField, setField, setRawBytes, viewRaw, ionic_dev_identify_cmd, ionic_dev_identify_comp, ionic_lif_getattr_cmd, ionic_lif_getattr_comp,
-  ionic_lif_identify_cmd, ionic_lif_identify_comp, ionic_lif_info, ionic_lif_init_cmd, ionic_lif_init_comp, ionic_lif_setattr_cmd,
-  ionic_lif_setattr_comp, ionic_port_init_cmd, ionic_q_control_cmd, ionic_q_identify_cmd, ionic_q_identify_comp, ionic_q_init_cmd,
-  ionic_q_init_comp, ionic_rx_filter_add_cmd, ionic_rx_filter_add_comp, ionic_rx_filter_del_cmd, ionic_rx_mode_set_cmd,
+  getField, setField, setRawBytes, viewRaw, ionic_cmd, ionic_comp, ionic_dev_identify_cmd, ionic_dev_identify_comp,
+  ionic_lif_getattr_cmd, ionic_lif_getattr_comp, ionic_lif_identify_cmd, ionic_lif_identify_comp, ionic_lif_info,
+  ionic_lif_init_cmd, ionic_lif_init_comp, ionic_lif_setattr_cmd, ionic_lif_setattr_comp, ionic_port_init_cmd,
+  ionic_q_control_cmd, ionic_q_identify_cmd, ionic_q_identify_comp, ionic_q_identity, ionic_q_init_cmd, ionic_q_init_comp,
+  ionic_rx_filter_add_cmd, ionic_rx_filter_add_comp, ionic_rx_filter_del_cmd, ionic_rx_mode_set_cmd,
 } from './layouts';
 import type { Lif } from './lif';
 import { AdminQueue, NotifyQueue, QueueConfig, RxQueue, TxQueue } from './queues';
@@ -48,10 +49,10 @@ const MIN_MTU = 68;
  * or null on the admin queue (commands that need the window then fail).
  */
 export function executeCommand(ctx: CommandContext, cmd: Buffer, comp: Buffer, data: Buffer | null): void {
-  const opcode = cmd[0]!;
+  const opcode = getField(cmd, 0, ionic_cmd.opcode);
   ctx.counts.set(opcode, (ctx.counts.get(opcode) ?? 0) + 1);
   const status = run(ctx, opcode, cmd, comp, data);
-  comp[0] = status;
+  setField(comp, 0, ionic_comp.status, status);
   if (status !== Status.SUCCESS && ctx.log.debugEnabled) ctx.log.debug(`ionic: command ${opcode} -> status ${status}`);
 }
 
@@ -189,7 +190,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       if (!data) return Status.EINVAL;
       const type = getField(cmd, 0, ionic_q_identify_cmd.type);
       if (!writeQIdentity(data, type)) return Status.EQTYPE;
-      setField(comp, 0, ionic_q_identify_comp.ver, data[0]!);
+      setField(comp, 0, ionic_q_identify_comp.ver, getField(data, 0, ionic_q_identity.version));
       return Status.SUCCESS;
     }
 

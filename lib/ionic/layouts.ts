@@ -189,8 +189,22 @@ export const ionic_lif_stats = {
 export const ionic_admin_cmd = { opcode: f(0, 1), lif_index: f(2, 2), SIZE: 64 } as const;
 export const ionic_admin_comp = { status: f(0, 1), comp_index: f(2, 2), color: f(15, 1), SIZE: 16 } as const;
 
-/** struct ionic_txq_desc: cmd packs flags, opcode, nsge and the first address. */
-export const ionic_txq_desc = { cmd: f(0, 8), len: f(8, 2), vlan_tci: f(10, 2), csum_start: f(12, 2), csum_offset: f(14, 2), SIZE: 16 } as const;
+/**
+ * struct ionic_txq_desc: cmd packs flags, opcode, nsge and the first address
+ * (IONIC_TXQ_DESC_* below). The 52-bit address straddles cmd's two
+ * little-endian words, so cmd is also named as those words (cmd_lo, cmd_hi).
+ */
+export const ionic_txq_desc = {
+  cmd: f(0, 8), cmd_lo: f(0, 4), cmd_hi: f(4, 4), len: f(8, 2), vlan_tci: f(10, 2), csum_start: f(12, 2), csum_offset: f(14, 2),
+  SIZE: 16,
+} as const;
+/** ionic_txq_desc.cmd bit fields (ionic_if.h IONIC_TXQ_DESC_*_SHIFT/_MASK), as read from cmd_lo. */
+export const IONIC_TXQ_DESC_OPCODE_SHIFT = 4;
+export const IONIC_TXQ_DESC_OPCODE_MASK = 0xf;
+export const IONIC_TXQ_DESC_NSGE_SHIFT = 8;
+export const IONIC_TXQ_DESC_NSGE_MASK = 0xf;
+/** The address is cmd bits 12..63: the top 20 bits of cmd_lo, then all of cmd_hi. */
+export const IONIC_TXQ_DESC_ADDR_SHIFT = 12;
 export const ionic_txq_sg_elem = { addr: f(0, 8), len: f(8, 2), SIZE: 16 } as const;
 export const ionic_txq_comp = { status: f(0, 1), comp_index: f(2, 2), color: f(15, 1), SIZE: 16 } as const;
 

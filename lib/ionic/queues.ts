@@ -11,7 +11,8 @@ import { MemStatus } from '../vfio-user/guest-memory';
 import { GUEST_PAGE_SIZE, QType, TxOpcode } from './constants';
 import {
   getField, setField, ionic_admin_comp, ionic_notifyq_event, ionic_rxq_comp, ionic_rxq_desc, ionic_rxq_sg_elem,
-  ionic_txq_comp, ionic_txq_desc, ionic_txq_sg_elem, IONIC_RX_MAX_SG_ELEMS,
+  ionic_txq_comp, ionic_txq_desc, IONIC_TXQ_DESC_ADDR_SHIFT, IONIC_TXQ_DESC_NSGE_MASK, IONIC_TXQ_DESC_NSGE_SHIFT,
+  IONIC_TXQ_DESC_OPCODE_MASK, IONIC_TXQ_DESC_OPCODE_SHIFT, ionic_txq_sg_elem, IONIC_RX_MAX_SG_ELEMS,
 } from './layouts';
 import { CompletionRing, DescriptorRing, ionicAddr } from './ring';
 
@@ -77,6 +78,9 @@ export class AdminQueue extends EthQueue {
 
 // ---- notify queue ----------------------------------------------------------------------
 
+/** End of an event's eid: the body after it is written first, the eid last. */
+const EID_END = ionic_notifyq_event.eid.off + ionic_notifyq_event.eid.size;
+
 export class NotifyQueue extends EthQueue {
   /** eids count up from 1 after every Q_INIT (the driver resets its last_eid to 0). */
   #eid = 0;
@@ -98,10 +102,10 @@ export class NotifyQueue extends EthQueue {
     setField(e, 0, ionic_notifyq_event.link_status, linkStatus);
     setField(e, 0, ionic_notifyq_event.link_speed, speedMbps);
     const at = this.eventBase + this.#slot * ionic_notifyq_event.SIZE;
-    if (mem.write(at + 8, e.subarray(8)) !== MemStatus.OK) return false;
+    if (mem.write(at + EID_END, e.subarray(EID_END)) !== MemStatus.OK) return false;
     this.#eid++;
     setField(e, 0, ionic_notifyq_event.eid, this.#eid);
-    if (mem.write(at, e.subarray(0, 8)) !== MemStatus.OK) return false;
+    if (mem.write(at, e.subarray(0, EID_END)) !== MemStatus.OK) return false;
     this.#slot = (this.#slot + 1) & this.ring.mask;
     return true;
   }
@@ -145,12 +149,12 @@ export class TxQueue extends EthQueue {
   gather(mem: GuestMemory, out: { len: number }): TxResult {
     const slot = this.ring.ci;
     if (mem.read(this.ring.address(slot), this.#desc) !== MemStatus.OK) return TxResult.DMA_ERROR;
-    const lo = this.#desc.readUInt32LE(0);
-    const hi = this.#desc.readUInt32LE(4);
-    const opcode = (lo >>> 4) & 0xf;
-    const nsge = (lo >>> 8) & 0xf;
+    const lo = getField(this.#desc, 0, ionic_txq_desc.cmd_lo);
+    const hi = getField(this.#desc, 0, ionic_txq_desc.cmd_hi);
+    const opcode = (lo >>> IONIC_TXQ_DESC_OPCODE_SHIFT) & IONIC_TXQ_DESC_OPCODE_MASK;
+    const nsge = (lo >>> IONIC_TXQ_DESC_NSGE_SHIFT) & IONIC_TXQ_DESC_NSGE_MASK;
     // The address is cmd bits 12..63: 20 bits from the low word, 32 from the high.
-    const addr = hi * 0x100000 + (lo >>> 12);
+    const addr = hi * 2 ** (32 - IONIC_TXQ_DESC_ADDR_SHIFT) + (lo >>> IONIC_TXQ_DESC_ADDR_SHIFT);
     const len = getField(this.#desc, 0, ionic_txq_desc.len);
     // We advertise no offloads: anything but a plain send is a descriptor we cannot honour.
     if (opcode !== TxOpcode.CSUM_NONE || nsge > this.maxSg) return TxResult.BAD_DESC;

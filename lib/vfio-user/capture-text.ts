@@ -9,6 +9,7 @@ import {
   vfio_user_dma_map, vfio_user_dma_rw, vfio_user_dma_unmap, vfio_user_header, vfio_user_mig_data, vfio_user_region_access,
   vfio_user_version,
 } from '../../protocol/layouts';
+import { getFieldBig } from '../../protocol/field';
 import type { CapturedFd, PacketComment } from './pcapng';
 
 const REGION_NAMES = ['BAR0', 'BAR1', 'BAR2', 'BAR3', 'BAR4', 'BAR5', 'ROM', 'CFG', 'VGA'];
@@ -22,7 +23,7 @@ const irq = (i: number): string => `${i}(${IRQ_NAMES[i] ?? '?'})`;
 
 /** A u64 field exactly, even above 2^53 (a listing shows what was sent). */
 function u64(b: Buffer, field: Field): bigint {
-  return b.readBigUInt64LE(field.off);
+  return getFieldBig(b, 0, field);
 }
 
 /** A u64 field as hex. */

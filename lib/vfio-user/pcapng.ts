@@ -3,6 +3,11 @@
 // headers, and a JSON comment describing the message and its fds.
 
 import * as fs from 'fs';
+import { getField, le, setField, setFieldBig, setRawBytes } from '../../protocol/field';
+import {
+  ETH_P_IP, ethhdr, IP_DF, iphdr, IPPROTO_TCP, ipv4_pseudo_header, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, TCP_DOFF_SHIFT,
+  TCP_FLAG_ACK, TCP_FLAG_PSH, tcphdr,
+} from '../net/headers';
 
 /** How a recorded fd was recognised (FORMAT.md section 4). */
 export interface CapturedFd {
@@ -41,12 +46,44 @@ export interface CapturedMessage {
   readonly bytes: Buffer;
 }
 
+// pcapng structures (draft-ietf-opsawg-pcapng) as named-offset tables, all
+// little-endian (we write and read only that byte order). Each block is the
+// 8-byte header, a body, and the total length again in its last 4 bytes.
+
+/** Block header: type and total length (header, body and trailer). */
+const pcapng_block = { block_type: le(0, 4), block_total_length: le(4, 4), SIZE: 8 } as const;
+/** Block trailer: the total length again, in the block's last 4 bytes. */
+const pcapng_block_trailer = { block_total_length: le(0, 4), SIZE: 4 } as const;
+/** Section Header Block body; options follow. */
+const pcapng_shb = { byte_order_magic: le(0, 4), major_version: le(4, 2), minor_version: le(6, 2), section_length: le(8, 8), SIZE: 16 } as const;
+/** Interface Description Block body; options follow. */
+const pcapng_idb = { linktype: le(0, 2), reserved: le(2, 2), snaplen: le(4, 4), SIZE: 8 } as const;
+/** Enhanced Packet Block body; the packet (padded to 4 bytes) and options follow. */
+const pcapng_epb = {
+  interface_id: le(0, 4), timestamp_high: le(4, 4), timestamp_low: le(8, 4), captured_len: le(12, 4), original_len: le(16, 4),
+  SIZE: 20,
+} as const;
+/** Option header; the value (padded to 4 bytes) follows. */
+const pcapng_option = { option_code: le(0, 2), option_length: le(2, 2), SIZE: 4 } as const;
+
 const BLOCK_SHB = 0x0a0d0d0a;
+const BLOCK_IDB = 1;
 const BLOCK_EPB = 6;
+const BYTE_ORDER_MAGIC = 0x1a2b3c4d;
+/** section_length -1: not specified. */
+const SECTION_LENGTH_UNSPECIFIED = 0xffffffffffffffffn;
 const OPT_END = 0;
 const OPT_COMMENT = 1;
+const SHB_USERAPPL = 4;
+const IF_NAME = 2;
+const IF_DESCRIPTION = 3;
+const IF_TSRESOL = 9;
+/** Smallest block: header and trailer, no body. */
+const MIN_BLOCK = pcapng_block.SIZE + pcapng_block_trailer.SIZE;
+/** Where an EPB's packet starts, from the start of the block. */
+const EPB_PACKET = pcapng_block.SIZE + pcapng_epb.SIZE;
 /** Ethernet (14) + IPv4 (20) + TCP (20). */
-export const SYNTHETIC_HEADERS = 54;
+export const SYNTHETIC_HEADERS = ethhdr.SIZE + iphdr.SIZE + tcphdr.SIZE;
 
 export class CaptureFormatError extends Error {}
 
@@ -56,25 +93,31 @@ export function readCapture(path: string): CapturedMessage[] {
 }
 
 export function parseCapture(data: Buffer): CapturedMessage[] {
-  if (data.length < 12 || data.readUInt32LE(0) !== BLOCK_SHB) throw new CaptureFormatError('not a pcapng file (no section header)');
-  if (data.readUInt32LE(8) !== 0x1a2b3c4d) throw new CaptureFormatError('only little-endian pcapng is supported');
+  if (data.length < pcapng_block.SIZE + pcapng_shb.byte_order_magic.size || getField(data, 0, pcapng_block.block_type) !== BLOCK_SHB) {
+    throw new CaptureFormatError('not a pcapng file (no section header)');
+  }
+  if (getField(data, pcapng_block.SIZE, pcapng_shb.byte_order_magic) !== BYTE_ORDER_MAGIC) {
+    throw new CaptureFormatError('only little-endian pcapng is supported');
+  }
   const out: CapturedMessage[] = [];
   let pending: { frame: number; timestampUs: number; comment: PacketComment; parts: Buffer[] } | null = null;
   let frame = 0;
   let off = 0;
   while (off < data.length) {
-    if (off + 12 > data.length) throw new CaptureFormatError(`truncated block at ${off}`);
-    const type = data.readUInt32LE(off);
-    const len = data.readUInt32LE(off + 4);
-    if (len < 12 || len % 4 !== 0 || off + len > data.length) throw new CaptureFormatError(`bad block length ${len} at ${off}`);
+    if (off + MIN_BLOCK > data.length) throw new CaptureFormatError(`truncated block at ${off}`);
+    const type = getField(data, off, pcapng_block.block_type);
+    const len = getField(data, off, pcapng_block.block_total_length);
+    if (len < MIN_BLOCK || len % 4 !== 0 || off + len > data.length) throw new CaptureFormatError(`bad block length ${len} at ${off}`);
     if (type === BLOCK_EPB) {
       frame++;
-      const tsHigh = data.readUInt32LE(off + 12);
-      const tsLow = data.readUInt32LE(off + 16);
-      const caplen = data.readUInt32LE(off + 20);
-      const pkt = data.subarray(off + 28, off + 28 + caplen);
-      if (28 + caplen > len) throw new CaptureFormatError(`packet ${frame} overruns its block`);
-      const comment = readComment(data, off + 28 + caplen + ((4 - (caplen % 4)) % 4), off + len - 4, frame);
+      const body = off + pcapng_block.SIZE;
+      if (len < EPB_PACKET + pcapng_block_trailer.SIZE) throw new CaptureFormatError(`packet ${frame} overruns its block`);
+      const tsHigh = getField(data, body, pcapng_epb.timestamp_high);
+      const tsLow = getField(data, body, pcapng_epb.timestamp_low);
+      const caplen = getField(data, body, pcapng_epb.captured_len);
+      const pkt = data.subarray(off + EPB_PACKET, off + EPB_PACKET + caplen);
+      if (EPB_PACKET + caplen > len) throw new CaptureFormatError(`packet ${frame} overruns its block`);
+      const comment = readComment(data, off + EPB_PACKET + caplen + pad4(caplen), off + len - pcapng_block_trailer.SIZE, frame);
       const payload = pkt.subarray(SYNTHETIC_HEADERS);
       const timestampUs = tsHigh * 0x100000000 + tsLow;
       if (comment.seg === undefined || comment.seg === 0) {
@@ -96,26 +139,25 @@ export function parseCapture(data: Buffer): CapturedMessage[] {
 }
 
 function readComment(data: Buffer, at: number, end: number, frame: number): PacketComment {
-  while (at + 4 <= end) {
-    const code = data.readUInt16LE(at);
-    const olen = data.readUInt16LE(at + 2);
+  while (at + pcapng_option.SIZE <= end) {
+    const code = getField(data, at, pcapng_option.option_code);
+    const olen = getField(data, at, pcapng_option.option_length);
     if (code === OPT_END) break;
     if (code === OPT_COMMENT) {
-      const text = data.toString('utf8', at + 4, at + 4 + olen);
+      const text = data.toString('utf8', at + pcapng_option.SIZE, at + pcapng_option.SIZE + olen);
       try {
         return JSON.parse(text) as PacketComment;
       } catch {
         throw new CaptureFormatError(`packet ${frame}: comment is not JSON`);
       }
     }
-    at += 4 + olen + ((4 - (olen % 4)) % 4);
+    at += pcapng_option.SIZE + olen + pad4(olen);
   }
   throw new CaptureFormatError(`packet ${frame} has no comment`);
 }
 
 // ---- writer ---------------------------------------------------------------------
 
-const BLOCK_IDB = 1;
 const LINKTYPE_ETHERNET = 1;
 const SERVER_PORT = 50000;
 const CLIENT_PORT_BASE = 40000;
@@ -123,26 +165,32 @@ const CLIENT_PORT_BASE = 40000;
 export const MAX_SEGMENT = 65000;
 const CLIENT_MAC = Buffer.from([2, 0, 0, 0, 0, 1]);
 const SERVER_MAC = Buffer.from([2, 0, 0, 0, 0, 2]);
+/** 127.0.0.1, both ends of every synthetic frame. */
+const LOOPBACK = Buffer.from([127, 0, 0, 1]);
+const IPV4_HEADER = (4 << IPV4_VERSION_SHIFT) | (iphdr.SIZE / IPV4_IHL_UNIT);
+const TTL = 64;
+const TCP_DOFF = (tcphdr.SIZE / 4) << TCP_DOFF_SHIFT;
+const TCP_WINDOW = 65535;
 
 function pad4(n: number): number {
   return (4 - (n % 4)) % 4;
 }
 
 function option(code: number, value: Buffer): Buffer {
-  const b = Buffer.alloc(4 + value.length + pad4(value.length));
-  b.writeUInt16LE(code, 0);
-  b.writeUInt16LE(value.length, 2);
-  value.copy(b, 4);
+  const b = Buffer.alloc(pcapng_option.SIZE + value.length + pad4(value.length));
+  setField(b, 0, pcapng_option.option_code, code);
+  setField(b, 0, pcapng_option.option_length, value.length);
+  value.copy(b, pcapng_option.SIZE);
   return b;
 }
 
 function block(type: number, body: Buffer): Buffer {
-  const len = 12 + body.length;
+  const len = MIN_BLOCK + body.length;
   const b = Buffer.alloc(len);
-  b.writeUInt32LE(type, 0);
-  b.writeUInt32LE(len, 4);
-  body.copy(b, 8);
-  b.writeUInt32LE(len, len - 4);
+  setField(b, 0, pcapng_block.block_type, type);
+  setField(b, 0, pcapng_block.block_total_length, len);
+  body.copy(b, pcapng_block.SIZE);
+  setField(b, len - pcapng_block_trailer.SIZE, pcapng_block_trailer.block_total_length, len);
   return b;
 }
 
@@ -163,22 +211,21 @@ export class CaptureWriter {
 
   constructor(path: string, description: string, application = 'ernic-vfu record') {
     this.#fd = fs.openSync(path, 'w');
-    const shb = Buffer.alloc(16);
-    shb.writeUInt32LE(0x1a2b3c4d, 0);
-    shb.writeUInt16LE(1, 4);
-    shb.writeUInt16LE(0, 6);
-    shb.writeInt32LE(-1, 8);
-    shb.writeInt32LE(-1, 12);
-    const shbOpts = Buffer.concat([option(4 /* shb_userappl */, Buffer.from(application)), option(0, Buffer.alloc(0))]);
+    const shb = Buffer.alloc(pcapng_shb.SIZE);
+    setField(shb, 0, pcapng_shb.byte_order_magic, BYTE_ORDER_MAGIC);
+    setField(shb, 0, pcapng_shb.major_version, 1);
+    setField(shb, 0, pcapng_shb.minor_version, 0);
+    setFieldBig(shb, 0, pcapng_shb.section_length, SECTION_LENGTH_UNSPECIFIED);
+    const shbOpts = Buffer.concat([option(SHB_USERAPPL, Buffer.from(application)), option(OPT_END, Buffer.alloc(0))]);
     this.#write(block(BLOCK_SHB, Buffer.concat([shb, shbOpts])));
-    const idb = Buffer.alloc(8);
-    idb.writeUInt16LE(LINKTYPE_ETHERNET, 0);
-    idb.writeUInt32LE(0, 4);
+    const idb = Buffer.alloc(pcapng_idb.SIZE);
+    setField(idb, 0, pcapng_idb.linktype, LINKTYPE_ETHERNET);
+    setField(idb, 0, pcapng_idb.snaplen, 0);
     const idbOpts = Buffer.concat([
-      option(2 /* if_name */, Buffer.from('vfio-user')),
-      option(3 /* if_description */, Buffer.from(description)),
-      option(9 /* if_tsresol */, Buffer.from([6])),
-      option(0, Buffer.alloc(0)),
+      option(IF_NAME, Buffer.from('vfio-user')),
+      option(IF_DESCRIPTION, Buffer.from(description)),
+      option(IF_TSRESOL, Buffer.from([6])),
+      option(OPT_END, Buffer.alloc(0)),
     ]);
     this.#write(block(BLOCK_IDB, Buffer.concat([idb, idbOpts])));
   }
@@ -215,46 +262,46 @@ export class CaptureWriter {
     if (c2s) s.c2s = (s.c2s + payload.length) >>> 0; else s.s2c = (s.s2c + payload.length) >>> 0;
     const frame = Buffer.alloc(SYNTHETIC_HEADERS + payload.length);
     // Ethernet II
-    (c2s ? SERVER_MAC : CLIENT_MAC).copy(frame, 0);
-    (c2s ? CLIENT_MAC : SERVER_MAC).copy(frame, 6);
-    frame.writeUInt16BE(0x0800, 12);
+    setRawBytes(frame, 0, ethhdr.h_dest, c2s ? SERVER_MAC : CLIENT_MAC);
+    setRawBytes(frame, 0, ethhdr.h_source, c2s ? CLIENT_MAC : SERVER_MAC);
+    setField(frame, 0, ethhdr.h_proto, ETH_P_IP);
     // IPv4: 127.0.0.1 both ways, DF, TTL 64, TCP
-    const ip = 14;
-    frame[ip] = 0x45;
-    frame.writeUInt16BE(20 + 20 + payload.length, ip + 2);
-    frame.writeUInt16BE(this.#packets % 65536, ip + 4);
-    frame.writeUInt16BE(0x4000, ip + 6);
-    frame[ip + 8] = 64;
-    frame[ip + 9] = 6;
-    frame.writeUInt32BE(0x7f000001, ip + 12);
-    frame.writeUInt32BE(0x7f000001, ip + 16);
-    frame.writeUInt16BE(~onesSum(frame, ip, ip + 20) & 0xffff, ip + 10);
+    const ip = ethhdr.SIZE;
+    const tcpLen = tcphdr.SIZE + payload.length;
+    setField(frame, ip, iphdr.version_ihl, IPV4_HEADER);
+    setField(frame, ip, iphdr.tot_len, iphdr.SIZE + tcpLen);
+    setField(frame, ip, iphdr.id, this.#packets % 65536);
+    setField(frame, ip, iphdr.frag_off, IP_DF);
+    setField(frame, ip, iphdr.ttl, TTL);
+    setField(frame, ip, iphdr.protocol, IPPROTO_TCP);
+    setRawBytes(frame, ip, iphdr.saddr, LOOPBACK);
+    setRawBytes(frame, ip, iphdr.daddr, LOOPBACK);
+    setField(frame, ip, iphdr.check, ~onesSum(frame, ip, ip + iphdr.SIZE) & 0xffff);
     // TCP: PSH+ACK, window 65535
-    const tcp = 34;
+    const tcp = ip + iphdr.SIZE;
     const clientPort = CLIENT_PORT_BASE + conn;
-    frame.writeUInt16BE(c2s ? clientPort : SERVER_PORT, tcp);
-    frame.writeUInt16BE(c2s ? SERVER_PORT : clientPort, tcp + 2);
-    frame.writeUInt32BE(seq, tcp + 4);
-    frame.writeUInt32BE(ack, tcp + 8);
-    frame[tcp + 12] = 5 << 4;
-    frame[tcp + 13] = 0x18;
-    frame.writeUInt16BE(65535, tcp + 14);
+    setField(frame, tcp, tcphdr.source, c2s ? clientPort : SERVER_PORT);
+    setField(frame, tcp, tcphdr.dest, c2s ? SERVER_PORT : clientPort);
+    setField(frame, tcp, tcphdr.seq, seq);
+    setField(frame, tcp, tcphdr.ack_seq, ack);
+    setField(frame, tcp, tcphdr.doff_res, TCP_DOFF);
+    setField(frame, tcp, tcphdr.flags, TCP_FLAG_PSH | TCP_FLAG_ACK);
+    setField(frame, tcp, tcphdr.window, TCP_WINDOW);
     payload.copy(frame, SYNTHETIC_HEADERS);
-    const tcpLen = 20 + payload.length;
-    const pseudo = Buffer.alloc(12);
-    pseudo.writeUInt32BE(0x7f000001, 0);
-    pseudo.writeUInt32BE(0x7f000001, 4);
-    pseudo[9] = 6;
-    pseudo.writeUInt16BE(tcpLen, 10);
-    const sum = onesSum(frame, tcp, tcp + tcpLen, onesSum(pseudo, 0, 12));
-    frame.writeUInt16BE(~sum & 0xffff || 0xffff, tcp + 16);
+    const pseudo = Buffer.alloc(ipv4_pseudo_header.SIZE);
+    setRawBytes(pseudo, 0, ipv4_pseudo_header.saddr, LOOPBACK);
+    setRawBytes(pseudo, 0, ipv4_pseudo_header.daddr, LOOPBACK);
+    setField(pseudo, 0, ipv4_pseudo_header.protocol, IPPROTO_TCP);
+    setField(pseudo, 0, ipv4_pseudo_header.len, tcpLen);
+    const sum = onesSum(frame, tcp, tcp + tcpLen, onesSum(pseudo, 0, ipv4_pseudo_header.SIZE));
+    setField(frame, tcp, tcphdr.check, ~sum & 0xffff || 0xffff);
     // Enhanced Packet Block
-    const head = Buffer.alloc(20);
-    head.writeUInt32LE(0, 0);
-    head.writeUInt32LE(Math.floor(timestampUs / 0x100000000), 4);
-    head.writeUInt32LE(timestampUs % 0x100000000, 8);
-    head.writeUInt32LE(frame.length, 12);
-    head.writeUInt32LE(frame.length, 16);
+    const head = Buffer.alloc(pcapng_epb.SIZE);
+    setField(head, 0, pcapng_epb.interface_id, 0);
+    setField(head, 0, pcapng_epb.timestamp_high, Math.floor(timestampUs / 0x100000000));
+    setField(head, 0, pcapng_epb.timestamp_low, timestampUs % 0x100000000);
+    setField(head, 0, pcapng_epb.captured_len, frame.length);
+    setField(head, 0, pcapng_epb.original_len, frame.length);
     const opts = Buffer.concat([option(OPT_COMMENT, Buffer.from(JSON.stringify(comment))), option(OPT_END, Buffer.alloc(0))]);
     this.#write(block(BLOCK_EPB, Buffer.concat([head, frame, Buffer.alloc(pad4(frame.length)), opts])));
     this.#packets++;

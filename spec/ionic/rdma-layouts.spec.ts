@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import * as L from '../../lib/ionic/rdma/layouts';
 import type { Field } from '../../protocol/field';
 
-type Spec = Record<string, [number, number, 'le' | 'be']>;
+type Spec = Record<string, [number, number, 'le' | 'be' | 'raw']>;
 
 function pin(table: Record<string, unknown>, size: number, spec: Spec): void {
   expect(table.SIZE, 'SIZE').to.equal(size);
@@ -86,6 +86,7 @@ describe('ionic rdma: layouts match the contract', () => {
 
   it('EQE and stat records (4.8, 7)', () => {
     pin(L.ionic_v1_eqe, 4, { evt: [0, 4, 'be'] });
-    pin(L.ionic_v1_stat as unknown as Record<string, unknown>, 32, { type_off: [0, 4, 'be'] });
+    pin(L.ionic_v1_stat, 32, { type_off: [0, 4, 'be'], name: [4, 28, 'raw'] });
+    pin(L.ionic_v1_stat_value, 8, { value: [0, 8, 'le'] });
   });
 });

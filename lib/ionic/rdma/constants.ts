@@ -108,9 +108,6 @@ export const enum StatType {
   BE64 = 7,
 }
 export const STAT_TYPE_SHIFT = 28;
-/** One header record: BE32 type|offset, then a 28-byte name. */
-export const STAT_HDR_SIZE = 32;
-export const STAT_NAME_SIZE = 28;
 /** The driver's stats buffers are one page; we never write more than this. */
 export const STATS_BUF_MAX = 4096;
 

@@ -5,7 +5,7 @@
 // IPv6 -> the destination address, IPv4 -> ::ffff:a.b.c.d.
 //
 // The header tables (ethhdr, vlan_ethhdr, iphdr, ipv6hdr, udphdr) are in
-// lib/rdma/net-headers.ts.
+// lib/net/headers.ts.
 
 import { getField, viewRaw } from '../../../protocol/field';
 import type { AddressVector } from '../../rdma/address';
@@ -13,7 +13,7 @@ import { ipv4Gid } from '../../rdma/address';
 import {
   ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, IPPROTO_UDP, IPV4_IHL_MASK, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IPV6_FLOW_MASK,
   IPV6_TC_MASK, IPV6_TC_SHIFT, IPV6_VERSION_SHIFT, ipv6hdr, udphdr, vlan_ethhdr,
-} from '../../rdma/net-headers';
+} from '../../net/headers';
 
 /** Why a template was refused. */
 export type TemplateError = 'short' | 'ethertype' | 'ip-header' | 'not-udp';

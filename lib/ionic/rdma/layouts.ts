@@ -6,7 +6,7 @@
 // bytes into the first 64-byte stride (after op, rsvd, len). The data-path
 // WQEs are in lib/rdma/datapath/wqe-layout.ts, the CQE in .../cqe.ts.
 
-import { be, le } from '../../../protocol/field';
+import { be, le, raw } from '../../../protocol/field';
 
 // ---- bootstrap commands on the Ethernet admin queue / dev cmd (64 bytes) -------------------
 
@@ -122,5 +122,7 @@ export const ionic_admin_query_srq = { qid: le(0, 4), SIZE: 4 } as const;
 /** struct ionic_v1_eqe: one BE32 word. */
 export const ionic_v1_eqe = { evt: be(0, 4), SIZE: 4 } as const;
 
-/** struct ionic_v1_stat: a hw_counters header record. */
-export const ionic_v1_stat = { type_off: be(0, 4), NAME: 4, SIZE: 32 } as const;
+/** struct ionic_v1_stat: a hw_counters header record (type << STAT_TYPE_SHIFT | value offset, then a NUL-terminated name). */
+export const ionic_v1_stat = { type_off: be(0, 4), name: raw(4, 28), SIZE: 32 } as const;
+/** One hw_counters value: the values buffer is an array of these (__le64), counter i at i * SIZE. */
+export const ionic_v1_stat_value = { value: le(0, 8), SIZE: 8 } as const;

@@ -10,23 +10,23 @@
 // per-QP ones QP_COUNTER_NAMES (QP_STATS_VALS names the QP in id_ver).
 
 import { COUNTER_NAME_MAX } from '../../rdma/counters';
-import { STAT_HDR_SIZE, STAT_NAME_SIZE, STAT_TYPE_SHIFT, STATS_BUF_MAX, StatType } from './constants';
-import { ionic_v1_stat } from './layouts';
-import { setField } from '../../../protocol/field';
+import { STAT_TYPE_SHIFT, STATS_BUF_MAX, StatType } from './constants';
+import { ionic_v1_stat, ionic_v1_stat_value } from './layouts';
+import { setField, viewRaw } from '../../../protocol/field';
 
 /** Bytes of values for `n` counters. */
 export function valuesSize(n: number): number {
-  return 8 * n;
+  return ionic_v1_stat_value.SIZE * n;
 }
 
-/** The header records for `names` (LE64 values at 8 * i), padded with zeros to `size` bytes. */
+/** The header records for `names` (LE64 values, counter i at i * ionic_v1_stat_value.SIZE), padded with zeros to `size` bytes. */
 export function buildStatHeaders(names: readonly string[], size: number): Buffer {
   const b = Buffer.alloc(Math.min(size, STATS_BUF_MAX));
   names.forEach((name, i) => {
-    const at = i * STAT_HDR_SIZE;
-    if (at + STAT_HDR_SIZE > b.length) return;
-    setField(b, at, ionic_v1_stat.type_off, ((StatType.LE64 << STAT_TYPE_SHIFT) | (i * 8)) >>> 0);
-    b.write(name.slice(0, Math.min(COUNTER_NAME_MAX, STAT_NAME_SIZE - 1)), at + ionic_v1_stat.NAME, 'latin1');
+    const at = i * ionic_v1_stat.SIZE;
+    if (at + ionic_v1_stat.SIZE > b.length) return;
+    setField(b, at, ionic_v1_stat.type_off, ((StatType.LE64 << STAT_TYPE_SHIFT) | (i * ionic_v1_stat_value.SIZE)) >>> 0);
+    viewRaw(b, at, ionic_v1_stat.name).write(name.slice(0, Math.min(COUNTER_NAME_MAX, ionic_v1_stat.name.size - 1)), 'latin1');
   });
   return b;
 }
@@ -34,14 +34,15 @@ export function buildStatHeaders(names: readonly string[], size: number): Buffer
 /** The values image: LE64 per counter (doubles are exact below 2^53), padded with zeros to `size` bytes. */
 export function buildStatValues(values: Float64Array, size: number): Buffer {
   const b = Buffer.alloc(Math.min(size, STATS_BUF_MAX));
-  for (let i = 0; i < values.length && (i + 1) * 8 <= b.length; i++) {
+  const V = ionic_v1_stat_value;
+  for (let i = 0; i < values.length && (i + 1) * V.SIZE <= b.length; i++) {
     const v = Math.max(0, Math.min(values[i]!, Number.MAX_SAFE_INTEGER));
-    b.writeBigUInt64LE(BigInt(Math.floor(v)), i * 8);
+    setField(b, i * V.SIZE, V.value, Math.floor(v));
   }
   return b;
 }
 
 /** The smallest buffer that holds every header record and the terminator. */
 export function headersNeeded(n: number): number {
-  return (n + 1) * STAT_HDR_SIZE;
+  return (n + 1) * ionic_v1_stat.SIZE;
 }
