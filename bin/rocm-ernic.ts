@@ -16,7 +16,8 @@ import { IonicDevice } from '../lib/ionic/device';
 import { FaultInjector, INJECT_HELP, InjectSpecError } from '../lib/ionic/fault-injection';
 import { listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
 import { TapLink } from '../lib/ionic/tap';
-import { isRdmaBackend, RDMA_BACKENDS } from '../lib/rdma/backends';
+import { isRdmaBackend, RDMA_BACKENDS, RdmaBackendName } from '../lib/rdma/backends';
+import { isMeshBackend, Mesh, meshOptionsFromCli } from '../lib/mesh';
 
 export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
 /** "rocm-n": locally administered, unicast. */
@@ -54,7 +55,7 @@ async function main(): Promise<void> {
     .scriptName('rocm-ernic')
     .usage('$0 [options]\n\nServe an emulated AMD Pensando ionic RDMA NIC (1dd8:1002) to a QEMU VM over vfio-user.\nThe guest\'s stock ionic driver binds to it.')
     .option('socket', { alias: 's', type: 'string', default: DEFAULT_SOCKET, describe: 'vfio-user UNIX socket QEMU connects to' })
-    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: `RDMA backend: loopback (WQEs run between QPs of this VM) | none (control path only: nothing runs or completes)` })
+    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: 'RDMA backend: loopback (WQEs run between QPs of this VM) | none (control path only: nothing runs or completes) | tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT (RDMA between VMs over a TCP mesh of servers; the manager is node 0; docs/mesh.md; ERNIC_TCP_GUEST_GIDS, ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS tune it)' })
     .option('tap', { alias: 'T', type: 'string', describe: 'attach the Ethernet port to this existing host TAP (ip tuntap add dev X mode tap)' })
     .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
     .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, layered over compat' })
@@ -77,7 +78,8 @@ async function main(): Promise<void> {
     .parseAsync();
 
   // Validate everything before anything is created.
-  if (!isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')})`);
+  const meshBackend = isMeshBackend(argv.backend);
+  if (!meshBackend && !isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')}, tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT)`);
   const mac = parseMac(argv.mac);
   if (!mac) fail(`--mac ${argv.mac}: expected a unicast address like 72:6f:63:6d:2d:6e`);
   let profile;
@@ -114,7 +116,21 @@ async function main(): Promise<void> {
       fail(`--tap ${argv.tap}: cannot attach: ${(e as Error).message} (${hint})`);
     }
   }
-  const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend: argv.backend });
+  // The mesh: options checked (one line and exit 2 on a bad one), then listening and, for a worker, registering in the background.
+  let mesh: Mesh | null = null;
+  if (meshBackend) {
+    const m = meshOptionsFromCli(argv.backend, process.env, log);
+    if (!m.ok) fail(m.error);
+    try {
+      mesh = await Mesh.start(m.value);
+    } catch (e) {
+      fail(`--backend ${argv.backend}: cannot start the mesh: ${(e as Error).message}`);
+    }
+    const node = mesh;
+    node.on('registered', (id) => log.warn(`rocm-ernic: mesh node ${id}`));
+  }
+  const rdmaBackend = mesh ? { mesh } : (argv.backend as RdmaBackendName);
+  const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend });
   // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
   // (lib/guard.ts contains bugs where work starts; this catches what slips past).
   process.on('uncaughtException', (e) => reportBug(log, 'the event loop (uncaught)', e));
@@ -133,7 +149,8 @@ async function main(): Promise<void> {
     log.warn(`rocm-ernic: ${sig}, shutting down`);
     server.close();
     device.close();
-    process.exit(0);
+    if (mesh) void mesh.close().finally(() => process.exit(0));
+    else process.exit(0);
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -21,7 +21,8 @@ import { bar0 as B0 } from './layouts';
 import { Lif } from './lif';
 import type { NicProfile } from './profile';
 import { RdmaEngine } from './rdma/engine';
-import { installRdmaBackend, RdmaBackendName } from '../rdma/backends';
+import { installRdmaBackend, RdmaBackend } from '../rdma/backends';
+import type { MeshDataPath } from '../rdma/datapath/mesh';
 import { rdmaEnabled } from './rdma/identity';
 import { DeviceStats } from './stats';
 
@@ -35,7 +36,7 @@ export interface IonicDeviceOptions {
   readonly faults?: FaultInjector;
   readonly log?: Logger;
   /** What executes RDMA work (lib/rdma/backends.ts); default loopback. */
-  readonly rdmaBackend?: RdmaBackendName;
+  readonly rdmaBackend?: RdmaBackend;
 }
 
 /** The device counters the stats file and tests read. */
@@ -55,6 +56,9 @@ export class IonicDevice {
   readonly lif: Lif;
   /** The RDMA half (bootstrap, admin queues, resources), or null for an Ethernet-only profile. */
   readonly rdma: RdmaEngine | null;
+  /** The mesh data path, with `--backend tcp:...` (null otherwise). */
+  readonly meshDataPath: MeshDataPath | null;
+  readonly #mesh: { setConsumerPresent(present: boolean): number } | null;
   readonly stats: DeviceStats;
   readonly faults: FaultInjector;
   readonly counters: DeviceCounters = { bar0Reads: 0, bar0Writes: 0, doorbells: 0, devCmds: 0, resets: 0 };
@@ -84,7 +88,14 @@ export class IonicDevice {
     this.rdma = rdmaEnabled(opts.profile)
       ? new RdmaEngine({ profile: opts.profile, memory, interrupts: this.interrupts, faults: this.faults, log: this.#log })
       : null;
-    if (this.rdma) installRdmaBackend(opts.rdmaBackend ?? 'loopback', this.rdma);
+    const backend = opts.rdmaBackend ?? 'loopback';
+    this.meshDataPath = this.rdma ? installRdmaBackend(backend, this.rdma) : null;
+    if (this.meshDataPath) {
+      // The mesh learns our guest's GIDs from what it transmits (never claiming a frame).
+      const dp = this.meshDataPath;
+      this.lif.endpoints.push({ claimTx(frame) { dp.observeTx(frame); return false; } });
+    }
+    this.#mesh = typeof backend === 'string' ? null : backend.mesh;
     this.#ctx = {
       profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
       counts: this.commandCounts, rdma: this.rdma,
@@ -104,6 +115,7 @@ export class IonicDevice {
       intx: true,
       pcie: { maxLinkSpeed: pcieSpeedFor(opts.profile.linkSpeedMbps), maxLinkWidth: 16 },
       onReset: (reason: ResetReason) => this.#onPciReset(reason),
+      onAttach: () => { this.#mesh?.setConsumerPresent(true); },
       onDetach: () => this.#onDetach(),
     });
     // A frame from the host arrives on its own event; a bug in receiving it costs the frame.
@@ -143,6 +155,7 @@ export class IonicDevice {
   }
 
   #onDetach(): void {
+    this.#mesh?.setConsumerPresent(false);
     // The guest's memory is gone: stop every queue and block write; the next driver re-probes.
     this.lif.reset();
     this.lif.mac = Buffer.from(this.#stationMac); // fix: a new VM starts with the configured MAC

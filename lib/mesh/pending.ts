@@ -43,6 +43,11 @@ export class PendingRequests<T> {
     return id;
   }
 
+  /** The request under `reqId`, left in place (to check a reply before taking it). */
+  peek(reqId: number): T | undefined {
+    return this.#entries.get(reqId)?.value;
+  }
+
   /** The reply arrived: the request, or undefined (unknown, expired or dropped: ignore the reply). */
   take(reqId: number): T | undefined {
     const e = this.#entries.get(reqId);

@@ -9,7 +9,7 @@
 // a pattern, so a test can snapshot it and see every byte the device wrote.
 
 import type { Logger } from '../../../lib/log';
-import type { RdmaBackendName } from '../../../lib/rdma/backends';
+import type { RdmaBackend } from '../../../lib/rdma/backends';
 import { expect } from 'chai';
 import type { ResourceManager } from '../../../lib/rdma/resources';
 import { putU64 } from './guest';
@@ -255,7 +255,7 @@ export interface VerbsOptions extends BootOptions {
   /** Pages in the data arena (default 256). */
   arenaPages?: number;
   /** The device's RDMA backend (default loopback). */
-  rdmaBackend?: RdmaBackendName;
+  rdmaBackend?: RdmaBackend;
   /** Where the device and server log (default: nowhere). */
   log?: Logger;
 }

@@ -5,7 +5,7 @@
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import type { Logger } from '../../../lib/log';
-import type { RdmaBackendName } from '../../../lib/rdma/backends';
+import type { RdmaBackend } from '../../../lib/rdma/backends';
 import { IonicDevice } from '../../../lib/ionic/device';
 import type { FaultInjector } from '../../../lib/ionic/fault-injection';
 import type { HostLink } from '../../../lib/ionic/frames';
@@ -41,7 +41,7 @@ export interface RigOptions {
   readonly link?: HostLink | null;
   readonly faults?: FaultInjector;
   readonly mac?: Buffer;
-  readonly rdmaBackend?: RdmaBackendName;
+  readonly rdmaBackend?: RdmaBackend;
   /** Where the device and server log (default: nowhere). */
   readonly log?: Logger;
 }

@@ -15,6 +15,7 @@
 
 import type { DataPathDevice, DataPathHooks } from '../../hooks';
 import { DC, QC } from '../../counters';
+import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import { GSI_QPN, RDMA_QPN_MASK } from '../../limits';
 import type { QpRecord, SrqRecord } from '../../resources';
 import { QpState, QpType } from '../../types';
@@ -24,10 +25,11 @@ import { decodeSendWqe, newSendWqe, SendWqe } from '../wqe-decode';
 import { ionic_v1_base_hdr, SendVerb } from '../wqe-layout';
 import { Completions } from './completions';
 import { GuestViews, slotViews } from './guest-views';
-import { QpDp, qpState, qpStateIfAny, StepResult, WaitKind } from './qp-state';
+import { InflightWqe, QpDp, qpState, qpStateIfAny, StepResult, WaitKind } from './qp-state';
 import { FastRegistration } from './reg-mr';
 import { RnrWaits } from './rnr';
 import { QpRunner, Scheduler, TURN_BUDGET } from './scheduler';
+import type { RemotePath } from './remote-path';
 import { QpFailures, Verbs } from './verbs';
 
 /** The identity's RDMA version (v1 opcodes). */
@@ -57,6 +59,10 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
   readonly #sqSlot = slotViews();
   /** Scratch for #wakeSrqUsers. */
   readonly #ids: number[] = [];
+  /** The path to other nodes (the mesh), when there is one. */
+  #remote: RemotePath | null = null;
+  /** QPs whose finished completions wait for CQ room (remote answers arrived while the CQ was full). */
+  readonly #blocked = new Set<QpRecord>();
 
   constructor(dev: DataPathEngine) {
     this.#dev = dev;
@@ -74,14 +80,29 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     const sched = this.#sched;
     this.#dev.hooks = {
       ...prev,
+      modifyAllowed: (qp, changes) => (prev.modifyAllowed?.(qp, changes) ?? true) && (this.#remote?.modifyAllowed(qp, changes) ?? true),
       sqDoorbell: (qp) => sched.schedule(qp),
-      rqDoorbell: (qp) => sched.wake(WaitKind.RNR, qp.id),
-      srqDoorbell: (srq) => this.#wakeSrqUsers(srq),
-      cqConsumed: (cq) => sched.wake(WaitKind.CQ, cq.id),
+      rqDoorbell: (qp) => {
+        sched.wake(WaitKind.RNR, qp.id);
+        this.#remote?.receivesPosted(qp.id);
+      },
+      srqDoorbell: (srq) => {
+        this.#wakeSrqUsers(srq);
+        this.#remote?.receivesPosted(-1);
+      },
+      cqConsumed: (cq) => {
+        this.#unblock();
+        sched.wake(WaitKind.CQ, cq.id);
+      },
       cqDestroyed: (cq) => sched.wake(WaitKind.CQ, cq.id),
-      qpModified: (qp, from) => this.#modified(qp, from),
+      qpModified: (qp, from, changes) => {
+        if (this.#remote && changes.av !== undefined) qpState(qp).node = this.#remote.nodeOf(qp);
+        this.#modified(qp, from);
+      },
       // A QP waiting on this one (RNR) must learn it is gone: it then completes with RETRY_EXCEEDED.
       qpDestroyed: (qp) => {
+        this.#remote?.destroyed(qp);
+        this.#blocked.delete(qp);
         this.#unwait(qp);
         const s = qpStateIfAny(qp);
         if (s) s.scheduled = false;
@@ -91,8 +112,60 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
       reset: () => {
         for (const qp of sched.waiting()) this.#unwait(qp);
         sched.reset();
+        this.#remote?.reset();
+        this.#blocked.clear();
       },
     };
+  }
+
+  /** Plug in the path to other nodes. */
+  attachRemote(remote: RemotePath): void {
+    this.#remote = remote;
+  }
+
+  /** The pieces a remote path shares with this one: the scheduler (waits), the verbs (responder side), guest views. */
+  get scheduler(): Scheduler {
+    return this.#sched;
+  }
+
+  get verbs(): Verbs {
+    return this.#verbs;
+  }
+
+  get views(): GuestViews {
+    return this.#views;
+  }
+
+  /**
+   * A remote answer set the status of one of `qp`'s inflight WQEs: post the
+   * completions that are now at the head, in order, while the CQ has room.
+   * An error completion fails the QP (ERR, flush), which also forgets the rest.
+   */
+  release(qp: QpRecord, s: QpDp): void {
+    const q = s.inflight;
+    while (q.length > 0 && q[0]!.status !== 'pending') {
+      if (this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) { q.length = 0; return; }
+      if (this.#dev.cqRoom(qp.sqCqId) === 0) { this.#blocked.add(qp); return; }
+      const e = q.shift()!;
+      const status = e.status as number;
+      this.#cqes.count(qp, status);
+      this.#cqes.send(qp, s, e.remote, e.wqeIdLo, e.wqeIdHi, status);
+      if (status !== IonicStatus.OK) {
+        q.length = 0;
+        this.#deviceError(qp, true);
+        return;
+      }
+    }
+    this.#blocked.delete(qp);
+  }
+
+  /** CQ room appeared: completions held for it go out. */
+  #unblock(): void {
+    if (this.#blocked.size === 0) return;
+    for (const qp of [...this.#blocked]) {
+      const s = qpStateIfAny(qp);
+      if (s) this.release(qp, s); else this.#blocked.delete(qp);
+    }
   }
 
   /** A visit threw (our bug): the QP gets the error hardware would give, ERR, and its work is flushed. */
@@ -195,6 +268,10 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     }
     const w = dec;
     const local = w.verb === SendVerb.LOCAL_INV || w.verb === SendVerb.REG_MR || w.verb === SendVerb.BIND_MW;
+    if (!local && this.#remote) {
+      const node = datagram ? this.#remote.datagramNode(w.ud.ahId) : s.node;
+      if (node >= 0) return this.#stepRemote(mem, qp, s, w, buf, node, datagram);
+    }
     // The destination QP, looked up once: a connected QP's peer, or the QP a datagram names.
     const dest = local ? undefined : dev.rm.qps.get(datagram ? w.ud.destQpn & RDMA_QPN_MASK : qp.attrs.destQpn);
     if (!this.#cqRoom(qp, w, datagram, dest)) return 'wait';
@@ -229,8 +306,29 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     return this.#finish(qp, s, remote, w.wqeIdLo, w.wqeIdHi, status);
   }
 
+  /** A WQE whose destination is on another node: sent by the remote path, completed now or when the peer answers. */
+  #stepRemote(mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, node: number, datagram: boolean): StepResult {
+    const dev = this.#dev;
+    // Only the send CQE is ours (the receive is the peer's); a completion queued behind others needs no room yet.
+    if (s.inflight.length === 0 && dev.cqRoom(qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    this.#verbs.clear();
+    const r = this.#remote!.execute(mem, qp, s, w, buf, node, datagram);
+    this.#verbs.clear();
+    if (r === 'wait') return 'wait';
+    dev.counters.inc(DC.tx_wqes);
+    qp.stats.inc(QC.wqes_processed);
+    if (r === 'pending') return 'done';
+    return this.#finish(qp, s, !datagram, w.wqeIdLo, w.wqeIdHi, r);
+  }
+
   /** Complete the head WQE with `status`; an error stops the QP (ERR, or SQE for a datagram QP). */
   #finish(qp: QpRecord, s: QpDp, remote: boolean, idLo: number, idHi: number, status: number): StepResult {
+    if (s.inflight.length > 0) {
+      // Earlier WQEs still wait for their peer: this completion goes out after theirs.
+      const e: InflightWqe = { status, remote, wqeIdLo: idLo, wqeIdHi: idHi };
+      s.inflight.push(e);
+      return status === IonicStatus.OK ? 'done' : 'stop';
+    }
     this.#cqes.count(qp, status);
     this.#cqes.send(qp, s, remote, idLo, idHi, status);
     if (status !== IonicStatus.OK) {
@@ -266,6 +364,14 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     this.#modified(qp, from);
   }
 
+  /** ERR or RESET: requests still queued for peers are taken back, answers still due are forgotten. */
+  #forgetRemote(qp: QpRecord, s: QpDp): void {
+    if (s.inflight.length === 0) return;
+    this.#remote?.flushed(qp, s);
+    s.inflight.length = 0;
+    this.#blocked.delete(qp);
+  }
+
   #modified(qp: QpRecord, from: QpState): void {
     this.#modifiedSelf(qp, from);
     // A sender waiting for this QP's receives sees the new state (a responder gone to ERR fails it).
@@ -276,10 +382,12 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     const s = qpState(qp);
     if (qp.state === QpState.RESET) {
       s.msn = 0;
+      this.#forgetRemote(qp, s);
       this.#unwait(qp);
       return;
     }
     if (qp.state === QpState.ERR && from !== QpState.ERR) {
+      this.#forgetRemote(qp, s);
       this.#unwait(qp);
       this.#cqes.flush(qp);
       return;

@@ -11,6 +11,8 @@ export const enum WaitKind {
   RNR = 1,
   /** Room on a CQ; key: the CQ id. */
   CQ = 2,
+  /** Room toward a mesh peer (send queue or READ reply budget); key: the node id. */
+  PEER = 3,
 }
 
 export interface QpDp {
@@ -32,6 +34,22 @@ export interface QpDp {
   rnrTimer: NodeJS.Timeout | null;
   /** A REG_MR at the head whose page list is being read over several turns. */
   regMr: PendingRegMr | null;
+  /** Mesh: the node this connected QP sends to (-1: a QP of this device), set when its AV changes. */
+  node: number;
+  /**
+   * Mesh: this QP's send WQEs sent to a peer and not yet answered, and the
+   * completions queued behind them, in WQE order (completions leave in order).
+   */
+  inflight: InflightWqe[];
+}
+
+/** A send WQE whose completion waits for a peer's reply, or a finished one queued behind such a WQE. */
+export interface InflightWqe {
+  /** Pending (no answer yet) or the status to complete with. */
+  status: number | 'pending';
+  readonly remote: boolean;
+  readonly wqeIdLo: number;
+  readonly wqeIdHi: number;
 }
 
 /** A REG_MR WQE in progress: what it asked for, and its page list so far. */
@@ -62,7 +80,7 @@ export function qpState(qp: QpRecord): QpDp {
   if (!s || s.handle !== qp.handle) {
     s = {
       handle: qp.handle, label: `RDMA data path (QP ${qp.id})`, msn: 0, scheduled: false, waiting: false,
-      waitKind: WaitKind.NONE, waitKey: -1, rnrLeft: -1, rnrTimer: null, regMr: null,
+      waitKind: WaitKind.NONE, waitKey: -1, rnrLeft: -1, rnrTimer: null, regMr: null, node: -1, inflight: [],
     };
     qp.dp = s;
   }

@@ -42,6 +42,7 @@ export class Scheduler {
   #drainScheduled = false;
   readonly #rnrWaiters = new Map<number, Set<QpRecord>>();
   readonly #cqWaiters = new Map<number, Set<QpRecord>>();
+  readonly #peerWaiters = new Map<number, Set<QpRecord>>();
   /** Set by a step that answers 'wait': what it waits for. */
   #waitKind = WaitKind.NONE;
   #waitKey = -1;
@@ -147,7 +148,7 @@ export class Scheduler {
     const key = this.#waitKind === WaitKind.NONE ? qp.sqCqId : this.#waitKey;
     this.#waitKind = WaitKind.NONE;
     this.#waitKey = -1;
-    const map = kind === WaitKind.RNR ? this.#rnrWaiters : this.#cqWaiters;
+    const map = this.#waiters(kind);
     let set = map.get(key);
     if (!set) { set = new Set(); map.set(key, set); }
     set.add(qp);
@@ -158,7 +159,7 @@ export class Scheduler {
 
   /** What waiters of `kind` on `key` need appeared (a receive on QP `key`, room on CQ `key`, a state change): they look again. */
   wake(kind: WaitKind, key: number): void {
-    const waiters = kind === WaitKind.RNR ? this.#rnrWaiters : this.#cqWaiters;
+    const waiters = this.#waiters(kind);
     const set = waiters.get(key);
     if (!set) return;
     waiters.delete(key);
@@ -181,7 +182,7 @@ export class Scheduler {
   /** Take a QP out of the waiter set it sits in. */
   leaveWaiters(qp: QpRecord, s: QpDp): void {
     if (s.waitKind !== WaitKind.NONE) {
-      const map = s.waitKind === WaitKind.RNR ? this.#rnrWaiters : this.#cqWaiters;
+      const map = this.#waiters(s.waitKind);
       const set = map.get(s.waitKey);
       if (set) {
         set.delete(qp);
@@ -197,13 +198,19 @@ export class Scheduler {
     const out: QpRecord[] = [];
     for (const set of this.#rnrWaiters.values()) out.push(...set);
     for (const set of this.#cqWaiters.values()) out.push(...set);
+    for (const set of this.#peerWaiters.values()) out.push(...set);
     return out;
+  }
+
+  #waiters(kind: WaitKind): Map<number, Set<QpRecord>> {
+    return kind === WaitKind.RNR ? this.#rnrWaiters : kind === WaitKind.PEER ? this.#peerWaiters : this.#cqWaiters;
   }
 
   /** Device reset: no waiters, nothing ready, a new generation (REG_MRs in progress are dropped, not given back). */
   reset(): void {
     this.#rnrWaiters.clear();
     this.#cqWaiters.clear();
+    this.#peerWaiters.clear();
     for (let i = this.#readyHead; i < this.#ready.length; i++) {
       const s = qpStateIfAny(this.#ready[i]!);
       if (s) { s.scheduled = false; s.regMr = null; }

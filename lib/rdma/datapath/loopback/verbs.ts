@@ -63,6 +63,16 @@ export class Verbs {
     this.#failures = failures;
   }
 
+  /** The message's source views (a mesh responder puts a received payload here). */
+  get src(): Buffer[] {
+    return this.#src;
+  }
+
+  /** The views `remote()` resolved. */
+  get dst(): Buffer[] {
+    return this.#dst;
+  }
+
   /** Drop the views of the last message (before and after each WQE). */
   clear(): void {
     this.#src.length = 0;
@@ -113,7 +123,7 @@ export class Verbs {
         // The requester's own buffers first: a bad lkey is reported whether or not a receive is posted.
         const g = this.#gather(mem, qp, w, buf);
         if (g !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
-        const rr = this.#takeRecv(mem, dest);
+        const rr = this.takeRecv(mem, dest);
         if (rr === 'empty') {
           this.#src.length = 0;
           return 'wait';
@@ -121,18 +131,18 @@ export class Verbs {
         if (rr === 'bad') return IonicStatus.REMOTE_OPER;
         const len = msgLen(w);
         if (isWrite) {
-          const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
+          const x = this.remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
           if (x !== IonicStatus.OK) return x;
           copySlices(this.#dst, 0, this.#src, 0, len);
-          this.#written(qp, len);
+          this.written(qp, len);
           this.#src.length = 0;
           this.#dst.length = 0;
           // The receive CQE carries the bytes written.
-          this.#deliver(mem, qp, dest, rr, len, null, RecvOp.RDMA_WRITE_IMM, w.immDataKey, w.solicited, null, true);
+          this.deliver(mem, qp, dest, rr, len, null, RecvOp.RDMA_WRITE_IMM, w.immDataKey, w.solicited, null, true);
           return IonicStatus.OK;
         }
         const op = w.verb === SendVerb.SEND ? RecvOp.SEND : w.verb === SendVerb.SEND_IMM ? RecvOp.SEND_IMM : RecvOp.SEND_INV;
-        const st = this.#deliver(mem, qp, dest, rr, len, null, op, w.verb === SendVerb.SEND ? 0 : w.immDataKey, w.solicited, null);
+        const st = this.deliver(mem, qp, dest, rr, len, null, op, w.verb === SendVerb.SEND ? 0 : w.immDataKey, w.solicited, null);
         if (st === IonicStatus.LOCAL_LEN) return IonicStatus.REMOTE_INV_REQ;
         if (st !== IonicStatus.OK) return IonicStatus.REMOTE_OPER;
         // The invalidation takes effect with the message, not when it fails.
@@ -145,16 +155,16 @@ export class Verbs {
         const g = this.#gather(mem, qp, w, buf);
         if (g !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
         const len = msgLen(w);
-        const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
+        const x = this.remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
         if (x !== IonicStatus.OK) return x;
         copySlices(this.#dst, 0, this.#src, 0, len);
-        this.#written(qp, len);
+        this.written(qp, len);
         return IonicStatus.OK;
       }
       case SendVerb.RDMA_READ: {
         const len = w.sgeTotal;
         // The remote side is checked first (a bad rkey NAKs before data returns); its views go to #dst, then swap.
-        const x = this.#remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_READ, QpFlag.REMOTE_READ, false);
+        const x = this.remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_READ, QpFlag.REMOTE_READ, false);
         if (x !== IonicStatus.OK) return x;
         this.#src.push(...this.#dst);
         this.#dst.length = 0;
@@ -183,19 +193,19 @@ export class Verbs {
     if (!dest || !receives(dest.state)) return IonicStatus.OK;
     const destUd = dest.type === QpType.UD || dest.id === GSI_QPN;
     if (!datagramAccepted(destUd, dest.attrs.qkey, qkey)) return IonicStatus.OK;
-    const rr = this.#takeRecv(mem, dest);
+    const rr = this.takeRecv(mem, dest);
     if (typeof rr === 'string') return IonicStatus.OK; // no receive posted: UD drops
     const av = ah.av;
     const len = msgLen(w);
     const grh = this.#grh;
     writeGrh(av, len, grh);
-    this.#deliver(mem, qp, dest, rr, len, grh, w.verb === SendVerb.SEND ? RecvOp.SEND : RecvOp.SEND_IMM,
+    this.deliver(mem, qp, dest, rr, len, grh, w.verb === SendVerb.SEND ? RecvOp.SEND : RecvOp.SEND_IMM,
       w.verb === SendVerb.SEND_IMM ? w.immDataKey : 0, w.solicited, av);
     return IonicStatus.OK;
   }
 
-  /** Views of a remote range into #dst, with the responder's QP and MR checks; IonicStatus. */
-  #remote(mem: GuestMemory, dest: QpRecord, rkey: number, va: number, len: number, need: number, qpBit: number, write: boolean): number {
+  /** Views of a remote range into `dst`, with the responder's QP and MR checks; IonicStatus. */
+  remote(mem: GuestMemory, dest: QpRecord, rkey: number, va: number, len: number, need: number, qpBit: number, write: boolean): number {
     if (len === 0) return IonicStatus.OK;
     if (!(dest.attrs.access & qpBit)) return IonicStatus.REMOTE_ACC;
     const st = this.#views.views(mem, rkey, va, len, need, dest.remotePrivileged, dest.pdId, write, this.#dst);
@@ -204,26 +214,46 @@ export class Verbs {
     return st === KeyStatus.OK ? IonicStatus.OK : IonicStatus.REMOTE_ACC;
   }
 
-  #written(qp: QpRecord, len: number): void {
+  /** Count an RDMA WRITE's bytes (on the QP that wrote, when it is ours). */
+  written(qp: QpRecord | null, len: number): void {
     this.#dev.counters.inc(DC.rdma_write_bytes, len);
-    qp.stats.inc(QC.bytes_rdma_write, len);
+    qp?.stats.inc(QC.bytes_rdma_write, len);
   }
 
   #atomic(mem: GuestMemory, qp: QpRecord, dest: QpRecord, w: SendWqe): number {
-    const va = w.rdma.remoteVa;
-    if (!Number.isSafeInteger(va) || va < 0) return IonicStatus.REMOTE_ACC;
-    if (va % ATOMIC_SIZE !== 0) return IonicStatus.REMOTE_INV_REQ;
-    const x = this.#remote(mem, dest, w.rdma.rkey, va, ATOMIC_SIZE, MrFlag.REMOTE_ATOMIC, QpFlag.REMOTE_ATOMIC, true);
+    const x = this.atomicTarget(mem, dest, w.rdma.rkey, w.rdma.remoteVa);
     if (x !== IonicStatus.OK) return x;
-    const remote = this.#remoteWord;
-    remote.length = 0;
-    for (const v of this.#dst) remote.push(v);
-    this.#dst.length = 0;
     const a = w.atomic;
     if (a.localLen !== ATOMIC_SIZE) return IonicStatus.LOCAL_LEN;
     if (this.#views.views(mem, a.localLkey, a.localVa, ATOMIC_SIZE, MrFlag.LOCAL_WRITE, qp.privileged, qp.pdId, true, this.#dst) !== KeyStatus.OK) {
       return IonicStatus.LOCAL_PROT;
     }
+    const old = this.atomicApply(w.verb === SendVerb.ATOMIC_CS, a.swapAddLo, a.swapAddHi, a.compareLo, a.compareHi);
+    this.#wordList[0] = old;
+    copySlices(this.#dst, 0, this.#wordList, 0, ATOMIC_SIZE);
+    return IonicStatus.OK;
+  }
+
+  /** The responder's side of an atomic: resolve the remote word (rkey, va) on `dest`; IonicStatus. */
+  atomicTarget(mem: GuestMemory, dest: QpRecord, rkey: number, va: number): number {
+    if (!Number.isSafeInteger(va) || va < 0) return IonicStatus.REMOTE_ACC;
+    if (va % ATOMIC_SIZE !== 0) return IonicStatus.REMOTE_INV_REQ;
+    const x = this.remote(mem, dest, rkey, va, ATOMIC_SIZE, MrFlag.REMOTE_ATOMIC, QpFlag.REMOTE_ATOMIC, true);
+    if (x !== IonicStatus.OK) return x;
+    const remote = this.#remoteWord;
+    remote.length = 0;
+    for (const v of this.#dst) remote.push(v);
+    this.#dst.length = 0;
+    return IonicStatus.OK;
+  }
+
+  /**
+   * Apply the atomic to the word atomicTarget resolved (compare-and-swap when
+   * `cs`, else fetch-and-add, 64-bit as lo/hi halves); returns the value
+   * before (a reused 8-byte buffer, little-endian as in memory).
+   */
+  atomicApply(cs: boolean, swapAddLo: number, swapAddHi: number, compareLo: number, compareHi: number): Buffer {
+    const remote = this.#remoteWord;
     const word = this.#word;
     const op = atomic_operand;
     this.#wordList[0] = word;
@@ -231,14 +261,14 @@ export class Verbs {
     const oldLo = getField(word, 0, op.lo);
     const oldHi = getField(word, 0, op.hi);
     let store = true;
-    let newLo = a.swapAddLo;
-    let newHi = a.swapAddHi;
-    if (w.verb === SendVerb.ATOMIC_CS) store = oldHi === a.compareHi && oldLo === a.compareLo;
+    let newLo = swapAddLo;
+    let newHi = swapAddHi;
+    if (cs) store = oldHi === compareHi && oldLo === compareLo;
     else {
-      const lo = oldLo + a.swapAddLo;
+      const lo = oldLo + swapAddLo;
       const carry = lo >= TWO_32 ? 1 : 0;
       newLo = lo - carry * TWO_32;
-      newHi = (oldHi + a.swapAddHi + carry) % TWO_32;
+      newHi = (oldHi + swapAddHi + carry) % TWO_32;
     }
     word.copy(this.#old);
     if (store) {
@@ -246,11 +276,9 @@ export class Verbs {
       setField(word, 0, op.hi, newHi >>> 0);
       copySlices(remote, 0, this.#wordList, 0, ATOMIC_SIZE);
     }
-    this.#wordList[0] = this.#old;
-    copySlices(this.#dst, 0, this.#wordList, 0, ATOMIC_SIZE);
     remote.length = 0;
     this.#dev.counters.inc(DC.atomic_ops);
-    return IonicStatus.OK;
+    return this.#old;
   }
 
   /** Gather a SEND / WRITE payload into #src; KeyStatus or -1. */
@@ -266,7 +294,7 @@ export class Verbs {
    * Take the destination's next receive WQE into #recv: the ring it came from
    * (ci not yet advanced), 'empty', or 'bad' (unreadable / undecodable).
    */
-  #takeRecv(mem: GuestMemory, dest: QpRecord): QueueRing | 'empty' | 'bad' {
+  takeRecv(mem: GuestMemory, dest: QpRecord): QueueRing | 'empty' | 'bad' {
     const ring = this.recvRing(dest);
     if (!ring || ring.ci === ring.pi) return 'empty';
     const buf = this.#views.slot(mem, ring, ring.ci, this.#rqSlot);
@@ -296,7 +324,7 @@ export class Verbs {
    * `dest`, and post its RECV CQE (with `av`, a datagram's address vector).
    * Answers the responder status.
    */
-  #deliver(mem: GuestMemory, from: QpRecord, dest: QpRecord, ring: QueueRing, len: number, prefix: Buffer | null,
+  deliver(mem: GuestMemory, from: QpRecord | number, dest: QpRecord, ring: QueueRing, len: number, prefix: Buffer | null,
     op: RecvOp, imm: number, solicited: boolean, av: AddressVector | null, countOnly = false): number {
     const r = this.#recv;
     const pre = prefix ? prefix.length : 0;
@@ -316,12 +344,12 @@ export class Verbs {
       c.inc(DC.recv_msgs);
       c.inc(DC.tx_bytes, len);
       c.inc(DC.rx_bytes, total);
-      from.stats.inc(QC.bytes_sent, len);
+      if (typeof from !== 'number') from.stats.inc(QC.bytes_sent, len);
       dest.stats.inc(QC.bytes_received, total);
     }
     this.#dev.counters.inc(DC.rx_wqes);
     advance(ring);
-    this.#cqes.recv(dest, from.id, st, total, r.wqeIdLo, r.wqeIdHi, op, imm, solicited, av);
+    this.#cqes.recv(dest, typeof from === 'number' ? from : from.id, st, total, r.wqeIdLo, r.wqeIdHi, op, imm, solicited, av);
     this.#dst.length = 0;
     if (st !== IonicStatus.OK && dest.type !== QpType.UD) this.#failures.deviceError(dest);
     return st;

@@ -1,0 +1,216 @@
+// RDMA between two servers over the TCP mesh, in one process: each server
+// has its own device and guest model (real sockets, memfd guest memory), the
+// two Meshes (manager and worker) talk over loopback TCP. Covers every verb
+// across nodes, completions only after the peer's answer, RNR holds, the
+// GID rules of MODIFY_QP, key 0 from a peer, datagrams, and a lost peer.
+
+import { expect } from 'chai';
+import type { Mesh } from '../../lib/mesh';
+import { IonicStatus } from '../../lib/rdma/datapath/cqe';
+import { gidsFromFrame, linkLocalGid } from '../../lib/rdma/datapath/mesh';
+import { ipv4Gid } from '../../lib/rdma/address';
+import { startManager, startWorker, until } from '../mesh/helpers';
+import { PAGE } from '../support/ionic/regs';
+import { AOp, CqeT, Mask, MrF, QpS, QpT, ROp, WOp } from '../support/ionic/rdma-regs';
+import { modifyQpBody, createAhBody, headerTemplate, placeTemplate } from '../support/ionic/rdma-cmds';
+import { Cq, Cqe, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
+
+const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
+const IP_A = '10.9.0.1';
+const IP_B = '10.9.0.2';
+
+function pattern(n: number, seed: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff;
+  return b;
+}
+
+/** Wait until `cq` has `n` CQEs (polling the model after each turn of I/O; a hang guard only). */
+async function cqes(v: VerbsGuest, cq: Cq, n: number, got: Cqe[] = []): Promise<Cqe[]> {
+  await until(() => { got.push(...v.drain(cq)); return got.length >= n; }, `${n} CQEs on CQ ${cq.id}`, 10_000);
+  return got;
+}
+
+describe('rdma over the TCP mesh: two servers, two guests', function () {
+  this.timeout(60_000);
+  let manager: Mesh;
+  let worker: Mesh;
+  let a: VerbsGuest;
+  let b: VerbsGuest;
+  let acq: Cq;
+  let bcq: Cq;
+  let A: GuestMr;
+  let B: GuestMr;
+  let qa: Qp;
+  let qb: Qp;
+
+  before(async () => {
+    manager = await startManager({ guestGids: [ipv4Gid(v4(IP_A))] });
+    const port = manager.listenPort;
+    worker = await startWorker(port, { guestGids: [ipv4Gid(v4(IP_B))] });
+    await until(() => manager.lookupGid(ipv4Gid(v4(IP_B))) === 1 && worker.lookupGid(ipv4Gid(v4(IP_A))) === 0, 'GIDs fanned out');
+    a = await VerbsGuest.boot({ rdmaBackend: { mesh: manager, options: { lostPeerMs: 1500, rnrMs: 1000 } }, arenaPages: 64 });
+    b = await VerbsGuest.boot({ rdmaBackend: { mesh: worker, options: { lostPeerMs: 1500, rnrMs: 1000 } }, arenaPages: 64 });
+    acq = await a.createCq(40);
+    bcq = await b.createCq(40);
+    A = await a.createMr({ key: 0x501, pages: 16, flags: ALL });
+    B = await b.createMr({ key: 0x702, pages: 16, flags: ALL });
+    qa = await a.createQp(20, QpT.RC, { sqCq: acq, rqCq: acq });
+    qb = await b.createQp(30, QpT.RC, { sqCq: bcq, rqCq: bcq });
+    await a.connect(qa, qb.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    await b.connect(qb, qa.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await worker?.close();
+    await manager?.close();
+  });
+
+  it('the QPs resolved their peers by GID: A sends to node 1, B to node 0', () => {
+    expect(a.rig.device.meshDataPath).to.not.equal(null);
+    expect(qa.id).to.equal(20);
+    expect(a.qpState(qa)).to.equal(QpS.RTS);
+    expect(b.qpState(qb)).to.equal(QpS.RTS);
+  });
+
+  it('SEND with immediate: the bytes land in B\'s receive; A completes only after B\'s ACK', async () => {
+    const data = pattern(3000, 7);
+    A.write(100, data);
+    b.postRecv(qb, { id: 0x99, sges: [B.sge(0, 4096)] });
+    a.postSend(qa, { op: WOp.SEND_IMM, id: 1, imm: 0xcafef00d, sges: [A.sge(100, 3000)] });
+    const rc = await cqes(b, bcq, 1);
+    expect(rc[0]!.type).to.equal(CqeT.RECV);
+    expect(rc[0]!.error).to.equal(false);
+    expect(rc[0]!.statusLength).to.equal(3000);
+    expect(rc[0]!.recvOp).to.equal(ROp.SEND_IMM);
+    expect(rc[0]!.immDataRkey >>> 0).to.equal(0xcafef00d);
+    expect(rc[0]!.srcQpn).to.equal(qa.id);
+    expect(B.read(0, 3000).equals(data)).to.equal(true);
+    const sc = await cqes(a, acq, 1);
+    expect(sc.map((c) => [c.type, c.error, c.msn])).to.deep.equal([[CqeT.SEND_MSN, false, 1]]);
+  });
+
+  it('RDMA WRITE (across pages, 20 KiB) by B\'s rkey, then RDMA READ it back into another range of A', async () => {
+    const data = pattern(20_000, 3);
+    A.write(0, data);
+    a.postSend(qa, { op: WOp.RDMA_WRITE, id: 2, sges: [A.sge(0, 20_000)], remote: { va: B.va + 5, rkey: B.key } });
+    a.postSend(qa, { op: WOp.RDMA_READ, id: 3, sges: [A.sge(24_000, 20_000)], remote: { va: B.va + 5, rkey: B.key } });
+    const sc = await cqes(a, acq, 2);
+    expect(sc.map((c) => [c.error, c.msn])).to.deep.equal([[false, 2], [false, 3]]);
+    expect(B.read(5, 20_000).equals(data)).to.equal(true);
+    expect(A.read(24_000, 20_000).equals(data)).to.equal(true);
+  });
+
+  it('atomics: fetch-and-add and compare-and-swap on B\'s memory return the old value to A', async () => {
+    B.write(64, Buffer.from('0100000000000000', 'hex'));
+    a.postSend(qa, { op: WOp.ATOMIC_FA, id: 4, remote: { va: B.va + 64, rkey: B.key }, atomic: { swapAdd: 41n, local: A.sge(200, 8) } });
+    a.postSend(qa, { op: WOp.ATOMIC_CS, id: 5, remote: { va: B.va + 64, rkey: B.key }, atomic: { swapAdd: 7n, compare: 42n, local: A.sge(208, 8) } });
+    const sc = await cqes(a, acq, 2);
+    expect(sc.every((c) => !c.error)).to.equal(true);
+    expect(A.read(200, 8).readBigUInt64LE(0)).to.equal(1n);
+    expect(A.read(208, 8).readBigUInt64LE(0)).to.equal(42n);
+    expect(B.read(64, 8).readBigUInt64LE(0)).to.equal(7n);
+  });
+
+  it('receiver not ready: a SEND is held on B until a receive is posted, and the WRITE behind it waits with it', async () => {
+    A.write(300, Buffer.from('held send'));
+    A.write(400, Buffer.from('after it'));
+    a.postSend(qa, { op: WOp.SEND, id: 6, sges: [A.sge(300, 9)] });
+    a.postSend(qa, { op: WOp.RDMA_WRITE, id: 7, sges: [A.sge(400, 8)], remote: { va: B.va + 9000, rkey: B.key } });
+    await until(() => b.rig.device.meshDataPath!.stats.held === 2, 'two messages held on B');
+    expect(B.read(9000, 8).equals(Buffer.from('after it'))).to.equal(false);
+    expect(a.drain(acq)).to.deep.equal([]);
+    b.postRecv(qb, { id: 0x77, sges: [B.sge(8000, 64)] });
+    const rc = await cqes(b, bcq, 1);
+    expect(rc[0]!.statusLength).to.equal(9);
+    expect(B.read(8000, 9).toString()).to.equal('held send');
+    const sc = await cqes(a, acq, 2);
+    expect(sc.every((c) => !c.error)).to.equal(true);
+    expect(B.read(9000, 8).toString()).to.equal('after it');
+  });
+
+  it('a SEND nobody receives fails with RNR_RETRY_EXCEEDED after the RNR deadline; the requester goes to ERR', async () => {
+    const qa2 = await a.createQp(21, QpT.RC, { sqCq: acq, rqCq: acq });
+    const qb2 = await b.createQp(31, QpT.RC, { sqCq: bcq, rqCq: bcq });
+    await a.connect(qa2, qb2.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    await b.connect(qb2, qa2.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    a.postSend(qa2, { op: WOp.SEND, id: 8, sges: [A.sge(0, 16)] });
+    const sc = await cqes(a, acq, 1);
+    expect(sc[0]!.error).to.equal(true);
+    expect(sc[0]!.statusLength).to.equal(IonicStatus.RNR_RETRY_EXCEEDED);
+    expect(a.qpState(qa2)).to.equal(QpS.ERR);
+    expect(b.rig.device.meshDataPath!.stats.held).to.equal(0);
+  });
+
+  it('a peer may name memory only by rkey: key 0 is refused (REMOTE_ACC), and nothing of B changes', async () => {
+    const qa3 = await a.createQp(22, QpT.RC, { sqCq: acq, rqCq: acq });
+    const qb3 = await b.createQp(32, QpT.RC, { sqCq: bcq, rqCq: bcq });
+    await a.connect(qa3, qb3.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    await b.connect(qb3, qa3.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    const before = B.read(0, PAGE);
+    A.write(0, Buffer.alloc(64, 0xee));
+    a.postSend(qa3, { op: WOp.RDMA_WRITE, id: 9, sges: [A.sge(0, 64)], remote: { va: B.at(0), rkey: 0 } });
+    const sc = await cqes(a, acq, 1);
+    expect([sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([true, IonicStatus.REMOTE_ACC]);
+    expect(B.read(0, PAGE).equals(before)).to.equal(true);
+  });
+
+  it('MODIFY_QP of a connected QP to a GID no node owns fails; an AH to one is created (and is local)', async () => {
+    const q = await a.createQp(23, QpT.RC, { sqCq: acq, rqCq: acq });
+    await a.ok(AOp.MODIFY_QP, modifyQpBody({ id: q.id, mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.ACCESS_FLAGS, state: QpS.INIT, access: 0 }));
+    const tpl = headerTemplate({ sip: v4(IP_A), dip: v4('10.9.0.77') });
+    const r = await a.admin(AOp.MODIFY_QP, modifyQpBody({
+      id: q.id, mask: Mask.STATE | Mask.AV | Mask.PATH_MTU | Mask.DEST_QPN, state: QpS.RTR, qkeyDest: 5, pmtu: 10,
+      ahId: q.id, hdrLen: tpl.length, hdrDma: placeTemplate(a.g, tpl),
+    }));
+    expect(r.error).to.equal(true);
+    expect(a.qpState(q)).to.equal(QpS.INIT);
+    const ah = await a.admin(AOp.CREATE_AH, createAhBody({ id: 9, dma: placeTemplate(a.g, tpl), length: tpl.length }));
+    expect(ah.error).to.equal(false);
+  });
+
+  it('UD across nodes: the datagram arrives with its GRH on B (Q_Key checked there); the sender completes at once', async () => {
+    const ua = await a.createQp(40, QpT.UD, { sqCq: acq, rqCq: acq });
+    const ub = await b.createQp(41, QpT.UD, { sqCq: bcq, rqCq: bcq });
+    await a.readyUd(ua, 0x1234);
+    await b.readyUd(ub, 0x1234);
+    await a.createAh(3, { sip: v4(IP_A), dip: v4(IP_B) });
+    b.postRecv(ub, { id: 0x55, sges: [B.sge(12_000, 40 + 100)] });
+    A.write(500, pattern(100, 9));
+    a.postSend(ua, { op: WOp.SEND, id: 10, sges: [A.sge(500, 100)], ud: { ah: 3, qpn: ub.id, qkey: 0x1234 } });
+    // A wrong Q_Key is dropped on B: no receive consumed.
+    a.postSend(ua, { op: WOp.SEND, id: 11, sges: [A.sge(500, 100)], ud: { ah: 3, qpn: ub.id, qkey: 0x9999 } });
+    const sc = await cqes(a, acq, 2);
+    expect(sc.every((c) => !c.error && c.type === CqeT.SEND_NPG)).to.equal(true);
+    const rc = await cqes(b, bcq, 1);
+    expect(rc[0]!.statusLength).to.equal(140);
+    expect(rc[0]!.srcQpn).to.equal(ua.id);
+    expect(B.read(12_040, 100).equals(pattern(100, 9))).to.equal(true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(b.drain(bcq)).to.deep.equal([]);
+  });
+
+  it('GIDs learned from transmitted frames: ARP sender, IPv4 and IPv6 sources, link-local from the MAC', () => {
+    const mac = Buffer.from('02aabbccddee', 'hex');
+    const arp = Buffer.concat([Buffer.alloc(6, 0xff), mac, Buffer.from('0806', 'hex'),
+      Buffer.from('0001080006040001', 'hex'), mac, v4('10.1.2.3'), Buffer.alloc(6), v4('10.1.2.4')]);
+    const out: Buffer[] = [];
+    gidsFromFrame(arp, out);
+    expect(out.map((g) => g.toString('hex'))).to.deep.equal([linkLocalGid(mac).toString('hex'), ipv4Gid(v4('10.1.2.3')).toString('hex')]);
+    expect(linkLocalGid(mac).toString('hex')).to.equal('fe80000000000000' + '00aabbfffeccddee');
+    out.length = 0;
+    gidsFromFrame(Buffer.alloc(10), out);
+    expect(out).to.deep.equal([]);
+  });
+
+  it('a lost peer: requests to a node that vanished complete with RETRY_EXCEEDED after the deadline', async () => {
+    const qa4 = await a.createQp(24, QpT.RC, { sqCq: acq, rqCq: acq });
+    await a.connect(qa4, 33, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    a.drain(acq);
+    await worker.close();
+    a.postSend(qa4, { op: WOp.RDMA_WRITE, id: 12, sges: [A.sge(0, 8)], remote: { va: 0x1000, rkey: 0x702 } });
+    const sc = await cqes(a, acq, 1);
+    expect([sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([true, IonicStatus.RETRY_EXCEEDED]);
+  });
+});
