@@ -5,7 +5,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "VM tests need root"; exit 2; }
 pass=0 failn=0
-for t in "$HERE"/vfio-user-demo.sh "$HERE"/idio16-record.sh "$HERE"/ionic-eth.sh "$HERE"/rdma-verbs.sh "$HERE"/rdma-nvme.sh; do
+for t in "$HERE"/vfio-user-demo.sh "$HERE"/idio16-record.sh "$HERE"/ionic-eth.sh "$HERE"/rdma-verbs.sh "$HERE"/rdma-nvme.sh "$HERE"/mesh-two-guests.sh; do
   echo "##### $(basename "$t")"
   if bash "$t"; then pass=$((pass + 1)); else failn=$((failn + 1)); fi
 done
