@@ -12,7 +12,7 @@ import { ipv4Gid } from '../../lib/rdma/address';
 import { startManager, startWorker, until } from '../mesh/helpers';
 import { PAGE } from '../support/ionic/regs';
 import { AOp, CqeT, Mask, MrF, QpS, QpT, ROp, WOp } from '../support/ionic/rdma-regs';
-import { modifyQpBody, createAhBody, headerTemplate, placeTemplate } from '../support/ionic/rdma-cmds';
+import { modifyQpBody, createAhBody, headerTemplate, idBody, placeTemplate } from '../support/ionic/rdma-cmds';
 import { Cq, Cqe, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
 
 const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
@@ -141,6 +141,32 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     expect(sc[0]!.statusLength).to.equal(IonicStatus.RNR_RETRY_EXCEEDED);
     expect(a.qpState(qa2)).to.equal(QpS.ERR);
     expect(b.rig.device.meshDataPath!.stats.held).to.equal(0);
+  });
+
+  it('inbound pressure: a held SEND fails at once with RNR_RETRY_EXCEEDED instead of waiting out its deadline', async () => {
+    const qa5 = await a.createQp(25, QpT.RC, { sqCq: acq, rqCq: acq });
+    const qb5 = await b.createQp(35, QpT.RC, { sqCq: bcq, rqCq: bcq });
+    await a.connect(qa5, qb5.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    await b.connect(qb5, qa5.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    a.postSend(qa5, { op: WOp.SEND, id: 13, sges: [A.sge(0, 16)] });
+    await until(() => b.rig.device.meshDataPath!.stats.held === 1, 'the SEND held on B');
+    worker.emit('pressure', 500);
+    // Let go within the event itself, not at the deadline.
+    expect(b.rig.device.meshDataPath!.stats.held).to.equal(0);
+    const sc = await cqes(a, acq, 1);
+    expect([sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([true, IonicStatus.RNR_RETRY_EXCEEDED]);
+  });
+
+  it('a QP destroyed right after an unsignaled WRITE: the WRITE still reaches the peer', async () => {
+    const qa6 = await a.createQp(26, QpT.RC, { sqCq: acq, rqCq: acq });
+    const qb6 = await b.createQp(36, QpT.RC, { sqCq: bcq, rqCq: bcq });
+    await a.connect(qa6, qb6.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    await b.connect(qb6, qa6.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    A.write(600, Buffer.from('last words'));
+    a.postSend(qa6, { op: WOp.RDMA_WRITE, id: 14, signaled: false, sges: [A.sge(600, 10)], remote: { va: B.va + 30_000, rkey: B.key } });
+    await a.ok(AOp.DESTROY_QP, idBody(qa6.id));
+    await until(() => B.read(30_000, 10).toString() === 'last words', 'the WRITE landed on B');
+    expect(a.rig.device.meshDataPath!.stats.pending).to.equal(0);
   });
 
   it('a peer may name memory only by rkey: key 0 is refused (REMOTE_ACC), and nothing of B changes', async () => {
