@@ -1,5 +1,5 @@
 // Frames per second through the ionic device, driven by the guest model
-// (spec/support/ionic/guest.ts) the way ionic.ko drives it: TX descriptors,
+// (spec/support/ionic/guest/) the way ionic.ko drives it: TX descriptors,
 // doorbells as posted BAR2 writes, completions by MSI-X eventfd.
 //
 // The server is the real rocm-ernic binary in its own process, on a host TAP.
