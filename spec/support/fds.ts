@@ -11,6 +11,15 @@ export async function settle(turns = 5): Promise<void> {
   await new Promise((r) => setTimeout(r, 5));
 }
 
+/** Poll `cond` every millisecond until it holds; throws after `timeoutMs`. */
+export async function until(cond: () => boolean, what: string, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
 export function tempSocketPath(tag: string): string {
   return `/tmp/ernic-test-${process.pid}-${tag}-${Math.random().toString(36).slice(2, 8)}.sock`;
 }
