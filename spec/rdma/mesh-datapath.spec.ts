@@ -230,13 +230,29 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     expect(out).to.deep.equal([]);
   });
 
-  it('a lost peer: requests to a node that vanished complete with RETRY_EXCEEDED after the deadline', async () => {
+  it('a lost peer: requests to a node that vanished complete with RETRY_EXCEEDED after the deadline, while other traffic goes on', async () => {
     const qa4 = await a.createQp(24, QpT.RC, { sqCq: acq, rqCq: acq });
-    await a.connect(qa4, 33, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    const qb4 = await b.createQp(34, QpT.RC, { sqCq: bcq, rqCq: bcq });
+    await a.connect(qa4, qb4.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    await b.connect(qb4, qa4.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    // Two QPs of A's own guest, talking to each other while the request to the lost peer waits.
+    const l1 = await a.createQp(27, QpT.RC, { sqCq: acq, rqCq: acq });
+    const l2 = await a.createQp(28, QpT.RC, { sqCq: acq, rqCq: acq });
+    await a.connect(l1, l2.id, { tpl: { sip: v4(IP_A), dip: v4(IP_A) } });
+    await a.connect(l2, l1.id, { tpl: { sip: v4(IP_A), dip: v4(IP_A) } });
     a.drain(acq);
+    // Mid-transfer: B holds the SEND (no receive posted), then B's server goes away without answering.
+    a.postSend(qa4, { op: WOp.SEND, id: 12, sges: [A.sge(0, 8)] });
+    await until(() => b.rig.device.meshDataPath!.stats.held === 1, 'the SEND held on B');
     await worker.close();
-    a.postSend(qa4, { op: WOp.RDMA_WRITE, id: 12, sges: [A.sge(0, 8)], remote: { va: 0x1000, rkey: 0x702 } });
+    expect(a.rig.device.meshDataPath!.stats.pending).to.equal(1);
+    A.write(700, Buffer.from('local traffic'));
+    a.postRecv(l2, { id: 0x42, sges: [A.sge(800, 64)] });
+    a.postSend(l1, { op: WOp.SEND, id: 15, sges: [A.sge(700, 13)] });
+    const local = await cqes(a, acq, 2);
+    expect(local.every((c) => !c.error && (c.qid === l1.id || c.qid === l2.id))).to.equal(true);
+    expect(A.read(800, 13).toString()).to.equal('local traffic');
     const sc = await cqes(a, acq, 1);
-    expect([sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([true, IonicStatus.RETRY_EXCEEDED]);
+    expect([sc[0]!.qid, sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([qa4.id, true, IonicStatus.RETRY_EXCEEDED]);
   });
 });
