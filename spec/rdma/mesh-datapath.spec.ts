@@ -60,6 +60,15 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     await a.connect(qa, qb.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
     await b.connect(qb, qa.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
   });
+  /** An RC QP on A and one on B, connected to each other across the mesh. */
+  async function crossPair(idA: number, idB: number): Promise<[Qp, Qp]> {
+    const qpA = await a.createQp(idA, QpT.RC, { sqCq: acq, rqCq: acq });
+    const qpB = await b.createQp(idB, QpT.RC, { sqCq: bcq, rqCq: bcq });
+    await a.connect(qpA, qpB.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    await b.connect(qpB, qpA.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    return [qpA, qpB];
+  }
+
   after(async () => {
     await a?.close();
     await b?.close();
@@ -131,10 +140,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   });
 
   it('a SEND nobody receives fails with RNR_RETRY_EXCEEDED after the RNR deadline; the requester goes to ERR', async () => {
-    const qa2 = await a.createQp(21, QpT.RC, { sqCq: acq, rqCq: acq });
-    const qb2 = await b.createQp(31, QpT.RC, { sqCq: bcq, rqCq: bcq });
-    await a.connect(qa2, qb2.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
-    await b.connect(qb2, qa2.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    const [qa2] = await crossPair(21, 31);
     a.postSend(qa2, { op: WOp.SEND, id: 8, sges: [A.sge(0, 16)] });
     const sc = await cqes(a, acq, 1);
     expect(sc[0]!.error).to.equal(true);
@@ -144,10 +150,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   });
 
   it('inbound pressure: a held SEND fails at once with RNR_RETRY_EXCEEDED instead of waiting out its deadline', async () => {
-    const qa5 = await a.createQp(25, QpT.RC, { sqCq: acq, rqCq: acq });
-    const qb5 = await b.createQp(35, QpT.RC, { sqCq: bcq, rqCq: bcq });
-    await a.connect(qa5, qb5.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
-    await b.connect(qb5, qa5.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    const [qa5] = await crossPair(25, 35);
     a.postSend(qa5, { op: WOp.SEND, id: 13, sges: [A.sge(0, 16)] });
     await until(() => b.rig.device.meshDataPath!.stats.held === 1, 'the SEND held on B');
     worker.emit('pressure', 500);
@@ -158,10 +161,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   });
 
   it('a QP destroyed right after an unsignaled WRITE: the WRITE still reaches the peer', async () => {
-    const qa6 = await a.createQp(26, QpT.RC, { sqCq: acq, rqCq: acq });
-    const qb6 = await b.createQp(36, QpT.RC, { sqCq: bcq, rqCq: bcq });
-    await a.connect(qa6, qb6.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
-    await b.connect(qb6, qa6.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    const [qa6] = await crossPair(26, 36);
     A.write(600, Buffer.from('last words'));
     a.postSend(qa6, { op: WOp.RDMA_WRITE, id: 14, signaled: false, sges: [A.sge(600, 10)], remote: { va: B.va + 30_000, rkey: B.key } });
     await a.ok(AOp.DESTROY_QP, idBody(qa6.id));
@@ -170,10 +170,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   });
 
   it('a peer may name memory only by rkey: key 0 is refused (REMOTE_ACC), and nothing of B changes', async () => {
-    const qa3 = await a.createQp(22, QpT.RC, { sqCq: acq, rqCq: acq });
-    const qb3 = await b.createQp(32, QpT.RC, { sqCq: bcq, rqCq: bcq });
-    await a.connect(qa3, qb3.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
-    await b.connect(qb3, qa3.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    const [qa3] = await crossPair(22, 32);
     const before = B.read(0, PAGE);
     A.write(0, Buffer.alloc(64, 0xee));
     a.postSend(qa3, { op: WOp.RDMA_WRITE, id: 9, sges: [A.sge(0, 64)], remote: { va: B.at(0), rkey: 0 } });
@@ -231,10 +228,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   });
 
   it('a lost peer: requests to a node that vanished complete with RETRY_EXCEEDED after the deadline, while other traffic goes on', async () => {
-    const qa4 = await a.createQp(24, QpT.RC, { sqCq: acq, rqCq: acq });
-    const qb4 = await b.createQp(34, QpT.RC, { sqCq: bcq, rqCq: bcq });
-    await a.connect(qa4, qb4.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
-    await b.connect(qb4, qa4.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) } });
+    const [qa4] = await crossPair(24, 34);
     // Two QPs of A's own guest, talking to each other while the request to the lost peer waits.
     const l1 = await a.createQp(27, QpT.RC, { sqCq: acq, rqCq: acq });
     const l2 = await a.createQp(28, QpT.RC, { sqCq: acq, rqCq: acq });
