@@ -16,10 +16,10 @@
 // builds a closure per call: these run on every doorbell and every WQE.
 
 /** Size of a numeric field in bytes. */
-export type FieldSize = 1 | 2 | 4 | 8;
+type FieldSize = 1 | 2 | 4 | 8;
 
 /** Byte order of a numeric field. */
-export type ByteOrder = 'le' | 'be';
+type ByteOrder = 'le' | 'be';
 
 /** A numeric field: offset from the start of its structure, size, byte order. */
 export interface Field {

@@ -20,8 +20,8 @@ import { MrF, QpF, QpT } from '../../spec/support/ionic/rdma-regs';
 import { VerbsGuest } from '../../spec/support/ionic/rdma-verbs';
 import { PAGE } from '../../spec/support/ionic/regs';
 
-export const QP_A = 10;
-export const QP_B = 11;
+const QP_A = 10;
+const QP_B = 11;
 const SEND_CQ = 300;
 const RECV_CQ = 301;
 const WQE_STRIDE_LOG2 = 6;
@@ -30,7 +30,7 @@ const MR_KEY = (5 << 8) | 0x11;
 /** CQE type SEND_MSN (contract 4.6). */
 const CQE_SEND_MSN = 2;
 
-export interface PairOptions {
+interface PairOptions {
   /** log2 of the requester's SQ depth. */
   readonly sqLog2: number;
   /** Bytes of the MR: the lower half is the source, the upper half the destination. */

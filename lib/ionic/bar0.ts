@@ -23,11 +23,11 @@ import type { NicProfile } from './profile';
 export const BAR0_INDEX = 0;
 
 /** dev_info version we report. */
-export const IONIC_DEV_INFO_VERSION = 1;
+const IONIC_DEV_INFO_VERSION = 1;
 /** The value the driver writes to dev_cmd.doorbell to run the command. */
-export const IONIC_DEV_CMD_DOORBELL_RING = 1;
+const IONIC_DEV_CMD_DOORBELL_RING = 1;
 /** dev_cmd.done once the completion and the data are final (ionic_regs.h IONIC_DEV_CMD_DONE). */
-export const IONIC_DEV_CMD_DONE = 0x1;
+const IONIC_DEV_CMD_DONE = 0x1;
 /** Every register of struct ionic_intr is a u32. */
 const INTR_REG_SIZE = 4;
 
@@ -43,7 +43,7 @@ export interface Bar0Counters {
   devCmds: number;
 }
 
-export interface Bar0Options {
+interface Bar0Options {
   readonly profile: NicProfile;
   readonly interrupts: InterruptController;
   readonly counters: Bar0Counters;

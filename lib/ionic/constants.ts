@@ -152,10 +152,9 @@ export const enum EventCode {
 export const IONIC_LIF_CAP_ETH = 0x1;
 export const IONIC_LIF_CAP_RDMA = 0x2;
 
-/** Interrupt credits register bits. */
+/** Interrupt credits register bits (the driver's RESET_COALESCE, 0x20000, is ignored: no coalescing timer runs). */
 export const IONIC_INTR_CRED_COUNT_MASK = 0x7fff;
 export const IONIC_INTR_CRED_UNMASK = 0x10000;
-export const IONIC_INTR_CRED_RESET_COALESCE = 0x20000;
 
 /** TX descriptor opcodes (cmd bits 4..7). */
 export const enum TxOpcode {

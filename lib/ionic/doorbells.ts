@@ -23,21 +23,21 @@ export const BAR2_INDEX = 2;
 export const BAR2_SIZE = 4 << 20;
 
 /** Valid bits of the ring field (ionic_regs.h IONIC_DBELL_RING_MASK). */
-export const IONIC_DBELL_RING_MASK = 0x7;
+const IONIC_DBELL_RING_MASK = 0x7;
 /** Bytes written by each half of a split doorbell write. */
 const DB_HALF = DB.SIZE / 2;
 /** Doorbells whose low half waits for its high half, at most (a guest writing only low halves cannot grow the table). */
 const MAX_PENDING_HALVES = 1024;
 
 /** A decoded doorbell. */
-export interface Doorbell {
+interface Doorbell {
   qid: number;
   ring: number;
   pIndex: number;
 }
 
 /** Decode the struct ionic_doorbell at the start of `value` into `out`. */
-export function decodeDoorbell(value: Buffer, out: Doorbell): Doorbell {
+function decodeDoorbell(value: Buffer, out: Doorbell): Doorbell {
   out.pIndex = getField(value, 0, DB.p_index);
   out.ring = getField(value, 0, DB.ring) & IONIC_DBELL_RING_MASK;
   // qid is 24 bits: qid_lo holds its low byte, qid_hi the 16 bits above.
@@ -50,7 +50,7 @@ export interface DoorbellCounters {
   doorbells: number;
 }
 
-export interface DoorbellOptions {
+interface DoorbellOptions {
   readonly lif: Lif;
   readonly rdma: RdmaEngine | null;
   readonly counters: DoorbellCounters;

@@ -20,36 +20,36 @@ import { rdmaEnabled, writeRdmaIdentity } from './rdma/identity';
  * RDMA_NDBPGS_PER_LIF. The kernel's page is hw_index * n + 0 = page 0 either
  * way, and doorbells decode only the offset within a page, so any page works.
  */
-export const NDBPGS_PER_LIF = 1;
+const NDBPGS_PER_LIF = 1;
 
 /** dev_identity ndbpgs_per_lif for a profile. */
-export function doorbellPagesPerLif(p: NicProfile): number {
+function doorbellPagesPerLif(p: NicProfile): number {
   return rdmaEnabled(p) ? RDMA_NDBPGS_PER_LIF : NDBPGS_PER_LIF;
 }
 
 /** MAC filters we accept; the driver turns promiscuous above it. */
 export const MAX_UCAST_FILTERS = 32;
 export const MAX_MCAST_FILTERS = 32;
-export const RSS_IND_TBL_SZ = 128;
-export const MIN_FRAME_SIZE = 64;
+const RSS_IND_TBL_SZ = 128;
+const MIN_FRAME_SIZE = 64;
 
 /** q_identity features (IONIC_QIDENT_F_*). */
-export const enum QIdentFeature {
+const enum QIdentFeature {
   CQ = 0x1,
   SG = 0x2,
 }
 
 /** port_identity type (enum ionic_port_type). */
-export const IONIC_PORT_TYPE_ETH = 1;
+const IONIC_PORT_TYPE_ETH = 1;
 /** port_info.status.status (enum ionic_port_oper_status). */
-export const IONIC_PORT_OPER_STATUS_UP = 1;
+const IONIC_PORT_OPER_STATUS_UP = 1;
 /** port_info.status.xcvr.state (enum ionic_xcvr_state). */
-export const enum XcvrState {
+const enum XcvrState {
   REMOVED = 0,
   INSERTED = 1,
 }
 /** port_config.fec_type and port status fec_type (enum ionic_port_fec_type). */
-export const enum PortFecType {
+const enum PortFecType {
   NONE = 0,
   FC = 1,
   RS = 2,

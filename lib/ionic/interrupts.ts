@@ -13,7 +13,7 @@
 import { IONIC_INTR_CRED_COUNT_MASK, IONIC_INTR_CRED_UNMASK } from './constants';
 import { ionic_intr as R } from './layouts';
 
-export interface InterruptSink {
+interface InterruptSink {
   /** Deliver MSI-X vector `v` (the PCI layer latches it if MSI-X itself is masked). */
   fire(vector: number): void;
 }

@@ -7,7 +7,7 @@ import { le as f, raw } from '../../protocol/field';
 export { getField, setField, setRawBytes, viewRaw } from '../../protocol/field';
 
 /** Bytes of a MAC address (ETH_ALEN). */
-export const ETH_ALEN = 6;
+const ETH_ALEN = 6;
 
 /** BAR0 map (ionic_regs.h). */
 export const bar0 = {
@@ -67,14 +67,11 @@ export const ionic_comp = { status: f(0, 1), comp_index: f(2, 2), color: f(15, 1
 
 export const ionic_dev_identify_cmd = { opcode: f(0, 1), ver: f(1, 1) } as const;
 export const ionic_dev_identify_comp = { status: f(0, 1), ver: f(1, 1) } as const;
-export const ionic_port_identify_cmd = { opcode: f(0, 1), index: f(1, 1), ver: f(2, 1) } as const;
 export const ionic_port_init_cmd = { opcode: f(0, 1), index: f(1, 1), info_pa: f(8, 8) } as const;
-export const ionic_port_setattr_cmd = { opcode: f(0, 1), index: f(1, 1), attr: f(2, 1), state: f(4, 1), speed: f(4, 4), mtu: f(4, 4) } as const;
 export const ionic_lif_identify_cmd = { opcode: f(0, 1), type: f(1, 1), ver: f(2, 1) } as const;
 export const ionic_lif_identify_comp = { status: f(0, 1), ver: f(1, 1) } as const;
 export const ionic_lif_init_cmd = { opcode: f(0, 1), type: f(1, 1), index: f(2, 2), info_pa: f(8, 8) } as const;
 export const ionic_lif_init_comp = { status: f(0, 1), hw_index: f(2, 2) } as const;
-export const ionic_lif_reset_cmd = { opcode: f(0, 1), index: f(2, 2) } as const;
 export const ionic_q_identify_cmd = { opcode: f(0, 1), lif_type: f(2, 2), type: f(4, 1), ver: f(5, 1) } as const;
 export const ionic_q_identify_comp = { status: f(0, 1), comp_index: f(2, 2), ver: f(4, 1) } as const;
 
@@ -186,7 +183,6 @@ export const ionic_lif_stats = {
 
 // ---- rings ------------------------------------------------------------------------------
 
-export const ionic_admin_cmd = { opcode: f(0, 1), lif_index: f(2, 2), SIZE: 64 } as const;
 export const ionic_admin_comp = { status: f(0, 1), comp_index: f(2, 2), color: f(15, 1), SIZE: 16 } as const;
 
 /**

@@ -18,7 +18,7 @@ import { ionic_lif_stats } from './layouts';
 import { AdminQueue, EthQueue, NotifyQueue, QUEUE_BUDGET, RxQueue, RxResult, TxQueue, TxResult } from './queues';
 import type { DeviceStats } from './stats';
 
-export interface LifContext {
+interface LifContext {
   memory(): GuestMemory | undefined;
   readonly interrupts: InterruptController;
   readonly stats: DeviceStats;

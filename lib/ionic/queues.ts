@@ -8,7 +8,7 @@
 
 import type { GuestMemory } from '../vfio-user/guest-memory';
 import { MemStatus } from '../vfio-user/guest-memory';
-import { GUEST_PAGE_SIZE, QType, TxOpcode } from './constants';
+import { EventCode, GUEST_PAGE_SIZE, QType, RxOpcode, TxOpcode } from './constants';
 import {
   getField, setField, ionic_admin_comp, ionic_notifyq_event, ionic_rxq_comp, ionic_rxq_desc, ionic_rxq_sg_elem,
   ionic_txq_comp, ionic_txq_desc, IONIC_TXQ_DESC_ADDR_SHIFT, IONIC_TXQ_DESC_NSGE_MASK, IONIC_TXQ_DESC_NSGE_SHIFT,
@@ -98,7 +98,7 @@ export class NotifyQueue extends EthQueue {
   linkChange(mem: GuestMemory, linkStatus: number, speedMbps: number): boolean {
     const e = this.#event;
     e.fill(0);
-    setField(e, 0, ionic_notifyq_event.ecode, 1);
+    setField(e, 0, ionic_notifyq_event.ecode, EventCode.LINK_CHANGE);
     setField(e, 0, ionic_notifyq_event.link_status, linkStatus);
     setField(e, 0, ionic_notifyq_event.link_speed, speedMbps);
     const at = this.eventBase + this.#slot * ionic_notifyq_event.SIZE;
@@ -114,7 +114,7 @@ export class NotifyQueue extends EthQueue {
 // ---- TX ------------------------------------------------------------------------------------
 
 /** Largest frame we gather (max MTU 9194 + 14 header + 4 VLAN, rounded up). */
-export const MAX_FRAME = 9216 + 18;
+const MAX_FRAME = 9216 + 18;
 
 export const enum TxResult {
   SENT,
@@ -236,7 +236,7 @@ export class RxQueue extends EthQueue {
     if (ionicAddr(addr) < 0) status = 1;
     else if (first > 0 && mem.write(ionicAddr(addr), frame.subarray(0, first)) !== MemStatus.OK) return RxResult.DMA_ERROR;
     used = first;
-    if (status === 0 && used < frame.length && opcode === 1 && this.cfg.sg) {
+    if (status === 0 && used < frame.length && opcode === RxOpcode.SG && this.cfg.sg) {
       const sgAt = ionicAddr(this.cfg.sgBase) + slot * RX_SG_DESC_SIZE;
       if (mem.read(sgAt, this.#sg) !== MemStatus.OK) return RxResult.DMA_ERROR;
       for (let i = 0; i < IONIC_RX_MAX_SG_ELEMS && used < frame.length; i++) {

@@ -7,7 +7,7 @@ import { MemStatus } from '../vfio-user/guest-memory';
 import { COLOR_BIT } from './layouts';
 
 /** Addresses are 52 bits (IONIC_ADDR_LEN). */
-export const IONIC_ADDR_MASK = 2 ** 52 - 1;
+const IONIC_ADDR_MASK = 2 ** 52 - 1;
 
 /**
  * A guest-supplied u64 address (a number from getField) as a device address:

@@ -4,13 +4,13 @@
 // peer-supplied host names, so anything odd is refused rather than guessed.
 
 /** Longest host name (RFC 1035 presentation form, no trailing dot). */
-export const MAX_HOST_NAME = 253;
+const MAX_HOST_NAME = 253;
 
 /** Longest IPv6 zone (an interface name is at most 15 bytes on Linux; a numeric scope is shorter). */
-export const MAX_ZONE = 15;
+const MAX_ZONE = 15;
 
 /** Strict dotted-quad: four decimal parts 0..255, no leading zeros, no extra characters. */
-export function parseIPv4(text: string): [number, number, number, number] | undefined {
+function parseIPv4(text: string): [number, number, number, number] | undefined {
   const parts = text.split('.');
   if (parts.length !== 4) return undefined;
   const out: number[] = [];
@@ -64,7 +64,7 @@ export function parseIPv6(text: string): Buffer | undefined {
 }
 
 /** RFC 1123 host name: dot-separated labels of letters, digits and hyphens, not all-numeric (that is a bad IPv4). */
-export function isHostName(text: string): boolean {
+function isHostName(text: string): boolean {
   if (text.length === 0 || text.length > MAX_HOST_NAME) return false;
   const labels = text.split('.');
   for (const l of labels) {
@@ -73,9 +73,9 @@ export function isHostName(text: string): boolean {
   return !/^[0-9.]+$/.test(text);
 }
 
-export type HostKind = 'ipv4' | 'ipv6' | 'name';
+type HostKind = 'ipv4' | 'ipv6' | 'name';
 
-export interface ParsedHost {
+interface ParsedHost {
   readonly kind: HostKind;
   /** What to hand to connect/listen: the literal (IPv6 with its %zone, no brackets) or the name. */
   readonly host: string;

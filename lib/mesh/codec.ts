@@ -79,7 +79,7 @@ export function maxPayloadOf(type: number): number | undefined {
 // ---------------------------------------------------------------------------
 // Frame header
 
-export interface FrameHeaderInit {
+interface FrameHeaderInit {
   readonly type: number;
   readonly length: number;
   readonly seq: number;

@@ -4,7 +4,7 @@
 // prints that line and exits with status 2 before QEMU can connect.
 
 import { z } from 'zod';
-import { formatHostPort, gidFromText, HostPort, parseHost, parseHostPort, parsePort } from './address';
+import { formatHostPort, gidFromText, HostPort, parseHostPort, parsePort } from './address';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, MAX_NODE_GIDS } from './limits';
 
 // ---------------------------------------------------------------------------
@@ -151,9 +151,4 @@ export function parseMeshEnv(env: Readonly<Record<string, string | undefined>>):
     ...(v.ERNIC_TCP_SOCKBUF === undefined ? {} : { sockbuf: v.ERNIC_TCP_SOCKBUF }),
   };
   return { ok: true, value: out };
-}
-
-/** True for a host a worker may advertise to its peers (an IP literal or a name). */
-export function isAdvertisableHost(host: string): boolean {
-  return parseHost(host) !== undefined;
 }

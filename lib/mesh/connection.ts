@@ -43,7 +43,7 @@ export type LinkKind =
   /** A direct link between two workers. */
   | 'peer';
 
-export interface ConnectionOptions {
+interface ConnectionOptions {
   readonly sendTimeoutMs: number;
   readonly limits: OutboundLimits;
   readonly kind: LinkKind;

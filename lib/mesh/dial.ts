@@ -20,7 +20,7 @@ export const systemResolver: Resolver = async (host) => {
   return found.map((a) => a.address);
 };
 
-export type DialResult = { readonly ok: true; readonly socket: net.Socket; readonly address: string } | { readonly ok: false; readonly error: string };
+type DialResult = { readonly ok: true; readonly socket: net.Socket; readonly address: string } | { readonly ok: false; readonly error: string };
 
 /** Lets a caller abandon a dial in progress (the mesh is closing, the node died). */
 export interface DialCancel {

@@ -23,7 +23,7 @@ import { tcp_msg_header } from './layouts';
 import { MAX_HELD_CHUNK_BYTES } from './limits';
 import { FrameHeader } from './messages';
 
-export interface FrameSink {
+interface FrameSink {
   /**
    * A whole frame whose header passed the checks, with exactly
    * `header.length` body bytes. Return false to hold it: nothing more is

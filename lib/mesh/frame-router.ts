@@ -25,7 +25,7 @@ import { MeshMessage } from './mesh-message';
 import { FrameHeader, MsgType } from './messages';
 import type { Role } from './role';
 
-export interface FrameRouterHost {
+interface FrameRouterHost {
   readonly log: Logger;
   readonly limiter: RateLimiter;
   readonly role: Role;

@@ -13,7 +13,7 @@ import type { OfferResult, OutFrame } from './outbound-queue';
 const HEADER_SLAB = 16 * 1024;
 
 /** A data message of ours, checked by Mesh.send(). */
-export interface DataFrame {
+interface DataFrame {
   readonly type: number;
   readonly src: number;
   readonly dst: number;

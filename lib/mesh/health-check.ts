@@ -7,7 +7,7 @@
 import type { MeshConnection } from './connection';
 import { DEAD_AFTER_INTERVALS, ESTABLISH_INTERVALS } from './limits';
 
-export interface HealthCheckHost {
+interface HealthCheckHost {
   readonly role: 'manager' | 'worker';
   /** The connections to watch (the live set, read at each tick). */
   readonly connections: ReadonlySet<MeshConnection>;

@@ -21,12 +21,12 @@ export interface Waiter {
   readonly closed: boolean;
 }
 
-export interface BudgetEvents {
+interface BudgetEvents {
   /** Someone has waited INBOUND_STALL_MS (ms waited so far). */
   onStall(waitedMs: number): void;
 }
 
-export type ChargeResult = 'charged' | 'wait' | 'drop';
+type ChargeResult = 'charged' | 'wait' | 'drop';
 
 export class InboundBudget {
   #bytes = 0;

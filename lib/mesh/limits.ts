@@ -42,7 +42,7 @@ export const REQUEST_QUEUE_BYTES = 32 * MiB;
 export const CONNECTION_QUEUE_BYTES = 2 * REQUEST_QUEUE_BYTES;
 
 /** Per connection: control frames (topology, GID batches, registration) queued; a peer past this is not reading and is closed. */
-export const CONTROL_QUEUE_BYTES = 4 * MiB;
+const CONTROL_QUEUE_BYTES = 4 * MiB;
 
 /** Node-wide inbound queue of data messages the layer above still holds: bytes. */
 export const INBOUND_QUEUE_BYTES = 64 * MiB;
@@ -100,7 +100,7 @@ export interface MeshLimits {
   readonly maxNodes: number;
 }
 
-export const DEFAULT_LIMITS: MeshLimits = {
+const DEFAULT_LIMITS: MeshLimits = {
   requestQueueBytes: REQUEST_QUEUE_BYTES,
   connectionQueueBytes: CONNECTION_QUEUE_BYTES,
   controlQueueBytes: CONTROL_QUEUE_BYTES,

@@ -31,8 +31,6 @@ export const MsgType = {
   NODE_GIDS: 25,
 } as const;
 
-export type MsgTypeName = keyof typeof MsgType;
-export type MsgTypeValue = (typeof MsgType)[MsgTypeName];
 
 /** The types the layer above may send and receive; the mesh routes them without looking past the type's own header. */
 export type DataMsgType =
@@ -52,8 +50,6 @@ export const IonicWireOp = {
   ATOMIC_RESP: 9,
   ACK: 10,
 } as const;
-
-export type IonicWireOpValue = (typeof IonicWireOp)[keyof typeof IonicWireOp];
 
 /** The 32-byte frame header, decoded. */
 export interface FrameHeader {

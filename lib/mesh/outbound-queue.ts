@@ -16,7 +16,7 @@
 // queue takes any one frame, so a bound lowered below the largest frame
 // (tests do) cannot wedge a connection.
 
-export type FrameClass = 'control' | 'request' | 'reply';
+type FrameClass = 'control' | 'request' | 'reply';
 
 export interface OutFrame {
   /** Header, then body parts, written back to back (never copied). */

@@ -27,7 +27,7 @@ export const Errno = {
   ESTALE: 116,
 } as const;
 
-export interface NodeEntry {
+interface NodeEntry {
   readonly id: number;
   instance: InstanceId;
   /** Host peers dial (the advertised one, or the address the manager saw). */
@@ -38,14 +38,14 @@ export interface NodeEntry {
   deadSince: number;
 }
 
-export interface RegisterRequest {
+interface RegisterRequest {
   readonly instance: InstanceId;
   readonly requestedId: number;
   readonly host: string;
   readonly port: number;
 }
 
-export type RegisterOutcome =
+type RegisterOutcome =
   | {
     readonly ok: true;
     readonly id: number;

@@ -29,7 +29,7 @@ import * as path from 'path';
 import { types } from 'util';
 
 /** An error thrown by a failing syscall of the native addon. */
-export type NativeError = Error & {
+type NativeError = Error & {
   /** errno name, e.g. `'EBADF'`; `'E<number>'` for errnos without a known name. */
   code: string;
   /** The positive errno number. */
@@ -66,7 +66,7 @@ export interface Watcher {
  * @param status - 0, or a negative libuv error code (e.g. -9 for EBADF).
  * @param events - mask of {@link READABLE} / {@link WRITABLE} / {@link DISCONNECT} that are ready.
  */
-export type WatchCallback = (this: Watcher, status: number, events: number) => void;
+type WatchCallback = (this: Watcher, status: number, events: number) => void;
 
 /** A TAP device opened by {@link openTap}. */
 export interface TapDevice {
@@ -163,8 +163,6 @@ export const F_SEAL_SEAL: number = binding.F_SEAL_SEAL;
 export const F_SEAL_SHRINK: number = binding.F_SEAL_SHRINK;
 /** `F_SEAL_GROW`: the file cannot grow. */
 export const F_SEAL_GROW: number = binding.F_SEAL_GROW;
-/** `F_SEAL_WRITE`: the contents cannot be modified. */
-export const F_SEAL_WRITE: number = binding.F_SEAL_WRITE;
 /** Maximum number of fds in one message (the kernel's SCM_MAX_FD, 253). */
 export const MAX_FDS: number = binding.MAX_FDS;
 /** Minimum length of the `fdsOut` array passed to {@link recvmsg} (MAX_FDS + 1). */

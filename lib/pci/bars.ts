@@ -37,7 +37,7 @@ export interface BarSpec {
 }
 
 /** Largest BAR we accept: sizes stay exact JavaScript integers. */
-export const PCI_BAR_MAX_MEM64_SIZE = 2 ** 52;
+const PCI_BAR_MAX_MEM64_SIZE = 2 ** 52;
 
 const TWO_32 = 2 ** 32;
 
@@ -94,7 +94,7 @@ export function defineBarRegisters(space: ConfigSpace, slots: ReadonlyArray<BarS
 }
 
 /** The read-only low bits of a BAR register: space, type and prefetch. */
-export function barTypeBits(bar: BarSpec): number {
+function barTypeBits(bar: BarSpec): number {
   if (bar.kind === 'io') return PciBar.SPACE_IO;
   const type = bar.kind === 'mem64' ? PciBar.MEM_TYPE_64 : PciBar.MEM_TYPE_32;
   return type | (bar.prefetchable === true ? PciBar.MEM_PREFETCH : 0);

@@ -39,7 +39,7 @@ export interface PcieLinkSpec {
   readonly maxLinkWidth: PciLinkWidth;
 }
 
-export interface CapabilityOptions {
+interface CapabilityOptions {
   readonly powerManagement: boolean;
   readonly msix?: MsixSpec;
   readonly pcie?: PcieLinkSpec;

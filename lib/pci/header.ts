@@ -16,7 +16,7 @@ import {
   PciStatus,
 } from './registers';
 
-export interface HeaderOptions {
+interface HeaderOptions {
   readonly vendorId: number;
   readonly deviceId: number;
   readonly subsystemVendorId: number;
@@ -32,7 +32,7 @@ export interface HeaderOptions {
 }
 
 /** COMMAND bits this function implements. */
-export function commandWriteMask(hasIoBar: boolean): number {
+function commandWriteMask(hasIoBar: boolean): number {
   return (hasIoBar ? PciCommand.IO : 0) | PciCommand.MEMORY | PciCommand.MASTER |
     PciCommand.PARITY | PciCommand.SERR | PciCommand.INTX_DISABLE;
 }

@@ -11,7 +11,7 @@ import { IrqIndex } from '../vfio-user/device';
 import type { DeviceContext } from '../vfio-user/device';
 
 /** Told when the level changes, to mirror it in STATUS.INTERRUPT. */
-export type IntxLevelListener = (asserted: boolean) => void;
+type IntxLevelListener = (asserted: boolean) => void;
 
 export class Intx {
   /** False when the function declared no INTx: every call is then a no-op. */

@@ -179,12 +179,6 @@ export const PciMsixFlags = {
   ENABLE: 0x8000, // RW: MSI-X enable
 } as const;
 
-/** MSI-X table/PBA pointer fields. */
-export const PciMsixPointer = {
-  BIR_MASK: 0x0000_0007,
-  OFFSET_MASK: 0xffff_fff8,
-} as const;
-
 /** Largest MSI-X table (QSIZE + 1). */
 export const PCI_MSIX_MAX_VECTORS = 2048;
 
@@ -313,11 +307,6 @@ export const PciExpLnkSta = {
 export const PciExpLnkCap2 = {
   SLS_MASK: 0x0000_00fe,
   SLS_SHIFT: 1,
-} as const;
-
-/** LNKCTL2 fields. */
-export const PciExpLnkCtl2 = {
-  TLS_MASK: 0x000f, // target link speed
 } as const;
 
 /** Link speed encodings of LNKCAP/LNKSTA/LNKCTL2 (PCI_EXP_LNKCAP_SLS_*). */

@@ -11,7 +11,7 @@
 import * as fs from 'fs';
 import * as native from '../native';
 
-export type BusFaultListener = (address: number) => void;
+type BusFaultListener = (address: number) => void;
 
 const listeners = new Set<BusFaultListener>();
 const status = new Float64Array(2);
@@ -21,7 +21,7 @@ let watcher: native.Watcher | null = null;
 let seen = 0;
 
 /** Install the guard (idempotent). Mappings made before this are covered too. */
-export function installBusGuard(): void {
+function installBusGuard(): void {
   native.busGuard(-1, status);
   seen = Math.max(seen, status[0]!);
 }
@@ -35,12 +35,6 @@ export function onBusFault(fn: BusFaultListener): () => void {
     listeners.delete(fn);
     if (listeners.size === 0) stop();
   };
-}
-
-/** Faults the guard has turned into zero pages since the process started. */
-export function busFaults(): number {
-  native.busGuardStatus(status);
-  return status[0]!;
 }
 
 function start(): void {

@@ -53,7 +53,7 @@ function regionFlags(f: number): string {
 }
 
 /** Decode of a message payload (after the header); empty when there is nothing to say. */
-export function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
+function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
   const p = m.subarray(vfio_user_header.SIZE);
   const has = (n: number): boolean => p.length >= n;
   switch (cmd) {

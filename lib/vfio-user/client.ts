@@ -6,7 +6,6 @@ import * as fs from 'fs';
 import { Command, DmaMapFlag, Errno, HeaderFlag, SetIrqsFlag } from '../../protocol/constants';
 import {
   vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_user_device_info, vfio_user_dma_map, vfio_user_dma_unmap,
-  vfio_user_region_access,
 } from '../../protocol/layouts';
 import { MAX_FDS_PER_MSG, MAX_MSG_SIZE } from '../../protocol/limits';
 import type { Body, Header, Message, Reply, Request } from '../../protocol/messages';
@@ -284,6 +283,3 @@ export class GuestRam {
     try { fs.closeSync(this.fd); } catch { /* already closed */ }
   }
 }
-
-/** Region access header size, re-exported for benchmarks that build raw messages. */
-export const REGION_ACCESS_SIZE = vfio_user_region_access.SIZE;

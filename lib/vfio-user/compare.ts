@@ -7,7 +7,7 @@ import { commandName } from '../../protocol/constants';
 import type { CapturedMessage } from './pcapng';
 import { describeDifference, REPLAY_RULES, ReplayAllowance, ReplayDifference } from './replay';
 
-export interface CompareResult {
+interface CompareResult {
   readonly compared: number;
   readonly identical: number;
   readonly allowed: readonly ReplayAllowance[];

@@ -24,7 +24,7 @@ export const WINDOW_SIZE = 1 << 30;
 /** Extra bytes each window maps past its end (see the file comment). */
 export const WINDOW_OVERLAP = 4 << 20;
 
-export interface DmaRegion extends DmaRange {
+interface DmaRegion extends DmaRange {
   /** First byte past the region. */
   readonly end: number;
   /** The fd (owned by the table) or -1. */
@@ -39,7 +39,7 @@ export interface DmaRegion extends DmaRange {
   readonly fileKey: string;
 }
 
-export interface MapRequest {
+interface MapRequest {
   readonly address: number;
   readonly size: number;
   readonly flags: number;
@@ -48,15 +48,15 @@ export interface MapRequest {
   readonly fd: number;
 }
 
-export interface DmaTableLimits {
+interface DmaTableLimits {
   readonly maxRegions: number;
   readonly maxRegionSize: number;
 }
 
-export const DEFAULT_DMA_LIMITS: DmaTableLimits = { maxRegions: MAX_DMA_REGIONS, maxRegionSize: MAX_DMA_REGION_SIZE };
+const DEFAULT_DMA_LIMITS: DmaTableLimits = { maxRegions: MAX_DMA_REGIONS, maxRegionSize: MAX_DMA_REGION_SIZE };
 
 /** Result of add(): the new region, or 'duplicate' when an identical one exists (the new fd is the caller's to close). */
-export type AddResult = { readonly region: DmaRegion } | { readonly duplicate: DmaRegion } | { readonly error: ProtocolError };
+type AddResult = { readonly region: DmaRegion } | { readonly duplicate: DmaRegion } | { readonly error: ProtocolError };
 
 export class DmaTable implements GuestMemory {
   #regions: DmaRegion[] = [];
@@ -306,7 +306,7 @@ function release(r: DmaRegion): void {
 }
 
 /** Copy between two slice lists of equal total length (guest to guest, no bounce buffer). */
-export function copySlices(dst: readonly Buffer[], src: readonly Buffer[]): void {
+function copySlices(dst: readonly Buffer[], src: readonly Buffer[]): void {
   let di = 0, si = 0, doff = 0, soff = 0;
   while (di < dst.length && si < src.length) {
     const d = dst[di]!;

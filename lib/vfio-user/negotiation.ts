@@ -13,9 +13,9 @@ import type { SessionState } from './session-state';
 import type { RawHeader } from './transport';
 
 /** The highest minor version we answer (libvfio-user's; QEMU proposes 0 and gets 0). */
-export const SUPPORTED_MINOR = 2;
+const SUPPORTED_MINOR = 2;
 /** The only major version there is. */
-export const SUPPORTED_MAJOR = 0;
+const SUPPORTED_MAJOR = 0;
 
 /** A session's negotiation: done or not, what the client said, and the deadline. */
 export class Negotiation {
@@ -39,7 +39,7 @@ export class Negotiation {
 }
 
 /** What a VERSION led to. */
-export type VersionOutcome =
+type VersionOutcome =
   | { readonly kind: 'accepted' }
   /** Refuse with an error reply; the session stays (VERSION sent twice). */
   | { readonly kind: 'refused'; readonly error: ProtocolError }

@@ -83,7 +83,7 @@ const MIN_BLOCK = pcapng_block.SIZE + pcapng_block_trailer.SIZE;
 /** Where an EPB's packet starts, from the start of the block. */
 const EPB_PACKET = pcapng_block.SIZE + pcapng_epb.SIZE;
 /** Ethernet (14) + IPv4 (20) + TCP (20). */
-export const SYNTHETIC_HEADERS = ethhdr.SIZE + iphdr.SIZE + tcphdr.SIZE;
+const SYNTHETIC_HEADERS = ethhdr.SIZE + iphdr.SIZE + tcphdr.SIZE;
 
 export class CaptureFormatError extends Error {}
 
@@ -162,7 +162,7 @@ const LINKTYPE_ETHERNET = 1;
 const SERVER_PORT = 50000;
 const CLIENT_PORT_BASE = 40000;
 /** Messages larger than this are cut into several packets (FORMAT.md section 3). */
-export const MAX_SEGMENT = 65000;
+const MAX_SEGMENT = 65000;
 const CLIENT_MAC = Buffer.from([2, 0, 0, 0, 0, 1]);
 const SERVER_MAC = Buffer.from([2, 0, 0, 0, 0, 2]);
 /** 127.0.0.1, both ends of every synthetic frame. */

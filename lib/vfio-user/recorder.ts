@@ -21,7 +21,7 @@ import { prepareSocketPath } from './server';
 
 const RAW_LIMIT = 64 << 20;
 
-export interface RecorderOptions {
+interface RecorderOptions {
   readonly listenPath: string;
   readonly connectPath: string;
   readonly outPath: string;

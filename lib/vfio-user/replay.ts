@@ -19,7 +19,7 @@ import * as native from '../native';
 import type { CapturedFd, CapturedMessage } from './pcapng';
 import { RawHeader, Transport, TransportHandler } from './transport';
 
-export interface ReplayOptions {
+interface ReplayOptions {
   /** Connection index in the capture (default 0). */
   readonly conn?: number;
   /**
@@ -43,7 +43,7 @@ export interface ReplayAllowance {
   readonly rule: string;
 }
 
-export interface ReplayResult {
+interface ReplayResult {
   readonly sent: number;
   readonly compared: number;
   readonly identical: number;
@@ -53,7 +53,7 @@ export interface ReplayResult {
 }
 
 /** A rule that excuses a difference between a recorded and a live reply. */
-export interface ReplayRule {
+interface ReplayRule {
   readonly name: string;
   readonly description: string;
   /** Returns true when the two replies differ only in what this rule allows. */

@@ -45,7 +45,7 @@ export interface SessionStats {
   fdsClosed: number;
 }
 
-export interface SessionStateOptions {
+interface SessionStateOptions {
   readonly transport: Transport;
   readonly device: VfioUserDevice;
   readonly limits: SessionLimits;

@@ -56,7 +56,7 @@ export interface TransportHandler {
   closed(reason: string): void;
 }
 
-export interface TransportOptions {
+interface TransportOptions {
   /** Largest message accepted (header included). */
   readonly maxMessageSize: number;
   /** Most fds accepted on one message; more close the connection's trust in the stream (see below). */

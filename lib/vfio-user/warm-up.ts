@@ -69,7 +69,7 @@ export interface WarmUpResult {
  * Enough for V8 to optimize the whole path and settle (measured with
  * --trace-opt/--trace-deopt: docs/latency.md); about 0.1 s of startup.
  */
-export const DEFAULT_WARM_UP_ROUNDS = 6000;
+const DEFAULT_WARM_UP_ROUNDS = 6000;
 /** Every so many rounds, a burst of pipelined reads (several messages in one socket read). */
 const BURST_EVERY = 16;
 const BURST = 8;

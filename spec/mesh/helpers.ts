@@ -33,7 +33,7 @@ export class Be {
   build(): Buffer { return Buffer.from(this.parts); }
 }
 
-export interface LogLine {
+interface LogLine {
   readonly level: 'error' | 'warn' | 'info' | 'debug';
   readonly message: string;
 }

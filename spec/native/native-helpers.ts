@@ -11,7 +11,7 @@ import { isNativeError } from '../../lib/native';
 
 export const PAGE = 4096;
 
-export function fdCount(): number {
+function fdCount(): number {
   return fs.readdirSync('/proc/self/fd').length;
 }
 
@@ -52,7 +52,7 @@ export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export interface PollEvent { status: number; events: number }
+interface PollEvent { status: number; events: number }
 
 /** Resolves with the first callback of a fresh watcher (closed afterwards). */
 export function nextEvent(fd: number, events: number, timeoutMs = 2000): Promise<PollEvent> {

@@ -12,7 +12,7 @@ import {
 
 type Head = Omit<Header, 'size'>;
 
-export interface Case {
+interface Case {
   readonly name: string;
   readonly header: Head;
   readonly body: Body;

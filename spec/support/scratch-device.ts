@@ -5,7 +5,7 @@
 
 import type { DeviceContext, DmaRange, IrqEvent, RegionHandler, ResetReason, VfioUserDevice } from '../../lib/vfio-user/device';
 
-export class MemoryRegion implements RegionHandler {
+class MemoryRegion implements RegionHandler {
   readonly bytes: Buffer;
   readonly readable = true;
   readonly writable = true;

@@ -288,16 +288,6 @@ export function eventfdRead(fd: number): number {
   return Number(b.readBigUInt64LE(0));
 }
 
-/** True when `fd` is open in this process. */
-export function fdIsOpen(fd: number): boolean {
-  try {
-    fs.fstatSync(fd);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 // ---- server setup --------------------------------------------------------------------------
 
 export interface TestServer {

@@ -69,7 +69,7 @@ const KEY_BY_NAME: ReadonlyMap<string, KeySpec> = new Map(KEY_SPECS.map((s) => [
 /** Every ini key, in the order formatProfile writes them. */
 export const PROFILE_KEYS: readonly IniKey[] = KEY_SPECS.map((s) => s.key);
 
-export type FlatProfile = Record<IniKey, ProfileValue>;
+type FlatProfile = Record<IniKey, ProfileValue>;
 
 export function flatten(p: NicProfile): FlatProfile {
   const out: Partial<FlatProfile> = {};

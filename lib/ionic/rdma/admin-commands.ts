@@ -74,7 +74,7 @@ function refuse(status: AdminStatus): AdminResult {
 }
 
 /** How a resource-manager refusal reads in the CQE. */
-export function rmStatus(e: RmError): AdminStatus {
+function rmStatus(e: RmError): AdminStatus {
   switch (e) {
     case 'bad-id': return AdminStatus.BAD_INDEX;
     case 'unknown': return AdminStatus.BAD_INDEX;
@@ -403,7 +403,7 @@ function destroy(env: AdminEnv, b: Buffer, what: 'cq' | 'qp' | 'mr' | 'ah' | 'sr
 // ---- stats ---------------------------------------------------------------------------------
 
 /** Refresh the gauges (objects alive) before the values are read. */
-export function refreshGauges(env: { rm: ResourceManager; counters: CounterSet }): void {
+function refreshGauges(env: { rm: ResourceManager; counters: CounterSet }): void {
   const n = env.rm.counts();
   env.counters.set(DC.qps_active, n.qps);
   env.counters.set(DC.cqs_active, n.cqs);

@@ -39,7 +39,7 @@ export interface CqEvents {
   overflow(cq: CqRecord): void;
 }
 
-export function cqSize(cq: CqRecord): number {
+function cqSize(cq: CqRecord): number {
   return 1 << cq.depthLog2; // depthLog2 <= RDMA_MAX_DEPTH_LOG2 (16)
 }
 

@@ -113,6 +113,3 @@ export const STATS_BUF_MAX = 4096;
 
 /** MODIFY_QP / CREATE_AH tfp_csum_profile values the driver uses (ETH[/VLAN]/IPv4|IPv6/UDP). */
 export const CSUM_PROFILE_MAX = 3;
-
-/** ionic_rdma's RoCEv2 UDP destination port. */
-export const ROCE_V2_UDP_DPORT = 4791;

@@ -16,7 +16,7 @@ import {
 } from '../../net/headers';
 
 /** Why a template was refused. */
-export type TemplateError = 'short' | 'ethertype' | 'ip-header' | 'not-udp';
+type TemplateError = 'short' | 'ethertype' | 'ip-header' | 'not-udp';
 
 /** Parse a template (the bytes the driver built; `tpl` is copied into the result). */
 export function parseHeaderTemplate(tpl: Buffer): AddressVector | TemplateError {

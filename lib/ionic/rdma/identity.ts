@@ -12,15 +12,15 @@ import { ionic_lif_logical_qtype as QT, ionic_lif_rdma_identity as R } from './l
 import { setField } from '../../../protocol/field';
 
 /** rdma.version: 1 = v1 WQE opcodes (the provider accepts 1..2). */
-export const RDMA_VERSION = 1;
-export const RDMA_MINOR_VERSION = 0;
+const RDMA_VERSION = 1;
+const RDMA_MINOR_VERSION = 0;
 /** rdma.qp_opcodes: v1 send opcodes 0..10 (the provider refuses v1 with fewer than 11). */
-export const RDMA_QP_OPCODES = 11;
+const RDMA_QP_OPCODES = 11;
 /** Strides of the real firmware (not used by the host). */
-export const RDMA_CL_STRIDE = 6;
-export const RDMA_PTE_STRIDE = 3;
-export const RDMA_RRQ_STRIDE = 6;
-export const RDMA_RSQ_STRIDE = 5;
+const RDMA_CL_STRIDE = 6;
+const RDMA_PTE_STRIDE = 3;
+const RDMA_RRQ_STRIDE = 6;
+const RDMA_RSQ_STRIDE = 5;
 
 /** A profile with RDMA event queues offers RDMA (rdma_eqs = 0 means an Ethernet-only NIC). */
 export function rdmaEnabled(p: NicProfile): boolean {

@@ -98,8 +98,6 @@ export const ionic_admin_create_ah = {
   SIZE: 24,
 } as const;
 
-export const ionic_admin_query_ah = { dma_addr: le(0, 8), SIZE: 8 } as const;
-
 /** struct ionic_admin_stats_hdr: STATS_HDRS, STATS_VALS, QP_STATS_HDRS, QP_STATS_VALS. */
 export const ionic_admin_stats_hdr = { dma_addr: le(0, 8), length: le(8, 4), id_ver: le(12, 4), type_state: le(16, 1), SIZE: 17 } as const;
 

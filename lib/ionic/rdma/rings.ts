@@ -17,7 +17,7 @@ import { U64_UNSAFE } from '../../../protocol/field';
 const RING_PAGE_SHIFT_MIN = 12;
 const RING_PAGE_SHIFT_MAX = 30;
 
-export interface RingDesc {
+interface RingDesc {
   readonly depthLog2: number;
   readonly strideLog2: number;
   /** 0 with map_count 1 = one physically contiguous block (kernel rings). */
@@ -29,7 +29,7 @@ export interface RingDesc {
 const scratch: Buffer[] = [];
 
 /** Is every byte of every run reachable guest memory (writable when `write`)? */
-export function tableReachable(mem: GuestMemory, t: PageTable, write: boolean): boolean {
+function tableReachable(mem: GuestMemory, t: PageTable, write: boolean): boolean {
   for (let i = 0; i < t.runs; i++) {
     const r = t.run(i);
     scratch.length = 0;
@@ -74,7 +74,7 @@ export function loadRing(mem: GuestMemory, d: RingDesc, strides: readonly [numbe
   return t;
 }
 
-export interface MrDesc {
+interface MrDesc {
   readonly iova: number;
   readonly length: number;
   readonly pageSizeLog2: number;
@@ -90,18 +90,10 @@ export interface MrDesc {
  * list holds exactly the pages [iova, iova + length) touches. Pages are not
  * checked against guest memory here (an MR may name memory the device only
  * reaches later, or never); each access is.
- */
-export function loadMrTable(mem: GuestMemory, d: MrDesc, budget: RunBudget): PageTable | AdminStatus {
-  const src = mrTableSource(d, budget);
-  if (typeof src === 'number' || src instanceof PageTable) return src;
-  const r = loadPageList(mem, src, budget);
-  return typeof r === 'string' ? AdminStatus.BAD_ATTR : r;
-}
-
-/**
- * The checks of loadMrTable without the page-list read: the table itself when
- * it is one block (its run charged), the page list to read (through
- * PageListLoader, over several turns when long), or the refusal.
+ *
+ * Returns the table itself when it is one block (its run charged), the page
+ * list to read (through PageListLoader, over several turns when long), or the
+ * refusal.
  */
 export function mrTableSource(d: MrDesc, budget: RunBudget): PageTable | PageListSource | AdminStatus {
   if (!RDMA_MR_PAGE_SHIFTS.includes(d.pageSizeLog2)) return AdminStatus.BAD_ATTR;

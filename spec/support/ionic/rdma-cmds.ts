@@ -8,7 +8,7 @@ import { putU64 } from './guest';
 import { PAGE } from './regs';
 import { ALen } from './rdma-regs';
 
-export interface CqBody {
+interface CqBody {
   id: number; eqId: number; depthLog2: number; strideLog2?: number; pageSizeLog2?: number; mapCount?: number; dma: number;
   dbid?: number; flags?: number; dirSize?: number;
 }
@@ -29,7 +29,7 @@ export function createCqBody(o: CqBody): Buffer {
   return b;
 }
 
-export interface RingBody { cqId: number; depthLog2: number; strideLog2: number; pageSizeLog2?: number; mapCount?: number; dma: number }
+interface RingBody { cqId: number; depthLog2: number; strideLog2: number; pageSizeLog2?: number; mapCount?: number; dma: number }
 
 export interface QpBody {
   id: number; type: number; pdId?: number; flags?: number; sq: RingBody; rq?: RingBody; srqId?: number; dbid?: number; state?: number;
@@ -62,7 +62,7 @@ export function createQpBody(o: QpBody): Buffer {
   return b;
 }
 
-export interface MrBody {
+interface MrBody {
   key: number; va: number | bigint; length: number | bigint; pdId?: number; flags: number; mapCount: number; dma: number;
   pageSizeLog2: number; ptType?: number; dirSize?: number;
 }
@@ -214,7 +214,7 @@ export function placeTemplate(g: IonicGuest, tpl: Buffer): number {
 
 // ---- rings and page lists ---------------------------------------------------------------------
 
-export interface RingPlace {
+interface RingPlace {
   /** dma_addr, map_count, page_size_log2 as the command carries them. */
   dma: number;
   mapCount: number;

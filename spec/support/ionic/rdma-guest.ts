@@ -25,7 +25,7 @@ import { command, IonicGuest, putU64 } from './guest';
 import { PAGE } from './regs';
 import { AOp, BootOp, Eqe, QCmd, RdmaId, Ring } from './rdma-regs';
 
-export interface RdmaIdentity {
+interface RdmaIdentity {
   readonly caps: bigint;
   readonly version: number;
   readonly qpOpcodes: number;
@@ -55,13 +55,13 @@ export function readRdmaIdentity(l: Buffer): RdmaIdentity {
 }
 
 /** ionic_bitid_to_qid (contract 4.9): udma bit at `shift`, group bits above it. */
-export function bitidToQid(bitid: number, shift: number, halfShift: number): number {
+function bitidToQid(bitid: number, shift: number, halfShift: number): number {
   const udmaBit = (bitid & (1 << halfShift)) >>> (halfShift - shift);
   const grpBits = (bitid & ((1 << halfShift) - (1 << shift))) << 1;
   return grpBits | udmaBit | (bitid & ((1 << shift) - 1));
 }
 
-export interface ModelEq {
+interface ModelEq {
   readonly id: number;
   readonly vector: number;
   readonly ring: number;
@@ -71,7 +71,7 @@ export interface ModelEq {
   color: number;
 }
 
-export interface ModelCq {
+interface ModelCq {
   readonly id: number;
   readonly eqId: number;
   readonly ring: number;
@@ -100,7 +100,7 @@ interface Pending {
   done: RdmaCompletion | null;
 }
 
-export interface ModelAq {
+interface ModelAq {
   readonly id: number;
   readonly ring: number;
   readonly size: number;
@@ -135,7 +135,7 @@ export interface BootOptions {
   readonly aqCount?: number;
 }
 
-export type PostMode = 'event' | 'busy';
+type PostMode = 'event' | 'busy';
 
 export class RdmaGuest {
   readonly eqs: ModelEq[] = [];

@@ -57,7 +57,7 @@ export let a: Qp;
 export let b: Qp;
 let snap: Snapshot;
 
-export const arena = (): Range[] => [[v.arena.at, v.arena.bytes]];
+const arena = (): Range[] => [[v.arena.at, v.arena.bytes]];
 /** The first 8-aligned address at or after B byte `off` (B starts 0x123 into a page). */
 export const bWord = (off: number): number => B.va + off + ((8 - ((B.va + off) % 8)) % 8);
 export const ranges = (mr: GuestMr, off: number, len: number): Range[] => mr.ranges(off, len);

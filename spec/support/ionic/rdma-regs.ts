@@ -19,9 +19,6 @@ export const RdmaId = {
   END: 648,
 } as const;
 
-/** IONIC_LIF_CAP_RDMA. */
-export const CAP_RDMA = 2;
-
 /** Bootstrap opcodes on the Ethernet admin queue (contract 1). */
 export const BootOp = { RESET_LIF: 50, CREATE_EQ: 51, CREATE_CQ: 52, CREATE_ADMINQ: 53 } as const;
 

@@ -36,7 +36,6 @@ export const SIGNATURE_DEVI = 0x44455649;
 export const FW_RUNNING = 0x01;
 
 /** Interrupt credits register bits. */
-export const CRED_COUNT_MASK = 0x7fff;
 export const CRED_UNMASK = 0x10000;
 export const CRED_RESET_COALESCE = 0x20000;
 

@@ -36,7 +36,7 @@ export function testProfile(over: Partial<NicProfile> = {}): NicProfile {
   };
 }
 
-export interface RigOptions {
+interface RigOptions {
   readonly profile?: NicProfile;
   readonly link?: HostLink | null;
   readonly faults?: FaultInjector;

@@ -5,7 +5,7 @@
 import type { HostLink } from '../../../lib/ionic/frames';
 
 export const BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
-export const ETH_ARP = 0x0806;
+const ETH_ARP = 0x0806;
 export const ETH_IPV4 = 0x0800;
 
 export function mac(text: string): Buffer {
@@ -29,7 +29,7 @@ export function ethernet(dst: Buffer, src: Buffer, type: number, payload: Buffer
 }
 
 /** RFC 1071 ones'-complement checksum. */
-export function inetChecksum(b: Buffer): number {
+function inetChecksum(b: Buffer): number {
   let sum = 0;
   for (let i = 0; i + 1 < b.length; i += 2) sum += b.readUInt16BE(i);
   if (b.length & 1) sum += b[b.length - 1]! << 8;
@@ -52,7 +52,7 @@ export function arp(op: 1 | 2, srcMac: Buffer, srcIp: Buffer, dstMac: Buffer, ds
   return ethernet(op === 1 ? BROADCAST : dstMac, srcMac, ETH_ARP, a);
 }
 
-export interface ArpInfo { op: number; senderMac: Buffer; senderIp: string; targetMac: Buffer; targetIp: string }
+interface ArpInfo { op: number; senderMac: Buffer; senderIp: string; targetMac: Buffer; targetIp: string }
 
 export function parseArp(f: Buffer): ArpInfo | null {
   if (f.length < 42 || f.readUInt16BE(12) !== ETH_ARP) return null;
@@ -86,7 +86,7 @@ export function icmpEcho(type: 8 | 0, id: number, seq: number, data: Buffer): Bu
   return m;
 }
 
-export function udp(srcPort: number, dstPort: number, data: Buffer): Buffer {
+function udp(srcPort: number, dstPort: number, data: Buffer): Buffer {
   // Checksum 0: "none" for UDP over IPv4.
   const u = Buffer.alloc(8 + data.length);
   u.writeUInt16BE(srcPort, 0);
@@ -96,7 +96,7 @@ export function udp(srcPort: number, dstPort: number, data: Buffer): Buffer {
   return u;
 }
 
-export interface Ipv4Info { src: string; dst: string; proto: number; payload: Buffer; headerOk: boolean }
+interface Ipv4Info { src: string; dst: string; proto: number; payload: Buffer; headerOk: boolean }
 
 export function parseIpv4(f: Buffer): Ipv4Info | null {
   if (f.length < 34 || f.readUInt16BE(12) !== ETH_IPV4 || (f[14]! >> 4) !== 4) return null;
@@ -108,7 +108,7 @@ export function parseIpv4(f: Buffer): Ipv4Info | null {
   };
 }
 
-export interface EchoInfo { type: number; id: number; seq: number; data: Buffer; checksumOk: boolean }
+interface EchoInfo { type: number; id: number; seq: number; data: Buffer; checksumOk: boolean }
 
 export function parseEcho(f: Buffer): EchoInfo | null {
   const p = parseIpv4(f);
@@ -119,7 +119,7 @@ export function parseEcho(f: Buffer): EchoInfo | null {
   };
 }
 
-export interface UdpInfo { src: string; dst: string; srcPort: number; dstPort: number; data: Buffer }
+interface UdpInfo { src: string; dst: string; srcPort: number; dstPort: number; data: Buffer }
 
 export function parseUdp(f: Buffer): UdpInfo | null {
   const p = parseIpv4(f);
