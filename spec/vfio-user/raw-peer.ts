@@ -10,23 +10,17 @@ import type { SessionLimits } from '../../lib/vfio-user/session';
 import { Bytes, msg } from '../support/bytes';
 import { ScratchDevice } from '../support/scratch-device';
 import { tempSocketPath } from '../support/fds';
+import { CMD, FLAG_REPLY } from '../protocol/codec-helpers';
 
 // ---- numbers, written out from reference/vfio-user.md (not imported from the code under test) ----
 
-export const CMD = {
-  VERSION: 1, DMA_MAP: 2, DMA_UNMAP: 3, DEVICE_GET_INFO: 4, DEVICE_GET_REGION_INFO: 5,
-  DEVICE_GET_REGION_IO_FDS: 6, DEVICE_GET_IRQ_INFO: 7, DEVICE_SET_IRQS: 8, REGION_READ: 9,
-  REGION_WRITE: 10, DMA_READ: 11, DMA_WRITE: 12, DEVICE_RESET: 13, DIRTY_PAGES: 14,
-  REGION_WRITE_MULTI: 15, DEVICE_FEATURE: 16, MIG_DATA_READ: 17, MIG_DATA_WRITE: 18,
-} as const;
+// Command numbers, reply flags and EINVAL: the protocol specs' (../protocol/codec-helpers.ts).
+export { CMD, EINVAL, FLAG_NO_REPLY, FLAG_REPLY } from '../protocol/codec-helpers';
 
-export const FLAG_REPLY = 0x1;
-export const FLAG_NO_REPLY = 0x10;
 export const FLAG_ERROR = 0x20;
 
 export const ENOENT = 2;
 export const EIO = 5;
-export const EINVAL = 22;
 export const ENOSPC = 28;
 
 export const IRQ = {
