@@ -4,6 +4,7 @@
 // check every field a peer sets and return a MeshError rather than throw.
 // Encoders throw only for our own bad arguments.
 
+import { newWireHeader, readWireHeader, writeWireHeader } from './ionic-header';
 import { parseHost } from './address';
 import { Decoded, fail, ok } from './errors';
 import { Field, getField, getFieldBig, setField, setFieldBig, viewRaw } from '../../protocol/field';
@@ -357,23 +358,38 @@ export type IonicWireHeaderInit = Omit<IonicWireHeader, 'remoteVa' | 'swapAdd' |
   readonly compare?: bigint;
 };
 
-/** Write an ionic header at `at` (60 bytes). */
+const scratch = newWireHeader();
+const TWO_32 = 0x100000000n;
+
+/** Write an ionic header at `at` (60 bytes), through the one writer of its layout (ionic-header.ts). */
 export function writeIonicWireHeader(out: Buffer, at: number, h: IonicWireHeaderInit): void {
   if (at < 0 || at + ionic_wire_hdr.SIZE > out.length) throw new RangeError('ionic header does not fit');
-  setField(out, at, ionic_wire_hdr.magic, IONIC_WIRE_MAGIC);
-  setField(out, at, ionic_wire_hdr.op, h.op);
-  setField(out, at, ionic_wire_hdr.atomic_cs, h.atomicCs);
-  setField(out, at, ionic_wire_hdr.rsvd, 0);
-  setField(out, at, ionic_wire_hdr.src_qp_id, h.srcQpId);
-  setField(out, at, ionic_wire_hdr.dst_qp_id, h.dstQpId);
-  setField(out, at, ionic_wire_hdr.req_id, h.reqId);
-  setField(out, at, ionic_wire_hdr.rkey, h.rkey);
-  setField(out, at, ionic_wire_hdr.length, h.length);
-  setField(out, at, ionic_wire_hdr.imm_be, h.immBe);
-  setField(out, at, ionic_wire_hdr.status, h.status);
-  setFieldBig(out, at, ionic_wire_hdr.remote_va, h.remoteVa ?? 0n);
-  setFieldBig(out, at, ionic_wire_hdr.swap_add, h.swapAdd ?? 0n);
-  setFieldBig(out, at, ionic_wire_hdr.compare, h.compare ?? 0n);
+  const r = scratch;
+  r.op = h.op;
+  r.atomicCs = h.atomicCs === 1;
+  r.flags = 0;
+  r.srcQp = h.srcQpId;
+  r.dstQp = h.dstQpId;
+  r.reqId = h.reqId;
+  r.rkey = h.rkey;
+  r.length = h.length;
+  r.imm = h.immBe;
+  r.status = h.status;
+  const va = h.remoteVa ?? 0n;
+  if (va < 0n || va >= 1n << 64n) throw new RangeError('remote_va out of range');
+  const vaLo = Number(va % TWO_32);
+  const vaHi = Number(va / TWO_32);
+  r.remoteVa = 0;
+  const sa = h.swapAdd ?? 0n;
+  const cmp = h.compare ?? 0n;
+  r.swapAddLo = Number(BigInt.asUintN(32, sa));
+  r.swapAddHi = Number(BigInt.asUintN(32, sa >> 32n));
+  r.compareLo = Number(BigInt.asUintN(32, cmp));
+  r.compareHi = Number(BigInt.asUintN(32, cmp >> 32n));
+  const view = out.subarray(at, at + ionic_wire_hdr.SIZE);
+  writeWireHeader(view, r);
+  // remote_va may exceed 2^53 here (the record holds a safe integer): write it whole.
+  setFieldBig(view, 0, ionic_wire_hdr.remote_va, (BigInt(vaHi) << 32n) | BigInt(vaLo));
 }
 
 export function encodeIonicWireHeader(h: IonicWireHeaderInit): Buffer {
@@ -387,21 +403,22 @@ export function decodeIonicWireHeader(buf: Buffer): Decoded<IonicWireHeader> {
   if (buf.length < ionic_wire_hdr.SIZE) return fail('BAD_LENGTH', `ionic header of ${buf.length} bytes, want ${ionic_wire_hdr.SIZE}`);
   const magic = getField(buf, 0, ionic_wire_hdr.magic);
   if (magic !== IONIC_WIRE_MAGIC) return fail('BAD_MAGIC', `ionic magic 0x${magic.toString(16).padStart(8, '0')}`);
-  const op = getField(buf, 0, ionic_wire_hdr.op);
-  if (op < IonicWireOp.SEND || op > IonicWireOp.ACK) return fail('BAD_FIELD', `ionic op ${op}`);
+  const r = scratch;
+  readWireHeader(buf, r);
+  if (r.op < IonicWireOp.SEND || r.op > IonicWireOp.ACK) return fail('BAD_FIELD', `ionic op ${r.op}`);
   return ok({
-    op,
+    op: r.op,
     atomicCs: getField(buf, 0, ionic_wire_hdr.atomic_cs),
-    srcQpId: getField(buf, 0, ionic_wire_hdr.src_qp_id),
-    dstQpId: getField(buf, 0, ionic_wire_hdr.dst_qp_id),
-    reqId: getField(buf, 0, ionic_wire_hdr.req_id),
-    rkey: getField(buf, 0, ionic_wire_hdr.rkey),
-    length: getField(buf, 0, ionic_wire_hdr.length),
-    immBe: getField(buf, 0, ionic_wire_hdr.imm_be),
-    status: getField(buf, 0, ionic_wire_hdr.status),
+    srcQpId: r.srcQp,
+    dstQpId: r.dstQp,
+    reqId: r.reqId,
+    rkey: r.rkey,
+    length: r.length,
+    immBe: r.imm,
+    status: r.status,
     remoteVa: getFieldBig(buf, 0, ionic_wire_hdr.remote_va),
-    swapAdd: getFieldBig(buf, 0, ionic_wire_hdr.swap_add),
-    compare: getFieldBig(buf, 0, ionic_wire_hdr.compare),
+    swapAdd: (BigInt(r.swapAddHi) << 32n) | BigInt(r.swapAddLo),
+    compare: (BigInt(r.compareHi) << 32n) | BigInt(r.compareLo),
   });
 }
 

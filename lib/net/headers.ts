@@ -44,6 +44,10 @@ export const ETH_MULTICAST_BIT = 0x01;
 /** The broadcast MAC address. */
 export const ETH_BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 
+/** ARP for IPv4 over Ethernet (RFC 826): the operation and the sender's addresses. */
+export const arp_ipv4 = { ar_op: be(6, 2), ar_sha: raw(8, 6), ar_sip: raw(14, 4), SIZE: 28 } as const;
+
+export const ETH_P_ARP = 0x0806;
 export const ETH_P_IP = 0x0800;
 export const ETH_P_IPV6 = 0x86dd;
 export const ETH_P_8021Q = 0x8100;

@@ -7,13 +7,10 @@
 // one as its source GID. Each new one is added to the mesh's local set
 // (advertised to the other nodes; at most 8 per node).
 
-import { getField, raw, RawField, be, viewRaw } from '../../../../protocol/field';
-import { ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, ipv6hdr, vlan_ethhdr } from '../../../net/headers';
+import { getField, viewRaw } from '../../../../protocol/field';
+import { arp_ipv4, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, ipv6hdr, vlan_ethhdr } from '../../../net/headers';
 import { ipv4Gid } from '../../address';
 
-/** ARP for IPv4 over Ethernet (RFC 826): the sender's addresses. */
-const arp_ipv4 = { ar_op: be(6, 2), ar_sha: raw(8, 6), ar_sip: raw(14, 4), SIZE: 28 } as const;
-const ETH_P_ARP = 0x0806;
 
 /** fe80::/64 with the modified EUI-64 of `mac` (RFC 4291 appendix A). */
 export function linkLocalGid(mac: Buffer): Buffer {
@@ -48,7 +45,7 @@ function usableIpv6(a: Buffer): boolean {
  */
 export function gidsFromFrame(frame: Buffer, out: Buffer[]): void {
   if (frame.length < ethhdr.SIZE) return;
-  const src = viewRaw(frame, 0, ethhdr.h_source as RawField);
+  const src = viewRaw(frame, 0, ethhdr.h_source);
   if ((src[0]! & 1) === 0 && !allZero(src)) out.push(linkLocalGid(src));
   let l3: number = ethhdr.SIZE;
   let type = getField(frame, 0, ethhdr.h_proto);
@@ -60,10 +57,10 @@ export function gidsFromFrame(frame: Buffer, out: Buffer[]): void {
     const ip = viewRaw(frame, l3, arp_ipv4.ar_sip);
     if (!allZero(ip)) out.push(ipv4Gid(ip));
   } else if (type === ETH_P_IP && frame.length >= l3 + iphdr.SIZE) {
-    const ip = viewRaw(frame, l3, iphdr.saddr as RawField);
+    const ip = viewRaw(frame, l3, iphdr.saddr);
     if (!allZero(ip)) out.push(ipv4Gid(ip));
   } else if (type === ETH_P_IPV6 && frame.length >= l3 + ipv6hdr.SIZE) {
-    const ip = viewRaw(frame, l3, ipv6hdr.saddr as RawField);
+    const ip = viewRaw(frame, l3, ipv6hdr.saddr);
     if (usableIpv6(ip)) out.push(Buffer.from(ip));
   }
 }
