@@ -47,6 +47,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, Rate } from './mesh-raw';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
 import { CqeT, Mask, MrF, QpF, QpS, QpT, Ring, WOp } from '../spec/support/ionic/rdma-regs';
@@ -87,12 +88,6 @@ const MR_BYTES = WINDOW * BIG;
 /** The latency WRITEs cycle over this many 8-byte slots at the start of the MRs. */
 const LAT_SLOTS = 512;
 
-/** Raw baseline framing: a 60-byte header (magic, type, payload length) and the payload. */
-const RAW_HDR = 60;
-const RAW_MAGIC = 0x52415721;
-const RAW_PING = 1;
-const RAW_DATA = 2;
-const RAW_ACK = 3;
 
 const now = (): bigint => process.hrtime.bigint();
 const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
@@ -101,84 +96,8 @@ const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 const wait = (): Promise<void> => (WAIT === 'sleep' ? sleep(1) : turn());
 const fmt = (v: number, digits = 0): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-/** utime + stime of a /proc stat file, in ms (clock tick 10 ms). */
-function statMs(file: string): number {
-  const f = fs.readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-}
-
-/** CPU time of a process: all threads, and its main thread (the rest: V8 GC and compiler workers, libuv's pool). */
-interface Cpu { all: number; main: number }
-
-function cpuOf(pid: number): Cpu {
-  return { all: statMs(`/proc/${pid}/stat`), main: statMs(`/proc/${pid}/task/${pid}/stat`) };
-}
-
-function cpuSince(pid: number, c0: Cpu): Cpu {
-  const c = cpuOf(pid);
-  return { all: c.all - c0.all, main: c.main - c0.main };
-}
-
 function pct(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
-}
-
-function rawHeader(type: number, len: number): Buffer {
-  const b = Buffer.alloc(RAW_HDR);
-  b.writeUInt32BE(RAW_MAGIC, 0);
-  b.writeUInt32BE(type, 4);
-  b.writeUInt32BE(len, 8);
-  return b;
-}
-
-// ---- the raw TCP peer (this file run with --raw-peer) ---------------------------------------
-
-/**
- * The child side of the baselines: a TCP listener on 127.0.0.1 (its port on
- * stdout) that answers each PING with a PING of the same size and each DATA
- * message with an ACK, reading the stream as the mesh does (header, then the
- * payload, which it only counts). Exits when its stdin closes (the parent left).
- */
-function rawPeer(): void {
-  const server = net.createServer((s) => {
-    s.setNoDelay(true);
-    const hdr = Buffer.alloc(RAW_HDR);
-    let hdrFill = 0;
-    let type = 0;
-    let left = -1;
-    const pong = Buffer.concat([rawHeader(RAW_PING, 8), Buffer.alloc(8)]);
-    const ack = rawHeader(RAW_ACK, 0);
-    s.on('data', (chunk: Buffer) => {
-      let pos = 0;
-      while (pos < chunk.length) {
-        if (left < 0) {
-          const n = Math.min(RAW_HDR - hdrFill, chunk.length - pos);
-          chunk.copy(hdr, hdrFill, pos, pos + n);
-          hdrFill += n;
-          pos += n;
-          if (hdrFill < RAW_HDR) break;
-          hdrFill = 0;
-          if (hdr.readUInt32BE(0) !== RAW_MAGIC) { s.destroy(); return; }
-          type = hdr.readUInt32BE(4);
-          left = hdr.readUInt32BE(8);
-        }
-        const n = Math.min(left, chunk.length - pos);
-        pos += n;
-        left -= n;
-        if (left === 0) {
-          left = -1;
-          if (type === RAW_PING) { chunk.copy(pong, RAW_HDR, Math.max(0, pos - 8), pos); s.write(pong); } else s.write(ack);
-        }
-      }
-    });
-    s.on('error', () => s.destroy());
-  });
-  server.listen(0, '127.0.0.1', () => {
-    process.stdout.write(`${(server.address() as net.AddressInfo).port}\n`);
-  });
-  process.stdin.on('end', () => process.exit(0));
-  process.stdin.on('close', () => process.exit(0));
-  process.stdin.resume();
 }
 
 // ---- processes ----------------------------------------------------------------------------
@@ -243,7 +162,7 @@ function freePort(): Promise<number> {
 }
 
 function startRawPeer(): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, [__filename, '--raw-peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [path.join(__dirname, 'mesh-raw.js'), '--raw-peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
   children.add(proc);
   return new Promise((resolve, reject) => {
     let text = '';
@@ -254,91 +173,6 @@ function startRawPeer(): Promise<{ proc: ChildProcess; port: number }> {
       if (m) resolve({ proc, port: Number(m[1]) });
     });
   });
-}
-
-// ---- the raw TCP baselines ---------------------------------------------------------------------
-
-/** A client of the raw peer: counts what comes back (PING replies, ACKs), no parsing beyond sizes. */
-class RawClient {
-  #received = 0;
-  #waiter: (() => void) | null = null;
-  #want = 0;
-
-  private constructor(readonly s: net.Socket) {
-    s.on('data', (d: Buffer) => {
-      this.#received += d.length;
-      if (this.#waiter && this.#received >= this.#want) { const w = this.#waiter; this.#waiter = null; w(); }
-    });
-  }
-
-  static connect(port: number): Promise<RawClient> {
-    return new Promise((resolve, reject) => {
-      const s = net.connect(port, '127.0.0.1', () => { s.setNoDelay(true); resolve(new RawClient(s)); });
-      s.once('error', reject);
-    });
-  }
-
-  get received(): number {
-    return this.#received;
-  }
-
-  /** Resolves once `bytes` in all have come back. */
-  until(bytes: number): Promise<void> {
-    if (this.#received >= bytes) return Promise.resolve();
-    this.#want = bytes;
-    return new Promise((r) => { this.#waiter = r; });
-  }
-
-  close(): void {
-    this.s.destroy();
-  }
-}
-
-/** n PING round trips of 60 + 8 bytes each way; microseconds, sorted. */
-async function rawLatency(c: RawClient, n: number): Promise<Float64Array> {
-  const ping = Buffer.concat([rawHeader(RAW_PING, 8), Buffer.alloc(8)]);
-  const out = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    ping.writeUInt32LE(i, RAW_HDR);
-    const want = c.received + ping.length;
-    const t0 = now();
-    c.s.write(ping);
-    await c.until(want);
-    out[i] = Number(now() - t0) / 1000;
-  }
-  return out.sort();
-}
-
-/** Bytes moved in `secs`; CPU of this process (`self`) and of the others (`peer`, in the order given) over the run. */
-interface Rate { bytes: number; secs: number; cpu: { self: Cpu; peer: Cpu[] } }
-
-/** DATA messages of 60 + `size` bytes with `window` unacknowledged, for `secs` and at least `minBytes`. */
-async function rawThroughput(c: RawClient, peers: number[], size: number, window: number, secs: number, minBytes: number): Promise<Rate> {
-  const msg = Buffer.alloc(RAW_HDR + size);
-  rawHeader(RAW_DATA, size).copy(msg, 0);
-  randomFillSync(msg, RAW_HDR);
-  const acks0 = c.received;
-  let sent = 0;
-  const c0 = peers.map(cpuOf);
-  const s0 = cpuOf(process.pid);
-  const t0 = now();
-  let stop = false;
-  while (sent < window) { c.s.write(msg); sent++; }
-  for (;;) {
-    const acked = (c.received - acks0) / RAW_HDR;
-    if (!stop) {
-      const el = secsSince(t0);
-      if ((el >= secs && acked * size >= minBytes) || el >= MAX_SECS) stop = true;
-    }
-    if (stop && acked >= sent) break;
-    if (!stop && sent - acked < window) {
-      while (sent - acked < window) { c.s.write(msg); sent++; }
-      continue;
-    }
-    await c.until(acks0 + (Math.floor(acked) + 1) * RAW_HDR);
-  }
-  const el = secsSince(t0);
-  return { bytes: sent * size, secs: el, cpu: { self: cpuSince(process.pid, s0), peer: peers.map((p, i) => cpuSince(p, c0[i]!)) } };
 }
 
 // ---- the two guests ---------------------------------------------------------------------------
@@ -574,7 +408,7 @@ async function main(): Promise<void> {
     // Warm both (JIT), then measure in rounds, alternating which goes first;
     // B's MR is zeroed before each of our rounds and checked after it.
     await rdmaThroughput(a, b, cq, pids, WINDOW, 0, 0, WARM_BYTES / BIG);
-    await rawThroughput(raw, [peer.proc.pid!], BIG, WINDOW, 0, WARM_BYTES);
+    await rawThroughput(raw, [peer.proc.pid!], BIG, WINDOW, 0, WARM_BYTES, MAX_SECS);
     const oursRounds: Rate[] = [];
     const baseRounds: Rate[] = [];
     const runOurs = async (): Promise<void> => {
@@ -584,7 +418,7 @@ async function main(): Promise<void> {
       verify(a, b, MR_BYTES, '1 MiB WRITEs');
     };
     const runBase = async (): Promise<void> => {
-      baseRounds.push(await rawThroughput(raw!, [peer!.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS));
+      baseRounds.push(await rawThroughput(raw!, [peer!.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS));
     };
     for (let i = 0; i < ROUNDS; i++) {
       if (i % 2 === 0) { await runOurs(); await runBase(); } else { await runBase(); await runOurs(); }
@@ -657,5 +491,4 @@ async function main(): Promise<void> {
 process.on('exit', cleanupSync);
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { cleanupSync(); process.exit(130); });
 
-if (process.argv[2] === '--raw-peer') rawPeer();
-else main().catch((e: unknown) => { console.error(e); process.exitCode = 1; cleanupSync(); process.exit(1); });
+main().catch((e: unknown) => { console.error(e); process.exitCode = 1; cleanupSync(); process.exit(1); });

@@ -1,0 +1,183 @@
+// The raw TCP baseline of bench/mesh.ts: the same messages (a 60-byte header
+// and a payload) between two processes over loopback with no emulation in
+// between, and the per-process CPU accounting both figures use. Run as a
+// script (`node dist/bench/mesh-raw.js --raw-peer`) it is the echoing peer.
+
+import { randomFillSync } from 'crypto';
+import * as fs from 'fs';
+import * as net from 'net';
+
+const now = (): bigint => process.hrtime.bigint();
+const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
+
+/** utime + stime of a /proc stat file, in ms (clock tick 10 ms). */
+function statMs(file: string): number {
+  const f = fs.readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+/** CPU time of a process: all threads, and its main thread (the rest: V8 GC and compiler workers, libuv's pool). */
+export interface Cpu { all: number; main: number }
+
+export function cpuOf(pid: number): Cpu {
+  return { all: statMs(`/proc/${pid}/stat`), main: statMs(`/proc/${pid}/task/${pid}/stat`) };
+}
+
+export function cpuSince(pid: number, c0: Cpu): Cpu {
+  const c = cpuOf(pid);
+  return { all: c.all - c0.all, main: c.main - c0.main };
+}
+
+/** Raw baseline framing: a 60-byte header (magic, type, payload length) and the payload. */
+export const RAW_HDR = 60;
+export const RAW_MAGIC = 0x52415721;
+export const RAW_PING = 1;
+export const RAW_DATA = 2;
+export const RAW_ACK = 3;
+
+export function rawHeader(type: number, len: number): Buffer {
+  const b = Buffer.alloc(RAW_HDR);
+  b.writeUInt32BE(RAW_MAGIC, 0);
+  b.writeUInt32BE(type, 4);
+  b.writeUInt32BE(len, 8);
+  return b;
+}
+
+// ---- the raw TCP peer (this file run with --raw-peer) ---------------------------------------
+
+/**
+ * The child side of the baselines: a TCP listener on 127.0.0.1 (its port on
+ * stdout) that answers each PING with a PING of the same size and each DATA
+ * message with an ACK, reading the stream as the mesh does (header, then the
+ * payload, which it only counts). Exits when its stdin closes (the parent left).
+ */
+export function rawPeer(): void {
+  const server = net.createServer((s) => {
+    s.setNoDelay(true);
+    const hdr = Buffer.alloc(RAW_HDR);
+    let hdrFill = 0;
+    let type = 0;
+    let left = -1;
+    const pong = Buffer.concat([rawHeader(RAW_PING, 8), Buffer.alloc(8)]);
+    const ack = rawHeader(RAW_ACK, 0);
+    s.on('data', (chunk: Buffer) => {
+      let pos = 0;
+      while (pos < chunk.length) {
+        if (left < 0) {
+          const n = Math.min(RAW_HDR - hdrFill, chunk.length - pos);
+          chunk.copy(hdr, hdrFill, pos, pos + n);
+          hdrFill += n;
+          pos += n;
+          if (hdrFill < RAW_HDR) break;
+          hdrFill = 0;
+          if (hdr.readUInt32BE(0) !== RAW_MAGIC) { s.destroy(); return; }
+          type = hdr.readUInt32BE(4);
+          left = hdr.readUInt32BE(8);
+        }
+        const n = Math.min(left, chunk.length - pos);
+        pos += n;
+        left -= n;
+        if (left === 0) {
+          left = -1;
+          if (type === RAW_PING) { chunk.copy(pong, RAW_HDR, Math.max(0, pos - 8), pos); s.write(pong); } else s.write(ack);
+        }
+      }
+    });
+    s.on('error', () => s.destroy());
+  });
+  server.listen(0, '127.0.0.1', () => {
+    process.stdout.write(`${(server.address() as net.AddressInfo).port}\n`);
+  });
+  process.stdin.on('end', () => process.exit(0));
+  process.stdin.on('close', () => process.exit(0));
+  process.stdin.resume();
+}
+
+// ---- the raw TCP baselines ---------------------------------------------------------------------
+
+/** A client of the raw peer: counts what comes back (PING replies, ACKs), no parsing beyond sizes. */
+export class RawClient {
+  #received = 0;
+  #waiter: (() => void) | null = null;
+  #want = 0;
+
+  private constructor(readonly s: net.Socket) {
+    s.on('data', (d: Buffer) => {
+      this.#received += d.length;
+      if (this.#waiter && this.#received >= this.#want) { const w = this.#waiter; this.#waiter = null; w(); }
+    });
+  }
+
+  static connect(port: number): Promise<RawClient> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => { s.setNoDelay(true); resolve(new RawClient(s)); });
+      s.once('error', reject);
+    });
+  }
+
+  get received(): number {
+    return this.#received;
+  }
+
+  /** Resolves once `bytes` in all have come back. */
+  until(bytes: number): Promise<void> {
+    if (this.#received >= bytes) return Promise.resolve();
+    this.#want = bytes;
+    return new Promise((r) => { this.#waiter = r; });
+  }
+
+  close(): void {
+    this.s.destroy();
+  }
+}
+
+/** n PING round trips of 60 + 8 bytes each way; microseconds, sorted. */
+export async function rawLatency(c: RawClient, n: number): Promise<Float64Array> {
+  const ping = Buffer.concat([rawHeader(RAW_PING, 8), Buffer.alloc(8)]);
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    ping.writeUInt32LE(i, RAW_HDR);
+    const want = c.received + ping.length;
+    const t0 = now();
+    c.s.write(ping);
+    await c.until(want);
+    out[i] = Number(now() - t0) / 1000;
+  }
+  return out.sort();
+}
+
+/** Bytes moved in `secs`; CPU of this process (`self`) and of the others (`peer`, in the order given) over the run. */
+export interface Rate { bytes: number; secs: number; cpu: { self: Cpu; peer: Cpu[] } }
+
+/** DATA messages of 60 + `size` bytes with `window` unacknowledged, for `secs` and at least `minBytes`. */
+/** `maxSecs`: stop there even short of `minBytes` (a very slow machine). */
+export async function rawThroughput(c: RawClient, peers: number[], size: number, window: number, secs: number, minBytes: number, maxSecs: number): Promise<Rate> {
+  const msg = Buffer.alloc(RAW_HDR + size);
+  rawHeader(RAW_DATA, size).copy(msg, 0);
+  randomFillSync(msg, RAW_HDR);
+  const acks0 = c.received;
+  let sent = 0;
+  const c0 = peers.map(cpuOf);
+  const s0 = cpuOf(process.pid);
+  const t0 = now();
+  let stop = false;
+  while (sent < window) { c.s.write(msg); sent++; }
+  for (;;) {
+    const acked = (c.received - acks0) / RAW_HDR;
+    if (!stop) {
+      const el = secsSince(t0);
+      if ((el >= secs && acked * size >= minBytes) || el >= maxSecs) stop = true;
+    }
+    if (stop && acked >= sent) break;
+    if (!stop && sent - acked < window) {
+      while (sent - acked < window) { c.s.write(msg); sent++; }
+      continue;
+    }
+    await c.until(acks0 + (Math.floor(acked) + 1) * RAW_HDR);
+  }
+  const el = secsSince(t0);
+  return { bytes: sent * size, secs: el, cpu: { self: cpuSince(process.pid, s0), peer: peers.map((p, i) => cpuSince(p, c0[i]!)) } };
+}
+
+
+if (require.main === module && process.argv[2] === '--raw-peer') rawPeer();
