@@ -6,8 +6,9 @@
 // Copies: a frame that lies inside one chunk is handed out as a view of that
 // chunk. Only a frame that spans chunks is assembled, once, into a buffer of
 // exactly its size, allocated after its header passed the length rules (so a
-// peer cannot make us buffer more than the largest legal frame). Bytes
-// handed out are never written again, so a consumer may keep a frame.
+// peer cannot make us buffer more than the largest legal frame); a large one
+// comes from the buffer pool and goes back when its message is released
+// (frame-router.ts). Until then bytes handed out are never written again.
 //
 // Backpressure: the sink may refuse a frame (return false). The parser then
 // holds it, stops, and offers the same frame again on resume(); the owner
@@ -21,6 +22,7 @@ import { decodeFrameHeader } from './codec';
 import { MeshError, meshError } from './errors';
 import { tcp_msg_header } from './layouts';
 import { MAX_HELD_CHUNK_BYTES } from './limits';
+import { meshBufferPool } from './buffer-pool';
 import { FrameHeader } from './messages';
 
 interface FrameSink {
@@ -182,7 +184,7 @@ export class FrameParser {
         continue;
       }
       if (avail === 0) break;
-      if (!this.#body) this.#body = Buffer.allocUnsafe(length);
+      if (!this.#body) this.#body = meshBufferPool.take(length);
       const n = Math.min(length - this.#bodyFill, avail);
       chunk.copy(this.#body, this.#bodyFill, this.#pos, this.#pos + n);
       this.#bodyFill += n;

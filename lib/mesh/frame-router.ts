@@ -14,6 +14,7 @@
 // destination has no room. Returning false holds the frame (the connection
 // pauses until unhold()).
 
+import { meshBufferPool } from './buffer-pool';
 import type { Logger } from '../log';
 import { RateLimiter, warnLimited } from '../log';
 import { dataHeaderSize, hasIonicMagic, isDataType } from './codec';
@@ -108,7 +109,7 @@ export class FrameRouter {
     }
     const hs = dataHeaderSize(h.type) ?? 0;
     const msg = new MeshMessage(h.src, h.type, h.seq, h.srcQpn, h.dstQpn, body.subarray(0, hs), body.subarray(hs),
-      () => budget.release(charge));
+      () => { budget.release(charge); meshBufferPool.give(body); });
     this.host.emitMessage(msg);
     msg.settle();
     return true;

@@ -26,6 +26,7 @@ interface DataFrame {
   readonly length: number;
   readonly reply: boolean;
   readonly tag?: number;
+  readonly onDone?: () => void;
 }
 
 export class FrameWriter {
@@ -47,7 +48,7 @@ export class FrameWriter {
     for (const p of f.parts) if (p.length > 0) out.push(p);
     const cls = f.reply ? 'reply' : 'request';
     const bytes = tcp_msg_header.SIZE + f.length;
-    const frame: OutFrame = f.tag === undefined ? { parts: out, bytes, cls } : { parts: out, bytes, cls, tag: f.tag };
+    const frame: OutFrame = { parts: out, bytes, cls, ...(f.tag === undefined ? {} : { tag: f.tag }), ...(f.onDone ? { onDone: f.onDone } : {}) };
     return conn.send(frame);
   }
 

@@ -18,6 +18,7 @@ export { formatMeshBackend, parseMeshBackend, parseMeshEnv } from './config';
 export type { ConfigResult, MeshBackendConfig, MeshEnv } from './config';
 export { gidFromText, gidToText } from './address';
 export { PendingRequests } from './pending';
+export { BufferPool, meshBufferPool } from './buffer-pool';
 export {
   decodeIonicWireHeader, encodeIonicWireHeader, writeIonicWireHeader, isReplyFrame,
 } from './codec';

@@ -54,6 +54,12 @@ export interface SendOptions {
   readonly reply?: boolean;
   /** takeBack(tag) removes this frame while it is still queued (a QP's creation handle). */
   readonly tag?: number;
+  /**
+   * Once the frame was 'queued': called when the kernel has it, or it was
+   * taken back or dropped; the caller may reuse the header and payload then.
+   * Not called when send() answers anything but 'queued'.
+   */
+  readonly onDone?: () => void;
 }
 
 export interface MeshEvents {

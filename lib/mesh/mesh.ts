@@ -162,7 +162,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
     if (!conn) return 'no-route';
     const r = this.#writer.data(conn, {
       type, src: me, dst: nodeId, srcQpn: opts.srcQpn ?? 0, dstQpn: opts.dstQpn ?? 0, header, parts, length,
-      reply: opts.reply ?? false, ...(opts.tag === undefined ? {} : { tag: opts.tag }),
+      reply: opts.reply ?? false, ...(opts.tag === undefined ? {} : { tag: opts.tag }), ...(opts.onDone ? { onDone: opts.onDone } : {}),
     });
     if (r === 'queued') return 'queued';
     if (r === 'queue-full') return 'queue-full';

@@ -26,6 +26,8 @@ export interface OutFrame {
   readonly cls: FrameClass | 'heartbeat';
   /** The caller's tag (a QP's creation handle, say): takeBack(tag) removes its queued frames. */
   readonly tag?: number;
+  /** Called once when the kernel has the frame, or it was taken back or dropped: its buffers are free. */
+  readonly onDone?: () => void;
 }
 
 export type OfferResult = 'queued' | 'queue-full' | 'overflow';
@@ -143,6 +145,7 @@ export class OutboundQueue {
 
   /** The kernel has the frame (or it was dropped): release its charge. */
   done(frame: OutFrame): void {
+    frame.onDone?.();
     const charge = frame.bytes + FRAME_OVERHEAD;
     switch (frame.cls) {
       case 'control': this.#controlBytes -= charge; break;

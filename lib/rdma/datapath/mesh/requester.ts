@@ -18,7 +18,7 @@ import type { QpRecord } from '../../resources';
 import { QpType } from '../../types';
 import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import { U64_UNSAFE } from '../../../../protocol/field';
-import { IonicWireOp, MsgType, PendingRequests, REQUEST_QUEUE_BYTES } from '../../../mesh';
+import { IonicWireOp, meshBufferPool, MsgType, PendingRequests, REQUEST_QUEUE_BYTES } from '../../../mesh';
 import type { SendResult } from '../../../mesh';
 import { copySlices } from '../copy';
 import { IonicStatus } from '../cqe';
@@ -33,7 +33,7 @@ import { newWireHeader, packDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED,
 
 /** What the requester needs of the mesh. */
 export interface MeshSender {
-  send(node: number, type: number, header: Buffer, payload: Buffer, opts: { srcQpn: number; dstQpn: number; reply?: boolean; tag?: number }): SendResult;
+  send(node: number, type: number, header: Buffer, payload: Buffer, opts: { srcQpn: number; dstQpn: number; reply?: boolean; tag?: number; onDone?: () => void }): SendResult;
   takeBack(tag: number): number;
 }
 
@@ -202,7 +202,8 @@ export class MeshRequester {
   /** One buffer: header, [GRH], the gathered payload (#src); handed to the mesh. */
   #send(node: number, qp: QpRecord, h: WireHeader, len: number, grhAv: Parameters<typeof writeGrh>[0] | null): SendResult {
     const pre = grhAv ? GRH_SIZE : 0;
-    const msg = Buffer.allocUnsafe(WIRE_HEADER_SIZE + pre + len);
+    // From the pool, back to it once the kernel has it (a large WRITE would otherwise cost a fresh buffer each).
+    const msg = meshBufferPool.take(WIRE_HEADER_SIZE + pre + len);
     writeWireHeader(msg, h);
     if (grhAv) writeGrh(grhAv, len, msg.subarray(WIRE_HEADER_SIZE, WIRE_HEADER_SIZE + GRH_SIZE));
     if (len > 0) {
@@ -210,8 +211,10 @@ export class MeshRequester {
       copySlices(this.#one, 0, this.#src, 0, len);
     }
     this.#src.length = 0;
-    return this.#mesh.send(node, MsgType.IONIC, msg.subarray(0, WIRE_HEADER_SIZE), msg.subarray(WIRE_HEADER_SIZE),
-      { srcQpn: qp.id, dstQpn: h.dstQp, tag: qp.handle });
+    const r = this.#mesh.send(node, MsgType.IONIC, msg.subarray(0, WIRE_HEADER_SIZE), msg.subarray(WIRE_HEADER_SIZE),
+      { srcQpn: qp.id, dstQpn: h.dstQp, tag: qp.handle, onDone: () => meshBufferPool.give(msg) });
+    if (r !== 'queued') meshBufferPool.give(msg);
+    return r;
   }
 
   #gather(mem: GuestMemory, qp: QpRecord, w: SendWqe, buf: Buffer): number {

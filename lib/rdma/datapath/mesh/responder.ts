@@ -23,7 +23,7 @@ import { MrFlag, QpFlag, QpState, QpType } from '../../types';
 import type { AddressVector } from '../../address';
 import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import { guardedTimeout } from '../../../guard';
-import { IonicWireOp, MsgType, RNR_TIMEOUT_MS } from '../../../mesh';
+import { IonicWireOp, meshBufferPool, MsgType, RNR_TIMEOUT_MS } from '../../../mesh';
 import { copySlices } from '../copy';
 import { IonicStatus, RecvOp } from '../cqe';
 import { datagramAccepted, GRH_SIZE } from '../datagram';
@@ -243,7 +243,7 @@ export class MeshResponder {
     if (h.rkey === 0 && len > 0) return IonicStatus.REMOTE_ACC;
     const x = v.remote(mem, dest, h.rkey, h.remoteVa, len, MrFlag.REMOTE_READ, QpFlag.REMOTE_READ, false);
     if (x !== IonicStatus.OK) return x;
-    const msg = Buffer.allocUnsafe(WIRE_HEADER_SIZE + len);
+    const msg = meshBufferPool.take(WIRE_HEADER_SIZE + len);
     this.#one[0] = msg.subarray(WIRE_HEADER_SIZE);
     copySlices(this.#one, 0, v.dst, 0, len);
     this.#dev.counters.inc(DC.rdma_read_bytes, len);
@@ -304,8 +304,11 @@ export class MeshResponder {
     const buf = msg && data > 0 ? msg : Buffer.allocUnsafe(WIRE_HEADER_SIZE);
     writeWireHeader(buf, r);
     const res = this.#mesh.send(from, MsgType.IONIC, buf.subarray(0, WIRE_HEADER_SIZE), buf.subarray(WIRE_HEADER_SIZE, WIRE_HEADER_SIZE + data),
-      { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true });
-    if (res !== 'queued') this.repliesDropped++;
+      { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => meshBufferPool.give(buf) });
+    if (res !== 'queued') {
+      this.repliesDropped++;
+      meshBufferPool.give(buf);
+    }
   }
 
   /** A QP is gone: what was held for it is answered RETRY_EXCEEDED (as if nobody were there) and let go. */
