@@ -1,0 +1,243 @@
+// ernicctl end to end, through its command line: three real rocm-ernic
+// servers that form a mesh (manager + two workers), their manifest, sockets,
+// TAPs in a bridge and mesh registration in their logs, status and stats, a
+// refused second start, then stop: processes gone, TAPs, bridge, sockets and
+// manifest removed. The TAP part needs root (and skips, saying so, without
+// it); the part without TAPs runs as anyone. Whatever happens, the after hooks
+// stop what was started and delete the links named here.
+
+import { expect } from 'chai';
+import { spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Manifest, readManifest } from '../../lib/ops/manifest';
+
+const ERNICCTL = path.join(__dirname, '..', '..', 'bin', 'ernicctl.js');
+const isRoot = process.getuid?.() === 0;
+const hasTun = fs.existsSync('/dev/net/tun');
+const hasIp = spawnSync('ip', ['-V']).status === 0;
+
+interface Run { code: number | null; stdout: string; stderr: string }
+
+function ernicctl(...args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [ERNICCTL, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+    p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    p.on('error', reject);
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  // A zombie child of ours counts as gone.
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false;
+  }
+}
+
+const linkExists = (name: string): boolean => fs.existsSync(`/sys/class/net/${name}`);
+const masterOf = (name: string): string | null => {
+  try {
+    return path.basename(fs.readlinkSync(`/sys/class/net/${name}/master`));
+  } catch {
+    return null;
+  }
+};
+
+function manifestOf(dir: string): Manifest {
+  const r = readManifest(dir);
+  if (!r.ok) throw new Error(r.error);
+  if (!r.manifest) throw new Error(`no manifest in ${dir}`);
+  return r.manifest;
+}
+
+/** Last resort after a failed test: kill what the manifest lists, delete our links. */
+function forceCleanUp(dir: string, links: string[]): void {
+  const r = readManifest(dir);
+  if (r.ok && r.manifest) for (const i of r.manifest.instances) { try { process.kill(i.pid, 'SIGKILL'); } catch { /* gone */ } }
+  for (const l of links) if (linkExists(l)) spawnSync('ip', ['link', 'del', l]);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** A mesh port for this run (the pid spreads concurrent runs apart). */
+const portFor = (offset: number): number => 20000 + ((process.pid * 7 + offset) % 20000);
+
+describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', function () {
+  this.timeout(90000);
+  const tag = String(process.pid % 100000);
+  const bridge = `erb${tag}`;
+  const prefix = `erc${tag}x`;
+  const taps = [0, 1, 2].map((i) => `${prefix}${i}`);
+  let dir = '';
+  let started: Manifest | null = null;
+
+  before(function () {
+    if (!isRoot || !hasTun || !hasIp) {
+      console.log(`      (skipped: ernicctl with TAPs needs root, /dev/net/tun and iproute2; uid ${process.getuid?.()}, tun ${hasTun}, ip ${hasIp})`);
+      this.skip();
+    }
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernicctl-'));
+  });
+
+  after(async function () {
+    if (!dir) return;
+    await ernicctl('stop', '--run-dir', dir, '--timeout', '3000');
+    forceCleanUp(dir, [...taps, bridge]);
+  });
+
+  it('starts a manager and two workers; each listens, has its TAP in the bridge and registers with the mesh', async function () {
+    const r = await ernicctl('start', '3', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(1)),
+      '--tap-prefix', prefix, '--bridge', bridge, '--log-level', 'info', '--socket-mode', '660');
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    expect(r.stdout).to.include(`bridge ${bridge} created`);
+    started = manifestOf(dir);
+    const m = started;
+    expect(m.instances.map((i) => [i.id, i.role, i.mesh_node])).to.deep.equal([[0, 'manager', 0], [1, 'worker', 1], [2, 'worker', 2]]);
+    expect(m.bridge).to.deep.equal({ name: bridge, created: true });
+    for (const i of m.instances) {
+      expect(i.socket).to.equal(path.join(dir, `${i.id}.sock`));
+      const st = fs.statSync(i.socket);
+      expect(st.isSocket(), i.socket).to.equal(true);
+      expect((st.mode & 0o777).toString(8)).to.equal('660');
+      expect(alive(i.pid)).to.equal(true);
+      expect(Number(fs.readFileSync(i.pid_file, 'utf8'))).to.equal(i.pid);
+      expect(i.tap).to.equal(taps[i.id]);
+      expect(i.tap_created).to.equal(true);
+      expect(masterOf(i.tap!)).to.equal(bridge);
+      expect(i.mac).to.match(/^02:/);
+      expect(i.stats).to.equal(path.join(dir, `${i.id}.stats`));
+    }
+    expect(m.instances[0]!.backend).to.equal(`tcp:manager:listen:${portFor(1)}`);
+    expect(m.instances[2]!.backend).to.equal(`tcp:worker:127.0.0.1:${portFor(1)}`);
+    // Registration as the servers logged it.
+    const logs = m.instances.map((i) => fs.readFileSync(i.log, 'utf8'));
+    expect(logs[0]).to.match(/mesh: node 1 registered/);
+    expect(logs[0]).to.match(/mesh: node 2 registered/);
+    expect(logs[1]).to.include('rocm-ernic: mesh node 1');
+    expect(logs[2]).to.include('rocm-ernic: mesh node 2');
+    // And with each other: the second worker links directly to the first.
+    expect(logs[1] + logs[2]).to.match(/mesh: direct link to node [12] up/);
+  });
+
+  it('status --json reports every instance running with its socket, TAP and mesh node', async function () {
+    if (!started) this.skip();
+    const r = await ernicctl('status', '--json', '--run-dir', dir);
+    expect(r.code, r.stderr).to.equal(0);
+    const s = JSON.parse(r.stdout) as { bridge: string; instances: { id: number; running: boolean; mesh_node: number; tap_up: boolean; socket_file: { mode: string }; clients: number }[] };
+    expect(s.bridge).to.equal(bridge);
+    expect(s.instances.map((i) => [i.id, i.running, i.mesh_node, i.tap_up, i.socket_file.mode, i.clients])).to.deep.equal([
+      [0, true, 0, true, '0660', 0], [1, true, 1, true, '0660', 0], [2, true, 2, true, '0660', 0],
+    ]);
+    const table = await ernicctl('status', '--run-dir', dir);
+    expect(table.stdout).to.include('3 of 3 running');
+  });
+
+  it('stats and logs read each instance', async function () {
+    if (!started) this.skip();
+    const s = await ernicctl('stats', '1', '--json', '--run-dir', dir);
+    expect(s.code, s.stderr).to.equal(0);
+    const [one] = JSON.parse(s.stdout) as { id: number; running: boolean; rss_bytes: number; tap: Record<string, number> }[];
+    expect(one!.id).to.equal(1);
+    expect(one!.running).to.equal(true);
+    expect(one!.rss_bytes).to.be.greaterThan(1 << 20);
+    expect(one!.tap).to.have.property('tx_packets');
+    const l = await ernicctl('logs', '2', '-n', '200', '--run-dir', dir);
+    expect(l.stdout).to.include('rocm-ernic: mesh node 2');
+    const none = await ernicctl('logs', '9', '--run-dir', dir);
+    expect(none.code).to.equal(1);
+    expect(none.stderr).to.include('no instance 9');
+  });
+
+  it('refuses a second start while the instances run', async function () {
+    if (!started) this.skip();
+    const r = await ernicctl('start', '2', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(2)), '--tap-prefix', prefix, '--bridge', bridge);
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/lists 3 running instance\(s\).*ernicctl stop first/);
+    expect(manifestOf(dir).instances.map((i) => i.pid)).to.deep.equal(started!.instances.map((i) => i.pid));
+  });
+
+  it('stop ends every server with SIGTERM and removes the TAPs, the bridge, the sockets and the manifest', async function () {
+    if (!started) this.skip();
+    const r = await ernicctl('stop', '--run-dir', dir);
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.match(/instance 0 \(pid \d+\): stopped/);
+    expect(r.stdout).to.not.include('killed');
+    for (const i of started!.instances) {
+      expect(alive(i.pid), `pid ${i.pid}`).to.equal(false);
+      expect(fs.existsSync(i.socket)).to.equal(false);
+      expect(fs.existsSync(i.pid_file)).to.equal(false);
+      expect(linkExists(i.tap!), i.tap!).to.equal(false);
+      // The server said why it went.
+      expect(fs.readFileSync(i.log, 'utf8')).to.include('SIGTERM, shutting down');
+    }
+    expect(linkExists(bridge)).to.equal(false);
+    expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);
+    const again = await ernicctl('stop', '--run-dir', dir);
+    expect(again.code).to.equal(0);
+    expect(again.stdout).to.include('nothing to stop');
+  });
+});
+
+describe('ernicctl: instances without TAPs (any user)', function () {
+  this.timeout(60000);
+  let dir = '';
+
+  before(function () { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernicctl-notap-')); });
+  after(async function () {
+    await ernicctl('stop', '--run-dir', dir, '--timeout', '3000');
+    forceCleanUp(dir, []);
+  });
+
+  it('starts a mesh of two; a server that died is reported by status and cleaned up by stop', async function () {
+    const r = await ernicctl('start', '2', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(3)));
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    const m = manifestOf(dir);
+    expect(m.instances.map((i) => [i.tap, i.mesh_node])).to.deep.equal([[null, 0], [null, 1]]);
+    expect(m.bridge).to.equal(null);
+    process.kill(m.instances[1]!.pid, 'SIGKILL');
+    for (let t = 0; t < 50 && alive(m.instances[1]!.pid); t++) await new Promise((res) => setTimeout(res, 100));
+    const s = await ernicctl('status', '--run-dir', dir);
+    expect(s.code).to.equal(3);
+    expect(s.stdout).to.include('1 of 2 running');
+    expect(s.stdout).to.match(/\n1\s+worker\s+\d+\s+gone/);
+    const stop = await ernicctl('stop', '--run-dir', dir);
+    expect(stop.code, stop.stderr).to.equal(0);
+    expect(stop.stdout).to.match(/instance 1 \(pid \d+\): not running/);
+    expect(stop.stdout).to.match(/instance 0 \(pid \d+\): stopped/);
+    expect(alive(m.instances[0]!.pid)).to.equal(false);
+    expect(fs.existsSync(m.instances[1]!.socket)).to.equal(false);
+    expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);
+  });
+
+  it('reports a server that cannot start (bad profile) in one line with its log, and leaves nothing behind', async function () {
+    const r = await ernicctl('start', '2', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(4)), '--nic-profile', 'no-such-card');
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/^ernicctl: instance 0: rocm-ernic exited with status 2/);
+    expect(r.stderr).to.include('no-such-card');
+    expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);
+    expect(fs.existsSync(path.join(dir, '0.sock'))).to.equal(false);
+  });
+
+  it('refuses bad options with exit status 2 and teaches with --help', async function () {
+    const bad = await ernicctl('start', '0', '--no-tap', '--run-dir', dir);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.equal('ernicctl: instance count 0: expected 1 to 64\n');
+    const unknown = await ernicctl('frob');
+    expect(unknown.code).to.equal(2);
+    const help = await ernicctl('--help');
+    expect(help.code).to.equal(0);
+    for (const w of ['start <count>', 'stop', 'status', 'stats [id]', 'logs [id]', 'instances.json', 'vfio-user-pci']) expect(help.stdout).to.include(w);
+  });
+});
