@@ -6,7 +6,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-RIG=${E2E_RIG:-$ROOT/../shared/e2e}
+RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=../shared/e2e: a second opinion from the shared rig
 TAP=ernvm$$
 SOCK=/tmp/ernic-vm-eth-$$.sock
 fail=0

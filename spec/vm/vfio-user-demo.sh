@@ -1,13 +1,13 @@
 #!/bin/bash
-# VM test of the vfio-user library: QEMU 11.1 (the rig in ../shared/e2e) boots
+# VM test of the vfio-user library: QEMU 11.1 (the rig in spec/vm/rig) boots
 # a guest with the demo device behind a PCIe root port, the guest checks what
 # lspci shows and uses BAR0, powers off; then a second QEMU connects to the
 # same server, which must still be running and serve it the same way.
-# Needs root and the rig's images (../shared/e2e/build.sh).
+# Needs root and the rig's images (spec/vm/rig/build.sh).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-RIG=${E2E_RIG:-$ROOT/../shared/e2e}
+RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=../shared/e2e: a second opinion from the shared rig
 SOCK=/tmp/ernic-vm-demo-$$.sock
 LOG=$(mktemp /tmp/ernic-vm-demo-XXXX.log)
 
