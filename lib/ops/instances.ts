@@ -155,8 +155,12 @@ async function startOne(o: StartOptions, p: InstancePlan, manifest: Manifest, sa
   }
   const logStart = fileSize(p.log);
   const child = spawnDetached({ command: o.server, args: p.args, env: p.env, log: p.log, pidFile: p.pidFile });
+  if (!child.pid) {
+    if (tapCreated && p.tap !== null) removeLink(p.tap);
+    return { ok: false, error: `instance ${p.id}: cannot run ${o.server.join(' ')}: ${child.exited() ?? 'no process'}` };
+  }
   const record: InstanceRecord = {
-    id: p.id, role: p.role, pid: child.pid || 1, mac: p.mac, gid: p.gid, socket: p.socket,
+    id: p.id, role: p.role, pid: child.pid, mac: p.mac, gid: p.gid, socket: p.socket,
     tap: p.tap, tap_created: tapCreated, backend: p.backend, profile: p.profile,
     pid_file: p.pidFile, stats: p.stats, log: p.log,
     mesh_node: p.role === 'manager' ? 0 : null, started: new Date().toISOString(), vm: null,
@@ -167,7 +171,6 @@ async function startOne(o: StartOptions, p: InstancePlan, manifest: Manifest, sa
     const tail = tailLines(p.log, 5).split('\n').filter((l) => l.trim()).map((l) => `  | ${l}`).join('\n');
     return tail ? `\n${tail}` : '';
   };
-  if (!child.pid) return { ok: false, error: `instance ${p.id}: ${child.exited() ?? 'could not start'}` };
   const listening = await waitUntil(() => isSocket(p.socket) || child.exited() !== null, o.startTimeoutMs);
   if (child.exited() !== null) return { ok: false, error: `instance ${p.id}: rocm-ernic ${child.exited()}${why()}` };
   if (!listening) return { ok: false, error: `instance ${p.id}: no socket at ${p.socket} after ${o.startTimeoutMs} ms${why()}` };

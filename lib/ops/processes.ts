@@ -100,12 +100,13 @@ export function processUsage(pid: number): { rssBytes: number; cpuSeconds: numbe
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // Fields after the command: state is f[0], so field N (1-based in proc(5)) is f[N - 3].
-    const ticks = 100; // USER_HZ on Linux
+    const ticks = 100; // USER_HZ: 100 on every Linux architecture Node runs on
     const utime = Number(f[14 - 3]);
     const stime = Number(f[15 - 3]);
     const start = Number(f[22 - 3]);
     const rssPages = Number(f[24 - 3]);
-    return { rssBytes: rssPages * 4096, cpuSeconds: (utime + stime) / ticks, startedTicks: start };
+    return { rssBytes: rssPages * 4096, // x86-64 and most arm64 kernels: 4 KiB pages
+      cpuSeconds: (utime + stime) / ticks, startedTicks: start };
   } catch {
     return null;
   }

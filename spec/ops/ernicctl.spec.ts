@@ -230,6 +230,13 @@ describe('ernicctl: instances without TAPs (any user)', function () {
     expect(fs.existsSync(path.join(dir, '0.sock'))).to.equal(false);
   });
 
+  it('says so when the server program cannot be run at all', async function () {
+    const r = await ernicctl('start', '1', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--backend', 'loopback', '--server', '/nonexistent/rocm-ernic');
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/^ernicctl: instance 0: cannot run \/nonexistent\/rocm-ernic/);
+    expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);
+  });
+
   it('refuses bad options with exit status 2 and teaches with --help', async function () {
     const bad = await ernicctl('start', '0', '--no-tap', '--run-dir', dir);
     expect(bad.code).to.equal(2);
