@@ -18,8 +18,6 @@ export const RDMA_SRQ_COUNT = 1024;
 export const RDMA_SRQ_BASE = RDMA_QP_COUNT;
 /** RDMA admin queues (aq_qtype.qid_count, base 0); the driver uses at most 4. */
 export const RDMA_AQ_COUNT = 2;
-/** Event queues the device accepts ids for (the profile's rdma_eqs is at most this). */
-export const RDMA_EQ_MAX = 64;
 /** log2 queues per queue group (udma_shift): 1 <= g < log2(count / 2) for both counts (contract 4.9). */
 export const RDMA_UDMA_SHIFT = 6;
 
@@ -69,8 +67,6 @@ export const RDMA_AQ_STRIDE_LOG2 = 6;
 
 /** MR page sizes a table may use (4 KiB, 2 MiB, 1 GiB: IONIC_PAGE_SIZE_SUPPORTED). */
 export const RDMA_MR_PAGE_SHIFTS: readonly number[] = [12, 21, 30];
-/** Ring page tables use 4 KiB pages (or one contiguous block, page_size_log2 0). */
-export const RDMA_RING_PAGE_SHIFT = 12;
 
 /** Header templates: the shortest (Ethernet + IPv4 + UDP) and a bound past the longest (VLAN + IPv6 + UDP = 66). */
 export const RDMA_MIN_TEMPLATE_LEN = 42;

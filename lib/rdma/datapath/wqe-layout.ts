@@ -155,9 +155,6 @@ export const SEND_VERB_COUNT = 11;
 /** enum ionic_v2_op, indexed by SendVerb. */
 export const V2_OPCODES: readonly number[] = [0x20, 0xa0, 0x60, 0x02, 0x21, 0x61, 0x04, 0x05, 0x06, 0x07, 0x08];
 
-/** v2 opcode bits: carries outbound payload / immediate / invalidate. */
-export const V2_OPSL = { OUT: 0x20, IMM: 0x40, INV: 0x80 } as const;
-
 const V2_TO_VERB: Int8Array = (() => {
   const t = new Int8Array(256).fill(-1);
   V2_OPCODES.forEach((op, verb) => { t[op] = verb; });
