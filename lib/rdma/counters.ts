@@ -7,6 +7,12 @@
 // the data path counts traffic and errors through the same arrays, by index:
 //   counters.inc(DC.tx_bytes, n)    qp.stats.inc(QC.bytes_sent, n)
 // Values are doubles: exact up to 2^53, plenty for a counter.
+//
+// Beside them, each QP counts the WQEs it ran by opcode (qp.opcodes, indexed
+// by SendVerb): the stats file's "WQEs by opcode" histogram, never shown to
+// the guest.
+
+import { SEND_VERB_COUNT } from './datapath/wqe-layout';
 
 export const DEVICE_COUNTER_NAMES = [
   // control path
@@ -82,4 +88,9 @@ export function deviceCounters(): CounterSet {
 
 export function qpCounters(): CounterSet {
   return new CounterSet(QP_COUNTER_NAMES);
+}
+
+/** WQEs run by opcode: one slot per send verb (the index is the SendVerb, i.e. the v1 opcode). */
+export function opcodeCounts(): Float64Array {
+  return new Float64Array(SEND_VERB_COUNT);
 }

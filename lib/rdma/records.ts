@@ -151,6 +151,8 @@ export interface QpRecord {
   readonly dbid: number;
   readonly attrs: QpAttrs;
   readonly stats: CounterSet;
+  /** WQEs run, by opcode (index = SendVerb; counters.ts opcodeCounts). */
+  readonly opcodes: Float64Array;
   /** The data path's private per-QP state; the resource manager never looks inside. */
   dp: unknown;
 }

@@ -24,7 +24,7 @@
 // records and specs are in records.ts (re-exported here with the keys' types).
 
 import type { AddressVector } from './address';
-import { qpCounters } from './counters';
+import { opcodeCounts, qpCounters } from './counters';
 import {
   GSI_QPN, RDMA_AH_COUNT, RDMA_CQ_COUNT, RDMA_MAX_PT_RUNS, RDMA_MR_COUNT, RDMA_QP_COUNT, RDMA_SRQ_BASE, RDMA_SRQ_COUNT,
   SCRUBBED_QPN,
@@ -67,6 +67,8 @@ export class ResourceManager {
   readonly srqs = new Map<number, SrqRecord>();
   /** Page-table runs of every live table. */
   readonly budget: RunBudget;
+  /** WQEs by opcode of the QPs already gone (opcodeTotals adds the live ones). */
+  readonly #retiredOpcodes = opcodeCounts();
   readonly #serial = new HandleSerial();
 
   constructor(limits: Partial<ResourceLimits> = {}) {
@@ -79,6 +81,7 @@ export class ResourceManager {
 
   /** Forget every object (RDMA_RESET_LIF, device reset, disconnect). Handles keep counting. */
   reset(): void {
+    for (const qp of this.qps.values()) this.#retire(qp);
     this.mrs.clear();
     this.cqs.clear();
     this.qps.clear();
@@ -190,7 +193,8 @@ export class ResourceManager {
       state: QpState.RESET, sqCqId: spec.sqCqId, rqCqId: spec.rqCqId,
       sq: { depthLog2: spec.sq.depthLog2, strideLog2: spec.sq.strideLog2, table: sqTable, pi: 0, ci: 0 },
       rq: spec.rq && rqTable ? { depthLog2: spec.rq.depthLog2, strideLog2: spec.rq.strideLog2, table: rqTable, pi: 0, ci: 0 } : null,
-      srqId: spec.srqId, dbid: spec.dbid, attrs: defaultQpAttrs(), stats: qpCounters(), dp: undefined,
+      srqId: spec.srqId, dbid: spec.dbid, attrs: defaultQpAttrs(), stats: qpCounters(),
+      opcodes: opcodeCounts(), dp: undefined,
     };
     this.cqs.get(spec.sqCqId)!.refs++;
     this.cqs.get(spec.rqCqId)!.refs++;
@@ -235,8 +239,20 @@ export class ResourceManager {
       const srq = this.srqs.get(qp.srqId);
       if (srq) srq.refs = Math.max(0, srq.refs - 1);
     }
+    this.#retire(qp);
     this.qps.delete(id);
     return ok(qp);
+  }
+
+  /** WQEs run by opcode since the server started, every QP's, gone ones included (into `out`). */
+  opcodeTotals(out: Float64Array = opcodeCounts()): Float64Array {
+    out.set(this.#retiredOpcodes);
+    for (const qp of this.qps.values()) for (let i = 0; i < out.length; i++) out[i] += qp.opcodes[i] ?? 0;
+    return out;
+  }
+
+  #retire(qp: QpRecord): void {
+    for (let i = 0; i < this.#retiredOpcodes.length; i++) this.#retiredOpcodes[i] += qp.opcodes[i] ?? 0;
   }
 
   // ---- AH ------------------------------------------------------------------------------------

@@ -279,6 +279,7 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     this.#verbs.clear();
     dev.counters.inc(DC.tx_wqes);
     qp.stats.inc(QC.wqes_processed);
+    qp.opcodes[w.verb] += 1;
     let status: number;
     if (w.verb === SendVerb.REG_MR) {
       dev.counters.inc(DC.reg_mr_wqes);
@@ -297,6 +298,7 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
           // Counted above; a waiting WQE counts once, when it finally runs.
           dev.counters.inc(DC.tx_wqes, -1);
           qp.stats.inc(QC.wqes_processed, -1);
+          qp.opcodes[w.verb] -= 1;
           return 'wait';
         }
         status = IonicStatus.RNR_RETRY_EXCEEDED;
@@ -317,6 +319,7 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     if (r === 'wait') return 'wait';
     dev.counters.inc(DC.tx_wqes);
     qp.stats.inc(QC.wqes_processed);
+    qp.opcodes[w.verb] += 1;
     if (r === 'pending') return 'done';
     return this.#finish(qp, s, !datagram, w.wqeIdLo, w.wqeIdHi, r);
   }
