@@ -18,6 +18,11 @@ import { listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile
 import { TapLink } from '../lib/ionic/tap';
 import { isRdmaBackend, RDMA_BACKENDS, RdmaBackendName } from '../lib/rdma/backends';
 import { isMeshBackend, Mesh, meshOptionsFromCli } from '../lib/mesh';
+import { DeviceActivity } from '../lib/ops/activity';
+import { MetricsHttpServer } from '../lib/ops/metrics-http';
+import { serverRegistry } from '../lib/ops/metrics';
+import { StatsFileWriter } from '../lib/ops/stats-file';
+import { collectStats } from '../lib/ops/stats-source';
 
 export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
 /** "rocm-n": locally administered, unicast. */
@@ -65,11 +70,15 @@ async function main(): Promise<void> {
     .option('log-file', { alias: 'l', type: 'string', describe: 'also write the log to this file' })
     .option('socket-mode', { type: 'string', describe: 'socket file mode, octal (e.g. 660)' })
     .option('socket-group', { type: 'string', describe: 'group owning the socket file' })
+    .option('stats-file', { alias: 'S', type: 'string', describe: 'write the counters to this text file (docs/operations.md): rewritten whole, atomically, about once a second while they change, and at a device reset and at exit' })
+    .option('metrics-port', { type: 'number', describe: 'serve Prometheus metrics at http://HOST:PORT/metrics (docs/operations.md)' })
+    .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'address the metrics endpoint listens on (0.0.0.0: every interface)' })
     .option('negotiation-timeout', { type: 'number', default: DEFAULT_SESSION_LIMITS.negotiationTimeoutMs, describe: 'ms a client has to send VERSION after connecting before it is closed (it holds the only client slot)' })
     .example('$0', `serve on ${DEFAULT_SOCKET} with the compat profile, no Ethernet wire`)
     .example('$0 -s /tmp/nic0.sock --tap ernic0', 'Ethernet frames go to the host TAP ernic0')
     .example('$0 --nic-profile dsc-25,./lab.ini', 'a built-in card with local overrides')
     .example('$0 --inject rx-lost=every:100 --inject tx-drop=run:5-9', 'lose every 100th received frame and transmitted frames 5-9')
+    .example('$0 -S /run/rocm-ernic/0.stats --metrics-port 9841', 'a stats file for ernic-exporter, and /metrics for Prometheus')
     .epilog(`QEMU (guest RAM must be shared):\n  -object memory-backend-memfd,id=m,size=4G,share=on -machine q35,memory-backend=m\n  -device '{"driver":"vfio-user-pci","socket":{"path":"${DEFAULT_SOCKET}","type":"unix"}}'\n\nNIC profiles:\n${profiles}\n\n${INJECT_HELP}`)
     .strict()
     .fail((msg, err) => fail(err ? err.message : msg))
@@ -104,6 +113,10 @@ async function main(): Promise<void> {
   if (!Number.isInteger(negotiationTimeoutMs) || negotiationTimeoutMs < 1 || negotiationTimeoutMs > 3_600_000) {
     fail(`--negotiation-timeout ${String(negotiationTimeoutMs)}: expected milliseconds from 1 to 3600000`);
   }
+  const metricsPort = argv['metrics-port'];
+  if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535)) {
+    fail(`--metrics-port ${String(metricsPort)}: expected a TCP port from 0 to 65535`);
+  }
   const log = createLogger({ level, ...(argv['log-file'] ? { file: argv['log-file'] } : {}) });
 
   let link = null;
@@ -134,8 +147,38 @@ async function main(): Promise<void> {
   // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
   // (lib/guard.ts contains bugs where work starts; this catches what slips past).
   process.on('uncaughtException', (e) => reportBug(log, 'the event loop (uncaught)', e));
+  // The stats file and /metrics (lib/ops): the device as the server serves it, observed.
+  const activity = new DeviceActivity();
+  const watched = argv['stats-file'] !== undefined || metricsPort !== undefined;
+  const sources = { device, socket: argv.socket, backend: argv.backend, mac: argv.mac, connection: activity, mesh };
+  let statsFile: StatsFileWriter | null = null;
+  if (argv['stats-file'] !== undefined) {
+    const writer = new StatsFileWriter({ path: argv['stats-file'], snapshot: (n) => collectStats(sources, n), log });
+    try {
+      writer.writeNow(true);
+    } catch (e) {
+      fail(`--stats-file ${argv['stats-file']}: cannot write: ${(e as Error).message}`);
+    }
+    writer.follow(activity);
+    for (const ev of ['peer-up', 'peer-down', 'registered'] as const) mesh?.on(ev, () => writer.markDirty());
+    statsFile = writer;
+  }
+  let metrics: MetricsHttpServer | null = null;
+  if (metricsPort !== undefined) {
+    const reg = serverRegistry(sources);
+    metrics = new MetricsHttpServer({
+      host: argv['metrics-host'], port: metricsPort, log, title: `rocm-ernic ${argv.socket}`,
+      render: async () => ({ contentType: reg.contentType, body: await reg.metrics() }),
+    });
+    try {
+      const a = await metrics.listen();
+      log.warn(`rocm-ernic: metrics at http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`);
+    } catch (e) {
+      fail(`--metrics-port ${metricsPort}: cannot listen on ${argv['metrics-host']}: ${(e as Error).message}`);
+    }
+  }
   const server = new VfioUserServer({
-    socketPath: argv.socket, device: device.pci, log, limits: { negotiationTimeoutMs }, warmUp: IONIC_WARM_UP,
+    socketPath: argv.socket, device: watched ? activity.wrap(device.pci) : device.pci, log, limits: { negotiationTimeoutMs }, warmUp: IONIC_WARM_UP,
     ...(argv['socket-mode'] !== undefined ? { mode: parseInt(argv['socket-mode'], 8) } : {}),
     ...(argv['socket-group'] !== undefined ? { group: argv['socket-group'] } : {}),
   });
@@ -144,11 +187,23 @@ async function main(): Promise<void> {
   } catch (e) {
     fail(`cannot listen on ${argv.socket}: ${(e as Error).message}`);
   }
+  // The warm-up's in-process client came and went: no client has been here
+  // yet, and its BAR0 accesses are not the guest's.
+  activity.setState('disconnected (no client yet)', false);
+  device.counters.bar0Reads = 0;
+  device.counters.bar0Writes = 0;
+  statsFile?.markDirty();
   log.warn(`rocm-ernic: serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${faults.active ? `, inject ${faults.describe()}` : ''})`);
   const stop = (sig: string): void => {
     log.warn(`rocm-ernic: ${sig}, shutting down`);
     server.close();
     device.close();
+    if (statsFile) {
+      activity.setState(`disconnected (server stopped: ${sig})`, false);
+      statsFile.writeNow();
+      statsFile.close();
+    }
+    void metrics?.close();
     if (mesh) void mesh.close().finally(() => process.exit(0));
     else process.exit(0);
   };
