@@ -15,6 +15,8 @@
 // Every close, whatever its cause, goes through close(reason) once and tells
 // the owner once.
 
+import { READ_SINK, SocketWithSink } from './dial';
+import { MAX_HELD_CHUNK_BYTES } from './limits';
 import * as net from 'node:net';
 import { MeshError } from './errors';
 import { FrameParser } from './frame-parser';
@@ -92,12 +94,14 @@ export class MeshConnection {
     this.outbound = new OutboundQueue(opts.limits);
     this.remoteAddress = socket.remoteAddress ?? '?';
     this.remote = `${this.remoteAddress.includes(':') ? `[${this.remoteAddress}]` : this.remoteAddress}:${socket.remotePort ?? '?'}`;
+    const sink = (socket as SocketWithSink)[READ_SINK];
     this.parser = new FrameParser({
       onFrame: (h, b) => this.#onFrame(h, b),
       onError: (e) => this.#onParseError(e),
-    });
+    }, MAX_HELD_CHUNK_BYTES, sink !== undefined);
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    if (sink) sink.fn = (chunk) => this.#onData(chunk);
+    else socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('drain', () => this.pump());
     socket.on('error', (err: NodeJS.ErrnoException) => this.close(`socket error: ${err.code ?? err.message}`));
     socket.on('end', () => this.close('peer hung up'));

@@ -58,10 +58,27 @@ export async function dial(host: string, port: number, resolve: Resolver, cancel
   return { ok: false, error: errors.join('; ') };
 }
 
+/** Where a dialled socket's reads go (set by the connection that takes it). */
+export interface ReadSink {
+  fn: ((chunk: Buffer) => void) | null;
+}
+
+export const READ_SINK = Symbol('mesh read sink');
+export type SocketWithSink = net.Socket & { [READ_SINK]?: ReadSink };
+/** One reused read buffer per dialled socket. */
+const READ_BUFFER_BYTES = 256 * 1024;
+
 /** One attempt at one address: the connected socket, or why not. */
 function connectOnce(address: string, port: number, timeoutMs: number): Promise<net.Socket | string> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: address, port });
+    // Reads land in one reused buffer (no fresh 64 KiB buffer per read for the GC to chase); the
+    // connection that takes the socket sets where they go (READ_SINK) and its parser copies what it keeps.
+    const sink: ReadSink = { fn: null };
+    const socket = net.connect({
+      host: address, port,
+      onread: { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Uint8Array) => { sink.fn?.(Buffer.from(buf.buffer, buf.byteOffset, n)); return true; } },
+    } as net.NetConnectOpts);
+    (socket as SocketWithSink)[READ_SINK] = sink;
     const timer = setTimeout(() => {
       socket.destroy();
       finish(`no answer in ${timeoutMs} ms`);

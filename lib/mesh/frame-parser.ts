@@ -61,7 +61,12 @@ export class FrameParser {
   #backlogBytes = 0;
   #frames = 0;
 
-  constructor(private readonly sink: FrameSink, private readonly maxBacklogBytes: number = MAX_HELD_CHUNK_BYTES) {}
+  /**
+   * `transient`: the chunks pushed are reused by the caller once push()
+   * returns (a socket reading into one buffer, `onread`): whatever the parser
+   * keeps past push() (a body, a held chunk's tail, the backlog) is copied.
+   */
+  constructor(private readonly sink: FrameSink, private readonly maxBacklogBytes: number = MAX_HELD_CHUNK_BYTES, private readonly transient = false) {}
 
   /** True while a refused frame waits for resume(). */
   get held(): boolean {
@@ -92,12 +97,17 @@ export class FrameParser {
         this.#fail(meshError('OVERFLOW', `${this.#backlogBytes} bytes arrived while reading was paused`));
         return;
       }
-      this.#backlog.push(chunk);
+      this.#backlog.push(this.transient ? Buffer.from(chunk) : chunk);
       return;
     }
     this.#chunk = chunk;
     this.#pos = 0;
     this.#walk();
+    // Held part way through a reused chunk: keep a copy of what is left of it.
+    if (this.transient && this.held && this.#pos < this.#chunk.length) {
+      this.#chunk = Buffer.from(this.#chunk.subarray(this.#pos));
+      this.#pos = 0;
+    }
   }
 
   /** Offer the held frame again; if taken, carry on with what was left and the backlog. */
@@ -178,7 +188,10 @@ export class FrameParser {
       const length = this.#header!.length;
       const avail = chunk.length - this.#pos;
       if (this.#bodyFill === 0 && avail >= length) {
-        this.#body = chunk.subarray(this.#pos, this.#pos + length);
+        if (this.transient) {
+          this.#body = meshBufferPool.take(length);
+          chunk.copy(this.#body, 0, this.#pos, this.#pos + length);
+        } else this.#body = chunk.subarray(this.#pos, this.#pos + length);
         this.#pos += length;
         if (!this.#deliver()) return;
         continue;

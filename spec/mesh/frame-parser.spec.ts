@@ -119,6 +119,30 @@ describe('mesh: frame parser', () => {
     expect(sink.got.map((g) => g.header.seq)).to.deep.equal([1, 2, 3]);
   });
 
+  it('transient chunks (a socket reading into one reused buffer): bodies, a held tail and the backlog survive the reuse', () => {
+    const sink = new Sink();
+    const p = new FrameParser({ onFrame: (h, b) => sink.onFrame(h, b), onError: (e) => sink.onError(e) }, undefined, true);
+    const reused = Buffer.alloc(4096);
+    const feed = (bytes: Buffer): void => {
+      bytes.copy(reused);
+      p.push(reused.subarray(0, bytes.length));
+      reused.fill(0xee); // the socket reads the next bytes into the same buffer
+    };
+    sink.accept = false;
+    feed(Buffer.concat([a, b.subarray(0, 5)])); // a is held; b's first 5 bytes are the held chunk's tail
+    feed(b.subarray(5));
+    feed(c);
+    sink.accept = true;
+    p.resume();
+    expect(sink.errors).to.deep.equal([]);
+    expect(sink.got.map((g) => g.header.seq)).to.deep.equal([1, 2, 3]);
+    expect(sink.got.map((g) => g.bodyRef.equals(g.body))).to.deep.equal([true, true, true]);
+    expect(sink.got[0]!.body.toString()).to.equal('hello, mesh');
+    expect(sink.got[2]!.body.equals(Buffer.alloc(300, 7))).to.equal(true);
+    // A frame inside one chunk is copied out too, not a view of the reused buffer.
+    expect(sink.got[0]!.bodyRef.buffer).to.not.equal(reused.buffer);
+  });
+
   it('fails when a held parser keeps receiving past its backlog bound', () => {
     const sink = new Sink();
     const p = parserWith(sink, 1000);
