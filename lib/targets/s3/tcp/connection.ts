@@ -1,0 +1,421 @@
+// One TCP connection of the S3 store's endpoint, passive side only, as a
+// stream.Duplex (so Node's http.Server can take it through
+// `server.emit('connection', duplex)`). The link is a lossless emulated
+// wire, so this is deliberately small: in-order data only (a segment that
+// is not the next expected one is dropped and answered with an ACK),
+// cumulative ACKs, go-back-N from the oldest unacknowledged byte on one
+// retransmit timer, FIN both ways, no congestion control, SACK or
+// reassembly. Buffers are bounded both ways: the receive window is what is
+// left of `rxLimit` after what the reader has not taken yet, and a write's
+// callback waits while more than `txLimit` bytes are unacknowledged.
+
+import { Duplex } from 'stream';
+import { TCP_ACK, TCP_FIN, TCP_PSH, TCP_RST, TCP_SYN } from './wire';
+
+export const enum TcpState {
+  SYN_RCVD,
+  ESTABLISHED,
+  CLOSE_WAIT,
+  LAST_ACK,
+  FIN_WAIT_1,
+  FIN_WAIT_2,
+  CLOSING,
+  CLOSED,
+}
+
+/** What a connection needs from its stack: emit a segment, and forget the connection. */
+export interface ConnectionHost {
+  emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number): void;
+  forget(c: TcpConnection): void;
+}
+
+export interface ConnectionLimits {
+  /** Our MSS (bytes of payload per segment we accept and send at most). */
+  readonly mss: number;
+  /** Receive buffer (and largest window advertised), bytes, at most 65535. */
+  readonly rxLimit: number;
+  /** Unacknowledged plus unsent bytes before a write waits. */
+  readonly txLimit: number;
+  /** First retransmit timeout, ms; doubled per retry up to rtoMax. */
+  readonly rto: number;
+  readonly rtoMax: number;
+  /** Retransmits of the same data before the connection is reset. */
+  readonly retries: number;
+}
+
+/** Smallest MSS honoured from a peer (RFC 1122). */
+export const MIN_PEER_MSS = 536;
+
+/** a - b in sequence space, as a signed 32-bit number. */
+export function seqDiff(a: number, b: number): number {
+  return (a - b) | 0;
+}
+
+function seqAdd(a: number, n: number): number {
+  return (a + n) >>> 0;
+}
+
+export class TcpConnection extends Duplex {
+  state = TcpState.SYN_RCVD;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly localAddress: string;
+  readonly localPort: number;
+  readonly remoteFamily = 'IPv4';
+  /** The peer's MAC and IPv4 address (frame builders need them). */
+  readonly peerMac: Buffer;
+  readonly peerIp: Buffer;
+
+  readonly #host: ConnectionHost;
+  readonly #limits: ConnectionLimits;
+  readonly #sendMss: number;
+  /** Our initial sequence number; sndUna..sndNxt is in flight. */
+  #sndUna: number;
+  #sndNxt: number;
+  #sndWnd: number;
+  #rcvNxt: number;
+  /** Bytes from sndUna on: acknowledged ones are dropped from the front. */
+  #txQueue: Buffer[] = [];
+  #txBytes = 0;
+  /** The callback of a write that waits for room below txLimit. */
+  #pendingWrite: (() => void) | null = null;
+  #finQueued = false;
+  #finSent = false;
+  #finAcked = false;
+  #finalCallback: ((err?: Error | null) => void) | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #rtoNow: number;
+  #retries = 0;
+  #lastAdvertised = 0;
+  /** Counters for tests and stats. */
+  readonly counts = { segmentsIn: 0, segmentsOut: 0, retransmits: 0, dropped: 0 };
+
+  constructor(host: ConnectionHost, limits: ConnectionLimits, peerMac: Buffer, peerIp: Buffer, peerPort: number, localIp: Buffer,
+    localPort: number, iss: number, peerSeq: number, peerMss: number, peerWindow: number) {
+    super({ allowHalfOpen: true, readableHighWaterMark: limits.rxLimit, writableHighWaterMark: limits.txLimit });
+    this.#host = host;
+    this.#limits = limits;
+    this.peerMac = Buffer.from(peerMac);
+    this.peerIp = Buffer.from(peerIp);
+    this.remoteAddress = [...peerIp].join('.');
+    this.remotePort = peerPort;
+    this.localAddress = [...localIp].join('.');
+    this.localPort = localPort;
+    this.#sendMss = Math.min(limits.mss, Math.max(MIN_PEER_MSS, peerMss || MIN_PEER_MSS));
+    this.#sndUna = iss >>> 0;
+    this.#sndNxt = seqAdd(iss, 1); // the SYN
+    this.#sndWnd = peerWindow;
+    this.#rcvNxt = seqAdd(peerSeq, 1);
+    this.#rtoNow = limits.rto;
+    this.#sendSynAck();
+  }
+
+  get sendMss(): number { return this.#sendMss; }
+
+  // net.Socket look-alikes that http.Server calls.
+  setNoDelay(): this { return this; }
+  setKeepAlive(): this { return this; }
+  setTimeout(_ms: number, cb?: () => void): this {
+    if (cb) this.once('timeout', cb);
+    return this;
+  }
+  ref(): this { return this; }
+  unref(): this { return this; }
+
+  #window(): number {
+    return Math.max(0, Math.min(0xffff, this.#limits.rxLimit - this.readableLength));
+  }
+
+  #emit(seq: number, flags: number, payload?: Buffer, mss?: number): void {
+    this.#lastAdvertised = this.#window();
+    this.counts.segmentsOut++;
+    this.#host.emitSegment(this, seq, flags, payload, mss);
+  }
+
+  /** The acknowledgment number and window we send. */
+  get rcvNxt(): number { return this.#rcvNxt; }
+  get advertisedWindow(): number { return this.#lastAdvertised; }
+
+  #sendSynAck(): void {
+    this.#emit(this.#sndUna, TCP_SYN | TCP_ACK, undefined, this.#limits.mss);
+    this.#armTimer();
+  }
+
+  #sendAck(): void {
+    this.#emit(this.#sndNxt, TCP_ACK);
+  }
+
+  /** One received segment for this connection (already matched by addresses and ports). */
+  input(flags: number, seq: number, ack: number, window: number, payload: Buffer): void {
+    this.counts.segmentsIn++;
+    if (flags & TCP_RST) {
+      // Accept a reset only inside the window (RFC 5961's simple form: exactly at rcvNxt or within the window).
+      const off = seqDiff(seq, this.#rcvNxt);
+      if (off >= 0 && off <= Math.max(1, this.#window())) this.#teardown(Object.assign(new Error('connection reset by peer'), { code: 'ECONNRESET' }));
+      return;
+    }
+    if (flags & TCP_SYN) {
+      // A repeated SYN of the handshake: answer it again; anything else is out of place.
+      if (this.state === TcpState.SYN_RCVD && seqAdd(seq, 1) === this.#rcvNxt) this.#sendSynAck();
+      else this.#sendAck();
+      return;
+    }
+    if (!(flags & TCP_ACK)) return;
+    if (!this.#onAck(ack, window)) return;
+    this.#onData(flags, seq, payload);
+  }
+
+  /** Process an acknowledgment; false when the segment must go no further. */
+  #onAck(ack: number, window: number): boolean {
+    const acked = seqDiff(ack, this.#sndUna);
+    const ahead = seqDiff(ack, this.#sndNxt);
+    if (ahead > 0) { // acknowledges something never sent
+      this.#sendAck();
+      return false;
+    }
+    this.#sndWnd = window;
+    if (this.state === TcpState.SYN_RCVD) {
+      if (acked !== 1) return false;
+      this.#sndUna = ack;
+      this.state = TcpState.ESTABLISHED;
+      this.#clearTimer();
+      this.emit('tcp-established');
+      this.#pump();
+      return true;
+    }
+    if (acked > 0) {
+      let n = acked;
+      if (this.#finSent && ack === this.#sndNxt) n--; // the FIN takes a sequence number, not a byte
+      this.#dropAcked(n);
+      this.#sndUna = ack;
+      this.#retries = 0;
+      this.#rtoNow = this.#limits.rto;
+      // New data acknowledged: restart the timer for what is still out (RFC 6298 5.3).
+      if (this.#sndUna === this.#sndNxt) this.#clearTimer(); else this.#armTimer();
+      if (this.#finSent && ack === this.#sndNxt) {
+        this.#finAcked = true;
+        this.#onFinAcked();
+      }
+    }
+    if (this.state !== TcpState.CLOSED) this.#pump();
+    return this.state !== TcpState.CLOSED;
+  }
+
+  #dropAcked(n: number): void {
+    this.#txBytes -= n;
+    while (n > 0 && this.#txQueue.length > 0) {
+      const head = this.#txQueue[0]!;
+      if (head.length <= n) {
+        n -= head.length;
+        this.#txQueue.shift();
+      } else {
+        this.#txQueue[0] = head.subarray(n);
+        n = 0;
+      }
+    }
+    this.#releaseWriter();
+  }
+
+  #onFinAcked(): void {
+    switch (this.state) {
+      case TcpState.FIN_WAIT_1: this.state = TcpState.FIN_WAIT_2; break;
+      case TcpState.CLOSING:
+      case TcpState.LAST_ACK: this.#teardown(null); break;
+      default: break;
+    }
+    const cb = this.#finalCallback;
+    this.#finalCallback = null;
+    cb?.();
+  }
+
+  #onData(flags: number, seq: number, payload: Buffer): void {
+    const receiving = this.state === TcpState.ESTABLISHED || this.state === TcpState.FIN_WAIT_1 || this.state === TcpState.FIN_WAIT_2;
+    const fin = (flags & TCP_FIN) !== 0;
+    if (payload.length === 0 && !fin) return;
+    if (!receiving) { // data or FIN after the peer's FIN: a retransmission; acknowledge again
+      this.#sendAck();
+      return;
+    }
+    let data = payload;
+    let off = seqDiff(this.#rcvNxt, seq);
+    if (off < 0) { // a gap: in-order only
+      this.counts.dropped++;
+      this.#sendAck();
+      return;
+    }
+    if (off > data.length || (off === data.length && !fin)) { // entirely old
+      this.#sendAck();
+      return;
+    }
+    data = data.subarray(off);
+    off = 0;
+    const room = this.#window();
+    let finInWindow = fin;
+    if (data.length > room) {
+      this.counts.dropped++;
+      data = data.subarray(0, room);
+      finInWindow = false;
+    }
+    if (data.length > 0) {
+      this.#rcvNxt = seqAdd(this.#rcvNxt, data.length);
+      this.push(Buffer.from(data));
+    }
+    if (finInWindow) {
+      this.#rcvNxt = seqAdd(this.#rcvNxt, 1);
+      this.push(null);
+      if (this.state === TcpState.ESTABLISHED) this.state = TcpState.CLOSE_WAIT;
+      else if (this.state === TcpState.FIN_WAIT_1) this.state = TcpState.CLOSING;
+      else if (this.state === TcpState.FIN_WAIT_2) {
+        this.#sendAck();
+        this.#teardown(null);
+        return;
+      }
+    }
+    this.#sendAck();
+  }
+
+  /** Send what the peer's window and our MSS allow, then the FIN when everything before it is out. */
+  #pump(): void {
+    if (this.state === TcpState.SYN_RCVD || this.state === TcpState.CLOSED) return;
+    if (this.#finAcked) return;
+    let inFlight = seqDiff(this.#sndNxt, this.#sndUna) - (this.#finSent ? 1 : 0);
+    while (inFlight < this.#txBytes) {
+      const room = this.#sndWnd - inFlight;
+      if (room <= 0) break;
+      const n = Math.min(this.#sendMss, room, this.#txBytes - inFlight);
+      const payload = this.#slice(inFlight, n);
+      const last = inFlight + n === this.#txBytes;
+      this.#emit(this.#sndNxt, TCP_ACK | (last ? TCP_PSH : 0), payload);
+      this.#sndNxt = seqAdd(this.#sndNxt, n);
+      inFlight += n;
+      this.#armTimer(true);
+    }
+    if (this.#finQueued && !this.#finSent && inFlight === this.#txBytes) {
+      this.#emit(this.#sndNxt, TCP_FIN | TCP_ACK);
+      this.#sndNxt = seqAdd(this.#sndNxt, 1);
+      this.#finSent = true;
+      this.state = this.state === TcpState.CLOSE_WAIT ? TcpState.LAST_ACK : TcpState.FIN_WAIT_1;
+      this.#armTimer(true);
+    }
+  }
+
+  /** Copy of the queued bytes [from, from + n) counted from sndUna. */
+  #slice(from: number, n: number): Buffer {
+    const out = Buffer.allocUnsafe(n);
+    let skip = from;
+    let at = 0;
+    for (const b of this.#txQueue) {
+      if (skip >= b.length) { skip -= b.length; continue; }
+      const take = Math.min(b.length - skip, n - at);
+      b.copy(out, at, skip, skip + take);
+      at += take;
+      skip = 0;
+      if (at === n) break;
+    }
+    return out;
+  }
+
+  #armTimer(keep = false): void {
+    if (keep && this.#timer) return;
+    this.#clearTimer();
+    this.#timer = setTimeout(() => this.#onTimeout(), this.#rtoNow);
+    this.#timer.unref();
+  }
+
+  #clearTimer(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  #onTimeout(): void {
+    this.#timer = null;
+    if (this.state === TcpState.CLOSED) return;
+    if (++this.#retries > this.#limits.retries) {
+      this.#reset(Object.assign(new Error('retransmit limit reached'), { code: 'ETIMEDOUT' }));
+      return;
+    }
+    this.counts.retransmits++;
+    this.#rtoNow = Math.min(this.#rtoNow * 2, this.#limits.rtoMax);
+    if (this.state === TcpState.SYN_RCVD) {
+      this.#sendSynAck();
+      return;
+    }
+    // Go back to the oldest unacknowledged byte and send again from there.
+    this.#sndNxt = this.#sndUna;
+    this.#finSent = false;
+    if (this.state === TcpState.FIN_WAIT_1) this.state = TcpState.ESTABLISHED;
+    else if (this.state === TcpState.LAST_ACK || this.state === TcpState.CLOSING) this.state = TcpState.CLOSE_WAIT;
+    const before = this.#sndWnd;
+    if (this.#sndWnd === 0) this.#sndWnd = 1; // a zero window probe
+    this.#pump();
+    this.#sndWnd = before;
+    if (!this.#timer && this.#sndUna !== this.#sndNxt) this.#armTimer();
+  }
+
+  #releaseWriter(): void {
+    if (this.#pendingWrite && this.#txBytes <= this.#limits.txLimit) {
+      const cb = this.#pendingWrite;
+      this.#pendingWrite = null;
+      cb();
+    }
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (this.state === TcpState.CLOSED || this.#finQueued) {
+      cb(Object.assign(new Error('connection closed'), { code: 'EPIPE' }));
+      return;
+    }
+    this.#txQueue.push(chunk);
+    this.#txBytes += chunk.length;
+    if (this.#txBytes <= this.#limits.txLimit) cb(); else this.#pendingWrite = () => cb();
+    this.#pump();
+  }
+
+  override _final(cb: (err?: Error | null) => void): void {
+    if (this.state === TcpState.CLOSED) {
+      cb();
+      return;
+    }
+    this.#finQueued = true;
+    this.#finalCallback = cb;
+    this.#pump();
+  }
+
+  override _read(): void {
+    // The reader took data: if the window we last advertised was small, tell the peer it grew.
+    if (this.state === TcpState.CLOSED || this.state === TcpState.SYN_RCVD) return;
+    const now = this.#window();
+    if (this.#lastAdvertised < this.#sendMss && now >= this.#sendMss) this.#sendAck();
+  }
+
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    if (this.state !== TcpState.CLOSED) this.#reset(null);
+    cb(err);
+  }
+
+  /** Abort: send RST and forget the connection. */
+  #reset(err: Error | null): void {
+    if (this.state !== TcpState.CLOSED) this.#emit(this.#sndNxt, TCP_RST | TCP_ACK);
+    this.#teardown(err);
+  }
+
+  #teardown(err: Error | null): void {
+    if (this.state === TcpState.CLOSED) return;
+    this.state = TcpState.CLOSED;
+    this.#clearTimer();
+    this.#host.forget(this);
+    const pending = this.#pendingWrite;
+    this.#pendingWrite = null;
+    const fin = this.#finalCallback;
+    this.#finalCallback = null;
+    if (err) {
+      pending?.();
+      fin?.(err);
+      if (!this.destroyed) this.destroy(err);
+    } else {
+      pending?.();
+      fin?.();
+      // Both directions are done; autoDestroy frees the stream once the reader has taken the rest.
+    }
+  }
+}

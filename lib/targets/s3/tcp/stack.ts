@@ -1,0 +1,209 @@
+// The S3 store as a host on the guest's Ethernet segment: one IPv4 address,
+// MAC 02:53:<address bytes>, answering ARP for that address and ICMP echo
+// to it, and accepting TCP connections on its listening ports. Each
+// established connection is handed out as a stream.Duplex (connection.ts);
+// frames out go through the `send` callback (the device's frame hooks will
+// queue them for the guest). A segment for no connection and no listener
+// gets an RST; malformed or foreign frames are not claimed.
+
+import { randomInt } from 'crypto';
+import { getField, setField, setRawBytes, viewRaw } from '../../../../protocol/field';
+import { ETH_P_ARP, ETH_P_IP, ethhdr, iphdr, IPPROTO_TCP } from '../../../net/headers';
+import { ConnectionHost, ConnectionLimits, TcpConnection } from './connection';
+import {
+  arp_eth_ipv4, ARPHRD_ETHER, ARPOP_REPLY, ARPOP_REQUEST, buildTcpFrame, endpointMac, ETH_ALEN, ICMP_ECHO, ICMP_ECHOREPLY, icmp_echo,
+  inetChecksum, IPPROTO_ICMP, IPV4_ALEN, parseIpv4, parseTcp, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, writeEthIpv4,
+} from './wire';
+
+export interface TcpStackOptions {
+  /** Our IPv4 address, dotted. */
+  readonly ip: string;
+  /** Ports that accept connections. */
+  readonly ports: readonly number[];
+  /** Frames for the guest. The buffer is the callee's. */
+  readonly send: (frame: Buffer) => void;
+  /** A new established connection. */
+  readonly onConnection: (c: TcpConnection) => void;
+  /** Concurrent connections (any state) before a SYN is refused with RST. */
+  readonly maxConnections?: number;
+  readonly limits?: Partial<ConnectionLimits>;
+  /** Initial sequence numbers (tests pin it); random by default. */
+  readonly iss?: () => number;
+}
+
+export const TCP_DEFAULT_LIMITS: ConnectionLimits = {
+  mss: 1460, rxLimit: 65535, txLimit: 256 * 1024, rto: 200, rtoMax: 3200, retries: 8,
+};
+export const DEFAULT_MAX_CONNECTIONS = 8;
+const MAX_RX_WINDOW = 0xffff;
+
+export interface StackCounts {
+  arpReplies: number;
+  echoReplies: number;
+  resetsSent: number;
+  refused: number;
+  badFrames: number;
+}
+
+export function parseIpv4Address(text: string): Buffer | null {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (!m) return null;
+  const b = m.slice(1).map(Number);
+  return b.every((x) => x <= 255) ? Buffer.from(b) : null;
+}
+
+function connKey(ip: Buffer, port: number, lport: number): string {
+  return `${ip.readUInt32BE(0)}:${port}:${lport}`;
+}
+
+export class TcpStack implements ConnectionHost {
+  readonly ip: Buffer;
+  readonly mac: Buffer;
+  readonly counts: StackCounts = { arpReplies: 0, echoReplies: 0, resetsSent: 0, refused: 0, badFrames: 0 };
+  readonly #ports: Set<number>;
+  readonly #send: (frame: Buffer) => void;
+  readonly #onConnection: (c: TcpConnection) => void;
+  readonly #max: number;
+  readonly #limits: ConnectionLimits;
+  readonly #iss: () => number;
+  readonly #conns = new Map<string, TcpConnection>();
+  #ipId = 0;
+
+  constructor(opts: TcpStackOptions) {
+    const ip = parseIpv4Address(opts.ip);
+    if (!ip) throw new RangeError(`TcpStack: bad IPv4 address '${opts.ip}'`);
+    this.ip = ip;
+    this.mac = endpointMac(ip);
+    this.#ports = new Set(opts.ports);
+    this.#send = opts.send;
+    this.#onConnection = opts.onConnection;
+    this.#max = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    this.#limits = { ...TCP_DEFAULT_LIMITS, ...opts.limits };
+    if (this.#limits.rxLimit > MAX_RX_WINDOW || this.#limits.rxLimit < this.#limits.mss) throw new RangeError('TcpStack: rxLimit must be in [mss, 65535]');
+    this.#iss = opts.iss ?? (() => randomInt(0, 0x100000000 - 1));
+  }
+
+  get connectionCount(): number {
+    return this.#conns.size;
+  }
+
+  /** A frame the guest sent: true when it was ours (claimed). Never throws on guest input. */
+  claimTx(frame: Buffer): boolean {
+    if (frame.length < ethhdr.SIZE) return false;
+    const type = getField(frame, 0, ethhdr.h_proto);
+    if (type === ETH_P_ARP) return this.#arp(frame);
+    if (type !== ETH_P_IP) return false;
+    const dest = viewRaw(frame, 0, ethhdr.h_dest);
+    if (!dest.equals(this.mac)) return false;
+    const ip = parseIpv4(frame);
+    if (!ip) {
+      this.counts.badFrames++;
+      return true; // addressed to us, but unusable: dropped, as a host would
+    }
+    if (!ip.daddr.equals(this.ip)) return false;
+    const peerMac = viewRaw(frame, 0, ethhdr.h_source);
+    if (ip.protocol === IPPROTO_ICMP) this.#icmp(frame, ip.l3 + ip.ihl, ip.total - ip.ihl, peerMac, ip.saddr);
+    else if (ip.protocol === IPPROTO_TCP) {
+      const seg = parseTcp(frame, ip);
+      if (!seg) this.counts.badFrames++;
+      else this.#tcp(seg, peerMac, ip.saddr);
+    }
+    return true;
+  }
+
+  #arp(frame: Buffer): boolean {
+    const a = ethhdr.SIZE;
+    if (frame.length < a + arp_eth_ipv4.SIZE) return false;
+    if (getField(frame, a, arp_eth_ipv4.ar_hrd) !== ARPHRD_ETHER || getField(frame, a, arp_eth_ipv4.ar_pro) !== ETH_P_IP) return false;
+    if (getField(frame, a, arp_eth_ipv4.ar_hln) !== ETH_ALEN || getField(frame, a, arp_eth_ipv4.ar_pln) !== IPV4_ALEN) return false;
+    if (!viewRaw(frame, a, arp_eth_ipv4.ar_tip).equals(this.ip)) return false;
+    if (getField(frame, a, arp_eth_ipv4.ar_op) !== ARPOP_REQUEST) return true; // a reply or announcement for our address: ours, no answer
+    const out = Buffer.alloc(ethhdr.SIZE + arp_eth_ipv4.SIZE);
+    const sha = viewRaw(frame, a, arp_eth_ipv4.ar_sha);
+    setRawBytes(out, 0, ethhdr.h_dest, sha);
+    setRawBytes(out, 0, ethhdr.h_source, this.mac);
+    setField(out, 0, ethhdr.h_proto, ETH_P_ARP);
+    setField(out, a, arp_eth_ipv4.ar_hrd, ARPHRD_ETHER);
+    setField(out, a, arp_eth_ipv4.ar_pro, ETH_P_IP);
+    setField(out, a, arp_eth_ipv4.ar_hln, ETH_ALEN);
+    setField(out, a, arp_eth_ipv4.ar_pln, IPV4_ALEN);
+    setField(out, a, arp_eth_ipv4.ar_op, ARPOP_REPLY);
+    setRawBytes(out, a, arp_eth_ipv4.ar_sha, this.mac);
+    setRawBytes(out, a, arp_eth_ipv4.ar_sip, this.ip);
+    setRawBytes(out, a, arp_eth_ipv4.ar_tha, sha);
+    setRawBytes(out, a, arp_eth_ipv4.ar_tip, viewRaw(frame, a, arp_eth_ipv4.ar_sip));
+    this.counts.arpReplies++;
+    this.#send(out);
+    return true;
+  }
+
+  #icmp(frame: Buffer, l4: number, len: number, peerMac: Buffer, peerIp: Buffer): void {
+    if (len < icmp_echo.SIZE || getField(frame, l4, icmp_echo.type) !== ICMP_ECHO || inetChecksum(frame, l4, len) !== 0) return;
+    const out = Buffer.alloc(ethhdr.SIZE + iphdr.SIZE + len);
+    writeEthIpv4(out, peerMac, this.mac, this.ip, peerIp, IPPROTO_ICMP, len, this.#ipId++);
+    const o = out.length - len;
+    frame.copy(out, o, l4, l4 + len);
+    setField(out, o, icmp_echo.type, ICMP_ECHOREPLY);
+    setField(out, o, icmp_echo.checksum, 0);
+    setField(out, o, icmp_echo.checksum, inetChecksum(out, o, len));
+    this.counts.echoReplies++;
+    this.#send(out);
+  }
+
+  #tcp(seg: ReturnType<typeof parseTcp> & object, peerMac: Buffer, peerIp: Buffer): void {
+    const key = connKey(peerIp, seg.sport, seg.dport);
+    const c = this.#conns.get(key);
+    if (c) {
+      c.input(seg.flags, seg.seq, seg.ack, seg.window, seg.payload);
+      return;
+    }
+    if (seg.flags & TCP_RST) return;
+    const syn = (seg.flags & (TCP_SYN | TCP_ACK | TCP_FIN)) === TCP_SYN;
+    if (syn && this.#ports.has(seg.dport)) {
+      if (this.#conns.size >= this.#max) {
+        this.counts.refused++;
+      } else {
+        const conn = new TcpConnection(this, this.#limits, peerMac, peerIp, seg.sport, this.ip, seg.dport, this.#iss(), seg.seq, seg.mss, seg.window);
+        this.#conns.set(key, conn);
+        conn.once('tcp-established', () => this.#onConnection(conn));
+        return;
+      }
+    }
+    this.#resetFor(seg, peerMac, peerIp);
+  }
+
+  /** RST for a segment nobody owns (RFC 793 "reset generation"). */
+  #resetFor(seg: NonNullable<ReturnType<typeof parseTcp>>, peerMac: Buffer, peerIp: Buffer): void {
+    let seq = 0;
+    let ack = 0;
+    let flags = TCP_RST;
+    if (seg.flags & TCP_ACK) seq = seg.ack;
+    else {
+      ack = (seg.seq + seg.payload.length + (seg.flags & TCP_SYN ? 1 : 0) + (seg.flags & TCP_FIN ? 1 : 0)) >>> 0;
+      flags |= TCP_ACK;
+    }
+    this.counts.resetsSent++;
+    this.#send(buildTcpFrame({
+      dmac: peerMac, smac: this.mac, saddr: this.ip, daddr: peerIp, sport: seg.dport, dport: seg.sport, seq, ack, flags, window: 0,
+      ipId: this.#ipId++,
+    }));
+  }
+
+  emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number): void {
+    this.#send(buildTcpFrame({
+      dmac: c.peerMac, smac: this.mac, saddr: this.ip, daddr: c.peerIp, sport: c.localPort, dport: c.remotePort, seq,
+      ack: c.rcvNxt, flags, window: c.advertisedWindow, mss, payload, ipId: this.#ipId++,
+    }));
+  }
+
+  forget(c: TcpConnection): void {
+    const key = connKey(c.peerIp, c.remotePort, c.localPort);
+    if (this.#conns.get(key) === c) this.#conns.delete(key);
+  }
+
+  /** Reset every connection (device reset, shutdown). */
+  close(): void {
+    for (const c of [...this.#conns.values()]) c.destroy();
+    this.#conns.clear();
+  }
+}

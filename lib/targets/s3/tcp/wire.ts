@@ -1,0 +1,205 @@
+// Wire tables and helpers of the S3 store's TCP endpoint: the headers it
+// reads and writes beyond lib/net/headers.ts (the full ARP body, ICMP echo,
+// the TCP flag bits and the MSS option), the Internet checksum, and frame
+// builders. Every header field goes through protocol/field.ts.
+
+import { be, getField, raw, setField, setRawBytes } from '../../../../protocol/field';
+import { ETH_P_IP, ethhdr, iphdr, IPPROTO_TCP, ipv4_pseudo_header, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IP_DF, tcphdr, TCP_DOFF_SHIFT } from '../../../net/headers';
+
+/** ARP for IPv4 over Ethernet (RFC 826), every field. */
+export const arp_eth_ipv4 = {
+  ar_hrd: be(0, 2), ar_pro: be(2, 2), ar_hln: be(4, 1), ar_pln: be(5, 1), ar_op: be(6, 2),
+  ar_sha: raw(8, 6), ar_sip: raw(14, 4), ar_tha: raw(18, 6), ar_tip: raw(24, 4),
+  SIZE: 28,
+} as const;
+export const ARPHRD_ETHER = 1;
+export const ARPOP_REQUEST = 1;
+export const ARPOP_REPLY = 2;
+export const ETH_ALEN = 6;
+export const IPV4_ALEN = 4;
+
+/** struct icmphdr as an echo request or reply carries it (RFC 792). */
+export const icmp_echo = { type: be(0, 1), code: be(1, 1), checksum: be(2, 2), id: be(4, 2), sequence: be(6, 2), SIZE: 8 } as const;
+export const ICMP_ECHOREPLY = 0;
+export const ICMP_ECHO = 8;
+export const IPPROTO_ICMP = 1;
+
+/** tcphdr.flags bits (RFC 793). */
+export const TCP_FIN = 0x01;
+export const TCP_SYN = 0x02;
+export const TCP_RST = 0x04;
+export const TCP_PSH = 0x08;
+export const TCP_ACK = 0x10;
+
+/** TCP options: end, no-op, and MSS (kind 2, length 4, value). */
+export const TCPOPT_EOL = 0;
+export const TCPOPT_NOP = 1;
+export const TCPOPT_MSS = 2;
+export const tcp_opt_mss = { kind: be(0, 1), len: be(1, 1), mss: be(2, 2), SIZE: 4 } as const;
+
+export const IPV4_DEFAULT_TTL = 64;
+const IPV4_VERSION = 4;
+
+/** The Internet checksum (RFC 1071) of buf[at, at + len), folded onto `initial` (a partial sum). */
+export function inetSum(buf: Buffer, at: number, len: number, initial = 0): number {
+  let sum = initial;
+  let i = 0;
+  for (; i + 1 < len; i += 2) sum += buf.readUInt16BE(at + i);
+  if (i < len) sum += buf[at + i]! << 8;
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return sum;
+}
+
+export function inetChecksum(buf: Buffer, at: number, len: number, initial = 0): number {
+  return ~inetSum(buf, at, len, initial) & 0xffff;
+}
+
+const pseudo = Buffer.alloc(ipv4_pseudo_header.SIZE);
+
+/** Partial sum of the IPv4 pseudo-header for a TCP or UDP checksum. */
+export function pseudoSum(saddr: Buffer, daddr: Buffer, protocol: number, len: number): number {
+  setRawBytes(pseudo, 0, ipv4_pseudo_header.saddr, saddr);
+  setRawBytes(pseudo, 0, ipv4_pseudo_header.daddr, daddr);
+  setField(pseudo, 0, ipv4_pseudo_header.zero, 0);
+  setField(pseudo, 0, ipv4_pseudo_header.protocol, protocol);
+  setField(pseudo, 0, ipv4_pseudo_header.len, len);
+  return inetSum(pseudo, 0, pseudo.length);
+}
+
+/** MAC of an endpoint at `ip`: 02:53 followed by the four address bytes. */
+export function endpointMac(ip: Buffer): Buffer {
+  return Buffer.from([0x02, 0x53, ip[0]!, ip[1]!, ip[2]!, ip[3]!]);
+}
+
+/** A parsed IPv4 packet inside an Ethernet frame (no VLAN tag; no fragments). */
+export interface Ipv4View {
+  readonly l3: number;
+  readonly ihl: number;
+  /** Total length from the header (checked against the frame). */
+  readonly total: number;
+  readonly protocol: number;
+  readonly saddr: Buffer;
+  readonly daddr: Buffer;
+}
+
+/** The IPv4 header of an Ethernet frame if it is whole, unfragmented and its checksum holds; else null. */
+export function parseIpv4(frame: Buffer): Ipv4View | null {
+  const l3 = ethhdr.SIZE;
+  if (frame.length < l3 + iphdr.SIZE || getField(frame, 0, ethhdr.h_proto) !== ETH_P_IP) return null;
+  const vihl = getField(frame, l3, iphdr.version_ihl);
+  const ihl = (vihl & 0xf) * IPV4_IHL_UNIT;
+  const total = getField(frame, l3, iphdr.tot_len);
+  if (vihl >>> IPV4_VERSION_SHIFT !== IPV4_VERSION || ihl < iphdr.SIZE || total < ihl || l3 + total > frame.length) return null;
+  if ((getField(frame, l3, iphdr.frag_off) & ~IP_DF) !== 0) return null; // fragments are not reassembled
+  if (inetChecksum(frame, l3, ihl) !== 0) return null;
+  return {
+    l3, ihl, total, protocol: getField(frame, l3, iphdr.protocol),
+    saddr: frame.subarray(l3 + iphdr.saddr.off, l3 + iphdr.saddr.off + IPV4_ALEN),
+    daddr: frame.subarray(l3 + iphdr.daddr.off, l3 + iphdr.daddr.off + IPV4_ALEN),
+  };
+}
+
+/** Write an Ethernet + IPv4 header (no options) at the start of `out`, checksum included. */
+export function writeEthIpv4(out: Buffer, dmac: Buffer, smac: Buffer, saddr: Buffer, daddr: Buffer, protocol: number, l4len: number, id: number): void {
+  setRawBytes(out, 0, ethhdr.h_dest, dmac);
+  setRawBytes(out, 0, ethhdr.h_source, smac);
+  setField(out, 0, ethhdr.h_proto, ETH_P_IP);
+  const l3 = ethhdr.SIZE;
+  setField(out, l3, iphdr.version_ihl, (IPV4_VERSION << IPV4_VERSION_SHIFT) | (iphdr.SIZE / IPV4_IHL_UNIT));
+  setField(out, l3, iphdr.tos, 0);
+  setField(out, l3, iphdr.tot_len, iphdr.SIZE + l4len);
+  setField(out, l3, iphdr.id, id & 0xffff);
+  setField(out, l3, iphdr.frag_off, IP_DF);
+  setField(out, l3, iphdr.ttl, IPV4_DEFAULT_TTL);
+  setField(out, l3, iphdr.protocol, protocol);
+  setField(out, l3, iphdr.check, 0);
+  setRawBytes(out, l3, iphdr.saddr, saddr);
+  setRawBytes(out, l3, iphdr.daddr, daddr);
+  setField(out, l3, iphdr.check, inetChecksum(out, l3, iphdr.SIZE));
+}
+
+/** A TCP segment to build: addresses, ports, sequence numbers, flags, window, an optional MSS option and payload. */
+export interface TcpSegmentSpec {
+  readonly dmac: Buffer;
+  readonly smac: Buffer;
+  readonly saddr: Buffer;
+  readonly daddr: Buffer;
+  readonly sport: number;
+  readonly dport: number;
+  readonly seq: number;
+  readonly ack: number;
+  readonly flags: number;
+  readonly window: number;
+  readonly mss?: number;
+  readonly payload?: Buffer;
+  readonly ipId?: number;
+}
+
+/** A whole Ethernet/IPv4/TCP frame with both checksums. */
+export function buildTcpFrame(s: TcpSegmentSpec): Buffer {
+  const optLen = s.mss !== undefined ? tcp_opt_mss.SIZE : 0;
+  const hdr = tcphdr.SIZE + optLen;
+  const payload = s.payload ?? Buffer.alloc(0);
+  const l4len = hdr + payload.length;
+  const out = Buffer.alloc(ethhdr.SIZE + iphdr.SIZE + l4len);
+  writeEthIpv4(out, s.dmac, s.smac, s.saddr, s.daddr, IPPROTO_TCP, l4len, s.ipId ?? 0);
+  const l4 = ethhdr.SIZE + iphdr.SIZE;
+  setField(out, l4, tcphdr.source, s.sport);
+  setField(out, l4, tcphdr.dest, s.dport);
+  setField(out, l4, tcphdr.seq, s.seq >>> 0);
+  setField(out, l4, tcphdr.ack_seq, s.ack >>> 0);
+  setField(out, l4, tcphdr.doff_res, (hdr / 4) << TCP_DOFF_SHIFT);
+  setField(out, l4, tcphdr.flags, s.flags);
+  setField(out, l4, tcphdr.window, s.window);
+  setField(out, l4, tcphdr.check, 0);
+  setField(out, l4, tcphdr.urg_ptr, 0);
+  if (s.mss !== undefined) {
+    const o = l4 + tcphdr.SIZE;
+    setField(out, o, tcp_opt_mss.kind, TCPOPT_MSS);
+    setField(out, o, tcp_opt_mss.len, tcp_opt_mss.SIZE);
+    setField(out, o, tcp_opt_mss.mss, s.mss);
+  }
+  payload.copy(out, l4 + hdr);
+  setField(out, l4, tcphdr.check, inetChecksum(out, l4, l4len, pseudoSum(s.saddr, s.daddr, IPPROTO_TCP, l4len)));
+  return out;
+}
+
+/** A received TCP segment, decoded once. */
+export interface TcpSegment {
+  readonly sport: number;
+  readonly dport: number;
+  readonly seq: number;
+  readonly ack: number;
+  readonly flags: number;
+  readonly window: number;
+  /** The peer's MSS option, or 0 when absent. */
+  readonly mss: number;
+  readonly payload: Buffer;
+}
+
+/** Decode the TCP segment of an IPv4 packet whose checksum holds; null otherwise. */
+export function parseTcp(frame: Buffer, ip: Ipv4View): TcpSegment | null {
+  const l4 = ip.l3 + ip.ihl;
+  const l4len = ip.total - ip.ihl;
+  if (l4len < tcphdr.SIZE) return null;
+  const doff = (getField(frame, l4, tcphdr.doff_res) >>> TCP_DOFF_SHIFT) * 4;
+  if (doff < tcphdr.SIZE || doff > l4len) return null;
+  if (inetChecksum(frame, l4, l4len, pseudoSum(ip.saddr, ip.daddr, IPPROTO_TCP, l4len)) !== 0) return null;
+  let mss = 0;
+  for (let o = l4 + tcphdr.SIZE, end = l4 + doff; o < end;) {
+    const kind = frame[o]!;
+    if (kind === TCPOPT_EOL) break;
+    if (kind === TCPOPT_NOP) { o++; continue; }
+    if (o + 1 >= end) break;
+    const len = frame[o + 1]!;
+    if (len < 2 || o + len > end) break;
+    if (kind === TCPOPT_MSS && len === tcp_opt_mss.SIZE) mss = getField(frame, o, tcp_opt_mss.mss);
+    o += len;
+  }
+  return {
+    sport: getField(frame, l4, tcphdr.source), dport: getField(frame, l4, tcphdr.dest),
+    seq: getField(frame, l4, tcphdr.seq), ack: getField(frame, l4, tcphdr.ack_seq),
+    flags: getField(frame, l4, tcphdr.flags), window: getField(frame, l4, tcphdr.window), mss,
+    payload: frame.subarray(l4 + doff, ip.l3 + ip.total),
+  };
+}
