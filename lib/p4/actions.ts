@@ -1,0 +1,233 @@
+// Actions compiled to closures: each primitive call becomes one closure, an
+// action runs its closures in order. The primitives are the common ones of
+// bmv2's simple_switch / simple_router (P4_14 names and their P4_16
+// equivalents); anything else is refused with its JSON path at load time.
+
+import { Calc, Externs } from './externs';
+import { compileValue, ExprContext, RuntimeData, Value } from './expr';
+import { JsonPath, refuse } from './load';
+import { Program, TypeValue } from './schema';
+import { FieldInfo, PacketState } from './state';
+
+export type ActionFn = (st: PacketState, rd: RuntimeData) => void;
+
+export interface CompiledAction {
+  readonly id: number;
+  readonly name: string;
+  /** Bitwidth of each runtime_data parameter (control plane values are truncated to it). */
+  readonly params: readonly { name: string; bitwidth: number }[];
+  readonly run: ActionFn;
+}
+
+export interface ActionEnv {
+  readonly externs: Externs;
+  readonly calcs: Map<string, Calc>;
+  /** Learn lists by id: the field readers of each element. */
+  readonly learnLists: Map<number, Value[]>;
+  /** standard_metadata.egress_spec when the program has it (drop sets it to DROP_PORT). */
+  readonly egressSpec: FieldInfo | undefined;
+}
+
+/** simple_switch's drop port. */
+export const DROP_PORT = 511;
+
+type Prim = (st: PacketState, rd: RuntimeData) => void;
+
+function dest(ctx: ExprContext, tv: TypeValue | undefined, path: JsonPath): FieldInfo {
+  if (!tv || tv.type !== 'field') refuse(path, 'the destination must be a field', tv);
+  return ctx.layout.field(tv.value, [...path, 'value']);
+}
+
+function arity(params: readonly TypeValue[], min: number, max: number, path: JsonPath, op: string): void {
+  if (params.length < min || params.length > max) refuse([...path, 'parameters'], `${op} takes ${min === max ? min : `${min}-${max}`} parameters`, params.length);
+}
+
+function named<T>(map: Map<string, T>, tv: TypeValue | undefined, type: string, path: JsonPath): T {
+  if (!tv || tv.type !== type) refuse(path, `expected a ${type}`, tv);
+  const x = map.get(tv.value as string);
+  if (!x) refuse([...path, 'value'], `no such ${type}`, tv.value);
+  return x;
+}
+
+/** Assignment with a fast path for narrow-to-narrow copies. */
+function assign(dst: FieldInfo, src: TypeValue, v: Value): Prim {
+  if (!dst.wide && src.type === 'runtime_data') {
+    const i = src.value as number;
+    const m = dst.mask;
+    return (st, rd) => { st.num[dst.slot] = Number(rd[i]! & m); };
+  }
+  return (st, rd) => st.set(dst, v(st, rd));
+}
+
+const arith: Record<string, (a: bigint, b: bigint) => bigint> = {
+  add: (a, b) => a + b,
+  subtract: (a, b) => a - b,
+  bit_and: (a, b) => a & b,
+  bit_or: (a, b) => a | b,
+  bit_xor: (a, b) => a ^ b,
+  shift_left: (a, b) => (b > 4096n ? 0n : a << b),
+  shift_right: (a, b) => (b > 4096n ? 0n : a >> b),
+};
+
+function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env: ActionEnv, path: JsonPath): Prim {
+  const v = (i: number): Value => compileValue(params[i], ctx, [...path, 'parameters', i]);
+  const pp = (i: number): JsonPath => [...path, 'parameters', i];
+  switch (op) {
+    case 'modify_field':
+    case 'assign': {
+      arity(params, 2, op === 'assign' ? 2 : 3, path, op);
+      const dst = dest(ctx, params[0], pp(0));
+      const src = v(1);
+      if (params.length === 3) {
+        const mask = v(2);
+        return (st, rd) => {
+          const m = mask(st, rd);
+          st.set(dst, (st.get(dst) & ~m) | (src(st, rd) & m));
+        };
+      }
+      return assign(dst, params[1]!, src);
+    }
+    case 'add_to_field':
+    case 'subtract_from_field': {
+      arity(params, 2, 2, path, op);
+      const dst = dest(ctx, params[0], pp(0));
+      const x = v(1);
+      const sign = op === 'add_to_field' ? 1n : -1n;
+      return (st, rd) => st.set(dst, st.get(dst) + sign * x(st, rd));
+    }
+    case 'add':
+    case 'subtract':
+    case 'bit_and':
+    case 'bit_or':
+    case 'bit_xor':
+    case 'shift_left':
+    case 'shift_right': {
+      arity(params, 3, 3, path, op);
+      const dst = dest(ctx, params[0], pp(0));
+      const a = v(1);
+      const b = v(2);
+      const f = arith[op]!;
+      return (st, rd) => st.set(dst, f(a(st, rd), b(st, rd)));
+    }
+    case 'drop':
+    case 'mark_to_drop':
+    case 'mark_for_drop': {
+      const es = env.egressSpec;
+      return (st) => {
+        st.dropped = true;
+        if (es) st.num[es.slot] = DROP_PORT;
+      };
+    }
+    case 'exit':
+      return (st) => { st.exited = true; };
+    case 'no_op':
+    case 'log_msg':
+      return () => {};
+    case 'add_header':
+    case 'remove_header': {
+      arity(params, 1, 1, path, op);
+      const tv = params[0]!;
+      if (tv.type !== 'header') refuse(pp(0), `${op} takes a header`, tv);
+      const h = ctx.layout.header(tv.value, [...pp(0), 'value']);
+      if (op === 'remove_header') return (st) => { st.valid[h.index] = 0; };
+      return (st) => {
+        if (st.valid[h.index]) return;
+        st.valid[h.index] = 1;
+        for (const f of h.fields) st.set(f, 0n); // a newly added header starts zeroed
+      };
+    }
+    case 'copy_header':
+    case 'assign_header': {
+      arity(params, 2, 2, path, op);
+      const [d, s] = [params[0]!, params[1]!];
+      if (d.type !== 'header' || s.type !== 'header') refuse([...path, 'parameters'], `${op} takes two headers`, params);
+      const hd = ctx.layout.header(d.value, [...pp(0), 'value']);
+      const hs = ctx.layout.header(s.value, [...pp(1), 'value']);
+      if (hd.fields.length !== hs.fields.length || hd.fields.some((f, i) => f.width !== hs.fields[i]!.width)) {
+        refuse([...path, 'parameters'], 'headers of different types', [d.value, s.value]);
+      }
+      return (st) => {
+        st.valid[hd.index] = st.valid[hs.index]!;
+        for (let i = 0; i < hd.fields.length; i++) st.set(hd.fields[i]!, st.get(hs.fields[i]!));
+      };
+    }
+    case 'count': {
+      arity(params, 2, 2, path, op);
+      const c = named(env.externs.counters, params[0], 'counter_array', pp(0));
+      const idx = v(1);
+      return (st, rd) => c.count(Number(idx(st, rd)), st.frame.length);
+    }
+    case 'execute_meter': {
+      arity(params, 3, 3, path, op);
+      const m = named(env.externs.meters, params[0], 'meter_array', pp(0));
+      const idx = v(1);
+      const dst = dest(ctx, params[2], pp(2));
+      return (st, rd) => st.set(dst, BigInt(m.execute(Number(idx(st, rd)), st.frame.length)));
+    }
+    case 'register_read': {
+      arity(params, 3, 3, path, op);
+      const dst = dest(ctx, params[0], pp(0));
+      const r = named(env.externs.registers, params[1], 'register_array', pp(1));
+      const idx = v(2);
+      return (st, rd) => {
+        const i = Number(idx(st, rd));
+        st.set(dst, i >= 0 && i < r.cells.length ? r.cells[i]! : 0n);
+      };
+    }
+    case 'register_write': {
+      arity(params, 3, 3, path, op);
+      const r = named(env.externs.registers, params[0], 'register_array', pp(0));
+      const idx = v(1);
+      const val = v(2);
+      return (st, rd) => {
+        const i = Number(idx(st, rd));
+        if (i >= 0 && i < r.cells.length) r.cells[i] = val(st, rd) & r.mask;
+      };
+    }
+    case 'modify_field_with_hash_based_offset': {
+      arity(params, 4, 4, path, op);
+      const dst = dest(ctx, params[0], pp(0));
+      const base = v(1);
+      const calc = named(env.calcs, params[2], 'calculation', pp(2));
+      const size = v(3);
+      return (st, rd) => {
+        const n = size(st, rd);
+        st.set(dst, base(st, rd) + (n > 0n ? calc(st) % n : 0n));
+      };
+    }
+    case 'generate_digest': {
+      arity(params, 2, 2, path, op);
+      const tv = params[1]!;
+      if (tv.type !== 'hexstr') refuse(pp(1), 'generate_digest takes a learn list id', tv);
+      const id = Number(BigInt(tv.value as string));
+      const list = env.learnLists.get(id);
+      if (!list) refuse([...pp(1), 'value'], 'no learn list with this id', tv.value);
+      return (st, rd) => {
+        st.digests.push({ list: id, values: list.map((r) => r(st, rd)) });
+      };
+    }
+    default:
+      return refuse([...path, 'op'], 'unsupported primitive', op);
+  }
+}
+
+export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): CompiledAction[] {
+  const seen = new Set<string>();
+  return p.actions.map((a, ai) => {
+    const path: JsonPath = ['actions', ai];
+    if (seen.has(a.name)) refuse([...path, 'name'], 'duplicate action name', a.name);
+    seen.add(a.name);
+    const ctx: ExprContext = { ...ctx0, runtimeData: a.runtime_data.length, parser: false };
+    const prims = a.primitives.map((pr, pi) => compilePrimitive(pr.op, pr.parameters, ctx, env, [...path, 'primitives', pi]));
+    const run: ActionFn =
+      prims.length === 0
+        ? () => {}
+        : (st, rd) => {
+            for (let i = 0; i < prims.length; i++) {
+              prims[i]!(st, rd);
+              if (st.exited) return;
+            }
+          };
+    return { id: a.id, name: a.name, params: a.runtime_data.map((r) => ({ name: r.name, bitwidth: r.bitwidth })), run };
+  });
+}

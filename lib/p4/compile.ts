@@ -1,0 +1,229 @@
+// Compiling a bmv2 JSON program once into closures, and running frames
+// through it. P4Engine.load validates (./load.ts), lays out the headers
+// (./state.ts), compiles parser, actions, pipelines, checksums and deparser;
+// any refusal throws before an engine exists, so a program never half-runs.
+//
+// Per frame (simple_switch's order): reset state, set standard_metadata
+// (ingress_port, packet_length), parse (bounded), verify checksums (marks
+// only), ingress; drop if the program dropped or egress_spec is the drop
+// port (511); egress_port := egress_spec when the program ever writes
+// egress_spec (P4_14 programs such as l2_switch set egress_port directly);
+// egress; drop again if asked; update checksums; deparse valid headers in
+// the deparser's order followed by the unparsed payload.
+
+import { ActionEnv, compileActions, CompiledAction, DROP_PORT } from './actions';
+import { compileEmit, HeaderEmit } from './bits';
+import { compileValue, ExprContext, Value } from './expr';
+import { Calc, compileCalculation, Externs } from './externs';
+import { refuse, validateProgram } from './load';
+import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from './parser';
+import { CompiledPipeline, compilePipeline } from './pipeline';
+import { Program } from './schema';
+import { FieldInfo, Layout, PacketState, ParserError } from './state';
+import { MatchTable } from './tables';
+
+export type DropReason = 'program' | 'parser-budget' | 'too-long';
+
+export interface P4Result {
+  /** The frame to send (undefined when dropped); a fresh Buffer, never the input. */
+  frame: Buffer | undefined;
+  dropped: boolean;
+  reason: DropReason | undefined;
+  egressPort: number;
+  /** Multicast group the program asked for (intrinsic_metadata.mgid or standard_metadata.mcast_grp), 0 if none. */
+  multicastGroup: number;
+  parserError: ParserError;
+  checksumError: boolean;
+  /** generate_digest calls of this frame: learn list id and the values of its fields. */
+  digests: { list: number; values: bigint[] }[];
+}
+
+export interface EngineOptions {
+  /** Microsecond clock for meters (default: performance.now()*1000). */
+  now?: () => number;
+  /** Largest frame accepted (default MAX_FRAME_BYTES). */
+  maxFrame?: number;
+}
+
+export const MAX_FRAME_BYTES = 65535 + 14;
+
+export interface EngineStats {
+  frames: number;
+  dropped: number;
+  parserErrors: number;
+  budgetDrops: number;
+}
+
+function optField(layout: Layout, header: string, field: string): FieldInfo | undefined {
+  return layout.headerByName.get(header)?.byName.get(field);
+}
+
+export class P4Engine {
+  readonly program: Program;
+  readonly layout: Layout;
+  readonly externs: Externs;
+  readonly actions = new Map<string, CompiledAction>();
+  readonly tables = new Map<string, MatchTable>();
+  readonly vsets: ParseVsets = { sets: new Map() };
+  readonly stats: EngineStats = { frames: 0, dropped: 0, parserErrors: 0, budgetDrops: 0 };
+  readonly #parser: CompiledParser;
+  readonly #ingress: CompiledPipeline | undefined;
+  readonly #egress: CompiledPipeline | undefined;
+  readonly #emit: { header: number; bytes: number; emit: HeaderEmit }[];
+  readonly #verify: ((st: PacketState) => void)[] = [];
+  readonly #update: ((st: PacketState) => void)[] = [];
+  readonly #st: PacketState;
+  readonly #maxFrame: number;
+  readonly #f: {
+    ingressPort?: FieldInfo;
+    packetLength?: FieldInfo;
+    egressSpec?: FieldInfo;
+    egressPort?: FieldInfo;
+    mgid?: FieldInfo;
+    mcastGrp?: FieldInfo;
+  };
+  readonly #specWritten: boolean;
+
+  /** Validates and compiles; throws P4LoadError naming the JSON path of what it refuses. */
+  static load(program: string | unknown, opts: EngineOptions = {}): P4Engine {
+    return new P4Engine(validateProgram(program), opts);
+  }
+
+  private constructor(p: Program, opts: EngineOptions) {
+    this.program = p;
+    this.#maxFrame = opts.maxFrame ?? MAX_FRAME_BYTES;
+    const now = opts.now ?? (() => performance.now() * 1000);
+    this.layout = new Layout(p);
+    this.externs = new Externs(p, now);
+    const ctx: ExprContext = { layout: this.layout, runtimeData: 0, parser: false, registers: this.externs.registers };
+    this.#f = {
+      ingressPort: optField(this.layout, 'standard_metadata', 'ingress_port'),
+      packetLength: optField(this.layout, 'standard_metadata', 'packet_length'),
+      egressSpec: optField(this.layout, 'standard_metadata', 'egress_spec'),
+      egressPort: optField(this.layout, 'standard_metadata', 'egress_port'),
+      mgid: optField(this.layout, 'intrinsic_metadata', 'mgid'),
+      mcastGrp: optField(this.layout, 'standard_metadata', 'mcast_grp'),
+    };
+    this.#parser = compileParser(p, this.layout, this.vsets);
+
+    const calcs = new Map<string, Calc>();
+    p.calculations.forEach((c, ci) => calcs.set(c.name, compileCalculation(p, ci, ctx)));
+    const learnLists = new Map<number, Value[]>();
+    p.learn_lists.forEach((l, li) => {
+      learnLists.set(l.id, l.elements.map((e, ei) => compileValue(e, ctx, ['learn_lists', li, 'elements', ei])));
+    });
+    const env: ActionEnv = { externs: this.externs, calcs, learnLists, egressSpec: this.#f.egressSpec };
+    for (const a of compileActions(p, ctx, env)) this.actions.set(a.name, a);
+    this.#specWritten = p.actions.some((a) =>
+      a.primitives.some((pr) => pr.parameters[0]?.type === 'field' && JSON.stringify(pr.parameters[0].value) === '["standard_metadata","egress_spec"]'),
+    );
+
+    if (p.pipelines.length > 2) refuse(['pipelines', 2], 'at most two pipelines (ingress, egress)', p.pipelines[2]!.name);
+    const compiled = p.pipelines.map((pl, i) => compilePipeline(pl, i, ctx, this.actions, this.tables));
+    this.#ingress = compiled.find((c) => c.name === 'ingress') ?? compiled[0];
+    this.#egress = compiled.find((c) => c.name === 'egress') ?? (compiled[1] !== this.#ingress ? compiled[1] : undefined);
+
+    if (p.deparsers.length > 1) refuse(['deparsers', 1], 'only one deparser is supported');
+    const order = p.deparsers[0]?.order ?? [];
+    this.#emit = order.map((n, i) => {
+      const h = this.layout.header(n, ['deparsers', 0, 'order', i]);
+      if (h.metadata) refuse(['deparsers', 0, 'order', i], 'cannot emit a metadata header', n);
+      return { header: h.index, bytes: h.bytes, emit: compileEmit(h) };
+    });
+
+    p.checksums.forEach((c, ci) => {
+      const path = ['checksums', ci];
+      if (c.type !== 'generic') refuse([...path, 'type'], 'unsupported checksum type', c.type);
+      const calc = calcs.get(c.calculation);
+      if (!calc) refuse([...path, 'calculation'], 'no such calculation', c.calculation);
+      const target = this.layout.field(c.target, [...path, 'target']);
+      const cond = c.if_cond ? compileValue(c.if_cond, ctx, [...path, 'if_cond']) : undefined;
+      const h = target.header;
+      const applies = (st: PacketState): boolean => st.valid[h] === 1 && (!cond || cond(st, []) !== 0n);
+      if (c.verify !== false) {
+        this.#verify.push((st) => {
+          if (applies(st) && (calc(st) & target.mask) !== st.get(target)) st.checksumError = true;
+        });
+      }
+      if (c.update !== false) {
+        this.#update.push((st) => {
+          if (applies(st)) st.set(target, calc(st));
+        });
+      }
+    });
+    this.#st = new PacketState(this.layout);
+  }
+
+  /** Runs one frame through parser, ingress, egress and deparser. */
+  process(frame: Buffer, ingressPort = 0): P4Result {
+    const st = this.#st;
+    const f = this.#f;
+    this.stats.frames++;
+    if (frame.length > this.#maxFrame) return this.#drop('too-long', 0);
+    st.reset(frame);
+    if (f.ingressPort) st.num[f.ingressPort.slot] = ingressPort & 0x1ff;
+    if (f.packetLength) st.num[f.packetLength.slot] = frame.length;
+    const pr = this.#parser(st);
+    if (pr === BUDGET) {
+      this.stats.budgetDrops++;
+      return this.#drop('parser-budget', st.parserError);
+    }
+    if (pr !== ACCEPT) this.stats.parserErrors++;
+    for (let i = 0; i < this.#verify.length; i++) this.#verify[i]!(st);
+    this.#ingress?.run(st);
+    if (st.dropped || (f.egressSpec && st.num[f.egressSpec.slot] === DROP_PORT)) return this.#drop('program', st.parserError);
+    if (f.egressPort && f.egressSpec && this.#specWritten) st.num[f.egressPort.slot] = st.num[f.egressSpec.slot]!;
+    st.exited = false;
+    this.#egress?.run(st);
+    if (st.dropped) return this.#drop('program', st.parserError);
+    for (let i = 0; i < this.#update.length; i++) this.#update[i]!(st);
+    const mg = (f.mgid ? st.num[f.mgid.slot]! : 0) || (f.mcastGrp ? st.num[f.mcastGrp.slot]! : 0);
+    return {
+      frame: this.deparse(st),
+      dropped: false,
+      reason: undefined,
+      egressPort: f.egressPort ? st.num[f.egressPort.slot]! : 0,
+      multicastGroup: mg,
+      parserError: st.parserError,
+      checksumError: st.checksumError,
+      digests: st.digests,
+    };
+  }
+
+  /** Parses only (for tests and tools); the returned state is reused by the next call. */
+  parse(frame: Buffer): PacketState {
+    const st = this.#st;
+    st.reset(frame);
+    this.#parser(st);
+    return st;
+  }
+
+  /** Valid headers in deparser order, then the bytes the parser did not consume. */
+  deparse(st: PacketState): Buffer {
+    let len = st.frame.length - st.offset;
+    for (const e of this.#emit) if (st.valid[e.header]) len += e.bytes;
+    const out = Buffer.allocUnsafe(len);
+    let at = 0;
+    for (const e of this.#emit) {
+      if (!st.valid[e.header]) continue;
+      e.emit(st, out, at);
+      at += e.bytes;
+    }
+    st.frame.copy(out, at, st.offset);
+    return out;
+  }
+
+  #drop(reason: DropReason, parserError: ParserError): P4Result {
+    this.stats.dropped++;
+    return {
+      frame: undefined,
+      dropped: true,
+      reason,
+      egressPort: 0,
+      multicastGroup: 0,
+      parserError,
+      checksumError: false,
+      digests: this.#st.digests,
+    };
+  }
+}

@@ -1,0 +1,172 @@
+// Type-value objects and expressions compiled to closures over the packet
+// state. Values are bigint (booleans are 1n/0n); truncation happens when a
+// value is stored into a field. No closure walks JSON at run time and none
+// recurses on packet data (the recursion here is over the program, once).
+
+import { peekBits } from './bits';
+import { JsonPath, refuse } from './load';
+import { ExpressionValue, TypeValue } from './schema';
+import { hexToBig, Layout, PacketState } from './state';
+
+/** Action data of the running entry (empty outside actions). */
+export type RuntimeData = readonly bigint[];
+export type Value = (st: PacketState, rd: RuntimeData) => bigint;
+
+export interface ExprContext {
+  readonly layout: Layout;
+  /** Number of runtime_data items available (actions), 0 elsewhere. */
+  readonly runtimeData: number;
+  /** Lookahead is allowed (parser transition keys and set ops). */
+  readonly parser: boolean;
+  /** Register arrays for the `register` operand. */
+  readonly registers?: Map<string, { cells: bigint[]; mask: bigint }>;
+}
+
+const ZERO: Value = () => 0n;
+
+function b(x: boolean): bigint {
+  return x ? 1n : 0n;
+}
+
+export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Value {
+  if (tv === null || typeof tv !== 'object' || typeof (tv as TypeValue).type !== 'string') {
+    refuse(path, 'expected a {type, value} object', tv);
+  }
+  const { type, value } = tv as TypeValue;
+  switch (type) {
+    case 'field': {
+      const f = ctx.layout.field(value, [...path, 'value']);
+      const slot = f.slot;
+      return f.wide ? (st) => st.big[slot]! : (st) => BigInt(st.num[slot]!);
+    }
+    case 'hexstr': {
+      if (typeof value !== 'string' || !/^-?0x[0-9a-fA-F]+$/.test(value)) refuse([...path, 'value'], 'not a hexstring', value);
+      const c = hexToBig(value);
+      return () => c;
+    }
+    case 'bool': {
+      if (typeof value !== 'boolean') refuse([...path, 'value'], 'not a boolean', value);
+      const c = b(value);
+      return () => c;
+    }
+    case 'runtime_data':
+    case 'local': {
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value >= ctx.runtimeData) {
+        refuse([...path, 'value'], `runtime data index out of range (${ctx.runtimeData} items)`, value);
+      }
+      const i = value;
+      return (_st, rd) => rd[i]!;
+    }
+    case 'lookahead': {
+      if (!ctx.parser) refuse(path, 'lookahead outside a parser', tv);
+      if (!Array.isArray(value) || value.length !== 2 || !value.every((x) => Number.isInteger(x) && x >= 0) || value[1] === 0) {
+        refuse([...path, 'value'], 'lookahead must be [bit offset, bitwidth]', value);
+      }
+      const [off, width] = value as [number, number];
+      // a lookahead past the end reads as 0 here; the parser checks lengths before it uses one (see parser.ts)
+      return (st) => peekBits(st.frame, st.offset * 8 + off, width) ?? 0n;
+    }
+    case 'register': {
+      if (!Array.isArray(value) || value.length !== 2) refuse([...path, 'value'], 'register must be [array, index expression]', value);
+      const reg = ctx.registers?.get(value[0] as string);
+      if (!reg) refuse([...path, 'value', 0], 'no such register array', value[0]);
+      const idx = compileValue(value[1], ctx, [...path, 'value', 1]);
+      const cells = reg.cells;
+      return (st, rd) => {
+        const i = Number(idx(st, rd));
+        return i >= 0 && i < cells.length ? cells[i]! : 0n;
+      };
+    }
+    case 'expression':
+      return compileExpression(value, ctx, [...path, 'value']);
+    default:
+      return refuse([...path, 'type'], 'unsupported operand type', type);
+  }
+}
+
+function operand(x: unknown, ctx: ExprContext, path: JsonPath): Value {
+  if (x === null || x === undefined) refuse(path, 'missing operand');
+  return compileValue(x, ctx, path);
+}
+
+const binary: Record<string, (a: bigint, c: bigint) => bigint> = {
+  '+': (a, c) => a + c,
+  '-': (a, c) => a - c,
+  '*': (a, c) => a * c,
+  '<<': (a, c) => (c > 4096n ? 0n : a << c),
+  '>>': (a, c) => (c > 4096n ? (a < 0n ? -1n : 0n) : a >> c),
+  '&': (a, c) => a & c,
+  '|': (a, c) => a | c,
+  '^': (a, c) => a ^ c,
+  '==': (a, c) => b(a === c),
+  '!=': (a, c) => b(a !== c),
+  '>': (a, c) => b(a > c),
+  '>=': (a, c) => b(a >= c),
+  '<': (a, c) => b(a < c),
+  '<=': (a, c) => b(a <= c),
+  '/': (a, c) => (c === 0n ? 0n : a / c),
+  '%': (a, c) => (c === 0n ? 0n : a % c),
+  two_comp_mod: (a, c) => {
+    if (c <= 0n || c > 4096n) return 0n;
+    const m = 1n << c;
+    let r = ((a % m) + m) % m;
+    if (r >= m >> 1n) r -= m;
+    return r;
+  },
+};
+
+export function compileExpression(ev: unknown, ctx: ExprContext, path: JsonPath): Value {
+  if (ev === null || typeof ev !== 'object' || typeof (ev as ExpressionValue).op !== 'string') {
+    refuse(path, 'expected an expression {op, left, right}', ev);
+  }
+  const e = ev as ExpressionValue;
+  const op = e.op;
+  switch (op) {
+    case 'and': {
+      const l = operand(e.left, ctx, [...path, 'left']);
+      const r = operand(e.right, ctx, [...path, 'right']);
+      return (st, rd) => b(l(st, rd) !== 0n && r(st, rd) !== 0n);
+    }
+    case 'or': {
+      const l = operand(e.left, ctx, [...path, 'left']);
+      const r = operand(e.right, ctx, [...path, 'right']);
+      return (st, rd) => b(l(st, rd) !== 0n || r(st, rd) !== 0n);
+    }
+    case 'not': {
+      const r = operand(e.right, ctx, [...path, 'right']);
+      return (st, rd) => b(r(st, rd) === 0n);
+    }
+    case '~': {
+      const r = operand(e.right, ctx, [...path, 'right']);
+      return (st, rd) => ~r(st, rd);
+    }
+    case 'd2b': {
+      const r = operand(e.right, ctx, [...path, 'right']);
+      return (st, rd) => b(r(st, rd) !== 0n);
+    }
+    case 'b2d': {
+      return operand(e.right, ctx, [...path, 'right']);
+    }
+    case 'valid': {
+      const r = e.right as TypeValue | null;
+      if (!r || r.type !== 'header') refuse([...path, 'right'], 'valid() takes a header', r);
+      const h = ctx.layout.header(r.value, [...path, 'right', 'value']).index;
+      return (st) => BigInt(st.valid[h]!);
+    }
+    case '?': {
+      const c = operand(e.cond, ctx, [...path, 'cond']);
+      const l = operand(e.left, ctx, [...path, 'left']);
+      const r = operand(e.right, ctx, [...path, 'right']);
+      return (st, rd) => (c(st, rd) !== 0n ? l(st, rd) : r(st, rd));
+    }
+    default: {
+      const f = binary[op];
+      if (!f) return refuse([...path, 'op'], 'unsupported expression operator', op);
+      const l = operand(e.left, ctx, [...path, 'left']);
+      const r = operand(e.right, ctx, [...path, 'right']);
+      return (st, rd) => f(l(st, rd), r(st, rd));
+    }
+  }
+}
+
+export { ZERO };

@@ -1,0 +1,80 @@
+// Loading a bmv2 JSON program: JSON text -> schema check (./schema.ts) ->
+// one compile pass (./compile.ts) that resolves every name and refuses every
+// construct it cannot run. Either the whole program is ready or nothing runs:
+// a P4LoadError names the JSON path of the first offending value, e.g.
+//   pipelines[0].tables[2].match_type "foo": unsupported match type
+
+import { ZodError } from 'zod';
+import { Program, programSchema } from './schema';
+
+export type JsonPath = readonly (string | number)[];
+
+/** Renders ['pipelines', 0, 'tables', 2, 'match_type'] as `pipelines[0].tables[2].match_type`. */
+export function formatPath(path: JsonPath): string {
+  let out = '';
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else out += out === '' ? p : `.${p}`;
+  }
+  return out === '' ? '(root)' : out;
+}
+
+function short(value: unknown): string {
+  let s: string;
+  try {
+    s = JSON.stringify(value) ?? String(value);
+  } catch {
+    s = String(value);
+  }
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/** A program (or a runtime command) the engine refuses; `path` is where, `code` is stable for tests. */
+export class P4LoadError extends Error {
+  readonly code = 'P4_LOAD';
+  constructor(
+    readonly path: string,
+    readonly detail: string,
+    value?: unknown,
+  ) {
+    super(value === undefined ? `${path}: ${detail}` : `${path} ${short(value)}: ${detail}`);
+    this.name = 'P4LoadError';
+  }
+}
+
+/** Throws a P4LoadError for `path` (a helper for the compile modules). */
+export function refuse(path: JsonPath, detail: string, value?: unknown): never {
+  throw new P4LoadError(formatPath(path), detail, value);
+}
+
+function valueAt(root: unknown, path: JsonPath): unknown {
+  let v: unknown = root;
+  for (const p of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string | number, unknown>)[p];
+  }
+  return v;
+}
+
+/** Limits on what a program may declare (the loader refuses more). */
+export const MAX_PROGRAM_BYTES = 16 * 1024 * 1024;
+
+/** Parses and schema-checks a program (text or an already parsed object). */
+export function validateProgram(input: string | unknown): Program {
+  let raw: unknown = input;
+  if (typeof input === 'string') {
+    if (input.length > MAX_PROGRAM_BYTES) throw new P4LoadError('(root)', `program larger than ${MAX_PROGRAM_BYTES} bytes`);
+    try {
+      raw = JSON.parse(input);
+    } catch (e) {
+      throw new P4LoadError('(root)', `not JSON: ${(e as Error).message}`);
+    }
+  }
+  const r = programSchema.safeParse(raw);
+  if (!r.success) {
+    const issue = (r.error as ZodError).issues[0]!;
+    const v = valueAt(raw, issue.path);
+    throw new P4LoadError(formatPath(issue.path), issue.message, v === undefined ? undefined : v);
+  }
+  return r.data;
+}

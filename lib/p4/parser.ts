@@ -1,0 +1,203 @@
+// The program's parser compiled to an array of state closures, each returning
+// the next state's index (ACCEPT when done, REJECT on a parser error). The
+// driver is a loop with a budget (MAX_PARSE_STEPS): a program that loops
+// between states stops there and the frame is dropped, never hangs.
+
+import { compileExtract, HeaderExtract } from './bits';
+import { compileValue, ExprContext, Value } from './expr';
+import { JsonPath, refuse } from './load';
+import { Program } from './schema';
+import { hexToBig, Layout, PacketState, ParserError } from './state';
+
+/** Parse states one frame may pass through (loops end here). */
+export const MAX_PARSE_STEPS = 64;
+export const ACCEPT = -1;
+export const REJECT = -2;
+/** Parse returned because the budget ran out. */
+export const BUDGET = -3;
+
+type StateFn = (st: PacketState) => number;
+
+export interface ParseVsets {
+  /** Values of each parse value set by name (control plane adds to them). */
+  readonly sets: Map<string, Set<bigint>>;
+}
+
+export type CompiledParser = (st: PacketState) => number;
+
+function extractOp(layout: Layout, hdr: number, ex: HeaderExtract, bytes: number) {
+  return (st: PacketState): boolean => {
+    if (st.offset + bytes > st.frame.length) {
+      st.parserError = ParserError.PacketTooShort;
+      return false;
+    }
+    ex(st, st.frame, st.offset);
+    st.offset += bytes;
+    st.valid[hdr] = 1;
+    void layout;
+    return true;
+  };
+}
+
+export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): CompiledParser {
+  if (p.parsers.length === 0) refuse(['parsers'], 'the program has no parser');
+  if (p.parsers.length > 1) refuse(['parsers', 1], 'only one parser is supported');
+  const parser = p.parsers[0]!;
+  const base: JsonPath = ['parsers', 0];
+  const index = new Map<string, number>();
+  parser.parse_states.forEach((s, i) => {
+    if (index.has(s.name)) refuse([...base, 'parse_states', i, 'name'], 'duplicate parse state', s.name);
+    index.set(s.name, i);
+  });
+  const extracts = layout.headers.map((h) => compileExtract(h));
+  const ctx: ExprContext = { layout, runtimeData: 0, parser: true };
+
+  const states: StateFn[] = parser.parse_states.map((s, si) => {
+    const sp: JsonPath = [...base, 'parse_states', si];
+    const ops: ((st: PacketState) => boolean)[] = s.parser_ops.map((op, oi) => {
+      const opPath: JsonPath = [...sp, 'parser_ops', oi];
+      const params = op.parameters as { type?: string; value?: unknown }[];
+      switch (op.op) {
+        case 'extract': {
+          const prm = params[0];
+          if (params.length !== 1 || !prm) refuse([...opPath, 'parameters'], 'extract takes one parameter', op.parameters);
+          if (prm.type === 'regular') {
+            const h = layout.header(prm.value, [...opPath, 'parameters', 0, 'value']);
+            if (h.metadata) refuse([...opPath, 'parameters', 0, 'value'], 'cannot extract a metadata header', prm.value);
+            return extractOp(layout, h.index, extracts[h.index]!, h.bytes);
+          }
+          if (prm.type === 'stack') {
+            const sk = layout.stack(prm.value, [...opPath, 'parameters', 0, 'value']);
+            const per = sk.headers.map((hi) => extractOp(layout, hi, extracts[hi]!, layout.headers[hi]!.bytes));
+            const k = sk.index;
+            return (st) => {
+              const n = st.stackNext[k]!;
+              if (n >= per.length) {
+                st.parserError = ParserError.StackOutOfBounds;
+                return false;
+              }
+              if (!per[n]!(st)) return false;
+              st.stackNext[k] = n + 1;
+              return true;
+            };
+          }
+          return refuse([...opPath, 'parameters', 0, 'type'], 'unsupported extract target', prm.type);
+        }
+        case 'set': {
+          if (params.length !== 2) refuse([...opPath, 'parameters'], 'set takes two parameters', op.parameters);
+          const dst = layout.field(params[0]!.value, [...opPath, 'parameters', 0, 'value']);
+          const src = compileValue(params[1], ctx, [...opPath, 'parameters', 1]);
+          return (st) => {
+            st.set(dst, src(st, []));
+            return true;
+          };
+        }
+        case 'advance':
+        case 'shift': {
+          if (params.length !== 1) refuse([...opPath, 'parameters'], `${op.op} takes one parameter`, op.parameters);
+          const v = compileValue(params[0], ctx, [...opPath, 'parameters', 0]);
+          const unit = op.op === 'shift' ? 8n : 1n;
+          return (st) => {
+            const bits = v(st, []) * unit;
+            if (bits < 0n || bits % 8n !== 0n || st.offset + Number(bits / 8n) > st.frame.length) {
+              st.parserError = ParserError.PacketTooShort;
+              return false;
+            }
+            st.offset += Number(bits / 8n);
+            return true;
+          };
+        }
+        case 'verify': {
+          if (params.length !== 2) refuse([...opPath, 'parameters'], 'verify takes two parameters', op.parameters);
+          const c = compileValue(params[0], ctx, [...opPath, 'parameters', 0]);
+          return (st) => {
+            if (c(st, []) !== 0n) return true;
+            st.parserError = ParserError.VerifyFailed;
+            return false;
+          };
+        }
+        default:
+          return refuse([...opPath, 'op'], 'unsupported parser operation', op.op);
+      }
+    });
+
+    // transition key: each part byte-padded, concatenated (JSON_format.md)
+    const keyParts: { v: Value; bytes: number; lookBits: number }[] = s.transition_key.map((k, ki) => {
+      const kp: JsonPath = [...sp, 'transition_key', ki];
+      if (k.type === 'field') {
+        const f = layout.field(k.value, [...kp, 'value']);
+        return { v: compileValue(k, ctx, kp), bytes: Math.ceil(f.width / 8), lookBits: 0 };
+      }
+      if (k.type === 'lookahead') {
+        const lv = k.value as [number, number];
+        const v = compileValue(k, ctx, kp);
+        return { v, bytes: Math.ceil(Number(lv[1]) / 8), lookBits: Number(lv[0]) + Number(lv[1]) };
+      }
+      return refuse([...kp, 'type'], 'unsupported transition key', k.type);
+    });
+    const lookNeed = Math.max(0, ...keyParts.map((k) => k.lookBits));
+
+    type Arm = { kind: 0 | 1 | 2; value: bigint; mask: bigint | null; vset?: Set<bigint>; next: number };
+    const arms: Arm[] = s.transitions.map((t, ti) => {
+      const tp: JsonPath = [...sp, 'transitions', ti];
+      const kind = t.type ?? (t.value === 'default' ? 'default' : 'hexstr');
+      let next = ACCEPT;
+      if (t.next_state !== null) {
+        const n = index.get(t.next_state);
+        if (n === undefined) refuse([...tp, 'next_state'], 'no such parse state', t.next_state);
+        next = n;
+      }
+      const mask = t.mask === null || t.mask === undefined ? null : hexToBig(t.mask);
+      if (kind === 'default') return { kind: 0, value: 0n, mask: null, next };
+      if (kind === 'parse_vset') {
+        if (t.value === null) refuse([...tp, 'value'], 'a parse_vset transition names the set');
+        if (!p.parse_vsets.some((x) => x.name === t.value)) refuse([...tp, 'value'], 'no such parse value set', t.value);
+        let set = vsets.sets.get(t.value);
+        if (!set) vsets.sets.set(t.value, (set = new Set()));
+        return { kind: 2, value: 0n, mask, vset: set, next };
+      }
+      if (t.value === null || !/^0x[0-9a-fA-F]+$/.test(t.value)) refuse([...tp, 'value'], 'not a hexstring', t.value);
+      if (keyParts.length === 0) refuse([...tp, 'value'], 'a value transition needs a transition key', t.value);
+      return { kind: 1, value: BigInt(t.value), mask, next };
+    });
+
+    return (st: PacketState): number => {
+      for (let i = 0; i < ops.length; i++) if (!ops[i]!(st)) return REJECT;
+      if (arms.length === 0) return ACCEPT;
+      let key = 0n;
+      if (keyParts.length > 0) {
+        if (lookNeed > 0 && st.offset * 8 + lookNeed > st.frame.length * 8) {
+          st.parserError = ParserError.PacketTooShort;
+          return REJECT;
+        }
+        for (let i = 0; i < keyParts.length; i++) {
+          const kp = keyParts[i]!;
+          key = (key << BigInt(kp.bytes * 8)) | kp.v(st, []);
+        }
+      }
+      for (let i = 0; i < arms.length; i++) {
+        const a = arms[i]!;
+        if (a.kind === 0) return a.next;
+        if (a.kind === 1) {
+          if (a.mask === null ? key === a.value : (key & a.mask) === (a.value & a.mask)) return a.next;
+        } else {
+          for (const v of a.vset!) if (a.mask === null ? key === v : (key & a.mask) === (v & a.mask)) return a.next;
+        }
+      }
+      st.parserError = ParserError.NoMatch;
+      return REJECT;
+    };
+  });
+
+  const init = index.get(parser.init_state);
+  if (init === undefined) refuse([...base, 'init_state'], 'no such parse state', parser.init_state);
+
+  return (st: PacketState): number => {
+    let s = init;
+    for (let steps = 0; steps < MAX_PARSE_STEPS; steps++) {
+      s = states[s]!(st);
+      if (s < 0) return s;
+    }
+    return BUDGET;
+  };
+}

@@ -1,0 +1,113 @@
+// A control pipeline (ingress, egress) compiled to an array of node closures
+// (tables, conditionals, action calls), each returning the index of the next
+// node or END. The driver is a loop bounded by the node count: a well-formed
+// pipeline is acyclic, and a cyclic one stops there instead of spinning.
+
+import { CompiledAction } from './actions';
+import { compileValue, ExprContext } from './expr';
+import { JsonPath, refuse } from './load';
+import { Pipeline } from './schema';
+import { PacketState } from './state';
+import { MatchTable } from './tables';
+
+export const END = -1;
+
+type NodeFn = (st: PacketState) => number;
+
+export interface CompiledPipeline {
+  readonly name: string;
+  readonly tables: Map<string, MatchTable>;
+  run(st: PacketState): void;
+}
+
+const NO_DATA: readonly bigint[] = [];
+
+export function compilePipeline(pl: Pipeline, pi: number, ctx: ExprContext, actions: Map<string, CompiledAction>, tablesOut: Map<string, MatchTable>): CompiledPipeline {
+  const path: JsonPath = ['pipelines', pi];
+  const index = new Map<string, number>();
+  const names: string[] = [];
+  const addName = (n: string, p: JsonPath) => {
+    if (index.has(n)) refuse(p, 'duplicate control node name', n);
+    index.set(n, names.length);
+    names.push(n);
+  };
+  pl.tables.forEach((t, i) => addName(t.name, [...path, 'tables', i, 'name']));
+  pl.conditionals.forEach((c, i) => addName(c.name, [...path, 'conditionals', i, 'name']));
+  (pl.action_calls ?? []).forEach((c, i) => addName(c.name, [...path, 'action_calls', i, 'name']));
+  if ((pl.action_profiles ?? []).length > 0) refuse([...path, 'action_profiles', 0], 'action profiles are not supported yet', pl.action_profiles![0]!.name);
+
+  const next = (n: string | null | undefined, p: JsonPath): number => {
+    if (n === null || n === undefined) return END;
+    const i = index.get(n);
+    if (i === undefined) refuse(p, 'no such table or conditional', n);
+    return i;
+  };
+
+  const tables = new Map<string, MatchTable>();
+  const nodes: NodeFn[] = [];
+  pl.tables.forEach((t, ti) => {
+    const tp: JsonPath = [...path, 'tables', ti];
+    const mt = new MatchTable(t, tp, ctx, actions);
+    if (tablesOut.has(t.name)) refuse([...tp, 'name'], 'duplicate table name', t.name);
+    tables.set(t.name, mt);
+    tablesOut.set(t.name, mt);
+    const nt = t.next_tables;
+    const hitMiss = '__HIT__' in nt || '__MISS__' in nt;
+    const onHit = hitMiss ? next(nt.__HIT__, [...tp, 'next_tables', '__HIT__']) : END;
+    const onMiss = hitMiss ? next(nt.__MISS__, [...tp, 'next_tables', '__MISS__']) : END;
+    const byAction = new Map<CompiledAction, number>();
+    if (!hitMiss) {
+      for (const [a, n] of Object.entries(nt)) {
+        const ca = mt.actions.get(a);
+        if (!ca) refuse([...tp, 'next_tables', a], 'not an action of this table', a);
+        byAction.set(ca, next(n, [...tp, 'next_tables', a]));
+      }
+    }
+    const baseNext = next(t.base_default_next, [...tp, 'base_default_next']);
+    const after = (a: CompiledAction): number => byAction.get(a) ?? baseNext;
+    const counted = mt.withCounters;
+    nodes.push((st) => {
+      const e = mt.lookup(st);
+      if (e) {
+        if (counted) {
+          e.packets++;
+          e.bytes += st.frame.length;
+        }
+        e.action.run(st, e.data);
+        return hitMiss ? onHit : after(e.action);
+      }
+      const d = mt.defaultEntry;
+      if (d) d.action.run(st, d.data);
+      if (hitMiss) return onMiss;
+      return d ? after(d.action) : baseNext;
+    });
+  });
+  pl.conditionals.forEach((c, ci) => {
+    const cp: JsonPath = [...path, 'conditionals', ci];
+    const cond = compileValue(c.expression, { ...ctx, runtimeData: 0, parser: false }, [...cp, 'expression']);
+    const t = next(c.true_next, [...cp, 'true_next']);
+    const f = next(c.false_next, [...cp, 'false_next']);
+    nodes.push((st) => (cond(st, NO_DATA) !== 0n ? t : f));
+  });
+  (pl.action_calls ?? []).forEach((c, ci) => {
+    const cp: JsonPath = [...path, 'action_calls', ci];
+    const ca = [...actions.values()].find((a) => a.id === c.action_id);
+    if (!ca) refuse([...cp, 'action_id'], 'no action with this id', c.action_id);
+    if (ca.params.length > 0) refuse([...cp, 'action_id'], 'a direct action call takes no parameters', ca.name);
+    const n = next(c.next_node, [...cp, 'next_node']);
+    nodes.push((st) => {
+      ca.run(st, NO_DATA);
+      return n;
+    });
+  });
+  const init = next(pl.init_table, [...path, 'init_table']);
+  const budget = nodes.length + 1;
+  return {
+    name: pl.name,
+    tables,
+    run(st: PacketState): void {
+      let n = init;
+      for (let steps = 0; n !== END && steps < budget && !st.exited; steps++) n = nodes[n]!(st);
+    },
+  };
+}

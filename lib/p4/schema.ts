@@ -1,0 +1,279 @@
+// The bmv2 JSON program format (version 2.x, JSON_format.md in the P4
+// fixtures), as zod schemas. Covers what the compiled programs we take use:
+// header types/instances/stacks, parsers (states, ops, transition keys,
+// value sets), deparsers, actions and their primitive calls, pipelines
+// (tables, action profiles, conditionals), counters, meters, registers,
+// calculations, checksums, field and learn lists. Objects are passthrough:
+// attributes we do not read are kept but never acted on. Whether a construct
+// the schema accepts can also be run is decided by ./load.ts, which refuses
+// the unsupported ones with their JSON path.
+
+import { z } from 'zod';
+
+/** A type-value object (`{type, value}`); the value's shape depends on the type, checked by the loader. */
+export interface TypeValue {
+  type: string;
+  value?: unknown;
+  bitwidth?: number;
+}
+export const typeValue: z.ZodType<TypeValue> = z
+  .object({ type: z.string(), value: z.unknown(), bitwidth: z.number().int().positive().optional() })
+  .passthrough();
+
+/** `expression` values: {op, left, right[, cond]}; operands are type-value objects or null. */
+export interface ExpressionValue {
+  op: string;
+  left: TypeValue | null;
+  right: TypeValue | number | null;
+  cond?: TypeValue;
+}
+export const expressionValue: z.ZodType<ExpressionValue> = z
+  .object({
+    op: z.string(),
+    left: typeValue.nullable(),
+    right: z.union([typeValue, z.number().int()]).nullable(),
+    cond: typeValue.optional(),
+  })
+  .passthrough();
+
+const fieldRef = z.tuple([z.string(), z.string()]);
+const name = z.string().min(1);
+const id = z.number().int().nonnegative();
+const hexstr = z.string().regex(/^-?0x[0-9a-fA-F]+$/, 'a hexstring (0x...)');
+
+export const headerTypeSchema = z
+  .object({
+    name,
+    id,
+    // [name, bitwidth] or [name, bitwidth, signed]; '*' marks a variable-length field
+    fields: z.array(z.tuple([z.string(), z.union([z.number().int().positive(), z.literal('*')])]).rest(z.unknown())),
+    length_exp: z.unknown().optional(),
+    max_length: z.number().int().nullable().optional(),
+  })
+  .passthrough();
+
+export const headerSchema = z
+  .object({ name, id, header_type: name, metadata: z.boolean() })
+  .passthrough();
+
+export const headerStackSchema = z
+  .object({ name, id, header_type: name, header_ids: z.array(id) })
+  .passthrough();
+
+export const parserOpSchema = z.object({ op: z.string(), parameters: z.array(z.unknown()) }).passthrough();
+
+/** Old compilers write `{value: "default"}` with no type; new ones `{type: "default", value: null}`. */
+export const transitionSchema = z
+  .object({
+    type: z.enum(['default', 'hexstr', 'parse_vset']).optional(),
+    value: z.string().nullable(),
+    mask: z.string().nullable().optional(),
+    next_state: z.string().nullable(),
+  })
+  .passthrough();
+
+export const parseStateSchema = z
+  .object({
+    name,
+    id,
+    parser_ops: z.array(parserOpSchema),
+    transition_key: z.array(typeValue),
+    transitions: z.array(transitionSchema),
+  })
+  .passthrough();
+
+export const parserSchema = z
+  .object({ name, id, init_state: name, parse_states: z.array(parseStateSchema) })
+  .passthrough();
+
+export const parseVsetSchema = z
+  .object({ name, id, compressed_bitwidth: z.number().int().positive(), max_size: z.number().int().optional() })
+  .passthrough();
+
+export const deparserSchema = z.object({ name, id, order: z.array(z.string()) }).passthrough();
+
+export const primitiveSchema = z.object({ op: z.string(), parameters: z.array(typeValue) }).passthrough();
+
+export const actionSchema = z
+  .object({
+    name,
+    id,
+    runtime_data: z.array(z.object({ name: z.string(), bitwidth: z.number().int().positive() }).passthrough()),
+    primitives: z.array(primitiveSchema),
+  })
+  .passthrough();
+
+export const matchKinds = ['exact', 'lpm', 'ternary', 'range', 'valid', 'optional'] as const;
+export type MatchKind = (typeof matchKinds)[number];
+
+export const tableKeySchema = z
+  .object({
+    match_type: z.string(),
+    target: z.union([fieldRef, z.string()]),
+    mask: z.string().nullable().optional(),
+    name: z.string().optional(),
+  })
+  .passthrough();
+
+export const defaultEntrySchema = z
+  .object({
+    action_id: id,
+    action_const: z.boolean().optional(),
+    action_data: z.array(hexstr),
+    action_entry_const: z.boolean().optional(),
+  })
+  .passthrough();
+
+export const constEntrySchema = z
+  .object({
+    match_key: z.array(
+      z
+        .object({
+          match_type: z.string(),
+          key: z.union([z.string(), z.boolean()]).optional(),
+          mask: z.string().optional(),
+          prefix_length: z.number().int().nonnegative().optional(),
+          start: z.string().optional(),
+          end: z.string().optional(),
+        })
+        .passthrough(),
+    ),
+    action_entry: z.object({ action_id: id, action_data: z.array(hexstr) }).passthrough(),
+    priority: z.number().int().optional(),
+  })
+  .passthrough();
+
+export const tableSchema = z
+  .object({
+    name,
+    id,
+    match_type: z.string(),
+    type: z.string(),
+    action_profile: z.string().optional(),
+    max_size: z.number().int().nonnegative(),
+    with_counters: z.boolean().optional(),
+    direct_meters: z.string().nullable().optional(),
+    support_timeout: z.boolean().optional(),
+    key: z.array(tableKeySchema),
+    actions: z.array(z.string()),
+    next_tables: z.record(z.string().nullable()),
+    base_default_next: z.string().nullable().optional(),
+    default_entry: defaultEntrySchema.optional(),
+    entries: z.array(constEntrySchema).optional(),
+  })
+  .passthrough();
+
+export const actionProfileSchema = z
+  .object({
+    name,
+    id,
+    max_size: z.number().int().nonnegative(),
+    selector: z.object({ algo: z.string(), input: z.array(typeValue) }).passthrough().optional(),
+  })
+  .passthrough();
+
+export const conditionalSchema = z
+  .object({
+    name,
+    id,
+    expression: typeValue,
+    true_next: z.string().nullable(),
+    false_next: z.string().nullable(),
+  })
+  .passthrough();
+
+export const actionCallSchema = z
+  .object({ name, id, action_id: id, next_node: z.string().nullable() })
+  .passthrough();
+
+export const pipelineSchema = z
+  .object({
+    name,
+    id,
+    init_table: z.string().nullable(),
+    tables: z.array(tableSchema),
+    action_profiles: z.array(actionProfileSchema).optional(),
+    conditionals: z.array(conditionalSchema),
+    action_calls: z.array(actionCallSchema).optional(),
+  })
+  .passthrough();
+
+export const counterArraySchema = z
+  .object({
+    name,
+    id,
+    size: z.number().int().nonnegative(),
+    is_direct: z.boolean(),
+    binding: z.string().optional(),
+  })
+  .passthrough();
+
+export const meterArraySchema = z
+  .object({
+    name,
+    id,
+    type: z.enum(['bytes', 'packets']),
+    rate_count: z.number().int().positive(),
+    size: z.number().int().nonnegative(),
+    is_direct: z.boolean(),
+    binding: z.string().optional(),
+    result_target: fieldRef.optional(),
+  })
+  .passthrough();
+
+export const registerArraySchema = z
+  .object({ name, id, size: z.number().int().nonnegative(), bitwidth: z.number().int().positive() })
+  .passthrough();
+
+export const calculationSchema = z
+  .object({ name, id, algo: z.string(), input: z.array(typeValue) })
+  .passthrough();
+
+export const checksumSchema = z
+  .object({
+    name,
+    id,
+    target: fieldRef,
+    type: z.string(),
+    calculation: name,
+    update: z.boolean().optional(),
+    verify: z.boolean().optional(),
+    if_cond: typeValue.nullable().optional(),
+  })
+  .passthrough();
+
+export const fieldListSchema = z
+  .object({ name, id, elements: z.array(typeValue) })
+  .passthrough();
+
+export const programSchema = z
+  .object({
+    __meta__: z.object({ version: z.array(z.number().int()) }).passthrough().optional(),
+    header_types: z.array(headerTypeSchema),
+    headers: z.array(headerSchema),
+    header_stacks: z.array(headerStackSchema).default([]),
+    parsers: z.array(parserSchema),
+    parse_vsets: z.array(parseVsetSchema).default([]),
+    deparsers: z.array(deparserSchema),
+    meter_arrays: z.array(meterArraySchema).default([]),
+    counter_arrays: z.array(counterArraySchema).default([]),
+    register_arrays: z.array(registerArraySchema).default([]),
+    actions: z.array(actionSchema),
+    pipelines: z.array(pipelineSchema),
+    calculations: z.array(calculationSchema).default([]),
+    checksums: z.array(checksumSchema).default([]),
+    learn_lists: z.array(fieldListSchema).default([]),
+    field_lists: z.array(fieldListSchema).default([]),
+    force_arith: z.array(z.unknown()).optional(),
+    extern_instances: z.array(z.unknown()).optional(),
+  })
+  .passthrough();
+
+export type Program = z.infer<typeof programSchema>;
+export type HeaderType = z.infer<typeof headerTypeSchema>;
+export type ParseState = z.infer<typeof parseStateSchema>;
+export type Table = z.infer<typeof tableSchema>;
+export type Pipeline = z.infer<typeof pipelineSchema>;
+export type Action = z.infer<typeof actionSchema>;
+export type Primitive = z.infer<typeof primitiveSchema>;
+export type Calculation = z.infer<typeof calculationSchema>;
