@@ -22,7 +22,8 @@ import { Lif } from './lif';
 import type { NicProfile } from './profile';
 import { RdmaEngine } from './rdma/engine';
 import { installRdmaBackend, RdmaBackend } from '../rdma/backends';
-import type { MeshDataPath } from '../rdma/datapath/mesh';
+import { MeshDataPath } from '../rdma/datapath/mesh';
+import { NvmeofDataPath } from '../targets/nvmeof/rdma';
 import { rdmaEnabled } from './rdma/identity';
 import { DeviceStats } from './stats';
 
@@ -58,6 +59,8 @@ export class IonicDevice {
   readonly rdma: RdmaEngine | null;
   /** The mesh data path, with `--backend tcp:...` (null otherwise). */
   readonly meshDataPath: MeshDataPath | null;
+  /** The NVMe-oF target's data path, with `--backend nvmeof` (null otherwise). */
+  readonly nvmeofDataPath: NvmeofDataPath | null;
   readonly #mesh: { setConsumerPresent(present: boolean): number } | null;
   readonly stats: DeviceStats;
   readonly faults: FaultInjector;
@@ -89,13 +92,17 @@ export class IonicDevice {
       ? new RdmaEngine({ profile: opts.profile, memory, interrupts: this.interrupts, faults: this.faults, log: this.#log })
       : null;
     const backend = opts.rdmaBackend ?? 'loopback';
-    this.meshDataPath = this.rdma ? installRdmaBackend(backend, this.rdma) : null;
+    const installed = this.rdma ? installRdmaBackend(backend, this.rdma) : null;
+    this.meshDataPath = installed instanceof MeshDataPath ? installed : null;
+    this.nvmeofDataPath = installed instanceof NvmeofDataPath ? installed : null;
     if (this.meshDataPath) {
       // The mesh learns our guest's GIDs from what it transmits (never claiming a frame).
       const dp = this.meshDataPath;
       this.lif.endpoints.push({ claimTx(frame) { dp.observeTx(frame); return false; } });
     }
-    this.#mesh = typeof backend === 'string' ? null : backend.mesh;
+    // The NVMe-oF target is a host on the segment: it answers ARP and ping for its address.
+    if (this.nvmeofDataPath) this.lif.endpoints.push(this.nvmeofDataPath.segment((frame) => this.lif.sendToGuest(frame)));
+    this.#mesh = typeof backend !== 'string' && 'mesh' in backend ? backend.mesh : null;
     this.#ctx = {
       profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
       counts: this.commandCounts, rdma: this.rdma,

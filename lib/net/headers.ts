@@ -44,13 +44,27 @@ export const ETH_MULTICAST_BIT = 0x01;
 /** The broadcast MAC address. */
 export const ETH_BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 
-/** ARP for IPv4 over Ethernet (RFC 826): the operation and the sender's addresses. */
-export const arp_ipv4 = { ar_op: be(6, 2), ar_sha: raw(8, 6), ar_sip: raw(14, 4), SIZE: 28 } as const;
+/** ARP for IPv4 over Ethernet (RFC 826). */
+export const arp_ipv4 = {
+  ar_hrd: be(0, 2), ar_pro: be(2, 2), ar_hln: be(4, 1), ar_pln: be(5, 1), ar_op: be(6, 2),
+  ar_sha: raw(8, 6), ar_sip: raw(14, 4), ar_tha: raw(18, 6), ar_tip: raw(24, 4),
+  SIZE: 28,
+} as const;
+/** arp_ipv4 values: Ethernet hardware, request and reply. */
+export const ARPHRD_ETHER = 1;
+export const ARPOP_REQUEST = 1;
+export const ARPOP_REPLY = 2;
+
+/** struct icmphdr, as an echo request or reply carries it (RFC 792). */
+export const icmphdr = { type: be(0, 1), code: be(1, 1), checksum: be(2, 2), id: be(4, 2), sequence: be(6, 2), SIZE: 8 } as const;
+export const ICMP_ECHOREPLY = 0;
+export const ICMP_ECHO = 8;
 
 export const ETH_P_ARP = 0x0806;
 export const ETH_P_IP = 0x0800;
 export const ETH_P_IPV6 = 0x86dd;
 export const ETH_P_8021Q = 0x8100;
+export const IPPROTO_ICMP = 1;
 export const IPPROTO_TCP = 6;
 export const IPPROTO_UDP = 17;
 
