@@ -18,6 +18,7 @@ import { listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile
 import { TapLink } from '../lib/ionic/tap';
 import { isRdmaBackend, RDMA_BACKENDS, RdmaBackendName } from '../lib/rdma/backends';
 import { isMeshBackend, Mesh, meshOptionsFromCli } from '../lib/mesh';
+import { createNvmeofTarget, NvmeofTarget, parseNvmeofBackend } from '../lib/targets/nvmeof';
 import { DeviceActivity } from '../lib/ops/activity';
 import { MetricsHttpServer } from '../lib/ops/metrics-http';
 import { serverRegistry } from '../lib/ops/metrics';
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
     .scriptName('rocm-ernic')
     .usage('$0 [options]\n\nServe an emulated AMD Pensando ionic RDMA NIC (1dd8:1002) to a QEMU VM over vfio-user.\nThe guest\'s stock ionic driver binds to it.')
     .option('socket', { alias: 's', type: 'string', default: DEFAULT_SOCKET, describe: 'vfio-user UNIX socket QEMU connects to' })
-    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: 'RDMA backend: loopback (WQEs run between QPs of this VM) | none (control path only: nothing runs or completes) | tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT (RDMA between VMs over a TCP mesh of servers; the manager is node 0; docs/mesh.md; ERNIC_TCP_GUEST_GIDS, ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS tune it)' })
+    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: 'RDMA backend: loopback (WQEs run between QPs of this VM) | none (control path only: nothing runs or completes) | tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT (RDMA between VMs over a TCP mesh of servers; the manager is node 0; docs/mesh.md; ERNIC_TCP_GUEST_GIDS, ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS tune it) | nvmeof[:size=64M,bs=512,file=,nqn=nvmet-test,ip=192.168.200.1,port=4420,queues=8,nsid=1,model=,serial=] (an NVMe-oF target at ip:port on the guest\'s segment for nvme connect -t rdma; docs/nvmeof.md)' })
     .option('tap', { alias: 'T', type: 'string', describe: 'attach the Ethernet port to this existing host TAP (ip tuntap add dev X mode tap)' })
     .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
     .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, layered over compat' })
@@ -88,7 +89,9 @@ async function main(): Promise<void> {
 
   // Validate everything before anything is created.
   const meshBackend = isMeshBackend(argv.backend);
-  if (!meshBackend && !isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')}, tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT)`);
+  const nvmeofBackend = argv.backend === 'nvmeof' || argv.backend.startsWith('nvmeof:') ? parseNvmeofBackend(argv.backend) : null;
+  if (nvmeofBackend && !nvmeofBackend.ok) fail(nvmeofBackend.error);
+  if (!meshBackend && !nvmeofBackend && !isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')}, tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT, nvmeof[:key=value,...])`);
   const mac = parseMac(argv.mac);
   if (!mac) fail(`--mac ${argv.mac}: expected a unicast address like 72:6f:63:6d:2d:6e`);
   let profile;
@@ -142,7 +145,18 @@ async function main(): Promise<void> {
     const node = mesh;
     node.on('registered', (id) => log.warn(`rocm-ernic: mesh node ${id}`));
   }
-  const rdmaBackend = mesh ? { mesh } : (argv.backend as RdmaBackendName);
+  // The NVMe-oF target: its namespace opened (a file created or sized) before QEMU can connect.
+  let nvmeof: NvmeofTarget | null = null;
+  if (nvmeofBackend?.ok) {
+    const o = nvmeofBackend.value;
+    try {
+      nvmeof = await createNvmeofTarget(o, log);
+    } catch (e) {
+      fail(`--backend ${argv.backend}: cannot open the namespace: ${(e as Error).message}`);
+    }
+    log.warn(`rocm-ernic: NVMe-oF target ${o.nqn} at ${o.ip}:${o.port}, namespace ${o.nsid}: ${o.size} bytes (${o.bs}-byte blocks) in ${o.file ?? 'RAM'}`);
+  }
+  const rdmaBackend = mesh ? { mesh } : nvmeof ? { nvmeof } : (argv.backend as RdmaBackendName);
   const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend });
   // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
   // (lib/guard.ts contains bugs where work starts; this catches what slips past).
@@ -204,7 +218,7 @@ async function main(): Promise<void> {
       statsFile.close();
     }
     void metrics?.close();
-    if (mesh) void mesh.close().finally(() => process.exit(0));
+    if (mesh || nvmeof) void Promise.allSettled([mesh?.close(), nvmeof?.close()]).finally(() => process.exit(0));
     else process.exit(0);
   };
   process.on('SIGINT', () => stop('SIGINT'));
