@@ -171,12 +171,13 @@ export function rawView(buf: Buffer, base: number, f: RawField): Buffer {
 
 /**
  * Check the descriptor before any work: well formed, and naming exactly
- * `expected` bytes (as the Linux target does). Returns null when usable.
+ * `expected` bytes (as the Linux target does), or with `atLeast` at least that
+ * many (of which the command uses the first `expected`). Returns null when usable.
  */
-export function checkSgl(cmd: NvmeCommand, expected: number, hostToController: boolean): CmdResult | null {
+export function checkSgl(cmd: NvmeCommand, expected: number, hostToController: boolean, atLeast = false): CmdResult | null {
   const sgl = cmd.sgl;
   if (sgl.kind === 'bad') return fail(sgl.status, SGL_TYPE_FIELD);
-  if (sgl.length !== expected) return fail(NvmeStatus.SGL_INVALID_DATA, SGL_ADDR_FIELD);
+  if (atLeast ? sgl.length < expected : sgl.length !== expected) return fail(NvmeStatus.SGL_INVALID_DATA, SGL_ADDR_FIELD);
   if (expected === 0) return null;
   if (sgl.kind === 'in-capsule') {
     if (!hostToController) return fail(NvmeStatus.INVALID_FIELD, SGL_TYPE_FIELD);

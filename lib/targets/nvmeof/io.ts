@@ -83,7 +83,9 @@ async function datasetManagement(sub: NvmeofSubsystem, cmd: NvmeCommand, dma: Ta
   if (isResult(ns)) return ns;
   const count = sqeField(cmd, nvme_dsm.nr) + 1;
   const len = count * nvme_dsm_range.SIZE;
-  const badSgl = checkSgl(cmd, len, true);
+  // The range list may come in a longer buffer: Linux hosts always send room for 256 ranges (4 KiB), and
+  // nvmet takes any transfer at least as long as the ranges (nvmet_check_data_len_lte).
+  const badSgl = checkSgl(cmd, len, true, true);
   if (badSgl) return badSgl;
   const ranges = Buffer.allocUnsafe(len);
   const moved = await dataFromHost(cmd, dma, ranges);
