@@ -253,7 +253,7 @@ export class CmResponder {
     this.#byCommId.set(c.localCommId, c);
     this.#byRemote.set(key, c);
     this.counts.accepted++;
-    this.#log.info('nvmeof: CM REQ accepted', { guestQpn: c.guestQpn, targetQpn: c.targetQpn, qid: c.qid, hsqsize: c.hsqsize, hrqsize: c.hrqsize });
+    this.#log.info('nvmeof: CM REQ accepted', { guestQpn: c.guestQpn, targetQpn: hex(c.targetQpn), qid: c.qid, hsqsize: c.hsqsize, hrqsize: c.hrqsize });
     this.#o.host.sendMad(Buffer.from(rep), c.peer);
   }
 
@@ -345,7 +345,7 @@ export class CmResponder {
     this.#byQpn.delete(c.targetQpn);
     this.#byCommId.delete(c.localCommId);
     this.#byRemote.delete(`${c.peer.gid.toString('hex')}/${c.remoteCommId}`);
-    this.#log.info('nvmeof: CM connection ended', { targetQpn: c.targetQpn, qid: c.qid, why });
+    this.#log.info('nvmeof: CM connection ended', { targetQpn: hex(c.targetQpn), qid: c.qid, why });
     this.#o.host.closed(c, why);
   }
 
@@ -387,6 +387,10 @@ export class CmResponder {
       if (!this.#byCommId.has(id)) return id;
     }
   }
+}
+
+function hex(n: number): string {
+  return `0x${n.toString(16).padStart(6, '0')}`;
 }
 
 /** The EUI-64 CA GUID of a MAC address (ff:fe in the middle, the U/L bit flipped). */
