@@ -1,0 +1,474 @@
+// S3 semantics on Node's http.Server: the request handler of the store.
+// Path-style (/bucket/key) and virtual-host (bucket.host/key) addressing of
+// the one configured bucket; list buckets, ListObjects (V2 with continuation
+// tokens, and V1), HEAD/GET/PUT bucket checks, object PUT/GET/HEAD/DELETE
+// with MD5 ETags and user metadata, ranged GET (206/416), multipart uploads
+// (create, upload part, complete, abort, list parts), DeleteObjects, XML
+// errors, aws-chunked bodies with their trailing checksums, x-amz-checksum-*
+// and Content-MD5 checks, and SigV4 when credentials are configured. GET
+// and PUT with an `x-amz-rdma-token` header move the data through the RDMA
+// hook (lib/targets/s3/rdma.ts) instead of the body. Every client mistake is
+// an S3 error document; nothing a client sends throws.
+
+import { randomBytes } from 'crypto';
+import * as http from 'http';
+import { badChecksum, md5base64 } from './checksums';
+import { decodeAwsChunked, isAwsChunked } from './chunked';
+import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
+import { MAX_LIST_KEYS, MAX_METADATA_BYTES, ObjectStore, StoredObject } from './objects';
+import { Credentials, queryPairs, sha256hex, uriEncode, verifySigV4 } from './sigv4';
+import { MAX_XML_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlPlain } from './xml';
+
+/** What the RDMA token path offers the handler (implemented by lib/targets/s3/rdma.ts). */
+export interface RdmaHook {
+  /** GET: write `data` into the client's buffer named by the token header; the bytes moved and the reply header. */
+  write(tokenHeader: string, data: Buffer): S3Result<{ bytes: number; reply: string }>;
+  /** PUT: read the client's buffer named by the token header (at most `max` bytes). */
+  read(tokenHeader: string, max: number): S3Result<{ data: Buffer; reply: string }>;
+}
+
+export interface S3ServerOptions {
+  readonly store: ObjectStore;
+  /** When non-empty, every request must carry a valid SigV4 signature by one of these. */
+  readonly credentials?: readonly Credentials[];
+  readonly rdma?: RdmaHook;
+  /** Clock for signature skew checks (tests). */
+  readonly now?: () => number;
+}
+
+export const RDMA_TOKEN_HEADER = 'x-amz-rdma-token';
+export const RDMA_REPLY_HEADER = 'x-amz-rdma-reply';
+export const RDMA_BYTES_HEADER = 'x-amz-rdma-bytes';
+const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
+/** Room for aws-chunked framing on top of the largest payload: chunk headers and trailers. */
+const CHUNK_OVERHEAD = 64 * 1024;
+const CHUNK_OVERHEAD_PER_MIB = 256;
+const MAX_PARTS_LISTED = 1000;
+
+interface Ctx {
+  readonly req: http.IncomingMessage;
+  readonly res: http.ServerResponse;
+  readonly opts: S3ServerOptions;
+  readonly requestId: string;
+  readonly query: Map<string, string>;
+  readonly bucket: string;
+  readonly key: string;
+  readonly resource: string;
+  /** The declared payload hash once the signature was verified. */
+  payloadHash: string | undefined;
+}
+
+/** An http.Server answering S3 for `opts.store`. */
+export function createS3Server(opts: S3ServerOptions): http.Server {
+  return http.createServer(s3Handler(opts));
+}
+
+/** The request listener alone, for a server built elsewhere. */
+export function s3Handler(opts: S3ServerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  return (req, res) => {
+    handle(req, res, opts).catch((e: unknown) => {
+      // A safety net for our own bugs, not control flow.
+      if (!res.headersSent) sendError(res, req.method ?? 'GET', s3err('InternalError', String(e)), req.url ?? '/', 'internal');
+      else res.destroy();
+    });
+  };
+}
+
+function requestBucketAndKey(req: http.IncomingMessage, store: ObjectStore, rawPath: string): { bucket: string; key: string } | null {
+  const segs = rawPath.split('/').slice(1);
+  let decoded: string[];
+  try {
+    decoded = segs.map((s) => decodeURIComponent(s));
+  } catch {
+    return null;
+  }
+  const host = (req.headers.host ?? '').split(':')[0]!.toLowerCase();
+  if (host.startsWith(`${store.bucket}.`)) return { bucket: store.bucket, key: decoded.join('/') };
+  return { bucket: decoded[0] ?? '', key: decoded.slice(1).join('/') };
+}
+
+async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: S3ServerOptions): Promise<void> {
+  const requestId = randomBytes(8).toString('hex').toUpperCase();
+  const url = req.url ?? '/';
+  const qAt = url.indexOf('?');
+  const rawPath = qAt < 0 ? url : url.slice(0, qAt);
+  const pairs = queryPairs(qAt < 0 ? '' : url.slice(qAt + 1));
+  const bk = requestBucketAndKey(req, opts.store, rawPath);
+  const method = req.method ?? 'GET';
+  if (!pairs || !bk) {
+    sendError(res, method, s3err('InvalidArgument', 'bad request target'), rawPath, requestId);
+    return;
+  }
+  const ctx: Ctx = {
+    req, res, opts, requestId, query: new Map(pairs), bucket: bk.bucket, key: bk.key,
+    resource: `/${bk.bucket}${bk.key ? `/${bk.key}` : ''}`, payloadHash: undefined,
+  };
+  if (opts.credentials && opts.credentials.length > 0) {
+    const v = verifySigV4({ method, url, headers: req.headers, rawHeaders: req.rawHeaders }, opts.credentials, opts.now?.());
+    if (!v.ok) return refuse(ctx, v.error);
+    ctx.payloadHash = v.value;
+  } else {
+    ctx.payloadHash = req.headers['x-amz-content-sha256'] as string | undefined;
+  }
+  if (ctx.bucket === '') return listBuckets(ctx);
+  if (ctx.bucket !== opts.store.bucket) {
+    if (method === 'PUT' && ctx.key === '') return refuse(ctx, s3err('NotImplemented', 'this store has one bucket'));
+    return refuse(ctx, s3err('NoSuchBucket'));
+  }
+  return ctx.key === '' ? bucketOp(ctx) : objectOp(ctx);
+}
+
+// Responses.
+
+function sendError(res: http.ServerResponse, method: string, err: S3Error, resource: string, requestId: string, extra?: Record<string, string>): void {
+  const e = S3_ERRORS[err.code];
+  res.statusCode = e.status;
+  res.setHeader('x-amz-request-id', requestId);
+  if (extra) for (const [k, v] of Object.entries(extra)) res.setHeader(k, v);
+  if (method === 'HEAD') {
+    res.end();
+    return;
+  }
+  const body = xmlPlain('Error', {
+    Code: err.code, Message: err.detail ? `${e.message} (${err.detail})` : e.message, Resource: resource, RequestId: requestId,
+  });
+  res.setHeader('Content-Type', 'application/xml');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}
+
+function refuse(ctx: Ctx, err: S3Error, extra?: Record<string, string>): void {
+  // An unread request body would be taken as the next request: when one is still coming, close after the answer.
+  if (!ctx.req.complete) ctx.res.setHeader('Connection', 'close');
+  sendError(ctx.res, ctx.req.method ?? 'GET', err, ctx.resource, ctx.requestId, extra);
+  if (!ctx.req.complete) ctx.req.resume();
+}
+
+function sendXml(ctx: Ctx, status: number, xml: string): void {
+  ctx.res.statusCode = status;
+  ctx.res.setHeader('x-amz-request-id', ctx.requestId);
+  ctx.res.setHeader('Content-Type', 'application/xml');
+  ctx.res.setHeader('Content-Length', Buffer.byteLength(xml));
+  ctx.res.end(xml);
+}
+
+function sendEmpty(ctx: Ctx, status: number, headers: Record<string, string | number> = {}): void {
+  ctx.res.statusCode = status;
+  ctx.res.setHeader('x-amz-request-id', ctx.requestId);
+  for (const [k, v] of Object.entries(headers)) ctx.res.setHeader(k, v);
+  if (status !== 204 && !('Content-Length' in headers)) ctx.res.setHeader('Content-Length', 0);
+  ctx.res.end();
+}
+
+function quoted(etag: string): string {
+  return `"${etag}"`;
+}
+
+// Request bodies.
+
+function bodyLimit(store: ObjectStore): number {
+  return store.limits.maxpart + CHUNK_OVERHEAD + Math.ceil(store.limits.maxpart / (1 << 20)) * CHUNK_OVERHEAD_PER_MIB;
+}
+
+/** The whole request body, at most `limit` bytes on the wire. */
+function readRaw(req: http.IncomingMessage, limit: number): Promise<S3Result<Buffer>> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return Promise.resolve(fail('EntityTooLarge'));
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    let done = false;
+    const finish = (r: S3Result<Buffer>): void => {
+      if (done) return;
+      done = true;
+      req.off('data', onData);
+      resolve(r);
+    };
+    const onData = (c: Buffer): void => {
+      n += c.length;
+      if (n > limit) finish(fail('EntityTooLarge'));
+      else chunks.push(c);
+    };
+    req.on('data', onData);
+    req.once('end', () => finish(ok(Buffer.concat(chunks, n))));
+    req.once('aborted', () => finish(fail('IncompleteBody')));
+    req.once('error', () => finish(fail('IncompleteBody')));
+  });
+}
+
+/** The payload of a PUT or POST: aws-chunked decoded, every declared digest and checksum checked. */
+async function readPayload(ctx: Ctx, limit: number): Promise<S3Result<Buffer>> {
+  const raw = await readRaw(ctx.req, limit + (limit === MAX_XML_BODY ? 0 : bodyLimit(ctx.opts.store) - ctx.opts.store.limits.maxpart));
+  if (!raw.ok) return raw;
+  const h = ctx.req.headers;
+  let data = raw.value;
+  let trailers: Record<string, string> = {};
+  if (isAwsChunked(h['content-encoding'], ctx.payloadHash)) {
+    const dec = decodeAwsChunked(data, limit);
+    if (!dec) return fail('IncompleteBody', 'malformed aws-chunked body');
+    data = dec.data;
+    trailers = dec.trailers;
+    const declared = h['x-amz-decoded-content-length'];
+    if (declared !== undefined && Number(declared) !== data.length) return fail('IncompleteBody', 'x-amz-decoded-content-length');
+  } else {
+    if (data.length > limit) return fail('EntityTooLarge');
+    if (ctx.payloadHash && /^[0-9a-f]{64}$/.test(ctx.payloadHash) && sha256hex(data) !== ctx.payloadHash) return fail('XAmzContentSHA256Mismatch');
+  }
+  const md5 = h['content-md5'];
+  if (typeof md5 === 'string' && md5base64(data) !== md5.trim()) return fail('BadDigest', 'Content-MD5');
+  const bad = badChecksum(h, data) ?? badChecksum(trailers, data);
+  if (bad) return fail('BadDigest', bad);
+  return ok(data);
+}
+
+// GET / : the one bucket.
+
+function listBuckets(ctx: Ctx): void {
+  if (ctx.req.method !== 'GET') return refuse(ctx, s3err('MethodNotAllowed'));
+  const s = ctx.opts.store;
+  sendXml(ctx, 200, xmlDocument('ListAllMyBucketsResult', {
+    Owner: { ID: 'ernic', DisplayName: 'ernic' },
+    Buckets: { Bucket: [{ Name: s.bucket, CreationDate: s.created.toISOString() }] },
+  }));
+}
+
+// Bucket operations.
+
+async function bucketOp(ctx: Ctx): Promise<void> {
+  const q = ctx.query;
+  switch (ctx.req.method) {
+    case 'HEAD': return sendEmpty(ctx, 200, { 'x-amz-bucket-region': 'us-east-1' });
+    case 'PUT': return refuse(ctx, s3err('BucketAlreadyOwnedByYou'));
+    case 'GET':
+      if (q.has('location')) return sendXml(ctx, 200, xmlDocument('LocationConstraint', {}));
+      if (q.has('uploads')) return refuse(ctx, s3err('NotImplemented', 'ListMultipartUploads'));
+      return listObjects(ctx);
+    case 'POST':
+      if (q.has('delete')) return deleteObjects(ctx);
+      return refuse(ctx, s3err('MethodNotAllowed'));
+    default: return refuse(ctx, s3err('MethodNotAllowed'));
+  }
+}
+
+function listObjects(ctx: Ctx): void {
+  const q = ctx.query;
+  const v2 = q.get('list-type') === '2';
+  const prefix = q.get('prefix') ?? '';
+  const delimiter = q.get('delimiter') ?? '';
+  const mk = q.get('max-keys');
+  const maxKeys = mk === undefined ? MAX_LIST_KEYS : Number(mk);
+  if (!Number.isInteger(maxKeys) || maxKeys < 0) return refuse(ctx, s3err('InvalidArgument', 'max-keys'));
+  const urlEncode = q.get('encoding-type') === 'url';
+  if (q.has('encoding-type') && !urlEncode) return refuse(ctx, s3err('InvalidArgument', 'encoding-type'));
+  const enc = (s: string): string => (urlEncode ? uriEncode(s, true) : s);
+  let after = '';
+  const token = q.get('continuation-token');
+  if (v2) {
+    if (token !== undefined) {
+      after = Buffer.from(token, 'base64url').toString('utf8');
+      if (token === '' || Buffer.from(after, 'utf8').toString('base64url') !== token) return refuse(ctx, s3err('InvalidArgument', 'continuation-token'));
+    } else after = q.get('start-after') ?? '';
+  } else after = q.get('marker') ?? '';
+  const page = ctx.opts.store.list({ prefix, delimiter, maxKeys: Math.min(maxKeys, MAX_LIST_KEYS), after });
+  const body: Record<string, unknown> = { Name: ctx.bucket, Prefix: enc(prefix) };
+  if (v2) {
+    if (token !== undefined) body['ContinuationToken'] = token;
+    if (q.has('start-after')) body['StartAfter'] = enc(q.get('start-after')!);
+    body['KeyCount'] = page.contents.length + page.commonPrefixes.length;
+  } else body['Marker'] = enc(after);
+  body['MaxKeys'] = maxKeys;
+  if (delimiter) body['Delimiter'] = enc(delimiter);
+  if (urlEncode) body['EncodingType'] = 'url';
+  body['IsTruncated'] = page.truncated;
+  if (page.truncated) {
+    if (v2) body['NextContinuationToken'] = Buffer.from(page.lastKey, 'utf8').toString('base64url');
+    else body['NextMarker'] = enc(page.lastKey);
+  }
+  body['Contents'] = page.contents.map((o) => ({
+    Key: enc(o.key), LastModified: o.lastModified.toISOString(), ETag: quoted(o.etag), Size: o.data.length, StorageClass: 'STANDARD',
+  }));
+  body['CommonPrefixes'] = page.commonPrefixes.map((p) => ({ Prefix: enc(p) }));
+  sendXml(ctx, 200, xmlDocument('ListBucketResult', body));
+}
+
+async function deleteObjects(ctx: Ctx): Promise<void> {
+  const body = await readPayload(ctx, MAX_XML_BODY);
+  if (!body.ok) return refuse(ctx, body.error);
+  const d = parseDeleteObjects(body.value);
+  if (!d) return refuse(ctx, s3err('MalformedXML'));
+  for (const k of d.keys) await ctx.opts.store.delete(k);
+  sendXml(ctx, 200, xmlDocument('DeleteResult', { Deleted: d.quiet ? [] : d.keys.map((k) => ({ Key: k })) }));
+}
+
+// Object operations.
+
+async function objectOp(ctx: Ctx): Promise<void> {
+  const q = ctx.query;
+  const uploadId = q.get('uploadId');
+  switch (ctx.req.method) {
+    case 'GET':
+      if (uploadId !== undefined) return listParts(ctx, uploadId);
+      return getObject(ctx, false);
+    case 'HEAD': return getObject(ctx, true);
+    case 'PUT':
+      if (ctx.req.headers['x-amz-copy-source'] !== undefined) return refuse(ctx, s3err('NotImplemented', 'CopyObject'));
+      if (uploadId !== undefined) return uploadPart(ctx, uploadId);
+      return putObject(ctx);
+    case 'DELETE':
+      if (uploadId !== undefined) {
+        const r = await ctx.opts.store.abort(uploadId, ctx.key);
+        return r.ok ? sendEmpty(ctx, 204) : refuse(ctx, r.error);
+      }
+      await ctx.opts.store.delete(ctx.key);
+      return sendEmpty(ctx, 204);
+    case 'POST':
+      if (q.has('uploads')) return createUpload(ctx);
+      if (uploadId !== undefined) return completeUpload(ctx, uploadId);
+      return refuse(ctx, s3err('MethodNotAllowed'));
+    default: return refuse(ctx, s3err('MethodNotAllowed'));
+  }
+}
+
+function userMetadata(h: http.IncomingHttpHeaders): S3Result<Record<string, string>> {
+  const m: Record<string, string> = {};
+  let bytes = 0;
+  for (const [k, v] of Object.entries(h)) {
+    if (!k.startsWith('x-amz-meta-') || typeof v !== 'string') continue;
+    m[k.slice('x-amz-meta-'.length)] = v;
+    bytes += k.length - 'x-amz-meta-'.length + v.length;
+  }
+  return bytes > MAX_METADATA_BYTES ? fail('InvalidArgument', 'metadata too large') : ok(m);
+}
+
+function objectHeaders(o: StoredObject): Record<string, string> {
+  const h: Record<string, string> = {
+    ETag: quoted(o.etag), 'Last-Modified': o.lastModified.toUTCString(), 'Content-Type': o.contentType, 'Accept-Ranges': 'bytes',
+  };
+  for (const [k, v] of Object.entries(o.metadata)) h[`x-amz-meta-${k}`] = v;
+  return h;
+}
+
+/** A single `bytes=` range against `size`: [start, end] inclusive, 'all' when absent or ignorable, null when unsatisfiable. */
+export function parseRange(header: string | undefined, size: number): [number, number] | 'all' | null {
+  if (header === undefined) return 'all';
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return 'all'; // multiple or malformed ranges: the whole object, as S3 does
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0 || size === 0) return null;
+    return [Math.max(0, size - n), size - 1];
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || (m[2] !== '' && Number(m[2]) < start)) return null;
+  return [start, end];
+}
+
+function getObject(ctx: Ctx, head: boolean): void {
+  const o = ctx.opts.store.get(ctx.key);
+  if (!o) return refuse(ctx, s3err('NoSuchKey'));
+  const range = parseRange(ctx.req.headers.range, o.data.length);
+  if (range === null) return refuse(ctx, s3err('InvalidRange'), { 'Content-Range': `bytes */${o.data.length}` });
+  const [start, end] = range === 'all' ? [0, o.data.length - 1] : range;
+  const slice = o.data.subarray(start, end + 1);
+  const headers: Record<string, string | number> = objectHeaders(o);
+  const status = range === 'all' ? 200 : 206;
+  if (status === 206) headers['Content-Range'] = `bytes ${start}-${end}/${o.data.length}`;
+  const token = ctx.req.headers[RDMA_TOKEN_HEADER];
+  if (typeof token === 'string' && !head) {
+    if (!ctx.opts.rdma) return refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
+    const r = ctx.opts.rdma.write(token, slice.subarray(0, Math.min(slice.length, ctx.opts.store.limits.maxpart)));
+    if (!r.ok) return refuse(ctx, r.error);
+    headers[RDMA_REPLY_HEADER] = r.value.reply;
+    headers[RDMA_BYTES_HEADER] = r.value.bytes;
+    headers['Content-Length'] = 0;
+    return sendEmpty(ctx, status, headers);
+  }
+  headers['Content-Length'] = slice.length;
+  ctx.res.statusCode = status;
+  ctx.res.setHeader('x-amz-request-id', ctx.requestId);
+  for (const [k, v] of Object.entries(headers)) ctx.res.setHeader(k, v);
+  ctx.res.end(head ? undefined : slice);
+}
+
+async function putObject(ctx: Ctx): Promise<void> {
+  const meta = userMetadata(ctx.req.headers);
+  if (!meta.ok) return refuse(ctx, meta.error);
+  const store = ctx.opts.store;
+  const contentType = (ctx.req.headers['content-type'] as string | undefined) ?? DEFAULT_CONTENT_TYPE;
+  const token = ctx.req.headers[RDMA_TOKEN_HEADER];
+  let data: Buffer;
+  const extra: Record<string, string | number> = {};
+  if (typeof token === 'string') {
+    if (!ctx.opts.rdma) return refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
+    const body = await readRaw(ctx.req, 0); // the data comes from the client's buffer, not the body
+    if (!body.ok) return refuse(ctx, s3err('InvalidRequest', 'a request with an RDMA token carries no body'));
+    const r = ctx.opts.rdma.read(token, store.limits.maxpart);
+    if (!r.ok) return refuse(ctx, r.error);
+    data = r.value.data;
+    extra[RDMA_REPLY_HEADER] = r.value.reply;
+    extra[RDMA_BYTES_HEADER] = data.length;
+  } else {
+    if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {
+      return refuse(ctx, s3err('MissingContentLength'));
+    }
+    const body = await readPayload(ctx, store.limits.maxpart);
+    if (!body.ok) return refuse(ctx, body.error);
+    data = body.value;
+  }
+  const r = await store.put(ctx.key, data, contentType, meta.value);
+  if (!r.ok) return refuse(ctx, r.error);
+  sendEmpty(ctx, 200, { ETag: quoted(r.value.etag), ...extra });
+}
+
+async function createUpload(ctx: Ctx): Promise<void> {
+  const meta = userMetadata(ctx.req.headers);
+  if (!meta.ok) return refuse(ctx, meta.error);
+  const body = await readRaw(ctx.req, MAX_XML_BODY);
+  if (!body.ok) return refuse(ctx, body.error);
+  const contentType = (ctx.req.headers['content-type'] as string | undefined) ?? DEFAULT_CONTENT_TYPE;
+  const r = await ctx.opts.store.createUpload(ctx.key, contentType, meta.value);
+  if (!r.ok) return refuse(ctx, r.error);
+  sendXml(ctx, 200, xmlDocument('InitiateMultipartUploadResult', { Bucket: ctx.bucket, Key: ctx.key, UploadId: r.value }));
+}
+
+async function uploadPart(ctx: Ctx, uploadId: string): Promise<void> {
+  const n = Number(ctx.query.get('partNumber'));
+  if (!ctx.opts.store.upload(uploadId, ctx.key)) return refuse(ctx, s3err('NoSuchUpload'));
+  if (!Number.isInteger(n)) return refuse(ctx, s3err('InvalidArgument', 'partNumber'));
+  const body = await readPayload(ctx, ctx.opts.store.limits.maxpart);
+  if (!body.ok) return refuse(ctx, body.error);
+  const r = await ctx.opts.store.uploadPart(uploadId, ctx.key, n, body.value);
+  if (!r.ok) return refuse(ctx, r.error);
+  sendEmpty(ctx, 200, { ETag: quoted(r.value.etag) });
+}
+
+async function completeUpload(ctx: Ctx, uploadId: string): Promise<void> {
+  const body = await readPayload(ctx, MAX_XML_BODY);
+  if (!body.ok) return refuse(ctx, body.error);
+  const parts = parseCompleteMultipart(body.value);
+  if (!parts) return refuse(ctx, s3err('MalformedXML'));
+  const r = await ctx.opts.store.complete(uploadId, ctx.key, parts);
+  if (!r.ok) return refuse(ctx, r.error);
+  const host = ctx.req.headers.host ?? 'localhost';
+  sendXml(ctx, 200, xmlDocument('CompleteMultipartUploadResult', {
+    Location: `http://${host}${ctx.resource}`, Bucket: ctx.bucket, Key: ctx.key, ETag: quoted(r.value.etag),
+  }));
+}
+
+function listParts(ctx: Ctx, uploadId: string): void {
+  const r = ctx.opts.store.listParts(uploadId, ctx.key);
+  if (!r.ok) return refuse(ctx, r.error);
+  const marker = Number(ctx.query.get('part-number-marker') ?? '0');
+  const max = Math.min(Number(ctx.query.get('max-parts') ?? String(MAX_PARTS_LISTED)), MAX_PARTS_LISTED);
+  if (!Number.isInteger(marker) || marker < 0 || !Number.isInteger(max) || max < 0) return refuse(ctx, s3err('InvalidArgument', 'part-number-marker or max-parts'));
+  const after = r.value.parts.filter((p) => p.partNumber > marker);
+  const page = after.slice(0, max);
+  const truncated = after.length > page.length;
+  sendXml(ctx, 200, xmlDocument('ListPartsResult', {
+    Bucket: ctx.bucket, Key: ctx.key, UploadId: uploadId, PartNumberMarker: marker,
+    NextPartNumberMarker: page.length ? page[page.length - 1]!.partNumber : marker, MaxParts: max, IsTruncated: truncated,
+    StorageClass: 'STANDARD',
+    Part: page.map((p) => ({ PartNumber: p.partNumber, LastModified: p.lastModified.toISOString(), ETag: quoted(p.etag), Size: p.data.length })),
+  }));
+}

@@ -1,0 +1,187 @@
+// AWS Signature Version 4 verification for the S3 store, when credentials
+// are configured: the Authorization header form and presigned URLs
+// (X-Amz-* query parameters). The canonical request is rebuilt from what
+// arrived (method, path, query, the signed headers, the payload hash the
+// client declared), signed with the key derived from the secret, and the
+// signatures compared in constant time. The body's SHA-256, when the client
+// declared one, is checked by the server after the body is read.
+
+import { createHash, createHmac, timingSafeEqual } from 'crypto';
+import type { IncomingHttpHeaders } from 'http';
+import { fail, ok, S3Result } from './errors';
+
+export interface Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
+export const SIGV4_ALGORITHM = 'AWS4-HMAC-SHA256';
+export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
+/** Largest clock difference accepted, ms (S3's 15 minutes). */
+export const MAX_SKEW_MS = 15 * 60 * 1000;
+/** Longest presigned URL lifetime, s (7 days). */
+const MAX_EXPIRES = 7 * 24 * 3600;
+
+/** RFC 3986 encoding as SigV4 wants it: unreserved characters kept, everything else %XX upper case. */
+export function uriEncode(text: string, keepSlash: boolean): string {
+  let out = '';
+  for (const b of Buffer.from(text, 'utf8')) {
+    const c = String.fromCharCode(b);
+    if (/[A-Za-z0-9\-._~]/.test(c) || (keepSlash && c === '/')) out += c;
+    else out += `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+/** Query pairs decoded from a raw query string ('+' is a literal here, as S3 clients encode spaces as %20). */
+export function queryPairs(raw: string): [string, string][] | null {
+  if (raw === '') return [];
+  const out: [string, string][] = [];
+  for (const p of raw.split('&')) {
+    if (p === '') continue;
+    const eq = p.indexOf('=');
+    const k = safeDecode(eq < 0 ? p : p.slice(0, eq));
+    const v = safeDecode(eq < 0 ? '' : p.slice(eq + 1));
+    if (k === null || v === null) return null;
+    out.push([k, v]);
+  }
+  return out;
+}
+
+function hmac(key: Buffer | string, data: string): Buffer {
+  return createHmac('sha256', key).update(data, 'utf8').digest();
+}
+
+export function sha256hex(data: Buffer | string): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+function signingKey(secret: string, date: string, region: string, service: string): Buffer {
+  return hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), service), 'aws4_request');
+}
+
+/** Header values by lower-case name from rawHeaders (repeats joined with ','), whitespace collapsed. */
+function headerValues(rawHeaders: readonly string[]): Map<string, string> {
+  const m = new Map<string, string>();
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    const v = rawHeaders[i + 1]!.trim().replace(/\s+/g, ' ');
+    m.set(name, m.has(name) ? `${m.get(name)},${v}` : v);
+  }
+  return m;
+}
+
+export interface SignedRequest {
+  readonly method: string;
+  /** The raw request target: path and query as sent. */
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders: readonly string[];
+}
+
+interface AuthFields {
+  readonly accessKeyId: string;
+  readonly date: string;
+  readonly region: string;
+  readonly service: string;
+  readonly signedHeaders: string[];
+  readonly signature: string;
+  readonly amzDate: string;
+  readonly payloadHash: string;
+  readonly presigned: boolean;
+  readonly expires: number;
+}
+
+function parseCredential(cred: string): { accessKeyId: string; date: string; region: string; service: string } | null {
+  const parts = cred.split('/');
+  if (parts.length !== 5 || parts[4] !== 'aws4_request' || !/^\d{8}$/.test(parts[1]!)) return null;
+  return { accessKeyId: parts[0]!, date: parts[1]!, region: parts[2]!, service: parts[3]! };
+}
+
+function authFields(req: SignedRequest, query: [string, string][]): S3Result<AuthFields> {
+  const auth = req.headers.authorization;
+  if (auth !== undefined) {
+    if (!auth.startsWith(`${SIGV4_ALGORITHM} `)) return fail('InvalidArgument', 'only AWS4-HMAC-SHA256 is supported');
+    const kv = new Map<string, string>();
+    for (const item of auth.slice(SIGV4_ALGORITHM.length + 1).split(',')) {
+      const eq = item.indexOf('=');
+      if (eq > 0) kv.set(item.slice(0, eq).trim(), item.slice(eq + 1).trim());
+    }
+    const cred = parseCredential(kv.get('Credential') ?? '');
+    const sh = kv.get('SignedHeaders');
+    const sig = kv.get('Signature');
+    const amzDate = (req.headers['x-amz-date'] as string | undefined) ?? '';
+    if (!cred || !sh || !sig || !/^\d{8}T\d{6}Z$/.test(amzDate)) return fail('AccessDenied', 'malformed Authorization');
+    const payloadHash = (req.headers['x-amz-content-sha256'] as string | undefined) ?? '';
+    if (!payloadHash) return fail('InvalidRequest', 'missing x-amz-content-sha256');
+    return ok({ ...cred, signedHeaders: sh.split(';'), signature: sig, amzDate, payloadHash, presigned: false, expires: 0 });
+  }
+  const q = new Map(query);
+  if (q.get('X-Amz-Algorithm') === SIGV4_ALGORITHM) {
+    const cred = parseCredential(q.get('X-Amz-Credential') ?? '');
+    const amzDate = q.get('X-Amz-Date') ?? '';
+    const expires = Number(q.get('X-Amz-Expires') ?? '');
+    const sh = q.get('X-Amz-SignedHeaders');
+    const sig = q.get('X-Amz-Signature');
+    if (!cred || !sh || !sig || !/^\d{8}T\d{6}Z$/.test(amzDate) || !Number.isInteger(expires) || expires < 1 || expires > MAX_EXPIRES) {
+      return fail('AccessDenied', 'malformed presigned URL');
+    }
+    return ok({ ...cred, signedHeaders: sh.split(';'), signature: sig, amzDate, payloadHash: UNSIGNED_PAYLOAD, presigned: true, expires });
+  }
+  return fail('AccessDenied', 'request is not signed');
+}
+
+function amzDateMs(d: string): number {
+  return Date.UTC(+d.slice(0, 4), +d.slice(4, 6) - 1, +d.slice(6, 8), +d.slice(9, 11), +d.slice(11, 13), +d.slice(13, 15));
+}
+
+/**
+ * Verify the request's signature. On success returns the payload hash the
+ * client declared (a hex SHA-256, UNSIGNED-PAYLOAD or a STREAMING-* value)
+ * for the body check.
+ */
+export function verifySigV4(req: SignedRequest, creds: readonly Credentials[], now = Date.now()): S3Result<string> {
+  const qAt = req.url.indexOf('?');
+  const rawPath = qAt < 0 ? req.url : req.url.slice(0, qAt);
+  const query = queryPairs(qAt < 0 ? '' : req.url.slice(qAt + 1));
+  if (!query) return fail('InvalidArgument', 'bad query string');
+  const f = authFields(req, query);
+  if (!f.ok) return f;
+  const a = f.value;
+  const cred = creds.find((c) => c.accessKeyId === a.accessKeyId);
+  if (!cred) return fail('InvalidAccessKeyId');
+  if (a.amzDate.slice(0, 8) !== a.date) return fail('SignatureDoesNotMatch', 'credential date differs from x-amz-date');
+  const t = amzDateMs(a.amzDate);
+  if (a.presigned) {
+    if (now > t + a.expires * 1000) return fail('AccessDenied', 'request has expired');
+    if (t - now > MAX_SKEW_MS) return fail('RequestTimeTooSkewed');
+  } else if (Math.abs(now - t) > MAX_SKEW_MS) return fail('RequestTimeTooSkewed');
+  if (!a.signedHeaders.includes('host')) return fail('AccessDenied', 'host must be signed');
+
+  const segs = rawPath.split('/').map(safeDecode);
+  if (segs.some((s) => s === null)) return fail('InvalidArgument', 'bad path');
+  const canonicalUri = segs.map((s) => uriEncode(s!, false)).join('/') || '/';
+  const canonicalQuery = query
+    .filter(([k]) => !(a.presigned && k === 'X-Amz-Signature'))
+    .map(([k, v]) => [uriEncode(k, false), uriEncode(v, false)] as const)
+    .sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('&');
+  const values = headerValues(req.rawHeaders);
+  const canonicalHeaders = a.signedHeaders.map((h) => `${h}:${values.get(h) ?? ''}\n`).join('');
+  const canonicalRequest = [req.method, canonicalUri, canonicalQuery, canonicalHeaders, a.signedHeaders.join(';'), a.payloadHash].join('\n');
+  const scope = `${a.date}/${a.region}/${a.service}/aws4_request`;
+  const stringToSign = [SIGV4_ALGORITHM, a.amzDate, scope, sha256hex(canonicalRequest)].join('\n');
+  const expected = createHmac('sha256', signingKey(cred.secretAccessKey, a.date, a.region, a.service)).update(stringToSign, 'utf8').digest();
+  const given = Buffer.from(a.signature, 'hex');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return fail('SignatureDoesNotMatch');
+  return ok(a.payloadHash);
+}
