@@ -296,6 +296,24 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     await until(() => v.rig.device.nvmeofDataPath!.stats.connections === 2, 'the errored queue gone');
   });
 
+  it('a host that never posts receives: 512 responses are held, the next ends the connection with a DREQ', async () => {
+    const q = await openQueue(13, 2, { cntlid, recvs: 0 });
+    const at = page();
+    // Not a Connect: each capsule gets an error response of its own (no controller needed).
+    sqe({ opcode: 0x00, cid: 7, nsid: 1 }).copy(v.g.mem(at, 64));
+    const dp = v.rig.device.nvmeofDataPath!;
+    for (let sent = 0; sent < 513; sent += 16) {
+      const n = Math.min(16, 513 - sent);
+      for (let i = 0; i < n; i++) v.postSend(q.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at, len: 64, lkey: 0 }] }, i === n - 1);
+      for (let i = 0; i < n; i++) await take((x) => x.qid === q.qp.id && x.type === CqeT.SEND_MSN, 'a SEND completion');
+    }
+    const { mad } = await nextMad();
+    expect(header(mad).attr).to.equal(ATTR.DREQ);
+    expect([mad.readUInt32BE(24), mad.readUInt32BE(28), mad.readUInt32BE(32) >>> 8]).to.deep.equal([q.ours, q.theirs, q.qp.id]);
+    expect(dp.stats.heldResponses).to.equal(0);
+    expect(dp.cm.byTargetQpn(q.targetQpn)).to.equal(undefined);
+  });
+
   it('DREQ of the admin queue: DREP, the controller ends, and the target sends a DREQ for its I/O queue; later SENDs there are not acknowledged', async () => {
     await sendMad(dreq(admin.theirs, admin.ours, admin.targetQpn));
     const got = [await nextMad(), await nextMad()];

@@ -49,6 +49,7 @@ import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import { DmaStatus, encodeCqe } from '../command';
 import type { Cqe, TargetDma } from '../command';
 import { nvme_cqe, nvme_sqe } from '../layouts';
+import { QUEUE_ENTRIES } from '../limits';
 import type { NvmeofQueue, NvmeofTarget } from '../queue';
 import { IB_QP1_QKEY, MAD_SIZE } from './cm-layouts';
 import { CmConnection, CmHost, CmPeer, CmResponder, guidFromMac } from './cm';
@@ -58,6 +59,14 @@ import { TargetSegment } from './segment';
 const TARGET_NODE = 0;
 /** CM replies held for a QP1 receive at most; past it the oldest is dropped (the guest's CM retries). */
 const MAX_HELD_MADS = 64;
+/** MADs from the guest waiting for the next turn at most; past it they are dropped, as a busy peer's QP1 would. */
+const MAX_INBOUND_MADS = 1024;
+/**
+ * Responses one connection may hold for want of receives. A host keeps at
+ * most its queue size in commands, so more means it stopped posting receives
+ * for good: the connection is ended (DREQ) rather than hold without bound.
+ */
+const MAX_HELD_RESPONSES = 4 * QUEUE_ENTRIES;
 /** Hop limit of the GRH our MADs arrive with. */
 const GRH_HOP_LIMIT = 64;
 const ROCE_V2_PORT = 4791;
@@ -245,6 +254,10 @@ export class NvmeofDataPath implements RemotePath {
       this.counts.madsDropped++;
       return IonicStatus.OK;
     }
+    if (this.#inbound.length >= MAX_INBOUND_MADS) {
+      this.counts.madsDropped++;
+      return IonicStatus.OK;
+    }
     this.counts.madsIn++;
     const av = ah.av;
     this.#inbound.push({ mad: payload.subarray(0, MAD_SIZE), peer: { gid: Buffer.from(av.sgid), mac: Buffer.from(av.smac), vlanTci: av.vlanTci } });
@@ -315,6 +328,10 @@ export class NvmeofDataPath implements RemotePath {
 
   #respond(link: QueueLink, cqe: Cqe): void {
     if (link.closed) return;
+    if (link.out.length >= MAX_HELD_RESPONSES) {
+      this.#cm.disconnect(link.conn, `${link.out.length} responses wait for receives the guest does not post`);
+      return;
+    }
     const data = Buffer.alloc(nvme_cqe.SIZE);
     encodeCqe(cqe, data);
     link.out.push({ data, invalidateKey: cqe.invalidateKey });
