@@ -104,32 +104,41 @@ export class BitWriter {
   buf = Buffer.alloc(256);
   bits = 0;
   reset(): void {
+    this.buf.fill(0, 0, (this.bits + 7) >> 3);
     this.bits = 0;
-    this.buf.fill(0);
   }
-  put(v: bigint, width: number): void {
+  #room(width: number): void {
     const need = (this.bits + width + 7) >> 3;
     if (need > this.buf.length) {
       const nb = Buffer.alloc(Math.max(need, this.buf.length * 2));
       this.buf.copy(nb);
       this.buf = nb;
     }
-    for (let i = width - 1; i >= 0; i--) {
-      if ((v >> BigInt(i)) & 1n) this.buf[this.bits >> 3]! |= 0x80 >> (this.bits & 7);
-      this.bits++;
+  }
+  /** Appends the low `width` (<= 32) bits of a non-negative number, most significant first. */
+  putNum(n: number, width: number): void {
+    this.#room(width);
+    let left = width;
+    while (left > 0) {
+      const free = 8 - (this.bits & 7);
+      const take = Math.min(free, left);
+      const chunk = Math.floor(n / 2 ** (left - take)) % 2 ** take;
+      this.buf[this.bits >> 3]! |= chunk << (free - take);
+      this.bits += take;
+      left -= take;
     }
+  }
+  put(v: bigint, width: number): void {
+    let w = width;
+    for (; w > 32; w -= 32) this.putNum(Number((v >> BigInt(w - 32)) & 0xffffffffn), 32);
+    this.putNum(Number(v & ((1n << BigInt(w)) - 1n)), w);
   }
   putBytes(b: Buffer): void {
     if (this.bits % 8 !== 0) {
-      for (const x of b) this.put(BigInt(x), 8);
+      for (const x of b) this.putNum(x, 8);
       return;
     }
-    const need = (this.bits >> 3) + b.length;
-    if (need > this.buf.length) {
-      const nb = Buffer.alloc(Math.max(need, this.buf.length * 2));
-      this.buf.copy(nb);
-      this.buf = nb;
-    }
+    this.#room(b.length * 8);
     b.copy(this.buf, this.bits >> 3);
     this.bits += b.length * 8;
   }

@@ -35,6 +35,8 @@ export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Val
   const { type, value } = tv as TypeValue;
   switch (type) {
     case 'field': {
+      const hv = ctx.layout.hiddenValid(value);
+      if (hv !== undefined) return (st) => BigInt(st.valid[hv]!);
       const f = ctx.layout.field(value, [...path, 'value']);
       const slot = f.slot;
       return f.wide ? (st) => st.big[slot]! : (st) => BigInt(st.num[slot]!);

@@ -142,8 +142,11 @@ export function compileCalculation(p: Program, ci: number, ctx: ExprContext): Ca
       case 'field': {
         const f = ctx.layout.field(inp.value, [...ip, 'value']);
         const h = f.header;
+        if (!f.wide) return (st) => {
+          if (st.valid[h]) w.putNum(st.num[f.slot]!, f.width);
+        };
         return (st) => {
-          if (st.valid[h]) w.put(st.get(f), f.width);
+          if (st.valid[h]) w.put(st.big[f.slot]!, f.width);
         };
       }
       case 'hexstr': {

@@ -111,6 +111,12 @@ export class Layout {
     return f;
   }
 
+  /** The header index of a hidden `[header, "$valid$"]` field reference, else undefined. */
+  hiddenValid(ref: unknown): number | undefined {
+    if (!Array.isArray(ref) || ref.length !== 2 || ref[1] !== '$valid$') return undefined;
+    return this.headerByName.get(ref[0] as string)?.index;
+  }
+
   stack(name: unknown, path: JsonPath): StackInfo {
     const s = typeof name === 'string' ? this.stackByName.get(name) : undefined;
     if (!s) refuse(path, 'no such header stack', name);

@@ -79,6 +79,8 @@ export class MatchTable {
         const h = ctx.layout.header(k.target, [...kp, 'target']).index;
         return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[h]!) };
       }
+      const hv = ctx.layout.hiddenValid(k.target);
+      if (hv !== undefined) return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[hv]!) };
       const f = ctx.layout.field(k.target, [...kp, 'target']);
       let read = compileValue({ type: 'field', value: k.target }, ctx, kp);
       if (k.mask !== null && k.mask !== undefined) {

@@ -5,6 +5,7 @@
 
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
+import { ALGORITHMS } from '../../lib/p4/externs';
 import { readEntryCounters, runCommand } from '../../lib/p4/runtime';
 import { ethernet, syntheticProgram } from './helpers';
 
@@ -142,5 +143,14 @@ describe('p4: counters, registers, meters and other primitives', () => {
     expect(e.process(frame(0x0800), 0).dropped).to.equal(true);
     expect(e.process(frame(0x0806), 0).dropped).to.equal(false);
     expect(e.stats.dropped).to.equal(1);
+  });
+
+  it('hash algorithms match their check values', () => {
+    const check = Buffer.from('123456789');
+    expect(ALGORITHMS.crc32!(check)).to.equal(0xcbf43926n);
+    expect(ALGORITHMS.crc16!(check)).to.equal(0xbb3dn);
+    expect(ALGORITHMS.identity!(Buffer.from([1, 2]))).to.equal(0x0102n);
+    // RFC 1071 example words 0001 f203 f4f5 f6f7 sum to 0xddf2 -> checksum 0x220d
+    expect(ALGORITHMS.csum16!(Buffer.from('0001f203f4f5f6f7', 'hex'))).to.equal(0x220dn);
   });
 });

@@ -145,4 +145,24 @@ describe('p4: match kinds', () => {
     expect(runCommand(e, 'table_add t set_src 0x0806 => 0').ok).to.equal(false);
     expect(runCommand(e, 'table_set_default t set_src 0').ok).to.equal(false);
   });
+
+  it('the hidden $valid$ field as a key and in a conditional', () => {
+    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', '$valid$'] }], 'exact');
+    p.pipelines[0].init_table = 'c';
+    p.pipelines[0].conditionals = [
+      {
+        name: 'c',
+        id: 0,
+        expression: { type: 'expression', value: { op: 'd2b', left: null, right: { type: 'field', value: ['ethernet', '$valid$'] } } },
+        true_next: 't',
+        false_next: null,
+      },
+    ];
+    const e = P4Engine.load(p);
+    add(e, 'table_add t set_src 1 => 00:00:00:00:00:09');
+    expect(e.process(frame('ff:ff:ff:ff:ff:ff', '00:00:00:00:00:00'), 0).frame!.subarray(6, 12).toString('hex')).to.equal('000000000009');
+    const q = syntheticProgram([{ match_type: 'exact', target: ['ethernet', '$valid$'] }], 'exact');
+    q.actions[0].primitives[0].parameters[0].value = ['ethernet', '$valid$'];
+    expect(() => P4Engine.load(q)).to.throw(/actions\[0\]\.primitives\[0\]\.parameters\[0\]\.value/);
+  });
 });
