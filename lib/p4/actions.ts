@@ -213,10 +213,13 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
 
 export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): CompiledAction[] {
   const seen = new Set<string>();
+  const ids = new Set<number>();
   return p.actions.map((a, ai) => {
     const path: JsonPath = ['actions', ai];
     if (seen.has(a.name)) refuse([...path, 'name'], 'duplicate action name', a.name);
+    if (ids.has(a.id)) refuse([...path, 'id'], 'duplicate action id', a.id);
     seen.add(a.name);
+    ids.add(a.id);
     const ctx: ExprContext = { ...ctx0, runtimeData: a.runtime_data.length, parser: false };
     const prims = a.primitives.map((pr, pi) => compilePrimitive(pr.op, pr.parameters, ctx, env, [...path, 'primitives', pi]));
     const run: ActionFn =

@@ -76,5 +76,22 @@ export function validateProgram(input: string | unknown): Program {
     const v = valueAt(raw, issue.path);
     throw new P4LoadError(formatPath(issue.path), issue.message, v === undefined ? undefined : v);
   }
-  return r.data;
+  const p = r.data as Program & Record<string, unknown>;
+  const version = p.__meta__?.version;
+  if (version && version[0] !== 2) refuse(['__meta__', 'version'], 'only bmv2 JSON format version 2.x is supported', version);
+  // Top-level sections we read; those listed in IGNORED carry only names for logs and tools.
+  for (const [k, v] of Object.entries(p)) {
+    if (KNOWN.has(k) || IGNORED.has(k)) continue;
+    if (Array.isArray(v) && v.length === 0) continue;
+    refuse([k], 'unsupported section', Array.isArray(v) ? v[0] : v);
+  }
+  return p;
 }
+
+const KNOWN = new Set([
+  '__meta__', 'header_types', 'headers', 'header_stacks', 'parsers', 'parse_vsets', 'deparsers', 'meter_arrays',
+  'counter_arrays', 'register_arrays', 'actions', 'pipelines', 'calculations', 'checksums', 'learn_lists', 'field_lists',
+  'force_arith',
+]);
+/** Sections that do not change what a frame goes through (names, aliases, source info). */
+const IGNORED = new Set(['errors', 'enums', 'field_aliases', 'program']);

@@ -123,4 +123,24 @@ describe('p4: loading programs', () => {
     expect(e.stats.budgetDrops).to.equal(1);
     expect(MAX_PARSE_STEPS).to.be.lessThan(1000);
   });
+
+  it('refuses sections it would otherwise ignore (header unions, extern instances) and other format versions', () => {
+    const p = fixtureJson('simple_router.json');
+    p.header_unions = [{ name: 'u', id: 0, union_type: 'ut', header_ids: [1, 2] }];
+    expect(refusal(p).message).to.match(/^header_unions .*unsupported section/);
+    const q = fixtureJson('simple_router.json');
+    q.extern_instances = [{ name: 'x', id: 0, type: 'Fp8', attribute_values: [] }];
+    expect(refusal(q).path).to.equal('extern_instances');
+    const r = fixtureJson('simple_router.json');
+    r.__meta__.version = [3, 0];
+    expect(refusal(r).path).to.equal('__meta__.version');
+    const s = fixtureJson('simple_router.json');
+    s.actions[1].id = 0;
+    expect(refusal(s).path).to.equal('actions[1].id');
+    const ok = fixtureJson('simple_router.json');
+    ok.errors = [['NoError', 0]];
+    ok.field_aliases = [];
+    ok.header_unions = [];
+    expect(() => P4Engine.load(ok)).to.not.throw();
+  });
 });
