@@ -12,6 +12,7 @@
 
 import { randomBytes } from 'crypto';
 import * as http from 'http';
+import { replyValue } from '../token';
 import { badChecksum, md5base64 } from './checksums';
 import { decodeAwsChunked, isAwsChunked } from './chunked';
 import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
@@ -21,10 +22,10 @@ import { MAX_XML_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, 
 
 /** What the RDMA token path offers the handler (implemented by lib/targets/s3/rdma.ts). */
 export interface RdmaHook {
-  /** GET: write `data` into the client's buffer named by the token header; the bytes moved and the reply header. */
-  write(tokenHeader: string, data: Buffer): S3Result<{ bytes: number; reply: string }>;
+  /** GET: write `data` into the client's buffer named by the token header; the bytes moved and the server's token (hex). */
+  write(tokenHeader: string, data: Buffer): S3Result<{ bytes: number; serverToken: string }>;
   /** PUT: read the client's buffer named by the token header (at most `max` bytes). */
-  read(tokenHeader: string, max: number): S3Result<{ data: Buffer; reply: string }>;
+  read(tokenHeader: string, max: number): S3Result<{ data: Buffer; serverToken: string }>;
 }
 
 export interface S3ServerOptions {
@@ -340,6 +341,11 @@ function userMetadata(h: http.IncomingHttpHeaders): S3Result<Record<string, stri
   return bytes > MAX_METADATA_BYTES ? fail('InvalidArgument', 'metadata too large') : ok(m);
 }
 
+/** A failed token request still answers x-amz-rdma-reply, with the bare status. */
+function rdmaErrorReply(err: S3Error): Record<string, string> {
+  return { [RDMA_REPLY_HEADER]: String(S3_ERRORS[err.code].status) };
+}
+
 function objectHeaders(o: StoredObject): Record<string, string> {
   const h: Record<string, string> = {
     ETag: quoted(o.etag), 'Last-Modified': o.lastModified.toUTCString(), 'Content-Type': o.contentType, 'Accept-Ranges': 'bytes',
@@ -378,8 +384,8 @@ function getObject(ctx: Ctx, head: boolean): void {
   if (typeof token === 'string' && !head) {
     if (!ctx.opts.rdma) return refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
     const r = ctx.opts.rdma.write(token, slice.subarray(0, Math.min(slice.length, ctx.opts.store.limits.maxpart)));
-    if (!r.ok) return refuse(ctx, r.error);
-    headers[RDMA_REPLY_HEADER] = r.value.reply;
+    if (!r.ok) return refuse(ctx, r.error, rdmaErrorReply(r.error));
+    headers[RDMA_REPLY_HEADER] = replyValue(status, r.value.serverToken);
     headers[RDMA_BYTES_HEADER] = r.value.bytes;
     headers['Content-Length'] = 0;
     return sendEmpty(ctx, status, headers);
@@ -403,10 +409,13 @@ async function putObject(ctx: Ctx): Promise<void> {
     if (!ctx.opts.rdma) return refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
     const body = await readRaw(ctx.req, 0); // the data comes from the client's buffer, not the body
     if (!body.ok) return refuse(ctx, s3err('InvalidRequest', 'a request with an RDMA token carries no body'));
-    const r = ctx.opts.rdma.read(token, store.limits.maxpart);
-    if (!r.ok) return refuse(ctx, r.error);
+    // The object's size, when the client declares it, caps the read like the token's length and maxpart.
+    const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? Number.NaN);
+    const max = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, store.limits.maxpart) : store.limits.maxpart;
+    const r = ctx.opts.rdma.read(token, max);
+    if (!r.ok) return refuse(ctx, r.error, rdmaErrorReply(r.error));
     data = r.value.data;
-    extra[RDMA_REPLY_HEADER] = r.value.reply;
+    extra[RDMA_REPLY_HEADER] = replyValue(200, r.value.serverToken);
     extra[RDMA_BYTES_HEADER] = data.length;
   } else {
     if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {

@@ -1,0 +1,95 @@
+// The S3 store's RDMA data path, written against two DMA callbacks: a GET
+// with a token writes the object into the client's registered buffer
+// (toHost), a PUT reads the object from it (fromHost). No QP is connected;
+// the token's rkey is resolved in the device's own MR table by the callbacks,
+// which check the key's bounds and access. Key 0 (the driver's reserved DMA
+// key, a raw guest address) is refused here, before any callback runs.
+// Transfers are capped by the token's length and maxpart (and, for GET, the
+// object); a short transfer is reported in x-amz-rdma-bytes.
+
+import { fail, ok, S3Result } from './store/errors';
+import type { RdmaHook } from './store/server';
+import { encodeToken, parseTokenHeader, RdmaToken, TRANSPORT_RC } from './token';
+
+/** Guest memory by rkey, as the device resolves it. Each returns null when the key, range or access is refused. */
+export interface RdmaDma {
+  /** Read `len` bytes at `addr` of the MR named by `rkey` (needs remote read). */
+  fromHost(rkey: number, addr: bigint, len: number): Buffer | null;
+  /** Write `data` at `addr` of the MR named by `rkey` (needs remote write). */
+  toHost(rkey: number, addr: bigint, data: Buffer): boolean;
+}
+
+/** The reserved DMA key: never accepted from a client. */
+export const RESERVED_DMA_KEY = 0;
+/** Service QP numbers of the S3 store (the 0x00d0xxxx convention). */
+export const S3_SERVICE_QPN = 0x00d00000;
+
+export interface RdmaCounts {
+  gets: number;
+  puts: number;
+  bytesToHost: number;
+  bytesFromHost: number;
+  refused: number;
+}
+
+/** The server's token in replies: RC, its service QPN, its IPv4-mapped GID, the bytes moved. */
+function serverToken(ip: Buffer, moved: number): string {
+  const gid = Buffer.alloc(16);
+  gid[10] = 0xff;
+  gid[11] = 0xff;
+  ip.copy(gid, 12);
+  const t: RdmaToken = { transport: TRANSPORT_RC, qpNum: S3_SERVICE_QPN, gid, rkey: 0, remoteAddr: 0n, length: BigInt(moved), portNum: 1, lid: 0 };
+  return encodeToken(t);
+}
+
+export class RdmaPath implements RdmaHook {
+  readonly counts: RdmaCounts = { gets: 0, puts: 0, bytesToHost: 0, bytesFromHost: 0, refused: 0 };
+  readonly #dma: RdmaDma;
+  readonly #ip: Buffer;
+
+  /** `ip`: the store's IPv4 address (4 bytes), for the GID of its reply token. */
+  constructor(dma: RdmaDma, ip: Buffer) {
+    this.#dma = dma;
+    this.#ip = Buffer.from(ip);
+  }
+
+  #token(header: string): S3Result<RdmaToken> {
+    const r = parseTokenHeader(header);
+    if (!r.ok) {
+      this.counts.refused++;
+      return fail('InvalidArgument', `x-amz-rdma-token: ${r.error}`);
+    }
+    if (r.token.rkey === RESERVED_DMA_KEY) {
+      this.counts.refused++;
+      return fail('AccessDenied', 'x-amz-rdma-token: key 0 is reserved');
+    }
+    return ok(r.token);
+  }
+
+  write(header: string, data: Buffer): S3Result<{ bytes: number; serverToken: string }> {
+    const t = this.#token(header);
+    if (!t.ok) return t;
+    const n = Number(t.value.length < BigInt(data.length) ? t.value.length : BigInt(data.length));
+    if (n > 0 && !this.#dma.toHost(t.value.rkey, t.value.remoteAddr, data.subarray(0, n))) {
+      this.counts.refused++;
+      return fail('AccessDenied', 'the client buffer refused the write');
+    }
+    this.counts.gets++;
+    this.counts.bytesToHost += n;
+    return ok({ bytes: n, serverToken: serverToken(this.#ip, n) });
+  }
+
+  read(header: string, max: number): S3Result<{ data: Buffer; serverToken: string }> {
+    const t = this.#token(header);
+    if (!t.ok) return t;
+    const n = Number(t.value.length < BigInt(max) ? t.value.length : BigInt(max));
+    const data = n === 0 ? Buffer.alloc(0) : this.#dma.fromHost(t.value.rkey, t.value.remoteAddr, n);
+    if (!data) {
+      this.counts.refused++;
+      return fail('AccessDenied', 'the client buffer refused the read');
+    }
+    this.counts.puts++;
+    this.counts.bytesFromHost += n;
+    return ok({ data: Buffer.from(data), serverToken: serverToken(this.#ip, n) });
+  }
+}
