@@ -21,6 +21,7 @@ import { CompiledPipeline, compilePipeline } from './pipeline';
 import { Program } from './schema';
 import { FieldInfo, Layout, PacketState, ParserError } from './state';
 import { MatchTable } from './tables';
+import { ActionProfile } from './profiles';
 
 export type DropReason = 'program' | 'parser-budget' | 'too-long';
 
@@ -64,6 +65,7 @@ export class P4Engine {
   readonly externs: Externs;
   readonly actions = new Map<string, CompiledAction>();
   readonly tables = new Map<string, MatchTable>();
+  readonly profiles = new Map<string, ActionProfile>();
   readonly vsets: ParseVsets = { sets: new Map() };
   readonly stats: EngineStats = { frames: 0, dropped: 0, parserErrors: 0, budgetDrops: 0 };
   readonly #parser: CompiledParser;
@@ -107,7 +109,7 @@ export class P4Engine {
     this.#parser = compileParser(p, this.layout, this.vsets);
 
     const calcs = new Map<string, Calc>();
-    p.calculations.forEach((c, ci) => calcs.set(c.name, compileCalculation(p, ci, ctx)));
+    p.calculations.forEach((c, ci) => calcs.set(c.name, compileCalculation(c, ['calculations', ci], ctx)));
     const learnLists = new Map<number, Value[]>();
     p.learn_lists.forEach((l, li) => {
       learnLists.set(l.id, l.elements.map((e, ei) => compileValue(e, ctx, ['learn_lists', li, 'elements', ei])));
@@ -119,7 +121,7 @@ export class P4Engine {
     );
 
     if (p.pipelines.length > 2) refuse(['pipelines', 2], 'at most two pipelines (ingress, egress)', p.pipelines[2]!.name);
-    const compiled = p.pipelines.map((pl, i) => compilePipeline(pl, i, ctx, this.actions, this.tables));
+    const compiled = p.pipelines.map((pl, i) => compilePipeline(pl, i, ctx, this.actions, this.tables, this.profiles));
     this.#ingress = compiled.find((c) => c.name === 'ingress') ?? compiled[0];
     this.#egress = compiled.find((c) => c.name === 'egress') ?? (compiled[1] !== this.#ingress ? compiled[1] : undefined);
 

@@ -5,7 +5,7 @@
 import { BitWriter } from './bits';
 import { compileValue, ExprContext, Value } from './expr';
 import { JsonPath, refuse } from './load';
-import { Program } from './schema';
+import { Program, TypeValue } from './schema';
 import { PacketState } from './state';
 
 /** Largest counter/meter/register array the loader accepts. */
@@ -129,9 +129,7 @@ export const ALGORITHMS: Record<string, (b: Buffer) => bigint> = {
 export type Calc = (st: PacketState) => bigint;
 
 /** Compiles a calculation (list of inputs + algorithm); inputs of invalid headers are skipped. */
-export function compileCalculation(p: Program, ci: number, ctx: ExprContext): Calc {
-  const c = p.calculations[ci]!;
-  const path: JsonPath = ['calculations', ci];
+export function compileCalculation(c: { algo: string; input: TypeValue[] }, path: JsonPath, ctx: ExprContext): Calc {
   const algo = ALGORITHMS[c.algo];
   if (!algo) refuse([...path, 'algo'], 'unsupported hash algorithm', c.algo);
   const w = new BitWriter();

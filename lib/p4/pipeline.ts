@@ -9,6 +9,7 @@ import { JsonPath, refuse } from './load';
 import { Pipeline } from './schema';
 import { PacketState } from './state';
 import { MatchTable } from './tables';
+import { ActionProfile } from './profiles';
 
 export const END = -1;
 
@@ -22,7 +23,14 @@ export interface CompiledPipeline {
 
 const NO_DATA: readonly bigint[] = [];
 
-export function compilePipeline(pl: Pipeline, pi: number, ctx: ExprContext, actions: Map<string, CompiledAction>, tablesOut: Map<string, MatchTable>): CompiledPipeline {
+export function compilePipeline(
+  pl: Pipeline,
+  pi: number,
+  ctx: ExprContext,
+  actions: Map<string, CompiledAction>,
+  tablesOut: Map<string, MatchTable>,
+  profilesOut: Map<string, ActionProfile>,
+): CompiledPipeline {
   const path: JsonPath = ['pipelines', pi];
   const index = new Map<string, number>();
   const names: string[] = [];
@@ -34,7 +42,10 @@ export function compilePipeline(pl: Pipeline, pi: number, ctx: ExprContext, acti
   pl.tables.forEach((t, i) => addName(t.name, [...path, 'tables', i, 'name']));
   pl.conditionals.forEach((c, i) => addName(c.name, [...path, 'conditionals', i, 'name']));
   (pl.action_calls ?? []).forEach((c, i) => addName(c.name, [...path, 'action_calls', i, 'name']));
-  if ((pl.action_profiles ?? []).length > 0) refuse([...path, 'action_profiles', 0], 'action profiles are not supported yet', pl.action_profiles![0]!.name);
+  (pl.action_profiles ?? []).forEach((ap, i) => {
+    if (profilesOut.has(ap.name)) refuse([...path, 'action_profiles', i, 'name'], 'duplicate action profile name', ap.name);
+    profilesOut.set(ap.name, new ActionProfile(ap, [...path, 'action_profiles', i], { ...ctx, runtimeData: 0, parser: false }));
+  });
 
   const next = (n: string | null | undefined, p: JsonPath): number => {
     if (n === null || n === undefined) return END;
@@ -47,7 +58,7 @@ export function compilePipeline(pl: Pipeline, pi: number, ctx: ExprContext, acti
   const nodes: NodeFn[] = [];
   pl.tables.forEach((t, ti) => {
     const tp: JsonPath = [...path, 'tables', ti];
-    const mt = new MatchTable(t, tp, ctx, actions);
+    const mt = new MatchTable(t, tp, ctx, actions, profilesOut);
     if (tablesOut.has(t.name)) refuse([...tp, 'name'], 'duplicate table name', t.name);
     tables.set(t.name, mt);
     tablesOut.set(t.name, mt);
@@ -66,6 +77,7 @@ export function compilePipeline(pl: Pipeline, pi: number, ctx: ExprContext, acti
     const baseNext = next(t.base_default_next, [...tp, 'base_default_next']);
     const after = (a: CompiledAction): number => byAction.get(a) ?? baseNext;
     const counted = mt.withCounters;
+    const profile = mt.profile;
     nodes.push((st) => {
       const e = mt.lookup(st);
       if (e) {
@@ -73,8 +85,10 @@ export function compilePipeline(pl: Pipeline, pi: number, ctx: ExprContext, acti
           e.packets++;
           e.bytes += st.frame.length;
         }
-        e.action.run(st, e.data);
-        return hitMiss ? onHit : after(e.action);
+        const m = e.action ? e : profile!.resolve(e.ref, e.group, st);
+        if (!m) return hitMiss ? onHit : baseNext; // an empty group: no action
+        m.action!.run(st, m.data);
+        return hitMiss ? onHit : after(m.action!);
       }
       const d = mt.defaultEntry;
       if (d) d.action.run(st, d.data);

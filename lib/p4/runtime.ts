@@ -7,6 +7,9 @@
 //   register_read R INDEX | register_write R INDEX VALUE | register_reset R
 //   meter_set_rates M INDEX CIR:CBS PIR:PBS   (rates per microsecond, bursts in units)
 //   parse_vset_add V VALUE
+//   act_prof_create_member P A p1 ... | act_prof_create_group P | act_prof_add_member_to_group P MBR GRP
+//   table_indirect_add T k... => MBR [priority] | table_indirect_add_with_group T k... => GRP [priority]
+//   table_indirect_set_default T MBR
 // Values: decimal, 0x hex, a.b.c.d, aa:bb:cc:dd:ee:ff; key forms: exact V,
 // lpm V/LEN, ternary V&&&MASK, range LO->HI, valid 0|1|true|false, optional
 // V or * (wildcard). Commands can come from outside (a guest through device
@@ -103,6 +106,7 @@ function tableAdd(engine: P4Engine, args: string[]): CommandResult {
   if (typeof t === 'string') return fail(t);
   const a = actionOf(t, args[1]);
   if (typeof a === 'string') return fail(a);
+  if (t.profile) return fail(`table ${t.name} is indirect: use table_indirect_add`);
   const rest = args.slice(2);
   const arrow = rest.indexOf('=>');
   const keyToks = arrow < 0 ? rest : rest.slice(0, arrow);
@@ -129,10 +133,59 @@ function tableAdd(engine: P4Engine, args: string[]): CommandResult {
   return ok(`Entry has been added with handle ${h}`, h);
 }
 
+/** table_indirect_add T KEYS => MEMBER [PRIORITY] and table_indirect_add_with_group T KEYS => GROUP [PRIORITY]. */
+function tableIndirectAdd(engine: P4Engine, args: string[], group: boolean): CommandResult {
+  const t = table(engine, args[0]);
+  if (typeof t === 'string') return fail(t);
+  const ap = t.profile;
+  if (!ap) return fail(`table ${t.name} is not indirect`);
+  const rest = args.slice(1);
+  const arrow = rest.indexOf('=>');
+  if (arrow < 0) return fail('missing "=>"');
+  const keyToks = rest.slice(0, arrow);
+  const after = rest.slice(arrow + 1);
+  if (keyToks.length !== t.keys.length) return fail(`table ${t.name} has ${t.keys.length} key parts, got ${keyToks.length}`);
+  if (after.length !== (t.needsPriority ? 2 : 1)) return fail(t.needsPriority ? 'want a handle and a priority after "=>"' : 'want one handle after "=>"');
+  if (!after.every((x) => /^\d{1,9}$/.test(x))) return fail(`bad handle or priority ${JSON.stringify(after.join(' '))}`);
+  const ref = Number(after[0]);
+  if (group ? !ap.groups.has(ref) : !ap.members.has(ref)) return fail(`action profile ${ap.name} has no ${group ? 'group' : 'member'} ${ref}`);
+  const key: MatchSpec[] = [];
+  for (let i = 0; i < keyToks.length; i++) {
+    const s = keySpec(t, i, keyToks[i]!);
+    if (typeof s === 'string') return fail(s);
+    key.push(s);
+  }
+  const h = t.add(key, undefined, [], t.needsPriority ? Number(after[1]) : 0, ref, group);
+  if (typeof h === 'string') return fail(h);
+  return ok(`Entry has been added with handle ${h}`, h);
+}
+
+function profileCommand(engine: P4Engine, cmd: string, args: string[]): CommandResult {
+  const ap = args[0] === undefined ? undefined : engine.profiles.get(args[0]);
+  if (!ap) return fail(`no action profile ${JSON.stringify(args[0] ?? '')}`);
+  if (cmd === 'act_prof_create_member') {
+    const a = args[1] === undefined ? undefined : ap.actions.get(args[1]);
+    if (!a) return fail(`action profile ${ap.name} has no action ${JSON.stringify(args[1] ?? '')}`);
+    const data = actionData(a, args.slice(2));
+    if (typeof data === 'string') return fail(data);
+    const h = ap.addMember(a, data);
+    return typeof h === 'string' ? fail(h) : ok(`Member has been created with handle ${h}`, h);
+  }
+  if (cmd === 'act_prof_create_group') {
+    const h = ap.addGroup();
+    return typeof h === 'string' ? fail(h) : ok(`Group has been created with handle ${h}`, h);
+  }
+  const [m, g] = [args[1], args[2]];
+  if (m === undefined || g === undefined || !/^\d{1,9}$/.test(m) || !/^\d{1,9}$/.test(g)) return fail('want MEMBER GROUP');
+  const err = ap.addToGroup(Number(m), Number(g));
+  return err === undefined ? ok() : fail(err);
+}
+
 function tableSetDefault(engine: P4Engine, args: string[]): CommandResult {
   const t = table(engine, args[0]);
   if (typeof t === 'string') return fail(t);
   if (t.defaultConst) return fail(`table ${t.name} has a const default action`);
+  if (t.profile) return fail(`table ${t.name} is indirect: use table_indirect_set_default`);
   const a = actionOf(t, args[1]);
   if (typeof a === 'string') return fail(a);
   const data = actionData(a, args.slice(2));
@@ -158,6 +211,23 @@ export function runCommand(engine: P4Engine, line: string): CommandResult {
       return tableAdd(engine, args);
     case 'table_set_default':
       return tableSetDefault(engine, args);
+    case 'table_indirect_add':
+      return tableIndirectAdd(engine, args, false);
+    case 'table_indirect_add_with_group':
+      return tableIndirectAdd(engine, args, true);
+    case 'table_indirect_set_default': {
+      const t = table(engine, args[0]);
+      if (typeof t === 'string') return fail(t);
+      if (!t.profile) return fail(`table ${t.name} is not indirect`);
+      const m = args[1] !== undefined && /^\d{1,9}$/.test(args[1]) ? t.profile.members.get(Number(args[1])) : undefined;
+      if (!m) return fail(`action profile ${t.profile.name} has no member ${JSON.stringify(args[1] ?? '')}`);
+      t.defaultEntry = { action: m.action, data: m.data };
+      return ok();
+    }
+    case 'act_prof_create_member':
+    case 'act_prof_create_group':
+    case 'act_prof_add_member_to_group':
+      return profileCommand(engine, cmd, args);
     case 'table_delete': {
       const t = table(engine, args[0]);
       if (typeof t === 'string') return fail(t);

@@ -8,6 +8,7 @@
 // The first matching entry in that order is the hit.
 
 import { CompiledAction } from './actions';
+import { ActionProfile } from './profiles';
 import { compileValue, ExprContext, RuntimeData, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { MatchKind, matchKinds, Table } from './schema';
@@ -32,8 +33,12 @@ export interface MatchSpec {
 export interface Entry {
   readonly handle: number;
   readonly key: MatchSpec[];
-  readonly action: CompiledAction;
+  /** Direct tables: the action and its data; indirect tables: undefined, see ref. */
+  readonly action: CompiledAction | undefined;
   readonly data: RuntimeData;
+  /** Indirect tables: a member handle, or a group handle when `group`. */
+  readonly ref: number;
+  readonly group: boolean;
   readonly priority: number;
   packets: number;
   bytes: number;
@@ -60,15 +65,22 @@ export class MatchTable {
   readonly withCounters: boolean;
   readonly maxSize: number;
   readonly name: string;
+  readonly profile: ActionProfile | undefined;
 
-  constructor(t: Table, path: JsonPath, ctx: ExprContext, allActions: Map<string, CompiledAction>) {
+  constructor(t: Table, path: JsonPath, ctx: ExprContext, allActions: Map<string, CompiledAction>, profiles: Map<string, ActionProfile>) {
     this.name = t.name;
     this.maxSize = t.max_size;
     this.withCounters = t.with_counters === true;
     if (!(matchKinds as readonly string[]).includes(t.match_type) || t.match_type === 'valid' || t.match_type === 'optional') {
       refuse([...path, 'match_type'], 'unsupported match type', t.match_type);
     }
-    if (t.type !== 'simple') refuse([...path, 'type'], 'only simple tables are supported (no action profiles yet)', t.type);
+    if (t.type === 'indirect' || t.type === 'indirect_ws') {
+      const ap = t.action_profile === undefined ? undefined : profiles.get(t.action_profile);
+      if (!ap) refuse([...path, 'action_profile'], 'no such action profile in this pipeline', t.action_profile ?? null);
+      if (t.type === 'indirect_ws' && !ap.selector) refuse([...path, 'action_profile'], 'an indirect_ws table needs a profile with a selector', t.action_profile);
+      if (t.entries) refuse([...path, 'entries'], 'const entries of indirect tables are not supported', t.entries.length);
+      this.profile = ap;
+    } else if (t.type !== 'simple') refuse([...path, 'type'], 'unsupported table type', t.type);
     if (t.support_timeout) refuse([...path, 'support_timeout'], 'entry ageing is not supported', true);
     if (t.direct_meters) refuse([...path, 'direct_meters'], 'direct meters are not supported yet', t.direct_meters);
     this.keys = t.key.map((k, ki) => {
@@ -101,6 +113,7 @@ export class MatchTable {
       const ca = allActions.get(a);
       if (!ca) refuse([...path, 'actions', ai], 'no such action', a);
       this.actions.set(a, ca);
+      this.profile?.actions.set(a, ca);
     });
     if (t.default_entry) {
       const de = t.default_entry;
@@ -147,11 +160,12 @@ export class MatchTable {
   }
 
   /** Adds an entry; returns its handle or a reason it was refused. */
-  add(key: MatchSpec[], action: CompiledAction, data: RuntimeData, priority: number): number | string {
+  add(key: MatchSpec[], action: CompiledAction | undefined, data: RuntimeData, priority: number, ref = -1, group = false): number | string {
     if (this.immutable) return `table ${this.name} has const entries`;
+    if ((action === undefined) !== (this.profile !== undefined)) return `table ${this.name} is ${this.profile ? 'indirect' : 'direct'}`;
     if (this.entries.size >= this.maxSize) return `table ${this.name} is full (${this.maxSize})`;
     if (key.length !== this.keys.length) return `table ${this.name} has ${this.keys.length} key parts`;
-    const e: Entry = { handle: this.#nextHandle++, key, action, data, priority, packets: 0, bytes: 0 };
+    const e: Entry = { handle: this.#nextHandle++, key, action, data, ref, group, priority, packets: 0, bytes: 0 };
     if (this.exactOnly) {
       const s = exactString(key.map((k) => k.value));
       if (this.#exact.has(s)) return 'duplicate entry';

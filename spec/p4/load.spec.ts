@@ -100,10 +100,13 @@ describe('p4: loading programs', () => {
     expect(refusal(p).path).to.equal('header_types[2].fields');
   });
 
-  it('refuses action profiles (indirect tables) for now, by path', () => {
+  it('refuses an indirect table without its action profile, and an unknown table type', () => {
     const p = fixtureJson('simple_router.json');
     p.pipelines[0].tables[1].type = 'indirect';
-    expect(refusal(p).path).to.equal('pipelines[0].tables[1].type');
+    expect(refusal(p).path).to.equal('pipelines[0].tables[1].action_profile');
+    const q = fixtureJson('simple_router.json');
+    q.pipelines[0].tables[1].type = 'hashed';
+    expect(refusal(q).path).to.equal('pipelines[0].tables[1].type');
   });
 
   it('refuses text that is not JSON', () => {
