@@ -221,16 +221,48 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
     seen.add(a.name);
     ids.add(a.id);
     const ctx: ExprContext = { ...ctx0, runtimeData: a.runtime_data.length, parser: false };
-    const prims = a.primitives.map((pr, pi) => compilePrimitive(pr.op, pr.parameters, ctx, env, [...path, 'primitives', pi]));
-    const run: ActionFn =
-      prims.length === 0
-        ? () => {}
-        : (st, rd) => {
-            for (let i = 0; i < prims.length; i++) {
-              prims[i]!(st, rd);
-              if (st.exited) return;
-            }
-          };
+    const prims: Prim[] = [];
+    // _jump / _jump_if_zero (p4c's if/else inside actions): only forward jumps, so an action ends
+    const jumps: { cond: Value | undefined; target: number }[] = [];
+    a.primitives.forEach((pr, pi) => {
+      const pp: JsonPath = [...path, 'primitives', pi];
+      if (pr.op === '_jump' || pr.op === '_jump_if_zero') {
+        const n = pr.op === '_jump' ? 1 : 2;
+        if (pr.parameters.length !== n) refuse([...pp, 'parameters'], `${pr.op} takes ${n} parameters`, pr.parameters.length);
+        const off = pr.parameters[n - 1]!;
+        const target = off.type === 'hexstr' && typeof off.value === 'string' ? Number(BigInt(off.value)) : NaN;
+        if (!(target > pi && target <= a.primitives.length)) refuse([...pp, 'parameters', n - 1], 'only forward jumps within the action', off.value);
+        const cond = n === 2 ? compileValue(pr.parameters[0], ctx, [...pp, 'parameters', 0]) : undefined;
+        jumps[pi] = { cond, target };
+        prims.push(() => {});
+        return;
+      }
+      prims.push(compilePrimitive(pr.op, pr.parameters, ctx, env, pp));
+    });
+    let run: ActionFn;
+    if (prims.length === 0) run = () => {};
+    else if (jumps.length === 0) {
+      run = (st, rd) => {
+        for (let i = 0; i < prims.length; i++) {
+          prims[i]!(st, rd);
+          if (st.exited) return;
+        }
+      };
+    } else {
+      run = (st, rd) => {
+        let i = 0;
+        while (i < prims.length) {
+          const j = jumps[i];
+          if (j) {
+            i = j.cond === undefined || j.cond(st, rd) === 0n ? j.target : i + 1;
+            continue;
+          }
+          prims[i]!(st, rd);
+          if (st.exited) return;
+          i++;
+        }
+      };
+    }
     return { id: a.id, name: a.name, params: a.runtime_data.map((r) => ({ name: r.name, bitwidth: r.bitwidth })), run };
   });
 }

@@ -153,4 +153,27 @@ describe('p4: counters, registers, meters and other primitives', () => {
     // RFC 1071 example words 0001 f203 f4f5 f6f7 sum to 0xddf2 -> checksum 0x220d
     expect(ALGORITHMS.csum16!(Buffer.from('0001f203f4f5f6f7', 'hex'))).to.equal(0x220dn);
   });
+
+  it('_jump/_jump_if_zero run if/else inside an action; a backward jump is refused', () => {
+    const isIp = { type: 'expression', value: { op: '==', left: F('etherType'), right: HEX('0x0800') } };
+    const ifElse = {
+      name: 'branch',
+      id: 1,
+      runtime_data: [],
+      primitives: [
+        { op: '_jump_if_zero', parameters: [{ type: 'expression', value: { op: 'b2d', left: null, right: isIp } }, HEX('0x3')] },
+        { op: 'modify_field', parameters: [F('srcAddr'), HEX('0x1')] },
+        { op: '_jump', parameters: [HEX('0x4')] },
+        { op: 'modify_field', parameters: [F('srcAddr'), HEX('0x2')] },
+      ],
+    };
+    const p = syntheticProgram([{ match_type: 'range', target: ['ethernet', 'etherType'] }], 'range', { actions: [ifElse] });
+    const e = P4Engine.load(p);
+    expect(runCommand(e, 'table_add t branch 0->0xffff => 1').ok).to.equal(true);
+    expect(e.process(frame(0x0800), 0).frame!.readUIntBE(6, 6)).to.equal(1);
+    expect(e.process(frame(0x86dd), 0).frame!.readUIntBE(6, 6)).to.equal(2);
+    const q = syntheticProgram([{ match_type: 'range', target: ['ethernet', 'etherType'] }], 'range', { actions: [ifElse] });
+    q.actions[1].primitives[2].parameters[0] = HEX('0x0');
+    expect(() => P4Engine.load(q)).to.throw(/^actions\[1\]\.primitives\[2\]\.parameters\[0\] "0x0": only forward jumps/);
+  });
 });
