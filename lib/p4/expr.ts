@@ -28,7 +28,11 @@ function b(x: boolean): bigint {
   return x ? 1n : 0n;
 }
 
+/** Deepest expression nesting accepted (in JSON path elements; each level adds two or three). */
+export const MAX_EXPRESSION_PATH = 256;
+
 export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Value {
+  if (path.length > MAX_EXPRESSION_PATH) refuse(path.slice(0, 8), `expression nested deeper than ${MAX_EXPRESSION_PATH} path elements`);
   if (tv === null || typeof tv !== 'object' || typeof (tv as TypeValue).type !== 'string') {
     refuse(path, 'expected a {type, value} object', tv);
   }

@@ -146,4 +146,12 @@ describe('p4: loading programs', () => {
     ok.header_unions = [];
     expect(() => P4Engine.load(ok)).to.not.throw();
   });
+
+  it('refuses an expression nested absurdly deep instead of overflowing the stack', () => {
+    const p = fixtureJson('simple_router.json');
+    let e: any = { type: 'field', value: ['ipv4', 'ttl'] };
+    for (let i = 0; i < 100000; i++) e = { type: 'expression', value: { op: 'not', left: null, right: e } };
+    p.pipelines[0].conditionals[0].expression = e;
+    expect(refusal(p).message).to.match(/^pipelines\[0\]\.conditionals\[0\]\.expression.*nested deeper/);
+  });
 });

@@ -108,4 +108,14 @@ describe('p4: simple_router with commands.txt', () => {
     expect(engine.tables.get('ipv4_lpm')!.entries.size).to.equal(2);
     expect(engine.tables.get('forward')!.entries.size).to.equal(2);
   });
+
+  it('never looks at the JSON again after load (the program object can be wrecked)', () => {
+    const p = JSON.parse(fixtureText('simple_router.json'));
+    const e = P4Engine.load(p);
+    runCommands(e, fixtureText('commands.txt'));
+    const before = e.process(frameTo('10.0.0.10', 64), 0).frame!;
+    for (const obj of [p, e.program as any]) for (const k of Object.keys(obj)) delete obj[k];
+    const after = e.process(frameTo('10.0.0.10', 64), 0).frame!;
+    expect(after.equals(before)).to.equal(true);
+  });
 });
