@@ -411,7 +411,9 @@ export class TcpConnection extends Duplex {
     if (err) {
       pending?.();
       fin?.(err);
-      if (!this.destroyed) this.destroy(err);
+      // A peer that stops answering is not our bug: with nobody listening for 'error' the stream just closes
+      // (an unhandled 'error' would end the process).
+      if (!this.destroyed) this.destroy(this.listenerCount('error') > 0 ? err : undefined);
     } else {
       pending?.();
       fin?.();
