@@ -4,7 +4,7 @@
 // equivalents); anything else is refused with its JSON path at load time.
 
 import { Calc, Externs } from './externs';
-import { compileValue, ExprContext, RuntimeData, Value } from './expr';
+import { compileNum, compileValue, ExprContext, RuntimeData, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program, TypeValue } from './schema';
 import { FieldInfo, PacketState } from './state';
@@ -92,6 +92,16 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
       arity(params, 2, 2, path, op);
       const dst = dest(ctx, params[0], pp(0));
       const x = v(1);
+      const nx = dst.wide ? undefined : compileNum(params[1], ctx);
+      if (nx) {
+        const m = 2 ** dst.width;
+        const sg = op === 'add_to_field' ? 1 : -1;
+        const slot = dst.slot;
+        return (st, rd) => {
+          const r = (st.num[slot]! + sg * nx(st, rd)) % m;
+          st.num[slot] = r < 0 ? r + m : r;
+        };
+      }
       const sign = op === 'add_to_field' ? 1n : -1n;
       return (st, rd) => st.set(dst, st.get(dst) + sign * x(st, rd));
     }

@@ -176,3 +176,76 @@ export function compileExpression(ev: unknown, ctx: ExprContext, path: JsonPath)
 }
 
 export { ZERO };
+
+// ---- the number path ----
+// An expression whose operands are all narrow fields, validity bits and
+// small constants, and whose operators are comparisons, logic, + and -,
+// computes in plain numbers: every intermediate stays far below 2^53.
+
+export type NumValue = (st: PacketState, rd: RuntimeData) => number;
+
+const NUM_LIMIT = 2 ** 32;
+
+const numBinary: Record<string, (a: number, c: number) => number> = {
+  '+': (a, c) => a + c,
+  '-': (a, c) => a - c,
+  '==': (a, c) => (a === c ? 1 : 0),
+  '!=': (a, c) => (a !== c ? 1 : 0),
+  '>': (a, c) => (a > c ? 1 : 0),
+  '>=': (a, c) => (a >= c ? 1 : 0),
+  '<': (a, c) => (a < c ? 1 : 0),
+  '<=': (a, c) => (a <= c ? 1 : 0),
+  and: (a, c) => (a !== 0 && c !== 0 ? 1 : 0),
+  or: (a, c) => (a !== 0 || c !== 0 ? 1 : 0),
+};
+
+/**
+ * The number form of a value, or undefined when it needs bigint. Call only
+ * on a value compileValue accepted (errors are reported there).
+ */
+export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue | undefined {
+  if (depth > 16 || tv === null || typeof tv !== 'object') return undefined;
+  const { type, value } = tv as TypeValue;
+  if (type === 'field') {
+    const hv = ctx.layout.hiddenValid(value);
+    if (hv !== undefined) return (st) => st.valid[hv]!;
+    if (!Array.isArray(value)) return undefined;
+    const f = ctx.layout.headerByName.get(value[0] as string)?.byName.get(value[1] as string);
+    if (!f || f.wide) return undefined;
+    const slot = f.slot;
+    return (st) => st.num[slot]!;
+  }
+  if (type === 'hexstr' && typeof value === 'string' && /^-?0x[0-9a-fA-F]+$/.test(value)) {
+    const c = hexToBig(value);
+    if (c >= BigInt(NUM_LIMIT) || c <= -BigInt(NUM_LIMIT)) return undefined;
+    const n = Number(c);
+    return () => n;
+  }
+  if (type === 'bool' && typeof value === 'boolean') {
+    const n = value ? 1 : 0;
+    return () => n;
+  }
+  if (type !== 'expression' || value === null || typeof value !== 'object') return undefined;
+  const e = value as ExpressionValue;
+  if (e.op === 'valid') {
+    const r = e.right as TypeValue | null;
+    const h = r && r.type === 'header' && typeof r.value === 'string' ? ctx.layout.headerByName.get(r.value) : undefined;
+    if (!h) return undefined;
+    const hi = h.index;
+    return (st) => st.valid[hi]!;
+  }
+  if (e.op === 'not' || e.op === 'd2b' || e.op === 'b2d') {
+    const r = compileNum(e.right, ctx, depth + 1);
+    if (!r) return undefined;
+    if (e.op === 'b2d') return r;
+    return e.op === 'not' ? (st, rd) => (r(st, rd) === 0 ? 1 : 0) : (st, rd) => (r(st, rd) !== 0 ? 1 : 0);
+  }
+  const f = numBinary[e.op];
+  if (!f) return undefined;
+  const l = compileNum(e.left, ctx, depth + 1);
+  const r = compileNum(e.right, ctx, depth + 1);
+  if (!l || !r) return undefined;
+  if (e.op === 'and') return (st, rd) => (l(st, rd) !== 0 && r(st, rd) !== 0 ? 1 : 0);
+  if (e.op === 'or') return (st, rd) => (l(st, rd) !== 0 || r(st, rd) !== 0 ? 1 : 0);
+  return (st, rd) => f(l(st, rd), r(st, rd));
+}

@@ -4,7 +4,7 @@
 // pipeline is acyclic, and a cyclic one stops there instead of spinning.
 
 import { CompiledAction } from './actions';
-import { compileValue, ExprContext } from './expr';
+import { compileNum, compileValue, ExprContext } from './expr';
 import { JsonPath, refuse } from './load';
 import { Pipeline } from './schema';
 import { PacketState } from './state';
@@ -98,10 +98,13 @@ export function compilePipeline(
   });
   pl.conditionals.forEach((c, ci) => {
     const cp: JsonPath = [...path, 'conditionals', ci];
-    const cond = compileValue(c.expression, { ...ctx, runtimeData: 0, parser: false }, [...cp, 'expression']);
+    const cctx = { ...ctx, runtimeData: 0, parser: false };
+    const cond = compileValue(c.expression, cctx, [...cp, 'expression']);
+    const num = compileNum(c.expression, cctx);
     const t = next(c.true_next, [...cp, 'true_next']);
     const f = next(c.false_next, [...cp, 'false_next']);
-    nodes.push((st) => (cond(st, NO_DATA) !== 0n ? t : f));
+    if (num) nodes.push((st) => (num(st, NO_DATA) !== 0 ? t : f));
+    else nodes.push((st) => (cond(st, NO_DATA) !== 0n ? t : f));
   });
   (pl.action_calls ?? []).forEach((c, ci) => {
     const cp: JsonPath = [...path, 'action_calls', ci];

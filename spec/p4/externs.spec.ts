@@ -176,4 +176,21 @@ describe('p4: counters, registers, meters and other primitives', () => {
     q.actions[1].primitives[2].parameters[0] = HEX('0x0');
     expect(() => P4Engine.load(q)).to.throw(/^actions\[1\]\.primitives\[2\]\.parameters\[0\] "0x0": only forward jumps/);
   });
+
+  it('add_to_field / subtract_from_field wrap at the field width (number path) and for wide fields (bigint path)', () => {
+    const e = P4Engine.load(
+      program([
+        { name: 'dec', id: 1, runtime_data: [], primitives: [{ op: 'add_to_field', parameters: [F('etherType'), HEX('-0x2')] }, { op: 'subtract_from_field', parameters: [F('dstAddr'), HEX('0x3')] }] },
+        { name: 'inc', id: 2, runtime_data: [], primitives: [{ op: 'add_to_field', parameters: [F('etherType'), HEX('0xffff')] }] },
+      ]),
+    );
+    expect(runCommand(e, 'table_add t dec 0x0001').ok).to.equal(true);
+    expect(runCommand(e, 'table_add t inc 0x0005').ok).to.equal(true);
+    const f = frame(0x0001);
+    f.fill(0, 0, 6);
+    const out = e.process(f, 0).frame!;
+    expect(out.readUInt16BE(12)).to.equal(0xffff);
+    expect(out.subarray(0, 6).toString('hex')).to.equal('fffffffffffd');
+    expect(e.process(frame(0x0005), 0).frame!.readUInt16BE(12)).to.equal(0x0004);
+  });
 });
