@@ -27,6 +27,8 @@ export const enum TcpState {
 export interface ConnectionHost {
   emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number): void;
   forget(c: TcpConnection): void;
+  /** Run `fn` with output held until it returns (no re-entry through an answering peer). */
+  run<T>(fn: () => T): T;
 }
 
 export interface ConnectionLimits {
@@ -87,6 +89,7 @@ export class TcpConnection extends Duplex {
   #rtoNow: number;
   #retries = 0;
   #lastAdvertised = 0;
+  #windowCheck = false;
   /** Counters for tests and stats. */
   readonly counts = { segmentsIn: 0, segmentsOut: 0, retransmits: 0, dropped: 0 };
 
@@ -318,7 +321,7 @@ export class TcpConnection extends Duplex {
   #armTimer(keep = false): void {
     if (keep && this.#timer) return;
     this.#clearTimer();
-    this.#timer = setTimeout(() => this.#onTimeout(), this.#rtoNow);
+    this.#timer = setTimeout(() => this.#host.run(() => this.#onTimeout()), this.#rtoNow);
     this.#timer.unref();
   }
 
@@ -368,7 +371,7 @@ export class TcpConnection extends Duplex {
     this.#txQueue.push(chunk);
     this.#txBytes += chunk.length;
     if (this.#txBytes <= this.#limits.txLimit) cb(); else this.#pendingWrite = () => cb();
-    this.#pump();
+    this.#host.run(() => this.#pump());
   }
 
   override _final(cb: (err?: Error | null) => void): void {
@@ -378,18 +381,29 @@ export class TcpConnection extends Duplex {
     }
     this.#finQueued = true;
     this.#finalCallback = cb;
-    this.#pump();
+    this.#host.run(() => this.#pump());
   }
 
   override _read(): void {
-    // The reader took data: if the window we last advertised was small, tell the peer it grew.
+    // The reader wants more. Readable calls this before it takes the data out
+    // of the buffer, so look at the window once that has happened.
+    if (this.#windowCheck) return;
+    this.#windowCheck = true;
+    queueMicrotask(() => {
+      this.#windowCheck = false;
+      this.#host.run(() => this.#windowUpdate());
+    });
+  }
+
+  /** Tell the peer the window opened, once it grew by an MSS or half the buffer (receiver-side SWS avoidance, RFC 1122 4.2.3.3). */
+  #windowUpdate(): void {
     if (this.state === TcpState.CLOSED || this.state === TcpState.SYN_RCVD) return;
     const now = this.#window();
-    if (this.#lastAdvertised < this.#sendMss && now >= this.#sendMss) this.#sendAck();
+    if (now - this.#lastAdvertised >= Math.min(this.#sendMss, this.#limits.rxLimit / 2)) this.#sendAck();
   }
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
-    if (this.state !== TcpState.CLOSED) this.#reset(null);
+    if (this.state !== TcpState.CLOSED) this.#host.run(() => this.#reset(null));
     cb(err);
   }
 

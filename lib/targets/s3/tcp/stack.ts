@@ -68,6 +68,9 @@ export class TcpStack implements ConnectionHost {
   readonly #iss: () => number;
   readonly #conns = new Map<string, TcpConnection>();
   #ipId = 0;
+  /** Frames waiting to leave: nothing is sent while a frame is being processed, so a `send` that answers at once never re-enters it. */
+  readonly #pending: Buffer[] = [];
+  #busy = false;
 
   constructor(opts: TcpStackOptions) {
     const ip = parseIpv4Address(opts.ip);
@@ -89,6 +92,41 @@ export class TcpStack implements ConnectionHost {
 
   /** A frame the guest sent: true when it was ours (claimed). Never throws on guest input. */
   claimTx(frame: Buffer): boolean {
+    return this.run(() => this.#claim(frame));
+  }
+
+  /**
+   * Run `fn` with output held: frames it produces leave when it is done, so a
+   * `send` that answers at once (and calls claimTx) never re-enters a
+   * connection in the middle of an update.
+   */
+  run<T>(fn: () => T): T {
+    if (this.#busy) return fn();
+    this.#busy = true;
+    try {
+      return fn();
+    } finally {
+      this.#busy = false;
+      this.#flush();
+    }
+  }
+
+  #out(frame: Buffer): void {
+    this.#pending.push(frame);
+    if (!this.#busy) this.#flush();
+  }
+
+  #flush(): void {
+    if (this.#busy) return;
+    this.#busy = true;
+    try {
+      for (let f = this.#pending.shift(); f !== undefined; f = this.#pending.shift()) this.#send(f);
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  #claim(frame: Buffer): boolean {
     if (frame.length < ethhdr.SIZE) return false;
     const type = getField(frame, 0, ethhdr.h_proto);
     if (type === ETH_P_ARP) return this.#arp(frame);
@@ -133,7 +171,7 @@ export class TcpStack implements ConnectionHost {
     setRawBytes(out, a, arp_eth_ipv4.ar_tha, sha);
     setRawBytes(out, a, arp_eth_ipv4.ar_tip, viewRaw(frame, a, arp_eth_ipv4.ar_sip));
     this.counts.arpReplies++;
-    this.#send(out);
+    this.#out(out);
     return true;
   }
 
@@ -147,7 +185,7 @@ export class TcpStack implements ConnectionHost {
     setField(out, o, icmp_echo.checksum, 0);
     setField(out, o, icmp_echo.checksum, inetChecksum(out, o, len));
     this.counts.echoReplies++;
-    this.#send(out);
+    this.#out(out);
   }
 
   #tcp(seg: ReturnType<typeof parseTcp> & object, peerMac: Buffer, peerIp: Buffer): void {
@@ -183,14 +221,14 @@ export class TcpStack implements ConnectionHost {
       flags |= TCP_ACK;
     }
     this.counts.resetsSent++;
-    this.#send(buildTcpFrame({
+    this.#out(buildTcpFrame({
       dmac: peerMac, smac: this.mac, saddr: this.ip, daddr: peerIp, sport: seg.dport, dport: seg.sport, seq, ack, flags, window: 0,
       ipId: this.#ipId++,
     }));
   }
 
   emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number): void {
-    this.#send(buildTcpFrame({
+    this.#out(buildTcpFrame({
       dmac: c.peerMac, smac: this.mac, saddr: this.ip, daddr: c.peerIp, sport: c.localPort, dport: c.remotePort, seq,
       ack: c.rcvNxt, flags, window: c.advertisedWindow, mss, payload, ipId: this.#ipId++,
     }));
