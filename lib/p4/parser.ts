@@ -25,7 +25,7 @@ export interface ParseVsets {
 
 export type CompiledParser = (st: PacketState) => number;
 
-function extractOp(layout: Layout, hdr: number, ex: HeaderExtract, bytes: number) {
+function extractOp(hdr: number, ex: HeaderExtract, bytes: number) {
   return (st: PacketState): boolean => {
     if (st.offset + bytes > st.frame.length) {
       st.parserError = ParserError.PacketTooShort;
@@ -34,7 +34,6 @@ function extractOp(layout: Layout, hdr: number, ex: HeaderExtract, bytes: number
     ex(st, st.frame, st.offset);
     st.offset += bytes;
     st.valid[hdr] = 1;
-    void layout;
     return true;
   };
 }
@@ -64,11 +63,11 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
           if (prm.type === 'regular') {
             const h = layout.header(prm.value, [...opPath, 'parameters', 0, 'value']);
             if (h.metadata) refuse([...opPath, 'parameters', 0, 'value'], 'cannot extract a metadata header', prm.value);
-            return extractOp(layout, h.index, extracts[h.index]!, h.bytes);
+            return extractOp(h.index, extracts[h.index]!, h.bytes);
           }
           if (prm.type === 'stack') {
             const sk = layout.stack(prm.value, [...opPath, 'parameters', 0, 'value']);
-            const per = sk.headers.map((hi) => extractOp(layout, hi, extracts[hi]!, layout.headers[hi]!.bytes));
+            const per = sk.headers.map((hi) => extractOp(hi, extracts[hi]!, layout.headers[hi]!.bytes));
             const k = sk.index;
             return (st) => {
               const n = st.stackNext[k]!;
