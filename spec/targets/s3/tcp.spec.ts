@@ -261,4 +261,21 @@ describe('s3 tcp: connections', () => {
     const acks = r.take();
     expect(acks.map((o) => [o.ack, o.window])).to.deep.equal([[1461, 2540], [2921, 1080], [4001, 0]]);
   });
+
+  it('setTimeout: idle timeout as net.Socket has it (http.Server keep-alive), re-armed by traffic, off with 0', () => {
+    const clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const r = rig();
+    const c = connect(r, 43000, 0);
+    let fired = 0;
+    c.setTimeout(1000, () => { fired++; });
+    clock.tick(900);
+    r.stack.claimTx(tcp({ sport: 43000, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('x') }));
+    clock.tick(900);
+    expect(fired).to.equal(0);
+    clock.tick(100);
+    expect(fired).to.equal(1);
+    c.setTimeout(0);
+    clock.tick(5000);
+    expect(fired).to.equal(1);
+  });
 });

@@ -90,6 +90,8 @@ export class TcpConnection extends Duplex {
   #retries = 0;
   #lastAdvertised = 0;
   #windowCheck = false;
+  #idleMs = 0;
+  #idleTimer: NodeJS.Timeout | null = null;
   /** Counters for tests and stats. */
   readonly counts = { segmentsIn: 0, segmentsOut: 0, retransmits: 0, dropped: 0 };
 
@@ -118,9 +120,23 @@ export class TcpConnection extends Duplex {
   // net.Socket look-alikes that http.Server calls.
   setNoDelay(): this { return this; }
   setKeepAlive(): this { return this; }
-  setTimeout(_ms: number, cb?: () => void): this {
+  /** net.Socket's idle timeout: 'timeout' after `ms` without a segment in or data written (0 turns it off). http.Server's keep-alive and request timeouts use it. */
+  setTimeout(ms: number, cb?: () => void): this {
+    this.#idleMs = ms > 0 ? ms : 0;
     if (cb) this.once('timeout', cb);
+    this.#touch();
     return this;
+  }
+
+  #touch(): void {
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#idleTimer = null;
+    if (this.#idleMs === 0 || this.state === TcpState.CLOSED) return;
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = null;
+      this.emit('timeout');
+    }, this.#idleMs);
+    this.#idleTimer.unref();
   }
   ref(): this { return this; }
   unref(): this { return this; }
@@ -151,6 +167,7 @@ export class TcpConnection extends Duplex {
   /** One received segment for this connection (already matched by addresses and ports). */
   input(flags: number, seq: number, ack: number, window: number, payload: Buffer): void {
     this.counts.segmentsIn++;
+    if (this.#idleTimer) this.#touch();
     if (flags & TCP_RST) {
       // Accept a reset only inside the window (RFC 5961's simple form: exactly at rcvNxt or within the window).
       const off = seqDiff(seq, this.#rcvNxt);
@@ -370,6 +387,7 @@ export class TcpConnection extends Duplex {
     }
     this.#txQueue.push(chunk);
     this.#txBytes += chunk.length;
+    if (this.#idleTimer) this.#touch();
     if (this.#txBytes <= this.#limits.txLimit) cb(); else this.#pendingWrite = () => cb();
     this.#host.run(() => this.#pump());
   }
@@ -417,6 +435,8 @@ export class TcpConnection extends Duplex {
     if (this.state === TcpState.CLOSED) return;
     this.state = TcpState.CLOSED;
     this.#clearTimer();
+    this.#idleMs = 0;
+    this.#touch();
     this.#host.forget(this);
     const pending = this.#pendingWrite;
     this.#pendingWrite = null;
