@@ -121,7 +121,7 @@ export class P4Engine {
     );
 
     if (p.pipelines.length > 2) refuse(['pipelines', 2], 'at most two pipelines (ingress, egress)', p.pipelines[2]!.name);
-    const compiled = p.pipelines.map((pl, i) => compilePipeline(pl, i, ctx, this.actions, this.tables, this.profiles));
+    const compiled = p.pipelines.map((pl, i) => compilePipeline(pl, i, ctx, this.actions, this.tables, this.profiles, this.externs.meters));
     this.#ingress = compiled.find((c) => c.name === 'ingress') ?? compiled[0];
     this.#egress = compiled.find((c) => c.name === 'egress') ?? (compiled[1] !== this.#ingress ? compiled[1] : undefined);
 

@@ -41,6 +41,8 @@ export class MeterArray {
   readonly rates: Float64Array;
   readonly tokens: Float64Array; // [tc, tp] per meter
   readonly last: Float64Array;
+  /** Direct meters: the table they are bound to and the field that gets the color (resolved by the table). */
+  direct: { binding: string; resultTarget: unknown; index: number } | undefined;
   constructor(readonly name: string, readonly size: number, readonly bytesMode: boolean, readonly now: () => number) {
     this.rates = new Float64Array(size * 4).fill(NaN);
     this.tokens = new Float64Array(size * 2);
@@ -187,8 +189,13 @@ export class Externs {
     p.meter_arrays.forEach((m, i) => {
       if (m.size > MAX_ARRAY_SIZE) refuse(['meter_arrays', i, 'size'], `larger than ${MAX_ARRAY_SIZE}`, m.size);
       if (m.rate_count !== 2) refuse(['meter_arrays', i, 'rate_count'], 'only 2-rate meters are supported', m.rate_count);
-      if (m.is_direct) refuse(['meter_arrays', i, 'is_direct'], 'direct meters are not supported yet', m.is_direct);
-      this.meters.set(m.name, new MeterArray(m.name, m.size, m.type === 'bytes', now));
+      const ma = new MeterArray(m.name, m.size, m.type === 'bytes', now);
+      if (m.is_direct) {
+        if (!m.binding) refuse(['meter_arrays', i, 'binding'], 'a direct meter names its table', null);
+        if (!m.result_target) refuse(['meter_arrays', i, 'result_target'], 'a direct meter names its result field', null);
+        ma.direct = { binding: m.binding, resultTarget: m.result_target, index: i };
+      }
+      this.meters.set(m.name, ma);
     });
     p.register_arrays.forEach((r, i) => {
       if (r.size > MAX_ARRAY_SIZE) refuse(['register_arrays', i, 'size'], `larger than ${MAX_ARRAY_SIZE}`, r.size);

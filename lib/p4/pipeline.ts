@@ -9,6 +9,7 @@ import { JsonPath, refuse } from './load';
 import { Pipeline } from './schema';
 import { PacketState } from './state';
 import { MatchTable } from './tables';
+import { MeterArray } from './externs';
 import { ActionProfile } from './profiles';
 
 export const END = -1;
@@ -30,6 +31,7 @@ export function compilePipeline(
   actions: Map<string, CompiledAction>,
   tablesOut: Map<string, MatchTable>,
   profilesOut: Map<string, ActionProfile>,
+  meters: Map<string, MeterArray>,
 ): CompiledPipeline {
   const path: JsonPath = ['pipelines', pi];
   const index = new Map<string, number>();
@@ -58,7 +60,7 @@ export function compilePipeline(
   const nodes: NodeFn[] = [];
   pl.tables.forEach((t, ti) => {
     const tp: JsonPath = [...path, 'tables', ti];
-    const mt = new MatchTable(t, tp, ctx, actions, profilesOut);
+    const mt = new MatchTable(t, tp, ctx, actions, profilesOut, meters);
     if (tablesOut.has(t.name)) refuse([...tp, 'name'], 'duplicate table name', t.name);
     tables.set(t.name, mt);
     tablesOut.set(t.name, mt);
@@ -78,6 +80,7 @@ export function compilePipeline(
     const after = (a: CompiledAction): number => byAction.get(a) ?? baseNext;
     const counted = mt.withCounters;
     const profile = mt.profile;
+    const meter = mt.meter;
     nodes.push((st) => {
       const e = mt.lookup(st);
       if (e) {
@@ -85,6 +88,7 @@ export function compilePipeline(
           e.packets++;
           e.bytes += st.frame.length;
         }
+        if (meter) st.set(meter.result, BigInt(meter.array.execute(e.slot, st.frame.length)));
         const m = e.action ? e : profile!.resolve(e.ref, e.group, st);
         if (!m) return hitMiss ? onHit : baseNext; // an empty group: no action
         m.action!.run(st, m.data);

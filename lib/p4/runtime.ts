@@ -5,7 +5,8 @@
 //   table_delete T HANDLE | table_clear T
 //   counter_read C INDEX | counter_reset C
 //   register_read R INDEX | register_write R INDEX VALUE | register_reset R
-//   meter_set_rates M INDEX CIR:CBS PIR:PBS   (rates per microsecond, bursts in units)
+//   meter_set_rates M INDEX CIR:CBS PIR:PBS   (rates per microsecond, bursts in units; a direct
+//     meter's INDEX is the entry handle)
 //   parse_vset_add V VALUE
 //   act_prof_create_member P A p1 ... | act_prof_create_group P | act_prof_add_member_to_group P MBR GRP
 //   table_indirect_add T k... => MBR [priority] | table_indirect_add_with_group T k... => GRP [priority]
@@ -272,7 +273,12 @@ export function runCommand(engine: P4Engine, line: string): CommandResult {
     case 'meter_set_rates': {
       const m = args[0] === undefined ? undefined : engine.externs.meters.get(args[0]);
       if (!m) return fail(`no meter array ${JSON.stringify(args[0] ?? '')}`);
-      const i = index(args[1], m.size);
+      let i: number | string;
+      if (m.direct) {
+        // a direct meter is addressed by the entry handle of its table
+        const e = args[1] !== undefined && /^\d{1,9}$/.test(args[1]) ? engine.tables.get(m.direct.binding)?.entries.get(Number(args[1])) : undefined;
+        i = e ? e.slot : `table ${m.direct.binding} has no entry ${JSON.stringify(args[1] ?? '')}`;
+      } else i = index(args[1], m.size);
       if (typeof i === 'string') return fail(i);
       const rates = args.slice(2).map((r) => r.split(':').map(Number));
       if (rates.length !== 2 || rates.some((r) => r.length !== 2 || r.some((x) => !Number.isFinite(x) || x < 0))) {

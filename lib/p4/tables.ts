@@ -12,7 +12,8 @@ import { ActionProfile } from './profiles';
 import { compileValue, ExprContext, RuntimeData, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { MatchKind, matchKinds, Table } from './schema';
-import { hexToBig, PacketState } from './state';
+import { FieldInfo, hexToBig, PacketState } from './state';
+import { MeterArray } from './externs';
 
 export interface KeyPart {
   readonly kind: MatchKind;
@@ -40,6 +41,8 @@ export interface Entry {
   readonly ref: number;
   readonly group: boolean;
   readonly priority: number;
+  /** Cell of the table's direct meter (-1 without one). */
+  readonly slot: number;
   packets: number;
   bytes: number;
 }
@@ -66,8 +69,18 @@ export class MatchTable {
   readonly maxSize: number;
   readonly name: string;
   readonly profile: ActionProfile | undefined;
+  /** The direct meter and the field its color goes to. */
+  readonly meter: { array: MeterArray; result: FieldInfo } | undefined;
+  #freeSlots: number[] = [];
 
-  constructor(t: Table, path: JsonPath, ctx: ExprContext, allActions: Map<string, CompiledAction>, profiles: Map<string, ActionProfile>) {
+  constructor(
+    t: Table,
+    path: JsonPath,
+    ctx: ExprContext,
+    allActions: Map<string, CompiledAction>,
+    profiles: Map<string, ActionProfile>,
+    meters: Map<string, MeterArray> = new Map(),
+  ) {
     this.name = t.name;
     this.maxSize = t.max_size;
     this.withCounters = t.with_counters === true;
@@ -82,7 +95,14 @@ export class MatchTable {
       this.profile = ap;
     } else if (t.type !== 'simple') refuse([...path, 'type'], 'unsupported table type', t.type);
     if (t.support_timeout) refuse([...path, 'support_timeout'], 'entry ageing is not supported', true);
-    if (t.direct_meters) refuse([...path, 'direct_meters'], 'direct meters are not supported yet', t.direct_meters);
+    if (t.direct_meters) {
+      const m = meters.get(t.direct_meters);
+      if (!m || !m.direct) refuse([...path, 'direct_meters'], 'no such direct meter array', t.direct_meters);
+      if (m.direct.binding !== t.name) refuse([...path, 'direct_meters'], `the meter is bound to ${m.direct.binding}`, t.direct_meters);
+      const result = ctx.layout.field(m.direct.resultTarget, ['meter_arrays', m.direct.index, 'result_target']);
+      this.meter = { array: m, result };
+      for (let i = Math.min(m.size, t.max_size) - 1; i >= 0; i--) this.#freeSlots.push(i);
+    }
     this.keys = t.key.map((k, ki) => {
       const kp: JsonPath = [...path, 'key', ki];
       if (!(matchKinds as readonly string[]).includes(k.match_type)) refuse([...kp, 'match_type'], 'unsupported match type', k.match_type);
@@ -165,7 +185,12 @@ export class MatchTable {
     if ((action === undefined) !== (this.profile !== undefined)) return `table ${this.name} is ${this.profile ? 'indirect' : 'direct'}`;
     if (this.entries.size >= this.maxSize) return `table ${this.name} is full (${this.maxSize})`;
     if (key.length !== this.keys.length) return `table ${this.name} has ${this.keys.length} key parts`;
-    const e: Entry = { handle: this.#nextHandle++, key, action, data, ref, group, priority, packets: 0, bytes: 0 };
+    let slot = -1;
+    if (this.meter) {
+      if (this.#freeSlots.length === 0) return `direct meter ${this.meter.array.name} of ${this.name} is full`;
+      slot = this.#freeSlots[this.#freeSlots.length - 1]!;
+    }
+    const e: Entry = { handle: this.#nextHandle, key, action, data, ref, group, priority, slot, packets: 0, bytes: 0 };
     if (this.exactOnly) {
       const s = exactString(key.map((k) => k.value));
       if (this.#exact.has(s)) return 'duplicate entry';
@@ -178,6 +203,11 @@ export class MatchTable {
       else if (lpm >= 0) this.#ordered.sort((a, b) => b.key[lpm]!.prefix - a.key[lpm]!.prefix || a.handle - b.handle);
     }
     this.entries.set(e.handle, e);
+    this.#nextHandle++;
+    if (slot >= 0) {
+      this.#freeSlots.pop();
+      this.meter!.array.setRates(slot, NaN, 0, NaN, 0); // a new entry's meter starts unset (green)
+    }
     return e.handle;
   }
 
@@ -185,6 +215,7 @@ export class MatchTable {
     const e = this.entries.get(handle);
     if (!e || this.immutable) return false;
     this.entries.delete(handle);
+    if (e.slot >= 0) this.#freeSlots.push(e.slot);
     if (this.exactOnly) this.#exact.delete(exactString(e.key.map((k) => k.value)));
     else this.#ordered.splice(this.#ordered.indexOf(e), 1);
     return true;
@@ -192,6 +223,7 @@ export class MatchTable {
 
   clear(): void {
     if (this.immutable) return;
+    for (const e of this.entries.values()) if (e.slot >= 0) this.#freeSlots.push(e.slot);
     this.entries.clear();
     this.#exact.clear();
     this.#ordered = [];

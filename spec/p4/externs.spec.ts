@@ -193,4 +193,28 @@ describe('p4: counters, registers, meters and other primitives', () => {
     expect(out.subarray(0, 6).toString('hex')).to.equal('fffffffffffd');
     expect(e.process(frame(0x0005), 0).frame!.readUInt16BE(12)).to.equal(0x0004);
   });
+
+  it('a direct meter colors each entry separately and writes the color before the action runs', () => {
+    let now = 0;
+    const p = program([], {
+      meter_arrays: [{ name: 'dm', id: 0, type: 'packets', rate_count: 2, size: 64, is_direct: true, binding: 't', result_target: ['ethernet', 'dstAddr'] }],
+    });
+    p.pipelines[0].tables[0].direct_meters = 'dm';
+    const e = P4Engine.load(p, { now: () => now });
+    const a = runCommand(e, 'table_add t set_src 0x0800 => 00:00:00:00:00:01') as { handle: number };
+    const b = runCommand(e, 'table_add t set_src 0x0806 => 00:00:00:00:00:02') as { handle: number };
+    const color = (type: number) => e.process(frame(type), 0).frame!.readUIntBE(0, 6);
+    expect(color(0x0800)).to.equal(0); // unset: green
+    expect(runCommand(e, `meter_set_rates dm ${a.handle} 0:1 0:1`).ok).to.equal(true);
+    expect([color(0x0800), color(0x0800)]).to.deep.equal([0, 2]);
+    expect(color(0x0806)).to.equal(0); // the other entry's meter is untouched
+    expect(runCommand(e, `meter_set_rates dm 99 0:1 0:1`).ok).to.equal(false);
+    expect(runCommand(e, `table_delete t ${b.handle}`).ok).to.equal(true);
+    const c = runCommand(e, 'table_add t set_src 0x86dd => 00:00:00:00:00:03') as { handle: number };
+    expect(color(0x86dd)).to.equal(0); // a reused meter cell starts unset
+    expect(c.handle).to.equal(2);
+    const q = program([], { meter_arrays: [{ name: 'dm', id: 0, type: 'packets', rate_count: 2, size: 64, is_direct: true, binding: 'other', result_target: ['ethernet', 'dstAddr'] }] });
+    q.pipelines[0].tables[0].direct_meters = 'dm';
+    expect(() => P4Engine.load(q)).to.throw(/^pipelines\[0\]\.tables\[0\]\.direct_meters "dm": the meter is bound to other/);
+  });
 });
