@@ -16,7 +16,7 @@ node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" -L info --backend "nvmeof:size=25
 server=$!
 trap 'kill $server 2>/dev/null; rm -f "$SOCK" "$IMG"' EXIT
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
-"$RIG/run-guest.sh" --socket "$SOCK" --smp 4 --timeout "$TIMEOUT" --script "$HERE/guest-nvmeof.sh"
+"$RIG/run-guest.sh" --socket "$SOCK" --smp 4 --net --timeout "$TIMEOUT" --script "$HERE/guest-nvmeof.sh"
 rc=$?
 kill -0 $server 2>/dev/null && echo "ok   - server still running" || { echo "FAIL - server exited"; rc=1; }
 # What the guest wrote is in the host file: an ext4 superblock (magic 0xef53 at 1024 + 56).
