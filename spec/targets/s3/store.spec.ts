@@ -190,3 +190,30 @@ describe('s3 store: dir= persistence', function () {
     }
   });
 });
+
+describe('s3 store: presigned URLs (SigV4 in the query)', function () {
+  this.timeout(60000);
+  let s: Served;
+  beforeEach(async () => { s = await serve({ auth: true }); });
+  afterEach(async () => { await s.close(); });
+
+  it('a presigned GET and PUT work without headers; a tampered or expired one is refused', async () => {
+    const { getSignedUrl } = await import('@aws-sdk/s3-request-presigner');
+    await s.client.send(new PutObjectCommand({ Bucket: 'ernic', Key: 'dir/pre sign.txt', Body: 'presigned body' }));
+    const url = await getSignedUrl(s.client, new GetObjectCommand({ Bucket: 'ernic', Key: 'dir/pre sign.txt' }), { expiresIn: 60 });
+    const get = await fetch(url);
+    expect([get.status, await get.text()]).to.deep.equal([200, 'presigned body']);
+    const tampered = await fetch(url.replace('pre%20sign', 'pre%20sigN'));
+    expect(tampered.status).to.equal(403);
+    const putUrl = await getSignedUrl(s.client, new PutObjectCommand({ Bucket: 'ernic', Key: 'up.txt' }), { expiresIn: 60 });
+    const put = await fetch(putUrl, { method: 'PUT', body: 'via url' });
+    expect(put.status).to.equal(200);
+    expect(s.store.get('up.txt')!.data.toString()).to.equal('via url');
+    await s.close();
+    s = await serve({ auth: true, extra: { now: () => Date.now() + 3600_000 } });
+    const late = await getSignedUrl(s.client, new GetObjectCommand({ Bucket: 'ernic', Key: 'x' }), { expiresIn: 60 });
+    const expired = await fetch(late);
+    expect(expired.status).to.equal(403);
+    expect(await expired.text()).to.contain('expired');
+  });
+});
