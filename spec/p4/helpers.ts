@@ -13,6 +13,18 @@ export const FIXTURES =
   [path.join(ROOT, '..', 'shared', 'fixtures', 'p4'), path.join(ROOT, 'fixtures', 'p4')].find((d) => fs.existsSync(d)) ??
   path.join(ROOT, '..', 'shared', 'fixtures', 'p4');
 
+/** Whether the fixture programs are there; specs skip with a message when they are not. */
+export const haveFixtures = fs.existsSync(path.join(FIXTURES, 'simple_router.json'));
+
+/** Call at the top of a describe(): skips the block, saying why, without the fixtures. */
+export function needFixtures(): void {
+  before(function () {
+    if (haveFixtures) return;
+    console.log(`    (P4 fixtures not found at ${FIXTURES}: set ERNIC_P4_FIXTURES; skipped)`);
+    this.skip();
+  });
+}
+
 export function fixtureText(name: string): string {
   return fs.readFileSync(path.join(FIXTURES, name), 'utf8');
 }

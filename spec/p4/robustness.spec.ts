@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { runCommands } from '../../lib/p4/runtime';
-import { ethernet, fixtureText, ipv4, tcp } from './helpers';
+import { ethernet, fixtureText, ipv4, needFixtures, tcp } from './helpers';
 
 /** xorshift32, seeded, so a failure names a reproducible case. */
 function rng(seed: number): () => number {
@@ -28,6 +28,7 @@ function describeResult(r: ReturnType<P4Engine['process']>): string {
 }
 
 describe('p4: untrusted frames', () => {
+  needFixtures();
   for (const name of PROGRAMS) {
     it(`${name}: 2000 random frames, none throws, results repeat`, () => {
       const e = P4Engine.load(fixtureText(name));
