@@ -278,4 +278,14 @@ describe('s3 tcp: connections', () => {
     clock.tick(5000);
     expect(fired).to.equal(1);
   });
+
+  it('SYN-RECEIVED: an ACK that does not acknowledge the SYN-ACK gets an RST at its ack number; the right one still establishes', () => {
+    const r = rig();
+    r.stack.claimTx(tcp({ sport: 44000, dport: PORT, seq: 10, ack: 0, flags: SYN, window: 65535 }));
+    r.take();
+    r.stack.claimTx(tcp({ sport: 44000, dport: PORT, seq: 11, ack: 5, flags: ACK, window: 65535 }));
+    expect(r.take().map((o) => [o.flags, o.seq])).to.deep.equal([[RST, 5]]);
+    r.stack.claimTx(tcp({ sport: 44000, dport: PORT, seq: 11, ack: ISS + 1, flags: ACK, window: 65535 }));
+    expect(r.conns).to.have.length(1);
+  });
 });

@@ -195,7 +195,10 @@ export class TcpConnection extends Duplex {
     }
     this.#sndWnd = window;
     if (this.state === TcpState.SYN_RCVD) {
-      if (acked !== 1) return false;
+      if (acked !== 1) { // not our SYN-ACK's acknowledgment: a reset at the sequence it names (RFC 793, SYN-RECEIVED)
+        this.#host.emitSegment(this, ack, TCP_RST, undefined);
+        return false;
+      }
       this.#sndUna = ack;
       this.state = TcpState.ESTABLISHED;
       this.#clearTimer();

@@ -12,7 +12,7 @@ import { ETH_P_ARP, ETH_P_IP, ethhdr, iphdr, IPPROTO_TCP } from '../../../net/he
 import { ConnectionHost, ConnectionLimits, TcpConnection } from './connection';
 import {
   arp_eth_ipv4, ARPHRD_ETHER, ARPOP_REPLY, ARPOP_REQUEST, buildTcpFrame, endpointMac, ETH_ALEN, ICMP_ECHO, ICMP_ECHOREPLY, icmp_echo,
-  inetChecksum, IPPROTO_ICMP, IPV4_ALEN, parseIpv4, parseTcp, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, writeEthIpv4,
+  inetChecksum, IPPROTO_ICMP, IPV4_ALEN, parseIpv4, parseTcp, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, TcpSegment, writeEthIpv4,
 } from './wire';
 
 export interface TcpStackOptions {
@@ -188,7 +188,7 @@ export class TcpStack implements ConnectionHost {
     this.#out(out);
   }
 
-  #tcp(seg: ReturnType<typeof parseTcp> & object, peerMac: Buffer, peerIp: Buffer): void {
+  #tcp(seg: TcpSegment, peerMac: Buffer, peerIp: Buffer): void {
     const key = connKey(peerIp, seg.sport, seg.dport);
     const c = this.#conns.get(key);
     if (c) {
@@ -211,7 +211,7 @@ export class TcpStack implements ConnectionHost {
   }
 
   /** RST for a segment nobody owns (RFC 793 "reset generation"). */
-  #resetFor(seg: NonNullable<ReturnType<typeof parseTcp>>, peerMac: Buffer, peerIp: Buffer): void {
+  #resetFor(seg: TcpSegment, peerMac: Buffer, peerIp: Buffer): void {
     let seq = 0;
     let ack = 0;
     let flags = TCP_RST;
