@@ -86,4 +86,17 @@ describe('s3 body checks over raw http', function () {
     expect(r.status).to.equal(403);
     expect(r.body).to.contain('<Code>AccessDenied</Code>');
   });
+
+  it('a PUT whose declared size cannot be kept is refused before its body is read (EntityTooLarge, 507)', async () => {
+    await s.close();
+    s = await serve({ limits: { size: 1000, maxpart: 800 } });
+    await s.store.put('a', Buffer.alloc(500), 'binary/octet-stream');
+    const big = await raw(s.endpoint, 'PUT', '/ernic/b', { 'content-length': '801' }, Buffer.alloc(801));
+    expect(big.status).to.equal(400);
+    expect(big.body).to.contain('EntityTooLarge');
+    const full = await raw(s.endpoint, 'PUT', '/ernic/b', { 'content-length': '600' }, Buffer.alloc(600));
+    expect(full.status).to.equal(507);
+    const over = await raw(s.endpoint, 'PUT', '/ernic/a', { 'content-length': '800' }, Buffer.alloc(800));
+    expect(over.status).to.equal(200);
+  });
 });

@@ -119,6 +119,11 @@ export class ObjectStore {
     return this.#objects.get(key);
   }
 
+  /** Could an object of `bytes` be stored under `key` now? (A check before a body is read; the store checks again.) */
+  roomFor(key: string, bytes: number): boolean {
+    return this.#room(bytes, this.#objects.get(key)?.data.length ?? 0);
+  }
+
   /** Can `bytes` more be stored in place of `replacing` bytes? */
   #room(bytes: number, replacing: number): boolean {
     return this.#used - replacing + bytes <= this.limits.size;

@@ -421,6 +421,12 @@ async function putObject(ctx: Ctx): Promise<void> {
     if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {
       return refuse(ctx, s3err('MissingContentLength'));
     }
+    // Refuse before buffering a body that could not be kept.
+    const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? ctx.req.headers['content-length'] ?? Number.NaN);
+    if (Number.isSafeInteger(declared)) {
+      if (declared > store.limits.maxpart) return refuse(ctx, s3err('EntityTooLarge'));
+      if (!store.roomFor(ctx.key, declared)) return refuse(ctx, s3err('InsufficientStorage'));
+    }
     const body = await readPayload(ctx, store.limits.maxpart);
     if (!body.ok) return refuse(ctx, body.error);
     data = body.value;
