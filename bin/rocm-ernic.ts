@@ -24,6 +24,7 @@ import { MetricsHttpServer } from '../lib/ops/metrics-http';
 import { serverRegistry } from '../lib/ops/metrics';
 import { StatsFileWriter } from '../lib/ops/stats-file';
 import { collectStats } from '../lib/ops/stats-source';
+import { attachP4, describeP4, p4FromCli, P4_GUEST_SCOPES } from '../lib/p4/attach';
 
 export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
 /** "rocm-n": locally administered, unicast. */
@@ -75,6 +76,10 @@ async function main(): Promise<void> {
     .option('metrics-port', { type: 'number', describe: 'serve Prometheus metrics at http://HOST:PORT/metrics (docs/operations.md)' })
     .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'address the metrics endpoint listens on (0.0.0.0: every interface)' })
     .option('negotiation-timeout', { type: 'number', default: DEFAULT_SESSION_LIMITS.negotiationTimeoutMs, describe: 'ms a client has to send VERSION after connecting before it is closed (it holds the only client slot)' })
+    .option('p4', { type: 'boolean', describe: 'run the P4 engine on the Ethernet segment (with no program: frames pass; docs/p4.md)' })
+    .option('p4-program', { type: 'string', describe: 'bmv2 JSON program for the P4 engine, loaded and validated at start (guest TX = port 1, host link = port 2)' })
+    .option('p4-commands', { type: 'string', describe: 'simple_switch CLI commands (table_add, table_set_default, ...) run at start, one a line' })
+    .option('p4-guest-scope', { type: 'string', describe: `what the guest may do to the P4 engine: ${P4_GUEST_SCOPES.join(' | ')} (default none: no guest access)` })
     .example('$0', `serve on ${DEFAULT_SOCKET} with the compat profile, no Ethernet wire`)
     .example('$0 -s /tmp/nic0.sock --tap ernic0', 'Ethernet frames go to the host TAP ernic0')
     .example('$0 --nic-profile dsc-25,./lab.ini', 'a built-in card with local overrides')
@@ -120,6 +125,8 @@ async function main(): Promise<void> {
   if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535)) {
     fail(`--metrics-port ${String(metricsPort)}: expected a TCP port from 0 to 65535`);
   }
+  const p4 = p4FromCli({ p4: argv.p4, program: argv['p4-program'], commands: argv['p4-commands'], guestScope: argv['p4-guest-scope'] });
+  if (!p4.ok) fail(p4.error);
   const log = createLogger({ level, ...(argv['log-file'] ? { file: argv['log-file'] } : {}) });
 
   let link = null;
@@ -158,6 +165,7 @@ async function main(): Promise<void> {
   }
   const rdmaBackend = mesh ? { mesh } : nvmeof ? { nvmeof } : (argv.backend as RdmaBackendName);
   const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend });
+  if (p4.value) attachP4(device, p4.value.engine);
   // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
   // (lib/guard.ts contains bugs where work starts; this catches what slips past).
   process.on('uncaughtException', (e) => reportBug(log, 'the event loop (uncaught)', e));
@@ -207,7 +215,7 @@ async function main(): Promise<void> {
   device.counters.bar0Reads = 0;
   device.counters.bar0Writes = 0;
   statsFile?.markDirty();
-  log.warn(`rocm-ernic: serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${faults.active ? `, inject ${faults.describe()}` : ''})`);
+  log.warn(`rocm-ernic: serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${p4.value ? `, ${describeP4(p4.value)}` : ''}${faults.active ? `, inject ${faults.describe()}` : ''})`);
   const stop = (sig: string): void => {
     log.warn(`rocm-ernic: ${sig}, shutting down`);
     server.close();
