@@ -20,11 +20,12 @@ function readerFor(f: FieldInfo): FieldOp {
       if (f.width === 32) return (st, b, o) => { st.num[slot] = b.readUInt32BE(o + first); };
     }
     const div = 2 ** trailing;
-    const mod = 2 ** f.width;
+    // Integer masking instead of a floating-point %: the quotient is below 2^40, and ToInt32 keeps its low 32 bits.
+    const mask = f.width >= 32 ? -1 : (1 << f.width) - 1;
     return (st, b, o) => {
       let v = 0;
       for (let i = first; i <= last; i++) v = v * 256 + b[o + i]!;
-      st.num[slot] = Math.floor(v / div) % mod;
+      st.num[slot] = (Math.floor(v / div) & mask) >>> 0;
     };
   }
   const sh = BigInt(trailing);
@@ -54,7 +55,7 @@ function writerFor(f: FieldInfo): FieldOp {
     return (st, b, o) => {
       let v = st.num[slot]! * mul;
       for (let i = last; i >= first; i--) {
-        b[o + i]! |= v % 256;
+        b[o + i]! |= v & 0xff;
         v = Math.floor(v / 256);
       }
     };
@@ -104,7 +105,9 @@ export class BitWriter {
   buf = Buffer.alloc(256);
   bits = 0;
   reset(): void {
-    this.buf.fill(0, 0, (this.bits + 7) >> 3);
+    // A loop, not buf.fill: the inputs are a few dozen bytes and fill() is a native call per frame.
+    const buf = this.buf;
+    for (let i = 0, n = (this.bits + 7) >> 3; i < n; i++) buf[i] = 0;
     this.bits = 0;
   }
   #room(width: number): void {
@@ -118,11 +121,18 @@ export class BitWriter {
   /** Appends the low `width` (<= 32) bits of a non-negative number, most significant first. */
   putNum(n: number, width: number): void {
     this.#room(width);
+    if ((this.bits & 7) === 0 && (width & 7) === 0) {
+      // Byte-aligned whole bytes (most header fields): stored directly, most significant first.
+      let at = this.bits >> 3;
+      for (let k = width - 8; k >= 0; k -= 8) this.buf[at++] = Math.floor(n / 2 ** k) & 0xff;
+      this.bits += width;
+      return;
+    }
     let left = width;
     while (left > 0) {
       const free = 8 - (this.bits & 7);
       const take = Math.min(free, left);
-      const chunk = Math.floor(n / 2 ** (left - take)) % 2 ** take;
+      const chunk = Math.floor(n / 2 ** (left - take)) & ((1 << take) - 1);
       this.buf[this.bits >> 3]! |= chunk << (free - take);
       this.bits += take;
       left -= take;
@@ -141,6 +151,10 @@ export class BitWriter {
     this.#room(b.length * 8);
     b.copy(this.buf, this.bits >> 3);
     this.bits += b.length * 8;
+  }
+  /** Bytes written so far (a partial last byte counts). */
+  get length(): number {
+    return (this.bits + 7) >> 3;
   }
   bytes(): Buffer {
     return this.buf.subarray(0, (this.bits + 7) >> 3);

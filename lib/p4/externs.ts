@@ -90,10 +90,10 @@ export class RegisterArray {
 
 // ---- calculations ----
 
-function csum16(b: Buffer): bigint {
+function csum16(b: Buffer, len = b.length): bigint {
   let sum = 0;
-  for (let i = 0; i + 1 < b.length; i += 2) sum += (b[i]! << 8) | b[i + 1]!;
-  if (b.length % 2 === 1) sum += b[b.length - 1]! << 8;
+  for (let i = 0; i + 1 < len; i += 2) sum += (b[i]! << 8) | b[i + 1]!;
+  if (len % 2 === 1) sum += b[len - 1]! << 8;
   while (sum > 0xffff) sum = (sum & 0xffff) + Math.floor(sum / 0x10000);
   return BigInt(~sum & 0xffff);
 }
@@ -107,21 +107,22 @@ function reflectedCrc(poly: number, width: 16 | 32) {
   }
   const init = width === 32 ? 0xffffffff : 0;
   const xorOut = width === 32 ? 0xffffffff : 0;
-  return (b: Buffer): bigint => {
+  return (b: Buffer, len = b.length): bigint => {
     let c = init;
-    for (let i = 0; i < b.length; i++) c = (table[(c ^ b[i]!) & 0xff]! ^ (c >>> 8)) >>> 0;
+    for (let i = 0; i < len; i++) c = (table[(c ^ b[i]!) & 0xff]! ^ (c >>> 8)) >>> 0;
     return BigInt((c ^ xorOut) >>> 0);
   };
 }
 
-function identity(b: Buffer): bigint {
+function identity(b: Buffer, len = b.length): bigint {
   let v = 0n;
-  for (const x of b) v = (v << 8n) | BigInt(x);
+  for (let i = 0; i < len; i++) v = (v << 8n) | BigInt(b[i]!);
   return v;
 }
 
 /** Supported `algo` names: csum16, crc32 (IEEE), crc16 (CRC-16/ARC), identity. */
-export const ALGORITHMS: Record<string, (b: Buffer) => bigint> = {
+/** Each takes the input bytes and how many of them count (default all: the calculations pass their scratch buffer). */
+export const ALGORITHMS: Record<string, (b: Buffer, len?: number) => bigint> = {
   csum16,
   crc32: reflectedCrc(0xedb88320, 32),
   crc16: reflectedCrc(0xa001, 16),
@@ -171,7 +172,7 @@ export function compileCalculation(c: { algo: string; input: TypeValue[] }, path
   return (st) => {
     w.reset();
     for (let i = 0; i < parts.length; i++) parts[i]!(st);
-    return algo(w.bytes());
+    return algo(w.buf, w.length);
   };
 }
 

@@ -148,10 +148,15 @@ export class PacketState {
 
   /** Clears everything for a new frame; metadata headers are valid, others not. */
   reset(frame: Buffer): void {
-    this.num.fill(0);
-    this.big.fill(0n);
-    for (const h of this.layout.headers) this.valid[h.index] = h.metadata ? 1 : 0;
-    this.stackNext.fill(0);
+    // Loops, not fill(): a few dozen slots, per frame.
+    const num = this.num;
+    for (let i = 0; i < num.length; i++) num[i] = 0;
+    const big = this.big;
+    for (let i = 0; i < big.length; i++) big[i] = 0n;
+    const headers = this.layout.headers;
+    for (let i = 0; i < headers.length; i++) { const h = headers[i]!; this.valid[h.index] = h.metadata ? 1 : 0; }
+    const sn = this.stackNext;
+    for (let i = 0; i < sn.length; i++) sn[i] = 0;
     this.frame = frame;
     this.offset = 0;
     this.dropped = false;
