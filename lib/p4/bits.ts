@@ -101,6 +101,9 @@ export function peekBits(buf: Buffer, bit: number, width: number): bigint | unde
 }
 
 /** Appends bits to a growing byte image (for checksum and hash inputs). */
+/** 2^k for k = 0..64: `2 ** k` compiles to a pow() call, per field, per frame. */
+const POW2 = Float64Array.from({ length: 65 }, (_, k) => 2 ** k);
+
 export class BitWriter {
   buf = Buffer.alloc(256);
   bits = 0;
@@ -124,7 +127,7 @@ export class BitWriter {
     if ((this.bits & 7) === 0 && (width & 7) === 0) {
       // Byte-aligned whole bytes (most header fields): stored directly, most significant first.
       let at = this.bits >> 3;
-      for (let k = width - 8; k >= 0; k -= 8) this.buf[at++] = Math.floor(n / 2 ** k) & 0xff;
+      for (let k = width - 8; k >= 0; k -= 8) this.buf[at++] = Math.floor(n / POW2[k]!) & 0xff;
       this.bits += width;
       return;
     }
@@ -132,7 +135,7 @@ export class BitWriter {
     while (left > 0) {
       const free = 8 - (this.bits & 7);
       const take = Math.min(free, left);
-      const chunk = Math.floor(n / 2 ** (left - take)) & ((1 << take) - 1);
+      const chunk = Math.floor(n / POW2[left - take]!) & ((1 << take) - 1);
       this.buf[this.bits >> 3]! |= chunk << (free - take);
       this.bits += take;
       left -= take;
