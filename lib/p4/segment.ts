@@ -10,7 +10,7 @@
 // anyway is left to the device (claim returns false, so the device's own
 // RX filters and link accounting apply); otherwise the endpoint sends the
 // program's frame itself and claims the original. Dropped frames and frames
-// for other ports are claimed and counted. Not wired into the device yet.
+// for other ports are claimed and counted. Added to the device by ./attach.ts (--p4 options).
 
 import { FrameEndpoint } from '../ionic/frames';
 import { P4Engine } from './compile';
