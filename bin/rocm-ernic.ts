@@ -204,18 +204,8 @@ async function main(): Promise<void> {
     ...(argv['socket-mode'] !== undefined ? { mode: parseInt(argv['socket-mode'], 8) } : {}),
     ...(argv['socket-group'] !== undefined ? { group: argv['socket-group'] } : {}),
   });
-  try {
-    await server.listen();
-  } catch (e) {
-    fail(`cannot listen on ${argv.socket}: ${(e as Error).message}`);
-  }
-  // The warm-up's in-process client came and went: no client has been here
-  // yet, and its BAR0 accesses are not the guest's.
-  activity.setState('disconnected (no client yet)', false);
-  device.counters.bar0Reads = 0;
-  device.counters.bar0Writes = 0;
-  statsFile?.markDirty();
-  log.warn(`rocm-ernic: serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${p4.value ? `, ${describeP4(p4.value)}` : ''}${faults.active ? `, inject ${faults.describe()}` : ''})`);
+  // Signals are ours before the socket file appears (listen() binds, then warms up): a SIGTERM
+  // right after the file shows up must still shut down cleanly, not kill the process by default.
   const stop = (sig: string): void => {
     log.warn(`rocm-ernic: ${sig}, shutting down`);
     server.close();
@@ -231,6 +221,18 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  try {
+    await server.listen();
+  } catch (e) {
+    fail(`cannot listen on ${argv.socket}: ${(e as Error).message}`);
+  }
+  // The warm-up's in-process client came and went: no client has been here
+  // yet, and its BAR0 accesses are not the guest's.
+  activity.setState('disconnected (no client yet)', false);
+  device.counters.bar0Reads = 0;
+  device.counters.bar0Writes = 0;
+  statsFile?.markDirty();
+  log.warn(`rocm-ernic: serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${p4.value ? `, ${describeP4(p4.value)}` : ''}${faults.active ? `, inject ${faults.describe()}` : ''})`);
 }
 
 if (require.main === module) {
