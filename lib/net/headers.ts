@@ -84,6 +84,9 @@ export const IPV6_FLOW_MASK = 0xfffff;
 /** tcphdr.doff_res: data offset in 4-byte words in the high nibble. */
 export const TCP_DOFF_SHIFT = 4;
 /** tcphdr.flags bits. */
+export const TCP_FLAG_FIN = 0x01;
+export const TCP_FLAG_SYN = 0x02;
+export const TCP_FLAG_RST = 0x04;
 export const TCP_FLAG_PSH = 0x08;
 export const TCP_FLAG_ACK = 0x10;
 

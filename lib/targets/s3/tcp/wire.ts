@@ -1,35 +1,17 @@
 // Wire tables and helpers of the S3 store's TCP endpoint: the headers it
-// reads and writes beyond lib/net/headers.ts (the full ARP body, ICMP echo,
-// the TCP flag bits and the MSS option), the Internet checksum, and frame
+// reads and writes beyond lib/net/headers.ts (the MSS option), the Internet checksum, and frame
 // builders. Every header field goes through protocol/field.ts.
 
-import { be, getField, raw, setField, setRawBytes } from '../../../../protocol/field';
+import { be, getField, setField, setRawBytes } from '../../../../protocol/field';
 import { ETH_P_IP, ethhdr, iphdr, IPPROTO_TCP, ipv4_pseudo_header, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IP_DF, tcphdr, TCP_DOFF_SHIFT } from '../../../net/headers';
 
-/** ARP for IPv4 over Ethernet (RFC 826), every field. */
-export const arp_eth_ipv4 = {
-  ar_hrd: be(0, 2), ar_pro: be(2, 2), ar_hln: be(4, 1), ar_pln: be(5, 1), ar_op: be(6, 2),
-  ar_sha: raw(8, 6), ar_sip: raw(14, 4), ar_tha: raw(18, 6), ar_tip: raw(24, 4),
-  SIZE: 28,
-} as const;
-export const ARPHRD_ETHER = 1;
-export const ARPOP_REQUEST = 1;
-export const ARPOP_REPLY = 2;
+// ARP, ICMP echo and the TCP flag bits are lib/net/headers.ts's tables, under the names this stack uses.
+export {
+  arp_ipv4 as arp_eth_ipv4, ARPHRD_ETHER, ARPOP_REPLY, ARPOP_REQUEST, icmphdr as icmp_echo, ICMP_ECHO, ICMP_ECHOREPLY, IPPROTO_ICMP,
+  TCP_FLAG_ACK as TCP_ACK, TCP_FLAG_FIN as TCP_FIN, TCP_FLAG_PSH as TCP_PSH, TCP_FLAG_RST as TCP_RST, TCP_FLAG_SYN as TCP_SYN,
+} from '../../../net/headers';
 export const ETH_ALEN = 6;
 export const IPV4_ALEN = 4;
-
-/** struct icmphdr as an echo request or reply carries it (RFC 792). */
-export const icmp_echo = { type: be(0, 1), code: be(1, 1), checksum: be(2, 2), id: be(4, 2), sequence: be(6, 2), SIZE: 8 } as const;
-export const ICMP_ECHOREPLY = 0;
-export const ICMP_ECHO = 8;
-export const IPPROTO_ICMP = 1;
-
-/** tcphdr.flags bits (RFC 793). */
-export const TCP_FIN = 0x01;
-export const TCP_SYN = 0x02;
-export const TCP_RST = 0x04;
-export const TCP_PSH = 0x08;
-export const TCP_ACK = 0x10;
 
 /** TCP options: end, no-op, and MSS (kind 2, length 4, value). */
 export const TCPOPT_EOL = 0;
