@@ -164,7 +164,7 @@ export class MeshRequester {
       return r === 'too-large' ? IonicStatus.LOCAL_LEN : IonicStatus.RETRY_EXCEEDED;
     }
     if (readLen > 0) this.#readBytes.set(node, (this.#readBytes.get(node) ?? 0) + readLen);
-    if (payloadLen > 0) this.#counted(qp, w.verb, payloadLen);
+    if (payloadLen > 0) this.#counted(w.verb, payloadLen);
     s.inflight.push(entry);
     return 'pending';
   }
@@ -195,7 +195,7 @@ export class MeshRequester {
     const r = this.#send(node, qp, h, len, ah.av);
     if (r === 'queue-full') { this.#sched.waitFor(WaitKind.PEER, node); return 'wait'; }
     // Sent or not, a datagram completes: the wire may lose it.
-    if (r === 'queued') this.#counted(qp, w.verb, len);
+    if (r === 'queued') this.#counted(w.verb, len);
     return IonicStatus.OK;
   }
 
@@ -229,11 +229,10 @@ export class MeshRequester {
     return st;
   }
 
-  #counted(qp: QpRecord, verb: SendVerb, len: number): void {
+  #counted(verb: SendVerb, len: number): void {
     const c = this.#dev.counters;
     if (verb === SendVerb.RDMA_WRITE || verb === SendVerb.RDMA_WRITE_IMM) c.inc(DC.rdma_write_bytes, len);
     else { c.inc(DC.send_msgs); c.inc(DC.tx_bytes, len); }
-    void qp;
   }
 
   /**

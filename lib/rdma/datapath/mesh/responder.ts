@@ -169,7 +169,6 @@ export class MeshResponder {
       this.#datagram(mem, h, payload, dest);
       return 'silent';
     }
-    void from;
     if (!dest || (dest.type !== QpType.RC && dest.type !== QpType.UC)
       || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) {
       return IonicStatus.RETRY_EXCEEDED;
