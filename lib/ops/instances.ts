@@ -358,13 +358,22 @@ export interface InstanceStats {
   readonly stats_text: string | null;
 }
 
-export function hostStats(runDir: string, id?: number): OpResult<InstanceStats[] | null> {
+/** The manifest's instances (all, or the one with `id`); null when nothing runs here. */
+function selectInstances(runDir: string, id: number | undefined): OpResult<InstanceRecord[] | null> {
   const read = readManifest(runDir);
   if (!read.ok) return read;
   const m = read.manifest;
   if (!m) return { ok: true, value: null };
   const chosen = id === undefined ? m.instances : m.instances.filter((i) => i.id === id);
   if (id !== undefined && chosen.length === 0) return { ok: false, error: `no instance ${id} (ids: ${m.instances.map((i) => i.id).join(', ')})` };
+  return { ok: true, value: chosen };
+}
+
+export function hostStats(runDir: string, id?: number): OpResult<InstanceStats[] | null> {
+  const sel = selectInstances(runDir, id);
+  if (!sel.ok) return sel;
+  if (sel.value === null) return { ok: true, value: null };
+  const chosen = sel.value;
   return {
     ok: true,
     value: chosen.map((i) => {
@@ -390,12 +399,10 @@ export interface InstanceLog {
 }
 
 export function hostLogs(runDir: string, id: number | undefined, lines: number): OpResult<InstanceLog[] | null> {
-  const read = readManifest(runDir);
-  if (!read.ok) return read;
-  const m = read.manifest;
-  if (!m) return { ok: true, value: null };
-  const chosen = id === undefined ? m.instances : m.instances.filter((i) => i.id === id);
-  if (id !== undefined && chosen.length === 0) return { ok: false, error: `no instance ${id} (ids: ${m.instances.map((i) => i.id).join(', ')})` };
+  const sel = selectInstances(runDir, id);
+  if (!sel.ok) return sel;
+  if (sel.value === null) return { ok: true, value: null };
+  const chosen = sel.value;
   return { ok: true, value: chosen.map((i) => ({ id: i.id, role: i.role, file: i.log, text: tailLines(i.log, lines) })) };
 }
 
