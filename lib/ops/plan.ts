@@ -8,6 +8,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { isValidIfName } from './netdev';
+import { gidToText } from '../mesh/address';
+import { linkLocalGid as linkLocalGidBytes } from '../rdma/datapath/mesh/gid-learning';
 
 /** Defaults of the C design's service environment (/etc/rocm-ernic/rocm-ernic.env). */
 export const OPS_DEFAULTS = {
@@ -93,11 +95,9 @@ export function macText(b: Buffer): string {
   return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
 }
 
-/** The IPv6 link-local address (modified EUI-64) of a MAC: what a Linux guest's GID 0 is. */
+/** The IPv6 link-local address (modified EUI-64) of a MAC, as text: what a Linux guest's GID 0 is. */
 export function linkLocalGid(mac: string): string {
-  const b = mac.split(/[:-]/).map((h) => parseInt(h, 16));
-  const group = (hi: number, lo: number): string => ((hi << 8) | lo).toString(16);
-  return `fe80::${group(b[0]! ^ 0x02, b[1]!)}:${group(b[2]!, 0xff)}:${group(0xfe, b[3]!)}:${group(b[4]!, b[5]!)}`;
+  return gidToText(linkLocalGidBytes(Buffer.from(mac.split(/[:-]/).map((h) => parseInt(h, 16)))));
 }
 
 const MAC_TEXT = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
