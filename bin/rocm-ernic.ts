@@ -19,6 +19,10 @@ import { TapLink } from '../lib/ionic/tap';
 import { isRdmaBackend, RDMA_BACKENDS, RdmaBackendName } from '../lib/rdma/backends';
 import { isMeshBackend, Mesh, meshOptionsFromCli } from '../lib/mesh';
 import { createNvmeofTarget, NvmeofTarget, parseNvmeofBackend } from '../lib/targets/nvmeof';
+import { S3Endpoint } from '../lib/targets/s3/endpoint';
+import { parseS3Backend } from '../lib/targets/s3/options';
+import { s3CredentialsFromEnv } from '../lib/targets/s3/credentials';
+import type { ObjectStore } from '../lib/targets/s3/store';
 import { DeviceActivity } from '../lib/ops/activity';
 import { MetricsHttpServer } from '../lib/ops/metrics-http';
 import { serverRegistry } from '../lib/ops/metrics';
@@ -62,7 +66,7 @@ async function main(): Promise<void> {
     .scriptName('rocm-ernic')
     .usage('$0 [options]\n\nServe an emulated AMD Pensando ionic RDMA NIC (1dd8:1002) to a QEMU VM over vfio-user.\nThe guest\'s stock ionic driver binds to it.')
     .option('socket', { alias: 's', type: 'string', default: DEFAULT_SOCKET, describe: 'vfio-user UNIX socket QEMU connects to' })
-    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: 'RDMA backend: loopback (WQEs run between QPs of this VM) | none (control path only: nothing runs or completes) | tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT (RDMA between VMs over a TCP mesh of servers; the manager is node 0; docs/mesh.md; ERNIC_TCP_GUEST_GIDS, ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS tune it) | nvmeof[:size=64M,bs=512,file=,nqn=nvmet-test,ip=192.168.200.1,port=4420,queues=8,nsid=1,model=,serial=] (an NVMe-oF target at ip:port on the guest\'s segment for nvme connect -t rdma; docs/nvmeof.md)' })
+    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: 'RDMA backend: loopback (WQEs run between QPs of this VM) | none (control path only: nothing runs or completes) | tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT (RDMA between VMs over a TCP mesh of servers; the manager is node 0; docs/mesh.md; ERNIC_TCP_GUEST_GIDS, ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS tune it) | nvmeof[:size=64M,bs=512,file=,nqn=nvmet-test,ip=192.168.200.1,port=4420,queues=8,nsid=1,model=,serial=] (an NVMe-oF target at ip:port on the guest\'s segment for nvme connect -t rdma; docs/nvmeof.md) | s3[:bucket=ernic,size=256M,objects=256,ip=192.168.200.1,port=9000,maxpart=256M,listen=HOST:PORT,dir=DIR] (an S3 store at ip:port on the guest\'s segment, data by x-amz-rdma-token or in the body; ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY turn on SigV4; docs/s3.md)' })
     .option('tap', { alias: 'T', type: 'string', describe: 'attach the Ethernet port to this existing host TAP (ip tuntap add dev X mode tap)' })
     .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
     .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, layered over compat' })
@@ -96,7 +100,11 @@ async function main(): Promise<void> {
   const meshBackend = isMeshBackend(argv.backend);
   const nvmeofBackend = argv.backend === 'nvmeof' || argv.backend.startsWith('nvmeof:') ? parseNvmeofBackend(argv.backend) : null;
   if (nvmeofBackend && !nvmeofBackend.ok) fail(nvmeofBackend.error);
-  if (!meshBackend && !nvmeofBackend && !isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')}, tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT, nvmeof[:key=value,...])`);
+  const s3Backend = argv.backend === 's3' || argv.backend.startsWith('s3:') ? parseS3Backend(argv.backend) : null;
+  if (s3Backend && !s3Backend.ok) fail(s3Backend.error);
+  const s3Credentials = s3Backend ? s3CredentialsFromEnv(process.env) : null;
+  if (s3Credentials && !s3Credentials.ok) fail(s3Credentials.error);
+  if (!meshBackend && !nvmeofBackend && !s3Backend && !isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')}, tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT, nvmeof[:key=value,...], s3[:key=value,...])`);
   const mac = parseMac(argv.mac);
   if (!mac) fail(`--mac ${argv.mac}: expected a unicast address like 72:6f:63:6d:2d:6e`);
   let profile;
@@ -163,8 +171,30 @@ async function main(): Promise<void> {
     }
     log.warn(`rocm-ernic: NVMe-oF target ${o.nqn} at ${o.ip}:${o.port}, namespace ${o.nsid}: ${o.size} bytes (${o.bs}-byte blocks) in ${o.file ?? 'RAM'}`);
   }
-  const rdmaBackend = mesh ? { mesh } : nvmeof ? { nvmeof } : (argv.backend as RdmaBackendName);
+  // The S3 store: loaded from dir= (or empty in RAM) before QEMU can connect.
+  let s3Store: ObjectStore | null = null;
+  if (s3Backend?.ok) {
+    try {
+      s3Store = await S3Endpoint.openStore(s3Backend.value);
+    } catch (e) {
+      fail(`--backend ${argv.backend}: cannot open the store: ${(e as Error).message}`);
+    }
+  }
+  const rdmaBackend = mesh ? { mesh } : nvmeof ? { nvmeof }
+    : s3Backend?.ok && s3Store ? { s3: { options: s3Backend.value, store: s3Store, ...(s3Credentials?.ok && s3Credentials.value ? { credentials: [s3Credentials.value] } : {}) } }
+      : (argv.backend as RdmaBackendName);
   const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend });
+  if (device.s3 && s3Backend?.ok) {
+    const o = s3Backend.value;
+    try {
+      await device.s3.listenHost(o);
+    } catch (e) {
+      fail(`--backend ${argv.backend}: cannot listen on ${o.listen!.host}:${o.listen!.port}: ${(e as Error).message}`);
+    }
+    const where = device.s3.hostAddress;
+    const host = where && typeof where === 'object' ? `, also http://${where.family === 'IPv6' ? `[${where.address}]` : where.address}:${where.port}` : '';
+    log.warn(`rocm-ernic: S3 store bucket ${o.bucket} at http://${o.ip}:${o.port}${host}: ${device.s3.store.count} objects, ${o.size} bytes in ${o.dir ?? 'RAM'}${s3Credentials?.ok && s3Credentials.value ? ', SigV4 required' : ''}`);
+  }
   if (p4.value) attachP4(device, p4.value.engine);
   // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
   // (lib/guard.ts contains bugs where work starts; this catches what slips past).
@@ -216,7 +246,7 @@ async function main(): Promise<void> {
       statsFile.close();
     }
     void metrics?.close();
-    if (mesh || nvmeof) void Promise.allSettled([mesh?.close(), nvmeof?.close()]).finally(() => process.exit(0));
+    if (mesh || nvmeof || device.s3) void Promise.allSettled([mesh?.close(), nvmeof?.close(), device.s3?.close()]).finally(() => process.exit(0));
     else process.exit(0);
   };
   process.on('SIGINT', () => stop('SIGINT'));

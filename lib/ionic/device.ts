@@ -24,6 +24,8 @@ import { RdmaEngine } from './rdma/engine';
 import { installRdmaBackend, RdmaBackend } from '../rdma/backends';
 import { MeshDataPath } from '../rdma/datapath/mesh';
 import { NvmeofDataPath } from '../targets/nvmeof/rdma';
+import { S3Endpoint } from '../targets/s3/endpoint';
+import { MrTableDma } from '../targets/s3/guest-dma';
 import { rdmaEnabled } from './rdma/identity';
 import { DeviceStats } from './stats';
 
@@ -61,6 +63,8 @@ export class IonicDevice {
   readonly meshDataPath: MeshDataPath | null;
   /** The NVMe-oF target's data path, with `--backend nvmeof` (null otherwise). */
   readonly nvmeofDataPath: NvmeofDataPath | null;
+  /** The S3 store's endpoint on the segment, with `--backend s3` (null otherwise). */
+  readonly s3: S3Endpoint | null;
   readonly #mesh: { setConsumerPresent(present: boolean): number } | null;
   readonly stats: DeviceStats;
   readonly faults: FaultInjector;
@@ -102,6 +106,15 @@ export class IonicDevice {
     }
     // The NVMe-oF target is a host on the segment: it answers ARP and ping for its address.
     if (this.nvmeofDataPath) this.lif.endpoints.push(this.nvmeofDataPath.segment((frame) => this.lif.sendToGuest(frame)));
+    // The S3 store is a host on the segment too, first to see the guest's frames (before any P4 segment);
+    // token requests reach guest memory through the MR table (no RDMA profile: token requests answer 501).
+    const s3 = typeof backend !== 'string' && 's3' in backend ? backend.s3 : null;
+    this.s3 = s3 ? S3Endpoint.create(s3.options, s3.store, {
+      send: (frame) => this.lif.sendToGuest(frame),
+      ...(this.rdma ? { dma: new MrTableDma(this.rdma) } : {}),
+      ...(s3.credentials ? { credentials: s3.credentials } : {}),
+    }) : null;
+    if (this.s3) this.lif.endpoints.unshift(this.s3);
     this.#mesh = typeof backend !== 'string' && 'mesh' in backend ? backend.mesh : null;
     this.#ctx = {
       profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
@@ -163,6 +176,8 @@ export class IonicDevice {
 
   #onDetach(): void {
     this.#mesh?.setConsumerPresent(false);
+    // The VM is gone: so are its TCP connections to the store (a device reset keeps them: the guest's sockets outlive a driver reload).
+    this.s3?.dropGuestConnections();
     // The guest's memory is gone: stop every queue and block write; the next driver re-probes.
     this.lif.reset();
     this.lif.mac = Buffer.from(this.#stationMac); // fix: a new VM starts with the configured MAC

@@ -3,8 +3,9 @@
 // the guest's segment feeding it connections, optionally the same server
 // listening on the host (listen=), and the RDMA path when DMA callbacks are
 // given. `claimTx` is the FrameEndpoint face; frames for the guest leave
-// through `send`. The device integration (lib/ionic, bin/rocm-ernic.ts) is
-// not done here.
+// through `send`. On the device (`--backend s3`), lib/ionic/device.ts builds
+// it with the LIF's queue to the guest and the MR-table DMA (guest-dma.ts),
+// first among the segment's endpoints.
 
 import * as http from 'http';
 import type { FrameEndpoint } from '../../ionic/frames';
@@ -35,8 +36,20 @@ export class S3Endpoint implements FrameEndpoint {
     this.rdma = rdma;
   }
 
+  /** The store opened (loaded from dir= when given), the endpoint built, and the host listener listening when listen= was given. */
   static async open(opts: S3Options, deps: S3EndpointDeps): Promise<S3Endpoint> {
-    const store = await ObjectStore.open(opts.bucket, { size: opts.size, objects: opts.objects, maxpart: opts.maxpart }, opts.dir);
+    const ep = S3Endpoint.create(opts, await S3Endpoint.openStore(opts), deps);
+    await ep.listenHost(opts);
+    return ep;
+  }
+
+  /** The store of `opts`: in RAM, or loaded from dir= (what the device's backend carries). */
+  static openStore(opts: S3Options): Promise<ObjectStore> {
+    return ObjectStore.open(opts.bucket, { size: opts.size, objects: opts.objects, maxpart: opts.maxpart }, opts.dir);
+  }
+
+  /** The endpoint over an opened store, synchronously (the device builds it with its own send and DMA). */
+  static create(opts: S3Options, store: ObjectStore, deps: S3EndpointDeps): S3Endpoint {
     let server: http.Server | undefined;
     const stack = new TcpStack({
       ip: opts.ip, ports: [opts.port], send: deps.send,
@@ -44,18 +57,21 @@ export class S3Endpoint implements FrameEndpoint {
     });
     const rdma = deps.dma ? new RdmaPath(deps.dma, stack.ip) : null;
     server = createS3Server({ store, ...(rdma ? { rdma } : {}), ...(deps.credentials ? { credentials: deps.credentials } : {}) });
-    const ep = new S3Endpoint(store, server, stack, rdma);
-    if (opts.listen) {
-      ep.#hostListener = server;
-      await new Promise<void>((resolve, reject) => {
-        server!.once('error', reject);
-        server!.listen(opts.listen!.port, opts.listen!.host, () => {
-          server!.off('error', reject);
-          resolve();
-        });
+    return new S3Endpoint(store, server, stack, rdma);
+  }
+
+  /** The same http.Server on the host too, when `opts.listen` is set (HOST:PORT); rejects when it cannot listen. */
+  async listenHost(opts: Pick<S3Options, 'listen'>): Promise<void> {
+    if (!opts.listen || this.#hostListener) return;
+    const server = this.server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.listen!.port, opts.listen!.host, () => {
+        server.off('error', reject);
+        resolve();
       });
-    }
-    return ep;
+    });
+    this.#hostListener = server;
   }
 
   /** The host listener's address, when listen= was given. */
@@ -65,6 +81,11 @@ export class S3Endpoint implements FrameEndpoint {
 
   claimTx(frame: Buffer): boolean {
     return this.stack.claimTx(frame);
+  }
+
+  /** The guest is gone (VM detached): its connections end; the store and the host listener stay. */
+  dropGuestConnections(): void {
+    this.stack.close();
   }
 
   async close(): Promise<void> {

@@ -13,8 +13,8 @@ import { encodeToken, parseTokenHeader, RdmaToken, TRANSPORT_RC } from './token'
 
 /** Guest memory by rkey, as the device resolves it. Each returns null when the key, range or access is refused. */
 export interface RdmaDma {
-  /** Read `len` bytes at `addr` of the MR named by `rkey` (needs remote read). */
-  fromHost(rkey: number, addr: bigint, len: number): Buffer | null;
+  /** Fill `dst` from `addr` of the MR named by `rkey` (needs remote read): `dst.length` bytes. */
+  fromHost(rkey: number, addr: bigint, dst: Buffer): boolean;
   /** Write `data` at `addr` of the MR named by `rkey` (needs remote write). */
   toHost(rkey: number, addr: bigint, data: Buffer): boolean;
 }
@@ -83,13 +83,14 @@ export class RdmaPath implements RdmaHook {
     const t = this.#token(header);
     if (!t.ok) return t;
     const n = Number(t.value.length < BigInt(max) ? t.value.length : BigInt(max));
-    const data = n === 0 ? Buffer.alloc(0) : this.#dma.fromHost(t.value.rkey, t.value.remoteAddr, n);
-    if (!data) {
+    // The object's own buffer, filled straight from guest memory (one copy).
+    const data = Buffer.allocUnsafe(n);
+    if (n > 0 && !this.#dma.fromHost(t.value.rkey, t.value.remoteAddr, data)) {
       this.counts.refused++;
       return fail('AccessDenied', 'the client buffer refused the read');
     }
     this.counts.puts++;
     this.counts.bytesFromHost += n;
-    return ok({ data: Buffer.from(data), serverToken: serverToken(this.#ip, n) });
+    return ok({ data, serverToken: serverToken(this.#ip, n) });
   }
 }

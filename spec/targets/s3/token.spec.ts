@@ -36,9 +36,11 @@ class GuestMemory implements RdmaDma {
     if (rkey !== RKEY || addr < BASE || addr + BigInt(len) > BASE + BigInt(MEM)) return null;
     return Number(addr - BASE);
   }
-  fromHost(rkey: number, addr: bigint, len: number): Buffer | null {
-    const at = this.#range(rkey, addr, len);
-    return at === null ? null : this.mem.subarray(at, at + len);
+  fromHost(rkey: number, addr: bigint, dst: Buffer): boolean {
+    const at = this.#range(rkey, addr, dst.length);
+    if (at === null) return false;
+    this.mem.copy(dst, 0, at, at + dst.length);
+    return true;
   }
   toHost(rkey: number, addr: bigint, data: Buffer): boolean {
     const at = this.#range(rkey, addr, data.length);
