@@ -291,9 +291,11 @@ export class MeshConnection {
       this.#sendTimer = undefined;
     }
     this.parser.destroy();
+    // The socket first: once destroyed it writes nothing more, so what its
+    // writes pointed at (pooled buffers, lent guest memory) may be let go.
+    this.socket.destroy();
     this.outbound.clear();
     for (const f of this.#inflight.splice(0)) this.outbound.done(f);
-    this.socket.destroy();
     this.owner.onClose(this, this.#closeReason);
   }
 }

@@ -18,6 +18,7 @@ import { DMA_PAGE_SIZE, MAX_DMA_REGION_SIZE, MAX_DMA_REGIONS } from '../../proto
 import * as native from '../native';
 import type { DmaRange } from './device';
 import { GuestMemory, MemStatus } from './guest-memory';
+import { releaseWhenReturned } from './lent-views';
 
 /** Size of one mapping window. */
 export const WINDOW_SIZE = 1 << 30;
@@ -172,7 +173,7 @@ export class DmaTable implements GuestMemory {
     return false;
   }
 
-  /** Remove a region: munmap its windows (detaching every view) and close its fd. */
+  /** Remove a region: munmap its windows (detaching every view; later for a mapping with views lent to the kernel) and close its fd. */
   remove(region: DmaRegion): void {
     const i = this.#regions.indexOf(region);
     if (i < 0) return;
@@ -298,7 +299,10 @@ function validRange(iova: number, len: number): boolean {
 
 function release(r: DmaRegion): void {
   for (const ab of r.mappings) {
-    try { native.munmap(ab); } catch { /* already unmapped: nothing left to release */ }
+    // A view lent to a socket write keeps its mapping until the write is done (lent-views.ts).
+    releaseWhenReturned(ab, () => {
+      try { native.munmap(ab); } catch { /* already unmapped: nothing left to release */ }
+    });
   }
   if (r.fd >= 0) {
     try { fs.closeSync(r.fd); } catch { /* the fd is ours; a failure here leaves nothing to do */ }

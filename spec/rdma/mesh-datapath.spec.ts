@@ -5,6 +5,9 @@
 // GID rules of MODIFY_QP, key 0 from a peer, datagrams, and a lost peer.
 
 import { expect } from 'chai';
+import * as sinon from 'sinon';
+import * as lentViews from '../../lib/vfio-user/lent-views';
+import { LEND_MIN_BYTES } from '../../lib/rdma/datapath/mesh/requester';
 import type { Mesh } from '../../lib/mesh';
 import { IonicStatus } from '../../lib/rdma/datapath/cqe';
 import { gidsFromFrame, linkLocalGid } from '../../lib/rdma/datapath/mesh';
@@ -109,6 +112,27 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     expect(sc.map((c) => [c.error, c.msn])).to.deep.equal([[false, 2], [false, 3]]);
     expect(B.read(5, 20_000).equals(data)).to.equal(true);
     expect(A.read(24_000, 20_000).equals(data)).to.equal(true);
+  });
+
+  it('a large WRITE goes out of A\'s guest memory itself (lent, no gather copy) and every loan is back once it completed', async () => {
+    const n = 48 * 1024;
+    expect(n).to.be.at.least(LEND_MIN_BYTES);
+    const data = pattern(n, 9);
+    A.write(0, data);
+    B.write(0, Buffer.alloc(n));
+    let lent = 0;
+    const spy = sinon.spy(lentViews, 'lendViews');
+    try {
+      a.postSend(qa, { op: WOp.RDMA_WRITE, id: 21, sges: [A.sge(0, 16_384), A.sge(16_384, n - 16_384)], remote: { va: B.va, rkey: B.key } });
+      const sc = await cqes(a, acq, 1);
+      expect(sc.map((c) => [c.error, c.msn])).to.deep.equal([[false, sc[0]!.msn]]);
+      lent = spy.callCount;
+    } finally {
+      spy.restore();
+    }
+    expect(lent, 'the payload was lent, not copied').to.equal(1);
+    expect(B.read(0, n).equals(data)).to.equal(true);
+    expect(lentViews.mappingsOnLoan(), 'no view still on loan').to.equal(0);
   });
 
   it('atomics: fetch-and-add and compare-and-swap on B\'s memory return the old value to A', async () => {

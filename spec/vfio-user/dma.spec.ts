@@ -6,6 +6,7 @@ import * as native from '../../lib/native';
 import { GuestRam } from '../../lib/vfio-user/client';
 import { DmaTable, WINDOW_OVERLAP, WINDOW_SIZE } from '../../lib/vfio-user/dma-table';
 import { MemStatus } from '../../lib/vfio-user/guest-memory';
+import { lendViews, mappingsOnLoan, releasesWaiting, returnViews } from '../../lib/vfio-user/lent-views';
 import type { Session } from '../../lib/vfio-user/session';
 import { Bytes } from '../support/bytes';
 import { openFdCount, settle } from '../support/fds';
@@ -313,6 +314,39 @@ describe('DmaTable guest-memory API (direct, memfd-backed)', () => {
     const r = table.add({ address, size, flags, offset, fd });
     if (!('region' in r)) throw new Error(`add failed: ${JSON.stringify(r)}`);
   }
+
+  it('a view lent to the kernel keeps its mapping through the region\'s removal until it comes back', () => {
+    const a = guest(0x4000);
+    add(0x40000, 0x4000, a.fd);
+    a.mem.write('lent', 0x1000);
+    const views: Buffer[] = [];
+    expect(table.slices(0x41000, 0x2000, false, views)).to.equal(MemStatus.OK);
+    lendViews(views);
+    lendViews(views); // two frames out of the same memory
+    const region = table.regions[0]!;
+    table.remove(region);
+    expect(table.read(0x41000, Buffer.alloc(4)), 'the region left the table at once').to.equal(MemStatus.UNMAPPED);
+    expect(releasesWaiting()).to.equal(1);
+    // Still mapped: the kernel may still be writing these bytes to a socket.
+    expect(views[0]!.toString('utf8', 0, 4)).to.equal('lent');
+    returnViews(views);
+    expect(views[0]!.length, 'one loan still out').to.equal(0x2000);
+    returnViews(views);
+    expect(views[0]!.length, 'unmapped (detached) with the last loan back').to.equal(0);
+    expect(releasesWaiting()).to.equal(0);
+    expect(mappingsOnLoan()).to.equal(0);
+    returnViews(views); // a stray return changes nothing
+    expect(mappingsOnLoan()).to.equal(0);
+  });
+
+  it('a region with no view on loan is unmapped at its removal', () => {
+    const a = guest(0x2000);
+    add(0x50000, 0x2000, a.fd);
+    const v = table.view(0x50000, 16, false)!;
+    expect(v.length).to.equal(16);
+    table.remove(table.regions[0]!);
+    expect(v.length, 'detached at once').to.equal(0);
+  });
 
   it('reads, writes and slices across two adjacent regions', () => {
     const a = guest(0x2000);

@@ -1,7 +1,7 @@
 // The requester half of the mesh data path (spec: "A Remote Request, Step by
-// Step"). A WQE whose destination is on another node is gathered out of guest
-// memory into one buffer (header + payload: one allocation, handed to the mesh
-// without a copy), sent, and recorded in the pending table; its completion
+// Step"). A WQE whose destination is on another node is sent (a small payload
+// gathered into one pooled buffer, a large one written from guest memory
+// itself) and recorded in the pending table; its completion
 // waits in the QP's inflight list until the peer answers. Datagrams complete
 // at once. What bounds the requester:
 //   - the connection's request room (32 MiB): 'queue-full' parks the QP on
@@ -17,6 +17,7 @@ import { KeyStatus } from '../../resources';
 import type { QpRecord } from '../../resources';
 import { QpType } from '../../types';
 import type { GuestMemory } from '../../../vfio-user/guest-memory';
+import { lendViews, returnViews } from '../../../vfio-user/lent-views';
 import { U64_UNSAFE } from '../../../../protocol/field';
 import { IonicWireOp, meshBufferPool, MsgType, PendingRequests, REQUEST_QUEUE_BYTES } from '../../../mesh';
 import type { SendResult } from '../../../mesh';
@@ -33,7 +34,7 @@ import { newWireHeader, packDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED,
 
 /** What the requester needs of the mesh. */
 export interface MeshSender {
-  send(node: number, type: number, header: Buffer, payload: Buffer, opts: { srcQpn: number; dstQpn: number; reply?: boolean; tag?: number; onDone?: () => void }): SendResult;
+  send(node: number, type: number, header: Buffer, payload: Buffer | readonly Buffer[], opts: { srcQpn: number; dstQpn: number; reply?: boolean; tag?: number; onDone?: () => void }): SendResult;
   takeBack(tag: number): number;
 }
 
@@ -50,6 +51,9 @@ export interface MeshRequest {
   /** READ / atomic: where the answer goes (copied out of the WQE). */
   readonly sges: Sge[] | null;
 }
+
+/** Payloads from this size on are written from guest memory without a gather copy (smaller ones are cheaper copied into one buffer). */
+export const LEND_MIN_BYTES = 16 * 1024;
 
 /** Reply bytes one node may ask of one peer at once: what the peer's reply room is sure to hold. */
 export const READ_REPLY_BUDGET = REQUEST_QUEUE_BYTES;
@@ -201,6 +205,7 @@ export class MeshRequester {
 
   /** One buffer: header, [GRH], the gathered payload (#src); handed to the mesh. */
   #send(node: number, qp: QpRecord, h: WireHeader, len: number, grhAv: Parameters<typeof writeGrh>[0] | null): SendResult {
+    if (!grhAv && len >= LEND_MIN_BYTES) return this.#sendLent(node, qp, h);
     const pre = grhAv ? GRH_SIZE : 0;
     // From the pool, back to it once the kernel has it (a large WRITE would otherwise cost a fresh buffer each).
     const msg = meshBufferPool.take(WIRE_HEADER_SIZE + pre + len);
@@ -214,6 +219,24 @@ export class MeshRequester {
     const r = this.#mesh.send(node, MsgType.IONIC, msg.subarray(0, WIRE_HEADER_SIZE), msg.subarray(WIRE_HEADER_SIZE),
       { srcQpn: qp.id, dstQpn: h.dstQp, tag: qp.handle, onDone: () => meshBufferPool.give(msg) });
     if (r !== 'queued') meshBufferPool.give(msg);
+    return r;
+  }
+
+  /**
+   * A large payload goes out of guest memory itself: the socket writes the
+   * views (#src), lent until the kernel has them (lent-views.ts keeps their
+   * mappings through a DMA_UNMAP meanwhile). Safe for RC/UC only: their
+   * completion waits for the peer's answer, so the guest cannot reuse the
+   * buffer before it was sent; a datagram completes at once and is copied.
+   */
+  #sendLent(node: number, qp: QpRecord, h: WireHeader): SendResult {
+    const hdr = Buffer.allocUnsafe(WIRE_HEADER_SIZE);
+    writeWireHeader(hdr, h);
+    const views = this.#src.slice();
+    this.#src.length = 0;
+    lendViews(views);
+    const r = this.#mesh.send(node, MsgType.IONIC, hdr, views, { srcQpn: qp.id, dstQpn: h.dstQp, tag: qp.handle, onDone: () => returnViews(views) });
+    if (r !== 'queued') returnViews(views);
     return r;
   }
 
