@@ -114,7 +114,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     expect(A.read(24_000, 20_000).equals(data)).to.equal(true);
   });
 
-  it('a large WRITE goes out of A\'s guest memory itself (lent, no gather copy) and every loan is back once it completed', async () => {
+  it('a large WRITE goes out of A\'s guest memory itself, a large READ_RESP out of B\'s (lent, no copy); every loan is back once they completed', async () => {
     const n = 48 * 1024;
     expect(n).to.be.at.least(LEND_MIN_BYTES);
     const data = pattern(n, 9);
@@ -132,6 +132,20 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     }
     expect(lent, 'the payload was lent, not copied').to.equal(1);
     expect(B.read(0, n).equals(data)).to.equal(true);
+    expect(lentViews.mappingsOnLoan(), 'no view still on loan').to.equal(0);
+    // And back by READ: B answers out of its MR itself.
+    A.write(0, Buffer.alloc(n));
+    const spy2 = sinon.spy(lentViews, 'lendViews');
+    try {
+      a.postSend(qa, { op: WOp.RDMA_READ, id: 22, sges: [A.sge(0, n)], remote: { va: B.va, rkey: B.key } });
+      const sc = await cqes(a, acq, 1);
+      expect(sc[0]!.error).to.equal(false);
+      lent = spy2.callCount;
+    } finally {
+      spy2.restore();
+    }
+    expect(lent, 'the READ_RESP was lent by B').to.equal(1);
+    expect(A.read(0, n).equals(data)).to.equal(true);
     expect(lentViews.mappingsOnLoan(), 'no view still on loan').to.equal(0);
   });
 

@@ -25,6 +25,8 @@ import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import { guardedTimeout } from '../../../guard';
 import { IonicWireOp, meshBufferPool, MsgType, RNR_TIMEOUT_MS } from '../../../mesh';
 import { copySlices } from '../copy';
+import { lendViews, returnViews } from '../../../vfio-user/lent-views';
+import { LEND_MIN_BYTES } from './requester';
 import { IonicStatus, RecvOp } from '../cqe';
 import { datagramAccepted, GRH_SIZE } from '../datagram';
 import { ATOMIC_SIZE } from '../wqe-layout';
@@ -242,12 +244,31 @@ export class MeshResponder {
     if (h.rkey === 0 && len > 0) return IonicStatus.REMOTE_ACC;
     const x = v.remote(mem, dest, h.rkey, h.remoteVa, len, MrFlag.REMOTE_READ, QpFlag.REMOTE_READ, false);
     if (x !== IonicStatus.OK) return x;
+    this.#dev.counters.inc(DC.rdma_read_bytes, len);
+    if (len >= LEND_MIN_BYTES) {
+      // A large READ answers out of guest memory itself (lent until the kernel has it; requester.ts #sendLent).
+      this.#answerLent(from, h, v.dst.slice());
+      return 'silent';
+    }
     const msg = meshBufferPool.take(WIRE_HEADER_SIZE + len);
     this.#one[0] = msg.subarray(WIRE_HEADER_SIZE);
     copySlices(this.#one, 0, v.dst, 0, len);
-    this.#dev.counters.inc(DC.rdma_read_bytes, len);
     this.#answer(from, h, IonicStatus.OK, msg);
     return 'silent';
+  }
+
+  /** READ_RESP of `views` (the MR's bytes, not copied). Dropped when there is no reply room. */
+  #answerLent(from: number, h: WireHeader, views: Buffer[]): void {
+    const r = this.#replyTo(h, IonicStatus.OK);
+    for (const b of views) r.length += b.length;
+    const hdr = Buffer.allocUnsafe(WIRE_HEADER_SIZE);
+    writeWireHeader(hdr, r);
+    lendViews(views);
+    const res = this.#mesh.send(from, MsgType.IONIC, hdr, views, { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => returnViews(views) });
+    if (res !== 'queued') {
+      this.repliesDropped++;
+      returnViews(views);
+    }
   }
 
   #atomic(mem: GuestMemory, from: number, h: WireHeader, dest: QpRecord): Applied {
@@ -286,6 +307,21 @@ export class MeshResponder {
 
   /** Answer request `h` to `from`: ACK, READ_RESP or ATOMIC_RESP (`msg`: header room + data, or null). Dropped when there is no reply room. */
   #answer(from: number, h: WireHeader, status: number, msg: Buffer | null): void {
+    const r = this.#replyTo(h, status);
+    const data = status === IonicStatus.OK && msg ? msg.length - WIRE_HEADER_SIZE : 0;
+    r.length = data;
+    const buf = msg && data > 0 ? msg : Buffer.allocUnsafe(WIRE_HEADER_SIZE);
+    writeWireHeader(buf, r);
+    const res = this.#mesh.send(from, MsgType.IONIC, buf.subarray(0, WIRE_HEADER_SIZE), buf.subarray(WIRE_HEADER_SIZE, WIRE_HEADER_SIZE + data),
+      { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => meshBufferPool.give(buf) });
+    if (res !== 'queued') {
+      this.repliesDropped++;
+      meshBufferPool.give(buf);
+    }
+  }
+
+  /** The reply header (reused) answering request `h` with `status`; length 0. */
+  #replyTo(h: WireHeader, status: number): WireHeader {
     const r = this.#reply;
     r.op = h.op === IonicWireOp.READ_REQ ? IonicWireOp.READ_RESP : h.op === IonicWireOp.ATOMIC_REQ ? IonicWireOp.ATOMIC_RESP : IonicWireOp.ACK;
     r.atomicCs = false;
@@ -298,16 +334,8 @@ export class MeshResponder {
     r.status = status;
     r.remoteVa = 0;
     r.swapAddLo = r.swapAddHi = r.compareLo = r.compareHi = 0;
-    const data = status === IonicStatus.OK && msg ? msg.length - WIRE_HEADER_SIZE : 0;
-    r.length = data;
-    const buf = msg && data > 0 ? msg : Buffer.allocUnsafe(WIRE_HEADER_SIZE);
-    writeWireHeader(buf, r);
-    const res = this.#mesh.send(from, MsgType.IONIC, buf.subarray(0, WIRE_HEADER_SIZE), buf.subarray(WIRE_HEADER_SIZE, WIRE_HEADER_SIZE + data),
-      { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => meshBufferPool.give(buf) });
-    if (res !== 'queued') {
-      this.repliesDropped++;
-      meshBufferPool.give(buf);
-    }
+    r.length = 0;
+    return r;
   }
 
   /** A QP is gone: what was held for it is answered RETRY_EXCEEDED (as if nobody were there) and let go. */
