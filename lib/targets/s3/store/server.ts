@@ -45,6 +45,25 @@ const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
 const CHUNK_OVERHEAD = 64 * 1024;
 const CHUNK_OVERHEAD_PER_MIB = 256;
 const MAX_PARTS_LISTED = 1000;
+/** GET object's response header overrides (?response-content-type=...): the header is the name without `response-`. */
+const RESPONSE_OVERRIDES = [
+  'response-content-type', 'response-content-language', 'response-expires', 'response-cache-control', 'response-content-disposition',
+  'response-content-encoding',
+] as const;
+/**
+ * Query parameters the store understands. Anything else names an S3 call it
+ * does not implement (?tagging, ?acl, ?versioning, ?versionId=...), answered
+ * 501 NotImplemented rather than mistaken for a plain GET or PUT.
+ */
+const KNOWN_QUERY = new Set([
+  'list-type', 'prefix', 'delimiter', 'max-keys', 'continuation-token', 'start-after', 'encoding-type', 'marker', 'fetch-owner',
+  'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'part-number-marker', 'max-parts', 'x-id',
+  'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders', 'X-Amz-Signature', 'X-Amz-Security-Token',
+  'X-Amz-Content-Sha256', 'x-amz-checksum-mode', 'x-amz-sdk-checksum-algorithm',
+  // A presigned PUT carries its checksum in the query: checked like the header (readPayload).
+  'x-amz-checksum-crc32', 'x-amz-checksum-crc32c', 'x-amz-checksum-sha1', 'x-amz-checksum-sha256', 'x-amz-checksum-crc64nvme',
+  ...RESPONSE_OVERRIDES,
+]);
 
 interface Ctx {
   readonly req: http.IncomingMessage;
@@ -110,6 +129,9 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
     ctx.payloadHash = v.value;
   } else {
     ctx.payloadHash = req.headers['x-amz-content-sha256'] as string | undefined;
+  }
+  for (const name of ctx.query.keys()) {
+    if (!KNOWN_QUERY.has(name)) return refuse(ctx, s3err('NotImplemented', `?${name}`));
   }
   if (ctx.bucket === '') return listBuckets(ctx);
   if (ctx.bucket !== opts.store.bucket) {
@@ -217,7 +239,7 @@ async function readPayload(ctx: Ctx, limit: number): Promise<S3Result<Buffer>> {
   }
   const md5 = h['content-md5'];
   if (typeof md5 === 'string' && md5base64(data) !== md5.trim()) return fail('BadDigest', 'Content-MD5');
-  const bad = badChecksum(h, data) ?? badChecksum(trailers, data);
+  const bad = badChecksum(h, data) ?? badChecksum(trailers, data) ?? badChecksum(Object.fromEntries(ctx.query), data);
   if (bad) return fail('BadDigest', bad);
   return ok(data);
 }
@@ -389,6 +411,10 @@ function getObject(ctx: Ctx, head: boolean): void {
     headers[RDMA_BYTES_HEADER] = r.value.bytes;
     headers['Content-Length'] = 0;
     return sendEmpty(ctx, status, headers);
+  }
+  for (const q of RESPONSE_OVERRIDES) {
+    const v = ctx.query.get(q);
+    if (v !== undefined) headers[q.slice('response-'.length)] = v;
   }
   headers['Content-Length'] = slice.length;
   ctx.res.statusCode = status;
