@@ -47,12 +47,17 @@ def request(method, key, headers=None, body=None):
     return r.status, {k.lower(): v for k, v in r.getheaders()}, data
 
 
+def access(name):
+    # Newer pyverbs keep the flags in IntEnum classes (ibv_access_flags), older ones at module level.
+    return int(getattr(e, name, None) or getattr(e.ibv_access_flags, name))
+
+
 ctx = Context(name='ionic_0')
 pd = PD(ctx)
-rw = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+rw = access('IBV_ACCESS_LOCAL_WRITE') | access('IBV_ACCESS_REMOTE_WRITE') | access('IBV_ACCESS_REMOTE_READ')
 src = MR(pd, MIB, rw)
 dst = MR(pd, MIB, rw)
-local_only = MR(pd, MIB, e.IBV_ACCESS_LOCAL_WRITE)
+local_only = MR(pd, MIB, access('IBV_ACCESS_LOCAL_WRITE'))
 try:
     gid = bytes.fromhex(str(ctx.query_gid(1, 0)).replace(':', ''))
 except Exception:  # the GID only fills the token's GID field; the store does not use it
