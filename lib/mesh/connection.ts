@@ -100,7 +100,11 @@ export class MeshConnection {
       onError: (e) => this.#onParseError(e),
     }, MAX_HELD_CHUNK_BYTES, sink !== undefined);
     socket.setNoDelay(true);
-    if (sink) sink.fn = (chunk) => this.#onData(chunk);
+    if (sink) {
+      sink.fn = (chunk) => this.#onData(chunk);
+      sink.target = () => (this.#closed ? null : this.parser.inPlaceTarget());
+      sink.inPlace = (n) => this.#onDataInPlace(n);
+    }
     else socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('drain', () => this.pump());
     socket.on('error', (err: NodeJS.ErrnoException) => this.close(`socket error: ${err.code ?? err.message}`));
@@ -256,6 +260,15 @@ export class MeshConnection {
     this.#bytesIn += chunk.length;
     this.lastHeardAt = Date.now();
     this.parser.push(chunk);
+    if (this.parser.held && !this.#closed) this.socket.pause();
+  }
+
+  /** `n` bytes were read straight into the frame body the parser is assembling. */
+  #onDataInPlace(n: number): void {
+    if (this.#closed) return;
+    this.#bytesIn += n;
+    this.lastHeardAt = Date.now();
+    this.parser.filledInPlace(n);
     if (this.parser.held && !this.#closed) this.socket.pause();
   }
 

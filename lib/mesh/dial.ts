@@ -60,7 +60,12 @@ export async function dial(host: string, port: number, resolve: Resolver, cancel
 
 /** Where a dialled socket's reads go (set by the connection that takes it). */
 export interface ReadSink {
+  /** Bytes read into the socket's own reused buffer. */
   fn: ((chunk: Buffer) => void) | null;
+  /** Where the next read should land instead (the rest of a large frame body), or null for the reused buffer. */
+  target: (() => Buffer | null) | null;
+  /** `n` bytes were read into the buffer `target` gave. */
+  inPlace: ((n: number) => void) | null;
 }
 
 export const READ_SINK = Symbol('mesh read sink');
@@ -73,10 +78,20 @@ function connectOnce(address: string, port: number, timeoutMs: number): Promise<
   return new Promise((resolve) => {
     // Reads land in one reused buffer (no fresh 64 KiB buffer per read for the GC to chase); the
     // connection that takes the socket sets where they go (READ_SINK) and its parser copies what it keeps.
-    const sink: ReadSink = { fn: null };
+    // While a large frame body is being assembled, Node asks (after each read) where the next read goes:
+    // straight into that body, so its bytes are copied by the kernel only.
+    const sink: ReadSink = { fn: null, target: null, inPlace: null };
+    const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
     const socket = net.connect({
       host: address, port,
-      onread: { buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES), callback: (n: number, buf: Uint8Array) => { sink.fn?.(Buffer.from(buf.buffer, buf.byteOffset, n)); return true; } },
+      onread: {
+        buffer: () => sink.target?.() ?? readBuffer,
+        callback: (n: number, buf: Uint8Array) => {
+          if (buf === readBuffer) sink.fn?.(Buffer.from(buf.buffer, buf.byteOffset, n));
+          else sink.inPlace?.(n);
+          return true;
+        },
+      },
     } as net.NetConnectOpts);
     (socket as SocketWithSink)[READ_SINK] = sink;
     const timer = setTimeout(() => {

@@ -8,7 +8,9 @@
 // exactly its size, allocated after its header passed the length rules (so a
 // peer cannot make us buffer more than the largest legal frame); a large one
 // comes from the buffer pool and goes back when its message is released
-// (frame-router.ts). Until then bytes handed out are never written again.
+// (frame-router.ts). Until then bytes handed out are never written again. A
+// socket that can choose its read buffer reads the rest of a large body
+// straight into it (inPlaceTarget/filledInPlace): no copy of ours at all.
 //
 // Backpressure: the sink may refuse a frame (return false). The parser then
 // holds it, stops, and offers the same frame again on resume(); the owner
@@ -44,6 +46,8 @@ const enum State {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** A body's rest from this size on is read in place (inPlaceTarget); less is not worth a read of its own. */
+export const IN_PLACE_MIN = 64 * 1024;
 
 export class FrameParser {
   #state = State.Header;
@@ -108,6 +112,30 @@ export class FrameParser {
       this.#chunk = Buffer.from(this.#chunk.subarray(this.#pos));
       this.#pos = 0;
     }
+  }
+
+  /**
+   * Where the next read may land directly: the unfilled rest of a large body
+   * being assembled (IN_PLACE_MIN bytes or more), or null. Only between
+   * chunks, with nothing held or backlogged; the bytes read there are then
+   * reported with filledInPlace() instead of push().
+   */
+  inPlaceTarget(): Buffer | null {
+    if (this.#state !== State.Body || !this.#body || this.#backlog.length > 0 || this.#pos < this.#chunk.length) return null;
+    const rest = this.#header!.length - this.#bodyFill;
+    return rest >= IN_PLACE_MIN ? this.#body.subarray(this.#bodyFill) : null;
+  }
+
+  /** `n` bytes were read into what inPlaceTarget() gave (never past the body's end). */
+  filledInPlace(n: number): void {
+    if (this.#state !== State.Body || !this.#body) return;
+    const rest = this.#header!.length - this.#bodyFill;
+    if (n <= 0 || n > rest) {
+      this.#fail(meshError('OVERFLOW', `${n} bytes read in place with ${rest} left of the body`));
+      return;
+    }
+    this.#bodyFill += n;
+    if (this.#bodyFill === this.#header!.length) this.#deliver();
   }
 
   /** Offer the held frame again; if taken, carry on with what was left and the backlog. */

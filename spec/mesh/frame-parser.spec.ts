@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { encodeFrameHeader } from '../../lib/mesh/codec';
 import { MeshError } from '../../lib/mesh/errors';
-import { FrameParser } from '../../lib/mesh/frame-parser';
+import { FrameParser, IN_PLACE_MIN } from '../../lib/mesh/frame-parser';
 import { MAX_FRAME_PAYLOAD } from '../../lib/mesh/limits';
 import { FrameHeader, MsgType } from '../../lib/mesh/messages';
 import { Be } from './helpers';
@@ -141,6 +141,58 @@ describe('mesh: frame parser', () => {
     expect(sink.got[2]!.body.equals(Buffer.alloc(300, 7))).to.equal(true);
     // A frame inside one chunk is copied out too, not a view of the reused buffer.
     expect(sink.got[0]!.bodyRef.buffer).to.not.equal(reused.buffer);
+  });
+
+  it('reads the rest of a large body in place: the target is the unfilled body, and the frame is whole after the last in-place read', () => {
+    const sink = new Sink();
+    const p = new FrameParser({ onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) }, undefined, true);
+    const body = Buffer.alloc(3 * IN_PLACE_MIN);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 13) & 0xff;
+    const big = frame(MsgType.DATA, body, 4);
+    const small = frame(MsgType.DATA, Buffer.from('after'), 5);
+    expect(p.inPlaceTarget(), 'no body under way').to.equal(null);
+    // The header and the first 1000 body bytes arrive in the reused buffer.
+    p.push(Buffer.from(big.subarray(0, 32 + 1000)));
+    let at = 32 + 1000;
+    let reads = 0;
+    for (let t = p.inPlaceTarget(); t; t = p.inPlaceTarget()) {
+      const n = Math.min(t.length, 70_000); // a short read
+      big.copy(t, 0, at, at + n);
+      at += n;
+      reads++;
+      p.filledInPlace(n);
+    }
+    expect(reads).to.be.at.least(2);
+    // Less than IN_PLACE_MIN left: back to the reused buffer.
+    expect(sink.got, 'not whole yet').to.have.length(0);
+    p.push(Buffer.concat([big.subarray(at), small]));
+    expect(sink.errors).to.deep.equal([]);
+    expect(sink.got.map((g) => g.header.seq)).to.deep.equal([4, 5]);
+    expect(sink.got[0]!.body.equals(body)).to.equal(true);
+    expect(sink.got[1]!.body.toString()).to.equal('after');
+  });
+
+  it('a body completed in place is delivered at once; a refused one is held, and nothing is read in place meanwhile', () => {
+    const sink = new Sink();
+    const p = new FrameParser({ onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) }, undefined, true);
+    const body = Buffer.alloc(2 * IN_PLACE_MIN, 9);
+    const big = frame(MsgType.DATA, body, 6);
+    p.push(Buffer.from(big.subarray(0, 40)));
+    const t = p.inPlaceTarget()!;
+    expect(t.length).to.equal(body.length - 8);
+    big.copy(t, 0, 40);
+    sink.accept = false;
+    p.filledInPlace(t.length);
+    expect(p.held).to.equal(true);
+    expect(p.inPlaceTarget()).to.equal(null);
+    sink.accept = true;
+    p.resume();
+    expect(sink.got).to.have.length(1);
+    expect(sink.got[0]!.body.equals(body)).to.equal(true);
+    // A read past the body's end cannot be reported: the parser stops.
+    p.push(Buffer.from(big.subarray(0, 40)));
+    p.filledInPlace(body.length);
+    expect(sink.errors.map((e) => e.code)).to.deep.equal(['OVERFLOW']);
   });
 
   it('fails when a held parser keeps receiving past its backlog bound', () => {

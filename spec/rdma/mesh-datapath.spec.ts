@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import * as sinon from 'sinon';
 import * as lentViews from '../../lib/vfio-user/lent-views';
 import { LEND_MIN_BYTES } from '../../lib/rdma/datapath/mesh/requester';
+import { FrameParser, IN_PLACE_MIN } from '../../lib/mesh/frame-parser';
 import type { Mesh } from '../../lib/mesh';
 import { IonicStatus } from '../../lib/rdma/datapath/cqe';
 import { gidsFromFrame, linkLocalGid } from '../../lib/rdma/datapath/mesh';
@@ -52,8 +53,8 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     const port = manager.listenPort;
     worker = await startWorker(port, { guestGids: [ipv4Gid(v4(IP_B))] });
     await until(() => manager.lookupGid(ipv4Gid(v4(IP_B))) === 1 && worker.lookupGid(ipv4Gid(v4(IP_A))) === 0, 'GIDs fanned out');
-    a = await VerbsGuest.boot({ rdmaBackend: { mesh: manager, options: { lostPeerMs: 1500, rnrMs: 1000 } }, arenaPages: 64 });
-    b = await VerbsGuest.boot({ rdmaBackend: { mesh: worker, options: { lostPeerMs: 1500, rnrMs: 1000 } }, arenaPages: 64 });
+    a = await VerbsGuest.boot({ rdmaBackend: { mesh: manager, options: { lostPeerMs: 1500, rnrMs: 1000 } }, arenaPages: 160 });
+    b = await VerbsGuest.boot({ rdmaBackend: { mesh: worker, options: { lostPeerMs: 1500, rnrMs: 1000 } }, arenaPages: 160 });
     acq = await a.createCq(40);
     bcq = await b.createCq(40);
     A = await a.createMr({ key: 0x501, pages: 16, flags: ALL });
@@ -114,39 +115,38 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     expect(A.read(24_000, 20_000).equals(data)).to.equal(true);
   });
 
-  it('a large WRITE goes out of A\'s guest memory itself, a large READ_RESP out of B\'s (lent, no copy); every loan is back once they completed', async () => {
-    const n = 48 * 1024;
-    expect(n).to.be.at.least(LEND_MIN_BYTES);
+  it('a large WRITE goes out of A\'s guest memory itself and lands through B\'s in-place reads, a large READ_RESP out of B\'s (lent, no copy); every loan is back', async () => {
+    // 192 KiB: lent by A (>= LEND_MIN_BYTES), and B (the worker: it dialled, so its socket reads
+    // where the parser asks) reads most of the body straight into the frame buffer (>= IN_PLACE_MIN).
+    const n = 192 * 1024;
+    expect(n).to.be.at.least(LEND_MIN_BYTES).and.at.least(2 * IN_PLACE_MIN);
+    const A2 = await a.createMr({ key: 0x901, pages: n / PAGE, flags: ALL });
+    const B2 = await b.createMr({ key: 0xa02, pages: n / PAGE, flags: ALL });
     const data = pattern(n, 9);
-    A.write(0, data);
-    B.write(0, Buffer.alloc(n));
-    let lent = 0;
-    const spy = sinon.spy(lentViews, 'lendViews');
+    A2.write(0, data);
+    B2.write(0, Buffer.alloc(n));
+    const lend = sinon.spy(lentViews, 'lendViews');
+    const inPlace = sinon.spy(FrameParser.prototype, 'filledInPlace');
     try {
-      a.postSend(qa, { op: WOp.RDMA_WRITE, id: 21, sges: [A.sge(0, 16_384), A.sge(16_384, n - 16_384)], remote: { va: B.va, rkey: B.key } });
-      const sc = await cqes(a, acq, 1);
-      expect(sc.map((c) => [c.error, c.msn])).to.deep.equal([[false, sc[0]!.msn]]);
-      lent = spy.callCount;
-    } finally {
-      spy.restore();
-    }
-    expect(lent, 'the payload was lent, not copied').to.equal(1);
-    expect(B.read(0, n).equals(data)).to.equal(true);
-    expect(lentViews.mappingsOnLoan(), 'no view still on loan').to.equal(0);
-    // And back by READ: B answers out of its MR itself.
-    A.write(0, Buffer.alloc(n));
-    const spy2 = sinon.spy(lentViews, 'lendViews');
-    try {
-      a.postSend(qa, { op: WOp.RDMA_READ, id: 22, sges: [A.sge(0, n)], remote: { va: B.va, rkey: B.key } });
+      a.postSend(qa, { op: WOp.RDMA_WRITE, id: 21, sges: [A2.sge(0, 16_384), A2.sge(16_384, n - 16_384)], remote: { va: B2.va, rkey: B2.key } });
       const sc = await cqes(a, acq, 1);
       expect(sc[0]!.error).to.equal(false);
-      lent = spy2.callCount;
+      expect(lend.callCount, 'the payload was lent, not copied').to.equal(1);
+      expect(inPlace.callCount, 'B read part of the body in place').to.be.at.least(1);
+      expect(B2.read(0, n).equals(data)).to.equal(true);
+      expect(lentViews.mappingsOnLoan(), 'no view still on loan').to.equal(0);
+      // And back by READ: B answers out of its MR itself.
+      A2.write(0, Buffer.alloc(n));
+      a.postSend(qa, { op: WOp.RDMA_READ, id: 22, sges: [A2.sge(0, n)], remote: { va: B2.va, rkey: B2.key } });
+      const rc = await cqes(a, acq, 1);
+      expect(rc[0]!.error).to.equal(false);
+      expect(lend.callCount, 'the READ_RESP was lent by B').to.equal(2);
+      expect(A2.read(0, n).equals(data)).to.equal(true);
+      expect(lentViews.mappingsOnLoan(), 'no view still on loan').to.equal(0);
     } finally {
-      spy2.restore();
+      lend.restore();
+      inPlace.restore();
     }
-    expect(lent, 'the READ_RESP was lent by B').to.equal(1);
-    expect(A.read(0, n).equals(data)).to.equal(true);
-    expect(lentViews.mappingsOnLoan(), 'no view still on loan').to.equal(0);
   });
 
   it('atomics: fetch-and-add and compare-and-swap on B\'s memory return the old value to A', async () => {
