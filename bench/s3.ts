@@ -1,0 +1,228 @@
+// S3 store (--backend s3) 1 MiB GET throughput, four ways in one run:
+//
+//   wire, token   the request over the guest's TCP (frames on its own TX/RX
+//                 rings through the device, the guest model's client), the
+//                 object RDMA-written into a 1 MiB guest MR by x-amz-rdma-token
+//   wire, body    the same request without a token: the object comes back in
+//                 the HTTP body, 1 MiB of TCP segments into the guest's RX ring
+//   host, token   the request over host loopback (listen=), the object still
+//                 RDMA-written into the guest MR (the data plane alone)
+//   host, body    a plain host loopback HTTP GET of the same object from the
+//                 same http.Server: the baseline, measured in this run
+//
+// The server is the real rocm-ernic binary in its own process; the guest is
+// the ionic.ko + ionic_rdma model (spec/support/ionic) over a real vfio-user
+// socket with memfd RAM. Rounds interleave the four ways so load on the
+// machine hits them alike. Bytes are checked (MR contents, wire bodies)
+// before timing. The C design's published badge, "S3 1M GET 698.5 MB/s"
+// (reference/anchor-rocm-ernic.md 4.2), was measured on another host (a
+// GitHub-hosted runner, with a guest kernel and hipObject client), so it is
+// printed beside ours for orientation only. Prints figures; asserts nothing.
+//
+// Env: BENCH_S3_N (GETs per way per round, default 8), BENCH_S3_ROUNDS (default 4).
+
+import { ChildProcess, spawn } from 'child_process';
+import { randomBytes } from 'crypto';
+import * as fs from 'fs';
+import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
+import { IonicGuest } from '../spec/support/ionic/guest';
+import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
+import { MrF } from '../spec/support/ionic/rdma-regs';
+import { GuestMr, VerbsGuest } from '../spec/support/ionic/rdma-verbs';
+import { GuestTcp } from '../spec/targets/s3/guest-tcp';
+
+const ROOT = path.join(__dirname, '..', '..');
+const MiB = 1 << 20;
+const N = Number(process.env.BENCH_S3_N ?? 8);
+const ROUNDS = Number(process.env.BENCH_S3_ROUNDS ?? 4);
+const S3_PORT = 9000;
+/** The C design's badge (reference/anchor-rocm-ernic.md 4.2), MB/s, another host. */
+const C_BADGE_MBPS = 698.5;
+const now = (): bigint => process.hrtime.bigint();
+
+function startServer(sock: string, hostPort: number): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, [path.join(ROOT, 'dist', 'bin', 'rocm-ernic.js'), '-s', sock, '-L', 'warn',
+    '--backend', `s3:size=64M,maxpart=16M,listen=127.0.0.1:${hostPort}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  proc.stdout!.on('data', (d: Buffer) => { text += d.toString(); });
+  proc.stderr!.on('data', (d: Buffer) => { text += d.toString(); });
+  return new Promise((resolve, reject) => {
+    const t0 = Date.now();
+    const check = (): void => {
+      if (proc.exitCode !== null) { reject(new Error(`server exited (${proc.exitCode}): ${text.trim()}`)); return; }
+      if (fs.existsSync(sock) && /serving/.test(text)) { resolve(proc); return; }
+      if (Date.now() - t0 > 10000) { reject(new Error(`server did not start: ${text.trim()}`)); return; }
+      setTimeout(check, 20);
+    };
+    check();
+  });
+}
+
+function stopServer(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(() => { proc.kill('SIGKILL'); }, 10000);
+    proc.once('exit', () => { clearTimeout(t); resolve(); });
+    proc.kill('SIGTERM');
+  });
+}
+
+/** The 44-byte token (reference 6.3), little-endian: RC, QPN, GID, rkey, addr, len, port, LID. */
+function tokenHex(mr: GuestMr): string {
+  const b = Buffer.alloc(44);
+  b[0] = 1;
+  b.writeUInt32LE(mr.key >>> 0, 21);
+  b.writeBigUInt64LE(BigInt(mr.va), 25);
+  b.writeBigUInt64LE(BigInt(mr.length), 33);
+  b[41] = 1;
+  return b.toString('hex');
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+function hostGet(port: number, headers: Record<string, string>): Promise<{ status: number; body: Buffer; moved: number }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/ernic/bench/1m', headers, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks), moved: Number(res.headers['x-amz-rdma-bytes'] ?? 0) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The guest's side of the wire: TCP clients fed by frames from the RX ring. */
+class Wire {
+  readonly #clients = new Set<GuestTcp>();
+  #sport = 20000;
+  #running = true;
+  readonly #pump: Promise<void>;
+
+  constructor(readonly g: IonicGuest) {
+    this.#pump = (async () => {
+      while (this.#running) {
+        const f = await g.waitRxFrame({ timeoutMs: 500 }).catch(() => null);
+        if (f) for (const c of this.#clients) c.onFrame(f.data);
+      }
+    })();
+  }
+
+  /** One request on a new connection (Connection: close); the raw response. */
+  async request(text: string): Promise<Buffer> {
+    const c = new GuestTcp((f) => { void this.g.sendFrame(f); return true; }, this.#sport++, S3_PORT);
+    if (this.#sport > 60000) this.#sport = 20000;
+    this.#clients.add(c);
+    try {
+      c.connect();
+      await c.write(Buffer.from(text));
+      await c.until(() => c.finReceived, 60_000);
+      c.close();
+      return Buffer.concat(c.received);
+    } finally {
+      this.#clients.delete(c);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#running = false;
+    await this.#pump;
+  }
+}
+
+function bodyOf(raw: Buffer): Buffer {
+  return raw.subarray(raw.indexOf('\r\n\r\n') + 4);
+}
+
+const fmt = (v: number, digits = 1): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+async function main(): Promise<void> {
+  const sock = `/tmp/ernic-s3-bench-${process.pid}.sock`;
+  const hostPort = 30000 + (process.pid % 20000);
+  const server = await startServer(sock, hostPort);
+  let g: IonicGuest | null = null;
+  let wire: Wire | null = null;
+  try {
+    g = await IonicGuest.connect(sock, { ramSize: 64 << 20, timeoutMs: 60_000 });
+    await g.probe();
+    await g.open(1, { ringLog2: 9 });
+    const r = await RdmaGuest.boot(g, { cpus: 8 });
+    const v = VerbsGuest.attach(g, r, 300);
+    const mr = await v.createMr({ key: (20 << 8) | 3, pages: 256, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ, contiguous: true });
+    wire = new Wire(g);
+    const w = wire;
+    const object = randomBytes(MiB);
+    const put = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: hostPort, method: 'PUT', path: '/ernic/bench/1m', agent }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
+      req.on('error', reject);
+      req.end(object);
+    });
+    if (put !== 200) throw new Error(`PUT of the object: ${put}`);
+    const token = tokenHex(mr);
+    const wireReq = (withToken: boolean): string =>
+      `GET /ernic/bench/1m HTTP/1.1\r\nHost: 192.168.200.1:9000\r\n${withToken ? `x-amz-rdma-token: ${token}\r\n` : ''}Connection: close\r\n\r\n`;
+
+    // Check each way once (and warm up): the bytes must be the object's.
+    const ways = {
+      'wire, token': async (): Promise<void> => {
+        const raw = await w.request(wireReq(true));
+        if (!/^HTTP\/1.1 200/.test(raw.toString('latin1', 0, 16)) || !/x-amz-rdma-bytes: 1048576/i.test(raw.toString('latin1'))) {
+          throw new Error(`wire token GET: ${raw.toString('latin1', 0, 200)}`);
+        }
+      },
+      'wire, body': async (): Promise<void> => {
+        const raw = await w.request(wireReq(false));
+        if (bodyOf(raw).length !== MiB) throw new Error(`wire body GET: ${bodyOf(raw).length} bytes`);
+      },
+      'host, token': async (): Promise<void> => {
+        const res = await hostGet(hostPort, { 'x-amz-rdma-token': token });
+        if (res.status !== 200 || res.moved !== MiB) throw new Error(`host token GET: ${res.status}, ${res.moved} bytes`);
+      },
+      'host, body': async (): Promise<void> => {
+        const res = await hostGet(hostPort, {});
+        if (res.status !== 200 || res.body.length !== MiB) throw new Error(`host body GET: ${res.status}, ${res.body.length} bytes`);
+      },
+    } as const;
+    mr.write(0, Buffer.alloc(MiB));
+    await ways['wire, token']();
+    if (!mr.read(0, MiB).equals(object)) throw new Error('wire token GET: the MR does not hold the object');
+    mr.write(0, Buffer.alloc(MiB));
+    await ways['host, token']();
+    if (!mr.read(0, MiB).equals(object)) throw new Error('host token GET: the MR does not hold the object');
+    if (!bodyOf(await w.request(wireReq(false))).equals(object)) throw new Error('wire body GET: not the object');
+    if (!(await hostGet(hostPort, {})).body.equals(object)) throw new Error('host body GET: not the object');
+    for (const run of Object.values(ways)) for (let i = 0; i < 2; i++) await run();
+
+    const secs = new Map<string, number>(Object.keys(ways).map((k) => [k, 0]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, run] of Object.entries(ways)) {
+        const t0 = now();
+        for (let i = 0; i < N; i++) await run();
+        secs.set(name, secs.get(name)! + Number(now() - t0) / 1e9);
+      }
+    }
+    const count = N * ROUNDS;
+    const mbps = (name: string): number => (count * MiB) / secs.get(name)! / 1e6;
+    const base = mbps('host, body');
+    console.log(`s3 benchmark: 1 MiB GETs of one object, ${count} per way (${ROUNDS} interleaved rounds of ${N}); server: rocm-ernic --backend s3 in its own process;`);
+    console.log(`guest: the ionic.ko + ionic_rdma model (its own TCP client on its rings, a 1 MiB MR for tokens); MB/s = 10^6 bytes/s; bytes checked before timing`);
+    for (const name of Object.keys(ways)) {
+      const m = mbps(name);
+      console.log(`  ${name.padEnd(12)} ${fmt(m).padStart(8)} MB/s  ${fmt((secs.get(name)! / count) * 1e3, 2).padStart(7)} ms/GET  ${fmt(m / base, 2)}x host loopback body GET  ${fmt(m / C_BADGE_MBPS, 2)}x the C design's badge`);
+    }
+    console.log(`  load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs (other work on the machine shows in every way alike)`);
+    console.log(`  C design's badge "S3 1M GET ${C_BADGE_MBPS} MB/s" (reference 4.2): another host (GitHub-hosted runner, guest kernel, hipObject), for orientation only`);
+  } finally {
+    await wire?.close();
+    g?.dispose();
+    await stopServer(server);
+    agent.destroy();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
