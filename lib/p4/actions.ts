@@ -4,15 +4,17 @@
 // equivalents); anything else is refused with its JSON path at load time.
 
 import { Calc, Externs } from './externs';
-import { compileNum, compileValue, ExprContext, RuntimeData, Value } from './expr';
+import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program, TypeValue } from './schema';
-import { FieldInfo, PacketState } from './state';
+import { FieldInfo, PacketState, POW2 } from './state';
 
-export type ActionFn = (st: PacketState, rd: RuntimeData) => void;
+export type ActionFn = (st: PacketState, rd: ActionArgs) => void;
 
 export interface CompiledAction {
   readonly id: number;
+  /** Dense index (the action's position in the program), for per-action tables. */
+  readonly index: number;
   readonly name: string;
   /** Bitwidth of each runtime_data parameter (control plane values are truncated to it). */
   readonly params: readonly { name: string; bitwidth: number }[];
@@ -31,7 +33,7 @@ export interface ActionEnv {
 /** simple_switch's drop port. */
 export const DROP_PORT = 511;
 
-type Prim = (st: PacketState, rd: RuntimeData) => void;
+type Prim = (st: PacketState, rd: ActionArgs) => void;
 
 function dest(ctx: ExprContext, tv: TypeValue | undefined, path: JsonPath): FieldInfo {
   if (!tv || tv.type !== 'field') refuse(path, 'the destination must be a field', tv);
@@ -49,12 +51,38 @@ function named<T>(map: Map<string, T>, tv: TypeValue | undefined, type: string, 
   return x;
 }
 
-/** Assignment with a fast path for narrow-to-narrow copies. */
-function assign(dst: FieldInfo, src: TypeValue, v: Value): Prim {
-  if (!dst.wide && src.type === 'runtime_data') {
-    const i = src.value as number;
-    const m = dst.mask;
-    return (st, rd) => { st.num[dst.slot] = Number(rd[i]! & m); };
+/**
+ * Assignment. Into a number-stored field, without bigint: action data and
+ * fields no wider than the destination are copied, wider ones wrapped, and
+ * number expressions (compileNum) wrapped to the width.
+ */
+function assign(dst: FieldInfo, src: TypeValue, v: Value, ctx: ExprContext): Prim {
+  const slot = dst.slot;
+  if (!dst.wide) {
+    const m = POW2[dst.width]!;
+    if (src.type === 'runtime_data' || src.type === 'local') {
+      const i = src.value as number;
+      const w = ctx.runtimeWidths?.[i] ?? Infinity;
+      if (w <= dst.width) return (st, rd) => { st.num[slot] = rd.num[i]!; };
+      const mask = dst.mask;
+      return (st, rd) => { st.num[slot] = Number(rd.big[i]! & mask); };
+    }
+    if (src.type === 'field') {
+      const hv = ctx.layout.hiddenValid(src.value);
+      const f = hv === undefined ? ctx.layout.field(src.value, []) : undefined;
+      if (f && !f.wide) {
+        const from = f.slot;
+        if (f.width <= dst.width) return (st) => { st.num[slot] = st.num[from]!; };
+        return (st) => { st.num[slot] = st.num[from]! % m; };
+      }
+    }
+    const nv: NumValue | undefined = compileNum(src, ctx);
+    if (nv) {
+      return (st, rd) => {
+        const r = nv(st, rd) % m;
+        st.num[slot] = r < 0 ? r + m : r;
+      };
+    }
   }
   return (st, rd) => st.set(dst, v(st, rd));
 }
@@ -85,7 +113,7 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
           st.set(dst, (st.get(dst) & ~m) | (src(st, rd) & m));
         };
       }
-      return assign(dst, params[1]!, src);
+      return assign(dst, params[1]!, src, ctx);
     }
     case 'add_to_field':
     case 'subtract_from_field': {
@@ -94,7 +122,7 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
       const x = v(1);
       const nx = dst.wide ? undefined : compileNum(params[1], ctx);
       if (nx) {
-        const m = 2 ** dst.width;
+        const m = POW2[dst.width]!;
         const sg = op === 'add_to_field' ? 1 : -1;
         const slot = dst.slot;
         return (st, rd) => {
@@ -213,7 +241,7 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
       const list = env.learnLists.get(id);
       if (!list) refuse([...pp(1), 'value'], 'no learn list with this id', tv.value);
       return (st, rd) => {
-        st.digests.push({ list: id, values: list.map((r) => r(st, rd)) });
+        st.addDigest({ list: id, values: list.map((r) => r(st, rd)) });
       };
     }
     default:
@@ -230,7 +258,7 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
     if (ids.has(a.id)) refuse([...path, 'id'], 'duplicate action id', a.id);
     seen.add(a.name);
     ids.add(a.id);
-    const ctx: ExprContext = { ...ctx0, runtimeData: a.runtime_data.length, parser: false };
+    const ctx: ExprContext = { ...ctx0, runtimeData: a.runtime_data.length, runtimeWidths: a.runtime_data.map((r) => r.bitwidth), parser: false };
     const prims: Prim[] = [];
     // _jump / _jump_if_zero (p4c's if/else inside actions): only forward jumps, so an action ends
     const jumps: { cond: Value | undefined; target: number }[] = [];
@@ -273,6 +301,6 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
         }
       };
     }
-    return { id: a.id, name: a.name, params: a.runtime_data.map((r) => ({ name: r.name, bitwidth: r.bitwidth })), run };
+    return { id: a.id, index: ai, name: a.name, params: a.runtime_data.map((r) => ({ name: r.name, bitwidth: r.bitwidth })), run };
   });
 }

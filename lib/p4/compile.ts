@@ -13,13 +13,14 @@
 
 import { ActionEnv, compileActions, CompiledAction, DROP_PORT } from './actions';
 import { compileEmit, HeaderEmit } from './bits';
-import { compileValue, ExprContext, Value } from './expr';
+import { compileCsum16Num, NumCalc } from './checksum';
+import { compileNum, compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { Calc, compileCalculation, Externs } from './externs';
 import { refuse, validateProgram } from './load';
 import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from './parser';
 import { CompiledPipeline, compilePipeline } from './pipeline';
 import { Program } from './schema';
-import { FieldInfo, Layout, PacketState, ParserError } from './state';
+import { Digest, FieldInfo, Layout, PacketState, ParserError } from './state';
 import { MatchTable } from './tables';
 import { ActionProfile } from './profiles';
 
@@ -36,7 +37,7 @@ export interface P4Result {
   parserError: ParserError;
   checksumError: boolean;
   /** generate_digest calls of this frame: learn list id and the values of its fields. */
-  digests: { list: number; values: bigint[] }[];
+  digests: Digest[];
 }
 
 export interface EngineOptions {
@@ -109,7 +110,12 @@ export class P4Engine {
     this.#parser = compileParser(p, this.layout, this.vsets);
 
     const calcs = new Map<string, Calc>();
-    p.calculations.forEach((c, ci) => calcs.set(c.name, compileCalculation(c, ['calculations', ci], ctx)));
+    const numCalcs = new Map<string, NumCalc>();
+    p.calculations.forEach((c, ci) => {
+      calcs.set(c.name, compileCalculation(c, ['calculations', ci], ctx));
+      const n = compileCsum16Num(c, ctx);
+      if (n) numCalcs.set(c.name, n);
+    });
     const learnLists = new Map<number, Value[]>();
     p.learn_lists.forEach((l, li) => {
       learnLists.set(l.id, l.elements.map((e, ei) => compileValue(e, ctx, ['learn_lists', li, 'elements', ei])));
@@ -140,8 +146,23 @@ export class P4Engine {
       if (!calc) refuse([...path, 'calculation'], 'no such calculation', c.calculation);
       const target = this.layout.field(c.target, [...path, 'target']);
       const cond = c.if_cond ? compileValue(c.if_cond, ctx, [...path, 'if_cond']) : undefined;
+      const numCond = c.if_cond ? compileNum(c.if_cond, ctx) : undefined;
       const h = target.header;
-      const applies = (st: PacketState): boolean => st.valid[h] === 1 && (!cond || cond(st, []) !== 0n);
+      const applies = (st: PacketState): boolean =>
+        st.valid[h] === 1 && (!cond || (numCond ? numCond(st, NO_ARGS) !== 0 : cond(st, NO_ARGS) !== 0n));
+      const num = numCalcs.get(c.calculation);
+      if (num && !target.wide) {
+        // the number path: a 16-bit sum into a number-stored field
+        const slot = target.slot;
+        const m = 2 ** Math.min(target.width, 16);
+        if (c.verify !== false) this.#verify.push((st) => {
+          if (applies(st) && num(st) % m !== st.num[slot]) st.checksumError = true;
+        });
+        if (c.update !== false) this.#update.push((st) => {
+          if (applies(st)) st.num[slot] = num(st) % m;
+        });
+        return;
+      }
       if (c.verify !== false) {
         this.#verify.push((st) => {
           if (applies(st) && (calc(st) & target.mask) !== st.get(target)) st.checksumError = true;
@@ -202,12 +223,15 @@ export class P4Engine {
 
   /** Valid headers in deparser order, then the bytes the parser did not consume. */
   deparse(st: PacketState): Buffer {
+    const emit = this.#emit;
+    const valid = st.valid;
     let len = st.frame.length - st.offset;
-    for (const e of this.#emit) if (st.valid[e.header]) len += e.bytes;
+    for (let i = 0; i < emit.length; i++) if (valid[emit[i]!.header]) len += emit[i]!.bytes;
     const out = Buffer.allocUnsafe(len);
     let at = 0;
-    for (const e of this.#emit) {
-      if (!st.valid[e.header]) continue;
+    for (let i = 0; i < emit.length; i++) {
+      const e = emit[i]!;
+      if (!valid[e.header]) continue;
       e.emit(st, out, at);
       at += e.bytes;
     }

@@ -1,21 +1,49 @@
 // Type-value objects and expressions compiled to closures over the packet
 // state. Values are bigint (booleans are 1n/0n); truncation happens when a
-// value is stored into a field. No closure walks JSON at run time and none
-// recurses on packet data (the recursion here is over the program, once).
+// value is stored into a field. compileNum gives the number form of the
+// common expressions (see "the number path" below). No closure walks JSON
+// at run time and none recurses on packet data (the recursion here is over
+// the program, once).
 
 import { peekBits } from './bits';
 import { JsonPath, refuse } from './load';
 import { ExpressionValue, TypeValue } from './schema';
-import { hexToBig, Layout, PacketState } from './state';
+import { hexToBig, Layout, NARROW_BITS, PacketState } from './state';
 
-/** Action data of the running entry (empty outside actions). */
+/** Action data as the control plane gives it (one bigint per parameter). */
 export type RuntimeData = readonly bigint[];
-export type Value = (st: PacketState, rd: RuntimeData) => bigint;
+
+/**
+ * Action data of the running entry as the compiled actions read it, built
+ * once per entry/member/default (actionArgs): the bigints, and each value as
+ * a number for the number paths (exact up to 2^53; NaN above, never read
+ * there since those paths are chosen by the parameter's width).
+ */
+export interface ActionArgs {
+  readonly big: RuntimeData;
+  readonly num: Float64Array;
+}
+
+export function actionArgs(data: RuntimeData): ActionArgs {
+  const num = new Float64Array(data.length);
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i]!;
+    num[i] = v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : NaN;
+  }
+  return { big: data, num };
+}
+
+/** No action data (outside actions, parameterless action calls). */
+export const NO_ARGS: ActionArgs = actionArgs([]);
+
+export type Value = (st: PacketState, rd: ActionArgs) => bigint;
 
 export interface ExprContext {
   readonly layout: Layout;
   /** Number of runtime_data items available (actions), 0 elsewhere. */
   readonly runtimeData: number;
+  /** Bitwidth of each runtime_data item (actions), for the number paths. */
+  readonly runtimeWidths?: readonly number[];
   /** Lookahead is allowed (parser transition keys and set ops). */
   readonly parser: boolean;
   /** Register arrays for the `register` operand. */
@@ -61,7 +89,7 @@ export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Val
         refuse([...path, 'value'], `runtime data index out of range (${ctx.runtimeData} items)`, value);
       }
       const i = value;
-      return (_st, rd) => rd[i]!;
+      return (_st, rd) => rd.big[i]!;
     }
     case 'lookahead': {
       if (!ctx.parser) refuse(path, 'lookahead outside a parser', tv);
@@ -178,11 +206,12 @@ export function compileExpression(ev: unknown, ctx: ExprContext, path: JsonPath)
 export { ZERO };
 
 // ---- the number path ----
-// An expression whose operands are all narrow fields, validity bits and
-// small constants, and whose operators are comparisons, logic, + and -,
-// computes in plain numbers: every intermediate stays far below 2^53.
+// An expression whose operands are all fields and action data of at most 32
+// bits, validity bits and small constants, and whose operators are
+// comparisons, logic, + and -, computes in plain numbers: with at most 16
+// levels every intermediate stays below 2^48, far from 2^53.
 
-export type NumValue = (st: PacketState, rd: RuntimeData) => number;
+export type NumValue = (st: PacketState, rd: ActionArgs) => number;
 
 const NUM_LIMIT = 2 ** 32;
 
@@ -211,9 +240,15 @@ export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue |
     if (hv !== undefined) return (st) => st.valid[hv]!;
     if (!Array.isArray(value)) return undefined;
     const f = ctx.layout.headerByName.get(value[0] as string)?.byName.get(value[1] as string);
-    if (!f || f.wide) return undefined;
+    if (!f || f.width > NARROW_BITS) return undefined;
     const slot = f.slot;
     return (st) => st.num[slot]!;
+  }
+  if (type === 'runtime_data' || type === 'local') {
+    const w = typeof value === 'number' ? ctx.runtimeWidths?.[value] : undefined;
+    if (w === undefined || w > NARROW_BITS) return undefined;
+    const i = value as number;
+    return (_st, rd) => rd.num[i]!;
   }
   if (type === 'hexstr' && typeof value === 'string' && /^-?0x[0-9a-fA-F]+$/.test(value)) {
     const c = hexToBig(value);

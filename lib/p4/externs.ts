@@ -3,7 +3,8 @@
 // checksums and modify_field_with_hash_based_offset use.
 
 import { BitWriter } from './bits';
-import { compileValue, ExprContext, Value } from './expr';
+import { compileCsum16Num } from './checksum';
+import { compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program, TypeValue } from './schema';
 import { PacketState } from './state';
@@ -133,6 +134,14 @@ export type Calc = (st: PacketState) => bigint;
 
 /** Compiles a calculation (list of inputs + algorithm); inputs of invalid headers are skipped. */
 export function compileCalculation(c: { algo: string; input: TypeValue[] }, path: JsonPath, ctx: ExprContext): Calc {
+  const general = compileImageCalculation(c, path, ctx); // refuses what it cannot run
+  // csum16 over fields: the number path (./checksum.ts), equal to the general one
+  const num = compileCsum16Num(c, ctx);
+  return num ? (st) => BigInt(num(st)) : general;
+}
+
+/** The general path: the inputs written into a bit image, the algorithm run over its bytes. */
+export function compileImageCalculation(c: { algo: string; input: TypeValue[] }, path: JsonPath, ctx: ExprContext): Calc {
   const algo = ALGORITHMS[c.algo];
   if (!algo) refuse([...path, 'algo'], 'unsupported hash algorithm', c.algo);
   const w = new BitWriter();
@@ -154,7 +163,7 @@ export function compileCalculation(c: { algo: string; input: TypeValue[] }, path
         if (!inp.bitwidth) refuse(ip, 'a hexstr input needs a bitwidth', inp);
         const v: Value = compileValue(inp, ctx, ip);
         const width = inp.bitwidth;
-        return (st) => w.put(v(st, []), width);
+        return (st) => w.put(v(st, NO_ARGS), width);
       }
       case 'header': {
         const h = ctx.layout.header(inp.value, [...ip, 'value']);

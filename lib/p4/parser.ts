@@ -4,10 +4,10 @@
 // between states stops there and the frame is dropped, never hangs.
 
 import { compileExtract, HeaderExtract } from './bits';
-import { compileValue, ExprContext, Value } from './expr';
+import { compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program } from './schema';
-import { hexToBig, Layout, PacketState, ParserError } from './state';
+import { hexToBig, Layout, NARROW_BITS, PacketState, ParserError, POW2 } from './state';
 
 /** Parse states one frame may pass through (loops end here). */
 export const MAX_PARSE_STEPS = 64;
@@ -36,6 +36,20 @@ function extractOp(hdr: number, ex: HeaderExtract, bytes: number) {
     st.valid[hdr] = 1;
     return true;
   };
+}
+
+/** Reads `width` (<= 32) bits at bit offset `bit` of `buf` as a number; the caller checked the length. */
+function peekNum(buf: Buffer, bit: number, width: number): number {
+  let v = 0;
+  let left = width;
+  while (left > 0) {
+    const inByte = bit & 7;
+    const take = Math.min(8 - inByte, left);
+    v = v * POW2[take]! + ((buf[bit >> 3]! >> (8 - inByte - take)) & ((1 << take) - 1));
+    bit += take;
+    left -= take;
+  }
+  return v;
 }
 
 export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): CompiledParser {
@@ -87,7 +101,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
           const dst = layout.field(params[0]!.value, [...opPath, 'parameters', 0, 'value']);
           const src = compileValue(params[1], ctx, [...opPath, 'parameters', 1]);
           return (st) => {
-            st.set(dst, src(st, []));
+            st.set(dst, src(st, NO_ARGS));
             return true;
           };
         }
@@ -97,7 +111,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
           const v = compileValue(params[0], ctx, [...opPath, 'parameters', 0]);
           const unit = op.op === 'shift' ? 8n : 1n;
           return (st) => {
-            const bits = v(st, []) * unit;
+            const bits = v(st, NO_ARGS) * unit;
             if (bits < 0n || bits % 8n !== 0n || st.offset + Number(bits / 8n) > st.frame.length) {
               st.parserError = ParserError.PacketTooShort;
               return false;
@@ -110,7 +124,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
           if (params.length !== 2) refuse([...opPath, 'parameters'], 'verify takes two parameters', op.parameters);
           const c = compileValue(params[0], ctx, [...opPath, 'parameters', 0]);
           return (st) => {
-            if (c(st, []) !== 0n) return true;
+            if (c(st, NO_ARGS) !== 0n) return true;
             st.parserError = ParserError.VerifyFailed;
             return false;
           };
@@ -121,19 +135,25 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
     });
 
     // transition key: each part byte-padded, concatenated (JSON_format.md)
-    const keyParts: { v: Value; bytes: number; lookBits: number }[] = s.transition_key.map((k, ki) => {
+    type KeyPart = { v: Value; n: ((st: PacketState) => number) | undefined; bytes: number; lookBits: number };
+    const keyParts: KeyPart[] = s.transition_key.map((k, ki) => {
       const kp: JsonPath = [...sp, 'transition_key', ki];
       if (k.type === 'field') {
         const f = layout.field(k.value, [...kp, 'value']);
-        return { v: compileValue(k, ctx, kp), bytes: Math.ceil(f.width / 8), lookBits: 0 };
+        const slot = f.slot;
+        return { v: compileValue(k, ctx, kp), n: f.wide ? undefined : (st: PacketState) => st.num[slot]!, bytes: Math.ceil(f.width / 8), lookBits: 0 };
       }
       if (k.type === 'lookahead') {
         const lv = k.value as [number, number];
         const v = compileValue(k, ctx, kp);
-        return { v, bytes: Math.ceil(Number(lv[1]) / 8), lookBits: Number(lv[0]) + Number(lv[1]) };
+        const [off, width] = [Number(lv[0]), Number(lv[1])];
+        // read only after the length check below
+        const n = width <= NARROW_BITS ? (st: PacketState) => peekNum(st.frame, st.offset * 8 + off, width) : undefined;
+        return { v, n, bytes: Math.ceil(width / 8), lookBits: off + width };
       }
       return refuse([...kp, 'type'], 'unsupported transition key', k.type);
     });
+    const keyBits = keyParts.reduce((n, k) => n + k.bytes * 8, 0);
     const lookNeed = Math.max(0, ...keyParts.map((k) => k.lookBits));
 
     type Arm = { kind: 0 | 1 | 2; value: bigint; mask: bigint | null; vset?: Set<bigint>; next: number };
@@ -160,6 +180,42 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
       return { kind: 1, value: BigInt(t.value), mask, next };
     });
 
+    // The number path: a key of at most 32 bits, or at most 48 without masks.
+    const numeric = keyParts.every((k) => k.n !== undefined) && (keyBits <= NARROW_BITS || (keyBits <= 48 && arms.every((a) => a.mask === null)));
+    if (numeric) {
+      const parts = keyParts.map((k) => ({ n: k.n!, mul: POW2[k.bytes * 8]! }));
+      // a masked value arm compares (key & mask) with (value & mask), both below 2^32 here; one whose
+      // (value & mask) has higher bits never matches (kind 3)
+      const kinds = Uint8Array.from(arms, (a) => (a.kind === 1 && a.mask !== null && (a.value & a.mask) >> 32n !== 0n ? 3 : a.kind));
+      const values = Float64Array.from(arms, (a) => Number(a.mask === null ? a.value : a.value & a.mask));
+      const masks = Int32Array.from(arms, (a) => (a.mask === null ? 0 : Number(a.mask & 0xffffffffn) | 0));
+      const masked = Uint8Array.from(arms, (a) => (a.mask === null ? 0 : 1));
+      const nexts = Int32Array.from(arms, (a) => a.next);
+      return (st: PacketState): number => {
+        for (let i = 0; i < ops.length; i++) if (!ops[i]!(st)) return REJECT;
+        if (kinds.length === 0) return ACCEPT;
+        if (lookNeed > 0 && st.offset * 8 + lookNeed > st.frame.length * 8) {
+          st.parserError = ParserError.PacketTooShort;
+          return REJECT;
+        }
+        let key = 0;
+        for (let i = 0; i < parts.length; i++) key = key * parts[i]!.mul + parts[i]!.n(st);
+        for (let i = 0; i < kinds.length; i++) {
+          const kind = kinds[i]!;
+          if (kind === 0) return nexts[i]!;
+          if (kind === 1) {
+            if (masked[i] === 0 ? key === values[i] : ((key & masks[i]!) >>> 0) === values[i]) return nexts[i]!;
+          } else if (kind === 2) {
+            const a = arms[i]!;
+            const bk = BigInt(key);
+            for (const v of a.vset!) if (a.mask === null ? bk === v : (bk & a.mask) === (v & a.mask)) return a.next;
+          }
+        }
+        st.parserError = ParserError.NoMatch;
+        return REJECT;
+      };
+    }
+
     return (st: PacketState): number => {
       for (let i = 0; i < ops.length; i++) if (!ops[i]!(st)) return REJECT;
       if (arms.length === 0) return ACCEPT;
@@ -171,7 +227,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
         }
         for (let i = 0; i < keyParts.length; i++) {
           const kp = keyParts[i]!;
-          key = (key << BigInt(kp.bytes * 8)) | kp.v(st, []);
+          key = (key << BigInt(kp.bytes * 8)) | kp.v(st, NO_ARGS);
         }
       }
       for (let i = 0; i < arms.length; i++) {

@@ -4,7 +4,7 @@
 // pipeline is acyclic, and a cyclic one stops there instead of spinning.
 
 import { CompiledAction } from './actions';
-import { compileNum, compileValue, ExprContext } from './expr';
+import { compileNum, compileValue, ExprContext, NO_ARGS } from './expr';
 import { JsonPath, refuse } from './load';
 import { Pipeline } from './schema';
 import { PacketState } from './state';
@@ -21,8 +21,6 @@ export interface CompiledPipeline {
   readonly tables: Map<string, MatchTable>;
   run(st: PacketState): void;
 }
-
-const NO_DATA: readonly bigint[] = [];
 
 export function compilePipeline(
   pl: Pipeline,
@@ -68,16 +66,16 @@ export function compilePipeline(
     const hitMiss = '__HIT__' in nt || '__MISS__' in nt;
     const onHit = hitMiss ? next(nt.__HIT__, [...tp, 'next_tables', '__HIT__']) : END;
     const onMiss = hitMiss ? next(nt.__MISS__, [...tp, 'next_tables', '__MISS__']) : END;
-    const byAction = new Map<CompiledAction, number>();
+    const baseNext = next(t.base_default_next, [...tp, 'base_default_next']);
+    // the next node by action index (CompiledAction.index): one array read per frame
+    const byAction = new Int32Array(actions.size).fill(baseNext);
     if (!hitMiss) {
       for (const [a, n] of Object.entries(nt)) {
         const ca = mt.actions.get(a);
         if (!ca) refuse([...tp, 'next_tables', a], 'not an action of this table', a);
-        byAction.set(ca, next(n, [...tp, 'next_tables', a]));
+        byAction[ca.index] = next(n, [...tp, 'next_tables', a]);
       }
     }
-    const baseNext = next(t.base_default_next, [...tp, 'base_default_next']);
-    const after = (a: CompiledAction): number => byAction.get(a) ?? baseNext;
     const counted = mt.withCounters;
     const profile = mt.profile;
     const meter = mt.meter;
@@ -91,13 +89,13 @@ export function compilePipeline(
         if (meter) st.set(meter.result, BigInt(meter.array.execute(e.slot, st.frame.length)));
         const m = e.action ? e : profile!.resolve(e.ref, e.group, st);
         if (!m) return hitMiss ? onHit : baseNext; // an empty group: no action
-        m.action!.run(st, m.data);
-        return hitMiss ? onHit : after(m.action!);
+        m.action!.run(st, m.args);
+        return hitMiss ? onHit : byAction[m.action!.index]!;
       }
       const d = mt.defaultEntry;
-      if (d) d.action.run(st, d.data);
+      if (d) d.action.run(st, d.args);
       if (hitMiss) return onMiss;
-      return d ? after(d.action) : baseNext;
+      return d ? byAction[d.action.index]! : baseNext;
     });
   });
   pl.conditionals.forEach((c, ci) => {
@@ -107,8 +105,8 @@ export function compilePipeline(
     const num = compileNum(c.expression, cctx);
     const t = next(c.true_next, [...cp, 'true_next']);
     const f = next(c.false_next, [...cp, 'false_next']);
-    if (num) nodes.push((st) => (num(st, NO_DATA) !== 0 ? t : f));
-    else nodes.push((st) => (cond(st, NO_DATA) !== 0n ? t : f));
+    if (num) nodes.push((st) => (num(st, NO_ARGS) !== 0 ? t : f));
+    else nodes.push((st) => (cond(st, NO_ARGS) !== 0n ? t : f));
   });
   (pl.action_calls ?? []).forEach((c, ci) => {
     const cp: JsonPath = [...path, 'action_calls', ci];
@@ -117,7 +115,7 @@ export function compilePipeline(
     if (ca.params.length > 0) refuse([...cp, 'action_id'], 'a direct action call takes no parameters', ca.name);
     const n = next(c.next_node, [...cp, 'next_node']);
     nodes.push((st) => {
-      ca.run(st, NO_DATA);
+      ca.run(st, NO_ARGS);
       return n;
     });
   });

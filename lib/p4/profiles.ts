@@ -4,7 +4,7 @@
 
 import { CompiledAction } from './actions';
 import { compileCalculation, Calc } from './externs';
-import { ExprContext, RuntimeData } from './expr';
+import { ActionArgs, actionArgs, ExprContext, RuntimeData } from './expr';
 import { JsonPath, refuse } from './load';
 import { PacketState } from './state';
 import { z } from 'zod';
@@ -13,6 +13,8 @@ import { actionProfileSchema } from './schema';
 export interface Member {
   readonly action: CompiledAction;
   readonly data: RuntimeData;
+  /** data as the action reads it. */
+  readonly args: ActionArgs;
 }
 
 export class ActionProfile {
@@ -40,7 +42,7 @@ export class ActionProfile {
   addMember(action: CompiledAction, data: RuntimeData): number | string {
     if (this.members.size >= this.maxSize) return `action profile ${this.name} is full (${this.maxSize})`;
     const h = this.#nextMember++;
-    this.members.set(h, { action, data });
+    this.members.set(h, { action, data, args: actionArgs(data) });
     return h;
   }
 

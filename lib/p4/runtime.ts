@@ -191,7 +191,7 @@ function tableSetDefault(engine: P4Engine, args: string[]): CommandResult {
   if (typeof a === 'string') return fail(a);
   const data = actionData(a, args.slice(2));
   if (typeof data === 'string') return fail(data);
-  t.defaultEntry = { action: a, data };
+  t.setDefault(a, data);
   return ok();
 }
 
@@ -222,7 +222,7 @@ export function runCommand(engine: P4Engine, line: string): CommandResult {
       if (!t.profile) return fail(`table ${t.name} is not indirect`);
       const m = args[1] !== undefined && /^\d{1,9}$/.test(args[1]) ? t.profile.members.get(Number(args[1])) : undefined;
       if (!m) return fail(`action profile ${t.profile.name} has no member ${JSON.stringify(args[1] ?? '')}`);
-      t.defaultEntry = { action: m.action, data: m.data };
+      t.setDefault(m.action, m.data);
       return ok();
     }
     case 'act_prof_create_member':

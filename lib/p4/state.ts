@@ -1,24 +1,30 @@
 // The packet state a compiled program works on, and the header layout that
 // maps P4 fields onto it.
 //
-// Field values: a field of at most 32 bits lives in a Float64Array slot as a
-// plain number; a wider one (48-bit MACs, 128-bit addresses) lives in a
-// bigint slot. Expressions (./expr.ts) compute in bigint and truncate to the
-// destination's width on assignment, so no value is ever silently rounded;
-// straight copies between narrow fields and action data skip bigint.
+// Field values: a field of at most 48 bits (NUM_BITS: every port, length,
+// IPv4 address and MAC address) lives in a Float64Array slot as a plain
+// number, exact since it is below 2^53; a wider one (64-bit counters,
+// 128-bit addresses) lives in a bigint slot. General expressions (./expr.ts)
+// compute in bigint and truncate to the destination's width on assignment,
+// so no value is ever silently rounded; copies, table keys, action data,
+// checksums and the common expressions over fields of at most 32 bits
+// (compileNum) stay in numbers.
 
 import { HeaderType, Program } from './schema';
 import { JsonPath, refuse } from './load';
 
-/** Widths up to this many bits are stored as numbers. */
+/** Widths up to this many bits are stored as numbers (exact: below 2^53, with room for a sum of a few). */
+export const NUM_BITS = 48;
+/** Widths up to this many bits take part in number expressions (compileNum) and bitwise key matching. */
 export const NARROW_BITS = 32;
 
 export interface FieldInfo {
   readonly header: number; // header instance index
   readonly name: string;
   readonly width: number;
+  /** Stored as a bigint (width > NUM_BITS); otherwise a number. */
   readonly wide: boolean;
-  readonly slot: number; // into num (narrow) or big (wide)
+  readonly slot: number; // into num (number-stored) or big (wide)
   readonly bitOffset: number; // from the header's first bit
   readonly mask: bigint;
 }
@@ -46,6 +52,8 @@ export class Layout {
   readonly stackByName = new Map<string, StackInfo>();
   numSlots = 0;
   bigSlots = 0;
+  /** Validity of each header at the start of a frame (metadata 1, others 0). */
+  readonly initialValid: Uint8Array;
 
   constructor(p: Program) {
     const types = new Map<string, HeaderType>();
@@ -61,7 +69,7 @@ export class Layout {
         const width = f[1];
         if (width === '*') refuse(['header_types', ti, 'fields', fi], 'variable-length fields are not supported', f);
         if (f[2] === true) refuse(['header_types', ti, 'fields', fi], 'signed fields are not supported', f);
-        const wide = width > NARROW_BITS;
+        const wide = width > NUM_BITS;
         const info: FieldInfo = {
           header: hi,
           name: f[0],
@@ -91,6 +99,7 @@ export class Layout {
       this.stacks.push(info);
       this.stackByName.set(s.name, info);
     });
+    this.initialValid = Uint8Array.from(this.headers, (h) => (h.metadata ? 1 : 0));
   }
 
   header(name: unknown, path: JsonPath): HeaderInfo {
@@ -124,6 +133,14 @@ export class Layout {
   }
 }
 
+export interface Digest {
+  list: number;
+  values: bigint[];
+}
+
+/** The digests of a frame that made none (no allocation per frame). */
+export const NO_DIGESTS: Digest[] = Object.freeze([] as Digest[]) as Digest[];
+
 /** One frame's state while it goes through the program (reused across frames). */
 export class PacketState {
   readonly num: Float64Array;
@@ -137,13 +154,16 @@ export class PacketState {
   exited = false;
   parserError = 0; // 0 none, see ParserError
   checksumError = false;
-  digests: { list: number; values: bigint[] }[] = [];
+  /** generate_digest calls of this frame; NO_DIGESTS (shared, frozen) until the first one. */
+  digests: Digest[] = NO_DIGESTS;
+  readonly #initialValid: Uint8Array;
 
   constructor(readonly layout: Layout) {
     this.num = new Float64Array(layout.numSlots);
     this.big = new Array<bigint>(layout.bigSlots).fill(0n);
     this.valid = new Uint8Array(layout.headers.length);
     this.stackNext = new Uint16Array(layout.stacks.length);
+    this.#initialValid = layout.initialValid;
   }
 
   /** Clears everything for a new frame; metadata headers are valid, others not. */
@@ -153,8 +173,9 @@ export class PacketState {
     for (let i = 0; i < num.length; i++) num[i] = 0;
     const big = this.big;
     for (let i = 0; i < big.length; i++) big[i] = 0n;
-    const headers = this.layout.headers;
-    for (let i = 0; i < headers.length; i++) { const h = headers[i]!; this.valid[h.index] = h.metadata ? 1 : 0; }
+    const valid = this.valid;
+    const iv = this.#initialValid;
+    for (let i = 0; i < valid.length; i++) valid[i] = iv[i]!;
     const sn = this.stackNext;
     for (let i = 0; i < sn.length; i++) sn[i] = 0;
     this.frame = frame;
@@ -163,7 +184,13 @@ export class PacketState {
     this.exited = false;
     this.parserError = 0;
     this.checksumError = false;
-    this.digests = [];
+    this.digests = NO_DIGESTS;
+  }
+
+  /** Records a digest (allocates this frame's list on the first). */
+  addDigest(d: Digest): void {
+    if (this.digests === NO_DIGESTS) this.digests = [];
+    this.digests.push(d);
   }
 
   get(f: FieldInfo): bigint {
@@ -175,6 +202,9 @@ export class PacketState {
     else this.num[f.slot] = Number(v & f.mask);
   }
 }
+
+/** 2^k for k = 0..64 (`2 ** k` with a variable k compiles to a pow() call). */
+export const POW2: Float64Array = Float64Array.from({ length: 65 }, (_, k) => 2 ** k);
 
 /** Parser error codes (bmv2's core errors that we can raise). */
 export const enum ParserError {

@@ -1,24 +1,32 @@
 // Match-action tables: the key readers are compiled once; entries are added
 // by the control plane (./runtime.ts) or come from the program's const
 // `entries`. Lookup:
-// - only exact/valid keys: a Map on the key's string form (one probe);
-// - an lpm key: entries kept sorted by prefix length, longest first;
-// - ternary/range/optional keys: sorted by priority (lower number wins, as
-//   in bmv2), ties by insertion order.
-// The first matching entry in that order is the hit.
+// - only exact/valid keys: one Map probe;
+// - an lpm key (with exact/valid parts or not): one Map per prefix length
+//   present, probed longest first (the lpm part reduced to its prefix);
+// - ternary/range/optional keys: an array sorted by priority (lower number
+//   wins, as in bmv2), ties by insertion order; the first match is the hit.
+// The number path: when every key part is a number-stored field or a
+// validity bit (and ternary parts and masked parts are at most 32 bits),
+// the parts are read as numbers and, for the Maps, packed into one number
+// (all the exact and lpm parts together at most 53 bits): a lookup reads
+// numbers and probes Maps, with no bigint and no allocation. Other tables
+// (IPv6 addresses, 64-bit keys) use bigint values and string Map keys.
 
 import { CompiledAction } from './actions';
 import { ActionProfile } from './profiles';
-import { compileValue, ExprContext, RuntimeData, Value } from './expr';
+import { ActionArgs, actionArgs, compileValue, ExprContext, NO_ARGS, RuntimeData, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { MatchKind, matchKinds, Table } from './schema';
-import { FieldInfo, hexToBig, PacketState } from './state';
+import { FieldInfo, hexToBig, NARROW_BITS, PacketState, POW2 } from './state';
 import { MeterArray } from './externs';
 
 export interface KeyPart {
   readonly kind: MatchKind;
   readonly width: number;
   readonly read: Value;
+  /** The part as a number (undefined: this table uses the bigint path). */
+  readonly readNum: ((st: PacketState) => number) | undefined;
 }
 
 /** One key part of an entry. exact/valid: value; lpm: value + prefix; ternary: value + mask; range: lo..hi; optional: value or wildcard. */
@@ -37,6 +45,8 @@ export interface Entry {
   /** Direct tables: the action and its data; indirect tables: undefined, see ref. */
   readonly action: CompiledAction | undefined;
   readonly data: RuntimeData;
+  /** data as the action reads it (./expr.ts actionArgs). */
+  readonly args: ActionArgs;
   /** Indirect tables: a member handle, or a group handle when `group`. */
   readonly ref: number;
   readonly group: boolean;
@@ -50,6 +60,40 @@ export interface Entry {
 export interface ActionChoice {
   action: CompiledAction;
   data: RuntimeData;
+  args: ActionArgs;
+}
+
+/** Bits a packed number key may hold (exact in a double). */
+const PACKED_BITS = 53;
+
+const enum Mode {
+  Exact,
+  Lpm,
+  Ordered,
+}
+
+/** Per entry part of an ordered table, the number path's match: */
+const enum Code {
+  Equal, // v === a
+  Ternary, // (v & b) >>> 0 === a (at most 32 bits)
+  Prefix, // floor(v / b) === a
+  Range, // a <= v <= b
+  Any, // optional wildcard
+}
+
+interface Ordered {
+  readonly e: Entry;
+  /** Number path: per part a code and two operands. */
+  readonly codes: Uint8Array;
+  readonly a: Float64Array;
+  readonly b: Float64Array;
+}
+
+interface PrefixMap {
+  readonly len: number;
+  /** 2^(width - len): the lpm part's value divided by it, floored, is its prefix. */
+  readonly div: number;
+  readonly map: Map<number | string, Entry>;
 }
 
 export class MatchTable {
@@ -59,8 +103,16 @@ export class MatchTable {
   readonly needsPriority: boolean;
   readonly actions: Map<string, CompiledAction>;
   readonly entries = new Map<number, Entry>();
-  #exact = new Map<string, Entry>();
-  #ordered: Entry[] = [];
+  #mode: Mode = Mode.Exact;
+  /** Number path: every part has readNum and the packed key fits. */
+  #numeric = false;
+  #lpm = -1;
+  #exact = new Map<number | string, Entry>();
+  /** Lpm mode: longest prefix first. */
+  #prefixes: PrefixMap[] = [];
+  #ordered: Ordered[] = [];
+  readonly #vals: Float64Array;
+  readonly #bigVals: bigint[];
   #nextHandle = 0;
   defaultEntry: ActionChoice | undefined;
   defaultConst = false;
@@ -107,27 +159,35 @@ export class MatchTable {
       const kp: JsonPath = [...path, 'key', ki];
       if (!(matchKinds as readonly string[]).includes(k.match_type)) refuse([...kp, 'match_type'], 'unsupported match type', k.match_type);
       const kind = k.match_type as MatchKind;
-      if (kind === 'valid') {
-        const h = ctx.layout.header(k.target, [...kp, 'target']).index;
-        return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[h]!) };
+      const vh = kind === 'valid' ? ctx.layout.header(k.target, [...kp, 'target']).index : ctx.layout.hiddenValid(k.target);
+      if (vh !== undefined) {
+        return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[vh]!), readNum: (st: PacketState) => st.valid[vh]! };
       }
-      const hv = ctx.layout.hiddenValid(k.target);
-      if (hv !== undefined) return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[hv]!) };
       const f = ctx.layout.field(k.target, [...kp, 'target']);
       let read = compileValue({ type: 'field', value: k.target }, ctx, kp);
+      const slot = f.slot;
+      let readNum: ((st: PacketState) => number) | undefined = f.wide || (kind === 'ternary' && f.width > NARROW_BITS) ? undefined : (st) => st.num[slot]!;
       if (k.mask !== null && k.mask !== undefined) {
         if (!/^0x[0-9a-fA-F]+$/.test(k.mask)) refuse([...kp, 'mask'], 'not a hexstring', k.mask);
         const m = hexToBig(k.mask);
         const r0 = read;
         read = (st, rd) => r0(st, rd) & m;
+        const nm = Number(m & 0xffffffffn) | 0;
+        readNum = readNum && f.width <= NARROW_BITS ? (st) => (st.num[slot]! & nm) >>> 0 : undefined;
       }
-      return { kind, width: f.width, read };
+      return { kind, width: f.width, read, readNum };
     });
     const kinds = new Set(this.keys.map((k) => k.kind));
     if (this.keys.filter((k) => k.kind === 'lpm').length > 1) refuse([...path, 'key'], 'more than one lpm key', t.key);
     this.exactOnly = [...kinds].every((k) => k === 'exact' || k === 'valid');
     this.needsPriority = kinds.has('ternary') || kinds.has('range') || kinds.has('optional');
     this.hasLpm = kinds.has('lpm');
+    this.#lpm = this.keys.findIndex((k) => k.kind === 'lpm');
+    this.#mode = this.needsPriority ? Mode.Ordered : this.hasLpm ? Mode.Lpm : Mode.Exact;
+    const packed = this.keys.reduce((n, k) => n + k.width, 0);
+    this.#numeric = this.keys.every((k) => k.readNum !== undefined) && (this.#mode === Mode.Ordered || packed <= PACKED_BITS);
+    this.#vals = new Float64Array(this.keys.length);
+    this.#bigVals = new Array<bigint>(this.keys.length).fill(0n);
     this.actions = new Map();
     t.actions.forEach((a, ai) => {
       const ca = allActions.get(a);
@@ -140,7 +200,8 @@ export class MatchTable {
       const ca = [...allActions.values()].find((x) => x.id === de.action_id);
       if (!ca) refuse([...path, 'default_entry', 'action_id'], 'no action with this id', de.action_id);
       if (de.action_data.length !== ca.params.length) refuse([...path, 'default_entry', 'action_data'], `${ca.name} takes ${ca.params.length} parameters`, de.action_data);
-      this.defaultEntry = { action: ca, data: de.action_data.map((h, i) => hexToBig(h) & ((1n << BigInt(ca.params[i]!.bitwidth)) - 1n)) };
+      const data = de.action_data.map((h, i) => hexToBig(h) & ((1n << BigInt(ca.params[i]!.bitwidth)) - 1n));
+      this.defaultEntry = { action: ca, data, args: actionArgs(data) };
       this.defaultConst = de.action_const === true;
     }
     if (t.entries) {
@@ -179,6 +240,11 @@ export class MatchTable {
     }
   }
 
+  /** Sets the default action (the control plane's table_set_default). */
+  setDefault(action: CompiledAction, data: RuntimeData): void {
+    this.defaultEntry = { action, data, args: actionArgs(data) };
+  }
+
   /** Adds an entry; returns its handle or a reason it was refused. */
   add(key: MatchSpec[], action: CompiledAction | undefined, data: RuntimeData, priority: number, ref = -1, group = false): number | string {
     if (this.immutable) return `table ${this.name} has const entries`;
@@ -190,17 +256,27 @@ export class MatchTable {
       if (this.#freeSlots.length === 0) return `direct meter ${this.meter.array.name} of ${this.name} is full`;
       slot = this.#freeSlots[this.#freeSlots.length - 1]!;
     }
-    const e: Entry = { handle: this.#nextHandle, key, action, data, ref, group, priority, slot, packets: 0, bytes: 0 };
-    if (this.exactOnly) {
-      const s = exactString(key.map((k) => k.value));
-      if (this.#exact.has(s)) return 'duplicate entry';
-      this.#exact.set(s, e);
+    const args = data.length === 0 ? NO_ARGS : actionArgs(data);
+    const e: Entry = { handle: this.#nextHandle, key, action, data, args, ref, group, priority, slot, packets: 0, bytes: 0 };
+    if (this.#mode === Mode.Exact) {
+      const k = this.#mapKey(key, -1);
+      if (this.#exact.has(k)) return 'duplicate entry';
+      this.#exact.set(k, e);
+    } else if (this.#mode === Mode.Lpm) {
+      const len = key[this.#lpm]!.prefix;
+      let pm = this.#prefixes.find((x) => x.len === len);
+      const k = this.#mapKey(key, len);
+      if (pm?.map.has(k)) return 'duplicate entry';
+      if (!pm) {
+        pm = { len, div: POW2[this.keys[this.#lpm]!.width - len]!, map: new Map() };
+        this.#prefixes.push(pm);
+        this.#prefixes.sort((a, b) => b.len - a.len);
+      }
+      pm.map.set(k, e);
     } else {
-      if (this.#ordered.some((o) => sameKey(o.key, key) && (!this.needsPriority || o.priority === priority))) return 'duplicate entry';
-      this.#ordered.push(e);
-      const lpm = this.keys.findIndex((k) => k.kind === 'lpm');
-      if (this.needsPriority) this.#ordered.sort((a, b) => a.priority - b.priority || a.handle - b.handle);
-      else if (lpm >= 0) this.#ordered.sort((a, b) => b.key[lpm]!.prefix - a.key[lpm]!.prefix || a.handle - b.handle);
+      if (this.#ordered.some((o) => sameKey(o.e.key, key) && o.e.priority === priority)) return 'duplicate entry';
+      this.#ordered.push(this.#orderedOf(e));
+      this.#ordered.sort((a, b) => a.e.priority - b.e.priority || a.e.handle - b.e.handle);
     }
     this.entries.set(e.handle, e);
     this.#nextHandle++;
@@ -216,8 +292,14 @@ export class MatchTable {
     if (!e || this.immutable) return false;
     this.entries.delete(handle);
     if (e.slot >= 0) this.#freeSlots.push(e.slot);
-    if (this.exactOnly) this.#exact.delete(exactString(e.key.map((k) => k.value)));
-    else this.#ordered.splice(this.#ordered.indexOf(e), 1);
+    if (this.#mode === Mode.Exact) this.#exact.delete(this.#mapKey(e.key, -1));
+    else if (this.#mode === Mode.Lpm) {
+      const len = e.key[this.#lpm]!.prefix;
+      const i = this.#prefixes.findIndex((x) => x.len === len);
+      const pm = this.#prefixes[i]!;
+      pm.map.delete(this.#mapKey(e.key, len));
+      if (pm.map.size === 0) this.#prefixes.splice(i, 1);
+    } else this.#ordered.splice(this.#ordered.findIndex((o) => o.e === e), 1);
     return true;
   }
 
@@ -226,29 +308,99 @@ export class MatchTable {
     for (const e of this.entries.values()) if (e.slot >= 0) this.#freeSlots.push(e.slot);
     this.entries.clear();
     this.#exact.clear();
+    this.#prefixes = [];
     this.#ordered = [];
+  }
+
+  /**
+   * An entry's Map key: exact and valid parts as they are, the lpm part
+   * (len >= 0) reduced to its first len bits; packed into one number on the
+   * number path, else the parts' hex joined.
+   */
+  #mapKey(key: readonly MatchSpec[], len: number): number | string {
+    if (this.#numeric) {
+      let k = 0;
+      for (let i = 0; i < key.length; i++) {
+        const w = this.keys[i]!.width;
+        if (i === this.#lpm) k = k * POW2[len]! + Number(key[i]!.value >> BigInt(w - len));
+        else k = k * POW2[w]! + Number(key[i]!.value);
+      }
+      return k;
+    }
+    let k = '';
+    for (let i = 0; i < key.length; i++) {
+      const v = i === this.#lpm ? key[i]!.value >> BigInt(this.keys[i]!.width - len) : key[i]!.value;
+      k += (i === 0 ? '' : ',') + v.toString(16);
+    }
+    return k;
+  }
+
+  #orderedOf(e: Entry): Ordered {
+    const n = this.keys.length;
+    const codes = new Uint8Array(n);
+    const a = new Float64Array(n);
+    const b = new Float64Array(n);
+    if (this.#numeric) {
+      for (let i = 0; i < n; i++) {
+        const m = e.key[i]!;
+        const kp = this.keys[i]!;
+        if (m.wildcard) codes[i] = Code.Any;
+        else if (kp.kind === 'range') [codes[i], a[i], b[i]] = [Code.Range, Number(m.lo), Number(m.hi)];
+        else if (kp.kind === 'ternary') [codes[i], a[i], b[i]] = [Code.Ternary, Number(m.value), Number(m.mask) | 0];
+        else if (kp.kind === 'lpm') {
+          const d = POW2[kp.width - m.prefix]!;
+          [codes[i], a[i], b[i]] = [Code.Prefix, Math.floor(Number(m.value) / d), d];
+        } else [codes[i], a[i]] = [Code.Equal, Number(m.value)];
+      }
+    }
+    return { e, codes, a, b };
   }
 
   /** The matching entry for the frame in `st`, or undefined (a miss). */
   lookup(st: PacketState): Entry | undefined {
-    const n = this.keys.length;
+    const keys = this.keys;
+    const n = keys.length;
     if (n === 0) return undefined;
-    if (this.exactOnly) {
-      if (n === 1) return this.#exact.get(this.keys[0]!.read(st, []).toString(16));
-      const vals: bigint[] = new Array(n);
-      for (let i = 0; i < n; i++) vals[i] = this.keys[i]!.read(st, []);
-      return this.#exact.get(exactString(vals));
+    if (this.#numeric) {
+      if (this.#mode === Mode.Exact) {
+        if (n === 1) return this.#exact.get(keys[0]!.readNum!(st));
+        let k = 0;
+        for (let i = 0; i < n; i++) k = k * POW2[keys[i]!.width]! + keys[i]!.readNum!(st);
+        return this.#exact.get(k);
+      }
+      const vals = this.#vals;
+      for (let i = 0; i < n; i++) vals[i] = keys[i]!.readNum!(st);
+      if (this.#mode === Mode.Lpm) return this.#lookupLpmNum(vals);
+      return this.#lookupOrderedNum(vals);
     }
-    const vals: bigint[] = new Array(n);
-    for (let i = 0; i < n; i++) vals[i] = this.keys[i]!.read(st, []);
+    if (this.#mode === Mode.Exact) {
+      if (n === 1) return this.#exact.get(keys[0]!.read(st, NO_ARGS).toString(16));
+      let k = '';
+      for (let i = 0; i < n; i++) k += (i === 0 ? '' : ',') + keys[i]!.read(st, NO_ARGS).toString(16);
+      return this.#exact.get(k);
+    }
+    const vals = this.#bigVals;
+    for (let i = 0; i < n; i++) vals[i] = keys[i]!.read(st, NO_ARGS);
+    if (this.#mode === Mode.Lpm) {
+      const lpm = this.#lpm;
+      const w = BigInt(keys[lpm]!.width);
+      for (let j = 0; j < this.#prefixes.length; j++) {
+        const pm = this.#prefixes[j]!;
+        let k = '';
+        for (let i = 0; i < n; i++) k += (i === 0 ? '' : ',') + (i === lpm ? vals[i]! >> (w - BigInt(pm.len)) : vals[i]!).toString(16);
+        const e = pm.map.get(k);
+        if (e) return e;
+      }
+      return undefined;
+    }
     const list = this.#ordered;
     outer: for (let j = 0; j < list.length; j++) {
-      const e = list[j]!;
+      const e = list[j]!.e;
       for (let i = 0; i < n; i++) {
         const m = e.key[i]!;
         const v = vals[i]!;
         if (m.wildcard) continue;
-        if (this.keys[i]!.kind === 'range') {
+        if (keys[i]!.kind === 'range') {
           if (v < m.lo || v > m.hi) continue outer;
         } else if ((v & m.mask) !== m.value) continue outer;
       }
@@ -256,10 +408,63 @@ export class MatchTable {
     }
     return undefined;
   }
-}
 
-function exactString(vals: readonly bigint[]): string {
-  return vals.length === 1 ? vals[0]!.toString(16) : vals.map((v) => v.toString(16)).join(',');
+  #lookupLpmNum(vals: Float64Array): Entry | undefined {
+    const n = vals.length;
+    const lpm = this.#lpm;
+    const ps = this.#prefixes;
+    if (n === 1) {
+      const v = vals[0]!;
+      for (let j = 0; j < ps.length; j++) {
+        const pm = ps[j]!;
+        const e = pm.map.get(Math.floor(v / pm.div));
+        if (e !== undefined) return e;
+      }
+      return undefined;
+    }
+    const keys = this.keys;
+    for (let j = 0; j < ps.length; j++) {
+      const pm = ps[j]!;
+      let k = 0;
+      for (let i = 0; i < n; i++) {
+        if (i === lpm) k = k * POW2[pm.len]! + Math.floor(vals[i]! / pm.div);
+        else k = k * POW2[keys[i]!.width]! + vals[i]!;
+      }
+      const e = pm.map.get(k);
+      if (e !== undefined) return e;
+    }
+    return undefined;
+  }
+
+  #lookupOrderedNum(vals: Float64Array): Entry | undefined {
+    const list = this.#ordered;
+    const n = vals.length;
+    outer: for (let j = 0; j < list.length; j++) {
+      const o = list[j]!;
+      const codes = o.codes;
+      for (let i = 0; i < n; i++) {
+        const v = vals[i]!;
+        switch (codes[i]) {
+          case Code.Equal:
+            if (v !== o.a[i]) continue outer;
+            break;
+          case Code.Ternary:
+            if (((v & o.b[i]!) >>> 0) !== o.a[i]) continue outer;
+            break;
+          case Code.Prefix:
+            if (Math.floor(v / o.b[i]!) !== o.a[i]) continue outer;
+            break;
+          case Code.Range:
+            if (v < o.a[i]! || v > o.b[i]!) continue outer;
+            break;
+          default:
+            break;
+        }
+      }
+      return o.e;
+    }
+    return undefined;
+  }
 }
 
 function sameKey(a: MatchSpec[], b: MatchSpec[]): boolean {
