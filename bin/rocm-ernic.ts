@@ -83,7 +83,7 @@ async function main(): Promise<void> {
     .option('p4', { type: 'boolean', describe: 'run the P4 engine on the Ethernet segment (with no program: frames pass; docs/p4.md)' })
     .option('p4-program', { type: 'string', describe: 'bmv2 JSON program for the P4 engine, loaded and validated at start (guest TX = port 1, host link = port 2)' })
     .option('p4-commands', { type: 'string', describe: 'simple_switch CLI commands (table_add, table_set_default, ...) run at start, one a line' })
-    .option('p4-guest-scope', { type: 'string', describe: `what the guest may do to the P4 engine: ${P4_GUEST_SCOPES.join(' | ')} (default none: no guest access)` })
+    .option('p4-guest-scope', { type: 'string', describe: `what the guest may do to the P4 engine through device commands 70-72: ${P4_GUEST_SCOPES.join(' | ')} (default none: no guest access; docs/p4.md)` })
     .example('$0', `serve on ${DEFAULT_SOCKET} with the compat profile, no Ethernet wire`)
     .example('$0 -s /tmp/nic0.sock --tap ernic0', 'Ethernet frames go to the host TAP ernic0')
     .example('$0 --nic-profile dsc-25,./lab.ini', 'a built-in card with local overrides')
@@ -195,14 +195,14 @@ async function main(): Promise<void> {
     const host = where && typeof where === 'object' ? `, also http://${where.family === 'IPv6' ? `[${where.address}]` : where.address}:${where.port}` : '';
     log.warn(`rocm-ernic: S3 store bucket ${o.bucket} at http://${o.ip}:${o.port}${host}: ${device.s3.store.count} objects, ${o.size} bytes in ${o.dir ?? 'RAM'}${s3Credentials?.ok && s3Credentials.value ? ', SigV4 required' : ''}`);
   }
-  if (p4.value) attachP4(device, p4.value.engine);
+  const p4Engine = p4.value ? attachP4(device, p4.value.engine, p4.value.guestScope, p4.value.programPath) : null;
   // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
   // (lib/guard.ts contains bugs where work starts; this catches what slips past).
   process.on('uncaughtException', (e) => reportBug(log, 'the event loop (uncaught)', e));
   // The stats file and /metrics (lib/ops): the device as the server serves it, observed.
   const activity = new DeviceActivity();
   const watched = argv['stats-file'] !== undefined || metricsPort !== undefined;
-  const sources = { device, socket: argv.socket, backend: argv.backend, mac: argv.mac, connection: activity, mesh };
+  const sources = { device, socket: argv.socket, backend: argv.backend, mac: argv.mac, connection: activity, mesh, p4: p4Engine };
   let statsFile: StatsFileWriter | null = null;
   if (argv['stats-file'] !== undefined) {
     const writer = new StatsFileWriter({ path: argv['stats-file'], snapshot: (n) => collectStats(sources, n), log });

@@ -6,12 +6,12 @@
 
 import { MemStatus } from '../vfio-user/guest-memory';
 import {
-  IONIC_MAX_RING_LOG2, IONIC_MIN_RING_LOG2, LifAttr, LinkStatus, Opcode, QControlOp, QInitFlag, QType, RxFilterMatch, Status,
+  IONIC_LIF_CAP_P4, IONIC_MAX_RING_LOG2, IONIC_MIN_RING_LOG2, LifAttr, LinkStatus, Opcode, QControlOp, QInitFlag, QType, RxFilterMatch, Status,
 } from './constants';
 import { buildPortInfo, MAX_MCAST_FILTERS, MAX_UCAST_FILTERS, queueCount, writeDevIdentity, writeLifConfig, writeLifIdentity, writePortIdentity, writeQIdentity } from './identity';
 import {
   getField, setField, setRawBytes, viewRaw, ionic_cmd, ionic_comp, ionic_dev_identify_cmd, ionic_dev_identify_comp,
-  ionic_lif_getattr_cmd, ionic_lif_getattr_comp, ionic_lif_identify_cmd, ionic_lif_identify_comp, ionic_lif_info,
+  ionic_lif_getattr_cmd, ionic_lif_getattr_comp, ionic_lif_identify_cmd, ionic_lif_identity, ionic_lif_identify_comp, ionic_lif_info,
   ionic_lif_init_cmd, ionic_lif_init_comp, ionic_lif_setattr_cmd, ionic_lif_setattr_comp, ionic_port_init_cmd,
   ionic_q_control_cmd, ionic_q_identify_cmd, ionic_q_identify_comp, ionic_q_identity, ionic_q_init_cmd, ionic_q_init_comp,
   ionic_rx_filter_add_cmd, ionic_rx_filter_add_comp, ionic_rx_filter_del_cmd, ionic_rx_mode_set_cmd,
@@ -39,6 +39,16 @@ export interface CommandContext {
   readonly counts: Map<number, number>;
   /** The RDMA half, when the profile offers RDMA (else the RDMA opcodes are unknown). */
   readonly rdma: RdmaEngine | null;
+  /** The P4 engine's control surface (opcodes 70-72), with --p4 options (else they are unknown). */
+  p4: P4DeviceControl | null;
+}
+
+/** The P4 engine's control surface as the device sees it (lib/p4/devcmd.ts). */
+export interface P4DeviceControl {
+  /** LIF_IDENTIFY reports the P4 capability: the guest was given some access. */
+  readonly advertised: boolean;
+  /** Runs opcode 70-72; a Status. `data`: the dev cmd data window, null on the admin queue. */
+  execute(opcode: number, cmd: Buffer, comp: Buffer, data: Buffer | null, mem: GuestMemory | undefined): number;
 }
 
 /** Largest Ethernet MTU we accept from LIF_SETATTR MTU. */
@@ -59,6 +69,7 @@ export function executeCommand(ctx: CommandContext, cmd: Buffer, comp: Buffer, d
 function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, data: Buffer | null): number {
   const p = ctx.profile;
   const lif = ctx.lif;
+  if (opcode >= Opcode.P4_FIRST && opcode <= Opcode.P4_LAST) return ctx.p4 ? ctx.p4.execute(opcode, cmd, comp, data, ctx.memory()) : Status.EOPCODE;
   switch (opcode) {
     case Opcode.NOP:
     case Opcode.INIT:
@@ -104,6 +115,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
     case Opcode.LIF_IDENTIFY: {
       if (!data) return Status.EINVAL;
       writeLifIdentity(data, p, lif.mac, lif.mtu);
+      if (ctx.p4?.advertised) setField(data, 0, ionic_lif_identity.capabilities, getField(data, 0, ionic_lif_identity.capabilities) | IONIC_LIF_CAP_P4);
       setField(comp, 0, ionic_lif_identify_comp.ver, Math.min(getField(cmd, 0, ionic_lif_identify_cmd.ver), 1));
       return Status.SUCCESS;
     }
@@ -214,7 +226,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
     }
 
     // The RDMA bootstrap (contract 1): on the admin queue and through dev cmd alike
-    // (the driver falls back to dev cmd for RDMA_RESET_LIF). The P4 surface (70-72) comes later.
+    // (the driver falls back to dev cmd for RDMA_RESET_LIF). The P4 surface (70-72) is routed above.
     case Opcode.RDMA_RESET_LIF:
     case Opcode.RDMA_CREATE_EQ:
     case Opcode.RDMA_CREATE_CQ:

@@ -151,6 +151,8 @@ export const enum EventCode {
 /** lif_identity capabilities. */
 export const IONIC_LIF_CAP_ETH = 0x1;
 export const IONIC_LIF_CAP_RDMA = 0x2;
+/** Ours (no driver defines it): the guest may use the P4 engine's device commands 70-72 (--p4-guest-scope other than none). */
+export const IONIC_LIF_CAP_P4 = 0x4;
 
 /** Interrupt credits register bits (the driver's RESET_COALESCE, 0x20000, is ignored: no coalescing timer runs). */
 export const IONIC_INTR_CRED_COUNT_MASK = 0x7fff;

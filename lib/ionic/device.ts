@@ -11,7 +11,7 @@ import type { PciLinkSpeedCode } from '../pci/registers';
 import type { GuestMemory } from '../vfio-user/guest-memory';
 import type { ResetReason } from '../vfio-user/device';
 import { Bar0Counters, Bar0Registers, BAR0_INDEX, bar0Msix } from './bar0';
-import { executeCommand, CommandContext } from './commands';
+import { executeCommand, CommandContext, P4DeviceControl } from './commands';
 import { IONIC_CLASS_ETHERNET, IONIC_DEVICE_ID_ETH_PF, IONIC_SUBSYSTEM_ID, IONIC_VENDOR_ID } from './constants';
 import { BAR2_INDEX, BAR2_SIZE, DoorbellBar, DoorbellCounters } from './doorbells';
 import { FaultInjector } from './fault-injection';
@@ -118,7 +118,7 @@ export class IonicDevice {
     this.#mesh = typeof backend !== 'string' && 'mesh' in backend ? backend.mesh : null;
     this.#ctx = {
       profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
-      counts: this.commandCounts, rdma: this.rdma,
+      counts: this.commandCounts, rdma: this.rdma, p4: null,
       resetDevice: () => this.#resetState(),
     };
     this.#bar0 = new Bar0Registers({ profile: this.profile, interrupts: this.interrupts, counters: this.counters, commands: this.#ctx });
@@ -141,6 +141,11 @@ export class IonicDevice {
     // A frame from the host arrives on its own event; a bug in receiving it costs the frame.
     this.#link?.start((frame) => { contain(this.#log, 'ionic RX from the host link', () => this.lif.receive(frame)); });
     this.lif.link = this.#link;
+  }
+
+  /** The P4 engine's device commands 70-72 (lib/p4/attach.ts); without it they are unknown opcodes. */
+  setP4Control(c: P4DeviceControl | null): void {
+    this.#ctx.p4 = c;
   }
 
   /** In-process endpoints on the segment (S3 store, P4 engine). */

@@ -11,6 +11,7 @@
 // series exist only for the lowest QP_METRICS_MAX ids, opcodes and command
 // numbers are small fixed sets. docs/operations.md lists every family.
 
+import { p4Families } from './p4-stats';
 import { Registry } from 'prom-client';
 import type { IonicDevice } from '../ionic/device';
 import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
@@ -190,6 +191,8 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
       if (m && m.nodeId !== undefined) e(m.nodeId, { role: m.role });
     }, ['role']);
   }
+  // ---- the P4 engine -------------------------------------------------------------------------------
+  if (src.p4) p4Families(src.p4, add);
   return f;
 }
 

@@ -9,6 +9,7 @@
 //   device.rdma.counters       RDMA device counters (lib/rdma/counters.ts)
 //   device.rdma.rm.qps         per-QP counters and WQEs by opcode
 //   device.meshDataPath.stats  and Mesh.stats(), with --backend tcp:...
+//   the P4 engine               with --p4 options (./p4-stats.ts)
 
 import type { IonicDevice } from '../ionic/device';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
@@ -17,6 +18,8 @@ import { GSI_QPN } from '../rdma/limits';
 import type { QpRecord } from '../rdma/records';
 import { QP_STATE_NAMES } from '../rdma/types';
 import type { ConnectionView } from './activity';
+import { p4Rows } from './p4-stats';
+import type { P4StatsSource } from './p4-stats';
 import { OPCODE_NAMES, QpBlock, StatRow, StatsSection, StatsSnapshot } from './stats-format';
 
 /** The mesh as the ops tools see it (lib/mesh Mesh.stats()). */
@@ -37,6 +40,8 @@ export interface OpsSources {
   readonly mac: string;
   readonly connection: ConnectionView;
   readonly mesh?: MeshStatsSource | null;
+  /** The P4 engine, with --p4 options. */
+  readonly p4?: P4StatsSource | null;
 }
 
 /** PCI vendor:device as the stats file shows it. */
@@ -194,6 +199,7 @@ export function collectStats(src: OpsSources, writeCount: number, maxQps = STATS
   sections.push({ title: 'Ethernet Port Statistics', rows: portRows(d) });
   const mesh = meshRows(src);
   if (mesh.length) sections.push({ title: 'Mesh Statistics', rows: mesh });
+  if (src.p4) sections.push({ title: 'P4 Statistics', rows: p4Rows(src.p4) });
   const qps = qpsById(d);
   const shown = qps.slice(0, maxQps);
   return {

@@ -1,29 +1,34 @@
 // The P4 engine on the device (issue 15): the server's --p4 options checked
-// and loaded before anything is created, and the engine added to the device's
-// Ethernet segment as a P4Segment (./segment.ts) behind the endpoints that
-// claim frames first (NVMe-oF target, S3 store).
+// and loaded before anything is created, then the engine put on the device's
+// two paths and its control surface:
 //
-//   --p4                   the engine, no program: every frame passes
+//   --p4                   the engine, no program: every frame and WQE passes
 //   --p4-program FILE      bmv2 JSON, loaded and validated at start
 //   --p4-commands FILE     simple_switch CLI lines run at start (table entries)
-//   --p4-guest-scope none  what the guest may do to the engine (only none yet)
+//   --p4-guest-scope S     what the guest may do through device commands
+//                          70-72: none (default), read, tables, program (./devcmd.ts)
 //
-// Guest TX goes in on port 1, host link RX on port 2 (simple_router's
-// commands.txt numbering). A dropped frame is claimed and counted
-// (segment.stats.dropped); a frame for the other side goes there (rewritten
-// if the program rewrote it); a frame for the side it came from goes back
-// there (guest TX -> guest RX queue, host RX -> host link).
+// Ethernet: a P4Segment (./segment.ts) behind the endpoints that claim frames
+// first (NVMe-oF target, S3 store); guest TX goes in on port 1, host link RX
+// on port 2 (simple_router's commands.txt numbering). A dropped frame is
+// claimed and counted (segment.stats.dropped); a frame for the other side goes
+// there (rewritten if the program rewrote it); a frame for the side it came
+// from goes back there (guest TX -> guest RX queue, host RX -> host link).
+// RDMA: a program that declares the `ernic_wqe` header also runs on every
+// send WQE (./wqe.ts, port 3).
 
 import * as fs from 'fs';
+import * as path from 'path';
 import type { IonicDevice } from '../ionic/device';
 import { P4Engine } from './compile';
+import { P4Control, P4EngineSlot, P4GuestScope, P4_GUEST_SCOPES } from './devcmd';
 import { P4LoadError } from './load';
 import { runCommands } from './runtime';
 import { P4Segment } from './segment';
+import { P4WqeFilter, wqeProgram } from './wqe';
 
-/** What --p4-guest-scope accepts today; `none` (the default): the guest has no access to the engine. */
-export const P4_GUEST_SCOPES = ['none'] as const;
-export type P4GuestScope = (typeof P4_GUEST_SCOPES)[number];
+export { P4_GUEST_SCOPES } from './devcmd';
+export type { P4GuestScope } from './devcmd';
 
 export interface P4CliOptions {
   p4?: boolean;
@@ -49,7 +54,7 @@ export function p4FromCli(o: P4CliOptions, read: (file: string) => string = (f) 
   if (!given) return { ok: true, value: null };
   const scope = o.guestScope ?? 'none';
   if (!(P4_GUEST_SCOPES as readonly string[]).includes(scope)) {
-    return { ok: false, error: `--p4-guest-scope ${scope}: not available (available: ${P4_GUEST_SCOPES.join(', ')}; guest access to the engine is not implemented yet)` };
+    return { ok: false, error: `--p4-guest-scope ${scope}: not a scope (available: ${P4_GUEST_SCOPES.join(', ')})` };
   }
   if (o.commands !== undefined && o.program === undefined) return { ok: false, error: `--p4-commands ${o.commands}: needs --p4-program (table entries need a program)` };
   let engine: P4Engine | null = null;
@@ -66,6 +71,8 @@ export function p4FromCli(o: P4CliOptions, read: (file: string) => string = (f) 
       if (e instanceof P4LoadError) return { ok: false, error: `--p4-program ${o.program}: ${e.message}` };
       throw e;
     }
+    const wqe = wqeProgram(engine);
+    if (typeof wqe === 'string') return { ok: false, error: `--p4-program ${o.program}: ${wqe}` };
   }
   let commands = 0;
   if (o.commands !== undefined && engine) {
@@ -86,25 +93,66 @@ export function p4FromCli(o: P4CliOptions, read: (file: string) => string = (f) 
   return { ok: true, value: { engine, programPath: o.program ?? null, commands, guestScope: scope as P4GuestScope } };
 }
 
+/** The engine on one device: the segment, the WQE filter and the guest's control surface share one slot. */
+export class P4Attachment implements P4EngineSlot {
+  readonly segment: P4Segment;
+  readonly wqe: P4WqeFilter;
+  readonly control: P4Control;
+  #engine: P4Engine | null;
+  /** The engine WQEs run through: the program when it declares ernic_wqe. */
+  #wqeEngine: P4Engine | null = null;
+  #name: string;
+
+  constructor(device: IonicDevice, engine: P4Engine | null, scope: P4GuestScope, programPath: string | null) {
+    this.#engine = engine;
+    this.#name = programPath ? path.basename(programPath) : '(none)';
+    const lif = device.lif;
+    this.segment = new P4Segment(engine, {
+      // Without a host link the frame is discarded, as the device does on an unplugged port.
+      toHost: (frame) => (lif.link ? lif.link.send(frame) : true),
+      toGuest: (frame) => lif.sendToGuest(frame),
+    });
+    device.addEndpoint(this.segment);
+    this.wqe = new P4WqeFilter(() => this.#wqeEngine);
+    const rdma = device.rdma;
+    if (rdma) rdma.hooks = { ...rdma.hooks, sendFilter: this.wqe };
+    this.control = new P4Control(this, scope);
+    device.setP4Control(this.control);
+    this.#wqeEngine = engine && wqeProgram(engine) === true ? engine : null;
+  }
+
+  get engine(): P4Engine | null {
+    return this.#engine;
+  }
+
+  get programName(): string {
+    return this.#name;
+  }
+
+  replace(engine: P4Engine): string | null {
+    const wqe = wqeProgram(engine);
+    if (typeof wqe === 'string') return wqe;
+    this.#engine = engine;
+    this.#name = '(loaded by the guest)';
+    this.segment.engine = engine;
+    this.#wqeEngine = wqe ? engine : null;
+    return null;
+  }
+}
+
 /**
- * Adds the engine to the device's segment (after the endpoints already
- * there). Returns the segment, or null for an engine without a program
- * (nothing to run: frames pass as without --p4).
+ * Puts the engine on the device: the Ethernet segment (after the endpoints
+ * already there), the RDMA send filter, and device commands 70-72 within
+ * `scope`. With no program every frame and WQE passes until a guest with
+ * scope `program` loads one.
  */
-export function attachP4(device: IonicDevice, engine: P4Engine | null): P4Segment | null {
-  if (!engine) return null;
-  const lif = device.lif;
-  const seg = new P4Segment(engine, {
-    // Without a host link the frame is discarded, as the device does on an unplugged port.
-    toHost: (frame) => (lif.link ? lif.link.send(frame) : true),
-    toGuest: (frame) => lif.sendToGuest(frame),
-  });
-  device.addEndpoint(seg);
-  return seg;
+export function attachP4(device: IonicDevice, engine: P4Engine | null, scope: P4GuestScope = 'none', programPath: string | null = null): P4Attachment {
+  return new P4Attachment(device, engine, scope, programPath);
 }
 
 /** One line for the start-up log. */
 export function describeP4(s: P4Setup): string {
-  if (!s.engine) return 'P4 engine without a program (frames pass)';
-  return `P4 program ${s.programPath} (${s.commands} commands), guest scope ${s.guestScope}`;
+  const wqe = s.engine && wqeProgram(s.engine) === true ? ', on RDMA send WQEs too' : '';
+  if (!s.engine) return `P4 engine without a program (frames pass), guest scope ${s.guestScope}`;
+  return `P4 program ${s.programPath} (${s.commands} commands${wqe}), guest scope ${s.guestScope}`;
 }

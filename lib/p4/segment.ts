@@ -42,27 +42,33 @@ export class P4Segment implements FrameEndpoint {
   readonly guestPort: number;
   readonly hostPort: number;
 
+  /** The program frames run through; null: every frame passes (--p4 alone, before a guest P4_LOAD). */
+  engine: P4Engine | null;
+
   constructor(
-    readonly engine: P4Engine,
+    engine: P4Engine | null,
     private readonly opts: P4SegmentOptions,
   ) {
+    this.engine = engine;
     this.guestPort = opts.guestPort ?? 1;
     this.hostPort = opts.hostPort ?? 2;
   }
 
   claimTx(frame: Buffer): boolean {
+    if (!this.engine) return false;
     this.stats.fromGuest++;
     return this.#route(frame, this.guestPort, this.hostPort);
   }
 
   claimRx(frame: Buffer): boolean {
+    if (!this.engine) return false;
     this.stats.fromHost++;
     return this.#route(frame, this.hostPort, this.guestPort);
   }
 
   /** Runs the program; returns true when the frame was handled here (claimed). */
   #route(frame: Buffer, inPort: number, naturalPort: number): boolean {
-    const r = this.engine.process(frame, inPort);
+    const r = this.engine!.process(frame, inPort);
     if (r.digests.length > 0) this.opts.onDigest?.(r.digests);
     if (r.dropped || !r.frame) {
       this.stats.dropped++;

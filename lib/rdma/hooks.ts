@@ -14,6 +14,7 @@
 
 import type { CounterSet } from './counters';
 import type { CqeRecord } from './datapath/cqe';
+import type { SendWqe } from './datapath/wqe-decode';
 import type { CqRecord, MrRecord, QpChanges, QpRecord, ResourceManager, SrqRecord } from './resources';
 import type { QpState } from './types';
 import type { GuestMemory } from '../vfio-user/guest-memory';
@@ -47,6 +48,46 @@ export interface DataPathHooks {
   srqDestroyed?(srq: SrqRecord): void;
   /** RDMA_RESET_LIF, device reset or disconnect: every object is gone. */
   reset?(): void;
+  /**
+   * Runs on every send WQE that is not a local operation (LOCAL_INV, REG_MR,
+   * BIND_MW), once, after the WQE's own memory checks (the P4 engine,
+   * lib/p4/wqe.ts). A WQE whose own buffers fail their checks never reaches it.
+   */
+  sendFilter?: SendFilter;
+}
+
+/** SendFilter.filter: run the WQE as posted. */
+export const SEND_FILTER_PASS = -1;
+/** SendFilter.filter: the operation is lost, as on a wire (RC: RETRY_EXCEEDED; UC, UD: completes OK). */
+export const SEND_FILTER_DROP = -2;
+
+/** What a send filter sees of one WQE; one object, refilled per WQE (keep nothing past the call). */
+export interface SendFilterInput {
+  readonly qp: QpRecord;
+  readonly wqe: SendWqe;
+  readonly datagram: boolean;
+  /** The destination QP when it is on this device (a connected QP's peer, or the QP a datagram names). */
+  readonly dest: QpRecord | undefined;
+  /** The destination is on another node (the mesh): its keys cannot be resolved here. */
+  readonly remoteNode: boolean;
+  /** The message's local bytes, already checked: views of the SGL, or of the inline bytes (SEND / WRITE only). */
+  readonly src: readonly Buffer[];
+  /**
+   * Resolves `len` bytes at the WQE's remote address and rkey on `dest` for
+   * writing, with the responder's checks (state, QP access, MR, bounds), into
+   * `dst`; an IonicStatus. Refused (REMOTE_ACC) for rkey 0 and for a
+   * destination on another node.
+   */
+  resolveRemoteWrite(len: number): number;
+  /** The views resolveRemoteWrite filled. */
+  readonly dst: readonly Buffer[];
+  /** Count `len` bytes written to the destination as an RDMA WRITE's. */
+  written(len: number): void;
+}
+
+export interface SendFilter {
+  /** SEND_FILTER_PASS, SEND_FILTER_DROP, or the IonicStatus the WQE completes with (the filter executed it). Must not throw. */
+  filter(input: SendFilterInput): number;
 }
 
 /** Result of DataPathDevice.postCqe. */

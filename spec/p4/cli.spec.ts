@@ -41,7 +41,7 @@ describe('p4: rocm-ernic --p4 options', () => {
   });
 
   it('refuses an unknown guest scope, listing what exists', () => {
-    refused(['--p4', '--p4-guest-scope', 'tables'], /--p4-guest-scope tables: not available \(available: none/);
+    refused(['--p4', '--p4-guest-scope', 'everything'], /--p4-guest-scope everything: not a scope \(available: none, read, tables, program\)/);
   });
 
   it('refuses --p4-commands without a program', () => {

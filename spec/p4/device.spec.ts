@@ -36,7 +36,7 @@ describe('p4: simple_router on the device between the guest and the host link', 
     expect(setup.value!.guestScope).to.equal('none');
     link = new FakeLink();
     rig = await Rig.start({ link });
-    seg = attachP4(rig.device, setup.value!.engine)!;
+    seg = attachP4(rig.device, setup.value!.engine).segment;
     expect(seg).to.not.equal(null);
     g = await rig.probed(1, {});
   });
@@ -91,18 +91,20 @@ describe('p4: simple_router on the device between the guest and the host link', 
 });
 
 describe('p4: --p4 without a program', () => {
-  it('builds no segment: frames pass as without --p4', async () => {
+  it('the segment has no program: frames pass as without --p4 (uncounted)', async () => {
     const setup = p4FromCli({ p4: true });
     expect(setup.ok && setup.value && setup.value.engine).to.equal(null);
     const link = new FakeLink();
     const rig = await Rig.start({ link });
     try {
-      expect(attachP4(rig.device, null)).to.equal(null);
+      const att = attachP4(rig.device, null);
+      expect(att.segment.engine).to.equal(null);
       const g = await rig.probed(1, {});
       const f = frameTo('10.9.9.9', 64);
       await g.sendFrame(f);
       expect(link.sent).to.have.length(1);
       expect(link.sent[0]!.equals(f)).to.equal(true);
+      expect(att.segment.stats.fromGuest).to.equal(0);
     } finally {
       await rig.close();
     }

@@ -13,7 +13,8 @@
 // is lost. An error on an RC WQE completes it with the error bit and moves
 // the QP to ERR (the host flushes the rest).
 
-import type { DataPathDevice, DataPathHooks } from '../../hooks';
+import { SEND_FILTER_DROP, SEND_FILTER_PASS } from '../../hooks';
+import type { DataPathDevice, DataPathHooks, SendFilter } from '../../hooks';
 import { DC, QC } from '../../counters';
 import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import { GSI_QPN, RDMA_QPN_MASK } from '../../limits';
@@ -28,6 +29,7 @@ import { GuestViews, slotViews } from './guest-views';
 import { InflightWqe, QpDp, qpState, qpStateIfAny, StepResult, WaitKind } from './qp-state';
 import { FastRegistration } from './reg-mr';
 import { RnrWaits } from './rnr';
+import { SendFiltering } from './send-filter';
 import { QpRunner, Scheduler, TURN_BUDGET } from './scheduler';
 import type { RemotePath } from './remote-path';
 import { QpFailures, Verbs } from './verbs';
@@ -54,6 +56,7 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
   readonly #verbs: Verbs;
   readonly #regMr: FastRegistration;
   readonly #rnr: RnrWaits;
+  readonly #filtering: SendFiltering;
   readonly #wqe: SendWqe = newSendWqe();
   /** Send-queue ring slots are read into these. */
   readonly #sqSlot = slotViews();
@@ -72,6 +75,7 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     this.#verbs = new Verbs(dev, this.#views, this.#cqes, this);
     this.#regMr = new FastRegistration(dev, this.#sched);
     this.#rnr = new RnrWaits(dev, this.#sched);
+    this.#filtering = new SendFiltering(this.#views, this.#verbs);
   }
 
   /** Install the hooks on the engine (keeps a modifyAllowed veto already there). */
@@ -216,8 +220,9 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
         s.scheduled = false;
         return used;
       }
-      // The head WQE is finished: its RNR state goes with it.
+      // The head WQE is finished: its RNR state and its filter mark go with it.
       this.#rnr.clear(s);
+      s.filtered = -1;
       if (r === 'stop') { s.scheduled = false; return used; }
       ring.ci = (ring.ci + 1) & mask;
     }
@@ -268,6 +273,11 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     }
     const w = dec;
     const local = w.verb === SendVerb.LOCAL_INV || w.verb === SendVerb.REG_MR || w.verb === SendVerb.BIND_MW;
+    const filter = dev.hooks.sendFilter;
+    if (filter && !local && s.filtered !== qp.sq.ci) {
+      const r = this.#filterStep(filter, mem, qp, s, w, buf, datagram);
+      if (r !== null) return r;
+    }
     if (!local && this.#remote) {
       const node = datagram ? this.#remote.datagramNode(w.ud.ahId) : s.node;
       if (node >= 0) return this.#stepRemote(mem, qp, s, w, buf, node, datagram);
@@ -306,6 +316,37 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     }
     this.#verbs.clear();
     return this.#finish(qp, s, remote, w.wqeIdLo, w.wqeIdHi, status);
+  }
+
+  /**
+   * The send filter (the P4 engine) on the head WQE: null when it passes
+   * (the WQE then runs as posted, and is not filtered again if it waits),
+   * else the WQE is finished here: dropped (RC: RETRY_EXCEEDED, as a request
+   * the wire lost; UC and datagrams complete OK) or executed by the filter.
+   */
+  #filterStep(filter: SendFilter, mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, datagram: boolean): StepResult | null {
+    const dev = this.#dev;
+    // Whatever it decides may complete the WQE now: room for that completion first.
+    if (s.inflight.length === 0 && dev.cqRoom(qp.sqCqId) === 0) {
+      dev.counters.inc(DC.cq_full_waits);
+      this.#sched.waitFor(WaitKind.CQ, qp.sqCqId);
+      return 'wait';
+    }
+    const remote = this.#remote;
+    const remoteNode = remote !== null && (datagram ? remote.datagramNode(w.ud.ahId) : s.node) >= 0;
+    const dest = remoteNode ? undefined : dev.rm.qps.get(datagram ? w.ud.destQpn & RDMA_QPN_MASK : qp.attrs.destQpn);
+    this.#verbs.clear();
+    const v = this.#filtering.run(filter, mem, qp, w, buf, datagram, dest, remoteNode);
+    this.#verbs.clear();
+    if (v === SEND_FILTER_PASS) {
+      s.filtered = qp.sq.ci;
+      return null;
+    }
+    dev.counters.inc(DC.tx_wqes);
+    qp.stats.inc(QC.wqes_processed);
+    qp.opcodes[w.verb] += 1;
+    const status = v === SEND_FILTER_DROP ? (qp.type === QpType.RC ? IonicStatus.RETRY_EXCEEDED : IonicStatus.OK) : v;
+    return this.#finish(qp, s, !datagram, w.wqeIdLo, w.wqeIdHi, status);
   }
 
   /** A WQE whose destination is on another node: sent by the remote path, completed now or when the peer answers. */

@@ -41,6 +41,8 @@ export interface QpDp {
    * completions queued behind them, in WQE order (completions leave in order).
    */
   inflight: InflightWqe[];
+  /** The SQ index whose WQE the send filter (hooks.sendFilter) let pass: it is not run through the filter again when it waits and resumes. */
+  filtered: number;
 }
 
 /** A send WQE whose completion waits for a peer's reply, or a finished one queued behind such a WQE. */
@@ -80,7 +82,7 @@ export function qpState(qp: QpRecord): QpDp {
   if (!s || s.handle !== qp.handle) {
     s = {
       handle: qp.handle, label: `RDMA data path (QP ${qp.id})`, msn: 0, scheduled: false, waiting: false,
-      waitKind: WaitKind.NONE, waitKey: -1, rnrLeft: -1, rnrTimer: null, regMr: null, node: -1, inflight: [],
+      waitKind: WaitKind.NONE, waitKey: -1, rnrLeft: -1, rnrTimer: null, regMr: null, node: -1, inflight: [], filtered: -1,
     };
     qp.dp = s;
   }

@@ -1,0 +1,214 @@
+// The P4 engine's control surface for the guest: device commands 70-72
+// (architecture.rst: "unknown opcodes when the guest hasn't been given it"),
+// through BAR0's dev_cmd registers and the Ethernet admin queue alike,
+// limited by --p4-guest-scope:
+//
+//   none     (default) 70-72 fail with EOPCODE (2), as unknown opcodes, and
+//            LIF_IDENTIFY does not report the P4 capability
+//   read     P4_IDENTIFY; P4_COMMAND with counter_read and register_read
+//   tables   read, and every other runtime command (table_add/delete/clear/
+//            set_default, counter_reset, register_write/reset, meter_set_rates,
+//            parse_vset_add, act_prof_*, table_indirect_*)
+//   program  tables, and P4_LOAD (replace the program)
+//
+// A command the scope does not allow fails with EPERM (4). Layouts (ours: no
+// driver defines these opcodes; little-endian like every Ethernet-side
+// command, 64-byte command, 16-byte completion):
+//
+//   70 P4_IDENTIFY   cmd: opcode @0, lif_index le16 @2
+//                    comp: scope @4 (1 read, 2 tables, 3 program), flags @5
+//                    (bit 0 a program is loaded, bit 1 it runs on RDMA WQEs),
+//                    tables le16 @6, counter_arrays le16 @8
+//                    data window (dev cmd): text, one `key value` a line:
+//                    program, scope, table NAME ENTRIES, counter NAME SIZE; NUL-ended
+//   71 P4_COMMAND    cmd: opcode @0, lif_index le16 @2, len le16 @4 (bytes of
+//                    the command text, 1..1024), out_len le16 @6 (bytes at
+//                    out_pa), text_pa le64 @8 (0: the text is at the start of the
+//                    data window, dev cmd only), out_pa le64 @16 (0: the output
+//                    goes to the data window, dev cmd only; on the admin queue
+//                    without out_pa it is not returned)
+//                    comp: handle le32 @4 (the entry, member or group handle;
+//                    0xffffffff for none), out_len le16 @8 (output bytes)
+//                    One simple_switch CLI command (lib/p4/runtime.ts), printable
+//                    ASCII, no newline. A refused command: EINVAL, its error as
+//                    the output.
+//   72 P4_LOAD       cmd: opcode @0, lif_index le16 @2, len le32 @4 (bytes of
+//                    the bmv2 JSON, 1..P4_MAX_PROGRAM_BYTES), pa le64 @8
+//                    The program replaces the running one (its tables start
+//                    empty) only once it is loaded and compiled; a refused one:
+//                    EINVAL, the error line in the data window (dev cmd).
+//
+// Other statuses: EINVAL for a bad length, BAD_ADDR (17) when guest memory
+// cannot be read or written, ENOENT for P4_COMMAND with no program loaded.
+// Nothing here throws for what the guest sent.
+
+import { le as f } from '../../protocol/field';
+import { getField, setField } from '../ionic/layouts';
+import { Opcode, Status } from '../ionic/constants';
+import type { P4DeviceControl } from '../ionic/commands';
+import { MemStatus } from '../vfio-user/guest-memory';
+import type { GuestMemory } from '../vfio-user/guest-memory';
+import { P4Engine } from './compile';
+import { P4LoadError } from './load';
+import { runCommand } from './runtime';
+import { wqeProgram } from './wqe';
+
+export const P4_GUEST_SCOPES = ['none', 'read', 'tables', 'program'] as const;
+export type P4GuestScope = (typeof P4_GUEST_SCOPES)[number];
+
+export const enum P4Opcode {
+  IDENTIFY = 70,
+  COMMAND = 71,
+  LOAD = 72,
+}
+
+/** Longest P4_COMMAND text. */
+export const P4_MAX_COMMAND_BYTES = 1024;
+/** Largest program P4_LOAD takes (parsed and compiled on the event loop). */
+export const P4_MAX_PROGRAM_BYTES = 1 << 20;
+
+export const p4_identify_comp = { scope: f(4, 1), flags: f(5, 1), tables: f(6, 2), counter_arrays: f(8, 2) } as const;
+export const p4_command_cmd = { len: f(4, 2), out_len: f(6, 2), text_pa: f(8, 8), out_pa: f(16, 8) } as const;
+export const p4_command_comp = { handle: f(4, 4), out_len: f(8, 2) } as const;
+export const p4_load_cmd = { len: f(4, 4), pa: f(8, 8) } as const;
+
+/** P4_IDENTIFY flags. */
+export const P4_FLAG_LOADED = 1;
+export const P4_FLAG_RDMA = 2;
+
+/** Commands the `read` scope allows (they change nothing). */
+const READ_COMMANDS = new Set(['counter_read', 'register_read']);
+
+const NO_HANDLE = 0xffffffff;
+
+/** What the control surface works on: the running engine, replaceable. */
+export interface P4EngineSlot {
+  engine: P4Engine | null;
+  /** Replace the program (the WQE filter and the segment follow); an error line if the program cannot run here. */
+  replace(engine: P4Engine): string | null;
+  readonly programName: string;
+}
+
+export class P4Control implements P4DeviceControl {
+  readonly advertised: boolean;
+  readonly #level: number;
+  /** Commands by outcome, for the stats. */
+  readonly stats = { commands: 0, refused: 0, loads: 0 };
+  #text = Buffer.alloc(P4_MAX_COMMAND_BYTES);
+
+  constructor(private readonly slot: P4EngineSlot, readonly scope: P4GuestScope) {
+    this.#level = P4_GUEST_SCOPES.indexOf(scope);
+    this.advertised = this.#level > 0;
+  }
+
+  execute(opcode: number, cmd: Buffer, comp: Buffer, data: Buffer | null, mem: GuestMemory | undefined): number {
+    const st = this.#run(opcode, cmd, comp, data, mem);
+    if (st === Status.SUCCESS) this.stats.commands++;
+    else this.stats.refused++;
+    return st;
+  }
+
+  #run(opcode: number, cmd: Buffer, comp: Buffer, data: Buffer | null, mem: GuestMemory | undefined): number {
+    if (this.#level === 0) return Status.EOPCODE;
+    switch (opcode) {
+      case P4Opcode.IDENTIFY: return this.#identify(comp, data);
+      case P4Opcode.COMMAND: return this.#command(cmd, comp, data, mem);
+      case P4Opcode.LOAD: return this.#level < 3 ? Status.EPERM : this.#load(cmd, data, mem);
+      default: return Status.EOPCODE;
+    }
+  }
+
+  #identify(comp: Buffer, data: Buffer | null): number {
+    const e = this.slot.engine;
+    setField(comp, 0, p4_identify_comp.scope, this.#level);
+    setField(comp, 0, p4_identify_comp.flags, e ? P4_FLAG_LOADED | (wqeProgram(e) === true ? P4_FLAG_RDMA : 0) : 0);
+    setField(comp, 0, p4_identify_comp.tables, e ? Math.min(e.tables.size, 0xffff) : 0);
+    setField(comp, 0, p4_identify_comp.counter_arrays, e ? Math.min(e.externs.counters.size, 0xffff) : 0);
+    if (data) {
+      const lines = [`program ${e ? this.slot.programName : '(none)'}`, `scope ${this.scope}`];
+      if (e) {
+        for (const t of e.tables.values()) lines.push(`table ${t.name} ${t.entries.size}`);
+        for (const c of e.externs.counters.values()) lines.push(`counter ${c.name} ${c.packets.length}`);
+      }
+      putText(data, lines.join('\n') + '\n');
+    }
+    return Status.SUCCESS;
+  }
+
+  #command(cmd: Buffer, comp: Buffer, data: Buffer | null, mem: GuestMemory | undefined): number {
+    const C = p4_command_cmd;
+    setField(comp, 0, p4_command_comp.handle, NO_HANDLE);
+    const len = getField(cmd, 0, C.len);
+    const textPa = getField(cmd, 0, C.text_pa);
+    const outPa = getField(cmd, 0, C.out_pa);
+    const outLen = getField(cmd, 0, C.out_len);
+    if (len === 0 || len > P4_MAX_COMMAND_BYTES) return Status.EINVAL;
+    const text = this.#text.subarray(0, len);
+    if (textPa === 0) {
+      if (!data || len > data.length) return Status.EINVAL;
+      data.copy(text, 0, 0, len);
+    } else {
+      if (textPa < 0 || !mem || mem.read(textPa, text) !== MemStatus.OK) return Status.BAD_ADDR;
+    }
+    for (let i = 0; i < len; i++) {
+      const c = text[i]!;
+      if ((c < 0x20 || c > 0x7e) && c !== 0x09) return Status.EINVAL;
+    }
+    const line = text.toString('latin1');
+    const word = line.trim().split(/\s+/, 1)[0] ?? '';
+    if (this.#level < 2 && !READ_COMMANDS.has(word)) return Status.EPERM;
+    const e = this.slot.engine;
+    if (!e) return Status.ENOENT;
+    const r = runCommand(e, line);
+    const output = r.ok ? r.output : r.error;
+    if (r.ok && r.handle !== undefined) setField(comp, 0, p4_command_comp.handle, r.handle >>> 0);
+    let written = 0;
+    if (outPa !== 0) {
+      if (outPa < 0 || !mem) return Status.BAD_ADDR;
+      const out = Buffer.from(output, 'latin1').subarray(0, Math.min(outLen, 0xffff));
+      if (out.length > 0 && mem.write(outPa, out) !== MemStatus.OK) return Status.BAD_ADDR;
+      written = out.length;
+    } else if (data) {
+      written = putText(data, output);
+    }
+    setField(comp, 0, p4_command_comp.out_len, written);
+    return r.ok ? Status.SUCCESS : Status.EINVAL;
+  }
+
+  #load(cmd: Buffer, data: Buffer | null, mem: GuestMemory | undefined): number {
+    const len = getField(cmd, 0, p4_load_cmd.len);
+    const pa = getField(cmd, 0, p4_load_cmd.pa);
+    if (len === 0 || len > P4_MAX_PROGRAM_BYTES) return Status.EINVAL;
+    if (pa <= 0 || !mem) return Status.BAD_ADDR;
+    const text = Buffer.allocUnsafe(len);
+    if (mem.read(pa, text) !== MemStatus.OK) return Status.BAD_ADDR;
+    let engine: P4Engine;
+    try {
+      engine = P4Engine.load(text.toString('utf8'));
+    } catch (e) {
+      // A P4LoadError names what was refused; anything else the loader threw is still the guest's bad program.
+      if (data) putText(data, e instanceof P4LoadError ? e.message : `not loadable: ${(e as Error).message}`);
+      return Status.EINVAL;
+    }
+    const why = this.slot.replace(engine);
+    if (why !== null) {
+      if (data) putText(data, why);
+      return Status.EINVAL;
+    }
+    this.stats.loads++;
+    return Status.SUCCESS;
+  }
+}
+
+/** `s` (ASCII) at the start of the window, NUL-ended, cut to fit; the bytes written before the NUL. */
+function putText(data: Buffer, s: string): number {
+  const n = Math.min(Buffer.byteLength(s, 'latin1'), data.length - 1);
+  data.write(s, 0, n, 'latin1');
+  data[n] = 0;
+  return n;
+}
+
+/** The opcodes this surface answers (the device routes them here). */
+export function isP4Opcode(op: number): boolean {
+  return op >= Opcode.P4_FIRST && op <= Opcode.P4_LAST;
+}
