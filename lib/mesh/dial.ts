@@ -7,7 +7,9 @@
 // address of both families, or IPv4 alone when the host has no IPv6.
 
 import * as dns from 'node:dns';
+import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as native from '../native';
 import { formatHostPort, parseHost } from './address';
 import { CONNECT_TIMEOUT_MS, MAX_RESOLVED_ADDRESSES } from './limits';
 
@@ -73,27 +75,63 @@ export type SocketWithSink = net.Socket & { [READ_SINK]?: ReadSink };
 /** One reused read buffer per dialled socket. */
 const READ_BUFFER_BYTES = 256 * 1024;
 
+type OnRead = { buffer: () => Uint8Array; callback: (n: number, buf: Uint8Array) => boolean };
+
+/**
+ * A socket made by `make` that reads where its connection asks. Reads land in
+ * one reused buffer (no fresh 64 KiB buffer per read for the GC to chase); the
+ * connection that takes the socket sets where they go (READ_SINK) and its
+ * parser copies what it keeps. While a large frame body is being assembled,
+ * Node asks (after each read) where the next read goes: straight into that
+ * body, so its bytes are copied by the kernel only.
+ */
+function withSink(make: (onread: OnRead) => net.Socket): net.Socket {
+  const sink: ReadSink = { fn: null, target: null, inPlace: null };
+  const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  const socket = make({
+    buffer: () => sink.target?.() ?? readBuffer,
+    callback: (n: number, buf: Uint8Array) => {
+      if (buf === readBuffer) sink.fn?.(Buffer.from(buf.buffer, buf.byteOffset, n));
+      else sink.inPlace?.(n);
+      return true;
+    },
+  });
+  (socket as SocketWithSink)[READ_SINK] = sink;
+  return socket;
+}
+
+/**
+ * An accepted socket (from a listener with pauseOnConnect, nothing read yet)
+ * as one that reads where its connection asks: Node offers `onread` only to
+ * sockets it creates itself, so a duplicate of the fd goes into a new Socket
+ * and the accepted one is closed (closing a descriptor does not end the TCP
+ * connection while another refers to it). Null when that failed: use the
+ * accepted socket as it is.
+ */
+export function rewrapAccepted(accepted: net.Socket): net.Socket | null {
+  const fd = (accepted as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+  if (typeof fd !== 'number' || fd < 0) return null;
+  let dup: number;
+  try {
+    dup = native.dupFd(fd);
+  } catch {
+    return null;
+  }
+  let socket: net.Socket;
+  try {
+    socket = withSink((onread) => new net.Socket({ fd: dup, readable: true, writable: true, onread } as net.SocketConstructorOpts));
+  } catch {
+    fs.closeSync(dup);
+    return null;
+  }
+  accepted.destroy();
+  return socket;
+}
+
 /** One attempt at one address: the connected socket, or why not. */
 function connectOnce(address: string, port: number, timeoutMs: number): Promise<net.Socket | string> {
   return new Promise((resolve) => {
-    // Reads land in one reused buffer (no fresh 64 KiB buffer per read for the GC to chase); the
-    // connection that takes the socket sets where they go (READ_SINK) and its parser copies what it keeps.
-    // While a large frame body is being assembled, Node asks (after each read) where the next read goes:
-    // straight into that body, so its bytes are copied by the kernel only.
-    const sink: ReadSink = { fn: null, target: null, inPlace: null };
-    const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-    const socket = net.connect({
-      host: address, port,
-      onread: {
-        buffer: () => sink.target?.() ?? readBuffer,
-        callback: (n: number, buf: Uint8Array) => {
-          if (buf === readBuffer) sink.fn?.(Buffer.from(buf.buffer, buf.byteOffset, n));
-          else sink.inPlace?.(n);
-          return true;
-        },
-      },
-    } as net.NetConnectOpts);
-    (socket as SocketWithSink)[READ_SINK] = sink;
+    const socket = withSink((onread) => net.connect({ host: address, port, onread } as net.NetConnectOpts));
     const timer = setTimeout(() => {
       socket.destroy();
       finish(`no answer in ${timeoutMs} ms`);

@@ -28,7 +28,7 @@ import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
 import { HostPort, parseHost } from './address';
 import { dataHeaderSize, hasIonicMagic, isDataType, isInstanceId } from './codec';
 import { ConnectionOwner, LinkKind, MeshConnection } from './connection';
-import { listen, Resolver, systemResolver } from './dial';
+import { listen, Resolver, rewrapAccepted, systemResolver } from './dial';
 import { MeshError } from './errors';
 import { FrameRouter } from './frame-router';
 import { FrameWriter } from './frame-writer';
@@ -91,7 +91,8 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#budget = new InboundBudget(this.#limits.inboundQueueBytes, this.#limits.inboundQueueMessages, {
       onStall: (ms) => this.#safeEmit('pressure', ms),
     });
-    this.#server = net.createServer({ pauseOnConnect: false }, (socket) => this.#onAccept(socket));
+    // Paused: an accepted socket is re-wrapped (rewrapAccepted) before anything is read from it.
+    this.#server = net.createServer({ pauseOnConnect: true }, (socket) => this.#onAccept(socket));
     this.#server.on('error', (err) => this.#log.error(`mesh: listener error: ${err.message}`));
     const core = this.#core();
     if (opts.config.role === 'manager') {
@@ -307,11 +308,12 @@ export class Mesh extends EventEmitter<MeshEvents> {
   // -------------------------------------------------------------------------
   // Connections
 
-  #onAccept(socket: net.Socket): void {
+  #onAccept(accepted: net.Socket): void {
     if (this.#closing) {
-      socket.destroy();
+      accepted.destroy();
       return;
     }
+    const socket = rewrapAccepted(accepted) ?? accepted.resume();
     const conn = this.#adopt(socket, 'pending', false);
     this.#dbg(`mesh: accepted ${conn.remote}`);
   }

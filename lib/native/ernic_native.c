@@ -518,6 +518,15 @@ static napi_value js_eventfd(napi_env env, napi_callback_info info) {
   return ok ? result(env, eventfd(init, flags), "eventfd2", 0) : fail(env);
 }
 
+/* dupFd(fd): a close-on-exec duplicate (the mesh re-wraps an accepted TCP
+ * socket in a Socket that reads where it asks, which Node offers only to
+ * sockets it did not accept itself). */
+static napi_value js_dup_fd(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  int fd = NUM(0);
+  return ok ? result(env, fcntl(fd, F_DUPFD_CLOEXEC, 0), "fcntl", 0) : fail(env);
+}
+
 /* openTap(name: Buffer of >= IFNAMSIZ bytes, NUL-terminated; gets the actual name) */
 static napi_value js_open_tap(napi_env env, napi_callback_info info) {
   ARGS(1);
@@ -543,6 +552,7 @@ NAPI_MODULE_INIT() {
     {"watch", js_watch, 0}, {"pollCtl", js_poll_ctl, 0}, {"mmap", js_mmap, 0},
     {"munmap", js_munmap, 0}, {"memfdCreate", js_memfd_create, 0},
     {"getSeals", js_get_seals, 0}, {"eventfd", js_eventfd, 0}, {"openTap", js_open_tap, 0},
+    {"dupFd", js_dup_fd, 0},
     {"busGuard", js_bus_guard, 0}, {"mappingAddress", js_mapping_address, 0},
     {"READABLE", NULL, UV_READABLE}, {"WRITABLE", NULL, UV_WRITABLE},
     {"DISCONNECT", NULL, UV_DISCONNECT}, {"F_SEAL_SEAL", NULL, F_SEAL_SEAL},

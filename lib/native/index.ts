@@ -97,6 +97,7 @@ interface Binding {
   memfdCreate(name: string, size: number, seal: boolean): number;
   getSeals(fd: number): number;
   eventfd(initval: number, nonblock: boolean): number;
+  dupFd(fd: number): number;
   /** `name`: IFNAMSIZ (16) bytes, NUL-terminated; receives the actual name. */
   openTap(name: Buffer): number;
   READABLE: number;
@@ -548,6 +549,20 @@ export function eventfd(initval: number, nonblock: boolean): number {
   checkBool('eventfd', 'nonblock', nonblock);
   try {
     return binding.eventfd(initval, nonblock);
+  } catch (e) {
+    throw withCode(e);
+  }
+}
+
+/**
+ * Duplicates `fd` (`fcntl(F_DUPFD_CLOEXEC)`): a second descriptor of the same
+ * open socket or file, close-on-exec.
+ * @throws NativeError e.g. EBADF, EMFILE.
+ */
+export function dupFd(fd: number): number {
+  checkFd('dupFd', fd);
+  try {
+    return binding.dupFd(fd);
   } catch (e) {
     throw withCode(e);
   }

@@ -162,6 +162,31 @@ describe('native addon: sockets and fd passing', () => {
     });
   });
 
+  describe('dupFd', () => {
+    it('gives a second, close-on-exec descriptor of the same socket: bytes written through it arrive after the first is closed', () => {
+      const [a, b] = native.socketPair();
+      const d = native.dupFd(a);
+      expect(d).to.not.equal(a);
+      expect(fs.readlinkSync(`/proc/self/fd/${d}`)).to.equal(fs.readlinkSync(`/proc/self/fd/${a}`));
+      const flags = parseInt(/^flags:\s+([0-7]+)/m.exec(fs.readFileSync(`/proc/self/fdinfo/${d}`, 'utf8'))![1]!, 8);
+      expect(flags & 0o2000000, 'O_CLOEXEC').to.equal(0o2000000);
+      fs.closeSync(a);
+      expect(native.sendmsg(d, Buffer.from('still open'), 0, 10, null)).to.equal(10);
+      const got = Buffer.alloc(16);
+      const fdsOut = new Int32Array(FDS_OUT_LENGTH);
+      expect(native.recvmsg(b, got, 0, 16, fdsOut)).to.equal(10);
+      expect(got.toString('utf8', 0, 10)).to.equal('still open');
+      closeAll(d, b);
+    });
+
+    it('fails with EBADF for a closed descriptor and refuses a negative one', () => {
+      const [a, b] = native.socketPair();
+      closeAll(a, b);
+      expectNative(() => native.dupFd(a), 'EBADF', 'fcntl');
+      expect(() => native.dupFd(-1)).to.throw(RangeError);
+    });
+  });
+
   describe('listen/connect/accept', () => {
     it('accepts a connection and sees its data', async () => {
       const sock = path.join(scratch.dir, 'srv.sock');
