@@ -2,13 +2,26 @@
 // trailing checksums): <hex size>[;chunk-signature=...]\r\n <data>\r\n ...
 // a zero-size chunk, then trailer lines `name:value`, then an empty line.
 // Decoding is a pure function over the whole received body with explicit
-// limits; chunk signatures are read but not verified (see docs/s3.md).
+// limits. The chunk and trailer signatures are returned with the data they
+// sign; sigv4.ts checks them (verifyChunkSignatures) when the request was
+// signed as a stream.
 
 export interface ChunkedBody {
   readonly data: Buffer;
   /** Trailer fields, names lower case. */
   readonly trailers: Record<string, string>;
+  /** Each chunk's data (views of the body), the final empty chunk last. */
+  readonly chunks: readonly Buffer[];
+  /** Each chunk's `chunk-signature` ('' when it has none), aligned with `chunks`. */
+  readonly chunkSignatures: readonly string[];
+  /** The trailer lines as signed (`name:value\n` each, x-amz-trailer-signature left out). */
+  readonly trailerText: string;
+  /** x-amz-trailer-signature, '' when absent. */
+  readonly trailerSignature: string;
 }
+
+const CHUNK_SIGNATURE = 'chunk-signature=';
+const TRAILER_SIGNATURE = 'x-amz-trailer-signature';
 
 /** Most chunks per body, and longest chunk header or trailer line. */
 export const MAX_CHUNKS = 1 << 20;
@@ -24,6 +37,8 @@ export function isAwsChunked(contentEncoding: string | undefined, contentSha256:
 /** Decode a whole aws-chunked body; null when malformed or its data exceeds `limit` bytes. */
 export function decodeAwsChunked(body: Buffer, limit: number): ChunkedBody | null {
   const parts: Buffer[] = [];
+  const chunks: Buffer[] = [];
+  const chunkSignatures: string[] = [];
   let total = 0;
   let at = 0;
   for (let n = 0; ; n++) {
@@ -31,19 +46,28 @@ export function decodeAwsChunked(body: Buffer, limit: number): ChunkedBody | nul
     const eol = body.indexOf(CRLF, at);
     if (eol < 0 || eol - at > MAX_LINE) return null;
     const line = body.toString('latin1', at, eol);
-    const sizeText = line.split(';', 1)[0]!.trim();
+    const semi = line.indexOf(';');
+    const sizeText = (semi < 0 ? line : line.slice(0, semi)).trim();
     if (!/^[0-9a-fA-F]{1,8}$/.test(sizeText)) return null;
+    const ext = semi < 0 ? '' : line.slice(semi + 1).trim();
+    chunkSignatures.push(ext.startsWith(CHUNK_SIGNATURE) ? ext.slice(CHUNK_SIGNATURE.length) : '');
     const size = parseInt(sizeText, 16);
     at = eol + CRLF.length;
-    if (size === 0) break;
+    if (size === 0) {
+      chunks.push(body.subarray(at, at));
+      break;
+    }
     if (total + size > limit || at + size + CRLF.length > body.length) return null;
     parts.push(body.subarray(at, at + size));
+    chunks.push(parts[parts.length - 1]!);
     total += size;
     at += size;
     if (!body.subarray(at, at + CRLF.length).equals(CRLF)) return null;
     at += CRLF.length;
   }
   const trailers: Record<string, string> = {};
+  let trailerText = '';
+  let trailerSignature = '';
   while (at < body.length) {
     const eol = body.indexOf(CRLF, at);
     const end = eol < 0 ? body.length : eol;
@@ -53,7 +77,16 @@ export function decodeAwsChunked(body: Buffer, limit: number): ChunkedBody | nul
     if (line === '') break;
     const colon = line.indexOf(':');
     if (colon <= 0) return null;
-    trailers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    if (name === TRAILER_SIGNATURE) {
+      trailerSignature = value;
+      continue;
+    }
+    trailers[name] = value;
+    trailerText += `${name}:${value}\n`;
   }
-  return { data: parts.length === 1 ? parts[0]! : Buffer.concat(parts, total), trailers };
+  return {
+    data: parts.length === 1 ? parts[0]! : Buffer.concat(parts, total), trailers, chunks, chunkSignatures, trailerText, trailerSignature,
+  };
 }

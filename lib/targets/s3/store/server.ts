@@ -17,7 +17,7 @@ import { badChecksum, md5base64 } from './checksums';
 import { decodeAwsChunked, isAwsChunked } from './chunked';
 import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
 import { MAX_LIST_KEYS, MAX_METADATA_BYTES, ObjectStore, StoredObject } from './objects';
-import { Credentials, queryPairs, sha256hex, uriEncode, verifySigV4 } from './sigv4';
+import { Credentials, isSignedStream, queryPairs, sha256hex, SigV4Verified, uriEncode, verifyChunkSignatures, verifySigV4 } from './sigv4';
 import { MAX_XML_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlPlain } from './xml';
 
 /** What the RDMA token path offers the handler (implemented by lib/targets/s3/rdma.ts). */
@@ -76,6 +76,8 @@ interface Ctx {
   readonly resource: string;
   /** The declared payload hash once the signature was verified. */
   payloadHash: string | undefined;
+  /** The verified signature, when credentials are configured (chunk signatures chain from it). */
+  signed: SigV4Verified | null;
 }
 
 /** An http.Server answering S3 for `opts.store`. */
@@ -121,12 +123,13 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
   }
   const ctx: Ctx = {
     req, res, opts, requestId, query: new Map(pairs), bucket: bk.bucket, key: bk.key,
-    resource: `/${bk.bucket}${bk.key ? `/${bk.key}` : ''}`, payloadHash: undefined,
+    resource: `/${bk.bucket}${bk.key ? `/${bk.key}` : ''}`, payloadHash: undefined, signed: null,
   };
   if (opts.credentials && opts.credentials.length > 0) {
     const v = verifySigV4({ method, url, headers: req.headers, rawHeaders: req.rawHeaders }, opts.credentials, opts.now?.());
     if (!v.ok) return refuse(ctx, v.error);
-    ctx.payloadHash = v.value;
+    ctx.payloadHash = v.value.payloadHash;
+    ctx.signed = v.value;
   } else {
     ctx.payloadHash = req.headers['x-amz-content-sha256'] as string | undefined;
   }
@@ -229,6 +232,10 @@ async function readPayload(ctx: Ctx, limit: number): Promise<S3Result<Buffer>> {
   if (isAwsChunked(h['content-encoding'], ctx.payloadHash)) {
     const dec = decodeAwsChunked(data, limit);
     if (!dec) return fail('IncompleteBody', 'malformed aws-chunked body');
+    if (ctx.signed && isSignedStream(ctx.payloadHash)) {
+      const sig = verifyChunkSignatures(ctx.signed, dec);
+      if (!sig.ok) return sig;
+    }
     data = dec.data;
     trailers = dec.trailers;
     const declared = h['x-amz-decoded-content-length'];

@@ -4,10 +4,14 @@
 // arrived (method, path, query, the signed headers, the payload hash the
 // client declared), signed with the key derived from the secret, and the
 // signatures compared in constant time. The body's SHA-256, when the client
-// declared one, is checked by the server after the body is read.
+// declared one, is checked by the server after the body is read; a body
+// signed as a stream (STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER]) has each
+// chunk's signature chained from the request's (the seed) and, with a
+// trailer, the trailer's signature checked by verifyChunkSignatures.
 
 import { createHash, createHmac, timingSafeEqual } from 'crypto';
 import type { IncomingHttpHeaders } from 'http';
+import type { ChunkedBody } from './chunked';
 import { fail, ok, S3Result } from './errors';
 
 export interface Credentials {
@@ -17,6 +21,22 @@ export interface Credentials {
 
 export const SIGV4_ALGORITHM = 'AWS4-HMAC-SHA256';
 export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
+/** Payload hashes of a body signed chunk by chunk (aws-chunked), without and with a signed trailer. */
+export const STREAMING_SIGNED = 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD';
+export const STREAMING_SIGNED_TRAILER = 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER';
+const CHUNK_ALGORITHM = 'AWS4-HMAC-SHA256-PAYLOAD';
+const TRAILER_ALGORITHM = 'AWS4-HMAC-SHA256-TRAILER';
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+/** A verified request: the payload hash it declared, and what its body's chunk signatures chain from. */
+export interface SigV4Verified {
+  readonly payloadHash: string;
+  /** The request's signature (hex): the seed of the chunk signatures. */
+  readonly signature: string;
+  readonly signingKey: Buffer;
+  readonly amzDate: string;
+  readonly scope: string;
+}
 /** Largest clock difference accepted, ms (S3's 15 minutes). */
 export const MAX_SKEW_MS = 15 * 60 * 1000;
 /** Longest presigned URL lifetime, s (7 days). */
@@ -148,7 +168,7 @@ function amzDateMs(d: string): number {
  * client declared (a hex SHA-256, UNSIGNED-PAYLOAD or a STREAMING-* value)
  * for the body check.
  */
-export function verifySigV4(req: SignedRequest, creds: readonly Credentials[], now = Date.now()): S3Result<string> {
+export function verifySigV4(req: SignedRequest, creds: readonly Credentials[], now = Date.now()): S3Result<SigV4Verified> {
   const qAt = req.url.indexOf('?');
   const rawPath = qAt < 0 ? req.url : req.url.slice(0, qAt);
   const query = queryPairs(qAt < 0 ? '' : req.url.slice(qAt + 1));
@@ -180,8 +200,42 @@ export function verifySigV4(req: SignedRequest, creds: readonly Credentials[], n
   const canonicalRequest = [req.method, canonicalUri, canonicalQuery, canonicalHeaders, a.signedHeaders.join(';'), a.payloadHash].join('\n');
   const scope = `${a.date}/${a.region}/${a.service}/aws4_request`;
   const stringToSign = [SIGV4_ALGORITHM, a.amzDate, scope, sha256hex(canonicalRequest)].join('\n');
-  const expected = createHmac('sha256', signingKey(cred.secretAccessKey, a.date, a.region, a.service)).update(stringToSign, 'utf8').digest();
-  const given = Buffer.from(a.signature, 'hex');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return fail('SignatureDoesNotMatch');
-  return ok(a.payloadHash);
+  const key = signingKey(cred.secretAccessKey, a.date, a.region, a.service);
+  const expected = createHmac('sha256', key).update(stringToSign, 'utf8').digest();
+  if (!sameSignature(a.signature, expected)) return fail('SignatureDoesNotMatch');
+  return ok({ payloadHash: a.payloadHash, signature: expected.toString('hex'), signingKey: key, amzDate: a.amzDate, scope });
+}
+
+/** Is `hex` the signature `expected`? Constant time over the bytes. */
+function sameSignature(hex: string, expected: Buffer): boolean {
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) return false;
+  const given = Buffer.from(hex, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** Is the body signed chunk by chunk (its chunk signatures must be checked)? */
+export function isSignedStream(payloadHash: string | undefined): boolean {
+  return payloadHash === STREAMING_SIGNED || payloadHash === STREAMING_SIGNED_TRAILER;
+}
+
+/**
+ * Check a streamed body's signatures: each chunk's, the final empty one
+ * included, signs (previous signature, SHA-256 of its data) starting from the
+ * request's; with a trailer, x-amz-trailer-signature signs (the final chunk's
+ * signature, SHA-256 of the trailer lines). A missing signature is a mismatch.
+ */
+export function verifyChunkSignatures(v: SigV4Verified, body: ChunkedBody): S3Result<void> {
+  let previous = v.signature;
+  for (let i = 0; i < body.chunks.length; i++) {
+    const toSign = [CHUNK_ALGORITHM, v.amzDate, v.scope, previous, EMPTY_SHA256, sha256hex(body.chunks[i]!)].join('\n');
+    const expected = createHmac('sha256', v.signingKey).update(toSign, 'utf8').digest();
+    if (!sameSignature(body.chunkSignatures[i] ?? '', expected)) return fail('SignatureDoesNotMatch', `chunk ${i + 1}`);
+    previous = expected.toString('hex');
+  }
+  if (v.payloadHash === STREAMING_SIGNED_TRAILER) {
+    const toSign = [TRAILER_ALGORITHM, v.amzDate, v.scope, previous, sha256hex(body.trailerText)].join('\n');
+    const expected = createHmac('sha256', v.signingKey).update(toSign, 'utf8').digest();
+    if (!sameSignature(body.trailerSignature, expected)) return fail('SignatureDoesNotMatch', 'trailer');
+  }
+  return ok(undefined);
 }
