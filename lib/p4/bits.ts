@@ -141,42 +141,144 @@ function writeBig(f: FieldInfo, v0: bigint, b: Buffer, o: number): void {
 export type HeaderExtract = (st: PacketState, buf: Buffer, at: number) => void;
 export type HeaderEmit = (st: PacketState, out: Buffer, at: number) => void;
 
+type WinOp = (num: Float64Array, b: Buffer, p: number, st: PacketState, o: number) => void;
+
+/** Runs a header's window closures in order (calls written out for the common counts). */
+function sequence(ops: WinOp[], at: Int32Array): (st: PacketState, b: Buffer, o: number) => void {
+  const [o0, o1, o2, o3, o4, o5] = ops;
+  const [a0, a1, a2, a3, a4, a5] = at;
+  switch (ops.length) {
+    case 0:
+      return () => {};
+    case 1:
+      return (st, b, o) => o0!(st.num, b, o + a0!, st, o);
+    case 2:
+      return (st, b, o) => {
+        const n = st.num;
+        o0!(n, b, o + a0!, st, o);
+        o1!(n, b, o + a1!, st, o);
+      };
+    case 3:
+      return (st, b, o) => {
+        const n = st.num;
+        o0!(n, b, o + a0!, st, o);
+        o1!(n, b, o + a1!, st, o);
+        o2!(n, b, o + a2!, st, o);
+      };
+    case 4:
+      return (st, b, o) => {
+        const n = st.num;
+        o0!(n, b, o + a0!, st, o);
+        o1!(n, b, o + a1!, st, o);
+        o2!(n, b, o + a2!, st, o);
+        o3!(n, b, o + a3!, st, o);
+      };
+    case 5:
+      return (st, b, o) => {
+        const n = st.num;
+        o0!(n, b, o + a0!, st, o);
+        o1!(n, b, o + a1!, st, o);
+        o2!(n, b, o + a2!, st, o);
+        o3!(n, b, o + a3!, st, o);
+        o4!(n, b, o + a4!, st, o);
+      };
+    case 6:
+      return (st, b, o) => {
+        const n = st.num;
+        o0!(n, b, o + a0!, st, o);
+        o1!(n, b, o + a1!, st, o);
+        o2!(n, b, o + a2!, st, o);
+        o3!(n, b, o + a3!, st, o);
+        o4!(n, b, o + a4!, st, o);
+        o5!(n, b, o + a5!, st, o);
+      };
+    default:
+      return (st, b, o) => {
+        const n = st.num;
+        for (let i = 0; i < ops.length; i++) ops[i]!(n, b, o + at[i]!, st, o);
+      };
+  }
+}
+
+function readWord(b: Buffer, p: number, len: number): number {
+  switch (len) {
+    case 1:
+      return b[p]!;
+    case 2:
+      return (b[p]! << 8) | b[p + 1]!;
+    case 3:
+      return (b[p]! << 16) | (b[p + 1]! << 8) | b[p + 2]!;
+    default:
+      return ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) >>> 0;
+  }
+}
+
+function writeWord(b: Buffer, p: number, len: number, w: number): void {
+  switch (len) {
+    case 1:
+      b[p] = w;
+      break;
+    case 2:
+      b[p] = w >>> 8;
+      b[p + 1] = w;
+      break;
+    case 3:
+      b[p] = w >>> 16;
+      b[p + 1] = w >>> 8;
+      b[p + 2] = w;
+      break;
+    default:
+      b[p] = w >>> 24;
+      b[p + 1] = w >>> 16;
+      b[p + 2] = w >>> 8;
+      b[p + 3] = w;
+  }
+}
+
 export function compileExtract(h: HeaderInfo): HeaderExtract {
   const { n, kind, at, len, first, count, slot, shift, mask, fields } = planOf(h);
-  return (st, b, o) => {
-    const num = st.num;
-    for (let g = 0; g < n; g++) {
-      const p = o + at[g]!;
-      const k = kind[g]!;
-      if (k === W.WORD) {
-        let w: number;
-        switch (len[g]) {
-          case 1:
-            w = b[p]!;
-            break;
-          case 2:
-            w = (b[p]! << 8) | b[p + 1]!;
-            break;
-          case 3:
-            w = (b[p]! << 16) | (b[p + 1]! << 8) | b[p + 2]!;
-            break;
-          default:
-            w = ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) >>> 0;
-        }
-        for (let f = first[g]!, e = f + count[g]!; f < e; f++) num[slot[f]!] = ((w >>> shift[f]!) & mask[f]!) >>> 0;
-      } else if (k === W.BYTES) {
+  const ops: WinOp[] = [];
+  for (let g = 0; g < n; g++) {
+    const l = len[g]!;
+    const f0 = first[g]!;
+    const c = count[g]!;
+    const s0 = slot[f0]!;
+    if (kind[g] === W.WORD && c === 1 && shift[f0] === 0) {
+      // one whole field of 1 to 4 bytes
+      if (l === 1) ops.push((num, b, p) => { num[s0] = b[p]!; });
+      else if (l === 2) ops.push((num, b, p) => { num[s0] = (b[p]! << 8) | b[p + 1]!; });
+      else if (l === 4) ops.push((num, b, p) => { num[s0] = ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) >>> 0; });
+      else ops.push((num, b, p) => { num[s0] = readWord(b, p, l); });
+    } else if (kind[g] === W.WORD) {
+      const sl = slot.subarray(f0, f0 + c);
+      const sh = shift.subarray(f0, f0 + c);
+      const mk = mask.subarray(f0, f0 + c);
+      ops.push((num, b, p) => {
+        const w = readWord(b, p, l);
+        for (let i = 0; i < sl.length; i++) num[sl[i]!] = ((w >>> sh[i]!) & mk[i]!) >>> 0;
+      });
+    } else if (kind[g] === W.BYTES && l === 6) {
+      ops.push((num, b, p) => {
+        num[s0] = ((b[p]! << 8) | b[p + 1]!) * 0x100000000 + (((b[p + 2]! << 24) | (b[p + 3]! << 16) | (b[p + 4]! << 8) | b[p + 5]!) >>> 0);
+      });
+    } else if (kind[g] === W.BYTES) {
+      ops.push((num, b, p) => {
         let v = 0;
-        for (let i = 0, l = len[g]!; i < l; i++) v = v * 256 + b[p + i]!;
-        num[slot[first[g]!]!] = v;
-      } else {
-        for (let f = first[g]!, e = f + count[g]!; f < e; f++) {
-          const fi = fields[f]!;
+        for (let i = 0; i < l; i++) v = v * 256 + b[p + i]!;
+        num[s0] = v;
+      });
+    } else {
+      const fs = fields.slice(f0, f0 + c);
+      ops.push((num, b, _p, st, o) => {
+        for (let i = 0; i < fs.length; i++) {
+          const fi = fs[i]!;
           if (fi.wide) st.big[fi.slot] = readBig(fi, b, o);
           else num[fi.slot] = readNum(fi, b, o);
         }
-      }
+      });
     }
-  };
+  }
+  return sequence(ops, at);
 }
 
 /**
@@ -185,50 +287,60 @@ export function compileExtract(h: HeaderInfo): HeaderExtract {
  */
 export function compileEmit(h: HeaderInfo): HeaderEmit {
   const { n, kind, at, len, first, count, slot, shift, fields } = planOf(h);
-  return (st, b, o) => {
-    const num = st.num;
-    for (let g = 0; g < n; g++) {
-      const p = o + at[g]!;
-      const k = kind[g]!;
-      if (k === W.WORD) {
+  const ops: WinOp[] = [];
+  for (let g = 0; g < n; g++) {
+    const l = len[g]!;
+    const f0 = first[g]!;
+    const c = count[g]!;
+    const s0 = slot[f0]!;
+    if (kind[g] === W.WORD && c === 1 && shift[f0] === 0) {
+      if (l === 1) ops.push((num, b, p) => { b[p] = num[s0]!; });
+      else if (l === 2) {
+        ops.push((num, b, p) => {
+          const v = num[s0]!;
+          b[p] = v >>> 8;
+          b[p + 1] = v;
+        });
+      } else if (l === 4) {
+        ops.push((num, b, p) => {
+          const v = num[s0]!;
+          b[p] = v >>> 24;
+          b[p + 1] = v >>> 16;
+          b[p + 2] = v >>> 8;
+          b[p + 3] = v;
+        });
+      } else ops.push((num, b, p) => writeWord(b, p, l, num[s0]!));
+    } else if (kind[g] === W.WORD) {
+      const sl = slot.subarray(f0, f0 + c);
+      const sh = shift.subarray(f0, f0 + c);
+      ops.push((num, b, p) => {
         let w = 0;
-        for (let f = first[g]!, e = f + count[g]!; f < e; f++) w |= num[slot[f]!]! << shift[f]!;
-        switch (len[g]) {
-          case 1:
-            b[p] = w;
-            break;
-          case 2:
-            b[p] = w >>> 8;
-            b[p + 1] = w;
-            break;
-          case 3:
-            b[p] = w >>> 16;
-            b[p + 1] = w >>> 8;
-            b[p + 2] = w;
-            break;
-          default:
-            b[p] = w >>> 24;
-            b[p + 1] = w >>> 16;
-            b[p + 2] = w >>> 8;
-            b[p + 3] = w;
-        }
-      } else if (k === W.BYTES) {
-        const v = num[slot[first[g]!]!]!;
+        for (let i = 0; i < sl.length; i++) w |= num[sl[i]!]! << sh[i]!;
+        writeWord(b, p, l, w);
+      });
+    } else if (kind[g] === W.BYTES) {
+      ops.push((num, b, p) => {
+        // up to 48 bits: the low 32 by shifts, the rest above them
+        const v = num[s0]!;
         const hi = Math.floor(v / 0x100000000);
         const lo = v - hi * 0x100000000;
-        let i = len[g]! - 1;
+        let i = l - 1;
         for (let s = 0; s < 32 && i >= 0; s += 8, i--) b[p + i] = lo >>> s;
         for (let s = 0; i >= 0; s += 8, i--) b[p + i] = hi >>> s;
-      } else {
-        for (let i = 0, l = len[g]!; i < l; i++) b[p + i] = 0;
-        for (let f = first[g]!, e = f + count[g]!; f < e; f++) {
-          const fi = fields[f]!;
+      });
+    } else {
+      const fs = fields.slice(f0, f0 + c);
+      ops.push((num, b, p, st, o) => {
+        for (let i = 0; i < l; i++) b[p + i] = 0;
+        for (let i = 0; i < fs.length; i++) {
+          const fi = fs[i]!;
           if (fi.wide) writeBig(fi, st.big[fi.slot]!, b, o);
           else writeNum(fi, num[fi.slot]!, b, o);
         }
-      }
+      });
     }
-  };
+  }
+  return sequence(ops, at);
 }
 
 /** Reads `width` bits at bit offset `bit` of `buf` as a bigint (lookahead); undefined past the end. */
