@@ -32,6 +32,39 @@ export function nameOf(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
+/** Deepest directory chain dir= may ask us to create. */
+const MAX_DIR_DEPTH = 64;
+
+/**
+ * mkdir -p, one component at a time. Node 20's recursive fs.mkdir never
+ * settles for some unmakeable paths (a missing parent under /proc: it keeps
+ * retrying), which would hang the start-up instead of refusing dir=.
+ */
+async function makeDirs(dir: string): Promise<void> {
+  const missing: string[] = [];
+  let p = path.resolve(dir);
+  for (let depth = 0; ; depth++) {
+    if (depth >= MAX_DIR_DEPTH) throw new Error(`${dir}: more than ${MAX_DIR_DEPTH} directories to create`);
+    try {
+      if (!(await fs.stat(p)).isDirectory()) throw new Error(`${p} is not a directory`);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      missing.push(p);
+      const up = path.dirname(p);
+      if (up === p) break;
+      p = up;
+    }
+  }
+  for (let i = missing.length - 1; i >= 0; i--) {
+    try {
+      await fs.mkdir(missing[i]!);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+}
+
 async function fsyncDir(dir: string): Promise<void> {
   const h = await fs.open(dir, 'r');
   try {
@@ -56,7 +89,7 @@ export class DirStore {
 
   static async open(root: string): Promise<DirStore> {
     const d = new DirStore(root);
-    for (const p of [d.#root, d.#objects, d.#uploads, d.#tmp]) await fs.mkdir(p, { recursive: true });
+    for (const p of [d.#root, d.#objects, d.#uploads, d.#tmp]) await makeDirs(p);
     // Leftovers of writes that never finished were never acknowledged.
     for (const f of await fs.readdir(d.#tmp)) await fs.rm(path.join(d.#tmp, f), { force: true });
     return d;
