@@ -85,14 +85,25 @@ export function createS3Server(opts: S3ServerOptions): http.Server {
   return http.createServer(s3Handler(opts));
 }
 
-/** The request listener alone, for a server built elsewhere. */
+/**
+ * The request listener alone, for a server built elsewhere. Pipelined
+ * requests on one connection run one after another: http.Server hands them
+ * out at once, and a GET must not overtake the PUT before it (RFC 9112 9.3.2:
+ * only safe methods may be processed in parallel).
+ */
 export function s3Handler(opts: S3ServerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  const inFlight = new WeakMap<object, Promise<void>>();
   return (req, res) => {
-    handle(req, res, opts).catch((e: unknown) => {
+    const conn = req.socket;
+    const run = (): Promise<void> => handle(req, res, opts).catch((e: unknown) => {
       // A safety net for our own bugs, not control flow.
       if (!res.headersSent) sendError(res, req.method ?? 'GET', s3err('InternalError', String(e)), req.url ?? '/', 'internal');
       else res.destroy();
     });
+    const before = inFlight.get(conn);
+    const mine = before ? before.then(run) : run();
+    inFlight.set(conn, mine);
+    void mine.finally(() => { if (inFlight.get(conn) === mine) inFlight.delete(conn); });
   };
 }
 
