@@ -7,7 +7,7 @@ import { Calc, Externs } from './externs';
 import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program, TypeValue } from './schema';
-import { FieldInfo, PacketState, POW2 } from './state';
+import { FieldInfo, hexToBig, PacketState, POW2 } from './state';
 
 export type ActionFn = (st: PacketState, rd: ActionArgs) => void;
 
@@ -121,10 +121,18 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
       const dst = dest(ctx, params[0], pp(0));
       const x = v(1);
       const nx = dst.wide ? undefined : compileNum(params[1], ctx);
+      const sg = op === 'add_to_field' ? 1 : -1;
+      const m = POW2[dst.width]!;
+      const slot = dst.slot;
+      const c = nx && params[1]!.type === 'hexstr' ? sg * Number(hexToBig(params[1]!.value as string)) : NaN;
+      if (Math.abs(c) < m) {
+        // a constant step (TTL - 1): one add and one compare, no %
+        return (st) => {
+          const r = st.num[slot]! + c;
+          st.num[slot] = r < 0 ? r + m : r >= m ? r - m : r;
+        };
+      }
       if (nx) {
-        const m = POW2[dst.width]!;
-        const sg = op === 'add_to_field' ? 1 : -1;
-        const slot = dst.slot;
         return (st, rd) => {
           const r = (st.num[slot]! + sg * nx(st, rd)) % m;
           st.num[slot] = r < 0 ? r + m : r;
@@ -278,8 +286,22 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
       prims.push(compilePrimitive(pr.op, pr.parameters, ctx, env, pp));
     });
     let run: ActionFn;
+    const [p0, p1, p2] = prims;
     if (prims.length === 0) run = () => {};
-    else if (jumps.length === 0) {
+    else if (jumps.length === 0 && prims.length === 1) run = p0!; // nothing follows an exit
+    else if (jumps.length === 0 && prims.length === 2) {
+      run = (st, rd) => {
+        p0!(st, rd);
+        if (!st.exited) p1!(st, rd);
+      };
+    } else if (jumps.length === 0 && prims.length === 3) {
+      run = (st, rd) => {
+        p0!(st, rd);
+        if (st.exited) return;
+        p1!(st, rd);
+        if (!st.exited) p2!(st, rd);
+      };
+    } else if (jumps.length === 0) {
       run = (st, rd) => {
         for (let i = 0; i < prims.length; i++) {
           prims[i]!(st, rd);

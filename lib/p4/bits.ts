@@ -253,10 +253,37 @@ export function compileExtract(h: HeaderInfo): HeaderExtract {
       const sl = slot.subarray(f0, f0 + c);
       const sh = shift.subarray(f0, f0 + c);
       const mk = mask.subarray(f0, f0 + c);
-      ops.push((num, b, p) => {
-        const w = readWord(b, p, l);
-        for (let i = 0; i < sl.length; i++) num[sl[i]!] = ((w >>> sh[i]!) & mk[i]!) >>> 0;
-      });
+      const [t0, t1, t2, t3] = sl;
+      const [h0, h1, h2, h3] = sh;
+      const [m0, m1, m2, m3] = mk;
+      // two to four fields written out (IPv4 has windows of 2, 3 and 4), more by a loop
+      if (c === 2) {
+        ops.push((num, b, p) => {
+          const w = readWord(b, p, l);
+          num[t0!] = ((w >>> h0!) & m0!) >>> 0;
+          num[t1!] = ((w >>> h1!) & m1!) >>> 0;
+        });
+      } else if (c === 3) {
+        ops.push((num, b, p) => {
+          const w = readWord(b, p, l);
+          num[t0!] = ((w >>> h0!) & m0!) >>> 0;
+          num[t1!] = ((w >>> h1!) & m1!) >>> 0;
+          num[t2!] = ((w >>> h2!) & m2!) >>> 0;
+        });
+      } else if (c === 4) {
+        ops.push((num, b, p) => {
+          const w = readWord(b, p, l);
+          num[t0!] = ((w >>> h0!) & m0!) >>> 0;
+          num[t1!] = ((w >>> h1!) & m1!) >>> 0;
+          num[t2!] = ((w >>> h2!) & m2!) >>> 0;
+          num[t3!] = ((w >>> h3!) & m3!) >>> 0;
+        });
+      } else {
+        ops.push((num, b, p) => {
+          const w = readWord(b, p, l);
+          for (let i = 0; i < sl.length; i++) num[sl[i]!] = ((w >>> sh[i]!) & mk[i]!) >>> 0;
+        });
+      }
     } else if (kind[g] === W.BYTES && l === 6) {
       ops.push((num, b, p) => {
         num[s0] = ((b[p]! << 8) | b[p + 1]!) * 0x100000000 + (((b[p + 2]! << 24) | (b[p + 3]! << 16) | (b[p + 4]! << 8) | b[p + 5]!) >>> 0);
@@ -313,10 +340,29 @@ export function compileEmit(h: HeaderInfo): HeaderEmit {
     } else if (kind[g] === W.WORD) {
       const sl = slot.subarray(f0, f0 + c);
       const sh = shift.subarray(f0, f0 + c);
+      const [t0, t1, t2, t3] = sl;
+      const [h0, h1, h2, h3] = sh;
+      if (c === 2) ops.push((num, b, p) => writeWord(b, p, l, (num[t0!]! << h0!) | (num[t1!]! << h1!)));
+      else if (c === 3) ops.push((num, b, p) => writeWord(b, p, l, (num[t0!]! << h0!) | (num[t1!]! << h1!) | (num[t2!]! << h2!)));
+      else if (c === 4) ops.push((num, b, p) => writeWord(b, p, l, (num[t0!]! << h0!) | (num[t1!]! << h1!) | (num[t2!]! << h2!) | (num[t3!]! << h3!)));
+      else {
+        ops.push((num, b, p) => {
+          let w = 0;
+          for (let i = 0; i < sl.length; i++) w |= num[sl[i]!]! << sh[i]!;
+          writeWord(b, p, l, w);
+        });
+      }
+    } else if (kind[g] === W.BYTES && l === 6) {
       ops.push((num, b, p) => {
-        let w = 0;
-        for (let i = 0; i < sl.length; i++) w |= num[sl[i]!]! << sh[i]!;
-        writeWord(b, p, l, w);
+        const v = num[s0]!;
+        const hi = Math.floor(v / 0x100000000);
+        const lo = v - hi * 0x100000000;
+        b[p] = hi >>> 8;
+        b[p + 1] = hi;
+        b[p + 2] = lo >>> 24;
+        b[p + 3] = lo >>> 16;
+        b[p + 4] = lo >>> 8;
+        b[p + 5] = lo;
       });
     } else if (kind[g] === W.BYTES) {
       ops.push((num, b, p) => {

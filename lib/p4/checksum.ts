@@ -1,18 +1,23 @@
 // The number path of csum16 calculations over fields (the IPv4 header
 // checksum, the TCP/UDP checksums over a pseudo header and the payload),
-// compiled once into segments so that a frame's checksum is a sum of
-// numbers read from the packet state: no bit image of the inputs, no bigint.
+// compiled once so that a frame's checksum is a few multiply-adds over the
+// packet state: no bit image of the inputs, no bigint.
 //
-// The ones'-complement sum of 16-bit words does not depend on the order of
-// the words, so each input field is cut at word boundaries into pieces and
-// each piece adds its bits, shifted to their place in their word. A field of
-// a header that is not valid adds nothing, as in the general path (which
-// leaves it out of the image): the inputs are grouped into runs of the same
-// header, and a skipped run moves the later inputs by its width, so every
-// run but the last must be a whole number of 16-bit words for the pieces to
-// keep their place. Calculations that do not fit (other algorithms, wide
-// fields, header inputs, odd runs) use the general path of ./externs.ts,
-// whose results these equal bit for bit (spec/p4/fast-paths.spec.ts).
+// The ones'-complement sum of 16-bit words is the sum of the words modulo
+// 65535 (folded, end-around carry), and 2^16 = 1 modulo 65535. So the
+// stream of inputs, read as one big number whose base-65536 digits are the
+// words, has the same sum as the words; and a field that ends `s` bits
+// before the end of its word (s = 0..15) adds v * 2^s to that number,
+// modulo 65535, wherever it is: every field is one multiply-add (a field
+// over 32 bits as its high and low parts added first, since 2^32 = 1 too),
+// and the fold at the end gives the same 16 bits as the word-by-word sum.
+// A field of a header that is not valid adds nothing, as in the general
+// path (which leaves it out of the image): the inputs are grouped into runs
+// of the same header, and a skipped run moves the later inputs by its
+// width, so every run but the last must be a whole number of 16-bit words
+// for the others to keep their place. Calculations that do not fit (other
+// algorithms, wide fields, header inputs, odd runs) use the general path of
+// ./externs.ts, whose results these equal (spec/p4/fast-paths.spec.ts).
 
 import { ExprContext } from './expr';
 import { hexToBig, PacketState, POW2 } from './state';
@@ -21,29 +26,25 @@ import { TypeValue } from './schema';
 /** A calculation's result as a number (csum16: 16 bits). */
 export type NumCalc = (st: PacketState) => number;
 
-interface Piece {
-  /** Header whose validity gates the piece (-1: a constant, always there). */
-  readonly header: number;
-  /** Number slot of the field (-1: constant, see value). */
-  readonly slot: number;
-  readonly value: number;
-  /** piece = floor(v / 2^shift) % 2^bits, added times mul. */
-  readonly shift: number;
-  readonly bits: number;
-  readonly mul: number;
-  /** The field is at most 32 bits: the piece by >>> and &, else by division. */
-  readonly int: boolean;
-}
-
-/** Largest number-field width taken here (the pieces' sum stays far below 2^53). */
+/** Largest number-field width taken here (v * 2^15 stays below 2^53 after the split of wide ones). */
 const MAX_WIDTH = 48;
+
+interface Run {
+  /** Header whose validity gates the run (-1: constants). */
+  header: number;
+  slots: number[];
+  muls: number[];
+  /** Fields over 32 bits: their high and low parts are added before the multiply. */
+  split: boolean[];
+  constant: number;
+}
 
 /** The number form of a csum16 calculation, or undefined when it needs the general path. */
 export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: ExprContext): NumCalc | undefined {
   if (c.algo !== 'csum16') return undefined;
-  const pieces: Piece[] = [];
   let pos = 0; // bit position in the concatenated inputs (all present)
-  let runHeader = -2;
+  const runs: Run[] = [];
+  let run: Run | undefined;
   let runStart = 0;
   let payloadPhase = -1; // bit position of the payload mod 16, if it is an input
   for (let i = 0; i < c.input.length; i++) {
@@ -69,9 +70,9 @@ export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: E
       header = -3;
       width = 0;
     } else return undefined;
-    if (header !== runHeader) {
-      if (runHeader >= 0 && (pos - runStart) % 16 !== 0) return undefined;
-      runHeader = header;
+    if (!run || header !== run.header) {
+      if (run && run.header >= 0 && (pos - runStart) % 16 !== 0) return undefined;
+      if (header !== -3) runs.push((run = { header, slots: [], muls: [], split: [], constant: 0 }));
       runStart = pos;
     }
     if (header === -3) {
@@ -79,46 +80,66 @@ export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: E
       payloadPhase = pos % 16;
       continue;
     }
-    // cut [pos, pos + width) at word boundaries
-    const end = pos + width;
-    for (let a = pos; a < end; ) {
-      const b = Math.min(end, (Math.floor(a / 16) + 1) * 16);
-      pieces.push({ header, slot, value, shift: end - b, bits: b - a, mul: POW2[(16 - (b % 16)) % 16]!, int: width <= 32 });
-      a = b;
+    pos += width;
+    const mul = POW2[(16 - (pos % 16)) % 16]!;
+    if (header === -1) {
+      const hi = Math.floor(value / 0x100000000);
+      run!.constant += (hi + (value - hi * 0x100000000)) * mul;
+    } else {
+      run!.slots.push(slot);
+      run!.muls.push(mul);
+      run!.split.push(width > 32);
     }
-    pos = end;
   }
-  const n = pieces.length;
-  const headers = Int32Array.from(pieces, (p) => p.header);
-  const slots = Int32Array.from(pieces, (p) => p.slot);
-  const values = Float64Array.from(pieces, (p) => p.value);
-  const shifts = Int32Array.from(pieces, (p) => p.shift);
-  const masks = Int32Array.from(pieces, (p) => (1 << p.bits) - 1); // bits <= 16
-  const ints = Uint8Array.from(pieces, (p) => (p.int ? 1 : 0));
-  const divs = Float64Array.from(pieces, (p) => POW2[p.shift]!);
-  const mods = Float64Array.from(pieces, (p) => POW2[p.bits]!);
-  const muls = Float64Array.from(pieces, (p) => p.mul);
   const phase = payloadPhase;
-  return (st) => {
-    const num = st.num;
-    const valid = st.valid;
-    let sum = 0;
-    for (let i = 0; i < n; i++) {
-      const h = headers[i]!;
-      let v: number;
-      if (h < 0) v = values[i]!;
-      else if (valid[h] === 0) continue;
-      else v = num[slots[i]!]!;
-      if (ints[i] === 1) sum += ((v >>> shifts[i]!) & masks[i]!) * muls[i]!;
-      else {
-        const q = Math.floor(v / divs[i]!);
-        const m = mods[i]!;
-        sum += (q - Math.floor(q / m) * m) * muls[i]!;
-      }
+  const parts = runs.map(runSum);
+  const [p0] = parts;
+  const fold = (s: number): number => {
+    while (s > 0xffff) {
+      const q = Math.floor(s / 0x10000);
+      s = s - q * 0x10000 + q;
     }
+    return ~s & 0xffff;
+  };
+  if (parts.length === 1 && phase < 0) return (st) => fold(p0!(st));
+  return (st) => {
+    let sum = 0;
+    for (let i = 0; i < parts.length; i++) sum += parts[i]!(st);
     if (phase >= 0) sum += payloadSum(st.frame, st.offset, phase === 8);
-    while (sum > 0xffff) sum = (sum % 0x10000) + Math.floor(sum / 0x10000);
-    return ~sum & 0xffff;
+    return fold(sum);
+  };
+}
+
+/** One run's share of the sum (0 when its header is not valid). */
+function runSum(r: Run): (st: PacketState) => number {
+  const h = r.header;
+  const k = r.constant;
+  const slots = Int32Array.from(r.slots);
+  const muls = Float64Array.from(r.muls);
+  const n = slots.length;
+  if (r.split.some((x) => x)) {
+    const split = Uint8Array.from(r.split, (x) => (x ? 1 : 0));
+    return (st) => {
+      if (h >= 0 && st.valid[h] === 0) return 0;
+      const num = st.num;
+      let s = k;
+      for (let i = 0; i < n; i++) {
+        let v = num[slots[i]!]!;
+        if (split[i] === 1) {
+          const hi = Math.floor(v / 0x100000000);
+          v = hi + (v - hi * 0x100000000);
+        }
+        s += v * muls[i]!;
+      }
+      return s;
+    };
+  }
+  return (st) => {
+    if (h >= 0 && st.valid[h] === 0) return 0;
+    const num = st.num;
+    let s = k;
+    for (let i = 0; i < n; i++) s += num[slots[i]!]! * muls[i]!;
+    return s;
   };
 }
 

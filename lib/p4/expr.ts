@@ -282,5 +282,40 @@ export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue |
   if (!l || !r) return undefined;
   if (e.op === 'and') return (st, rd) => (l(st, rd) !== 0 && r(st, rd) !== 0 ? 1 : 0);
   if (e.op === 'or') return (st, rd) => (l(st, rd) !== 0 || r(st, rd) !== 0 ? 1 : 0);
+  // a field against a constant (ttl > 0, etherType == 0x0800): one closure, no calls
+  const slot = plainField(e.left, ctx);
+  const c = constant(e.right);
+  if (slot >= 0 && c !== undefined) {
+    switch (e.op) {
+      case '==':
+        return (st) => (st.num[slot] === c ? 1 : 0);
+      case '!=':
+        return (st) => (st.num[slot] !== c ? 1 : 0);
+      case '>':
+        return (st) => (st.num[slot]! > c ? 1 : 0);
+      case '>=':
+        return (st) => (st.num[slot]! >= c ? 1 : 0);
+      case '<':
+        return (st) => (st.num[slot]! < c ? 1 : 0);
+      case '<=':
+        return (st) => (st.num[slot]! <= c ? 1 : 0);
+    }
+  }
   return (st, rd) => f(l(st, rd), r(st, rd));
+}
+
+/** The number slot of a field operand of at most 32 bits, else -1. */
+function plainField(tv: unknown, ctx: ExprContext): number {
+  const t = tv as TypeValue | null;
+  if (!t || t.type !== 'field' || !Array.isArray(t.value)) return -1;
+  const f = ctx.layout.headerByName.get(t.value[0] as string)?.byName.get(t.value[1] as string);
+  return f && f.width <= NARROW_BITS ? f.slot : -1;
+}
+
+/** The value of a hexstr operand below 2^32 in magnitude, else undefined. */
+function constant(tv: unknown): number | undefined {
+  const t = tv as TypeValue | null;
+  if (!t || t.type !== 'hexstr' || typeof t.value !== 'string' || !/^-?0x[0-9a-fA-F]+$/.test(t.value)) return undefined;
+  const c = hexToBig(t.value);
+  return c < BigInt(NUM_LIMIT) && c > -BigInt(NUM_LIMIT) ? Number(c) : undefined;
 }

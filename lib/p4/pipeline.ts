@@ -79,8 +79,21 @@ export function compilePipeline(
     const counted = mt.withCounters;
     const profile = mt.profile;
     const meter = mt.meter;
+    const find = mt.find;
+    if (!counted && !profile && !meter && !hitMiss) {
+      // the common table: a direct action, next node by action
+      nodes.push((st) => {
+        const e = find(st);
+        const c = e ?? mt.defaultEntry;
+        if (c === undefined) return baseNext;
+        const a = c.action!;
+        a.run(st, c.args);
+        return byAction[a.index]!;
+      });
+      return;
+    }
     nodes.push((st) => {
-      const e = mt.lookup(st);
+      const e = find(st);
       if (e) {
         if (counted) {
           e.packets++;

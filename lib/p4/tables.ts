@@ -27,6 +27,8 @@ export interface KeyPart {
   readonly read: Value;
   /** The part as a number (undefined: this table uses the bigint path). */
   readonly readNum: ((st: PacketState) => number) | undefined;
+  /** The number slot when the part is a plain number field (no mask), else -1. */
+  readonly slot: number;
 }
 
 /** One key part of an entry. exact/valid: value; lpm: value + prefix; ternary: value + mask; range: lo..hi; optional: value or wildcard. */
@@ -109,8 +111,10 @@ export class MatchTable {
   #lpm = -1;
   #exact = new Map<number | string, Entry>();
   /** Lpm mode: longest prefix first. */
-  #prefixes: PrefixMap[] = [];
-  #ordered: Ordered[] = [];
+  readonly #prefixes: PrefixMap[] = [];
+  readonly #ordered: Ordered[] = [];
+  /** lookup, specialised once for this table's shape (see #finder). */
+  readonly find: (st: PacketState) => Entry | undefined;
   readonly #vals: Float64Array;
   readonly #bigVals: bigint[];
   #nextHandle = 0;
@@ -161,13 +165,15 @@ export class MatchTable {
       const kind = k.match_type as MatchKind;
       const vh = kind === 'valid' ? ctx.layout.header(k.target, [...kp, 'target']).index : ctx.layout.hiddenValid(k.target);
       if (vh !== undefined) {
-        return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[vh]!), readNum: (st: PacketState) => st.valid[vh]! };
+        return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[vh]!), readNum: (st: PacketState) => st.valid[vh]!, slot: -1 };
       }
       const f = ctx.layout.field(k.target, [...kp, 'target']);
       let read = compileValue({ type: 'field', value: k.target }, ctx, kp);
       const slot = f.slot;
       let readNum: ((st: PacketState) => number) | undefined = f.wide || (kind === 'ternary' && f.width > NARROW_BITS) ? undefined : (st) => st.num[slot]!;
+      let plain = readNum ? slot : -1;
       if (k.mask !== null && k.mask !== undefined) {
+        plain = -1;
         if (!/^0x[0-9a-fA-F]+$/.test(k.mask)) refuse([...kp, 'mask'], 'not a hexstring', k.mask);
         const m = hexToBig(k.mask);
         const r0 = read;
@@ -175,7 +181,7 @@ export class MatchTable {
         const nm = Number(m & 0xffffffffn) | 0;
         readNum = readNum && f.width <= NARROW_BITS ? (st) => (st.num[slot]! & nm) >>> 0 : undefined;
       }
-      return { kind, width: f.width, read, readNum };
+      return { kind, width: f.width, read, readNum, slot: plain };
     });
     const kinds = new Set(this.keys.map((k) => k.kind));
     if (this.keys.filter((k) => k.kind === 'lpm').length > 1) refuse([...path, 'key'], 'more than one lpm key', t.key);
@@ -188,6 +194,7 @@ export class MatchTable {
     this.#numeric = this.keys.every((k) => k.readNum !== undefined) && (this.#mode === Mode.Ordered || packed <= PACKED_BITS);
     this.#vals = new Float64Array(this.keys.length);
     this.#bigVals = new Array<bigint>(this.keys.length).fill(0n);
+    this.find = this.#finder();
     this.actions = new Map();
     t.actions.forEach((a, ai) => {
       const ca = allActions.get(a);
@@ -308,8 +315,8 @@ export class MatchTable {
     for (const e of this.entries.values()) if (e.slot >= 0) this.#freeSlots.push(e.slot);
     this.entries.clear();
     this.#exact.clear();
-    this.#prefixes = [];
-    this.#ordered = [];
+    this.#prefixes.length = 0;
+    this.#ordered.length = 0;
   }
 
   /**
@@ -354,6 +361,33 @@ export class MatchTable {
       }
     }
     return { e, codes, a, b };
+  }
+
+  /**
+   * The lookup for the common shapes with one key part on the number path
+   * (one number read, one Map probe or one per prefix length); the others
+   * go through lookup(). The Maps and arrays it closes over are never
+   * replaced, only changed.
+   */
+  #finder(): (st: PacketState) => Entry | undefined {
+    if (this.keys.length !== 1 || !this.#numeric || this.#mode === Mode.Ordered) return (st) => this.lookup(st);
+    const k = this.keys[0]!;
+    const slot = k.slot;
+    const read = k.readNum!;
+    if (this.#mode === Mode.Exact) {
+      const map = this.#exact;
+      return slot >= 0 ? (st) => map.get(st.num[slot]!) : (st) => map.get(read(st));
+    }
+    const ps = this.#prefixes;
+    return (st) => {
+      const v = slot >= 0 ? st.num[slot]! : read(st);
+      for (let j = 0; j < ps.length; j++) {
+        const pm = ps[j]!;
+        const e = pm.map.get(Math.floor(v / pm.div));
+        if (e !== undefined) return e;
+      }
+      return undefined;
+    };
   }
 
   /** The matching entry for the frame in `st`, or undefined (a miss). */
