@@ -24,7 +24,7 @@ import { RdmaGuest } from '../../support/ionic/rdma-guest';
 import { idBody } from '../../support/ionic/rdma-cmds';
 import { AOp, MrF } from '../../support/ionic/rdma-regs';
 import { GuestMr, Snapshot, VerbsGuest } from '../../support/ionic/rdma-verbs';
-import { Rig } from '../../support/ionic/rig';
+import { Prng, Rig } from '../../support/ionic/rig';
 import { arpRequest, decode, echoRequest, GUEST_IP, STORE_IP, STORE_MAC } from './frames';
 import { GuestTcp } from './guest-tcp';
 
@@ -205,6 +205,37 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     expect(gone.status).to.equal(403);
     expect(snap.changed()).to.deep.equal([]);
     expect(rig.device.s3!.rdma!.counts.refused).to.be.at.least(cases.length + 2);
+  });
+
+  it('300 seeded random tokens: a GET lands only inside an MR that grants remote write, exactly where named; refused ones touch nothing', async () => {
+    const rng = new Prng(0x70c3);
+    const obj = rig.device.s3!.store.get('tok/b')!.data; // 40,000 bytes
+    const mrs = [src, dst];
+    const keys = [src.key, dst.key, readOnly.key, 0, (src.key & ~0xff) | 0x55, rng.next() >>> 0];
+    let landed = 0;
+    for (let i = 0; i < 300; i++) {
+      const target = rng.pick(mrs);
+      const rkey = rng.pick(keys);
+      const addr = target.va - 8192 + rng.below(MR_BYTES + 16384);
+      const len = rng.below(4) === 0 ? 0 : rng.below(2 * MR_BYTES);
+      const snap = new Snapshot(g, [...src.all(), ...dst.all()]);
+      const r = await request(port, 'GET', '/ernic/tok/b', { 'x-amz-rdma-token': tokenHex(rkey, BigInt(addr), BigInt(len)) });
+      const n = Math.min(len, obj.length);
+      const owner = mrs.find((m) => m.key === rkey);
+      const fits = owner !== undefined && addr >= owner.va && addr + n <= owner.va + owner.length;
+      const what = `rkey ${rkey.toString(16)} addr ${addr.toString(16)} len ${len}`;
+      if (rkey === 0) expect(r.status, what).to.equal(403);
+      else if (n === 0 || fits) expect([r.status, r.headers['x-amz-rdma-bytes']], what).to.deep.equal([200, String(n)]);
+      else expect(r.status, what).to.equal(403);
+      if (r.status === 200 && n > 0) {
+        landed++;
+        expect(owner!.read(addr - owner!.va, n).equals(obj.subarray(0, n)), what).to.equal(true);
+        expect(snap.changedOutside(owner!.ranges(addr - owner!.va, n)), what).to.deep.equal([]);
+      } else {
+        expect(snap.changed(), what).to.deep.equal([]);
+      }
+    }
+    expect(landed, 'some tokens were good').to.be.greaterThan(5);
   });
 
   it('the guest\'s connections end when it detaches; the store and its objects stay', async () => {
