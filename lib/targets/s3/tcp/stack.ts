@@ -92,7 +92,18 @@ export class TcpStack implements ConnectionHost {
 
   /** A frame the guest sent: true when it was ours (claimed). Never throws on guest input. */
   claimTx(frame: Buffer): boolean {
+    // Every frame the guest sends passes here first: the others leave without an allocation.
+    if (!this.#mayBeOurs(frame)) return false;
     return this.run(() => this.#claim(frame));
+  }
+
+  /** ARP, or IPv4 to our MAC (no views, no closures: compared in place). */
+  #mayBeOurs(frame: Buffer): boolean {
+    if (frame.length < ethhdr.SIZE) return false;
+    const type = getField(frame, 0, ethhdr.h_proto);
+    if (type === ETH_P_ARP) return true;
+    const d = ethhdr.h_dest;
+    return type === ETH_P_IP && this.mac.compare(frame, d.off, d.off + d.size) === 0;
   }
 
   /**
