@@ -140,6 +140,28 @@ describe('s3 rdma token path over http', function () {
     expect([sized.status, s.store.get('sized')!.data.length]).to.deep.equal([200, 77]);
   });
 
+  it('UploadPart by token: parts read out of the client buffer, completed into one object (digest-of-digests ETag)', async () => {
+    const a = randomBytes(70_000);
+    const b = randomBytes(30_000);
+    a.copy(guest.mem, 0);
+    b.copy(guest.mem, 200_000);
+    const created = await request(s.endpoint, 'POST', '/ernic/mp?uploads', {});
+    const id = /<UploadId>([^<]+)<\/UploadId>/.exec(created.body.toString())![1]!;
+    const p1 = await request(s.endpoint, 'PUT', `/ernic/mp?partNumber=1&uploadId=${id}`, { 'x-amz-rdma-token': `${tokenHex()}:0:${(70_000).toString(16)}` });
+    const p2 = await request(s.endpoint, 'PUT', `/ernic/mp?partNumber=2&uploadId=${id}`,
+      { 'x-amz-rdma-token': tokenHex({ addr: BASE + 200_000n, len: 30_000n }) });
+    expect([p1.status, p1.headers['x-amz-rdma-bytes'], p2.status, p2.headers['x-amz-rdma-bytes']]).to.deep.equal([200, '70000', 200, '30000']);
+    const md5 = (x: Buffer): Buffer => createHash('md5').update(x).digest();
+    expect(p1.headers.etag).to.equal(`"${md5(a).toString('hex')}"`);
+    const xml = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${p1.headers.etag}</ETag></Part><Part><PartNumber>2</PartNumber><ETag>${p2.headers.etag}</ETag></Part></CompleteMultipartUpload>`;
+    const done = await request(s.endpoint, 'POST', `/ernic/mp?uploadId=${id}`, {}, Buffer.from(xml));
+    expect(done.status).to.equal(200);
+    expect(done.body.toString()).to.contain(`${createHash('md5').update(Buffer.concat([md5(a), md5(b)])).digest('hex')}-2`);
+    expect(s.store.get('mp')!.data.equals(Buffer.concat([a, b]))).to.equal(true);
+    const refused = await request(s.endpoint, 'PUT', `/ernic/mp2?partNumber=1&uploadId=${id}`, { 'x-amz-rdma-token': tokenHex({ rkey: 0 }) });
+    expect(refused.status).to.equal(404); // the upload is complete: NoSuchUpload before any DMA
+  });
+
   it('key 0 is refused before any DMA; a range outside the MR is refused; both answer 403 with a bare reply status', async () => {
     await s.store.put('obj', Buffer.from('x'), 'binary/octet-stream');
     const k0 = await request(s.endpoint, 'GET', '/ernic/obj', { 'x-amz-rdma-token': tokenHex({ rkey: 0 }) });

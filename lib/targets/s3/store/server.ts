@@ -450,17 +450,10 @@ async function putObject(ctx: Ctx): Promise<void> {
   let data: Buffer;
   const extra: Record<string, string | number> = {};
   if (typeof token === 'string') {
-    if (!ctx.opts.rdma) return refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
-    const body = await readRaw(ctx.req, 0); // the data comes from the client's buffer, not the body
-    if (!body.ok) return refuse(ctx, s3err('InvalidRequest', 'a request with an RDMA token carries no body'));
-    // The object's size, when the client declares it, caps the read like the token's length and maxpart.
-    const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? Number.NaN);
-    const max = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, store.limits.maxpart) : store.limits.maxpart;
-    const r = ctx.opts.rdma.read(token, max);
-    if (!r.ok) return refuse(ctx, r.error, rdmaErrorReply(r.error));
+    const r = await readByToken(ctx, token);
+    if (!r.ok) return;
     data = r.value.data;
-    extra[RDMA_REPLY_HEADER] = replyValue(200, r.value.serverToken);
-    extra[RDMA_BYTES_HEADER] = data.length;
+    Object.assign(extra, r.value.headers);
   } else {
     if (ctx.req.headers['content-length'] === undefined && ctx.req.headers['transfer-encoding'] === undefined) {
       return refuse(ctx, s3err('MissingContentLength'));
@@ -480,6 +473,33 @@ async function putObject(ctx: Ctx): Promise<void> {
   sendEmpty(ctx, 200, { ETag: quoted(r.value.etag), ...extra });
 }
 
+/**
+ * The payload of a PUT or UploadPart with an RDMA token: read out of the
+ * client's buffer, capped by the token's length, maxpart and the declared
+ * size (x-amz-decoded-content-length) when given. On a refusal the answer is
+ * already sent.
+ */
+async function readByToken(ctx: Ctx, token: string): Promise<S3Result<{ data: Buffer; headers: Record<string, string | number> }>> {
+  const store = ctx.opts.store;
+  if (!ctx.opts.rdma) {
+    refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
+    return fail('NotImplemented');
+  }
+  const body = await readRaw(ctx.req, 0); // the data comes from the client's buffer, not the body
+  if (!body.ok) {
+    refuse(ctx, s3err('InvalidRequest', 'a request with an RDMA token carries no body'));
+    return fail('InvalidRequest');
+  }
+  const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? Number.NaN);
+  const max = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, store.limits.maxpart) : store.limits.maxpart;
+  const r = ctx.opts.rdma.read(token, max);
+  if (!r.ok) {
+    refuse(ctx, r.error, rdmaErrorReply(r.error));
+    return r;
+  }
+  return ok({ data: r.value.data, headers: { [RDMA_REPLY_HEADER]: replyValue(200, r.value.serverToken), [RDMA_BYTES_HEADER]: r.value.data.length } });
+}
+
 async function createUpload(ctx: Ctx): Promise<void> {
   const meta = userMetadata(ctx.req.headers);
   if (!meta.ok) return refuse(ctx, meta.error);
@@ -495,11 +515,23 @@ async function uploadPart(ctx: Ctx, uploadId: string): Promise<void> {
   const n = Number(ctx.query.get('partNumber'));
   if (!ctx.opts.store.upload(uploadId, ctx.key)) return refuse(ctx, s3err('NoSuchUpload'));
   if (!Number.isInteger(n)) return refuse(ctx, s3err('InvalidArgument', 'partNumber'));
-  const body = await readPayload(ctx, ctx.opts.store.limits.maxpart);
-  if (!body.ok) return refuse(ctx, body.error);
-  const r = await ctx.opts.store.uploadPart(uploadId, ctx.key, n, body.value);
+  // A part may come by token too: read out of the client's buffer like a PUT's object.
+  const token = ctx.req.headers[RDMA_TOKEN_HEADER];
+  let data: Buffer;
+  let extra: Record<string, string | number> = {};
+  if (typeof token === 'string') {
+    const t = await readByToken(ctx, token);
+    if (!t.ok) return;
+    data = t.value.data;
+    extra = t.value.headers;
+  } else {
+    const body = await readPayload(ctx, ctx.opts.store.limits.maxpart);
+    if (!body.ok) return refuse(ctx, body.error);
+    data = body.value;
+  }
+  const r = await ctx.opts.store.uploadPart(uploadId, ctx.key, n, data);
   if (!r.ok) return refuse(ctx, r.error);
-  sendEmpty(ctx, 200, { ETag: quoted(r.value.etag) });
+  sendEmpty(ctx, 200, { ETag: quoted(r.value.etag), ...extra });
 }
 
 async function completeUpload(ctx: Ctx, uploadId: string): Promise<void> {
