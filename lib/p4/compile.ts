@@ -225,9 +225,15 @@ export class P4Engine {
   deparse(st: PacketState): Buffer {
     const emit = this.#emit;
     const valid = st.valid;
-    let len = st.frame.length - st.offset;
-    for (let i = 0; i < emit.length; i++) if (valid[emit[i]!.header]) len += emit[i]!.bytes;
-    const out = Buffer.allocUnsafe(len);
+    const frame = st.frame;
+    let headers = 0;
+    for (let i = 0; i < emit.length; i++) if (valid[emit[i]!.header]) headers += emit[i]!.bytes;
+    const out = Buffer.allocUnsafe(frame.length - st.offset + headers);
+    // Headers as long as the parsed ones (none added or removed): the whole frame copied first and the
+    // headers written over it, since a copy from offset 0 is one native call while one from the
+    // middle builds a view first (Node's Buffer.copy).
+    const same = headers === st.offset;
+    if (same) frame.copy(out, 0);
     let at = 0;
     for (let i = 0; i < emit.length; i++) {
       const e = emit[i]!;
@@ -235,7 +241,7 @@ export class P4Engine {
       e.emit(st, out, at);
       at += e.bytes;
     }
-    st.frame.copy(out, at, st.offset);
+    if (!same) frame.copy(out, at, st.offset);
     return out;
   }
 

@@ -191,6 +191,33 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
       const masks = Int32Array.from(arms, (a) => (a.mask === null ? 0 : Number(a.mask & 0xffffffffn) | 0));
       const masked = Uint8Array.from(arms, (a) => (a.mask === null ? 0 : 1));
       const nexts = Int32Array.from(arms, (a) => a.next);
+      // The common state: extracts, then one key part (a field) against plain values, or no key at all.
+      const simple = keyParts.length <= 1 && lookNeed === 0 && arms.every((a) => a.kind === 0 || (a.kind === 1 && a.mask === null));
+      if (simple) {
+        const [op0, op1] = ops;
+        const run: (st: PacketState) => boolean =
+          ops.length === 0 ? () => true : ops.length === 1 ? op0! : ops.length === 2 ? (st) => op0!(st) && op1!(st) : (st) => ops.every((o) => o(st));
+        const dflt = arms.findIndex((a) => a.kind === 0);
+        const n = dflt < 0 ? arms.length : dflt; // value arms before the default
+        const vals = values.subarray(0, n);
+        const tos = nexts.subarray(0, n);
+        const noMatch = arms.length === 0 ? ACCEPT : dflt < 0 ? REJECT : nexts[dflt]!;
+        if (keyParts.length === 0 || n === 0) {
+          return (st) => {
+            if (!run(st)) return REJECT;
+            if (noMatch === REJECT) st.parserError = ParserError.NoMatch;
+            return noMatch;
+          };
+        }
+        const read = keyParts[0]!.n!;
+        return (st) => {
+          if (!run(st)) return REJECT;
+          const key = read(st);
+          for (let i = 0; i < n; i++) if (key === vals[i]) return tos[i]!;
+          if (noMatch === REJECT) st.parserError = ParserError.NoMatch;
+          return noMatch;
+        };
+      }
       return (st: PacketState): number => {
         for (let i = 0; i < ops.length; i++) if (!ops[i]!(st)) return REJECT;
         if (kinds.length === 0) return ACCEPT;
