@@ -151,6 +151,17 @@ export class P4Engine {
       const applies = (st: PacketState): boolean =>
         st.valid[h] === 1 && (!cond || (numCond ? numCond(st, NO_ARGS) !== 0 : cond(st, NO_ARGS) !== 0n));
       const num = numCalcs.get(c.calculation);
+      if (num && !target.wide && target.width >= 16 && !cond) {
+        // the number path, unconditional (P4_14's and simple_router's): a 16-bit sum into the field
+        const slot = target.slot;
+        if (c.verify !== false) this.#verify.push((st) => {
+          if (st.valid[h] === 1 && num(st) !== st.num[slot]) st.checksumError = true;
+        });
+        if (c.update !== false) this.#update.push((st) => {
+          if (st.valid[h] === 1) st.num[slot] = num(st);
+        });
+        return;
+      }
       if (num && !target.wide) {
         // the number path: a 16-bit sum into a number-stored field
         const slot = target.slot;

@@ -280,6 +280,8 @@ export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue |
   const l = compileNum(e.left, ctx, depth + 1);
   const r = compileNum(e.right, ctx, depth + 1);
   if (!l || !r) return undefined;
+  const lv = validOf(e.left, ctx);
+  if (e.op === 'and' && lv >= 0) return (st, rd) => (st.valid[lv] !== 0 && r(st, rd) !== 0 ? 1 : 0); // valid(h) and ...
   if (e.op === 'and') return (st, rd) => (l(st, rd) !== 0 && r(st, rd) !== 0 ? 1 : 0);
   if (e.op === 'or') return (st, rd) => (l(st, rd) !== 0 || r(st, rd) !== 0 ? 1 : 0);
   // a field against a constant (ttl > 0, etherType == 0x0800): one closure, no calls
@@ -302,6 +304,16 @@ export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue |
     }
   }
   return (st, rd) => f(l(st, rd), r(st, rd));
+}
+
+/** The header index of a valid(header) operand, else -1. */
+function validOf(tv: unknown, ctx: ExprContext): number {
+  const t = tv as TypeValue | null;
+  if (!t || t.type !== 'expression' || t.value === null || typeof t.value !== 'object') return -1;
+  const e = t.value as ExpressionValue;
+  const r = e.right as TypeValue | null;
+  if (e.op !== 'valid' || !r || r.type !== 'header' || typeof r.value !== 'string') return -1;
+  return ctx.layout.headerByName.get(r.value)?.index ?? -1;
 }
 
 /** The number slot of a field operand of at most 32 bits, else -1. */

@@ -108,6 +108,11 @@ export class MatchTable {
   #mode: Mode = Mode.Exact;
   /** Number path: every part has readNum and the packed key fits. */
   #numeric = false;
+  /**
+   * Packed keys of at most 32 bits are used as int32 (`| 0`): small integers
+   * to V8, so a probe boxes nothing even for keys of 2^31 and above.
+   */
+  #int32 = false;
   #lpm = -1;
   #exact = new Map<number | string, Entry>();
   /** Lpm mode: longest prefix first. */
@@ -192,6 +197,7 @@ export class MatchTable {
     this.#mode = this.needsPriority ? Mode.Ordered : this.hasLpm ? Mode.Lpm : Mode.Exact;
     const packed = this.keys.reduce((n, k) => n + k.width, 0);
     this.#numeric = this.keys.every((k) => k.readNum !== undefined) && (this.#mode === Mode.Ordered || packed <= PACKED_BITS);
+    this.#int32 = this.#numeric && packed <= 32;
     this.#vals = new Float64Array(this.keys.length);
     this.#bigVals = new Array<bigint>(this.keys.length).fill(0n);
     this.find = this.#finder();
@@ -332,7 +338,7 @@ export class MatchTable {
         if (i === this.#lpm) k = k * POW2[len]! + Number(key[i]!.value >> BigInt(w - len));
         else k = k * POW2[w]! + Number(key[i]!.value);
       }
-      return k;
+      return this.#int32 ? k | 0 : k;
     }
     let k = '';
     for (let i = 0; i < key.length; i++) {
@@ -376,9 +382,21 @@ export class MatchTable {
     const read = k.readNum!;
     if (this.#mode === Mode.Exact) {
       const map = this.#exact;
+      if (this.#int32) return slot >= 0 ? (st) => map.get(st.num[slot]! | 0) : (st) => map.get(read(st) | 0);
       return slot >= 0 ? (st) => map.get(st.num[slot]!) : (st) => map.get(read(st));
     }
     const ps = this.#prefixes;
+    if (this.#int32) {
+      return (st) => {
+        const v = slot >= 0 ? st.num[slot]! : read(st);
+        for (let j = 0; j < ps.length; j++) {
+          const pm = ps[j]!;
+          const e = pm.map.get(Math.floor(v / pm.div) | 0);
+          if (e !== undefined) return e;
+        }
+        return undefined;
+      };
+    }
     return (st) => {
       const v = slot >= 0 ? st.num[slot]! : read(st);
       for (let j = 0; j < ps.length; j++) {
@@ -397,10 +415,9 @@ export class MatchTable {
     if (n === 0) return undefined;
     if (this.#numeric) {
       if (this.#mode === Mode.Exact) {
-        if (n === 1) return this.#exact.get(keys[0]!.readNum!(st));
         let k = 0;
         for (let i = 0; i < n; i++) k = k * POW2[keys[i]!.width]! + keys[i]!.readNum!(st);
-        return this.#exact.get(k);
+        return this.#exact.get(this.#int32 ? k | 0 : k);
       }
       const vals = this.#vals;
       for (let i = 0; i < n; i++) vals[i] = keys[i]!.readNum!(st);
@@ -451,7 +468,8 @@ export class MatchTable {
       const v = vals[0]!;
       for (let j = 0; j < ps.length; j++) {
         const pm = ps[j]!;
-        const e = pm.map.get(Math.floor(v / pm.div));
+        const k = Math.floor(v / pm.div);
+        const e = pm.map.get(this.#int32 ? k | 0 : k);
         if (e !== undefined) return e;
       }
       return undefined;
@@ -464,7 +482,7 @@ export class MatchTable {
         if (i === lpm) k = k * POW2[pm.len]! + Math.floor(vals[i]! / pm.div);
         else k = k * POW2[keys[i]!.width]! + vals[i]!;
       }
-      const e = pm.map.get(k);
+      const e = pm.map.get(this.#int32 ? k | 0 : k);
       if (e !== undefined) return e;
     }
     return undefined;
