@@ -43,6 +43,14 @@ export class GidTable {
     return conflicts;
   }
 
+  /** True when `gids` (as set() would keep them) are exactly what `nodeId` has now. */
+  holds(nodeId: number, gids: readonly Buffer[]): boolean {
+    const now = this.#byNode.get(nodeId) ?? [];
+    const next = new Set<string>();
+    for (const g of gids.slice(0, MAX_NODE_GIDS)) if (g.length === 16) next.add(gidKey(g));
+    return now.length === next.size && now.every((g) => next.has(gidKey(g)));
+  }
+
   /** Forget a node's GIDs (evicted). */
   remove(nodeId: number): void {
     const old = this.#byNode.get(nodeId);

@@ -13,6 +13,7 @@ import type { MeshConnection } from './connection';
 import {
   decodeNodeGids, decodeRegisterNode, encodeHandshake, encodeNodeGids, encodeRegisterResp, encodeTopology,
 } from './codec';
+import { gidToText } from './address';
 import { unmapAddress } from './dial';
 import { MAX_NODES, MESH_PROTOCOL_VERSION } from './limits';
 import { FrameHeader, MsgType, NodeGids, NodeInfo } from './messages';
@@ -157,6 +158,9 @@ export class ManagerRole implements Role {
     if (records.length !== 1 || records[0]!.nodeId !== conn.peerId) {
       this.core.warn(`mgr-gids:${conn.peerId}`, `mesh: ${conn.describe()} advertised GIDs for another node; dropped`);
       return;
+    }
+    if (!this.core.gids.holds(conn.peerId, records[0]!.gids)) {
+      this.core.log.info(`mesh: node ${conn.peerId} owns GIDs ${records[0]!.gids.map(gidToText).join(' ') || '(none)'}`);
     }
     const conflicts = this.core.gids.set(conn.peerId, records[0]!.gids);
     for (const g of conflicts) this.core.warn(`gid-conflict:${g.toString('hex')}`, `mesh: GID ${g.toString('hex')} is claimed by two nodes; it names neither`);

@@ -25,7 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
 import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
-import { HostPort, parseHost } from './address';
+import { gidToText, HostPort, parseHost } from './address';
 import { dataHeaderSize, hasIonicMagic, isDataType, isInstanceId } from './codec';
 import { ConnectionOwner, LinkKind, MeshConnection } from './connection';
 import { listen, Resolver, rewrapAccepted, systemResolver } from './dial';
@@ -184,7 +184,12 @@ export class Mesh extends EventEmitter<MeshEvents> {
 
   /** Add one of our guest's GIDs (learned from its frames); false when already known or the set is full. */
   addLocalGid(gid: Buffer): boolean {
+    if (gid.length === 16 && this.#localGids.length >= MAX_NODE_GIDS && !this.#localGids.some((g) => g.equals(gid))) {
+      warnLimited(this.#log, this.#limiter, 'local-gids-full', `mesh: our guest shows more than ${MAX_NODE_GIDS} GIDs; ${gidToText(gid)} is not advertised (nor any further one)`);
+      return false;
+    }
     if (!this.#addGid(gid)) return false;
+    this.#log.info(`mesh: our guest's GID ${gidToText(gid)} (${this.#localGids.length} of ${MAX_NODE_GIDS})`);
     this.#role.localGidsChanged();
     return true;
   }

@@ -12,7 +12,7 @@ import {
   encodeRegisterNode,
 } from './codec';
 import { dial, DialCancel } from './dial';
-import { formatHostPort, HostPort } from './address';
+import { formatHostPort, gidToText, HostPort } from './address';
 import { AUTO_NODE_ID, RECONNECT_MAX_MS, RECONNECT_MIN_MS } from './limits';
 import { FrameHeader, MsgType, NodeInfo } from './messages';
 import { Errno } from './registry';
@@ -235,6 +235,7 @@ export class WorkerRole implements Role {
       }
       for (const r of d.value) {
         if (r.nodeId === this.#myId) continue;
+        if (!this.core.gids.holds(r.nodeId, r.gids)) this.core.log.info(`mesh: node ${r.nodeId} owns GIDs ${r.gids.map(gidToText).join(' ') || '(none)'}`);
         const conflicts = this.core.gids.set(r.nodeId, r.gids);
         for (const g of conflicts) this.core.warn(`gid-conflict:${g.toString('hex')}`, `mesh: GID ${g.toString('hex')} is claimed by two nodes; it names neither`);
       }

@@ -45,10 +45,18 @@ step() { # name device command... (the client appends PEER_IP itself where neede
     awk '/^--- attempt 1:/{p=1;next} /^--- attempt 2:/{p=0} p' /tmp/all.$name | tail -3 | sed 's/^/    /'
   fi
 }
+diagnosed=0
+diagnose() { # once: what the guest's side of a failure looks like
+  [ $diagnosed = 1 ] && return; diagnosed=1
+  echo "  diag: $(ip -br addr | tr -s ' ' | tr '\n' ';')"
+  echo "  diag: ionic_0 GIDs: $(ibv_devinfo -v -d ionic_0 | grep -o 'GID\[ *[0-9]*\]:[^,]*' | tr -s ' ' | tr '\n' ';')"
+  echo "  diag: cm_ids: $(rdma res show cm_id 2>&1 | head -5 | tr -s ' ' | tr '\n' ';')"
+  dmesg | tail -5 | sed 's/^/  diag: /'
+}
 report() { # name device label awk-extract
   local name=$1 dev=$2 label=$3
   if [ "$(cat /tmp/rc.$name)" = 0 ]; then echo "$dev $label: $(eval "$4")"
-  elif [ "$dev" = ionic_0 ]; then echo "FAIL - $ROLE $dev $label"; tail -3 /tmp/out.$name; fail=1
+  elif [ "$dev" = ionic_0 ]; then echo "FAIL - $ROLE $dev $label"; tail -3 /tmp/out.$name; fail=1; diagnose
   else echo "note - $dev $label failed (baseline only)"; tail -2 /tmp/out.$name; fi
 }
 peer() { [ "$ROLE" = client ] && echo $PEER_IP; }

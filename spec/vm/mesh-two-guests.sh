@@ -38,6 +38,8 @@ fail=0
 [ $ra = 0 ] && [ $rb = 0 ] || fail=1
 for p in "${pids[@]}"; do kill -0 $p 2>/dev/null || { echo "FAIL - a server exited"; fail=1; }; done
 echo "mesh: $(grep -h 'registered\|mesh node' $LA $LB | head -3 | tr '\n' ' ')"
+echo "GIDs: A: $(grep -ho "GID.*" $LA | tr '\n' ';')"
+echo "GIDs: B: $(grep -ho "GID.*" $LB | tr '\n' ';')"
 echo "server warnings: A $(grep -c ' warn: ' $LA), B $(grep -c ' warn: ' $LB) (logs: $LA $LB)"
 [ $fail = 0 ] && echo "ok   - two guests over the mesh" || echo "FAIL - two guests over the mesh"
 exit $fail
