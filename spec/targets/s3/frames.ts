@@ -72,11 +72,16 @@ export interface Seg {
   flags: number;
   window: number;
   mss?: number;
+  /** Window-scale shift: the option goes after the MSS, behind a NOP. */
+  wscale?: number;
   data?: Buffer;
 }
 
 export function tcp(s: Seg): Buffer {
-  const opt = s.mss !== undefined ? Buffer.from([2, 4, s.mss >> 8, s.mss & 0xff]) : Buffer.alloc(0);
+  const opt = Buffer.concat([
+    s.mss !== undefined ? Buffer.from([2, 4, s.mss >> 8, s.mss & 0xff]) : Buffer.alloc(0),
+    s.wscale !== undefined ? Buffer.from([1, 3, 3, s.wscale]) : Buffer.alloc(0),
+  ]);
   const h = Buffer.alloc(20);
   h.writeUInt16BE(s.sport, 0);
   h.writeUInt16BE(s.dport, 2);
@@ -110,6 +115,8 @@ export interface Out {
   flags?: number;
   window?: number;
   mss?: number;
+  /** The window-scale option's shift, when present. */
+  wscale?: number;
   data?: Buffer;
   body: Buffer;
 }
@@ -137,7 +144,16 @@ export function decode(f: Buffer): Out {
   o.flags = l4[13]!;
   o.window = l4.readUInt16BE(14);
   const doff = (l4[12]! >> 4) * 4;
-  if (doff > 20 && l4[20] === 2) o.mss = l4.readUInt16BE(22);
+  for (let i = 20; i < doff;) {
+    const kind = l4[i]!;
+    if (kind === 0) break;
+    if (kind === 1) { i++; continue; }
+    const len = l4[i + 1]!;
+    if (kind === 2 && len === 4) o.mss = l4.readUInt16BE(i + 2);
+    if (kind === 3 && len === 3) o.wscale = l4[i + 2]!;
+    if (len < 2) break;
+    i += len;
+  }
   o.data = l4.subarray(doff);
   return o;
 }

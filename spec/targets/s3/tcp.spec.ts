@@ -136,6 +136,32 @@ describe('s3 tcp: connections', () => {
     expect(rest[1]!.flags! & PSH).to.equal(PSH);
   });
 
+  it('window scaling (RFC 7323): offered in the SYN, answered with shift 0; later windows scaled, so more than 64 KiB flies; not without the offer', () => {
+    const r = rig();
+    r.stack.claimTx(tcp({ sport: 40010, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 1000, mss: 1460, wscale: 7 }));
+    const [sa] = r.take();
+    expect([sa!.mss, sa!.wscale, sa!.tcpOk]).to.deep.equal([1460, 0, true]);
+    r.stack.claimTx(tcp({ sport: 40010, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 1024 })); // 1024 << 7 = 128 KiB
+    const c = r.conns[0]!;
+    c.write(Buffer.alloc(200_000, 0x62));
+    const flying = r.take().reduce((n, o) => n + o.data!.length, 0);
+    expect(flying).to.equal(131072);
+    // Without the offer the same window field means 1024 bytes, and the SYN-ACK carries no scale.
+    const plain = rig();
+    plain.stack.claimTx(tcp({ sport: 40011, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 1000, mss: 1460 }));
+    expect(plain.take()[0]!.wscale).to.equal(undefined);
+    plain.stack.claimTx(tcp({ sport: 40011, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 1024 }));
+    plain.conns[0]!.write(Buffer.alloc(5000, 0x62));
+    expect(plain.take().reduce((n, o) => n + o.data!.length, 0)).to.equal(1024);
+    // A shift above 14 is taken as 14: 65535 << 14 (1 GiB) leaves what was written as the only bound.
+    const big = rig();
+    big.stack.claimTx(tcp({ sport: 40012, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 1000, mss: 1460, wscale: 30 }));
+    big.take();
+    big.stack.claimTx(tcp({ sport: 40012, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 65535 }));
+    big.conns[0]!.write(Buffer.alloc(400_000, 0x63));
+    expect(big.take().reduce((n, o) => n + o.data!.length, 0)).to.equal(400_000); // one write is queued whole; the next waits (txLimit)
+  });
+
   it('retransmits from the oldest unacked byte on the timer, doubling it, and stops once acked', () => {
     const clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const r = rig();

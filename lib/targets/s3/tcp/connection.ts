@@ -25,7 +25,7 @@ export const enum TcpState {
 
 /** What a connection needs from its stack: emit a segment, and forget the connection. */
 export interface ConnectionHost {
-  emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number): void;
+  emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number, wscale?: number): void;
   forget(c: TcpConnection): void;
   /** Run `fn` with output held until it returns (no re-entry through an answering peer). */
   run<T>(fn: () => T): T;
@@ -75,6 +75,9 @@ export class TcpConnection extends Duplex {
   #sndUna: number;
   #sndNxt: number;
   #sndWnd: number;
+  /** The peer's window-scale shift (RFC 7323), 0 when it did not offer scaling; our own shift is always 0. */
+  readonly #sndShift: number;
+  readonly #scaling: boolean;
   #rcvNxt: number;
   /** Bytes from sndUna on: acknowledged ones are dropped from the front. */
   #txQueue: Buffer[] = [];
@@ -96,7 +99,7 @@ export class TcpConnection extends Duplex {
   readonly counts = { segmentsIn: 0, segmentsOut: 0, retransmits: 0, dropped: 0 };
 
   constructor(host: ConnectionHost, limits: ConnectionLimits, peerMac: Buffer, peerIp: Buffer, peerPort: number, localIp: Buffer,
-    localPort: number, iss: number, peerSeq: number, peerMss: number, peerWindow: number) {
+    localPort: number, iss: number, peerSeq: number, peerMss: number, peerWindow: number, peerWscale = -1) {
     super({ allowHalfOpen: true, readableHighWaterMark: limits.rxLimit, writableHighWaterMark: limits.txLimit });
     this.#host = host;
     this.#limits = limits;
@@ -109,7 +112,9 @@ export class TcpConnection extends Duplex {
     this.#sendMss = Math.min(limits.mss, Math.max(MIN_PEER_MSS, peerMss || MIN_PEER_MSS));
     this.#sndUna = iss >>> 0;
     this.#sndNxt = seqAdd(iss, 1); // the SYN
-    this.#sndWnd = peerWindow;
+    this.#sndWnd = peerWindow; // a SYN's window is never scaled
+    this.#scaling = peerWscale >= 0;
+    this.#sndShift = this.#scaling ? peerWscale : 0;
     this.#rcvNxt = seqAdd(peerSeq, 1);
     this.#rtoNow = limits.rto;
     this.#sendSynAck();
@@ -145,10 +150,10 @@ export class TcpConnection extends Duplex {
     return Math.max(0, Math.min(0xffff, this.#limits.rxLimit - this.readableLength));
   }
 
-  #emit(seq: number, flags: number, payload?: Buffer, mss?: number): void {
+  #emit(seq: number, flags: number, payload?: Buffer, mss?: number, wscale?: number): void {
     this.#lastAdvertised = this.#window();
     this.counts.segmentsOut++;
-    this.#host.emitSegment(this, seq, flags, payload, mss);
+    this.#host.emitSegment(this, seq, flags, payload, mss, wscale);
   }
 
   /** The acknowledgment number and window we send. */
@@ -156,7 +161,8 @@ export class TcpConnection extends Duplex {
   get advertisedWindow(): number { return this.#lastAdvertised; }
 
   #sendSynAck(): void {
-    this.#emit(this.#sndUna, TCP_SYN | TCP_ACK, undefined, this.#limits.mss);
+    // Scaling is on only when both SYNs carry the option: ours says shift 0 (our window stays within 64 KiB).
+    this.#emit(this.#sndUna, TCP_SYN | TCP_ACK, undefined, this.#limits.mss, this.#scaling ? 0 : undefined);
     this.#armTimer();
   }
 
@@ -193,7 +199,7 @@ export class TcpConnection extends Duplex {
       this.#sendAck();
       return false;
     }
-    this.#sndWnd = window;
+    this.#sndWnd = window * 2 ** this.#sndShift; // what is in flight stays bounded by txLimit (the writable side)
     if (this.state === TcpState.SYN_RCVD) {
       if (acked !== 1) { // not our SYN-ACK's acknowledgment: a reset at the sequence it names (RFC 793, SYN-RECEIVED)
         this.#host.emitSegment(this, ack, TCP_RST, undefined);

@@ -212,7 +212,7 @@ export class TcpStack implements ConnectionHost {
       if (this.#conns.size >= this.#max) {
         this.counts.refused++;
       } else {
-        const conn = new TcpConnection(this, this.#limits, peerMac, peerIp, seg.sport, this.ip, seg.dport, this.#iss(), seg.seq, seg.mss, seg.window);
+        const conn = new TcpConnection(this, this.#limits, peerMac, peerIp, seg.sport, this.ip, seg.dport, this.#iss(), seg.seq, seg.mss, seg.window, seg.wscale);
         this.#conns.set(key, conn);
         conn.once('tcp-established', () => this.#onConnection(conn));
         return;
@@ -238,10 +238,10 @@ export class TcpStack implements ConnectionHost {
     }));
   }
 
-  emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number): void {
+  emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number, wscale?: number): void {
     this.#out(buildTcpFrame({
       dmac: c.peerMac, smac: this.mac, saddr: this.ip, daddr: c.peerIp, sport: c.localPort, dport: c.remotePort, seq,
-      ack: c.rcvNxt, flags, window: c.advertisedWindow, mss, payload, ipId: this.#ipId++,
+      ack: c.rcvNxt, flags, window: c.advertisedWindow, mss, wscale, payload, ipId: this.#ipId++,
     }));
   }
 

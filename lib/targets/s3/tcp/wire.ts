@@ -1,5 +1,5 @@
 // Wire tables and helpers of the S3 store's TCP endpoint: the headers it
-// reads and writes beyond lib/net/headers.ts (the MSS option), the Internet checksum, and frame
+// reads and writes beyond lib/net/headers.ts (the MSS and window-scale options), the Internet checksum, and frame
 // builders. Every header field goes through protocol/field.ts.
 
 import { be, getField, setField, setRawBytes } from '../../../../protocol/field';
@@ -13,11 +13,15 @@ export {
 export const ETH_ALEN = 6;
 export const IPV4_ALEN = 4;
 
-/** TCP options: end, no-op, and MSS (kind 2, length 4, value). */
+/** TCP options: end, no-op, MSS (kind 2, length 4, value) and window scale (RFC 7323: kind 3, length 3, shift). */
 export const TCPOPT_EOL = 0;
 export const TCPOPT_NOP = 1;
 export const TCPOPT_MSS = 2;
+export const TCPOPT_WSCALE = 3;
 export const tcp_opt_mss = { kind: be(0, 1), len: be(1, 1), mss: be(2, 2), SIZE: 4 } as const;
+export const tcp_opt_wscale = { kind: be(0, 1), len: be(1, 1), shift: be(2, 1), SIZE: 3 } as const;
+/** Largest shift a peer may use (RFC 7323 2.3: larger values are taken as 14). */
+export const TCP_MAX_WSCALE = 14;
 
 export const IPV4_DEFAULT_TTL = 64;
 const IPV4_VERSION = 4;
@@ -113,13 +117,15 @@ export interface TcpSegmentSpec {
   readonly flags: number;
   readonly window: number;
   readonly mss?: number;
+  /** Our window-scale shift, sent (after a NOP) with the MSS option of a SYN-ACK whose SYN offered scaling. */
+  readonly wscale?: number;
   readonly payload?: Buffer;
   readonly ipId?: number;
 }
 
 /** A whole Ethernet/IPv4/TCP frame with both checksums. */
 export function buildTcpFrame(s: TcpSegmentSpec): Buffer {
-  const optLen = s.mss !== undefined ? tcp_opt_mss.SIZE : 0;
+  const optLen = (s.mss !== undefined ? tcp_opt_mss.SIZE : 0) + (s.wscale !== undefined ? 1 + tcp_opt_wscale.SIZE : 0);
   const hdr = tcphdr.SIZE + optLen;
   const payload = s.payload ?? Buffer.alloc(0);
   const l4len = hdr + payload.length;
@@ -141,6 +147,13 @@ export function buildTcpFrame(s: TcpSegmentSpec): Buffer {
     setField(out, o, tcp_opt_mss.len, tcp_opt_mss.SIZE);
     setField(out, o, tcp_opt_mss.mss, s.mss);
   }
+  if (s.wscale !== undefined) {
+    const o = l4 + hdr - tcp_opt_wscale.SIZE;
+    out[o - 1] = TCPOPT_NOP; // keeps the header a whole number of words
+    setField(out, o, tcp_opt_wscale.kind, TCPOPT_WSCALE);
+    setField(out, o, tcp_opt_wscale.len, tcp_opt_wscale.SIZE);
+    setField(out, o, tcp_opt_wscale.shift, s.wscale);
+  }
   payload.copy(out, l4 + hdr);
   setField(out, l4, tcphdr.check, inetChecksum(out, l4, l4len, pseudoSum(s.saddr, s.daddr, IPPROTO_TCP, l4len)));
   return out;
@@ -156,6 +169,8 @@ export interface TcpSegment {
   readonly window: number;
   /** The peer's MSS option, or 0 when absent. */
   readonly mss: number;
+  /** The peer's window-scale shift (capped at 14), or -1 when absent. */
+  readonly wscale: number;
   readonly payload: Buffer;
 }
 
@@ -168,6 +183,7 @@ export function parseTcp(frame: Buffer, ip: Ipv4View): TcpSegment | null {
   if (doff < tcphdr.SIZE || doff > l4len) return null;
   if (inetChecksum(frame, l4, l4len, pseudoSum(ip.saddr, ip.daddr, IPPROTO_TCP, l4len)) !== 0) return null;
   let mss = 0;
+  let wscale = -1;
   for (let o = l4 + tcphdr.SIZE, end = l4 + doff; o < end;) {
     const kind = frame[o]!;
     if (kind === TCPOPT_EOL) break;
@@ -176,12 +192,13 @@ export function parseTcp(frame: Buffer, ip: Ipv4View): TcpSegment | null {
     const len = frame[o + 1]!;
     if (len < 2 || o + len > end) break;
     if (kind === TCPOPT_MSS && len === tcp_opt_mss.SIZE) mss = getField(frame, o, tcp_opt_mss.mss);
+    if (kind === TCPOPT_WSCALE && len === tcp_opt_wscale.SIZE) wscale = Math.min(TCP_MAX_WSCALE, getField(frame, o, tcp_opt_wscale.shift));
     o += len;
   }
   return {
     sport: getField(frame, l4, tcphdr.source), dport: getField(frame, l4, tcphdr.dest),
     seq: getField(frame, l4, tcphdr.seq), ack: getField(frame, l4, tcphdr.ack_seq),
-    flags: getField(frame, l4, tcphdr.flags), window: getField(frame, l4, tcphdr.window), mss,
+    flags: getField(frame, l4, tcphdr.flags), window: getField(frame, l4, tcphdr.window), mss, wscale,
     payload: frame.subarray(l4 + doff, ip.l3 + ip.total),
   };
 }
