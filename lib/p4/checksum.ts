@@ -100,6 +100,24 @@ export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: E
     const slots = Int32Array.from(single.slots);
     const muls = Float64Array.from(single.muls);
     const n = slots.length;
+    if (n <= 12) {
+      // written out: up to 12 fields (IPv4 has 11), the rest padded with slot 0 times 0
+      const [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11] = Array.from({ length: 12 }, (_, i) => (i < n ? slots[i]! : 0));
+      const [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11] = Array.from({ length: 12 }, (_, i) => (i < n ? muls[i]! : 0));
+      return (st) => {
+        let s = k;
+        if (st.valid[h] !== 0) {
+          const m = st.num;
+          s += m[a0!]! * b0! + m[a1!]! * b1! + m[a2!]! * b2! + m[a3!]! * b3! + m[a4!]! * b4! + m[a5!]! * b5!;
+          s += m[a6!]! * b6! + m[a7!]! * b7! + m[a8!]! * b8! + m[a9!]! * b9! + m[a10!]! * b10! + m[a11!]! * b11!;
+        }
+        while (s > 0xffff) {
+          const q = Math.floor(s / 0x10000);
+          s = s - q * 0x10000 + q;
+        }
+        return ~s & 0xffff;
+      };
+    }
     return (st) => {
       let s = k;
       if (st.valid[h] !== 0) {
