@@ -101,6 +101,7 @@ export class P4Attachment implements P4EngineSlot {
   #engine: P4Engine | null;
   /** The engine WQEs run through: the program when it declares ernic_wqe. */
   #wqeEngine: P4Engine | null = null;
+  readonly #device: IonicDevice;
   #name: string;
 
   constructor(device: IonicDevice, engine: P4Engine | null, scope: P4GuestScope, programPath: string | null) {
@@ -114,11 +115,19 @@ export class P4Attachment implements P4EngineSlot {
     });
     device.addEndpoint(this.segment);
     this.wqe = new P4WqeFilter(() => this.#wqeEngine);
-    const rdma = device.rdma;
-    if (rdma) rdma.hooks = { ...rdma.hooks, sendFilter: this.wqe };
+    this.#device = device;
     this.control = new P4Control(this, scope);
     device.setP4Control(this.control);
-    this.#wqeEngine = engine && wqeProgram(engine) === true ? engine : null;
+    this.#setWqeEngine(engine && wqeProgram(engine) === true ? engine : null);
+  }
+
+  /** The data path calls the filter only while a WQE program runs (no checks, no cost per WQE otherwise). */
+  #setWqeEngine(e: P4Engine | null): void {
+    this.#wqeEngine = e;
+    const rdma = this.#device.rdma;
+    if (!rdma || (rdma.hooks.sendFilter === this.wqe) === (e !== null)) return;
+    const { sendFilter: _old, ...rest } = rdma.hooks;
+    rdma.hooks = e ? { ...rest, sendFilter: this.wqe } : rest;
   }
 
   get engine(): P4Engine | null {
@@ -135,7 +144,7 @@ export class P4Attachment implements P4EngineSlot {
     this.#engine = engine;
     this.#name = '(loaded by the guest)';
     this.segment.engine = engine;
-    this.#wqeEngine = wqe ? engine : null;
+    this.#setWqeEngine(wqe ? engine : null);
     return null;
   }
 }

@@ -165,3 +165,39 @@ export function writeElement(f: NumFormat, b: Buffer, at: number, v: number, sat
     default: b.writeUInt32LE(code, at); break;
   }
 }
+
+// ---- lookup tables for the externs' hot loops -------------------------------------------------
+// Built on first use from encodeValue/decodeValue (so they agree with them by
+// construction), kept for the process: at most 8 add tables of 64 KiB, 20
+// conversion tables from 8-bit formats (1 KiB) and 20 from 16-bit ones
+// (256 KiB): about 5.7 MiB if a guest asked for every combination.
+
+const addTables = new Map<number, Uint8Array>();
+const convTables = new Map<number, Uint32Array>();
+
+/** Codes of dst + src for two fp8 formats, indexed (dstCode << 8) | srcCode, rounded once into `dst`. */
+export function addTable(src: NumFormat, dst: NumFormat, saturate: boolean): Uint8Array {
+  const key = src * 16 + dst * 2 + (saturate ? 1 : 0);
+  let t = addTables.get(key);
+  if (!t) {
+    t = new Uint8Array(65536);
+    const sv = src === NumFormat.E4M3 ? E4M3_VALUES : E5M2_VALUES;
+    const dv = dst === NumFormat.E4M3 ? E4M3_VALUES : E5M2_VALUES;
+    for (let d = 0; d < 256; d++) for (let s = 0; s < 256; s++) t[(d << 8) | s] = encodeValue(dst, dv[d]! + sv[s]!, saturate);
+    addTables.set(key, t);
+  }
+  return t;
+}
+
+/** Codes in `dst` of every code of an 8- or 16-bit format `src` (index: the source code). */
+export function convertTable(src: NumFormat, dst: NumFormat, saturate: boolean): Uint32Array {
+  const key = src * 16 + dst * 2 + (saturate ? 1 : 0);
+  let t = convTables.get(key);
+  if (!t) {
+    const n = formatBytes(src) === 1 ? 256 : 65536;
+    t = new Uint32Array(n);
+    for (let c = 0; c < n; c++) t[c] = encodeValue(dst, decodeValue(src, c), saturate);
+    convTables.set(key, t);
+  }
+  return t;
+}

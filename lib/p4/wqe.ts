@@ -30,8 +30,8 @@
 //   LOCAL_QP_OPER  an extern on a verb other than RDMA WRITE, an unknown op,
 //                  an unknown format, ADD with a format that is not fp8
 //   LOCAL_LEN      length not a multiple of the source element size, or
-//                  above P4_EXTERN_MAX_BYTES (the extern runs on the event
-//                  loop: bounded per WQE)
+//                  above P4_EXTERN_MAX_BYTES (P4_EXTERN_MAX_FP32_BYTES from
+//                  FP32; the extern runs on the event loop: bounded per WQE)
 //   LOCAL_PROT     an SGE with key 0 (the driver's DMA key: any guest process
 //                  could name any guest memory with it)
 //   REMOTE_ACC     rkey 0, a destination on another node (the mesh: an rkey
@@ -45,7 +45,7 @@ import { IonicStatus } from '../rdma/datapath/cqe';
 import { copySlices } from '../rdma/datapath/copy';
 import { SendVerb } from '../rdma/datapath/wqe-layout';
 import type { P4Engine } from './compile';
-import { formatBytes, isFp8, NumFormat, readElement, writeElement } from './fp8';
+import { addTable, convertTable, formatBytes, isFp8, NumFormat, readElement, writeElement } from './fp8';
 
 /** The ingress port WQEs enter the program on. */
 export const P4_RDMA_PORT = 3;
@@ -83,8 +83,13 @@ export const enum WqeOp {
 /** ernic_wqe.op_flags bits. */
 export const WQE_OP_SATURATE = 1;
 
-/** Most source bytes one extern takes (it runs on the event loop). */
+/**
+ * Most source bytes one extern takes (it runs on the event loop): 256 KiB
+ * from 8- and 16-bit formats (table lookups, about 1 ms), 64 KiB from FP32
+ * (each element rounded by encodeValue, a few ms).
+ */
 export const P4_EXTERN_MAX_BYTES = 256 * 1024;
+export const P4_EXTERN_MAX_FP32_BYTES = 64 * 1024;
 
 /** Elements per chunk of an extern (copied through two scratch buffers of 4 bytes an element). */
 const CHUNK = 1024;
@@ -189,7 +194,7 @@ export class P4WqeFilter implements SendFilter {
       if (!isFp8(srcFmt) || !isFp8(dstFmt)) return IonicStatus.LOCAL_QP_OPER;
     } else if (op !== WqeOp.CONVERT) return IonicStatus.LOCAL_QP_OPER;
     const len = messageLength(w);
-    if (len % sb !== 0 || len > P4_EXTERN_MAX_BYTES) return IonicStatus.LOCAL_LEN;
+    if (len % sb !== 0 || len > (sb === 4 ? P4_EXTERN_MAX_FP32_BYTES : P4_EXTERN_MAX_BYTES)) return IonicStatus.LOCAL_LEN;
     if (!w.inline) {
       for (let i = 0; i < w.sgeCount; i++) {
         const g = w.sges[i]!;
@@ -207,17 +212,31 @@ export class P4WqeFilter implements SendFilter {
     return IonicStatus.OK;
   }
 
-  /** dst = (add ? dst + src : src) element by element, through the scratch buffers, CHUNK elements at a time. */
+  /**
+   * dst = (add ? dst + src : src) element by element, through the scratch
+   * buffers, CHUNK elements at a time: by lookup table (./fp8.ts) from 8- and
+   * 16-bit sources, by encodeValue from FP32.
+   */
   #apply(add: boolean, sf: NumFormat, df: NumFormat, sat: boolean, src: readonly Buffer[], dst: readonly Buffer[], n: number, sb: number, db: number): void {
     const a = this.#a;
     const b = this.#b;
+    const sum = add ? addTable(sf, df, sat) : null;
+    const conv = !add && sb <= 2 ? convertTable(sf, df, sat) : null;
     for (let k = 0; k < n; k += CHUNK) {
       const e = Math.min(CHUNK, n - k);
       copySlices(this.#aList, 0, src, k * sb, e * sb);
-      if (add) copySlices(this.#bList, 0, dst, k * db, e * db);
-      for (let i = 0; i < e; i++) {
-        const v = readElement(sf, a, i * sb);
-        writeElement(df, b, i * db, add ? readElement(df, b, i * db) + v : v, sat);
+      if (sum) {
+        copySlices(this.#bList, 0, dst, k * db, e * db);
+        for (let i = 0; i < e; i++) b[i] = sum[(b[i]! << 8) | a[i]!]!;
+      } else if (conv) {
+        for (let i = 0; i < e; i++) {
+          const code = conv[sb === 1 ? a[i]! : a[2 * i]! | (a[2 * i + 1]! << 8)]!;
+          if (db === 1) b[i] = code;
+          else if (db === 2) b.writeUInt16LE(code, 2 * i);
+          else b.writeUInt32LE(code, 4 * i);
+        }
+      } else {
+        for (let i = 0; i < e; i++) writeElement(df, b, i * db, readElement(sf, a, i * sb), sat);
       }
       copySlices(dst, k * db, this.#bList, 0, e * db);
     }

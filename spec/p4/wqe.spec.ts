@@ -12,7 +12,7 @@ import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/attach';
 import { P4Engine } from '../../lib/p4/compile';
 import { NumFormat } from '../../lib/p4/fp8';
 import { runCommand, runCommands } from '../../lib/p4/runtime';
-import { P4_EXTERN_MAX_BYTES } from '../../lib/p4/wqe';
+import { P4_EXTERN_MAX_BYTES, P4_EXTERN_MAX_FP32_BYTES } from '../../lib/p4/wqe';
 import { PAGE } from '../support/ionic/regs';
 import { MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
 import { A, B, a, b, expectCqes, expectOnly, fresh, msn, ranges, rcq, scq, snapshot, useOpsGuest, v } from '../support/ionic/rdma-ops-fixture';
@@ -210,6 +210,15 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
     expectOnly([]);
     expect(v.drain(scq).map((x) => [x.error, x.statusLength])).to.deep.equal([[true, WSt.LOCAL_LEN]]);
     v.drainAll();
+    // From FP32 the bound is lower (each element is rounded by computation, not by table).
+    cmd(engine, 'table_clear wqe_ops');
+    cmd(engine, `table_add wqe_ops convert 4&&&0xff 0&&&0 0&&&0 0&&&0 => ${NumFormat.FP32} ${NumFormat.E4M3} 0 10`);
+    await fresh(a, b);
+    v.postSend(a, { op: WOp.RDMA_WRITE, id: 22, sges: [big.sge(0, P4_EXTERN_MAX_FP32_BYTES + 4)], remote: { va: B.va, rkey: B.key } });
+    await v.settle();
+    expectOnly([]);
+    expect(v.drain(scq).map((x) => [x.error, x.statusLength])).to.deep.equal([[true, WSt.LOCAL_LEN]]);
+    v.drainAll();
   });
 
   it('an SGE with key 0 (a privileged QP may use it) is refused as an extern operand; as a plain WRITE it still runs', async () => {
@@ -277,6 +286,10 @@ describe('p4 on RDMA send WQEs: which programs run on them', () => {
       await g.settle();
       expect(m.read(8, 1).toString()).to.equal('x');
       expect(att.wqe.stats.wqes).to.equal(0);
+      expect(g.rig.device.rdma!.hooks.sendFilter, 'no filter on the data path: no per-WQE cost').to.equal(undefined);
+      // A WQE program loaded later (P4_LOAD does this) puts it there.
+      expect(att.replace(P4Engine.load(fs.readFileSync(PROGRAM, 'utf8')))).to.equal(null);
+      expect(g.rig.device.rdma!.hooks.sendFilter).to.equal(att.wqe);
     } finally {
       await g.close();
     }

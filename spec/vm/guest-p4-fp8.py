@@ -96,7 +96,7 @@ def connect(qp, dest):
     attr.timeout = 14
     attr.retry_cnt = 7
     attr.rnr_retry = 7
-    attr.ah_attr = AHAttr(is_global=1, port_num=1, grh=GlobalRoute(dgid=gid, sgid_index=0, hop_limit=64))
+    attr.ah_attr = AHAttr(is_global=1, port_num=1, gr=GlobalRoute(dgid=gid, sgid_index=0, hop_limit=64))
     qp.to_rts(attr)
 
 

@@ -26,10 +26,12 @@ def check(what, ok, detail=''):
     print(('ok   - ' if ok else 'FAIL - ') + what + ('' if ok else f' ({detail})'), flush=True)
     fail |= not ok
 DEV_CMD, DOORBELL, DONE, CMD, COMP, DATA = 0x800, 0x800, 0x804, 0x808, 0x848, 0x888
+# One 32-bit load or store per register access, as readl/writel: a 4-byte mmap.write() goes through
+# glibc memcpy, which stores 4 bytes as two overlapping 4-byte stores, and would ring the doorbell twice.
 def w32(m, off, v):
-    m.seek(off); m.write(struct.pack('<I', v))
+    m[off // 4] = v
 def r32(m, off):
-    m.seek(off); return struct.unpack('<I', m.read(4))[0]
+    return m[off // 4]
 def devcmd(m, cmd, data=b''):
     """One device command as ionic.ko issues it: data window, command, done = 0, doorbell = 1, poll done."""
     cmd = cmd.ljust(64, b'\0')
@@ -58,7 +60,8 @@ for d in devs:
     check(f'{os.path.basename(d)}: no driver bound yet', not os.path.exists(d + '/driver'))
     open(d + '/enable', 'w').write('1')
     fd = os.open(d + '/resource0', os.O_RDWR | os.O_SYNC)
-    m = mmap.mmap(fd, 0x1000, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    mm = mmap.mmap(fd, 0x1000, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    m = memoryview(mm).cast('I')
     comp, win = devcmd(m, struct.pack('<BBH', 70, 0, 0))
     answers[d] = comp[0]
     print(f'{os.path.basename(d)}: P4_IDENTIFY status {comp[0]}' + (f', scope {comp[4]} flags {comp[5]}: {win!r}' if comp[0] == 0 else ''), flush=True)
@@ -77,7 +80,8 @@ for d in devs:
         check('P4_IDENTIFY under scope none: refused as an unknown opcode, EOPCODE (2)', comp[0] == 2, f'status {comp[0]}')
         comp, _ = text_cmd(m, 'counter_read wqe_actions 2')
         check('P4_COMMAND under scope none: EOPCODE (2)', comp[0] == 2, f'status {comp[0]}')
-    m.close()
+    m.release()
+    mm.close()
     os.close(fd)
     open(d + '/enable', 'w').write('0')
 check('one device answers (scope read), two refuse (scope none)', sorted(answers.values()) == [0, 2, 2], answers)
