@@ -1,0 +1,390 @@
+// The engine's fast paths against simple references: header extract/emit
+// (byte windows, 48-bit number fields, bigint fields) against a bigint
+// bit reader/writer on random layouts; table lookups on the number path
+// (packed and int32 keys, one Map per prefix length, priority-sorted number
+// operands) and on the bigint path, with overlapping prefixes, priorities,
+// deletions and keys of 2^31 and above; the csum16 number path against the
+// general bit-image path on random field values, with validity, constants
+// and the payload; fields over 32 bits in actions.
+
+import { expect } from 'chai';
+import { P4Engine } from '../../lib/p4/compile';
+import { compileCsum16Num } from '../../lib/p4/checksum';
+import { ExprContext } from '../../lib/p4/expr';
+import { compileImageCalculation } from '../../lib/p4/externs';
+import { runCommand } from '../../lib/p4/runtime';
+import { FieldInfo } from '../../lib/p4/state';
+import { fixtureText, needFixtures } from './helpers';
+
+/** xorshift32, seeded: a failure names a reproducible case. */
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 0x100000000;
+  };
+}
+
+function randomBig(r: () => number, width: number): bigint {
+  let v = 0n;
+  for (let i = 0; i < width; i += 16) v = (v << 16n) | BigInt(Math.floor(r() * 0x10000));
+  return v & ((1n << BigInt(width)) - 1n);
+}
+
+/** The reference: bits [bit, bit+width) of buf, most significant first, one at a time. */
+function refRead(buf: Buffer, bit: number, width: number): bigint {
+  let v = 0n;
+  for (let i = bit; i < bit + width; i++) v = (v << 1n) | BigInt((buf[i >> 3]! >> (7 - (i & 7))) & 1);
+  return v;
+}
+
+function refWrite(buf: Buffer, bit: number, width: number, v: bigint): void {
+  for (let i = 0; i < width; i++) {
+    const b = bit + width - 1 - i;
+    const one = (v >> BigInt(i)) & 1n;
+    buf[b >> 3] = (buf[b >> 3]! & ~(0x80 >> (b & 7))) | (Number(one) << (7 - (b & 7)));
+  }
+}
+
+const STD_META = { name: 'standard_metadata_t', id: 0, fields: [['ingress_port', 9], ['packet_length', 32], ['egress_spec', 9], ['egress_port', 9], ['_padding', 5]] };
+
+/**
+ * A program over one header `h` (the given fields) parsed at the frame's
+ * start and deparsed; a table `t` keyed on `keys` whose action mark(v)
+ * writes v into h.<markField>, so the winning entry shows in the frame.
+ */
+function layoutProgram(fields: [string, number][], keys: { match_type: string; target: unknown }[] = [], matchType = 'exact', markField = fields[0]![0], extra: any = {}): any {
+  const markWidth = fields.find((f) => f[0] === markField)![1];
+  return {
+    header_types: [STD_META, { name: 'h_t', id: 1, fields }],
+    headers: [
+      { name: 'standard_metadata', id: 0, header_type: 'standard_metadata_t', metadata: true },
+      { name: 'h', id: 1, header_type: 'h_t', metadata: false },
+    ],
+    parsers: [
+      {
+        name: 'parser',
+        id: 0,
+        init_state: 'start',
+        parse_states: [
+          { name: 'start', id: 0, parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'h' }] }], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: null }] },
+        ],
+      },
+    ],
+    deparsers: [{ name: 'deparser', id: 0, order: ['h'] }],
+    actions: [
+      { name: 'mark', id: 0, runtime_data: [{ name: 'v', bitwidth: markWidth }], primitives: [{ op: 'modify_field', parameters: [{ type: 'field', value: ['h', markField] }, { type: 'runtime_data', value: 0 }] }] },
+      ...(extra.actions ?? []),
+    ],
+    pipelines: [
+      {
+        name: 'ingress',
+        id: 0,
+        init_table: keys.length > 0 ? 't' : null,
+        tables:
+          keys.length > 0
+            ? [
+                {
+                  name: 't',
+                  id: 0,
+                  match_type: matchType,
+                  type: 'simple',
+                  max_size: 1024,
+                  with_counters: false,
+                  key: keys.map((k) => ({ ...k, mask: null })),
+                  actions: ['mark', ...(extra.actions ?? []).map((a: any) => a.name)],
+                  next_tables: Object.fromEntries(['mark', ...(extra.actions ?? []).map((a: any) => a.name)].map((a) => [a, null])),
+                  base_default_next: null,
+                },
+              ]
+            : [],
+        conditionals: [],
+      },
+      { name: 'egress', id: 1, init_table: null, tables: [], conditionals: [] },
+    ],
+    calculations: extra.calculations ?? [],
+  };
+}
+
+function add(e: P4Engine, cmd: string): number {
+  const r = runCommand(e, cmd);
+  if (!r.ok) throw new Error(`${cmd}: ${r.error}`);
+  return r.handle!;
+}
+
+/** The value the table's action wrote into the mark field (0 when nothing matched: the field is zeroed below). */
+function markOf(e: P4Engine, frame: Buffer, bit: number, width: number): bigint {
+  const out = e.process(frame, 0).frame!;
+  return refRead(out, bit, width);
+}
+
+describe('p4: fast paths against simple references', () => {
+  it('extract and emit equal a bit-by-bit reference on 300 random header layouts (1-64 and 128-bit fields, any alignment)', () => {
+    const r = rng(0x5eed15);
+    for (let n = 0; n < 300; n++) {
+      const fields: [string, number][] = [];
+      let bits = 0;
+      const count = 1 + Math.floor(r() * 10);
+      for (let i = 0; i < count; i++) {
+        const pick = r();
+        const w = pick < 0.35 ? 1 + Math.floor(r() * 15) : pick < 0.6 ? 8 * (1 + Math.floor(r() * 4)) : pick < 0.8 ? 33 + Math.floor(r() * 16) : pick < 0.95 ? 49 + Math.floor(r() * 16) : 128;
+        fields.push([`f${i}`, w]);
+        bits += w;
+      }
+      if (bits % 8 !== 0) fields.push(['pad', 8 - (bits % 8)]);
+      const bytes = fields.reduce((a, f) => a + f[1], 0) / 8;
+      const e = P4Engine.load(layoutProgram(fields));
+      const h = e.layout.headerByName.get('h')!;
+      const frame = Buffer.from(Array.from({ length: bytes + 7 }, () => Math.floor(r() * 256)));
+      const st = e.parse(frame);
+      const value = (f: FieldInfo): bigint => (f.wide ? st.big[f.slot]! : BigInt(st.num[f.slot]!));
+      for (const f of h.fields) {
+        expect(value(f), `layout ${n} ${JSON.stringify(fields)} field ${f.name}`).to.equal(refRead(frame, f.bitOffset, f.width));
+        expect(f.wide).to.equal(f.width > 48);
+      }
+      expect(e.deparse(st).equals(frame), `round trip of layout ${n}`).to.equal(true);
+      // new values into every field, emitted, compared with the reference writer
+      const want = Buffer.from(frame);
+      for (const f of h.fields) {
+        const v = randomBig(r, f.width);
+        st.set(f, v);
+        refWrite(want, f.bitOffset, f.width, v);
+      }
+      expect(e.deparse(st).toString('hex'), `emit of layout ${n} ${JSON.stringify(fields)}`).to.equal(want.toString('hex'));
+    }
+  });
+
+  it('lpm on a 32-bit key (number path, int32 keys): overlapping prefixes, /0, addresses above 2^31, deletion falls back', () => {
+    const e = P4Engine.load(layoutProgram([['dst', 32], ['mark', 16]], [{ match_type: 'lpm', target: ['h', 'dst'] }], 'lpm', 'mark'));
+    const hs = {
+      p0: add(e, 'table_add t mark 0.0.0.0/0 => 1'),
+      p8: add(e, 'table_add t mark 192.0.0.0/8 => 8'),
+      p16: add(e, 'table_add t mark 192.168.0.0/16 => 16'),
+      p24: add(e, 'table_add t mark 192.168.1.0/24 => 24'),
+      p32: add(e, 'table_add t mark 192.168.1.7/32 => 32'),
+      low: add(e, 'table_add t mark 10.0.0.0/8 => 10'),
+      top: add(e, 'table_add t mark 255.255.255.255/32 => 255'),
+    };
+    const f = (ip: string) => Buffer.concat([Buffer.from(ip.split('.').map(Number)), Buffer.alloc(2), Buffer.alloc(20)]);
+    const m = (ip: string) => Number(markOf(e, f(ip), 32, 16));
+    expect([m('192.168.1.7'), m('192.168.1.8'), m('192.168.2.1'), m('192.1.1.1'), m('10.9.9.9'), m('11.0.0.1'), m('255.255.255.255'), m('255.255.255.254')]).to.deep.equal([32, 24, 16, 8, 10, 1, 255, 1]);
+    expect(runCommand(e, 'table_add t mark 192.168.1.0/24 => 99').ok).to.equal(false); // same prefix and length: a duplicate
+    expect(runCommand(e, `table_delete t ${hs.p32}`).ok).to.equal(true);
+    expect(m('192.168.1.7')).to.equal(24);
+    expect(runCommand(e, `table_delete t ${hs.p24}`).ok).to.equal(true);
+    expect(runCommand(e, `table_delete t ${hs.p16}`).ok).to.equal(true);
+    expect(m('192.168.1.7')).to.equal(8);
+    expect(runCommand(e, `table_delete t ${hs.p0}`).ok).to.equal(true);
+    expect(m('11.0.0.1')).to.equal(0); // a miss: no default action, the field stays as parsed (0)
+    expect(runCommand(e, 'table_clear t').ok).to.equal(true);
+    expect(m('10.9.9.9')).to.equal(0);
+    expect(add(e, 'table_add t mark 10.0.0.0/8 => 7')).to.be.a('number');
+    expect(m('10.9.9.9')).to.equal(7);
+  });
+
+  it('lpm agrees with a longest-prefix scan on 2000 random addresses and 60 random prefixes, on the number path and the bigint path (a 64-bit key)', () => {
+    for (const width of [32, 64]) {
+      const r = rng(width);
+      const e = P4Engine.load(layoutProgram([['dst', width], ['mark', 16]], [{ match_type: 'lpm', target: ['h', 'dst'] }], 'lpm', 'mark'));
+      const routes: { v: bigint; len: number; mark: number }[] = [];
+      for (let i = 0; i < 60; i++) {
+        const len = Math.floor(r() * (width + 1));
+        const v = randomBig(r, width) & (((1n << BigInt(len)) - 1n) << BigInt(width - len));
+        if (routes.some((x) => x.len === len && x.v === v)) continue;
+        routes.push({ v, len, mark: i + 1 });
+        add(e, `table_add t mark 0x${v.toString(16)}/${len} => ${i + 1}`);
+      }
+      const bytes = width / 8;
+      for (let i = 0; i < 2000; i++) {
+        // half the addresses inside some route
+        let a = randomBig(r, width);
+        if (i % 2 === 0) {
+          const rt = routes[Math.floor(r() * routes.length)]!;
+          const host = width - rt.len;
+          a = rt.v | (randomBig(r, width) & ((1n << BigInt(host)) - 1n));
+        }
+        let best: { len: number; mark: number } | undefined;
+        for (const rt of routes) {
+          const mask = ((1n << BigInt(rt.len)) - 1n) << BigInt(width - rt.len);
+          if ((a & mask) === rt.v && (!best || rt.len > best.len)) best = rt;
+        }
+        const frame = Buffer.alloc(bytes + 2 + 10);
+        refWrite(frame, 0, width, a);
+        expect(Number(markOf(e, frame, width, 16)), `width ${width} address 0x${a.toString(16)}`).to.equal(best?.mark ?? 0);
+      }
+    }
+  });
+
+  it('lpm with an exact part: one packed number key per prefix length', () => {
+    const e = P4Engine.load(
+      layoutProgram([['dst', 32], ['vrf', 12], ['pad', 4], ['mark', 16]], [{ match_type: 'lpm', target: ['h', 'dst'] }, { match_type: 'exact', target: ['h', 'vrf'] }], 'lpm', 'mark'),
+    );
+    add(e, 'table_add t mark 10.0.0.0/8 1 => 1');
+    add(e, 'table_add t mark 10.1.0.0/16 1 => 2');
+    add(e, 'table_add t mark 10.1.0.0/16 2 => 3');
+    add(e, 'table_add t mark 0.0.0.0/0 4095 => 4');
+    const f = (ip: string, vrf: number) => {
+      const b = Buffer.alloc(32);
+      Buffer.from(ip.split('.').map(Number)).copy(b);
+      b.writeUInt16BE(vrf << 4, 4);
+      return b;
+    };
+    const m = (ip: string, vrf: number) => Number(markOf(e, f(ip, vrf), 48, 16));
+    expect([m('10.1.2.3', 1), m('10.2.2.3', 1), m('10.1.2.3', 2), m('10.2.2.3', 2), m('200.0.0.1', 4095), m('200.0.0.1', 1)]).to.deep.equal([2, 1, 3, 0, 4, 0]);
+  });
+
+  it('ternary priorities on the number path (masks with bit 31 set) and on the bigint path (a 64-bit key): lowest number wins, ties to the first added', () => {
+    for (const width of [32, 64]) {
+      const e = P4Engine.load(layoutProgram([['k', width], ['mark', 16]], [{ match_type: 'ternary', target: ['h', 'k'] }], 'ternary', 'mark'));
+      const hex = (v: bigint) => `0x${v.toString(16)}`;
+      const top = 1n << BigInt(width - 1);
+      const all = (1n << BigInt(width)) - 1n;
+      add(e, `table_add t mark 0&&&0 => 1 100`); // anything
+      add(e, `table_add t mark ${hex(top)}&&&${hex(top)} => 2 50`); // top bit set
+      add(e, `table_add t mark ${hex(top | 0xffn)}&&&${hex(top | 0xffn)} => 3 10`); // top bit and low byte all ones
+      add(e, `table_add t mark ${hex(0xffn)}&&&${hex(0xffn)} => 4 10`); // low byte all ones, same priority as 3
+      expect(runCommand(e, `table_add t mark 0x0ff&&&0x0ff => 5 10`).ok).to.equal(false); // the same key and priority again
+      expect(add(e, `table_add t mark 0x0ff&&&0x0ff => 6 11`)).to.be.a('number'); // the same key at another priority
+      const frame = (v: bigint) => {
+        const b = Buffer.alloc(width / 8 + 2 + 10);
+        refWrite(b, 0, width, v);
+        return b;
+      };
+      const m = (v: bigint) => Number(markOf(e, frame(v), width, 16));
+      expect([m(all), m(top | 0x12n), m(0x1ffn), m(0x12n)], `width ${width}`).to.deep.equal([3, 2, 4, 1]);
+    }
+  });
+
+  it('range and optional keys on 48-bit values (number path)', () => {
+    const e = P4Engine.load(layoutProgram([['a', 48], ['b', 48], ['mark', 16]], [{ match_type: 'range', target: ['h', 'a'] }, { match_type: 'optional', target: ['h', 'b'] }], 'range', 'mark'));
+    add(e, 'table_add t mark 0x800000000000->0xffffffffffff * => 1 20');
+    add(e, 'table_add t mark 0x800000000000->0x800000000010 0x000000000007 => 2 10');
+    add(e, 'table_add t mark 0->0x7fffffffffff 00:00:00:00:00:07 => 3 30');
+    const frame = (a: bigint, b: bigint) => {
+      const f = Buffer.alloc(24);
+      refWrite(f, 0, 48, a);
+      refWrite(f, 48, 48, b);
+      return f;
+    };
+    const m = (a: bigint, b: bigint) => Number(markOf(e, frame(a, b), 96, 16));
+    expect([m(0x800000000005n, 7n), m(0x800000000005n, 8n), m(0xffffffffffffn, 7n), m(0x800000000011n, 7n), m(5n, 7n), m(5n, 8n)]).to.deep.equal([2, 1, 1, 1, 3, 0]);
+  });
+
+  it('exact keys: 48-bit (number path), 64-bit and two 32-bit parts (bigint path: over 53 bits packed)', () => {
+    const cases: [[string, number][], string[], string, string][] = [
+      [[['k', 48], ['mark', 16]], ['k'], '0xfedcba987654', '0xfedcba987655'],
+      [[['k', 64], ['mark', 16]], ['k'], '0xfedcba9876543210', '0xfedcba9876543211'],
+      [[['k', 32], ['j', 32], ['mark', 16]], ['k', 'j'], '0xfedcba98 0x76543210', '0xfedcba98 0x76543211'],
+    ];
+    for (const [fields, keys, hit, miss] of cases) {
+      const e = P4Engine.load(layoutProgram(fields, keys.map((k) => ({ match_type: 'exact', target: ['h', k] })), 'exact', 'mark'));
+      add(e, `table_add t mark ${hit} => 9`);
+      expect(runCommand(e, `table_add t mark ${hit} => 8`).ok).to.equal(false); // duplicate
+      const keyBits = fields.slice(0, -1).reduce((a, f) => a + f[1], 0);
+      const frame = (v: string) => {
+        const b = Buffer.alloc(keyBits / 8 + 2 + 10);
+        let at = 0;
+        v.split(' ').forEach((x, i) => {
+          refWrite(b, at, fields[i]![1], BigInt(x));
+          at += fields[i]![1];
+        });
+        return b;
+      };
+      expect([Number(markOf(e, frame(hit), keyBits, 16)), Number(markOf(e, frame(miss), keyBits, 16))], JSON.stringify(fields)).to.deep.equal([9, 0]);
+    }
+  });
+
+  it('fields over 32 bits in actions: 48-bit add_to_field and copies wrap in numbers, 64-bit ones in bigint', () => {
+    const dec = (f: string) => ({ op: 'add_to_field', parameters: [{ type: 'field', value: ['h', f] }, { type: 'hexstr', value: '-0x1' }] });
+    const e = P4Engine.load(
+      layoutProgram([['a', 48], ['b', 64], ['c', 40], ['d', 24], ['key', 16]], [{ match_type: 'exact', target: ['h', 'key'] }], 'exact', 'a', {
+        actions: [
+          { name: 'dec', id: 1, runtime_data: [], primitives: [dec('a'), dec('b'), dec('c')] },
+          // c (40 bits) <- a (48 bits): wrapped to 40 bits; d (24 bits) <- c: wrapped to 24 bits
+          { name: 'copy', id: 2, runtime_data: [], primitives: [{ op: 'modify_field', parameters: [{ type: 'field', value: ['h', 'c'] }, { type: 'field', value: ['h', 'a'] }] }, { op: 'modify_field', parameters: [{ type: 'field', value: ['h', 'd'] }, { type: 'field', value: ['h', 'c'] }] }] },
+        ],
+      }),
+    );
+    add(e, 'table_add t dec 1 =>');
+    add(e, 'table_add t copy 2 =>');
+    const frame = (key: number, a: bigint, b: bigint, c: bigint) => {
+      const f = Buffer.alloc(24 + 10);
+      refWrite(f, 0, 48, a);
+      refWrite(f, 48, 64, b);
+      refWrite(f, 112, 40, c);
+      f.writeUInt16BE(key, 22);
+      return f;
+    };
+    let out = e.process(frame(1, 0n, 0n, 0n), 0).frame!;
+    expect([refRead(out, 0, 48), refRead(out, 48, 64), refRead(out, 112, 40)]).to.deep.equal([(1n << 48n) - 1n, (1n << 64n) - 1n, (1n << 40n) - 1n]);
+    out = e.process(frame(1, 0x123456789abcn, 0x1000000000000n, 0x10n), 0).frame!;
+    expect([refRead(out, 0, 48), refRead(out, 48, 64), refRead(out, 112, 40)]).to.deep.equal([0x123456789abbn, 0xffffffffffffn, 0xfn]);
+    out = e.process(frame(2, 0xfedcba987654n, 0n, 0n), 0).frame!;
+    expect([refRead(out, 112, 40), refRead(out, 152, 24)]).to.deep.equal([0xdcba987654n, 0x987654n]);
+  });
+
+  describe('csum16: the number path equals the bit-image path', () => {
+    const ctxOf = (e: P4Engine): ExprContext => ({ layout: e.layout, runtimeData: 0, parser: false });
+
+    it("simple_router's IPv4 header checksum on 3000 random headers", () => {
+      needFixtures();
+      const e = P4Engine.load(fixtureText('simple_router.json'));
+      const calc = e.program.calculations[0]!;
+      const num = compileCsum16Num(calc, ctxOf(e))!;
+      const img = compileImageCalculation(calc, ['calculations', 0], ctxOf(e));
+      expect(num).to.be.a('function');
+      const r = rng(1071);
+      const frame = Buffer.alloc(14 + 20 + 8);
+      frame.writeUInt16BE(0x0800, 12);
+      for (let i = 0; i < 3000; i++) {
+        for (let k = 14; k < 34; k++) frame[k] = Math.floor(r() * 256);
+        if (i % 3 === 0) frame.fill(i % 2 === 0 ? 0 : 0xff, 14, 34); // all zeros, all ones
+        const st = e.parse(frame);
+        expect(num(st), `header ${frame.subarray(14, 34).toString('hex')}`).to.equal(Number(img(st)));
+      }
+    });
+
+    it('synthetic inputs: 48-bit and unaligned fields, constants, two headers whose validity changes, the payload at an even and an odd byte', () => {
+      const prog = layoutProgram([['a', 4], ['b', 12], ['mac', 48], ['c', 16], ['d', 33], ['e', 15]]);
+      prog.header_types.push({ name: 'g_t', id: 2, fields: [['x', 16], ['y', 32], ['z', 8]] });
+      prog.headers.push({ name: 'g', id: 2, header_type: 'g_t', metadata: false });
+      prog.parsers[0].parse_states[0].parser_ops.push({ op: 'extract', parameters: [{ type: 'regular', value: 'g' }] });
+      prog.deparsers[0].order.push('g');
+      const e = P4Engine.load(prog);
+      const F = (h: string, f: string) => ({ type: 'field', value: [h, f] });
+      const K = (v: string, bitwidth: number) => ({ type: 'hexstr', value: v, bitwidth });
+      const P = { type: 'payload', value: null };
+      const inputs: any[][] = [
+        [F('h', 'a'), F('h', 'b'), F('h', 'mac'), F('h', 'c'), F('h', 'd'), F('h', 'e')],
+        [F('h', 'mac'), K('0x11', 8), F('h', 'c'), F('h', 'a'), F('h', 'b')],
+        [F('h', 'c'), F('h', 'mac'), F('g', 'x'), F('g', 'y'), F('g', 'z')], // the last run (g) 56 bits: allowed
+        [F('g', 'x'), F('g', 'y'), F('h', 'a'), F('h', 'b'), K('0x6', 16), P], // payload at an even byte
+        [F('g', 'x'), F('g', 'y'), K('0x06', 8), P], // payload at an odd byte
+        [K('0xabcd', 16), F('h', 'd'), F('h', 'e'), F('g', 'y'), P],
+      ];
+      const r = rng(4242);
+      inputs.forEach((input, ci) => {
+        const calc = { name: `c${ci}`, id: ci, algo: 'csum16', input };
+        const num = compileCsum16Num(calc, ctxOf(e));
+        expect(num, `calculation ${ci} takes the number path`).to.be.a('function');
+        const img = compileImageCalculation(calc, ['calculations', ci], ctxOf(e));
+        for (let i = 0; i < 500; i++) {
+          const len = 16 + 7 + Math.floor(r() * 40);
+          const frame = Buffer.from(Array.from({ length: len }, () => Math.floor(r() * 256)));
+          const st = e.parse(frame);
+          if (i % 4 === 1) st.valid[e.layout.headerByName.get('g')!.index] = 0;
+          if (i % 4 === 2) st.valid[e.layout.headerByName.get('h')!.index] = 0;
+          expect(num!(st), `calculation ${ci} frame ${frame.toString('hex')}`).to.equal(Number(img(st)));
+        }
+      });
+      // what the number path leaves to the general one: a run of an odd width before another, other algorithms, header inputs
+      expect(compileCsum16Num({ algo: 'csum16', input: [F('h', 'a'), F('g', 'x')] }, ctxOf(e))).to.equal(undefined);
+      expect(compileCsum16Num({ algo: 'crc16', input: [F('h', 'c')] }, ctxOf(e))).to.equal(undefined);
+      expect(compileCsum16Num({ algo: 'csum16', input: [{ type: 'header', value: 'g' }] }, ctxOf(e))).to.equal(undefined);
+    });
+  });
+});
