@@ -32,8 +32,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -r 400000- "$U/dir/obj")
 check "curl ranged GET past the end: 416" "[ $code = 416 ]"
 curl -s "$U?list-type=2&prefix=dir/" > /tmp/list.xml
 check "ListObjectsV2 prefix=dir/ lists dir/obj with its size" "grep -q '<Key>dir/obj</Key>' /tmp/list.xml && grep -q '<Size>300000</Size>' /tmp/list.xml"
-for i in 1 2 3 4; do curl -s -o /tmp/par.$i "$U/dir/obj" & done; wait
+for i in 1 2 3 4; do (curl -s --max-time 120 -o /tmp/par.$i -w '%{http_code} %{size_download}' "$U/dir/obj" > /tmp/par.$i.w; echo " exit $?" >> /tmp/par.$i.w) & done; wait
 check "four curl GETs at once (four connections), all the same bytes" "cmp -s /tmp/obj /tmp/par.1 && cmp -s /tmp/obj /tmp/par.2 && cmp -s /tmp/obj /tmp/par.3 && cmp -s /tmp/obj /tmp/par.4"
+for i in 1 2 3 4; do cmp -s /tmp/obj /tmp/par.$i || echo "  GET $i: $(cat /tmp/par.$i.w); $(cmp /tmp/obj /tmp/par.$i 2>&1 | head -1)"; done
 code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$U/dir/obj")
 check "curl DELETE: 204" "[ $code = 204 ]"
 code=$(curl -s -o /tmp/err.xml -w '%{http_code}' "$U/dir/obj")

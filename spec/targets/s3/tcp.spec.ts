@@ -162,6 +162,36 @@ describe('s3 tcp: connections', () => {
     expect(big.take().reduce((n, o) => n + o.data!.length, 0)).to.equal(400_000); // one write is queued whole; the next waits (txLimit)
   });
 
+  it('every byte sent sits at its own sequence number when an ACK frees a waiting writer (a large window, writes past txLimit, then end)', async () => {
+    const r = rig();
+    r.stack.claimTx(tcp({ sport: 40013, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 1000, mss: 1460, wscale: 7 }));
+    r.take();
+    r.stack.claimTx(tcp({ sport: 40013, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 8192 })); // 1 MiB
+    const c = r.conns[0]!;
+    const src = Buffer.alloc(700_000);
+    for (let i = 0; i < src.length; i++) src[i] = (i * 31 + (i >> 11)) & 0xff;
+    // Like http.Server: a small head, a body past txLimit (the writer waits), then the end.
+    c.write(src.subarray(0, 300));
+    c.write(src.subarray(300, 400_000));
+    c.write(src.subarray(400_000));
+    c.end();
+    const seen = new Map<number, Buffer>();
+    const record = (segs: Out[]): void => { for (const o of segs) if (o.data!.length) seen.set(o.seq!, o.data!); };
+    record(r.take());
+    // ACK in steps: each frees room below txLimit, releasing the writer inside the ACK's processing.
+    for (let acked = 0; acked < src.length;) {
+      acked = Math.min(src.length, acked + 50_000);
+      r.stack.claimTx(tcp({ sport: 40013, dport: PORT, seq: 1, ack: ISS + 1 + acked, flags: ACK, window: 8192 }));
+      await tick();
+      record(r.take());
+    }
+    expect(seen.size).to.be.greaterThan(400);
+    for (const [seq, data] of seen) {
+      const off = seq - (ISS + 1);
+      expect(data.equals(src.subarray(off, off + data.length)), `segment at offset ${off}`).to.equal(true);
+    }
+  });
+
   it('retransmits from the oldest unacked byte on the timer, doubling it, and stops once acked', () => {
     const clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const r = rig();

@@ -213,20 +213,22 @@ export class TcpConnection extends Duplex {
       return true;
     }
     if (acked > 0) {
-      let n = acked;
-      if (this.#finSent && ack === this.#sndNxt) n--; // the FIN takes a sequence number, not a byte
-      this.#dropAcked(n);
+      const finAcked = this.#finSent && ack === this.#sndNxt;
+      this.#dropAcked(finAcked ? acked - 1 : acked); // the FIN takes a sequence number, not a byte
       this.#sndUna = ack;
       this.#retries = 0;
       this.#rtoNow = this.#limits.rto;
       // New data acknowledged: restart the timer for what is still out (RFC 6298 5.3).
       if (this.#sndUna === this.#sndNxt) this.#clearTimer(); else this.#armTimer();
-      if (this.#finSent && ack === this.#sndNxt) {
+      if (finAcked) {
         this.#finAcked = true;
         this.#onFinAcked();
       }
     }
     if (this.state !== TcpState.CLOSED) this.#pump();
+    // Last, on consistent state: a writer freed here writes (and pumps) at once, inside this call. Freed inside
+    // #dropAcked, before sndUna moved, it sent bytes from the wrong offset of the queue at sndNxt.
+    this.#releaseWriter();
     return this.state !== TcpState.CLOSED;
   }
 
@@ -242,7 +244,6 @@ export class TcpConnection extends Duplex {
         n = 0;
       }
     }
-    this.#releaseWriter();
   }
 
   #onFinAcked(): void {
