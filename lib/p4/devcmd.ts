@@ -36,7 +36,9 @@
 //                    the bmv2 JSON, 1..P4_MAX_PROGRAM_BYTES), pa le64 @8
 //                    The program replaces the running one (its tables start
 //                    empty) only once it is loaded and compiled; a refused one:
-//                    EINVAL, the error line in the data window (dev cmd).
+//                    EINVAL, the error line in the data window (dev cmd). A
+//                    guest's program is held to P4_GUEST_MAX_CELLS array cells
+//                    and P4_GUEST_MAX_TABLE_ENTRIES table entries in all.
 //
 // Other statuses: EINVAL for a bad length, BAD_ADDR (17) when guest memory
 // cannot be read or written, ENOENT for P4_COMMAND with no program loaded.
@@ -184,7 +186,13 @@ export class P4Control implements P4DeviceControl {
     if (mem.read(pa, text) !== MemStatus.OK) return Status.BAD_ADDR;
     let engine: P4Engine;
     try {
-      engine = P4Engine.load(text.toString('utf8'));
+      const json: unknown = JSON.parse(text.toString('utf8'));
+      const over = overBudget(json);
+      if (over) {
+        if (data) putText(data, over);
+        return Status.EINVAL;
+      }
+      engine = P4Engine.load(json);
     } catch (e) {
       // A P4LoadError names what was refused; anything else the loader threw is still the guest's bad program.
       if (data) putText(data, e instanceof P4LoadError ? e.message : `not loadable: ${(e as Error).message}`);
@@ -198,6 +206,44 @@ export class P4Control implements P4DeviceControl {
     this.stats.loads++;
     return Status.SUCCESS;
   }
+}
+
+/**
+ * What a guest's program may make the server hold (an operator's program from
+ * --p4-program is trusted and only bound by the loader's own limits): cells
+ * of counter, meter and register arrays, and table sizes, summed. Checked on
+ * the JSON before anything is compiled; an error line, or null.
+ */
+export const P4_GUEST_MAX_CELLS = 1 << 20;
+export const P4_GUEST_MAX_TABLE_ENTRIES = 1 << 16;
+
+function overBudget(json: unknown): string | null {
+  if (typeof json !== 'object' || json === null) return null; // the loader refuses it with its path
+  const p = json as Record<string, unknown>;
+  let cells = 0;
+  for (const k of ['counter_arrays', 'meter_arrays', 'register_arrays']) {
+    const arr = p[k];
+    if (!Array.isArray(arr)) continue;
+    for (const a of arr) {
+      const n = typeof a === 'object' && a !== null ? Number((a as Record<string, unknown>)['size']) : 0;
+      if (Number.isFinite(n) && n > 0) cells += n;
+    }
+  }
+  if (cells > P4_GUEST_MAX_CELLS) return `counter, meter and register arrays of ${cells} cells: a guest's program may have at most ${P4_GUEST_MAX_CELLS}`;
+  let entries = 0;
+  const pipes = p['pipelines'];
+  if (Array.isArray(pipes)) {
+    for (const pl of pipes) {
+      const tables = typeof pl === 'object' && pl !== null ? (pl as Record<string, unknown>)['tables'] : undefined;
+      if (!Array.isArray(tables)) continue;
+      for (const t of tables) {
+        const n = typeof t === 'object' && t !== null ? Number((t as Record<string, unknown>)['max_size']) : 0;
+        if (Number.isFinite(n) && n > 0) entries += n;
+      }
+    }
+  }
+  if (entries > P4_GUEST_MAX_TABLE_ENTRIES) return `tables of ${entries} entries in all: a guest's program may have at most ${P4_GUEST_MAX_TABLE_ENTRIES}`;
+  return null;
 }
 
 /** `s` (ASCII) at the start of the window, NUL-ended, cut to fit; the bytes written before the NUL. */

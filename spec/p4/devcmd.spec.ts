@@ -225,6 +225,19 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
       r = await g.devCmd(p4Load(c.len, c.pa), { readData: true });
       expect(r.status).to.equal(St.EINVAL);
       expect(text(r.data)).to.match(/header ernic_wqe must have the fields/);
+      // What a guest's program may make the server hold is bounded before anything is compiled.
+      const big = JSON.parse(fs.readFileSync(PROGRAM, 'utf8'));
+      big.counter_arrays = Array.from({ length: 64 }, (_, i) => ({ name: `c${i}`, id: 10 + i, size: 1 << 20, is_direct: false }));
+      const d = place(JSON.stringify(big));
+      r = await g.devCmd(p4Load(d.len, d.pa), { readData: true });
+      expect(r.status).to.equal(St.EINVAL);
+      expect(text(r.data)).to.match(/a guest's program may have at most 1048576/);
+      const wide = JSON.parse(fs.readFileSync(PROGRAM, 'utf8'));
+      wide.pipelines[0].tables[1].max_size = 1 << 24;
+      const w = place(JSON.stringify(wide));
+      r = await g.devCmd(p4Load(w.len, w.pa), { readData: true });
+      expect(r.status).to.equal(St.EINVAL);
+      expect(text(r.data)).to.match(/tables of \d+ entries in all/);
       expect((await g.devCmd(p4Load(0, a.pa))).status).to.equal(St.EINVAL);
       expect((await g.devCmd(p4Load(P4_MAX_PROGRAM_BYTES + 1, a.pa))).status).to.equal(St.EINVAL);
       expect((await g.devCmd(p4Load(100, 2 ** 50))).status).to.equal(St.BAD_ADDR);
