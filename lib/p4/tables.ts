@@ -68,6 +68,14 @@ export interface ActionChoice {
 /** Bits a packed number key may hold (exact in a double). */
 const PACKED_BITS = 53;
 
+/**
+ * Up to this many entries, a one-part exact or lpm table on the number path
+ * is also kept as a short array (keys, prefix divisors, entries; lpm longest
+ * prefix first) that a lookup scans instead of probing Maps: a few number
+ * compares cost less than one Map probe.
+ */
+const SMALL = 8;
+
 const enum Mode {
   Exact,
   Lpm,
@@ -120,6 +128,8 @@ export class MatchTable {
   readonly #ordered: Ordered[] = [];
   /** lookup, specialised once for this table's shape (see #finder). */
   readonly find: (st: PacketState) => Entry | undefined;
+  /** The short array (SMALL); n = -1 when the table does not use it (more entries, another shape). */
+  readonly #small = { n: -1, keys: new Float64Array(SMALL), divs: new Float64Array(SMALL), entries: new Array<Entry | undefined>(SMALL).fill(undefined) };
   readonly #vals: Float64Array;
   readonly #bigVals: bigint[];
   #nextHandle = 0;
@@ -293,6 +303,7 @@ export class MatchTable {
     }
     this.entries.set(e.handle, e);
     this.#nextHandle++;
+    this.#rebuildSmall();
     if (slot >= 0) {
       this.#freeSlots.pop();
       this.meter!.array.setRates(slot, NaN, 0, NaN, 0); // a new entry's meter starts unset (green)
@@ -313,7 +324,33 @@ export class MatchTable {
       pm.map.delete(this.#mapKey(e.key, len));
       if (pm.map.size === 0) this.#prefixes.splice(i, 1);
     } else this.#ordered.splice(this.#ordered.findIndex((o) => o.e === e), 1);
+    this.#rebuildSmall();
     return true;
+  }
+
+  /** Refills the short array from the Maps after a change (control plane only). */
+  #rebuildSmall(): void {
+    const sm = this.#small;
+    sm.n = -1;
+    sm.entries.fill(undefined);
+    if (!this.#numeric || this.keys.length !== 1 || this.#mode === Mode.Ordered || this.entries.size > SMALL) return;
+    let n = 0;
+    if (this.#mode === Mode.Exact) {
+      for (const [k, e] of this.#exact) {
+        sm.keys[n] = k as number;
+        sm.divs[n] = 1;
+        sm.entries[n++] = e;
+      }
+    } else {
+      for (const pm of this.#prefixes) {
+        for (const [k, e] of pm.map) {
+          sm.keys[n] = k as number;
+          sm.divs[n] = pm.div;
+          sm.entries[n++] = e;
+        }
+      }
+    }
+    sm.n = n;
   }
 
   clear(): void {
@@ -323,6 +360,7 @@ export class MatchTable {
     this.#exact.clear();
     this.#prefixes.length = 0;
     this.#ordered.length = 0;
+    this.#rebuildSmall();
   }
 
   /**
@@ -380,6 +418,40 @@ export class MatchTable {
     const k = this.keys[0]!;
     const slot = k.slot;
     const read = k.readNum!;
+    const sm = this.#small;
+    const { keys: sk, divs: sd, entries: se } = sm;
+    const i32 = this.#int32;
+    if (slot >= 0 && this.#mode === Mode.Exact) {
+      const map = this.#exact;
+      return (st) => {
+        const v = i32 ? st.num[slot]! | 0 : st.num[slot]!;
+        const n = sm.n;
+        if (n < 0) return map.get(v);
+        for (let i = 0; i < n; i++) if (sk[i] === v) return se[i];
+        return undefined;
+      };
+    }
+    if (slot >= 0) {
+      const ps = this.#prefixes;
+      return (st) => {
+        const v = st.num[slot]!;
+        const n = sm.n;
+        if (n >= 0) {
+          for (let i = 0; i < n; i++) {
+            const q = Math.floor(v / sd[i]!);
+            if ((i32 ? q | 0 : q) === sk[i]) return se[i];
+          }
+          return undefined;
+        }
+        for (let j = 0; j < ps.length; j++) {
+          const pm = ps[j]!;
+          const q = Math.floor(v / pm.div);
+          const e = pm.map.get(i32 ? q | 0 : q);
+          if (e !== undefined) return e;
+        }
+        return undefined;
+      };
+    }
     if (this.#mode === Mode.Exact) {
       const map = this.#exact;
       if (this.#int32) return slot >= 0 ? (st) => map.get(st.num[slot]! | 0) : (st) => map.get(read(st) | 0);

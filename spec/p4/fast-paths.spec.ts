@@ -219,6 +219,42 @@ describe('p4: fast paths against simple references', () => {
     }
   });
 
+  it('exact and lpm tables keep answering like a reference while they grow past the short array (8 entries) and shrink back', () => {
+    for (const kind of ['exact', 'lpm']) {
+      const e = P4Engine.load(layoutProgram([['k', 32], ['mark', 16]], [{ match_type: kind, target: ['h', 'k'] }], kind, 'mark'));
+      const r = rng(kind === 'exact' ? 7 : 8);
+      const live = new Map<number, { key: number; len: number; mark: number }>();
+      const probe = (): void => {
+        const keys = [...live.values()].map((x) => x.key);
+        for (let i = 0; i < 40; i++) {
+          const k = i % 2 === 0 && keys.length > 0 ? keys[Math.floor(r() * keys.length)]! + (kind === 'lpm' ? Math.floor(r() * 256) : 0) : Math.floor(r() * 0x100000000);
+          let want = 0;
+          let bestLen = -1;
+          for (const x of live.values()) {
+            const div = 2 ** (32 - x.len);
+            if (Math.floor(k / div) === Math.floor(x.key / div) && x.len > bestLen) [want, bestLen] = [x.mark, x.len];
+          }
+          const f = Buffer.alloc(16);
+          f.writeUInt32BE(k >>> 0, 0);
+          expect(Number(markOf(e, f, 32, 16)), `${kind} with ${live.size} entries, key ${k.toString(16)}`).to.equal(want);
+        }
+      };
+      for (let i = 1; i <= 20; i++) {
+        const len = kind === 'lpm' ? 8 + Math.floor(r() * 25) : 32;
+        const key = (Math.floor(r() * 0x100000000) & (len === 32 ? -1 : ~((1 << (32 - len)) - 1))) >>> 0;
+        const res = runCommand(e, `table_add t mark ${key}${kind === 'lpm' ? `/${len}` : ''} => ${i}`);
+        if (!res.ok) continue;
+        live.set(res.handle!, { key, len, mark: i });
+        probe();
+      }
+      for (const h of [...live.keys()]) {
+        expect(runCommand(e, `table_delete t ${h}`).ok).to.equal(true);
+        live.delete(h);
+        probe();
+      }
+    }
+  });
+
   it('lpm with an exact part: one packed number key per prefix length', () => {
     const e = P4Engine.load(
       layoutProgram([['dst', 32], ['vrf', 12], ['pad', 4], ['mark', 16]], [{ match_type: 'lpm', target: ['h', 'dst'] }, { match_type: 'exact', target: ['h', 'vrf'] }], 'lpm', 'mark'),
