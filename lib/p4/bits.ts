@@ -13,7 +13,7 @@
 // window kind: no per-field closure calls, no object loads, no zero-fill
 // call per header.
 
-import { FieldInfo, HeaderInfo, PacketState, POW2 } from './state';
+import { FieldInfo, HeaderInfo, PacketState, ParserError, POW2 } from './state';
 
 const enum W {
   WORD = 0,
@@ -236,6 +236,69 @@ function writeWord(b: Buffer, p: number, len: number, w: number): void {
 }
 
 export function compileExtract(h: HeaderInfo): HeaderExtract {
+  const { ops, at } = extractOps(h);
+  return sequence(ops, at);
+}
+
+/**
+ * The parser's extract of a header: the length check, the fields, the
+ * offset moved past the header and the header made valid, in one closure
+ * (false: the frame is too short, parserError set).
+ */
+export function compileParseExtract(h: HeaderInfo): (st: PacketState) => boolean {
+  const { ops, at } = extractOps(h);
+  const hdr = h.index;
+  const bytes = h.bytes;
+  const short = (st: PacketState): boolean => {
+    st.parserError = ParserError.PacketTooShort;
+    return false;
+  };
+  const [o0, o1, o2, o3, o4] = ops;
+  const [a0, a1, a2, a3, a4] = at;
+  switch (ops.length) {
+    case 3:
+      return (st) => {
+        const o = st.offset;
+        const b = st.frame;
+        if (o + bytes > b.length) return short(st);
+        const n = st.num;
+        o0!(n, b, o + a0!, st, o);
+        o1!(n, b, o + a1!, st, o);
+        o2!(n, b, o + a2!, st, o);
+        st.offset = o + bytes;
+        st.valid[hdr] = 1;
+        return true;
+      };
+    case 5:
+      return (st) => {
+        const o = st.offset;
+        const b = st.frame;
+        if (o + bytes > b.length) return short(st);
+        const n = st.num;
+        o0!(n, b, o + a0!, st, o);
+        o1!(n, b, o + a1!, st, o);
+        o2!(n, b, o + a2!, st, o);
+        o3!(n, b, o + a3!, st, o);
+        o4!(n, b, o + a4!, st, o);
+        st.offset = o + bytes;
+        st.valid[hdr] = 1;
+        return true;
+      };
+    default: {
+      const all = sequence(ops, at);
+      return (st) => {
+        const o = st.offset;
+        if (o + bytes > st.frame.length) return short(st);
+        all(st, st.frame, o);
+        st.offset = o + bytes;
+        st.valid[hdr] = 1;
+        return true;
+      };
+    }
+  }
+}
+
+function extractOps(h: HeaderInfo): { ops: WinOp[]; at: Int32Array } {
   const { n, kind, at, len, first, count, slot, shift, mask, fields } = planOf(h);
   const ops: WinOp[] = [];
   for (let g = 0; g < n; g++) {
@@ -305,7 +368,7 @@ export function compileExtract(h: HeaderInfo): HeaderExtract {
       });
     }
   }
-  return sequence(ops, at);
+  return { ops, at };
 }
 
 /**

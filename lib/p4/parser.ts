@@ -3,7 +3,7 @@
 // driver is a loop with a budget (MAX_PARSE_STEPS): a program that loops
 // between states stops there and the frame is dropped, never hangs.
 
-import { compileExtract, HeaderExtract } from './bits';
+import { compileParseExtract } from './bits';
 import { compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program } from './schema';
@@ -25,18 +25,6 @@ export interface ParseVsets {
 
 export type CompiledParser = (st: PacketState) => number;
 
-function extractOp(hdr: number, ex: HeaderExtract, bytes: number) {
-  return (st: PacketState): boolean => {
-    if (st.offset + bytes > st.frame.length) {
-      st.parserError = ParserError.PacketTooShort;
-      return false;
-    }
-    ex(st, st.frame, st.offset);
-    st.offset += bytes;
-    st.valid[hdr] = 1;
-    return true;
-  };
-}
 
 /** Reads `width` (<= 32) bits at bit offset `bit` of `buf` as a number; the caller checked the length. */
 function peekNum(buf: Buffer, bit: number, width: number): number {
@@ -62,7 +50,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
     if (index.has(s.name)) refuse([...base, 'parse_states', i, 'name'], 'duplicate parse state', s.name);
     index.set(s.name, i);
   });
-  const extracts = layout.headers.map((h) => compileExtract(h));
+  const extracts = layout.headers.map((h) => compileParseExtract(h));
   const ctx: ExprContext = { layout, runtimeData: 0, parser: true };
 
   const states: StateFn[] = parser.parse_states.map((s, si) => {
@@ -77,11 +65,11 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
           if (prm.type === 'regular') {
             const h = layout.header(prm.value, [...opPath, 'parameters', 0, 'value']);
             if (h.metadata) refuse([...opPath, 'parameters', 0, 'value'], 'cannot extract a metadata header', prm.value);
-            return extractOp(h.index, extracts[h.index]!, h.bytes);
+            return extracts[h.index]!;
           }
           if (prm.type === 'stack') {
             const sk = layout.stack(prm.value, [...opPath, 'parameters', 0, 'value']);
-            const per = sk.headers.map((hi) => extractOp(hi, extracts[hi]!, layout.headers[hi]!.bytes));
+            const per = sk.headers.map((hi) => extracts[hi]!);
             const k = sk.index;
             return (st) => {
               const n = st.stackNext[k]!;
