@@ -18,9 +18,12 @@ export class GuestTcp {
   readonly #claim: (f: Buffer) => boolean;
   readonly #sport: number;
   readonly #dport: number;
+  /** Window-scale shift offered in the SYN (a Linux guest offers 7), or undefined: no scaling. */
+  readonly #wscale: number | undefined;
 
-  constructor(claim: (f: Buffer) => boolean, sport: number, dport: number, isn = 7000) {
+  constructor(claim: (f: Buffer) => boolean, sport: number, dport: number, isn = 7000, opts: { wscale?: number } = {}) {
     this.#claim = claim;
+    this.#wscale = opts.wscale;
     this.#sport = sport;
     this.#dport = dport;
     this.#seq = isn;
@@ -54,7 +57,7 @@ export class GuestTcp {
   }
 
   connect(): void {
-    this.#claim(tcp({ sport: this.#sport, dport: this.#dport, seq: this.#seq, ack: 0, flags: SYN, window: 65535, mss: MSS }));
+    this.#claim(tcp({ sport: this.#sport, dport: this.#dport, seq: this.#seq, ack: 0, flags: SYN, window: 65535, mss: MSS, wscale: this.#wscale }));
     this.#seq = (this.#seq + 1) >>> 0;
     this.#sndUna = this.#seq;
   }
