@@ -329,8 +329,18 @@ export class TcpConnection extends Duplex {
     }
   }
 
-  /** Copy of the queued bytes [from, from + n) counted from sndUna. */
+  /**
+   * The queued bytes [from, from + n) counted from sndUna: a view when one
+   * queued chunk holds them (the frame builder copies the payload at once, so
+   * nothing keeps the view), else a copy.
+   */
   #slice(from: number, n: number): Buffer {
+    let at0 = from;
+    for (const b of this.#txQueue) {
+      if (at0 >= b.length) { at0 -= b.length; continue; }
+      if (at0 + n <= b.length) return b.subarray(at0, at0 + n);
+      break;
+    }
     const out = Buffer.allocUnsafe(n);
     let skip = from;
     let at = 0;
