@@ -281,7 +281,30 @@ export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue |
   const r = compileNum(e.right, ctx, depth + 1);
   if (!l || !r) return undefined;
   const lv = validOf(e.left, ctx);
-  if (e.op === 'and' && lv >= 0) return (st, rd) => (st.valid[lv] !== 0 && r(st, rd) !== 0 ? 1 : 0); // valid(h) and ...
+  if (e.op === 'and' && lv >= 0) {
+    // valid(h) and field <op> constant (a header's guard: valid(ipv4) and ttl > 0): one closure
+    const rv = e.right as TypeValue | null;
+    const re = rv && rv.type === 'expression' && rv.value !== null && typeof rv.value === 'object' ? (rv.value as ExpressionValue) : undefined;
+    const rs = re ? plainField(re.left, ctx) : -1;
+    const rc = re ? constant(re.right) : undefined;
+    if (re && rs >= 0 && rc !== undefined) {
+      switch (re.op) {
+        case '==':
+          return (st) => (st.valid[lv] !== 0 && st.num[rs] === rc ? 1 : 0);
+        case '!=':
+          return (st) => (st.valid[lv] !== 0 && st.num[rs] !== rc ? 1 : 0);
+        case '>':
+          return (st) => (st.valid[lv] !== 0 && st.num[rs]! > rc ? 1 : 0);
+        case '>=':
+          return (st) => (st.valid[lv] !== 0 && st.num[rs]! >= rc ? 1 : 0);
+        case '<':
+          return (st) => (st.valid[lv] !== 0 && st.num[rs]! < rc ? 1 : 0);
+        case '<=':
+          return (st) => (st.valid[lv] !== 0 && st.num[rs]! <= rc ? 1 : 0);
+      }
+    }
+    return (st, rd) => (st.valid[lv] !== 0 && r(st, rd) !== 0 ? 1 : 0); // valid(h) and ...
+  }
   if (e.op === 'and') return (st, rd) => (l(st, rd) !== 0 && r(st, rd) !== 0 ? 1 : 0);
   if (e.op === 'or') return (st, rd) => (l(st, rd) !== 0 || r(st, rd) !== 0 ? 1 : 0);
   // a field against a constant (ttl > 0, etherType == 0x0800): one closure, no calls

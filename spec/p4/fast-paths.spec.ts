@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { compileCsum16Num } from '../../lib/p4/checksum';
-import { ExprContext } from '../../lib/p4/expr';
+import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/expr';
 import { compileImageCalculation } from '../../lib/p4/externs';
 import { runCommand } from '../../lib/p4/runtime';
 import { FieldInfo } from '../../lib/p4/state';
@@ -361,6 +361,37 @@ describe('p4: fast paths against simple references', () => {
     expect([refRead(out, 0, 48), refRead(out, 48, 64), refRead(out, 112, 40)]).to.deep.equal([0x123456789abbn, 0xffffffffffffn, 0xfn]);
     out = e.process(frame(2, 0xfedcba987654n, 0n, 0n), 0).frame!;
     expect([refRead(out, 112, 40), refRead(out, 152, 24)]).to.deep.equal([0xdcba987654n, 0x987654n]);
+  });
+
+  it('conditions on the number path (compileNum, its fused forms) equal the bigint path on random states', () => {
+    const e = P4Engine.load(layoutProgram([['a', 8], ['b', 16], ['c', 32], ['w', 48], ['pad', 8]]));
+    const ctx: ExprContext = { layout: e.layout, runtimeData: 0, parser: false };
+    const F = (f: string) => ({ type: 'field', value: ['h', f] });
+    const K = (v: string) => ({ type: 'hexstr', value: v });
+    const X = (op: string, left: unknown, right: unknown) => ({ type: 'expression', value: { op, left, right } });
+    const V = X('valid', null, { type: 'header', value: 'h' });
+    const exprs: unknown[] = [];
+    for (const op of ['==', '!=', '>', '>=', '<', '<=']) {
+      for (const [f, k] of [['a', '0x7f'], ['b', '0x0'], ['c', '0x80000000'], ['c', '-0x1']] as const) {
+        exprs.push(X(op, F(f), K(k)), X('and', V, X(op, F(f), K(k))), X('or', V, X(op, F(f), K(k))), X(op, K(k), F(f)), X(op, X('+', F('a'), F(f)), K(k)), X('not', null, X(op, F(f), K(k))));
+      }
+    }
+    const r = rng(99);
+    const h = e.layout.headerByName.get('h')!;
+    for (const [i, ex] of exprs.entries()) {
+      const num = compileNum(ex, ctx);
+      expect(num, `expression ${i} on the number path`).to.be.a('function');
+      const big = compileValue(ex, ctx, ['expr']);
+      for (let k = 0; k < 200; k++) {
+        const frame = Buffer.from(Array.from({ length: 20 }, () => Math.floor(r() * 256)));
+        if (k % 5 === 0) frame.fill(k % 2 === 0 ? 0 : 0xff, 0, 10);
+        const st = e.parse(frame);
+        if (k % 7 === 3) st.valid[h.index] = 0;
+        expect(num!(st, NO_ARGS), `expression ${i} ${JSON.stringify(ex)} frame ${frame.toString('hex')}`).to.equal(Number(big(st, NO_ARGS)));
+      }
+    }
+    // over 32 bits the number path steps aside (the bigint path runs)
+    expect(compileNum(X('==', F('w'), K('0x1')), ctx)).to.equal(undefined);
   });
 
   describe('csum16: the number path equals the bit-image path', () => {
