@@ -265,6 +265,23 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
     expect(cells('wqe_verbs')[WOp.SEND]).to.equal(verbs + 1);
     v.drainAll();
   });
+
+  it('a QP reset while its head WQE waits: the next WQE at that ring index goes through the program', async () => {
+    const seen = att.wqe.stats.wqes;
+    v.postSend(a, { op: WOp.SEND, id: 23, sges: [A.sge(0, 5)] }); // no receive: waits (RNR) at index 0
+    await v.settle();
+    expect(att.wqe.stats.wqes).to.equal(seen + 1);
+    await fresh(a, b); // RESET: the ring starts over at index 0
+    cmd(engine, 'table_add wqe_ops drop_wqe 4&&&0xff 0&&&0 0&&&0 0&&&0 => 1');
+    B.write(0, Buffer.alloc(5));
+    snapshot();
+    v.postSend(a, { op: WOp.RDMA_WRITE, id: 24, sges: [A.sge(0, 5)], remote: { va: B.va, rkey: B.key } });
+    await v.settle();
+    expectOnly([]);
+    expect(att.wqe.stats.wqes).to.equal(seen + 2);
+    expect(v.drain(scq).map((x) => [x.error, x.statusLength])).to.deep.equal([[true, WSt.RETRY_EXCEEDED]]);
+    v.drainAll();
+  });
 });
 
 describe('p4 on RDMA send WQEs: which programs run on them', () => {

@@ -192,13 +192,15 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     for (const destId of ids) this.#sched.wake(WaitKind.RNR, destId);
   }
 
-  /** Forget a QP's wait, its RNR state and any REG_MR in progress (destroyed, reset, flushed). */
+  /** Forget a QP's wait, its RNR state, any REG_MR in progress and its filter mark (destroyed, reset, flushed). */
   #unwait(qp: QpRecord): void {
     const s = qpStateIfAny(qp);
     if (!s) return;
     this.#sched.leaveWaiters(qp, s);
     this.#rnr.clear(s);
     this.#regMr.drop(s);
+    // The ring starts over (RESET) or is flushed: the next WQE at that index is a new one.
+    s.filtered = -1;
   }
 
   /** Run up to `budget` WQEs of one QP; returns how many ran. Leaves s.scheduled set when more remain. */
