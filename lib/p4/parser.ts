@@ -123,13 +123,13 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
     });
 
     // transition key: each part byte-padded, concatenated (JSON_format.md)
-    type KeyPart = { v: Value; n: ((st: PacketState) => number) | undefined; bytes: number; lookBits: number };
+    type KeyPart = { v: Value; n: ((st: PacketState) => number) | undefined; slot: number; bytes: number; lookBits: number };
     const keyParts: KeyPart[] = s.transition_key.map((k, ki) => {
       const kp: JsonPath = [...sp, 'transition_key', ki];
       if (k.type === 'field') {
         const f = layout.field(k.value, [...kp, 'value']);
         const slot = f.slot;
-        return { v: compileValue(k, ctx, kp), n: f.wide ? undefined : (st: PacketState) => st.num[slot]!, bytes: Math.ceil(f.width / 8), lookBits: 0 };
+        return { v: compileValue(k, ctx, kp), n: f.wide ? undefined : (st: PacketState) => st.num[slot]!, slot: f.wide ? -1 : slot, bytes: Math.ceil(f.width / 8), lookBits: 0 };
       }
       if (k.type === 'lookahead') {
         const lv = k.value as [number, number];
@@ -137,7 +137,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
         const [off, width] = [Number(lv[0]), Number(lv[1])];
         // read only after the length check below
         const n = width <= NARROW_BITS ? (st: PacketState) => peekNum(st.frame, st.offset * 8 + off, width) : undefined;
-        return { v, n, bytes: Math.ceil(width / 8), lookBits: off + width };
+        return { v, n, slot: -1, bytes: Math.ceil(width / 8), lookBits: off + width };
       }
       return refuse([...kp, 'type'], 'unsupported transition key', k.type);
     });
@@ -191,6 +191,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
         const tos = nexts.subarray(0, n);
         const noMatch = arms.length === 0 ? ACCEPT : dflt < 0 ? REJECT : nexts[dflt]!;
         if (keyParts.length === 0 || n === 0) {
+          if (ops.length === 0 && noMatch !== REJECT) return () => noMatch; // a start state that only moves on
           return (st) => {
             if (!run(st)) return REJECT;
             if (noMatch === REJECT) st.parserError = ParserError.NoMatch;
@@ -198,6 +199,17 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
           };
         }
         const read = keyParts[0]!.n!;
+        const slot = keyParts[0]!.slot;
+        if (slot >= 0 && ops.length === 1) {
+          // one extract, then one field against values (parse_ethernet on etherType)
+          return (st) => {
+            if (!op0!(st)) return REJECT;
+            const key = st.num[slot]!;
+            for (let i = 0; i < n; i++) if (key === vals[i]) return tos[i]!;
+            if (noMatch === REJECT) st.parserError = ParserError.NoMatch;
+            return noMatch;
+          };
+        }
         return (st) => {
           if (!run(st)) return REJECT;
           const key = read(st);
