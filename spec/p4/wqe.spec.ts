@@ -266,6 +266,24 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
     v.drainAll();
   });
 
+  it('a WQE that passed and waits, its slot rewritten by the guest before it runs: the new WQE goes through the program', async () => {
+    cmd(engine, 'table_add wqe_ops drop_wqe 4&&&0xff 0&&&0 0&&&0 0&&&0 => 1'); // WRITEs dropped, SENDs pass
+    const seen = att.wqe.stats.wqes;
+    v.postSend(a, { op: WOp.SEND, id: 25, sges: [A.sge(0, 5)] }); // passes, then waits (RNR) at index 0
+    await v.settle();
+    expect(att.wqe.stats.wqes).to.equal(seen + 1);
+    B.write(0, Buffer.alloc(5));
+    snapshot();
+    a.sq.pi = 0; // rewrite slot 0 in place (no new doorbell)
+    v.postSend(a, { op: WOp.RDMA_WRITE, id: 26, sges: [A.sge(0, 5)], remote: { va: B.va, rkey: B.key } }, false);
+    v.postRecv(b, { id: 0x67, sges: [B.sge(100, 64)] }); // wakes the waiting QP
+    await v.settle();
+    expect(att.wqe.stats.wqes).to.equal(seen + 2);
+    expect(v.drain(scq).map((x) => [x.error, x.statusLength])).to.deep.equal([[true, WSt.RETRY_EXCEEDED]]);
+    expectOnly([]);
+    v.drainAll();
+  });
+
   it('a QP reset while its head WQE waits: the next WQE at that ring index goes through the program', async () => {
     const seen = att.wqe.stats.wqes;
     v.postSend(a, { op: WOp.SEND, id: 23, sges: [A.sge(0, 5)] }); // no receive: waits (RNR) at index 0

@@ -29,7 +29,7 @@ import { GuestViews, slotViews } from './guest-views';
 import { InflightWqe, QpDp, qpState, qpStateIfAny, StepResult, WaitKind } from './qp-state';
 import { FastRegistration } from './reg-mr';
 import { RnrWaits } from './rnr';
-import { SendFiltering } from './send-filter';
+import { SendFiltering, slotSignature } from './send-filter';
 import { QpRunner, Scheduler, TURN_BUDGET } from './scheduler';
 import type { RemotePath } from './remote-path';
 import { QpFailures, Verbs } from './verbs';
@@ -276,9 +276,13 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     const w = dec;
     const local = w.verb === SendVerb.LOCAL_INV || w.verb === SendVerb.REG_MR || w.verb === SendVerb.BIND_MW;
     const filter = dev.hooks.sendFilter;
-    if (filter && !local && s.filtered !== qp.sq.ci) {
-      const r = this.#filterStep(filter, mem, qp, s, w, buf, datagram);
-      if (r !== null) return r;
+    if (filter && !local) {
+      const sig = slotSignature(buf);
+      if (s.filtered !== qp.sq.ci || s.filteredSig !== sig) {
+        const r = this.#filterStep(filter, mem, qp, s, w, buf, datagram);
+        if (r !== null) return r;
+        s.filteredSig = sig;
+      }
     }
     if (!local && this.#remote) {
       const node = datagram ? this.#remote.datagramNode(w.ud.ahId) : s.node;

@@ -41,8 +41,13 @@ export interface QpDp {
    * completions queued behind them, in WQE order (completions leave in order).
    */
   inflight: InflightWqe[];
-  /** The SQ index whose WQE the send filter (hooks.sendFilter) let pass: it is not run through the filter again when it waits and resumes. */
+  /**
+   * The SQ index whose WQE the send filter (hooks.sendFilter) let pass, and a
+   * signature of its slot's bytes: it is not run through the filter again when
+   * it waits and resumes, unless the guest rewrote the slot meanwhile.
+   */
   filtered: number;
+  filteredSig: number;
 }
 
 /** A send WQE whose completion waits for a peer's reply, or a finished one queued behind such a WQE. */
@@ -82,7 +87,7 @@ export function qpState(qp: QpRecord): QpDp {
   if (!s || s.handle !== qp.handle) {
     s = {
       handle: qp.handle, label: `RDMA data path (QP ${qp.id})`, msn: 0, scheduled: false, waiting: false,
-      waitKind: WaitKind.NONE, waitKey: -1, rnrLeft: -1, rnrTimer: null, regMr: null, node: -1, inflight: [], filtered: -1,
+      waitKind: WaitKind.NONE, waitKey: -1, rnrLeft: -1, rnrTimer: null, regMr: null, node: -1, inflight: [], filtered: -1, filteredSig: 0,
     };
     qp.dp = s;
   }

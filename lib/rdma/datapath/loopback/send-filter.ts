@@ -120,3 +120,16 @@ export class SendFiltering {
     return st === KeyStatus.OK;
   }
 }
+
+/**
+ * A 32-bit signature (FNV-1a over 32-bit words) of a WQE slot's bytes: a WQE
+ * that passed the filter and waits is filtered again if the guest rewrote its
+ * slot before it ran (else a slot rewritten after the check would run
+ * unchecked).
+ */
+export function slotSignature(buf: Buffer): number {
+  let h = 0x811c9dc5;
+  const n = buf.length & ~3;
+  for (let i = 0; i < n; i += 4) h = Math.imul(h ^ buf.readUInt32LE(i), 0x01000193);
+  return h >>> 0;
+}
