@@ -86,6 +86,8 @@ export class P4Engine {
     mcastGrp?: FieldInfo;
   };
   readonly #specWritten: boolean;
+  /** Slots of the standard fields process() sets and reads (-1: the program has none). */
+  readonly #slots: { ingressPort: number; packetLength: number; egressSpec: number; egressPort: number; mgid: number; mcastGrp: number };
 
   /** Validates and compiles; throws P4LoadError naming the JSON path of what it refuses. */
   static load(program: string | unknown, opts: EngineOptions = {}): P4Engine {
@@ -186,37 +188,49 @@ export class P4Engine {
       }
     });
     this.#st = new PacketState(this.layout);
+    const f = this.#f;
+    this.#slots = {
+      ingressPort: f.ingressPort?.slot ?? -1,
+      packetLength: f.packetLength?.slot ?? -1,
+      egressSpec: f.egressSpec?.slot ?? -1,
+      egressPort: f.egressPort?.slot ?? -1,
+      mgid: f.mgid?.slot ?? -1,
+      mcastGrp: f.mcastGrp?.slot ?? -1,
+    };
   }
 
   /** Runs one frame through parser, ingress, egress and deparser. */
   process(frame: Buffer, ingressPort = 0): P4Result {
     const st = this.#st;
-    const f = this.#f;
+    const sl = this.#slots;
     this.stats.frames++;
     if (frame.length > this.#maxFrame) return this.#drop('too-long', 0);
     st.reset(frame);
-    if (f.ingressPort) st.num[f.ingressPort.slot] = ingressPort & 0x1ff;
-    if (f.packetLength) st.num[f.packetLength.slot] = frame.length;
+    const num = st.num;
+    if (sl.ingressPort >= 0) num[sl.ingressPort] = ingressPort & 0x1ff;
+    if (sl.packetLength >= 0) num[sl.packetLength] = frame.length;
     const pr = this.#parser(st);
     if (pr === BUDGET) {
       this.stats.budgetDrops++;
       return this.#drop('parser-budget', st.parserError);
     }
     if (pr !== ACCEPT) this.stats.parserErrors++;
-    for (let i = 0; i < this.#verify.length; i++) this.#verify[i]!(st);
+    const verify = this.#verify;
+    for (let i = 0; i < verify.length; i++) verify[i]!(st);
     this.#ingress?.run(st);
-    if (st.dropped || (f.egressSpec && st.num[f.egressSpec.slot] === DROP_PORT)) return this.#drop('program', st.parserError);
-    if (f.egressPort && f.egressSpec && this.#specWritten) st.num[f.egressPort.slot] = st.num[f.egressSpec.slot]!;
+    if (st.dropped || (sl.egressSpec >= 0 && num[sl.egressSpec] === DROP_PORT)) return this.#drop('program', st.parserError);
+    if (sl.egressPort >= 0 && sl.egressSpec >= 0 && this.#specWritten) num[sl.egressPort] = num[sl.egressSpec]!;
     st.exited = false;
     this.#egress?.run(st);
     if (st.dropped) return this.#drop('program', st.parserError);
-    for (let i = 0; i < this.#update.length; i++) this.#update[i]!(st);
-    const mg = (f.mgid ? st.num[f.mgid.slot]! : 0) || (f.mcastGrp ? st.num[f.mcastGrp.slot]! : 0);
+    const update = this.#update;
+    for (let i = 0; i < update.length; i++) update[i]!(st);
+    const mg = (sl.mgid >= 0 ? num[sl.mgid]! : 0) || (sl.mcastGrp >= 0 ? num[sl.mcastGrp]! : 0);
     return {
       frame: this.deparse(st),
       dropped: false,
       reason: undefined,
-      egressPort: f.egressPort ? st.num[f.egressPort.slot]! : 0,
+      egressPort: sl.egressPort >= 0 ? num[sl.egressPort]! : 0,
       multicastGroup: mg,
       parserError: st.parserError,
       checksumError: st.checksumError,
