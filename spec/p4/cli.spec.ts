@@ -83,4 +83,18 @@ describe('p4: rocm-ernic --p4 options', () => {
       expect(err).to.match(/P4 program .*simple_router\.json \(9 commands\), guest scope none/);
     });
   });
+
+  it('starts with the WQE program and a guest scope and says both', async () => {
+    const root = path.join(__dirname, '..', '..', '..');
+    const sock = tempSocketPath('p4cli-wqe');
+    const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'warn', '--p4-program', path.join(root, 'fixtures', 'p4', 'rdma_fp8.json'),
+      '--p4-commands', path.join(root, 'fixtures', 'p4', 'rdma_fp8.commands.txt'), '--p4-guest-scope', 'tables'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    for (let i = 0; i < 200 && !/serving/.test(err); i++) await new Promise((r) => setTimeout(r, 50));
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    expect(err).to.match(/P4 program .*rdma_fp8\.json \(4 commands, on RDMA send WQEs too\), guest scope tables/);
+  });
 });
