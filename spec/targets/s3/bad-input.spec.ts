@@ -134,4 +134,32 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
     const got = await fetch(`http://127.0.0.1:${port}/ernic/kept`);
     expect([got.status, (await got.arrayBuffer()).byteLength]).to.deep.equal([200, 10000]);
   });
+
+  it('request bodies in progress at once are bounded by the store size: one past it is 503 SlowDown, the first still completes', async () => {
+    await ep.close();
+    ep = await S3Endpoint.open({ ...S3_DEFAULTS, size: 1 << 20, maxpart: 1 << 20, listen: { host: '127.0.0.1', port: 0 } }, { send: () => undefined });
+    port = (ep.hostAddress as AddressInfo).port;
+    const answer = (req: http.ClientRequest): Promise<{ status: number; body: string }> => new Promise((resolve, reject) => {
+      req.on('response', (res) => { let b = ''; res.on('data', (c: Buffer) => { b += c; }); res.on('end', () => resolve({ status: res.statusCode!, body: b })); });
+      req.on('error', reject);
+    });
+    const a = http.request({ host: '127.0.0.1', port, method: 'PUT', path: '/ernic/a', headers: { 'content-length': '600000' } });
+    const aDone = answer(a);
+    a.write(Buffer.alloc(500_000, 1)); // in progress: 500,000 of the 1 MiB budget held
+    await new Promise((r) => setTimeout(r, 200));
+    const b = http.request({ host: '127.0.0.1', port, method: 'PUT', path: '/ernic/b', headers: { 'content-length': '600000' } });
+    const bDone = answer(b);
+    b.end(Buffer.alloc(600_000, 2));
+    const rb = await bDone;
+    expect([rb.status, rb.body.includes('<Code>SlowDown</Code>')]).to.deep.equal([503, true]);
+    a.end(Buffer.alloc(100_000, 1));
+    expect((await aDone).status).to.equal(200);
+    expect(ep.store.get('a')!.data.length).to.equal(600_000);
+    expect(ep.store.get('b')).to.equal(undefined);
+    // The budget came back: the same PUT now fits.
+    const again = http.request({ host: '127.0.0.1', port, method: 'PUT', path: '/ernic/b', headers: { 'content-length': '300000' } });
+    const againDone = answer(again);
+    again.end(Buffer.alloc(300_000, 3));
+    expect((await againDone).status).to.equal(200);
+  });
 });

@@ -65,6 +65,30 @@ const KNOWN_QUERY = new Set([
   ...RESPONSE_OVERRIDES,
 ]);
 
+/**
+ * Bytes of request bodies being read at once, over every connection of one
+ * server: at most the store's size. Each request's own cap is maxpart, but
+ * eight guest connections (and any host clients) uploading together would
+ * otherwise hold eight times that before the store's size is checked.
+ */
+class BodyBudget {
+  #left: number;
+
+  constructor(bytes: number) {
+    this.#left = bytes;
+  }
+
+  take(n: number): boolean {
+    if (n > this.#left) return false;
+    this.#left -= n;
+    return true;
+  }
+
+  give(n: number): void {
+    this.#left += n;
+  }
+}
+
 interface Ctx {
   readonly req: http.IncomingMessage;
   readonly res: http.ServerResponse;
@@ -78,6 +102,7 @@ interface Ctx {
   payloadHash: string | undefined;
   /** The verified signature, when credentials are configured (chunk signatures chain from it). */
   signed: SigV4Verified | null;
+  readonly budget: BodyBudget;
 }
 
 /** An http.Server answering S3 for `opts.store`. */
@@ -93,9 +118,10 @@ export function createS3Server(opts: S3ServerOptions): http.Server {
  */
 export function s3Handler(opts: S3ServerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
   const inFlight = new WeakMap<object, Promise<void>>();
+  const budget = new BodyBudget(opts.store.limits.size);
   return (req, res) => {
     const conn = req.socket;
-    const run = (): Promise<void> => handle(req, res, opts).catch((e: unknown) => {
+    const run = (): Promise<void> => handle(req, res, opts, budget).catch((e: unknown) => {
       // A safety net for our own bugs, not control flow.
       if (!res.headersSent) sendError(res, req.method ?? 'GET', s3err('InternalError', String(e)), req.url ?? '/', 'internal');
       else res.destroy();
@@ -120,7 +146,7 @@ function requestBucketAndKey(req: http.IncomingMessage, store: ObjectStore, rawP
   return { bucket: decoded[0] ?? '', key: decoded.slice(1).join('/') };
 }
 
-async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: S3ServerOptions): Promise<void> {
+async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: S3ServerOptions, budget: BodyBudget): Promise<void> {
   const requestId = randomBytes(8).toString('hex').toUpperCase();
   const url = req.url ?? '/';
   const qAt = url.indexOf('?');
@@ -134,7 +160,7 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
   }
   const ctx: Ctx = {
     req, res, opts, requestId, query: new Map(pairs), bucket: bk.bucket, key: bk.key,
-    resource: `/${bk.bucket}${bk.key ? `/${bk.key}` : ''}`, payloadHash: undefined, signed: null,
+    resource: `/${bk.bucket}${bk.key ? `/${bk.key}` : ''}`, payloadHash: undefined, signed: null, budget,
   };
   if (opts.credentials && opts.credentials.length > 0) {
     const v = verifySigV4({ method, url, headers: req.headers, rawHeaders: req.rawHeaders }, opts.credentials, opts.now?.());
@@ -207,8 +233,8 @@ function bodyLimit(store: ObjectStore): number {
   return store.limits.maxpart + CHUNK_OVERHEAD + Math.ceil(store.limits.maxpart / (1 << 20)) * CHUNK_OVERHEAD_PER_MIB;
 }
 
-/** The whole request body, at most `limit` bytes on the wire. */
-function readRaw(req: http.IncomingMessage, limit: number): Promise<S3Result<Buffer>> {
+/** The whole request body, at most `limit` bytes on the wire, within the server's body budget (SlowDown past it). */
+function readRaw(req: http.IncomingMessage, limit: number, budget: BodyBudget): Promise<S3Result<Buffer>> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return Promise.resolve(fail('EntityTooLarge'));
   return new Promise((resolve) => {
@@ -219,12 +245,20 @@ function readRaw(req: http.IncomingMessage, limit: number): Promise<S3Result<Buf
       if (done) return;
       done = true;
       req.off('data', onData);
+      budget.give(n); // read out: what is kept is the store's to count now
       resolve(r);
     };
     const onData = (c: Buffer): void => {
+      if (n + c.length > limit) {
+        finish(fail('EntityTooLarge'));
+        return;
+      }
+      if (!budget.take(c.length)) {
+        finish(fail('SlowDown', 'too many request bodies in progress'));
+        return;
+      }
       n += c.length;
-      if (n > limit) finish(fail('EntityTooLarge'));
-      else chunks.push(c);
+      chunks.push(c);
     };
     req.on('data', onData);
     req.once('end', () => finish(ok(Buffer.concat(chunks, n))));
@@ -235,7 +269,7 @@ function readRaw(req: http.IncomingMessage, limit: number): Promise<S3Result<Buf
 
 /** The payload of a PUT or POST: aws-chunked decoded, every declared digest and checksum checked. */
 async function readPayload(ctx: Ctx, limit: number): Promise<S3Result<Buffer>> {
-  const raw = await readRaw(ctx.req, limit + (limit === MAX_XML_BODY ? 0 : bodyLimit(ctx.opts.store) - ctx.opts.store.limits.maxpart));
+  const raw = await readRaw(ctx.req, limit + (limit === MAX_XML_BODY ? 0 : bodyLimit(ctx.opts.store) - ctx.opts.store.limits.maxpart), ctx.budget);
   if (!raw.ok) return raw;
   const h = ctx.req.headers;
   let data = raw.value;
@@ -485,7 +519,7 @@ async function readByToken(ctx: Ctx, token: string): Promise<S3Result<{ data: Bu
     refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
     return fail('NotImplemented');
   }
-  const body = await readRaw(ctx.req, 0); // the data comes from the client's buffer, not the body
+  const body = await readRaw(ctx.req, 0, ctx.budget); // the data comes from the client's buffer, not the body
   if (!body.ok) {
     refuse(ctx, s3err('InvalidRequest', 'a request with an RDMA token carries no body'));
     return fail('InvalidRequest');
@@ -503,7 +537,7 @@ async function readByToken(ctx: Ctx, token: string): Promise<S3Result<{ data: Bu
 async function createUpload(ctx: Ctx): Promise<void> {
   const meta = userMetadata(ctx.req.headers);
   if (!meta.ok) return refuse(ctx, meta.error);
-  const body = await readRaw(ctx.req, MAX_XML_BODY);
+  const body = await readRaw(ctx.req, MAX_XML_BODY, ctx.budget);
   if (!body.ok) return refuse(ctx, body.error);
   const contentType = (ctx.req.headers['content-type'] as string | undefined) ?? DEFAULT_CONTENT_TYPE;
   const r = await ctx.opts.store.createUpload(ctx.key, contentType, meta.value);
