@@ -81,7 +81,12 @@ export function compilePipeline(
     const meter = mt.meter;
     const find = mt.find;
     if (!counted && !profile && !meter && !hitMiss) {
-      // the common table: a direct action, next node by action
+      // the common table: a direct action, next node by action; the lookup written in when it can be
+      const direct = mt.directNode(byAction, baseNext);
+      if (direct) {
+        nodes.push(direct);
+        return;
+      }
       nodes.push((st) => {
         const e = find(st);
         const c = e ?? mt.defaultEntry;

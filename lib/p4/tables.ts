@@ -408,6 +408,70 @@ export class MatchTable {
   }
 
   /**
+   * The pipeline node of a common table (direct actions; no counters, meter
+   * or __HIT__/__MISS__, checked by the caller) with the lookup written in:
+   * for one-part exact or lpm tables on a number field (the others:
+   * undefined, and the pipeline calls find). Runs the entry's action, or the
+   * default's, and returns the next node by action index.
+   */
+  directNode(byAction: Int32Array, baseNext: number): ((st: PacketState) => number) | undefined {
+    if (this.profile || this.keys.length !== 1 || !this.#numeric || this.#mode === Mode.Ordered || this.keys[0]!.slot < 0) return undefined;
+    const slot = this.keys[0]!.slot;
+    const sm = this.#small;
+    const { keys: sk, divs: sd, entries: se } = sm;
+    const i32 = this.#int32;
+    if (this.#mode === Mode.Exact) {
+      const map = this.#exact;
+      return (st) => {
+        const v = i32 ? st.num[slot]! | 0 : st.num[slot]!;
+        const n = sm.n;
+        let e: Entry | undefined;
+        if (n < 0) e = map.get(v);
+        else {
+          for (let i = 0; i < n; i++) {
+            if (sk[i] === v) {
+              e = se[i];
+              break;
+            }
+          }
+        }
+        const c = e ?? this.defaultEntry;
+        if (c === undefined) return baseNext;
+        const a = c.action!;
+        a.run(st, c.args);
+        return byAction[a.index]!;
+      };
+    }
+    const ps = this.#prefixes;
+    return (st) => {
+      const v = st.num[slot]!;
+      const n = sm.n;
+      let e: Entry | undefined;
+      if (n >= 0) {
+        for (let i = 0; i < n; i++) {
+          const q = Math.floor(v / sd[i]!);
+          if ((i32 ? q | 0 : q) === sk[i]) {
+            e = se[i];
+            break;
+          }
+        }
+      } else {
+        for (let j = 0; j < ps.length; j++) {
+          const pm = ps[j]!;
+          const q = Math.floor(v / pm.div);
+          e = pm.map.get(i32 ? q | 0 : q);
+          if (e !== undefined) break;
+        }
+      }
+      const c = e ?? this.defaultEntry;
+      if (c === undefined) return baseNext;
+      const a = c.action!;
+      a.run(st, c.args);
+      return byAction[a.index]!;
+    };
+  }
+
+  /**
    * The lookup for the common shapes with one key part on the number path
    * (one number read, one Map probe or one per prefix length); the others
    * go through lookup(). The Maps and arrays it closes over are never
