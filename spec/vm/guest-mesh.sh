@@ -32,7 +32,9 @@ step() { # name device command... (the client appends PEER_IP itself where neede
     { echo "--- attempt $n: rc $rc"; cat /tmp/out.$name; } >> /tmp/all.$name
     [ $rc = 0 ] && break
     if [ "$ROLE" = client ]; then
-      grep -qiE "couldn't connect|unable to connect|connection refused|failed to connect|Unable to open|rdma_connect|REJ|Couldn't read|timed out" /tmp/out.$name || break
+      # Not up yet: what each tool prints when its server does not listen yet
+      # (perftest -R shows the CM's REJ as "Unexpected CM event ... 8").
+      grep -qiE "couldn't connect|unable to connect|connection refused|failed to connect|Unable to open|rdma_connect|REJ|Unexpected CM event|Unable to init the socket connection|Couldn't read|timed out" /tmp/out.$name || break
       sleep 2
     else
       sleep 1
