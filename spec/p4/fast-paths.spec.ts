@@ -12,9 +12,9 @@ import { P4Engine } from '../../lib/p4/compile';
 import { compileCsum16Num } from '../../lib/p4/checksum';
 import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/expr';
 import { compileImageCalculation } from '../../lib/p4/externs';
-import { runCommand } from '../../lib/p4/runtime';
+import { runCommand, runCommands } from '../../lib/p4/runtime';
 import { FieldInfo } from '../../lib/p4/state';
-import { fixtureText, needFixtures } from './helpers';
+import { fixtureText, ipv4Checksum, needFixtures } from './helpers';
 
 /** xorshift32, seeded: a failure names a reproducible case. */
 function rng(seed: number): () => number {
@@ -412,6 +412,27 @@ describe('p4: fast paths against simple references', () => {
         if (i % 3 === 0) frame.fill(i % 2 === 0 ? 0 : 0xff, 14, 34); // all zeros, all ones
         const st = e.parse(frame);
         expect(num(st), `header ${frame.subarray(14, 34).toString('hex')}`).to.equal(Number(img(st)));
+      }
+    });
+
+    it('simple_router routes 2000 random IPv4 headers with the checksum marked and rewritten as RFC 1071 says', () => {
+      needFixtures();
+      const e = P4Engine.load(fixtureText('simple_router.json'));
+      expect(runCommands(e, fixtureText('commands.txt')).ok).to.equal(true);
+      const r = rng(791);
+      for (let i = 0; i < 2000; i++) {
+        const f = Buffer.alloc(14 + 20 + 10);
+        f.writeUInt16BE(0x0800, 12);
+        for (let k = 14; k < 34; k++) f[k] = Math.floor(r() * 256);
+        f[22] = 1 + Math.floor(r() * 255); // ttl > 0
+        Buffer.from([10, 0, 0, 10]).copy(f, 30); // routed to port 1
+        if (i % 2 === 0) f.writeUInt16BE(ipv4Checksum(f.subarray(14, 34)), 24); // half with a good checksum
+        const good = f.readUInt16BE(24) === ipv4Checksum(f.subarray(14, 34));
+        const res = e.process(f, 1);
+        expect(res.checksumError, `frame ${f.toString('hex')}`).to.equal(!good);
+        const out = res.frame!;
+        expect(out[22]).to.equal(f[22]! - 1);
+        expect(out.readUInt16BE(24), `frame ${f.toString('hex')}`).to.equal(ipv4Checksum(out.subarray(14, 34)));
       }
     });
 
