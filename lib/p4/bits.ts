@@ -271,6 +271,7 @@ export function compileParseExtract(h: HeaderInfo): (st: PacketState) => boolean
         o2!(n, b, o + a2!, st, o);
         st.offset = o + bytes;
         st.valid[hdr] = 1;
+        st.hdrOffset[hdr] = o;
         return true;
       };
     case 5:
@@ -286,6 +287,7 @@ export function compileParseExtract(h: HeaderInfo): (st: PacketState) => boolean
         o4!(n, b, o + a4!, st, o);
         st.offset = o + bytes;
         st.valid[hdr] = 1;
+        st.hdrOffset[hdr] = o;
         return true;
       };
     default: {
@@ -296,6 +298,7 @@ export function compileParseExtract(h: HeaderInfo): (st: PacketState) => boolean
         all(st, st.frame, o);
         st.offset = o + bytes;
         st.valid[hdr] = 1;
+        st.hdrOffset[hdr] = o;
         return true;
       };
     }
@@ -379,10 +382,14 @@ function extractOps(h: HeaderInfo): { ops: WinOp[]; at: Int32Array } {
  * Writes the header's fields. Number slots hold values within their field's
  * width (every store truncates), so fields are combined without masks.
  */
-export function compileEmit(h: HeaderInfo): HeaderEmit {
+export function compileEmit(h: HeaderInfo, only?: ReadonlySet<FieldInfo>): HeaderEmit {
   const { n, kind, at, len, first, count, slot, shift, fields } = planOf(h);
   const ops: WinOp[] = [];
+  const ats: number[] = [];
   for (let g = 0; g < n; g++) {
+    // `only`: the windows holding at least one of these fields (the others are left as they are)
+    if (only && !fields.slice(first[g]!, first[g]! + count[g]!).some((f) => only.has(f))) continue;
+    ats.push(at[g]!);
     const l = len[g]!;
     const f0 = first[g]!;
     const c = count[g]!;
@@ -453,7 +460,7 @@ export function compileEmit(h: HeaderInfo): HeaderEmit {
       });
     }
   }
-  return sequence(ops, at);
+  return sequence(ops, Int32Array.from(ats));
 }
 
 /** Reads `width` bits at bit offset `bit` of `buf` as a bigint (lookahead); undefined past the end. */

@@ -45,6 +45,56 @@ export interface EngineOptions {
   now?: () => number;
   /** Largest frame accepted (default MAX_FRAME_BYTES). */
   maxFrame?: number;
+  /**
+   * Emit every field of every header in process() (as deparse() does), not
+   * only the windows of the fields the program may write (for specs that
+   * compare the two).
+   */
+  fullEmit?: boolean;
+}
+
+/** Primitives that write no field (their field operands are only read; remove_header changes only validity). */
+const READ_ONLY_PRIMITIVES = new Set(['count', 'register_write', 'generate_digest', 'log_msg', 'drop', 'mark_to_drop', 'mark_for_drop', 'exit', 'no_op', '_jump', '_jump_if_zero', 'remove_header']);
+
+/**
+ * The fields the program may write, over-approximated: every field operand
+ * of a primitive other than the read-only ones (source operands too), every
+ * field of a header such a primitive names (add_header, copy_header: source
+ * too), parser `set` destinations, checksum targets and meter results.
+ */
+function writtenFields(p: Program, layout: Layout): Set<FieldInfo> {
+  const out = new Set<FieldInfo>();
+  const field = (ref: unknown): void => {
+    if (!Array.isArray(ref) || ref.length !== 2) return;
+    const f = layout.headerByName.get(ref[0] as string)?.byName.get(ref[1] as string);
+    if (f) out.add(f);
+  };
+  const header = (name: unknown): void => {
+    for (const f of (typeof name === 'string' ? layout.headerByName.get(name)?.fields : undefined) ?? []) out.add(f);
+  };
+  for (const a of p.actions) {
+    for (const pr of a.primitives) {
+      if (READ_ONLY_PRIMITIVES.has(pr.op)) continue;
+      for (const tv of pr.parameters) {
+        if (tv.type === 'field') field(tv.value);
+        else if (tv.type === 'header') header(tv.value);
+        else if (tv.type === 'header_stack' || tv.type === 'stack') {
+          const sk = layout.stackByName.get(tv.value as string);
+          for (const hi of sk?.headers ?? []) header(layout.headers[hi]!.name);
+        }
+      }
+    }
+  }
+  for (const ps of p.parsers) {
+    for (const st of ps.parse_states) {
+      for (const op of st.parser_ops) {
+        if (op.op === 'set') field((op.parameters[0] as { value?: unknown } | undefined)?.value);
+      }
+    }
+  }
+  for (const c of p.checksums) field(c.target);
+  for (const m of p.meter_arrays) field(m.result_target);
+  return out;
 }
 
 export const MAX_FRAME_BYTES = 65535 + 14;
@@ -72,7 +122,7 @@ export class P4Engine {
   readonly #parser: CompiledParser;
   readonly #ingress: CompiledPipeline | undefined;
   readonly #egress: CompiledPipeline | undefined;
-  readonly #emit: { header: number; bytes: number; emit: HeaderEmit }[];
+  readonly #emit: { header: number; bytes: number; emit: HeaderEmit; written: HeaderEmit }[];
   readonly #verify: ((st: PacketState) => void)[] = [];
   readonly #update: ((st: PacketState) => void)[] = [];
   readonly #st: PacketState;
@@ -135,10 +185,12 @@ export class P4Engine {
 
     if (p.deparsers.length > 1) refuse(['deparsers', 1], 'only one deparser is supported');
     const order = p.deparsers[0]?.order ?? [];
+    const written = writtenFields(p, this.layout);
     this.#emit = order.map((n, i) => {
       const h = this.layout.header(n, ['deparsers', 0, 'order', i]);
       if (h.metadata) refuse(['deparsers', 0, 'order', i], 'cannot emit a metadata header', n);
-      return { header: h.index, bytes: h.bytes, emit: compileEmit(h) };
+      const emit = compileEmit(h);
+      return { header: h.index, bytes: h.bytes, emit, written: opts.fullEmit ? emit : compileEmit(h, written) };
     });
 
     p.checksums.forEach((c, ci) => {
@@ -227,7 +279,7 @@ export class P4Engine {
     for (let i = 0; i < update.length; i++) update[i]!(st);
     const mg = (sl.mgid >= 0 ? num[sl.mgid]! : 0) || (sl.mcastGrp >= 0 ? num[sl.mcastGrp]! : 0);
     return {
-      frame: this.deparse(st),
+      frame: this.#deparse(st),
       dropped: false,
       reason: undefined,
       egressPort: sl.egressPort >= 0 ? num[sl.egressPort]! : 0,
@@ -264,6 +316,34 @@ export class P4Engine {
       const e = emit[i]!;
       if (!valid[e.header]) continue;
       e.emit(st, out, at);
+      at += e.bytes;
+    }
+    if (!same) frame.copy(out, at, st.offset);
+    return out;
+  }
+
+  /**
+   * deparse() for process(): when the headers are as long as the parsed ones
+   * the whole frame is copied first, so a header emitted where it was
+   * extracted already holds its bytes there and only the windows of the
+   * fields the program may write are written over them.
+   */
+  #deparse(st: PacketState): Buffer {
+    const emit = this.#emit;
+    const valid = st.valid;
+    const frame = st.frame;
+    let headers = 0;
+    for (let i = 0; i < emit.length; i++) if (valid[emit[i]!.header]) headers += emit[i]!.bytes;
+    const out = Buffer.allocUnsafe(frame.length - st.offset + headers);
+    const same = headers === st.offset;
+    if (same) frame.copy(out, 0);
+    const ho = st.hdrOffset;
+    let at = 0;
+    for (let i = 0; i < emit.length; i++) {
+      const e = emit[i]!;
+      if (!valid[e.header]) continue;
+      if (same && ho[e.header] === at) e.written(st, out, at);
+      else e.emit(st, out, at);
       at += e.bytes;
     }
     if (!same) frame.copy(out, at, st.offset);

@@ -147,6 +147,8 @@ export class PacketState {
   readonly big: bigint[];
   readonly valid: Uint8Array;
   readonly stackNext: Uint16Array;
+  /** Where each header was extracted from in this frame (-1: not extracted). */
+  readonly hdrOffset: Int32Array;
   frame: Buffer = Buffer.alloc(0);
   /** First byte not yet consumed by the parser (the payload starts here after parsing). */
   offset = 0;
@@ -163,6 +165,7 @@ export class PacketState {
     this.big = new Array<bigint>(layout.bigSlots).fill(0n);
     this.valid = new Uint8Array(layout.headers.length);
     this.stackNext = new Uint16Array(layout.stacks.length);
+    this.hdrOffset = new Int32Array(layout.headers.length).fill(-1);
     this.#initialValid = layout.initialValid;
   }
 
@@ -175,7 +178,11 @@ export class PacketState {
     for (let i = 0; i < big.length; i++) big[i] = 0n;
     const valid = this.valid;
     const iv = this.#initialValid;
-    for (let i = 0; i < valid.length; i++) valid[i] = iv[i]!;
+    const ho = this.hdrOffset;
+    for (let i = 0; i < valid.length; i++) {
+      valid[i] = iv[i]!;
+      ho[i] = -1;
+    }
     const sn = this.stackNext;
     for (let i = 0; i < sn.length; i++) sn[i] = 0;
     this.frame = frame;
