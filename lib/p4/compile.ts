@@ -20,7 +20,7 @@ import { refuse, validateProgram } from './load';
 import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from './parser';
 import { CompiledPipeline, compilePipeline } from './pipeline';
 import { Program } from './schema';
-import { Digest, FieldInfo, Layout, PacketState, ParserError } from './state';
+import { Digest, FieldInfo, Layout, NO_DIGESTS, PacketState, ParserError } from './state';
 import { MatchTable } from './tables';
 import { ActionProfile } from './profiles';
 
@@ -39,6 +39,23 @@ export interface P4Result {
   /** generate_digest calls of this frame: learn list id and the values of its fields. */
   digests: Digest[];
 }
+
+/** What processReused() may do with the frame it is given. */
+export const enum OutputMode {
+  /** The output goes into the engine's own buffer; the input is never written. */
+  ENGINE_BUFFER = 0,
+  /**
+   * When the deparsed frame has the input's length and every header sits
+   * where it was extracted, the windows the program may write are written
+   * into the input frame itself and `r.frame` is the input; otherwise as
+   * ENGINE_BUFFER. Only for a caller that owns the input and no longer needs
+   * its original bytes.
+   */
+  IN_PLACE = 1,
+}
+
+/** Distinct output lengths whose views of the engine's output buffer are kept (cleared when full). */
+const MAX_OUTPUT_VIEWS = 64;
 
 export interface EngineOptions {
   /** Microsecond clock for meters (default: performance.now()*1000). */
@@ -136,6 +153,20 @@ export class P4Engine {
     mcastGrp?: FieldInfo;
   };
   readonly #specWritten: boolean;
+  /** processReused()'s result (one object, rewritten per call) and output buffer with its views by length. */
+  readonly #result: P4Result = {
+    frame: undefined,
+    dropped: false,
+    reason: undefined,
+    egressPort: 0,
+    multicastGroup: 0,
+    parserError: ParserError.None,
+    checksumError: false,
+    digests: NO_DIGESTS,
+  };
+  #out: Buffer = Buffer.allocUnsafeSlow(2048);
+  readonly #views = new Map<number, Buffer>();
+  #last: Buffer = this.#out.subarray(0, 0);
   /** Slots of the standard fields process() sets and reads (-1: the program has none). */
   readonly #slots: { ingressPort: number; packetLength: number; egressSpec: number; egressPort: number; mgid: number; mcastGrp: number };
 
@@ -251,12 +282,70 @@ export class P4Engine {
     };
   }
 
-  /** Runs one frame through parser, ingress, egress and deparser. */
+  /** Runs one frame through parser, ingress, egress and deparser; a new result and a new output Buffer. */
   process(frame: Buffer, ingressPort = 0): P4Result {
+    const reason = this.#run(frame, ingressPort);
+    const st = this.#st;
+    if (reason !== undefined) return this.#drop(reason, reason === 'too-long' ? ParserError.None : st.parserError);
+    const sl = this.#slots;
+    const num = st.num;
+    return {
+      frame: this.#deparse(st, false),
+      dropped: false,
+      reason: undefined,
+      egressPort: sl.egressPort >= 0 ? num[sl.egressPort]! : 0,
+      multicastGroup: (sl.mgid >= 0 ? num[sl.mgid]! : 0) || (sl.mcastGrp >= 0 ? num[sl.mcastGrp]! : 0),
+      parserError: st.parserError,
+      checksumError: st.checksumError,
+      digests: st.digests,
+    };
+  }
+
+  /**
+   * process() for a caller that reads the result before the next call on
+   * this engine (the segment, the WQE filter): the result is one object the
+   * engine rewrites per call, and `r.frame` is a view of the engine's own
+   * output buffer (or, with OutputMode.IN_PLACE, possibly the input itself),
+   * valid until the next call. Nothing is allocated per frame (digests
+   * aside, as in process()).
+   */
+  processReused(frame: Buffer, ingressPort = 0, mode: OutputMode = OutputMode.ENGINE_BUFFER): P4Result {
+    const reason = this.#run(frame, ingressPort);
+    const st = this.#st;
+    const r = this.#result;
+    r.digests = st.digests;
+    if (reason !== undefined) {
+      this.stats.dropped++;
+      r.frame = undefined;
+      r.dropped = true;
+      r.reason = reason;
+      r.egressPort = 0;
+      r.multicastGroup = 0;
+      r.parserError = reason === 'too-long' ? ParserError.None : st.parserError;
+      r.checksumError = false;
+      return r;
+    }
+    const sl = this.#slots;
+    const num = st.num;
+    r.frame = mode === OutputMode.IN_PLACE && this.#inPlace(st) ? frame : this.#deparse(st, true);
+    r.dropped = false;
+    r.reason = undefined;
+    r.egressPort = sl.egressPort >= 0 ? num[sl.egressPort]! : 0;
+    r.multicastGroup = (sl.mgid >= 0 ? num[sl.mgid]! : 0) || (sl.mcastGrp >= 0 ? num[sl.mcastGrp]! : 0);
+    r.parserError = st.parserError;
+    r.checksumError = st.checksumError;
+    return r;
+  }
+
+  /** Everything before the deparse; the drop reason, undefined when the frame goes on. */
+  #run(frame: Buffer, ingressPort: number): DropReason | undefined {
     const st = this.#st;
     const sl = this.#slots;
     this.stats.frames++;
-    if (frame.length > this.#maxFrame) return this.#drop('too-long', 0);
+    if (frame.length > this.#maxFrame) {
+      st.digests = NO_DIGESTS;
+      return 'too-long';
+    }
     st.reset(frame);
     const num = st.num;
     if (sl.ingressPort >= 0) num[sl.ingressPort] = ingressPort & 0x1ff;
@@ -264,30 +353,20 @@ export class P4Engine {
     const pr = this.#parser(st);
     if (pr === BUDGET) {
       this.stats.budgetDrops++;
-      return this.#drop('parser-budget', st.parserError);
+      return 'parser-budget';
     }
     if (pr !== ACCEPT) this.stats.parserErrors++;
     const verify = this.#verify;
     for (let i = 0; i < verify.length; i++) verify[i]!(st);
     this.#ingress?.run(st);
-    if (st.dropped || (sl.egressSpec >= 0 && num[sl.egressSpec] === DROP_PORT)) return this.#drop('program', st.parserError);
+    if (st.dropped || (sl.egressSpec >= 0 && num[sl.egressSpec] === DROP_PORT)) return 'program';
     if (sl.egressPort >= 0 && sl.egressSpec >= 0 && this.#specWritten) num[sl.egressPort] = num[sl.egressSpec]!;
     st.exited = false;
     this.#egress?.run(st);
-    if (st.dropped) return this.#drop('program', st.parserError);
+    if (st.dropped) return 'program';
     const update = this.#update;
     for (let i = 0; i < update.length; i++) update[i]!(st);
-    const mg = (sl.mgid >= 0 ? num[sl.mgid]! : 0) || (sl.mcastGrp >= 0 ? num[sl.mcastGrp]! : 0);
-    return {
-      frame: this.#deparse(st),
-      dropped: false,
-      reason: undefined,
-      egressPort: sl.egressPort >= 0 ? num[sl.egressPort]! : 0,
-      multicastGroup: mg,
-      parserError: st.parserError,
-      checksumError: st.checksumError,
-      digests: st.digests,
-    };
+    return undefined;
   }
 
   /** Parses only (for tests and tools); the returned state is reused by the next call. */
@@ -323,18 +402,20 @@ export class P4Engine {
   }
 
   /**
-   * deparse() for process(): when the headers are as long as the parsed ones
-   * the whole frame is copied first, so a header emitted where it was
-   * extracted already holds its bytes there and only the windows of the
-   * fields the program may write are written over them.
+   * deparse() for process() and processReused(): when the headers are as
+   * long as the parsed ones the whole frame is copied first, so a header
+   * emitted where it was extracted already holds its bytes there and only
+   * the windows of the fields the program may write are written over them.
+   * Into a new Buffer, or (`reuse`) a view of the engine's output buffer.
    */
-  #deparse(st: PacketState): Buffer {
+  #deparse(st: PacketState, reuse: boolean): Buffer {
     const emit = this.#emit;
     const valid = st.valid;
     const frame = st.frame;
     let headers = 0;
     for (let i = 0; i < emit.length; i++) if (valid[emit[i]!.header]) headers += emit[i]!.bytes;
-    const out = Buffer.allocUnsafe(frame.length - st.offset + headers);
+    const len = frame.length - st.offset + headers;
+    const out = reuse ? this.#outView(len) : Buffer.allocUnsafe(len);
     const same = headers === st.offset;
     if (same) frame.copy(out, 0);
     const ho = st.hdrOffset;
@@ -348,6 +429,48 @@ export class P4Engine {
     }
     if (!same) frame.copy(out, at, st.offset);
     return out;
+  }
+
+  /**
+   * The deparse written into the input frame (OutputMode.IN_PLACE) when the
+   * valid headers are as long as the parsed ones and each sits where it was
+   * extracted: only the windows the program may write; false (nothing
+   * written) otherwise.
+   */
+  #inPlace(st: PacketState): boolean {
+    const emit = this.#emit;
+    const valid = st.valid;
+    const ho = st.hdrOffset;
+    let at = 0;
+    for (let i = 0; i < emit.length; i++) {
+      const e = emit[i]!;
+      if (!valid[e.header]) continue;
+      if (ho[e.header] !== at) return false;
+      at += e.bytes;
+    }
+    if (at !== st.offset) return false;
+    const frame = st.frame;
+    for (let i = 0; i < emit.length; i++) {
+      const e = emit[i]!;
+      if (valid[e.header]) e.written(st, frame, ho[e.header]!);
+    }
+    return true;
+  }
+
+  /** A view of the first `len` bytes of the engine's output buffer (grown when short; views kept by length). */
+  #outView(len: number): Buffer {
+    if (this.#last.length === len) return this.#last;
+    let v = this.#views.get(len);
+    if (v !== undefined) return (this.#last = v);
+    if (len > this.#out.length) {
+      this.#out = Buffer.allocUnsafeSlow(Math.max(len, this.#out.length * 2));
+      this.#views.clear();
+      this.#last = this.#out.subarray(0, 0);
+    }
+    if (this.#views.size >= MAX_OUTPUT_VIEWS) this.#views.clear();
+    v = this.#out.subarray(0, len);
+    this.#views.set(len, v);
+    return (this.#last = v);
   }
 
   #drop(reason: DropReason, parserError: ParserError): P4Result {

@@ -4,6 +4,7 @@
 // between states stops there and the frame is dropped, never hangs.
 
 import { compileParseExtract } from './bits';
+import { parserLoop } from './dispatch';
 import { compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program } from './schema';
@@ -274,12 +275,5 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
   const init = index.get(parser.init_state);
   if (init === undefined) refuse([...base, 'init_state'], 'no such parse state', parser.init_state);
 
-  return (st: PacketState): number => {
-    let s = init;
-    for (let steps = 0; steps < MAX_PARSE_STEPS; steps++) {
-      s = states[s]!(st);
-      if (s < 0) return s;
-    }
-    return BUDGET;
-  };
+  return parserLoop(states, init, MAX_PARSE_STEPS, BUDGET);
 }

@@ -4,6 +4,7 @@
 // pipeline is acyclic, and a cyclic one stops there instead of spinning.
 
 import { CompiledAction } from './actions';
+import { nodeLoop } from './dispatch';
 import { compileNum, compileValue, ExprContext, NO_ARGS } from './expr';
 import { JsonPath, refuse } from './load';
 import { Pipeline } from './schema';
@@ -142,9 +143,6 @@ export function compilePipeline(
   return {
     name: pl.name,
     tables,
-    run(st: PacketState): void {
-      let n = init;
-      for (let steps = 0; n !== END && steps < budget && !st.exited; steps++) n = nodes[n]!(st);
-    },
+    run: nodeLoop(nodes, init, END, budget),
   };
 }
