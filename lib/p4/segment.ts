@@ -13,14 +13,17 @@
 // for other ports are claimed and counted. Added to the device by ./attach.ts (--p4 options).
 
 import { FrameEndpoint } from '../ionic/frames';
-import { P4Engine } from './compile';
+import { OutputMode, P4Engine } from './compile';
+
+/** No port to send to (a multicast frame when the guest and host ports are one). */
+const NO_PORT = -1;
 
 export interface P4SegmentOptions {
   guestPort?: number;
   hostPort?: number;
-  /** Sends a frame to the host link; false when it could not. */
+  /** Sends a frame to the host link; false when it could not. `frame` is valid during the call only (the engine's buffer). */
   toHost(frame: Buffer): boolean;
-  /** Queues a frame for the guest (copied by the callee if it keeps it). */
+  /** Queues a frame for the guest; `frame` is valid during the call only (copied by the callee if it keeps it). */
   toGuest(frame: Buffer): void;
   /** Digests (generate_digest) of each frame, for a control plane. */
   onDigest?(digests: { list: number; values: bigint[] }[]): void;
@@ -68,30 +71,34 @@ export class P4Segment implements FrameEndpoint {
 
   /** Runs the program; returns true when the frame was handled here (claimed). */
   #route(frame: Buffer, inPort: number, naturalPort: number): boolean {
-    const r = this.engine!.process(frame, inPort);
-    if (r.digests.length > 0) this.opts.onDigest?.(r.digests);
-    if (r.dropped || !r.frame) {
+    // processReused: the result and its frame are the engine's, rewritten by its next call, so
+    // everything is read before anything is called out (a digest handler or a send could reach the
+    // engine again). The input is never written (the caller may reuse it, and an unchanged frame
+    // is left to the device). `out` is handed on only to toHost/toGuest, which use it during the
+    // call (a TAP write, a copy queued for the guest).
+    const r = this.engine!.processReused(frame, inPort, OutputMode.ENGINE_BUFFER);
+    const digests = r.digests;
+    const out = r.frame;
+    const dropped = r.dropped || !out;
+    // multicast: both sides but the one the frame came from (the other one; none if both are one port)
+    const port = r.multicastGroup === 0 ? r.egressPort : this.guestPort === this.hostPort ? NO_PORT : inPort === this.guestPort ? this.hostPort : this.guestPort;
+    if (digests.length > 0) this.opts.onDigest?.(digests);
+    if (dropped) {
       this.stats.dropped++;
       return true;
     }
-    const out = r.frame;
-    let ports: number[];
-    if (r.multicastGroup !== 0) ports = [this.guestPort, this.hostPort].filter((p) => p !== inPort);
-    else ports = [r.egressPort];
-    if (ports.length === 1 && ports[0] === naturalPort && out.equals(frame)) {
+    if (port === naturalPort && out.equals(frame)) {
       this.stats.passed++;
       return false;
     }
-    for (const p of ports) {
-      if (p === this.hostPort) {
-        if (this.opts.toHost(out)) this.stats.toHost++;
-        else this.stats.toHostErrors++;
-      } else if (p === this.guestPort) {
-        this.opts.toGuest(out);
-        this.stats.toGuest++;
-      } else {
-        this.stats.unknownPort++;
-      }
+    if (port === this.hostPort) {
+      if (this.opts.toHost(out)) this.stats.toHost++;
+      else this.stats.toHostErrors++;
+    } else if (port === this.guestPort) {
+      this.opts.toGuest(out);
+      this.stats.toGuest++;
+    } else if (port !== NO_PORT) {
+      this.stats.unknownPort++;
     }
     return true;
   }

@@ -44,6 +44,7 @@ import type { SendFilter, SendFilterInput } from '../rdma/hooks';
 import { IonicStatus } from '../rdma/datapath/cqe';
 import { copySlices } from '../rdma/datapath/copy';
 import { SendVerb } from '../rdma/datapath/wqe-layout';
+import { OutputMode } from './compile';
 import type { P4Engine } from './compile';
 import { addTable, convertTable, formatBytes, isFp8, NumFormat, readElement, writeElement } from './fp8';
 
@@ -142,7 +143,9 @@ export class P4WqeFilter implements SendFilter {
     if (!engine) return SEND_FILTER_PASS;
     this.stats.wqes++;
     const d = this.#describe(x);
-    const r = engine.process(d, P4_RDMA_PORT);
+    // The descriptor is this filter's own buffer, rewritten whole per WQE: the program's output may be
+    // written into it (IN_PLACE), and the result is read before anything else reaches the engine.
+    const r = engine.processReused(d, P4_RDMA_PORT, OutputMode.IN_PLACE);
     if (r.dropped) {
       this.stats.dropped++;
       return SEND_FILTER_DROP;

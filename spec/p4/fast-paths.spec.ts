@@ -8,7 +8,7 @@
 // and the payload; fields over 32 bits in actions.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
+import { EngineOptions, OutputMode, P4Engine, P4Result } from '../../lib/p4/compile';
 import { compileCsum16Num } from '../../lib/p4/checksum';
 import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/expr';
 import { compileImageCalculation } from '../../lib/p4/externs';
@@ -120,6 +120,99 @@ function add(e: P4Engine, cmd: string): number {
 function markOf(e: P4Engine, frame: Buffer, bit: number, width: number): bigint {
   const out = e.process(frame, 0).frame!;
   return refRead(out, bit, width);
+}
+
+/** Two headers and actions that add, remove, copy and swap them, so headers change places and lengths. */
+function moving(): any {
+  // two headers; actions that add, remove, copy and swap them, so headers change places and lengths
+  // h's windows: [a b] (written by mark), [c] (only by the checksum), [d] (never written)
+  const p = layoutProgram([['a', 16], ['b', 8], ['c', 24], ['d', 24]], [{ match_type: 'exact', target: ['h', 'b'] }], 'exact', 'a', {
+    actions: [
+      { name: 'add_g', id: 1, runtime_data: [], primitives: [{ op: 'add_header', parameters: [{ type: 'header', value: 'g' }] }, { op: 'modify_field', parameters: [{ type: 'field', value: ['g', 'x'] }, { type: 'hexstr', value: '0x1234' }] }] },
+      { name: 'rm_g', id: 2, runtime_data: [], primitives: [{ op: 'remove_header', parameters: [{ type: 'header', value: 'g' }] }] },
+      { name: 'copy', id: 3, runtime_data: [], primitives: [{ op: 'copy_header', parameters: [{ type: 'header', value: 'g2' }, { type: 'header', value: 'g' }] }] },
+      { name: 'rm_h', id: 4, runtime_data: [], primitives: [{ op: 'remove_header', parameters: [{ type: 'header', value: 'h' }] }, { op: 'add_header', parameters: [{ type: 'header', value: 'g2' }] }] },
+      // the same total length with h moved behind g2
+      { name: 'swap', id: 5, runtime_data: [], primitives: [{ op: 'remove_header', parameters: [{ type: 'header', value: 'g' }] }, { op: 'add_header', parameters: [{ type: 'header', value: 'g2' }] }] },
+      // g zeroed in place through a header copy (no field named)
+      {
+        name: 'zero_g',
+        id: 6,
+        runtime_data: [],
+        primitives: [
+          { op: 'add_header', parameters: [{ type: 'header', value: 'g2' }] },
+          { op: 'copy_header', parameters: [{ type: 'header', value: 'g' }, { type: 'header', value: 'g2' }] },
+          { op: 'remove_header', parameters: [{ type: 'header', value: 'g2' }] },
+        ],
+      },
+    ],
+    // h.c is written only by a checksum over h.a and h.b (its own byte window)
+    calculations: [{ name: 'ck', id: 0, algo: 'csum16', input: [{ type: 'field', value: ['h', 'a'] }, { type: 'field', value: ['h', 'b'] }] }],
+  });
+  p.checksums = [{ name: 'h.c', id: 0, target: ['h', 'c'], type: 'generic', calculation: 'ck', if_cond: null }];
+  p.header_types.push({ name: 'g_t', id: 2, fields: [['x', 16], ['y', 32], ['z', 16]] });
+  p.headers.push({ name: 'g', id: 2, header_type: 'g_t', metadata: false }, { name: 'g2', id: 3, header_type: 'g_t', metadata: false });
+  const st0 = p.parsers[0].parse_states[0];
+  st0.transition_key = [{ type: 'field', value: ['h', 'b'] }];
+  st0.transitions = [
+    { type: 'hexstr', value: '0x01', mask: '0x0f', next_state: 'g' },
+    { type: 'default', value: null, mask: null, next_state: null },
+  ];
+  p.parsers[0].parse_states.push({ name: 'g', id: 1, parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'g' }] }], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: null }] });
+  p.deparsers[0].order = ['g2', 'h', 'g'];
+  return p;
+}
+
+/** Loads a program for the process()/emit comparisons, with its commands or moving()'s entries. */
+function loadCompared(name: string, prog: () => any, cmds: string | undefined, opts: EngineOptions = {}): P4Engine {
+  const e = P4Engine.load(prog(), opts);
+  if (cmds) expect(runCommands(e, fixtureText(cmds)).ok).to.equal(true);
+  if (name === 'l2_switch') {
+    // learn (a digest) on every frame, flood, and forward one address: frames with and without digests
+    add(e, 'table_set_default smac mac_learn');
+    add(e, 'table_add smac _nop 00:00:00:00:00:01');
+    add(e, 'table_set_default dmac broadcast');
+    add(e, 'table_add dmac forward 00:00:00:00:00:02 => 2');
+  }
+  if (name === 'moving headers') {
+    for (const [k, a] of [[1, 'add_g'], [0x11, 'rm_g'], [0x21, 'copy'], [0x31, 'rm_h'], [0x41, 'swap'], [0x51, 'zero_g'], [2, 'add_g'], [3, 'copy'], [4, 'rm_h'], [5, 'mark']] as const) {
+      add(e, `table_add t ${a} ${k} => ${a === 'mark' ? '7' : ''}`.trim());
+    }
+  }
+  return e;
+}
+
+/** A random frame of 0-119 bytes, often an IPv4 frame to simple_router's routes, for the programs compared. */
+function comparedFrame(name: string, r: () => number): Buffer {
+  const len = Math.floor(r() * 120);
+  const f = Buffer.from(Array.from({ length: len }, () => Math.floor(r() * 256)));
+  if (len > 13 && r() < 0.3) Buffer.from([0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1]).copy(f); // l2_switch's known addresses
+  if (len > 13 && r() < 0.5) f.writeUInt16BE(0x0800, 12);
+  if (len > 33 && r() < 0.5) Buffer.from([10, 0, r() < 0.5 ? 0 : 1, 10]).copy(f, 30); // simple_router's routes
+  if (len > 22 && r() < 0.3) f[22] = 0; // TTL 0
+  if (name === 'moving headers' && len > 2) f[2] = [1, 0x11, 0x21, 0x31, 0x41, 0x51, 2, 3, 4, 5, 9][Math.floor(r() * 11)]!;
+  return f;
+}
+
+const COMPARED: [string, () => any, string | undefined][] = [
+  ['simple_router', () => fixtureText('simple_router.json'), 'commands.txt'],
+  ['l2_switch', () => fixtureText('l2_switch.json'), undefined],
+  ['parser_deparser_1', () => fixtureText('parser_deparser_1.json'), undefined],
+  ['moving headers', moving, undefined],
+];
+
+/** Everything a result says, as plain values (the frame as hex). */
+function snapshot(r: P4Result): unknown {
+  return {
+    frame: r.frame?.toString('hex'),
+    dropped: r.dropped,
+    reason: r.reason,
+    egressPort: r.egressPort,
+    multicastGroup: r.multicastGroup,
+    parserError: r.parserError,
+    checksumError: r.checksumError,
+    digests: r.digests.map((d) => ({ list: d.list, values: d.values.map(String) })),
+  };
 }
 
 describe('p4: fast paths against simple references', () => {
@@ -396,76 +489,54 @@ describe('p4: fast paths against simple references', () => {
 
   it('process() writing only the windows of fields a program may write gives the frames of a full emit (fixtures and header-moving programs, 3000 random frames each)', () => {
     needFixtures();
-    const moving = (): any => {
-      // two headers; actions that add, remove, copy and swap them, so headers change places and lengths
-      // h's windows: [a b] (written by mark), [c] (only by the checksum), [d] (never written)
-      const p = layoutProgram([['a', 16], ['b', 8], ['c', 24], ['d', 24]], [{ match_type: 'exact', target: ['h', 'b'] }], 'exact', 'a', {
-        actions: [
-          { name: 'add_g', id: 1, runtime_data: [], primitives: [{ op: 'add_header', parameters: [{ type: 'header', value: 'g' }] }, { op: 'modify_field', parameters: [{ type: 'field', value: ['g', 'x'] }, { type: 'hexstr', value: '0x1234' }] }] },
-          { name: 'rm_g', id: 2, runtime_data: [], primitives: [{ op: 'remove_header', parameters: [{ type: 'header', value: 'g' }] }] },
-          { name: 'copy', id: 3, runtime_data: [], primitives: [{ op: 'copy_header', parameters: [{ type: 'header', value: 'g2' }, { type: 'header', value: 'g' }] }] },
-          { name: 'rm_h', id: 4, runtime_data: [], primitives: [{ op: 'remove_header', parameters: [{ type: 'header', value: 'h' }] }, { op: 'add_header', parameters: [{ type: 'header', value: 'g2' }] }] },
-          // the same total length with h moved behind g2
-          { name: 'swap', id: 5, runtime_data: [], primitives: [{ op: 'remove_header', parameters: [{ type: 'header', value: 'g' }] }, { op: 'add_header', parameters: [{ type: 'header', value: 'g2' }] }] },
-          // g zeroed in place through a header copy (no field named)
-          {
-            name: 'zero_g',
-            id: 6,
-            runtime_data: [],
-            primitives: [
-              { op: 'add_header', parameters: [{ type: 'header', value: 'g2' }] },
-              { op: 'copy_header', parameters: [{ type: 'header', value: 'g' }, { type: 'header', value: 'g2' }] },
-              { op: 'remove_header', parameters: [{ type: 'header', value: 'g2' }] },
-            ],
-          },
-        ],
-        // h.c is written only by a checksum over h.a and h.b (its own byte window)
-        calculations: [{ name: 'ck', id: 0, algo: 'csum16', input: [{ type: 'field', value: ['h', 'a'] }, { type: 'field', value: ['h', 'b'] }] }],
-      });
-      p.checksums = [{ name: 'h.c', id: 0, target: ['h', 'c'], type: 'generic', calculation: 'ck', if_cond: null }];
-      p.header_types.push({ name: 'g_t', id: 2, fields: [['x', 16], ['y', 32], ['z', 16]] });
-      p.headers.push({ name: 'g', id: 2, header_type: 'g_t', metadata: false }, { name: 'g2', id: 3, header_type: 'g_t', metadata: false });
-      const st0 = p.parsers[0].parse_states[0];
-      st0.transition_key = [{ type: 'field', value: ['h', 'b'] }];
-      st0.transitions = [
-        { type: 'hexstr', value: '0x01', mask: '0x0f', next_state: 'g' },
-        { type: 'default', value: null, mask: null, next_state: null },
-      ];
-      p.parsers[0].parse_states.push({ name: 'g', id: 1, parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'g' }] }], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: null }] });
-      p.deparsers[0].order = ['g2', 'h', 'g'];
-      return p;
-    };
-    const programs: [string, () => any, string | undefined][] = [
-      ['simple_router', () => fixtureText('simple_router.json'), 'commands.txt'],
-      ['l2_switch', () => fixtureText('l2_switch.json'), undefined],
-      ['parser_deparser_1', () => fixtureText('parser_deparser_1.json'), undefined],
-      ['moving headers', moving, undefined],
-    ];
-    for (const [name, prog, cmds] of programs) {
-      const fast = P4Engine.load(prog());
-      const full = P4Engine.load(prog(), { fullEmit: true });
-      for (const e of [fast, full]) {
-        if (cmds) expect(runCommands(e, fixtureText(cmds)).ok).to.equal(true);
-        if (name === 'moving headers') {
-          for (const [k, a] of [[1, 'add_g'], [0x11, 'rm_g'], [0x21, 'copy'], [0x31, 'rm_h'], [0x41, 'swap'], [0x51, 'zero_g'], [2, 'add_g'], [3, 'copy'], [4, 'rm_h'], [5, 'mark']] as const) {
-            add(e, `table_add t ${a} ${k} => ${a === 'mark' ? '7' : ''}`.trim());
-          }
-        }
-      }
+    for (const [name, prog, cmds] of COMPARED) {
+      const fast = loadCompared(name, prog, cmds);
+      const full = loadCompared(name, prog, cmds, { fullEmit: true });
       const r = rng(name.length * 31);
       for (let i = 0; i < 3000; i++) {
-        const len = Math.floor(r() * 120);
-        const f = Buffer.from(Array.from({ length: len }, () => Math.floor(r() * 256)));
-        if (len > 13 && r() < 0.5) f.writeUInt16BE(0x0800, 12);
-        if (len > 33 && r() < 0.5) Buffer.from([10, 0, r() < 0.5 ? 0 : 1, 10]).copy(f, 30); // simple_router's routes
-        if (len > 22 && r() < 0.3) f[22] = 0; // TTL 0
-        if (name === 'moving headers' && len > 2) f[2] = [1, 0x11, 0x21, 0x31, 0x41, 0x51, 2, 3, 4, 5, 9][Math.floor(r() * 11)]!;
+        const f = comparedFrame(name, r);
         const port = 1 + Math.floor(r() * 2);
         const a = fast.process(f, port);
         const b = full.process(f, port);
         expect(a.frame?.toString('hex'), `${name} frame ${f.toString('hex')}`).to.equal(b.frame?.toString('hex'));
         expect([a.dropped, a.egressPort, a.checksumError]).to.deep.equal([b.dropped, b.egressPort, b.checksumError]);
       }
+    }
+  });
+
+  it('processReused, into the engine buffer and in place, says what process() says on 3000 random frames per program; its one result object keeps nothing from an earlier frame', () => {
+    needFixtures();
+    for (const [name, prog, cmds] of COMPARED) {
+      // maxFrame 100: some frames are dropped as too long (no parse, no digests) between the others
+      const ref = loadCompared(name, prog, cmds, { maxFrame: 100 });
+      const buf = loadCompared(name, prog, cmds, { maxFrame: 100 });
+      const inPlace = loadCompared(name, prog, cmds, { maxFrame: 100 });
+      const r = rng(name.length * 57 + 1);
+      let first: P4Result | undefined;
+      let inPlaceHits = 0;
+      const outcomes = new Set<string>();
+      for (let i = 0; i < 3000; i++) {
+        const f = comparedFrame(name, r);
+        const port = 1 + Math.floor(r() * 2);
+        const want = snapshot(ref.process(Buffer.from(f), port));
+        const input = Buffer.from(f);
+        const b = buf.processReused(input, port, OutputMode.ENGINE_BUFFER);
+        first ??= b;
+        expect(b, 'one result object').to.equal(first);
+        expect(snapshot(b), `${name} engine buffer, frame ${f.toString('hex')}`).to.deep.equal(want);
+        expect(input.equals(f), 'the input is not written').to.equal(true);
+        if (b.frame) expect(b.frame.buffer).to.not.equal(input.buffer);
+        const own = Buffer.from(f);
+        const c = inPlace.processReused(own, port, OutputMode.IN_PLACE);
+        if (c.frame === own) inPlaceHits++;
+        expect(snapshot(c), `${name} in place, frame ${f.toString('hex')}`).to.deep.equal(want);
+        if (b.reason === 'too-long') expect(b.digests, 'a frame never parsed made no digests').to.have.length(0);
+        outcomes.add(b.dropped ? `dropped ${b.reason}` : `sent ${b.digests.length > 0 ? 'with' : 'without'} digests`);
+      }
+      expect(ref.stats).to.deep.equal(buf.stats);
+      expect(ref.stats).to.deep.equal(inPlace.stats);
+      if (name === 'simple_router' || name === 'moving headers') expect(inPlaceHits, `${name}: frames written in place`).to.be.greaterThan(100);
+      expect(outcomes.size, `${name}: outcomes ${[...outcomes].join(', ')}`).to.be.greaterThan(1);
     }
   });
 
