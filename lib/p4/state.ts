@@ -11,6 +11,7 @@
 // (compileNum) stay in numbers.
 
 import { HeaderType, Program } from './schema';
+import { resetFunction } from './dispatch';
 import { JsonPath, refuse } from './load';
 
 /** Widths up to this many bits are stored as numbers (exact: below 2^53, with room for a sum of a few). */
@@ -167,10 +168,19 @@ export class PacketState {
     this.stackNext = new Uint16Array(layout.stacks.length);
     this.hdrOffset = new Int32Array(layout.headers.length).fill(-1);
     this.#initialValid = layout.initialValid;
+    this.#unrolled = resetFunction(layout.numSlots, layout.bigSlots, layout.initialValid, layout.stacks.length, NO_DIGESTS);
   }
+
+  /** reset() written out for this layout (./dispatch.ts), when it is not too large. */
+  readonly #unrolled: ((st: PacketState, frame: Buffer) => void) | undefined;
 
   /** Clears everything for a new frame; metadata headers are valid, others not. */
   reset(frame: Buffer): void {
+    const u = this.#unrolled;
+    if (u !== undefined) {
+      u(this, frame);
+      return;
+    }
     // Loops, not fill(): a few dozen slots, per frame.
     const num = this.num;
     for (let i = 0; i < num.length; i++) num[i] = 0;
