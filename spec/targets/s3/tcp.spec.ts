@@ -232,6 +232,23 @@ describe('s3 tcp: connections', () => {
     expect(r.stack.connectionCount).to.equal(0);
   });
 
+  it('a peer that stops answering after our end(): the stream closes without an error event nobody would hear', async () => {
+    const clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const r = rig({ limits: { retries: 2 } });
+    const c = connect(r, 40006, 0);
+    let closed = false;
+    c.on('close', () => { closed = true; });
+    c.end('unanswered');
+    await tick();
+    clock.tick(200 + 400 + 800);
+    // An 'error' emitted here with no listener would be an uncaught exception (mocha fails the test on it).
+    await tick();
+    await tick();
+    expect(r.take().pop()!.flags! & RST).to.equal(RST);
+    expect(r.stack.connectionCount).to.equal(0);
+    expect(closed).to.equal(true);
+  });
+
   it('peer FIN first: end on the stream, ACK; our end() sends FIN; its ACK closes', async () => {
     const r = rig();
     const c = connect(r, 40005, 0);

@@ -463,11 +463,13 @@ export class TcpConnection extends Duplex {
     const fin = this.#finalCallback;
     this.#finalCallback = null;
     if (err) {
-      pending?.();
-      fin?.(err);
       // A peer that stops answering is not our bug: with nobody listening for 'error' the stream just closes
-      // (an unhandled 'error' would end the process).
-      if (!this.destroyed) this.destroy(this.listenerCount('error') > 0 ? err : undefined);
+      // (an unhandled 'error' would end the process). That goes for the end() callback too: Writable
+      // emits what it is given.
+      const shown = this.listenerCount('error') > 0 ? err : undefined;
+      pending?.();
+      fin?.(shown);
+      if (!this.destroyed) this.destroy(shown);
     } else {
       pending?.();
       fin?.();
