@@ -23,7 +23,8 @@
 //     moved nothing fails. Baseline: raw TCP between this process and the
 //     child moving the same bytes as messages of the same size (60-byte
 //     header + 1 MiB, each answered by a 60-byte ack, the same window), as
-//     long. Both are run in BENCH_MESH_ROUNDS rounds (3), alternating which
+//     long; the child reads into one reused 256 KiB buffer (the cheapest
+//     receive Node has, as the mesh's own sockets do). Both are run in BENCH_MESH_ROUNDS rounds (3), alternating which
 //     goes first, and pooled, so a change in the machine's load lands on both.
 //   Also: each process's CPU time over the throughput runs (/proc), as ms per
 //     MiB moved (what each side costs whatever else the machine was doing),
