@@ -45,10 +45,10 @@
 import { ChildProcess, spawn } from 'child_process';
 import { randomFillSync } from 'crypto';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, Rate } from './mesh-raw';
+import { freePort } from './support/free-port';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
 import { CqeT, Mask, MrF, QpF, QpS, QpT, Ring, WOp } from '../spec/support/ionic/rdma-regs';
@@ -147,18 +147,6 @@ function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Pr
     const t = setTimeout(() => { proc.kill('SIGKILL'); }, 10000);
     proc.once('exit', () => { clearTimeout(t); children.delete(proc); resolve(); });
     proc.kill(signal);
-  });
-}
-
-/** A TCP port free on loopback right now (the manager needs a number: tcp:manager:listen:PORT). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
   });
 }
 

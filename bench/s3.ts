@@ -32,6 +32,7 @@ import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
 import { MrF } from '../spec/support/ionic/rdma-regs';
 import { GuestMr, VerbsGuest } from '../spec/support/ionic/rdma-verbs';
 import { GuestTcp } from '../spec/targets/s3/guest-tcp';
+import { freePort } from './support/free-port';
 
 const ROOT = path.join(__dirname, '..', '..');
 const MiB = 1 << 20;
@@ -154,7 +155,7 @@ const fmt = (v: number, digits = 1): string => v.toLocaleString('en-US', { maxim
 
 async function main(): Promise<void> {
   const sock = `/tmp/ernic-s3-bench-${process.pid}.sock`;
-  const hostPort = 30000 + (process.pid % 20000);
+  const hostPort = await freePort();
   const server = await startServer(sock, hostPort);
   let g: IonicGuest | null = null;
   let wire: Wire | null = null;
