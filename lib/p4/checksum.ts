@@ -110,7 +110,6 @@ if (st.valid[${h}] !== 0) { const m = st.num; s = s${sum}; }
 while (s > 0xffff) { const q = Math.floor(s / 0x10000); s = s - q * 0x10000 + q; }
 return ~s & 0xffff;
 };`;
-      // eslint-disable-next-line @typescript-eslint/no-implied-eval
       return new Function(src)() as NumCalc;
     }
     if (n <= 12) {

@@ -29,7 +29,6 @@ function cases(count: number, to: string): string {
 
 function build<T>(fns: readonly IndexedFn[], body: string): T {
   const params = fns.map((_, i) => `f${i}`);
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval
   return new Function(...params, body)(...fns) as T;
 }
 
@@ -107,6 +106,5 @@ export function resetFunction(numSlots: number, bigSlots: number, initialValid: 
   for (let i = 0; i < initialValid.length; i++) src += `valid[${i}] = ${initialValid[i]! === 1 ? 1 : 0}; ho[${i}] = -1;\n`;
   for (let i = 0; i < stacks; i++) src += `sn[${i}] = 0;\n`;
   src += 'st.frame = frame; st.offset = 0; st.dropped = false; st.exited = false; st.parserError = 0; st.checksumError = false; st.digests = NO_DIGESTS;\n};';
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval
   return new Function('NO_DIGESTS', src)(noDigests) as (st: PacketState, frame: Buffer) => void;
 }
