@@ -19,13 +19,15 @@ import { READ_SINK, SocketWithSink } from './dial';
 import { MAX_HELD_CHUNK_BYTES } from './limits';
 import * as net from 'node:net';
 import { MeshError } from './errors';
-import { FrameParser } from './frame-parser';
+import { FrameParser, Placement } from './frame-parser';
 import { FrameHeader } from './messages';
 import { OfferResult, OutboundLimits, OutboundQueue, OutFrame } from './outbound-queue';
 
 export interface ConnectionOwner {
   /** A checked frame. Return false to hold it (the socket pauses until unhold()). */
-  onFrame(conn: MeshConnection, header: FrameHeader, body: Buffer): boolean;
+  onFrame(conn: MeshConnection, header: FrameHeader, body: Buffer, placed: number): boolean;
+  /** A large frame's head: where the rest of its body may be written (FrameSink.place), or null. */
+  place(conn: MeshConnection, header: FrameHeader, head: Buffer): Placement | null;
   /** The parser refused the stream; the connection is about to close with this reason. */
   onProtocolError(conn: MeshConnection, error: MeshError): void;
   /** Closed, once, for `reason`. */
@@ -96,8 +98,9 @@ export class MeshConnection {
     this.remote = `${this.remoteAddress.includes(':') ? `[${this.remoteAddress}]` : this.remoteAddress}:${socket.remotePort ?? '?'}`;
     const sink = (socket as SocketWithSink)[READ_SINK];
     this.parser = new FrameParser({
-      onFrame: (h, b) => this.#onFrame(h, b),
+      onFrame: (h, b, placed) => this.#onFrame(h, b, placed),
       onError: (e) => this.#onParseError(e),
+      place: (h, head) => (this.#closed ? null : this.owner.place(this, h, head)),
     }, MAX_HELD_CHUNK_BYTES, sink !== undefined);
     socket.setNoDelay(true);
     if (sink) {
@@ -272,9 +275,9 @@ export class MeshConnection {
     if (this.parser.held && !this.#closed) this.socket.pause();
   }
 
-  #onFrame(header: FrameHeader, body: Buffer): boolean {
+  #onFrame(header: FrameHeader, body: Buffer, placed: number): boolean {
     if (this.#closed) return false;
-    const taken = this.owner.onFrame(this, header, body);
+    const taken = this.owner.onFrame(this, header, body, placed);
     if (!taken && !this.#closed) this.socket.pause();
     return taken;
   }

@@ -33,10 +33,27 @@ interface FrameSink {
    * `header.length` body bytes. Return false to hold it: nothing more is
    * parsed until resume(), which offers this frame again.
    */
-  onFrame(header: FrameHeader, body: Buffer): boolean;
+  onFrame(header: FrameHeader, body: Buffer, placed: number): boolean;
   /** The stream broke a rule; the parser has stopped. */
   onError(error: MeshError): void;
+  /**
+   * A large frame's first PLACE_HEAD body bytes have arrived: where may the
+   * rest go? Views of exactly `header.length - head.length` bytes (the rest
+   * is then written there, not buffered, and the frame is delivered with
+   * `head` as its body and `placed` the bytes written), or null. `done` is
+   * called once the frame is delivered or the parser gave it up.
+   */
+  place?(header: FrameHeader, head: Buffer): Placement | null;
 }
+
+/** Where the rest of a frame's body goes (FrameSink.place). */
+export interface Placement {
+  readonly views: readonly Buffer[];
+  done(): void;
+}
+
+/** Body bytes the sink sees before it places the rest: the longest data header (IONIC's 60 bytes). */
+export const PLACE_HEAD = 60;
 
 const enum State {
   Header,
@@ -57,6 +74,12 @@ export class FrameParser {
   #header: FrameHeader | undefined;
   #body: Buffer | undefined;
   #bodyFill = 0;
+  /** The current large frame's placement, or null; #body is then its head only. */
+  #placement: Placement | null = null;
+  #placeView = 0;
+  #placeOff = 0;
+  /** The current frame was offered to sink.place (once). */
+  #placeAsked = false;
   /** The chunk being walked and the cursor into it. */
   #chunk: Buffer = EMPTY;
   #pos = 0;
@@ -123,19 +146,63 @@ export class FrameParser {
   inPlaceTarget(): Buffer | null {
     if (this.#state !== State.Body || !this.#body || this.#backlog.length > 0 || this.#pos < this.#chunk.length) return null;
     const rest = this.#header!.length - this.#bodyFill;
-    return rest >= IN_PLACE_MIN ? this.#body.subarray(this.#bodyFill) : null;
+    if (rest < IN_PLACE_MIN) return null;
+    const p = this.#placement;
+    if (p) {
+      const v = p.views[this.#placeView]!;
+      return v.subarray(this.#placeOff);
+    }
+    // Still gathering a head to offer for placement: through the reused buffer.
+    if (this.#body.length < this.#header!.length) return null;
+    return this.#body.subarray(this.#bodyFill);
   }
 
-  /** `n` bytes were read into what inPlaceTarget() gave (never past the body's end). */
+  /** `n` bytes were read into what inPlaceTarget() gave (never past the body's end, nor past a placed view). */
   filledInPlace(n: number): void {
     if (this.#state !== State.Body || !this.#body) return;
     const rest = this.#header!.length - this.#bodyFill;
-    if (n <= 0 || n > rest) {
-      this.#fail(meshError('OVERFLOW', `${n} bytes read in place with ${rest} left of the body`));
+    const p = this.#placement;
+    const room = p ? p.views[this.#placeView]!.length - this.#placeOff : rest;
+    if (n <= 0 || n > rest || n > room) {
+      this.#fail(meshError('OVERFLOW', `${n} bytes read in place with ${Math.min(rest, room)} left there`));
       return;
     }
     this.#bodyFill += n;
+    if (p) this.#advancePlace(n);
     if (this.#bodyFill === this.#header!.length) this.#deliver();
+  }
+
+  #advancePlace(n: number): void {
+    const views = this.#placement!.views;
+    this.#placeOff += n;
+    while (this.#placeView < views.length && this.#placeOff >= views[this.#placeView]!.length) {
+      this.#placeOff -= views[this.#placeView]!.length;
+      this.#placeView++;
+    }
+  }
+
+  /** Copy `n` chunk bytes at #pos to the placement's views. */
+  #copyPlaced(chunk: Buffer, n: number): void {
+    const views = this.#placement!.views;
+    let left = n;
+    let at = this.#pos;
+    while (left > 0 && this.#placeView < views.length) {
+      const v = views[this.#placeView]!;
+      const k = Math.min(left, v.length - this.#placeOff);
+      chunk.copy(v, this.#placeOff, at, at + k);
+      at += k;
+      left -= k;
+      this.#advancePlace(k);
+    }
+  }
+
+  #endPlacement(): void {
+    const p = this.#placement;
+    this.#placement = null;
+    this.#placeView = 0;
+    this.#placeOff = 0;
+    this.#placeAsked = false;
+    p?.done();
   }
 
   /** Offer the held frame again; if taken, carry on with what was left and the backlog. */
@@ -164,6 +231,7 @@ export class FrameParser {
   }
 
   #release(): void {
+    this.#endPlacement();
     this.#chunk = EMPTY;
     this.#pos = 0;
     this.#header = undefined;
@@ -225,12 +293,25 @@ export class FrameParser {
         continue;
       }
       if (avail === 0) break;
-      if (!this.#body) this.#body = meshBufferPool.take(length);
-      const n = Math.min(length - this.#bodyFill, avail);
-      chunk.copy(this.#body, this.#bodyFill, this.#pos, this.#pos + n);
-      this.#bodyFill += n;
-      this.#pos += n;
-      if (this.#bodyFill < length) break;
+      if (!this.#body) {
+        // A large frame spanning chunks may have its rest placed by the sink: gather its head first.
+        const placeable = !this.#placeAsked && this.sink.place !== undefined && length >= IN_PLACE_MIN + PLACE_HEAD;
+        this.#body = placeable ? Buffer.allocUnsafe(PLACE_HEAD) : meshBufferPool.take(length);
+      }
+      if (this.#placement) {
+        const n = Math.min(length - this.#bodyFill, avail);
+        this.#copyPlaced(chunk, n);
+        this.#bodyFill += n;
+        this.#pos += n;
+      } else {
+        const cap = this.#body.length < length ? this.#body.length : length;
+        const n = Math.min(cap - this.#bodyFill, avail);
+        chunk.copy(this.#body, this.#bodyFill, this.#pos, this.#pos + n);
+        this.#bodyFill += n;
+        this.#pos += n;
+        if (cap < length && this.#bodyFill === cap) this.#askPlace();
+      }
+      if (this.#bodyFill < length) continue;
       if (!this.#deliver()) return;
     }
     // The chunk is used up: do not pin it.
@@ -238,12 +319,33 @@ export class FrameParser {
     this.#pos = 0;
   }
 
+  /** The head of a large frame is here: ask the sink where the rest goes; if nowhere, buffer it whole as usual. */
+  #askPlace(): void {
+    this.#placeAsked = true;
+    const header = this.#header!;
+    const head = this.#body!;
+    const p = this.sink.place!(header, head);
+    let total = 0;
+    if (p) for (const v of p.views) total += v.length;
+    if (p && total === header.length - head.length && p.views.every((v) => v.length > 0)) {
+      this.#placement = p;
+      this.#placeView = 0;
+      this.#placeOff = 0;
+      return;
+    }
+    p?.done();
+    const body = meshBufferPool.take(header.length);
+    head.copy(body, 0);
+    this.#body = body;
+  }
+
   /** Offer the current frame; true when taken and the parser may go on. */
   #deliver(): boolean {
     const header = this.#header!;
     const body = this.#body!;
+    const placed = this.#placement ? header.length - body.length : 0;
     this.#state = State.Held;
-    const taken = this.sink.onFrame(header, body);
+    const taken = this.sink.onFrame(header, body, placed);
     // The sink may have destroyed us (it closed the connection).
     if (this.stopped) return false;
     if (!taken) return false;
@@ -252,6 +354,7 @@ export class FrameParser {
     this.#header = undefined;
     this.#body = undefined;
     this.#bodyFill = 0;
+    this.#endPlacement();
     return true;
   }
 }

@@ -19,7 +19,9 @@ import type { Logger } from '../log';
 import { RateLimiter, warnLimited } from '../log';
 import { dataHeaderSize, hasIonicMagic, isDataType } from './codec';
 import type { MeshConnection } from './connection';
+import type { Placement } from './frame-parser';
 import type { FrameWriter } from './frame-writer';
+import type { Placer } from './mesh-types';
 import type { InboundBudget } from './inbound-budget';
 import { tcp_msg_header } from './layouts';
 import { MeshMessage } from './mesh-message';
@@ -47,8 +49,22 @@ export class FrameRouter {
 
   constructor(private readonly host: FrameRouterHost) {}
 
-  /** A checked frame from `conn`. False holds it. */
-  onFrame(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
+  /**
+   * A large frame's head from `conn`: if it is an IONIC message for us on a
+   * link allowed to carry it, ask `placer` where the rest goes. Anything
+   * else is buffered as usual and judged whole by onFrame().
+   */
+  place(conn: MeshConnection, h: FrameHeader, head: Buffer, placer: Placer | null): Placement | null {
+    if (!placer || !conn.established || h.type !== MsgType.IONIC || !hasIonicMagic(head)) return null;
+    const me = this.host.nodeId();
+    if (me === undefined || h.dst !== me) return null;
+    if ((conn.kind === 'peer' || conn.kind === 'worker') && h.src !== conn.peerId) return null;
+    if (conn.kind !== 'peer' && conn.kind !== 'worker' && h.src === me) return null;
+    return placer(h.src, head, h.length - head.length);
+  }
+
+  /** A checked frame from `conn` (`placed`: body bytes already written where place() said, past `body`). False holds it. */
+  onFrame(conn: MeshConnection, h: FrameHeader, body: Buffer, placed = 0): boolean {
     const host = this.host;
     if (!conn.established) {
       if (isDataType(h.type)) {
@@ -66,13 +82,13 @@ export class FrameRouter {
       case MsgType.HEARTBEAT_RESP:
         return true;
       default:
-        if (isDataType(h.type)) return this.#onData(conn, h, body);
+        if (isDataType(h.type)) return this.#onData(conn, h, body, placed);
         host.role.onControl(conn, h, body);
         return true;
     }
   }
 
-  #onData(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
+  #onData(conn: MeshConnection, h: FrameHeader, body: Buffer, placed: number): boolean {
     const host = this.host;
     const me = host.nodeId();
     if (h.type === MsgType.IONIC && !hasIonicMagic(body)) {
@@ -91,14 +107,18 @@ export class FrameRouter {
       return true;
     }
     if (h.dst !== me) {
+      if (placed > 0) {
+        host.violation(conn, 'protocol: a placed message not for us');
+        return true;
+      }
       if (host.role.kind === 'manager' && conn.kind === 'worker') return this.#relay(conn, h, body);
       host.violation(conn, `protocol: message for node ${h.dst} on a direct link to node ${me}`);
       return true;
     }
-    return this.#deliver(conn, h, body);
+    return this.#deliver(conn, h, body, placed);
   }
 
-  #deliver(conn: MeshConnection, h: FrameHeader, body: Buffer): boolean {
+  #deliver(conn: MeshConnection, h: FrameHeader, body: Buffer, placed: number): boolean {
     const budget = this.host.budget;
     const charge = tcp_msg_header.SIZE + body.length;
     const r = budget.charge(charge, conn);
@@ -109,7 +129,7 @@ export class FrameRouter {
     }
     const hs = dataHeaderSize(h.type) ?? 0;
     const msg = new MeshMessage(h.src, h.type, h.seq, h.srcQpn, h.dstQpn, body.subarray(0, hs), body.subarray(hs),
-      () => { budget.release(charge); meshBufferPool.give(body); });
+      () => { budget.release(charge); meshBufferPool.give(body); }, placed);
     this.host.emitMessage(msg);
     msg.settle();
     return true;

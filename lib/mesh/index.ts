@@ -13,7 +13,8 @@ import type { MeshOptions } from './mesh-types';
 
 export { Mesh } from './mesh';
 export { MeshMessage } from './mesh-message';
-export type { MeshEvents, MeshOptions, MeshStats, Route, SendOptions, SendResult } from './mesh-types';
+export type { MeshEvents, MeshOptions, MeshStats, Placer, Route, SendOptions, SendResult } from './mesh-types';
+export type { Placement } from './frame-parser';
 export { formatMeshBackend, parseMeshBackend, parseMeshEnv } from './config';
 export type { ConfigResult, MeshBackendConfig, MeshEnv } from './config';
 export { gidFromText, gidToText } from './address';

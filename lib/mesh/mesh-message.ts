@@ -18,6 +18,8 @@ export class MeshMessage {
     /** What follows it. */
     readonly payload: Buffer,
     release: () => void,
+    /** Payload bytes already written where the placer said (`payload` is then empty). */
+    readonly placed = 0,
   ) {
     this.#release = release;
   }

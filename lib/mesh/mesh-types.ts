@@ -5,6 +5,7 @@ import type { Logger } from '../log';
 import type { MeshBackendConfig } from './config';
 import type { Resolver } from './dial';
 import type { MeshLimits } from './limits';
+import type { Placement } from './frame-parser';
 import type { MeshMessage } from './mesh-message';
 import type { InstanceId, NodeInfo } from './messages';
 
@@ -98,3 +99,11 @@ export interface MeshStats {
   readonly relayDropped: number;
   readonly protocolErrors: number;
 }
+
+/**
+ * Where the rest of a large IONIC message from node `from` may be written as
+ * it arrives: `head` is its 60-byte header, `rest` the payload bytes that
+ * follow. Views of exactly `rest` bytes (their `done` is called when the
+ * message is delivered or given up), or null to have it buffered whole.
+ */
+export type Placer = (from: number, head: Buffer, rest: number) => Placement | null;

@@ -40,7 +40,7 @@ import {
   resolveLimits,
 } from './limits';
 import { ManagerRole } from './manager-role';
-import type { MeshEvents, MeshOptions, MeshStats, Route, SendOptions, SendResult } from './mesh-types';
+import type { MeshEvents, MeshOptions, MeshStats, Placer, Route, SendOptions, SendResult } from './mesh-types';
 import { InstanceId, MsgType, NodeInfo } from './messages';
 import type { MeshCore, Role } from './role';
 import { WorkerRole } from './worker-role';
@@ -59,6 +59,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
   readonly #server: net.Server;
   readonly #gids = new GidTable();
   readonly #localGids: Buffer[] = [];
+  #placer: Placer | null = null;
   readonly #conns = new Set<MeshConnection>();
   readonly #budget: InboundBudget;
   readonly #routes = new Map<number, Route>();
@@ -180,6 +181,15 @@ export class Mesh extends EventEmitter<MeshEvents> {
   /** How `nodeId` is reached now, or undefined. */
   routeTo(nodeId: number): Route | undefined {
     return this.#routes.get(nodeId);
+  }
+
+  /**
+   * Where the payload of a large IONIC message for us may be written as it
+   * arrives, decided from its 60-byte header (the RDMA data path places an
+   * RDMA WRITE straight into the MR); null to have it buffered as usual.
+   */
+  setPlacer(placer: Placer | null): void {
+    this.#placer = placer;
   }
 
   /** Add one of our guest's GIDs (learned from its frames); false when already known or the set is full. */
@@ -340,7 +350,8 @@ export class Mesh extends EventEmitter<MeshEvents> {
   }
 
   readonly #owner: ConnectionOwner = {
-    onFrame: (conn, h, body) => this.#router.onFrame(conn, h, body),
+    onFrame: (conn, h, body, placed) => this.#router.onFrame(conn, h, body, placed),
+    place: (conn, h, head) => this.#router.place(conn, h, head, this.#placer),
     onProtocolError: (conn, error) => this.#onProtocolError(conn, error),
     onClose: (conn, reason) => this.#onClose(conn, reason),
     onWritable: (conn) => this.#onWritable(conn),

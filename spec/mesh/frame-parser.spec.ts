@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { encodeFrameHeader } from '../../lib/mesh/codec';
 import { MeshError } from '../../lib/mesh/errors';
-import { FrameParser, IN_PLACE_MIN } from '../../lib/mesh/frame-parser';
+import { FrameParser, IN_PLACE_MIN, PLACE_HEAD } from '../../lib/mesh/frame-parser';
 import { MAX_FRAME_PAYLOAD } from '../../lib/mesh/limits';
 import { FrameHeader, MsgType } from '../../lib/mesh/messages';
 import { Be } from './helpers';
@@ -193,6 +193,71 @@ describe('mesh: frame parser', () => {
     p.push(Buffer.from(big.subarray(0, 40)));
     p.filledInPlace(body.length);
     expect(sink.errors.map((e) => e.code)).to.deep.equal(['OVERFLOW']);
+  });
+
+  it('places a large body where the sink says once its head is in: chunks and in-place reads land in the views, the frame arrives with its head', () => {
+    const rest = 2 * IN_PLACE_MIN + 1000;
+    const body = Buffer.alloc(PLACE_HEAD + rest);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 7 + 1) & 0xff;
+    const big = frame(MsgType.DATA, body, 8);
+    const views = [Buffer.alloc(70_000), Buffer.alloc(rest - 70_000)];
+    const got: { head: Buffer; placed: number }[] = [];
+    let done = 0;
+    let asked = 0;
+    const p = new FrameParser({
+      onFrame: (_h, b, placed) => { got.push({ head: Buffer.from(b), placed }); return true; },
+      onError: (e) => { throw new Error(e.detail); },
+      place: (h, head) => { asked++; expect(h.length).to.equal(body.length); expect(head.equals(body.subarray(0, PLACE_HEAD))).to.equal(true); return { views, done: () => { done++; } }; },
+    }, undefined, true);
+    // The header and 100 body bytes, in two pieces (the head completes inside the second).
+    p.push(Buffer.from(big.subarray(0, 50)));
+    expect(p.inPlaceTarget(), 'no target while the head is gathered').to.equal(null);
+    p.push(Buffer.from(big.subarray(50, 32 + 100)));
+    expect(asked).to.equal(1);
+    let at = 32 + 100;
+    for (let t = p.inPlaceTarget(); t; t = p.inPlaceTarget()) {
+      const n = Math.min(t.length, 50_000);
+      big.copy(t, 0, at, at + n);
+      at += n;
+      p.filledInPlace(n);
+    }
+    p.push(Buffer.from(big.subarray(at)));
+    expect(got).to.have.length(1);
+    expect(got[0]!.placed).to.equal(rest);
+    expect(got[0]!.head.equals(body.subarray(0, PLACE_HEAD))).to.equal(true);
+    expect(Buffer.concat(views).equals(body.subarray(PLACE_HEAD))).to.equal(true);
+    expect(done, 'the placement is given back once').to.equal(1);
+  });
+
+  it('a refused placement buffers the body whole; a parser destroyed mid-frame gives its placement back', () => {
+    const rest = IN_PLACE_MIN + 10;
+    const body = Buffer.alloc(PLACE_HEAD + rest, 3);
+    const big = frame(MsgType.DATA, body, 9);
+    const sink = new Sink();
+    const p1 = new FrameParser({ onFrame: (h, b) => sink.onFrame(h, b), onError: (e) => sink.onError(e), place: () => null }, undefined, true);
+    p1.push(Buffer.from(big.subarray(0, 200)));
+    p1.push(Buffer.from(big.subarray(200)));
+    expect(sink.got).to.have.length(1);
+    expect(sink.got[0]!.body.equals(body)).to.equal(true);
+    let done = 0;
+    const p2 = new FrameParser({
+      onFrame: () => true, onError: () => undefined,
+      place: () => ({ views: [Buffer.alloc(rest)], done: () => { done++; } }),
+    }, undefined, true);
+    p2.push(Buffer.from(big.subarray(0, 500)));
+    p2.destroy();
+    expect(done).to.equal(1);
+    // Views that do not add up to the rest are not used.
+    let done3 = 0;
+    const sink3 = new Sink();
+    const p3 = new FrameParser({
+      onFrame: (h, b) => sink3.onFrame(h, b), onError: (e) => sink3.onError(e),
+      place: () => ({ views: [Buffer.alloc(rest - 1)], done: () => { done3++; } }),
+    }, undefined, true);
+    p3.push(Buffer.from(big.subarray(0, 500)));
+    p3.push(Buffer.from(big.subarray(500)));
+    expect(done3).to.equal(1);
+    expect(sink3.got[0]!.body.equals(body)).to.equal(true);
   });
 
   it('fails when a held parser keeps receiving past its backlog bound', () => {

@@ -13,7 +13,7 @@
 
 import { contain } from '../../../guard';
 import type { Logger } from '../../../log';
-import type { Mesh, MeshMessage } from '../../../mesh';
+import type { Mesh, MeshMessage, Placement } from '../../../mesh';
 import { IonicWireOp, MsgType } from '../../../mesh';
 import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import type { QpChanges, QpRecord } from '../../resources';
@@ -28,7 +28,7 @@ import { MeshResponder } from './responder';
 import { newWireHeader, readWireHeader } from './wire';
 
 /** What the mesh data path uses of the Mesh (a test can stand in for it). */
-export type MeshPort = Pick<Mesh, 'send' | 'takeBack' | 'lookupGid' | 'addLocalGid' | 'localGids' | 'on' | 'off' | 'nodeId' | 'setConsumerPresent'>;
+export type MeshPort = Pick<Mesh, 'send' | 'takeBack' | 'lookupGid' | 'addLocalGid' | 'localGids' | 'on' | 'off' | 'nodeId' | 'setConsumerPresent' | 'setPlacer'>;
 
 export interface MeshDataPathOptions {
   /** Lost-peer deadline (default 30 s). */
@@ -71,6 +71,12 @@ export class MeshDataPath implements RemotePath {
     mesh.on('peer-up', this.#onWritable);
     mesh.on('peer-down', this.#onWritable);
     mesh.on('pressure', this.#onPressure);
+    // A large WRITE's payload goes straight into the MR as it arrives (no copy of ours).
+    mesh.setPlacer((_from, head, rest) => {
+      let p: Placement | null = null;
+      contain(this.#log, 'mesh data path (placement)', () => { p = this.#responder.place(this.#engine.memory(), head, rest); });
+      return p;
+    });
   }
 
   /** Stop listening to the mesh (the mesh itself is closed by its owner). */
@@ -80,11 +86,12 @@ export class MeshDataPath implements RemotePath {
     this.#mesh.off('peer-up', this.#onWritable);
     this.#mesh.off('peer-down', this.#onWritable);
     this.#mesh.off('pressure', this.#onPressure);
+    this.#mesh.setPlacer(null);
     this.reset();
   }
 
-  get stats(): { pending: number; held: number; repliesDropped: number } {
-    return { pending: this.#requester.pendingCount, held: this.#responder.heldCount, repliesDropped: this.#responder.repliesDropped };
+  get stats(): { pending: number; held: number; repliesDropped: number; placedWrites: number } {
+    return { pending: this.#requester.pendingCount, held: this.#responder.heldCount, repliesDropped: this.#responder.repliesDropped, placedWrites: this.#responder.placedWrites };
   }
 
   /** A frame the guest transmitted: learn the GIDs it shows (never claims it). */

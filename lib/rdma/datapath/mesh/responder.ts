@@ -24,6 +24,7 @@ import type { AddressVector } from '../../address';
 import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import { guardedTimeout } from '../../../guard';
 import { IonicWireOp, meshBufferPool, MsgType, RNR_TIMEOUT_MS } from '../../../mesh';
+import type { Placement } from '../../../mesh';
 import { copySlices } from '../copy';
 import { lendViews, returnViews } from '../../../vfio-user/lent-views';
 import { LEND_MIN_BYTES } from './requester';
@@ -39,6 +40,8 @@ export interface InboundRequest {
   readonly from: number;
   readonly header: Buffer;
   readonly payload: Buffer;
+  /** Payload bytes already written into the MR as they arrived (place()); `payload` is then empty. */
+  readonly placed?: number;
   /** Keep the bytes past the event; call the result when done. */
   retain(): () => void;
 }
@@ -47,6 +50,7 @@ interface Held {
   readonly from: number;
   readonly h: WireHeader;
   readonly payload: Buffer;
+  readonly placed: number;
   readonly release: () => void;
   readonly deadline: number;
 }
@@ -65,6 +69,7 @@ export class MeshResponder {
   readonly #rnrMs: number;
   readonly #h: WireHeader = newWireHeader();
   readonly #reply: WireHeader = newWireHeader();
+  readonly #placeHdr: WireHeader = newWireHeader();
   readonly #one: Buffer[] = [Buffer.alloc(0)];
   /** Held messages per destination QP id, in arrival order. */
   readonly #held = new Map<number, Held[]>();
@@ -73,6 +78,8 @@ export class MeshResponder {
   readonly #av = { ipVersion: 4, smac: Buffer.alloc(6), vlanTci: -1 };
   /** Answers dropped because the connection back had no reply room. */
   repliesDropped = 0;
+  /** WRITEs whose payload went straight into the MR (place()). */
+  placedWrites = 0;
 
   constructor(dev: DataPathDevice, mesh: MeshSender, verbs: Verbs, rnrMs = RNR_TIMEOUT_MS) {
     this.#dev = dev;
@@ -101,7 +108,7 @@ export class MeshResponder {
       this.#hold(queue, m, h);
       return;
     }
-    const r = this.#apply(mem, m.from, h, m.payload);
+    const r = this.#apply(mem, m.from, h, m.payload, m.placed ?? 0);
     if (r === 'hold') {
       const q: Held[] = [];
       this.#held.set(qpId, q);
@@ -111,8 +118,35 @@ export class MeshResponder {
     if (r !== 'silent') this.#answer(m.from, h, r, null);
   }
 
+  /**
+   * A large RDMA WRITE's payload straight into the MR as it arrives
+   * (Mesh.setPlacer): only a plain WRITE to a connected QP that is taking
+   * requests, with nothing held before it, whose rkey grants the whole range
+   * (the checks #write makes); the views are lent until the message is
+   * delivered. Anything else is left to arrive whole: null.
+   */
+  place(mem: GuestMemory | undefined, head: Buffer, rest: number): Placement | null {
+    if (!mem) return null;
+    const h = this.#placeHdr;
+    readWireHeader(head, h);
+    if (h.op !== IonicWireOp.WRITE || (h.flags & WIRE_FLAG_DATAGRAM) || h.length !== rest || h.rkey === 0) return null;
+    const qpId = h.dstQp & RDMA_QPN_MASK;
+    const dest = this.#dev.rm.qps.get(qpId);
+    if (!dest || (dest.type !== QpType.RC && dest.type !== QpType.UC) || this.#held.has(qpId)
+      || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) return null;
+    const v = this.#verbs;
+    v.clear();
+    const x = v.remote(mem, dest, h.rkey, h.remoteVa, rest, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
+    const views = x === IonicStatus.OK ? v.dst.slice() : null;
+    v.clear();
+    if (!views) return null;
+    lendViews(views);
+    this.placedWrites++;
+    return { views, done: () => returnViews(views) };
+  }
+
   #hold(q: Held[], m: InboundRequest, h: WireHeader): void {
-    q.push({ from: m.from, h: { ...h }, payload: m.payload, release: m.retain(), deadline: Date.now() + this.#rnrMs });
+    q.push({ from: m.from, h: { ...h }, payload: m.payload, placed: m.placed ?? 0, release: m.retain(), deadline: Date.now() + this.#rnrMs });
     this.#arm();
   }
 
@@ -136,7 +170,7 @@ export class MeshResponder {
     const now = Date.now();
     while (q.length > 0) {
       const head = q[0]!;
-      let r: Applied = mem ? this.#apply(mem, head.from, head.h, head.payload) : IonicStatus.RETRY_EXCEEDED;
+      let r: Applied = mem ? this.#apply(mem, head.from, head.h, head.payload, head.placed) : IonicStatus.RETRY_EXCEEDED;
       if (r === 'hold') {
         if (!giveUp && head.deadline > now) break;
         r = IonicStatus.RNR_RETRY_EXCEEDED;
@@ -164,7 +198,7 @@ export class MeshResponder {
   }
 
   /** Apply one request to the guest: its status, 'hold' (no receive yet) or 'silent' (a datagram: no answer). */
-  #apply(mem: GuestMemory, from: number, h: WireHeader, payload: Buffer): Applied {
+  #apply(mem: GuestMemory, from: number, h: WireHeader, payload: Buffer, placed: number): Applied {
     const rm = this.#dev.rm;
     const dest = rm.qps.get(h.dstQp & RDMA_QPN_MASK);
     if (h.flags & WIRE_FLAG_DATAGRAM) {
@@ -185,7 +219,7 @@ export class MeshResponder {
           return this.#send(mem, h, payload, dest);
         case IonicWireOp.WRITE:
         case IonicWireOp.WRITE_IMM:
-          return this.#write(mem, h, payload, dest);
+          return this.#write(mem, h, payload, dest, placed);
         case IonicWireOp.READ_REQ:
           return this.#read(mem, from, h, dest);
         case IonicWireOp.ATOMIC_REQ:
@@ -217,10 +251,10 @@ export class MeshResponder {
     return IonicStatus.OK;
   }
 
-  #write(mem: GuestMemory, h: WireHeader, payload: Buffer, dest: QpRecord): Applied {
+  #write(mem: GuestMemory, h: WireHeader, payload: Buffer, dest: QpRecord, placed: number): Applied {
     const v = this.#verbs;
-    const len = payload.length;
-    if (len !== h.length) return IonicStatus.REMOTE_INV_REQ;
+    const len = placed > 0 ? placed : payload.length;
+    if (len !== h.length || (placed > 0 && (payload.length > 0 || h.op !== IonicWireOp.WRITE))) return IonicStatus.REMOTE_INV_REQ;
     if (h.rkey === 0 && len > 0) return IonicStatus.REMOTE_ACC;
     const imm = h.op === IonicWireOp.WRITE_IMM;
     const ring = imm ? v.takeRecv(mem, dest) : null;
@@ -231,8 +265,11 @@ export class MeshResponder {
     if (ring === 'bad') return IonicStatus.REMOTE_OPER;
     const x = v.remote(mem, dest, h.rkey, h.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
     if (x !== IonicStatus.OK) return x;
-    this.#one[0] = payload;
-    copySlices(v.dst, 0, this.#one, 0, len);
+    // Checked again for the answer; a placed payload is already in the MR (place() checked the same).
+    if (placed === 0) {
+      this.#one[0] = payload;
+      copySlices(v.dst, 0, this.#one, 0, len);
+    }
     v.written(null, len);
     if (ring) v.deliver(mem, h.srcQp, dest, ring, len, null, RecvOp.RDMA_WRITE_IMM, h.imm, (h.flags & WIRE_FLAG_SOLICITED) !== 0, null, true);
     return IonicStatus.OK;
