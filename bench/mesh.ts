@@ -49,13 +49,13 @@ import * as os from 'os';
 import * as path from 'path';
 import { Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, Rate } from './mesh-raw';
 import { freePort } from './support/free-port';
+import { startServerProcess, stopProcess } from './support/server-process';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
 import { CqeT, Mask, MrF, QpF, QpS, QpT, Ring, WOp } from '../spec/support/ionic/rdma-regs';
 import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../spec/support/ionic/rdma-verbs';
 import { PAGE } from '../spec/support/ionic/regs';
 
-const ROOT = path.join(__dirname, '..', '..');
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const MB = 1e6;
@@ -119,35 +119,19 @@ interface Server {
   log(): string;
 }
 
-function startServer(name: string, sock: string, backend: string, gid: string, ready: RegExp[]): Promise<Server> {
-  const flags = (process.env.BENCH_MESH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+async function startServer(name: string, sock: string, backend: string, gid: string, ready: RegExp[]): Promise<Server> {
+  const nodeFlags = (process.env.BENCH_MESH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
   try { fs.unlinkSync(sock); } catch { /* none */ }
   sockets.add(sock);
-  const proc = spawn(process.execPath, [...flags, path.join(ROOT, 'dist', 'bin', 'rocm-ernic.js'), '-s', sock, '-b', backend, '-L', 'warn'],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid } });
-  children.add(proc);
-  let text = '';
-  proc.stdout!.on('data', (d: Buffer) => { text += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { text += d.toString(); });
-  return new Promise((resolve, reject) => {
-    const t0 = Date.now();
-    const check = (): void => {
-      if (proc.exitCode !== null || proc.signalCode !== null) { reject(new Error(`${name}: server exited (${proc.exitCode ?? proc.signalCode}): ${text.trim()}`)); return; }
-      if (fs.existsSync(sock) && ready.every((re) => re.test(text))) { resolve({ name, proc, sock, log: () => text }); return; }
-      if (Date.now() - t0 > 15000) { reject(new Error(`${name}: server not ready after 15 s: ${text.trim()}`)); return; }
-      setTimeout(check, 20);
-    };
-    check();
-  });
+  const p = startServerProcess({ sock, name, args: ['-b', backend, '-L', 'warn'], nodeFlags, env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid }, ready, timeoutMs: 15000 });
+  const s = await p;
+  children.add(s.proc);
+  return { name, proc: s.proc, sock, log: s.log };
 }
 
-function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) { children.delete(proc); return Promise.resolve(); }
-  return new Promise((resolve) => {
-    const t = setTimeout(() => { proc.kill('SIGKILL'); }, 10000);
-    proc.once('exit', () => { clearTimeout(t); children.delete(proc); resolve(); });
-    proc.kill(signal);
-  });
+async function stopChild(proc: ChildProcess): Promise<void> {
+  await stopProcess(proc);
+  children.delete(proc);
 }
 
 function startRawPeer(): Promise<{ proc: ChildProcess; port: number }> {
@@ -467,8 +451,8 @@ async function main(): Promise<void> {
   } finally {
     raw?.close();
     for (const g of guests) g.dispose();
-    if (peer) await stopProcess(peer.proc);
-    for (const s of servers.reverse()) await stopProcess(s.proc);
+    if (peer) await stopChild(peer.proc);
+    for (const s of servers.reverse()) await stopChild(s.proc);
     for (const s of servers) {
       const extra = s.log().split('\n').filter((l) => l.trim() && !/serving|shutting down|mesh node \d+$/.test(l));
       if (extra.length) console.log(`  server ${s.name} said:\n    ${extra.slice(0, failed ? 40 : 10).join('\n    ')}`);

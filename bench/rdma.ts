@@ -32,16 +32,14 @@
 // guest waits for CQEs in the rate runs), BENCH_RDMA_NODE_FLAGS (extra node flags
 // for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
 
-import { ChildProcess, spawn } from 'child_process';
 import { randomFillSync } from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
-import * as path from 'path';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
 import { RdmaPair } from './support/rdma-pair';
+import { ServerProcess, startServerProcess, stopProcess } from './support/server-process';
 
-const ROOT = path.join(__dirname, '..', '..');
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const SQ_LOG2 = 10;
@@ -172,32 +170,9 @@ async function syncLatency(g: IonicGuest, n: number): Promise<Float64Array> {
   return out.sort();
 }
 
-function startServer(sock: string): Promise<{ proc: ChildProcess; log: () => string }> {
-  const flags = (process.env.BENCH_RDMA_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  const proc = spawn(process.execPath, [...flags, path.join(ROOT, 'dist', 'bin', 'rocm-ernic.js'), '-s', sock, '-L', 'warn'],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  let text = '';
-  proc.stdout!.on('data', (d: Buffer) => { text += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { text += d.toString(); });
-  return new Promise((resolve, reject) => {
-    const t0 = Date.now();
-    const check = (): void => {
-      if (proc.exitCode !== null) { reject(new Error(`server exited (${proc.exitCode}): ${text.trim()}`)); return; }
-      if (fs.existsSync(sock) && /serving/.test(text)) { resolve({ proc, log: () => text }); return; }
-      if (Date.now() - t0 > 10000) { reject(new Error(`server did not start: ${text.trim()}`)); return; }
-      setTimeout(check, 20);
-    };
-    check();
-  });
-}
-
-function stopServer(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const t = setTimeout(() => { proc.kill('SIGKILL'); }, 10000);
-    proc.once('exit', () => { clearTimeout(t); resolve(); });
-    proc.kill('SIGTERM');
-  });
+function startServer(sock: string): Promise<ServerProcess> {
+  const nodeFlags = (process.env.BENCH_RDMA_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  return startServerProcess({ sock, args: ['-L', 'warn'], nodeFlags });
 }
 
 const fmt = (v: number, digits = 0): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -269,7 +244,7 @@ async function main(): Promise<void> {
     g = null;
   } finally {
     g?.dispose();
-    await stopServer(server.proc);
+    await stopProcess(server.proc);
     const extra = server.log().split('\n').filter((l) => l.trim() && !/serving|shutting down/.test(l));
     if (extra.length) console.log(`  server said:\n    ${extra.slice(0, 20).join('\n    ')}`);
     try { fs.unlinkSync(sock); } catch { /* gone */ }

@@ -21,20 +21,18 @@
 //
 // Env: BENCH_S3_N (GETs per way per round, default 8), BENCH_S3_ROUNDS (default 4).
 
-import { ChildProcess, spawn } from 'child_process';
+import type { ChildProcess } from 'child_process';
 import { randomBytes } from 'crypto';
-import * as fs from 'fs';
 import * as http from 'http';
 import * as os from 'os';
-import * as path from 'path';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
 import { MrF } from '../spec/support/ionic/rdma-regs';
 import { GuestMr, VerbsGuest } from '../spec/support/ionic/rdma-verbs';
 import { GuestTcp } from '../spec/targets/s3/guest-tcp';
 import { freePort } from './support/free-port';
+import { startServerProcess, stopProcess } from './support/server-process';
 
-const ROOT = path.join(__dirname, '..', '..');
 const MiB = 1 << 20;
 const N = Number(process.env.BENCH_S3_N ?? 8);
 const ROUNDS = Number(process.env.BENCH_S3_ROUNDS ?? 4);
@@ -43,31 +41,9 @@ const S3_PORT = 9000;
 const C_BADGE_MBPS = 698.5;
 const now = (): bigint => process.hrtime.bigint();
 
-function startServer(sock: string, hostPort: number): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, [path.join(ROOT, 'dist', 'bin', 'rocm-ernic.js'), '-s', sock, '-L', 'warn',
-    '--backend', `s3:size=64M,maxpart=16M,listen=127.0.0.1:${hostPort}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let text = '';
-  proc.stdout!.on('data', (d: Buffer) => { text += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { text += d.toString(); });
-  return new Promise((resolve, reject) => {
-    const t0 = Date.now();
-    const check = (): void => {
-      if (proc.exitCode !== null) { reject(new Error(`server exited (${proc.exitCode}): ${text.trim()}`)); return; }
-      if (fs.existsSync(sock) && /serving/.test(text)) { resolve(proc); return; }
-      if (Date.now() - t0 > 10000) { reject(new Error(`server did not start: ${text.trim()}`)); return; }
-      setTimeout(check, 20);
-    };
-    check();
-  });
-}
-
-function stopServer(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const t = setTimeout(() => { proc.kill('SIGKILL'); }, 10000);
-    proc.once('exit', () => { clearTimeout(t); resolve(); });
-    proc.kill('SIGTERM');
-  });
+async function startServer(sock: string, hostPort: number): Promise<ChildProcess> {
+  const server = await startServerProcess({ sock, args: ['-L', 'warn', '--backend', `s3:size=64M,maxpart=16M,listen=127.0.0.1:${hostPort}`] });
+  return server.proc;
 }
 
 /** The 44-byte token (reference 6.3), little-endian: RC, QPN, GID, rkey, addr, len, port, LID. */
@@ -233,7 +209,7 @@ async function main(): Promise<void> {
   } finally {
     await wire?.close();
     g?.dispose();
-    await stopServer(server);
+    await stopProcess(server);
     agent.destroy();
   }
 }
