@@ -12,6 +12,7 @@ import { Mesh } from '../../lib/mesh/mesh';
 import type { MeshOptions } from '../../lib/mesh/mesh-types';
 import { FrameHeader } from '../../lib/mesh/messages';
 import { MeshError } from '../../lib/mesh/errors';
+import type { Cq, Cqe, VerbsGuest } from '../support/ionic/rdma-verbs';
 
 export class Be {
   private readonly parts: number[] = [];
@@ -81,6 +82,12 @@ export async function until(cond: () => boolean, what: string, ms = 8000): Promi
     if (Date.now() - start > ms) throw new Error(`timed out waiting until ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** Wait until `cq` of guest `v` has given `n` CQEs (appended to `got`; the model is polled after each turn of I/O; a hang guard only). */
+export async function cqesOf(v: VerbsGuest, cq: Cq, n: number, got: Cqe[] = []): Promise<Cqe[]> {
+  await until(() => { got.push(...v.drain(cq)); return got.length >= n; }, `${n} CQEs on CQ ${cq.id}`, 10_000);
+  return got;
 }
 
 export const LOCAL = '127.0.0.1';

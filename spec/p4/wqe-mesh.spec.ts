@@ -12,9 +12,9 @@ import { ipv4Gid } from '../../lib/rdma/address';
 import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/attach';
 import { runCommand } from '../../lib/p4/runtime';
 import { NumFormat } from '../../lib/p4/fp8';
-import { startManager, startWorker, until } from '../mesh/helpers';
+import { cqesOf as cqes, startManager, startWorker, until } from '../mesh/helpers';
 import { MrF, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
-import { Cq, Cqe, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
+import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 const PROGRAM = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.json');
@@ -22,11 +22,6 @@ const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_AT
 const IP_A = '10.9.1.1';
 const IP_B = '10.9.1.2';
 
-async function cqes(v: VerbsGuest, cq: Cq, n: number): Promise<Cqe[]> {
-  const got: Cqe[] = [];
-  await until(() => { got.push(...v.drain(cq)); return got.length >= n; }, `${n} CQEs on CQ ${cq.id}`, 10_000);
-  return got;
-}
 
 describe('p4 on RDMA send WQEs to another node (TCP mesh)', function () {
   this.timeout(60_000);

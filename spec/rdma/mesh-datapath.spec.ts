@@ -13,11 +13,11 @@ import type { Mesh } from '../../lib/mesh';
 import { IonicStatus } from '../../lib/rdma/datapath/cqe';
 import { gidsFromFrame, linkLocalGid } from '../../lib/rdma/datapath/mesh';
 import { ipv4Gid } from '../../lib/rdma/address';
-import { startManager, startWorker, until } from '../mesh/helpers';
+import { cqesOf as cqes, startManager, startWorker, until } from '../mesh/helpers';
 import { PAGE } from '../support/ionic/regs';
 import { AOp, CqeT, Mask, MrF, QpS, QpT, ROp, WOp } from '../support/ionic/rdma-regs';
 import { modifyQpBody, createAhBody, headerTemplate, idBody, placeTemplate } from '../support/ionic/rdma-cmds';
-import { Cq, Cqe, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
+import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
 
 const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
 const IP_A = '10.9.0.1';
@@ -29,11 +29,6 @@ function pattern(n: number, seed: number): Buffer {
   return b;
 }
 
-/** Wait until `cq` has `n` CQEs (polling the model after each turn of I/O; a hang guard only). */
-async function cqes(v: VerbsGuest, cq: Cq, n: number, got: Cqe[] = []): Promise<Cqe[]> {
-  await until(() => { got.push(...v.drain(cq)); return got.length >= n; }, `${n} CQEs on CQ ${cq.id}`, 10_000);
-  return got;
-}
 
 describe('rdma over the TCP mesh: two servers, two guests', function () {
   this.timeout(60_000);
