@@ -36,13 +36,33 @@ export const RAW_PING = 1;
 export const RAW_DATA = 2;
 export const RAW_ACK = 3;
 
-export function rawHeader(type: number, len: number): Buffer {
+/** A DATA payload's place in the peer's destination buffer (byte 12), as an RDMA WRITE names its remote address. */
+export function rawHeader(type: number, len: number, offset = 0): Buffer {
   const b = Buffer.alloc(RAW_HDR);
   b.writeUInt32BE(RAW_MAGIC, 0);
   b.writeUInt32BE(type, 4);
   b.writeUInt32BE(len, 8);
+  b.writeUInt32BE(offset, 12);
   return b;
 }
+
+/** The most a peer's destination buffer may grow to (offset + length of a DATA payload). */
+const RAW_DEST_MAX = 64 * 1024 * 1024;
+/** A DATA header's offset that asks the peer to drop the payload (read into its scratch buffer). */
+const RAW_DROP = 0xffffffff;
+
+/**
+ * Where a throughput baseline's bytes live. 'buffers': the sender sends each
+ * message out of its own slot of a window-sized source buffer and the peer
+ * reads each payload straight into the slot the header names in a
+ * destination buffer of the same size, as the mesh moves a 1 MiB WRITE out of
+ * A's MR into B's (the same footprint: distinct source and destination
+ * bytes, window x 1 MiB each). 'scratch': the sender repeats one 1 MiB buffer
+ * and the peer reads everything into one reused 256 KiB buffer and drops it
+ * (both stay in the CPU's caches: cheaper than any transfer that keeps its
+ * data).
+ */
+export type RawMode = 'buffers' | 'scratch';
 
 // ---- the raw TCP peer (this file run with --raw-peer) ---------------------------------------
 
@@ -66,6 +86,14 @@ export function rawPeer(): void {
     let left = -1;
     const pong = Buffer.concat([rawHeader(RAW_PING, 8), Buffer.alloc(8)]);
     const ack = rawHeader(RAW_ACK, 0);
+    let dest = Buffer.alloc(0);
+    /** Next byte of the current DATA payload in `dest`, or -1 while payloads are dropped. */
+    let destAt = -1;
+    const ended = (): void => {
+      left = -1;
+      destAt = -1;
+      if (type === RAW_PING) s.write(pong); else s.write(ack);
+    };
     const onChunk = (chunk: Buffer): void => {
       let pos = 0;
       while (pos < chunk.length) {
@@ -79,18 +107,33 @@ export function rawPeer(): void {
           if (hdr.readUInt32BE(0) !== RAW_MAGIC) { s.destroy(); return; }
           type = hdr.readUInt32BE(4);
           left = hdr.readUInt32BE(8);
+          const offset = hdr.readUInt32BE(12);
+          if (type === RAW_DATA && offset !== RAW_DROP && sink) {
+            const end = offset + left;
+            if (end > RAW_DEST_MAX) { s.destroy(); return; }
+            if (end > dest.length) dest = Buffer.alloc(end);
+            destAt = end - left;
+          }
+          if (left === 0) { ended(); continue; }
         }
         const n = Math.min(left, chunk.length - pos);
+        if (destAt >= 0) { chunk.copy(dest, destAt, pos, pos + n); destAt += n; }
+        if (type === RAW_PING && left <= 8) chunk.copy(pong, RAW_HDR + 8 - left, pos, pos + n);
         pos += n;
         left -= n;
-        if (left === 0) {
-          left = -1;
-          if (type === RAW_PING) { chunk.copy(pong, RAW_HDR, Math.max(0, pos - 8), pos); s.write(pong); } else s.write(ack);
-        }
+        if (left === 0) ended();
       }
     };
-    if (sink) sink.fn = onChunk;
-    else s.on('data', onChunk);
+    if (sink) {
+      sink.fn = onChunk;
+      // The rest of a DATA payload is read straight into its place (as the mesh places a WRITE in the MR).
+      sink.target = () => (destAt >= 0 && left > 0 ? dest.subarray(destAt, destAt + left) : null);
+      sink.inPlace = (n) => {
+        destAt += n;
+        left -= n;
+        if (left === 0) ended();
+      };
+    } else s.on('data', onChunk);
     s.on('error', () => s.destroy());
   });
   server.listen(0, '127.0.0.1', () => {
@@ -157,19 +200,41 @@ export async function rawLatency(c: RawClient, n: number): Promise<Float64Array>
 /** Bytes moved in `secs`; CPU of this process (`self`) and of the others (`peer`, in the order given) over the run. */
 export interface Rate { bytes: number; secs: number; cpu: { self: Cpu; peer: Cpu[] } }
 
+/**
+ * Message `i` of a throughput run. 'buffers': the header and slot i % window
+ * of the source buffer in one writev (as the mesh writes a frame's header and
+ * the guest memory it lends); 'scratch': one prebuilt message, repeated.
+ */
+function rawSender(s: net.Socket, size: number, window: number, mode: RawMode): (i: number) => void {
+  if (mode === 'scratch') {
+    const msg = Buffer.alloc(RAW_HDR + size);
+    rawHeader(RAW_DATA, size, RAW_DROP).copy(msg, 0);
+    randomFillSync(msg, RAW_HDR);
+    return () => { s.write(msg); };
+  }
+  const src = randomFillSync(Buffer.alloc(window * size));
+  const hdrs = Array.from({ length: window }, (_, k) => rawHeader(RAW_DATA, size, k * size));
+  const views = Array.from({ length: window }, (_, k) => src.subarray(k * size, (k + 1) * size));
+  return (i) => {
+    const k = i % window;
+    s.cork();
+    s.write(hdrs[k]!);
+    s.write(views[k]!);
+    s.uncork();
+  };
+}
+
 /** DATA messages of 60 + `size` bytes with `window` unacknowledged, for `secs` and at least `minBytes`. */
 /** `maxSecs`: stop there even short of `minBytes` (a very slow machine). */
-export async function rawThroughput(c: RawClient, peers: number[], size: number, window: number, secs: number, minBytes: number, maxSecs: number): Promise<Rate> {
-  const msg = Buffer.alloc(RAW_HDR + size);
-  rawHeader(RAW_DATA, size).copy(msg, 0);
-  randomFillSync(msg, RAW_HDR);
+export async function rawThroughput(c: RawClient, peers: number[], size: number, window: number, secs: number, minBytes: number, maxSecs: number, mode: RawMode): Promise<Rate> {
+  const send = rawSender(c.s, size, window, mode);
   const acks0 = c.received;
   let sent = 0;
   const c0 = peers.map(cpuOf);
   const s0 = cpuOf(process.pid);
   const t0 = now();
   let stop = false;
-  while (sent < window) { c.s.write(msg); sent++; }
+  while (sent < window) { send(sent); sent++; }
   for (;;) {
     const acked = (c.received - acks0) / RAW_HDR;
     if (!stop) {
@@ -178,7 +243,7 @@ export async function rawThroughput(c: RawClient, peers: number[], size: number,
     }
     if (stop && acked >= sent) break;
     if (!stop && sent - acked < window) {
-      while (sent - acked < window) { c.s.write(msg); sent++; }
+      while (sent - acked < window) { send(sent); sent++; }
       continue;
     }
     await c.until(acks0 + (Math.floor(acked) + 1) * RAW_HDR);

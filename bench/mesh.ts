@@ -23,9 +23,17 @@
 //     moved nothing fails. Baseline: raw TCP between this process and the
 //     child moving the same bytes as messages of the same size (60-byte
 //     header + 1 MiB, each answered by a 60-byte ack, the same window), as
-//     long; the child reads into one reused 256 KiB buffer (the cheapest
-//     receive Node has, as the mesh's own sockets do). Both are run in BENCH_MESH_ROUNDS rounds (3), alternating which
-//     goes first, and pooled, so a change in the machine's load lands on both.
+//     long, with the same footprint as the WRITEs: message i goes out of slot
+//     i % window of a window x 1 MiB source buffer (header and payload in one
+//     writev, as the mesh writes a frame) and the child reads its payload
+//     straight into the slot its header names in a destination of the same
+//     size (as B places a WRITE in its MR; Node's cheapest receive, onread).
+//     Also measured, informational: the cache-hot baseline (one 1 MiB source
+//     repeated, payloads read into one reused 256 KiB buffer and dropped),
+//     cheaper than any transfer that keeps its data. The three run in
+//     BENCH_MESH_ROUNDS rounds (3) in a rotated order, after BENCH_MESH_WARM
+//     seconds of each (2; the servers' JIT), and are pooled, so a change in
+//     the machine's load lands on all of them.
 //   Also: each process's CPU time over the throughput runs (/proc), as ms per
 //     MiB moved (what each side costs whatever else the machine was doing),
 //     the share of it outside the main thread (V8's GC and compiler workers),
@@ -37,8 +45,11 @@
 // Env: BENCH_MESH_LAT (latency samples, 2000), BENCH_MESH_WINDOW (1 MiB WRITEs
 // in flight, 16), BENCH_MESH_SECS (seconds of each throughput figure, over all
 // rounds, 3), BENCH_MESH_ROUNDS (alternating throughput rounds, 3),
-// BENCH_MESH_WAIT (sleep | spin: how the guest waits for CQEs in the
-// throughput runs; sleep yields with a ~1 ms timer, spin with setImmediate),
+// BENCH_MESH_WAIT (sleep | spin | event: how the guest waits for CQEs in the
+// throughput runs; sleep yields with a ~1 ms timer, spin with setImmediate,
+// event arms the CQ and sleeps until its interrupt), BENCH_MESH_WARM (warm-up
+// seconds, 2), BENCH_MESH_LOGS (a directory: each server's whole output is
+// written there at the end),
 // BENCH_MESH_NODE_FLAGS (extra node flags for both servers, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof" or "--perf-basic-prof").
 
@@ -69,15 +80,22 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_MESH_ROUNDS ?? 3));
 /** A throughput run stops at this many seconds even short of MIN_BYTES (a very slow machine). */
 const MAX_SECS = Math.max(30, 3 * SECS);
 const BIG = MiB;
-const WARM_BYTES = 32 * MiB;
+/**
+ * Seconds each throughput path runs before the measured rounds: the servers
+ * are fresh processes whose JIT still compiles the data path for a while
+ * (the first rounds ran 10-30% below the later ones after a 32 MiB warm-up).
+ */
+const WARM_SECS = Number(process.env.BENCH_MESH_WARM ?? 2);
 /**
  * How the guest waits for CQEs in the throughput runs: 'sleep' (default) gives
  * the CPU away for a timer tick (~1 ms; the window holds more work than that),
  * so the guest model does not take a core from the two servers on a small
  * machine; 'spin' polls again after each turn of the event loop, as libionic's
- * busy poll would on its own vCPU. The latency run always polls each turn.
+ * busy poll would on its own vCPU; 'event' waits as ibv_req_notify_cq +
+ * ibv_get_cq_event do (arm, sleep until the EQ interrupt). The latency run
+ * always polls each turn.
  */
-const WAIT = process.env.BENCH_MESH_WAIT === 'spin' ? 'spin' : 'sleep';
+const WAIT: 'sleep' | 'spin' | 'event' = process.env.BENCH_MESH_WAIT === 'spin' ? 'spin' : process.env.BENCH_MESH_WAIT === 'event' ? 'event' : 'sleep';
 const IP_A = '10.9.0.1';
 const IP_B = '10.9.0.2';
 const QP_A = 20;
@@ -94,7 +112,7 @@ const now = (): bigint => process.hrtime.bigint();
 const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
-const wait = (): Promise<void> => (WAIT === 'sleep' ? sleep(1) : turn());
+
 const fmt = (v: number, digits = 0): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 function pct(sorted: Float64Array, q: number): number {
@@ -243,6 +261,36 @@ class CqPoller {
     this.s.g.ringDoorbell(this.s.r.id.cq.qtype, this.s.cq.id, this.#next, Ring.INDEX);
     this.#unreported = 0;
   }
+
+  /**
+   * Wait for the next CQE as an event-driven verbs consumer does
+   * (ibv_req_notify_cq, then ibv_get_cq_event): report the read position
+   * (an arm with unreported CQEs fires at once), arm the CQ and sleep in
+   * epoll until its EQ's interrupt; the interrupt's EQE is consumed by the
+   * EQ "ISR" (RdmaGuest.service), which calls the CQ's handler.
+   */
+  async event(timeoutMs: number): Promise<void> {
+    const s = this.s;
+    if (!this.#handlerSet) {
+      s.r.cqHandlers.set(s.cq.id, () => { this.#fired = true; });
+      this.#handlerSet = true;
+    }
+    this.#fired = false;
+    this.report();
+    this.#arms = (this.#arms + 1) & 0xffff;
+    s.g.ringDoorbell(s.r.id.cq.qtype, s.cq.id, this.#arms, Ring.ARM);
+    await s.g.waitFor('a CQ event on A', () => { s.r.service(); return this.#fired ? true : undefined; }, timeoutMs);
+  }
+
+  #handlerSet = false;
+  #fired = false;
+  #arms = 0;
+}
+
+/** How the guest waits when a poll found nothing (BENCH_MESH_WAIT). */
+function waitForCqe(cq: CqPoller): Promise<void> {
+  if (WAIT === 'event') return cq.event(10_000);
+  return WAIT === 'sleep' ? sleep(1) : turn();
 }
 
 /** Post an RDMA WRITE of A's MR bytes [off, off + len) to B's MR at the same offset (no doorbell). */
@@ -296,7 +344,7 @@ async function rdmaThroughput(a: Side, b: Side, cq: CqPoller, servers: number[],
     done += got;
     if (got === 0) {
       if (secsSince(lastProgress) > 10) throw new Error(`throughput: no CQE for 10 s (${done} of ${posted} done)`);
-      await wait();
+      await waitForCqe(cq);
     } else lastProgress = now();
   }
   const el = secsSince(t0);
@@ -380,10 +428,12 @@ async function main(): Promise<void> {
     // ---- throughput -------------------------------------------------------------------------
     // Warm both (JIT), then measure in rounds, alternating which goes first;
     // B's MR is zeroed before each of our rounds and checked after it.
-    await rdmaThroughput(a, b, cq, pids, WINDOW, 0, 0, WARM_BYTES / BIG);
-    await rawThroughput(raw, [peer.proc.pid!], BIG, WINDOW, 0, WARM_BYTES, MAX_SECS);
+    await rdmaThroughput(a, b, cq, pids, WINDOW, WARM_SECS, 0);
+    await rawThroughput(raw, [peer.proc.pid!], BIG, WINDOW, WARM_SECS / 2, 0, MAX_SECS, 'buffers');
+    await rawThroughput(raw, [peer.proc.pid!], BIG, WINDOW, WARM_SECS / 2, 0, MAX_SECS, 'scratch');
     const oursRounds: Rate[] = [];
     const baseRounds: Rate[] = [];
+    const hotRounds: Rate[] = [];
     const runOurs = async (): Promise<void> => {
       randomFillSync(a.bytes, 0, MR_BYTES);
       b.bytes.fill(0, 0, MR_BYTES);
@@ -391,13 +441,19 @@ async function main(): Promise<void> {
       verify(a, b, MR_BYTES, '1 MiB WRITEs');
     };
     const runBase = async (): Promise<void> => {
-      baseRounds.push(await rawThroughput(raw!, [peer!.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS));
+      baseRounds.push(await rawThroughput(raw!, [peer!.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS, 'buffers'));
     };
+    const runHot = async (): Promise<void> => {
+      hotRounds.push(await rawThroughput(raw!, [peer!.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS, 'scratch'));
+    };
+    // Each round runs the three in a rotated order, so none is always first or last.
+    const order = [runOurs, runBase, runHot];
     for (let i = 0; i < ROUNDS; i++) {
-      if (i % 2 === 0) { await runOurs(); await runBase(); } else { await runBase(); await runOurs(); }
+      for (let k = 0; k < order.length; k++) await order[(i + k) % order.length]!();
     }
     const ours = pool(oursRounds);
     const base = pool(baseRounds);
+    const hot = pool(hotRounds);
 
     // ---- report ------------------------------------------------------------------------------
     console.log(`mesh benchmark: two rocm-ernic processes joined by the TCP mesh on loopback (A: tcp:manager:listen:${port}, B: tcp:worker:127.0.0.1:${port};`);
@@ -418,9 +474,11 @@ async function main(): Promise<void> {
     console.log(`  1 MiB RDMA WRITE throughput, ${WINDOW} in flight, >= ${SECS} s and >= ${MIN_BYTES / MiB} MiB each, in ${ROUNDS} alternating rounds (guest waits for CQEs: ${WAIT})`);
     console.log(`    ${''.padEnd(36)} ${'MB/s'.padStart(8)} ${'MiB'.padStart(7)} ${'secs'.padStart(6)}`);
     console.log(`    ${'RDMA WRITE A -> B over the mesh'.padEnd(36)} ${fmt(mbps(ours)).padStart(8)} ${fmt(ours.bytes / MiB).padStart(7)} ${ours.secs.toFixed(2).padStart(6)}`);
-    console.log(`    ${'raw TCP, 60 B + 1 MiB messages'.padEnd(36)} ${fmt(mbps(base)).padStart(8)} ${fmt(base.bytes / MiB).padStart(7)} ${base.secs.toFixed(2).padStart(6)}`);
+    console.log(`    ${'raw TCP, 60 B + 1 MiB messages'.padEnd(36)} ${fmt(mbps(base)).padStart(8)} ${fmt(base.bytes / MiB).padStart(7)} ${base.secs.toFixed(2).padStart(6)}   ${WINDOW} MiB source -> ${WINDOW} MiB destination`);
+    console.log(`    ${'raw TCP, cache-hot buffers'.padEnd(36)} ${fmt(mbps(hot)).padStart(8)} ${fmt(hot.bytes / MiB).padStart(7)} ${hot.secs.toFixed(2).padStart(6)}   one 1 MiB source, payload dropped into 256 KiB`);
     const perRound = oursRounds.map((r, i) => `${fmt(mbps(r))}/${fmt(mbps(baseRounds[i]!))}`).join('  ');
     console.log(`    ${'ratio ours/raw'.padEnd(36)} ${ratio.toFixed(3).padStart(8)}    per round (ours/raw MB/s): ${perRound}`);
+    console.log(`    ${'ratio ours/raw cache-hot'.padEnd(36)} ${(mbps(ours) / mbps(hot)).toFixed(3).padStart(8)}    (informational: a transfer that keeps no data)`);
     console.log(`    data: B's ${MR_BYTES / MiB} MiB MR checked byte for byte against A's source after the run: identical`);
     console.log('');
     // CPU per MiB: what each process costs whatever else the machine did; "off main": V8's GC and compiler workers (and libuv's pool).
@@ -435,6 +493,8 @@ async function main(): Promise<void> {
     console.log(row('guests A and B (this process)', ours.cpu.self, ours));
     console.log(row('raw sender (this process)', base.cpu.self, base));
     console.log(row('raw receiver (child)', base.cpu.peer[0]!, base));
+    console.log(row('raw sender, cache-hot', hot.cpu.self, hot));
+    console.log(row('raw receiver, cache-hot', hot.cpu.peer[0]!, hot));
     const oursMs = perMiB(ca, ours) + perMiB(cb, ours);
     const rawMs = perMiB(base.cpu.self, base) + perMiB(base.cpu.peer[0]!, base);
     const oursBound = (MiB / MB) * 1000 / Math.max(perMiB(ca, ours), perMiB(cb, ours));
@@ -454,6 +514,7 @@ async function main(): Promise<void> {
     if (peer) await stopChild(peer.proc);
     for (const s of servers.reverse()) await stopChild(s.proc);
     for (const s of servers) {
+      if (process.env.BENCH_MESH_LOGS) fs.writeFileSync(path.join(process.env.BENCH_MESH_LOGS, `server-${s.name}.log`), s.log());
       const extra = s.log().split('\n').filter((l) => l.trim() && !/serving|shutting down|mesh node \d+$/.test(l));
       if (extra.length) console.log(`  server ${s.name} said:\n    ${extra.slice(0, failed ? 40 : 10).join('\n    ')}`);
     }
