@@ -89,6 +89,7 @@ export function rawPeer(): void {
     let dest = Buffer.alloc(0);
     /** Next byte of the current DATA payload in `dest`, or -1 while payloads are dropped. */
     let destAt = -1;
+    let afterInPlace = false;
     const ended = (): void => {
       left = -1;
       destAt = -1;
@@ -121,7 +122,7 @@ export function rawPeer(): void {
         if (type === RAW_PING && left <= 8) chunk.copy(pong, RAW_HDR + 8 - left, pos, pos + n);
         pos += n;
         left -= n;
-        if (left === 0) ended();
+        if (left === 0) { ended(); afterInPlace = false; }
       }
     };
     if (sink) {
@@ -131,8 +132,11 @@ export function rawPeer(): void {
       sink.inPlace = (n) => {
         destAt += n;
         left -= n;
-        if (left === 0) ended();
+        if (left === 0) { ended(); afterInPlace = true; }
       };
+      // After a payload read in place, the next read takes just a header, so that the next payload goes
+      // in place from its first byte (the mesh's parser does the same: FrameParser.headReadLimit).
+      sink.limit = () => (afterInPlace && left < 0 && hdrFill === 0 ? RAW_HDR : 0);
     } else s.on('data', onChunk);
     s.on('error', () => s.destroy());
   });

@@ -107,6 +107,7 @@ export class MeshConnection {
       sink.fn = (chunk) => this.#onData(chunk);
       sink.target = () => (this.#closed ? null : this.parser.inPlaceTarget());
       sink.inPlace = (n) => this.#onDataInPlace(n);
+      sink.limit = () => (this.#closed ? 0 : this.parser.headReadLimit());
     }
     else socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('drain', () => this.pump());

@@ -68,6 +68,13 @@ export interface ReadSink {
   target: (() => Buffer | null) | null;
   /** `n` bytes were read into the buffer `target` gave. */
   inPlace: ((n: number) => void) | null;
+  /**
+   * The most the next read into the reused buffer should take, or 0 for all
+   * of it: after a frame read in place, just the next frame's head, so that
+   * a large frame's body goes in place from its first byte instead of
+   * arriving in the reused buffer (and being copied out of it).
+   */
+  limit: (() => number) | null;
 }
 
 export const READ_SINK = Symbol('mesh read sink');
@@ -86,12 +93,22 @@ type OnRead = { buffer: () => Uint8Array; callback: (n: number, buf: Uint8Array)
  * body, so its bytes are copied by the kernel only.
  */
 function withSink(make: (onread: OnRead) => net.Socket): net.Socket {
-  const sink: ReadSink = { fn: null, target: null, inPlace: null };
+  const sink: ReadSink = { fn: null, target: null, inPlace: null, limit: null };
+  // Its own ArrayBuffer (larger than Buffer's pool slabs): a read landed here iff its buffer is this one's.
   const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  const store = readBuffer.buffer;
+  let head = readBuffer;
   const socket = make({
-    buffer: () => sink.target?.() ?? readBuffer,
+    buffer: () => {
+      const t = sink.target?.();
+      if (t) return t;
+      const k = sink.limit?.() ?? 0;
+      if (k <= 0 || k >= READ_BUFFER_BYTES) return readBuffer;
+      if (head.length !== k) head = readBuffer.subarray(0, k);
+      return head;
+    },
     callback: (n: number, buf: Uint8Array) => {
-      if (buf === readBuffer) sink.fn?.(Buffer.from(buf.buffer, buf.byteOffset, n));
+      if (buf.buffer === store) sink.fn?.(Buffer.from(store, buf.byteOffset, n));
       else sink.inPlace?.(n);
       return true;
     },

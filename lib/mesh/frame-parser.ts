@@ -63,7 +63,7 @@ const enum State {
 }
 
 const EMPTY = Buffer.alloc(0);
-/** A body's rest from this size on is read in place (inPlaceTarget); less is not worth a read of its own. */
+/** A body of this size or more is read in place (inPlaceTarget); a smaller one is not worth reads of its own. */
 export const IN_PLACE_MIN = 64 * 1024;
 
 export class FrameParser {
@@ -87,6 +87,8 @@ export class FrameParser {
   readonly #backlog: Buffer[] = [];
   #backlogBytes = 0;
   #frames = 0;
+  /** The last frame ended with a read in place (headReadLimit). */
+  #afterInPlace = false;
 
   /**
    * `transient`: the chunks pushed are reused by the caller once push()
@@ -139,14 +141,15 @@ export class FrameParser {
 
   /**
    * Where the next read may land directly: the unfilled rest of a large body
-   * being assembled (IN_PLACE_MIN bytes or more), or null. Only between
-   * chunks, with nothing held or backlogged; the bytes read there are then
-   * reported with filledInPlace() instead of push().
+   * being assembled (a body of IN_PLACE_MIN bytes or more; its tail too,
+   * however short, so that the frame ends on a read in place and the next
+   * read can be limited to the next head: headReadLimit), or null. Only
+   * between chunks, with nothing held or backlogged; the bytes read there
+   * are then reported with filledInPlace() instead of push().
    */
   inPlaceTarget(): Buffer | null {
     if (this.#state !== State.Body || !this.#body || this.#backlog.length > 0 || this.#pos < this.#chunk.length) return null;
-    const rest = this.#header!.length - this.#bodyFill;
-    if (rest < IN_PLACE_MIN) return null;
+    if (this.#header!.length < IN_PLACE_MIN) return null;
     const p = this.#placement;
     if (p) {
       const v = p.views[this.#placeView]!;
@@ -155,6 +158,19 @@ export class FrameParser {
     // Still gathering a head to offer for placement: through the reused buffer.
     if (this.#body.length < this.#header!.length) return null;
     return this.#body.subarray(this.#bodyFill);
+  }
+
+  /**
+   * The most the next read into the reused buffer should take (0: no limit).
+   * Right after a frame whose body was read in place, with nothing left over,
+   * the next frame is likely large as well: a read of just its header and
+   * the head placement needs lets the rest of it go in place too, instead of
+   * up to a whole read buffer of it arriving there to be copied out. Small
+   * frames in between lift the limit.
+   */
+  headReadLimit(): number {
+    if (!this.#afterInPlace || this.#state !== State.Header || this.#hdrFill !== 0 || this.#backlog.length > 0 || this.#pos < this.#chunk.length) return 0;
+    return tcp_msg_header.SIZE + PLACE_HEAD;
   }
 
   /** `n` bytes were read into what inPlaceTarget() gave (never past the body's end, nor past a placed view). */
@@ -169,7 +185,7 @@ export class FrameParser {
     }
     this.#bodyFill += n;
     if (p) this.#advancePlace(n);
-    if (this.#bodyFill === this.#header!.length) this.#deliver();
+    if (this.#bodyFill === this.#header!.length && this.#deliver()) this.#afterInPlace = true;
   }
 
   #advancePlace(n: number): void {
@@ -350,6 +366,7 @@ export class FrameParser {
     if (this.stopped) return false;
     if (!taken) return false;
     this.#frames++;
+    this.#afterInPlace = false;
     this.#state = State.Header;
     this.#header = undefined;
     this.#body = undefined;

@@ -162,14 +162,54 @@ describe('mesh: frame parser', () => {
       reads++;
       p.filledInPlace(n);
     }
-    expect(reads).to.be.at.least(2);
-    // Less than IN_PLACE_MIN left: back to the reused buffer.
-    expect(sink.got, 'not whole yet').to.have.length(0);
-    p.push(Buffer.concat([big.subarray(at), small]));
+    // The tail too (3 x 64 KiB - 1000 in reads of 70,000: the last one 55,608 bytes): the frame ends in place.
+    expect(reads).to.equal(3);
+    expect(at).to.equal(big.length);
+    expect(sink.got.map((g) => g.header.seq)).to.deep.equal([4]);
+    expect(sink.got[0]!.body.equals(body)).to.equal(true);
+    // So the next read takes just a head (header + what placement needs), not a whole read buffer.
+    expect(p.headReadLimit()).to.equal(32 + PLACE_HEAD);
+    p.push(Buffer.from(small));
     expect(sink.errors).to.deep.equal([]);
     expect(sink.got.map((g) => g.header.seq)).to.deep.equal([4, 5]);
-    expect(sink.got[0]!.body.equals(body)).to.equal(true);
     expect(sink.got[1]!.body.toString()).to.equal('after');
+    // A small frame lifts the limit.
+    expect(p.headReadLimit()).to.equal(0);
+  });
+
+  it('limits the next read to a head only at a clean boundary after a frame read in place; a body under IN_PLACE_MIN is never read in place', () => {
+    const sink = new Sink();
+    const p = new FrameParser({ onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) }, undefined, true);
+    expect(p.headReadLimit(), 'nothing read in place yet').to.equal(0);
+    const mid = frame(MsgType.DATA, Buffer.alloc(IN_PLACE_MIN - 1, 3), 1);
+    p.push(Buffer.from(mid.subarray(0, 100)));
+    expect(p.inPlaceTarget(), 'under IN_PLACE_MIN').to.equal(null);
+    p.push(Buffer.from(mid.subarray(100)));
+    expect(sink.got).to.have.length(1);
+    expect(p.headReadLimit()).to.equal(0);
+    const big = frame(MsgType.DATA, Buffer.alloc(IN_PLACE_MIN, 4), 2);
+    p.push(Buffer.from(big.subarray(0, 40)));
+    const t = p.inPlaceTarget()!;
+    expect(t.length).to.equal(IN_PLACE_MIN - 8);
+    big.copy(t, 0, 40);
+    // Held: no limit while the frame waits (the parser is not at a boundary).
+    sink.accept = false;
+    p.filledInPlace(t.length);
+    expect(p.held).to.equal(true);
+    expect(p.headReadLimit()).to.equal(0);
+    sink.accept = true;
+    p.resume();
+    expect(sink.got).to.have.length(2);
+    // Delivered on resume, not by the read in place: no limit either (the next read may bring anything).
+    expect(p.headReadLimit()).to.equal(0);
+    // A frame that ends in place, then half a header in the reused buffer: no limit until the header is whole.
+    p.push(Buffer.from(big.subarray(0, 40)));
+    p.filledInPlace(p.inPlaceTarget()!.length);
+    expect(sink.got).to.have.length(3);
+    expect(p.headReadLimit()).to.equal(32 + PLACE_HEAD);
+    p.push(Buffer.from(big.subarray(0, 10)));
+    expect(p.headReadLimit()).to.equal(0);
+    expect(sink.errors).to.deep.equal([]);
   });
 
   it('a body completed in place is delivered at once; a refused one is held, and nothing is read in place meanwhile', () => {
