@@ -6,8 +6,8 @@
 //   the owner, which may refuse it for want of room (inbound queue, relay
 //   destination): then the socket is paused until the owner calls unhold(),
 //   so TCP pushes back on the sender and nothing is buffered without bound.
-// - send: frames are written while the socket takes them (writableNeedDrain
-//   false), then again on 'drain'. A send timer runs while anything is
+// - send: queued frames are handed to the socket corked, up to
+//   WRITE_BATCH_BYTES at a time (one writev), then again on 'drain'. A send timer runs while anything is
 //   outstanding and is pushed back on each write completion: when nothing has
 //   gone out for the send timeout, the connection is shut down as if the peer
 //   had hung up.
@@ -16,7 +16,7 @@
 // the owner once.
 
 import { READ_SINK, SocketWithSink } from './dial';
-import { MAX_HELD_CHUNK_BYTES } from './limits';
+import { MAX_HELD_CHUNK_BYTES, WRITE_BATCH_BYTES } from './limits';
 import * as net from 'node:net';
 import { MeshError } from './errors';
 import { FrameParser, Placement } from './frame-parser';
@@ -155,7 +155,7 @@ export class MeshConnection {
   send(frame: OutFrame): OfferResult | 'closed' {
     if (this.#closed || this.#endAfterFlush) return 'closed';
     const r = this.outbound.offer(frame);
-    if (r === 'queued') this.pump();
+    if (r === 'queued') this.#pumpSoon();
     else if (r === 'queue-full') this.#wantWritable = true;
     return r;
   }
@@ -164,22 +164,44 @@ export class MeshConnection {
   sendHeartbeat(frame: OutFrame, answer: boolean): boolean {
     if (this.#closed) return false;
     const queued = this.outbound.offerHeartbeat(frame, answer);
-    if (queued) this.pump();
+    if (queued) this.#pumpSoon();
     return queued;
   }
 
-  /** Write what the socket will take now. */
+  /**
+   * Pump once the current callback is done (a microtask): the frames a
+   * doorbell's WQEs queue one by one then go out in one writev.
+   */
+  #pumpSoon(): void {
+    if (this.#pumpQueued) return;
+    this.#pumpQueued = true;
+    queueMicrotask(this.#pumpTask);
+  }
+
+  #pumpQueued = false;
+  readonly #pumpTask = (): void => {
+    this.#pumpQueued = false;
+    this.pump();
+  };
+
+  /**
+   * Write what the socket will take now: queued frames, corked, until
+   * WRITE_BATCH_BYTES wait in it (one writev for all of them). A socket that
+   * buffers past its high-water mark says so ('drain' pumps again).
+   */
   pump(): void {
-    while (!this.#closed && !this.socket.writableNeedDrain) {
+    const s = this.socket;
+    let corked = false;
+    while (!this.#closed && s.writableLength < WRITE_BATCH_BYTES) {
       const f = this.outbound.next();
       if (!f) break;
+      if (!corked) { s.cork(); corked = true; }
       this.#inflight.push(f);
       const last = f.parts.length - 1;
-      if (last > 0) this.socket.cork();
-      for (let i = 0; i < last; i++) this.socket.write(f.parts[i]!);
-      this.socket.write(f.parts[last]!, this.#onWritten);
-      if (last > 0) this.socket.uncork();
+      for (let i = 0; i < last; i++) s.write(f.parts[i]!);
+      s.write(f.parts[last]!, this.#onWritten);
     }
+    if (corked) s.uncork();
     this.#armSendTimer();
   }
 

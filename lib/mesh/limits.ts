@@ -90,6 +90,13 @@ export const DEFAULT_LISTEN_BACKLOG = 32;
 /** Chunks a held connection may still receive after pausing its socket before it is closed (a stream that ignores pause). */
 export const MAX_HELD_CHUNK_BYTES = 4 * MiB;
 
+/**
+ * One pass of a connection's writer hands the socket queued frames, corked,
+ * until this many bytes wait in it: many small frames go to the kernel in one
+ * writev (one send and one loopback push for all), a 1 MiB frame alone.
+ */
+export const WRITE_BATCH_BYTES = 1 * MiB;
+
 /** Bounds a caller can lower (tests do, to reach them quickly). Raising them past the defaults is refused. */
 export interface MeshLimits {
   readonly requestQueueBytes: number;
