@@ -180,6 +180,8 @@ export class P4Engine {
   readonly #gen: GeneratedRun | undefined;
   /** Why the program is not generated (undefined when it is, or codegen is off). */
   readonly codegenRefused: string | undefined;
+  /** The generated function's source (for specs and reading; integers and fixed shapes only). */
+  readonly codegenSource: string | undefined;
 
   /** Validates and compiles; throws P4LoadError naming the JSON path of what it refuses. */
   static load(program: string | unknown, opts: EngineOptions = {}): P4Engine {
@@ -312,6 +314,7 @@ export class P4Engine {
           });
     this.#gen = gen && 'run' in gen ? gen.run : undefined;
     this.codegenRefused = gen && 'refused' in gen ? gen.refused : undefined;
+    this.codegenSource = gen && 'run' in gen ? gen.source : undefined;
   }
 
   /** Whether frames run through the generated function (./codegen.ts) rather than the closures. */
