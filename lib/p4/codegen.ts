@@ -114,14 +114,35 @@ class Gen {
    * narrower than those values, and so may carry them into other fields.
    */
   readonly #withinWidths: boolean;
+  /**
+   * Wire fields read only by the deparse (never by an expression, key,
+   * checksum, digest or copy): they are not extracted; their bytes stay in
+   * the frame until an action writes the field (its `m` local then says the
+   * local holds the value). Found by a first build (reads below).
+   */
+  readonly #lazy: ReadonlySet<number>;
+  /** The number slots the code reads outside extract and deparse. */
+  readonly reads = new Set<number>();
 
-  constructor(input: CodegenInput) {
+  constructor(input: CodegenInput, lazy: ReadonlySet<number> = new Set()) {
     this.#in = input;
     this.#layout = input.layout;
+    this.#lazy = lazy;
     for (const h of input.layout.headers) for (const fi of h.fields) this.#widths[fi.slot] = fi.width;
     const sl = input.slots;
     const wide = (slot: number, bits: number) => slot < 0 || this.#widths[slot]! >= bits;
     this.#withinWidths = wide(sl.ingressPort, 9) && wide(sl.packetLength, 32) && wide(sl.egressSpec, 9);
+  }
+
+  /** A field's local, read. */
+  #r(slot: number): string {
+    this.reads.add(slot);
+    return f(slot);
+  }
+
+  /** After a write of a field: a lazy field's local now holds its value. */
+  #m(slot: number): string {
+    return this.#lazy.has(slot) ? ` m${int(slot)} = true;` : '';
   }
 
   /** A parameter name for a value the code needs (a table, a bigint, a helper). */
@@ -144,6 +165,7 @@ class Gen {
     const decl: string[] = [];
     for (let i = 0; i < layout.numSlots; i++) decl.push(`${f(i)} = 0`);
     layout.headers.forEach((h) => decl.push(`${v(h.index)} = ${h.metadata ? 1 : 0}`, `${o(h.index)} = -1`));
+    for (const slot of this.#lazy) decl.push(`m${int(slot)} = false`);
     src += `let ${decl.join(', ')};\n`;
     src += `let off = 0, perr = 0, dropped = false, ex = false, cerr = false, dg = ${this.cap(NO_DIGESTS)};\n`;
     if (sl.ingressPort >= 0) src += `${f(sl.ingressPort)} = port & 0x1ff;\n`;
@@ -154,16 +176,16 @@ class Gen {
     const { verify, update } = this.#checksums();
     src += verify;
     if (this.#in.ingress >= 0) src += this.#pipeline(this.#in.ingress);
-    const es = sl.egressSpec >= 0 ? ` || ${f(sl.egressSpec)} === ${int(DROP_PORT)}` : '';
+    const es = sl.egressSpec >= 0 ? ` || ${this.#r(sl.egressSpec)} === ${int(DROP_PORT)}` : '';
     src += `if (dropped${es}) { ${this.#drop('program', 'perr')} }\n`;
-    if (sl.egressPort >= 0 && sl.egressSpec >= 0 && this.#in.specWritten) src += `${f(sl.egressPort)} = ${f(sl.egressSpec)};\n`;
+    if (sl.egressPort >= 0 && sl.egressSpec >= 0 && this.#in.specWritten) src += `${f(sl.egressPort)} = ${this.#r(sl.egressSpec)};\n`;
     src += 'ex = false;\n';
     if (this.#in.egress >= 0) src += this.#pipeline(this.#in.egress);
     src += `if (dropped) { ${this.#drop('program', 'perr')} }\n`;
     src += update;
     src += this.#deparse(p);
-    const ep = sl.egressPort >= 0 ? f(sl.egressPort) : '0';
-    const mg = `(${sl.mgid >= 0 ? f(sl.mgid) : '0'} || ${sl.mcastGrp >= 0 ? f(sl.mcastGrp) : '0'})`;
+    const ep = sl.egressPort >= 0 ? this.#r(sl.egressPort) : '0';
+    const mg = `(${sl.mgid >= 0 ? this.#r(sl.mgid) : '0'} || ${sl.mcastGrp >= 0 ? this.#r(sl.mcastGrp) : '0'})`;
     src += `r.dropped = false; r.reason = undefined; r.egressPort = ${ep}; r.multicastGroup = ${mg}; r.parserError = perr; r.checksumError = cerr; r.digests = dg;\n};`;
     if (src.length > CODEGEN_LIMITS.source) no('the generated source is too long');
     const names = this.#caps.map((_, i) => `c${i}`);
@@ -203,7 +225,7 @@ class Gen {
       if (hv !== undefined) return v(hv);
       const fi = fieldOf(layout, value);
       if (!fi || fi.width > NARROW_BITS) no('a field over 32 bits in an expression');
-      return f(fi.slot);
+      return this.#r(fi.slot);
     }
     if (type === 'runtime_data' || type === 'local') {
       const w = typeof value === 'number' ? ctx.widths?.[value] : undefined;
@@ -276,6 +298,7 @@ class Gen {
       }
     };
     const s0 = plan.slot[f0]!;
+    if (c === 1 && this.#lazy.has(s0)) return `m${int(s0)} = false;\n`; // its bytes stay in the frame
     if (plan.kind[g] === W.WORD && c === 1 && plan.shift[f0] === 0) return `${f(s0)} = ${word(l)};\n`;
     if (plan.kind[g] === W.WORD) {
       let s = `{ const w = ${word(l)};`;
@@ -322,8 +345,9 @@ class Gen {
       return `{ const w = ${parts.join(' | ')}; ${word(l, 'w')} }\n`;
     }
     if (plan.kind[g] === W.BYTES) {
-      // the low 32 bits by shifts from the last byte back, the rest above them (as ./bits.ts)
-      let s = `{ const x = ${f(s0)}; const hi = Math.floor(x / 0x100000000); const lo = x - hi * 0x100000000;`;
+      // ./bits.ts's bytes (the low 32 bits by shifts from the last byte back, the rest above them):
+      // for a value 0 <= x < 2^48, x >>> 0 is x mod 2^32 and (x / 2^32) >>> 0 its floor above
+      let s = `{ const x = ${f(s0)}; const lo = x >>> 0; const hi = (x / 4294967296) >>> 0;`;
       let i = l - 1;
       for (let sh = 0; sh < 32 && i >= 0; sh += 8, i--) s += ` ${by(i)} = lo >>> ${int(sh)};`;
       for (let sh = 0; i >= 0; sh += 8, i--) s += ` ${by(i)} = hi >>> ${int(sh)};`;
@@ -370,7 +394,7 @@ class Gen {
             if (!dst || dst.wide) no('a set of no number field');
             // compileValue's bigint, stored with & mask: the same as the number wrapped to the width
             const m = int(POW2[dst.width]);
-            body += `{ const x = ${this.num(params[1], { widths: undefined, args: 'NO' })} % ${m}; ${f(dst.slot)} = x < 0 ? x + ${m} : x; }\n`;
+            body += `{ const x = ${this.num(params[1], { widths: undefined, args: 'NO' })} % ${m}; ${f(dst.slot)} = x < 0 ? x + ${m} : x;${this.#m(dst.slot)} }\n`;
             break;
           }
           case 'verify': {
@@ -418,7 +442,7 @@ if (s < 0) { pr = s; break; }
       const fi = fieldOf(layout, k.value);
       if (!fi || fi.wide) no('a transition key of no number field');
       const bytes = Math.ceil(fi.width / 8);
-      key = key === '' ? f(fi.slot) : `(${key} * ${int(POW2[bytes * 8])} + ${f(fi.slot)})`;
+      key = key === '' ? this.#r(fi.slot) : `(${key} * ${int(POW2[bytes * 8])} + ${this.#r(fi.slot)})`;
       keyBits += bytes * 8;
     }
     const arms = s.transitions.map((t) => {
@@ -476,15 +500,17 @@ if (s < 0) { pr = s; break; }
       const h = target.header;
       const sum = this.#csum(plan);
       const t = f(target.slot);
+      const tr = c.verify !== false ? this.#r(target.slot) : t;
+      const mt = this.#m(target.slot);
       if (target.width >= 16 && !c.if_cond) {
-        if (c.verify !== false) verify += `if (${v(h)} === 1) { ${sum} if (x !== ${t}) cerr = true; }\n`;
-        if (c.update !== false) update += `if (${v(h)} === 1) { ${sum} ${t} = x; }\n`;
+        if (c.verify !== false) verify += `if (${v(h)} === 1) { ${sum} if (x !== ${tr}) cerr = true; }\n`;
+        if (c.update !== false) update += `if (${v(h)} === 1) { ${sum} ${t} = x;${mt} }\n`;
         continue;
       }
       const m = int(2 ** Math.min(target.width, 16));
       const cond = c.if_cond ? ` && ${this.num(c.if_cond, { widths: undefined, args: 'NO' })} !== 0` : '';
-      if (c.verify !== false) verify += `if (${v(h)} === 1${cond}) { ${sum} if (x % ${m} !== ${t}) cerr = true; }\n`;
-      if (c.update !== false) update += `if (${v(h)} === 1${cond}) { ${sum} ${t} = x % ${m}; }\n`;
+      if (c.verify !== false) verify += `if (${v(h)} === 1${cond}) { ${sum} if (x % ${m} !== ${tr}) cerr = true; }\n`;
+      if (c.update !== false) update += `if (${v(h)} === 1${cond}) { ${sum} ${t} = x % ${m};${mt} }\n`;
     }
     return { verify, update };
   }
@@ -511,7 +537,7 @@ if (s < 0) { pr = s; break; }
       const residue = (k: number) => (k === 0 ? 0 : k % 65535 === 0 ? 65535 : k % 65535);
       const term = (slot: number, mul: number): string => {
         const sh = bits(mul);
-        const x = sh === 0 ? f(slot) : `(${f(slot)} << ${int(sh)})`;
+        const x = sh === 0 ? this.#r(slot) : `(${this.#r(slot)} << ${int(sh)})`;
         return this.#widths[slot]! + sh <= 16 ? x : `((${x} >>> 16) + (${x} & 0xffff))`;
       };
       let src = 'let s = 0;';
@@ -523,8 +549,8 @@ if (s < 0) { pr = s; break; }
     }
     const term = (slot: number, mul: number, split: boolean): string =>
       split
-        ? `(Math.floor(${f(slot)} / 4294967296) + (${f(slot)} - Math.floor(${f(slot)} / 4294967296) * 4294967296)) * ${int(mul)}`
-        : `${f(slot)} * ${int(mul)}`;
+        ? `(Math.floor(${this.#r(slot)} / 4294967296) + (${f(slot)} - Math.floor(${f(slot)} / 4294967296) * 4294967296)) * ${int(mul)}`
+        : `${this.#r(slot)} * ${int(mul)}`;
     let s: string;
     const single = singleRun(plan);
     if (single) {
@@ -649,18 +675,22 @@ ${cases}default: nd = ${int(END)};
       const sk = this.cap(view.small.keys);
       const se = this.cap(view.small.entries);
       const i32 = view.int32;
-      const x = f(k0.slot);
+      const x = this.#r(k0.slot);
       if (view.mode === 'exact') {
         return `{ const k = ${i32 ? `${x} | 0` : x}; const n0 = ${sm}.n;
 if (n0 < 0) e = ${this.cap(view.exact)}.get(k);
 else for (let i = 0; i < n0; i++) if (${sk}[i] === k) { e = ${se}[i]; break; } }
 `;
       }
-      const sd = this.cap(view.small.divs);
       const ps = this.cap(view.prefixes);
       const q = (x: string) => (i32 ? `${x} | 0` : x);
+      // the short array's entries: for an int32 table (the key below 2^32) the prefix test is
+      // ((k ^ value) & mask) === 0 on int32s, the same match as floor(k / 2^(w - len)) === prefix
+      const scan = i32 && this.#withinWidths
+        ? `{ const pre = ${this.cap(view.small.pre)}; const msk = ${this.cap(view.small.msk)}; for (let i = 0; i < n0; i++) if (((k ^ pre[i]) & msk[i]) === 0) { e = ${se}[i]; break; } }`
+        : `{ for (let i = 0; i < n0; i++) { const q = Math.floor(k / ${this.cap(view.small.divs)}[i]); if ((${q('q')}) === ${sk}[i]) { e = ${se}[i]; break; } } }`;
       return `{ const k = ${x}; const n0 = ${sm}.n;
-if (n0 >= 0) { for (let i = 0; i < n0; i++) { const q = Math.floor(k / ${sd}[i]); if ((${q('q')}) === ${sk}[i]) { e = ${se}[i]; break; } } }
+if (n0 >= 0) ${scan}
 else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Math.floor(k / pm.div); e = pm.map.get(${q('q')}); if (e !== undefined) break; } }
 `;
     }
@@ -670,8 +700,8 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
       let x: string;
       if (k.validHeader >= 0) x = v(k.validHeader);
       else if (k.fieldSlot < 0) no('a key part of no number field');
-      else if (k.numMask !== undefined) x = `((${f(k.fieldSlot)} & ${int(k.numMask)}) >>> 0)`;
-      else x = f(k.fieldSlot);
+      else if (k.numMask !== undefined) x = `((${this.#r(k.fieldSlot)} & ${int(k.numMask)}) >>> 0)`;
+      else x = this.#r(k.fieldSlot);
       src += `${kv}[${int(i)}] = ${x};\n`;
     });
     return `${src}e = ${T}.lookupNumbers(${kv});\n`;
@@ -715,7 +745,7 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
           const x = this.num(ps[1], ctx); // refuses where compileNum has no number form (the bigint path)
           const sg = pr.op === 'add_to_field' ? 1 : -1;
           const m = POW2[dst.width]!;
-          const t = f(dst.slot);
+          const t = this.#r(dst.slot);
           const c = ps[1]!.type === 'hexstr' ? sg * Number(hexToBig(ps[1]!.value as string)) : NaN;
           if (Math.abs(c) < m) src += `{ const r = ${t} + ${int(c)}; ${t} = r < 0 ? r + ${int(m)} : r >= ${int(m)} ? r - ${int(m)} : r; }\n`;
           else src += `{ const r = (${t} + ${int(sg)} * ${x}) % ${int(m)}; ${t} = r < 0 ? r + ${int(m)} : r; }\n`;
@@ -735,7 +765,7 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
           break;
         case 'add_header': {
           const h = header(0);
-          src += `if (${v(h.index)} === 0) { ${v(h.index)} = 1;${h.fields.map((fi) => ` ${f(fi.slot)} = 0;`).join('')} }\n`;
+          src += `if (${v(h.index)} === 0) { ${v(h.index)} = 1;${h.fields.map((fi) => ` ${f(fi.slot)} = 0;${this.#m(fi.slot)}`).join('')} }\n`;
           break;
         }
         case 'remove_header':
@@ -747,7 +777,7 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
           const hs = header(1);
           if (hd.fields.length !== hs.fields.length) no('headers of different types');
           // st.set(d, st.get(s)): the value masked to the destination's width
-          src += `${v(hd.index)} = ${v(hs.index)};${hd.fields.map((fi, i) => ` ${f(fi.slot)} = ${f(hs.fields[i]!.slot)} % ${int(POW2[fi.width])};`).join('')}\n`;
+          src += `${v(hd.index)} = ${v(hs.index)};${hd.fields.map((fi, i) => ` ${f(fi.slot)} = ${this.#r(hs.fields[i]!.slot)} % ${int(POW2[fi.width])};${this.#m(fi.slot)}`).join('')}\n`;
           break;
         }
         case 'generate_digest': {
@@ -767,20 +797,25 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
 
   /** assign() of ./actions.ts into a number field. */
   #assign(dst: FieldInfo, src: TypeValue, ctx: NumCtx): string {
+    return `${this.#assignValue(dst, src, ctx)}${this.#m(dst.slot)}\n`;
+  }
+
+  /** The statement of assign() (no newline). */
+  #assignValue(dst: FieldInfo, src: TypeValue, ctx: NumCtx): string {
     const t = f(dst.slot);
     const m = int(POW2[dst.width]);
     if (src.type === 'runtime_data' || src.type === 'local') {
       const i = src.value as number;
       const w = ctx.widths?.[i] ?? Infinity;
-      if (w <= dst.width) return `${t} = ${ctx.args}.num[${int(i)}];\n`;
-      return `${t} = Number(${ctx.args}.big[${int(i)}] & ${this.cap(dst.mask)});\n`;
+      if (w <= dst.width) return `${t} = ${ctx.args}.num[${int(i)}];`;
+      return `${t} = Number(${ctx.args}.big[${int(i)}] & ${this.cap(dst.mask)});`;
     }
     if (src.type === 'field' && this.#layout.hiddenValid(src.value) === undefined) {
       const fi = fieldOf(this.#layout, src.value);
       if (!fi || fi.wide) no('a copy of no number field');
-      return fi.width <= dst.width ? `${t} = ${f(fi.slot)};\n` : `${t} = ${f(fi.slot)} % ${m};\n`;
+      return fi.width <= dst.width ? `${t} = ${this.#r(fi.slot)};` : `${t} = ${this.#r(fi.slot)} % ${m};`;
     }
-    return `{ const r = ${this.num(src, ctx)} % ${m}; ${t} = r < 0 ? r + ${m} : r; }\n`;
+    return `{ const r = ${this.num(src, ctx)} % ${m}; ${t} = r < 0 ? r + ${m} : r; }`;
   }
 
   /** A learn list element as compileValue gives it (bigint): a field or a constant. */
@@ -790,7 +825,7 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
       if (hv !== undefined) return `BigInt(${v(hv)})`;
       const fi = fieldOf(this.#layout, tv.value);
       if (!fi || fi.wide) no('a learn list field of no number field');
-      return `BigInt(${f(fi.slot)})`;
+      return `BigInt(${this.#r(fi.slot)})`;
     }
     if (tv.type === 'hexstr' && typeof tv.value === 'string' && /^-?0x[0-9a-fA-F]+$/.test(tv.value)) return this.cap(hexToBig(tv.value));
     if (tv.type === 'bool' && typeof tv.value === 'boolean') return tv.value ? '1n' : '0n';
@@ -815,7 +850,20 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
       }
       return { h, plan, all, only };
     });
-    const windows = (e: (typeof order)[number], gs: number[], b: string, base: string) => gs.map((g) => this.#writeWindow(e.plan, g, b, base)).join('');
+    // a lazy field's window: written from its local once an action wrote it; else its bytes are the
+    // frame's (already there when the header did not move, copied from where it was extracted if it did)
+    const windows = (e: (typeof order)[number], gs: number[], b: string, base: string, moved: boolean) =>
+      gs
+        .map((g) => {
+          const w = this.#writeWindow(e.plan, g, b, base);
+          const slot = e.plan.slot[e.plan.first[g]!]!;
+          if (e.plan.count[g] !== 1 || !this.#lazy.has(slot)) return w;
+          if (!moved) return `if (m${int(slot)}) ${w}`;
+          let copy = '';
+          for (let k = 0; k < e.plan.len[g]!; k++) copy += ` ${b}[${base} + ${int(e.plan.at[g]! + k)}] = frame[${o(e.h.index)} + ${int(e.plan.at[g]! + k)}];`;
+          return `if (m${int(slot)}) ${w}else {${copy} }\n`;
+        })
+        .join('');
     let src = 'let hb = 0;\n';
     for (const e of order) src += `if (${v(e.h.index)} !== 0) hb += ${int(e.h.bytes)};\n`;
     src += 'const olen = len - off + hb;\nlet ip = false;\n';
@@ -824,14 +872,14 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
     for (const e of order) check += `if (${v(e.h.index)} !== 0) { if (${o(e.h.index)} !== at) ip = false; at += ${int(e.h.bytes)}; }\n`;
     check += 'if (at !== off) ip = false;\n';
     let inPlace = '';
-    for (const e of order) inPlace += `if (${v(e.h.index)} !== 0) { const q = ${o(e.h.index)};\n${windows(e, e.only, 'frame', 'q')}}\n`;
+    for (const e of order) inPlace += `if (${v(e.h.index)} !== 0) { const q = ${o(e.h.index)};\n${windows(e, e.only, 'frame', 'q', false)}}\n`;
     src += `if (mode === ${int(GenMode.IN_PLACE)}) { ${check}if (ip) {\n${inPlace}r.frame = frame; } }\n`;
     let emit = '';
     for (const e of order) {
       emit += `if (${v(e.h.index)} !== 0) {
 if (same && ${o(e.h.index)} === at) { const q = at;
-${windows(e, e.only, 'out', 'q')}} else { const q = at;
-${windows(e, e.all, 'out', 'q')}}
+${windows(e, e.only, 'out', 'q', false)}} else { const q = at;
+${windows(e, e.all, 'out', 'q', true)}}
 at += ${int(e.h.bytes)}; }
 `;
     }
@@ -896,10 +944,27 @@ const NUM_OPS: Record<string, string> = {
   or: '||',
 };
 
+/** Wire fields alone in their window that the code never reads (see Gen's lazy). */
+function lazyFields(layout: Layout, reads: ReadonlySet<number>): Set<number> {
+  const lazy = new Set<number>();
+  for (const h of layout.headers) {
+    if (h.metadata) continue;
+    const plan = planOf(h);
+    for (let g = 0; g < plan.n; g++) {
+      const slot = plan.slot[plan.first[g]!]!;
+      if (plan.count[g] === 1 && plan.kind[g] !== W.GENERAL && !reads.has(slot)) lazy.add(slot);
+    }
+  }
+  return lazy;
+}
+
 /** The program as one generated function, or why not (the interpreter then runs it). */
 export function generateProgram(input: CodegenInput): Generated {
   try {
-    return new Gen(input).build();
+    const first = new Gen(input);
+    const built = first.build();
+    const lazy = lazyFields(input.layout, first.reads);
+    return lazy.size === 0 ? built : new Gen(input, lazy).build();
   } catch (e) {
     if (e instanceof Unsupported) return { refused: e.message };
     throw e;

@@ -40,8 +40,11 @@ export interface NumberView {
   readonly mode: 'exact' | 'lpm' | 'ordered';
   /** Packed keys are int32 (`| 0`). */
   readonly int32: boolean;
-  /** The short array: n = -1 when it is not in use. */
-  readonly small: { readonly n: number; readonly keys: Float64Array; readonly divs: Float64Array; readonly entries: (Entry | undefined)[] };
+  /**
+   * The short array: n = -1 when it is not in use. pre/msk: each entry's
+   * value and (prefix) mask as int32, meaningful for int32 tables.
+   */
+  readonly small: { readonly n: number; readonly keys: Float64Array; readonly divs: Float64Array; readonly entries: (Entry | undefined)[]; readonly pre: Int32Array; readonly msk: Int32Array };
   readonly exact: Map<number | string, Entry>;
   readonly prefixes: readonly { readonly div: number; readonly map: Map<number | string, Entry> }[];
 }
@@ -144,7 +147,15 @@ export class MatchTable {
   /** lookup, specialised once for this table's shape (see #finder). */
   readonly find: (st: PacketState) => Entry | undefined;
   /** The short array (SMALL); n = -1 when the table does not use it (more entries, another shape). */
-  readonly #small = { n: -1, keys: new Float64Array(SMALL), divs: new Float64Array(SMALL), entries: new Array<Entry | undefined>(SMALL).fill(undefined) };
+  readonly #small = {
+    n: -1,
+    keys: new Float64Array(SMALL),
+    divs: new Float64Array(SMALL),
+    entries: new Array<Entry | undefined>(SMALL).fill(undefined),
+    // int32 tables: each entry's value and mask as int32 (a generated lpm lookup compares (v ^ pre) & msk with 0)
+    pre: new Int32Array(SMALL),
+    msk: new Int32Array(SMALL),
+  };
   readonly #vals: Float64Array;
   readonly #bigVals: bigint[];
   #nextHandle = 0;
@@ -356,6 +367,8 @@ export class MatchTable {
       for (const [k, e] of this.#exact) {
         sm.keys[n] = k as number;
         sm.divs[n] = 1;
+        sm.pre[n] = Number(e.key[0]!.value & 0xffffffffn) | 0;
+        sm.msk[n] = Number(e.key[0]!.mask & 0xffffffffn) | 0;
         sm.entries[n++] = e;
       }
     } else {
@@ -363,6 +376,8 @@ export class MatchTable {
         for (const [k, e] of pm.map) {
           sm.keys[n] = k as number;
           sm.divs[n] = pm.div;
+          sm.pre[n] = Number(e.key[0]!.value & 0xffffffffn) | 0;
+          sm.msk[n] = Number(e.key[0]!.mask & 0xffffffffn) | 0;
           sm.entries[n++] = e;
         }
       }
