@@ -140,8 +140,13 @@ class Gen {
     return f(slot);
   }
 
-  /** After a write of a field: a lazy field's local now holds its value. */
+  /** The number slots the code may write, and the headers whose validity it may change (after the parser). */
+  readonly #writes = new Set<number>();
+  readonly #validWrites = new Set<number>();
+
+  /** After a write of a field (recorded): a lazy field's local now holds its value. */
   #m(slot: number): string {
+    this.#writes.add(slot);
     return this.#lazy.has(slot) ? ` m${int(slot)} = true;` : '';
   }
 
@@ -173,16 +178,16 @@ class Gen {
     src += this.#parser();
     src += `if (pr === ${int(BUDGET)}) { ${this.cap(this.#in.stats)}.budgetDrops++; ${this.#drop('parser-budget', 'perr')} }\n`;
     src += `if (pr !== ${int(ACCEPT)}) ${this.cap(this.#in.stats)}.parserErrors++;\n`;
-    const { verify, update } = this.#checksums();
-    src += verify;
-    if (this.#in.ingress >= 0) src += this.#pipeline(this.#in.ingress);
+    // the pipelines first (what they may write is known then), the checksums around them
+    let mid = this.#in.ingress >= 0 ? this.#pipeline(this.#in.ingress) : '';
     const es = sl.egressSpec >= 0 ? ` || ${this.#r(sl.egressSpec)} === ${int(DROP_PORT)}` : '';
-    src += `if (dropped${es}) { ${this.#drop('program', 'perr')} }\n`;
-    if (sl.egressPort >= 0 && sl.egressSpec >= 0 && this.#in.specWritten) src += `${f(sl.egressPort)} = ${this.#r(sl.egressSpec)};\n`;
-    src += 'ex = false;\n';
-    if (this.#in.egress >= 0) src += this.#pipeline(this.#in.egress);
-    src += `if (dropped) { ${this.#drop('program', 'perr')} }\n`;
-    src += update;
+    mid += `if (dropped${es}) { ${this.#drop('program', 'perr')} }\n`;
+    if (sl.egressPort >= 0 && sl.egressSpec >= 0 && this.#in.specWritten) mid += `${f(sl.egressPort)} = ${this.#r(sl.egressSpec)};${this.#m(sl.egressPort)}\n`;
+    mid += 'ex = false;\n';
+    if (this.#in.egress >= 0) mid += this.#pipeline(this.#in.egress);
+    mid += `if (dropped) { ${this.#drop('program', 'perr')} }\n`;
+    const { verify, update, decl: sums } = this.#checksums();
+    src += sums + verify + mid + update;
     src += this.#deparse(p);
     const ep = sl.egressPort >= 0 ? this.#r(sl.egressPort) : '0';
     const mg = `(${sl.mgid >= 0 ? this.#r(sl.mgid) : '0'} || ${sl.mcastGrp >= 0 ? this.#r(sl.mcastGrp) : '0'})`;
@@ -480,7 +485,7 @@ if (s < 0) { pr = s; break; }
 
   // ---- checksums (./checksum.ts's runs, as compile.ts applies them) ----
 
-  #checksums(): { verify: string; update: string } {
+  #checksums(): { verify: string; update: string; decl: string } {
     const { program: p, layout } = this.#in;
     const names = new Set<string>();
     for (const c of p.calculations) {
@@ -490,7 +495,12 @@ if (s < 0) { pr = s; break; }
     const ctx: ExprContext = { layout, runtimeData: 0, parser: false };
     let verify = '';
     let update = '';
+    let decl = '';
     for (const c of p.checksums) {
+      const target = fieldOf(layout, c.target);
+      if (c.update !== false && target) this.#m(target.slot); // an update writes it before later checksums read it
+    }
+    for (const [ci, c] of p.checksums.entries()) {
       const calc = p.calculations.find((x) => x.name === c.calculation);
       if (!calc || c.type !== 'generic') no('a checksum outside the subset');
       const plan = csum16Plan(calc, ctx);
@@ -502,6 +512,14 @@ if (s < 0) { pr = s; break; }
       const t = f(target.slot);
       const tr = c.verify !== false ? this.#r(target.slot) : t;
       const mt = this.#m(target.slot);
+      if (target.width >= 16 && !c.if_cond && c.verify !== false && c.update !== false && this.#splits(plan, h)) {
+        // verify sums the inputs nothing after the parser writes once; update adds the others to it
+        const ss = `ss${int(ci)}`;
+        decl += `let ${ss} = 0;\n`;
+        verify += `if (${v(h)} === 1) { let s = 0;${this.#intTerms(plan, false)} ${ss} = s;${this.#intTerms(plan, true)}${INT_FOLD} if (x !== ${tr}) cerr = true; }\n`;
+        update += `if (${v(h)} === 1) { let s = ${ss};${this.#intTerms(plan, true)}${INT_FOLD} ${t} = x;${mt} }\n`;
+        continue;
+      }
       if (target.width >= 16 && !c.if_cond) {
         if (c.verify !== false) verify += `if (${v(h)} === 1) { ${sum} if (x !== ${tr}) cerr = true; }\n`;
         if (c.update !== false) update += `if (${v(h)} === 1) { ${sum} ${t} = x;${mt} }\n`;
@@ -512,7 +530,49 @@ if (s < 0) { pr = s; break; }
       if (c.verify !== false) verify += `if (${v(h)} === 1${cond}) { ${sum} if (x % ${m} !== ${tr}) cerr = true; }\n`;
       if (c.update !== false) update += `if (${v(h)} === 1${cond}) { ${sum} ${t} = x % ${m};${mt} }\n`;
     }
-    return { verify, update };
+    return { verify, update, decl };
+  }
+
+  /**
+   * Whether verify's sum can be kept for update: the int32 form, the target's
+   * and every run's header validity unchanged after the parser (so both sums
+   * cover the same runs), and only some inputs writable in between.
+   */
+  #splits(plan: Csum16Plan, target: number): boolean {
+    if (!this.#intForm(plan) || this.#validWrites.has(target)) return false;
+    return plan.runs.every((r) => r.header < 0 || !this.#validWrites.has(r.header));
+  }
+
+  /** The int32 form's terms (see #csum): those of inputs nothing writes after the parser (with the constants), or the others. */
+  #intTerms(plan: Csum16Plan, written: boolean): string {
+    const residue = (k: number) => (k === 0 ? 0 : k % 65535 === 0 ? 65535 : k % 65535);
+    let src = '';
+    for (const run of plan.runs) {
+      const terms = run.slots.flatMap((sl, i) => (this.#writes.has(sl) === written ? [` + ${this.#intTerm(sl, run.muls[i]!)}`] : [])).join('');
+      const k = written ? '' : int(residue(run.constant));
+      if (terms === '' && (written || run.constant === 0)) continue;
+      if (run.header < 0) src += ` s += ${k || '0'};`;
+      else src += ` if (${v(run.header)} !== 0) s += ${k || '0'}${terms};`;
+    }
+    return src;
+  }
+
+  /** One input's int32 term: v * 2^s, or its two 16-bit halves added when it needs more than 16 bits. */
+  #intTerm(slot: number, mul: number): string {
+    const sh = Math.round(Math.log2(mul));
+    const x = sh === 0 ? this.#r(slot) : `(${this.#r(slot)} << ${int(sh)})`;
+    return this.#widths[slot]! + sh <= 16 ? x : `((${x} >>> 16) + (${x} & 0xffff))`;
+  }
+
+  /** The int32 form applies: every field within its width, no payload, every term within 32 bits. */
+  #intForm(plan: Csum16Plan): boolean {
+    const bits = (mul: number) => Math.round(Math.log2(mul));
+    return (
+      this.#withinWidths &&
+      plan.phase < 0 &&
+      plan.runs.length <= 64 &&
+      plan.runs.every((r) => r.slots.length <= 64 && r.split.every((x) => !x) && r.slots.every((sl, i) => this.#widths[sl]! + bits(r.muls[i]!) <= 32))
+    );
   }
 
   /**
@@ -527,26 +587,7 @@ if (s < 0) { pr = s; break; }
    */
   #csum(plan: Csum16Plan): string {
     const fold = ' while (s > 0xffff) { const q = Math.floor(s / 0x10000); s = s - q * 0x10000 + q; } const x = ~s & 0xffff;';
-    const bits = (mul: number) => Math.round(Math.log2(mul));
-    const intForm =
-      this.#withinWidths &&
-      plan.phase < 0 &&
-      plan.runs.length <= 64 &&
-      plan.runs.every((r) => r.slots.length <= 64 && r.split.every((x) => !x) && r.slots.every((sl, i) => this.#widths[sl]! + bits(r.muls[i]!) <= 32));
-    if (intForm) {
-      const residue = (k: number) => (k === 0 ? 0 : k % 65535 === 0 ? 65535 : k % 65535);
-      const term = (slot: number, mul: number): string => {
-        const sh = bits(mul);
-        const x = sh === 0 ? this.#r(slot) : `(${this.#r(slot)} << ${int(sh)})`;
-        return this.#widths[slot]! + sh <= 16 ? x : `((${x} >>> 16) + (${x} & 0xffff))`;
-      };
-      let src = 'let s = 0;';
-      for (const run of plan.runs) {
-        const terms = run.slots.map((sl, i) => ` + ${term(sl, run.muls[i]!)}`).join('');
-        src += run.header < 0 ? ` s += ${int(residue(run.constant))};` : ` if (${v(run.header)} !== 0) s += ${int(residue(run.constant))}${terms};`;
-      }
-      return `${src} s = (s & 0xffff) + (s >>> 16); s = (s & 0xffff) + (s >>> 16); const x = ~s & 0xffff;`;
-    }
+    if (this.#intForm(plan)) return `let s = 0;${this.#intTerms(plan, false)}${this.#intTerms(plan, true)}${INT_FOLD}`;
     const term = (slot: number, mul: number, split: boolean): string =>
       split
         ? `(Math.floor(${this.#r(slot)} / 4294967296) + (${f(slot)} - Math.floor(${f(slot)} / 4294967296) * 4294967296)) * ${int(mul)}`
@@ -679,7 +720,7 @@ ${cases}default: nd = ${int(END)};
       if (view.mode === 'exact') {
         return `{ const k = ${i32 ? `${x} | 0` : x}; const n0 = ${sm}.n;
 if (n0 < 0) e = ${this.cap(view.exact)}.get(k);
-else for (let i = 0; i < n0; i++) if (${sk}[i] === k) { e = ${se}[i]; break; } }
+else for (let i = 0; i < n0; i++) if (${i32 ? this.cap(view.small.pre) : sk}[i] === k) { e = ${se}[i]; break; } }
 `;
       }
       const ps = this.cap(view.prefixes);
@@ -747,15 +788,15 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
           const m = POW2[dst.width]!;
           const t = this.#r(dst.slot);
           const c = ps[1]!.type === 'hexstr' ? sg * Number(hexToBig(ps[1]!.value as string)) : NaN;
-          if (Math.abs(c) < m) src += `{ const r = ${t} + ${int(c)}; ${t} = r < 0 ? r + ${int(m)} : r >= ${int(m)} ? r - ${int(m)} : r; }\n`;
-          else src += `{ const r = (${t} + ${int(sg)} * ${x}) % ${int(m)}; ${t} = r < 0 ? r + ${int(m)} : r; }\n`;
+          if (Math.abs(c) < m) src += `{ const r = ${t} + ${int(c)}; ${t} = r < 0 ? r + ${int(m)} : r >= ${int(m)} ? r - ${int(m)} : r;${this.#m(dst.slot)} }\n`;
+          else src += `{ const r = (${t} + ${int(sg)} * ${x}) % ${int(m)}; ${t} = r < 0 ? r + ${int(m)} : r;${this.#m(dst.slot)} }\n`;
           break;
         }
         case 'drop':
         case 'mark_to_drop':
         case 'mark_for_drop': {
           const es = this.#in.slots.egressSpec;
-          src += `dropped = true;${es >= 0 ? ` ${f(es)} = ${int(DROP_PORT)};` : ''}\n`;
+          src += `dropped = true;${es >= 0 ? ` ${f(es)} = ${int(DROP_PORT)};${this.#m(es)}` : ''}\n`;
           break;
         }
         case 'exit':
@@ -765,10 +806,12 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
           break;
         case 'add_header': {
           const h = header(0);
+          this.#validWrites.add(h.index);
           src += `if (${v(h.index)} === 0) { ${v(h.index)} = 1;${h.fields.map((fi) => ` ${f(fi.slot)} = 0;${this.#m(fi.slot)}`).join('')} }\n`;
           break;
         }
         case 'remove_header':
+          this.#validWrites.add(header(0).index);
           src += `${v(header(0).index)} = 0;\n`;
           break;
         case 'copy_header':
@@ -776,6 +819,7 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
           const hd = header(0);
           const hs = header(1);
           if (hd.fields.length !== hs.fields.length) no('headers of different types');
+          this.#validWrites.add(hd.index);
           // st.set(d, st.get(s)): the value masked to the destination's width
           src += `${v(hd.index)} = ${v(hs.index)};${hd.fields.map((fi, i) => ` ${f(fi.slot)} = ${this.#r(hs.fields[i]!.slot)} % ${int(POW2[fi.width])};${this.#m(fi.slot)}`).join('')}\n`;
           break;
@@ -929,6 +973,9 @@ export function topoOrder(init: number, edges: readonly (readonly number[])[]): 
   }
   return post.reverse();
 }
+
+/** The int32 form's end: two folds take a sum below 2^31 to 16 bits (the loop's result), then the complement. */
+const INT_FOLD = ' s = (s & 0xffff) + (s >>> 16); s = (s & 0xffff) + (s >>> 16); const x = ~s & 0xffff;';
 
 /** + - and comparisons/logic of compileNum (./expr.ts numBinary), as source operators. */
 const NUM_OPS: Record<string, string> = {
