@@ -894,18 +894,21 @@ else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Mat
       }
       return { h, plan, all, only };
     });
-    // a lazy field's window: written from its local once an action wrote it; else its bytes are the
-    // frame's (already there when the header did not move, copied from where it was extracted if it did)
+    // A window no code writes after the parser holds the bytes it was extracted from: nothing to write
+    // where the header did not move, a copy from where it was extracted where it did (so its fields'
+    // locals are dead after their last read). A lazy field's window: written from its local once an
+    // action wrote it, else the same as an unwritten one.
     const windows = (e: (typeof order)[number], gs: number[], b: string, base: string, moved: boolean) =>
       gs
         .map((g) => {
-          const w = this.#writeWindow(e.plan, g, b, base);
-          const slot = e.plan.slot[e.plan.first[g]!]!;
-          if (e.plan.count[g] !== 1 || !this.#lazy.has(slot)) return w;
-          if (!moved) return `if (m${int(slot)}) ${w}`;
+          const first = e.plan.first[g]!;
+          const slot = e.plan.slot[first]!;
           let copy = '';
           for (let k = 0; k < e.plan.len[g]!; k++) copy += ` ${b}[${base} + ${int(e.plan.at[g]! + k)}] = frame[${o(e.h.index)} + ${int(e.plan.at[g]! + k)}];`;
-          return `if (m${int(slot)}) ${w}else {${copy} }\n`;
+          if (e.plan.fields.slice(first, first + e.plan.count[g]!).every((fi) => !this.#writes.has(fi.slot))) return moved ? `{${copy} }\n` : '';
+          const w = this.#writeWindow(e.plan, g, b, base);
+          if (e.plan.count[g] !== 1 || !this.#lazy.has(slot)) return w;
+          return moved ? `if (m${int(slot)}) ${w}else {${copy} }\n` : `if (m${int(slot)}) ${w}`;
         })
         .join('');
     let src = 'let hb = 0;\n';
