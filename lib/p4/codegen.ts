@@ -110,8 +110,9 @@ class Gen {
   /**
    * Every field's value stays below 2^width: true unless the standard fields
    * the engine writes regardless of their declared width (ingress_port =
-   * port & 0x1ff, packet_length, egress_spec = 511 on drop) are declared
-   * narrower than those values, and so may carry them into other fields.
+   * port & 0x1ff, packet_length, egress_spec = 511 on drop, egress_port =
+   * egress_spec) are declared narrower than those values, and so may carry
+   * them into other fields.
    */
   readonly #withinWidths: boolean;
   /**
@@ -131,7 +132,8 @@ class Gen {
     for (const h of input.layout.headers) for (const fi of h.fields) this.#widths[fi.slot] = fi.width;
     const sl = input.slots;
     const wide = (slot: number, bits: number) => slot < 0 || this.#widths[slot]! >= bits;
-    this.#withinWidths = wide(sl.ingressPort, 9) && wide(sl.packetLength, 32) && wide(sl.egressSpec, 9);
+    const spec = sl.egressSpec < 0 ? 0 : Math.max(9, this.#widths[sl.egressSpec]!);
+    this.#withinWidths = wide(sl.ingressPort, 9) && wide(sl.packetLength, 32) && wide(sl.egressSpec, 9) && (!input.specWritten || wide(sl.egressPort, spec));
   }
 
   /** A field's local, read. */
