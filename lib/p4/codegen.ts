@@ -718,22 +718,26 @@ ${cases}default: nd = ${int(END)};
       const sk = this.cap(view.small.keys);
       const se = this.cap(view.small.entries);
       const i32 = view.int32;
+      // the short array's scan written out (it holds at most small.keys.length entries): no loop, so
+      // no interrupt check per entry, and the first match wins as in the loop
+      const scan = (match: (i: string) => string): string =>
+        Array.from({ length: view.small.keys.length }, (_, i) => `if (n0 > ${int(i)} && ${match(int(i))}) e = ${se}[${int(i)}];`).join('\nelse ');
       const x = this.#r(k0.slot);
       if (view.mode === 'exact') {
         return `{ const k = ${i32 ? `${x} | 0` : x}; const n0 = ${sm}.n;
 if (n0 < 0) e = ${this.cap(view.exact)}.get(k);
-else for (let i = 0; i < n0; i++) if (${i32 ? this.cap(view.small.pre) : sk}[i] === k) { e = ${se}[i]; break; } }
+else {\n${scan((i) => `${i32 ? this.cap(view.small.pre) : sk}[${i}] === k`)} } }
 `;
       }
       const ps = this.cap(view.prefixes);
       const q = (x: string) => (i32 ? `${x} | 0` : x);
       // the short array's entries: for an int32 table (the key below 2^32) the prefix test is
       // ((k ^ value) & mask) === 0 on int32s, the same match as floor(k / 2^(w - len)) === prefix
-      const scan = i32 && this.#withinWidths
-        ? `{ const pre = ${this.cap(view.small.pre)}; const msk = ${this.cap(view.small.msk)}; for (let i = 0; i < n0; i++) if (((k ^ pre[i]) & msk[i]) === 0) { e = ${se}[i]; break; } }`
-        : `{ for (let i = 0; i < n0; i++) { const q = Math.floor(k / ${this.cap(view.small.divs)}[i]); if ((${q('q')}) === ${sk}[i]) { e = ${se}[i]; break; } } }`;
+      const prefix = i32 && this.#withinWidths
+        ? `{ const pre = ${this.cap(view.small.pre)}; const msk = ${this.cap(view.small.msk)};\n${scan((i) => `((k ^ pre[${i}]) & msk[${i}]) === 0`)} }`
+        : `{ const dv = ${this.cap(view.small.divs)};\n${scan((i) => `(${q(`Math.floor(k / dv[${i}])`)}) === ${sk}[${i}]`)} }`;
       return `{ const k = ${x}; const n0 = ${sm}.n;
-if (n0 >= 0) ${scan}
+if (n0 >= 0) ${prefix}
 else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Math.floor(k / pm.div); e = pm.map.get(${q('q')}); if (e !== undefined) break; } }
 `;
     }
