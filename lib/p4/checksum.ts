@@ -114,8 +114,7 @@ export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: E
   const plan = csum16Plan(c, ctx);
   if (!plan) return undefined;
   const runs = plan.runs;
-  const payloadPhase = plan.phase;
-  const phase = payloadPhase;
+  const phase = plan.phase;
   const single = singleRun(plan);
   if (single) {
     // one header's fields (the IPv4 header checksum): one closure, the sum and the fold inline
