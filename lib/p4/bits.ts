@@ -19,14 +19,15 @@
 
 import { FieldInfo, HeaderInfo, PacketState, ParserError, POW2 } from './state';
 
-const enum W {
+/** A window's kind (exported for ./codegen.ts, which writes the same shapes out). */
+export const enum W {
   WORD = 0,
   BYTES = 1,
   GENERAL = 2,
 }
 
 /** A header's windows; window i is kind[i], bytes at[i]..at[i]+len[i]-1, fields first[i]..first[i]+count[i]-1. */
-interface Plan {
+export interface Plan {
   readonly n: number;
   readonly kind: Uint8Array;
   readonly at: Int32Array;
@@ -40,7 +41,7 @@ interface Plan {
   readonly fields: readonly FieldInfo[];
 }
 
-function planOf(h: HeaderInfo): Plan {
+export function planOf(h: HeaderInfo): Plan {
   const fs = h.fields;
   const wins: { kind: W; at: number; len: number; first: number; count: number }[] = [];
   const shift = new Int32Array(fs.length);

@@ -29,7 +29,7 @@ export type NumCalc = (st: PacketState) => number;
 /** Largest number-field width taken here (v * 2^15 stays below 2^53 after the split of wide ones). */
 const MAX_WIDTH = 48;
 
-interface Run {
+export interface Run {
   /** Header whose validity gates the run (-1: constants). */
   header: number;
   slots: number[];
@@ -39,8 +39,14 @@ interface Run {
   constant: number;
 }
 
-/** The number form of a csum16 calculation, or undefined when it needs the general path. */
-export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: ExprContext): NumCalc | undefined {
+/** A csum16 calculation's number form: runs of one header's inputs, and the payload's bit phase mod 16 (-1: no payload). */
+export interface Csum16Plan {
+  readonly runs: Run[];
+  readonly phase: number;
+}
+
+/** The runs of a csum16 calculation on the number path, or undefined when it needs the general path. */
+export function csum16Plan(c: { algo: string; input: TypeValue[] }, ctx: ExprContext): Csum16Plan | undefined {
   if (c.algo !== 'csum16') return undefined;
   let pos = 0; // bit position in the concatenated inputs (all present)
   const runs: Run[] = [];
@@ -91,8 +97,25 @@ export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: E
       run!.split.push(width > 32);
     }
   }
-  const phase = payloadPhase;
-  const single = runs.length === 1 && phase < 0 && runs[0]!.header >= 0 && !runs[0]!.split.some((x) => x) ? runs[0] : undefined;
+  return { runs, phase: payloadPhase };
+}
+
+/**
+ * The run the one-closure form takes (one header's fields, none over 32
+ * bits, no payload), else undefined: ./codegen.ts writes the same shapes.
+ */
+export function singleRun(plan: Csum16Plan): Run | undefined {
+  const { runs, phase } = plan;
+  return runs.length === 1 && phase < 0 && runs[0]!.header >= 0 && !runs[0]!.split.some((x) => x) ? runs[0] : undefined;
+}
+
+/** The number form of a csum16 calculation, or undefined when it needs the general path. */
+export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: ExprContext): NumCalc | undefined {
+  const plan = csum16Plan(c, ctx);
+  if (!plan) return undefined;
+  const runs = plan.runs;
+  const phase = plan.phase;
+  const single = singleRun(plan);
   if (single) {
     // one header's fields (the IPv4 header checksum): one closure, the sum and the fold inline
     const h = single.header;
@@ -195,7 +218,7 @@ function runSum(r: Run): (st: PacketState) => number {
 }
 
 /** The 16-bit word sum of frame[from..]; `low` when the first byte is the low half of a word. */
-function payloadSum(b: Buffer, from: number, low: boolean): number {
+export function payloadSum(b: Buffer, from: number, low: boolean): number {
   let sum = 0;
   let i = from;
   const end = b.length;

@@ -13,6 +13,7 @@
 
 import { ActionEnv, compileActions, CompiledAction, DROP_PORT } from './actions';
 import { compileEmit, HeaderEmit } from './bits';
+import { GeneratedRun, generateProgram, GenMode } from './codegen';
 import { compileCsum16Num, NumCalc } from './checksum';
 import { compileNum, compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { Calc, compileCalculation, Externs } from './externs';
@@ -68,6 +69,12 @@ export interface EngineOptions {
    * compare the two).
    */
   fullEmit?: boolean;
+  /**
+   * Run the program as one generated function (./codegen.ts) when it is in
+   * the generator's subset (default true); false: always the closures (the
+   * reference the specs compare the generated function with).
+   */
+  codegen?: boolean;
 }
 
 /** Primitives that write no field (their field operands are only read; remove_header changes only validity). */
@@ -169,6 +176,12 @@ export class P4Engine {
   #last: Buffer = this.#out.subarray(0, 0);
   /** Slots of the standard fields process() sets and reads (-1: the program has none). */
   readonly #slots: { ingressPort: number; packetLength: number; egressSpec: number; egressPort: number; mgid: number; mcastGrp: number };
+  /** The program as one generated function (./codegen.ts); undefined: the closures run it. */
+  readonly #gen: GeneratedRun | undefined;
+  /** Why the program is not generated (undefined when it is, or codegen is off). */
+  readonly codegenRefused: string | undefined;
+  /** The generated function's source (for specs and reading; integers and fixed shapes only). */
+  readonly codegenSource: string | undefined;
 
   /** Validates and compiles; throws P4LoadError naming the JSON path of what it refuses. */
   static load(program: string | unknown, opts: EngineOptions = {}): P4Engine {
@@ -213,6 +226,8 @@ export class P4Engine {
     const compiled = p.pipelines.map((pl, i) => compilePipeline(pl, i, ctx, this.actions, this.tables, this.profiles, this.externs.meters));
     this.#ingress = compiled.find((c) => c.name === 'ingress') ?? compiled[0];
     this.#egress = compiled.find((c) => c.name === 'egress') ?? (compiled[1] !== this.#ingress ? compiled[1] : undefined);
+    const ingressIndex = this.#ingress ? compiled.indexOf(this.#ingress) : -1;
+    const egressIndex = this.#egress ? compiled.indexOf(this.#egress) : -1;
 
     if (p.deparsers.length > 1) refuse(['deparsers', 1], 'only one deparser is supported');
     const order = p.deparsers[0]?.order ?? [];
@@ -280,10 +295,51 @@ export class P4Engine {
       mgid: f.mgid?.slot ?? -1,
       mcastGrp: f.mcastGrp?.slot ?? -1,
     };
+    const gen =
+      opts.codegen === false
+        ? undefined
+        : generateProgram({
+            program: p,
+            layout: this.layout,
+            tables: this.tables,
+            actions: this.actions,
+            ingress: ingressIndex,
+            egress: egressIndex,
+            slots: this.#slots,
+            specWritten: this.#specWritten,
+            maxFrame: this.#maxFrame,
+            written: opts.fullEmit ? undefined : written,
+            stats: this.stats,
+            view: (len) => this.#outView(len),
+          });
+    this.#gen = gen && 'run' in gen ? gen.run : undefined;
+    this.codegenRefused = gen && 'refused' in gen ? gen.refused : undefined;
+    this.codegenSource = gen && 'run' in gen ? gen.source : undefined;
+  }
+
+  /** Whether frames run through the generated function (./codegen.ts) rather than the closures. */
+  get generated(): boolean {
+    return this.#gen !== undefined;
   }
 
   /** Runs one frame through parser, ingress, egress and deparser; a new result and a new output Buffer. */
   process(frame: Buffer, ingressPort = 0): P4Result {
+    const g = this.#gen;
+    if (g !== undefined) {
+      // the generated run fills the reused result; process() still hands out its own object
+      const q = this.#result;
+      g(frame, ingressPort, GenMode.NEW_BUFFER, q);
+      return {
+        frame: q.frame,
+        dropped: q.dropped,
+        reason: q.reason,
+        egressPort: q.egressPort,
+        multicastGroup: q.multicastGroup,
+        parserError: q.parserError,
+        checksumError: q.checksumError,
+        digests: q.digests,
+      };
+    }
     const reason = this.#run(frame, ingressPort);
     const st = this.#st;
     if (reason !== undefined) return this.#drop(reason, reason === 'too-long' ? ParserError.None : st.parserError);
@@ -310,9 +366,14 @@ export class P4Engine {
    * aside, as in process()).
    */
   processReused(frame: Buffer, ingressPort = 0, mode: OutputMode = OutputMode.ENGINE_BUFFER): P4Result {
+    const r = this.#result;
+    const g = this.#gen;
+    if (g !== undefined) {
+      g(frame, ingressPort, mode === OutputMode.IN_PLACE ? GenMode.IN_PLACE : GenMode.ENGINE_BUFFER, r);
+      return r;
+    }
     const reason = this.#run(frame, ingressPort);
     const st = this.#st;
-    const r = this.#result;
     r.digests = st.digests;
     if (reason !== undefined) {
       this.stats.dropped++;

@@ -29,6 +29,24 @@ export interface KeyPart {
   readonly readNum: ((st: PacketState) => number) | undefined;
   /** The number slot when the part is a plain number field (no mask), else -1. */
   readonly slot: number;
+  /** For ./codegen.ts: the header whose validity the part is (-1: a field), the field's number slot (-1: none), its mask on the number path. */
+  readonly validHeader: number;
+  readonly fieldSlot: number;
+  readonly numMask: number | undefined;
+}
+
+/** A number-path table's lookup structures, for a lookup ./codegen.ts writes out (never replaced, only changed). */
+export interface NumberView {
+  readonly mode: 'exact' | 'lpm' | 'ordered';
+  /** Packed keys are int32 (`| 0`). */
+  readonly int32: boolean;
+  /**
+   * The short array: n = -1 when it is not in use. pre/msk: each entry's
+   * value and (prefix) mask as int32, meaningful for int32 tables.
+   */
+  readonly small: { readonly n: number; readonly keys: Float64Array; readonly divs: Float64Array; readonly entries: (Entry | undefined)[]; readonly pre: Int32Array; readonly msk: Int32Array };
+  readonly exact: Map<number | string, Entry>;
+  readonly prefixes: readonly { readonly div: number; readonly map: Map<number | string, Entry> }[];
 }
 
 /** One key part of an entry. exact/valid: value; lpm: value + prefix; ternary: value + mask; range: lo..hi; optional: value or wildcard. */
@@ -129,7 +147,15 @@ export class MatchTable {
   /** lookup, specialised once for this table's shape (see #finder). */
   readonly find: (st: PacketState) => Entry | undefined;
   /** The short array (SMALL); n = -1 when the table does not use it (more entries, another shape). */
-  readonly #small = { n: -1, keys: new Float64Array(SMALL), divs: new Float64Array(SMALL), entries: new Array<Entry | undefined>(SMALL).fill(undefined) };
+  readonly #small = {
+    n: -1,
+    keys: new Float64Array(SMALL),
+    divs: new Float64Array(SMALL),
+    entries: new Array<Entry | undefined>(SMALL).fill(undefined),
+    // int32 tables: each entry's value and mask as int32 (a generated lpm lookup compares (v ^ pre) & msk with 0)
+    pre: new Int32Array(SMALL),
+    msk: new Int32Array(SMALL),
+  };
   readonly #vals: Float64Array;
   readonly #bigVals: bigint[];
   #nextHandle = 0;
@@ -180,13 +206,14 @@ export class MatchTable {
       const kind = k.match_type as MatchKind;
       const vh = kind === 'valid' ? ctx.layout.header(k.target, [...kp, 'target']).index : ctx.layout.hiddenValid(k.target);
       if (vh !== undefined) {
-        return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[vh]!), readNum: (st: PacketState) => st.valid[vh]!, slot: -1 };
+        return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[vh]!), readNum: (st: PacketState) => st.valid[vh]!, slot: -1, validHeader: vh, fieldSlot: -1, numMask: undefined };
       }
       const f = ctx.layout.field(k.target, [...kp, 'target']);
       let read = compileValue({ type: 'field', value: k.target }, ctx, kp);
       const slot = f.slot;
       let readNum: ((st: PacketState) => number) | undefined = f.wide || (kind === 'ternary' && f.width > NARROW_BITS) ? undefined : (st) => st.num[slot]!;
       let plain = readNum ? slot : -1;
+      let numMask: number | undefined;
       if (k.mask !== null && k.mask !== undefined) {
         plain = -1;
         if (!/^0x[0-9a-fA-F]+$/.test(k.mask)) refuse([...kp, 'mask'], 'not a hexstring', k.mask);
@@ -195,8 +222,9 @@ export class MatchTable {
         read = (st, rd) => r0(st, rd) & m;
         const nm = Number(m & 0xffffffffn) | 0;
         readNum = readNum && f.width <= NARROW_BITS ? (st) => (st.num[slot]! & nm) >>> 0 : undefined;
+        numMask = nm;
       }
-      return { kind, width: f.width, read, readNum, slot: plain };
+      return { kind, width: f.width, read, readNum, slot: plain, validHeader: -1, fieldSlot: f.wide ? -1 : slot, numMask };
     });
     const kinds = new Set(this.keys.map((k) => k.kind));
     if (this.keys.filter((k) => k.kind === 'lpm').length > 1) refuse([...path, 'key'], 'more than one lpm key', t.key);
@@ -339,6 +367,8 @@ export class MatchTable {
       for (const [k, e] of this.#exact) {
         sm.keys[n] = k as number;
         sm.divs[n] = 1;
+        sm.pre[n] = Number(e.key[0]!.value & 0xffffffffn) | 0;
+        sm.msk[n] = Number(e.key[0]!.mask & 0xffffffffn) | 0;
         sm.entries[n++] = e;
       }
     } else {
@@ -346,6 +376,8 @@ export class MatchTable {
         for (const [k, e] of pm.map) {
           sm.keys[n] = k as number;
           sm.divs[n] = pm.div;
+          sm.pre[n] = Number(e.key[0]!.value & 0xffffffffn) | 0;
+          sm.msk[n] = Number(e.key[0]!.mask & 0xffffffffn) | 0;
           sm.entries[n++] = e;
         }
       }
@@ -542,6 +574,30 @@ export class MatchTable {
       }
       return undefined;
     };
+  }
+
+  /** The lookup structures of a number-path table (undefined for the bigint path), for ./codegen.ts. */
+  numberView(): NumberView | undefined {
+    if (!this.#numeric) return undefined;
+    const mode = this.#mode === Mode.Exact ? 'exact' : this.#mode === Mode.Lpm ? 'lpm' : 'ordered';
+    return { mode, int32: this.#int32, small: this.#small, exact: this.#exact, prefixes: this.#prefixes };
+  }
+
+  /**
+   * lookup() on the number path with the key parts already read (one number
+   * per part, as KeyPart.readNum gives them); undefined on the bigint path.
+   */
+  lookupNumbers(vals: Float64Array): Entry | undefined {
+    const keys = this.keys;
+    const n = keys.length;
+    if (n === 0 || !this.#numeric) return undefined;
+    if (this.#mode === Mode.Exact) {
+      let k = 0;
+      for (let i = 0; i < n; i++) k = k * POW2[keys[i]!.width]! + vals[i]!;
+      return this.#exact.get(this.#int32 ? k | 0 : k);
+    }
+    if (this.#mode === Mode.Lpm) return this.#lookupLpmNum(vals);
+    return this.#lookupOrderedNum(vals);
   }
 
   /** The matching entry for the frame in `st`, or undefined (a miss). */
