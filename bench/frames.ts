@@ -18,10 +18,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as native from '../lib/native';
 import { IonicGuest } from '../spec/support/ionic/guest';
+import { txRate } from './support/guest-tx';
 
 const ROOT = path.join(__dirname, '..', '..');
 const N = Number(process.env.BENCH_FRAMES ?? 40000);
-const BATCH = 128;
 const sh = (cmd: string, args: string[]): void => { execFileSync(cmd, args, { stdio: 'ignore' }); };
 
 function frame(len: number): Buffer {
@@ -30,17 +30,6 @@ function frame(len: number): Buffer {
   Buffer.from('026572696e63', 'hex').copy(f, 6);
   f.writeUInt16BE(0x88b5, 12); // local experimental EtherType
   return f;
-}
-
-async function txRate(g: IonicGuest, len: number): Promise<number> {
-  const f = frame(len);
-  const t0 = process.hrtime.bigint();
-  for (let sent = 0; sent < N;) {
-    let last: Promise<unknown> | null = null;
-    for (let i = 0; i < BATCH && sent < N; i++, sent++) last = g.postFrame(f, { ring: i === BATCH - 1 || sent === N - 1 }).done;
-    await last;
-  }
-  return N / (Number(process.hrtime.bigint() - t0) / 1e9);
 }
 
 function directTapRate(tap: string, len: number): number {
@@ -107,7 +96,7 @@ async function main(): Promise<void> {
 
     console.log(`frames benchmark (${N} frames per figure; server: rocm-ernic in its own process on TAP ${tap}; guest: the ionic.ko model)`);
     for (const len of [64, 1500]) {
-      const dev = await txRate(g, len);
+      const dev = await txRate(g, frame(len), N);
       const base = directTapRate(tap2, len);
       console.log(`  TX ${String(len).padStart(4)} B: ${dev.toFixed(0).padStart(8)} frames/s through the device   baseline (host writes to a TAP) ${base.toFixed(0).padStart(8)}/s   ratio ${(dev / base).toFixed(2)}`);
     }

@@ -21,6 +21,7 @@ import { ChildProcess, execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { TX_BATCH as BATCH, txRate } from './support/guest-tx';
 import { startServerProcess, stopProcess } from './support/server-process';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { ethernet, FIXTURES, haveFixtures, ipv4, udp } from '../spec/p4/helpers';
@@ -28,23 +29,11 @@ import { ethernet, FIXTURES, haveFixtures, ipv4, udp } from '../spec/p4/helpers'
 const GOAL = 0.5;
 const N = Number(process.env.BENCH_P4_DEVICE_FRAMES ?? 20000);
 const ROUNDS = 3;
-const BATCH = 128;
 const sh = (cmd: string, args: string[]): void => { execFileSync(cmd, args, { stdio: 'ignore' }); };
 
 function frameTo(dst: string, size: number): Buffer {
   const payload = udp(1000, 2000, Buffer.alloc(Math.max(0, size - 14 - 20 - 8), 0x5a));
   return Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.0.10', dst, ttl: 64, protocol: 17, payloadLength: payload.length }), payload]);
-}
-
-/** TX frames/s: `n` frames in batches of BATCH, one doorbell per batch, waiting for each batch's last completion. */
-async function txRate(g: IonicGuest, f: Buffer, n: number): Promise<number> {
-  const t0 = process.hrtime.bigint();
-  for (let sent = 0; sent < n;) {
-    let last: Promise<unknown> | null = null;
-    for (let i = 0; i < BATCH && sent < n; i++, sent++) last = g.postFrame(f, { ring: i === BATCH - 1 || sent === n - 1 }).done;
-    await last;
-  }
-  return n / (Number(process.hrtime.bigint() - t0) / 1e9);
 }
 
 const txPackets = (tap: string): number => Number(fs.readFileSync(`/sys/class/net/${tap}/statistics/rx_packets`, 'utf8'));

@@ -14,33 +14,7 @@ import { OutputMode, P4Engine, P4Result } from '../../lib/p4/compile';
 import { topoOrder } from '../../lib/p4/codegen';
 import { runCommand, runCommands } from '../../lib/p4/runtime';
 import { exactSpec, lpmSpec, ternarySpec } from '../../lib/p4/tables';
-import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, needFixtures, syntheticProgram, tcp, udp } from './helpers';
-
-/** xorshift32, seeded, so a failure names a reproducible case. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
-}
-
-function snapshot(r: P4Result): unknown {
-  return {
-    frame: r.frame?.toString('hex'),
-    dropped: r.dropped,
-    reason: r.reason,
-    egressPort: r.egressPort,
-    multicastGroup: r.multicastGroup,
-    parserError: r.parserError,
-    checksumError: r.checksumError,
-    digests: r.digests.map((d) => ({ list: d.list, values: d.values.map(String) })),
-  };
-}
+import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, needFixtures, rng, snapshot, syntheticProgram, tcp, udp } from './helpers';
 
 interface Pair {
   gen: P4Engine;

@@ -14,7 +14,7 @@ import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/exp
 import { compileImageCalculation } from '../../lib/p4/externs';
 import { runCommand, runCommands } from '../../lib/p4/runtime';
 import { FieldInfo } from '../../lib/p4/state';
-import { fixtureText, ipv4Checksum, needFixtures } from './helpers';
+import { fixtureText, ipv4Checksum, needFixtures, snapshot } from './helpers';
 
 /** xorshift32, seeded: a failure names a reproducible case. */
 function rng(seed: number): () => number {
@@ -200,20 +200,6 @@ const COMPARED: [string, () => any, string | undefined][] = [
   ['parser_deparser_1', () => fixtureText('parser_deparser_1.json'), undefined],
   ['moving headers', moving, undefined],
 ];
-
-/** Everything a result says, as plain values (the frame as hex). */
-function snapshot(r: P4Result): unknown {
-  return {
-    frame: r.frame?.toString('hex'),
-    dropped: r.dropped,
-    reason: r.reason,
-    egressPort: r.egressPort,
-    multicastGroup: r.multicastGroup,
-    parserError: r.parserError,
-    checksumError: r.checksumError,
-    digests: r.digests.map((d) => ({ list: d.list, values: d.values.map(String) })),
-  };
-}
 
 describe('p4: fast paths against simple references', () => {
   it('extract and emit equal a bit-by-bit reference on 300 random header layouts (1-64 and 128-bit fields, any alignment)', () => {

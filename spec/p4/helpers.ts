@@ -6,6 +6,7 @@
 
 import * as fs from 'fs';
 import * as path from 'path';
+import type { P4Result } from '../../lib/p4/compile';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 export const FIXTURES =
@@ -164,5 +165,32 @@ export function syntheticProgram(keys: { match_type: string; target: unknown }[]
     counter_arrays: extra.counter_arrays ?? [],
     register_arrays: extra.register_arrays ?? [],
     meter_arrays: extra.meter_arrays ?? [],
+  };
+}
+
+/** xorshift32, seeded, so a failure names a reproducible case. */
+export function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x;
+  };
+}
+
+/** Everything a result says, as plain values (the frame as hex). */
+export function snapshot(r: P4Result): unknown {
+  return {
+    frame: r.frame?.toString('hex'),
+    dropped: r.dropped,
+    reason: r.reason,
+    egressPort: r.egressPort,
+    multicastGroup: r.multicastGroup,
+    parserError: r.parserError,
+    checksumError: r.checksumError,
+    digests: r.digests.map((d) => ({ list: d.list, values: d.values.map(String) })),
   };
 }

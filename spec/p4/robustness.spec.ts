@@ -6,20 +6,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { runCommands } from '../../lib/p4/runtime';
-import { ethernet, fixtureText, ipv4, needFixtures, tcp } from './helpers';
-
-/** xorshift32, seeded, so a failure names a reproducible case. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
-}
+import { ethernet, fixtureText, ipv4, needFixtures, rng, tcp } from './helpers';
 
 const PROGRAMS = ['simple_router.json', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json'];
 
