@@ -12,7 +12,8 @@ import { Mesh } from '../../lib/mesh/mesh';
 import type { MeshOptions } from '../../lib/mesh/mesh-types';
 import { FrameHeader } from '../../lib/mesh/messages';
 import { MeshError } from '../../lib/mesh/errors';
-import type { Cq, Cqe, VerbsGuest } from '../support/ionic/rdma-verbs';
+import { ipv4Gid } from '../../lib/rdma/address';
+import { Cq, Cqe, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
 
 export class Be {
   private readonly parts: number[] = [];
@@ -107,6 +108,44 @@ export async function startWorker(managerPort: number, extra: Partial<MeshOption
     log: new MemoryLog('worker'),
     ...extra,
   });
+}
+
+/** Two servers in one process joined by the mesh, each with its own device and guest model. */
+export interface MeshGuests {
+  readonly manager: Mesh;
+  readonly worker: Mesh;
+  /** The manager's guest (IPv4 `ipA`) and the worker's (`ipB`). */
+  readonly a: VerbsGuest;
+  readonly b: VerbsGuest;
+  /** Closes the guests, then the meshes. */
+  close(): Promise<void>;
+}
+
+/**
+ * A manager and a worker advertising `ipA` and `ipB` as their guests' GIDs,
+ * once each knows the other's, and a guest model booted on each (lost-peer
+ * deadline 1.5 s, RNR 1 s, so the specs reach them quickly). Whatever was
+ * started is closed again if a later step fails.
+ */
+export async function meshGuests(ipA: string, ipB: string, arenaPages?: number): Promise<MeshGuests> {
+  const made: { close(): Promise<void> }[] = [];
+  const closeAll = async (): Promise<void> => { for (const m of made.reverse()) await m.close(); made.length = 0; };
+  try {
+    const manager = await startManager({ guestGids: [ipv4Gid(v4(ipA))] });
+    made.push(manager);
+    const worker = await startWorker(manager.listenPort, { guestGids: [ipv4Gid(v4(ipB))] });
+    made.push(worker);
+    await until(() => manager.lookupGid(ipv4Gid(v4(ipB))) === 1 && worker.lookupGid(ipv4Gid(v4(ipA))) === 0, 'GIDs fanned out');
+    const options = { lostPeerMs: 1500, rnrMs: 1000 };
+    const a = await VerbsGuest.boot({ rdmaBackend: { mesh: manager, options }, ...(arenaPages ? { arenaPages } : {}) });
+    made.push(a);
+    const b = await VerbsGuest.boot({ rdmaBackend: { mesh: worker, options }, ...(arenaPages ? { arenaPages } : {}) });
+    made.push(b);
+    return { manager, worker, a, b, close: closeAll };
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
 }
 
 /** Start a worker and wait until it is registered. */

@@ -14,19 +14,12 @@ import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/exp
 import { compileImageCalculation } from '../../lib/p4/externs';
 import { runCommand, runCommands } from '../../lib/p4/runtime';
 import { FieldInfo } from '../../lib/p4/state';
-import { fixtureText, ipv4Checksum, needFixtures, snapshot } from './helpers';
+import { fixtureText, ipv4Checksum, needFixtures, rng as xorshift, snapshot } from './helpers';
 
-/** xorshift32, seeded: a failure names a reproducible case. */
+/** helpers.ts's seeded xorshift32 as a fraction in [0, 1). */
 function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 0x100000000;
-  };
+  const next = xorshift(seed);
+  return () => next() / 0x100000000;
 }
 
 function randomBig(r: () => number, width: number): bigint {

@@ -7,12 +7,10 @@
 
 import { expect } from 'chai';
 import * as path from 'path';
-import type { Mesh } from '../../lib/mesh';
-import { ipv4Gid } from '../../lib/rdma/address';
 import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/attach';
 import { runCommand } from '../../lib/p4/runtime';
 import { NumFormat } from '../../lib/p4/fp8';
-import { cqesOf as cqes, startManager, startWorker, until } from '../mesh/helpers';
+import { cqesOf as cqes, meshGuests, MeshGuests } from '../mesh/helpers';
 import { MrF, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
 import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
 
@@ -25,8 +23,7 @@ const IP_B = '10.9.1.2';
 
 describe('p4 on RDMA send WQEs to another node (TCP mesh)', function () {
   this.timeout(60_000);
-  let manager: Mesh;
-  let worker: Mesh;
+  let pair: MeshGuests | undefined;
   let a: VerbsGuest;
   let b: VerbsGuest;
   let acq: Cq;
@@ -37,11 +34,8 @@ describe('p4 on RDMA send WQEs to another node (TCP mesh)', function () {
   let next = 20;
 
   before(async () => {
-    manager = await startManager({ guestGids: [ipv4Gid(v4(IP_A))] });
-    worker = await startWorker(manager.listenPort, { guestGids: [ipv4Gid(v4(IP_B))] });
-    await until(() => manager.lookupGid(ipv4Gid(v4(IP_B))) === 1 && worker.lookupGid(ipv4Gid(v4(IP_A))) === 0, 'GIDs fanned out');
-    a = await VerbsGuest.boot({ rdmaBackend: { mesh: manager, options: { lostPeerMs: 1500, rnrMs: 1000 } } });
-    b = await VerbsGuest.boot({ rdmaBackend: { mesh: worker, options: { lostPeerMs: 1500, rnrMs: 1000 } } });
+    pair = await meshGuests(IP_A, IP_B);
+    ({ a, b } = pair);
     acq = await a.createCq(40);
     bcq = await b.createCq(40);
     A = await a.createMr({ key: 0x501, pages: 2, flags: ALL });
@@ -60,10 +54,7 @@ describe('p4 on RDMA send WQEs to another node (TCP mesh)', function () {
   });
 
   after(async () => {
-    await a?.close();
-    await b?.close();
-    await worker?.close();
-    await manager?.close();
+    await pair?.close();
   });
 
   /** A fresh RC pair across the mesh (an error leaves a QP in ERR). */

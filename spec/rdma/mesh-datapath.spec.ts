@@ -13,7 +13,7 @@ import type { Mesh } from '../../lib/mesh';
 import { IonicStatus } from '../../lib/rdma/datapath/cqe';
 import { gidsFromFrame, linkLocalGid } from '../../lib/rdma/datapath/mesh';
 import { ipv4Gid } from '../../lib/rdma/address';
-import { cqesOf as cqes, startManager, startWorker, until } from '../mesh/helpers';
+import { cqesOf as cqes, meshGuests, MeshGuests, until } from '../mesh/helpers';
 import { PAGE } from '../support/ionic/regs';
 import { AOp, CqeT, Mask, MrF, QpS, QpT, ROp, WOp } from '../support/ionic/rdma-regs';
 import { modifyQpBody, createAhBody, headerTemplate, idBody, placeTemplate } from '../support/ionic/rdma-cmds';
@@ -32,7 +32,7 @@ function pattern(n: number, seed: number): Buffer {
 
 describe('rdma over the TCP mesh: two servers, two guests', function () {
   this.timeout(60_000);
-  let manager: Mesh;
+  let pair: MeshGuests | undefined;
   let worker: Mesh;
   let a: VerbsGuest;
   let b: VerbsGuest;
@@ -44,12 +44,8 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   let qb: Qp;
 
   before(async () => {
-    manager = await startManager({ guestGids: [ipv4Gid(v4(IP_A))] });
-    const port = manager.listenPort;
-    worker = await startWorker(port, { guestGids: [ipv4Gid(v4(IP_B))] });
-    await until(() => manager.lookupGid(ipv4Gid(v4(IP_B))) === 1 && worker.lookupGid(ipv4Gid(v4(IP_A))) === 0, 'GIDs fanned out');
-    a = await VerbsGuest.boot({ rdmaBackend: { mesh: manager, options: { lostPeerMs: 1500, rnrMs: 1000 } }, arenaPages: 224 });
-    b = await VerbsGuest.boot({ rdmaBackend: { mesh: worker, options: { lostPeerMs: 1500, rnrMs: 1000 } }, arenaPages: 224 });
+    pair = await meshGuests(IP_A, IP_B, 224);
+    ({ worker, a, b } = pair);
     acq = await a.createCq(40);
     bcq = await b.createCq(40);
     A = await a.createMr({ key: 0x501, pages: 16, flags: ALL });
@@ -69,10 +65,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   }
 
   after(async () => {
-    await a?.close();
-    await b?.close();
-    await worker?.close();
-    await manager?.close();
+    await pair?.close();
   });
 
   it('the QPs resolved their peers by GID: A sends to node 1, B to node 0', () => {
