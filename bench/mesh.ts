@@ -229,6 +229,10 @@ class CqPoller {
   #color = 1;
   #msn = 0;
   #unreported = 0;
+  /** BENCH_MESH_WAIT=event: the CQ handler is installed, the armed event came, the host's arm counter. */
+  #handlerSet = false;
+  #fired = false;
+  #arms = 0;
 
   constructor(private readonly s: Side) {
     this.#ring = s.g.mem(s.cq.ring, 32 << s.cq.depthLog2);
@@ -284,10 +288,6 @@ class CqPoller {
     s.g.ringDoorbell(s.r.id.cq.qtype, s.cq.id, this.#arms, Ring.ARM);
     await s.g.waitFor('a CQ event on A', () => { s.r.service(); return this.#fired ? true : undefined; }, timeoutMs);
   }
-
-  #handlerSet = false;
-  #fired = false;
-  #arms = 0;
 }
 
 /** How the guest waits when a poll found nothing (BENCH_MESH_WAIT). */

@@ -7,10 +7,10 @@
 //   destination): then the socket is paused until the owner calls unhold(),
 //   so TCP pushes back on the sender and nothing is buffered without bound.
 // - send: queued frames are handed to the socket corked, up to
-//   WRITE_BATCH_BYTES at a time (one writev), then again on 'drain'. A send timer runs while anything is
-//   outstanding and is pushed back on each write completion: when nothing has
-//   gone out for the send timeout, the connection is shut down as if the peer
-//   had hung up.
+//   WRITE_BATCH_BYTES at a time (one writev), then again on 'drain'. A send
+//   timer runs while anything is outstanding and is pushed back on each write
+//   completion: when nothing has gone out for the send timeout, the
+//   connection is shut down as if the peer had hung up.
 //
 // Every close, whatever its cause, goes through close(reason) once and tells
 // the owner once.
