@@ -56,7 +56,9 @@
 // taken on the median run, because the ratio moves by +-0.1 between runs on
 // a 2-core machine whatever the code does; 1 prints one run in full),
 // BENCH_MESH_NODE_FLAGS (extra node flags for both servers, e.g.
-// "--cpu-prof --cpu-prof-dir=/tmp/prof" or "--perf-basic-prof").
+// "--cpu-prof --cpu-prof-dir=/tmp/prof" or "--perf-basic-prof"). A number
+// knob that is not a number in its range, or a WAIT that is none of the
+// four, stops the benchmark at once with a message naming it.
 
 import { ChildProcess, spawn } from 'child_process';
 import { randomFillSync } from 'crypto';
@@ -64,6 +66,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, Rate } from './mesh-raw';
+import { envChoice, envNumber } from './support/env';
 import { freePort } from './support/free-port';
 import { startServerProcess, stopProcess } from './support/server-process';
 import { IonicGuest } from '../spec/support/ionic/guest';
@@ -75,24 +78,24 @@ import { PAGE } from '../spec/support/ionic/regs';
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const MB = 1e6;
-const LAT_N = Number(process.env.BENCH_MESH_LAT ?? 2000);
+const LAT_N = envNumber('BENCH_MESH_LAT', 2000, 0, 1_000_000);
 const LAT_WARM = 500;
-const WINDOW = Math.max(1, Math.min(32, Number(process.env.BENCH_MESH_WINDOW ?? 16)));
-const SECS = Number(process.env.BENCH_MESH_SECS ?? 3);
+const WINDOW = envNumber('BENCH_MESH_WINDOW', 16, 1, 32);
+const SECS = envNumber('BENCH_MESH_SECS', 3, 0.1, 3600, false);
 const MIN_BYTES = 256 * MiB;
 /** The throughput runs are split into rounds, ours and raw alternating, so a change in the machine's load lands on both. */
-const ROUNDS = Math.max(1, Number(process.env.BENCH_MESH_ROUNDS ?? 3));
+const ROUNDS = envNumber('BENCH_MESH_ROUNDS', 3, 1, 100);
 /** A throughput run stops at this many seconds even short of MIN_BYTES (a very slow machine). */
 const MAX_SECS = Math.max(30, 3 * SECS);
 /** The throughput runs' message size (BENCH_MESH_SIZE, KiB: 4-1024, 1024 by default: the goal's figure). */
-const BIG = Math.max(4, Math.min(1024, Number(process.env.BENCH_MESH_SIZE ?? 1024))) * KiB;
+const BIG = envNumber('BENCH_MESH_SIZE', 1024, 4, 1024) * KiB;
 const BIG_TEXT = BIG === MiB ? '1 MiB' : `${BIG / KiB} KiB`;
 /**
  * Seconds each throughput path runs before the measured rounds: the servers
  * are fresh processes whose JIT still compiles the data path for a while
  * (the first rounds ran 10-30% below the later ones after a 32 MiB warm-up).
  */
-const WARM_SECS = Number(process.env.BENCH_MESH_WARM ?? 2);
+const WARM_SECS = envNumber('BENCH_MESH_WARM', 2, 0, 600, false);
 /**
  * How the guest waits for CQEs in the throughput runs. ib_write_bw busy-polls
  * its CQ on its own vCPU and reposts the moment a WRITE completes; a model
@@ -111,14 +114,13 @@ const WARM_SECS = Number(process.env.BENCH_MESH_WARM ?? 2);
  *   doorbells per wake.
  * The latency run always polls each turn.
  */
-const WAIT_MODES = ['nap', 'sleep', 'spin', 'event'] as const;
-const WAIT: typeof WAIT_MODES[number] = WAIT_MODES.find((m) => m === process.env.BENCH_MESH_WAIT) ?? 'nap';
+const WAIT = envChoice('BENCH_MESH_WAIT', ['nap', 'sleep', 'spin', 'event']);
 /** BENCH_MESH_WAIT=nap: the guest thread's nap between CQ peeks (ms), and how many naps before it turns the event loop. */
-const NAP_MS = Math.max(0.01, Number(process.env.BENCH_MESH_NAP_US ?? 100) / 1000);
+const NAP_MS = envNumber('BENCH_MESH_NAP_US', 100, 10, 100_000) / 1000;
 const NAPS = 10;
 const napCell = new Int32Array(new SharedArrayBuffer(4));
 /** Runs of the whole measurement, each in fresh processes (BENCH_MESH_RUNS; the verdict is the median run's). */
-const RUNS = Math.max(1, Math.min(50, Number(process.env.BENCH_MESH_RUNS ?? 5) || 1));
+const RUNS = envNumber('BENCH_MESH_RUNS', 5, 1, 50);
 /** Set in a run's child ("i/N"): print the report and a RESULT_TAG line for the parent, no verdict. */
 const RUN_OF = process.env.BENCH_MESH_RUN_OF ?? '';
 const RESULT_TAG = '#mesh-run-result ';
