@@ -87,6 +87,17 @@ const f = (slot: number): string => `f${int(slot)}`;
 const v = (header: number): string => `v${int(header)}`;
 const o = (header: number): string => `o${int(header)}`;
 
+/**
+ * Window g of a header's plan as the read and the write both take it: its
+ * length, first field, field count and first field's slot, and `by(k)`, the
+ * source text of its k-th byte in `b` at `base`.
+ */
+function windowOf(plan: Plan, g: number, b: string, base: string): { l: number; f0: number; c: number; s0: number; by: (k: number) => string } {
+  const f0 = plan.first[g]!;
+  const at = plan.at[g]!;
+  return { l: plan.len[g]!, f0, c: plan.count[g]!, s0: plan.slot[f0]!, by: (k) => `${b}[${base} + ${int(at + k)}]` };
+}
+
 /** What an expression may read: action data of these widths through `args` (a local name of ours). */
 interface NumCtx {
   readonly widths: readonly number[] | undefined;
@@ -285,11 +296,7 @@ class Gen {
 
   /** Reads window g of a header at `b[base + at]` into the field locals. */
   #readWindow(plan: Plan, g: number, b: string, base: string): string {
-    const l = plan.len[g]!;
-    const f0 = plan.first[g]!;
-    const c = plan.count[g]!;
-    const at = plan.at[g]!;
-    const by = (k: number) => `${b}[${base} + ${int(at + k)}]`;
+    const { l, f0, c, s0, by } = windowOf(plan, g, b, base);
     const word = (n: number): string => {
       switch (n) {
         case 1:
@@ -304,7 +311,6 @@ class Gen {
           return no('a window of more than 4 bytes');
       }
     };
-    const s0 = plan.slot[f0]!;
     if (c === 1 && this.#lazy.has(s0)) return `m${int(s0)} = false;\n`; // its bytes stay in the frame
     if (plan.kind[g] === W.WORD && c === 1 && plan.shift[f0] === 0) return `${f(s0)} = ${word(l)};\n`;
     if (plan.kind[g] === W.WORD) {
@@ -325,11 +331,7 @@ class Gen {
 
   /** Writes window g of a header from the field locals to `b[base + at]`. */
   #writeWindow(plan: Plan, g: number, b: string, base: string): string {
-    const l = plan.len[g]!;
-    const f0 = plan.first[g]!;
-    const c = plan.count[g]!;
-    const at = plan.at[g]!;
-    const by = (k: number) => `${b}[${base} + ${int(at + k)}]`;
+    const { l, f0, c, s0, by } = windowOf(plan, g, b, base);
     const word = (n: number, w: string): string => {
       switch (n) {
         case 1:
@@ -344,7 +346,6 @@ class Gen {
           return no('a window of more than 4 bytes');
       }
     };
-    const s0 = plan.slot[f0]!;
     if (plan.kind[g] === W.WORD && c === 1 && plan.shift[f0] === 0) return `{ const w = ${f(s0)}; ${word(l, 'w')} }\n`;
     if (plan.kind[g] === W.WORD) {
       const parts: string[] = [];
