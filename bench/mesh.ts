@@ -269,7 +269,7 @@ class CqPoller {
   poll(): number {
     let n = 0;
     const b = this.#ring;
-    while ((Atomics.load(this.#u8, this.#next * 32 + 31) & 1) === this.#color) {
+    while (this.peek()) {
       const at = this.#next * 32;
       const qtf = b.readUInt32BE(at + 28);
       const type = (qtf >>> 5) & 7;
