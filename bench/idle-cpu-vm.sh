@@ -7,7 +7,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
-RIG=${E2E_RIG:-$ROOT/../shared/e2e}
+RIG=${E2E_RIG:-$ROOT/spec/vm/rig}
 SOCK=/tmp/ernic-idle-$$.sock
 TAP=ernidle$$
 ip tuntap add dev $TAP mode tap && ip addr add 10.78.0.1/24 dev $TAP && ip link set $TAP up

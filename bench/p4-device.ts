@@ -13,9 +13,9 @@
 // per-round ratios. Checks that the program ran: every routed frame reached
 // the TAP (its rx_packets), and frames to an address with no route did not.
 // bench/p4.ts measures the engine alone (no device around it) against the
-// engine with an empty program: the stricter figure. Needs root (TAP) and
-// ../shared/fixtures/p4 (or ERNIC_P4_FIXTURES); says so and exits 0 without
-// them. Asserts nothing.
+// engine with an empty program: the stricter figure. Reads the programs in
+// fixtures/p4; needs root (TAP), says so and exits 0 without it. Asserts
+// nothing.
 
 import { ChildProcess, execFileSync } from 'child_process';
 import * as fs from 'fs';
@@ -24,7 +24,7 @@ import * as path from 'path';
 import { TX_BATCH as BATCH, txRate } from './support/guest-tx';
 import { startServerProcess, stopProcess } from './support/server-process';
 import { IonicGuest } from '../spec/support/ionic/guest';
-import { ethernet, FIXTURES, haveFixtures, ipv4, udp } from '../spec/p4/helpers';
+import { ethernet, FIXTURES, ipv4, udp } from '../spec/p4/helpers';
 
 const GOAL = 0.5;
 const N = Number(process.env.BENCH_P4_DEVICE_FRAMES ?? 20000);
@@ -42,7 +42,6 @@ interface Side { name: string; tap: string; sock: string; proc: ChildProcess | n
 
 async function main(): Promise<void> {
   if (process.getuid?.() !== 0) { console.log('p4 device bench: needs root (TAP); skipped'); return; }
-  if (!haveFixtures) { console.log(`p4 device bench: P4 fixtures not found at ${FIXTURES} (set ERNIC_P4_FIXTURES); skipped`); return; }
   const tag = `${process.pid % 100000}`;
   const sides: Side[] = [
     { name: 'no program', tap: `ernpn${tag}`, sock: `/tmp/ernic-bench-p4n-${tag}.sock`, proc: null, g: null },

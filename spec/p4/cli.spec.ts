@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { tempSocketPath } from '../support/fds';
-import { FIXTURES, fixtureJson, haveFixtures, needFixtures } from './helpers';
+import { FIXTURES, fixtureJson } from './helpers';
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'rocm-ernic.js');
 
@@ -54,7 +54,6 @@ describe('p4: rocm-ernic --p4 options', () => {
   });
 
   describe('with the fixture programs', () => {
-    needFixtures();
 
     it('refuses a program with a bad value, naming its JSON path', () => {
       const p = fixtureJson('simple_router.json');
@@ -71,7 +70,6 @@ describe('p4: rocm-ernic --p4 options', () => {
     });
 
     it('starts with simple_router and its commands.txt and says so', async function () {
-      if (!haveFixtures) this.skip();
       const sock = tempSocketPath('p4cli-run');
       const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'warn', '--p4-program', path.join(FIXTURES, 'simple_router.json'), '--p4-commands', path.join(FIXTURES, 'commands.txt')], { stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';

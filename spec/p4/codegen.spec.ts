@@ -14,7 +14,7 @@ import { OutputMode, P4Engine, P4Result } from '../../lib/p4/compile';
 import { topoOrder } from '../../lib/p4/codegen';
 import { runCommand, runCommands } from '../../lib/p4/runtime';
 import { exactSpec, lpmSpec, ternarySpec } from '../../lib/p4/tables';
-import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, needFixtures, rng, snapshot, syntheticProgram, tcp, udp } from './helpers';
+import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, rng, snapshot, syntheticProgram, tcp, udp } from './helpers';
 
 interface Pair {
   gen: P4Engine;
@@ -99,7 +99,6 @@ function anyFrame(r: () => number, make: (r: () => number) => Buffer = ipv4Frame
 
 describe('p4: the generated program function against the closures', () => {
   describe('the fixture programs', () => {
-    needFixtures();
 
     it('simple_router + commands.txt: 3000 frames (routed, misses, TTL 0/1, bad checksums, short, noise) alike', () => {
       const p = pair(fixtureText('simple_router.json'));

@@ -11,7 +11,7 @@ import type { P4Segment } from '../../lib/p4/segment';
 import { IonicGuest } from '../support/ionic/guest';
 import { Rig } from '../support/ionic/rig';
 import { FakeLink } from '../support/ionic/wire';
-import { ethernet, FIXTURES, ipv4, ipv4Checksum, needFixtures, udp } from './helpers';
+import { ethernet, FIXTURES, ipv4, ipv4Checksum, udp } from './helpers';
 import * as path from 'path';
 
 const body = udp(1000, 2000, Buffer.from('payload bytes stay untouched by the router'));
@@ -23,7 +23,6 @@ function routed(dst: string, ttl: number, dmac: string, smac: string): Buffer {
 }
 
 describe('p4: simple_router on the device between the guest and the host link', () => {
-  needFixtures();
   let rig: Rig;
   let g: IonicGuest;
   let link: FakeLink;

@@ -14,7 +14,7 @@ import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/exp
 import { compileImageCalculation } from '../../lib/p4/externs';
 import { runCommand, runCommands } from '../../lib/p4/runtime';
 import { FieldInfo } from '../../lib/p4/state';
-import { fixtureText, ipv4Checksum, needFixtures, rng as xorshift, snapshot } from './helpers';
+import { fixtureText, ipv4Checksum, rng as xorshift, snapshot } from './helpers';
 
 /** helpers.ts's seeded xorshift32 as a fraction in [0, 1). */
 function rng(seed: number): () => number {
@@ -467,7 +467,6 @@ describe('p4: fast paths against simple references', () => {
   });
 
   it('process() writing only the windows of fields a program may write gives the frames of a full emit (fixtures and header-moving programs, 3000 random frames each)', () => {
-    needFixtures();
     for (const [name, prog, cmds] of COMPARED) {
       const fast = loadCompared(name, prog, cmds);
       const full = loadCompared(name, prog, cmds, { fullEmit: true });
@@ -484,7 +483,6 @@ describe('p4: fast paths against simple references', () => {
   });
 
   it('processReused, into the engine buffer and in place, says what process() says on 3000 random frames per program; its one result object keeps nothing from an earlier frame', () => {
-    needFixtures();
     for (const [name, prog, cmds] of COMPARED) {
       // maxFrame 100: some frames are dropped as too long (no parse, no digests) between the others
       const ref = loadCompared(name, prog, cmds, { maxFrame: 100 });
@@ -523,7 +521,6 @@ describe('p4: fast paths against simple references', () => {
     const ctxOf = (e: P4Engine): ExprContext => ({ layout: e.layout, runtimeData: 0, parser: false });
 
     it("simple_router's IPv4 header checksum on 3000 random headers", () => {
-      needFixtures();
       const e = P4Engine.load(fixtureText('simple_router.json'));
       const calc = e.program.calculations[0]!;
       const num = compileCsum16Num(calc, ctxOf(e))!;
@@ -541,7 +538,6 @@ describe('p4: fast paths against simple references', () => {
     });
 
     it('simple_router routes 2000 random IPv4 headers with the checksum marked and rewritten as RFC 1071 says', () => {
-      needFixtures();
       const e = P4Engine.load(fixtureText('simple_router.json'));
       expect(runCommands(e, fixtureText('commands.txt')).ok).to.equal(true);
       const r = rng(791);

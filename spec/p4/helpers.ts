@@ -1,5 +1,4 @@
-// Shared by the P4 specs: the fixture programs (../shared/fixtures/p4, or
-// $ERNIC_P4_FIXTURES), a deliberately simple frame builder that writes bytes
+// Shared by the P4 specs: the fixture programs (fixtures/p4, see its README), a deliberately simple frame builder that writes bytes
 // by hand (never through the engine's deparser), an independent IPv4 header
 // checksum, and a small synthetic program built around one Ethernet header
 // for the match kinds and externs the fixtures do not exercise.
@@ -9,22 +8,7 @@ import * as path from 'path';
 import type { P4Result } from '../../lib/p4/compile';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
-export const FIXTURES =
-  process.env.ERNIC_P4_FIXTURES ??
-  [path.join(ROOT, '..', 'shared', 'fixtures', 'p4'), path.join(ROOT, 'fixtures', 'p4')].find((d) => fs.existsSync(d)) ??
-  path.join(ROOT, '..', 'shared', 'fixtures', 'p4');
-
-/** Whether the fixture programs are there; specs skip with a message when they are not. */
-export const haveFixtures = fs.existsSync(path.join(FIXTURES, 'simple_router.json'));
-
-/** Call at the top of a describe(): skips the block, saying why, without the fixtures. */
-export function needFixtures(): void {
-  before(function () {
-    if (haveFixtures) return;
-    console.log(`    (P4 fixtures not found at ${FIXTURES}: set ERNIC_P4_FIXTURES; skipped)`);
-    this.skip();
-  });
-}
+export const FIXTURES = path.join(ROOT, 'fixtures', 'p4');
 
 export function fixtureText(name: string): string {
   return fs.readFileSync(path.join(FIXTURES, name), 'utf8');

@@ -7,13 +7,12 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { runCommand } from '../../lib/p4/runtime';
-import { ethernet, fixtureText, needFixtures } from './helpers';
+import { ethernet, fixtureText } from './helpers';
 
 const A = '00:00:00:00:00:0a';
 const B = '00:00:00:00:00:0b';
 
 describe('p4: l2_switch learning', () => {
-  needFixtures();
   let engine: P4Engine;
   beforeEach(() => {
     engine = P4Engine.load(fixtureText('l2_switch.json'));

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { P4LoadError } from '../../lib/p4/load';
 import { MAX_PARSE_STEPS } from '../../lib/p4/parser';
-import { ethernet, fixtureJson, fixtureText, needFixtures, syntheticProgram } from './helpers';
+import { ethernet, fixtureJson, fixtureText, syntheticProgram } from './helpers';
 
 const FIXTURES = ['simple_router.json', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json'];
 
@@ -20,7 +20,6 @@ function refusal(program: unknown): P4LoadError {
 }
 
 describe('p4: loading programs', () => {
-  needFixtures();
   for (const f of FIXTURES) {
     it(`loads ${f}`, () => {
       const e = P4Engine.load(fixtureText(f));

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { runCommand } from '../../lib/p4/runtime';
-import { ethernet, fixtureText, mac, needFixtures, syntheticProgram } from './helpers';
+import { ethernet, fixtureText, mac, syntheticProgram } from './helpers';
 
 function add(engine: P4Engine, cmd: string): number {
   const r = runCommand(engine, cmd);
@@ -22,7 +22,6 @@ function hit(engine: P4Engine, table: string, f: Buffer): number | undefined {
 }
 
 describe('p4: match kinds', () => {
-  needFixtures();
   it('exact (exact_match_1): one and two key parts', () => {
     const e = P4Engine.load(fixtureText('exact_match_1.json'));
     const h1 = add(e, 'table_add exact_1 _nop 00:00:00:00:00:01');

@@ -6,14 +6,12 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { PacketState, ParserError } from '../../lib/p4/state';
-import { ethernet, fixtureText, haveFixtures, ipv4, needFixtures, tcp, udp } from './helpers';
+import { ethernet, fixtureText, ipv4, tcp, udp } from './helpers';
 
 describe('p4: parser_deparser_1 parse/deparse', () => {
-  needFixtures();
   let engine: P4Engine;
   let L: P4Engine['layout'];
   before(function () {
-    if (!haveFixtures) return;
     engine = P4Engine.load(fixtureText('parser_deparser_1.json'));
     L = engine.layout;
   });

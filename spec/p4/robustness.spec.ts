@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { runCommands } from '../../lib/p4/runtime';
-import { ethernet, fixtureText, ipv4, needFixtures, rng, tcp } from './helpers';
+import { ethernet, fixtureText, ipv4, rng, tcp } from './helpers';
 
 const PROGRAMS = ['simple_router.json', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json'];
 
@@ -15,7 +15,6 @@ function describeResult(r: ReturnType<P4Engine['process']>): string {
 }
 
 describe('p4: untrusted frames', () => {
-  needFixtures();
   for (const name of PROGRAMS) {
     it(`${name}: 2000 random frames, none throws, results repeat`, () => {
       const e = P4Engine.load(fixtureText(name));

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { runCommand, runCommands } from '../../lib/p4/runtime';
 import { P4Segment } from '../../lib/p4/segment';
-import { ethernet, fixtureText, ipv4, needFixtures, udp } from './helpers';
+import { ethernet, fixtureText, ipv4, udp } from './helpers';
 
 function rig(program: string) {
   const engine = P4Engine.load(fixtureText(program));
@@ -26,7 +26,6 @@ const body = udp(1, 2, Buffer.alloc(18, 3));
 const ipFrame = (dst: string, ttl = 64) => Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.2.1', dst, ttl, protocol: 17, payloadLength: body.length }), body]);
 
 describe('p4: the engine on the Ethernet segment', () => {
-  needFixtures();
   it('simple_router: guest to host and host to guest, rewritten, claimed', () => {
     const { engine, seg, host, guest } = rig('simple_router.json');
     expect(runCommands(engine, fixtureText('commands.txt')).ok).to.equal(true);

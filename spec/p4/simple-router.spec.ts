@@ -7,10 +7,9 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
 import { runCommand, runCommands } from '../../lib/p4/runtime';
-import { ethernet, fixtureText, ipv4, ipv4Checksum, needFixtures, udp } from './helpers';
+import { ethernet, fixtureText, ipv4, ipv4Checksum, udp } from './helpers';
 
 describe('p4: simple_router with commands.txt', () => {
-  needFixtures();
   let engine: P4Engine;
   beforeEach(() => {
     engine = P4Engine.load(fixtureText('simple_router.json'));

@@ -17,7 +17,7 @@ import { PAGE } from '../support/ionic/regs';
 import { MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
 import { A, B, a, b, expectCqes, expectOnly, fresh, msn, ranges, rcq, scq, snapshot, useOpsGuest, v } from '../support/ionic/rdma-ops-fixture';
 import { MAXCODE, REF, refEncode } from './fp8-ref';
-import { FIXTURES, haveFixtures } from './helpers';
+import { FIXTURES } from './helpers';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 const PROGRAM = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.json');
@@ -304,7 +304,6 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
 
 describe('p4 on RDMA send WQEs: which programs run on them', () => {
   it('a program without the ernic_wqe header (simple_router) never sees a WQE', async function () {
-    if (!haveFixtures) this.skip();
     const setup = p4FromCli({ program: path.join(FIXTURES, 'simple_router.json') });
     expect(setup.ok).to.equal(true);
     const { VerbsGuest } = await import('../support/ionic/rdma-verbs');

@@ -7,7 +7,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=../shared/e2e: a second opinion from the shared rig
+RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=DIR: the same tests on another rig with the same run-guest.sh
 T=/tmp/ernic-vm-idio16-$$
 SRV=$T-srv.sock REC=$T-rec.sock OUT=$T.pcapng
 

@@ -6,7 +6,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=../shared/e2e: a second opinion from the shared rig
+RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=DIR: the same tests on another rig with the same run-guest.sh
 TAP=ernvm$$
 SOCK=/tmp/ernic-vm-eth-$$.sock
 fail=0

@@ -9,7 +9,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=../shared/e2e: a second opinion from the shared rig
+RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=DIR: the same tests on another rig with the same run-guest.sh
 ID=$$
 BR=ernbr$((ID % 10000)); TA=ernta$((ID % 10000)); TB=erntb$((ID % 10000))
 SA=/tmp/ernic-mesh-a-$ID.sock; SB=/tmp/ernic-mesh-b-$ID.sock

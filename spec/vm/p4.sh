@@ -11,15 +11,13 @@
 # scope none and limited under scope read; ping the host through A and B;
 # pyverbs on C: an RDMA WRITE turned into an E4M3 add checked against a table
 # (guest-p4-fp8.py). Here: the servers outlive the guest, the P4 segment and
-# WQE counters in C's stats file. Needs root, the rig's images, and the bmv2
-# fixtures (ERNIC_P4_FIXTURES, ../shared/fixtures/p4 or fixtures/p4).
+# WQE counters in C's stats file. Needs root and the rig's images; the bmv2
+# programs are the repository's fixtures/p4.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 RIG=${E2E_RIG:-$HERE/rig}
-FIX=${ERNIC_P4_FIXTURES:-}
-[ -z "$FIX" ] && for d in "$ROOT/../shared/fixtures/p4" "$ROOT/fixtures/p4" /work/shared/fixtures/p4; do [ -e "$d/simple_router.json" ] && { FIX=$d; break; }; done
-[ -e "$FIX/simple_router.json" ] || { echo "P4 fixtures not found (set ERNIC_P4_FIXTURES)"; exit 1; }
+FIX=$ROOT/fixtures/p4
 TAPA=ernp4a$$ TAPB=ernp4b$$
 TMP=/tmp/ernic-vm-p4-$$
 mkdir -p $TMP

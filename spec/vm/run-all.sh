@@ -3,8 +3,7 @@
 # project's rig (spec/vm/rig, images under /var/tmp/ernic-rig) and exits
 # non-zero on failure. Needs root. The rig is brought up to date first (only
 # what changed is rebuilt). E2E_RIG=DIR runs the same tests on another rig with
-# the same run-guest.sh interface instead (e.g. ../shared/e2e, as a second
-# opinion); VM_TESTS="ionic-eth rdma-verbs" runs a subset.
+# the same run-guest.sh interface instead (a second opinion); VM_TESTS="ionic-eth rdma-verbs" runs a subset.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "VM tests need root"; exit 2; }

@@ -7,7 +7,7 @@ set -u
 NAME=$1 GUEST=$2 TIMEOUT=${3:-900}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=../shared/e2e: a second opinion from the shared rig
+RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=DIR: the same tests on another rig with the same run-guest.sh
 SOCK=/tmp/ernic-vm-$NAME-$$.sock
 LOG=/tmp/ernic-vm-$NAME-$$.log
 node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" -L warn >"$LOG" 2>&1 &

@@ -64,7 +64,7 @@ mkdir -p /job
 job=$(disk_with_serial rig-job) || { note "no job disk"; power_off; }
 tar -x -f "$job" -C /job || note "unpacking $job failed"
 export RIG_JOB=/job RIG_OUT=/job/out
-# The names ../shared/e2e's guests use, for scripts written against it.
+# The older E2E_* names, for guest scripts written against them.
 export E2E_JOB=$RIG_JOB E2E_OUT=$RIG_OUT
 mkdir -p "$RIG_OUT"
 
