@@ -11,7 +11,7 @@ RIG=${E2E_RIG:-$ROOT/spec/vm/rig}
 SOCK=/tmp/ernic-idle-$$.sock
 TAP=ernidle$$
 ip tuntap add dev $TAP mode tap && ip addr add 10.78.0.1/24 dev $TAP && ip link set $TAP up
-node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" --tap $TAP -L warn >/tmp/ernic-idle-$$.log 2>&1 &
+node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" --tap $TAP -L info >/tmp/ernic-idle-$$.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; ip link del $TAP 2>/dev/null; rm -f $SOCK' EXIT
 for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done

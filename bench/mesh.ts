@@ -169,7 +169,7 @@ async function startServer(name: string, sock: string, backend: string, gid: str
   const nodeFlags = (process.env.BENCH_MESH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
   try { fs.unlinkSync(sock); } catch { /* none */ }
   sockets.add(sock);
-  const p = startServerProcess({ sock, name, args: ['-b', backend, '-L', 'warn'], nodeFlags, env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid }, ready, timeoutMs: 15000 });
+  const p = startServerProcess({ sock, name, args: ['-b', backend, '-L', 'info'], nodeFlags, env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid }, ready, timeoutMs: 15000 });
   const s = await p;
   children.add(s.proc);
   return { name, proc: s.proc, sock, log: s.log };

@@ -54,7 +54,7 @@ async function main(): Promise<void> {
       sh('ip', ['link', 'set', s.tap, 'up']);
       try { fs.unlinkSync(s.sock); } catch { /* none */ }
       const p4 = s === router ? ['--p4-program', path.join(FIXTURES, 'simple_router.json'), '--p4-commands', path.join(FIXTURES, 'commands.txt')] : [];
-      s.proc = (await startServerProcess({ sock: s.sock, name: s.name, args: ['--tap', s.tap, '-L', 'warn', ...p4] })).proc;
+      s.proc = (await startServerProcess({ sock: s.sock, name: s.name, args: ['--tap', s.tap, '-L', 'info', ...p4] })).proc;
       s.g = await IonicGuest.connect(s.sock, { ramSize: 64 << 20 });
       await s.g.probe();
       await s.g.open(1, { ringLog2: 10 });

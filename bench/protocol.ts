@@ -203,7 +203,7 @@ async function main(): Promise<void> {
   const floorServer: Server = { start: () => startServer(pin.server, floorBin, [floorSock]), kill: false };
   const oursServer: Server = real
     ? {
-      start: () => startServer(pin.server, process.execPath, [path.join(__dirname, '..', 'bin', 'rocm-ernic.js'), '--socket', oursSock, '-L', 'warn'], /serving/),
+      start: () => startServer(pin.server, process.execPath, [path.join(__dirname, '..', 'bin', 'rocm-ernic.js'), '--socket', oursSock, '-L', 'info'], /serving/),
       kill: true,
     }
     : { start: () => startServer(pin.server, process.execPath, [path.join(__dirname, 'support', 'bench-server.js'), oursSock]), kill: false };

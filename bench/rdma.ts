@@ -172,7 +172,7 @@ async function syncLatency(g: IonicGuest, n: number): Promise<Float64Array> {
 
 function startServer(sock: string): Promise<ServerProcess> {
   const nodeFlags = (process.env.BENCH_RDMA_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  return startServerProcess({ sock, args: ['-L', 'warn'], nodeFlags });
+  return startServerProcess({ sock, args: ['-L', 'info'], nodeFlags });
 }
 
 const fmt = (v: number, digits = 0): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });

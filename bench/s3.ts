@@ -42,7 +42,7 @@ const C_BADGE_MBPS = 698.5;
 const now = (): bigint => process.hrtime.bigint();
 
 async function startServer(sock: string, hostPort: number): Promise<ChildProcess> {
-  const server = await startServerProcess({ sock, args: ['-L', 'warn', '--backend', `s3:size=64M,maxpart=16M,listen=127.0.0.1:${hostPort}`] });
+  const server = await startServerProcess({ sock, args: ['-L', 'info', '--backend', `s3:size=64M,maxpart=16M,listen=127.0.0.1:${hostPort}`] });
   return server.proc;
 }
 

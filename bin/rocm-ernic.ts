@@ -7,14 +7,17 @@
 import '../lib/latency-flags';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { createLogger, LOG_LEVELS, LogLevel } from '../lib/log';
+import * as fs from 'fs';
+import { conventions, intCoerce, portCoerce, usageFailure } from '../lib/cli/options';
+import { notifyReady } from '../lib/cli/systemd';
+import { createLogger, LOG_FORMATS, LOG_LEVELS, LogFormat, LogLevel, stderrIsJournal } from '../lib/log';
 import { VfioUserServer } from '../lib/vfio-user/server';
 import type { WarmUpPlan } from '../lib/vfio-user/warm-up';
 import { DEFAULT_SESSION_LIMITS } from '../lib/vfio-user/session';
 import { reportBug } from '../lib/guard';
 import { IonicDevice } from '../lib/ionic/device';
 import { FaultInjector, INJECT_HELP, InjectSpecError } from '../lib/ionic/fault-injection';
-import { listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
+import { formatProfile, listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
 import { TapLink } from '../lib/ionic/tap';
 import { isRdmaBackend, RDMA_BACKENDS, RdmaBackendName } from '../lib/rdma/backends';
 import { isMeshBackend, Mesh, meshOptionsFromCli } from '../lib/mesh';
@@ -45,10 +48,53 @@ export const IONIC_WARM_UP: WarmUpPlan = {
   writes: [{ region: 0, offset: 0, count: 4 }],
 };
 
-function fail(message: string): never {
-  // One line, always: yargs' messages can span several.
-  process.stderr.write(`rocm-ernic: ${message.trim().replace(/:\s*\n\s*/g, ': ').replace(/\s*\n\s*/g, '; ')}\n`);
-  process.exit(2);
+const fail: (message: string) => never = usageFailure('rocm-ernic');
+
+/** The backend grammar, laid out by hand so that no value is broken across lines. */
+const BACKENDS_HELP = `Backends (--backend):
+  loopback                  WQEs run between QPs of this VM (default)
+  none                      control path only: nothing runs or completes
+  tcp:manager:listen:PORT   RDMA between VMs over a TCP mesh of servers; this one is the manager
+  tcp:manager:IP:PORT         (node 0), listening on IP:PORT; workers dial it with
+  tcp:worker:HOST:PORT        tcp:worker:HOST:PORT (docs/mesh.md; tuned by ERNIC_TCP_GUEST_GIDS,
+                              ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS)
+  nvmeof[:KEY=VALUE,...]    an NVMe-oF target on the guest's segment, for nvme connect -t rdma
+                            (docs/nvmeof.md); keys and defaults:
+                              size=64M bs=512 file= nqn=nvmet-test ip=192.168.200.1
+                              port=4420 queues=8 nsid=1 model= serial=
+  s3[:KEY=VALUE,...]        an S3 store on the guest's segment, data by x-amz-rdma-token or in
+                            the body (docs/s3.md); keys and defaults:
+                              bucket=ernic size=256M objects=256 ip=192.168.200.1 port=9000
+                              maxpart=256M listen=HOST:PORT dir=DIR
+                            ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY turn on SigV4.`;
+
+/** Reads a --config file: a JSON object whose keys are the long option names. */
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`--config ${file}: cannot read: ${(e as Error).message}`);
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`--config ${file}: not JSON: ${(e as Error).message}`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`--config ${file}: expected a JSON object of option names and values`);
+  return v as Record<string, unknown>;
+}
+
+/** A host network interface as /sys shows it: missing, down or up (admin state). */
+function hostInterfaceState(name: string): 'missing' | 'down' | 'up' {
+  if (!/^[^/\0\s]{1,15}$/.test(name) || name === '.' || name === '..') return 'missing';
+  try {
+    const flags = parseInt(fs.readFileSync(`/sys/class/net/${name}/flags`, 'utf8').trim(), 16);
+    return flags & 1 ? 'up' : 'down'; // IFF_UP
+  } catch {
+    return 'missing';
+  }
 }
 
 export function parseMac(text: string): Buffer | null {
@@ -62,39 +108,41 @@ export function parseMac(text: string): Buffer | null {
 
 async function main(): Promise<void> {
   const profiles = listProfiles().map((p) => `  ${p.name.padEnd(12)} ${p.description}`).join('\n');
-  const argv = await yargs(hideBin(process.argv))
+  const y = yargs(hideBin(process.argv))
     .scriptName('rocm-ernic')
     .usage('$0 [options]\n\nServe an emulated AMD Pensando ionic RDMA NIC (1dd8:1002) to a QEMU VM over vfio-user.\nThe guest\'s stock ionic driver binds to it.')
     .option('socket', { alias: 's', type: 'string', default: DEFAULT_SOCKET, describe: 'vfio-user UNIX socket QEMU connects to' })
-    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: 'RDMA backend: loopback (WQEs run between QPs of this VM) | none (control path only: nothing runs or completes) | tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT (RDMA between VMs over a TCP mesh of servers; the manager is node 0; docs/mesh.md; ERNIC_TCP_GUEST_GIDS, ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS tune it) | nvmeof[:size=64M,bs=512,file=,nqn=nvmet-test,ip=192.168.200.1,port=4420,queues=8,nsid=1,model=,serial=] (an NVMe-oF target at ip:port on the guest\'s segment for nvme connect -t rdma; docs/nvmeof.md) | s3[:bucket=ernic,size=256M,objects=256,ip=192.168.200.1,port=9000,maxpart=256M,listen=HOST:PORT,dir=DIR] (an S3 store at ip:port on the guest\'s segment, data by x-amz-rdma-token or in the body; ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY turn on SigV4; docs/s3.md)' })
+    .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: 'where RDMA work goes: loopback | none | tcp:... | nvmeof[:...] | s3[:...] (see Backends below)' })
     .option('tap', { alias: 'T', type: 'string', describe: 'attach the Ethernet port to this existing host TAP (ip tuntap add dev X mode tap)' })
     .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
-    .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, layered over compat' })
+    .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, comma-separated, layered over compat' })
+    .option('print-profile', { type: 'boolean', default: false, describe: 'print the effective NIC profile (after layering) as an .ini and exit' })
     .option('inject', { type: 'string', array: true, describe: 'fault injection EVENT=PATTERN (repeatable); see below' })
-    .option('log-level', { alias: 'L', choices: LOG_LEVELS as LogLevel[], describe: 'none | error | warn | info | debug (default warn, or ERNIC_LOG_LEVEL)' })
+    .option('log-level', { alias: 'L', choices: LOG_LEVELS as LogLevel[], describe: 'none | error | warn | info | debug (default info, or ERNIC_LOG_LEVEL)' })
+    .option('log-format', { choices: LOG_FORMATS as LogFormat[], default: 'text' as LogFormat, describe: 'text, or json (one object a line); text has no timestamps when stderr is the journal' })
     .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'same as --log-level debug' })
     .option('log-file', { alias: 'l', type: 'string', describe: 'also write the log to this file' })
     .option('socket-mode', { type: 'string', describe: 'socket file mode, octal (e.g. 660)' })
     .option('socket-group', { type: 'string', describe: 'group owning the socket file' })
     .option('stats-file', { alias: 'S', type: 'string', describe: 'write the counters to this text file (docs/operations.md): rewritten whole, atomically, about once a second while they change, and at a device reset and at exit' })
-    .option('metrics-port', { type: 'number', describe: 'serve Prometheus metrics at http://HOST:PORT/metrics (docs/operations.md)' })
+    .option('metrics-port', { type: 'string', coerce: portCoerce('metrics-port'), describe: 'serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port; docs/operations.md)' })
     .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'address the metrics endpoint listens on (0.0.0.0: every interface)' })
-    .option('negotiation-timeout', { type: 'number', default: DEFAULT_SESSION_LIMITS.negotiationTimeoutMs, describe: 'ms a client has to send VERSION after connecting before it is closed (it holds the only client slot)' })
+    .option('negotiation-timeout', { type: 'string', default: String(DEFAULT_SESSION_LIMITS.negotiationTimeoutMs), coerce: intCoerce('negotiation-timeout', 1, 3_600_000, 'milliseconds'), describe: 'ms a client has to send VERSION after connecting before it is closed (it holds the only client slot)' })
     .option('p4', { type: 'boolean', describe: 'run the P4 engine on the Ethernet segment (with no program: frames pass; docs/p4.md)' })
     .option('p4-program', { type: 'string', describe: 'bmv2 JSON program for the P4 engine, loaded and validated at start (guest TX = port 1, host link = port 2)' })
     .option('p4-commands', { type: 'string', describe: 'simple_switch CLI commands (table_add, table_set_default, ...) run at start, one a line' })
     .option('p4-guest-scope', { type: 'string', describe: `what the guest may do to the P4 engine through device commands 70-72: ${P4_GUEST_SCOPES.join(' | ')} (default none: no guest access; docs/p4.md)` })
+    .config('config', 'read options from this JSON file, e.g. {"socket": "/tmp/nic0.sock", "inject": ["rx-lost=every:100"]}; keys are the long option names, and the command line wins', readConfigFile)
+    .completion('completion', 'print a bash/zsh completion script (rocm-ernic completion >> ~/.bashrc)')
     .example('$0', `serve on ${DEFAULT_SOCKET} with the compat profile, no Ethernet wire`)
     .example('$0 -s /tmp/nic0.sock --tap ernic0', 'Ethernet frames go to the host TAP ernic0')
     .example('$0 --nic-profile dsc-25,./lab.ini', 'a built-in card with local overrides')
+    .example('$0 --nic-profile dsc-25 --print-profile', 'what the guest will see, as an .ini')
     .example('$0 --inject rx-lost=every:100 --inject tx-drop=run:5-9', 'lose every 100th received frame and transmitted frames 5-9')
     .example('$0 -S /run/rocm-ernic/0.stats --metrics-port 9841', 'a stats file for ernic-exporter, and /metrics for Prometheus')
-    .epilog(`QEMU (guest RAM must be shared):\n  -object memory-backend-memfd,id=m,size=4G,share=on -machine q35,memory-backend=m\n  -device '{"driver":"vfio-user-pci","socket":{"path":"${DEFAULT_SOCKET}","type":"unix"}}'\n\nNIC profiles:\n${profiles}\n\n${INJECT_HELP}`)
-    .strict()
-    .fail((msg, err) => fail(err ? err.message : msg))
-    .help()
-    .wrap(Math.min(110, process.stdout.columns || 100))
-    .parseAsync();
+    .example('$0 --config /etc/rocm-ernic/nic0.json', 'options from a file')
+    .epilog(`${BACKENDS_HELP}\n\nQEMU (guest RAM must be shared):\n  -object memory-backend-memfd,id=m,size=4G,share=on -machine q35,memory-backend=m\n  -device '{"driver":"vfio-user-pci","socket":{"path":"${DEFAULT_SOCKET}","type":"unix"}}'\n\nNIC profiles:\n${profiles}\n\n${INJECT_HELP}\n\nUnder systemd (Type=notify, NotifyAccess=all) the server reports ready once its socket listens.`);
+  const argv = await conventions(y, 'rocm-ernic', ['inject']).parseAsync();
 
   // Validate everything before anything is created.
   const meshBackend = isMeshBackend(argv.backend);
@@ -114,6 +162,10 @@ async function main(): Promise<void> {
     if (e instanceof ProfileError) fail(e.message);
     throw e;
   }
+  if (argv['print-profile']) {
+    process.stdout.write(formatProfile(profile));
+    return;
+  }
   let faults = FaultInjector.none();
   try {
     if (argv.inject?.length) faults = FaultInjector.parse(argv.inject.map(String));
@@ -123,22 +175,20 @@ async function main(): Promise<void> {
   }
   const envLevel = process.env.ERNIC_LOG_LEVEL;
   if (envLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(envLevel)) fail(`ERNIC_LOG_LEVEL=${envLevel}: expected one of ${LOG_LEVELS.join(', ')}`);
-  const level: LogLevel = argv.verbose ? 'debug' : (argv['log-level'] ?? (envLevel as LogLevel | undefined) ?? 'warn');
+  const level: LogLevel = argv.verbose ? 'debug' : (argv['log-level'] ?? (envLevel as LogLevel | undefined) ?? 'info');
   if (argv['socket-mode'] !== undefined && !/^[0-7]{3,4}$/.test(argv['socket-mode'])) fail(`--socket-mode ${argv['socket-mode']}: expected an octal mode such as 660`);
   const negotiationTimeoutMs = argv['negotiation-timeout'];
-  if (!Number.isInteger(negotiationTimeoutMs) || negotiationTimeoutMs < 1 || negotiationTimeoutMs > 3_600_000) {
-    fail(`--negotiation-timeout ${String(negotiationTimeoutMs)}: expected milliseconds from 1 to 3600000`);
-  }
   const metricsPort = argv['metrics-port'];
-  if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535)) {
-    fail(`--metrics-port ${String(metricsPort)}: expected a TCP port from 0 to 65535`);
-  }
   const p4 = p4FromCli({ p4: argv.p4, program: argv['p4-program'], commands: argv['p4-commands'], guestScope: argv['p4-guest-scope'] });
   if (!p4.ok) fail(p4.error);
-  const log = createLogger({ level, ...(argv['log-file'] ? { file: argv['log-file'] } : {}) });
+  const log = createLogger({ level, format: argv['log-format'], timestamps: !stderrIsJournal(), ...(argv['log-file'] ? { file: argv['log-file'] } : {}) });
 
   let link = null;
   if (argv.tap !== undefined) {
+    // TUNSETIFF on a name that does not exist creates a new TAP that nobody
+    // configured and that stays down: refuse instead of serving a dead wire.
+    const tapState = hostInterfaceState(argv.tap);
+    if (tapState === 'missing') fail(`--tap ${argv.tap}: no such interface (create it first: ip tuntap add dev ${argv.tap} mode tap; ip link set ${argv.tap} up)`);
     try {
       link = new TapLink(argv.tap);
     } catch (e) {
@@ -158,7 +208,7 @@ async function main(): Promise<void> {
       fail(`--backend ${argv.backend}: cannot start the mesh: ${(e as Error).message}`);
     }
     const node = mesh;
-    node.on('registered', (id) => log.warn(`rocm-ernic: mesh node ${id}`));
+    node.on('registered', (id) => log.info(`rocm-ernic: mesh node ${id}`));
   }
   // The NVMe-oF target: its namespace opened (a file created or sized) before QEMU can connect.
   let nvmeof: NvmeofTarget | null = null;
@@ -169,7 +219,7 @@ async function main(): Promise<void> {
     } catch (e) {
       fail(`--backend ${argv.backend}: cannot open the namespace: ${(e as Error).message}`);
     }
-    log.warn(`rocm-ernic: NVMe-oF target ${o.nqn} at ${o.ip}:${o.port}, namespace ${o.nsid}: ${o.size} bytes (${o.bs}-byte blocks) in ${o.file ?? 'RAM'}`);
+    log.info(`rocm-ernic: NVMe-oF target ${o.nqn} at ${o.ip}:${o.port}, namespace ${o.nsid}: ${o.size} bytes (${o.bs}-byte blocks) in ${o.file ?? 'RAM'}`);
   }
   // The S3 store: loaded from dir= (or empty in RAM) before QEMU can connect.
   let s3Store: ObjectStore | null = null;
@@ -193,7 +243,7 @@ async function main(): Promise<void> {
     }
     const where = device.s3.hostAddress;
     const host = where && typeof where === 'object' ? `, also http://${where.family === 'IPv6' ? `[${where.address}]` : where.address}:${where.port}` : '';
-    log.warn(`rocm-ernic: S3 store bucket ${o.bucket} at http://${o.ip}:${o.port}${host}: ${device.s3.store.count} objects, ${o.size} bytes in ${o.dir ?? 'RAM'}${s3Credentials?.ok && s3Credentials.value ? ', SigV4 required' : ''}`);
+    log.info(`rocm-ernic: S3 store bucket ${o.bucket} at http://${o.ip}:${o.port}${host}: ${device.s3.store.count} objects, ${o.size} bytes in ${o.dir ?? 'RAM'}${s3Credentials?.ok && s3Credentials.value ? ', SigV4 required' : ''}`);
   }
   const p4Engine = p4.value ? attachP4(device, p4.value.engine, p4.value.guestScope, p4.value.programPath) : null;
   // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
@@ -224,7 +274,7 @@ async function main(): Promise<void> {
     });
     try {
       const a = await metrics.listen();
-      log.warn(`rocm-ernic: metrics at http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`);
+      log.info(`rocm-ernic: metrics at http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`);
     } catch (e) {
       fail(`--metrics-port ${metricsPort}: cannot listen on ${argv['metrics-host']}: ${(e as Error).message}`);
     }
@@ -237,7 +287,7 @@ async function main(): Promise<void> {
   // Signals are ours before the socket file appears (listen() binds, then warms up): a SIGTERM
   // right after the file shows up must still shut down cleanly, not kill the process by default.
   const stop = (sig: string): void => {
-    log.warn(`rocm-ernic: ${sig}, shutting down`);
+    log.info(`rocm-ernic: ${sig}, shutting down`);
     server.close();
     device.close();
     if (statsFile) {
@@ -262,7 +312,10 @@ async function main(): Promise<void> {
   device.counters.bar0Reads = 0;
   device.counters.bar0Writes = 0;
   statsFile?.markDirty();
-  log.warn(`rocm-ernic: serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${p4.value ? `, ${describeP4(p4.value)}` : ''}${faults.active ? `, inject ${faults.describe()}` : ''})`);
+  const serving = `serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${p4.value ? `, ${describeP4(p4.value)}` : ''}${faults.active ? `, inject ${faults.describe()}` : ''})`;
+  log.info(`rocm-ernic: ${serving}`);
+  if (link && hostInterfaceState(link.name) === 'down') log.warn(`rocm-ernic: TAP ${link.name} is down: no frames move until ip link set ${link.name} up`);
+  void notifyReady(serving, log);
 }
 
 if (require.main === module) {

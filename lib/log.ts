@@ -2,6 +2,7 @@
 // plug in their own; the CLIs build one with winston. Warnings caused by
 // untrusted input go through a RateLimiter so a hostile peer cannot flood logs.
 
+import * as fs from 'fs';
 import * as winston from 'winston';
 
 export type LogLevel = 'none' | 'error' | 'warn' | 'info' | 'debug';
@@ -21,8 +22,15 @@ export const nullLogger: Logger = {
   error() {}, warn() {}, info() {}, debug() {}, debugEnabled: false,
 };
 
+export type LogFormat = 'text' | 'json';
+export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
+
 export interface LoggerOptions {
   readonly level: LogLevel;
+  /** text (default): `TIME level: message {meta}`; json: one JSON object a line (time, level, message, meta keys). */
+  readonly format?: LogFormat;
+  /** Prefix text lines with an ISO timestamp (default true; off under journald, which stamps lines itself). */
+  readonly timestamps?: boolean;
   /** Also append to this file. */
   readonly file?: string;
   /** Write to stderr (default true). */
@@ -32,14 +40,23 @@ export interface LoggerOptions {
 /** A winston logger behind the Logger interface. */
 export function createLogger(opts: LoggerOptions): Logger {
   const transports: winston.transport[] = [];
-  const format = winston.format.combine(
-    winston.format.timestamp(),
-    winston.format.printf((info) => {
-      const { timestamp, level, message, ...meta } = info;
-      const extra = Object.keys(meta).length ? ' ' + JSON.stringify(meta) : '';
-      return `${String(timestamp)} ${level}: ${String(message)}${extra}`;
-    }),
-  );
+  const stamped = opts.timestamps !== false;
+  const format = opts.format === 'json'
+    ? winston.format.combine(
+      winston.format.timestamp(),
+      winston.format.printf((info) => {
+        const { timestamp, level, message, ...meta } = info;
+        return JSON.stringify({ ...meta, time: timestamp, level, message });
+      }),
+    )
+    : winston.format.combine(
+      winston.format.timestamp(),
+      winston.format.printf((info) => {
+        const { timestamp, level, message, ...meta } = info;
+        const extra = Object.keys(meta).length ? ' ' + JSON.stringify(meta) : '';
+        return `${stamped ? `${String(timestamp)} ` : ''}${level}: ${String(message)}${extra}`;
+      }),
+    );
   if (opts.console !== false) transports.push(new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] }));
   if (opts.file) transports.push(new winston.transports.File({ filename: opts.file }));
   const w = winston.createLogger({
@@ -55,6 +72,24 @@ export function createLogger(opts: LoggerOptions): Logger {
     debug: (m, meta) => { w.debug(m, meta); },
     debugEnabled: opts.level === 'debug',
   };
+}
+
+/**
+ * True when stderr is the journal's stream (systemd sets JOURNAL_STREAM to the
+ * device and inode of the stream it connected): the journal stamps each line,
+ * so a timestamp of ours would only repeat it.
+ */
+export function stderrIsJournal(env: NodeJS.ProcessEnv = process.env, stat: () => { dev: number; ino: number } = () => fs.fstatSync(2)): boolean {
+  const js = env.JOURNAL_STREAM;
+  if (!js) return false;
+  const m = /^(\d+):(\d+)$/.exec(js);
+  if (!m) return false;
+  try {
+    const st = stat();
+    return String(st.dev) === m[1] && String(st.ino) === m[2];
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -6,9 +6,14 @@
 
 import type { Argv } from 'yargs';
 
-/** The width help is laid out at: the terminal's, capped, and never so narrow that values break. */
+/**
+ * The width help is laid out at: the terminal's, capped, and never below 110
+ * columns. yargs breaks words longer than the space it has, so a narrower
+ * layout would split command lines and key=value lists that users copy; a
+ * narrow terminal soft-wraps instead, which copies whole.
+ */
 export function helpWidth(): number {
-  return Math.max(80, Math.min(120, process.stdout.columns || 100));
+  return Math.max(110, Math.min(140, process.stdout.columns || 110));
 }
 
 /** One line on stderr, `NAME: message`, and exit status 2 (bad usage). */
@@ -41,8 +46,7 @@ export function repeatedSingles(argv: Record<string, unknown>, arrays: ReadonlyS
  * options, a one-line failure, options given twice refused, and a help width
  * that keeps values whole. `arrays` names the options that may repeat.
  */
-export function conventions<T>(y: Argv<T>, name: string, arrays: readonly string[] = []): Argv<T> {
-  const fail = usageFailure(name);
+export function conventions<T>(y: Argv<T>, name: string, arrays: readonly string[] = [], fail: (message: string) => void = usageFailure(name)): Argv<T> {
   const repeatable = new Set<string>(arrays);
   return y
     .strict()

@@ -71,7 +71,7 @@ describe('p4: rocm-ernic --p4 options', () => {
 
     it('starts with simple_router and its commands.txt and says so', async function () {
       const sock = tempSocketPath('p4cli-run');
-      const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'warn', '--p4-program', path.join(FIXTURES, 'simple_router.json'), '--p4-commands', path.join(FIXTURES, 'commands.txt')], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', '--p4-program', path.join(FIXTURES, 'simple_router.json'), '--p4-commands', path.join(FIXTURES, 'commands.txt')], { stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';
       child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
       for (let i = 0; i < 200 && !/serving/.test(err); i++) await new Promise((r) => setTimeout(r, 50));
@@ -85,7 +85,7 @@ describe('p4: rocm-ernic --p4 options', () => {
   it('starts with the WQE program and a guest scope and says both', async () => {
     const root = path.join(__dirname, '..', '..', '..');
     const sock = tempSocketPath('p4cli-wqe');
-    const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'warn', '--p4-program', path.join(root, 'fixtures', 'p4', 'rdma_fp8.json'),
+    const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', '--p4-program', path.join(root, 'fixtures', 'p4', 'rdma_fp8.json'),
       '--p4-commands', path.join(root, 'fixtures', 'p4', 'rdma_fp8.commands.txt'), '--p4-guest-scope', 'tables'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d: Buffer) => { err += d.toString(); });

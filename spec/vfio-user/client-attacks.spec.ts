@@ -29,7 +29,7 @@ interface Server {
 
 async function startServer(args: string[] = []): Promise<Server> {
   const sock = tempSocketPath('attack');
-  const proc = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'warn', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   let gone = false;
   proc.stderr!.on('data', (d: Buffer) => { err += d.toString(); });

@@ -84,7 +84,7 @@ ip addr add $HOST_IP/24 dev $TAP
 ip neigh replace $GUEST_IP lladdr $MAC dev $TAP nud permanent
 ip link set $TAP up
 
-node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" --tap $TAP -m $MAC -S "$STATS" --metrics-port 0 -L warn >"$LOG" 2>&1 &
+node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" --tap $TAP -m $MAC -S "$STATS" --metrics-port 0 -L info >"$LOG" 2>&1 &
 server=$!
 url=
 for _ in $(seq 100); do

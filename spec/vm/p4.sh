@@ -49,7 +49,7 @@ trap cleanup EXIT
 printf 'table_set_default smac mac_learn\ntable_set_default dmac broadcast\n' > $TMP/l2.txt
 start() { # name args...
   local name=$1; shift
-  node "$ROOT/dist/bin/rocm-ernic.js" -s $TMP/$name.sock -L warn "$@" > $TMP/$name.log 2>&1 &
+  node "$ROOT/dist/bin/rocm-ernic.js" -s $TMP/$name.sock -L info "$@" > $TMP/$name.log 2>&1 &
   servers+=($!)
   for _ in $(seq 100); do [ -S $TMP/$name.sock ] && return 0; sleep 0.1; done
   echo "FAIL - server $name did not start:"; cat $TMP/$name.log; return 1

@@ -11,7 +11,7 @@ DEST=${1:-$ROOT/fixtures/s3/guest-session.pcap}
 SOCK=/tmp/ernic-vm-s3rec-$$.sock
 LOG=/tmp/ernic-vm-s3rec-$$.log
 OUT=/tmp/ernic-vm-s3rec-$$.d
-node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" -L warn --backend s3 >"$LOG" 2>&1 &
+node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" -L info --backend s3 >"$LOG" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; rm -f "$SOCK"' EXIT
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done

@@ -10,7 +10,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 RIG=${E2E_RIG:-$HERE/rig}   # E2E_RIG=DIR: the same tests on another rig with the same run-guest.sh
 SOCK=/tmp/ernic-vm-$NAME-$$.sock
 LOG=/tmp/ernic-vm-$NAME-$$.log
-node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" -L warn >"$LOG" 2>&1 &
+node "$ROOT/dist/bin/rocm-ernic.js" -s "$SOCK" -L info >"$LOG" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; rm -f "$SOCK"' EXIT
 for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done

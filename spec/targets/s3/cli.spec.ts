@@ -90,7 +90,7 @@ describe('rocm-ernic --backend s3 (the built binary)', function () {
   it('listen=, dir= and credentials: a signed PUT survives SIGTERM and a restart on the same dir; unsigned requests are refused', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-s3-cli-'));
     const port = await freePort();
-    const args = ['--backend', `s3:size=8M,maxpart=4M,listen=127.0.0.1:${port},dir=${dir}`, '-L', 'warn'];
+    const args = ['--backend', `s3:size=8M,maxpart=4M,listen=127.0.0.1:${port},dir=${dir}`, '-L', 'info'];
     const endpoint = `http://127.0.0.1:${port}`;
     const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1,
       credentials: { accessKeyId: CREDS.ERNIC_S3_ACCESS_KEY, secretAccessKey: CREDS.ERNIC_S3_SECRET_KEY } });
