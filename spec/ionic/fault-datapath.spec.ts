@@ -11,6 +11,7 @@ import { TapLink } from '../../lib/ionic/tap';
 import { IonicGuest } from '../support/ionic/guest';
 import { canUseTap, DEVICE_MAC, Rig, run, runQuiet } from '../support/ionic/rig';
 import { FakeLink, udpFrame } from '../support/ionic/wire';
+import { skipBecause } from '../support/skip';
 
 const PEER = Buffer.from([0x02, 0, 0, 0, 0, 0x42]);
 
@@ -91,7 +92,7 @@ describe('ionic: fault injection on the data path', () => {
     }
 
     before(function () {
-      if (!canUseTap()) this.skip();
+      if (!canUseTap()) skipBecause(this, 'needs root and /dev/net/tun for a TAP');
       runQuiet('ip', ['link', 'del', tap]);
       run('ip', ['tuntap', 'add', 'dev', tap, 'mode', 'tap']);
       run('ip', ['link', 'set', 'dev', tap, 'addrgenmode', 'none']);

@@ -10,6 +10,7 @@ import { spawn } from 'child_process';
 import { TapLink } from '../../lib/ionic/tap';
 import { IonicGuest, RxFrame } from '../support/ionic/guest';
 import { canUseTap, DEVICE_MAC, Rig, run, runQuiet } from '../support/ionic/rig';
+import { skipBecause } from '../support/skip';
 import {
   arp, BROADCAST, ETH_IPV4, ethernet, icmpEcho, ip, ipv4, macText, parseArp, parseEcho, parseIpv4, parseUdp,
 } from '../support/ionic/wire';
@@ -38,7 +39,7 @@ describe('ionic: frames through a host TAP in a network namespace', function () 
   const isArpReply = (f: RxFrame): boolean => parseArp(f.data)?.op === 2;
 
   before(async function () {
-    if (!canUseTap()) this.skip();
+    if (!canUseTap()) skipBecause(this, 'needs root and /dev/net/tun for a TAP');
     runQuiet('ip', ['netns', 'del', ns]);
     runQuiet('ip', ['link', 'del', tap]);
     run('ip', ['tuntap', 'add', 'dev', tap, 'mode', 'tap']);

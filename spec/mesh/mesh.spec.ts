@@ -15,6 +15,7 @@ import { ionic_wire_hdr } from '../../lib/mesh/layouts';
 import { MeshMessage } from '../../lib/mesh/mesh-message';
 import { IonicWireOp, MsgType, NodeInfo } from '../../lib/mesh/messages';
 import { Be, joinWorker, LOCAL, MemoryLog, RawPeer, startManager, startWorker, until, waitFor } from './helpers';
+import { skipBecause } from '../support/skip';
 
 const gid = (t: string): Buffer => gidFromText(t)!;
 
@@ -378,7 +379,7 @@ describe('mesh: nodes over TCP', function () {
       probe.listen(0, '::1', () => resolve(true));
     });
     probe.close();
-    if (!ok) this.skip();
+    if (!ok) skipBecause(this, 'no IPv6 loopback here (cannot listen on ::1)');
     const mgr = track(await startManager({}, '::1'));
     const w1 = track(await joinWorker(mgr.listenPort, {}, '::1'));
     const w2 = track(await joinWorker(mgr.listenPort, {}, '::1'));

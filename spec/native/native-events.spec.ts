@@ -8,6 +8,7 @@ import * as path from 'path';
 import * as native from '../../lib/native';
 import { DISCONNECT, isNativeError, READABLE, Watcher, WRITABLE } from '../../lib/native';
 import { closeAll, delay, expectNative, fsCode, nextEvent, useNativeSuite } from './native-helpers';
+import { skipBecause } from '../support/skip';
 
 describe('native addon: watch, eventfd, TAP, lifetime', () => {
   const scratch = useNativeSuite();
@@ -139,14 +140,14 @@ describe('native addon: watch, eventfd, TAP, lifetime', () => {
 
     it('opens a TAP device (root only)', function () {
       if (typeof process.getuid !== 'function' || process.getuid() !== 0 || !fs.existsSync('/dev/net/tun')) {
-        this.skip();
+        skipBecause(this, 'needs root and /dev/net/tun');
       }
       let tap: native.TapDevice;
       try {
         tap = native.openTap('erntest%d');
       } catch (e) {
         // root without CAP_NET_ADMIN (containers): nothing to test.
-        if (isNativeError(e) && (e.code === 'EPERM' || e.code === 'EACCES')) this.skip();
+        if (isNativeError(e) && (e.code === 'EPERM' || e.code === 'EACCES')) skipBecause(this, `root without CAP_NET_ADMIN (${e.code})`);
         throw e;
       }
       expect(tap.name.startsWith('erntest'), tap.name).to.equal(true);

@@ -7,6 +7,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { skipBecause } from '../support/skip';
 
 const ROOT = process.env.VFU_REPO_ROOT ?? path.join(__dirname, '..', '..', '..');
 const LUA = path.join(ROOT, 'docs', 'wireshark', 'vfio-user.lua');
@@ -252,7 +253,7 @@ describe('tools: Wireshark dissector (docs/wireshark/vfio-user.lua)', function (
 
   before(function () {
     const r = spawnSync('tshark', ['-v'], { encoding: 'utf8' });
-    if (r.error || r.status !== 0) this.skip();
+    if (r.error || r.status !== 0) skipBecause(this, 'tshark not found (apt-get install tshark)');
     tsharkHome = fs.mkdtempSync(path.join(os.tmpdir(), 'vfu-tshark-home-'));
   });
 

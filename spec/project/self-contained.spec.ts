@@ -1,0 +1,73 @@
+// The repository stands alone: a clone with nothing beside it has every input
+// its tests, docs and scripts use. Nothing may reach outside it (a sibling
+// ../shared design folder existed while the project was built; users never
+// have it), and every relative link in the docs opens.
+import { expect } from 'chai';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+
+const ROOT = path.join(__dirname, '..', '..', '..');
+
+/** The files of the repository: git's list when this is a checkout, else a walk that skips build output. */
+function repoFiles(): string[] {
+  try {
+    return execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\0').filter(Boolean);
+  } catch {
+    const out: string[] = [];
+    const walk = (rel: string): void => {
+      for (const e of fs.readdirSync(path.join(ROOT, rel), { withFileTypes: true })) {
+        const p = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory()) { if (!['node_modules', 'dist', '.git', 'build'].includes(e.name)) walk(p); } else out.push(p);
+      }
+    };
+    walk('');
+    return out;
+  }
+}
+
+const TEXT = /\.(ts|js|sh|md|json|ini|txt|service|target|example|lua|py|gyp|c|yml|yaml)$|^\.ci\/run$/;
+
+describe('project: a clone stands alone', () => {
+  const files = repoFiles().filter((f) => TEXT.test(f) && fs.existsSync(path.join(ROOT, f)));
+
+  it('finds the repository files', () => {
+    expect(files).to.include('package.json');
+    expect(files.length).to.be.greaterThan(100);
+  });
+
+  it('no file refers to a sibling ../shared folder or to the machine it was built on', () => {
+    const self = path.relative(ROOT, path.join(__dirname, '..', '..', '..', 'spec', 'project', 'self-contained.spec.ts'));
+    const offenders: string[] = [];
+    for (const f of files) {
+      if (f === self) continue;
+      const text = fs.readFileSync(path.join(ROOT, f), 'utf8');
+      text.split('\n').forEach((line, i) => {
+        if (/\.\.\/shared\b|\/work\/shared\b|\/work\/main\b/.test(line)) offenders.push(`${f}:${i + 1}: ${line.trim().slice(0, 120)}`);
+      });
+    }
+    expect(offenders, offenders.join('\n')).to.deep.equal([]);
+  });
+
+  it('every relative link in the Markdown docs opens a file of the repository', () => {
+    const broken: string[] = [];
+    // fixtures/ holds upstream documents unchanged, with links into their own trees.
+    for (const f of files.filter((x) => x.endsWith('.md') && !x.startsWith('fixtures/'))) {
+      // Code spans are code, not links (`nodes[n](st)`).
+      const text = fs.readFileSync(path.join(ROOT, f), 'utf8').replace(/`[^`\n]*`/g, '');
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = m[1]!.split('#')[0]!;
+        if (!target || /^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // http:, mailto:, ...
+        if (!fs.existsSync(path.join(ROOT, path.dirname(f), target))) broken.push(`${f}: ${m[1]}`);
+      }
+    }
+    expect(broken, broken.join('\n')).to.deep.equal([]);
+  });
+
+  it('the P4 fixtures the specs read are in fixtures/p4, with their upstream license', () => {
+    for (const f of ['simple_router.json', 'commands.txt', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json', 'LICENSE', 'README.md']) {
+      expect(fs.existsSync(path.join(ROOT, 'fixtures', 'p4', f)), f).to.equal(true);
+    }
+    expect(fs.readFileSync(path.join(ROOT, 'fixtures', 'p4', 'LICENSE'), 'utf8')).to.include('Apache License');
+  });
+});
