@@ -43,7 +43,7 @@ describe('project: a clone stands alone', () => {
       if (f === self) continue;
       const text = fs.readFileSync(path.join(ROOT, f), 'utf8');
       text.split('\n').forEach((line, i) => {
-        if (/\.\.\/shared\b|\/work\/shared\b|\/work\/main\b/.test(line)) offenders.push(`${f}:${i + 1}: ${line.trim().slice(0, 120)}`);
+        if (/\.\.\/shared\b|'\.\.', 'shared'|\/work\/shared\b|\/work\/main\b/.test(line)) offenders.push(`${f}:${i + 1}: ${line.trim().slice(0, 120)}`);
       });
     }
     expect(offenders, offenders.join('\n')).to.deep.equal([]);
@@ -62,6 +62,14 @@ describe('project: a clone stands alone', () => {
       }
     }
     expect(broken, broken.join('\n')).to.deep.equal([]);
+  });
+
+  it('the README links every page of docs/', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const pages = files.filter((f) => /^docs\/[^/]+\.md$/.test(f) || f === 'docs/wireshark/README.md');
+    expect(pages.length).to.be.greaterThan(10);
+    const missing = pages.filter((p) => !readme.includes(`](${p})`));
+    expect(missing, `not linked from README.md: ${missing.join(', ')}`).to.deep.equal([]);
   });
 
   it('the P4 fixtures the specs read are in fixtures/p4, with their upstream license', () => {
