@@ -72,20 +72,84 @@ describe('mesh: mutated input', function () {
     expect(accepted).to.be.greaterThan(0);
   });
 
-  it('the frame parser survives any stream', () => {
+  // What the parser gives out for a stream, read in chunks of random sizes with
+  // random refusals (each refused frame is offered again on resume()).
+  interface Parsed { frames: { type: number; seq: number; body: string }[]; error: string | null; stoppedAfterError: boolean; buffered: number }
+  function parse(stream: Buffer, next: (() => number) | null): Parsed {
+    const out: Parsed = { frames: [], error: null, stoppedAfterError: true, buffered: 0 };
+    const p = new FrameParser({
+      onFrame: (h, body) => {
+        if (out.error !== null) out.stoppedAfterError = false; // a frame after the error: the parser did not stop
+        if (next && next() % 3 === 0) return false;
+        out.frames.push({ type: h.type, seq: h.seq, body: body.toString('hex') });
+        return true;
+      },
+      onError: (e) => {
+        if (out.error !== null) out.stoppedAfterError = false; // a second error
+        out.error = e.code;
+      },
+    });
+    for (let at = 0; at < stream.length;) {
+      const n = next ? 1 + (next() % 64) : stream.length;
+      p.push(stream.subarray(at, at + n));
+      // Refused frames are offered again until taken (the owner resumes when it can).
+      for (let guard = 0; p.held && guard < 1000; guard++) p.resume();
+      at += n;
+    }
+    if (out.error !== null && !p.stopped) out.stoppedAfterError = false;
+    out.buffered = p.bufferedBytes;
+    p.destroy();
+    return out;
+  }
+
+  const FRAMING_CODES = ['BAD_MAGIC', 'UNKNOWN_TYPE', 'UNSUPPORTED_TYPE', 'FRAME_TOO_LARGE', 'BAD_LENGTH', 'OVERFLOW'];
+
+  it('the frame parser gives any stream the same frames and error whatever the chunking, and stops at the first error', () => {
     const next = rng(0xf00d);
+    let withError = 0;
+    let withFrames = 0;
     for (let i = 0; i < 2000; i++) {
       const body = mutate(samples()[next() % 6]!, next);
       const frame = Buffer.concat([encodeFrameHeader({ type: 1 + (next() % 26), length: body.length, seq: i, src: 0, dst: 0 }), body]);
       const stream = mutate(Buffer.concat([frame, frame]), next);
-      const p = new FrameParser({ onFrame: () => next() % 3 !== 0, onError: () => undefined });
-      for (let at = 0; at < stream.length;) {
-        const n = 1 + (next() % 64);
-        p.push(stream.subarray(at, at + n));
-        if (p.held) p.resume();
-        at += n;
+      const whole = parse(stream, null);
+      const chunked = parse(stream, next);
+      expect(chunked.frames, `stream ${i}`).to.deep.equal(whole.frames);
+      expect(chunked.error, `stream ${i}`).to.equal(whole.error);
+      for (const r of [whole, chunked]) {
+        expect(r.stoppedAfterError, `stream ${i}: nothing after the first error`).to.equal(true);
+        if (r.error !== null) expect(FRAMING_CODES, `stream ${i}`).to.include(r.error);
       }
-      p.destroy();
+      if (whole.error !== null) withError++;
+      if (whole.frames.length) withFrames++;
+    }
+    // The mutations reach both outcomes, so the comparison above is not vacuous.
+    expect(withError).to.be.greaterThan(200);
+    expect(withFrames).to.be.greaterThan(200);
+  });
+
+  it('valid frames are all delivered, byte for byte, in any chunking; garbage after them costs only what follows', () => {
+    const next = rng(0x5eed);
+    for (let i = 0; i < 500; i++) {
+      const frames: Buffer[] = [];
+      const expected: Parsed['frames'] = [];
+      for (let k = 0, n = 1 + (next() % 5); k < n; k++) {
+        const t = next() % 6;
+        const body = samples()[t]!;
+        const type = [MsgType.REGISTER_NODE, MsgType.REGISTER_RESP, MsgType.HANDSHAKE, MsgType.MESH_TOPOLOGY, MsgType.NODE_GIDS, MsgType.IONIC][t]!;
+        frames.push(Buffer.concat([encodeFrameHeader({ type, length: body.length, seq: k, src: 0, dst: 0 }), body]));
+        expected.push({ type, seq: k, body: body.toString('hex') });
+      }
+      const good = parse(Buffer.concat(frames), next);
+      expect(good.error, `stream ${i}`).to.equal(null);
+      expect(good.frames, `stream ${i}`).to.deep.equal(expected);
+      expect(good.buffered, `stream ${i}: nothing left over`).to.equal(0);
+      // A bad magic after the valid frames: they still arrive, then one BAD_MAGIC and nothing more.
+      const garbage = Buffer.alloc(32, 0xa5);
+      const bad = parse(Buffer.concat([...frames, garbage, frames[0]!]), next);
+      expect(bad.frames, `stream ${i}`).to.deep.equal(expected);
+      expect(bad.error, `stream ${i}`).to.equal('BAD_MAGIC');
+      expect(bad.stoppedAfterError).to.equal(true);
     }
   });
 
