@@ -4,13 +4,13 @@
 // waits for the host's ring-0 CQ doorbell instead of losing the CQE).
 
 import { expect } from 'chai';
+import * as sinon from 'sinon';
 import { DC } from '../../lib/rdma/counters';
 import { Cq, GuestMr, Qp, VerbsGuest } from '../support/ionic/rdma-verbs';
 import { idBody } from '../support/ionic/rdma-cmds';
 import { AOp, CqeT, Eqe, MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
 
 const KEY = (3 << 8) | 0x21;
-const sleep = (ms: number): Promise<void> => new Promise((res) => setTimeout(res, ms));
 
 describe('ionic rdma: flow control (RNR and CQ room)', () => {
   let v: VerbsGuest;
@@ -41,6 +41,19 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
   });
 
   describe('RNR', () => {
+    // The RNR timers run on a fake clock: the tests move time themselves, so a
+    // loaded machine cannot make a retry fire early or late against the test.
+    // Only setTimeout and Date are faked; the guest model's I/O and
+    // setImmediate stay real.
+    let clock: sinon.SinonFakeTimers;
+    beforeEach(() => { clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] }); });
+    afterEach(() => clock.restore());
+    /** Moves the fake clock by `ms`, running the timers due, then lets the device finish what they started. */
+    const advance = async (ms: number): Promise<void> => {
+      await clock.tickAsync(ms);
+      await v.settle();
+    };
+
     it('rnr_retry 0: the first RNR NAK fails the SEND with RNR_RETRY_EXCEEDED and the QP goes to ERR', async () => {
       const [a, b] = await pair({ rnrRetry: 0, rnrTimer: 1 });
       const naks = counter(DC.rnr_naks);
@@ -53,18 +66,23 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
     });
 
     it('rnr_retry 3: three retries a min_rnr_timer apart, then RNR_RETRY_EXCEEDED', async () => {
-      // Code 18 = 5.12 ms (IBTA table 45): four NAKs take at least 15 ms.
+      // Code 18 = 5.12 ms (IBTA table 45): the NAKs come at 0, ~5, ~10 and ~15 ms
+      // (timers have millisecond resolution); look between them.
       const [a] = await pair({ rnrRetry: 3, rnrTimer: 18 });
       const naks = counter(DC.rnr_naks);
       const exceeded = counter(DC.rnr_retry_exceeded);
-      const t0 = Date.now();
       v.postSend(a, { op: WOp.SEND, id: 0x11, sges: [mr.sge(0, 16)] });
       await v.settle();
-      expect(v.drain(scq), 'nothing before the retries are spent').to.have.length(0);
-      // The CQ is not armed (no interrupt to wait for): look every few milliseconds, as a polling consumer would.
-      let got = v.drain(scq);
-      for (let i = 0; i < 200 && got.length === 0; i++) { await sleep(5); got = v.drain(scq); }
-      expect(Date.now() - t0).to.be.at.least(15);
+      expect(counter(DC.rnr_naks) - naks, 'the first NAK at once').to.equal(1);
+      let now = 0;
+      for (const [to, nakCount] of [[4, 1], [6, 2], [9, 2], [11, 3], [14, 3]] as const) {
+        await advance(to - now);
+        now = to;
+        expect(counter(DC.rnr_naks) - naks, `NAKs by ${to} ms`).to.equal(nakCount);
+        expect(v.drain(scq), `nothing completed by ${to} ms`).to.have.length(0);
+      }
+      await advance(16 - now); // the fourth NAK spends the last retry
+      const got = v.drain(scq);
       expect(got.map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[a.id, true, WSt.RNR_RETRY_EXCEEDED]]);
       expect(counter(DC.rnr_naks) - naks).to.equal(4);
       expect(counter(DC.rnr_retry_exceeded) - exceeded).to.equal(1);
@@ -88,7 +106,7 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       expect(mr.read(8192, 16).toString()).to.equal('second message..');
       expect(v.drain(scq).map((c) => [c.error, c.msn])).to.deep.equal([[false, 2]]);
       expect(v.drain(rcq).map((c) => [c.qid, c.wqeIdLo, c.statusLength])).to.deep.equal([[b.id, 0x90, 16], [b.id, 0x91, 16]]);
-      await sleep(100); // past every timer that was armed: nothing more may appear
+      await advance(200); // past every timer that was armed: nothing more may appear
       expect(v.drain(scq)).to.have.length(0);
       expect(v.qpState(a)).to.equal(QpS.RTS);
     });
@@ -96,8 +114,7 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
     it('rnr_retry 7 waits for ever, and a flush (to ERR) ends the wait with one flush hint', async () => {
       const [a] = await pair({ rnrRetry: 7, rnrTimer: 1 });
       v.postSend(a, { op: WOp.SEND, id: 0x14, sges: [mr.sge(0, 8)] });
-      await sleep(30);
-      await v.settle();
+      await advance(30);
       expect(v.drain(scq)).to.have.length(0);
       await v.toErr(a);
       expect(v.drain(scq).map((c) => [c.type, c.error, c.statusLength])).to.deep.equal([[CqeT.SEND_NPG, true, WSt.WQE_FLUSHED]]);
@@ -129,8 +146,7 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       v.postSend(a, { op: WOp.SEND, id: 0x15, sges: [mr.sge(0, 8)] });
       await v.settle();
       await v.ok(AOp.DESTROY_QP, idBody(a.id), 'DESTROY_QP');
-      await sleep(40);
-      await v.settle();
+      await advance(40);
       expect(v.drain(scq).filter((c) => c.qid === a.id && c.statusLength === WSt.RNR_RETRY_EXCEEDED)).to.have.length(0);
     });
   });
@@ -195,7 +211,7 @@ describe('ionic rdma: --backend none', () => {
     v.postSend(a, { op: WOp.RDMA_WRITE, id: 2, inline: Buffer.from('not moved'), remote: { va: mr.va + 4096, rkey: KEY } });
     v.postSend(a, { op: WOp.SEND, id: 3, inline: Buffer.from('nor this') });
     await v.settle();
-    await sleep(20);
+    await v.settle(); // a second round trip: anything the doorbells started has run by now
     expect(v.drain(cq)).to.deep.equal([]);
     expect(mr.read(4096, 16).equals(target)).to.equal(true);
     const qp = v.rm.qps.get(a.id)!;
