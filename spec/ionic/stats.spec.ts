@@ -4,6 +4,7 @@
 // interval and only while something changed: an idle device schedules nothing.
 
 import { expect } from 'chai';
+import * as sinon from 'sinon';
 import { IonicGuest } from '../support/ionic/guest';
 import { LifInfo, PortInfo } from '../support/ionic/regs';
 import { DEVICE_MAC, Rig, testProfile } from '../support/ionic/rig';
@@ -11,10 +12,6 @@ import { arp, BROADCAST, FakeLink, ip, udpFrame } from '../support/ionic/wire';
 
 const PEER = Buffer.from([0x02, 0, 0, 0, 0, 0x42]);
 const INTERVAL_MS = 100;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 describe('ionic: statistics blocks', () => {
   let rig: Rig;
@@ -71,20 +68,29 @@ describe('ionic: statistics blocks', () => {
   });
 
   it('writes changed counters by itself within the profile interval, then schedules nothing while idle', async () => {
-    await g.sendFrame(udpFrame(PEER, DEVICE_MAC, '10.0.0.2', '10.0.0.1', 5000, 6000, 58, 9));
-    expect(rig.device.stats.scheduled).to.equal(true);
-    expect(g.lifStat('tx_ucast_packets')).to.equal(5); // not written yet
-    const writes = rig.device.stats.writes;
-    // Nobody asks: the device's own timer writes the block (allow for a loaded machine).
-    for (let i = 0; i < 200 && g.lifStat('tx_ucast_packets') !== 6; i++) await sleep(10);
-    expect(g.lifStat('tx_ucast_packets')).to.equal(6);
-    expect(g.lifStat('tx_ucast_bytes')).to.equal(1600);
-    expect(g.portStat(PortInfo.frames_tx_ok)).to.equal(8);
-    expect(rig.device.stats.writes).to.equal(writes + 1);
-    expect(rig.device.stats.scheduled).to.equal(false);
-    await sleep(INTERVAL_MS * 3);
-    expect(rig.device.stats.writes).to.equal(writes + 1);
-    expect(rig.device.stats.scheduled).to.equal(false);
+    // The device's timer runs on a fake clock the test moves, so a loaded
+    // machine cannot fire it before the "not written yet" check.
+    const clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await g.sendFrame(udpFrame(PEER, DEVICE_MAC, '10.0.0.2', '10.0.0.1', 5000, 6000, 58, 9));
+      expect(rig.device.stats.scheduled).to.equal(true);
+      expect(g.lifStat('tx_ucast_packets')).to.equal(5); // not written yet
+      const writes = rig.device.stats.writes;
+      await clock.tickAsync(INTERVAL_MS - 1);
+      expect(g.lifStat('tx_ucast_packets'), 'still not written just before the interval').to.equal(5);
+      // Nobody asks: the device's own timer writes the block at the interval.
+      await clock.tickAsync(1);
+      expect(g.lifStat('tx_ucast_packets')).to.equal(6);
+      expect(g.lifStat('tx_ucast_bytes')).to.equal(1600);
+      expect(g.portStat(PortInfo.frames_tx_ok)).to.equal(8);
+      expect(rig.device.stats.writes).to.equal(writes + 1);
+      expect(rig.device.stats.scheduled).to.equal(false);
+      await clock.tickAsync(INTERVAL_MS * 3);
+      expect(rig.device.stats.writes).to.equal(writes + 1);
+      expect(rig.device.stats.scheduled).to.equal(false);
+    } finally {
+      clock.restore();
+    }
   });
 
   it('stops writing into the guest after LIF_RESET/RESET and the disconnect', async () => {
