@@ -10,7 +10,8 @@
 //       entry), the kernel puts them on the TAP, the device delivers them.
 //       Baseline: the same send loop's rate (what the host offers).
 //   Idle: the server's CPU time over 10 s with the guest attached and idle.
-// Needs root (TAP). Prints figures and ratios; asserts nothing.
+// Needs root (TAP): without it, says so and exits 2 (nothing measured).
+// Prints figures and ratios; asserts nothing.
 
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as dgram from 'dgram';
@@ -76,7 +77,7 @@ function cpuMs(pid: number): number {
 }
 
 async function main(): Promise<void> {
-  if (process.getuid?.() !== 0) { console.log('frames benchmark: needs root (TAP); skipped'); return; }
+  if (process.getuid?.() !== 0) { console.error('frames benchmark: not measured: needs root (it makes a TAP)'); process.exitCode = 2; return; }
   const tag = `${process.pid % 100000}`;
   const tap = `ernb${tag}`, tap2 = `ernc${tag}`;
   const sock = `/tmp/ernic-bench-${tag}.sock`;
