@@ -76,7 +76,7 @@ async function main(argv: string[]): Promise<void> {
   const socketPath = i >= 0 ? argv[i + 1] : undefined;
   if (!socketPath || argv.includes('--help')) {
     console.error('usage: idio16.js --socket PATH [--verbose]  (in a checkout: npm run example:idio16 -- --socket PATH)\n\nServes an ACCES PCI-IDIO-16 (494f:0dc8) on a vfio-user socket.');
-    process.exit(socketPath ? 0 : 2);
+    process.exit(argv.includes('--help') ? 0 : 2);
   }
   const log = createLogger({ level: argv.includes('--verbose') ? 'debug' : 'info' });
   const server = new VfioUserServer({ socketPath, device: createIdio16(), log });
