@@ -74,6 +74,15 @@ describe('package: without the native helper', function () {
     expect(r.stderr).to.equal('');
   });
 
+  for (const bin of ['ernicctl', 'ernic-vfu', 'ernic-exporter', 'vfu-demo']) {
+    it(`${bin} --help prints its usage and exits 0`, () => {
+      const r = node([path.join(DIST, 'bin', `${bin}.js`), '--help'], NO_ADDON);
+      expect(r.status, r.stderr).to.equal(0);
+      expect(r.stdout + r.stderr).to.match(new RegExp(`^${bin}\\b`));
+      expect(r.stderr).to.not.include('ernic_native');
+    });
+  }
+
   it('the protocol codec decodes a message', () => {
     const script = `
       const p = require(${JSON.stringify(path.join(DIST, 'protocol'))});
