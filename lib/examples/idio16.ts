@@ -11,7 +11,8 @@
 // was written high, and an input reads high when its output's count is a
 // multiple of 3. Reads elsewhere return 0; writes elsewhere are dropped.
 //
-// Run:  npm run example:idio16 -- --socket /tmp/idio16.sock
+// Run:  npm run example:idio16 -- --socket /tmp/idio16.sock   (a checkout)
+//       node node_modules/rocm-ernic/dist/lib/examples/idio16.js --socket /tmp/idio16.sock   (installed)
 // Then: QEMU -device '{"driver":"vfio-user-pci","socket":{"path":"/tmp/idio16.sock","type":"unix"}}'
 //       and in the guest: modprobe gpio-pci-idio-16
 
@@ -74,8 +75,8 @@ async function main(argv: string[]): Promise<void> {
   const i = argv.indexOf('--socket');
   const socketPath = i >= 0 ? argv[i + 1] : undefined;
   if (!socketPath || argv.includes('--help')) {
-    console.error('usage: npm run example:idio16 -- --socket PATH [--verbose]\n\nServes an ACCES PCI-IDIO-16 (494f:0dc8) on a vfio-user socket.');
-    process.exit(socketPath ? 0 : 2);
+    console.error('usage: idio16.js --socket PATH [--verbose]  (in a checkout: npm run example:idio16 -- --socket PATH)\n\nServes an ACCES PCI-IDIO-16 (494f:0dc8) on a vfio-user socket.');
+    process.exit(argv.includes('--help') ? 0 : 2);
   }
   const log = createLogger({ level: argv.includes('--verbose') ? 'debug' : 'info' });
   const server = new VfioUserServer({ socketPath, device: createIdio16(), log });

@@ -21,6 +21,11 @@
  * addon's errors carry `errno` and `syscall`; `code` (the errno name, from
  * Node's own `os.constants.errno`) is added here, in the error path only.
  *
+ * The addon is loaded on the first call that needs it, not on import: the CLIs'
+ * --help, the protocol codec and the exporter work where it was never built
+ * (an install without a C compiler). That first call then throws one line
+ * (code 'ERR_ERNIC_NATIVE') saying how to build it.
+ *
  * @packageDocumentation
  */
 import * as fs from 'fs';
@@ -111,63 +116,127 @@ interface Binding {
 }
 
 const ADDON_FILE = path.join('build', 'Release', 'ernic_native.node');
+/** Names the one .node file to load instead of the built one (a separate build; the specs use a missing one). */
+export const ADDON_ENV = 'ERNIC_NATIVE_ADDON';
+
+/** The package root (the folder with package.json): lib/native is two levels down, dist/lib/native three. */
+function packageRoot(): string {
+  const fromDist = path.join(__dirname, '..', '..', '..');
+  return fs.existsSync(path.join(fromDist, 'package.json')) ? fromDist : path.join(__dirname, '..', '..');
+}
 
 /** Where the addon may live: compiled layout (dist/lib/native) and source layout (lib/native). */
 function candidatePaths(): string[] {
+  const override = process.env[ADDON_ENV];
+  if (override !== undefined && override !== '') return [path.resolve(override)];
   const fromDist = path.join(__dirname, '..', '..', '..', 'lib', 'native', ADDON_FILE);
   const fromSource = path.join(__dirname, ADDON_FILE);
   return fromDist === fromSource ? [fromDist] : [fromDist, fromSource];
+}
+
+/**
+ * How to build the addon, for the one-line error: an installed dependency
+ * (the package sits in a node_modules folder) is rebuilt by npm; a checkout
+ * builds it with its own scripts.
+ */
+export function buildAdvice(root = packageRoot()): string {
+  if (path.basename(path.dirname(root)) === 'node_modules') {
+    return 'build it with `npm rebuild rocm-ernic` (needs g++, make and python3)';
+  }
+  return `build it with \`npm ci\` or \`npm run build\` in ${root} (needs g++, make and python3)`;
+}
+
+/** The addon is missing, unloadable or stale; the message is one line that says how to build it. */
+function addonError(what: string, cause?: unknown): Error {
+  const e = new Error(`${what}; ${buildAdvice()}`, cause === undefined ? undefined : { cause });
+  return Object.assign(e, { code: 'ERR_ERNIC_NATIVE' });
 }
 
 function loadBinding(): Binding {
   const tried = candidatePaths();
   const file = tried.find((p) => fs.existsSync(p));
   if (file === undefined) {
-    throw new Error(
-      `rocm-ernic: native addon ernic_native.node not found (looked in: ${tried.join(', ')}). ` +
-        'Build it by running `npm ci` (or `npm run build`) in the package root.',
-    );
+    throw addonError(`rocm-ernic's native helper ernic_native.node is not built (looked in ${tried.join(', ')})`);
   }
   let mod: unknown;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(file) as unknown;
   } catch (err) {
-    throw new Error(
-      `rocm-ernic: failed to load native addon ${file}: ${(err as Error).message}. ` +
-        'Rebuild it with `npm ci` (or `npm run build`) in the package root.',
-      { cause: err },
-    );
+    throw addonError(`cannot load rocm-ernic's native helper ${file} (${String((err as Error).message).split('\n')[0]})`, err);
   }
   const b = mod as Partial<Record<keyof Binding, unknown>> | null;
   const fns: (keyof Binding)[] = ['unixSocket', 'accept', 'socketPair', 'recvmsg', 'sendmsg', 'watch',
     'pollCtl', 'mmap', 'munmap', 'memfdCreate', 'getSeals', 'eventfd', 'openTap'];
   const missing = fns.filter((k) => b === null || typeof b[k] !== 'function');
-  if (missing.length > 0) {
-    throw new Error(`rocm-ernic: native addon ${file} is stale (missing ${missing.join(', ')}); ` +
-      'rebuild it with `npm run build`.');
-  }
+  if (missing.length > 0) throw addonError(`rocm-ernic's native helper ${file} is stale (missing ${missing.join(', ')})`);
+  // The constants below are fixed by the kernel and libuv ABIs; an addon that disagrees was built against something else.
+  const wrong = (Object.keys(ABI) as (keyof typeof ABI)[]).filter((k) => (mod as Binding)[k] !== ABI[k]);
+  if (wrong.length > 0) throw addonError(`rocm-ernic's native helper ${file} disagrees on ${wrong.join(', ')}`);
   return mod as Binding;
 }
 
-const binding = loadBinding();
+let loaded: Binding | undefined;
+let loadFailure: Error | undefined;
+
+/**
+ * The addon, loaded on first use: importing this module costs nothing, so
+ * --help, the protocol codec and the exporter run where it was never built.
+ * A failure is kept and thrown again (one line, no retry per call).
+ */
+function binding(): Binding {
+  if (loaded !== undefined) return loaded;
+  if (loadFailure !== undefined) throw loadFailure;
+  try {
+    loaded = loadBinding();
+  } catch (e) {
+    loadFailure = e as Error;
+    throw e;
+  }
+  return loaded;
+}
+
+/**
+ * Loads the addon now, so a server fails before it starts on the one-line
+ * error (code 'ERR_ERNIC_NATIVE') instead of part way through.
+ */
+export function loadNative(): void {
+  binding();
+}
+
+/** True when the addon loads (loading it if it was not yet); never throws. */
+export function nativeAvailable(): boolean {
+  try {
+    binding();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The values the addon exports, as uv.h (enum uv_poll_event), linux/fcntl.h and SCM_MAX_FD define them. */
+const ABI = {
+  READABLE: 1, WRITABLE: 2, DISCONNECT: 4,
+  F_SEAL_SEAL: 1, F_SEAL_SHRINK: 2, F_SEAL_GROW: 4, F_SEAL_WRITE: 8,
+  MAX_FDS: 253,
+} as const;
 
 /** libuv `UV_READABLE`: the fd is readable (or a listening socket has a pending connection). */
-export const READABLE: number = binding.READABLE;
+export const READABLE: number = ABI.READABLE;
 /** libuv `UV_WRITABLE`: the fd is writable. */
-export const WRITABLE: number = binding.WRITABLE;
+export const WRITABLE: number = ABI.WRITABLE;
 /** libuv `UV_DISCONNECT`: the peer hung up (EPOLLRDHUP); may arrive together with READABLE. */
-export const DISCONNECT: number = binding.DISCONNECT;
+export const DISCONNECT: number = ABI.DISCONNECT;
 /** `F_SEAL_SEAL`: no further seals can be added. */
-export const F_SEAL_SEAL: number = binding.F_SEAL_SEAL;
+export const F_SEAL_SEAL: number = ABI.F_SEAL_SEAL;
 /** `F_SEAL_SHRINK`: the file cannot shrink. */
-export const F_SEAL_SHRINK: number = binding.F_SEAL_SHRINK;
+export const F_SEAL_SHRINK: number = ABI.F_SEAL_SHRINK;
 /** `F_SEAL_GROW`: the file cannot grow. */
-export const F_SEAL_GROW: number = binding.F_SEAL_GROW;
+export const F_SEAL_GROW: number = ABI.F_SEAL_GROW;
 /** Maximum number of fds in one message (the kernel's SCM_MAX_FD, 253). */
-export const MAX_FDS: number = binding.MAX_FDS;
+export const MAX_FDS: number = ABI.MAX_FDS;
 /** Minimum length of the `fdsOut` array passed to {@link recvmsg} (MAX_FDS + 1). */
-export const FDS_OUT_LENGTH: number = binding.MAX_FDS + 1;
+export const FDS_OUT_LENGTH: number = ABI.MAX_FDS + 1;
 
 // ------------------------------------------------------------------ errors
 
@@ -280,7 +349,7 @@ export function listen(path: string, backlog: number): number {
   checkUnixPath('listen', 'bind', path);
   checkInt('listen', 'backlog', backlog, 0, INT32_MAX);
   try {
-    return binding.unixSocket(path, backlog);
+    return binding().unixSocket(path, backlog);
   } catch (e) {
     throw withCode(e);
   }
@@ -294,7 +363,7 @@ export function listen(path: string, backlog: number): number {
 export function accept(fd: number): number {
   checkFd('accept', fd);
   try {
-    return binding.accept(fd);
+    return binding().accept(fd);
   } catch (e) {
     throw withCode(e);
   }
@@ -309,7 +378,7 @@ export function accept(fd: number): number {
 export function connect(path: string): number {
   checkUnixPath('connect', 'connect', path);
   try {
-    return binding.unixSocket(path, -1);
+    return binding().unixSocket(path, -1);
   } catch (e) {
     throw withCode(e);
   }
@@ -320,7 +389,7 @@ const pairOut = new Int32Array(2);
 /** Creates a connected pair of non-blocking, close-on-exec AF_UNIX stream sockets. */
 export function socketPair(): [number, number] {
   try {
-    binding.socketPair(pairOut);
+    binding().socketPair(pairOut);
   } catch (e) {
     throw withCode(e);
   }
@@ -348,7 +417,7 @@ export function recvmsg(fd: number, buf: Buffer | Uint8Array, offset: number, le
     throw typeError('recvmsg', `fdsOut must be an Int32Array of length >= ${FDS_OUT_LENGTH}`);
   }
   try {
-    return binding.recvmsg(fd, buf, offset, length, fdsOut);
+    return binding().recvmsg(fd, buf, offset, length, fdsOut);
   } catch (e) {
     throw withCode(e);
   }
@@ -388,7 +457,7 @@ export function sendmsg(fd: number, buf: Buffer | Uint8Array, offset: number, le
     if (n > 0 && length === 0) throw rangeError('sendmsg', 'fds need at least one byte of data');
   }
   try {
-    return binding.sendmsg(fd, buf, offset, length, n > 0 ? arr : null, n);
+    return binding().sendmsg(fd, buf, offset, length, n > 0 ? arr : null, n);
   } catch (e) {
     throw withCode(e);
   }
@@ -401,14 +470,14 @@ class PollWatcher implements Watcher {
   update(events: number): void {
     checkInt('Watcher.update', 'events', events, 0, ALL_EVENTS);
     try {
-      binding.pollCtl(this, events);
+      binding().pollCtl(this, events);
     } catch (e) {
       throw withCode(e);
     }
   }
 
   close(): void {
-    binding.pollCtl(this, -1);
+    binding().pollCtl(this, -1);
   }
 }
 
@@ -430,7 +499,7 @@ export function watch(fd: number, events: number, callback: WatchCallback): Watc
   if (typeof callback !== 'function') throw typeError('watch', 'callback must be a function');
   const w = new PollWatcher();
   try {
-    binding.watch(w, fd, events, callback);
+    binding().watch(w, fd, events, callback);
   } catch (e) {
     throw withCode(e);
   }
@@ -454,7 +523,7 @@ export function mmap(fd: number, offset: number, length: number, writable: boole
   checkInt('mmap', 'length', length, 1, MAX_MAP_LENGTH);
   checkBool('mmap', 'writable', writable);
   try {
-    return binding.mmap(fd, offset, length, writable);
+    return binding().mmap(fd, offset, length, writable);
   } catch (e) {
     throw withCode(e);
   }
@@ -471,7 +540,7 @@ export function busGuard(notifyFd: number, out: Float64Array): void {
   checkInt('busGuard', 'notifyFd', notifyFd, -1, INT32_MAX);
   if (!(out instanceof Float64Array) || out.length < 2) throw typeError('busGuard', 'out must be a Float64Array(2)');
   try {
-    binding.busGuard(notifyFd, out);
+    binding().busGuard(notifyFd, out);
   } catch (e) {
     throw withCode(e);
   }
@@ -480,13 +549,13 @@ export function busGuard(notifyFd: number, out: Float64Array): void {
 /** [faults so far, the last faulting address] of the bus-error guard, without changing it. */
 export function busGuardStatus(out: Float64Array): void {
   if (!(out instanceof Float64Array) || out.length < 2) throw typeError('busGuardStatus', 'out must be a Float64Array(2)');
-  binding.busGuard(-2, out);
+  binding().busGuard(-2, out);
 }
 
 /** The address an {@link mmap} ArrayBuffer starts at (to place a bus-guard fault). */
 export function mappingAddress(ab: ArrayBuffer): number {
   if (!types.isArrayBuffer(ab)) throw typeError('mappingAddress', 'argument must be an ArrayBuffer');
-  return binding.mappingAddress(ab);
+  return binding().mappingAddress(ab);
 }
 
 /**
@@ -498,7 +567,7 @@ export function mappingAddress(ab: ArrayBuffer): number {
 export function munmap(ab: ArrayBuffer): void {
   if (!types.isArrayBuffer(ab)) throw typeError('munmap', 'argument must be an ArrayBuffer');
   try {
-    binding.munmap(ab);
+    binding().munmap(ab);
   } catch (e) {
     throw withCode(e);
   }
@@ -517,7 +586,7 @@ export function memfdCreate(name: string, size: number, seal: boolean): number {
   checkInt('memfdCreate', 'size', size, 0, Number.MAX_SAFE_INTEGER);
   checkBool('memfdCreate', 'seal', seal);
   try {
-    return binding.memfdCreate(name, size, seal);
+    return binding().memfdCreate(name, size, seal);
   } catch (e) {
     throw withCode(e);
   }
@@ -533,7 +602,7 @@ export function memfdCreate(name: string, size: number, seal: boolean): number {
 export function getSeals(fd: number): number {
   checkFd('getSeals', fd);
   try {
-    return binding.getSeals(fd);
+    return binding().getSeals(fd);
   } catch (e) {
     throw withCode(e);
   }
@@ -548,7 +617,7 @@ export function eventfd(initval: number, nonblock: boolean): number {
   checkInt('eventfd', 'initval', initval, 0, UINT32_MAX);
   checkBool('eventfd', 'nonblock', nonblock);
   try {
-    return binding.eventfd(initval, nonblock);
+    return binding().eventfd(initval, nonblock);
   } catch (e) {
     throw withCode(e);
   }
@@ -562,7 +631,7 @@ export function eventfd(initval: number, nonblock: boolean): number {
 export function dupFd(fd: number): number {
   checkFd('dupFd', fd);
   try {
-    return binding.dupFd(fd);
+    return binding().dupFd(fd);
   } catch (e) {
     throw withCode(e);
   }
@@ -581,7 +650,7 @@ export function openTap(name: string): TapDevice {
   ifname.write(name);
   let fd: number;
   try {
-    fd = binding.openTap(ifname);
+    fd = binding().openTap(ifname);
   } catch (e) {
     throw withCode(e);
   }

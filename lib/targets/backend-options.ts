@@ -3,21 +3,27 @@
 // splits, checks and collects the options against a table of zod schemas.
 // Every refusal is one line naming the option ("nvmeof backend: ...").
 
+import bytes from 'bytes';
 import { z } from 'zod';
 import type { ConfigResult } from '../mesh/config';
 
-const UNITS: Readonly<Record<string, number>> = {
-  '': 1, k: 2 ** 10, kib: 2 ** 10, m: 2 ** 20, mib: 2 ** 20, g: 2 ** 30, gib: 2 ** 30, t: 2 ** 40, tib: 2 ** 40,
-};
+/**
+ * The forms a byte count may take: digits, then optionally K, M, G or T with
+ * an optional B or iB, any case. Checked here because `bytes` alone reads
+ * '64M' as 64 (it falls back to parseInt) and takes '1.5mb', '-1mb', '12xyz'.
+ */
+const BYTE_COUNT = /^([0-9]{1,16})(?:([kmgt])(i?b)?)?$/i;
 
-/** A byte count with an optional binary unit (4096, 64K, 256M, 1GiB); undefined when it is not one. */
+/**
+ * A byte count with an optional binary unit (4096, 64K, 256M, 64MiB, 4GB:
+ * 1K = 1KB = 1KiB = 1024, as the `bytes` package counts); undefined when it
+ * is not one, is 0 or is beyond 2^53.
+ */
 export function parseByteCount(text: string): number | undefined {
-  const m = /^([0-9]+)([a-z]*)$/i.exec(text.trim());
+  const m = BYTE_COUNT.exec(text.trim());
   if (!m) return undefined;
-  const unit = UNITS[m[2]!.toLowerCase()];
-  if (unit === undefined) return undefined;
-  const n = Number(m[1]) * unit;
-  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
+  const n = bytes.parse(m[2] === undefined ? m[1]! : `${m[1]}${m[2]}b`);
+  return n !== null && Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
 /** A decimal integer option in [min, max]. */
@@ -33,7 +39,7 @@ export function byteCountOption(max?: number) {
   return z.string().transform((s, ctx) => {
     const n = parseByteCount(s);
     if (n === undefined) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a byte count with K, M, G, T or KiB, MiB, GiB, TiB' });
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a byte count: digits with K, M, G or T (binary: 1K = 1024), e.g. 64M or 4G' });
       return z.NEVER;
     }
     if (max !== undefined && n > max) {

@@ -78,6 +78,7 @@ export class VfioUserServer {
    * live server answers on; replaces a stale one; never removes a non-socket file.
    */
   async listen(): Promise<void> {
+    native.loadNative(); // a missing addon is one error line, before the warm-up
     await prepareSocketPath(this.socketPath);
     if (this.#opts.warmUp) {
       try {

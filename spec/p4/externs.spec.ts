@@ -110,6 +110,16 @@ describe('p4: counters, registers, meters and other primitives', () => {
     expect(seen.size).to.be.greaterThan(4);
   });
 
+  it('a hash algorithm named after an Object property is refused as unsupported', () => {
+    for (const algo of ['constructor', 'toString', '__proto__']) {
+      const p = program([
+        { name: 'hash', id: 1, runtime_data: [], primitives: [{ op: 'modify_field_with_hash_based_offset', parameters: [F('etherType'), HEX('0x100'), { type: 'calculation', value: 'h' }, HEX('0x10')] }] },
+      ]);
+      p.calculations = [{ name: 'h', id: 0, algo, input: [F('dstAddr')] }];
+      expect(() => P4Engine.load(p), algo).to.throw(/unsupported hash algorithm/);
+    }
+  });
+
   it('remove_header drops the header from the output; add_header brings back a zeroed one', () => {
     const e = P4Engine.load(
       program([

@@ -3,6 +3,7 @@
 
 import { expect } from 'chai';
 import { NVMEOF_DEFAULTS, parseNvmeofBackend } from '../../../lib/targets/nvmeof';
+import { parseByteCount } from '../../../lib/targets/backend-options';
 import type { NvmeofOptions } from '../../../lib/targets/nvmeof';
 
 function ok(text: string): NvmeofOptions {
@@ -45,6 +46,18 @@ describe('nvmeof: backend options', () => {
     expect(ok('nvmeof:size=2GiB,file=/x').size).to.equal(2 * 2 ** 30);
     expect(ok('nvmeof:file=').file).to.equal(undefined);
     for (const bs of [512, 1024, 2048, 4096]) expect(ok(`nvmeof:bs=${bs}`).bs).to.equal(bs);
+  });
+
+  it('sizes through the bytes package: any case, KB = KiB = K = 1024, nothing bytes alone would let through', () => {
+    for (const [text, n] of [['64M', 64 * 2 ** 20], ['64m', 64 * 2 ** 20], ['64MB', 64 * 2 ** 20], ['64mib', 64 * 2 ** 20],
+      ['4G', 4 * 2 ** 30], ['4gb', 4 * 2 ** 30], ['1kb', 1024], [' 256M ', 256 * 2 ** 20], ['9007199254740991', 2 ** 53 - 1]] as const) {
+      expect(parseByteCount(text), text).to.equal(n);
+    }
+    // bytes.parse reads each of these as a number (64, 1, -1, 12, 2^53): our form check refuses them.
+    for (const text of ['64 M', '1.5M', '-1M', '12xyz', '64b', '1ib', 'M', '', '0', '9007199254740992', '99999999999999999T', 'constructor']) {
+      expect(parseByteCount(text), text).to.equal(undefined);
+    }
+    expect(err('nvmeof:size=1.5M')).to.match(/^nvmeof backend: bad size '1\.5M' \(a byte count: digits with K, M, G or T \(binary: 1K = 1024\), e\.g\. 64M or 4G\)$/);
   });
 
   const bad: Array<[string, RegExp]> = [

@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import * as http from 'http';
 import { decodeAwsChunked, isAwsChunked } from '../../../lib/targets/s3/store';
+import { badChecksum } from '../../../lib/targets/s3/store/checksums';
 import { serve, Served } from './helpers';
 
 function raw(endpoint: string, method: string, path: string, headers: Record<string, string>, body?: Buffer | string): Promise<{ status: number; body: string }> {
@@ -44,6 +45,22 @@ describe('s3 aws-chunked decoding', () => {
     expect(isAwsChunked('gzip, aws-chunked', undefined)).to.equal(true);
     expect(isAwsChunked(undefined, 'STREAMING-UNSIGNED-PAYLOAD-TRAILER')).to.equal(true);
     expect(isAwsChunked(undefined, 'UNSIGNED-PAYLOAD')).to.equal(false);
+  });
+});
+
+describe('s3 x-amz-checksum-* values', () => {
+  const check = Buffer.from('123456789');
+
+  it('CRC32 (zlib.crc32) and CRC32C match their check values 0xcbf43926 and 0xe3069283', () => {
+    expect(badChecksum({ 'x-amz-checksum-crc32': 'y/Q5Jg==', 'x-amz-checksum-crc32c': '4waSgw==' }, check)).to.equal(null);
+    expect(badChecksum({ 'x-amz-checksum-crc32': '4waSgw==' }, check)).to.equal('x-amz-checksum-crc32');
+    expect(badChecksum({ 'x-amz-checksum-crc32c': 'y/Q5Jg==' }, check)).to.equal('x-amz-checksum-crc32c');
+  });
+
+  it('an algorithm named after an Object property is unknown, not called', () => {
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(badChecksum({ [`x-amz-checksum-${name}`]: 'x' }, check), name).to.equal(null);
+    }
   });
 });
 

@@ -3,7 +3,10 @@
 // each as the base64 of its big-endian digest.
 
 import { createHash } from 'crypto';
+import { crc32 } from 'zlib';
 
+// CRC32 is Node's own (zlib.crc32, ~4 GiB/s against ~0.4 for a JS table
+// loop); CRC32C (Castagnoli) has no Node or zlib function, so it is a table here.
 function crcTable(poly: number): Uint32Array {
   const t = new Uint32Array(256);
   for (let n = 0; n < 256; n++) {
@@ -14,12 +17,11 @@ function crcTable(poly: number): Uint32Array {
   return t;
 }
 
-const CRC32 = crcTable(0xedb88320);
 const CRC32C = crcTable(0x82f63b78);
 
-function crc(table: Uint32Array, data: Buffer): number {
+function crc32c(data: Buffer): number {
   let c = 0xffffffff;
-  for (let i = 0; i < data.length; i++) c = table[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
+  for (let i = 0; i < data.length; i++) c = CRC32C[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
 }
 
@@ -29,13 +31,13 @@ function be32(n: number): Buffer {
   return b;
 }
 
-/** Algorithm name (as in x-amz-checksum-<name>) to its base64 digest. */
-export const CHECKSUMS: Readonly<Record<string, (data: Buffer) => string>> = {
-  crc32: (d) => be32(crc(CRC32, d)).toString('base64'),
-  crc32c: (d) => be32(crc(CRC32C, d)).toString('base64'),
-  sha1: (d) => createHash('sha1').update(d).digest('base64'),
-  sha256: (d) => createHash('sha256').update(d).digest('base64'),
-};
+/** Algorithm name (as in x-amz-checksum-<name>) to its base64 digest; a Map, as the name comes from the client. */
+export const CHECKSUMS: ReadonlyMap<string, (data: Buffer) => string> = new Map([
+  ['crc32', (d: Buffer) => be32(crc32(d)).toString('base64')],
+  ['crc32c', (d: Buffer) => be32(crc32c(d)).toString('base64')],
+  ['sha1', (d: Buffer) => createHash('sha1').update(d).digest('base64')],
+  ['sha256', (d: Buffer) => createHash('sha256').update(d).digest('base64')],
+]);
 
 export function md5base64(data: Buffer): string {
   return createHash('md5').update(data).digest('base64');
@@ -49,7 +51,7 @@ export function md5base64(data: Buffer): string {
 export function badChecksum(fields: Readonly<Record<string, string | string[] | undefined>>, data: Buffer): string | null {
   for (const [name, value] of Object.entries(fields)) {
     if (!name.startsWith('x-amz-checksum-') || typeof value !== 'string') continue;
-    const fn = CHECKSUMS[name.slice('x-amz-checksum-'.length)];
+    const fn = CHECKSUMS.get(name.slice('x-amz-checksum-'.length));
     if (fn && fn(data) !== value.trim()) return name;
   }
   return null;

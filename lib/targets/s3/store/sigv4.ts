@@ -8,6 +8,11 @@
 // signed as a stream (STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER]) has each
 // chunk's signature chained from the request's (the seed) and, with a
 // trailer, the trailer's signature checked by verifyChunkSignatures.
+//
+// Not @smithy/signature-v4 (5.7, recomputing with its signer and Node's
+// SHA-256): no faster (50-60 us per request either way), but 4 packages and
+// 8.3 MB more (@smithy/core; the whole install is 21 MB), 21 ms more to load,
+// and a signer that adds and signs x-amz-date itself and is async.
 
 import { createHash, createHmac, timingSafeEqual } from 'crypto';
 import type { IncomingHttpHeaders } from 'http';
