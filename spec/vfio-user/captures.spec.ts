@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as path from 'path';
-import { CaptureWriter, parseCapture, readCapture, CapturedMessage } from '../../lib/vfio-user/pcapng';
+import { CaptureFormatError, CaptureWriter, parseCapture, readCapture, CapturedMessage } from '../../lib/vfio-user/pcapng';
 import { formatCaptureLine } from '../../lib/vfio-user/capture-text';
 import { replay, REPLAY_RULES } from '../../lib/vfio-user/replay';
 import { compareCaptures } from '../../lib/vfio-user/compare';
@@ -83,6 +83,48 @@ describe('captures', () => {
 
     it('refuses a file that is not pcapng', () => {
       expect(() => parseCapture(Buffer.from('not a capture at all'))).to.throw(/pcapng/);
+    });
+
+    /** A capture of one message whose comment is `comment` as is (the writer does not check it). */
+    function withComment(comment: Record<string, unknown>): Buffer {
+      const out = `/tmp/ernic-badcomment-${process.pid}.pcapng`;
+      const w = new CaptureWriter(out, 'test');
+      const good = parseCapture(fs.readFileSync(path.join(FIX, 'client-lvu-sample.pcapng')))[2]!;
+      w.writeMessage({ ...good.comment, ...comment } as unknown as CapturedMessage['comment'], good.bytes, good.timestampUs);
+      w.close();
+      const data = fs.readFileSync(out);
+      fs.unlinkSync(out);
+      return data;
+    }
+
+    for (const [comment, why] of [
+      [{ name: 'DMA\u001b[2J' }, /packet 1: comment name: Invalid/],
+      [{ id: 70000 }, /packet 1: comment id: Number must be less than or equal to 65535/],
+      [{ cmd: 1.5 }, /packet 1: comment cmd: Expected integer/],
+      [{ dir: 'up' }, /packet 1: comment dir: Invalid enum value/],
+      [{ size: -1 }, /packet 1: comment size: Number must be greater than or equal to 0/],
+      [{ flags: '0' }, /packet 1: comment flags: Expected number, received string/],
+      [{ fds: 'memfd' }, /packet 1: comment fds: Expected array/],
+      [{ fds: [{ kind: 'pipe' }] }, /packet 1: comment fds.0.kind: Invalid enum value/],
+      [{ fds: [{ kind: 'memfd', size: 1, name: 'x'.repeat(5000) }] }, /packet 1: comment fds.0.name: String must contain at most 4096/],
+      [{ seg: 0, nseg: 0 }, /packet 1: comment nseg: Number must be greater than or equal to 1/],
+      [{ incomplete: 'yes' }, /packet 1: comment incomplete: Expected boolean/],
+    ] as const) {
+      it(`refuses a packet comment with ${JSON.stringify(comment).slice(0, 60)}`, () => {
+        expect(() => parseCapture(withComment(comment))).to.throw(CaptureFormatError, why);
+      });
+    }
+
+    it('refuses a packet comment that claims more bytes than its block has', () => {
+      const data = withComment({});
+      // The first option of the packet block: its length, after the 54 bytes of synthetic headers and the message.
+      const epb = epbs(data)[0]!;
+      const start = data.indexOf(epb);
+      const caplen = epb.readUInt32LE(8 + 12);
+      const opt = start + 8 + 20 + caplen + ((4 - (caplen % 4)) % 4);
+      expect(data.readUInt16LE(opt)).to.equal(1);
+      data.writeUInt16LE(data.readUInt16LE(opt + 2) + 64, opt + 2);
+      expect(() => parseCapture(data)).to.throw(CaptureFormatError, /packet 1: option 1 overruns its block/);
     });
   });
 
