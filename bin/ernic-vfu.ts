@@ -36,8 +36,8 @@ const EXIT_STATUS = [
   'Exit status:',
   '  0  no difference (each reply identical, or different only as a rule allows)',
   '  1  differences found (replay, compare)',
-  '  2  bad usage, or could not run: unreadable capture, cannot connect,',
-  '     the spawned server did not start',
+  '  2  bad usage, or could not run: unreadable capture, no such --conn in it,',
+  '     cannot connect, the spawned server did not start',
   'On SIGINT or SIGTERM a spawned server is stopped first, then ernic-vfu ends',
   'by that signal.',
 ].join('\n');
@@ -53,6 +53,12 @@ function load(file: string): CapturedMessage[] {
   } catch (e) {
     throw new Failure(`${file}: ${(e as Error).message}`);
   }
+}
+
+/** Refuses a connection the capture does not have: replaying or comparing nothing is no verdict. */
+function checkConn(file: string, messages: readonly CapturedMessage[], conn: number): void {
+  const have = [...new Set(messages.map((m) => m.comment.conn))].sort((a, b) => a - b);
+  if (!have.includes(conn)) throw new Failure(`${file}: no connection ${conn} (it has ${have.length ? have.join(', ') : 'no messages'})`);
 }
 
 /** Writes to stdout and resolves once written, so that exiting next loses nothing. */
@@ -82,10 +88,13 @@ interface ReplayArgs {
 
 async function cmdReplay(a: ReplayArgs): Promise<number> {
   const messages = load(a.capture);
+  checkConn(a.capture, messages, a.conn);
   let socket = a.connect;
-  let server: SpawnedServer | null = null;
+  let starting: Promise<SpawnedServer> | null = null;
   let tempDir: string | null = null;
   const cleanup = async (): Promise<void> => {
+    // A signal may come while the server is being started: wait for it, to stop it.
+    const server = starting ? await starting.catch(() => null) : null;
     if (server && !(await server.stop())) console.error(`${NAME}: warning: processes of the spawned server (group ${server.pgid}) still run after SIGKILL`);
     if (tempDir) await fs.promises.rm(tempDir, { recursive: true, force: true });
   };
@@ -107,8 +116,8 @@ async function cmdReplay(a: ReplayArgs): Promise<number> {
       }
       const cmd = a.spawn.includes('{socket}') ? a.spawn.replaceAll('{socket}', socket) : `${a.spawn} ${socket}`;
       try {
-        server = await SpawnedServer.start(cmd);
-        await server.waitForSocket(socket, SPAWN_WAIT_MS);
+        starting = SpawnedServer.start(cmd);
+        await (await starting).waitForSocket(socket, SPAWN_WAIT_MS);
       } catch (e) {
         throw new Failure((e as Error).message);
       }
@@ -144,7 +153,11 @@ function outcomeLines(differences: readonly ReplayDifference[], allowed: readonl
 }
 
 async function cmdCompare(a: { reference: string; ours: string; conn: number; json: boolean }): Promise<number> {
-  const r = compareCaptures(load(a.reference), load(a.ours), a.conn);
+  const reference = load(a.reference);
+  const ours = load(a.ours);
+  checkConn(a.reference, reference, a.conn);
+  checkConn(a.ours, ours, a.conn);
+  const r = compareCaptures(reference, ours, a.conn);
   if (a.json) await out(JSON.stringify(compareJson(a.reference, a.ours, a.conn, r), null, 2));
   else await out(outcomeLines(r.differences, r.allowed) + `compared ${r.compared} messages: ${r.identical} identical, ${r.allowed.length} allowed by rules, ${r.differences.length} different`);
   return r.differences.length ? DIFFERENT : SAME;
@@ -152,6 +165,7 @@ async function cmdCompare(a: { reference: string; ours: string; conn: number; js
 
 async function cmdShow(a: { capture: string; conn?: number; command?: ReadonlySet<string>; json: boolean }): Promise<number> {
   const messages = load(a.capture);
+  if (a.conn !== undefined) checkConn(a.capture, messages, a.conn);
   const t0 = messages[0]?.timestampUs ?? 0;
   const names = a.command;
   const shown = messages.filter((m) => (a.conn === undefined || m.comment.conn === a.conn) && (!names || names.has(m.comment.name)));

@@ -180,6 +180,7 @@ describe('ernic-vfu command line', function () {
       expect(r.stderr).to.match(/not a pcapng file/);
     });
 
+    // Status 2 and one line for each: bad usage, and asking for what the capture does not have.
     for (const [args, why] of [
       [['show', GPIO, '--command', 'FOO'], /--command FOO: unknown command FOO; known: VERSION, DMA_MAP, .*MIG_DATA_WRITE$/],
       [['show', GPIO, '--command', 'dma_map,Nope,x'], /--command dma_map,Nope,x: unknown commands NOPE, X; known: VERSION/],
@@ -190,6 +191,9 @@ describe('ernic-vfu command line', function () {
       [['show', GPIO, '--conn', '-1'], /--conn -1: expected a connection index from 0 to 65535/],
       [['compare', GPIO, GPIO, '--conn', '1x'], /--conn 1x: expected a connection index/],
       [['show', GPIO, '--conn', '1', '--conn', '2'], /--conn given more than once/],
+      [['replay', GPIO, '--connect', 'x.sock', '--conn', '3'], /qemu-boot-lvu-gpio\.pcapng: no connection 3 \(it has 0\)$/],
+      [['compare', GPIO, GPIO, '--conn', '1'], /qemu-boot-lvu-gpio\.pcapng: no connection 1 \(it has 0\)$/],
+      [['show', GPIO, '--conn', '2'], /qemu-boot-lvu-gpio\.pcapng: no connection 2 \(it has 0\)$/],
       [['replay', GPIO], /replay needs --connect SOCKET or --spawn COMMAND/],
       [['replay', GPIO, '--spawn', ' '], /--spawn: expected a command/],
       [['frobnicate'], /Unknown argument: frobnicate/],
