@@ -61,10 +61,17 @@ function checkConn(file: string, messages: readonly CapturedMessage[], conn: num
   if (!have.includes(conn)) throw new Failure(`${file}: no connection ${conn} (it has ${have.length ? have.join(', ') : 'no messages'})`);
 }
 
-/** Writes to stdout and resolves once written, so that exiting next loses nothing. */
+/** Writes to stdout and resolves once written (or refused), so that exiting next loses nothing. */
 function out(text: string): Promise<void> {
   return new Promise((resolve) => { process.stdout.write(text.endsWith('\n') ? text : `${text}\n`, () => resolve()); });
 }
+
+// A reader that stops early (`| head`) is not our failure: the status stays the verdict's.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') return;
+  console.error(`${NAME}: stdout: ${e.message}`);
+  process.exit(CANNOT_RUN);
+});
 
 async function cmdRecord(a: { listen: string; connect: string; out: string; once: boolean }): Promise<number> {
   const rec = new Recorder({ listenPath: a.listen, connectPath: a.connect, outPath: a.out, once: a.once, log: createLogger({ level: 'info' }) });

@@ -336,6 +336,16 @@ describe('ernic-vfu command line', function () {
       expect(j.messages.some((m: { decode: string }) => /^addr=0x/.test(m.decode))).to.equal(true);
     });
 
+    it('a reader that stops early (| head) does not turn the status into a crash', async () => {
+      const c = spawn(NODE, [BIN, 'show', GPIO, '--json']);
+      let stderr = '';
+      c.stderr.setEncoding('utf8').on('data', (t: string) => { stderr += t; });
+      c.once('spawn', () => c.stdout.destroy()); // like `| head -c 1`: gone before most of the output
+      const status = await new Promise<number | null>((r) => c.on('close', r));
+      expect(stderr).to.equal('');
+      expect(status).to.equal(0);
+    });
+
     it('without --json the output is text', async () => {
       const r = await run(['compare', GPIO, path.join(FIX, 'qemu-boot-ernic-idio16.pcapng')]);
       expect(r.status).to.equal(0);
