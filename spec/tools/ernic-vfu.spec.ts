@@ -340,7 +340,7 @@ describe('ernic-vfu command line', function () {
       const c = spawn(NODE, [BIN, 'show', GPIO, '--json']);
       let stderr = '';
       c.stderr.setEncoding('utf8').on('data', (t: string) => { stderr += t; });
-      c.once('spawn', () => c.stdout.destroy()); // like `| head -c 1`: gone before most of the output
+      c.once('spawn', () => c.stdout.destroy()); // like `| head -c 1`: the reader is gone before the output
       const status = await new Promise<number | null>((r) => c.on('close', r));
       expect(stderr).to.equal('');
       expect(status).to.equal(0);
