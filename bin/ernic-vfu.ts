@@ -99,12 +99,14 @@ async function cmdReplay(a: ReplayArgs): Promise<number> {
   let socket = a.connect;
   let starting: Promise<SpawnedServer> | null = null;
   let tempDir: string | null = null;
-  const cleanup = async (): Promise<void> => {
+  let cleaning: Promise<void> | null = null;
+  // Once: after the replay, on a signal, on a failure, whichever comes first.
+  const cleanup = (): Promise<void> => cleaning ??= (async () => {
     // A signal may come while the server is being started: wait for it, to stop it.
     const server = starting ? await starting.catch(() => null) : null;
     if (server && !(await server.stop())) console.error(`${NAME}: warning: processes of the spawned server (group ${server.pgid}) still run after SIGKILL`);
     if (tempDir) await fs.promises.rm(tempDir, { recursive: true, force: true });
-  };
+  })();
   // The server runs in its own process group, out of reach of the terminal's Ctrl-C: stop it ourselves, then end as signalled.
   const onSignal = (signal: NodeJS.Signals): void => {
     void cleanup().finally(() => {
@@ -122,6 +124,11 @@ async function cmdReplay(a: ReplayArgs): Promise<number> {
         socket = path.join(tempDir, 'replay.sock');
       }
       const cmd = a.spawn.includes('{socket}') ? a.spawn.replaceAll('{socket}', socket) : `${a.spawn} ${socket}`;
+      // Cleaning up already (a signal came meanwhile): start nothing it would miss.
+      if (cleaning) {
+        if (tempDir) await fs.promises.rm(tempDir, { recursive: true, force: true });
+        throw new Failure('interrupted before the server was started');
+      }
       try {
         starting = SpawnedServer.start(cmd);
         await (await starting).waitForSocket(socket, SPAWN_WAIT_MS);
