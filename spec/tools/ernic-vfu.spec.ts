@@ -89,11 +89,13 @@ describe('ernic-vfu command line', function () {
       const pidFile = path.join(dir, 'pids');
       // Like `npm run start -- ...`: a wrapper whose child is the server; SIGTERM to the wrapper alone leaves the server running.
       const wrapper = `sh -c '${NODE} ${IDIO16} --socket {socket} & echo $$ $! > ${pidFile}; wait'`;
-      const r = await run(['replay', GPIO, '--spawn', wrapper]);
+      // TMPDIR: the socket's temporary directory is made here, and must be removed.
+      const r = await run(['replay', GPIO, '--spawn', wrapper], { env: { ...process.env, TMPDIR: dir } });
       const [pgid, child] = pids(pidFile);
       try {
         expect(r.status, r.stderr).to.equal(0);
         expect(await gone(pgid, child), `process group ${pgid} (server ${child}) still runs`).to.equal(true);
+        expect(fs.readdirSync(dir)).to.deep.equal(['pids']);
       } finally {
         reap(child);
       }
