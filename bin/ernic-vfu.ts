@@ -119,6 +119,10 @@ async function cmdReplay(a: ReplayArgs): Promise<number> {
   process.on('SIGTERM', onSignal);
   try {
     if (a.spawn) {
+      // The socket's appearing is how we learn the server is up: a file already there would say so too early.
+      if (socket && await fs.promises.lstat(socket).then(() => true, () => false)) {
+        throw new Failure(`--connect ${socket} exists already; with --spawn it must be the new server's (remove it, or leave out --connect)`);
+      }
       if (!socket) {
         tempDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), `${NAME}-`));
         socket = path.join(tempDir, 'replay.sock');

@@ -28,9 +28,13 @@ export class SpawnedServer {
     child.on('exit', (code, signal) => { this.#exit = signal ? `was killed by ${signal}` : `exited with status ${code}`; });
   }
 
-  /** Starts `command` with /bin/sh in a new session (detached: its own process group). */
+  /**
+   * Starts `command` with /bin/sh in a new session (detached: its own process
+   * group). Not `exec`: a compound command (`cd DIR && npm start`) must work,
+   * and the group reaches whatever the shell starts.
+   */
   static async start(command: string): Promise<SpawnedServer> {
-    const child = spawn('/bin/sh', ['-c', `exec ${command}`], { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', command], { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
     // spawn() reports a failure to start asynchronously, as 'error' instead of 'spawn'.
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);

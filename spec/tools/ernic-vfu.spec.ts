@@ -85,6 +85,12 @@ describe('ernic-vfu command line', function () {
       expect(r.stdout).to.match(/replayed 234 commands: 234 replies compared, 232 identical, 2 allowed by rules, 0 different/);
     });
 
+    it('takes a compound shell command', async () => {
+      const r = await run(['replay', GPIO, '--only', 'VERSION', '--spawn', `cd ${path.dirname(IDIO16)} && ${NODE} ${path.basename(IDIO16)} --socket {socket}`]);
+      expect(r.status, r.stderr).to.equal(0);
+      expect(r.stdout).to.match(/replayed 1 commands \(233 filtered out\): 1 replies compared, 0 identical, 1 allowed by rules, 0 different/);
+    });
+
     it('ends the whole process group: a wrapper\'s child does not outlive the replay', async () => {
       const pidFile = path.join(dir, 'pids');
       // Like `npm run start -- ...`: a wrapper whose child is the server; SIGTERM to the wrapper alone leaves the server running.
@@ -161,6 +167,16 @@ describe('ernic-vfu command line', function () {
   });
 
   describe('exit statuses', () => {
+    it('--spawn with a --connect path that exists already: 2, nothing started', async () => {
+      const socket = path.join(dir, 'there.sock');
+      const marker = path.join(dir, 'started');
+      fs.writeFileSync(socket, '');
+      const r = await run(['replay', GPIO, '--connect', socket, '--spawn', `touch ${marker}; ${NODE} ${IDIO16} --socket {socket}`]);
+      expect(r.status).to.equal(2);
+      expect(r.stderr).to.match(/^ernic-vfu: --connect .*there\.sock exists already; with --spawn it must be the new server's/);
+      expect(fs.existsSync(marker)).to.equal(false);
+    });
+
     it('cannot connect: 2, not 1 (1 means differences)', async () => {
       const r = await run(['replay', GPIO, '--connect', path.join(dir, 'missing.sock')]);
       expect(r.status).to.equal(2);
