@@ -140,6 +140,12 @@ function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
   }
 }
 
+/** The short decode at the end of a listing line; '' for raw, incomplete and error messages, or when there is nothing to say. */
+export function captureDecode(c: PacketComment, bytes: Buffer): string {
+  if (c.raw || c.incomplete || (c.flags & HeaderFlag.ERROR) || c.cmd === null) return '';
+  return decodeSummary(c.cmd, c.type === 'reply', bytes);
+}
+
 /** The sidecar line for one message. */
 export function formatCaptureLine(frame: number, seconds: number, c: PacketComment, bytes: Buffer): string {
   const isReply = c.type === 'reply';
@@ -153,5 +159,5 @@ export function formatCaptureLine(frame: number, seconds: number, c: PacketComme
   const S = vfio_user_header.msg_size;
   if (c.incomplete) return `${head} ${fields} INCOMPLETE(msg_size=${bytes.length >= S.off + S.size ? getField(bytes, 0, S) : '?'})`;
   if (c.flags & HeaderFlag.ERROR) return `${head} ${fields}`;
-  return `${head} ${fields} fds=${fdsText(c.fds)} ${c.cmd === null ? '' : decodeSummary(c.cmd, isReply, bytes)}`;
+  return `${head} ${fields} fds=${fdsText(c.fds)} ${captureDecode(c, bytes)}`;
 }

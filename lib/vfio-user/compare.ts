@@ -5,9 +5,9 @@
 
 import { commandName } from '../../protocol/constants';
 import type { CapturedMessage } from './pcapng';
-import { describeDifference, REPLAY_RULES, ReplayAllowance, ReplayDifference } from './replay';
+import { describeFields, differingFields, REPLAY_RULES, ReplayAllowance, ReplayDifference } from './replay';
 
-interface CompareResult {
+export interface CompareResult {
   readonly compared: number;
   readonly identical: number;
   readonly allowed: readonly ReplayAllowance[];
@@ -23,6 +23,9 @@ export function compareCaptures(reference: readonly CapturedMessage[], ours: rea
   const allowed: ReplayAllowance[] = [];
   let identical = 0;
   let compared = 0;
+  // Reports point into OURS: the frame and the index among the connection's messages.
+  const indexOf = new Map<CapturedMessage, number>();
+  ours.filter((m) => m.comment.conn === conn).forEach((m, i) => indexOf.set(m, i));
   for (const dir of ['c2s', 's2c'] as const) {
     const a = reference.filter((m) => m.comment.conn === conn && m.comment.dir === dir);
     const b = ours.filter((m) => m.comment.conn === conn && m.comment.dir === dir);
@@ -41,19 +44,33 @@ export function compareCaptures(reference: readonly CapturedMessage[], ours: rea
       const y = b[i]!;
       compared++;
       const command = commandName(x.comment.cmd ?? 0);
+      const where = { frame: y.frame, conn, index: indexOf.get(y) ?? null, command };
       if (x.comment.type !== y.comment.type || x.comment.cmd !== y.comment.cmd) {
-        differences.push({ frame: y.frame, command, what: `${dir} message ${i}: reference ${x.comment.name} ${x.comment.type}, ours ${y.comment.name} ${y.comment.type}` });
+        differences.push({
+          ...where, what: `${dir} message ${i}: reference ${x.comment.name} ${x.comment.type}, ours ${y.comment.name} ${y.comment.type}`,
+          fields: [{ field: 'message', expected: `${x.comment.name} ${x.comment.type}`, actual: `${y.comment.name} ${y.comment.type}` }],
+        });
         break;
       }
       const kinds = (m: CapturedMessage): string => m.comment.fds.map((f) => f.kind).join(',');
-      if (kinds(x) !== kinds(y)) differences.push({ frame: y.frame, command, what: `fds: reference [${kinds(x)}], ours [${kinds(y)}]` });
+      if (kinds(x) !== kinds(y)) {
+        differences.push({ ...where, what: `fds: reference [${kinds(x)}], ours [${kinds(y)}]`, fields: [{ field: 'fds', expected: kinds(x), actual: kinds(y) }] });
+      }
       if (x.bytes.equals(y.bytes)) { identical++; continue; }
       const req = x.comment.type === 'reply' ? reqFor(x) : undefined;
       const rule = req ? REPLAY_RULES.find((r) => r.allows(req, x.bytes, y.bytes)) : undefined;
-      if (rule) allowed.push({ frame: y.frame, command, rule: rule.name });
-      else differences.push({ frame: y.frame, command, what: `${dir} ${x.comment.type}: ${describeDifference(x.bytes, y.bytes)}` });
+      if (rule) allowed.push({ ...where, rule: rule.name });
+      else {
+        const fields = differingFields(x.bytes, y.bytes);
+        differences.push({ ...where, what: `${dir} ${x.comment.type}: ${describeFields(fields)}`, fields });
+      }
     }
-    if (a.length !== b.length) differences.push({ frame: 0, command: '-', what: `${dir}: reference has ${a.length} messages, ours ${b.length}` });
+    if (a.length !== b.length) {
+      differences.push({
+        frame: 0, conn, index: null, command: '-', what: `${dir}: reference has ${a.length} messages, ours ${b.length}`,
+        fields: [{ field: `${dir} messages`, expected: a.length, actual: b.length }],
+      });
+    }
   }
   return { compared, identical, allowed, differences };
 }

@@ -3,6 +3,7 @@
 // headers, and a JSON comment describing the message and its fds.
 
 import * as fs from 'fs';
+import { z } from 'zod';
 import { getField, le, setField, setFieldBig, setRawBytes } from '../../protocol/field';
 import {
   ETH_P_IP, ethhdr, IP_DF, iphdr, IPPROTO_TCP, ipv4_pseudo_header, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, TCP_DOFF_SHIFT,
@@ -143,17 +144,65 @@ function readComment(data: Buffer, at: number, end: number, frame: number): Pack
     const code = getField(data, at, pcapng_option.option_code);
     const olen = getField(data, at, pcapng_option.option_length);
     if (code === OPT_END) break;
+    if (at + pcapng_option.SIZE + olen > end) throw new CaptureFormatError(`packet ${frame}: option ${code} overruns its block`);
     if (code === OPT_COMMENT) {
       const text = data.toString('utf8', at + pcapng_option.SIZE, at + pcapng_option.SIZE + olen);
+      let value: unknown;
       try {
-        return JSON.parse(text) as PacketComment;
+        value = JSON.parse(text);
       } catch {
         throw new CaptureFormatError(`packet ${frame}: comment is not JSON`);
       }
+      return checkComment(value, frame);
     }
     at += pcapng_option.SIZE + olen + pad4(olen);
   }
   throw new CaptureFormatError(`packet ${frame} has no comment`);
+}
+
+/** The writer gives connection n the client port 40000 + n. */
+const MAX_CONN = 0xffff - 40000;
+/** A name, path or link from a capture; far more than Linux gives (PATH_MAX 4096). */
+const MAX_TEXT = 4096;
+/** SCM_RIGHTS carries at most 253 descriptors (SCM_MAX_FD). */
+const MAX_FDS = 253;
+const uint = (max: number) => z.number().int().min(0).max(max);
+const capturedFdSchema = z.object({
+  kind: z.enum(['memfd', 'eventfd', 'socket', 'file', 'other']),
+  size: uint(Number.MAX_SAFE_INTEGER).nullable().optional(),
+  name: z.string().max(MAX_TEXT).optional(),
+  path: z.string().max(MAX_TEXT).optional(),
+  link: z.string().max(MAX_TEXT).optional(),
+});
+const commentSchema = z.object({
+  dir: z.enum(['c2s', 's2c']),
+  conn: uint(MAX_CONN),
+  id: uint(0xffff),
+  cmd: uint(0xffff).nullable(),
+  // Printed by `show`: letters, digits and _ only, so a capture cannot put control characters on a terminal.
+  name: z.string().regex(/^[A-Za-z0-9_]{1,40}$/),
+  type: z.enum(['command', 'reply']),
+  size: uint(0xffffffff),
+  flags: uint(0xffffffff),
+  error: uint(0xffffffff),
+  fds: z.array(capturedFdSchema).max(MAX_FDS),
+  seg: uint(0xffff).optional(),
+  nseg: uint(0xffff).min(1).optional(),
+  incomplete: z.boolean().optional(),
+  raw: z.boolean().optional(),
+}).refine((c) => c.seg === undefined || (c.nseg !== undefined && c.seg < c.nseg), { message: 'seg must be below nseg' });
+
+/**
+ * A packet comment from a file: every field checked (type and range) before
+ * anything reads it. The object itself is kept, so that a rewrite is byte for byte.
+ */
+function checkComment(value: unknown, frame: number): PacketComment {
+  const r = commentSchema.safeParse(value);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new CaptureFormatError(`packet ${frame}: comment${i.path.length ? ` ${i.path.join('.')}` : ''}: ${i.message}`);
+  }
+  return value as PacketComment;
 }
 
 // ---- writer ---------------------------------------------------------------------

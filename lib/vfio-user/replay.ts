@@ -19,7 +19,7 @@ import * as native from '../native';
 import type { CapturedFd, CapturedMessage } from './pcapng';
 import { RawHeader, Transport, TransportHandler } from './transport';
 
-interface ReplayOptions {
+export interface ReplayOptions {
   /** Connection index in the capture (default 0). */
   readonly conn?: number;
   /**
@@ -31,19 +31,71 @@ interface ReplayOptions {
   readonly timeoutMs?: number;
 }
 
+/** One field of a message that differs: a header field, `payload` (first differing bytes), `fds`, `reply`, ... */
+export interface FieldDifference {
+  readonly field: string;
+  /** For `payload`: offset of the first differing byte in the payload (after the header). */
+  readonly offset?: number;
+  readonly expected: number | string | null;
+  readonly actual: number | string | null;
+}
+
 export interface ReplayDifference {
+  /** Frame of the message in the capture (Wireshark numbering); 0 when it is about the capture as a whole. */
   readonly frame: number;
+  readonly conn: number;
+  /** Index of that message among its connection's messages (from 0); null when it is about the capture as a whole. */
+  readonly index: number | null;
   readonly command: string;
+  /** One line for people. */
   readonly what: string;
+  /** What differed, field by field, for programs (ernic-vfu --json). */
+  readonly fields: readonly FieldDifference[];
 }
 
 export interface ReplayAllowance {
   readonly frame: number;
+  readonly conn: number;
+  readonly index: number | null;
   readonly command: string;
   readonly rule: string;
 }
 
-interface ReplayResult {
+/** The command names a capture may carry (protocol/constants), in command-number order. */
+export function knownCommandNames(): string[] {
+  const out: string[] = [];
+  // commandName answers `CMDnn` for a number it does not know; commands are u16 but the known ones are few and low.
+  for (let c = 1; c < 256; c++) if (commandName(c) !== `CMD${c}`) out.push(commandName(c));
+  return out;
+}
+
+/**
+ * Parses a comma-separated list of command names typed by a user (case does not
+ * matter), plus the `extra` words given; throws a one-line message naming the
+ * option, the unknown names and the known ones. A Set, not an array: yargs
+ * would take an array for an option given twice.
+ */
+export function parseCommandNames(option: string, text: unknown, extra: readonly string[] = []): ReadonlySet<string> {
+  if (Array.isArray(text)) throw new Error(`--${option} given more than once (it takes one value)`);
+  const s = String(text);
+  const known = knownCommandNames();
+  const words = new Set(extra.map((w) => w.toUpperCase()));
+  const names = s.split(',').map((n) => n.trim().toUpperCase()).filter(Boolean);
+  const list = `known: ${[...known, ...extra].join(', ')}`;
+  if (names.length === 0) throw new Error(`--${option} ${s}: expected comma-separated command names; ${list}`);
+  // CMDnn: how a capture names a command number protocol/constants does not know.
+  const unknown = names.filter((n) => !known.includes(n) && !words.has(n) && !isNumberedCommand(n));
+  if (unknown.length) throw new Error(`--${option} ${s}: unknown command${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; ${list}`);
+  return new Set(names);
+}
+
+/** `CMDnn`: how a capture names a command number protocol/constants does not know (a u16). */
+function isNumberedCommand(name: string): boolean {
+  const m = /^CMD(\d{1,5})$/.exec(name);
+  return m !== null && Number(m[1]) <= 0xffff;
+}
+
+export interface ReplayResult {
   readonly sent: number;
   readonly compared: number;
   readonly identical: number;
@@ -214,6 +266,11 @@ export async function replay(messages: readonly CapturedMessage[], socketPath: s
     if (r) replyOf.set(m, r);
   }
 
+  // Where each message sits among its connection's messages: with the frame, how a report points at it.
+  const indexOf = new Map<CapturedMessage, number>();
+  messages.filter((m) => m.comment.conn === conn).forEach((m, i) => indexOf.set(m, i));
+  const at = (m: CapturedMessage): { frame: number; conn: number; index: number | null } => ({ frame: m.frame, conn, index: indexOf.get(m) ?? null });
+
   const fds = new FdFactory();
   const sink = new ReplySink();
   const transport = new Transport(native.connect(socketPath), sink, { maxMessageSize: 64 << 20, maxFdsPerMessage: 253 });
@@ -237,18 +294,28 @@ export async function replay(messages: readonly CapturedMessage[], socketPath: s
       compared++;
       const command = commandName(m.comment.cmd ?? 0);
       if (got === null) {
-        differences.push({ frame: m.frame, command, what: sink.closedReason ? `server closed the connection (${sink.closedReason})` : `no reply within ${timeoutMs} ms` });
-        if (sink.closedReason) break;
+        const closed = sink.closedReason;
+        differences.push({
+          ...at(m), command, what: closed ? `server closed the connection (${closed})` : `no reply within ${timeoutMs} ms`,
+          fields: [{ field: 'reply', expected: 'reply', actual: closed ? 'connection closed' : 'timeout' }],
+        });
+        if (closed) break;
         continue;
       }
       if (got.fds !== rec.comment.fds.length) {
-        differences.push({ frame: rec.frame, command, what: `reply carries ${got.fds} fds, recorded ${rec.comment.fds.length}` });
+        differences.push({
+          ...at(rec), command, what: `reply carries ${got.fds} fds, recorded ${rec.comment.fds.length}`,
+          fields: [{ field: 'fds', expected: rec.comment.fds.length, actual: got.fds }],
+        });
         continue;
       }
       if (got.reply.equals(rec.bytes)) { identical++; continue; }
       const rule = REPLAY_RULES.find((r) => r.allows(m.bytes, rec.bytes, got.reply));
-      if (rule) allowed.push({ frame: rec.frame, command, rule: rule.name });
-      else differences.push({ frame: rec.frame, command, what: describeDifference(rec.bytes, got.reply) });
+      if (rule) allowed.push({ ...at(rec), command, rule: rule.name });
+      else {
+        const fields = differingFields(rec.bytes, got.reply);
+        differences.push({ ...at(rec), command, what: describeFields(fields), fields });
+      }
     }
   } finally {
     transport.close('replay finished');
@@ -265,23 +332,40 @@ function waitReply(sink: ReplySink, id: number, timeoutMs: number): Promise<{ re
   });
 }
 
-/** One line saying how two replies differ: header fields first, then the first differing payload bytes. */
-export function describeDifference(recorded: Buffer, live: Buffer): string {
-  const parts: string[] = [];
+/** Bytes of a payload difference shown: enough to recognise a field, short enough for one line. */
+const SHOWN_BYTES = 8;
+
+/** How two messages differ: header fields first, then the first differing payload bytes, else the lengths. */
+export function differingFields(recorded: Buffer, live: Buffer): FieldDifference[] {
+  const out: FieldDifference[] = [];
   const fields: readonly [string, Field][] = [['msg_size', HDR.msg_size], ['flags', HDR.flags], ['error', HDR.error]];
   for (const [name, field] of fields) {
     const end = field.off + field.size;
     if (recorded.length >= end && live.length >= end && getField(recorded, 0, field) !== getField(live, 0, field)) {
-      parts.push(`${name} recorded ${getField(recorded, 0, field)}, got ${getField(live, 0, field)}`);
+      out.push({ field: name, expected: getField(recorded, 0, field), actual: getField(live, 0, field) });
     }
   }
   const n = Math.min(recorded.length, live.length);
   let first = -1;
   for (let i = HDR.SIZE; i < n; i++) if (recorded[i] !== live[i]) { first = i; break; }
   if (first >= 0) {
-    const end = Math.min(n, first + 8);
-    parts.push(`payload byte ${first - HDR.SIZE}: recorded ${recorded.subarray(first, end).toString('hex')}, got ${live.subarray(first, end).toString('hex')}`);
+    const end = Math.min(n, first + SHOWN_BYTES);
+    out.push({ field: 'payload', offset: first - HDR.SIZE, expected: recorded.subarray(first, end).toString('hex'), actual: live.subarray(first, end).toString('hex') });
   }
-  if (parts.length === 0) parts.push(`lengths ${recorded.length} vs ${live.length}`);
-  return parts.join('; ');
+  if (out.length === 0) out.push({ field: 'length', expected: recorded.length, actual: live.length });
+  return out;
+}
+
+/** The one-line text of `differingFields`. */
+export function describeFields(fields: readonly FieldDifference[]): string {
+  return fields.map((f) => {
+    if (f.field === 'payload') return `payload byte ${f.offset}: recorded ${f.expected}, got ${f.actual}`;
+    if (f.field === 'length') return `lengths ${f.expected} vs ${f.actual}`;
+    return `${f.field} recorded ${f.expected}, got ${f.actual}`;
+  }).join('; ');
+}
+
+/** One line saying how two replies differ: header fields first, then the first differing payload bytes. */
+export function describeDifference(recorded: Buffer, live: Buffer): string {
+  return describeFields(differingFields(recorded, live));
 }
