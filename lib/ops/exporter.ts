@@ -32,6 +32,10 @@ export const EXPORTER_PORT = 9840;
 export const EXPORTER_PREFIX = 'ernic_';
 export const DEFAULT_RUN_DIR = '/run/rocm-ernic';
 export const MANIFEST = 'instances.json';
+/** Instance ids are small; a bigger one in the manifest is refused, not made a label. */
+const MAX_ID = 999_999_999;
+/** A stats file is a few KiB (256 QP blocks at most): more than this is not one of ours. */
+const MAX_STATS_BYTES = 4 << 20;
 /** USER_HZ: the unit of /proc/<pid>/stat start times on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;
 
@@ -45,7 +49,7 @@ const vmSchema = z.object({
 }).passthrough();
 
 const entrySchema = z.object({
-  id: z.union([z.number().int().nonnegative(), z.string().regex(/^\d+$/)]),
+  id: z.union([z.number().int().nonnegative().max(MAX_ID), z.string().regex(/^\d{1,9}$/)]),
   role: z.string().optional(),
   pid: z.number().int().positive().optional(),
   mac: z.string().optional(),
@@ -78,6 +82,8 @@ export interface RunDirView {
   readonly instances: readonly InstanceView[];
   /** Why instances.json was not used (absent is not an error). */
   readonly manifestError: string | null;
+  /** Whether the run directory exists (it may appear later: nothing is shown until then). */
+  readonly present?: boolean;
 }
 
 /** Process helpers, replaceable in tests. */
@@ -110,37 +116,55 @@ export const linuxProcesses: ProcessProbe = {
   },
 };
 
-function readStats(file: string): ParsedStats | null {
+/** Read at most `max` bytes of a regular file (not through a symlink's loop or a FIFO that never ends). */
+async function readBounded(file: string, max: number): Promise<string> {
+  const fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   try {
-    return parseStatsFile(fs.readFileSync(file, 'utf8'));
+    const st = await fh.stat();
+    if (!st.isFile()) throw new Error(`${file}: not a regular file`);
+    if (st.size > max) throw new Error(`${file}: ${st.size} bytes, more than ${max}`);
+    const buf = Buffer.alloc(st.size);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
+async function readStats(file: string): Promise<ParsedStats | null> {
+  try {
+    return parseStatsFile(await readBounded(file, MAX_STATS_BYTES));
   } catch {
     return null;
   }
 }
 
-/** Everything one scrape shows: the manifest and every stats file, read now. */
-export function readRunDir(dir: string, probe: ProcessProbe = linuxProcesses): RunDirView {
+/** Everything one scrape shows: the manifest and every stats file, read now (without blocking the event loop). */
+export async function readRunDir(dir: string, probe: ProcessProbe = linuxProcesses): Promise<RunDirView> {
   let manifestError: string | null = null;
   let entries: z.infer<typeof entrySchema>[] = [];
   const manifestPath = path.join(dir, MANIFEST);
   try {
-    const parsed = manifestSchema.safeParse(JSON.parse(fs.readFileSync(manifestPath, 'utf8')));
+    const parsed = manifestSchema.safeParse(JSON.parse(await readBounded(manifestPath, MAX_STATS_BYTES)));
     if (parsed.success) entries = Array.isArray(parsed.data) ? parsed.data : parsed.data.instances;
     else manifestError = `${manifestPath}: ${parsed.error.issues[0]?.path.join('.') || '(top)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') manifestError = `${manifestPath}: ${(e as Error).message}`;
   }
   let files: string[] = [];
+  let present = true;
   try {
-    files = fs.readdirSync(dir).filter((f) => /^\d+\.stats$/.test(f));
-  } catch { /* no run directory: nothing to show */ }
+    files = (await fs.promises.readdir(dir)).filter((f) => /^\d{1,9}\.stats$/.test(f));
+  } catch {
+    present = false; // no run directory (yet): nothing to show
+  }
   const ids = new Set<string>();
   const out: InstanceView[] = [];
   for (const e of entries) {
     const id = String(Number(e.id));
     if (ids.has(id)) continue;
     ids.add(id);
-    const stats = readStats(e.stats !== undefined ? path.resolve(dir, e.stats) : path.join(dir, `${id}.stats`));
+    const stats = await readStats(e.stats !== undefined ? path.resolve(dir, e.stats) : path.join(dir, `${id}.stats`));
     const alive = e.pid !== undefined ? probe.alive(e.pid) : stats !== null;
     const vm = e.vm ?? null;
     const vmName = vm?.vm_name ?? vm?.name ?? `vm${id}`;
@@ -160,10 +184,10 @@ export function readRunDir(dir: string, probe: ProcessProbe = linuxProcesses): R
     const id = String(parseInt(f, 10));
     if (ids.has(id)) continue;
     ids.add(id);
-    const stats = readStats(path.join(dir, f));
+    const stats = await readStats(path.join(dir, f));
     out.push({ id, role: 'unknown', mac: String(stats?.instance.mac ?? ''), up: stats !== null, uptimeSeconds: null, vm: null, stats });
   }
-  return { instances: out, manifestError };
+  return { instances: out, manifestError, present };
 }
 
 function num(r: StatRecord | undefined, key: string): number | undefined {
@@ -294,6 +318,11 @@ export class ErnicExporter {
   /** The last manifest problem (reported once per change). */
   lastError: string | null = null;
 
+  /** Whether the run directory existed at the last scrape. */
+  get runDirPresent(): boolean {
+    return this.#view.present !== false;
+  }
+
   constructor(runDir: string, opts: { probe?: ProcessProbe; qpMax?: number } = {}) {
     this.#dir = runDir;
     this.#probe = opts.probe ?? linuxProcesses;
@@ -302,7 +331,7 @@ export class ErnicExporter {
 
   /** Read the run directory now and render every family. `onError` hears a new manifest problem. */
   async scrape(onError?: (message: string) => void): Promise<string> {
-    this.#view = readRunDir(this.#dir, this.#probe);
+    this.#view = await readRunDir(this.#dir, this.#probe);
     const err = this.#view.manifestError;
     if (err !== this.lastError) {
       this.lastError = err;

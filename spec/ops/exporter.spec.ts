@@ -36,8 +36,8 @@ function tempRun(): string {
 }
 
 describe('ops: ernic-exporter', () => {
-  it('sees the manifest\'s instances and the stats files without an entry, ignoring other files', () => {
-    const v = readRunDir(RUN, probe);
+  it('sees the manifest\'s instances and the stats files without an entry, ignoring other files', async () => {
+    const v = await readRunDir(RUN, probe);
     expect(v.manifestError).to.equal(null);
     expect(v.instances.map((i) => [i.id, i.role, i.up, i.stats !== null])).to.deep.equal([
       ['0', 'manager', true, true], ['1', 'worker', false, true], ['2', 'worker', true, false], ['3', 'unknown', true, true],
@@ -115,10 +115,10 @@ describe('ops: ernic-exporter', () => {
     const dir = tempRun();
     try {
       fs.writeFileSync(path.join(dir, 'instances.json'), JSON.stringify([{ id: 3, role: 'worker', pid: 1003 }]));
-      let v = readRunDir(dir, probe);
+      let v = await readRunDir(dir, probe);
       expect(v.instances.map((i) => [i.id, i.role])).to.deep.equal([['3', 'worker'], ['0', 'unknown'], ['1', 'unknown']]);
       fs.writeFileSync(path.join(dir, 'instances.json'), '{"instances": [{"id": "x"}]');
-      v = readRunDir(dir, probe);
+      v = await readRunDir(dir, probe);
       expect(v.manifestError).to.match(/instances\.json: .*JSON/);
       expect(v.instances.map((i) => i.id)).to.deep.equal(['0', '1', '3']);
       const errors: string[] = [];
@@ -127,7 +127,7 @@ describe('ops: ernic-exporter', () => {
       await ex.scrape((e) => errors.push(e));
       expect(errors).to.have.length(1);
       fs.rmSync(path.join(dir, 'instances.json'));
-      expect(readRunDir(dir, probe).manifestError, 'no manifest is not an error').to.equal(null);
+      expect((await readRunDir(dir, probe)).manifestError, 'no manifest is not an error').to.equal(null);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -179,18 +179,61 @@ describe('ops: ernic-exporter', () => {
     it('--help teaches the run directory, the manifest, the metrics and the Prometheus config', () => {
       const r = spawnSync(process.execPath, [BIN, '--help'], { encoding: 'utf8' });
       expect(r.status).to.equal(0);
-      for (const s of ['--run-dir', '--port', '9840', '--once', 'instances.json', '<id>.stats', 'rocm-ernic -S', 'ernic_qp_count', 'wqes_processed', 'scrape_configs', 'grafana-ernic.json']) {
+      for (const s of ['--run-dir', '--metrics-port', '--metrics-host', '--metrics-port, --port', '--metrics-host, --host', '9840', '127.0.0.1', '--once', 'instances.json', '<id>.stats', 'rocm-ernic -S', 'ernic_rdma_qps', 'wqes_processed', 'scrape_configs', 'grafana-ernic.json']) {
         expect(r.stdout, s).to.include(s);
+      }
+      expect(r.stdout).to.not.match(/-p,/);
+    });
+
+    it('refuses bad options with one line and status 2, naming the text typed', () => {
+      const cases: [string[], RegExp][] = [
+        [['--run-dir', RUN, '--metrics-port', '70000'], /^ernic-exporter: --metrics-port 70000: expected a TCP port from 0 to 65535$/],
+        [['--run-dir', RUN, '--port', 'abc'], /^ernic-exporter: --metrics-port abc: expected a TCP port/],
+        [['--run-dir', RUN, '-p', '9841'], /^ernic-exporter: .*\bp\b/],
+        [['--run-dir', RUN, '--metrics-port', '1', '--metrics-port', '2'], /given more than once/],
+        [['--run-dir', path.join(RUN, 'instances.json')], /^ernic-exporter: --run-dir .*: not a directory$/],
+        [['--bogus'], /^ernic-exporter: /],
+      ];
+      for (const [args, msg] of cases) {
+        const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+        expect(r.status, `${args.join(' ')}: ${r.stderr}`).to.equal(2);
+        expect(r.stderr.trim().split('\n'), r.stderr).to.have.length(1);
+        expect(r.stderr.trim()).to.match(msg);
       }
     });
 
-    it('refuses a missing run directory and a bad port with one line and status 2', () => {
-      for (const args of [['--run-dir', '/nonexistent/ernic'], ['--run-dir', RUN, '--port', '70000'], ['--bogus']]) {
-        const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
-        expect(r.status, r.stderr).to.equal(2);
-        expect(r.stderr.trim().split('\n'), r.stderr).to.have.length(1);
-        expect(r.stderr).to.match(/^ernic-exporter: /);
+    it('starts without its run directory, serves zero instances, and picks them up once it appears', async () => {
+      const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-late-'));
+      const dir = path.join(parent, 'run');
+      const child = spawn(process.execPath, [BIN, '--run-dir', dir, '--metrics-port', '0', '-L', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+      try {
+        let port = 0;
+        for (let i = 0; i < 200 && !port; i++) {
+          await new Promise((res) => setTimeout(res, 25));
+          port = Number(/127\.0\.0\.1:(\d+)\/metrics/.exec(err)?.[1] ?? 0);
+        }
+        expect(port, err).to.be.greaterThan(0);
+        expect(err).to.match(/ info: ernic-exporter: \S+ does not exist yet: serving zero instances/);
+        expect(err).to.not.include(' warn: ');
+        expect(sample(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), 'ernic_instances')).to.equal(0);
+        fs.mkdirSync(dir);
+        fs.copyFileSync(path.join(RUN, '3.stats'), path.join(dir, '3.stats'));
+        const m = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        expect(sample(m, 'ernic_instances')).to.equal(1);
+        expect(sample(m, 'ernic_commands_total', { ernic_id: '3' })).to.equal(1);
+        expect(err).to.match(/ info: ernic-exporter: \S+ appeared/);
+      } finally {
+        const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+        child.kill('SIGTERM');
+        expect(await exited, err).to.equal(0);
+        fs.rmSync(parent, { recursive: true, force: true });
       }
+      expect(err).to.match(/ info: ernic-exporter: SIGTERM, shutting down/);
+      const once = spawnSync(process.execPath, [BIN, '--run-dir', '/nonexistent/ernic', '--once'], { encoding: 'utf8' });
+      expect(once.status, once.stderr).to.equal(0);
+      expect(sample(once.stdout, 'ernic_instances')).to.equal(0);
     });
 
     it('--once prints one scrape', () => {
@@ -200,8 +243,8 @@ describe('ops: ernic-exporter', () => {
       expect(sample(r.stdout, 'ernic_commands_total', { ernic_id: '0' })).to.equal(120);
     });
 
-    it('serves /metrics over HTTP and stops on SIGTERM', async () => {
-      const child = spawn(process.execPath, [BIN, '--run-dir', RUN, '--port', '0', '--host', '127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    it('serves /metrics over HTTP on 127.0.0.1 by default, logs its address at info, and stops on SIGTERM', async () => {
+      const child = spawn(process.execPath, [BIN, '--run-dir', RUN, '--metrics-port', '0', '-L', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';
       child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
       let port = 0;
@@ -210,6 +253,7 @@ describe('ops: ernic-exporter', () => {
         port = Number(/127\.0\.0\.1:(\d+)\/metrics/.exec(err)?.[1] ?? 0);
       }
       expect(port, err).to.be.greaterThan(0);
+      expect(err).to.match(/ info: ernic-exporter: .* at http:\/\/127\.0\.0\.1:\d+\/metrics/);
       const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(sample(body, 'ernic_qp_wqes_processed_total', { ernic_id: '0', qp: '10' })).to.equal(7);
       const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
