@@ -47,7 +47,7 @@ describe('ops: rocm-ernic -S and --metrics-port', function () {
   it('writes the file at start, follows a client\'s accesses, serves /metrics, and writes its last state on SIGTERM', async () => {
     const sock = tempSocketPath('ops-cli-run');
     const file = path.join(dir, '0.stats');
-    const child = spawn(process.execPath, [BIN, '--socket', sock, '-S', file, '--metrics-port', '0', '-L', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--socket', sock, '-S', file, '--metrics-port', '0', '-L', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
     try {
