@@ -10,18 +10,35 @@
 // (a TAP frame, an RNR timer, a mesh answer) is seen by the writer's one
 // follow-up check after each write (stats-file.ts).
 
+import type { ConnectionState } from './metric-families';
 import type { DeviceContext, DmaRange, IrqEvent, RegionHandler, ResetReason, VfioUserDevice } from '../vfio-user/device';
 
-/** What happened: the writer rewrites at once on a reset, otherwise within its interval. */
-export type ActivityKind = 'access' | 'attach' | 'detach' | 'reset';
+/** What happened: the writer rewrites at once on a reset and a phase change, otherwise within its interval. */
+export type ActivityKind = 'access' | 'attach' | 'detach' | 'reset' | 'phase';
 
 export type ActivityListener = (kind: ActivityKind) => void;
 
-/** The connection line of the stats file and the connected gauge. */
+/**
+ * Where the server is in its life, for tools (ernicctl waits for
+ * 'listening'): starting until its socket accepts clients, listening while
+ * it serves, stopped once it has been told to stop.
+ */
+export type ServerPhase = 'starting' | 'listening' | 'stopped';
+export const SERVER_PHASES: readonly ServerPhase[] = ['starting', 'listening', 'stopped'];
+
+/** The connection line of the stats file and the connection_up gauge. */
 export interface ConnectionView {
   readonly connected: boolean;
-  /** "connected", "connected (device reset)", "disconnected (lost connection)", ... */
+  /** "connected", "connected (device reset)", "disconnected (lost connection)", ... (free text, for people). */
   readonly state: string;
+  /** The server's phase; absent or null when the server does not report one (the stats file then has no state line). */
+  readonly phase?: ServerPhase | null;
+}
+
+/** The state label of connection_up: one of CONNECTION_STATES, never free text. */
+export function connectionState(v: ConnectionView): ConnectionState {
+  if (v.phase === 'stopped') return 'stopped';
+  return v.connected ? 'connected' : 'disconnected';
 }
 
 const RESET_STATE: Readonly<Record<ResetReason, string>> = {
@@ -33,6 +50,8 @@ const RESET_STATE: Readonly<Record<ResetReason, string>> = {
 export class DeviceActivity implements ConnectionView {
   connected = false;
   state = 'disconnected (no client yet)';
+  /** Null until the server reports one (setPhase). */
+  phase: ServerPhase | null = null;
   readonly #listeners: ActivityListener[] = [];
 
   /** Be told of every access, attach, detach and reset. */
@@ -44,6 +63,17 @@ export class DeviceActivity implements ConnectionView {
   setState(state: string, connected = this.connected): void {
     this.state = state;
     this.connected = connected;
+  }
+
+  /**
+   * Record the server's phase: 'starting' before its first stats file,
+   * 'listening' once server.listen() resolved, 'stopped' on SIGTERM/SIGINT.
+   */
+  setPhase(phase: ServerPhase): void {
+    if (this.phase === phase) return;
+    this.phase = phase;
+    // At once: ernicctl is waiting for 'listening'.
+    this.#emit('phase');
   }
 
   #emit(kind: ActivityKind): void {

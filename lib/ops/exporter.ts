@@ -9,24 +9,33 @@
 //                            the entry's `stats` path; a stats file without
 //                            an entry counts when its stem is an integer
 //
-// The metric names are the C design's ernic_* set, so its dashboards and
-// alerts keep working (docs/operations.md lists them; docs/grafana-ernic.json
-// uses them). Labels: ernic_id (the instance number) and role, plus mac on
-// ernic_instance_up, vm_name on the VM series, state on ernic_connection_up
-// and qp on the per-QP series (at most QP_METRICS_MAX QPs per instance).
+// The metric names are the C design's ernic_* set, except where the server
+// serves the same quantity: then both use the one name of SHARED_FAMILIES
+// (metric-families.ts), ernic_ here and rocm_ernic_ there
+// (docs/operations.md lists them; docs/grafana-ernic.json uses them).
+// Labels: ernic_id (the instance number) and role, plus mac on
+// ernic_instance_up, vm_name on the VM series, state (connected,
+// disconnected or stopped) on ernic_connection_up and qp on the per-QP
+// series (at most QP_METRICS_MAX QPs per instance).
 // A stats-file-only instance (no manifest entry) has role "unknown".
 
 import * as fs from 'fs';
 import * as path from 'path';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
-import { FamilySpec, Labels, registerFamilies } from './metric-families';
+import { ConnectionState, FamilySpec, Labels, qpCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
 import { QP_METRICS_MAX } from './metrics';
-import { parseStatsFile, ParsedStats, SECTION_DEVICE, SECTION_QPS, StatRecord } from './stats-format';
+import { parseStatsFile, ParsedStats, SECTION_DEVICE, SECTION_QPS, STATE_KEY, StatRecord } from './stats-format';
 
 export const EXPORTER_PORT = 9840;
+/** The prefix of every family the exporter serves (the server's is rocm_ernic_). */
+export const EXPORTER_PREFIX = 'ernic_';
 export const DEFAULT_RUN_DIR = '/run/rocm-ernic';
 export const MANIFEST = 'instances.json';
+/** Instance ids are small; a bigger one in the manifest is refused, not made a label. */
+const MAX_ID = 999_999_999;
+/** A stats file is a few KiB (256 QP blocks at most): more than this is not one of ours. */
+const MAX_STATS_BYTES = 4 << 20;
 /** USER_HZ: the unit of /proc/<pid>/stat start times on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;
 
@@ -40,7 +49,7 @@ const vmSchema = z.object({
 }).passthrough();
 
 const entrySchema = z.object({
-  id: z.union([z.number().int().nonnegative(), z.string().regex(/^\d+$/)]),
+  id: z.union([z.number().int().nonnegative().max(MAX_ID), z.string().regex(/^\d{1,9}$/)]),
   role: z.string().optional(),
   pid: z.number().int().positive().optional(),
   mac: z.string().optional(),
@@ -73,6 +82,8 @@ export interface RunDirView {
   readonly instances: readonly InstanceView[];
   /** Why instances.json was not used (absent is not an error). */
   readonly manifestError: string | null;
+  /** Whether the run directory exists (it may appear later: nothing is shown until then). */
+  readonly present?: boolean;
 }
 
 /** Process helpers, replaceable in tests. */
@@ -105,37 +116,55 @@ export const linuxProcesses: ProcessProbe = {
   },
 };
 
-function readStats(file: string): ParsedStats | null {
+/** Read at most `max` bytes of a regular file (not through a symlink's loop or a FIFO that never ends). */
+async function readBounded(file: string, max: number): Promise<string> {
+  const fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   try {
-    return parseStatsFile(fs.readFileSync(file, 'utf8'));
+    const st = await fh.stat();
+    if (!st.isFile()) throw new Error(`${file}: not a regular file`);
+    if (st.size > max) throw new Error(`${file}: ${st.size} bytes, more than ${max}`);
+    const buf = Buffer.alloc(st.size);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
+async function readStats(file: string): Promise<ParsedStats | null> {
+  try {
+    return parseStatsFile(await readBounded(file, MAX_STATS_BYTES));
   } catch {
     return null;
   }
 }
 
-/** Everything one scrape shows: the manifest and every stats file, read now. */
-export function readRunDir(dir: string, probe: ProcessProbe = linuxProcesses): RunDirView {
+/** Everything one scrape shows: the manifest and every stats file, read now (without blocking the event loop). */
+export async function readRunDir(dir: string, probe: ProcessProbe = linuxProcesses): Promise<RunDirView> {
   let manifestError: string | null = null;
   let entries: z.infer<typeof entrySchema>[] = [];
   const manifestPath = path.join(dir, MANIFEST);
   try {
-    const parsed = manifestSchema.safeParse(JSON.parse(fs.readFileSync(manifestPath, 'utf8')));
+    const parsed = manifestSchema.safeParse(JSON.parse(await readBounded(manifestPath, MAX_STATS_BYTES)));
     if (parsed.success) entries = Array.isArray(parsed.data) ? parsed.data : parsed.data.instances;
     else manifestError = `${manifestPath}: ${parsed.error.issues[0]?.path.join('.') || '(top)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') manifestError = `${manifestPath}: ${(e as Error).message}`;
   }
   let files: string[] = [];
+  let present = true;
   try {
-    files = fs.readdirSync(dir).filter((f) => /^\d+\.stats$/.test(f));
-  } catch { /* no run directory: nothing to show */ }
+    files = (await fs.promises.readdir(dir)).filter((f) => /^\d{1,9}\.stats$/.test(f));
+  } catch {
+    present = false; // no run directory (yet): nothing to show
+  }
   const ids = new Set<string>();
   const out: InstanceView[] = [];
   for (const e of entries) {
     const id = String(Number(e.id));
     if (ids.has(id)) continue;
     ids.add(id);
-    const stats = readStats(e.stats !== undefined ? path.resolve(dir, e.stats) : path.join(dir, `${id}.stats`));
+    const stats = await readStats(e.stats !== undefined ? path.resolve(dir, e.stats) : path.join(dir, `${id}.stats`));
     const alive = e.pid !== undefined ? probe.alive(e.pid) : stats !== null;
     const vm = e.vm ?? null;
     const vmName = vm?.vm_name ?? vm?.name ?? `vm${id}`;
@@ -155,10 +184,10 @@ export function readRunDir(dir: string, probe: ProcessProbe = linuxProcesses): R
     const id = String(parseInt(f, 10));
     if (ids.has(id)) continue;
     ids.add(id);
-    const stats = readStats(path.join(dir, f));
+    const stats = await readStats(path.join(dir, f));
     out.push({ id, role: 'unknown', mac: String(stats?.instance.mac ?? ''), up: stats !== null, uptimeSeconds: null, vm: null, stats });
   }
-  return { instances: out, manifestError };
+  return { instances: out, manifestError, present };
 }
 
 function num(r: StatRecord | undefined, key: string): number | undefined {
@@ -166,9 +195,27 @@ function num(r: StatRecord | undefined, key: string): number | undefined {
   return typeof v === 'number' ? v : undefined;
 }
 
+/**
+ * The state label of connection_up for a stats file: the server's `state`
+ * line says stopped; otherwise the connection line's first word, which is
+ * "connected" or "disconnected" (the C design's files and ours). A file a
+ * server wrote as it stopped before it had a state line says "server
+ * stopped" in its connection line. Anything else: no sample.
+ */
+export function connectionStateOf(s: ParsedStats): ConnectionState | null {
+  if (s.instance[STATE_KEY] === 'stopped') return 'stopped';
+  const text = s.instance.connection;
+  if (typeof text !== 'string') return null;
+  const word = /^[a-z]+/.exec(text)?.[0];
+  if (word === 'connected') return 'connected';
+  if (word !== 'disconnected') return null;
+  return text.startsWith('disconnected (server stopped') ? 'stopped' : 'disconnected';
+}
+
 /** The exporter's metric families, reading `view()` (the current scrape's run directory). */
 export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX): FamilySpec[] {
   const f: FamilySpec[] = [];
+  const P = EXPORTER_PREFIX;
   const base = (i: InstanceView): Labels => ({ ernic_id: i.id, role: i.role });
   const each = (fn: (i: InstanceView, emit: (v: number, l?: Labels) => void) => void) => (emit: (v: number, l?: Labels) => void): void => {
     for (const i of view().instances) fn(i, emit);
@@ -209,45 +256,48 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
     const vs = ks.map((k) => num(d, k));
     return vs.every((v) => v === undefined) ? undefined : vs.reduce<number>((a, v) => a + (v ?? 0), 0);
   };
+  const shared = (q: SharedFamily, value: (d: StatRecord) => number | undefined, what: string): void => {
+    counter(P + q.name, `${q.help} (${what})`, value);
+  };
   counter('ernic_ip_bytes_tx_total', 'Ethernet bytes the guest sent (total_ip_bytes_tx)', key('total_ip_bytes_tx'));
   counter('ernic_ip_bytes_rx_total', 'Ethernet bytes the guest received (total_ip_bytes_rx)', key('total_ip_bytes_rx'));
   counter('ernic_ip_bytes_total', 'Ethernet bytes both ways', sum('total_ip_bytes_tx', 'total_ip_bytes_rx'));
-  counter('ernic_rdma_bytes_sent_total', 'RDMA SEND payload bytes sent (total_bytes_sent)', key('total_bytes_sent'));
-  counter('ernic_rdma_bytes_received_total', 'RDMA SEND payload bytes received (total_bytes_received)', key('total_bytes_received'));
-  counter('ernic_rdma_bytes_read_total', 'RDMA READ payload bytes (total_bytes_rdma_read)', key('total_bytes_rdma_read'));
-  counter('ernic_rdma_bytes_write_total', 'RDMA WRITE payload bytes (total_bytes_rdma_write)', key('total_bytes_rdma_write'));
+  shared(SHARED_FAMILIES.rdmaTxBytes, key('total_bytes_sent'), 'total_bytes_sent');
+  shared(SHARED_FAMILIES.rdmaRxBytes, key('total_bytes_received'), 'total_bytes_received');
+  shared(SHARED_FAMILIES.rdmaReadBytes, key('total_bytes_rdma_read'), 'total_bytes_rdma_read');
+  shared(SHARED_FAMILIES.rdmaWriteBytes, key('total_bytes_rdma_write'), 'total_bytes_rdma_write');
   counter('ernic_rdma_bytes_total', 'RDMA payload bytes: sent, received, read and written',
     sum('total_bytes_sent', 'total_bytes_received', 'total_bytes_rdma_read', 'total_bytes_rdma_write'));
-  counter('ernic_flr_reset_total', 'Device resets (reset_count)', key('reset_count'));
-  counter('ernic_commands_total', 'Device and RDMA admin commands (commands)', key('commands'));
-  counter('ernic_interrupts_total', 'Interrupts delivered (interrupts)', key('interrupts'));
+  shared(SHARED_FAMILIES.resets, key('reset_count'), 'reset_count');
+  shared(SHARED_FAMILIES.commands, key('commands'), 'commands');
+  shared(SHARED_FAMILIES.interrupts, key('interrupts'), 'interrupts');
   counter('ernic_mmio_reads_total', 'MMIO reads (mmio_reads_total)', key('mmio_reads_total'));
   counter('ernic_mmio_writes_total', 'MMIO writes (mmio_writes_total)', key('mmio_writes_total'));
   add('ernic_stats_writes_total', 'counter', 'Times the stats file was written (Write count)', L,
     each((i, e) => { if (i.stats?.writeCount != null) e(i.stats.writeCount, base(i)); }));
-  add('ernic_connection_up', 'gauge', 'Whether a VM (QEMU) is connected; state is the stats file\'s connection line',
+  add(P + SHARED_FAMILIES.connectionUp.name, SHARED_FAMILIES.connectionUp.type, `${SHARED_FAMILIES.connectionUp.help} (the stats file's state and connection lines)`,
     ['ernic_id', 'role', 'state'], each((i, e) => {
-      const state = i.stats?.instance.connection;
-      if (typeof state === 'string') e(state.startsWith('connected') ? 1 : 0, { ...base(i), state });
+      const state = i.stats && connectionStateOf(i.stats);
+      if (state) e(state === 'connected' ? 1 : 0, { ...base(i), state });
     }));
 
   // ---- per QP ------------------------------------------------------------------------------------
-  add('ernic_qp_count', 'gauge', 'QPs alive on the instance', L, each((i, e) => {
+  add(P + SHARED_FAMILIES.qps.name, SHARED_FAMILIES.qps.type, `${SHARED_FAMILIES.qps.help} on the instance (qp_count, else the QP blocks)`, L, each((i, e) => {
     if (!i.stats) return;
     e(num(i.stats.sections[SECTION_QPS], 'qp_count') ?? i.stats.qps.size, base(i));
   }));
-  const qpCounters: readonly [string, string, string][] = [
-    ['ernic_qp_bytes_sent_total', 'bytes_sent', 'Bytes the QP sent'],
-    ['ernic_qp_bytes_received_total', 'bytes_received', 'Bytes the QP received'],
-    ['ernic_qp_bytes_rdma_read_total', 'bytes_rdma_read', 'RDMA READ bytes of the QP'],
-    ['ernic_qp_bytes_rdma_write_total', 'bytes_rdma_write', 'RDMA WRITE bytes of the QP'],
-    ['ernic_qp_wqes_processed_total', 'wqes_processed', 'Send WQEs the QP ran'],
-    ['ernic_qp_cqes_posted_total', 'cqes_posted', 'Completions written for the QP'],
-    ['ernic_qp_doorbell_send_total', 'doorbell_send', 'Send queue doorbells of the QP'],
-    ['ernic_qp_doorbell_recv_total', 'doorbell_recv', 'Receive queue doorbells of the QP'],
+  const qpCounters: readonly [string, string][] = [
+    ['bytes_sent', 'Bytes the QP sent'],
+    ['bytes_received', 'Bytes the QP received'],
+    ['bytes_rdma_read', 'RDMA READ bytes of the QP'],
+    ['bytes_rdma_write', 'RDMA WRITE bytes of the QP'],
+    ['wqes_processed', 'Send WQEs the QP ran'],
+    ['cqes_posted', 'Completions written for the QP'],
+    ['doorbell_send', 'Send queue doorbells of the QP'],
+    ['doorbell_recv', 'Receive queue doorbells of the QP'],
   ];
-  for (const [name, k, help] of qpCounters) {
-    add(name, 'counter', `${help} (the ${qpMax} lowest QP ids of each instance)`, ['ernic_id', 'role', 'qp'], each((i, e) => {
+  for (const [k, help] of qpCounters) {
+    add(P + qpCounterName(k), 'counter', `${help} (the ${qpMax} lowest QP ids of each instance)`, ['ernic_id', 'role', 'qp'], each((i, e) => {
       if (!i.stats) return;
       const qps = [...i.stats.qps.entries()].sort(([a], [b]) => Number(a) - Number(b)).slice(0, qpMax);
       for (const [qp, r] of qps) {
@@ -268,6 +318,11 @@ export class ErnicExporter {
   /** The last manifest problem (reported once per change). */
   lastError: string | null = null;
 
+  /** Whether the run directory existed at the last scrape. */
+  get runDirPresent(): boolean {
+    return this.#view.present !== false;
+  }
+
   constructor(runDir: string, opts: { probe?: ProcessProbe; qpMax?: number } = {}) {
     this.#dir = runDir;
     this.#probe = opts.probe ?? linuxProcesses;
@@ -276,7 +331,7 @@ export class ErnicExporter {
 
   /** Read the run directory now and render every family. `onError` hears a new manifest problem. */
   async scrape(onError?: (message: string) => void): Promise<string> {
-    this.#view = readRunDir(this.#dir, this.#probe);
+    this.#view = await readRunDir(this.#dir, this.#probe);
     const err = this.#view.manifestError;
     if (err !== this.lastError) {
       this.lastError = err;

@@ -11,7 +11,8 @@ import * as path from 'node:path';
 import { Manifest, InstanceRecord, readManifest, removeManifest, writeManifest, MANIFEST_FORMAT, manifestPath } from './manifest';
 import { bridgePorts, ensureBridge, ensureTap, linkCounters, linkExists, removeLink } from './netdev';
 import { HostPlanOptions, InstancePlan, planInstances } from './plan';
-import { isOurServer, processUsage, signal, spawnDetached, tailLines, waitUntil } from './processes';
+import { readInstanceState, waitFor } from './instance-state';
+import { isOurServer, processUsage, signal, Spawned, spawnDetached, tailLines, waitUntil } from './processes';
 
 export type OpResult<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -26,50 +27,6 @@ export interface StartOptions extends HostPlanOptions {
   readonly meshTimeoutMs: number;
   /** Progress lines (one per step). */
   readonly progress?: (line: string) => void;
-}
-
-/** The line a worker logs (at warn) once the manager gave it a node id (bin/rocm-ernic.ts). */
-const MESH_NODE_LINE = /rocm-ernic: mesh node (\d+)/g;
-/** The manager's line (at info) for each worker that registers (lib/mesh/manager-role.ts). */
-const MANAGER_SAW_LINE = /mesh: node (\d+) (?:registered|rejoined)/g;
-
-/** The node id the log last reported for this instance (the manager is always node 0). */
-export function meshNodeFromLog(text: string, role: InstanceRecord['role']): number | null {
-  if (role === 'single') return null;
-  if (role === 'manager') return 0;
-  let last: number | null = null;
-  for (const m of text.matchAll(MESH_NODE_LINE)) last = Number(m[1]);
-  return last;
-}
-
-/** Node ids the manager's log shows registering. */
-export function registrationsInManagerLog(text: string): number[] {
-  return [...new Set([...text.matchAll(MANAGER_SAW_LINE)].map((m) => Number(m[1])))].sort((a, b) => a - b);
-}
-
-function readFrom(file: string, offset: number): string {
-  try {
-    const fd = fs.openSync(file, 'r');
-    try {
-      const size = fs.fstatSync(fd).size;
-      if (size <= offset) return '';
-      const buf = Buffer.alloc(Math.min(size - offset, 1 << 20));
-      fs.readSync(fd, buf, 0, buf.length, offset);
-      return buf.toString('utf8');
-    } finally {
-      fs.closeSync(fd);
-    }
-  } catch {
-    return '';
-  }
-}
-
-function fileSize(file: string): number {
-  try {
-    return fs.statSync(file).size;
-  } catch {
-    return 0;
-  }
 }
 
 function isSocket(file: string): boolean {
@@ -146,6 +103,22 @@ export async function startInstances(o: StartOptions): Promise<OpResult<Manifest
   return { ok: true, value: manifest };
 }
 
+/**
+ * Until the server listens: its stats file says `state : listening`. A
+ * server that reports no state (no stats file, or an older one without the
+ * line) is taken to listen once its socket file exists.
+ */
+async function waitListening(o: StartOptions, p: InstancePlan, child: Spawned): Promise<boolean> {
+  const r = await waitFor((): boolean | null => {
+    if (child.exited() !== null) return false;
+    const st = o.statsFile ? readInstanceState(p.stats) : null;
+    if (st?.phase === 'listening') return true;
+    if (st?.phase) return null; // starting: not yet (stopped: its exit ends the wait)
+    return isSocket(p.socket) ? true : null;
+  }, { dirs: [path.dirname(p.socket), path.dirname(p.stats)], timeoutMs: o.startTimeoutMs, also: child.onExit });
+  return r === true;
+}
+
 async function startOne(o: StartOptions, p: InstancePlan, manifest: Manifest, say: (l: string) => void): Promise<OpResult<InstanceRecord>> {
   let tapCreated = false;
   if (p.tap !== null) {
@@ -153,7 +126,6 @@ async function startOne(o: StartOptions, p: InstancePlan, manifest: Manifest, sa
     if (!t.ok) return { ok: false, error: `instance ${p.id}: ${t.error}` };
     tapCreated = t.created;
   }
-  const logStart = fileSize(p.log);
   const child = spawnDetached({ command: o.server, args: p.args, env: p.env, log: p.log, pidFile: p.pidFile });
   if (!child.pid) {
     if (tapCreated && p.tap !== null) removeLink(p.tap);
@@ -171,18 +143,19 @@ async function startOne(o: StartOptions, p: InstancePlan, manifest: Manifest, sa
     const tail = tailLines(p.log, 5).split('\n').filter((l) => l.trim()).map((l) => `  | ${l}`).join('\n');
     return tail ? `\n${tail}` : '';
   };
-  const listening = await waitUntil(() => isSocket(p.socket) || child.exited() !== null, o.startTimeoutMs);
+  const listening = await waitListening(o, p, child);
   if (child.exited() !== null) return { ok: false, error: `instance ${p.id}: rocm-ernic ${child.exited()}${why()}` };
-  if (!listening) return { ok: false, error: `instance ${p.id}: no socket at ${p.socket} after ${o.startTimeoutMs} ms${why()}` };
-  if (p.role === 'worker' && o.meshTimeoutMs > 0 && ['warn', 'info', 'debug'].includes(o.logLevel)) {
-    let node: number | null = null;
-    await waitUntil(() => {
-      node = meshNodeFromLog(readFrom(p.log, logStart), 'worker');
-      return node !== null || child.exited() !== null;
-    }, o.meshTimeoutMs, 100);
-    if (child.exited() !== null) return { ok: false, error: `instance ${p.id}: rocm-ernic ${child.exited()}${why()}` };
-    if (node === null) return { ok: false, error: `instance ${p.id}: not registered with the mesh manager after ${o.meshTimeoutMs} ms${why()}` };
-    record.mesh_node = node;
+  if (!listening) return { ok: false, error: `instance ${p.id}: not listening on ${p.socket} after ${o.startTimeoutMs} ms${why()}` };
+  if (p.role === 'worker' && o.meshTimeoutMs > 0) {
+    if (!o.statsFile) {
+      say(`instance ${p.id}: mesh registration not checked (the server writes no stats file)`);
+    } else {
+      const node = await waitFor(() => (child.exited() !== null ? -1 : readInstanceState(p.stats)?.meshNode ?? null),
+        { dirs: [path.dirname(p.stats)], timeoutMs: o.meshTimeoutMs, also: child.onExit });
+      if (child.exited() !== null) return { ok: false, error: `instance ${p.id}: rocm-ernic ${child.exited()}${why()}` };
+      if (node === null) return { ok: false, error: `instance ${p.id}: not registered with the mesh manager after ${o.meshTimeoutMs} ms (no mesh_node in ${p.stats})${why()}` };
+      record.mesh_node = node;
+    }
   }
   writeManifest(o.runDir, manifest);
   say(`instance ${p.id} (${p.role}) pid ${child.pid} socket ${p.socket}${p.tap ? ` tap ${p.tap}` : ''} mac ${p.mac}${record.mesh_node !== null ? ` mesh node ${record.mesh_node}` : ''}`);
@@ -274,6 +247,8 @@ export interface InstanceStatus {
   readonly gid: string;
   readonly backend: string;
   readonly mesh_node: number | null;
+  /** The server's phase from its stats file (starting, listening, stopped), or null. */
+  readonly state: string | null;
   readonly uptime_s: number | null;
   readonly log: string;
 }
@@ -335,12 +310,12 @@ export function hostStatus(runDir: string): OpResult<HostStatus | null> {
         tapUp = null;
       }
     }
-    const fromLog = meshNodeFromLog(tailLines(i.log, 2000), i.role);
+    const st = running ? readInstanceState(i.stats) : null;
     return {
       id: i.id, role: i.role, pid: i.pid, running, socket: i.socket, socket_file: socketFile,
       clients: running ? connectedClients(i.socket) : 0,
       tap: i.tap, tap_up: tapUp, mac: i.mac, gid: i.gid, backend: i.backend,
-      mesh_node: fromLog ?? i.mesh_node, uptime_s: running ? uptimeOf(i.pid) : null, log: i.log,
+      mesh_node: st?.meshNode ?? i.mesh_node, state: st?.phase ?? null, uptime_s: running ? uptimeOf(i.pid) : null, log: i.log,
     };
   });
   return { ok: true, value: { run_dir: runDir, manifest: manifestPath(runDir), bridge: m.bridge?.name ?? null, instances } };

@@ -16,7 +16,16 @@ export interface MetricsHttpOptions {
   /** What GET / answers besides the link (one line). */
   readonly title: string;
   readonly log?: Logger;
+  /** Connections open at once; more are closed as they arrive (default METRICS_MAX_CONNECTIONS). */
+  readonly maxConnections?: number;
+  /** A connection with nothing sent or received for this long is closed (default METRICS_IDLE_TIMEOUT_MS). */
+  readonly idleTimeoutMs?: number;
 }
+
+/** Prometheus holds one connection per target; a few people with curl add some. */
+export const METRICS_MAX_CONNECTIONS = 64;
+/** Scrapes are short: a client that sends nothing is not kept. */
+export const METRICS_IDLE_TIMEOUT_MS = 10_000;
 
 export class MetricsHttpServer {
   readonly #server: http.Server;
@@ -30,10 +39,14 @@ export class MetricsHttpServer {
     this.#opts = opts;
     this.#log = opts.log ?? nullLogger;
     this.#server = http.createServer((req, res) => { void this.#handle(req, res); });
-    // Scrapes are short; a client that sends nothing is not kept.
-    this.#server.requestTimeout = 10_000;
-    this.#server.headersTimeout = 10_000;
-    this.#server.keepAliveTimeout = 5_000;
+    // Bounded: so many connections at once, each closed when idle (the socket's own timer,
+    // armed by its traffic) and a request that takes longer than the limit to arrive refused.
+    const idle = opts.idleTimeoutMs ?? METRICS_IDLE_TIMEOUT_MS;
+    this.#server.maxConnections = opts.maxConnections ?? METRICS_MAX_CONNECTIONS;
+    this.#server.timeout = idle;
+    this.#server.requestTimeout = idle;
+    this.#server.headersTimeout = idle;
+    this.#server.keepAliveTimeout = Math.min(5_000, idle);
   }
 
   /** Listen; rejects with the socket error (EADDRINUSE, EACCES, ...). */

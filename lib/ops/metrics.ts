@@ -15,7 +15,8 @@ import { p4Families } from './p4-stats';
 import { Registry } from 'prom-client';
 import type { IonicDevice } from '../ionic/device';
 import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
-import { Emit, FamilySpec, registerFamilies } from './metric-families';
+import { connectionState } from './activity';
+import { counterName, Emit, FamilySpec, qpCounterName, rdmaCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
 import { OPCODE_NAMES } from './stats-format';
 import {
@@ -111,33 +112,34 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   const qpMax = opts.qpMax ?? QP_METRICS_MAX;
   const f: FamilySpec[] = [];
   const add = (name: string, type: 'counter' | 'gauge', help: string, read: (emit: Emit) => void, labels?: readonly string[]): void => {
-    f.push({ name: P + name, type, help, read, ...(labels ? { labels } : {}) });
+    f.push({ name: P + (type === 'counter' ? counterName(name) : name), type, help, read, ...(labels ? { labels } : {}) });
   };
+  const shared = (q: SharedFamily, read: (emit: Emit) => void, labels?: readonly string[]): void => add(q.name, q.type, q.help, read, labels);
 
   // ---- the server ------------------------------------------------------------------------------
   add('info', 'gauge', 'The emulated NIC: backend, NIC profile, MAC, PCI id (value 1)', (e) => e(1, {
     device: IB_DEVICE, backend: src.backend, profile: opts.profile ?? d.profile.name, mac: src.mac, pci: '1dd8:1002',
   }), ['device', 'backend', 'profile', 'mac', 'pci']);
-  add('client_connected', 'gauge', 'Whether a vfio-user client (QEMU) is attached', (e) => e(src.connection.connected ? 1 : 0));
+  shared(SHARED_FAMILIES.connectionUp, (e) => e(src.connection.connected ? 1 : 0, { state: connectionState(src.connection) }), ['state']);
   add('rate_bytes_per_second', 'gauge', 'Link speed of the port (the NIC profile\'s)', (e) => e(d.profile.linkSpeedMbps * 125_000, ib), ['device', 'port']);
 
   // ---- device registers (the C design's device counters) -------------------------------------
   add('bar0_reads_total', 'counter', 'BAR0 register reads', (e) => e(d.counters.bar0Reads));
   add('bar0_writes_total', 'counter', 'BAR0 register writes', (e) => e(d.counters.bar0Writes));
   add('doorbell_writes_total', 'counter', 'Doorbell BAR (BAR2) writes', (e) => e(d.counters.doorbells));
-  add('interrupts_total', 'counter', 'MSI-X interrupts delivered to the guest', (e) => e(d.interrupts.fired));
-  add('resets_total', 'counter', 'Device resets (RESET command, DEVICE_RESET, FLR)', (e) => e(d.counters.resets));
-  add('commands_total', 'counter', 'Device commands and RDMA admin commands executed', (e) => e(commandsTotal(d)));
+  shared(SHARED_FAMILIES.interrupts, (e) => e(d.interrupts.fired));
+  shared(SHARED_FAMILIES.resets, (e) => e(d.counters.resets));
+  shared(SHARED_FAMILIES.commands, (e) => e(commandsTotal(d)));
   add('device_commands_total', 'counter', 'Device commands (dev_cmd and the admin queue) by opcode', (e) => {
     for (const [op, n] of d.commandCounts) e(n, { opcode: String(op) });
   }, ['opcode']);
 
   // ---- Ethernet LIF and port (what ethtool -S shows) ------------------------------------------
   for (const [name, i] of blockFields(ionic_lif_stats)) {
-    add(`lif_${name}_total`, 'counter', `LIF statistic ${name} (ethtool -S)`, (e) => e(d.stats.lif[i] ?? 0, { lif: '0' }), ['lif']);
+    add(`lif_${name}`, 'counter', `LIF statistic ${name} (ethtool -S)`, (e) => e(d.stats.lif[i] ?? 0, { lif: '0' }), ['lif']);
   }
   for (const [name, i] of blockFields(ionic_port_stats)) {
-    add(`eth_port_${name}_total`, 'counter', `Port statistic ${name} (ethtool -S)`, (e) => e(d.stats.port[i] ?? 0, { port: IB_PORT }), ['port']);
+    add(`eth_port_${name}`, 'counter', `Port statistic ${name} (ethtool -S)`, (e) => e(d.stats.port[i] ?? 0, { port: IB_PORT }), ['port']);
   }
 
   // ---- RDMA -------------------------------------------------------------------------------------
@@ -150,13 +152,13 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
       (e) => e(c.get(DC.rx_bytes) + c.get(DC.rdma_read_bytes), ib), ['device', 'port']);
     DEVICE_COUNTER_NAMES.forEach((name, i) => {
       if (ACTIVE.has(name)) return;
-      add(`rdma_${name.replace(/^rdma_/, '')}_total`, 'counter', RDMA_HELP[name] ?? name, (e) => e(c.get(i), ib), ['device', 'port']);
+      add(rdmaCounterName(name), 'counter', RDMA_HELP[name] ?? name, (e) => e(c.get(i), ib), ['device', 'port']);
     });
     add('rdma_objects', 'gauge', 'RDMA objects alive on the device, by kind', (e) => {
       const n = e0.rm.counts();
       for (const [kind, v] of [['qp', n.qps], ['cq', n.cqs], ['mr', n.mrs], ['ah', n.ahs], ['srq', n.srqs]] as const) e(v, { device: IB_DEVICE, kind });
     }, ['device', 'kind']);
-    add('rdma_qps', 'gauge', 'QPs alive, by transport type and state', (e) => {
+    add(SHARED_FAMILIES.qps.name, 'gauge', `${SHARED_FAMILIES.qps.help}, by transport type and state`, (e) => {
       const n = new Map<string, number>();
       for (const qp of e0.rm.qps.values()) {
         const k = `${qpTypeName(qp)}\0${qpStateName(qp)}`;
@@ -174,7 +176,7 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
     add('qps_without_series', 'gauge', `QPs beyond the ${qpMax} with per-QP series (the lowest ids have them)`,
       (e) => e(Math.max(0, e0.rm.qps.size - qpMax)));
     QP_COUNTER_NAMES.forEach((name, i) => {
-      add(`qp_${name}_total`, 'counter', `${QP_HELP[name] ?? name} (the ${qpMax} lowest QP ids)`, (e) => {
+      add(qpCounterName(name), 'counter', `${QP_HELP[name] ?? name} (the ${qpMax} lowest QP ids)`, (e) => {
         for (const qp of qpsById(d).slice(0, qpMax)) e(qp.stats.get(i), { device: IB_DEVICE, qp: String(qp.id), type: qpTypeName(qp) });
       }, ['device', 'qp', 'type']);
     });

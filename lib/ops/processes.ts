@@ -19,24 +19,35 @@ export interface Spawned {
   readonly pid: number;
   /** Set when the process has exited (its code or signal). */
   exited(): string | null;
+  /** Call `fn` when the process exits (at once if it already has). */
+  onExit(fn: () => void): void;
 }
 
 /** Start a server detached from this process, its stdout and stderr appended to spec.log. */
 export function spawnDetached(spec: SpawnSpec): Spawned {
   const out = fs.openSync(spec.log, 'a', 0o640);
   let exit: string | null = null;
+  const waiting: (() => void)[] = [];
+  const ended = (why: string): void => {
+    exit ??= why;
+    for (const fn of waiting.splice(0)) fn();
+  };
+  const onExit = (fn: () => void): void => {
+    if (exit !== null) fn();
+    else waiting.push(fn);
+  };
   try {
     const child = spawn(spec.command[0]!, [...spec.command.slice(1), ...spec.args], {
       detached: true,
       stdio: ['ignore', out, out],
       env: { ...process.env, ...spec.env },
     });
-    child.on('error', (e) => { exit = `could not start: ${e.message}`; });
-    child.on('exit', (code, signal) => { exit = signal ? `killed by ${signal}` : `exited with status ${code}`; });
+    child.on('error', (e) => ended(`could not start: ${e.message}`));
+    child.on('exit', (code, signal) => ended(signal ? `killed by ${signal}` : `exited with status ${code}`));
     child.unref();
-    if (child.pid === undefined) return { pid: 0, exited: () => exit ?? 'could not start' };
+    if (child.pid === undefined) return { pid: 0, exited: () => exit ?? 'could not start', onExit };
     fs.writeFileSync(spec.pidFile, `${child.pid}\n`, { mode: 0o644 });
-    return { pid: child.pid, exited: () => exit };
+    return { pid: child.pid, exited: () => exit, onExit };
   } finally {
     fs.closeSync(out);
   }
@@ -84,7 +95,11 @@ export function signal(pid: number, sig: NodeJS.Signals): boolean {
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Wait until check() is true or ms pass; true if it became true. Checks every `step` ms. */
+/**
+ * Wait until check() is true or ms pass; true if it became true. Checks every
+ * `step` ms: only for what has no event to wait on (another process's exit,
+ * in stop); a server's state is waited for with instance-state.ts waitFor.
+ */
 export async function waitUntil(check: () => boolean, ms: number, step = 50): Promise<boolean> {
   const end = Date.now() + ms;
   for (;;) {
@@ -114,6 +129,8 @@ export function processUsage(pid: number): { rssBytes: number; cpuSeconds: numbe
 
 /** The last `n` lines of a text file ('' when it cannot be read). Reads at most the file's last 1 MiB. */
 export function tailLines(file: string, n: number): string {
+  // slice(-0) would be every line.
+  if (n <= 0) return '';
   let fd: number;
   try {
     fd = fs.openSync(file, 'r');

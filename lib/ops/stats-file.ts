@@ -13,7 +13,19 @@
 // then rename(2) over the old one, so a reader sees the old file or the new
 // one, never half of one. Writes are synchronous (a few KiB, at most once per
 // interval) so the file is final before the process exits.
+//
+// The stats directory may be writable by others (/run/rocm-ernic is shared by
+// every instance, ernicctl's --run-dir can be anywhere): the temporary name is
+// random and opened O_CREAT|O_EXCL|O_NOFOLLOW, so a file or symlink planted
+// there is refused, never written through; rename(2) replaces a symlink at
+// the final name, it does not follow it. Not the npm package
+// write-file-atomic (8.0.0): its temporary name is a hash of the pid and a
+// call count (predictable), it opens it with 'w' (no O_EXCL, follows a
+// symlink), it realpath()s the target (writes through a symlink planted at
+// the final name), and its sync path fsyncs, which can stall the event loop
+// on a slow disk for a file nobody needs to survive a crash.
 
+import { randomBytes } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { guardedTimeout } from '../guard';
@@ -33,7 +45,6 @@ export interface StatsFileOptions {
 
 export class StatsFileWriter {
   readonly path: string;
-  readonly #tmp: string;
   readonly #snapshot: (writeCount: number) => StatsSnapshot;
   readonly #intervalMs: number;
   readonly #log: Logger;
@@ -50,7 +61,6 @@ export class StatsFileWriter {
 
   constructor(opts: StatsFileOptions) {
     this.path = path.resolve(opts.path);
-    this.#tmp = path.join(path.dirname(this.path), `.${path.basename(this.path)}.${process.pid}.tmp`);
     this.#snapshot = opts.snapshot;
     this.#intervalMs = opts.intervalMs ?? STATS_INTERVAL_MS;
     this.#log = opts.log ?? nullLogger;
@@ -59,7 +69,7 @@ export class StatsFileWriter {
   /** Follow a device: accesses mark the file dirty, a reset writes it at once. */
   follow(activity: DeviceActivity): void {
     activity.onActivity((kind: ActivityKind) => {
-      if (kind === 'reset') this.writeNow();
+      if (kind === 'reset' || kind === 'phase') this.writeNow();
       else this.markDirty();
     });
   }
@@ -100,10 +110,8 @@ export class StatsFileWriter {
     if (!force && key === this.#last) return false;
     const text = formatStatsFile(this.#snapshot(this.writes + 1));
     try {
-      fs.writeFileSync(this.#tmp, text);
-      fs.renameSync(this.#tmp, this.path);
+      writeReplacing(this.path, text);
     } catch (e) {
-      try { fs.unlinkSync(this.#tmp); } catch { /* never created */ }
       if (strict) throw e;
       warnLimited(this.#log, this.#limiter, 'stats-file', `rocm-ernic: cannot write the stats file ${this.path}: ${(e as Error).message}`);
       return false;
@@ -123,5 +131,34 @@ export class StatsFileWriter {
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
+  }
+}
+
+const CREATE_NEW = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
+
+/** A temporary name beside `file` nobody can guess (64 random bits). */
+export function temporaryName(file: string): string {
+  return path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
+}
+
+/**
+ * Replace `file` with `text` atomically: a new file under a random name,
+ * created exclusively without following a symlink, then renamed over `file`.
+ * Only a temporary file this call created is removed on failure.
+ */
+export function writeReplacing(file: string, text: string, mode = 0o644): void {
+  const tmp = temporaryName(file);
+  const fd = fs.openSync(tmp, CREATE_NEW, mode);
+  try {
+    try {
+      const buf = Buffer.from(text, 'utf8');
+      for (let at = 0; at < buf.length;) at += fs.writeSync(fd, buf, at, buf.length - at);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(tmp, file);
+  } catch (e) {
+    try { fs.unlinkSync(tmp); } catch { /* already renamed or gone */ }
+    throw e;
   }
 }

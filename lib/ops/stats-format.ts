@@ -37,6 +37,11 @@ export const SECTION_DEVICE = 'Device Statistics';
 export const SECTION_QPS = 'Per-QP Statistics';
 export const HISTOGRAM_TITLE = 'WQEs by opcode';
 export const WRITE_COUNT = 'Write count';
+/** Instance key of the server's phase (starting, listening, stopped): what ernicctl waits on. */
+export const STATE_KEY = 'state';
+/** Instance key of the mesh node id: an integer once registered, else MESH_UNREGISTERED. */
+export const MESH_NODE_KEY = 'mesh_node';
+export const MESH_UNREGISTERED = 'unregistered';
 /** Key prefix of a histogram entry once parsed (opcode_SEND). */
 export const OPCODE_KEY_PREFIX = 'opcode_';
 
@@ -155,8 +160,10 @@ function parseValue(text: string): StatValue {
 /** Read a stats file back. Never throws: lines it does not understand are skipped. */
 export function parseStatsFile(text: string): ParsedStats {
   const lines = text.split(/\r?\n/);
-  const instance: StatRecord = {};
-  const sections: Record<string, StatRecord> = {};
+  // Keys and titles come from the file: records without a prototype, so "__proto__" is just a key.
+  const record = (): StatRecord => Object.create(null) as StatRecord;
+  const instance: StatRecord = record();
+  const sections: Record<string, StatRecord> = Object.create(null) as Record<string, StatRecord>;
   const qps = new Map<string, StatRecord>();
   let writeCount: number | null = null;
   let section: StatRecord | null = null;
@@ -181,9 +188,9 @@ export function parseStatsFile(text: string): ParsedStats {
         qp = null;
         histogram = false;
         inQps = title === SECTION_QPS;
-        section = title === SECTION_INSTANCE ? instance : (sections[title] ??= {});
+        section = title === SECTION_INSTANCE ? instance : (sections[title] ??= record());
       } else if (inQps && /^QP \S+$/.test(title)) {
-        qp = {};
+        qp = record();
         histogram = false;
         qps.set(title.slice(3), qp);
       } else if (qp && title === HISTOGRAM_TITLE) {

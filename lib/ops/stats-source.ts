@@ -20,7 +20,7 @@ import { QP_STATE_NAMES } from '../rdma/types';
 import type { ConnectionView } from './activity';
 import { p4Rows } from './p4-stats';
 import type { P4StatsSource } from './p4-stats';
-import { OPCODE_NAMES, QpBlock, StatRow, StatsSection, StatsSnapshot } from './stats-format';
+import { MESH_NODE_KEY, MESH_UNREGISTERED, OPCODE_NAMES, QpBlock, STATE_KEY, StatRow, StatsSection, StatsSnapshot } from './stats-format';
 
 /** The mesh as the ops tools see it (lib/mesh Mesh.stats()). */
 export interface MeshStatsSource {
@@ -187,6 +187,20 @@ function qpBlock(qp: QpRecord): QpBlock {
   return { id: qp.id, rows, opcodes };
 }
 
+/**
+ * The Instance section. `state` and `mesh_node` are for programs (one
+ * word or an integer each); `connection` is free text for people.
+ */
+export function instanceRows(src: OpsSources): StatRow[] {
+  const rows: StatRow[] = [
+    ['socket', src.socket || '(not set)'], ['backend', src.backend], ['pci', PCI_ID_TEXT], ['mac', src.mac],
+    ['connection', src.connection.state],
+  ];
+  if (src.connection.phase) rows.push([STATE_KEY, src.connection.phase]);
+  if (src.mesh) rows.push([MESH_NODE_KEY, src.mesh.stats().nodeId ?? MESH_UNREGISTERED]);
+  return rows;
+}
+
 /** One snapshot of everything, for the stats file. */
 export function collectStats(src: OpsSources, writeCount: number, maxQps = STATS_FILE_MAX_QPS): StatsSnapshot {
   const d = src.device;
@@ -203,10 +217,7 @@ export function collectStats(src: OpsSources, writeCount: number, maxQps = STATS
   const qps = qpsById(d);
   const shown = qps.slice(0, maxQps);
   return {
-    instance: [
-      ['socket', src.socket || '(not set)'], ['backend', src.backend], ['pci', PCI_ID_TEXT], ['mac', src.mac],
-      ['connection', src.connection.state],
-    ],
+    instance: instanceRows(src),
     writeCount,
     sections,
     qpSummary: [['qp_count', qps.length], ['qps_shown', shown.length]],

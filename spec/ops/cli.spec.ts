@@ -68,7 +68,7 @@ describe('ops: rocm-ernic -S and --metrics-port', function () {
       expect(read().sections['Device Statistics']!.bar0_reads).to.equal(before + 2);
       expect(read().instance.connection).to.equal('connected');
       const m = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      expect(sample(m, 'rocm_ernic_client_connected')).to.equal(1);
+      expect(sample(m, 'rocm_ernic_connection_up', { state: 'connected' })).to.equal(1);
       expect(sample(m, 'rocm_ernic_bar0_reads_total')).to.equal(before + 2);
       c.close();
     } finally {

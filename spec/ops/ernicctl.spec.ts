@@ -21,8 +21,12 @@ const hasIp = spawnSync('ip', ['-V']).status === 0;
 interface Run { code: number | null; stdout: string; stderr: string }
 
 function ernicctl(...args: string[]): Promise<Run> {
+  return ernicctlEnv({}, ...args);
+}
+
+function ernicctlEnv(extra: Record<string, string>, ...args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [ERNICCTL, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [ERNICCTL, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...extra } });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
@@ -245,6 +249,130 @@ describe('ernicctl: instances without TAPs (any user)', function () {
     expect(unknown.code).to.equal(2);
     const help = await ernicctl('--help');
     expect(help.code).to.equal(0);
-    for (const w of ['start <count>', 'stop', 'status', 'stats [id]', 'logs [id]', 'instances.json', 'vfio-user-pci']) expect(help.stdout).to.include(w);
+    for (const w of ['start [count]', 'stop', 'status', 'stats [id]', 'logs [id]', 'instances.json', 'vfio-user-pci']) expect(help.stdout).to.include(w);
+  });
+
+  it('takes the count from ERNIC_INSTANCES when none is typed, and names the variable when it is not a number', async function () {
+    const r = await ernicctlEnv({ ERNIC_INSTANCES: '1' }, 'start', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--backend', 'loopback');
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    expect(manifestOf(dir).instances.map((i) => i.id)).to.deep.equal([0]);
+    expect((await ernicctl('stop', '--run-dir', dir)).code).to.equal(0);
+    for (const v of ['abc', '2x', '-1', '65']) {
+      const bad = await ernicctlEnv({ ERNIC_INSTANCES: v }, 'start', '--no-tap', '--run-dir', dir, '--log-dir', dir);
+      expect(bad.code, v).to.equal(2);
+      expect(bad.stderr).to.equal(`ernicctl: ERNIC_INSTANCES=${v}: expected an instance count from 1 to 64\n`);
+    }
+    const typed = await ernicctlEnv({ ERNIC_INSTANCES: 'abc' }, 'start', 'x', '--no-tap', '--run-dir', dir);
+    expect(typed.stderr).to.equal('ernicctl: instance count x: expected an integer from 1 to 64\n');
+    const port = await ernicctl('start', '1', '--tcp-port', 'abc', '--run-dir', dir);
+    expect(port.stderr).to.equal('ernicctl: --tcp-port abc: expected a TCP port from 0 to 65535\n');
+    const twice = await ernicctl('stop', '--timeout', '1', '--timeout', '2', '--run-dir', dir);
+    expect([twice.code, twice.stderr]).to.deep.equal([2, 'ernicctl: --timeout given more than once (it takes one value)\n']);
+    expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);
+  });
+
+  it('learns registration from the stats file whatever the servers\' log level', async function () {
+    const r = await ernicctl('start', '2', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(5)), '--log-level', 'error');
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    expect(manifestOf(dir).instances.map((i) => i.mesh_node)).to.deep.equal([0, 1]);
+    const s = await ernicctl('status', '--json', '--run-dir', dir);
+    expect((JSON.parse(s.stdout) as { instances: { mesh_node: number }[] }).instances.map((i) => i.mesh_node)).to.deep.equal([0, 1]);
+    expect((await ernicctl('stop', '--run-dir', dir)).code).to.equal(0);
+  });
+});
+
+/**
+ * A stand-in for rocm-ernic whose stats file and log disagree: its socket
+ * exists at once but its stats file says `starting` for a while, and its log
+ * claims mesh node 9 while its stats file gives a worker node 3 + id.
+ */
+const FAKE_SERVER = `
+const fs = require('fs'), net = require('net');
+const args = process.argv.slice(2);
+if (args.includes('--help')) { console.log('--socket --stats-file'); process.exit(0); }
+const arg = (n) => args[args.indexOf(n) + 1];
+const stats = arg('--stats-file');
+const id = Number(/(\\d+)\\.stats$/.exec(stats)[1]);
+const worker = arg('--backend').startsWith('tcp:worker');
+const write = (state, node) => {
+  fs.writeFileSync(stats + '.new', '=== ROCm ERNIC Statistics ===\\nInstance:\\n  connection  : disconnected (no client yet)\\n'
+    + '  state       : ' + state + '\\n  mesh_node   : ' + node + '\\n\\nWrite count : 1\\n');
+  fs.renameSync(stats + '.new', stats);
+};
+write('starting', worker ? 'unregistered' : 0);
+const srv = net.createServer().listen(arg('--socket'));
+console.error('rocm-ernic: mesh node 9');
+if (!process.env.FAKE_NEVER_LISTEN) setTimeout(() => {
+  write('listening', worker ? 'unregistered' : 0);
+  setTimeout(() => write('listening', worker ? 3 + id : 0), 200);
+}, 300);
+process.on('SIGTERM', () => { srv.close(); process.exit(0); });
+process.on('SIGINT', () => { srv.close(); process.exit(0); });
+`;
+
+describe('ernicctl: state from the stats file, logs -f (a stand-in server)', function () {
+  this.timeout(60000);
+  let dir = '';
+  let fake = '';
+
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernicctl-fake-'));
+    fake = path.join(dir, 'fake-server.js');
+    fs.writeFileSync(fake, FAKE_SERVER);
+  });
+  after(async function () {
+    await ernicctl('stop', '--run-dir', dir, '--timeout', '3000');
+    forceCleanUp(dir, []);
+  });
+
+  it('waits for state listening and takes the node id from the stats file, not the socket or the log', async function () {
+    const r = await ernicctl('start', '2', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--server', `${process.execPath} ${fake}`, '--tcp-port', String(portFor(6)));
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    expect(manifestOf(dir).instances.map((i) => i.mesh_node)).to.deep.equal([0, 4]);
+    expect(fs.readFileSync(path.join(dir, '1.log'), 'utf8')).to.include('mesh node 9');
+    const s = await ernicctl('status', '--json', '--run-dir', dir);
+    expect((JSON.parse(s.stdout) as { instances: { state: string }[] }).instances.map((i) => i.state)).to.deep.equal(['listening', 'listening']);
+  });
+
+  it('logs -f prints what is appended, for every instance or one, and ends on SIGINT', async function () {
+    if (!fs.existsSync(path.join(dir, 'instances.json'))) this.skip();
+    const follow = async (args: string[], write: () => void, want: string): Promise<string> => {
+      const p = spawn(process.execPath, [ERNICCTL, 'logs', '-f', '-n', '0', '--run-dir', dir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      const seen = new Promise<void>((resolve) => {
+        p.stdout.on('data', (d: Buffer) => { out += d.toString(); if (out.includes(want)) resolve(); });
+      });
+      p.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+      const exited = new Promise<number | null>((resolve) => p.once('exit', (code) => resolve(code)));
+      // Written once the follower has had time to start watching; what it prints comes from the watch.
+      await new Promise((res) => setTimeout(res, 700));
+      write();
+      await Promise.race([seen, new Promise((res) => setTimeout(res, 10000))]);
+      p.kill('SIGINT');
+      expect(await exited, err).to.equal(0);
+      return out;
+    };
+    const all = await follow([], () => {
+      fs.appendFileSync(path.join(dir, '0.log'), 'line for zero\n');
+      fs.appendFileSync(path.join(dir, '1.log'), 'line for one, ');
+      fs.appendFileSync(path.join(dir, '1.log'), 'in two writes\n');
+    }, 'in two writes');
+    expect(all).to.include(`==> instance 0 (manager) ${path.join(dir, '0.log')} <==\nline for zero\n`);
+    expect(all).to.include(`==> instance 1 (worker) ${path.join(dir, '1.log')} <==\nline for one, in two writes\n`);
+    const one = await follow(['--id', '1'], () => {
+      fs.appendFileSync(path.join(dir, '0.log'), 'not this one\n');
+      fs.appendFileSync(path.join(dir, '1.log'), 'only one\n');
+    }, 'only one');
+    expect(one).to.equal('only one\n');
+  });
+
+  it('fails a server whose stats file never says listening, though its socket exists', async function () {
+    expect((await ernicctl('stop', '--run-dir', dir)).code).to.equal(0);
+    const r = await ernicctlEnv({ FAKE_NEVER_LISTEN: '1' }, 'start', '1', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--backend', 'loopback',
+      '--server', `${process.execPath} ${fake}`, '--start-timeout', '800');
+    expect(r.code, r.stdout).to.equal(1);
+    expect(r.stderr).to.match(/^ernicctl: instance 0: not listening on \S+0\.sock after 800 ms/);
+    expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);
   });
 });

@@ -125,7 +125,7 @@ describe('ops: a live server\'s stats file and /metrics', function () {
     expect(dev(p, 'bar0_reads')).to.be.greaterThan(0);
     expect(dev(p, 'commands')).to.be.greaterThan(0);
     const m = await scrape();
-    expect(sample(m, 'rocm_ernic_client_connected')).to.equal(1);
+    expect(sample(m, 'rocm_ernic_connection_up', { state: 'connected' })).to.equal(1);
     expect(sample(m, 'rocm_ernic_rdma_qps', { type: 'RC', state: 'RTS' })).to.equal(2);
     expect(sample(m, 'rocm_ernic_rdma_objects', { kind: 'qp' })).to.equal(2);
     expect(sample(m, 'rocm_ernic_rate_bytes_per_second', { device: 'ionic_0', port: '1' })).to.equal(100000 * 125000);

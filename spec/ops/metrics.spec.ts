@@ -5,7 +5,11 @@
 
 import { expect } from 'chai';
 import { IonicDevice } from '../../lib/ionic/device';
-import { serverRegistry } from '../../lib/ops/metrics';
+import { Registry } from 'prom-client';
+import type { ServerPhase } from '../../lib/ops/activity';
+import { exporterFamilies } from '../../lib/ops/exporter';
+import { counterName, FamilySpec, registerFamilies, SHARED_FAMILIES } from '../../lib/ops/metric-families';
+import { serverFamilies, serverRegistry } from '../../lib/ops/metrics';
 import type { MeshStatsSource, OpsSources } from '../../lib/ops/stats-source';
 import { PageTable } from '../../lib/rdma/page-table';
 import { QpType } from '../../lib/rdma/types';
@@ -96,6 +100,49 @@ describe('ops: the server\'s metric families', () => {
       expect(name.endsWith('_total'), `${name} (${type})`).to.equal(type === 'counter');
       expect(m, name).to.match(new RegExp(`^# HELP ${name} \\S`, 'm'));
     }
+  });
+
+  it('ends every counter in one _total, the port fields that end in _total included (no _total_total)', async () => {
+    const m = await serverRegistry(sources(withQps(1), fakeMesh)).metrics();
+    const names = [...m.matchAll(/^# TYPE (\S+) /gm)].map((x) => x[1]!);
+    expect(names.filter((n) => n.includes('_total_total'))).to.deep.equal([]);
+    expect(names).to.include('rocm_ernic_eth_port_octets_tx_total');
+    expect(names).to.include('rocm_ernic_eth_port_frames_tx_unicast_total');
+    expect(counterName('a_total')).to.equal('a_total');
+    expect(counterName('a')).to.equal('a_total');
+  });
+
+  it('refuses to register a family whose name breaks the convention', () => {
+    const bad: FamilySpec[][] = [
+      [{ name: 'x_total_total', type: 'counter', help: 'h', read: () => {} }],
+      [{ name: 'x', type: 'counter', help: 'h', read: () => {} }],
+      [{ name: 'x_total', type: 'gauge', help: 'h', read: () => {} }],
+      [{ name: 'x_count', type: 'gauge', help: 'h', read: () => {} }],
+    ];
+    for (const specs of bad) expect(() => registerFamilies(new Registry(), specs), specs[0]!.name).to.throw(new RegExp(`^metric ${specs[0]!.name}: `));
+  });
+
+  it('serves each shared quantity under the one name the exporter uses too', () => {
+    const server = new Set(serverFamilies(sources(withQps(0), fakeMesh)).map((f) => f.name));
+    const exporter = new Set(exporterFamilies(() => ({ instances: [], manifestError: null })).map((f) => f.name));
+    for (const q of Object.values(SHARED_FAMILIES)) {
+      expect(server.has(`rocm_ernic_${q.name}`), `rocm_ernic_${q.name}`).to.equal(true);
+      expect(exporter.has(`ernic_${q.name}`), `ernic_${q.name}`).to.equal(true);
+    }
+    // The quantities of the C design that used other names are gone from both.
+    for (const old of ['ernic_flr_reset_total', 'ernic_qp_count', 'ernic_rdma_bytes_sent_total']) expect(exporter.has(old), old).to.equal(false);
+    expect(server.has('rocm_ernic_client_connected')).to.equal(false);
+  });
+
+  it('labels connection_up with connected, disconnected or stopped, never the free text', async () => {
+    const view = { connected: false, state: 'disconnected (no client yet)', phase: 'listening' as ServerPhase | null };
+    const reg = serverRegistry({ ...sources(withQps(0)), connection: view });
+    expect(sample(await reg.metrics(), 'rocm_ernic_connection_up', { state: 'disconnected' })).to.equal(0);
+    Object.assign(view, { connected: true, state: 'connected (device reset)' });
+    expect(sample(await reg.metrics(), 'rocm_ernic_connection_up', { state: 'connected' })).to.equal(1);
+    Object.assign(view, { connected: false, state: 'disconnected (server stopped: SIGTERM)', phase: 'stopped' });
+    const m = await reg.metrics();
+    expect(samples(m, 'rocm_ernic_connection_up')).to.deep.equal(['rocm_ernic_connection_up{state="stopped"} 0']);
   });
 
   it('passes promtool check metrics with no findings, mesh and QPs included', async function () {

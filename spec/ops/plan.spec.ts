@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { connectedClients, meshNodeFromLog, registrationsInManagerLog } from '../../lib/ops/instances';
+import { connectedClients } from '../../lib/ops/instances';
 import { Manifest, MANIFEST_FORMAT, readManifest, writeManifest } from '../../lib/ops/manifest';
 import { isValidIfName } from '../../lib/ops/netdev';
 import { deriveMac, HostPlanOptions, linkLocalGid, planInstances } from '../../lib/ops/plan';
@@ -135,19 +135,6 @@ describe('ops: instances.json', function () {
 });
 
 describe('ops: what status reads', function () {
-  it('finds the node id a worker was given, the last one after a re-registration', function () {
-    const log = '... warn: rocm-ernic: mesh node 3\n... info: x\n... warn: rocm-ernic: mesh node 5\n';
-    expect(meshNodeFromLog(log, 'worker')).to.equal(5);
-    expect(meshNodeFromLog('nothing yet', 'worker')).to.equal(null);
-    expect(meshNodeFromLog('', 'manager')).to.equal(0);
-    expect(meshNodeFromLog(log, 'single')).to.equal(null);
-  });
-
-  it('lists the workers a manager saw register', function () {
-    const log = 'mesh: node 2 registered from a\nmesh: node 1 registered from b\nmesh: node 2 rejoined from c\n';
-    expect(registrationsInManagerLog(log)).to.deep.equal([1, 2]);
-  });
-
   it('counts the connected peers of a listening socket in /proc/net/unix', function () {
     const text = [
       'Num       RefCount Protocol Flags    Type St Inode Path',

@@ -8,7 +8,8 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { DeviceActivity } from '../../lib/ops/activity';
-import { StatsFileWriter } from '../../lib/ops/stats-file';
+import { StatsFileWriter, temporaryName, writeReplacing } from '../../lib/ops/stats-file';
+import { instanceRows } from '../../lib/ops/stats-source';
 import { parseStatsFile, StatsSnapshot } from '../../lib/ops/stats-format';
 import type { Logger } from '../../lib/log';
 import type { RegionHandler, VfioUserDevice } from '../../lib/vfio-user/device';
@@ -141,6 +142,50 @@ describe('ops: stats file writer', () => {
     for (let i = 0; i < 50; i++) expect(later.writeNow()).to.equal(false);
     expect(log.warnings.length).to.be.within(1, 10);
     expect(log.warnings[0]).to.match(/cannot write the stats file .*no-such-dir/);
+  });
+
+  it('follows no symlink planted at any name the writer used to write (the old temporary name, the file itself)', () => {
+    const victim = path.join(dir, 'victim');
+    fs.writeFileSync(victim, 'precious\n');
+    // The temporary name the old writer used (.NAME.PID.tmp), and the stats path itself.
+    const oldTmp = path.join(dir, `.0.stats.${process.pid}.tmp`);
+    fs.symlinkSync(victim, oldTmp);
+    fs.symlinkSync(victim, file);
+    fake.value = 3;
+    w.writeNow(true);
+    w.writeNow(true);
+    expect(fs.readFileSync(victim, 'utf8')).to.equal('precious\n');
+    expect(fs.lstatSync(file).isSymbolicLink(), 'the symlink at the stats path is replaced, not followed').to.equal(false);
+    expect(read(file)).to.deep.equal({ commands: 3, writeCount: 2 });
+    expect(fs.lstatSync(oldTmp).isSymbolicLink(), 'a planted link is left alone').to.equal(true);
+    expect(fs.readdirSync(dir).sort()).to.deep.equal(['.0.stats.' + process.pid + '.tmp', '0.stats', 'victim']);
+  });
+
+  it('creates its temporary file exclusively under a random name, and leaves nothing when the rename fails', () => {
+    const names = new Set(Array.from({ length: 100 }, () => temporaryName(file)));
+    expect(names.size).to.equal(100);
+    for (const n of names) expect(path.basename(n)).to.match(/^\.0\.stats\.[0-9a-f]{16}\.tmp$/);
+    // A directory at the final name: rename fails, the temporary file is removed, nothing else is touched.
+    fs.mkdirSync(file);
+    expect(() => writeReplacing(file, 'x')).to.throw(/EISDIR|ENOTEMPTY|EEXIST/);
+    expect(fs.readdirSync(dir)).to.deep.equal(['0.stats']);
+  });
+
+  it('writes at once when the server\'s phase changes, with the state line (what ernicctl waits for)', () => {
+    const activity = new DeviceActivity();
+    const snap = (n: number): StatsSnapshot => ({ ...fake.snapshot(n), instance: instanceRows({ device: {} as never, socket: '/s', backend: 'b', mac: 'm', connection: activity }) });
+    const pw = new StatsFileWriter({ path: file, snapshot: snap, intervalMs: INTERVAL });
+    pw.follow(activity);
+    pw.writeNow(true);
+    expect(parseStatsFile(fs.readFileSync(file, 'utf8')).instance.state, 'no phase reported: no line').to.equal(undefined);
+    activity.setPhase('starting');
+    activity.setPhase('listening');
+    expect(pw.writes).to.equal(3);
+    expect(pw.scheduled).to.equal(false);
+    expect(parseStatsFile(fs.readFileSync(file, 'utf8')).instance.state).to.equal('listening');
+    activity.setPhase('listening');
+    expect(pw.writes, 'the same phase again is no change').to.equal(3);
+    pw.close();
   });
 
   it('close() cancels a pending write and arms nothing more', async () => {

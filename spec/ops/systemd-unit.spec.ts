@@ -1,4 +1,4 @@
-// docs/systemd/rocm-ernic@.service and rocm-ernic.target: `systemd-analyze
+// docs/systemd/rocm-ernic@.service, rocm-ernic.target and ernic-exporter.service: `systemd-analyze
 // verify` has nothing to say about them (the programs they name are put in a
 // scratch directory as small wrappers around the compiled bins, since verify
 // checks that they exist), the offline security review rates the unit's
@@ -118,5 +118,68 @@ describe('systemd: rocm-ernic@.service', function () {
     for (const opt of exec.match(/--[a-z-]+/g)!) expect(help, opt).to.include(opt);
     const tap = spawnSync(process.execPath, [path.join(DIST_BIN, 'ernicctl.js'), 'tap', '--help'], { encoding: 'utf8' }).stdout;
     expect(tap).to.include('--bridge');
+  });
+});
+
+describe('systemd: ernic-exporter.service', function () {
+  this.timeout(60000);
+  let scratch = '';
+  const unitText = fs.readFileSync(path.join(UNIT_DIR, 'ernic-exporter.service'), 'utf8');
+
+  before(function () {
+    if (!hasAnalyze) {
+      console.log('      (skipped: systemd-analyze not found; apt-get install systemd to check the unit files)');
+      this.skip();
+    }
+    scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-exporter-unit-'));
+    fs.mkdirSync(path.join(scratch, 'bin'));
+    fs.mkdirSync(path.join(scratch, 'units'));
+    fs.writeFileSync(path.join(scratch, 'bin', 'ernic-exporter'), `#!/bin/sh\nexec ${process.execPath} ${path.join(DIST_BIN, 'ernic-exporter.js')} "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(path.join(scratch, 'units', 'ernic-exporter.service'), unitText.replaceAll('/usr/local/bin/', `${path.join(scratch, 'bin')}/`));
+  });
+
+  after(function () {
+    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('passes systemd-analyze verify without a word', function () {
+    const r = analyze('verify', path.join(scratch, 'units', 'ernic-exporter.service'));
+    expect(r.out).to.equal('');
+    expect(r.code).to.equal(0);
+  });
+
+  it('rates low in the offline security review (exposure at most 3.0)', function () {
+    const r = analyze('security', '--offline=true', path.join(scratch, 'units', 'ernic-exporter.service'));
+    const m = /Overall exposure level for \S+: ([0-9.]+)/.exec(r.out);
+    if (!m) {
+      console.log(`      (no exposure figure from this systemd-analyze: ${r.out.split('\n').pop()})`);
+      this.skip();
+    }
+    expect(Number(m[1])).to.be.at.most(3.0);
+  });
+
+  it('is Type=exec with Restart=on-failure, hardened as the server unit is, without a capability', function () {
+    const s = settings(unitText);
+    const server = settings(fs.readFileSync(path.join(UNIT_DIR, 'rocm-ernic@.service'), 'utf8'));
+    expect(s.get('Type')).to.deep.equal(['exec']);
+    expect(s.get('Restart')).to.deep.equal(['on-failure']);
+    for (const k of ['DynamicUser', 'NoNewPrivileges', 'ProtectSystem', 'ProtectHome', 'PrivateTmp', 'ProtectKernelTunables', 'ProtectKernelModules',
+      'ProtectKernelLogs', 'ProtectControlGroups', 'ProtectClock', 'ProtectHostname', 'RestrictNamespaces', 'RestrictRealtime', 'RestrictSUIDSGID',
+      'LockPersonality', 'RemoveIPC', 'SystemCallArchitectures', 'SystemCallErrorNumber', 'DevicePolicy']) {
+      expect(s.get(k), k).to.deep.equal(server.get(k));
+    }
+    expect(s.get('CapabilityBoundingSet')).to.deep.equal(['']);
+    expect(s.get('PrivateDevices')).to.deep.equal(['yes']);
+    expect(s.get('ProtectProc'), 'it reads the servers\' /proc/PID/stat').to.equal(undefined);
+    expect(s.get('RestrictAddressFamilies')![0]!.split(' ')).to.include.members(['AF_INET', 'AF_INET6']);
+  });
+
+  it('names only options ernic-exporter really has, on this host\'s address by default', function () {
+    const help = spawnSync(process.execPath, [path.join(DIST_BIN, 'ernic-exporter.js'), '--help'], { encoding: 'utf8' }).stdout;
+    const exec = settings(unitText).get('ExecStart')![0]!;
+    const opts = exec.match(/--[a-z-]+/g)!;
+    expect(opts).to.include.members(['--run-dir', '--metrics-host', '--metrics-port', '--log-level']);
+    for (const opt of opts) expect(help, opt).to.include(opt);
+    expect(settings(unitText).get('Environment')).to.include('ERNIC_EXPORTER_HOST=127.0.0.1');
   });
 });
