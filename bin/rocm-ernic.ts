@@ -251,6 +251,8 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (e) => reportBug(log, 'the event loop (uncaught)', e));
   // The stats file and /metrics (lib/ops): the device as the server serves it, observed.
   const activity = new DeviceActivity();
+  // The server's phase is in the stats file, the channel ernicctl reads (never our log lines).
+  activity.setPhase('starting');
   const watched = argv['stats-file'] !== undefined || metricsPort !== undefined;
   const sources = { device, socket: argv.socket, backend: argv.backend, mac: argv.mac, connection: activity, mesh, p4: p4Engine };
   let statsFile: StatsFileWriter | null = null;
@@ -292,7 +294,7 @@ async function main(): Promise<void> {
     device.close();
     if (statsFile) {
       activity.setState(`disconnected (server stopped: ${sig})`, false);
-      statsFile.writeNow();
+      activity.setPhase('stopped'); // written at once
       statsFile.close();
     }
     void metrics?.close();
@@ -312,6 +314,7 @@ async function main(): Promise<void> {
   device.counters.bar0Reads = 0;
   device.counters.bar0Writes = 0;
   statsFile?.markDirty();
+  activity.setPhase('listening'); // written at once
   const serving = `serving ${argv.socket} (profile ${profile.name}, MAC ${argv.mac}, ${link ? `TAP ${link.name}` : 'no TAP'}, backend ${argv.backend}${p4.value ? `, ${describeP4(p4.value)}` : ''}${faults.active ? `, inject ${faults.describe()}` : ''})`;
   log.info(`rocm-ernic: ${serving}`);
   if (link && hostInterfaceState(link.name) === 'down') log.warn(`rocm-ernic: TAP ${link.name} is down: no frames move until ip link set ${link.name} up`);

@@ -12,6 +12,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Manifest, readManifest } from '../../lib/ops/manifest';
+import { skipBecause } from '../support/skip';
 
 const ERNICCTL = path.join(__dirname, '..', '..', 'bin', 'ernicctl.js');
 const isRoot = process.getuid?.() === 0;
@@ -89,8 +90,7 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
 
   before(function () {
     if (!isRoot || !hasTun || !hasIp) {
-      console.log(`      (skipped: ernicctl with TAPs needs root, /dev/net/tun and iproute2; uid ${process.getuid?.()}, tun ${hasTun}, ip ${hasIp})`);
-      this.skip();
+      skipBecause(this, `ernicctl with TAPs needs root, /dev/net/tun and iproute2 (uid ${process.getuid?.()}, tun ${hasTun}, ip ${hasIp})`);
     }
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernicctl-'));
   });
@@ -136,7 +136,7 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
   });
 
   it('status --json reports every instance running with its socket, TAP and mesh node', async function () {
-    if (!started) this.skip();
+    if (!started) skipBecause(this, 'the instances did not start (see the failure above)');
     const r = await ernicctl('status', '--json', '--run-dir', dir);
     expect(r.code, r.stderr).to.equal(0);
     const s = JSON.parse(r.stdout) as { bridge: string; instances: { id: number; running: boolean; mesh_node: number; tap_up: boolean; socket_file: { mode: string }; clients: number }[] };
@@ -149,7 +149,7 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
   });
 
   it('stats and logs read each instance', async function () {
-    if (!started) this.skip();
+    if (!started) skipBecause(this, 'the instances did not start (see the failure above)');
     const s = await ernicctl('stats', '1', '--json', '--run-dir', dir);
     expect(s.code, s.stderr).to.equal(0);
     const [one] = JSON.parse(s.stdout) as { id: number; running: boolean; rss_bytes: number; tap: Record<string, number> }[];
@@ -165,7 +165,7 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
   });
 
   it('refuses a second start while the instances run', async function () {
-    if (!started) this.skip();
+    if (!started) skipBecause(this, 'the instances did not start (see the failure above)');
     const r = await ernicctl('start', '2', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(2)), '--tap-prefix', prefix, '--bridge', bridge);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.match(/lists 3 running instance\(s\).*ernicctl stop first/);
@@ -173,7 +173,7 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
   });
 
   it('stop ends every server with SIGTERM and removes the TAPs, the bridge, the sockets and the manifest', async function () {
-    if (!started) this.skip();
+    if (!started) skipBecause(this, 'the instances did not start (see the failure above)');
     const r = await ernicctl('stop', '--run-dir', dir);
     expect(r.code, r.stderr).to.equal(0);
     expect(r.stdout).to.match(/instance 0 \(pid \d+\): stopped/);
@@ -335,7 +335,7 @@ describe('ernicctl: state from the stats file, logs -f (a stand-in server)', fun
   });
 
   it('logs -f prints what is appended, for every instance or one, and ends on SIGINT', async function () {
-    if (!fs.existsSync(path.join(dir, 'instances.json'))) this.skip();
+    if (!fs.existsSync(path.join(dir, 'instances.json'))) skipBecause(this, 'the instances did not start (see the failure above)');
     const follow = async (args: string[], write: () => void, want: string): Promise<string> => {
       const p = spawn(process.execPath, [ERNICCTL, 'logs', '-f', '-n', '0', '--run-dir', dir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';

@@ -2,6 +2,7 @@
 // reading samples out of a Prometheus exposition.
 
 import { spawnSync } from 'child_process';
+import { skipBecause } from '../support/skip';
 
 /** Whether promtool runs here (Debian: apt-get install prometheus). */
 export function havePromtool(): boolean {
@@ -11,8 +12,7 @@ export function havePromtool(): boolean {
 /** Skip the running test with a line saying why, when promtool is absent. */
 export function needPromtool(ctx: Mocha.Context): void {
   if (havePromtool()) return;
-  console.log('      (skipped: promtool not found; apt-get install prometheus puts it in /usr/bin)');
-  ctx.skip();
+  skipBecause(ctx, 'promtool not found (apt-get install prometheus)');
 }
 
 /** `promtool check metrics` on `text`: its exit status and its findings. */

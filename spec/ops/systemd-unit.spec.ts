@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { skipBecause } from '../support/skip';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 const UNIT_DIR = path.join(ROOT, 'docs', 'systemd');
@@ -39,8 +40,7 @@ describe('systemd: rocm-ernic@.service', function () {
 
   before(function () {
     if (!hasAnalyze) {
-      console.log('      (skipped: systemd-analyze not found; apt-get install systemd to check the unit files)');
-      this.skip();
+      skipBecause(this, 'systemd-analyze not found (apt-get install systemd)');
     }
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-units-'));
     const bin = path.join(scratch, 'bin');
@@ -81,15 +81,16 @@ describe('systemd: rocm-ernic@.service', function () {
     const r = analyze('security', '--offline=true', path.join(scratch, 'units', 'rocm-ernic@.service'));
     const m = /Overall exposure level for \S+: ([0-9.]+)/.exec(r.out);
     if (!m) {
-      console.log(`      (no exposure figure from this systemd-analyze: ${r.out.split('\n').pop()})`);
-      this.skip();
+      skipBecause(this, `no exposure figure from this systemd-analyze (${r.out.split('\n').pop()})`);
     }
     expect(Number(m[1])).to.be.at.most(3.0);
   });
 
-  it('is Type=exec with Restart=on-failure, reading the per-instance environment file', function () {
+  it('is Type=notify (ready once the socket listens) with Restart=on-failure, reading the per-instance environment file', function () {
     const s = settings(unitText);
-    expect(s.get('Type')).to.deep.equal(['exec']);
+    expect(s.get('Type')).to.deep.equal(['notify']);
+    // The server reports readiness through systemd-notify, a child process.
+    expect(s.get('NotifyAccess')).to.deep.equal(['all']);
     expect(s.get('Restart')).to.deep.equal(['on-failure']);
     expect(s.get('EnvironmentFile')).to.include('/etc/rocm-ernic/%i.env');
     const exec = s.get('ExecStart')![0]!;
@@ -128,8 +129,7 @@ describe('systemd: ernic-exporter.service', function () {
 
   before(function () {
     if (!hasAnalyze) {
-      console.log('      (skipped: systemd-analyze not found; apt-get install systemd to check the unit files)');
-      this.skip();
+      skipBecause(this, 'systemd-analyze not found (apt-get install systemd)');
     }
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-exporter-unit-'));
     fs.mkdirSync(path.join(scratch, 'bin'));
@@ -152,8 +152,7 @@ describe('systemd: ernic-exporter.service', function () {
     const r = analyze('security', '--offline=true', path.join(scratch, 'units', 'ernic-exporter.service'));
     const m = /Overall exposure level for \S+: ([0-9.]+)/.exec(r.out);
     if (!m) {
-      console.log(`      (no exposure figure from this systemd-analyze: ${r.out.split('\n').pop()})`);
-      this.skip();
+      skipBecause(this, `no exposure figure from this systemd-analyze (${r.out.split('\n').pop()})`);
     }
     expect(Number(m[1])).to.be.at.most(3.0);
   });

@@ -64,6 +64,16 @@ describe('project: a clone stands alone', () => {
     expect(broken, broken.join('\n')).to.deep.equal([]);
   });
 
+  it('every skip in the specs says why (skipBecause, never a bare mocha skip)', () => {
+    const bare: string[] = [];
+    for (const f of files.filter((x) => x.startsWith('spec/') && x.endsWith('.ts') && x !== 'spec/support/skip.ts')) {
+      fs.readFileSync(path.join(ROOT, f), 'utf8').split('\n').forEach((line, i) => {
+        if (/\b(this|ctx)\.skip\(\)|\b(it|describe)\.skip\(/.test(line)) bare.push(`${f}:${i + 1}: ${line.trim()}`);
+      });
+    }
+    expect(bare, bare.join('\n')).to.deep.equal([]);
+  });
+
   it('the README links every page of docs/', () => {
     const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     const pages = files.filter((f) => /^docs\/[^/]+\.md$/.test(f) || f === 'docs/wireshark/README.md');
