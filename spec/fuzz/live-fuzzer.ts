@@ -21,6 +21,7 @@ import { RdmaGuest } from '../support/ionic/rdma-guest';
 import { AOp, MrF, QpS, QpT, WOp } from '../support/ionic/rdma-regs';
 import { createCqBody, createMrBody, idBody, modifyQpBody } from '../support/ionic/rdma-cmds';
 import { Cq, GuestMr, Qp, SendWr, Sge, VerbsGuest } from '../support/ionic/rdma-verbs';
+import { FuzzFinding } from './targets';
 
 export const ACTIONS = ['vfio', 'bar0', 'doorbell', 'ethAdmin', 'devCmd', 'rdmaAdmin', 'wqe', 'recv'] as const;
 export type Action = typeof ACTIONS[number];
@@ -52,11 +53,7 @@ export interface LiveFuzzStats {
   elapsedMs: number;
 }
 
-export class FuzzFinding extends Error {
-  constructor(message: string, readonly seed: number, readonly epoch: number, readonly trail: readonly string[]) {
-    super(`${message} (seed ${seed}, epoch ${epoch}; last actions: ${trail.join(' | ')})`);
-  }
-}
+export { FuzzFinding };
 
 const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
 const RAW_ID_BASE = 0xff00; // raw messages use ids the model's client is unlikely to have in flight

@@ -1,0 +1,2 @@
+// Every fuzz target, registered by importing it.
+import './live';

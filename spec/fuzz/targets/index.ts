@@ -1,0 +1,39 @@
+// The fuzz targets `npm run fuzz -- --target NAME` can run. Each runs against
+// real components in this process for a wall-clock budget, from a seed, and
+// throws FuzzFinding on anything that must not happen (a crash, a broken
+// invariant, a loop turn over the target's limit). The runner (../run.ts)
+// measures the longest loop turn around every target.
+
+import type { Logger } from '../../../lib/log';
+
+export interface FuzzRunOptions {
+  readonly seed: number;
+  readonly ms: number;
+  readonly log: Logger;
+  /** Progress, about once a second: one line. */
+  readonly progress: (line: string) => void;
+  /** The longest loop turn seen so far in this run, ms (the runner's watchdog). */
+  readonly longestTurnMs: () => number;
+}
+
+export interface FuzzTarget {
+  readonly name: string;
+  readonly describe: string;
+  /** Runs until the budget is spent; resolves with a one-line summary (counts of what it did). */
+  run(o: FuzzRunOptions): Promise<string>;
+}
+
+/** Something that must not happen happened; the message names the seed and the last steps. */
+export class FuzzFinding extends Error {
+  constructor(message: string, readonly seed: number, readonly epoch: number, readonly trail: readonly string[]) {
+    super(`${message} (seed ${seed}, epoch ${epoch}; last actions: ${trail.join(' | ')})`);
+  }
+}
+
+/** The registry: name -> target. Targets add themselves in ./all.ts. */
+export const FUZZ_TARGETS = new Map<string, FuzzTarget>();
+
+export function registerTarget(t: FuzzTarget): void {
+  if (FUZZ_TARGETS.has(t.name)) throw new Error(`fuzz target ${t.name} registered twice`);
+  FUZZ_TARGETS.set(t.name, t);
+}
