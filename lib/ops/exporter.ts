@@ -25,7 +25,7 @@ import { Registry } from 'prom-client';
 import { z } from 'zod';
 import { ConnectionState, FamilySpec, Labels, qpCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
 import { QP_METRICS_MAX } from './metrics';
-import { parseStatsFile, ParsedStats, SECTION_DEVICE, SECTION_QPS, STATE_KEY, StatRecord } from './stats-format';
+import { INTERNAL_ERRORS_KEY, parseStatsFile, ParsedStats, SECTION_DEVICE, SECTION_QPS, STATE_KEY, StatRecord } from './stats-format';
 
 export const EXPORTER_PORT = 9840;
 /** The prefix of every family the exporter serves (the server's is rocm_ernic_). */
@@ -269,6 +269,8 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
   counter('ernic_rdma_bytes_total', 'RDMA payload bytes: sent, received, read and written',
     sum('total_bytes_sent', 'total_bytes_received', 'total_bytes_rdma_read', 'total_bytes_rdma_write'));
   shared(SHARED_FAMILIES.resets, key('reset_count'), 'reset_count');
+  add(P + SHARED_FAMILIES.internalErrors.name, SHARED_FAMILIES.internalErrors.type, `${SHARED_FAMILIES.internalErrors.help} (${INTERNAL_ERRORS_KEY})`, L,
+    each((i, e) => { const v = num(i.stats?.instance, INTERNAL_ERRORS_KEY); if (v !== undefined) e(v, base(i)); }));
   shared(SHARED_FAMILIES.commands, key('commands'), 'commands');
   shared(SHARED_FAMILIES.interrupts, key('interrupts'), 'interrupts');
   counter('ernic_mmio_reads_total', 'MMIO reads (mmio_reads_total)', key('mmio_reads_total'));

@@ -42,6 +42,7 @@ export const SHARED_FAMILIES = {
   rdmaReadBytes: { name: rdmaCounterName('rdma_read_bytes'), type: 'counter', help: 'RDMA READ payload bytes' },
   rdmaWriteBytes: { name: rdmaCounterName('rdma_write_bytes'), type: 'counter', help: 'RDMA WRITE payload bytes' },
   qps: { name: 'rdma_qps', type: 'gauge', help: 'QPs alive' },
+  internalErrors: { name: 'internal_errors_total', type: 'counter', help: 'Bugs of ours the last-resort guard contained, each failing one unit of work (an access answered EIO, a QP to ERR, a command refused); above 0 is worth a bug report with the log\'s error lines' },
   connectionUp: { name: 'connection_up', type: 'gauge', help: 'Whether a VM (QEMU) is connected (1) or not (0); state: connected, disconnected or stopped' },
 } as const satisfies Readonly<Record<string, SharedFamily>>;
 

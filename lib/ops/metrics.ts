@@ -19,6 +19,7 @@ import { connectionState } from './activity';
 import { counterName, Emit, FamilySpec, qpCounterName, rdmaCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
 import { OPCODE_NAMES } from './stats-format';
+import { guardStats } from '../guard';
 import {
   blockFields, commandsTotal, MeshStatsSource, OpsSources, QP_TYPE_NAMES, qpsById, qpStateName, qpTypeName,
 } from './stats-source';
@@ -129,6 +130,7 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   add('doorbell_writes_total', 'counter', 'Doorbell BAR (BAR2) writes', (e) => e(d.counters.doorbells));
   shared(SHARED_FAMILIES.interrupts, (e) => e(d.interrupts.fired));
   shared(SHARED_FAMILIES.resets, (e) => e(d.counters.resets));
+  shared(SHARED_FAMILIES.internalErrors, (e) => e(guardStats.contained));
   shared(SHARED_FAMILIES.commands, (e) => e(commandsTotal(d)));
   add('device_commands_total', 'counter', 'Device commands (dev_cmd and the admin queue) by opcode', (e) => {
     for (const [op, n] of d.commandCounts) e(n, { opcode: String(op) });

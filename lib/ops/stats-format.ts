@@ -41,6 +41,8 @@ export const WRITE_COUNT = 'Write count';
 export const STATE_KEY = 'state';
 /** Instance key of the mesh node id: an integer once registered, else MESH_UNREGISTERED. */
 export const MESH_NODE_KEY = 'mesh_node';
+/** Bugs of ours the last-resort guard contained since the server started (lib/guard.ts). */
+export const INTERNAL_ERRORS_KEY = 'internal_errors';
 export const MESH_UNREGISTERED = 'unregistered';
 /** Key prefix of a histogram entry once parsed (opcode_SEND). */
 export const OPCODE_KEY_PREFIX = 'opcode_';

@@ -20,7 +20,8 @@ import { QP_STATE_NAMES } from '../rdma/types';
 import type { ConnectionView } from './activity';
 import { p4Rows } from './p4-stats';
 import type { P4StatsSource } from './p4-stats';
-import { MESH_NODE_KEY, MESH_UNREGISTERED, OPCODE_NAMES, QpBlock, STATE_KEY, StatRow, StatsSection, StatsSnapshot } from './stats-format';
+import { INTERNAL_ERRORS_KEY, MESH_NODE_KEY, MESH_UNREGISTERED, OPCODE_NAMES, QpBlock, STATE_KEY, StatRow, StatsSection, StatsSnapshot } from './stats-format';
+import { guardStats } from '../guard';
 
 /** The mesh as the ops tools see it (lib/mesh Mesh.stats()). */
 export interface MeshStatsSource {
@@ -198,6 +199,7 @@ export function instanceRows(src: OpsSources): StatRow[] {
   ];
   if (src.connection.phase) rows.push([STATE_KEY, src.connection.phase]);
   if (src.mesh) rows.push([MESH_NODE_KEY, src.mesh.stats().nodeId ?? MESH_UNREGISTERED]);
+  rows.push([INTERNAL_ERRORS_KEY, guardStats.contained]);
   return rows;
 }
 

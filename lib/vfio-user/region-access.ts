@@ -4,6 +4,8 @@
 // maxDataXferSize, offset + count inside the region, direction allowed), and
 // handed to the device's region handler. REGION_WRITE_MULTI checks every entry
 // before applying any. A handler that throws or returns a bad errno is our bug:
+// it goes through the last-resort guard (an error line with the stack, rate
+// limited, and the contained-bug counter the stats file and /metrics show),
 // the access answers EIO and the session keeps serving.
 
 import { Errno, errnoName } from '../../protocol/constants';
@@ -11,6 +13,7 @@ import { ProtocolError, protocolError } from '../../protocol/errors';
 import { getField, U64_UNSAFE, vfio_user_region_access, vfio_user_write_multi } from '../../protocol/layouts';
 import type { RegionWriteMulti } from '../../protocol/messages';
 import { replyFlags } from '../../protocol/serializer';
+import { reportBug } from '../guard';
 import { warnLimited } from '../log';
 import { PCI_NUM_REGIONS, RegionHandler } from './device';
 import { NO_FDS, SessionState } from './session-state';
@@ -40,7 +43,7 @@ export function regionRead(s: SessionState, h: RawHeader, p: Buffer, noReply: bo
   const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
   const at = w.reserve(A.SIZE + count);
   w.field(at, A.offset, offset).field(at, A.region, region).field(at, A.count, count);
-  const errno = count ? safeRead(r, offset, w.view(at + A.SIZE, count)) : 0;
+  const errno = count ? safeRead(s, region, r, offset, w.view(at + A.SIZE, count)) : 0;
   if (errno !== 0 || noReply) {
     w.abort();
     if (errno !== 0) s.reject(h, NO_FDS, protocolError('DEVICE_ERROR', `region ${region} read at 0x${offset.toString(16)} failed: ${errnoName(errno)}`, errno));
@@ -63,7 +66,7 @@ export function regionWrite(s: SessionState, h: RawHeader, p: Buffer, noReply: b
   const r = regionCheck(s, region, offset, count, true);
   if (!('write' in r)) { s.reject(h, NO_FDS, r); return; }
   s.stats.regionWrites++;
-  const errno = count ? safeWrite(r, offset, s.writeData.get(p, A.SIZE, count)) : 0;
+  const errno = count ? safeWrite(s, region, r, offset, s.writeData.get(p, A.SIZE, count)) : 0;
   if (errno !== 0) {
     s.reject(h, NO_FDS, protocolError('DEVICE_ERROR', `region ${region} write at 0x${offset.toString(16)} failed: ${errnoName(errno)}`, errno));
     return;
@@ -86,7 +89,7 @@ export function writeMulti(s: SessionState, h: RawHeader, req: RegionWriteMulti,
   }
   req.entries.forEach((e, i) => {
     s.stats.regionWrites++;
-    const errno = safeCall(() => handlers[i]!.write(e.offset, e.data.subarray(0, e.count)));
+    const errno = safeWrite(s, e.region, handlers[i]!, e.offset, e.data.subarray(0, e.count));
     if (errno !== 0) warnLimited(s.log, s.limiter, 'write-multi', `REGION_WRITE_MULTI entry ${i} failed: ${errnoName(errno)}`);
   });
   if (!noReply) {
@@ -97,31 +100,31 @@ export function writeMulti(s: SessionState, h: RawHeader, req: RegionWriteMulti,
   return null;
 }
 
-/** safeCall for the region hot paths, without a closure per access (garbage: see transport.ts). */
-function safeRead(r: RegionHandler, offset: number, dst: Buffer): number {
+// The region hot paths call the handler without a closure per access
+// (garbage: see transport.ts); only the error path builds anything.
+
+function safeRead(s: SessionState, region: number, r: RegionHandler, offset: number, dst: Buffer): number {
   try {
     const e = r.read(offset, dst);
-    return Number.isInteger(e) && e >= 0 ? e : Errno.EIO;
-  } catch {
+    return Number.isInteger(e) && e >= 0 ? e : badErrno(s, region, 'read', e);
+  } catch (err) {
+    reportBug(s.log, `region ${region} read handler (offset 0x${offset.toString(16)})`, err);
     return Errno.EIO;
   }
 }
 
-function safeWrite(r: RegionHandler, offset: number, src: Buffer): number {
+function safeWrite(s: SessionState, region: number, r: RegionHandler, offset: number, src: Buffer): number {
   try {
     const e = r.write(offset, src);
-    return Number.isInteger(e) && e >= 0 ? e : Errno.EIO;
-  } catch {
+    return Number.isInteger(e) && e >= 0 ? e : badErrno(s, region, 'write', e);
+  } catch (err) {
+    reportBug(s.log, `region ${region} write handler (offset 0x${offset.toString(16)})`, err);
     return Errno.EIO;
   }
 }
 
-/** A device handler that throws is our bug, not the guest's: answer EIO and keep serving. */
-function safeCall(fn: () => number): number {
-  try {
-    const r = fn();
-    return Number.isInteger(r) && r >= 0 ? r : Errno.EIO;
-  } catch {
-    return Errno.EIO;
-  }
+/** A handler returned something that is not an errno: our bug too. */
+function badErrno(s: SessionState, region: number, op: string, e: unknown): number {
+  reportBug(s.log, `region ${region} ${op} handler`, new Error(`returned ${String(e)}, not an errno`));
+  return Errno.EIO;
 }

@@ -25,6 +25,7 @@ import { Cq, GuestMr, Qp, VerbsGuest } from '../support/ionic/rdma-verbs';
 import { DEVICE_MAC, testProfile } from '../support/ionic/rig';
 import { FakeLink, udpFrame } from '../support/ionic/wire';
 import { needPromtool, promtoolCheck, sample } from './helpers';
+import { guardStats } from '../../lib/guard';
 
 const INTERVAL_MS = 50;
 const PEER = Buffer.from([0x02, 0, 0, 0, 0, 0x42]);
@@ -129,6 +130,9 @@ describe('ops: a live server\'s stats file and /metrics', function () {
     expect(sample(m, 'rocm_ernic_rdma_qps', { type: 'RC', state: 'RTS' })).to.equal(2);
     expect(sample(m, 'rocm_ernic_rdma_objects', { kind: 'qp' })).to.equal(2);
     expect(sample(m, 'rocm_ernic_rate_bytes_per_second', { device: 'ionic_0', port: '1' })).to.equal(100000 * 125000);
+    // The last-resort guard's count of contained bugs of ours (process-wide).
+    expect(sample(m, 'rocm_ernic_internal_errors_total')).to.equal(guardStats.contained);
+    expect(p.instance.internal_errors).to.equal(guardStats.contained);
   });
 
   it('moves with the guest\'s traffic: a SEND, an RDMA WRITE and an Ethernet frame, counted exactly', async () => {

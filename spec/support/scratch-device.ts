@@ -33,6 +33,8 @@ export class ScratchDevice implements VfioUserDevice {
   resets: ResetReason[] = [];
   /** When set, BAR0 reads at this offset fail with this errno. */
   failReadAt = -1;
+  /** When set, BAR0 reads and writes at this offset throw (a bug in a device handler). */
+  throwAt = -1;
 
   region(index: number): RegionHandler | undefined {
     if (index === 0) {
@@ -40,8 +42,14 @@ export class ScratchDevice implements VfioUserDevice {
       const self = this;
       return {
         size: bar.size, readable: true, writable: true,
-        read(offset, dst) { return offset === self.failReadAt ? 5 : bar.read(offset, dst); },
-        write(offset, src) { return bar.write(offset, src); },
+        read(offset, dst) {
+          if (offset === self.throwAt) throw new TypeError('planted bug in a read handler');
+          return offset === self.failReadAt ? 5 : bar.read(offset, dst);
+        },
+        write(offset, src) {
+          if (offset === self.throwAt) throw new TypeError('planted bug in a write handler');
+          return bar.write(offset, src);
+        },
       };
     }
     if (index === 7) return this.config;

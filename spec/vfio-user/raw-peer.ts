@@ -6,6 +6,7 @@
 import * as fs from 'fs';
 import * as native from '../../lib/native';
 import { VfioUserServer } from '../../lib/vfio-user/server';
+import type { Logger } from '../../lib/log';
 import type { SessionLimits } from '../../lib/vfio-user/session';
 import { Bytes, msg } from '../support/bytes';
 import { ScratchDevice } from '../support/scratch-device';
@@ -290,10 +291,10 @@ export interface TestServer {
   readonly path: string;
 }
 
-export async function startServer(tag: string, limits?: Partial<SessionLimits>): Promise<TestServer> {
+export async function startServer(tag: string, limits?: Partial<SessionLimits>, log?: Logger): Promise<TestServer> {
   const path = tempSocketPath(tag);
   const device = new ScratchDevice();
-  const server = new VfioUserServer(limits ? { socketPath: path, device, limits } : { socketPath: path, device });
+  const server = new VfioUserServer({ socketPath: path, device, ...(limits ? { limits } : {}), ...(log ? { log } : {}) });
   await server.listen();
   return { server, device, path };
 }
