@@ -29,6 +29,7 @@ import type { ObjectStore } from '../lib/targets/s3/store';
 import { DeviceActivity } from '../lib/ops/activity';
 import { MetricsHttpServer } from '../lib/ops/metrics-http';
 import { serverRegistry } from '../lib/ops/metrics';
+import { LoopWatch } from '../lib/ops/loop-watch';
 import { StatsFileWriter } from '../lib/ops/stats-file';
 import { collectStats } from '../lib/ops/stats-source';
 import { attachP4, describeP4, p4FromCli, P4_GUEST_SCOPES } from '../lib/p4/attach';
@@ -128,6 +129,7 @@ async function main(): Promise<void> {
     .option('metrics-port', { type: 'string', coerce: portCoerce('metrics-port'), describe: 'serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port; docs/operations.md)' })
     .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'address the metrics endpoint listens on (0.0.0.0: every interface)' })
     .option('negotiation-timeout', { type: 'string', default: String(DEFAULT_SESSION_LIMITS.negotiationTimeoutMs), coerce: intCoerce('negotiation-timeout', 1, 3_600_000, 'milliseconds'), describe: 'ms a client has to send VERSION after connecting before it is closed (it holds the only client slot)' })
+    .option('loop-watch', { type: 'boolean', default: false, describe: 'debugging: measure event-loop turns (a libuv timer samples them); the longest is in the stats file, /metrics and the exit line, and a turn over 100 ms is logged' })
     .option('p4', { type: 'boolean', describe: 'run the P4 engine on the Ethernet segment (with no program: frames pass; docs/p4.md)' })
     .option('p4-program', { type: 'string', describe: 'bmv2 JSON program for the P4 engine, loaded and validated at start (guest TX = port 1, host link = port 2)' })
     .option('p4-commands', { type: 'string', describe: 'simple_switch CLI commands (table_add, table_set_default, ...) run at start, one a line' })
@@ -254,7 +256,19 @@ async function main(): Promise<void> {
   // The server's phase is in the stats file, the channel ernicctl reads (never our log lines).
   activity.setPhase('starting');
   const watched = argv['stats-file'] !== undefined || metricsPort !== undefined;
-  const sources = { device, socket: argv.socket, backend: argv.backend, mac: argv.mac, connection: activity, mesh, p4: p4Engine };
+  const loopWatch = argv['loop-watch'] ? new LoopWatch() : null;
+  if (loopWatch) {
+    // A debugging mode: a once-a-second look at the histogram is acceptable here.
+    let reported = 100;
+    setInterval(() => {
+      const m = loopWatch.maxMs;
+      if (m > reported) {
+        reported = m;
+        log.warn(`rocm-ernic: an event-loop turn took ${m.toFixed(1)} ms (a guest MMIO access may have waited as long)`);
+      }
+    }, 1000).unref();
+  }
+  const sources = { device, socket: argv.socket, backend: argv.backend, mac: argv.mac, connection: activity, mesh, p4: p4Engine, loopWatch };
   let statsFile: StatsFileWriter | null = null;
   if (argv['stats-file'] !== undefined) {
     const writer = new StatsFileWriter({ path: argv['stats-file'], snapshot: (n) => collectStats(sources, n), log });
@@ -289,7 +303,7 @@ async function main(): Promise<void> {
   // Signals are ours before the socket file appears (listen() binds, then warms up): a SIGTERM
   // right after the file shows up must still shut down cleanly, not kill the process by default.
   const stop = (sig: string): void => {
-    log.info(`rocm-ernic: ${sig}, shutting down`);
+    log.info(`rocm-ernic: ${sig}, shutting down${loopWatch ? ` (longest event-loop turn ${loopWatch.maxMs.toFixed(1)} ms)` : ''}`);
     server.close();
     device.close();
     if (statsFile) {

@@ -131,6 +131,10 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   shared(SHARED_FAMILIES.interrupts, (e) => e(d.interrupts.fired));
   shared(SHARED_FAMILIES.resets, (e) => e(d.counters.resets));
   shared(SHARED_FAMILIES.internalErrors, (e) => e(guardStats.contained));
+  if (src.loopWatch) {
+    const w = src.loopWatch;
+    add('loop_turn_max_seconds', 'gauge', 'The longest event-loop turn since start (--loop-watch): how long one guest MMIO access may have waited', (e) => e(w.maxMs / 1000));
+  }
   shared(SHARED_FAMILIES.commands, (e) => e(commandsTotal(d)));
   add('device_commands_total', 'counter', 'Device commands (dev_cmd and the admin queue) by opcode', (e) => {
     for (const [op, n] of d.commandCounts) e(n, { opcode: String(op) });

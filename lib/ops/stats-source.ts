@@ -22,6 +22,7 @@ import { p4Rows } from './p4-stats';
 import type { P4StatsSource } from './p4-stats';
 import { INTERNAL_ERRORS_KEY, MESH_NODE_KEY, MESH_UNREGISTERED, OPCODE_NAMES, QpBlock, STATE_KEY, StatRow, StatsSection, StatsSnapshot } from './stats-format';
 import { guardStats } from '../guard';
+import type { LoopWatch } from './loop-watch';
 
 /** The mesh as the ops tools see it (lib/mesh Mesh.stats()). */
 export interface MeshStatsSource {
@@ -43,6 +44,8 @@ export interface OpsSources {
   readonly mesh?: MeshStatsSource | null;
   /** The P4 engine, with --p4 options. */
   readonly p4?: P4StatsSource | null;
+  /** The loop-stall watchdog, with --loop-watch. */
+  readonly loopWatch?: LoopWatch | null;
 }
 
 /** PCI vendor:device as the stats file shows it. */
@@ -200,6 +203,7 @@ export function instanceRows(src: OpsSources): StatRow[] {
   if (src.connection.phase) rows.push([STATE_KEY, src.connection.phase]);
   if (src.mesh) rows.push([MESH_NODE_KEY, src.mesh.stats().nodeId ?? MESH_UNREGISTERED]);
   rows.push([INTERNAL_ERRORS_KEY, guardStats.contained]);
+  if (src.loopWatch) rows.push(['loop_turn_max_ms', Number(src.loopWatch.maxMs.toFixed(1))]);
   return rows;
 }
 

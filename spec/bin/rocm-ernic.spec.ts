@@ -189,6 +189,17 @@ describe('rocm-ernic command line', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('--loop-watch reports the longest event-loop turn in the stats file and the exit line', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-lw-'));
+    const stats = path.join(dir, 's.stats');
+    const sock = tempSocketPath('cli-lw');
+    const { err, code } = await serveUntil(['--socket', sock, '--loop-watch', '-S', stats], {}, (e) => /serving/.test(e));
+    expect(code).to.equal(0);
+    expect(err).to.match(/SIGTERM, shutting down \(longest event-loop turn \d+\.\d ms\)/);
+    expect(fs.readFileSync(stats, 'utf8')).to.match(/loop_turn_max_ms\s*:\s*\d/);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   it('serves a client, then SIGTERM shuts down and removes the socket', async () => {
     const sock = tempSocketPath('cli-run');
     const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });

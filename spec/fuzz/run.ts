@@ -8,7 +8,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { conventions, intCoerce } from '../../lib/cli/options';
 import { createLogger, LOG_LEVELS, LogLevel } from '../../lib/log';
-import { LoopWatch } from './loop-watch';
+import { LoopWatch } from '../../lib/ops/loop-watch';
 import './targets/all';
 import { FUZZ_TARGETS, FuzzFinding } from './targets';
 

@@ -1,7 +1,8 @@
-// How long the event loop was held: the longest turn seen while something ran.
-// perf_hooks' histogram samples the loop's delay from libuv's side (its timer
-// runs on the loop, so a turn that holds the loop delays it by that much);
-// nothing here polls the work under test.
+// How long the event loop was held: the longest turn seen. perf_hooks'
+// histogram samples the loop's delay from libuv's side (its timer runs on the
+// loop, so a turn that holds the loop delays it by that much). That sampling
+// timer is a cost of its own, so the server runs it only when asked
+// (--loop-watch, a debugging aid); the fuzzer always does.
 
 import { monitorEventLoopDelay, IntervalHistogram } from 'perf_hooks';
 
