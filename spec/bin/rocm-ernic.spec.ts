@@ -102,7 +102,7 @@ describe('rocm-ernic command line', () => {
   async function serveUntil(args: string[], env: Record<string, string>, until: (err: string) => boolean): Promise<{ err: string; code: number | null }> {
     const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let err = '';
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
     // The condition is checked as stderr grows and, for conditions on files, every 50 ms.
     await new Promise<void>((resolve, reject) => {
       const done = (e?: Error): void => { clearTimeout(t); clearInterval(tick); e ? reject(e) : resolve(); };
@@ -115,7 +115,8 @@ describe('rocm-ernic command line', () => {
       child.once('exit', () => done(until(err) ? undefined : new Error(`exited early: ${err}`)));
     });
     child.kill('SIGTERM');
-    return { err, code: await exited };
+    const code = await exited; // 'close': stderr has ended, so err holds the exit lines too
+    return { err, code };
   }
 
   it('--config FILE: options from a JSON file, the command line winning; unknown keys refused', async () => {
