@@ -4,12 +4,13 @@
 // check every field a peer sets and return a MeshError rather than throw.
 // Encoders throw only for our own bad arguments.
 
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { newWireHeader, readWireHeader, writeWireHeader } from './ionic-header';
 import { parseHost } from './address';
 import { Decoded, fail, ok } from './errors';
 import { Field, getField, getFieldBig, setField, setFieldBig, viewRaw } from '../../protocol/field';
 import {
-  ionic_wire_hdr, IONIC_WIRE_MAGIC, tcp_handshake, tcp_mesh_topology, tcp_msg_header, tcp_node_gids, tcp_node_info,
+  ionic_wire_hdr, IONIC_WIRE_MAGIC, IONIC_WIRE_VERSION, IONIC_WIRE_VERSION_SHIFT, tcp_handshake, tcp_mesh_topology, tcp_msg_header, tcp_node_gids, tcp_node_info,
   tcp_rdma_op_header, tcp_register_node, tcp_register_resp,
 } from './layouts';
 import {
@@ -152,10 +153,61 @@ export function isInstanceId(text: string): boolean {
   return /^[0-9a-f]{16}$/.test(text) && text !== ZERO_INSTANCE;
 }
 
-/** Write an instance nonce into its field (a view of the 8 bytes). */
+const INCARNATION_DOMAIN = Buffer.from('rocm-ernic mesh incarnation\0', 'ascii');
+
+/**
+ * A node's public identity: the first 8 bytes of SHA-256 over a domain tag
+ * and its nonce. Peers see this in the topology and handshakes; it tells a
+ * restarted process from the one before, and cannot be turned back into the
+ * nonce that registers under the node's id.
+ */
+export function incarnationOf(instance: InstanceId): InstanceId {
+  if (!isInstanceId(instance)) throw new RangeError(`bad instance id '${instance}'`);
+  const d = createHash('sha256').update(INCARNATION_DOMAIN).update(Buffer.from(instance, 'hex')).digest();
+  // All zero reads as "unset" on the wire.
+  if (d.readUInt32BE(0) === 0 && d.readUInt32BE(4) === 0) d[7] = 1;
+  return d.toString('hex', 0, INSTANCE_BYTES);
+}
+
+/** Write an instance nonce or incarnation into its field (a view of the 8 bytes). */
 function writeInstance(field: Buffer, id: InstanceId): void {
   if (!/^[0-9a-f]{16}$/.test(id)) throw new RangeError(`instance id must be 16 hex digits (got '${id}')`);
   field.write(id, 0, INSTANCE_BYTES, 'hex');
+}
+
+/** Bytes of a link key (tcp_node_info.link_key, tcp_handshake.link_key). */
+export const LINK_KEY_BYTES = 16;
+
+/** The all-zero link key: none. */
+export const NO_LINK_KEY: Buffer = Buffer.alloc(LINK_KEY_BYTES);
+
+function writeLinkKey(field: Buffer, key: Buffer): void {
+  if (key.length !== LINK_KEY_BYTES) throw new RangeError(`a link key is ${LINK_KEY_BYTES} bytes`);
+  key.copy(field);
+}
+
+/**
+ * The link key of workers `a` and `b` (either order): HMAC-SHA256 under the
+ * manager's secret over both ids and incarnations, cut to 16 bytes. Only the
+ * manager and the pair learn it (each in its own topology), so a third node
+ * cannot handshake as either; a new process on a reused id gets a new key.
+ */
+export function linkKeyOf(secret: Buffer, a: number, aInc: InstanceId, b: number, bInc: InstanceId): Buffer {
+  const lo = a < b ? [a, aInc] as const : [b, bInc] as const;
+  const hi = a < b ? [b, bInc] as const : [a, aInc] as const;
+  const ids = Buffer.alloc(8);
+  ids.writeUInt32BE(lo[0], 0);
+  ids.writeUInt32BE(hi[0], 4);
+  const mac = createHmac('sha256', secret).update(LINK_KEY_DOMAIN).update(ids)
+    .update(Buffer.from(lo[1], 'hex')).update(Buffer.from(hi[1], 'hex')).digest();
+  return mac.subarray(0, LINK_KEY_BYTES);
+}
+
+const LINK_KEY_DOMAIN = Buffer.from('rocm-ernic mesh link key\0', 'ascii');
+
+/** Whether `got` is the (non-zero) link key `want`, compared in constant time. */
+export function linkKeyMatches(want: Buffer, got: Buffer): boolean {
+  return want.length === LINK_KEY_BYTES && got.length === LINK_KEY_BYTES && !want.equals(NO_LINK_KEY) && timingSafeEqual(want, got);
 }
 
 /** Write a NUL-terminated host name into its field (a view of HOSTNAME_FIELD bytes); the host must be valid and fit. */
@@ -192,8 +244,9 @@ export function encodeHandshake(h: Omit<Handshake, 'version'> & { readonly versi
   setField(out, 0, tcp_handshake.node_id, h.nodeId);
   setField(out, 0, tcp_handshake.version, h.version ?? MESH_PROTOCOL_VERSION);
   setField(out, 0, tcp_handshake.result, h.result >>> 0); // i32 on the wire
-  writeInstance(viewRaw(out, 0, tcp_handshake.instance), h.instance);
-  writeInstance(viewRaw(out, 0, tcp_handshake.peer_instance), h.peerInstance);
+  writeInstance(viewRaw(out, 0, tcp_handshake.incarnation), h.incarnation);
+  writeInstance(viewRaw(out, 0, tcp_handshake.peer_incarnation), h.peerIncarnation);
+  writeLinkKey(viewRaw(out, 0, tcp_handshake.link_key), h.linkKey);
   return out;
 }
 
@@ -203,10 +256,11 @@ export function decodeHandshake(body: Buffer): Decoded<Handshake> {
   if (body.length !== tcp_handshake.SIZE) return fail('BAD_LENGTH', `handshake is ${body.length} bytes, want ${tcp_handshake.SIZE}`);
   const nodeId = getField(body, 0, tcp_handshake.node_id);
   if (nodeId > MAX_NODE_ID) return fail('BAD_NODE_ID', `handshake node id ${nodeId}`);
-  const instance = viewRaw(body, 0, tcp_handshake.instance).toString('hex');
-  const peerInstance = viewRaw(body, 0, tcp_handshake.peer_instance).toString('hex');
-  if (!isInstanceId(instance)) return fail('BAD_FIELD', 'handshake instance is zero');
-  return ok({ nodeId, version, result: getField(body, 0, tcp_handshake.result) | 0, instance, peerInstance });
+  const incarnation = viewRaw(body, 0, tcp_handshake.incarnation).toString('hex');
+  const peerIncarnation = viewRaw(body, 0, tcp_handshake.peer_incarnation).toString('hex');
+  if (!isInstanceId(incarnation)) return fail('BAD_FIELD', 'handshake incarnation is zero');
+  const linkKey = Buffer.from(viewRaw(body, 0, tcp_handshake.link_key));
+  return ok({ nodeId, version, result: getField(body, 0, tcp_handshake.result) | 0, incarnation, peerIncarnation, linkKey });
 }
 
 // ---------------------------------------------------------------------------
@@ -229,8 +283,9 @@ export function decodeRegisterNode(body: Buffer): Decoded<RegisterNode> {
   const host = readHostField(viewRaw(body, 0, tcp_register_node.hostname));
   if (!host.ok) return host;
   const requestedId = getField(body, 0, tcp_register_node.requested_node_id);
+  // Only ids the table can hold may be asked for: one REGISTER cannot move the manager's ids out of range.
   if (requestedId !== AUTO_NODE_ID && (requestedId < 1 || requestedId > MAX_NODE_ID)) {
-    return fail('BAD_NODE_ID', `requested node id ${requestedId}`);
+    return fail('BAD_NODE_ID', `requested node id ${requestedId}, want 1..${MAX_NODE_ID}`);
   }
   const instance = viewRaw(body, 0, tcp_register_node.instance).toString('hex');
   if (!isInstanceId(instance)) return fail('BAD_FIELD', 'registration instance is zero');
@@ -274,7 +329,8 @@ export function encodeTopology(nodes: readonly NodeInfo[]): Buffer {
     writeHostField(viewRaw(out, at, tcp_node_info.hostname), n.host);
     setField(out, at, tcp_node_info.port, n.port);
     setField(out, at, tcp_node_info.is_alive, n.alive ? 1 : 0);
-    writeInstance(viewRaw(out, at, tcp_node_info.instance), n.instance);
+    writeInstance(viewRaw(out, at, tcp_node_info.incarnation), n.incarnation);
+    writeLinkKey(viewRaw(out, at, tcp_node_info.link_key), n.linkKey);
     at += tcp_node_info.SIZE;
   }
   return out;
@@ -298,9 +354,10 @@ export function decodeTopology(body: Buffer): Decoded<NodeInfo[]> {
     if (!host.ok) return host;
     const alive = getField(body, at, tcp_node_info.is_alive);
     if (alive > 1) return fail('BAD_FIELD', `node ${id} is_alive ${alive}`);
-    const instance = viewRaw(body, at, tcp_node_info.instance).toString('hex');
-    if (!isInstanceId(instance)) return fail('BAD_FIELD', `node ${id} instance is zero`);
-    nodes.push({ id, host: host.value, port: getField(body, at, tcp_node_info.port), alive: alive === 1, instance });
+    const incarnation = viewRaw(body, at, tcp_node_info.incarnation).toString('hex');
+    if (!isInstanceId(incarnation)) return fail('BAD_FIELD', `node ${id} incarnation is zero`);
+    const linkKey = Buffer.from(viewRaw(body, at, tcp_node_info.link_key));
+    nodes.push({ id, host: host.value, port: getField(body, at, tcp_node_info.port), alive: alive === 1, incarnation, linkKey });
   }
   return ok(nodes);
 }
@@ -356,6 +413,10 @@ export type IonicWireHeaderInit = Omit<IonicWireHeader, 'remoteVa' | 'swapAdd' |
   readonly remoteVa?: bigint;
   readonly swapAdd?: bigint;
   readonly compare?: bigint;
+  /** rsvd bits 0..7 (the data path's flags; default 0). */
+  readonly flags?: number;
+  /** rsvd bits 8..15 (default IONIC_WIRE_VERSION; 0 writes the C design's format). */
+  readonly version?: number;
 };
 
 const scratch = newWireHeader();
@@ -367,7 +428,7 @@ export function writeIonicWireHeader(out: Buffer, at: number, h: IonicWireHeader
   const r = scratch;
   r.op = h.op;
   r.atomicCs = h.atomicCs === 1;
-  r.flags = 0;
+  r.flags = ((h.flags ?? 0) & 0xff) | (((h.version ?? IONIC_WIRE_VERSION) & 0xff) << IONIC_WIRE_VERSION_SHIFT);
   r.srcQp = h.srcQpId;
   r.dstQp = h.dstQpId;
   r.reqId = h.reqId;

@@ -17,6 +17,15 @@
 // pauses its socket meanwhile. Chunks that still arrive while held are kept,
 // up to a bound, then the parser fails.
 //
+// Memory: every body the parser buffers (assembled across chunks, or copied
+// out of a reused read buffer) is charged to the process-wide partial-frame
+// budget (inbound-budget.ts partialFrames) until the sink takes the frame. A
+// body that spans chunks is charged from its header, before any of it is
+// buffered; when the budget has no room the parser holds exactly as for a
+// refused frame (nothing of the body read), and resume() asks again. A gate
+// (setGate) names the connection to wake and may refuse a frame outright
+// (data on a link that is not established) before anything is buffered.
+//
 // Bad input never throws: the first error goes to sink.onError and the parser
 // stops for good.
 
@@ -25,6 +34,7 @@ import { MeshError, meshError } from './errors';
 import { tcp_msg_header } from './layouts';
 import { MAX_HELD_CHUNK_BYTES } from './limits';
 import { meshBufferPool } from './buffer-pool';
+import { partialFrames, Waiter } from './inbound-budget';
 import { FrameHeader } from './messages';
 
 interface FrameSink {
@@ -44,6 +54,14 @@ interface FrameSink {
    * called once the frame is delivered or the parser gave it up.
    */
   place?(header: FrameHeader, head: Buffer): Placement | null;
+}
+
+/** Who the parser belongs to, for its buffered bodies (setGate). */
+export interface FrameGate {
+  /** Woken (unhold(), which calls resume()) when room for a waiting body may be there. */
+  readonly waiter: Waiter;
+  /** Whether this frame's body may be buffered at all; false stops the parser (PROTOCOL). */
+  allows(header: FrameHeader): boolean;
 }
 
 /** Where the rest of a frame's body goes (FrameSink.place). */
@@ -89,6 +107,13 @@ export class FrameParser {
   #frames = 0;
   /** The last frame ended with a read in place (headReadLimit). */
   #afterInPlace = false;
+  #gate: FrameGate | null = null;
+  /** Bytes of the current body charged to partialFrames (0: none). */
+  #charged = 0;
+  /** Held because the body's charge waits for room (not a refused frame). */
+  #admitting = false;
+  /** Date.now() when the current spanning body was charged (0: none being assembled). */
+  #partialSince = 0;
 
   /**
    * `transient`: the chunks pushed are reused by the caller once push()
@@ -110,6 +135,26 @@ export class FrameParser {
   /** Frames delivered so far. */
   get frames(): number {
     return this.#frames;
+  }
+
+  /** Bytes of the current body charged to the process-wide budget. */
+  get charged(): number {
+    return this.#charged;
+  }
+
+  /** When the body being assembled was charged (0 when none is): a peer that stops half-way holds room. */
+  get partialSince(): number {
+    return this.#partialSince;
+  }
+
+  /** True while held for room in the partial-frame budget (not a refused frame). */
+  get waitingForRoom(): boolean {
+    return this.#admitting && this.#state === State.Held;
+  }
+
+  /** Name the connection to wake and the rule for what it may buffer (before the first byte arrives). */
+  setGate(gate: FrameGate): void {
+    this.#gate = gate;
   }
 
   /** Bytes the parser is holding: a partial header or body, the held chunk's tail, the backlog. */
@@ -221,10 +266,15 @@ export class FrameParser {
     p?.done();
   }
 
-  /** Offer the held frame again; if taken, carry on with what was left and the backlog. */
+  /** Offer the held frame again (or ask again for its body's room); if taken, carry on with what was left and the backlog. */
   resume(): void {
     if (this.#state !== State.Held) return;
-    if (!this.#deliver()) return;
+    if (this.#admitting) {
+      this.#admitting = false;
+      this.#state = State.Body;
+      if (!this.#admit()) return;
+      this.#grow();
+    } else if (!this.#deliver()) return;
     this.#walk();
     while (this.#backlog.length > 0 && this.#running()) {
       const next = this.#backlog.shift()!;
@@ -247,6 +297,11 @@ export class FrameParser {
   }
 
   #release(): void {
+    if (this.#charged > 0) partialFrames.give(this.#charged);
+    this.#charged = 0;
+    this.#partialSince = 0;
+    if (this.#admitting && this.#gate) partialFrames.forget(this.#gate.waiter);
+    this.#admitting = false;
     this.#endPlacement();
     this.#chunk = EMPTY;
     this.#pos = 0;
@@ -301,6 +356,9 @@ export class FrameParser {
       const avail = chunk.length - this.#pos;
       if (this.#bodyFill === 0 && avail >= length) {
         if (this.transient) {
+          // Here already (at most a read buffer): charged whatever the room, given back when taken.
+          partialFrames.take(length, null);
+          this.#charged = length;
           this.#body = meshBufferPool.take(length);
           chunk.copy(this.#body, 0, this.#pos, this.#pos + length);
         } else this.#body = chunk.subarray(this.#pos, this.#pos + length);
@@ -312,7 +370,11 @@ export class FrameParser {
       if (!this.#body) {
         // A large frame spanning chunks may have its rest placed by the sink: gather its head first.
         const placeable = !this.#placeAsked && this.sink.place !== undefined && length >= IN_PLACE_MIN + PLACE_HEAD;
-        this.#body = placeable ? Buffer.allocUnsafe(PLACE_HEAD) : meshBufferPool.take(length);
+        if (placeable) this.#body = Buffer.allocUnsafe(PLACE_HEAD);
+        else {
+          if (!this.#admit()) return;
+          this.#grow();
+        }
       }
       if (this.#placement) {
         const n = Math.min(length - this.#bodyFill, avail);
@@ -320,12 +382,13 @@ export class FrameParser {
         this.#bodyFill += n;
         this.#pos += n;
       } else {
-        const cap = this.#body.length < length ? this.#body.length : length;
+        const body = this.#body!;
+        const cap = body.length < length ? body.length : length;
         const n = Math.min(cap - this.#bodyFill, avail);
-        chunk.copy(this.#body, this.#bodyFill, this.#pos, this.#pos + n);
+        chunk.copy(body, this.#bodyFill, this.#pos, this.#pos + n);
         this.#bodyFill += n;
         this.#pos += n;
-        if (cap < length && this.#bodyFill === cap) this.#askPlace();
+        if (cap < length && this.#bodyFill === cap && !this.#askPlace()) return;
       }
       if (this.#bodyFill < length) continue;
       if (!this.#deliver()) return;
@@ -335,8 +398,37 @@ export class FrameParser {
     this.#pos = 0;
   }
 
-  /** The head of a large frame is here: ask the sink where the rest goes; if nowhere, buffer it whole as usual. */
-  #askPlace(): void {
+  /**
+   * Charge the current frame's body before buffering it: false when the
+   * gate refuses it (the parser failed) or the budget has no room (held:
+   * resume() asks again once the gate's waiter is woken).
+   */
+  #admit(): boolean {
+    const h = this.#header!;
+    const gate = this.#gate;
+    if (gate && !gate.allows(h)) {
+      this.#fail(meshError('PROTOCOL', `a type ${h.type} frame of ${h.length} bytes before the link is established`));
+      return false;
+    }
+    if (!partialFrames.take(h.length, gate ? gate.waiter : null)) {
+      this.#state = State.Held;
+      this.#admitting = true;
+      return false;
+    }
+    this.#charged = h.length;
+    this.#partialSince = Date.now();
+    return true;
+  }
+
+  /** The charged body's buffer, with what was gathered of it so far (a placement head) copied in. */
+  #grow(): void {
+    const body = meshBufferPool.take(this.#header!.length);
+    if (this.#body && this.#bodyFill > 0) this.#body.copy(body, 0, 0, this.#bodyFill);
+    this.#body = body;
+  }
+
+  /** The head of a large frame is here: ask the sink where the rest goes; if nowhere, buffer it whole (false: held or stopped). */
+  #askPlace(): boolean {
     this.#placeAsked = true;
     const header = this.#header!;
     const head = this.#body!;
@@ -347,12 +439,12 @@ export class FrameParser {
       this.#placement = p;
       this.#placeView = 0;
       this.#placeOff = 0;
-      return;
+      return true;
     }
     p?.done();
-    const body = meshBufferPool.take(header.length);
-    head.copy(body, 0);
-    this.#body = body;
+    if (!this.#admit()) return false;
+    this.#grow();
+    return true;
   }
 
   /** Offer the current frame; true when taken and the parser may go on. */
@@ -361,10 +453,16 @@ export class FrameParser {
     const body = this.#body!;
     const placed = this.#placement ? header.length - body.length : 0;
     this.#state = State.Held;
+    this.#partialSince = 0;
     const taken = this.sink.onFrame(header, body, placed);
     // The sink may have destroyed us (it closed the connection).
     if (this.stopped) return false;
     if (!taken) return false;
+    // The sink has the body now (a message's room in the inbound queue counts it from here).
+    if (this.#charged > 0) {
+      partialFrames.give(this.#charged);
+      this.#charged = 0;
+    }
     this.#frames++;
     this.#afterInPlace = false;
     this.#state = State.Header;

@@ -49,7 +49,14 @@ export class FrameWriter {
     const cls = f.reply ? 'reply' : 'request';
     const bytes = tcp_msg_header.SIZE + f.length;
     const frame: OutFrame = { parts: out, bytes, cls, ...(f.tag === undefined ? {} : { tag: f.tag }), ...(f.onDone ? { onDone: f.onDone } : {}) };
-    return conn.send(frame);
+    const r = conn.send(frame);
+    // Our answers to one peer stay within its reply room unless it stopped reading (or asks more than any requester
+    // may): over its bound it is closed, as a peer whose control room overflows is.
+    if (r === 'queue-full' && f.reply) {
+      conn.close(`reply queue over its bound (${conn.outbound.dataBytes} bytes queued): the peer is not reading`);
+      return 'closed';
+    }
+    return r;
   }
 
   /** Manager: pass a worker's frame on to `dest` with its header as received. */

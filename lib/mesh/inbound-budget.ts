@@ -13,7 +13,7 @@
 // - while no consumer is present (no QEMU connected) for NO_CONSUMER_DROP_MS,
 //   a full queue drops what arrives instead of holding the readers back.
 
-import { INBOUND_STALL_MS, NO_CONSUMER_DROP_MS } from './limits';
+import { INBOUND_STALL_MS, NO_CONSUMER_DROP_MS, PARTIAL_FRAME_BYTES } from './limits';
 
 export interface Waiter {
   /** Called when room may have appeared: offer the held message again. */
@@ -191,3 +191,112 @@ export class InboundBudget {
     this.#settleTimers();
   };
 }
+
+/**
+ * The process-wide budget of frame bodies the parsers hold: bodies being
+ * assembled (partial frames) and whole ones waiting to be taken. A parser
+ * charges a body before it buffers any of it; a body that does not fit waits
+ * (its connection's socket paused: the bytes stay in the kernel) in FIFO
+ * order and is woken when room appears. An empty budget takes any one body,
+ * so a lowered bound cannot wedge a frame larger than itself. Charges with
+ * no waiter to wake (a body that is already here) are always taken.
+ */
+export class PartialFrameBudget {
+  #bytes = 0;
+  readonly #waiters: { readonly waiter: Waiter; readonly bytes: number }[] = [];
+  #wakeScheduled = false;
+
+  constructor(private max: number) {}
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get limit(): number {
+    return this.max;
+  }
+
+  /** Connections waiting for room. */
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
+  /**
+   * Take `bytes` for `waiter`'s body: true when charged; false when it must
+   * wait (it is queued and its unhold() is called when room may be there).
+   * `waiter` null: the bytes are here already, charged whatever the room.
+   */
+  take(bytes: number, waiter: Waiter | null): boolean {
+    if (waiter === null) {
+      this.#bytes += bytes;
+      return true;
+    }
+    const ws = this.#waiters;
+    // Earlier waiters go first, so a large body is not overtaken forever by small ones.
+    const head = ws.length === 0 || ws[0]!.waiter === waiter;
+    if (head && (this.#bytes === 0 || this.#bytes + bytes <= this.max)) {
+      if (ws.length > 0) ws.shift();
+      this.#bytes += bytes;
+      return true;
+    }
+    let queued = false;
+    for (const w of ws) if (w.waiter === waiter) { queued = true; break; }
+    if (!queued) ws.push({ waiter, bytes });
+    return false;
+  }
+
+  /** Give back a body's charge. */
+  give(bytes: number): void {
+    this.#bytes -= bytes;
+    if (this.#bytes < 0) throw new Error('partial frame budget gave back more than it charged');
+    if (this.#waiters.length > 0) this.#scheduleWake();
+  }
+
+  /** A waiter went away (its connection closed). */
+  forget(waiter: Waiter): void {
+    const ws = this.#waiters;
+    for (let i = 0; i < ws.length; i++) {
+      if (ws[i]!.waiter === waiter) {
+        ws.splice(i, 1);
+        if (i === 0) this.#scheduleWake();
+        return;
+      }
+    }
+  }
+
+  /** Tests: another bound (the process-wide default is PARTIAL_FRAME_BYTES). */
+  setLimit(max: number): void {
+    if (!Number.isInteger(max) || max < 1) throw new RangeError(`partial frame budget ${max}`);
+    this.max = max;
+    this.#scheduleWake();
+  }
+
+  #scheduleWake(): void {
+    if (this.#wakeScheduled || this.#waiters.length === 0) return;
+    this.#wakeScheduled = true;
+    setImmediate(this.#wake);
+  }
+
+  /** Offer room to the waiters, first first; stop at the first that still waits. */
+  readonly #wake = (): void => {
+    this.#wakeScheduled = false;
+    const ws = this.#waiters;
+    // Bounded: each pass removes the head (charged or closed) or stops.
+    for (let budget = ws.length; ws.length > 0 && budget > 0; budget--) {
+      const head = ws[0]!;
+      if (head.waiter.closed) {
+        ws.shift();
+        continue;
+      }
+      if (this.#bytes !== 0 && this.#bytes + head.bytes > this.max) break;
+      head.waiter.unhold();
+      if (ws[0] === head) {
+        // It did not take the room (it was woken for something else first): it stays at the head.
+        break;
+      }
+    }
+  };
+}
+
+/** The one budget of the process: every mesh and connection in it shares the bound. */
+export const partialFrames = new PartialFrameBudget(PARTIAL_FRAME_BYTES);

@@ -38,17 +38,24 @@ export const tcp_msg_header = {
 // ---------------------------------------------------------------------------
 // Control payloads (big-endian)
 
-/** TcpHandshakePayload: node_id and version (v4, 8 bytes); v5 appends the result and both instance nonces. */
+/**
+ * TcpHandshakePayload: node_id and version (v4, 8 bytes); v5 appends the
+ * result and two 8-byte identities, which v6 fills with incarnations (the
+ * public hash of a nonce, codec incarnationOf), never a nonce.
+ */
 export const tcp_handshake = {
   node_id: be(0, 4),
   version: be(4, 4),
   /** 0, or a negative errno (i32) in a refusing HANDSHAKE_RESP. */
   result: be(8, 4),
-  /** The sender's instance nonce. */
-  instance: raw(12, 8),
-  /** The instance the sender believes it is talking to (a connector's expectation; an acceptor echoes the connector's). */
-  peer_instance: raw(20, 8),
-  SIZE: 28,
+  /** The sender's incarnation. */
+  incarnation: raw(12, 8),
+  /** The incarnation the sender believes it is talking to (a connector's expectation; an acceptor echoes the connector's). */
+  peer_incarnation: raw(20, 8),
+  /** v6: the pair's link key (tcp_node_info.link_key): proof that the manager registered this pair. */
+  link_key: raw(28, 16),
+  SIZE: 44,
+  V5_SIZE: 28,
   V4_SIZE: 8,
 } as const;
 
@@ -87,15 +94,22 @@ export const tcp_mesh_topology = {
   SIZE: 4,
 } as const;
 
-/** TcpMeshNodeInfo (266 bytes in v4); v5 appends the node's instance nonce. */
+/**
+ * TcpMeshNodeInfo (266 bytes in v4); v5 appends 8 bytes that v6 fills with
+ * the node's incarnation (not its nonce); v6 appends the link key of the
+ * pair (recipient, node): each worker gets its own topology.
+ */
 export const tcp_node_info = {
   node_id: be(0, 4),
   hostname: raw(4, 256),
   port: be(260, 2),
   is_alive: be(262, 1),
   reserved: raw(263, 3),
-  instance: raw(266, 8),
-  SIZE: 274,
+  incarnation: raw(266, 8),
+  /** Known only to the manager and the two nodes of the pair; zero for the recipient itself and the manager. */
+  link_key: raw(274, 16),
+  SIZE: 290,
+  V5_SIZE: 274,
   V4_SIZE: 266,
 } as const;
 
@@ -125,6 +139,7 @@ export const ionic_wire_hdr = {
   op: le(4, 1),
   /** ATOMIC_REQ: 1 compare-and-swap, 0 fetch-and-add. */
   atomic_cs: le(5, 1),
+  /** 0 in the C design. Ours: bits 0..7 the data path's flags, bits 8..15 IONIC_WIRE_VERSION. */
   rsvd: le(6, 2),
   src_qp_id: le(8, 4),
   dst_qp_id: le(12, 4),
@@ -144,3 +159,13 @@ export const ionic_wire_hdr = {
 
 /** "IONC" read as a little-endian u32. */
 export const IONIC_WIRE_MAGIC = 0x434e4f49;
+
+/**
+ * The version of the ionic header's meaning, in rsvd bits 8..15 (rsvd as a
+ * u16). 0 is the C design's format and our own before datagrams carried
+ * their Q_Key checked at the receiver; 1 is today's. A receiver refuses any
+ * other (docs/mesh.md "RC rules at the responder").
+ */
+export const IONIC_WIRE_VERSION = 1;
+export const IONIC_WIRE_VERSION_SHIFT = 8;
+export const IONIC_WIRE_VERSION_MASK = 0xff00;

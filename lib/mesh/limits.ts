@@ -12,10 +12,12 @@ export const MESH_MAGIC = 0x52444d41;
 /**
  * Our protocol version. The C design is at 4; our control payloads extend
  * its v4 layouts (an instance nonce, batched GID records, a variable-length
- * topology), so we say 5 and refuse anything else at registration and
- * handshake. docs/mesh.md lists the differences.
+ * topology), so we say 6 and refuse anything else at registration and
+ * handshake. 6 differs from 5 in what the 8-byte identity fields of the
+ * topology and the handshake carry: a node's public incarnation (a hash of
+ * its nonce), never the nonce itself. docs/mesh.md lists the differences.
  */
-export const MESH_PROTOCOL_VERSION = 5;
+export const MESH_PROTOCOL_VERSION = 6;
 
 /** Largest frame payload (C design: TCP_MAX_PAYLOAD_LEN, 16 MiB). Checked from the header, before any body is buffered. */
 export const MAX_FRAME_PAYLOAD = 16 * MiB;
@@ -23,8 +25,18 @@ export const MAX_FRAME_PAYLOAD = 16 * MiB;
 /** Nodes in the manager's table, the manager (node 0) included; as the C topology's 64 slots. */
 export const MAX_NODES = 64;
 
-/** Highest node id the manager gives out; ids are never reused, so the mesh refuses registrations past it. */
-export const MAX_NODE_ID = 0x7fffffff;
+/** Highest node id: ids live in the table's range (1..MAX_NODES-1 for workers), so any larger id on the wire is refused. */
+export const MAX_NODE_ID = MAX_NODES - 1;
+
+/** Live nodes the manager registers from one source address (configurable, 1..MAX_NODES): one client cannot fill the table. */
+export const NODES_PER_ADDRESS = 8;
+
+/** Accepted connections not yet registered or handshaken, in all and from one address; past these a new one is closed at once. */
+export const PENDING_CONNECTIONS = 64;
+export const PENDING_PER_ADDRESS = 16;
+
+/** An accepted connection must register or handshake within this long (or three heartbeat intervals, if shorter). */
+export const SETUP_TIMEOUT_MS = 3000;
 
 /** requested_node_id meaning "give me a new id" (C design: 0xFFFFFFFF). */
 export const AUTO_NODE_ID = 0xffffffff;
@@ -87,6 +99,17 @@ export const MAX_RESOLVED_ADDRESSES = 16;
 /** ERNIC_TCP_LISTEN_BACKLOG default. */
 export const DEFAULT_LISTEN_BACKLOG = 32;
 
+/**
+ * Process-wide: bytes of frame bodies being assembled or held by the parsers
+ * (partial frames included). A body is charged before it is buffered; a
+ * header announcing more than is left waits, its socket paused, until room
+ * appears (an empty budget takes any one frame).
+ */
+export const PARTIAL_FRAME_BYTES = 64 * MiB;
+
+/** A partial frame that holds room this long while others wait for room is given up (its connection closed). */
+export const PARTIAL_FRAME_MS = 10_000;
+
 /** Chunks a held connection may still receive after pausing its socket before it is closed (a stream that ignores pause). */
 export const MAX_HELD_CHUNK_BYTES = 4 * MiB;
 
@@ -97,7 +120,7 @@ export const MAX_HELD_CHUNK_BYTES = 4 * MiB;
  */
 export const WRITE_BATCH_BYTES = 1 * MiB;
 
-/** Bounds a caller can lower (tests do, to reach them quickly). Raising them past the defaults is refused. */
+/** Bounds a caller can lower (tests do, to reach them quickly). Raising them past the defaults is refused (nodesPerAddress: up to MAX_NODES). */
 export interface MeshLimits {
   readonly requestQueueBytes: number;
   readonly connectionQueueBytes: number;
@@ -105,6 +128,8 @@ export interface MeshLimits {
   readonly inboundQueueBytes: number;
   readonly inboundQueueMessages: number;
   readonly maxNodes: number;
+  /** Live registrations per source address (manager). */
+  readonly nodesPerAddress: number;
 }
 
 const DEFAULT_LIMITS: MeshLimits = {
@@ -114,7 +139,11 @@ const DEFAULT_LIMITS: MeshLimits = {
   inboundQueueBytes: INBOUND_QUEUE_BYTES,
   inboundQueueMessages: INBOUND_QUEUE_MESSAGES,
   maxNodes: MAX_NODES,
+  nodesPerAddress: NODES_PER_ADDRESS,
 };
+
+/** The most each limit may be set to: its default, except the per-address count, which may go up to the table. */
+const CEILINGS: MeshLimits = { ...DEFAULT_LIMITS, nodesPerAddress: MAX_NODES };
 
 /** Merge caller limits over the defaults; each must be a positive integer no larger than its default. */
 export function resolveLimits(partial: Partial<MeshLimits> | undefined): MeshLimits {
@@ -123,8 +152,8 @@ export function resolveLimits(partial: Partial<MeshLimits> | undefined): MeshLim
     for (const key of Object.keys(DEFAULT_LIMITS) as (keyof MeshLimits)[]) {
       const v = partial[key];
       if (v === undefined) continue;
-      if (!Number.isInteger(v) || v < 1 || v > DEFAULT_LIMITS[key]) {
-        throw new RangeError(`mesh limit ${key} must be an integer from 1 to ${DEFAULT_LIMITS[key]} (got ${v})`);
+      if (!Number.isInteger(v) || v < 1 || v > CEILINGS[key]) {
+        throw new RangeError(`mesh limit ${key} must be an integer from 1 to ${CEILINGS[key]} (got ${v})`);
       }
       out[key] = v;
     }

@@ -9,16 +9,20 @@
 // to a node's GIDs, or to whether it is alive, sends that node's set to every
 // worker; a worker that has just registered is sent the whole table.
 
+import { randomBytes } from 'node:crypto';
 import type { MeshConnection } from './connection';
 import {
-  decodeNodeGids, decodeRegisterNode, encodeHandshake, encodeNodeGids, encodeRegisterResp, encodeTopology,
+  decodeNodeGids, decodeRegisterNode, encodeHandshake, encodeNodeGids, encodeRegisterResp, encodeTopology, linkKeyOf,
+  NO_LINK_KEY,
 } from './codec';
 import { gidToText } from './address';
 import { unmapAddress } from './dial';
-import { MAX_NODES, MESH_PROTOCOL_VERSION } from './limits';
+import { MAX_NODES, MESH_PROTOCOL_VERSION, NODES_PER_ADDRESS } from './limits';
 import { FrameHeader, MsgType, NodeGids, NodeInfo } from './messages';
 import { Errno, NodeRegistry } from './registry';
 import type { MeshCore, Role } from './role';
+
+const EMPTY = Buffer.alloc(0);
 
 export class ManagerRole implements Role {
   readonly kind = 'manager' as const;
@@ -29,9 +33,11 @@ export class ManagerRole implements Role {
   readonly #gidsDirty = new Set<number>();
   #flushScheduled = false;
   #stopped = false;
+  /** Keys the link keys of worker pairs (codec linkKeyOf); a restarted manager hands out new ones. */
+  readonly #linkSecret = randomBytes(32);
 
   constructor(private readonly core: MeshCore) {
-    this.registry = new NodeRegistry(core.maxNodes, { instance: core.instance, host: '', port: 0 });
+    this.registry = new NodeRegistry(core.maxNodes, { instance: core.instance, host: '', port: 0 }, core.nodesPerAddress ?? NODES_PER_ADDRESS);
   }
 
   nodeId(): number {
@@ -56,8 +62,22 @@ export class ManagerRole implements Role {
     return this.registry.entries().map((e) => e.id);
   }
 
+  /** The manager's own view (no link keys). */
   topology(): NodeInfo[] {
-    return this.registry.entries().map((e) => ({ id: e.id, host: e.host, port: e.port, alive: e.alive, instance: e.instance }));
+    return this.#topologyFor(0);
+  }
+
+  /**
+   * What worker `to` is told: every node's id, host, port, liveness and
+   * incarnation, and the link key of each pair `to` is in. Incarnations
+   * only: a nonce in here would let any worker register as that node.
+   */
+  #topologyFor(to: number): NodeInfo[] {
+    const me = this.registry.get(to);
+    return this.registry.entries().map((e) => ({
+      id: e.id, host: e.host, port: e.port, alive: e.alive, incarnation: e.incarnation,
+      linkKey: me && to !== 0 && e.id !== 0 && e.id !== to ? linkKeyOf(this.#linkSecret, to, me.incarnation, e.id, e.incarnation) : NO_LINK_KEY,
+    }));
   }
 
   localGidsChanged(): void {
@@ -78,7 +98,8 @@ export class ManagerRole implements Role {
     if (h.type === MsgType.HANDSHAKE) {
       // A worker never handshakes with node 0: its manager link is its registration.
       this.core.sendControl(conn, MsgType.HANDSHAKE_RESP, encodeHandshake({
-        nodeId: 0, result: -Errno.EINVAL, instance: this.core.instance, peerInstance: this.core.instance,
+        nodeId: 0, result: -Errno.EINVAL, incarnation: this.registry.get(0)!.incarnation, peerIncarnation: this.registry.get(0)!.incarnation,
+        linkKey: NO_LINK_KEY,
       }));
       conn.endAfterFlush('handshake sent to the manager');
       return;
@@ -99,11 +120,15 @@ export class ManagerRole implements Role {
       return;
     }
     const req = d.value;
-    const host = req.host !== '' ? req.host : unmapAddress(conn.remoteAddress);
-    const out = this.registry.register({ instance: req.instance, requestedId: req.requestedId, host, port: req.port });
+    const source = unmapAddress(conn.remoteAddress);
+    const host = req.host !== '' ? req.host : source;
+    const out = this.registry.register({ instance: req.instance, requestedId: req.requestedId, host, port: req.port, source });
     if (!out.ok) {
       this.core.warn(`reg-refused:${conn.remoteAddress}`, `registration refused from ${conn.remote}: ${out.reason}`);
       this.#refuse(conn, out.errno, out.reason);
+      // If that node's link is in fact dead (a process that came back before we saw it go), a ping shows it soon.
+      const live = out.busy === undefined ? undefined : this.#links.get(out.busy);
+      if (live && !live.closed) this.core.sendControl(live, MsgType.HEARTBEAT, EMPTY);
       return;
     }
     if (out.evicted !== undefined) {
@@ -116,7 +141,7 @@ export class ManagerRole implements Role {
     const old = this.#links.get(out.id);
     conn.kind = 'worker';
     conn.peerId = out.id;
-    conn.peerInstance = req.instance;
+    conn.peerInstance = this.registry.get(out.id)!.incarnation;
     conn.established = true;
     this.#links.set(out.id, conn);
     if (old && old !== conn) old.close(`node ${out.id} registered again on a new connection`);
@@ -124,7 +149,7 @@ export class ManagerRole implements Role {
       nodeId: out.id, numNodes: this.registry.size, result: 0, managerInstance: this.core.instance,
     }));
     // The newcomer gets the whole picture at once; everyone else the change.
-    this.core.sendControl(conn, MsgType.MESH_TOPOLOGY, encodeTopology(this.topology()));
+    this.core.sendControl(conn, MsgType.MESH_TOPOLOGY, encodeTopology(this.#topologyFor(out.id)));
     this.#sendWholeGidTable(conn);
     this.core.log.info(`mesh: node ${out.id} ${out.rejoined ? 'rejoined' : 'registered'} from ${conn.remote}` +
       ` (${this.registry.size}/${this.core.maxNodes} nodes)`);
@@ -203,10 +228,9 @@ export class ManagerRole implements Role {
     const workers = [...this.#links.values()].filter((c) => c.established && !c.closed);
     if (this.#topologyDirty) {
       this.#topologyDirty = false;
-      const nodes = this.topology();
-      const frame = encodeTopology(nodes);
-      for (const c of workers) this.core.sendControl(c, MsgType.MESH_TOPOLOGY, frame);
-      this.core.emitTopology(nodes);
+      // Each worker its own: the link keys differ per recipient.
+      for (const c of workers) this.core.sendControl(c, MsgType.MESH_TOPOLOGY, encodeTopology(this.#topologyFor(c.peerId!)));
+      this.core.emitTopology(this.topology());
     }
     if (this.#gidsDirty.size > 0) {
       const records: NodeGids[] = [...this.#gidsDirty].sort((a, b) => a - b)

@@ -63,15 +63,25 @@ export interface FrameHeader {
   readonly dstQpn: number;
 }
 
-/** An 8-byte instance nonce as 16 lowercase hex digits; a process draws one at start, so a restart shows. */
+/**
+ * An 8-byte instance nonce as 16 lowercase hex digits; a process draws one
+ * at start, so a restart shows. A worker's nonce is its proof of identity
+ * to the manager: it goes only in its own REGISTER_NODE and never leaves the
+ * manager. Peers know a node by its incarnation (same format): a one-way
+ * hash of the nonce (codec incarnationOf).
+ */
 export type InstanceId = string;
 
 export interface Handshake {
   readonly nodeId: number;
   readonly version: number;
   readonly result: number;
-  readonly instance: InstanceId;
-  readonly peerInstance: InstanceId;
+  /** The sender's incarnation. */
+  readonly incarnation: InstanceId;
+  /** The incarnation the dialler expects to reach (a reply echoes the dialler's). */
+  readonly peerIncarnation: InstanceId;
+  /** The pair's link key from the topology (16 bytes; zeros in a refusal). */
+  readonly linkKey: Buffer;
 }
 
 export interface RegisterNode {
@@ -97,7 +107,14 @@ export interface NodeInfo {
   readonly host: string;
   readonly port: number;
   readonly alive: boolean;
-  readonly instance: InstanceId;
+  /** Public: changes when another process holds the id (never the node's nonce). */
+  readonly incarnation: InstanceId;
+  /**
+   * The link key of the pair (the topology's recipient, this node), 16
+   * bytes, all zero when there is none (the recipient itself, the manager,
+   * the manager's own view). A dialler proves with it that it is this node.
+   */
+  readonly linkKey: Buffer;
 }
 
 export interface NodeGids {

@@ -17,6 +17,11 @@ export interface MeshCore {
   readonly gids: GidTable;
   readonly resolve: Resolver;
   readonly maxNodes: number;
+  /**
+   * Live registrations per source address (MeshLimits.nodesPerAddress).
+   * Optional until mesh.ts passes it; NODES_PER_ADDRESS meanwhile.
+   */
+  readonly nodesPerAddress?: number;
   readonly heartbeatMs: number;
   /** True once close() started: roles start nothing new. */
   readonly closing: boolean;

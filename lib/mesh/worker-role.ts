@@ -9,7 +9,7 @@
 import type { MeshConnection } from './connection';
 import {
   decodeHandshake, decodeNodeGids, decodeRegisterResp, decodeTopology, encodeHandshake, encodeNodeGids,
-  encodeRegisterNode,
+  encodeRegisterNode, incarnationOf, linkKeyMatches, NO_LINK_KEY,
 } from './codec';
 import { dial, DialCancel } from './dial';
 import { formatHostPort, gidToText, HostPort } from './address';
@@ -42,12 +42,16 @@ export class WorkerRole implements Role {
   readonly #dials = new Map<number, DialState>();
   #gidAdvertScheduled = false;
   #stopped = false;
+  /** What peers know us by (our nonce goes to the manager only). */
+  readonly #incarnation: string;
 
   constructor(
     private readonly core: MeshCore,
     private readonly managerAddress: HostPort,
     private readonly advertiseHost: string,
-  ) {}
+  ) {
+    this.#incarnation = incarnationOf(core.instance);
+  }
 
   nodeId(): number | undefined {
     return this.#myId;
@@ -154,7 +158,9 @@ export class WorkerRole implements Role {
     const r = d.value;
     if (r.result !== 0) {
       const reason = r.result === -Errno.EPROTO ? 'protocol version mismatch' :
-        r.result === -Errno.ENOSPC ? 'node table full' : `errno ${-r.result}`;
+        r.result === -Errno.ENOSPC ? 'node table full' :
+        r.result === -Errno.EBUSY ? 'our instance is registered on a connection the manager still sees alive' :
+        r.result === -Errno.EUSERS ? 'too many live nodes from our address' : `errno ${-r.result}`;
       this.core.log.warn(`mesh: the manager refused registration: ${reason}`);
       this.core.emitRefused(-r.result, reason);
       conn.close(`registration refused: ${reason}`);
@@ -276,7 +282,7 @@ export class WorkerRole implements Role {
     for (const [id, conn] of [...this.#peers]) {
       const n = next.get(id);
       // Absent means the manager does not know it (yet): leave the link to its heartbeats.
-      if (n && (!n.alive || n.instance !== conn.peerInstance)) conn.close(n.alive ? 'node restarted' : 'node dead per the manager');
+      if (n && (!n.alive || n.incarnation !== conn.peerInstance)) conn.close(n.alive ? 'node restarted' : 'node dead per the manager');
     }
     for (const [id, d] of [...this.#dials]) {
       if (!this.#wantDial(id)) {
@@ -320,9 +326,9 @@ export class WorkerRole implements Role {
       }
       const conn = this.core.adopt(r.socket, 'peer', true);
       conn.peerId = id;
-      conn.peerInstance = n.instance;
+      conn.peerInstance = n.incarnation;
       this.core.sendControl(conn, MsgType.HANDSHAKE, encodeHandshake({
-        nodeId: this.#myId, result: 0, instance: this.core.instance, peerInstance: n.instance,
+        nodeId: this.#myId, result: 0, incarnation: this.#incarnation, peerIncarnation: n.incarnation, linkKey: n.linkKey,
       }));
     });
   }
@@ -354,8 +360,10 @@ export class WorkerRole implements Role {
       conn.close(`handshake refused by node ${conn.peerId}: errno ${-h.result}`);
       return;
     }
-    if (h.nodeId !== conn.peerId || h.instance !== conn.peerInstance || h.peerInstance !== this.core.instance) {
-      this.core.violation(conn, `handshake reply from the wrong node (${h.nodeId}, instance ${h.instance})`);
+    const known = this.#topology.get(h.nodeId);
+    if (h.nodeId !== conn.peerId || h.incarnation !== conn.peerInstance || h.peerIncarnation !== this.#incarnation ||
+      !known || !linkKeyMatches(known.linkKey, h.linkKey)) {
+      this.core.violation(conn, `handshake reply from the wrong node (${h.nodeId}, incarnation ${h.incarnation})`);
       return;
     }
     const id = h.nodeId;
@@ -374,8 +382,8 @@ export class WorkerRole implements Role {
     const refuse = (errno: number, why: string): void => {
       this.core.warn(`hs:${conn.remoteAddress}`, `mesh: handshake from ${conn.remote} refused: ${why}`);
       this.core.sendControl(conn, MsgType.HANDSHAKE_RESP, encodeHandshake({
-        nodeId: this.#myId ?? 0, result: -errno, instance: this.core.instance,
-        peerInstance: d.ok ? d.value.instance : this.core.instance,
+        nodeId: this.#myId ?? 0, result: -errno, incarnation: this.#incarnation,
+        peerIncarnation: d.ok ? d.value.incarnation : this.#incarnation, linkKey: NO_LINK_KEY,
       }));
       conn.endAfterFlush(`handshake refused: ${why}`);
     };
@@ -389,19 +397,23 @@ export class WorkerRole implements Role {
     if (h.nodeId === 0 || h.nodeId >= this.#myId || header.src !== h.nodeId) {
       return refuse(Errno.EINVAL, `node ${h.nodeId} may not dial node ${this.#myId}`);
     }
-    if (h.peerInstance !== this.core.instance) return refuse(Errno.ESTALE, 'it expected another instance of us');
+    if (h.peerIncarnation !== this.#incarnation) return refuse(Errno.ESTALE, 'it expected another instance of us');
     const known = this.#topology.get(h.nodeId);
-    if (known && known.instance !== h.instance) return refuse(Errno.ESTALE, `node ${h.nodeId} is another instance per the manager`);
-    if (known && !known.alive) return refuse(Errno.ESTALE, `node ${h.nodeId} is dead per the manager`);
+    // Not in our topology yet (its registration is still on its way to us): it dials again after a backoff.
+    if (!known) return refuse(Errno.EAGAIN, `node ${h.nodeId} is not in our topology yet`);
+    if (known.incarnation !== h.incarnation) return refuse(Errno.ESTALE, `node ${h.nodeId} is another instance per the manager`);
+    if (!known.alive) return refuse(Errno.ESTALE, `node ${h.nodeId} is dead per the manager`);
+    // Only the manager and the real node know this pair's key: anyone else claiming the id is refused.
+    if (!linkKeyMatches(known.linkKey, h.linkKey)) return refuse(Errno.EINVAL, `node ${h.nodeId} did not prove its identity (link key)`);
     const old = this.#peers.get(h.nodeId);
     conn.kind = 'peer';
     conn.peerId = h.nodeId;
-    conn.peerInstance = h.instance;
+    conn.peerInstance = h.incarnation;
     conn.established = true;
     this.#peers.set(h.nodeId, conn);
     if (old && old !== conn) old.close('replaced by a new connection');
     this.core.sendControl(conn, MsgType.HANDSHAKE_RESP, encodeHandshake({
-      nodeId: this.#myId, result: 0, instance: this.core.instance, peerInstance: h.instance,
+      nodeId: this.#myId, result: 0, incarnation: this.#incarnation, peerIncarnation: h.incarnation, linkKey: known.linkKey,
     }));
     this.core.log.info(`mesh: direct link from node ${h.nodeId} up (${conn.remote})`);
     this.core.routesChanged(`node ${h.nodeId} linked`);

@@ -26,6 +26,8 @@ export const DEVICE_COUNTER_NAMES = [
   'local_length_errors', 'local_prot_errors', 'local_qp_errors', 'remote_access_errors',
   'remote_inv_req_errors', 'rnr_retry_exceeded', 'retry_exceeded', 'mem_mgmt_errors',
   'rnr_naks', 'cq_full_waits', 'reg_mr_wqes', 'local_inv_wqes', 'remote_invalidates',
+  // mesh: requests from a node that is not the QP's peer, or of another wire version
+  'mesh_refused_requests',
 ] as const;
 
 export type DeviceCounterName = (typeof DEVICE_COUNTER_NAMES)[number];

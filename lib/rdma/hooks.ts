@@ -114,6 +114,17 @@ export interface DataPathDevice {
    * (cqConsumed) is the signal to look again.
    */
   cqRoom(cqId: number): number;
-  /** Raise an asynchronous QP event (EQE type QP, contract 4.8 codes). */
+  /** Raise an asynchronous QP event (EQE type QP, contract 4.8 codes: QpEventCode). */
   qpEvent(qpId: number, code: number): void;
 }
+
+/**
+ * The asynchronous QP event codes a responder error raises (contract 4.8;
+ * the ionic driver reports them as IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR
+ * and IB_EVENT_QP_ACCESS_ERR).
+ */
+export const QpEventCode = {
+  QP_ERR: 8,
+  ERR_REQUEST: 9,
+  ERR_ACCESS: 10,
+} as const;

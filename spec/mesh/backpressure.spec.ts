@@ -14,7 +14,7 @@ import { ionic_wire_hdr } from '../../lib/mesh/layouts';
 import { MeshMessage } from '../../lib/mesh/mesh-message';
 import { IonicWireOp, MsgType } from '../../lib/mesh/messages';
 import { FRAME_OVERHEAD } from '../../lib/mesh/outbound-queue';
-import { joinWorker, RawPeer, startManager, until } from './helpers';
+import { joinWorker, MemoryLog, RawPeer, startManager, until } from './helpers';
 
 const MiB = 1024 * 1024;
 
@@ -57,8 +57,9 @@ describe('mesh: backpressure and bounded memory', function () {
     await Promise.all(meshes.splice(0).map((m) => m.close()));
   });
 
-  it('a peer that never reads gets at most 32 MiB of requests queued, replies up to 64 MiB, then queue-full', async () => {
-    const mgr = await startManager();
+  it('a peer that never reads gets at most 32 MiB of requests queued, then queue-full; replies past its 64 MiB close it', async () => {
+    const log = new MemoryLog('mgr');
+    const mgr = await startManager({ log });
     meshes.push(mgr);
     const peer = await rawWorker(mgr.listenPort, '0000000000000101');
     raws.push(peer);
@@ -70,17 +71,29 @@ describe('mesh: backpressure and bounded memory', function () {
     const afterRequests = mgr.stats().outboundBytes;
     expect(afterRequests).to.be.at.most(REQUEST_QUEUE_BYTES);
     expect(afterRequests).to.be.greaterThan(REQUEST_QUEUE_BYTES - frameBytes);
-    const replies = await fill(mgr, 1, payload, true, 100_000);
-    const afterReplies = mgr.stats().outboundBytes;
-    expect(afterReplies).to.be.at.most(CONNECTION_QUEUE_BYTES);
-    expect(afterReplies).to.be.greaterThan(CONNECTION_QUEUE_BYTES - frameBytes);
-    // What the kernel took is beyond our queue; what we kept is bounded by the queue.
-    expect(requests + replies).to.be.lessThan(64 + 64);
     expect(mgr.send(1, MsgType.IONIC, ionic(1), payload)).to.equal('queue-full');
     // Queued requests can be taken back (a flushed QP), which makes room.
     const back = mgr.takeBack(5);
     expect(back).to.be.greaterThan(10);
-    expect(mgr.stats().outboundBytes).to.be.lessThan(afterReplies);
+    expect(mgr.stats().outboundBytes).to.be.lessThan(afterRequests);
+    // Our answers fill the rest of its room; the one that does not fit ends the connection (it is not reading).
+    let peak = 0;
+    let replies = 0;
+    let r: string = 'queued';
+    for (let i = 0; i < 1000 && r === 'queued'; i++) {
+      r = mgr.send(1, MsgType.IONIC, ionic(100_000 + i, IonicWireOp.ACK), payload, { reply: true });
+      if (r === 'queued') replies++;
+      peak = Math.max(peak, mgr.stats().outboundBytes);
+    }
+    expect(r).to.equal('no-route');
+    expect(peak).to.be.at.most(CONNECTION_QUEUE_BYTES);
+    expect(requests + replies).to.be.lessThan(64 + 64);
+    expect(mgr.routeTo(1)).to.equal(undefined);
+    // A paused socket sees its end only once it reads again.
+    peer.socket.resume();
+    await peer.waitClose();
+    expect(log.has(/reply queue over its bound .*the peer is not reading/)).to.equal(true);
+    expect(mgr.stats().outboundBytes).to.equal(0);
   });
 
   it('a peer that reads again gets everything and the sender hears writable', async () => {

@@ -20,6 +20,7 @@ import { Be } from './helpers';
 
 const I1 = '0123456789abcdef';
 const I2 = 'fedcba9876543210';
+const K = Buffer.from('00112233445566778899aabbccddeeff', 'hex');
 
 function pin(f: Field, off: number, size: number, order: 'be' | 'le'): void {
   expect([f.off, f.size, f.order]).to.deep.equal([off, size, order]);
@@ -70,6 +71,8 @@ describe('mesh: codec', () => {
       pin(tcp_handshake.node_id, 0, 4, 'be');
       pin(tcp_handshake.version, 4, 4, 'be');
       expect(tcp_handshake.V4_SIZE).to.equal(8);
+      expect([tcp_handshake.V5_SIZE, tcp_handshake.SIZE]).to.deep.equal([28, 44]);
+      expect(tcp_handshake.link_key).to.deep.equal({ off: 28, size: 16, order: 'raw' });
       expect(tcp_register_node.hostname).to.deep.equal({ off: 0, size: 256, order: 'raw' });
       pin(tcp_register_node.port, 256, 2, 'be');
       pin(tcp_register_node.requested_node_id, 258, 4, 'be');
@@ -84,7 +87,8 @@ describe('mesh: codec', () => {
       expect(tcp_node_info.hostname).to.deep.equal({ off: 4, size: 256, order: 'raw' });
       pin(tcp_node_info.port, 260, 2, 'be');
       pin(tcp_node_info.is_alive, 262, 1, 'be');
-      expect(tcp_node_info.V4_SIZE).to.equal(266);
+      expect([tcp_node_info.V4_SIZE, tcp_node_info.V5_SIZE, tcp_node_info.SIZE]).to.deep.equal([266, 274, 290]);
+      expect(tcp_node_info.link_key).to.deep.equal({ off: 274, size: 16, order: 'raw' });
       pin(tcp_node_gids.node_id, 0, 4, 'be');
       pin(tcp_node_gids.num_gids, 4, 4, 'be');
       expect(tcp_node_gids.SIZE).to.equal(136);
@@ -120,31 +124,32 @@ describe('mesh: codec', () => {
       expect(bad(decodeFrameHeader(header(MsgType.HEARTBEAT, 65), 0))).to.equal('BAD_LENGTH');
       expect(bad(decodeFrameHeader(header(MsgType.REGISTER_NODE, 1000), 0))).to.equal('BAD_LENGTH');
       expect(bad(decodeFrameHeader(header(MsgType.NODE_GIDS, 10), 0))).to.equal('BAD_LENGTH');
-      expect(maxPayloadOf(MsgType.MESH_TOPOLOGY)).to.equal(4 + 64 * 274);
+      expect(maxPayloadOf(MsgType.MESH_TOPOLOGY)).to.equal(4 + 64 * 290);
     });
   });
 
   describe('control payloads', () => {
     it('HANDSHAKE encodes to golden bytes and round-trips', () => {
-      const got = encodeHandshake({ nodeId: 3, result: -116, instance: I1, peerInstance: I2 });
-      const want = new Be().u32(3).u32(5).u32(0xffffff8c).hex(I1).hex(I2).build();
+      const got = encodeHandshake({ nodeId: 3, result: -116, incarnation: I1, peerIncarnation: I2, linkKey: K });
+      const want = new Be().u32(3).u32(6).u32(0xffffff8c).hex(I1).hex(I2).raw(K).build();
       expect(got.toString('hex')).to.equal(want.toString('hex'));
-      expect(good(decodeHandshake(got))).to.deep.equal({ nodeId: 3, version: 5, result: -116, instance: I1, peerInstance: I2 });
+      expect(good(decodeHandshake(got))).to.deep.equal({ nodeId: 3, version: 6, result: -116, incarnation: I1, peerIncarnation: I2, linkKey: K });
     });
 
     it('a v4 handshake is a version error; other sizes are length errors', () => {
       expect(bad(decodeHandshake(new Be().u32(3).u32(4).build()))).to.equal('BAD_VERSION');
-      expect(bad(decodeHandshake(new Be().u32(3).u32(5).build()))).to.equal('BAD_LENGTH');
+      expect(bad(decodeHandshake(new Be().u32(3).u32(5).u32(0).hex(I1).hex(I2).build()))).to.equal('BAD_VERSION');
+      expect(bad(decodeHandshake(new Be().u32(3).u32(6).build()))).to.equal('BAD_LENGTH');
       expect(bad(decodeHandshake(Buffer.alloc(4)))).to.equal('BAD_VERSION');
-      expect(bad(decodeHandshake(new Be().u32(3).u32(5).u32(0).zeros(16).build()))).to.equal('BAD_FIELD');
-      expect(bad(decodeHandshake(new Be().u32(0x80000000).u32(5).u32(0).hex(I1).hex(I2).build()))).to.equal('BAD_NODE_ID');
+      expect(bad(decodeHandshake(new Be().u32(3).u32(6).u32(0).zeros(32).build()))).to.equal('BAD_FIELD');
+      expect(bad(decodeHandshake(new Be().u32(64).u32(6).u32(0).hex(I1).hex(I2).raw(K).build()))).to.equal('BAD_NODE_ID');
     });
 
     it('REGISTER_NODE encodes to golden bytes and round-trips', () => {
       const got = encodeRegisterNode({ host: 'node-a.example', port: 7000, requestedId: 0xffffffff, instance: I1 });
-      const want = new Be().text('node-a.example', 256).u16(7000).u32(0xffffffff).u32(5).hex(I1).build();
+      const want = new Be().text('node-a.example', 256).u16(7000).u32(0xffffffff).u32(6).hex(I1).build();
       expect(got.toString('hex')).to.equal(want.toString('hex'));
-      expect(good(decodeRegisterNode(got))).to.deep.equal({ host: 'node-a.example', port: 7000, requestedId: 0xffffffff, version: 5, instance: I1 });
+      expect(good(decodeRegisterNode(got))).to.deep.equal({ host: 'node-a.example', port: 7000, requestedId: 0xffffffff, version: 6, instance: I1 });
       expect(good(decodeRegisterNode(encodeRegisterNode({ host: 'fe80::1%eth0', port: 1, requestedId: 9, instance: I2 }))).host)
         .to.equal('fe80::1%eth0');
     });
@@ -152,49 +157,56 @@ describe('mesh: codec', () => {
     it('REGISTER_NODE from a v3 or v4 peer is a version error; bad fields are refused', () => {
       expect(bad(decodeRegisterNode(new Be().text('h', 256).u16(1).u32(0xffffffff).build()))).to.equal('BAD_VERSION');
       expect(bad(decodeRegisterNode(new Be().text('h', 256).u16(1).u32(0xffffffff).u32(4).build()))).to.equal('BAD_VERSION');
-      const reg = (host: Buffer, id: number, inst = I1): Buffer => Buffer.concat([host, new Be().u16(1).u32(id).u32(5).hex(inst).build()]);
+      expect(bad(decodeRegisterNode(new Be().text('h', 256).u16(1).u32(0xffffffff).u32(5).hex(I1).build()))).to.equal('BAD_VERSION');
+      const reg = (host: Buffer, id: number, inst = I1): Buffer => Buffer.concat([host, new Be().u16(1).u32(id).u32(6).hex(inst).build()]);
       const hostField = (s: string): Buffer => new Be().text(s, 256).build();
       expect(bad(decodeRegisterNode(reg(Buffer.alloc(256, 0x41), 1)))).to.equal('BAD_HOST');
       expect(bad(decodeRegisterNode(reg(hostField('a b'), 1)))).to.equal('BAD_HOST');
       expect(bad(decodeRegisterNode(reg(hostField('1.2.3'), 1)))).to.equal('BAD_HOST');
       expect(bad(decodeRegisterNode(reg(hostField('ok'), 0)))).to.equal('BAD_NODE_ID');
       expect(bad(decodeRegisterNode(reg(hostField('ok'), 0x80000000)))).to.equal('BAD_NODE_ID');
+      // Only ids of the table's range may be asked for (ids 1..63).
+      expect(bad(decodeRegisterNode(reg(hostField('ok'), 0x7fffffff)))).to.equal('BAD_NODE_ID');
+      expect(bad(decodeRegisterNode(reg(hostField('ok'), 64)))).to.equal('BAD_NODE_ID');
+      expect(good(decodeRegisterNode(reg(hostField('ok'), 63))).requestedId).to.equal(63);
       expect(bad(decodeRegisterNode(reg(hostField('ok'), 1, '0000000000000000')))).to.equal('BAD_FIELD');
       expect(bad(decodeRegisterNode(Buffer.concat([reg(hostField('ok'), 1), Buffer.alloc(1)])))).to.equal('BAD_LENGTH');
     });
 
     it('REGISTER_RESP encodes to golden bytes and round-trips; refusals carry a negative errno', () => {
       const got = encodeRegisterResp({ nodeId: 4, numNodes: 5, result: 0, managerInstance: I2 });
-      expect(got.toString('hex')).to.equal(new Be().u32(4).u32(5).u32(0).u32(5).hex(I2).build().toString('hex'));
-      expect(good(decodeRegisterResp(got))).to.deep.equal({ nodeId: 4, numNodes: 5, result: 0, version: 5, managerInstance: I2 });
+      expect(got.toString('hex')).to.equal(new Be().u32(4).u32(5).u32(0).u32(6).hex(I2).build().toString('hex'));
+      expect(good(decodeRegisterResp(got))).to.deep.equal({ nodeId: 4, numNodes: 5, result: 0, version: 6, managerInstance: I2 });
       const refused = good(decodeRegisterResp(encodeRegisterResp({ nodeId: 0, numNodes: 64, result: -28, managerInstance: I2 })));
       expect(refused.result).to.equal(-28);
       expect(bad(decodeRegisterResp(new Be().u32(4).u32(5).u32(0).u32(4).build()))).to.equal('BAD_VERSION');
-      expect(bad(decodeRegisterResp(new Be().u32(0).u32(5).u32(0).u32(5).hex(I2).build()))).to.equal('BAD_NODE_ID');
-      expect(bad(decodeRegisterResp(new Be().u32(1).u32(65).u32(0).u32(5).hex(I2).build()))).to.equal('TOO_MANY');
+      expect(bad(decodeRegisterResp(new Be().u32(0).u32(5).u32(0).u32(6).hex(I2).build()))).to.equal('BAD_NODE_ID');
+      expect(bad(decodeRegisterResp(new Be().u32(64).u32(5).u32(0).u32(6).hex(I2).build()))).to.equal('BAD_NODE_ID');
+      expect(bad(decodeRegisterResp(new Be().u32(1).u32(65).u32(0).u32(6).hex(I2).build()))).to.equal('TOO_MANY');
     });
 
     it('MESH_TOPOLOGY carries only the listed nodes and round-trips', () => {
       const nodes = [
-        { id: 0, host: '', port: 5000, alive: true, instance: I1 },
-        { id: 2, host: '10.0.0.2', port: 6000, alive: false, instance: I2 },
+        { id: 0, host: '', port: 5000, alive: true, incarnation: I1, linkKey: Buffer.alloc(16) },
+        { id: 2, host: '10.0.0.2', port: 6000, alive: false, incarnation: I2, linkKey: K },
       ];
       const got = encodeTopology(nodes);
       const want = new Be().u32(2)
-        .u32(0).text('', 256).u16(5000).u8(1).zeros(3).hex(I1)
-        .u32(2).text('10.0.0.2', 256).u16(6000).u8(0).zeros(3).hex(I2)
+        .u32(0).text('', 256).u16(5000).u8(1).zeros(3).hex(I1).zeros(16)
+        .u32(2).text('10.0.0.2', 256).u16(6000).u8(0).zeros(3).hex(I2).raw(K)
         .build();
       expect(got.toString('hex')).to.equal(want.toString('hex'));
       expect(good(decodeTopology(got))).to.deep.equal(nodes);
     });
 
     it('MESH_TOPOLOGY refusals: count, length, duplicate ids, is_alive, ids', () => {
-      const one = (id: number, alive = 1): Buffer => new Be().u32(id).text('h', 256).u16(1).u8(alive).zeros(3).hex(I1).build();
+      const one = (id: number, alive = 1): Buffer => new Be().u32(id).text('h', 256).u16(1).u8(alive).zeros(3).hex(I1).zeros(16).build();
       expect(bad(decodeTopology(new Be().u32(65).build()))).to.equal('TOO_MANY');
       expect(bad(decodeTopology(Buffer.concat([new Be().u32(2).build(), one(1)])))).to.equal('BAD_LENGTH');
       expect(bad(decodeTopology(Buffer.concat([new Be().u32(2).build(), one(1), one(1)])))).to.equal('DUPLICATE');
       expect(bad(decodeTopology(Buffer.concat([new Be().u32(1).build(), one(1, 2)])))).to.equal('BAD_FIELD');
       expect(bad(decodeTopology(Buffer.concat([new Be().u32(1).build(), one(0x80000000)])))).to.equal('BAD_NODE_ID');
+      expect(bad(decodeTopology(Buffer.concat([new Be().u32(1).build(), one(64)])))).to.equal('BAD_NODE_ID');
     });
 
     it('NODE_GIDS batches records; one record is the C layout', () => {
@@ -225,7 +237,8 @@ describe('mesh: codec', () => {
 
     it('encodes to golden bytes (little-endian, immediate big-endian) and round-trips', () => {
       const got = encodeIonicWireHeader(fields);
-      const want = new Be().raw(Buffer.from('IONC', 'ascii')).u8(8).u8(1).le16(0).le32(0x11).le32(0x22).le32(0x33)
+      // rsvd: the data path's flags (0) and the wire version (1) in its high byte.
+      const want = new Be().raw(Buffer.from('IONC', 'ascii')).u8(8).u8(1).le16(0x0100).le32(0x11).le32(0x22).le32(0x33)
         .le32(0x44).le32(8).u32(0xaabbccdd).le32(0).le64(0x1122334455667788n).le64(0xffffffffffffffffn).le64(5n).build();
       expect(got.toString('hex')).to.equal(want.toString('hex'));
       expect(good(decodeIonicWireHeader(got))).to.deep.equal(fields);

@@ -32,8 +32,8 @@ function samples(): Buffer[] {
   return [
     encodeRegisterNode({ host: 'node-1', port: 7000, requestedId: AUTO_NODE_ID, instance: I }),
     encodeRegisterResp({ nodeId: 1, numNodes: 2, result: 0, managerInstance: I }),
-    encodeHandshake({ nodeId: 1, result: 0, instance: I, peerInstance: I }),
-    encodeTopology([{ id: 0, host: '', port: 1, alive: true, instance: I }, { id: 1, host: '10.0.0.1', port: 2, alive: false, instance: I }]),
+    encodeHandshake({ nodeId: 1, result: 0, incarnation: I, peerIncarnation: I, linkKey: Buffer.alloc(16, 7) }),
+    encodeTopology([{ id: 0, host: '', port: 1, alive: true, incarnation: I, linkKey: Buffer.alloc(16) }, { id: 1, host: '10.0.0.1', port: 2, alive: false, incarnation: I, linkKey: Buffer.alloc(16, 9) }]),
     encodeNodeGids([{ nodeId: 1, gids: [g, g] }, { nodeId: 2, gids: [] }]),
     encodeIonicWireHeader({ op: 4, atomicCs: 0, srcQpId: 1, dstQpId: 2, reqId: 3, rkey: 4, length: 5, immBe: 6, status: 0 }),
   ];

@@ -180,9 +180,10 @@ export class RawPeer {
     socket.on('error', () => undefined);
   }
 
-  static connect(port: number, host = LOCAL): Promise<RawPeer> {
+  /** `localAddress`: another loopback source (127.0.0.2, ...) to play a second host. */
+  static connect(port: number, host = LOCAL, localAddress?: string): Promise<RawPeer> {
     return new Promise((resolve, reject) => {
-      const s = net.connect({ host, port }, () => resolve(new RawPeer(s)));
+      const s = net.connect({ host, port, ...(localAddress ? { localAddress } : {}) }, () => resolve(new RawPeer(s)));
       s.once('error', reject);
     });
   }

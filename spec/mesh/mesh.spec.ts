@@ -7,7 +7,9 @@
 import { expect } from 'chai';
 import * as net from 'node:net';
 import { getField } from '../../protocol/field';
-import { encodeIonicWireHeader, encodeNodeGids, encodeRegisterNode, encodeHandshake, decodeRegisterResp, decodeHandshake } from '../../lib/mesh/codec';
+import {
+  encodeIonicWireHeader, encodeNodeGids, encodeRegisterNode, encodeHandshake, decodeRegisterResp, decodeHandshake, incarnationOf,
+} from '../../lib/mesh/codec';
 import { gidFromText } from '../../lib/mesh/address';
 import { AUTO_NODE_ID, MAX_NODES } from '../../lib/mesh/limits';
 import { Mesh } from '../../lib/mesh/mesh';
@@ -29,8 +31,8 @@ function collect(m: Mesh): MeshMessage[] {
   return got;
 }
 
-async function registerRaw(port: number, instance: string, requestedId = AUTO_NODE_ID, listenPort = 0): Promise<{ peer: RawPeer; id: number; result: number }> {
-  const peer = await RawPeer.connect(port);
+async function registerRaw(port: number, instance: string, requestedId = AUTO_NODE_ID, listenPort = 0, from?: string): Promise<{ peer: RawPeer; id: number; result: number }> {
+  const peer = await RawPeer.connect(port, LOCAL, from);
   peer.send(MsgType.REGISTER_NODE, encodeRegisterNode({ host: '', port: listenPort, requestedId, instance }));
   const f = await peer.waitFrame(MsgType.REGISTER_RESP);
   const d = decodeRegisterResp(f.body);
@@ -141,7 +143,7 @@ describe('mesh: nodes over TCP', function () {
     await until(() => again.routeTo(2) === 'direct' && w2.routeTo(1) === 'direct', 'link 1-2 again');
   });
 
-  it('a raw registration asking for a held id with another instance gets a new id; ids are never reused', async () => {
+  it('a raw registration asking for a held id with another instance gets a new id', async () => {
     const mgr = track(await startManager());
     const a = await registerRaw(mgr.listenPort, inst(1));
     raws.push(a.peer);
@@ -156,7 +158,7 @@ describe('mesh: nodes over TCP', function () {
     expect(original.id).to.equal(1);
   });
 
-  it('a node that registers again before its old link is seen to die stays alive and keeps its id', async () => {
+  it('a second registration with a live node\'s nonce is refused (EBUSY) and leaves the live node alone; once its link is gone it rejoins', async () => {
     const mgr = track(await startManager());
     const first = await registerRaw(mgr.listenPort, inst(1));
     raws.push(first.peer);
@@ -164,11 +166,19 @@ describe('mesh: nodes over TCP', function () {
     mgr.on('peer-down', (id) => downs.push(id));
     const second = await registerRaw(mgr.listenPort, inst(1), first.id);
     raws.push(second.peer);
-    expect(second.id).to.equal(first.id);
-    await first.peer.waitClose();
+    expect(second.result).to.equal(-16);
+    await second.peer.waitClose();
+    // The live node was pinged (so a dead link would show) and kept.
+    await first.peer.waitFrame(MsgType.HEARTBEAT);
+    expect(first.peer.closed).to.equal(false);
     expect(mgr.topology().find((n) => n.id === first.id)?.alive).to.equal(true);
     expect(mgr.routeTo(first.id)).to.equal('direct');
     expect(downs).to.deep.equal([]);
+    first.peer.destroy();
+    await until(() => mgr.topology().find((n) => n.id === first.id)?.alive === false, 'node dead');
+    const back = await registerRaw(mgr.listenPort, inst(1), first.id);
+    raws.push(back.peer);
+    expect([back.result, back.id]).to.deep.equal([0, first.id]);
   });
 
   it('a restarted manager gets its workers back under their ids, and the direct links stay up', async () => {
@@ -213,17 +223,18 @@ describe('mesh: nodes over TCP', function () {
     await until(() => w1.lookupGid(gid('10.0.0.101')) === 0, 'manager GID learned later');
   });
 
-  it('keeps a dead node in the table and evicts the one dead longest when 64 are registered', async () => {
+  it('keeps a dead node in the table and evicts the one dead longest when 64 are registered, reusing its id', async () => {
     const log = new MemoryLog('mgr');
     const mgr = track(await startManager({ log }));
     const peers: RawPeer[] = [];
     for (let i = 1; i < MAX_NODES; i++) {
-      const r = await registerRaw(mgr.listenPort, inst(i));
+      // Eight loopback hosts: at most 8 live nodes register from one address.
+      const r = await registerRaw(mgr.listenPort, inst(i), AUTO_NODE_ID, 0, `127.0.0.${1 + (i % 8)}`);
       raws.push(r.peer);
       peers.push(r.peer);
       expect(r.id).to.equal(i);
     }
-    const full = await registerRaw(mgr.listenPort, inst(100));
+    const full = await registerRaw(mgr.listenPort, inst(100), AUTO_NODE_ID, 0, '127.0.0.9');
     raws.push(full.peer);
     expect(full.result).to.equal(-28);
     await full.peer.waitClose();
@@ -234,10 +245,11 @@ describe('mesh: nodes over TCP', function () {
     await until(() => Date.now() > t + 2, 'the clock to move');
     peers[4]!.destroy(); // then node 5
     await until(() => mgr.topology().find((n) => n.id === 5)?.alive === false, 'node 5 dead');
-    const next = await registerRaw(mgr.listenPort, inst(101));
+    const next = await registerRaw(mgr.listenPort, inst(101), AUTO_NODE_ID, 0, '127.0.0.9');
     raws.push(next.peer);
-    expect(next.id).to.equal(64);
-    expect(mgr.topology().some((n) => n.id === 9)).to.equal(false);
+    // Ids stay inside the table: the evicted node's id is the only free one.
+    expect(next.id).to.equal(9);
+    expect(mgr.topology().find((n) => n.id === 9)?.incarnation).to.equal(incarnationOf(inst(101)));
     expect(mgr.topology().find((n) => n.id === 5)?.alive).to.equal(false);
     expect(mgr.topology().length).to.equal(64);
     expect(log.has(/node 9 evicted/)).to.equal(true);
@@ -254,11 +266,11 @@ describe('mesh: nodes over TCP', function () {
     const d = decodeRegisterResp(resp.body);
     expect(d.ok && d.value.result).to.equal(-71);
     await peer.waitClose();
-    expect(log.has(/registration version 4, want 5/)).to.equal(true);
+    expect(log.has(/registration version 4, want 6/)).to.equal(true);
     expect(mgr.topology().length).to.equal(1);
   });
 
-  it('a worker refuses a handshake of another version, from a higher id, or meant for another instance', async () => {
+  it('a worker refuses a handshake of another version, from a higher id, meant for another instance, or without the pair\'s link key', async () => {
     const mgr = track(await startManager());
     const w1 = track(await joinWorker(mgr.listenPort));
     const w2 = track(await joinWorker(mgr.listenPort));
@@ -272,10 +284,16 @@ describe('mesh: nodes over TCP', function () {
       const d = decodeHandshake(r.body);
       return d.ok ? d.value.result : 999;
     };
+    const inc1 = incarnationOf(w1.instance);
+    const inc2 = incarnationOf(w2.instance);
+    const key = w1.topology().find((n) => n.id === 2)!.linkKey;
     expect(await ask(new Be().u32(1).u32(4).build(), 1)).to.equal(-71);
-    expect(await ask(encodeHandshake({ nodeId: 3, result: 0, instance: inst(3), peerInstance: w2.instance }), 3)).to.equal(-22);
-    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, instance: w1.instance, peerInstance: inst(77) }), 1)).to.equal(-116);
-    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, instance: inst(78), peerInstance: w2.instance }), 1)).to.equal(-116);
+    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, incarnation: inc1, peerIncarnation: inc2, linkKey: key, version: 5 }), 1)).to.equal(-71);
+    expect(await ask(encodeHandshake({ nodeId: 3, result: 0, incarnation: inst(3), peerIncarnation: inc2, linkKey: key }), 3)).to.equal(-22);
+    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, incarnation: inc1, peerIncarnation: inst(77), linkKey: key }), 1)).to.equal(-116);
+    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, incarnation: inst(78), peerIncarnation: inc2, linkKey: key }), 1)).to.equal(-116);
+    // Everything public right, but not the pair's key: whoever it is, it is not node 1.
+    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, incarnation: inc1, peerIncarnation: inc2, linkKey: Buffer.alloc(16, 1) }), 1)).to.equal(-22);
     // The real link is unaffected.
     await until(() => w1.routeTo(2) === 'direct', 'direct link');
   });
@@ -333,11 +351,13 @@ describe('mesh: nodes over TCP', function () {
     track(await joinWorker(mgr.listenPort));
     const w2 = track(await joinWorker(mgr.listenPort));
     await until(() => w2.topology().length === 3, 'topology');
-    const w1Instance = w2.topology().find((n) => n.id === 1)!.instance;
+    const w1 = w2.topology().find((n) => n.id === 1)!;
     const p = await RawPeer.connect(w2.listenPort);
     raws.push(p);
-    // Pretend to be node 1 (the real one's instance), then misaddress a message.
-    p.send(MsgType.HANDSHAKE, encodeHandshake({ nodeId: 1, result: 0, instance: w1Instance, peerInstance: w2.instance }), { src: 1, dst: 2 });
+    // Speak as node 1 with what node 1 knows (its incarnation, the pair's key), then misaddress a message.
+    p.send(MsgType.HANDSHAKE, encodeHandshake({
+      nodeId: 1, result: 0, incarnation: w1.incarnation, peerIncarnation: incarnationOf(w2.instance), linkKey: w1.linkKey,
+    }), { src: 1, dst: 2 });
     await p.waitFrame(MsgType.HANDSHAKE_RESP);
     p.write(Buffer.concat([new Be().u32(0x52444d41).u32(24).u32(60).u32(1).u32(1).u32(7).u32(0).u32(0).build(), ionic(1)]));
     await p.waitClose();

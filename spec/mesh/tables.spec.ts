@@ -10,11 +10,12 @@ import { AUTO_NODE_ID, INBOUND_STALL_MS, LOST_PEER_MS, NO_CONSUMER_DROP_MS, reso
 import { FRAME_OVERHEAD, OutboundQueue, OutFrame } from '../../lib/mesh/outbound-queue';
 import { PendingRequests } from '../../lib/mesh/pending';
 import { Errno, NodeRegistry } from '../../lib/mesh/registry';
+import { incarnationOf } from '../../lib/mesh/codec';
 
 const inst = (n: number): string => n.toString(16).padStart(16, '0');
 
-function reg(r: NodeRegistry, instance: number, requestedId = AUTO_NODE_ID): ReturnType<NodeRegistry['register']> {
-  return r.register({ instance: inst(instance), requestedId, host: '10.0.0.1', port: 1 });
+function reg(r: NodeRegistry, instance: number, requestedId = AUTO_NODE_ID, source = '10.0.0.1'): ReturnType<NodeRegistry['register']> {
+  return r.register({ instance: inst(instance), requestedId, host: '10.0.0.1', port: 1, source });
 }
 
 function idOf(o: ReturnType<NodeRegistry['register']>): number {
@@ -45,12 +46,52 @@ describe('mesh: tables', () => {
       expect(idOf(reg(r, 2))).to.equal(two);
     });
 
-    it('never gives an id out twice, and moves past ids handed back after a manager restart', () => {
-      const r = new NodeRegistry(64, { instance: inst(1000), host: '', port: 5000 });
+    it('hands ids back after a manager restart and keeps every id inside the table', () => {
+      const r = new NodeRegistry(8, { instance: inst(1000), host: '', port: 5000 });
       expect(idOf(reg(r, 7, 7))).to.equal(7);
       expect(idOf(reg(r, 5, 5))).to.equal(5);
-      expect(idOf(reg(r, 8))).to.equal(8);
-      expect(r.nextId).to.equal(9);
+      // New ids: the first free ones, never past the table's last (7 here).
+      expect([idOf(reg(r, 8)), idOf(reg(r, 9)), idOf(reg(r, 10))]).to.deep.equal([1, 2, 3]);
+      // A request past the table's range is a request for a new id.
+      expect(idOf(reg(r, 11, 0x7fffffff))).to.equal(4);
+      expect(idOf(reg(r, 12, 40))).to.equal(6);
+      expect(r.entries().map((e) => e.id)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7]);
+      expect(reg(r, 13).ok).to.equal(false);
+    });
+
+    it('refuses a live node\'s nonce from another connection (EBUSY) and does not touch the live node', () => {
+      const r = new NodeRegistry(64, { instance: inst(1000), host: '', port: 5000 });
+      const one = idOf(r.register({ instance: inst(1), requestedId: AUTO_NODE_ID, host: 'victim', port: 7000, source: '10.0.0.1' }));
+      const thief = r.register({ instance: inst(1), requestedId: one, host: 'thief', port: 9999, source: '10.0.0.66' });
+      expect(thief).to.deep.include({ ok: false, errno: Errno.EBUSY, busy: one });
+      expect(r.get(one)).to.deep.include({ alive: true, host: 'victim', port: 7000 });
+      // Once its link is gone, the same process comes back under its id.
+      r.markDead(one, 5);
+      expect(r.register({ instance: inst(1), requestedId: AUTO_NODE_ID, host: 'victim', port: 7001, source: '10.0.0.1' }))
+        .to.deep.equal({ ok: true, id: one, rejoined: true });
+    });
+
+    it('gives incarnations, not nonces, to be shown; a new process on a reused id has a new one', () => {
+      const r = new NodeRegistry(3, { instance: inst(1000), host: '', port: 5000 });
+      const a = idOf(reg(r, 1));
+      const b = idOf(reg(r, 2));
+      expect(r.get(a)!.incarnation).to.equal(incarnationOf(inst(1)));
+      expect(r.get(a)!.incarnation).to.not.equal(inst(1));
+      r.markDead(a, 1);
+      expect(idOf(reg(r, 3))).to.equal(a);
+      expect(r.get(a)!.incarnation).to.equal(incarnationOf(inst(3)));
+      expect(b).to.equal(2);
+    });
+
+    it('bounds the live nodes of one source address; dead ones do not count', () => {
+      const r = new NodeRegistry(64, { instance: inst(1000), host: '', port: 5000 }, 2);
+      idOf(reg(r, 1, AUTO_NODE_ID, '10.0.0.7'));
+      const second = idOf(reg(r, 2, AUTO_NODE_ID, '10.0.0.7'));
+      const third = reg(r, 3, AUTO_NODE_ID, '10.0.0.7');
+      expect(third).to.deep.include({ ok: false, errno: Errno.EUSERS });
+      expect(reg(r, 3, AUTO_NODE_ID, '10.0.0.8').ok).to.equal(true);
+      r.markDead(second, 1);
+      expect(reg(r, 4, AUTO_NODE_ID, '10.0.0.7').ok).to.equal(true);
     });
 
     it('evicts the node dead longest when full, and refuses when none is dead', () => {
@@ -61,13 +102,14 @@ describe('mesh: tables', () => {
       if (!full.ok) expect(full.errno).to.equal(Errno.ENOSPC);
       r.markDead(3, 100);
       r.markDead(1, 200);
-      expect(reg(r, 5)).to.deep.equal({ ok: true, id: 4, rejoined: false, evicted: 3 });
-      expect(reg(r, 6)).to.deep.equal({ ok: true, id: 5, rejoined: false, evicted: 1 });
-      expect(r.entries().map((e) => e.id)).to.deep.equal([0, 2, 4, 5]);
+      // The evicted node's id goes to the newcomer (peers tell them apart by incarnation).
+      expect(reg(r, 5)).to.deep.equal({ ok: true, id: 3, rejoined: false, evicted: 3 });
+      expect(reg(r, 6)).to.deep.equal({ ok: true, id: 1, rejoined: false, evicted: 1 });
+      expect(r.entries().map((e) => e.id)).to.deep.equal([0, 1, 2, 3]);
       // An evicted node that comes back is new.
       expect(reg(r, 3).ok).to.equal(false);
       r.markDead(2, 300);
-      expect(idOf(reg(r, 3))).to.equal(6);
+      expect(idOf(reg(r, 3))).to.equal(2);
     });
 
     it('never marks the manager dead', () => {
@@ -112,20 +154,20 @@ describe('mesh: tables', () => {
   });
 
   describe('send queue', () => {
-    const limits = { requestBytes: 1000, connectionBytes: 2000, controlBytes: 500 };
+    const limits = { requestBytes: 2500, connectionBytes: 5000, controlBytes: 500 };
     const f = (cls: OutFrame['cls'], bytes: number, tag?: number): OutFrame =>
       tag === undefined ? { parts: [Buffer.alloc(bytes)], bytes, cls } : { parts: [Buffer.alloc(bytes)], bytes, cls, tag };
 
     it('bounds requests, then replies at twice the room, control apart', () => {
       const q = new OutboundQueue(limits);
-      const req = 400 - FRAME_OVERHEAD;
+      const req = 1000 - FRAME_OVERHEAD;
       expect([q.offer(f('request', req)), q.offer(f('request', req))]).to.deep.equal(['queued', 'queued']);
       expect(q.offer(f('request', req))).to.equal('queue-full');
       expect(q.offer(f('reply', req))).to.equal('queued');
       expect(q.offer(f('reply', req))).to.equal('queued');
       expect(q.offer(f('reply', req))).to.equal('queued');
       expect(q.offer(f('reply', req))).to.equal('queue-full');
-      expect(q.dataBytes).to.equal(2000);
+      expect(q.dataBytes).to.equal(5000);
       expect(q.offer(f('control', 300))).to.equal('queued');
       expect(q.offer(f('control', 300))).to.equal('overflow');
     });

@@ -102,8 +102,8 @@ registerTarget({
               const samples = [
                 () => encodeRegisterNode({ host: 'x', port: 1, requestedId: next() % 100, instance: I }),
                 () => encodeRegisterResp({ nodeId: next() % 70, numNodes: next() % 70, result: 0, managerInstance: I }),
-                () => encodeHandshake({ nodeId: next() % 70, result: 0, instance: I, peerInstance: I }),
-                () => encodeTopology([{ id: next() % 70, host: '10.0.0.9', port: 2, alive: true, instance: I }]),
+                () => encodeHandshake({ nodeId: next() % 70, result: 0, incarnation: I, peerIncarnation: I, linkKey: Buffer.alloc(16, next() & 0xff) }),
+                () => encodeTopology([{ id: next() % 70, host: '10.0.0.9', port: 2, alive: true, incarnation: I, linkKey: Buffer.alloc(16) }]),
                 () => encodeNodeGids([{ nodeId: next() % 70, gids: [Buffer.alloc(16, next() & 0xff)] }]),
               ];
               const types = [MsgType.REGISTER_NODE, MsgType.REGISTER_RESP, MsgType.HANDSHAKE, MsgType.MESH_TOPOLOGY, MsgType.NODE_GIDS, MsgType.HEARTBEAT, 1 + (next() % 30)];

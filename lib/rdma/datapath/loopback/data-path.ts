@@ -13,7 +13,7 @@
 // is lost. An error on an RC WQE completes it with the error bit and moves
 // the QP to ERR (the host flushes the rest).
 
-import { SEND_FILTER_DROP, SEND_FILTER_PASS } from '../../hooks';
+import { QpEventCode, SEND_FILTER_DROP, SEND_FILTER_PASS } from '../../hooks';
 import type { DataPathDevice, DataPathHooks, SendFilter } from '../../hooks';
 import { DC, QC } from '../../counters';
 import type { GuestMemory } from '../../../vfio-user/guest-memory';
@@ -391,6 +391,21 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
   /** A responder error (verbs.ts): the responder goes to ERR. */
   deviceError(qp: QpRecord): void {
     this.#deviceError(qp);
+  }
+
+  /**
+   * A request from another node failed at this responder (the mesh's RC
+   * rules): the QP goes to ERR, its receives flushed, and the guest hears it
+   * as the QP's asynchronous event, as a real HCA raises it: ERR_ACCESS for
+   * an access error, ERR_REQUEST for an invalid request (length,
+   * operation), QP_ERR for anything else. Called once per failed request
+   * that reached a working QP (a SEND's delivery may already have moved it).
+   */
+  responderError(qp: QpRecord, status: number): void {
+    this.#deviceError(qp);
+    const code = status === IonicStatus.REMOTE_ACC ? QpEventCode.ERR_ACCESS
+      : status === IonicStatus.REMOTE_INV_REQ ? QpEventCode.ERR_REQUEST : QpEventCode.QP_ERR;
+    this.#dev.qpEvent(qp.id, code);
   }
 
   /**

@@ -25,7 +25,7 @@ import type { RemotePath, RemoteResult } from '../loopback/remote-path';
 import { gidsFromFrame } from './gid-learning';
 import { MeshRequester } from './requester';
 import { MeshResponder } from './responder';
-import { newWireHeader, readWireHeader } from './wire';
+import { newWireHeader, readWireHeader, wireVersionOk } from './wire';
 
 /** What the mesh data path uses of the Mesh (a test can stand in for it). */
 export type MeshPort = Pick<Mesh, 'send' | 'takeBack' | 'lookupGid' | 'addLocalGid' | 'localGids' | 'on' | 'off' | 'nodeId' | 'setConsumerPresent' | 'setPlacer'>;
@@ -63,7 +63,7 @@ export class MeshDataPath implements RemotePath {
     this.#log = engine.log;
     this.#dp = installLoopbackDataPath(engine);
     this.#requester = new MeshRequester(engine, mesh, this.#dp.views, this.#dp.scheduler, (qp, s) => this.#dp.release(qp, s), opts.lostPeerMs);
-    this.#responder = new MeshResponder(engine, mesh, this.#dp.verbs, opts.rnrMs);
+    this.#responder = new MeshResponder(engine, mesh, this.#dp.verbs, this.#dp, opts.rnrMs);
     this.#dp.attachRemote(this);
     mesh.on('message', this.#onMessage);
     mesh.on('writable', this.#onWritable);
@@ -72,9 +72,9 @@ export class MeshDataPath implements RemotePath {
     mesh.on('peer-down', this.#onWritable);
     mesh.on('pressure', this.#onPressure);
     // A large WRITE's payload goes straight into the MR as it arrives (no copy of ours).
-    mesh.setPlacer((_from, head, rest) => {
+    mesh.setPlacer((from, head, rest) => {
       let p: Placement | null = null;
-      contain(this.#log, 'mesh data path (placement)', () => { p = this.#responder.place(this.#engine.memory(), head, rest); });
+      contain(this.#log, 'mesh data path (placement)', () => { p = this.#responder.place(this.#engine.memory(), from, head, rest); });
       return p;
     });
   }
@@ -90,9 +90,15 @@ export class MeshDataPath implements RemotePath {
     this.reset();
   }
 
-  get stats(): { pending: number; held: number; repliesDropped: number; placedWrites: number } {
-    return { pending: this.#requester.pendingCount, held: this.#responder.heldCount, repliesDropped: this.#responder.repliesDropped, placedWrites: this.#responder.placedWrites };
+  get stats(): { pending: number; held: number; repliesDropped: number; placedWrites: number; refused: number; answersRefused: number } {
+    return {
+      pending: this.#requester.pendingCount, held: this.#responder.heldCount, repliesDropped: this.#responder.repliesDropped,
+      placedWrites: this.#responder.placedWrites, refused: this.#responder.refused, answersRefused: this.#answersRefused,
+    };
   }
+
+  /** Answers of another wire version, ignored (their requests then expire). */
+  #answersRefused = 0;
 
   /** A frame the guest transmitted: learn the GIDs it shows (never claims it). */
   observeTx(frame: Buffer): void {
@@ -112,6 +118,10 @@ export class MeshDataPath implements RemotePath {
     const h = this.#hdr;
     readWireHeader(m.header, h);
     if (h.op === IonicWireOp.ACK || h.op === IonicWireOp.READ_RESP || h.op === IonicWireOp.ATOMIC_RESP) {
+      if (!wireVersionOk(h.flags)) {
+        this.#answersRefused++;
+        return;
+      }
       this.#requester.answer(this.#engine.memory(), m.from, h.op, h.reqId, h.status, h.srcQp, m.payload);
       return;
     }

@@ -30,7 +30,9 @@ import type { GuestViews } from '../loopback/guest-views';
 import { InflightWqe, QpDp, WaitKind } from '../loopback/qp-state';
 import type { RemoteResult } from '../loopback/remote-path';
 import type { Scheduler } from '../loopback/scheduler';
-import { newWireHeader, packDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_HEADER_SIZE, WireHeader, writeWireHeader } from './wire';
+import {
+  newWireHeader, packDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_HEADER_SIZE, WIRE_VERSION_FLAGS, WireHeader, writeWireHeader,
+} from './wire';
 
 /** What the requester needs of the mesh. */
 export interface MeshSender {
@@ -110,7 +112,7 @@ export class MeshRequester {
     const h = this.#hdr;
     h.op = op;
     h.atomicCs = w.verb === SendVerb.ATOMIC_CS;
-    h.flags = w.solicited ? WIRE_FLAG_SOLICITED : 0;
+    h.flags = WIRE_VERSION_FLAGS | (w.solicited ? WIRE_FLAG_SOLICITED : 0);
     h.srcQp = qp.id;
     h.dstQp = qp.attrs.destQpn;
     h.rkey = 0;
@@ -186,7 +188,7 @@ export class MeshRequester {
     const h = this.#hdr;
     h.op = w.verb === SendVerb.SEND ? IonicWireOp.SEND : IonicWireOp.SEND_IMM;
     h.atomicCs = false;
-    h.flags = WIRE_FLAG_DATAGRAM | (w.solicited ? WIRE_FLAG_SOLICITED : 0);
+    h.flags = WIRE_VERSION_FLAGS | WIRE_FLAG_DATAGRAM | (w.solicited ? WIRE_FLAG_SOLICITED : 0);
     h.srcQp = qp.id;
     h.dstQp = w.ud.destQpn;
     h.reqId = 0;

@@ -13,9 +13,20 @@
 // after 5 s, or at once when the mesh reports inbound pressure (0.5 s of a
 // reader waiting for room). Datagrams are never held: with no receive, UD
 // drops them, and they are not acknowledged.
+//
+// RC rules (as a real HCA's): a request for an RC/UC QP is executed only if
+// it comes from the node and QPN the QP is connected to (its AV's GID, mapped
+// to a node through the GID table when the AV was set, and its dest QPN);
+// anything else is answered as if the QP were not there and counted. A
+// remote access, length or operation error at a working QP answers with its
+// status and moves the QP to ERR with its asynchronous event, so a key
+// cannot be guessed over one connection: the first wrong one ends it. A
+// header of another wire version is refused whole (datagrams dropped,
+// requests answered REMOTE_INV_REQ, no QP touched).
 
 import { DC } from '../../counters';
 import type { DataPathDevice } from '../../hooks';
+import { warnLimited, RateLimiter } from '../../../log';
 import { GSI_QPN, RDMA_QPN_MASK } from '../../limits';
 import { KeyStatus } from '../../resources';
 import type { QpRecord } from '../../resources';
@@ -32,8 +43,27 @@ import { IonicStatus, RecvOp } from '../cqe';
 import { datagramAccepted, GRH_SIZE } from '../datagram';
 import { ATOMIC_SIZE } from '../wqe-layout';
 import type { Verbs } from '../loopback/verbs';
+import { qpStateIfAny } from '../loopback/qp-state';
 import type { MeshSender } from './requester';
-import { newWireHeader, readWireHeader, unpackDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_HEADER_SIZE, WireHeader, writeWireHeader } from './wire';
+import {
+  newWireHeader, readWireHeader, unpackDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_HEADER_SIZE, WIRE_VERSION_FLAGS,
+  WireHeader, wireVersionOk, writeWireHeader,
+} from './wire';
+
+/** How a responder error fails its QP (LoopbackDataPath.responderError: ERR and the async event). */
+export interface ResponderFailures {
+  responderError(qp: QpRecord, status: number): void;
+}
+
+/** Responder errors that end the QP (RNR and "not there" do not). */
+function endsQp(status: number): boolean {
+  return status === IonicStatus.REMOTE_ACC || status === IonicStatus.REMOTE_INV_REQ || status === IonicStatus.REMOTE_OPER;
+}
+
+/** A QP that takes requests. */
+function ready(state: QpState): boolean {
+  return state === QpState.RTR || state === QpState.RTS || state === QpState.SQD;
+}
 
 /** A request as it arrived: who sent it, its header and payload (views kept valid by `release` until called). */
 export interface InboundRequest {
@@ -66,7 +96,9 @@ export class MeshResponder {
   readonly #dev: DataPathDevice;
   readonly #mesh: MeshSender;
   readonly #verbs: Verbs;
+  readonly #failures: ResponderFailures;
   readonly #rnrMs: number;
+  readonly #limiter = new RateLimiter(5, 10_000);
   readonly #h: WireHeader = newWireHeader();
   readonly #reply: WireHeader = newWireHeader();
   readonly #placeHdr: WireHeader = newWireHeader();
@@ -80,11 +112,14 @@ export class MeshResponder {
   repliesDropped = 0;
   /** WRITEs whose payload went straight into the MR (place()). */
   placedWrites = 0;
+  /** Requests refused unexecuted: not from the QP's peer node and QPN, or of another wire version. */
+  refused = 0;
 
-  constructor(dev: DataPathDevice, mesh: MeshSender, verbs: Verbs, rnrMs = RNR_TIMEOUT_MS) {
+  constructor(dev: DataPathDevice, mesh: MeshSender, verbs: Verbs, failures: ResponderFailures, rnrMs = RNR_TIMEOUT_MS) {
     this.#dev = dev;
     this.#mesh = mesh;
     this.#verbs = verbs;
+    this.#failures = failures;
     this.#rnrMs = rnrMs;
   }
 
@@ -101,10 +136,15 @@ export class MeshResponder {
     if (!mem) return;
     const h = this.#h;
     readWireHeader(m.header, h);
+    if (!wireVersionOk(h.flags)) {
+      this.#refuse(m.from, h, `wire version ${(h.flags >>> 8) & 0xff}`);
+      if (!(h.flags & WIRE_FLAG_DATAGRAM)) this.#answer(m.from, h, IonicStatus.REMOTE_INV_REQ, null);
+      return;
+    }
     const qpId = h.dstQp & RDMA_QPN_MASK;
     const queue = this.#held.get(qpId);
-    if (queue) {
-      // Behind a held SEND for the same QP: wait with it (no reordering).
+    // Behind a held SEND for the same QP: wait with it (no reordering); only its peer's requests are kept.
+    if (queue && !(h.flags & WIRE_FLAG_DATAGRAM) && this.#fromPeer(this.#dev.rm.qps.get(qpId), m.from, h)) {
       this.#hold(queue, m, h);
       return;
     }
@@ -125,15 +165,15 @@ export class MeshResponder {
    * (the checks #write makes); the views are lent until the message is
    * delivered. Anything else is left to arrive whole: null.
    */
-  place(mem: GuestMemory | undefined, head: Buffer, rest: number): Placement | null {
+  place(mem: GuestMemory | undefined, from: number, head: Buffer, rest: number): Placement | null {
     if (!mem) return null;
     const h = this.#placeHdr;
     readWireHeader(head, h);
-    if (h.op !== IonicWireOp.WRITE || (h.flags & WIRE_FLAG_DATAGRAM) || h.length !== rest || h.rkey === 0) return null;
+    if (h.op !== IonicWireOp.WRITE || (h.flags & WIRE_FLAG_DATAGRAM) || !wireVersionOk(h.flags) || h.length !== rest || h.rkey === 0) return null;
     const qpId = h.dstQp & RDMA_QPN_MASK;
     const dest = this.#dev.rm.qps.get(qpId);
-    if (!dest || (dest.type !== QpType.RC && dest.type !== QpType.UC) || this.#held.has(qpId)
-      || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) return null;
+    // Anything but the QP's own peer arrives whole and is refused by #apply.
+    if (!dest || !this.#fromPeer(dest, from, h) || this.#held.has(qpId) || !ready(dest.state)) return null;
     const v = this.#verbs;
     v.clear();
     const x = v.remote(mem, dest, h.rkey, h.remoteVa, rest, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
@@ -197,6 +237,24 @@ export class MeshResponder {
     this.#timer.unref();
   }
 
+  /**
+   * Whether request `h` from node `from` is from the peer `dest` is
+   * connected to: an RC/UC QP whose AV named that node when it was set
+   * (QpDp.node) and whose dest QPN is the sender's QP. Integer compares only.
+   */
+  #fromPeer(dest: QpRecord | undefined, from: number, h: WireHeader): boolean {
+    if (!dest || (dest.type !== QpType.RC && dest.type !== QpType.UC)) return false;
+    const s = qpStateIfAny(dest);
+    return s !== undefined && s.handle === dest.handle && s.node === from && s.node >= 0 && h.srcQp === dest.attrs.destQpn;
+  }
+
+  /** Count a request refused unexecuted and say so (rate limited). */
+  #refuse(from: number, h: WireHeader, why: string): void {
+    this.refused++;
+    this.#dev.counters.inc(DC.mesh_refused_requests);
+    warnLimited(this.#dev.log, this.#limiter, 'mesh-refused', `mesh: refused a request from node ${from} for QP ${h.dstQp & RDMA_QPN_MASK}: ${why}`);
+  }
+
   /** Apply one request to the guest: its status, 'hold' (no receive yet) or 'silent' (a datagram: no answer). */
   #apply(mem: GuestMemory, from: number, h: WireHeader, payload: Buffer, placed: number): Applied {
     const rm = this.#dev.rm;
@@ -205,10 +263,20 @@ export class MeshResponder {
       this.#datagram(mem, h, payload, dest);
       return 'silent';
     }
-    if (!dest || (dest.type !== QpType.RC && dest.type !== QpType.UC)
-      || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) {
+    if (!dest || (dest.type !== QpType.RC && dest.type !== QpType.UC) || !ready(dest.state)) {
       return IonicStatus.RETRY_EXCEEDED;
     }
+    // Not its peer: answered as if the QP were not there, and the QP is left alone.
+    if (!this.#fromPeer(dest, from, h)) {
+      this.#refuse(from, h, `QP ${dest.id} is connected to node ${qpStateIfAny(dest)?.node ?? -1} QP ${dest.attrs.destQpn}, not node ${from} QP ${h.srcQp}`);
+      return IonicStatus.RETRY_EXCEEDED;
+    }
+    const r = this.#execute(mem, from, h, payload, placed, dest);
+    if (typeof r === 'number' && endsQp(r)) this.#failures.responderError(dest, r);
+    return r;
+  }
+
+  #execute(mem: GuestMemory, from: number, h: WireHeader, payload: Buffer, placed: number, dest: QpRecord): Applied {
     const v = this.#verbs;
     v.clear();
     try {
@@ -362,7 +430,7 @@ export class MeshResponder {
     const r = this.#reply;
     r.op = h.op === IonicWireOp.READ_REQ ? IonicWireOp.READ_RESP : h.op === IonicWireOp.ATOMIC_REQ ? IonicWireOp.ATOMIC_RESP : IonicWireOp.ACK;
     r.atomicCs = false;
-    r.flags = 0;
+    r.flags = WIRE_VERSION_FLAGS;
     r.srcQp = h.dstQp;
     r.dstQp = h.srcQp;
     r.reqId = h.reqId;

@@ -1,13 +1,16 @@
 // The ionic wire header (lib/mesh/ionic-header.ts, docs/mesh.md) as the mesh
 // data path uses it. Our uses of the C design's fields:
 //   rsvd       flags: bit 0 = a datagram (UD/GSI) SEND, delivered without an ACK;
-//              bit 1 = solicited
+//              bit 1 = solicited; bits 8..15 = the wire version (IONIC_WIRE_VERSION,
+//              layouts.ts): every header we write carries it, and a receiver
+//              refuses one without it (0 is the C design's format)
 //   rkey       a datagram's effective Q_Key (checked by the responder)
 //   remote_va  a datagram's source MAC (48 bits), for the receive CQE
 //   swap_add   a datagram's IP version (bits 16..23) and VLAN (bit 24 set, TCI in 0..15)
 //   status     the responder's answer: an IonicStatus code (0 = done)
 
 import type { WireHeader } from '../../../mesh/ionic-header';
+import { IONIC_WIRE_VERSION, IONIC_WIRE_VERSION_MASK, IONIC_WIRE_VERSION_SHIFT } from '../../../mesh/layouts';
 
 export { IONIC_WIRE_HEADER_SIZE as WIRE_HEADER_SIZE, newWireHeader, readWireHeader, writeWireHeader } from '../../../mesh/ionic-header';
 export type { WireHeader } from '../../../mesh/ionic-header';
@@ -16,6 +19,13 @@ export type { WireHeader } from '../../../mesh/ionic-header';
 export const WIRE_FLAG_DATAGRAM = 1;
 /** rsvd bit 1: the WQE asked for a solicited event. */
 export const WIRE_FLAG_SOLICITED = 2;
+/** rsvd bits 8..15 as every header of ours has them. */
+export const WIRE_VERSION_FLAGS = IONIC_WIRE_VERSION << IONIC_WIRE_VERSION_SHIFT;
+
+/** Whether a received header's flags (rsvd) say it is of our wire version. */
+export function wireVersionOk(flags: number): boolean {
+  return (flags & IONIC_WIRE_VERSION_MASK) === WIRE_VERSION_FLAGS;
+}
 
 const VLAN_PRESENT = 1 << 24;
 
