@@ -4,7 +4,8 @@
 //
 // - identity theft: the topology must not hand out nonces, and a REGISTER
 //   with a live node's nonce from another connection must not take its id,
-//   close its link, or replace its host:port;
+//   close its link, or replace its host:port; nor may a registered node
+//   handshake with a worker (a rocm-ernic worker process) as another node;
 // - id exhaustion: a REGISTER for id 0x7fffffff must not push the ids out of
 //   the table for everyone after;
 // - table exhaustion: one source address registers at most 8 live nodes;
@@ -13,8 +14,10 @@
 //   most 16 waiting from one address.
 
 import { expect } from 'chai';
-import { decodeRegisterResp, decodeTopology, encodeRegisterNode } from '../../lib/mesh/codec';
-import { AUTO_NODE_ID } from '../../lib/mesh/limits';
+import { decodeHandshake, decodeRegisterResp, decodeTopology, encodeRegisterNode } from '../../lib/mesh/codec';
+import { tcp_handshake, tcp_mesh_topology, tcp_node_info } from '../../lib/mesh/layouts';
+import { AUTO_NODE_ID, MESH_PROTOCOL_VERSION } from '../../lib/mesh/limits';
+import { getField, setField } from '../../protocol/field';
 import { MsgType } from '../../lib/mesh/messages';
 import { startMeshServer, MeshServer } from './fixtures/server';
 import { LOCAL, RawPeer, until } from './helpers';
@@ -34,6 +37,25 @@ async function register(port: number, instance: string, o: { from?: string; requ
   const d = decodeRegisterResp(f.body);
   if (!d.ok) throw new Error(d.error.detail);
   return { peer, id: d.value.nodeId, result: d.value.result };
+}
+
+/** The 8-byte identity of a topology entry and of a handshake (v5: the nonce; v6: the incarnation), at the same offsets in both. */
+const IDENTITY = { off: tcp_handshake.node_id.size + tcp_handshake.version.size + tcp_handshake.result.size, size: 8 };
+const NODE_IDENTITY_OFF = tcp_node_info.port.off + tcp_node_info.port.size + 1 + 3;
+
+/** The entries of the last MESH_TOPOLOGY a raw peer received: id, port, and the 8 identity bytes, read from the layout. */
+function topologyEntries(p: RawPeer): { id: number; port: number; identity: Buffer }[] {
+  const frames = p.frames.filter((f) => f.header.type === MsgType.MESH_TOPOLOGY);
+  if (frames.length === 0) return [];
+  const body = frames[frames.length - 1]!.body;
+  const out: { id: number; port: number; identity: Buffer }[] = [];
+  for (let at = tcp_mesh_topology.NODES; at + tcp_node_info.SIZE <= body.length; at += tcp_node_info.SIZE) {
+    out.push({
+      id: getField(body, at, tcp_node_info.node_id), port: getField(body, at, tcp_node_info.port),
+      identity: body.subarray(at + NODE_IDENTITY_OFF, at + NODE_IDENTITY_OFF + 8),
+    });
+  }
+  return out;
 }
 
 /** The last MESH_TOPOLOGY a raw peer received, decoded (ids and ports). */
@@ -81,6 +103,35 @@ describe('mesh attacks: registration against a server process', function () {
     expect(late.result).to.equal(0);
     await until(() => observer.peer.frames.length > before && lastTopology(observer.peer).some((n) => n.id === late.id), 'topology after a join');
     expect(lastTopology(observer.peer).find((n) => n.id === victim.id)).to.deep.equal({ id: victim.id, port: 4000, alive: true });
+  });
+
+  it('peer identity: a registered node cannot handshake with a worker as another node, knowing all the topology shows', async () => {
+    srv = await startMeshServer();
+    const victim = keep(await register(srv.port, nonce(20), { from: '127.0.0.2' }));
+    const worker = await startMeshServer({ manager: srv.port });
+    try {
+      const rogue = keep(await register(srv.port, nonce(21), { from: '127.0.0.3' }));
+      await until(() => topologyEntries(rogue.peer).length === 4, 'a topology with the worker');
+      const entries = topologyEntries(rogue.peer);
+      const w = entries.find((e) => e.id !== victim.id && e.id !== rogue.id && e.id !== 0)!;
+      const v = entries.find((e) => e.id === victim.id)!;
+      // The victim's id and public identity, the worker's as expected peer, and whatever else the handshake holds zeroed.
+      const hs = Buffer.alloc(tcp_handshake.SIZE);
+      setField(hs, 0, tcp_handshake.node_id, victim.id);
+      setField(hs, 0, tcp_handshake.version, MESH_PROTOCOL_VERSION);
+      v.identity.copy(hs, IDENTITY.off);
+      w.identity.copy(hs, IDENTITY.off + IDENTITY.size);
+      const p = await RawPeer.connect(w.port, LOCAL, '127.0.0.3');
+      peers.push(p);
+      p.send(MsgType.HANDSHAKE, hs, { src: victim.id, dst: w.id });
+      const d = decodeHandshake((await p.waitFrame(MsgType.HANDSHAKE_RESP)).body);
+      const result = d.ok ? d.value.result : 0;
+      console.log(`      handshake as node ${victim.id} from another node: result ${result}`);
+      expect(result).to.equal(-22);
+      await p.waitClose();
+    } finally {
+      await worker.stop();
+    }
   });
 
   it('ids: a REGISTER for id 0x7fffffff cannot move the ids out of the table; later workers still register', async () => {
