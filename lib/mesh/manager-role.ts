@@ -35,6 +35,8 @@ export class ManagerRole implements Role {
   #stopped = false;
   /** Keys the link keys of worker pairs (codec linkKeyOf); a restarted manager hands out new ones. */
   readonly #linkSecret = randomBytes(32);
+  /** Link keys by pair (lo * MAX_NODES + hi), with the incarnations they were made for: one HMAC per pair and incarnation. */
+  readonly #linkKeys = new Map<number, { readonly incLo: string; readonly incHi: string; readonly key: Buffer }>();
 
   constructor(private readonly core: MeshCore) {
     this.registry = new NodeRegistry(core.maxNodes, { instance: core.instance, host: '', port: 0 }, core.nodesPerAddress ?? NODES_PER_ADDRESS);
@@ -76,8 +78,18 @@ export class ManagerRole implements Role {
     const me = this.registry.get(to);
     return this.registry.entries().map((e) => ({
       id: e.id, host: e.host, port: e.port, alive: e.alive, incarnation: e.incarnation,
-      linkKey: me && to !== 0 && e.id !== 0 && e.id !== to ? linkKeyOf(this.#linkSecret, to, me.incarnation, e.id, e.incarnation) : NO_LINK_KEY,
+      linkKey: me && to !== 0 && e.id !== 0 && e.id !== to ? this.#linkKey(to, me.incarnation, e.id, e.incarnation) : NO_LINK_KEY,
     }));
+  }
+
+  #linkKey(a: number, aInc: string, b: number, bInc: string): Buffer {
+    const [lo, incLo, hi, incHi] = a < b ? [a, aInc, b, bInc] : [b, bInc, a, aInc];
+    const slot = lo * MAX_NODES + hi;
+    const had = this.#linkKeys.get(slot);
+    if (had && had.incLo === incLo && had.incHi === incHi) return had.key;
+    const key = linkKeyOf(this.#linkSecret, lo, incLo, hi, incHi);
+    this.#linkKeys.set(slot, { incLo, incHi, key });
+    return key;
   }
 
   localGidsChanged(): void {
