@@ -174,6 +174,8 @@ export class RawPeer {
     });
     socket.on('data', (c: Buffer) => this.parser.push(c));
     socket.on('close', () => {
+      // Its bodies count against the process-wide budget the meshes in this process share.
+      this.parser.destroy();
       this.closed = true;
       this.events.emit('close');
     });
