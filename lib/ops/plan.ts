@@ -22,7 +22,7 @@ export const OPS_DEFAULTS = {
   bridge: 'ernicbr0',
   profile: 'compat',
   socketMode: '660',
-  logLevel: 'warn',
+  logLevel: 'info',
 } as const;
 
 /** At most this many instances on one host (the mesh's node table is larger; this bounds a typo). */
