@@ -83,7 +83,7 @@ export interface MeshCliSecurity extends CredentialFiles {
  * $CREDENTIALS_DIRECTORY/mesh-psk) and the advertised host, or the one line
  * the CLI prints before exiting with status 2: a credential that cannot be
  * used, or, without credentials, an address that is not loopback (a host
- * name is checked when the mesh starts).
+ * name is checked at each dial: only loopback addresses are dialled).
  */
 export function meshSecurityFromCli(options: MeshOptions, cli: MeshCliSecurity, env: Readonly<Record<string, string | undefined>>): ConfigResult<MeshStartOptions> {
   const creds = loadMeshCredentials(cli, env);

@@ -87,8 +87,8 @@ function advertisedHost(opts: MeshStartOptions): string {
 
 /**
  * Without credentials the mesh stays on loopback: null when these options
- * keep to it (names not yet resolved), else the one line saying what does
- * not and how to give credentials.
+ * keep to it, else the one line saying what does not and how to give
+ * credentials. Host names are left to each dial (dial.ts admit).
  */
 export function meshExposure(opts: MeshStartOptions): string | null {
   if (opts.credentials) return null;
@@ -198,10 +198,11 @@ export class Mesh extends EventEmitter<MeshEvents> {
   /**
    * Listen, then (worker) start registering in the background. Without
    * credentials, refuses (throws) to listen anywhere but loopback or to have
-   * a manager or an advertised host that is not (names resolved here).
+   * a manager or an advertised address that is not; a host name is checked
+   * at each dial instead (every address it resolves to must be loopback).
    */
   static async start(opts: MeshStartOptions): Promise<Mesh> {
-    const exposed = meshExposure(opts) ?? await Mesh.#namesExposure(opts);
+    const exposed = meshExposure(opts);
     if (exposed !== null) throw new Error(exposed);
     const mesh = new Mesh(opts);
     const c = opts.config;
@@ -214,29 +215,6 @@ export class Mesh extends EventEmitter<MeshEvents> {
     return mesh;
   }
 
-  /** Without credentials: the manager's and the advertised host names must resolve to loopback alone. */
-  static async #namesExposure(opts: MeshStartOptions): Promise<string | null> {
-    if (opts.credentials) return null;
-    const resolve = opts.resolve ?? systemResolver;
-    const names: [string, string][] = [];
-    if (opts.config.role === 'worker' && opts.config.manager.kind === 'name') names.push(['the manager at', opts.config.manager.host]);
-    const adv = opts.advertiseHost ?? '';
-    if (adv !== '' && parseHost(adv)?.kind === 'name') names.push(['advertising', adv]);
-    for (const [what, name] of names) {
-      let addresses: string[];
-      try {
-        addresses = await resolve(name);
-      } catch (e) {
-        return `no mesh credentials, so the mesh stays on loopback, and ${what} '${name}' cannot be checked: ${(e as NodeJS.ErrnoException).code ?? String(e)}; ${CREDENTIALS_HINT}`;
-      }
-      const far = addresses.find((a) => !isLoopbackAddress(a));
-      if (far !== undefined || addresses.length === 0) {
-        return `no mesh credentials, so the mesh stays on loopback (127.0.0.0/8, ::1) and ${what} '${name}' (${far ?? 'no address'}) is not; ${CREDENTIALS_HINT}`;
-      }
-    }
-    return null;
-  }
-
   // -------------------------------------------------------------------------
   // Public API
 
@@ -247,6 +225,12 @@ export class Mesh extends EventEmitter<MeshEvents> {
 
   get listenPort(): number {
     return this.#listenPort;
+  }
+
+  /** The address the listener is bound to ('127.0.0.1', '::' for every address, ...). */
+  get listenAddress(): string {
+    const a = this.#server.address();
+    return typeof a === 'object' && a ? a.address : '';
   }
 
   /** True when links are TLS (credentials were given). */
@@ -516,7 +500,11 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#handshakes.set(key, entry);
     // Until adopted, the slot goes with the raw socket (which closes with its TLS socket, on any outcome).
     raw.once('close', () => {
-      if (this.#handshakes.get(key) === entry) this.#handshakes.delete(key);
+      if (this.#handshakes.get(key) === entry) {
+        // Gone mid-handshake with nothing said yet: the TLS error, if any, came after the socket lost its address.
+        this.#handshakes.delete(key);
+        if (!this.#closing) this.#tlsRefused(who, slot.source, 'the peer hung up during the TLS handshake (it does not accept our credentials)', 'server');
+      }
       if (!slot.established) slot.release();
     });
     raw.on('error', () => undefined);
@@ -569,7 +557,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
   }
 
   #onTlsClientError(err: Error, socket: tls.TLSSocket): void {
-    // A socket we closed ourselves (deadline, mesh closing) has no address left and was logged then.
+    // A socket already closed has no address left: its raw socket's close says so (#startTls).
     const key = `${socket.remoteAddress}|${socket.remotePort}`;
     const h = this.#handshakes.get(key);
     socket.destroy();

@@ -302,7 +302,7 @@ export class MeshTls {
     if (!peer || Object.keys(peer).length === 0) return 'the peer sent no certificate';
     if (!socket.authorized) {
       const code = String(socket.authorizationError ?? 'not authorized');
-      return `the peer's certificate (${oneLine(JSON.stringify(peer.subject ?? {}))}) is not accepted: ${certificateProblem(code)}`;
+      return `the peer's certificate (${subjectText(peer.subject)}) is not accepted: ${certificateProblem(code)}`;
     }
     return null;
   }
@@ -356,6 +356,18 @@ export class MeshTls {
         return `TLS handshake failed: ${code || 'error'}: ${oneLine(err.message).slice(0, 160)}`;
     }
   }
+}
+
+/** A certificate subject as "CN=x, O=y" (fields cut short: they come from the peer). */
+function subjectText(subject: tls.Certificate | undefined): string {
+  if (!subject) return 'no subject';
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(subject)) {
+    if (parts.length >= 6) break;
+    const value = Array.isArray(v) ? v.join('+') : String(v);
+    parts.push(`${k.slice(0, 16)}=${value.replace(/[^\x20-\x7e]/g, '?').slice(0, 64)}`);
+  }
+  return parts.join(', ') || 'no subject';
 }
 
 /** An X.509 verification code (OpenSSL's names, as Node reports them) in words. */
