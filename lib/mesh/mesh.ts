@@ -686,7 +686,8 @@ export class Mesh extends EventEmitter<MeshEvents> {
     if (conn.outgoing && !conn.established && conn.bytesIn === 0 && !this.#closing && !conn.gated &&
       (reason === 'peer hung up' || reason === 'connection closed' || reason === 'socket error: ECONNRESET')) {
       // Closed by the far end before a byte of answer: with TLS 1.3 a server that refuses our certificate does just this.
-      const why = this.#tls ? 'it may not accept our credentials (its log says why)' : `it may want mesh credentials, which this server lacks; ${CREDENTIALS_HINT}`;
+      const why = this.#tls ? 'it may not accept our credentials, or be full (its log says why)'
+        : `it may be full, or want mesh credentials, which this server lacks (its log says why); ${CREDENTIALS_HINT}`;
       warnLimited(this.#log, this.#limiter, `hangup:${conn.remoteAddress}`,
         `mesh: ${conn.remote} closed our ${conn.kind === 'manager' ? 'registration' : 'handshake'} link before answering: ${why}`);
     }

@@ -258,7 +258,8 @@ export class MeshTls {
         ...common,
         pskCallback: (socket: tls.TLSSocket, identity: string): Buffer | null => {
           if (identity === this.#identity) return c.key;
-          this.#strangers.set(socket, identity.slice(0, 80));
+          // The peer's text, bound and made printable before it can reach a log line.
+          this.#strangers.set(socket, printable(identity.slice(0, 80)));
           return null;
         },
       });
@@ -358,6 +359,11 @@ export class MeshTls {
   }
 }
 
+/** Peer-supplied text for a log line: printable ASCII only. */
+function printable(text: string): string {
+  return text.replace(/[^\x20-\x7e]/g, '?');
+}
+
 /** A certificate subject as "CN=x, O=y" (fields cut short: they come from the peer). */
 function subjectText(subject: tls.Certificate | undefined): string {
   if (!subject) return 'no subject';
@@ -365,7 +371,7 @@ function subjectText(subject: tls.Certificate | undefined): string {
   for (const [k, v] of Object.entries(subject)) {
     if (parts.length >= 6) break;
     const value = Array.isArray(v) ? v.join('+') : String(v);
-    parts.push(`${k.slice(0, 16)}=${value.replace(/[^\x20-\x7e]/g, '?').slice(0, 64)}`);
+    parts.push(`${printable(k.slice(0, 16))}=${printable(value.slice(0, 64))}`);
   }
   return parts.join(', ') || 'no subject';
 }

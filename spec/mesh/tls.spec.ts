@@ -164,6 +164,21 @@ describe('mesh: TLS 1.3 links', function () {
     expect(w2.nodeId).to.equal(undefined);
   });
 
+  it('names a stranger\'s PSK identity in printable text, cut short', async () => {
+    const mlog = new MemoryLog('mgr');
+    const mgr = await manager(creds({ psk: pki.psk1 }), mlog);
+    const c = tls.connect({
+      port: mgr.listenPort, host: LOCAL, minVersion: 'TLSv1.3', ciphers: 'TLS_AES_128_GCM_SHA256', checkServerIdentity: () => undefined,
+      pskCallback: () => ({ psk: randomBytes(32), identity: `evil\nmesh: forged line${'x'.repeat(100)}` }),
+    });
+    sockets.push(c);
+    c.on('error', () => undefined);
+    await until(() => mgr.tlsRefusals === 1, 'refused');
+    const line = mlog.lines.find((l) => l.message.startsWith('mesh: refused'))!.message;
+    expect(line).to.match(/^mesh: refused 127\.0\.0\.1:\d+: wrong pre-shared key: the peer holds identity 'evil\?mesh: forged linex+', we hold key [0-9a-f]{16}$/);
+    expect(line.length).to.be.lessThan(200);
+  });
+
   it('reads no frame before the handshake: a plaintext REGISTER gets no byte back and registers nothing', async () => {
     const mlog = new MemoryLog('mgr');
     const mgr = await manager(creds({ psk: pki.psk1 }), mlog);
