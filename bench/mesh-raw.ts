@@ -1,12 +1,25 @@
 // The raw TCP baseline of bench/mesh.ts: the same messages (a 60-byte header
 // and a payload) between two processes over loopback with no emulation in
 // between, and the per-process CPU accounting both figures use. Run as a
-// script (`node dist/bench/mesh-raw.js --raw-peer`) it is the echoing peer.
+// script (`node dist/bench/mesh-raw.js --raw-peer [--tls KEYFILE]`) it is the
+// echoing peer; with --tls the link is TLS 1.3 with the mesh's own settings
+// (lib/mesh/tls.ts: its suites, a pre-shared key), so that the TLS baseline
+// and the mesh over TLS differ by the mesh alone.
 
 import { randomFillSync } from 'crypto';
 import * as fs from 'fs';
 import * as net from 'net';
+import type * as tls from 'tls';
 import { READ_SINK, rewrapAccepted, SocketWithSink } from '../lib/mesh/dial';
+import { loadMeshCredentials, MeshTls } from '../lib/mesh/tls';
+
+/** The mesh's TLS with the key in `keyFile`, for a baseline. */
+export function benchTls(keyFile: string): MeshTls {
+  const c = loadMeshCredentials({ psk: keyFile }, {});
+  if (!c.ok) throw new Error(c.error);
+  if (!c.value) throw new Error(`no key in ${keyFile}`);
+  return new MeshTls(c.value);
+}
 
 const now = (): bigint => process.hrtime.bigint();
 const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
@@ -72,73 +85,22 @@ export type RawMode = 'buffers' | 'scratch';
  * message with an ACK, reading the stream as the mesh does (header, then the
  * payload, which it only counts). Exits when its stdin closes (the parent left).
  */
-export function rawPeer(): void {
+export function rawPeer(keyFile?: string): void {
+  // TLS: the accepted socket goes to a TLS server (as the mesh hands its accepted sockets over);
+  // the payload comes in the TLS socket's chunks and is copied into its place, as the mesh does.
+  const secure = keyFile === undefined ? null : benchTls(keyFile);
+  const tlsServer = secure?.createServer(10_000) ?? null;
+  tlsServer?.on('secureConnection', (s: tls.TLSSocket) => serveRaw(s));
   // Paused, then re-made to read into one reused 256 KiB buffer (as the mesh's own sockets do):
   // the baseline is the cheapest way Node has to take bytes off a socket, not Node's default of
   // a fresh 64 KiB buffer per read.
   const server = net.createServer({ pauseOnConnect: true }, (accepted) => {
-    const s = rewrapAccepted(accepted) ?? accepted.resume();
-    const sink = (s as SocketWithSink)[READ_SINK];
-    s.setNoDelay(true);
-    const hdr = Buffer.alloc(RAW_HDR);
-    let hdrFill = 0;
-    let type = 0;
-    let left = -1;
-    const pong = Buffer.concat([rawHeader(RAW_PING, 8), Buffer.alloc(8)]);
-    const ack = rawHeader(RAW_ACK, 0);
-    let dest = Buffer.alloc(0);
-    /** Next byte of the current DATA payload in `dest`, or -1 while payloads are dropped. */
-    let destAt = -1;
-    let afterInPlace = false;
-    const ended = (): void => {
-      left = -1;
-      destAt = -1;
-      if (type === RAW_PING) s.write(pong); else s.write(ack);
-    };
-    const onChunk = (chunk: Buffer): void => {
-      let pos = 0;
-      while (pos < chunk.length) {
-        if (left < 0) {
-          const n = Math.min(RAW_HDR - hdrFill, chunk.length - pos);
-          chunk.copy(hdr, hdrFill, pos, pos + n);
-          hdrFill += n;
-          pos += n;
-          if (hdrFill < RAW_HDR) break;
-          hdrFill = 0;
-          if (hdr.readUInt32BE(0) !== RAW_MAGIC) { s.destroy(); return; }
-          type = hdr.readUInt32BE(4);
-          left = hdr.readUInt32BE(8);
-          const offset = hdr.readUInt32BE(12);
-          if (type === RAW_DATA && offset !== RAW_DROP && sink) {
-            const end = offset + left;
-            if (end > RAW_DEST_MAX) { s.destroy(); return; }
-            if (end > dest.length) dest = Buffer.alloc(end);
-            destAt = end - left;
-          }
-          if (left === 0) { ended(); continue; }
-        }
-        const n = Math.min(left, chunk.length - pos);
-        if (destAt >= 0) { chunk.copy(dest, destAt, pos, pos + n); destAt += n; }
-        if (type === RAW_PING && left <= 8) chunk.copy(pong, RAW_HDR + 8 - left, pos, pos + n);
-        pos += n;
-        left -= n;
-        if (left === 0) { ended(); afterInPlace = false; }
-      }
-    };
-    if (sink) {
-      sink.fn = onChunk;
-      // The rest of a DATA payload is read straight into its place (as the mesh places a WRITE in the MR).
-      sink.target = () => (destAt >= 0 && left > 0 ? dest.subarray(destAt, destAt + left) : null);
-      sink.inPlace = (n) => {
-        destAt += n;
-        left -= n;
-        if (left === 0) { ended(); afterInPlace = true; }
-      };
-      // After a payload read in place, the next read takes just a header, so that the next payload goes
-      // in place from its first byte (the mesh's parser does the same: FrameParser.headReadLimit).
-      sink.limit = () => (afterInPlace && left < 0 && hdrFill === 0 ? RAW_HDR : 0);
-    } else s.on('data', onChunk);
-    s.on('error', () => s.destroy());
+    if (tlsServer) {
+      accepted.setNoDelay(true);
+      tlsServer.emit('connection', accepted);
+      return;
+    }
+    serveRaw(rewrapAccepted(accepted) ?? accepted.resume());
   });
   server.listen(0, '127.0.0.1', () => {
     process.stdout.write(`${(server.address() as net.AddressInfo).port}\n`);
@@ -146,6 +108,71 @@ export function rawPeer(): void {
   process.stdin.on('end', () => process.exit(0));
   process.stdin.on('close', () => process.exit(0));
   process.stdin.resume();
+}
+
+/** One baseline connection of the peer: PINGs answered, DATA payloads put in place (or dropped) and ACKed. */
+function serveRaw(s: net.Socket): void {
+  const sink = (s as SocketWithSink)[READ_SINK];
+  s.setNoDelay(true);
+  const hdr = Buffer.alloc(RAW_HDR);
+  let hdrFill = 0;
+  let type = 0;
+  let left = -1;
+  const pong = Buffer.concat([rawHeader(RAW_PING, 8), Buffer.alloc(8)]);
+  const ack = rawHeader(RAW_ACK, 0);
+  let dest = Buffer.alloc(0);
+  /** Next byte of the current DATA payload in `dest`, or -1 while payloads are dropped. */
+  let destAt = -1;
+  let afterInPlace = false;
+  const ended = (): void => {
+    left = -1;
+    destAt = -1;
+    if (type === RAW_PING) s.write(pong); else s.write(ack);
+  };
+  const onChunk = (chunk: Buffer): void => {
+    let pos = 0;
+    while (pos < chunk.length) {
+      if (left < 0) {
+        const n = Math.min(RAW_HDR - hdrFill, chunk.length - pos);
+        chunk.copy(hdr, hdrFill, pos, pos + n);
+        hdrFill += n;
+        pos += n;
+        if (hdrFill < RAW_HDR) break;
+        hdrFill = 0;
+        if (hdr.readUInt32BE(0) !== RAW_MAGIC) { s.destroy(); return; }
+        type = hdr.readUInt32BE(4);
+        left = hdr.readUInt32BE(8);
+        const offset = hdr.readUInt32BE(12);
+        if (type === RAW_DATA && offset !== RAW_DROP) {
+          const end = offset + left;
+          if (end > RAW_DEST_MAX) { s.destroy(); return; }
+          if (end > dest.length) dest = Buffer.alloc(end);
+          destAt = end - left;
+        }
+        if (left === 0) { ended(); continue; }
+      }
+      const n = Math.min(left, chunk.length - pos);
+      if (destAt >= 0) { chunk.copy(dest, destAt, pos, pos + n); destAt += n; }
+      if (type === RAW_PING && left <= 8) chunk.copy(pong, RAW_HDR + 8 - left, pos, pos + n);
+      pos += n;
+      left -= n;
+      if (left === 0) { ended(); afterInPlace = false; }
+    }
+  };
+  if (sink) {
+    sink.fn = onChunk;
+    // The rest of a DATA payload is read straight into its place (as the mesh places a WRITE in the MR).
+    sink.target = () => (destAt >= 0 && left > 0 ? dest.subarray(destAt, destAt + left) : null);
+    sink.inPlace = (n) => {
+      destAt += n;
+      left -= n;
+      if (left === 0) { ended(); afterInPlace = true; }
+    };
+    // After a payload read in place, the next read takes just a header, so that the next payload goes
+    // in place from its first byte (the mesh's parser does the same: FrameParser.headReadLimit).
+    sink.limit = () => (afterInPlace && left < 0 && hdrFill === 0 ? RAW_HDR : 0);
+  } else s.on('data', onChunk);
+  s.on('error', () => s.destroy());
 }
 
 // ---- the raw TCP baselines ---------------------------------------------------------------------
@@ -163,9 +190,20 @@ export class RawClient {
     });
   }
 
-  static connect(port: number): Promise<RawClient> {
+  /** To the peer on `port`; with `secure`, over TLS (the handshake done and checked before it resolves). */
+  static connect(port: number, secure?: MeshTls): Promise<RawClient> {
     return new Promise((resolve, reject) => {
-      const s = net.connect(port, '127.0.0.1', () => { s.setNoDelay(true); resolve(new RawClient(s)); });
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.setNoDelay(true);
+        if (!secure) { resolve(new RawClient(s)); return; }
+        const t = secure.connect(s);
+        t.once('error', reject);
+        t.once('secureConnect', () => {
+          const bad = secure.verify(t);
+          if (bad !== null) reject(new Error(`raw TLS peer: ${bad}`));
+          else resolve(new RawClient(t));
+        });
+      });
       s.once('error', reject);
     });
   }
@@ -257,4 +295,4 @@ export async function rawThroughput(c: RawClient, peers: number[], size: number,
 }
 
 
-if (require.main === module && process.argv[2] === '--raw-peer') rawPeer();
+if (require.main === module && process.argv[2] === '--raw-peer') rawPeer(process.argv[3] === '--tls' ? process.argv[4] : undefined);

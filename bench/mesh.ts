@@ -39,8 +39,15 @@
 //     the share of it outside the main thread (V8's GC and compiler workers),
 //     and as % of the run's wall time (which process was saturated).
 //
-// Goal (informational, issue 11): 1 MiB WRITE throughput at >= 0.8x raw TCP.
-// Prints figures; asserts nothing.
+//   Over TLS (BENCH_MESH_TLS=1, the default): the same 1 MiB WRITE throughput
+//     with both servers given a pre-shared key (--mesh-psk: TLS 1.3,
+//     TLS_AES_128_GCM_SHA256), fresh servers and guests, against raw TLS
+//     between this process and a child (mesh-raw.ts --tls: the mesh's own TLS
+//     settings and key) moving the same messages from and into the same
+//     footprint, in the same rounds scheme, in the same run.
+//
+// Goals (informational): 1 MiB WRITE throughput at >= 0.8x raw TCP (issue
+// 11), and over TLS at >= 0.8x raw TLS. Prints figures; asserts nothing.
 //
 // Env: BENCH_MESH_LAT (latency samples, 2000), BENCH_MESH_WINDOW (1 MiB WRITEs
 // in flight, 16), BENCH_MESH_SECS (seconds of each throughput figure, over all
@@ -55,17 +62,19 @@
 // the whole measurement is repeated with fresh processes and the verdict
 // taken on the median run, because the ratio moves by +-0.1 between runs on
 // a 2-core machine whatever the code does; 1 prints one run in full),
+// BENCH_MESH_TLS (1: also the TLS figures; 0: plaintext only),
 // BENCH_MESH_NODE_FLAGS (extra node flags for both servers, e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof" or "--perf-basic-prof"). A number
 // knob that is not a number in its range, or a WAIT that is none of the
 // four, stops the benchmark at once with a message naming it.
 
 import { ChildProcess, spawn } from 'child_process';
-import { randomFillSync } from 'crypto';
+import { randomBytes, randomFillSync } from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, Rate } from './mesh-raw';
+import type * as tls from 'tls';
+import { benchTls, Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, Rate } from './mesh-raw';
 import { envChoice, envNumber } from './support/env';
 import { freePort } from './support/free-port';
 import { startServerProcess, stopProcess } from './support/server-process';
@@ -123,6 +132,8 @@ const napCell = new Int32Array(new SharedArrayBuffer(4));
 const RUNS = envNumber('BENCH_MESH_RUNS', 5, 1, 50);
 /** Set in a run's child ("i/N"): print the report and a RESULT_TAG line for the parent, no verdict. */
 const RUN_OF = process.env.BENCH_MESH_RUN_OF ?? '';
+/** Also measure the mesh over TLS against raw TLS (BENCH_MESH_TLS). */
+const TLS_RUN = envNumber('BENCH_MESH_TLS', 1, 0, 1) === 1;
 const RESULT_TAG = '#mesh-run-result ';
 const IP_A = '10.9.0.1';
 const IP_B = '10.9.0.2';
@@ -165,11 +176,11 @@ interface Server {
   log(): string;
 }
 
-async function startServer(name: string, sock: string, backend: string, gid: string, ready: RegExp[]): Promise<Server> {
+async function startServer(name: string, sock: string, backend: string, gid: string, ready: RegExp[], extra: readonly string[] = []): Promise<Server> {
   const nodeFlags = (process.env.BENCH_MESH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
   try { fs.unlinkSync(sock); } catch { /* none */ }
   sockets.add(sock);
-  const p = startServerProcess({ sock, name, args: ['-b', backend, '-L', 'info'], nodeFlags, env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid }, ready, timeoutMs: 15000 });
+  const p = startServerProcess({ sock, name, args: ['-b', backend, '-L', 'info', ...extra], nodeFlags, env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid }, ready, timeoutMs: 15000 });
   const s = await p;
   children.add(s.proc);
   return { name, proc: s.proc, sock, log: s.log };
@@ -180,8 +191,8 @@ async function stopChild(proc: ChildProcess): Promise<void> {
   children.delete(proc);
 }
 
-function startRawPeer(): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, [path.join(__dirname, 'mesh-raw.js'), '--raw-peer'], { stdio: ['pipe', 'pipe', 'inherit'] });
+function startRawPeer(tlsKey?: string): Promise<{ proc: ChildProcess; port: number }> {
+  const proc = spawn(process.execPath, [path.join(__dirname, 'mesh-raw.js'), '--raw-peer', ...(tlsKey ? ['--tls', tlsKey] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
   children.add(proc);
   return new Promise((resolve, reject) => {
     let text = '';
@@ -420,6 +431,8 @@ async function main(): Promise<void> {
   const guests: IonicGuest[] = [];
   let raw: RawClient | null = null;
   let peer: { proc: ChildProcess; port: number } | null = null;
+  let rawTls: RawClient | null = null;
+  let tlsPeer: { proc: ChildProcess; port: number } | null = null;
   let failed = false;
   try {
     const port = await freePort();
@@ -492,6 +505,53 @@ async function main(): Promise<void> {
     const base = pool(baseRounds);
     const hot = pool(hotRounds);
 
+    // ---- over TLS ------------------------------------------------------------------------------
+    // Fresh servers with a key (the plaintext pair stays up, idle), fresh guests, a TLS peer;
+    // the two alternate which goes first in each round, B's MR checked after each of ours.
+    let tlsFig: { ours: Rate; base: Rate; oursRounds: Rate[]; baseRounds: Rate[]; meshMs: number; cipher: string } | null = null;
+    if (TLS_RUN) {
+      const keyFile = `/tmp/ernic-mesh-bench-${tag}.psk`;
+      sockets.add(keyFile); // removed with the socket files
+      fs.writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
+      const port2 = await freePort();
+      const t1 = Date.now();
+      const srvA2 = await startServer('A2 (manager, TLS)', `/tmp/ernic-mesh-bench-${tag}-a2.sock`, `tcp:manager:listen:${port2}`, `::ffff:${IP_A}`, [/serving/], ['--mesh-psk', keyFile]);
+      servers.push(srvA2);
+      const srvB2 = await startServer('B2 (worker, TLS)', `/tmp/ernic-mesh-bench-${tag}-b2.sock`, `tcp:worker:127.0.0.1:${port2}`, `::ffff:${IP_B}`, [/serving/, /mesh node 1/], ['--mesh-psk', keyFile]);
+      servers.push(srvB2);
+      const meshMs2 = Date.now() - t1;
+      const a2 = await guestSide(srvA2.sock, 0x501, QP_A);
+      guests.push(a2.g);
+      const b2 = await guestSide(srvB2.sock, 0x702, QP_B);
+      guests.push(b2.g);
+      await connectSide(a2, QP_B, IP_A, IP_B);
+      await connectSide(b2, QP_A, IP_B, IP_A);
+      const cq2 = new CqPoller(a2);
+      const pids2 = [srvA2.proc.pid!, srvB2.proc.pid!];
+      tlsPeer = await startRawPeer(keyFile);
+      rawTls = await RawClient.connect(tlsPeer.port, benchTls(keyFile));
+      const cipher = (rawTls.s as tls.TLSSocket).getCipher().name;
+      const tp = tlsPeer;
+      const rt = rawTls;
+      await rdmaThroughput(a2, b2, cq2, pids2, WINDOW, WARM_SECS, 0);
+      await rawThroughput(rt, [tp.proc.pid!], BIG, WINDOW, WARM_SECS, 0, MAX_SECS, 'buffers');
+      const oursTls: Rate[] = [];
+      const baseTls: Rate[] = [];
+      const runOursTls = async (): Promise<void> => {
+        randomFillSync(a2.bytes, 0, MR_BYTES);
+        b2.bytes.fill(0, 0, MR_BYTES);
+        oursTls.push(await rdmaThroughput(a2, b2, cq2, pids2, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS));
+        verify(a2, b2, MR_BYTES, `${BIG_TEXT} WRITEs over TLS`);
+      };
+      const runBaseTls = async (): Promise<void> => {
+        baseTls.push(await rawThroughput(rt, [tp.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS, 'buffers'));
+      };
+      for (let i = 0; i < ROUNDS; i++) {
+        if (i % 2 === 0) { await runOursTls(); await runBaseTls(); } else { await runBaseTls(); await runOursTls(); }
+      }
+      tlsFig = { ours: pool(oursTls), base: pool(baseTls), oursRounds: oursTls, baseRounds: baseTls, meshMs: meshMs2, cipher };
+    }
+
     // ---- report ------------------------------------------------------------------------------
     console.log(`mesh benchmark: two rocm-ernic processes joined by the TCP mesh on loopback (A: tcp:manager:listen:${port}, B: tcp:worker:127.0.0.1:${port};`);
     console.log(`  mesh up and B registered in ${meshMs} ms; QPs at RTS after ${triesA}/${triesB} MODIFY_QP attempt(s)), each driven by a guest model in this process`);
@@ -539,13 +599,31 @@ async function main(): Promise<void> {
     console.log(`    two servers ${fmt(oursMs, 2)} ms/MiB against raw ${fmt(rawMs, 2)} (${fmt(oursMs / rawMs, 1)}x); with a core for each process the busier side`);
     console.log(`    would allow ${fmt(oursBound)} MB/s against raw ${fmt(rawBound)} MB/s (ratio ${(oursBound / rawBound).toFixed(3)})`);
     console.log('');
+    const tlsRatio = tlsFig ? mbps(tlsFig.ours) / mbps(tlsFig.base) : null;
+    if (tlsFig && tlsRatio !== null) {
+      const o = tlsFig.ours;
+      const b = tlsFig.base;
+      console.log(`  ${BIG_TEXT} RDMA WRITE throughput over TLS 1.3 (${tlsFig.cipher}, pre-shared key: --mesh-psk on both servers), fresh servers`);
+      console.log(`  (mesh up and B registered in ${tlsFig.meshMs} ms), same window, in ${ROUNDS} alternating rounds`);
+      console.log(`    ${''.padEnd(36)} ${'MB/s'.padStart(8)} ${'MiB'.padStart(7)} ${'secs'.padStart(6)}`);
+      console.log(`    ${'RDMA WRITE A -> B over the mesh, TLS'.padEnd(36)} ${fmt(mbps(o)).padStart(8)} ${fmt(o.bytes / MiB).padStart(7)} ${o.secs.toFixed(2).padStart(6)}`);
+      console.log(`    ${`raw TLS, 60 B + ${BIG_TEXT} messages`.padEnd(36)} ${fmt(mbps(b)).padStart(8)} ${fmt(b.bytes / MiB).padStart(7)} ${b.secs.toFixed(2).padStart(6)}   same footprint, the mesh's TLS settings and key`);
+      const perRoundTls = tlsFig.oursRounds.map((r, i) => `${fmt(mbps(r))}/${fmt(mbps(tlsFig!.baseRounds[i]!))}`).join('  ');
+      console.log(`    ${'ratio ours/raw TLS'.padEnd(36)} ${tlsRatio.toFixed(3).padStart(8)}    per round (ours/raw MB/s): ${perRoundTls}`);
+      console.log(`    ${'ratio ours TLS / ours plaintext'.padEnd(36)} ${(mbps(o) / mbps(ours)).toFixed(3).padStart(8)}    (what TLS costs the mesh)`);
+      console.log(`    data: B's ${MR_BYTES / MiB} MiB MR checked byte for byte against A's source after each round: identical`);
+      console.log(`    CPU ms/MiB: server A ${fmt(perMiB(o.cpu.peer[0]!, o), 2)}, B ${fmt(perMiB(o.cpu.peer[1]!, o), 2)}; raw TLS sender ${fmt(perMiB(b.cpu.self, b), 2)}, receiver ${fmt(perMiB(b.cpu.peer[0]!, b), 2)}`);
+      console.log('');
+    }
     if (!RUN_OF) console.log(BIG === MiB ? `  goal: 1 MiB WRITEs >= 0.8x raw TCP: ${ratio >= 0.8 ? 'met' : 'NOT met'} (${ratio.toFixed(3)}x)` : `  (the goal is for 1 MiB WRITEs; this run used ${BIG_TEXT})`);
+    if (!RUN_OF && tlsRatio !== null && BIG === MiB) console.log(`  goal: 1 MiB WRITEs over TLS >= 0.8x raw TLS: ${tlsRatio >= 0.8 ? 'met' : 'NOT met'} (${tlsRatio.toFixed(3)}x)`);
     console.log(`  machine: ${os.cpus().length} CPUs, load average ${load0.toFixed(2)} at the start, ${os.loadavg()[0]!.toFixed(2)} at the end`);
     if (RUN_OF) {
       const result: RunResult = {
         ratio, ours: mbps(ours), raw: mbps(base),
         lat: lat && rawLat ? pct(lat, 0.5) / pct(rawLat, 0.5) : null,
         cpuA: perMiB(ca, ours), cpuB: perMiB(cb, ours), cpuSender: perMiB(base.cpu.self, base), cpuReceiver: perMiB(base.cpu.peer[0]!, base),
+        tlsRatio, tlsOurs: tlsFig ? mbps(tlsFig.ours) : null, tlsRaw: tlsFig ? mbps(tlsFig.base) : null,
       };
       console.log(`${RESULT_TAG}${JSON.stringify(result)}`);
     }
@@ -555,6 +633,8 @@ async function main(): Promise<void> {
     throw e;
   } finally {
     raw?.close();
+    rawTls?.close();
+    if (tlsPeer) await stopChild(tlsPeer.proc);
     for (const g of guests) g.dispose();
     if (peer) await stopChild(peer.proc);
     for (const s of servers.reverse()) await stopChild(s.proc);
@@ -576,6 +656,8 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { cleanu
 interface RunResult {
   ratio: number; ours: number; raw: number; lat: number | null;
   cpuA: number; cpuB: number; cpuSender: number; cpuReceiver: number;
+  /** Over TLS (null: BENCH_MESH_TLS=0). */
+  tlsRatio: number | null; tlsOurs: number | null; tlsRaw: number | null;
 }
 
 /**
@@ -609,7 +691,8 @@ async function severalRuns(): Promise<void> {
     results.push({ r, out: out.split('\n').filter((l) => !l.startsWith(RESULT_TAG)).join('\n') });
     console.log(`  run ${i}/${RUNS}: ${BIG_TEXT} WRITEs ${r.ratio.toFixed(3)}x raw (${fmt(r.ours)} against ${fmt(r.raw)} MB/s), ` +
       `CPU ms/MiB A ${fmt(r.cpuA, 2)} B ${fmt(r.cpuB, 2)}, raw sender ${fmt(r.cpuSender, 2)} receiver ${fmt(r.cpuReceiver, 2)}` +
-      (r.lat !== null ? `; 8 B round trip ${r.lat.toFixed(2)}x raw` : ''));
+      (r.lat !== null ? `; 8 B round trip ${r.lat.toFixed(2)}x raw` : '') +
+      (r.tlsRatio !== null ? `; TLS ${r.tlsRatio.toFixed(3)}x raw TLS (${fmt(r.tlsOurs ?? 0)} against ${fmt(r.tlsRaw ?? 0)} MB/s)` : ''));
   }
   const sorted = [...results].sort((x, y) => x.r.ratio - y.r.ratio);
   const median = sorted[(sorted.length - 1) >> 1]!;
@@ -622,6 +705,13 @@ async function severalRuns(): Promise<void> {
   console.log(`  ${BIG_TEXT} WRITE ratio over ${RUNS} runs: median ${median.r.ratio.toFixed(3)}, ` +
     `${sorted[0]!.r.ratio.toFixed(3)}-${sorted[sorted.length - 1]!.r.ratio.toFixed(3)}; ${met} of ${RUNS} runs at >= 0.8`);
   console.log(BIG === MiB ? `  goal: 1 MiB WRITEs >= 0.8x raw TCP (median run): ${median.r.ratio >= 0.8 ? 'met' : 'NOT met'} (${median.r.ratio.toFixed(3)}x)` : `  (the goal is for 1 MiB WRITEs; these runs used ${BIG_TEXT})`);
+  const tls = results.map((x) => x.r.tlsRatio).filter((x): x is number => x !== null).sort((x, y) => x - y);
+  if (tls.length > 0) {
+    const mid = tls[(tls.length - 1) >> 1]!;
+    console.log(`  ${BIG_TEXT} WRITE ratio over TLS, ${tls.length} runs: median ${mid.toFixed(3)}, ${tls[0]!.toFixed(3)}-${tls[tls.length - 1]!.toFixed(3)}; ` +
+      `${tls.filter((x) => x >= 0.8).length} of ${tls.length} runs at >= 0.8`);
+    if (BIG === MiB) console.log(`  goal: 1 MiB WRITEs over TLS >= 0.8x raw TLS (median of the runs' TLS ratios): ${mid >= 0.8 ? 'met' : 'NOT met'} (${mid.toFixed(3)}x)`);
+  }
 }
 
 (RUNS > 1 && !RUN_OF ? severalRuns() : main()).catch((e: unknown) => { console.error(e); process.exitCode = 1; cleanupSync(); process.exit(1); });

@@ -20,7 +20,7 @@ import { FaultInjector, INJECT_HELP, InjectSpecError } from '../lib/ionic/fault-
 import { formatProfile, listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
 import { TapLink } from '../lib/ionic/tap';
 import { isRdmaBackend, RDMA_BACKENDS, RdmaBackendName } from '../lib/rdma/backends';
-import { isMeshBackend, Mesh, meshOptionsFromCli } from '../lib/mesh';
+import { isMeshBackend, Mesh, meshOptionsFromCli, meshSecurityFromCli } from '../lib/mesh';
 import { createNvmeofTarget, NvmeofTarget, parseNvmeofBackend } from '../lib/targets/nvmeof';
 import { S3Endpoint } from '../lib/targets/s3/endpoint';
 import { parseS3Backend } from '../lib/targets/s3/options';
@@ -58,7 +58,8 @@ const BACKENDS_HELP = `Backends (--backend):
   tcp:manager:listen:PORT   RDMA between VMs over a TCP mesh of servers; this one is the manager
   tcp:manager:IP:PORT         (node 0), listening on IP:PORT; workers dial it with
   tcp:worker:HOST:PORT        tcp:worker:HOST:PORT (docs/mesh.md; tuned by ERNIC_TCP_GUEST_GIDS,
-                              ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS)
+                              ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS); listen:PORT binds
+                              127.0.0.1; without --mesh-psk (or --mesh-cert) the mesh stays on loopback
   nvmeof[:KEY=VALUE,...]    an NVMe-oF target on the guest's segment, for nvme connect -t rdma
                             (docs/nvmeof.md); keys and defaults:
                               size=64M bs=512 file= nqn=nvmet-test ip=192.168.200.1
@@ -119,6 +120,11 @@ async function main(): Promise<void> {
     .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, comma-separated, layered over compat' })
     .option('print-profile', { type: 'boolean', default: false, describe: 'print the effective NIC profile (after layering) as an .ini and exit' })
     .option('inject', { type: 'string', array: true, describe: 'fault injection EVENT=PATTERN (repeatable); see below' })
+    .option('mesh-psk', { type: 'string', describe: 'mesh: pre-shared key file (32-256 bytes, mode 600; also ERNIC_MESH_PSK_FILE or the systemd credential mesh-psk): links are TLS 1.3, and the mesh may leave loopback' })
+    .option('mesh-cert', { type: 'string', describe: 'mesh: this server\'s certificate (PEM), signed by --mesh-ca; with --mesh-key and --mesh-ca instead of a key' })
+    .option('mesh-key', { type: 'string', describe: 'mesh: the private key of --mesh-cert (PEM, mode 600)' })
+    .option('mesh-ca', { type: 'string', describe: 'mesh: the CA whose certificates are members (PEM); peers are checked against it alone' })
+    .option('mesh-advertise', { type: 'string', describe: 'mesh worker: the address other workers dial this one at; its peer listener binds it (default: loopback without credentials, else every address)' })
     .option('log-level', { alias: 'L', choices: LOG_LEVELS as LogLevel[], describe: 'none | error | warn | info | debug (default info, or ERNIC_LOG_LEVEL)' })
     .option('log-format', { choices: LOG_FORMATS as LogFormat[], default: 'text' as LogFormat, describe: 'text, or json (one object a line); text has no timestamps when stderr is the journal' })
     .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'same as --log-level debug' })
@@ -148,6 +154,9 @@ async function main(): Promise<void> {
 
   // Validate everything before anything is created.
   const meshBackend = isMeshBackend(argv.backend);
+  for (const o of ['mesh-psk', 'mesh-cert', 'mesh-key', 'mesh-ca', 'mesh-advertise'] as const) {
+    if (!meshBackend && argv[o] !== undefined) fail(`--${o}: only with a mesh backend (--backend tcp:...)`);
+  }
   const nvmeofBackend = argv.backend === 'nvmeof' || argv.backend.startsWith('nvmeof:') ? parseNvmeofBackend(argv.backend) : null;
   if (nvmeofBackend && !nvmeofBackend.ok) fail(nvmeofBackend.error);
   const s3Backend = argv.backend === 's3' || argv.backend.startsWith('s3:') ? parseS3Backend(argv.backend) : null;
@@ -204,8 +213,12 @@ async function main(): Promise<void> {
   if (meshBackend) {
     const m = meshOptionsFromCli(argv.backend, process.env, log);
     if (!m.ok) fail(m.error);
+    const secured = meshSecurityFromCli(m.value, {
+      psk: argv['mesh-psk'], cert: argv['mesh-cert'], key: argv['mesh-key'], ca: argv['mesh-ca'], advertise: argv['mesh-advertise'],
+    }, process.env);
+    if (!secured.ok) fail(`--backend ${argv.backend}: ${secured.error}`);
     try {
-      mesh = await Mesh.start(m.value);
+      mesh = await Mesh.start(secured.value);
     } catch (e) {
       fail(`--backend ${argv.backend}: cannot start the mesh: ${(e as Error).message}`);
     }

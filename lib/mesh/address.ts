@@ -187,3 +187,23 @@ export function gidToText(gid: Buffer): string {
 export function gidKey(gid: Buffer): string {
   return gid.toString('hex');
 }
+
+// ---------------------------------------------------------------------------
+// Loopback
+
+/**
+ * True for an address that never leaves the host: 127.0.0.0/8, ::1, and
+ * IPv4-mapped ::ffff:127.x.y.z (what a dual-stack listener reports). Names
+ * are not addresses: 'localhost' is false here (resolve it first).
+ */
+export function isLoopbackAddress(text: string): boolean {
+  const v4 = parseIPv4(text);
+  if (v4) return v4[0] === 127;
+  const pct = text.indexOf('%');
+  const b = parseIPv6(pct < 0 ? text : text.slice(0, pct));
+  if (!b) return false;
+  let zeros = 0;
+  while (zeros < 10 && b[zeros] === 0) zeros++;
+  if (zeros === 10 && b[10] === 0xff && b[11] === 0xff) return b[12] === 127;
+  return b.subarray(0, 15).every((x) => x === 0) && b[15] === 1;
+}

@@ -13,7 +13,7 @@ import { DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, 
 export type MeshBackendConfig =
   | {
     readonly role: 'manager';
-    /** host undefined: every address of both families (IPv4 alone when the host has no IPv6). */
+    /** host undefined (`listen:PORT`): 127.0.0.1. Every address takes `0.0.0.0` or `[::]`, and credentials (docs/mesh.md). */
     readonly listen: { readonly host?: string; readonly port: number };
   }
   | {

@@ -53,6 +53,11 @@ interface ConnectionOptions {
   readonly kind: LinkKind;
   /** True when we dialled (lower id to higher, or worker to manager). */
   readonly outgoing: boolean;
+  /**
+   * A TLS socket whose handshake is still running: nothing is read or
+   * written until open() (frames sent before wait in the queue).
+   */
+  readonly gated?: boolean;
 }
 
 let nextSerial = 1;
@@ -89,6 +94,7 @@ export class MeshConnection {
   #endAfterFlush = false;
   #bytesIn = 0;
   #bytesOut = 0;
+  #gated: boolean;
 
   constructor(readonly socket: net.Socket, private readonly owner: ConnectionOwner, private readonly opts: ConnectionOptions) {
     this.kind = opts.kind;
@@ -96,6 +102,7 @@ export class MeshConnection {
     this.outbound = new OutboundQueue(opts.limits);
     this.remoteAddress = socket.remoteAddress ?? '?';
     this.remote = `${this.remoteAddress.includes(':') ? `[${this.remoteAddress}]` : this.remoteAddress}:${socket.remotePort ?? '?'}`;
+    this.#gated = opts.gated === true;
     const sink = (socket as SocketWithSink)[READ_SINK];
     this.parser = new FrameParser({
       onFrame: (h, b, placed) => this.#onFrame(h, b, placed),
@@ -103,17 +110,36 @@ export class MeshConnection {
       place: (h, head) => (this.#closed ? null : this.owner.place(this, h, head)),
     }, MAX_HELD_CHUNK_BYTES, sink !== undefined);
     socket.setNoDelay(true);
+    if (!this.#gated) this.#attachReads();
+    socket.on('drain', () => this.pump());
+    socket.on('error', (err: NodeJS.ErrnoException) => this.close(`socket error: ${err.code ?? err.message}`));
+    socket.on('end', () => this.close('peer hung up'));
+    socket.on('close', () => this.close('connection closed'));
+  }
+
+  /** The parser starts here: at once, or (gated) once the TLS handshake is done and the peer checked. */
+  #attachReads(): void {
+    const sink = (this.socket as SocketWithSink)[READ_SINK];
     if (sink) {
       sink.fn = (chunk) => this.#onData(chunk);
       sink.target = () => (this.#closed ? null : this.parser.inPlaceTarget());
       sink.inPlace = (n) => this.#onDataInPlace(n);
       sink.limit = () => (this.#closed ? 0 : this.parser.headReadLimit());
     }
-    else socket.on('data', (chunk: Buffer) => this.#onData(chunk));
-    socket.on('drain', () => this.pump());
-    socket.on('error', (err: NodeJS.ErrnoException) => this.close(`socket error: ${err.code ?? err.message}`));
-    socket.on('end', () => this.close('peer hung up'));
-    socket.on('close', () => this.close('connection closed'));
+    else this.socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+  }
+
+  /** The peer is authenticated: read and write from now on. */
+  open(): void {
+    if (!this.#gated || this.#closed) return;
+    this.#gated = false;
+    this.#attachReads();
+    this.pump();
+  }
+
+  /** True until open() on a connection made gated. */
+  get gated(): boolean {
+    return this.#gated;
   }
 
   get closed(): boolean {
@@ -190,6 +216,7 @@ export class MeshConnection {
    * buffers past its high-water mark says so ('drain' pumps again).
    */
   pump(): void {
+    if (this.#gated) return;
     const s = this.socket;
     let corked = false;
     while (!this.#closed && s.writableLength < WRITE_BATCH_BYTES) {

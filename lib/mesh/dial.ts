@@ -13,8 +13,15 @@ import * as native from '../native';
 import { formatHostPort, parseHost } from './address';
 import { CONNECT_TIMEOUT_MS, MAX_RESOLVED_ADDRESSES } from './limits';
 
-/** Host name -> addresses, in the order to try them. */
-export type Resolver = (host: string) => Promise<string[]>;
+/**
+ * Host name -> addresses, in the order to try them. `admit`, when the
+ * resolver carries one, vets every address (resolved or literal) before it
+ * is dialled: null to go ahead, else why not (the mesh without credentials
+ * dials loopback only).
+ */
+export type Resolver = ((host: string) => Promise<string[]>) & {
+  readonly admit?: (address: string, port: number) => string | null;
+};
 
 /** The system resolver (getaddrinfo), in the order it answers. */
 export const systemResolver: Resolver = async (host) => {
@@ -47,6 +54,11 @@ export async function dial(host: string, port: number, resolve: Resolver, cancel
   const errors: string[] = [];
   for (const address of addresses) {
     if (cancel.cancelled) return { ok: false, error: 'cancelled' };
+    const refused = resolve.admit?.(address, port) ?? null;
+    if (refused !== null) {
+      errors.push(`${formatHostPort(address, port)}: ${refused}`);
+      continue;
+    }
     const r = await connectOnce(address, port, timeoutMs);
     if (typeof r !== 'string') {
       if (cancel.cancelled) {

@@ -5,12 +5,13 @@
 // docs/instances.md describes the layout.
 
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Manifest, InstanceRecord, readManifest, removeManifest, writeManifest, MANIFEST_FORMAT, manifestPath } from './manifest';
 import { bridgePorts, ensureBridge, ensureTap, linkCounters, linkExists, removeLink } from './netdev';
-import { HostPlanOptions, InstancePlan, planInstances } from './plan';
+import { HostPlanOptions, InstancePlan, meshKeyPath, planInstances } from './plan';
 import { readInstanceState, waitFor } from './instance-state';
 import { isOurServer, processUsage, signal, Spawned, spawnDetached, tailLines, waitUntil } from './processes';
 
@@ -41,10 +42,56 @@ function liveInstances(m: Manifest): InstanceRecord[] {
   return m.instances.filter((i) => isOurServer(i.pid, i.socket));
 }
 
+/** Bytes of a key ernicctl makes. */
+const MESH_KEY_BYTES = 32;
+
+/**
+ * The host's mesh key, made if missing: 32 random bytes, mode 0600, written
+ * to a temporary file and linked into place (so no instance ever reads half a
+ * key, and two starts racing keep one key). An existing key is reused when it
+ * is a regular file of ours that nobody else may read, of a key's size.
+ */
+export function ensureMeshKey(file: string): OpResult<{ file: string; created: boolean }> {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+    try {
+      fs.writeSync(fd, randomBytes(MESH_KEY_BYTES));
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    try {
+      fs.linkSync(tmp, file);
+      return { ok: true, value: { file, created: true } };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    } finally {
+      fs.rmSync(tmp, { force: true });
+    }
+  } catch (e) {
+    return { ok: false, error: `cannot make the mesh key ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
+  }
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(file);
+  } catch (e) {
+    return { ok: false, error: `mesh key ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
+  }
+  const uid = process.getuid?.();
+  if (!st.isFile()) return { ok: false, error: `mesh key ${file}: not a regular file (remove it; ernicctl makes a new one)` };
+  if (uid !== undefined && st.uid !== uid) return { ok: false, error: `mesh key ${file}: owned by uid ${st.uid}, not us (remove it; ernicctl makes a new one)` };
+  if ((st.mode & 0o077) !== 0) return { ok: false, error: `mesh key ${file}: open to group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it, or remove it for a new one` };
+  if (st.size < MESH_KEY_BYTES || st.size > 256) return { ok: false, error: `mesh key ${file}: ${st.size} bytes, not a key (remove it; ernicctl makes a new one)` };
+  return { ok: true, value: { file, created: false } };
+}
+
 /** Start the instances, record them in instances.json. On any failure, what was started is stopped again. */
 export async function startInstances(o: StartOptions): Promise<OpResult<Manifest>> {
   const say = o.progress ?? ((): void => {});
-  const plan = planInstances(o);
+  // Every instance of a mesh gets the host's key: links are TLS, and nothing without the key joins.
+  const meshPsk = o.tcpPort === null ? null : meshKeyPath(o.runDir);
+  const plan = planInstances({ ...o, meshPsk });
   if (!plan.ok) return plan;
   const prior = readManifest(o.runDir);
   if (!prior.ok) return { ok: false, error: `${prior.error} (remove it, or run ernicctl stop)` };
@@ -60,6 +107,11 @@ export async function startInstances(o: StartOptions): Promise<OpResult<Manifest
     fs.mkdirSync(o.logDir, { recursive: true, mode: 0o750 });
   } catch (e) {
     return { ok: false, error: `cannot create ${o.runDir} or ${o.logDir}: ${(e as Error).message}` };
+  }
+  if (meshPsk !== null) {
+    const k = ensureMeshKey(meshPsk);
+    if (!k.ok) return k;
+    say(`mesh key ${k.value.file} ${k.value.created ? 'created' : 'reused'}`);
   }
   for (const p of plan.instances) {
     if (fs.existsSync(p.socket)) {

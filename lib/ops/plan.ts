@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { isValidIfName } from './netdev';
-import { gidToText } from '../mesh/address';
+import { formatHostPort, gidToText, isLoopbackAddress } from '../mesh/address';
 import { linkLocalGid as linkLocalGidBytes } from '../rdma/datapath/mesh/gid-learning';
 
 /** Defaults of the C design's service environment (/etc/rocm-ernic/rocm-ernic.env). */
@@ -22,7 +22,7 @@ export const OPS_DEFAULTS = {
   bridge: 'ernicbr0',
   profile: 'compat',
   socketMode: '660',
-  logLevel: 'warn',
+  logLevel: 'info',
 } as const;
 
 /** At most this many instances on one host (the mesh's node table is larger; this bounds a typo). */
@@ -53,6 +53,21 @@ export interface HostPlanOptions {
   readonly machineId?: string;
   /** Pass --stats-file RUN_DIR/ID.stats (when the server has that option). */
   readonly statsFile?: boolean;
+  /** The mesh's pre-shared key file, passed to every instance as --mesh-psk (start makes it: instances.ts). */
+  readonly meshPsk?: string | null;
+}
+
+/** Where `ernicctl start` keeps the host's mesh key: RUN_DIR/mesh.psk, 32 random bytes, mode 0600, reused while it exists. */
+export function meshKeyPath(runDir: string): string {
+  return path.join(runDir, 'mesh.psk');
+}
+
+/**
+ * The manager's backend: the default loopback listener when the workers dial
+ * 127.0.0.1, else the address they dial (listen:PORT binds loopback alone).
+ */
+export function managerBackend(managerIp: string, port: number): string {
+  return managerIp === '127.0.0.1' ? `tcp:manager:listen:${port}` : `tcp:manager:${formatHostPort(managerIp, port)}`;
 }
 
 export interface InstancePlan {
@@ -111,6 +126,9 @@ export function planInstances(o: HostPlanOptions): PlanResult {
   if (o.socketMode !== null && !/^[0-7]{3,4}$/.test(o.socketMode)) return { ok: false, error: `--socket-mode ${o.socketMode}: expected an octal mode such as 660` };
   if (o.bridge !== null && o.tapPrefix === null) return { ok: false, error: '--bridge needs TAPs (drop --no-tap, or add --no-bridge)' };
   if (o.bridge !== null && !isValidIfName(o.bridge)) return { ok: false, error: `--bridge ${o.bridge}: not a valid interface name (1-15 of A-Z a-z 0-9 _ . -)` };
+  if (o.tcpPort !== null && !o.meshPsk && !isLoopbackAddress(o.managerIp)) {
+    return { ok: false, error: `--manager-ip ${o.managerIp}: a mesh off loopback needs its key (--mesh-psk); ernicctl start passes one` };
+  }
   const seed = o.machineId ?? machineSeed();
   const out: InstancePlan[] = [];
   const seenMacs = new Set<string>();
@@ -123,7 +141,7 @@ export function planInstances(o: HostPlanOptions): PlanResult {
     seenMacs.add(mac);
     const gid = o.gids?.get(id) ?? linkLocalGid(mac);
     const role = o.tcpPort === null ? 'single' : id === 0 ? 'manager' : 'worker';
-    const backend = o.tcpPort === null ? o.backend : id === 0 ? `tcp:manager:listen:${o.tcpPort}` : `tcp:worker:${o.managerIp}:${o.tcpPort}`;
+    const backend = o.tcpPort === null ? o.backend : id === 0 ? managerBackend(o.managerIp, o.tcpPort) : `tcp:worker:${formatHostPort(o.managerIp, o.tcpPort)}`;
     const socket = path.join(o.runDir, `${id}.sock`);
     const args = ['--socket', socket, '--backend', backend, '--mac', mac, '--nic-profile', o.profile, '--log-level', o.logLevel];
     if (tap !== null) args.push('--tap', tap);
@@ -131,6 +149,7 @@ export function planInstances(o: HostPlanOptions): PlanResult {
     if (o.socketGroup !== null) args.push('--socket-group', o.socketGroup);
     const stats = path.join(o.runDir, `${id}.stats`);
     if (o.statsFile) args.push('--stats-file', stats);
+    if (role !== 'single' && o.meshPsk) args.push('--mesh-psk', o.meshPsk);
     out.push({
       id, role, socket, tap, mac, gid, backend, profile: o.profile,
       pidFile: path.join(o.runDir, `${id}.pid`),

@@ -19,6 +19,7 @@ async function main(): Promise<void> {
     .usage(`$0 [options]\n\nFuzz the server's inputs with real components in this process. A finding exits 1 and prints the seed to replay it.\n\nTargets:\n${[...FUZZ_TARGETS.values()].map((t) => `  ${t.name.padEnd(8)} ${t.describe}`).join('\n')}`)
     .option('target', { alias: 't', choices: [...names, 'all'], default: 'live', describe: 'which target (all: each for --seconds)' })
     .option('seed', { type: 'string', coerce: intCoerce('seed', 0, 0xffffffff), describe: 'PRNG seed (default: from the clock, printed)' })
+    .option('turn-limit', { type: 'string', default: '50', coerce: intCoerce('turn-limit', 1, 60000, 'milliseconds'), describe: 'a loop turn longer than this is a finding' })
     .option('seconds', { type: 'string', default: '60', coerce: intCoerce('seconds', 1, 86400), describe: 'wall-clock budget per target' })
     .option('log-level', { choices: LOG_LEVELS, default: 'none' as LogLevel, describe: 'the server\'s log level (to stderr)' })
     .example('$0 --seconds 600', 'ten minutes of the live path from a clock seed')
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
         seed, ms: argv.seconds * 1000, log,
         progress: (line) => process.stdout.write(`  ${n}: ${line}; longest loop turn ${watch.maxMs.toFixed(1)} ms\n`),
         longestTurnMs: () => watch.maxMs,
+        turnLimitMs: argv['turn-limit'],
       });
       process.stdout.write(`no findings in ${n}. seed ${seed}: ${summary}; ${((Date.now() - t0) / 1000).toFixed(1)} s; longest loop turn ${watch.maxMs.toFixed(1)} ms (p99 ${watch.p99Ms.toFixed(1)} ms)\n`);
     } catch (e) {

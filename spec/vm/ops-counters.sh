@@ -145,7 +145,7 @@ atleast() { if [ -n "$2" ] && [ "$2" -ge "$3" ]; then ok "$1: $2 >= $3"; else ba
 conn=$(sval "$SNAP" Instance connection)
 # "connected" or "connected (device reset)": the driver's RESET at probe is a device reset.
 case $conn in connected*) ok "stats file: connection : $conn, at the snapshot" ;; *) bad "stats file connection at the snapshot: '$conn'" ;; esac
-[ "$(mval rocm_ernic_client_connected)" = 1 ] && ok "/metrics: rocm_ernic_client_connected 1 at the snapshot" || bad "/metrics client_connected: $(mval rocm_ernic_client_connected)"
+[ "$(mval rocm_ernic_connection_up state=\"connected\")" = 1 ] && ok "/metrics: rocm_ernic_connection_up{state=\"connected\"} 1 at the snapshot" || bad "/metrics connection_up{state=\"connected\"}: $(mval rocm_ernic_connection_up state=\"connected\")"
 
 # ---- did anything move while the host read? --------------------------------------------------
 moved=

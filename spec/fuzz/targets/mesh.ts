@@ -18,7 +18,6 @@ import { MrF, QpT, WOp } from '../../support/ionic/rdma-regs';
 import { v4 } from '../../support/ionic/rdma-verbs';
 import { FuzzFinding, registerTarget } from './index';
 
-const TURN_LIMIT_MS = 50;
 const IP_A = '10.66.0.1';
 const IP_B = '10.66.0.2';
 const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
@@ -124,7 +123,7 @@ registerTarget({
         await new Promise((r) => setTimeout(r, 2));
         for (const peer of peers) peer.socket.destroy();
         if (escaped) throw new FuzzFinding(`an exception escaped: ${(escaped as Error).stack ?? String(escaped)}`, o.seed, round, trail);
-        if (o.longestTurnMs() > TURN_LIMIT_MS) throw new FuzzFinding(`a loop turn of ${o.longestTurnMs().toFixed(1)} ms`, o.seed, round, trail);
+        if (o.longestTurnMs() > o.turnLimitMs) throw new FuzzFinding(`a loop turn of ${o.longestTurnMs().toFixed(1)} ms`, o.seed, round, trail);
         // Every 20 rounds: the real pair still moves data.
         if (round % 20 === 0) {
           const data = Buffer.alloc(3000);
