@@ -58,7 +58,8 @@ const BACKENDS_HELP = `Backends (--backend):
   tcp:manager:listen:PORT   RDMA between VMs over a TCP mesh of servers; this one is the manager
   tcp:manager:IP:PORT         (node 0), listening on IP:PORT; workers dial it with
   tcp:worker:HOST:PORT        tcp:worker:HOST:PORT (docs/mesh.md; tuned by ERNIC_TCP_GUEST_GIDS,
-                              ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS); listen:PORT binds
+                              ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS,
+                              ERNIC_TCP_NODES_PER_ADDRESS); listen:PORT binds
                               127.0.0.1; without --mesh-psk (or --mesh-cert) the mesh stays on loopback
   nvmeof[:KEY=VALUE,...]    an NVMe-oF target on the guest's segment, for nvme connect -t rdma
                             (docs/nvmeof.md); keys and defaults:

@@ -5,7 +5,7 @@
 
 import { z } from 'zod';
 import { formatHostPort, gidFromText, HostPort, parseHostPort, parsePort } from './address';
-import { DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, MAX_NODE_GIDS } from './limits';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, MAX_NODE_GIDS, MAX_NODES, NODES_PER_ADDRESS } from './limits';
 
 // ---------------------------------------------------------------------------
 // --backend
@@ -75,6 +75,8 @@ export interface MeshEnv {
   readonly debugMesh: boolean;
   /** ERNIC_TCP_HEARTBEAT_MS (ours): the health-check interval. */
   readonly heartbeatMs: number;
+  /** ERNIC_TCP_NODES_PER_ADDRESS (ours): live registrations the manager takes from one source address. */
+  readonly nodesPerAddress: number;
 }
 
 const unsetIfEmpty = (v: unknown): unknown => (typeof v === 'string' && v.trim() === '' ? undefined : v);
@@ -128,6 +130,7 @@ const envSchema = z.object({
   ERNIC_TCP_LISTEN_BACKLOG: integerVar(1, 65535, DEFAULT_LISTEN_BACKLOG),
   ERNIC_DEBUG_MESH: z.preprocess(unsetIfEmpty, z.enum(['0', '1'], { errorMap: () => ({ message: 'must be 0 or 1' }) }).optional()),
   ERNIC_TCP_HEARTBEAT_MS: integerVar(100, 600_000, DEFAULT_HEARTBEAT_MS),
+  ERNIC_TCP_NODES_PER_ADDRESS: integerVar(1, MAX_NODES, NODES_PER_ADDRESS),
 });
 
 /** Read the mesh's environment variables; a bad value is one line naming the variable. */
@@ -148,6 +151,7 @@ export function parseMeshEnv(env: Readonly<Record<string, string | undefined>>):
     listenBacklog: v.ERNIC_TCP_LISTEN_BACKLOG,
     debugMesh: v.ERNIC_DEBUG_MESH === '1',
     heartbeatMs: v.ERNIC_TCP_HEARTBEAT_MS,
+    nodesPerAddress: v.ERNIC_TCP_NODES_PER_ADDRESS,
     ...(v.ERNIC_TCP_SOCKBUF === undefined ? {} : { sockbuf: v.ERNIC_TCP_SOCKBUF }),
   };
   return { ok: true, value: out };

@@ -395,6 +395,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
       gids: this.#gids,
       resolve: this.#resolve,
       maxNodes: this.#limits.maxNodes,
+      nodesPerAddress: this.#limits.nodesPerAddress,
       heartbeatMs: this.#heartbeatMs,
       get closing(): boolean {
         return mesh.#closing;

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { isValidIfName } from './netdev';
 import { formatHostPort, gidToText, isLoopbackAddress } from '../mesh/address';
 import { linkLocalGid as linkLocalGidBytes } from '../rdma/datapath/mesh/gid-learning';
+import { NODES_PER_ADDRESS } from '../mesh/limits';
 
 /** Defaults of the C design's service environment (/etc/rocm-ernic/rocm-ernic.env). */
 export const OPS_DEFAULTS = {
@@ -156,7 +157,10 @@ export function planInstances(o: HostPlanOptions): PlanResult {
       stats,
       log: path.join(o.logDir, `${id}.log`),
       args,
-      env: role === 'single' ? {} : { ERNIC_TCP_GUEST_GIDS: gid },
+      // Every worker of this host registers from the same address: past the
+      // manager's default of NODES_PER_ADDRESS a source, let it take them all.
+      env: role === 'single' ? {} : role === 'manager' && o.count - 1 > NODES_PER_ADDRESS
+        ? { ERNIC_TCP_GUEST_GIDS: gid, ERNIC_TCP_NODES_PER_ADDRESS: String(o.count - 1) } : { ERNIC_TCP_GUEST_GIDS: gid },
     });
   }
   return { ok: true, instances: out };

@@ -71,14 +71,14 @@ describe('mesh: configuration', () => {
   describe('environment', () => {
     it('defaults', () => {
       expect(parseMeshEnv({})).to.deep.equal({
-        ok: true, value: { sendTimeoutMs: 10000, guestGids: [], listenBacklog: 32, debugMesh: false, heartbeatMs: 5000 },
+        ok: true, value: { sendTimeoutMs: 10000, guestGids: [], listenBacklog: 32, debugMesh: false, heartbeatMs: 5000, nodesPerAddress: 8 },
       });
     });
 
     it('reads every variable', () => {
       const r = parseMeshEnv({
         ERNIC_TCP_SEND_TIMEOUT_MS: '2500', ERNIC_TCP_GUEST_GIDS: ' fe80::1, 10.0.0.5 ,,fe80::1', ERNIC_TCP_SOCKBUF: '4194304',
-        ERNIC_TCP_LISTEN_BACKLOG: '64', ERNIC_DEBUG_MESH: '1', ERNIC_TCP_HEARTBEAT_MS: '1000', UNRELATED: 'x',
+        ERNIC_TCP_LISTEN_BACKLOG: '64', ERNIC_DEBUG_MESH: '1', ERNIC_TCP_HEARTBEAT_MS: '1000', ERNIC_TCP_NODES_PER_ADDRESS: '20', UNRELATED: 'x',
       });
       if (!r.ok) throw new Error(r.error);
       expect(r.value.sendTimeoutMs).to.equal(2500);
@@ -87,6 +87,7 @@ describe('mesh: configuration', () => {
       expect(r.value.listenBacklog).to.equal(64);
       expect(r.value.debugMesh).to.equal(true);
       expect(r.value.heartbeatMs).to.equal(1000);
+      expect(r.value.nodesPerAddress).to.equal(20);
     });
 
     it('treats empty values as unset', () => {
@@ -108,6 +109,8 @@ describe('mesh: configuration', () => {
         [{ ERNIC_TCP_LISTEN_BACKLOG: '0' }, /^ERNIC_TCP_LISTEN_BACKLOG: must be at least 1/],
         [{ ERNIC_DEBUG_MESH: 'yes' }, /^ERNIC_DEBUG_MESH: must be 0 or 1/],
         [{ ERNIC_TCP_HEARTBEAT_MS: '10' }, /^ERNIC_TCP_HEARTBEAT_MS: must be at least 100/],
+        [{ ERNIC_TCP_NODES_PER_ADDRESS: '0' }, /^ERNIC_TCP_NODES_PER_ADDRESS: must be at least 1/],
+        [{ ERNIC_TCP_NODES_PER_ADDRESS: '65' }, /^ERNIC_TCP_NODES_PER_ADDRESS: must be at most 64/],
       ];
       for (const [env, re] of cases) expect(errorOf(parseMeshEnv(env)), JSON.stringify(env)).to.match(re);
     });

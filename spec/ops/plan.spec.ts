@@ -34,6 +34,14 @@ describe('ops: instance plan', function () {
       '--nic-profile', 'compat', '--log-level', 'warn', '--tap', 'ernic-tap1', '--socket-mode', '660',
     ]);
     expect(r.instances[1]!.env).to.deep.equal({ ERNIC_TCP_GUEST_GIDS: r.instances[1]!.gid });
+    expect(r.instances[0]!.env).to.deep.equal({ ERNIC_TCP_GUEST_GIDS: r.instances[0]!.gid });
+  });
+
+  it('past the manager\'s per-address default, lets it take every worker of the host (they all register from one address)', function () {
+    const r = planInstances({ ...base, count: 12 });
+    if (!r.ok) throw new Error(r.error);
+    expect(r.instances[0]!.env).to.deep.equal({ ERNIC_TCP_GUEST_GIDS: r.instances[0]!.gid, ERNIC_TCP_NODES_PER_ADDRESS: '11' });
+    expect(r.instances[5]!.env).to.deep.equal({ ERNIC_TCP_GUEST_GIDS: r.instances[5]!.gid });
   });
 
   it('derives locally administered unicast MACs from the machine id and the instance id', function () {
