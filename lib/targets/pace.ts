@@ -56,6 +56,19 @@ export class Pacer {
     });
   }
 
+  /**
+   * One step now, the rest (if any) paced: for work that is usually small
+   * (one step) and only sometimes large.
+   */
+  start(step: () => boolean): Promise<void> {
+    try {
+      if (step()) return Promise.resolve();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.run(step);
+  }
+
   /** Call `slice(from, to)` over [0, total) in pieces of at most `size`. */
   each(total: number, size: number, slice: (from: number, to: number) => void): Promise<void> {
     let at = 0;
@@ -90,6 +103,23 @@ export class Pacer {
       if (done) job.resolve(); else this.#jobs.push(job);
     }
     if (this.#jobs.length > 0) this.#arm();
+  }
+}
+
+/** Jobs one after another, in arrival order (each may itself be paced). */
+export class Serial {
+  #tail: Promise<unknown> = Promise.resolve();
+  #waiting = 0;
+
+  get waiting(): number {
+    return this.#waiting;
+  }
+
+  run<T>(job: () => Promise<T>): Promise<T> {
+    this.#waiting++;
+    const next = this.#tail.then(job).finally(() => { this.#waiting--; });
+    this.#tail = next.catch(() => undefined);
+    return next;
   }
 }
 

@@ -12,7 +12,11 @@ import { MmioProbe } from '../mmio-probe';
 import { DeviceHost, HostQueue } from './device-host';
 import { KEYED, sqe, SUBNQN } from './helpers';
 
-/** Longest MMIO round trip allowed while the target works: generous for a loaded 2-CPU machine, far below the seconds of before. */
+/**
+ * Most of this thread's CPU time one MMIO round trip may hold while the
+ * target works (mmio-probe.ts: wall time on a shared machine is mostly waiting
+ * for a CPU): generous for a loaded 2-CPU machine, far below the seconds of before.
+ */
 const MAX_RTT_MS = 100;
 const MiB = 1024 * 1024;
 
@@ -74,11 +78,11 @@ describe('nvmeof target: the loop stays free while a guest asks for namespace-wi
           h.post(io, capsules);
           return h.responses(io, 8, 60_000);
         });
-        console.log(`      ${c.op}: longest MMIO round trip ${r.maxRttMs.toFixed(1)} ms over ${r.reads} reads; longest loop turn ${r.maxTurnMs.toFixed(1)} ms`);
+        console.log(`      ${c.op}: longest MMIO round trip ${r.maxRttMs.toFixed(1)} ms (${r.maxRttCpuMs.toFixed(1)} ms of it on this thread's CPU) over ${r.reads} reads; longest loop turn ${r.maxTurnMs.toFixed(1)} ms`);
         expect(r.value.map((x) => x.status), 'statuses').to.deep.equal(Array(8).fill(0));
         expect(r.value.map((x) => x.cid), 'completion order').to.deep.equal(cids);
         expect(r.reads, 'MMIO reads answered during the work').to.be.greaterThan(1);
-        expect(r.maxRttMs, 'longest MMIO round trip (ms)').to.be.below(MAX_RTT_MS);
+        expect(r.maxRttCpuMs, 'CPU time of the longest MMIO round trip (ms)').to.be.below(MAX_RTT_MS);
         for (const lba of [0, blocks - 8]) {
           h.mr.write(8192, Buffer.alloc(pattern.length, 0xff));
           const rd = await h.command(io, sqe({ opcode: 0x02, cid: h.nextCid(), nsid: 1, sgl: { addr: h.mr.va + 8192, len: pattern.length, key: h.mr.key, type: KEYED }, cdw10: lba, cdw12: 7 }));

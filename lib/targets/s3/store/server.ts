@@ -18,7 +18,7 @@ import { decodeAwsChunked, isAwsChunked } from './chunked';
 import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
 import { MAX_LIST_KEYS, MAX_METADATA_BYTES, ObjectStore, StoredObject } from './objects';
 import { Credentials, isSignedStream, queryPairs, sha256hex, SigV4Verified, uriEncode, verifyChunkSignatures, verifySigV4 } from './sigv4';
-import { MAX_XML_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlPlain } from './xml';
+import { MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlDocumentPaced, XmlNode, xmlPlain } from './xml';
 
 /** What the RDMA token path offers the handler (implemented by lib/targets/s3/rdma.ts). */
 export interface RdmaHook {
@@ -45,6 +45,8 @@ const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
 const CHUNK_OVERHEAD = 64 * 1024;
 const CHUNK_OVERHEAD_PER_MIB = 256;
 const MAX_PARTS_LISTED = 1000;
+/** A body no call here reads (CreateMultipartUpload has none): read and dropped, up to this much. */
+const MAX_IGNORED_BODY = 8 * 1024;
 /** GET object's response header overrides (?response-content-type=...): the header is the name without `response-`. */
 const RESPONSE_OVERRIDES = [
   'response-content-type', 'response-content-language', 'response-expires', 'response-cache-control', 'response-content-disposition',
@@ -196,8 +198,8 @@ function sendError(res: http.ServerResponse, method: string, err: S3Error, resou
     Code: err.code, Message: err.detail ? `${e.message} (${err.detail})` : e.message, Resource: resource, RequestId: requestId,
   });
   res.setHeader('Content-Type', 'application/xml');
-  res.setHeader('Content-Length', Buffer.byteLength(body));
-  res.end(body);
+  res.setHeader('Content-Length', body.length);
+  res.end(body.toString('utf8')); // a string goes out in one write with the headers (one segment on the guest's TCP)
 }
 
 function refuse(ctx: Ctx, err: S3Error, extra?: Record<string, string>): void {
@@ -207,12 +209,19 @@ function refuse(ctx: Ctx, err: S3Error, extra?: Record<string, string>): void {
   if (!ctx.req.complete) ctx.req.resume();
 }
 
-function sendXml(ctx: Ctx, status: number, xml: string): void {
+/** An XML document, whole or in pieces (written one after the other, never joined). */
+function sendXml(ctx: Ctx, status: number, xml: Buffer | readonly Buffer[]): void {
+  const pieces = Buffer.isBuffer(xml) ? [xml] : xml;
+  let length = 0;
+  for (const p of pieces) length += p.length;
   ctx.res.statusCode = status;
   ctx.res.setHeader('x-amz-request-id', ctx.requestId);
   ctx.res.setHeader('Content-Type', 'application/xml');
-  ctx.res.setHeader('Content-Length', Buffer.byteLength(xml));
-  ctx.res.end(xml);
+  ctx.res.setHeader('Content-Length', length);
+  // One piece as a string, which goes out in one write with the headers (one segment on the guest's TCP, as before).
+  if (pieces.length === 1) return void ctx.res.end(pieces[0]!.toString('utf8'));
+  for (let i = 0; i + 1 < pieces.length; i++) ctx.res.write(pieces[i]);
+  ctx.res.end(pieces[pieces.length - 1]);
 }
 
 function sendEmpty(ctx: Ctx, status: number, headers: Record<string, string | number> = {}): void {
@@ -229,8 +238,9 @@ function quoted(etag: string): string {
 
 // Request bodies.
 
-function bodyLimit(store: ObjectStore): number {
-  return store.limits.maxpart + CHUNK_OVERHEAD + Math.ceil(store.limits.maxpart / (1 << 20)) * CHUNK_OVERHEAD_PER_MIB;
+/** Bytes on the wire for a payload of at most `limit` bytes: room for aws-chunked framing. */
+function wireLimit(limit: number): number {
+  return limit + CHUNK_OVERHEAD + Math.ceil(limit / (1 << 20)) * CHUNK_OVERHEAD_PER_MIB;
 }
 
 /** The whole request body, at most `limit` bytes on the wire, within the server's body budget (SlowDown past it). */
@@ -269,7 +279,7 @@ function readRaw(req: http.IncomingMessage, limit: number, budget: BodyBudget): 
 
 /** The payload of a PUT or POST: aws-chunked decoded, every declared digest and checksum checked. */
 async function readPayload(ctx: Ctx, limit: number): Promise<S3Result<Buffer>> {
-  const raw = await readRaw(ctx.req, limit + (limit === MAX_XML_BODY ? 0 : bodyLimit(ctx.opts.store) - ctx.opts.store.limits.maxpart), ctx.budget);
+  const raw = await readRaw(ctx.req, wireLimit(limit), ctx.budget);
   if (!raw.ok) return raw;
   const h = ctx.req.headers;
   let data = raw.value;
@@ -325,7 +335,7 @@ async function bucketOp(ctx: Ctx): Promise<void> {
   }
 }
 
-function listObjects(ctx: Ctx): void {
+async function listObjects(ctx: Ctx): Promise<void> {
   const q = ctx.query;
   const v2 = q.get('list-type') === '2';
   const prefix = q.get('prefix') ?? '';
@@ -345,7 +355,7 @@ function listObjects(ctx: Ctx): void {
     } else after = q.get('start-after') ?? '';
   } else after = q.get('marker') ?? '';
   const page = ctx.opts.store.list({ prefix, delimiter, maxKeys: Math.min(maxKeys, MAX_LIST_KEYS), after });
-  const body: Record<string, unknown> = { Name: ctx.bucket, Prefix: enc(prefix) };
+  const body: Record<string, XmlNode> = { Name: ctx.bucket, Prefix: enc(prefix) };
   if (v2) {
     if (token !== undefined) body['ContinuationToken'] = token;
     if (q.has('start-after')) body['StartAfter'] = enc(q.get('start-after')!);
@@ -363,16 +373,29 @@ function listObjects(ctx: Ctx): void {
     Key: enc(o.key), LastModified: o.lastModified.toISOString(), ETag: quoted(o.etag), Size: o.data.length, StorageClass: 'STANDARD',
   }));
   body['CommonPrefixes'] = page.commonPrefixes.map((p) => ({ Prefix: enc(p) }));
-  sendXml(ctx, 200, xmlDocument('ListBucketResult', body));
+  sendXml(ctx, 200, await xmlDocumentPaced('ListBucketResult', body));
+}
+
+/**
+ * The XML body of DeleteObjects or CompleteMultipartUpload, at most `cap`
+ * bytes: a bigger one cannot be a document S3 accepts (MalformedXML, as S3
+ * answers more than 1,000 keys), refused before it is read when declared.
+ */
+async function readXmlBody(ctx: Ctx, cap: number): Promise<S3Result<Buffer>> {
+  const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? ctx.req.headers['content-length'] ?? Number.NaN);
+  if (Number.isSafeInteger(declared) && declared > cap) return fail('MalformedXML', `a body of more than ${cap} bytes`);
+  const body = await readPayload(ctx, cap);
+  if (!body.ok && body.error.code === 'EntityTooLarge') return fail('MalformedXML', `a body of more than ${cap} bytes`);
+  return body;
 }
 
 async function deleteObjects(ctx: Ctx): Promise<void> {
-  const body = await readPayload(ctx, MAX_XML_BODY);
+  const body = await readXmlBody(ctx, MAX_DELETE_BODY);
   if (!body.ok) return refuse(ctx, body.error);
-  const d = parseDeleteObjects(body.value);
+  const d = await parseDeleteObjects(body.value);
   if (!d) return refuse(ctx, s3err('MalformedXML'));
-  for (const k of d.keys) await ctx.opts.store.delete(k);
-  sendXml(ctx, 200, xmlDocument('DeleteResult', { Deleted: d.quiet ? [] : d.keys.map((k) => ({ Key: k })) }));
+  for (const k of d.keys) await ctx.opts.store.delete(k.toString('utf8'));
+  sendXml(ctx, 200, await xmlDocumentPaced('DeleteResult', { Deleted: d.quiet ? [] : d.keys.map((k) => ({ Key: k })) }));
 }
 
 // Object operations.
@@ -537,7 +560,7 @@ async function readByToken(ctx: Ctx, token: string): Promise<S3Result<{ data: Bu
 async function createUpload(ctx: Ctx): Promise<void> {
   const meta = userMetadata(ctx.req.headers);
   if (!meta.ok) return refuse(ctx, meta.error);
-  const body = await readRaw(ctx.req, MAX_XML_BODY, ctx.budget);
+  const body = await readRaw(ctx.req, MAX_IGNORED_BODY, ctx.budget);
   if (!body.ok) return refuse(ctx, body.error);
   const contentType = (ctx.req.headers['content-type'] as string | undefined) ?? DEFAULT_CONTENT_TYPE;
   const r = await ctx.opts.store.createUpload(ctx.key, contentType, meta.value);
@@ -569,9 +592,9 @@ async function uploadPart(ctx: Ctx, uploadId: string): Promise<void> {
 }
 
 async function completeUpload(ctx: Ctx, uploadId: string): Promise<void> {
-  const body = await readPayload(ctx, MAX_XML_BODY);
+  const body = await readXmlBody(ctx, MAX_COMPLETE_BODY);
   if (!body.ok) return refuse(ctx, body.error);
-  const parts = parseCompleteMultipart(body.value);
+  const parts = await parseCompleteMultipart(body.value);
   if (!parts) return refuse(ctx, s3err('MalformedXML'));
   const r = await ctx.opts.store.complete(uploadId, ctx.key, parts);
   if (!r.ok) return refuse(ctx, r.error);
@@ -581,7 +604,7 @@ async function completeUpload(ctx: Ctx, uploadId: string): Promise<void> {
   }));
 }
 
-function listParts(ctx: Ctx, uploadId: string): void {
+async function listParts(ctx: Ctx, uploadId: string): Promise<void> {
   const r = ctx.opts.store.listParts(uploadId, ctx.key);
   if (!r.ok) return refuse(ctx, r.error);
   const marker = Number(ctx.query.get('part-number-marker') ?? '0');
@@ -590,7 +613,7 @@ function listParts(ctx: Ctx, uploadId: string): void {
   const after = r.value.parts.filter((p) => p.partNumber > marker);
   const page = after.slice(0, max);
   const truncated = after.length > page.length;
-  sendXml(ctx, 200, xmlDocument('ListPartsResult', {
+  sendXml(ctx, 200, await xmlDocumentPaced('ListPartsResult', {
     Bucket: ctx.bucket, Key: ctx.key, UploadId: uploadId, PartNumberMarker: marker,
     NextPartNumberMarker: page.length ? page[page.length - 1]!.partNumber : marker, MaxParts: max, IsTruncated: truncated,
     StorageClass: 'STANDARD',
