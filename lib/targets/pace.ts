@@ -35,8 +35,8 @@ export class Pacer {
   readonly #now: () => number;
   #jobs: Job[] = [];
   #armed = false;
-  /** Turns that ran steps, and steps run (tests and stats). */
-  readonly counts = { turns: 0, steps: 0 };
+  /** Turns that ran steps, steps run, and the longest turn in ms (tests and stats). */
+  readonly counts = { turns: 0, steps: 0, longestTurnMs: 0 };
 
   constructor(budgetMs = TURN_BUDGET_MS, now: () => number = () => performance.now()) {
     this.#budgetMs = budgetMs;
@@ -102,6 +102,8 @@ export class Pacer {
       }
       if (done) job.resolve(); else this.#jobs.push(job);
     }
+    const took = this.#now() - end + this.#budgetMs;
+    if (took > this.counts.longestTurnMs) this.counts.longestTurnMs = took;
     if (this.#jobs.length > 0) this.#arm();
   }
 }
