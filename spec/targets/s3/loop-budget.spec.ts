@@ -172,6 +172,26 @@ describe('s3 store: the loop stays free while a client sends work it sizes', fun
     const first = /<Key>([^<]*)<\/Key>/.exec(replies[3]!.body.toString())![1]!;
     expect(first).to.equal(key(7).replace(/&/g, '&amp;'));
   });
+
+  it('names from the client are only names: metadata, query parameters, trailers and checksums named after Object\'s properties', async () => {
+    const hostile = ['__proto__', 'constructor', 'hasownproperty', 'tostring', 'valueof'];
+    const meta = Object.fromEntries(hostile.map((n) => [`x-amz-meta-${n}`, `v-${n}`]));
+    const replies = await probed('200 requests with hostile names', () => Promise.all(Array.from({ length: 40 }, async (_, i) => {
+      const put = await request(port, 'PUT', `/ernic/proto-${i}`, { ...meta, 'x-amz-checksum-__proto__': 'x' }, Buffer.from('data'));
+      const get = await request(port, 'GET', `/ernic/proto-${i}`);
+      const query = await request(port, 'GET', `/ernic/proto-${i}?${hostile[i % hostile.length]}=1`);
+      const chunked = await request(port, 'PUT', `/ernic/proto-c-${i}`, {
+        'content-encoding': 'aws-chunked', 'x-amz-decoded-content-length': '3', 'x-amz-content-sha256': 'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
+      }, Buffer.from('3\r\nabc\r\n0\r\n__proto__:x\r\nconstructor:y\r\nx-amz-checksum-__proto__:z\r\n\r\n'));
+      const del = await request(port, 'POST', '/ernic?delete', {}, Buffer.from(`<Delete><Object><Key>proto-${i}</Key></Object><Object><Key>proto-c-${i}</Key></Object></Delete>`));
+      return { put, get, query, chunked, del };
+    })));
+    for (const { put, get, query, chunked, del } of replies) {
+      expect([put.status, get.status, chunked.status, del.status]).to.deep.equal([200, 200, 200, 200]);
+      for (const n of hostile) expect(get.headers[`x-amz-meta-${n}`], n).to.equal(`v-${n}`);
+      expect([query.status, code(query)]).to.deep.equal([501, 'NotImplemented']);
+    }
+  });
 });
 
 /** CRC32C (Castagnoli), bit by bit from its definition, as x-amz-checksum-crc32c has it (base64, big-endian). */

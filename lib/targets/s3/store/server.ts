@@ -229,7 +229,7 @@ function sendEmpty(ctx: Ctx, status: number, headers: Record<string, string | nu
   ctx.res.statusCode = status;
   ctx.res.setHeader('x-amz-request-id', ctx.requestId);
   for (const [k, v] of Object.entries(headers)) ctx.res.setHeader(k, v);
-  if (status !== 204 && !('Content-Length' in headers)) ctx.res.setHeader('Content-Length', 0);
+  if (status !== 204 && !Object.hasOwn(headers, 'Content-Length')) ctx.res.setHeader('Content-Length', 0);
   ctx.res.end();
 }
 
@@ -452,7 +452,8 @@ async function objectOp(ctx: Ctx): Promise<void> {
 }
 
 function userMetadata(h: http.IncomingHttpHeaders): S3Result<Record<string, string>> {
-  const m: Record<string, string> = {};
+  // No prototype: the names are the client's (x-amz-meta-__proto__ is a name like any other).
+  const m = Object.create(null) as Record<string, string>;
   let bytes = 0;
   for (const [k, v] of Object.entries(h)) {
     if (!k.startsWith('x-amz-meta-') || typeof v !== 'string') continue;
@@ -468,9 +469,9 @@ function rdmaErrorReply(err: S3Error): Record<string, string> {
 }
 
 function objectHeaders(o: StoredObject): Record<string, string> {
-  const h: Record<string, string> = {
+  const h = Object.assign(Object.create(null) as Record<string, string>, {
     ETag: quoted(o.etag), 'Last-Modified': o.lastModified.toUTCString(), 'Content-Type': o.contentType, 'Accept-Ranges': 'bytes',
-  };
+  });
   for (const [k, v] of Object.entries(o.metadata)) h[`x-amz-meta-${k}`] = v;
   return h;
 }
