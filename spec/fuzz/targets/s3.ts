@@ -200,12 +200,12 @@ class S3Fuzzer {
     const ep = this.#ep!;
     if (this.#signed) {
       // Unsigned requests are refused: the books are checked from the store itself.
-      const r = await this.#send({ method: 'GET', path: `/${BUCKET}/a`, headers: {}, body: Buffer.alloc(0), complete: true, what: 'unsigned GET' });
+      const r = await this.#send({ method: 'GET', path: `/${BUCKET}/a`, headers: {}, body: Buffer.alloc(0), complete: true, what: 'unsigned GET' }, true);
       if (r.status !== 403) throw this.finding(`an unsigned GET to a signed store answered ${r.status}`);
     } else {
       const data = this.#watch.untimed(() => this.#rnd.bytes(100_000));
-      const put = await this.#send({ method: 'PUT', path: `/${BUCKET}/after`, headers: { 'content-md5': b64(data, 'md5') }, body: data, complete: true, what: 'PUT after' });
-      const get = await this.#send({ method: 'GET', path: `/${BUCKET}/after`, headers: {}, body: Buffer.alloc(0), complete: true, what: 'GET after' });
+      const put = await this.#send({ method: 'PUT', path: `/${BUCKET}/after`, headers: { 'content-md5': b64(data, 'md5') }, body: data, complete: true, what: 'PUT after' }, true);
+      const get = await this.#send({ method: 'GET', path: `/${BUCKET}/after`, headers: {}, body: Buffer.alloc(0), complete: true, what: 'GET after' }, true);
       if (put.status !== 200 || get.status !== 200 || !get.body.equals(data)) {
         throw this.finding(`after the epoch, PUT ${put.status} / GET ${get.status} did not give the object back: ${put.body.toString('utf8', 0, 300)}`);
       }
@@ -385,8 +385,12 @@ class S3Fuzzer {
     if (m) this.#uploads.add(m[1]!);
   }
 
-  /** Over the host listener with Node's client; resolves with the answer, or status 0 when the client refused or the server closed. */
-  #send(r: Req): Promise<Reply> {
+  /**
+   * Over the host listener with Node's client; resolves with the answer, or status 0 when the client refused
+   * or the server closed. `fresh`: a connection of its own (a kept-alive one the server is closing as it is
+   * reused fails on the client's side, which is no answer to check).
+   */
+  #send(r: Req, fresh = false): Promise<Reply> {
     this.note(`host ${r.what} body ${r.body.length}${r.complete ? '' : ' (cut)'}`);
     return new Promise((resolve, reject) => {
       let req: http.ClientRequest;
@@ -398,7 +402,7 @@ class S3Fuzzer {
       const done = (v: Reply): void => { clearTimeout(timer); resolve(v); };
       try {
         const headers = { ...r.headers, ...(r.complete ? {} : { 'content-length': String(r.body.length + 10) }) };
-        req = http.request({ host: '127.0.0.1', port: this.#port, method: r.method, path: r.path, headers, agent: this.#agent! }, (res) => {
+        req = http.request({ host: '127.0.0.1', port: this.#port, method: r.method, path: r.path, headers, agent: fresh ? false : this.#agent! }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }));
@@ -432,7 +436,7 @@ class S3Fuzzer {
     const rnd = this.#rnd;
     const key = `flow-${this.stats.flows}`; // its own keys: flows run side by side
     const req = (method: string, path: string, body: Buffer = Buffer.alloc(0), headers: Record<string, string> = {}): Promise<Reply> =>
-      this.#send({ method, path, headers, body, complete: true, what: `flow ${method} ${path}` });
+      this.#send({ method, path, headers, body, complete: true, what: `flow ${method} ${path}` }, true);
     switch (rnd.below(3)) {
       case 0: {
         const data = this.#watch.untimed(() => rnd.bytes(rnd.below(300_000)));
