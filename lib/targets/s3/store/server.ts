@@ -370,6 +370,8 @@ async function listObjects(ctx: Ctx): Promise<void> {
   const urlEncode = q.get('encoding-type') === 'url';
   if (q.has('encoding-type') && !urlEncode) return refuse(ctx, s3err('InvalidArgument', 'encoding-type'));
   const enc = (s: string): string => (urlEncode ? uriEncode(s, true) : s);
+  // The page's keys and prefixes encoded as the paced writer reaches them (1,000 keys of 1 KiB: ~20 ms in one go).
+  const encLater = (s: string): XmlNode => (urlEncode ? () => uriEncode(s, true) : s);
   let after = '';
   const token = q.get('continuation-token');
   if (v2) {
@@ -394,9 +396,9 @@ async function listObjects(ctx: Ctx): Promise<void> {
     else body['NextMarker'] = enc(page.lastKey);
   }
   body['Contents'] = page.contents.map((o) => ({
-    Key: enc(o.key), LastModified: o.lastModified.toISOString(), ETag: quoted(o.etag), Size: o.data.length, StorageClass: 'STANDARD',
+    Key: encLater(o.key), LastModified: o.lastModified.toISOString(), ETag: quoted(o.etag), Size: o.data.length, StorageClass: 'STANDARD',
   }));
-  body['CommonPrefixes'] = page.commonPrefixes.map((p) => ({ Prefix: enc(p) }));
+  body['CommonPrefixes'] = page.commonPrefixes.map((p) => ({ Prefix: encLater(p) }));
   sendXml(ctx, 200, await xmlDocumentPaced('ListBucketResult', body));
 }
 

@@ -48,8 +48,24 @@ export const MAX_SKEW_MS = 15 * 60 * 1000;
 /** Longest presigned URL lifetime, s (7 days). */
 const MAX_EXPIRES = 7 * 24 * 3600;
 
-/** RFC 3986 encoding as SigV4 wants it: unreserved characters kept, everything else %XX upper case. */
+/**
+ * RFC 3986 encoding as SigV4 wants it: unreserved characters kept, everything
+ * else %XX upper case. encodeURIComponent does the bulk (a listing with
+ * encoding-type=url encodes 1,000 keys of 1 KiB: 150 ms byte by byte, a few
+ * here); it also keeps !'()*, which SigV4 escapes.
+ */
 export function uriEncode(text: string, keepSlash: boolean): string {
+  let out: string;
+  try {
+    out = encodeURIComponent(text);
+  } catch {
+    return uriEncodeBytes(text, keepSlash); // a lone surrogate: encoded as its UTF-8 replacement, byte by byte
+  }
+  if (/[!'()*]/.test(out)) out = out.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return keepSlash && out.includes('%2F') ? out.replace(/%2F/g, '/') : out;
+}
+
+function uriEncodeBytes(text: string, keepSlash: boolean): string {
   let out = '';
   for (const b of Buffer.from(text, 'utf8')) {
     const c = String.fromCharCode(b);

@@ -592,8 +592,12 @@ export async function parseDeleteObjects(body: Buffer, p: Pacer = sharedPacer): 
 
 // ---- documents out ----------------------------------------------------------------------
 
-/** An element's content: text (string, number, boolean, or UTF-8 bytes), child elements by name, or a list (the element repeated). */
-export type XmlNode = string | number | boolean | Buffer | undefined | XmlBody | readonly XmlNode[];
+/**
+ * An element's content: text (string, number, boolean, or UTF-8 bytes), text made when it is written (a
+ * function: a key's url-encoding, done in the step that writes it), child elements by name, or a list (the
+ * element repeated).
+ */
+export type XmlNode = string | number | boolean | Buffer | (() => string) | undefined | XmlBody | readonly XmlNode[];
 export interface XmlBody {
   readonly [name: string]: XmlNode;
 }
@@ -641,14 +645,16 @@ class XmlWriter {
 
   /** Markup (ASCII names we chose). */
   markup(s: string): void {
-    this.#len += this.#room(s.length).write(s, this.#len, 'latin1');
+    const b = this.#room(s.length); // first: a new piece starts at 0
+    this.#len += b.write(s, this.#len, 'latin1');
   }
 
   /** Content: UTF-8, the markup characters escaped. */
   text(s: string): void {
     const n = Buffer.byteLength(s, 'utf8');
     if (!NEEDS_ESCAPE.test(s)) {
-      this.#len += this.#room(n).write(s, this.#len, 'utf8');
+      const b = this.#room(n); // first: a new piece starts at 0
+      this.#len += b.write(s, this.#len, 'utf8');
       return;
     }
     const raw = scratch(n);
@@ -694,7 +700,8 @@ function* emit(w: XmlWriter, name: string, v: XmlNode): Generator<undefined, voi
     return;
   }
   w.markup(`<${name}>`);
-  if (Buffer.isBuffer(v)) w.bytes(v);
+  if (typeof v === 'function') w.text(v());
+  else if (Buffer.isBuffer(v)) w.bytes(v);
   else if (typeof v === 'object') {
     for (const [k, c] of Object.entries(v as XmlBody)) yield* emit(w, k, c);
   } else {
