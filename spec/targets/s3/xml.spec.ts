@@ -11,6 +11,7 @@ import { Pacer } from '../../../lib/targets/pace';
 import {
   decodeText, escapeXml, MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlDocumentPaced,
 } from '../../../lib/targets/s3/store/xml';
+import { uriEncode } from '../../../lib/targets/s3/store/sigv4';
 import { Prng } from '../../support/ionic/rig';
 
 const keysOf = async (xml: string | Buffer): Promise<string[] | null> => {
@@ -148,5 +149,29 @@ describe('s3 xml: documents out', () => {
     const pieces = await xmlDocumentPaced('DeleteResult', big, new Pacer(1));
     expect(pieces.length).to.be.greaterThan(1);
     expect(Buffer.concat(pieces).equals(xmlDocument('DeleteResult', big))).to.equal(true);
+  });
+});
+
+describe('s3 url encoding (SigV4 and encoding-type=url)', () => {
+  /** RFC 3986 as SigV4 has it, byte by byte from the definition: unreserved kept, the rest %XX. */
+  function byHand(text: string, keepSlash: boolean): string {
+    let out = '';
+    for (const b of Buffer.from(text, 'utf8')) {
+      const c = String.fromCharCode(b);
+      out += /[A-Za-z0-9\-._~]/.test(c) || (keepSlash && c === '/') ? c : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+    }
+    return out;
+  }
+
+  it('matches the definition on random strings: ASCII, BMP, astral, lone surrogates, !\'()*', () => {
+    const rnd = new Prng(0x0e1c);
+    for (let i = 0; i < 5000; i++) {
+      let s = '';
+      for (let n = rnd.below(20); n > 0; n--) {
+        const r = rnd.below(10);
+        s += r < 5 ? String.fromCharCode(0x20 + rnd.below(95)) : r < 8 ? String.fromCharCode(rnd.below(0x800)) : r < 9 ? String.fromCharCode(0xd800 + rnd.below(0x800)) : String.fromCodePoint(0x10000 + rnd.below(0x1000));
+      }
+      for (const keep of [true, false]) expect(uriEncode(s, keep), JSON.stringify(s)).to.equal(byHand(s, keep));
+    }
   });
 });
