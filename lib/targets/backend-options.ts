@@ -71,7 +71,7 @@ export function parseBackendOptions<T extends object>(
       if (eq <= 0) return bad(`option '${item}' is not key=value`);
       const key = item.slice(0, eq);
       const value = item.slice(eq + 1);
-      const schema = Object.prototype.hasOwnProperty.call(schemas, key) ? schemas[key] : undefined;
+      const schema = Object.hasOwn(schemas, key) ? schemas[key] : undefined;
       if (!schema) return bad(`unknown option '${key}' (known: ${Object.keys(schemas).join(', ')})`);
       if (seen.has(key)) return bad(`option '${key}' given twice`);
       seen.add(key);

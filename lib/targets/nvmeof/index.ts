@@ -14,7 +14,7 @@ export type { Cqe, TargetDma } from './command';
 export { NvmeofController } from './controller';
 export type { TeardownReason } from './controller';
 export { FileNamespace, RamNamespace } from './namespace';
-export type { NvmeofNamespace } from './namespace';
+export type { BlockRange, NvmeofNamespace } from './namespace';
 export { NVMEOF_DEFAULTS, parseNvmeofBackend } from './options';
 export type { NvmeofOptions } from './options';
 export { NvmeofQueue, NvmeofTarget } from './queue';

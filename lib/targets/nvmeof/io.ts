@@ -11,7 +11,7 @@ import {
   DSM_ATTR_DEALLOCATE, IoOpcode, NSID_ALL, nvme_dsm, nvme_dsm_range, nvme_rw, nvme_sqe, NvmeStatus, RW_CONTROL_FUA,
 } from './layouts';
 import { MAX_TRANSFER_BYTES } from './limits';
-import { NvmeofNamespace } from './namespace';
+import { BlockRange, NvmeofNamespace } from './namespace';
 import { NvmeofSubsystem } from './subsystem';
 
 /** Blocks a Read/Write/Write Zeroes names: the 0's based length field plus one. */
@@ -91,7 +91,7 @@ async function datasetManagement(sub: NvmeofSubsystem, cmd: NvmeCommand, dma: Ta
   const moved = await dataFromHost(cmd, dma, ranges);
   if (moved) return moved;
   if ((sqeField(cmd, nvme_dsm.attributes) & DSM_ATTR_DEALLOCATE) === 0) return SUCCESS; // hints only
-  const list: Array<{ slba: number; nlb: number }> = [];
+  const list: BlockRange[] = [];
   for (let i = 0; i < count; i++) {
     const at = i * nvme_dsm_range.SIZE;
     const slba = getField(ranges, at, nvme_dsm_range.slba);
@@ -99,11 +99,22 @@ async function datasetManagement(sub: NvmeofSubsystem, cmd: NvmeCommand, dma: Ta
     if (slba === U64_UNSAFE || slba + nlb > ns.blocks) return fail(NvmeStatus.LBA_RANGE, nvme_dsm.nr);
     if (nlb > 0) list.push({ slba, nlb });
   }
-  for (const r of list) {
-    const st = await ns.deallocate(r.slba, r.nlb);
-    if (st !== NvmeStatus.SUCCESS) return fromStatus(st);
+  // 256 ranges may each name the whole namespace: their union is zeroed once.
+  return fromStatus(await ns.deallocate(mergeRanges(list)));
+}
+
+/** Sorted, with overlapping and adjacent ranges joined. */
+export function mergeRanges(list: readonly BlockRange[]): BlockRange[] {
+  const sorted = [...list].sort((a, b) => a.slba - b.slba);
+  const out: BlockRange[] = [];
+  for (const r of sorted) {
+    const last = out[out.length - 1];
+    if (last && r.slba <= last.slba + last.nlb) {
+      const end = Math.max(last.slba + last.nlb, r.slba + r.nlb);
+      out[out.length - 1] = { slba: last.slba, nlb: end - last.slba };
+    } else out.push(r);
   }
-  return SUCCESS;
+  return out;
 }
 
 async function flush(sub: NvmeofSubsystem, cmd: NvmeCommand): Promise<CmdResult> {

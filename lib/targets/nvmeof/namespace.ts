@@ -5,10 +5,16 @@
 // acknowledged to the host) only once the file has taken every byte; Flush
 // is fsync. Callers check ranges first (the controller does): these methods
 // assume lba + nlb is inside the namespace.
+//
+// A RAM namespace's zeroing (Write Zeroes, deallocate) can cover the whole
+// namespace, gigabytes, from one command: it runs through the shared pacer
+// (../pace.ts) a few milliseconds per loop turn, one command's zeroing after
+// another in arrival order, so those commands also complete in that order.
 
 import { constants as bufferConstants } from 'buffer';
 import { createHash } from 'crypto';
 import { constants as fsConstants, promises as fsp } from 'fs';
+import { fillPaced, SLICE } from '../pace';
 import { NvmeStatus } from './layouts';
 
 export const BLOCK_SIZES = [512, 1024, 2048, 4096] as const;
@@ -18,6 +24,12 @@ export const FILE_NS_DEPTH = 32;
 export const MAX_RAM_NS_BYTES = Math.min(bufferConstants.MAX_LENGTH, 2 ** 32);
 /** Zeroes are written in pieces of this size (Write Zeroes on a file). */
 const ZERO_CHUNK = 128 * 1024;
+
+/** Blocks [slba, slba + nlb). */
+export interface BlockRange {
+  readonly slba: number;
+  readonly nlb: number;
+}
 
 /** What the controller needs from a namespace. Every operation resolves to an NVMe status. */
 export interface NvmeofNamespace {
@@ -31,8 +43,8 @@ export interface NvmeofNamespace {
   /** Write src at lba; resolves once stored. `fua`: durable before completing. */
   write(lba: number, src: Buffer, fua: boolean): Promise<number>;
   writeZeroes(lba: number, nlb: number): Promise<number>;
-  /** Advisory: the blocks' contents are no longer needed. */
-  deallocate(lba: number, nlb: number): Promise<number>;
+  /** Advisory: the ranges' contents are no longer needed (ranges checked, sorted, not overlapping). */
+  deallocate(ranges: readonly BlockRange[]): Promise<number>;
   flush(): Promise<number>;
   close(): Promise<void>;
 }
@@ -64,6 +76,9 @@ export class RamNamespace implements NvmeofNamespace {
   readonly blocks: number;
   readonly dlfeat = 1; // deallocated blocks read as zeroes
   readonly #data: Buffer;
+  /** Zeroing runs one command after another: the previous one's end. */
+  #zeroTail: Promise<unknown> = Promise.resolve();
+  #zeroing = 0;
 
   constructor(readonly nsid: number, size: number, readonly blockSize: number) {
     checkGeometry(size, blockSize);
@@ -83,12 +98,34 @@ export class RamNamespace implements NvmeofNamespace {
   }
 
   writeZeroes(lba: number, nlb: number): Promise<number> {
-    this.#data.fill(0, lba * this.blockSize, (lba + nlb) * this.blockSize);
-    return Promise.resolve(NvmeStatus.SUCCESS);
+    return this.#zero([{ slba: lba, nlb }]);
   }
 
-  deallocate(lba: number, nlb: number): Promise<number> {
-    return this.writeZeroes(lba, nlb);
+  deallocate(ranges: readonly BlockRange[]): Promise<number> {
+    return this.#zero(ranges);
+  }
+
+  /** Zeroing commands waiting or running (tests). */
+  get zeroing(): number {
+    return this.#zeroing;
+  }
+
+  #zero(ranges: readonly BlockRange[]): Promise<number> {
+    const bs = this.blockSize;
+    let bytes = 0;
+    for (const r of ranges) bytes += r.nlb * bs;
+    // Small and nothing queued before it: at once (the common 4 KiB discard).
+    if (this.#zeroing === 0 && bytes <= SLICE.fill) {
+      for (const r of ranges) this.#data.fill(0, r.slba * bs, (r.slba + r.nlb) * bs);
+      return Promise.resolve(NvmeStatus.SUCCESS);
+    }
+    this.#zeroing++;
+    const run = this.#zeroTail.then(async () => {
+      for (const r of ranges) await fillPaced(this.#data, 0, r.slba * bs, (r.slba + r.nlb) * bs);
+      return NvmeStatus.SUCCESS;
+    }).finally(() => { this.#zeroing--; });
+    this.#zeroTail = run.catch(() => undefined);
+    return run;
   }
 
   flush(): Promise<number> {

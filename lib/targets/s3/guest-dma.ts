@@ -64,6 +64,15 @@ export class MrTableDma implements RdmaDma {
     return false;
   }
 
+  /** The first and the last byte resolved (key, tag, access, bounds: what a range's refusals come from), nothing copied. */
+  check(rkey: number, addr: bigint, len: number, toHost: boolean): boolean {
+    const need = toHost ? MrFlag.REMOTE_WRITE : MrFlag.REMOTE_READ;
+    if (!Number.isSafeInteger(len) || len <= 0) return len === 0;
+    const good = this.#resolve(rkey, addr, 1, need, toHost) && this.#resolve(rkey, addr + BigInt(len - 1), 1, need, toHost);
+    this.#views.length = 0;
+    return good;
+  }
+
   fromHost(rkey: number, addr: bigint, dst: Buffer): boolean {
     if (!this.#resolve(rkey, addr, dst.length, MrFlag.REMOTE_READ, false)) return false;
     this.#one[0] = dst;

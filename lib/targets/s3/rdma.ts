@@ -5,8 +5,12 @@
 // which check the key's bounds and access. Key 0 (the driver's reserved DMA
 // key, a raw guest address) is refused here, before any callback runs.
 // Transfers are capped by the token's length and maxpart (and, for GET, the
-// object); a short transfer is reported in x-amz-rdma-bytes.
+// object); a short transfer is reported in x-amz-rdma-bytes. A transfer may
+// be gigabytes: it moves a slice per step through the pacer (../pace.ts),
+// each slice resolved in the MR table again, so an MR the guest takes away
+// halfway refuses the rest (403, as a refused first slice would).
 
+import { pacer, SLICE } from '../pace';
 import { fail, ok, S3Result } from './store/errors';
 import type { RdmaHook } from './store/server';
 import { encodeToken, parseTokenHeader, RdmaToken, TRANSPORT_RC } from './token';
@@ -17,6 +21,12 @@ export interface RdmaDma {
   fromHost(rkey: number, addr: bigint, dst: Buffer): boolean;
   /** Write `data` at `addr` of the MR named by `rkey` (needs remote write). */
   toHost(rkey: number, addr: bigint, data: Buffer): boolean;
+  /**
+   * Would a transfer of `len` bytes at `addr` be allowed (key, access, both
+   * ends in bounds)? Asked before the first slice, so the usual refusals move
+   * nothing.
+   */
+  check?(rkey: number, addr: bigint, len: number, toHost: boolean): boolean;
 }
 
 /** The reserved DMA key: never accepted from a client. */
@@ -66,11 +76,26 @@ export class RdmaPath implements RdmaHook {
     return ok(r.token);
   }
 
-  write(header: string, data: Buffer): S3Result<{ bytes: number; serverToken: string }> {
+  /** Run `move(offset, length)` over [0, n) a slice per step; false as soon as one is refused. */
+  async #slices(rkey: number, addr: bigint, n: number, toHost: boolean, move: (off: number, len: number) => boolean): Promise<boolean> {
+    if (n > 0 && this.#dma.check && !this.#dma.check(rkey, addr, n, toHost)) return false;
+    let off = 0;
+    let good = true;
+    await pacer.start(() => {
+      const len = Math.min(SLICE.copy, n - off);
+      if (len > 0 && !move(off, len)) good = false;
+      off += len;
+      return !good || off >= n;
+    });
+    return good;
+  }
+
+  async write(header: string, data: Buffer): Promise<S3Result<{ bytes: number; serverToken: string }>> {
     const t = this.#token(header);
     if (!t.ok) return t;
     const n = Number(t.value.length < BigInt(data.length) ? t.value.length : BigInt(data.length));
-    if (n > 0 && !this.#dma.toHost(t.value.rkey, t.value.remoteAddr, data.subarray(0, n))) {
+    const { rkey, remoteAddr } = t.value;
+    if (!await this.#slices(rkey, remoteAddr, n, true, (off, len) => this.#dma.toHost(rkey, remoteAddr + BigInt(off), data.subarray(off, off + len)))) {
       this.counts.refused++;
       return fail('AccessDenied', 'the client buffer refused the write');
     }
@@ -79,13 +104,14 @@ export class RdmaPath implements RdmaHook {
     return ok({ bytes: n, serverToken: serverToken(this.#ip, n) });
   }
 
-  read(header: string, max: number): S3Result<{ data: Buffer; serverToken: string }> {
+  async read(header: string, max: number): Promise<S3Result<{ data: Buffer; serverToken: string }>> {
     const t = this.#token(header);
     if (!t.ok) return t;
     const n = Number(t.value.length < BigInt(max) ? t.value.length : BigInt(max));
     // The object's own buffer, filled straight from guest memory (one copy).
     const data = Buffer.allocUnsafe(n);
-    if (n > 0 && !this.#dma.fromHost(t.value.rkey, t.value.remoteAddr, data)) {
+    const { rkey, remoteAddr } = t.value;
+    if (!await this.#slices(rkey, remoteAddr, n, false, (off, len) => this.#dma.fromHost(rkey, remoteAddr + BigInt(off), data.subarray(off, off + len)))) {
       this.counts.refused++;
       return fail('AccessDenied', 'the client buffer refused the read');
     }

@@ -1,3 +1,5 @@
 // Every fuzz target, registered by importing it.
 import './live';
 import './mesh';
+import './s3';
+import './nvmeof';

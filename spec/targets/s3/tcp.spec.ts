@@ -153,13 +153,17 @@ describe('s3 tcp: connections', () => {
     plain.stack.claimTx(tcp({ sport: 40011, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 1024 }));
     plain.conns[0]!.write(Buffer.alloc(5000, 0x62));
     expect(plain.take().reduce((n, o) => n + o.data!.length, 0)).to.equal(1024);
-    // A shift above 14 is taken as 14: 65535 << 14 (1 GiB) leaves what was written as the only bound.
+    // A shift above 14 is taken as 14: 65535 << 14 (1 GiB). In flight stays within txLimit (256 KiB) all the same:
+    // every segment of a window is built in one call, and a guest picks the window.
     const big = rig();
     big.stack.claimTx(tcp({ sport: 40012, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 1000, mss: 1460, wscale: 30 }));
     big.take();
     big.stack.claimTx(tcp({ sport: 40012, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 65535 }));
     big.conns[0]!.write(Buffer.alloc(400_000, 0x63));
-    expect(big.take().reduce((n, o) => n + o.data!.length, 0)).to.equal(400_000); // one write is queued whole; the next waits (txLimit)
+    expect(big.take().reduce((n, o) => n + o.data!.length, 0)).to.equal(256 * 1024);
+    // The ACK of all of it lets the rest go.
+    big.stack.claimTx(tcp({ sport: 40012, dport: PORT, seq: 1, ack: ISS + 1 + 256 * 1024, flags: ACK, window: 65535 }));
+    expect(big.take().reduce((n, o) => n + o.data!.length, 0)).to.equal(400_000 - 256 * 1024);
   });
 
   it('every byte sent sits at its own sequence number when an ACK frees a waiting writer (a large window, writes past txLimit, then end)', async () => {

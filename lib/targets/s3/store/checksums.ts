@@ -19,40 +19,82 @@ function crcTable(poly: number): Uint32Array {
 
 const CRC32C = crcTable(0x82f63b78);
 
-function crc32c(data: Buffer): number {
-  let c = 0xffffffff;
+function crc32cUpdate(c: number, data: Buffer): number {
   for (let i = 0; i < data.length; i++) c = CRC32C[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
+  return c;
 }
 
 function be32(n: number): Buffer {
   const b = Buffer.alloc(4);
-  b.writeUInt32BE(n, 0);
+  b.writeUInt32BE(n >>> 0, 0);
   return b;
 }
 
-/** Algorithm name (as in x-amz-checksum-<name>) to its base64 digest; a Map, as the name comes from the client. */
-export const CHECKSUMS: ReadonlyMap<string, (data: Buffer) => string> = new Map([
-  ['crc32', (d: Buffer) => be32(crc32(d)).toString('base64')],
-  ['crc32c', (d: Buffer) => be32(crc32c(d)).toString('base64')],
-  ['sha1', (d: Buffer) => createHash('sha1').update(d).digest('base64')],
-  ['sha256', (d: Buffer) => createHash('sha256').update(d).digest('base64')],
+/** A digest fed in pieces (a large body is hashed a slice per step, ../../pace.ts), then read as base64. */
+export interface RunningDigest {
+  update(data: Buffer): void;
+  digest(): string;
+}
+
+function hashDigest(algorithm: string, encoding: 'base64' | 'hex' = 'base64'): RunningDigest {
+  const h = createHash(algorithm);
+  return { update: (d) => { h.update(d); }, digest: () => h.digest(encoding) };
+}
+
+/** Algorithm name (as in x-amz-checksum-<name>) to a new running digest; a Map, as the name comes from the client. */
+export const CHECKSUMS: ReadonlyMap<string, () => RunningDigest> = new Map<string, () => RunningDigest>([
+  ['crc32', () => {
+    let c = 0;
+    return { update: (d) => { c = crc32(d, c); }, digest: () => be32(c).toString('base64') };
+  }],
+  ['crc32c', () => {
+    let c = 0xffffffff;
+    return { update: (d) => { c = crc32cUpdate(c, d); }, digest: () => be32(c ^ 0xffffffff).toString('base64') };
+  }],
+  ['sha1', () => hashDigest('sha1')],
+  ['sha256', () => hashDigest('sha256')],
 ]);
+
+/** MD5 as Content-MD5 has it (base64), running. */
+export function md5Digest(): RunningDigest {
+  return hashDigest('md5');
+}
 
 export function md5base64(data: Buffer): string {
   return createHash('md5').update(data).digest('base64');
 }
 
+/** One x-amz-checksum-* value to check: the field's name, its algorithm, the value sent. */
+export interface ChecksumCheck {
+  readonly field: string;
+  readonly algorithm: string;
+  readonly expected: string;
+}
+
 /**
- * Check every x-amz-checksum-* value in `fields` (header or trailer names,
- * lower case) against `data`. Unknown algorithms (crc64nvme) are not checked.
- * Returns the name of the first one that does not match, or null.
+ * The x-amz-checksum-* values among `fields` (header or trailer names, lower
+ * case) whose algorithm we compute. Unknown algorithms (crc64nvme) are not
+ * checked.
+ */
+export function checksumChecks(fields: Iterable<readonly [string, unknown]>): ChecksumCheck[] {
+  const out: ChecksumCheck[] = [];
+  for (const [field, value] of fields) {
+    if (!field.startsWith('x-amz-checksum-') || typeof value !== 'string') continue;
+    const algorithm = field.slice('x-amz-checksum-'.length);
+    if (CHECKSUMS.has(algorithm)) out.push({ field, algorithm, expected: value.trim() });
+  }
+  return out;
+}
+
+/**
+ * Check every x-amz-checksum-* value in `fields` against `data` at once (small
+ * bodies, tests). Returns the name of the first one that does not match, or null.
  */
 export function badChecksum(fields: Readonly<Record<string, string | string[] | undefined>>, data: Buffer): string | null {
-  for (const [name, value] of Object.entries(fields)) {
-    if (!name.startsWith('x-amz-checksum-') || typeof value !== 'string') continue;
-    const fn = CHECKSUMS.get(name.slice('x-amz-checksum-'.length));
-    if (fn && fn(data) !== value.trim()) return name;
+  for (const c of checksumChecks(Object.entries(fields))) {
+    const d = CHECKSUMS.get(c.algorithm)!();
+    d.update(data);
+    if (d.digest() !== c.expected) return c.field;
   }
   return null;
 }

@@ -6,6 +6,7 @@
 // Results are values (S3Result), never exceptions, for anything a client sends.
 
 import { createHash, randomBytes } from 'crypto';
+import { concatPaced, digestPaced } from '../../pace';
 import { DirStore, FileMeta } from './persist';
 import { fail, ok, S3Result } from './errors';
 
@@ -71,6 +72,36 @@ export function md5hex(data: Buffer): string {
   return createHash('md5').update(data).digest('hex');
 }
 
+/** md5hex a slice per step (an object may be gigabytes). */
+export async function md5hexPaced(data: Buffer): Promise<string> {
+  const h = createHash('md5');
+  await digestPaced(data, [h]);
+  return h.digest('hex');
+}
+
+/** In sorted `keys`, the first index whose key is > `k` (`strictly`) or >= `k`. */
+function firstAfter(keys: readonly string[], k: string, strictly: boolean): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const m = keys[mid]!;
+    if (m < k || (strictly && m === k)) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/** In sorted `keys`, from `from` on, the first index whose key does not start with `prefix` (those that do are contiguous). */
+function firstPast(keys: readonly string[], prefix: string, from: number): number {
+  let lo = from;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid]!.startsWith(prefix)) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
 export function validKey(key: string): boolean {
   return key.length > 0 && Buffer.byteLength(key, 'utf8') <= MAX_KEY_BYTES;
 }
@@ -80,6 +111,8 @@ export class ObjectStore {
   readonly limits: StoreLimits;
   readonly created = new Date();
   readonly #objects = new Map<string, StoredObject>();
+  /** The keys in order, kept as objects come and go: a listing reads one page of it, never sorts them all. */
+  readonly #sorted: string[] = [];
   readonly #uploads = new Map<string, Upload>();
   readonly #dir: DirStore | null;
   #used = 0;
@@ -100,6 +133,7 @@ export class ObjectStore {
         s.#objects.set(meta.key, { key: meta.key, data, etag: meta.etag, contentType: meta.contentType, lastModified: new Date(meta.lastModified), metadata: meta.metadata ?? {} });
         s.#used += data.length;
       }
+      s.#sorted.push(...[...s.#objects.keys()].sort());
       for (const { meta, parts } of uploads) {
         const u: Upload = { id: meta.uploadId!, key: meta.key, contentType: meta.contentType, metadata: meta.metadata ?? {}, initiated: new Date(meta.lastModified), parts: new Map() };
         for (const p of parts) {
@@ -129,10 +163,11 @@ export class ObjectStore {
     return this.#used - replacing + bytes <= this.limits.size;
   }
 
-  async put(key: string, data: Buffer, contentType: string, metadata: Record<string, string> = {}): Promise<S3Result<StoredObject>> {
+  /** `etag`: the data's hex MD5 when the caller computed it already (the server, while checking the body). */
+  async put(key: string, data: Buffer, contentType: string, metadata: Record<string, string> = {}, etag?: string): Promise<S3Result<StoredObject>> {
     if (!validKey(key)) return fail('InvalidArgument', 'bad key');
     if (data.length > this.limits.maxpart) return fail('EntityTooLarge');
-    return this.#store(key, data, md5hex(data), contentType, metadata);
+    return this.#store(key, data, etag ?? await md5hexPaced(data), contentType, metadata);
   }
 
   async #store(key: string, data: Buffer, etag: string, contentType: string, metadata: Record<string, string>, freed = 0): Promise<S3Result<StoredObject>> {
@@ -147,6 +182,7 @@ export class ObjectStore {
     // Re-read after the await: another request may have changed the key meanwhile.
     const now = this.#objects.get(key);
     this.#used += data.length - (now?.data.length ?? 0);
+    if (!now) this.#sorted.splice(firstAfter(this.#sorted, key, false), 0, key);
     this.#objects.set(key, obj);
     return ok(obj);
   }
@@ -159,31 +195,40 @@ export class ObjectStore {
     if (obj) {
       this.#used -= obj.data.length;
       this.#objects.delete(key);
+      const i = firstAfter(this.#sorted, key, false);
+      if (this.#sorted[i] === key) this.#sorted.splice(i, 1);
     }
   }
 
   list(q: ListQuery): ListPage {
-    const keys = [...this.#objects.keys()].filter((k) => k.startsWith(q.prefix) && k > q.after).sort();
+    const keys = this.#sorted;
     const contents: StoredObject[] = [];
     const prefixes: string[] = [];
     let last = '';
     let truncated = false;
-    for (const k of keys) {
+    // From the first key past both the marker and the start of the prefix, while keys have the prefix.
+    let i = Math.max(firstAfter(keys, q.after, true), firstAfter(keys, q.prefix, false));
+    while (i < keys.length) {
+      const k = keys[i]!;
+      if (!k.startsWith(q.prefix)) break;
       if (q.delimiter) {
         const at = k.indexOf(q.delimiter, q.prefix.length);
         if (at >= 0) {
           const cp = k.slice(0, at + q.delimiter.length);
-          if (prefixes[prefixes.length - 1] === cp) continue; // sorted: same prefix as the previous key
-          if (cp <= q.after) continue; // covered by an earlier page (its prefix was the page's last entry)
+          // Every key under this prefix is one entry: go past them all at once.
+          const next = firstPast(keys, cp, i);
+          if (cp <= q.after) { i = next; continue; } // covered by an earlier page (its prefix was the page's last entry)
           if (contents.length + prefixes.length >= q.maxKeys) { truncated = true; break; }
           prefixes.push(cp);
           last = cp;
+          i = next;
           continue;
         }
       }
       if (contents.length + prefixes.length >= q.maxKeys) { truncated = true; break; }
       contents.push(this.#objects.get(k)!);
       last = k;
+      i++;
     }
     return { contents, commonPrefixes: prefixes, truncated, lastKey: last };
   }
@@ -205,14 +250,16 @@ export class ObjectStore {
     return u && u.key === key ? u : undefined;
   }
 
-  async uploadPart(id: string, key: string, partNumber: number, data: Buffer): Promise<S3Result<StoredPart>> {
+  async uploadPart(id: string, key: string, partNumber: number, data: Buffer, etag?: string): Promise<S3Result<StoredPart>> {
     const u = this.upload(id, key);
     if (!u) return fail('NoSuchUpload');
     if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PART_NUMBER) return fail('InvalidArgument', 'partNumber must be 1..10000');
     if (data.length > this.limits.maxpart) return fail('EntityTooLarge');
+    const tag = etag ?? await md5hexPaced(data);
+    if (this.#uploads.get(id) !== u) return fail('NoSuchUpload'); // aborted meanwhile
     const old = u.parts.get(partNumber);
     if (!this.#room(data.length, old?.data.length ?? 0)) return fail('InsufficientStorage');
-    const part: StoredPart = { partNumber, data, etag: md5hex(data), lastModified: new Date() };
+    const part: StoredPart = { partNumber, data, etag: tag, lastModified: new Date() };
     if (this.#dir) await this.#dir.writePart({ key, etag: part.etag, contentType: '', lastModified: part.lastModified.getTime(), metadata: {}, uploadId: id, partNumber }, data);
     if (this.#uploads.get(id) !== u) return fail('NoSuchUpload'); // aborted meanwhile
     this.#used += data.length - (u.parts.get(partNumber)?.data.length ?? 0);
@@ -238,7 +285,8 @@ export class ObjectStore {
       if (!have || have.etag !== p.etag) return fail('InvalidPart', `part ${p.partNumber}`);
       chosen.push(have);
     }
-    const data = Buffer.concat(chosen.map((p) => p.data));
+    const data = await concatPaced(chosen.map((p) => p.data));
+    if (this.upload(id, key) !== u) return fail('NoSuchUpload'); // completed or aborted meanwhile
     const digest = createHash('md5');
     for (const p of chosen) digest.update(Buffer.from(p.etag, 'hex'));
     const etag = `${digest.digest('hex')}-${chosen.length}`;

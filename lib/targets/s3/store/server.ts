@@ -13,19 +13,20 @@
 import { randomBytes } from 'crypto';
 import * as http from 'http';
 import { replyValue } from '../token';
-import { badChecksum, md5base64 } from './checksums';
-import { decodeAwsChunked, isAwsChunked } from './chunked';
+import { concatPaced, digestPaced } from '../../pace';
+import { checksumChecks, CHECKSUMS, md5Digest, RunningDigest } from './checksums';
+import { decodeAwsChunkedPaced, isAwsChunked } from './chunked';
 import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
 import { MAX_LIST_KEYS, MAX_METADATA_BYTES, ObjectStore, StoredObject } from './objects';
-import { Credentials, isSignedStream, queryPairs, sha256hex, SigV4Verified, uriEncode, verifyChunkSignatures, verifySigV4 } from './sigv4';
-import { MAX_XML_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlPlain } from './xml';
+import { Credentials, isSignedStream, queryPairs, SigV4Verified, uriEncode, verifyChunkSignatures, verifySigV4 } from './sigv4';
+import { MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlDocumentPaced, XmlNode, xmlPlain } from './xml';
 
-/** What the RDMA token path offers the handler (implemented by lib/targets/s3/rdma.ts). */
+/** What the RDMA token path offers the handler (implemented by lib/targets/s3/rdma.ts); a transfer may take several turns. */
 export interface RdmaHook {
   /** GET: write `data` into the client's buffer named by the token header; the bytes moved and the server's token (hex). */
-  write(tokenHeader: string, data: Buffer): S3Result<{ bytes: number; serverToken: string }>;
+  write(tokenHeader: string, data: Buffer): Promise<S3Result<{ bytes: number; serverToken: string }>>;
   /** PUT: read the client's buffer named by the token header (at most `max` bytes). */
-  read(tokenHeader: string, max: number): S3Result<{ data: Buffer; serverToken: string }>;
+  read(tokenHeader: string, max: number): Promise<S3Result<{ data: Buffer; serverToken: string }>>;
 }
 
 export interface S3ServerOptions {
@@ -45,6 +46,8 @@ const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
 const CHUNK_OVERHEAD = 64 * 1024;
 const CHUNK_OVERHEAD_PER_MIB = 256;
 const MAX_PARTS_LISTED = 1000;
+/** A body no call here reads (CreateMultipartUpload has none): read and dropped, up to this much. */
+const MAX_IGNORED_BODY = 8 * 1024;
 /** GET object's response header overrides (?response-content-type=...): the header is the name without `response-`. */
 const RESPONSE_OVERRIDES = [
   'response-content-type', 'response-content-language', 'response-expires', 'response-cache-control', 'response-content-disposition',
@@ -196,8 +199,8 @@ function sendError(res: http.ServerResponse, method: string, err: S3Error, resou
     Code: err.code, Message: err.detail ? `${e.message} (${err.detail})` : e.message, Resource: resource, RequestId: requestId,
   });
   res.setHeader('Content-Type', 'application/xml');
-  res.setHeader('Content-Length', Buffer.byteLength(body));
-  res.end(body);
+  res.setHeader('Content-Length', body.length);
+  res.end(body.toString('utf8')); // a string goes out in one write with the headers (one segment on the guest's TCP)
 }
 
 function refuse(ctx: Ctx, err: S3Error, extra?: Record<string, string>): void {
@@ -207,19 +210,26 @@ function refuse(ctx: Ctx, err: S3Error, extra?: Record<string, string>): void {
   if (!ctx.req.complete) ctx.req.resume();
 }
 
-function sendXml(ctx: Ctx, status: number, xml: string): void {
+/** An XML document, whole or in pieces (written one after the other, never joined). */
+function sendXml(ctx: Ctx, status: number, xml: Buffer | readonly Buffer[]): void {
+  const pieces = Buffer.isBuffer(xml) ? [xml] : xml;
+  let length = 0;
+  for (const p of pieces) length += p.length;
   ctx.res.statusCode = status;
   ctx.res.setHeader('x-amz-request-id', ctx.requestId);
   ctx.res.setHeader('Content-Type', 'application/xml');
-  ctx.res.setHeader('Content-Length', Buffer.byteLength(xml));
-  ctx.res.end(xml);
+  ctx.res.setHeader('Content-Length', length);
+  // One piece as a string, which goes out in one write with the headers (one segment on the guest's TCP, as before).
+  if (pieces.length === 1) return void ctx.res.end(pieces[0]!.toString('utf8'));
+  for (let i = 0; i + 1 < pieces.length; i++) ctx.res.write(pieces[i]);
+  ctx.res.end(pieces[pieces.length - 1]);
 }
 
 function sendEmpty(ctx: Ctx, status: number, headers: Record<string, string | number> = {}): void {
   ctx.res.statusCode = status;
   ctx.res.setHeader('x-amz-request-id', ctx.requestId);
   for (const [k, v] of Object.entries(headers)) ctx.res.setHeader(k, v);
-  if (status !== 204 && !('Content-Length' in headers)) ctx.res.setHeader('Content-Length', 0);
+  if (status !== 204 && !Object.hasOwn(headers, 'Content-Length')) ctx.res.setHeader('Content-Length', 0);
   ctx.res.end();
 }
 
@@ -229,8 +239,9 @@ function quoted(etag: string): string {
 
 // Request bodies.
 
-function bodyLimit(store: ObjectStore): number {
-  return store.limits.maxpart + CHUNK_OVERHEAD + Math.ceil(store.limits.maxpart / (1 << 20)) * CHUNK_OVERHEAD_PER_MIB;
+/** Bytes on the wire for a payload of at most `limit` bytes: room for aws-chunked framing. */
+function wireLimit(limit: number): number {
+  return limit + CHUNK_OVERHEAD + Math.ceil(limit / (1 << 20)) * CHUNK_OVERHEAD_PER_MIB;
 }
 
 /** The whole request body, at most `limit` bytes on the wire, within the server's body budget (SlowDown past it). */
@@ -261,24 +272,37 @@ function readRaw(req: http.IncomingMessage, limit: number, budget: BodyBudget): 
       chunks.push(c);
     };
     req.on('data', onData);
-    req.once('end', () => finish(ok(Buffer.concat(chunks, n))));
+    // Joined a slice per step: a body may be gigabytes.
+    req.once('end', () => { void concatPaced(chunks).then((b) => finish(ok(b)), () => finish(fail('InternalError', 'body'))); });
     req.once('aborted', () => finish(fail('IncompleteBody')));
     req.once('error', () => finish(fail('IncompleteBody')));
   });
 }
 
-/** The payload of a PUT or POST: aws-chunked decoded, every declared digest and checksum checked. */
-async function readPayload(ctx: Ctx, limit: number): Promise<S3Result<Buffer>> {
-  const raw = await readRaw(ctx.req, limit + (limit === MAX_XML_BODY ? 0 : bodyLimit(ctx.opts.store) - ctx.opts.store.limits.maxpart), ctx.budget);
+/** A request's payload, checked; `md5` is its hex MD5 (an object's or part's ETag) when asked for. */
+interface Payload {
+  readonly data: Buffer;
+  readonly md5: string | null;
+}
+
+/**
+ * The payload of a PUT or POST: aws-chunked decoded, every declared digest
+ * and checksum checked. A body may be as large as maxpart (gigabytes): the
+ * decoding and the digests (MD5 at ~2.5 ms per MiB) run a slice per step
+ * through the pacer, all digests in one pass.
+ */
+async function readPayload(ctx: Ctx, limit: number, wantMd5 = false): Promise<S3Result<Payload>> {
+  const raw = await readRaw(ctx.req, wireLimit(limit), ctx.budget);
   if (!raw.ok) return raw;
   const h = ctx.req.headers;
   let data = raw.value;
-  let trailers: Record<string, string> = {};
+  let trailers: ReadonlyMap<string, string> = new Map();
+  let sha256: RunningDigest | null = null;
   if (isAwsChunked(h['content-encoding'], ctx.payloadHash)) {
-    const dec = decodeAwsChunked(data, limit);
+    const dec = await decodeAwsChunkedPaced(data, limit);
     if (!dec) return fail('IncompleteBody', 'malformed aws-chunked body');
     if (ctx.signed && isSignedStream(ctx.payloadHash)) {
-      const sig = verifyChunkSignatures(ctx.signed, dec);
+      const sig = await verifyChunkSignatures(ctx.signed, dec);
       if (!sig.ok) return sig;
     }
     data = dec.data;
@@ -287,13 +311,23 @@ async function readPayload(ctx: Ctx, limit: number): Promise<S3Result<Buffer>> {
     if (declared !== undefined && Number(declared) !== data.length) return fail('IncompleteBody', 'x-amz-decoded-content-length');
   } else {
     if (data.length > limit) return fail('EntityTooLarge');
-    if (ctx.payloadHash && /^[0-9a-f]{64}$/.test(ctx.payloadHash) && sha256hex(data) !== ctx.payloadHash) return fail('XAmzContentSHA256Mismatch');
+    if (ctx.payloadHash && /^[0-9a-f]{64}$/.test(ctx.payloadHash)) sha256 = CHECKSUMS.get('sha256')!();
   }
-  const md5 = h['content-md5'];
-  if (typeof md5 === 'string' && md5base64(data) !== md5.trim()) return fail('BadDigest', 'Content-MD5');
-  const bad = badChecksum(h, data) ?? badChecksum(trailers, data) ?? badChecksum(Object.fromEntries(ctx.query), data);
-  if (bad) return fail('BadDigest', bad);
-  return ok(data);
+  const contentMd5 = h['content-md5'];
+  const md5 = wantMd5 || typeof contentMd5 === 'string' ? md5Digest() : null;
+  const checks = [...checksumChecks(Object.entries(h)), ...checksumChecks(trailers), ...checksumChecks(ctx.query)];
+  // One running digest per algorithm, however many fields name it.
+  const running = new Map<string, RunningDigest>();
+  for (const c of checks) if (!running.has(c.algorithm)) running.set(c.algorithm, CHECKSUMS.get(c.algorithm)!());
+  const all = [...(sha256 ? [sha256] : []), ...(md5 ? [md5] : []), ...running.values()];
+  await digestPaced(data, all);
+  if (sha256 && Buffer.from(sha256.digest(), 'base64').toString('hex') !== ctx.payloadHash) return fail('XAmzContentSHA256Mismatch');
+  const md5b64 = md5 ? md5.digest() : null;
+  if (typeof contentMd5 === 'string' && md5b64 !== contentMd5.trim()) return fail('BadDigest', 'Content-MD5');
+  const values = new Map<string, string>();
+  for (const [algorithm, d] of running) values.set(algorithm, d.digest());
+  for (const c of checks) if (values.get(c.algorithm) !== c.expected) return fail('BadDigest', c.field);
+  return ok({ data, md5: md5b64 === null ? null : Buffer.from(md5b64, 'base64').toString('hex') });
 }
 
 // GET / : the one bucket.
@@ -325,7 +359,7 @@ async function bucketOp(ctx: Ctx): Promise<void> {
   }
 }
 
-function listObjects(ctx: Ctx): void {
+async function listObjects(ctx: Ctx): Promise<void> {
   const q = ctx.query;
   const v2 = q.get('list-type') === '2';
   const prefix = q.get('prefix') ?? '';
@@ -336,6 +370,8 @@ function listObjects(ctx: Ctx): void {
   const urlEncode = q.get('encoding-type') === 'url';
   if (q.has('encoding-type') && !urlEncode) return refuse(ctx, s3err('InvalidArgument', 'encoding-type'));
   const enc = (s: string): string => (urlEncode ? uriEncode(s, true) : s);
+  // The page's keys and prefixes encoded as the paced writer reaches them (1,000 keys of 1 KiB: ~20 ms in one go).
+  const encLater = (s: string): XmlNode => (urlEncode ? () => uriEncode(s, true) : s);
   let after = '';
   const token = q.get('continuation-token');
   if (v2) {
@@ -345,7 +381,7 @@ function listObjects(ctx: Ctx): void {
     } else after = q.get('start-after') ?? '';
   } else after = q.get('marker') ?? '';
   const page = ctx.opts.store.list({ prefix, delimiter, maxKeys: Math.min(maxKeys, MAX_LIST_KEYS), after });
-  const body: Record<string, unknown> = { Name: ctx.bucket, Prefix: enc(prefix) };
+  const body: Record<string, XmlNode> = { Name: ctx.bucket, Prefix: enc(prefix) };
   if (v2) {
     if (token !== undefined) body['ContinuationToken'] = token;
     if (q.has('start-after')) body['StartAfter'] = enc(q.get('start-after')!);
@@ -360,19 +396,32 @@ function listObjects(ctx: Ctx): void {
     else body['NextMarker'] = enc(page.lastKey);
   }
   body['Contents'] = page.contents.map((o) => ({
-    Key: enc(o.key), LastModified: o.lastModified.toISOString(), ETag: quoted(o.etag), Size: o.data.length, StorageClass: 'STANDARD',
+    Key: encLater(o.key), LastModified: o.lastModified.toISOString(), ETag: quoted(o.etag), Size: o.data.length, StorageClass: 'STANDARD',
   }));
-  body['CommonPrefixes'] = page.commonPrefixes.map((p) => ({ Prefix: enc(p) }));
-  sendXml(ctx, 200, xmlDocument('ListBucketResult', body));
+  body['CommonPrefixes'] = page.commonPrefixes.map((p) => ({ Prefix: encLater(p) }));
+  sendXml(ctx, 200, await xmlDocumentPaced('ListBucketResult', body));
+}
+
+/**
+ * The XML body of DeleteObjects or CompleteMultipartUpload, at most `cap`
+ * bytes: a bigger one cannot be a document S3 accepts (MalformedXML, as S3
+ * answers more than 1,000 keys), refused before it is read when declared.
+ */
+async function readXmlBody(ctx: Ctx, cap: number): Promise<S3Result<Buffer>> {
+  const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? ctx.req.headers['content-length'] ?? Number.NaN);
+  if (Number.isSafeInteger(declared) && declared > cap) return fail('MalformedXML', `a body of more than ${cap} bytes`);
+  const body = await readPayload(ctx, cap);
+  if (!body.ok) return body.error.code === 'EntityTooLarge' ? fail('MalformedXML', `a body of more than ${cap} bytes`) : body;
+  return ok(body.value.data);
 }
 
 async function deleteObjects(ctx: Ctx): Promise<void> {
-  const body = await readPayload(ctx, MAX_XML_BODY);
+  const body = await readXmlBody(ctx, MAX_DELETE_BODY);
   if (!body.ok) return refuse(ctx, body.error);
-  const d = parseDeleteObjects(body.value);
+  const d = await parseDeleteObjects(body.value);
   if (!d) return refuse(ctx, s3err('MalformedXML'));
-  for (const k of d.keys) await ctx.opts.store.delete(k);
-  sendXml(ctx, 200, xmlDocument('DeleteResult', { Deleted: d.quiet ? [] : d.keys.map((k) => ({ Key: k })) }));
+  for (const k of d.keys) await ctx.opts.store.delete(k.toString('utf8'));
+  sendXml(ctx, 200, await xmlDocumentPaced('DeleteResult', { Deleted: d.quiet ? [] : d.keys.map((k) => ({ Key: k })) }));
 }
 
 // Object operations.
@@ -405,7 +454,8 @@ async function objectOp(ctx: Ctx): Promise<void> {
 }
 
 function userMetadata(h: http.IncomingHttpHeaders): S3Result<Record<string, string>> {
-  const m: Record<string, string> = {};
+  // No prototype: the names are the client's (x-amz-meta-__proto__ is a name like any other).
+  const m = Object.create(null) as Record<string, string>;
   let bytes = 0;
   for (const [k, v] of Object.entries(h)) {
     if (!k.startsWith('x-amz-meta-') || typeof v !== 'string') continue;
@@ -421,9 +471,9 @@ function rdmaErrorReply(err: S3Error): Record<string, string> {
 }
 
 function objectHeaders(o: StoredObject): Record<string, string> {
-  const h: Record<string, string> = {
+  const h = Object.assign(Object.create(null) as Record<string, string>, {
     ETag: quoted(o.etag), 'Last-Modified': o.lastModified.toUTCString(), 'Content-Type': o.contentType, 'Accept-Ranges': 'bytes',
-  };
+  });
   for (const [k, v] of Object.entries(o.metadata)) h[`x-amz-meta-${k}`] = v;
   return h;
 }
@@ -444,7 +494,7 @@ export function parseRange(header: string | undefined, size: number): [number, n
   return [start, end];
 }
 
-function getObject(ctx: Ctx, head: boolean): void {
+async function getObject(ctx: Ctx, head: boolean): Promise<void> {
   const o = ctx.opts.store.get(ctx.key);
   if (!o) return refuse(ctx, s3err('NoSuchKey'));
   const range = parseRange(ctx.req.headers.range, o.data.length);
@@ -457,7 +507,7 @@ function getObject(ctx: Ctx, head: boolean): void {
   const token = ctx.req.headers[RDMA_TOKEN_HEADER];
   if (typeof token === 'string' && !head) {
     if (!ctx.opts.rdma) return refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
-    const r = ctx.opts.rdma.write(token, slice.subarray(0, Math.min(slice.length, ctx.opts.store.limits.maxpart)));
+    const r = await ctx.opts.rdma.write(token, slice.subarray(0, Math.min(slice.length, ctx.opts.store.limits.maxpart)));
     if (!r.ok) return refuse(ctx, r.error, rdmaErrorReply(r.error));
     headers[RDMA_REPLY_HEADER] = replyValue(status, r.value.serverToken);
     headers[RDMA_BYTES_HEADER] = r.value.bytes;
@@ -482,6 +532,7 @@ async function putObject(ctx: Ctx): Promise<void> {
   const contentType = (ctx.req.headers['content-type'] as string | undefined) ?? DEFAULT_CONTENT_TYPE;
   const token = ctx.req.headers[RDMA_TOKEN_HEADER];
   let data: Buffer;
+  let md5: string | null = null;
   const extra: Record<string, string | number> = {};
   if (typeof token === 'string') {
     const r = await readByToken(ctx, token);
@@ -498,11 +549,12 @@ async function putObject(ctx: Ctx): Promise<void> {
       if (declared > store.limits.maxpart) return refuse(ctx, s3err('EntityTooLarge'));
       if (!store.roomFor(ctx.key, declared)) return refuse(ctx, s3err('InsufficientStorage'));
     }
-    const body = await readPayload(ctx, store.limits.maxpart);
+    const body = await readPayload(ctx, store.limits.maxpart, true);
     if (!body.ok) return refuse(ctx, body.error);
-    data = body.value;
+    data = body.value.data;
+    md5 = body.value.md5;
   }
-  const r = await store.put(ctx.key, data, contentType, meta.value);
+  const r = await store.put(ctx.key, data, contentType, meta.value, md5 ?? undefined);
   if (!r.ok) return refuse(ctx, r.error);
   sendEmpty(ctx, 200, { ETag: quoted(r.value.etag), ...extra });
 }
@@ -526,7 +578,7 @@ async function readByToken(ctx: Ctx, token: string): Promise<S3Result<{ data: Bu
   }
   const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? Number.NaN);
   const max = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, store.limits.maxpart) : store.limits.maxpart;
-  const r = ctx.opts.rdma.read(token, max);
+  const r = await ctx.opts.rdma.read(token, max);
   if (!r.ok) {
     refuse(ctx, r.error, rdmaErrorReply(r.error));
     return r;
@@ -537,7 +589,7 @@ async function readByToken(ctx: Ctx, token: string): Promise<S3Result<{ data: Bu
 async function createUpload(ctx: Ctx): Promise<void> {
   const meta = userMetadata(ctx.req.headers);
   if (!meta.ok) return refuse(ctx, meta.error);
-  const body = await readRaw(ctx.req, MAX_XML_BODY, ctx.budget);
+  const body = await readRaw(ctx.req, MAX_IGNORED_BODY, ctx.budget);
   if (!body.ok) return refuse(ctx, body.error);
   const contentType = (ctx.req.headers['content-type'] as string | undefined) ?? DEFAULT_CONTENT_TYPE;
   const r = await ctx.opts.store.createUpload(ctx.key, contentType, meta.value);
@@ -552,6 +604,7 @@ async function uploadPart(ctx: Ctx, uploadId: string): Promise<void> {
   // A part may come by token too: read out of the client's buffer like a PUT's object.
   const token = ctx.req.headers[RDMA_TOKEN_HEADER];
   let data: Buffer;
+  let md5: string | null = null;
   let extra: Record<string, string | number> = {};
   if (typeof token === 'string') {
     const t = await readByToken(ctx, token);
@@ -559,19 +612,20 @@ async function uploadPart(ctx: Ctx, uploadId: string): Promise<void> {
     data = t.value.data;
     extra = t.value.headers;
   } else {
-    const body = await readPayload(ctx, ctx.opts.store.limits.maxpart);
+    const body = await readPayload(ctx, ctx.opts.store.limits.maxpart, true);
     if (!body.ok) return refuse(ctx, body.error);
-    data = body.value;
+    data = body.value.data;
+    md5 = body.value.md5;
   }
-  const r = await ctx.opts.store.uploadPart(uploadId, ctx.key, n, data);
+  const r = await ctx.opts.store.uploadPart(uploadId, ctx.key, n, data, md5 ?? undefined);
   if (!r.ok) return refuse(ctx, r.error);
   sendEmpty(ctx, 200, { ETag: quoted(r.value.etag), ...extra });
 }
 
 async function completeUpload(ctx: Ctx, uploadId: string): Promise<void> {
-  const body = await readPayload(ctx, MAX_XML_BODY);
+  const body = await readXmlBody(ctx, MAX_COMPLETE_BODY);
   if (!body.ok) return refuse(ctx, body.error);
-  const parts = parseCompleteMultipart(body.value);
+  const parts = await parseCompleteMultipart(body.value);
   if (!parts) return refuse(ctx, s3err('MalformedXML'));
   const r = await ctx.opts.store.complete(uploadId, ctx.key, parts);
   if (!r.ok) return refuse(ctx, r.error);
@@ -581,7 +635,7 @@ async function completeUpload(ctx: Ctx, uploadId: string): Promise<void> {
   }));
 }
 
-function listParts(ctx: Ctx, uploadId: string): void {
+async function listParts(ctx: Ctx, uploadId: string): Promise<void> {
   const r = ctx.opts.store.listParts(uploadId, ctx.key);
   if (!r.ok) return refuse(ctx, r.error);
   const marker = Number(ctx.query.get('part-number-marker') ?? '0');
@@ -590,7 +644,7 @@ function listParts(ctx: Ctx, uploadId: string): void {
   const after = r.value.parts.filter((p) => p.partNumber > marker);
   const page = after.slice(0, max);
   const truncated = after.length > page.length;
-  sendXml(ctx, 200, xmlDocument('ListPartsResult', {
+  sendXml(ctx, 200, await xmlDocumentPaced('ListPartsResult', {
     Bucket: ctx.bucket, Key: ctx.key, UploadId: uploadId, PartNumberMarker: marker,
     NextPartNumberMarker: page.length ? page[page.length - 1]!.partNumber : marker, MaxParts: max, IsTruncated: truncated,
     StorageClass: 'STANDARD',

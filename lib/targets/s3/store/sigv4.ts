@@ -14,7 +14,8 @@
 // 8.3 MB more (@smithy/core; the whole install is 21 MB), 21 ms more to load,
 // and a signer that adds and signs x-amz-date itself and is async.
 
-import { createHash, createHmac, timingSafeEqual } from 'crypto';
+import { createHash, createHmac, Hash, timingSafeEqual } from 'crypto';
+import { pacer, Pacer, SLICE } from '../../pace';
 import type { IncomingHttpHeaders } from 'http';
 import type { ChunkedBody } from './chunked';
 import { fail, ok, S3Result } from './errors';
@@ -47,8 +48,24 @@ export const MAX_SKEW_MS = 15 * 60 * 1000;
 /** Longest presigned URL lifetime, s (7 days). */
 const MAX_EXPIRES = 7 * 24 * 3600;
 
-/** RFC 3986 encoding as SigV4 wants it: unreserved characters kept, everything else %XX upper case. */
+/**
+ * RFC 3986 encoding as SigV4 wants it: unreserved characters kept, everything
+ * else %XX upper case. encodeURIComponent does the bulk (a listing with
+ * encoding-type=url encodes 1,000 keys of 1 KiB: 150 ms byte by byte, a few
+ * here); it also keeps !'()*, which SigV4 escapes.
+ */
 export function uriEncode(text: string, keepSlash: boolean): string {
+  let out: string;
+  try {
+    out = encodeURIComponent(text);
+  } catch {
+    return uriEncodeBytes(text, keepSlash); // a lone surrogate: encoded as its UTF-8 replacement, byte by byte
+  }
+  if (/[!'()*]/.test(out)) out = out.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return keepSlash && out.includes('%2F') ? out.replace(/%2F/g, '/') : out;
+}
+
+function uriEncodeBytes(text: string, keepSlash: boolean): string {
   let out = '';
   for (const b of Buffer.from(text, 'utf8')) {
     const c = String.fromCharCode(b);
@@ -223,20 +240,47 @@ export function isSignedStream(payloadHash: string | undefined): boolean {
   return payloadHash === STREAMING_SIGNED || payloadHash === STREAMING_SIGNED_TRAILER;
 }
 
+/** Chunks whose signature one step checks at most (an HMAC each), besides SLICE.digest bytes of their data hashed. */
+const CHUNKS_PER_STEP = 256;
+
 /**
  * Check a streamed body's signatures: each chunk's, the final empty one
  * included, signs (previous signature, SHA-256 of its data) starting from the
  * request's; with a trailer, x-amz-trailer-signature signs (the final chunk's
  * signature, SHA-256 of the trailer lines). A missing signature is a mismatch.
+ * A body of a million chunks, or one chunk of a gigabyte, is checked a slice
+ * per step through the pacer.
  */
-export function verifyChunkSignatures(v: SigV4Verified, body: ChunkedBody): S3Result<void> {
+export async function verifyChunkSignatures(v: SigV4Verified, body: ChunkedBody, p: Pacer = pacer): Promise<S3Result<void>> {
   let previous = v.signature;
-  for (let i = 0; i < body.chunks.length; i++) {
-    const toSign = [CHUNK_ALGORITHM, v.amzDate, v.scope, previous, EMPTY_SHA256, sha256hex(body.chunks[i]!)].join('\n');
-    const expected = createHmac('sha256', v.signingKey).update(toSign, 'utf8').digest();
-    if (!sameSignature(body.chunkSignatures[i] ?? '', expected)) return fail('SignatureDoesNotMatch', `chunk ${i + 1}`);
-    previous = expected.toString('hex');
-  }
+  let i = 0;
+  let at = 0;
+  let hash: Hash | null = null;
+  let result: S3Result<void> | null = null;
+  await p.start(() => {
+    let bytes = 0;
+    for (let n = 0; n < CHUNKS_PER_STEP && i < body.chunkCount; n++) {
+      const chunk = body.chunk(i);
+      hash ??= createHash('sha256');
+      const take = Math.min(chunk.length - at, SLICE.digest - bytes);
+      hash.update(chunk.subarray(at, at + take));
+      at += take;
+      bytes += take;
+      if (at < chunk.length) return false; // the rest of this chunk next step
+      const toSign = [CHUNK_ALGORITHM, v.amzDate, v.scope, previous, EMPTY_SHA256, hash.digest('hex')].join('\n');
+      const expected = createHmac('sha256', v.signingKey).update(toSign, 'utf8').digest();
+      if (!sameSignature(body.chunkSignature(i), expected)) {
+        result = fail('SignatureDoesNotMatch', `chunk ${i + 1}`);
+        return true;
+      }
+      previous = expected.toString('hex');
+      hash = null;
+      at = 0;
+      i++;
+    }
+    return i >= body.chunkCount;
+  });
+  if (result) return result;
   if (v.payloadHash === STREAMING_SIGNED_TRAILER) {
     const toSign = [TRAILER_ALGORITHM, v.amzDate, v.scope, previous, sha256hex(body.trailerText)].join('\n');
     const expected = createHmac('sha256', v.signingKey).update(toSign, 'utf8').digest();

@@ -7,7 +7,8 @@
 // retransmit timer, FIN both ways, no congestion control, SACK or
 // reassembly. Buffers are bounded both ways: the receive window is what is
 // left of `rxLimit` after what the reader has not taken yet, and a write's
-// callback waits while more than `txLimit` bytes are unacknowledged.
+// callback waits while more than `txLimit` bytes are unacknowledged; at most
+// `txLimit` bytes are in flight, however large the peer's window.
 
 import { Duplex } from 'stream';
 import { TCP_ACK, TCP_FIN, TCP_PSH, TCP_RST, TCP_SYN } from './wire';
@@ -309,8 +310,11 @@ export class TcpConnection extends Duplex {
     if (this.state === TcpState.SYN_RCVD || this.state === TcpState.CLOSED) return;
     if (this.#finAcked) return;
     let inFlight = seqDiff(this.#sndNxt, this.#sndUna) - (this.#finSent ? 1 : 0);
+    // At most txLimit in flight, whatever window the peer offers: a guest's window scale makes that up to
+    // 1 GiB, and every segment of it would be built in this one call.
+    const wnd = Math.min(this.#sndWnd, this.#limits.txLimit);
     while (inFlight < this.#txBytes) {
-      const room = this.#sndWnd - inFlight;
+      const room = wnd - inFlight;
       if (room <= 0) break;
       const n = Math.min(this.#sendMss, room, this.#txBytes - inFlight);
       const payload = this.#slice(inFlight, n);

@@ -1,0 +1,601 @@
+// The S3 store: HTTP requests to an in-process S3Endpoint, both on the host
+// listener (listen=127.0.0.1:0, through Node's own client and raw sockets) and
+// on the guest's wire (TCP frames from spec/targets/s3/guest-tcp.ts into the
+// endpoint's frame hook). Each epoch opens a fresh store (a quarter of them
+// with SigV4 credentials, so the signature checks take random input) and
+// mixes good requests and flows (PUT/GET back, multipart upload and complete,
+// DeleteObjects) with random and mutated ones: methods, paths, query strings,
+// headers (digests right and wrong, aws-chunked framing, ranges, metadata and
+// checksum names after Object's properties, RDMA tokens), XML bodies (mutated
+// documents, S3's limits and past them, DOCTYPE, entities, nesting), big
+// bodies, and bytes that are not HTTP at all.
+//
+// A finding: an exception that escapes (uncaught, unhandled rejection, or a
+// bug the last-resort guard contained), a 500 (the handler's safety net is for
+// our bugs), a complete request without an answer, a good flow that does not
+// give back what it stored, books out of balance after the epoch (everything
+// deleted and aborted, the store must hold nothing), or a loop turn over 50 ms
+// (the runner's figure, confirmed by this thread's CPU time: spec/targets/turn-watch.ts).
+
+import * as http from 'http';
+import type { AddressInfo } from 'net';
+import * as net from 'net';
+import { createHash } from 'crypto';
+import { guardStats } from '../../../lib/guard';
+import { S3Endpoint } from '../../../lib/targets/s3/endpoint';
+import { S3_DEFAULTS, S3Options } from '../../../lib/targets/s3/options';
+import { Prng } from '../../support/ionic/rig';
+import { GuestTcp } from '../../targets/s3/guest-tcp';
+import { CpuTurnWatch } from '../../targets/turn-watch';
+import { FuzzFinding, FuzzRunOptions, registerTarget } from './index';
+
+const MiB = 1024 * 1024;
+/** A loop turn longer than this is a finding. */
+const TURN_LIMIT_MS = 50;
+/** A complete request must be answered within this. */
+const ANSWER_MS = 20_000;
+const ACTIONS_PER_EPOCH = 160;
+const HOST_IN_FLIGHT = 4;
+const CREDS = { accessKeyId: 'FUZZKEY', secretAccessKey: 'fuzz-secret' };
+const BUCKET = 'ernic';
+
+interface S3FuzzStats {
+  epochs: number;
+  host: number;
+  guest: number;
+  raw: number;
+  flows: number;
+  /** Answers by status class: 2xx, 3xx, 4xx, 5xx. */
+  readonly byClass: number[];
+  maxCpuTurnMs: number;
+}
+
+interface Reply {
+  readonly status: number;
+  readonly body: Buffer;
+  readonly headers: http.IncomingHttpHeaders;
+}
+
+interface Req {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+  /** Framed so the server can answer (false: cut short on purpose). */
+  readonly complete: boolean;
+  readonly what: string;
+}
+
+const HOSTILE = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype'];
+const QUERY_NAMES = [
+  'list-type', 'prefix', 'delimiter', 'max-keys', 'continuation-token', 'start-after', 'encoding-type', 'marker', 'fetch-owner',
+  'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'part-number-marker', 'max-parts', 'x-id', 'response-content-type',
+  'x-amz-checksum-crc32', 'tagging', 'acl', 'versionId', 'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires',
+  'X-Amz-SignedHeaders', 'X-Amz-Signature', ...HOSTILE,
+];
+const ALGORITHMS = ['crc32', 'crc32c', 'sha1', 'sha256', 'crc64nvme', ...HOSTILE];
+
+function b64(d: Buffer, alg: string): string {
+  return createHash(alg).update(d).digest('base64');
+}
+
+class S3Fuzzer {
+  readonly stats: S3FuzzStats = { epochs: 0, host: 0, guest: 0, raw: 0, flows: 0, byClass: [0, 0, 0, 0, 0, 0], maxCpuTurnMs: 0 };
+  readonly #rnd: Prng;
+  readonly #o: FuzzRunOptions;
+  readonly #trail: string[] = [];
+  readonly #escaped: string[] = [];
+  #ep: S3Endpoint | null = null;
+  #port = 0;
+  #agent: http.Agent | null = null;
+  readonly #guests: GuestTcp[] = [];
+  #sport = 20_000;
+  #keys: string[] = [];
+  /** Keys of multipart flows (for the books at the end). */
+  #flowKeys: string[] = [];
+  #uploads = new Set<string>();
+  #signed = false;
+  readonly #watch = new CpuTurnWatch();
+
+  constructor(o: FuzzRunOptions) {
+    this.#o = o;
+    this.#rnd = new Prng(o.seed);
+  }
+
+  note(s: string): void {
+    this.#trail.push(s.length > 160 ? `${s.slice(0, 160)}...` : s);
+    if (this.#trail.length > 12) this.#trail.shift();
+  }
+
+  finding(what: string): FuzzFinding {
+    return new FuzzFinding(what, this.#o.seed, this.stats.epochs, [...this.#trail]);
+  }
+
+  async run(): Promise<S3FuzzStats> {
+    const onUncaught = (e: unknown): void => { this.#escaped.push(`uncaught: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
+    const onRejection = (e: unknown): void => { this.#escaped.push(`unhandled rejection: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
+    process.on('uncaughtException', onUncaught);
+    process.on('unhandledRejection', onRejection);
+    const watch = this.#watch.start();
+    // The last actions when the longest turn so far ended: what a loop-turn finding names.
+    let atLongest: string[] = [];
+    watch.onMax = (cpu) => { if (cpu > 10) atLongest = [...this.#trail]; };
+    const contained0 = guardStats.contained;
+    const start = Date.now();
+    let shown = 0;
+    try {
+      while (Date.now() - start < this.#o.ms) {
+        this.stats.epochs++;
+        await this.#epoch(start);
+        this.stats.maxCpuTurnMs = watch.maxCpuMs;
+        if (guardStats.contained !== contained0) throw this.finding('the last-resort guard caught a bug');
+        if (this.#escaped.length > 0) throw this.finding(`an exception escaped: ${this.#escaped[0]}`);
+        if (this.#o.longestTurnMs() > TURN_LIMIT_MS && watch.maxCpuMs > TURN_LIMIT_MS) {
+          this.#trail.splice(0, this.#trail.length, ...atLongest);
+          throw this.finding(`a loop turn of ${this.#o.longestTurnMs().toFixed(1)} ms (${watch.maxCpuMs.toFixed(1)} ms of this thread's CPU, ending after the actions below)`);
+        }
+        if (Date.now() - shown >= 1000) {
+          shown = Date.now();
+          this.#o.progress(summary(this.stats));
+        }
+      }
+    } finally {
+      watch.stop();
+      process.off('uncaughtException', onUncaught);
+      process.off('unhandledRejection', onRejection);
+    }
+    return this.stats;
+  }
+
+  // ---- one epoch ------------------------------------------------------------------------------
+
+  async #epoch(start: number): Promise<void> {
+    const rnd = this.#rnd;
+    this.#signed = rnd.below(4) === 0;
+    this.#keys = ['a', 'dir/b', 'dir/sub/c', `k-${rnd.next()}`];
+    this.#uploads = new Set();
+    this.#flowKeys = [];
+    const opts: S3Options = { ...S3_DEFAULTS, size: 64 * MiB, maxpart: 8 * MiB, objects: 128, listen: { host: '127.0.0.1', port: 0 } };
+    this.#guests.length = 0;
+    const ep = await S3Endpoint.open(opts, {
+      // On a later turn, as the device's RX ring hands frames to a guest: delivered at once, a guest client
+      // answering inside the server's call would make a whole transfer one turn of microtasks.
+      send: (f) => { setImmediate(() => { for (const g of this.#guests) g.onFrame(f); }); },
+      ...(this.#signed ? { credentials: [CREDS] } : {}),
+    });
+    this.#ep = ep;
+    this.#port = (ep.hostAddress as AddressInfo).port;
+    this.#agent = new http.Agent({ keepAlive: true, maxSockets: HOST_IN_FLIGHT });
+    this.note(`epoch ${this.stats.epochs}${this.#signed ? ' (SigV4)' : ''}`);
+    try {
+      const inFlight = new Set<Promise<void>>();
+      for (let i = 0; i < ACTIONS_PER_EPOCH && Date.now() - start < this.#o.ms; i++) {
+        const x = rnd.below(100);
+        let p: Promise<void>;
+        // Making a request is the fuzzer's work, not the store's: left out of the loop-turn figure.
+        const gen = <T>(fn: () => T): T => this.#watch.untimed(fn);
+        if (x < 62) p = this.#hostRequest(gen(() => this.#request()));
+        else if (x < 72) p = this.#flow();
+        else if (x < 84) p = this.#guestRequest(gen(() => this.#request(16 * 1024)));
+        else if (x < 92) p = this.#rawHost();
+        else if (x < 96) p = this.#guestRaw();
+        else p = this.#hostRequest(gen(() => this.#big()));
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p)).catch(() => undefined);
+        // Guest connections one at a time (the stack keeps 8); host requests a few at once.
+        if (x >= 72 || inFlight.size >= HOST_IN_FLIGHT) await Promise.race(inFlight);
+        if (x >= 72) await p;
+      }
+      await Promise.all(inFlight);
+      await this.#afterwards();
+    } finally {
+      this.#agent.destroy();
+      await ep.close();
+      this.#ep = null;
+    }
+  }
+
+  /** The epoch's end: good requests still work both ways, and with everything deleted the store holds nothing. */
+  async #afterwards(): Promise<void> {
+    const ep = this.#ep!;
+    if (this.#signed) {
+      // Unsigned requests are refused: the books are checked from the store itself.
+      const r = await this.#send({ method: 'GET', path: `/${BUCKET}/a`, headers: {}, body: Buffer.alloc(0), complete: true, what: 'unsigned GET' }, true);
+      if (r.status !== 403) throw this.finding(`an unsigned GET to a signed store answered ${r.status}`);
+    } else {
+      const data = this.#watch.untimed(() => this.#rnd.bytes(100_000));
+      const put = await this.#send({ method: 'PUT', path: `/${BUCKET}/after`, headers: { 'content-md5': b64(data, 'md5') }, body: data, complete: true, what: 'PUT after' }, true);
+      const get = await this.#send({ method: 'GET', path: `/${BUCKET}/after`, headers: {}, body: Buffer.alloc(0), complete: true, what: 'GET after' }, true);
+      if (put.status !== 200 || get.status !== 200 || !get.body.equals(data)) {
+        throw this.finding(`after the epoch, PUT ${put.status} / GET ${get.status} did not give the object back: ${put.body.toString('utf8', 0, 300)}`);
+      }
+      const small = this.#rnd.bytes(3000);
+      const gput = await this.#guestExchange(rawRequest('PUT', `/${BUCKET}/after-guest`, {}, small));
+      const gget = await this.#guestExchange(rawRequest('GET', `/${BUCKET}/after-guest`, {}, Buffer.alloc(0)));
+      if (gput === null || gget === null || statusOf(gput) !== 200 || statusOf(gget) !== 200 || !bodyOf(gget).equals(small)) {
+        throw this.finding('after the epoch, a PUT and GET over the guest\'s wire did not give the object back');
+      }
+    }
+    // Books: abort every upload seen, delete every object; nothing may be left counted.
+    const store = ep.store;
+    for (const id of this.#uploads) {
+      for (const key of [...this.#keys, ...this.#flowKeys]) await store.abort(id, key);
+    }
+    for (;;) {
+      const page = store.list({ prefix: '', delimiter: '', maxKeys: 1000, after: '' });
+      if (page.contents.length === 0) break;
+      for (const o of page.contents) await store.delete(o.key);
+    }
+    if (store.count !== 0) throw this.finding(`the store counts ${store.count} objects after every one was deleted`);
+    // Uploads the fuzz could not see (ids it never got back) keep their parts: their bytes are accounted as parts.
+    if (store.used < 0) throw this.finding(`the store's byte count went negative (${store.used})`);
+    if (this.#uploads.size === 0 && store.used !== 0 && !this.#signed) {
+      // Only checked when no upload is open: an upload's parts are in `used`.
+      throw this.finding(`the store counts ${store.used} bytes with no object and no upload`);
+    }
+  }
+
+  // ---- requests -------------------------------------------------------------------------------
+
+  #key(): string {
+    const rnd = this.#rnd;
+    switch (rnd.below(8)) {
+      case 0: return rnd.pick(HOSTILE);
+      case 1: return `${'long/'.repeat(rnd.below(250))}x`;
+      case 2: return encodeURIComponent(String.fromCodePoint(...Array.from({ length: 1 + rnd.below(8) }, () => 0x20 + rnd.below(0x2000))));
+      case 3: return `%${rnd.pick(['zz', '2', 'C0%80', '00', 'E2%82'])}`;
+      default: return rnd.pick(this.#keys);
+    }
+  }
+
+  #query(): string {
+    const rnd = this.#rnd;
+    const n = rnd.below(4);
+    const parts: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const name = rnd.below(8) === 0 ? encodeURIComponent(String.fromCharCode(0x21 + rnd.below(90)).repeat(1 + rnd.below(4))) : rnd.pick(QUERY_NAMES);
+      let value: string;
+      switch (name) {
+        case 'uploadId': value = rnd.below(3) ? rnd.pick([...this.#uploads, 'none']) : rnd.bytes(16).toString('hex'); break;
+        case 'partNumber': case 'max-keys': case 'max-parts': case 'part-number-marker':
+          value = String(rnd.pick([0, 1, 2, 3, -1, 1000, 10_000, 10_001, 2 ** 53, 1.5, 'x', ''])); break;
+        case 'continuation-token': value = rnd.below(2) ? Buffer.from(this.#key()).toString('base64url') : rnd.bytes(6).toString('base64'); break;
+        case 'encoding-type': value = rnd.pick(['url', 'xml', '']); break;
+        default: value = rnd.below(2) ? this.#key() : encodeURIComponent(rnd.bytes(rnd.below(12)).toString('latin1'));
+      }
+      parts.push(rnd.below(6) === 0 ? name : `${name}=${encodeURIComponent(value)}`);
+    }
+    if (rnd.below(10) === 0) parts.push(rnd.pick(['%zz', '&&', '=', 'a=%', `${'x'.repeat(3000)}=1`]));
+    return parts.length ? `?${parts.join('&')}` : '';
+  }
+
+  #headers(body: Buffer): Record<string, string> {
+    const rnd = this.#rnd;
+    const h: Record<string, string> = {};
+    const n = rnd.below(5);
+    for (let i = 0; i < n; i++) {
+      switch (rnd.below(12)) {
+        case 0: h['content-md5'] = rnd.below(2) ? b64(body, 'md5') : rnd.pick(['', 'xx', b64(rnd.bytes(4), 'md5')]); break;
+        case 1: {
+          const alg = rnd.pick(ALGORITHMS);
+          const real = ['sha1', 'sha256'].includes(alg) ? b64(body, alg) : 'AAAAAA==';
+          h[`x-amz-checksum-${alg}`] = rnd.below(2) ? real : rnd.bytes(6).toString('base64');
+          break;
+        }
+        case 2: h['x-amz-content-sha256'] = rnd.pick([createHash('sha256').update(body).digest('hex'), '0'.repeat(64), 'UNSIGNED-PAYLOAD', 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD', 'junk']); break;
+        case 3: h.range = rnd.pick(['bytes=0-0', 'bytes=-1', 'bytes=5-', 'bytes=10-2', 'bytes=0-99999999', 'bytes=-0', 'bytes=a-b', 'bytes=0-1,3-4', 'items=0-1']); break;
+        case 4: h[`x-amz-meta-${rnd.pick([...HOSTILE, 'm', 'x'.repeat(300)])}`] = rnd.pick(['v', 'x'.repeat(rnd.below(3000))]); break;
+        case 5: h['x-amz-copy-source'] = `/${BUCKET}/${this.#key()}`; break;
+        case 6: h['x-amz-rdma-token'] = rnd.pick([rnd.bytes(44).toString('hex'), `${'01'.repeat(44)}:0:0`, 'zz', '']); break;
+        case 7: h['content-type'] = rnd.pick(['text/plain', 'application/xml', '', 'x'.repeat(500)]); break;
+        case 8: h.authorization = rnd.pick(['AWS4-HMAC-SHA256 Credential=FUZZKEY/20240101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=' + 'a'.repeat(64), 'AWS4-HMAC-SHA256 ', 'Basic x', `AWS4-HMAC-SHA256 ${'Credential=,'.repeat(50)}`]);
+          h['x-amz-date'] = rnd.pick(['20240101T000000Z', new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, ''), 'x']); break;
+        case 9: h['x-amz-decoded-content-length'] = String(rnd.pick([0, body.length, body.length + 1, -1, 2 ** 40])); break;
+        case 10: h['content-encoding'] = rnd.pick(['aws-chunked', 'gzip', 'gzip, aws-chunked']); break;
+        default: h[`x-${rnd.pick(HOSTILE).toLowerCase()}`] = 'y';
+      }
+    }
+    return h;
+  }
+
+  /** An XML body: a good document of either kind, mutated or not, or something else altogether. */
+  #xml(kind: 'delete' | 'complete'): Buffer {
+    const rnd = this.#rnd;
+    const n = rnd.pick([1, 2, 5, 50, 1000, 1001, 10_000, 10_001]);
+    let doc: string;
+    if (kind === 'delete') {
+      const count = Math.min(n, 1001);
+      doc = `<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${rnd.below(2) ? '<Quiet>true</Quiet>' : ''}${Array.from({ length: count }, () => `<Object><Key>${xmlEscape(this.#key())}</Key></Object>`).join('')}</Delete>`;
+    } else {
+      doc = `<CompleteMultipartUpload>${Array.from({ length: n }, (_, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>"${rnd.bytes(16).toString('hex')}"</ETag>${rnd.below(2) ? '<ChecksumCRC32>AAAAAA==</ChecksumCRC32>' : ''}</Part>`).join('')}</CompleteMultipartUpload>`;
+    }
+    switch (rnd.below(10)) {
+      case 0: case 1: case 2: return Buffer.from(doc);
+      case 3: { // bytes flipped
+        const b = Buffer.from(doc);
+        for (let i = rnd.below(8); i >= 0; i--) b[rnd.below(b.length)] = rnd.next() & 0xff;
+        return b;
+      }
+      case 4: return Buffer.from(doc.slice(0, rnd.below(doc.length)));
+      case 5: { // a snippet spliced in
+        const at = doc.indexOf('>', rnd.below(doc.length)) + 1 || doc.length;
+        const snippet = rnd.pick(['<!DOCTYPE x [<!ENTITY a "b">]>', '&a;', '&#0;', '&#x110000;', '<![CDATA[x]]>', '<!-- c -->', '<?pi?>',
+          '<a/>'.repeat(1 + rnd.below(5000)), '<b>'.repeat(20), '</Delete>', '<Key>x</Key>', '\u0000', '&amp;'.repeat(3000)]);
+        return Buffer.from(doc.slice(0, at) + snippet + doc.slice(at));
+      }
+      case 6: return rnd.bytes(rnd.below(5000));
+      case 7: return Buffer.from(`<${kind === 'delete' ? 'Delete' : 'CompleteMultipartUpload'}>${'<a/>'.repeat(rnd.below(300_000))}</x>`);
+      case 8: return Buffer.from(`${'<x>'.repeat(rnd.below(50_000))}`);
+      default: return Buffer.from(doc.replace(/<Key>/g, '<Key> ').replace(/Object/g, rnd.pick(['Object', 'object', 'Obj', '__proto__'])));
+    }
+  }
+
+  /** A random or mutated request of at most `maxBody` bytes of body (some framed aws-chunked). */
+  #request(maxBody = 64 * 1024): Req {
+    const rnd = this.#rnd;
+    const method = rnd.below(12) === 0 ? rnd.pick(['OPTIONS', 'PATCH', 'TRACE', 'PROPFIND', 'COPY']) : rnd.pick(['GET', 'GET', 'PUT', 'PUT', 'POST', 'DELETE', 'HEAD']);
+    const bucket = rnd.below(10) === 0 ? rnd.pick(['', 'other', '%zz', 'ERNIC', 'x'.repeat(70)]) : BUCKET;
+    let path = `/${bucket}`;
+    if (rnd.below(5)) path += `/${this.#key()}`;
+    let query = this.#query();
+    let body: Buffer = Buffer.alloc(0);
+    if (method === 'POST' && rnd.below(3)) {
+      const del = rnd.below(2) === 0;
+      body = this.#xml(del ? 'delete' : 'complete');
+      query = del ? '?delete' : `?uploadId=${encodeURIComponent(rnd.pick([...this.#uploads, 'none']))}`;
+      if (!del) path = `/${BUCKET}/${this.#key()}`;
+    } else if (method === 'PUT' || rnd.below(8) === 0) {
+      body = rnd.bytes(rnd.pick([0, 1, 100, 4096, rnd.below(maxBody)]));
+    }
+    const headers = this.#headers(body);
+    let complete = true;
+    if (rnd.below(6) === 0 && body.length > 0) {
+      body = chunked(body, rnd);
+      headers['content-encoding'] = 'aws-chunked';
+      headers['x-amz-decoded-content-length'] ??= String(body.length);
+    }
+    if (rnd.below(25) === 0) complete = false;
+    return { method, path: path + query, headers, body, complete, what: `${method} ${path}${query}`.slice(0, 200) };
+  }
+
+  /** A big body: up to the store's maxpart, a PUT, or a DeleteObjects near S3's caps. */
+  #big(): Req {
+    const rnd = this.#rnd;
+    if (rnd.below(2)) {
+      const body = Buffer.alloc(rnd.below(8 * MiB + 2), rnd.next() & 0xff);
+      for (let i = 0; i < 64 && body.length > 0; i++) body[rnd.below(body.length)] = rnd.next() & 0xff;
+      const headers: Record<string, string> = rnd.below(2) ? { 'content-md5': rnd.bytes(16).toString('base64'), 'x-amz-checksum-crc32c': 'AAAAAA==', 'x-amz-checksum-sha256': rnd.bytes(32).toString('base64') } : {};
+      return { method: 'PUT', path: `/${BUCKET}/big`, headers, body, complete: true, what: `PUT big ${body.length}` };
+    }
+    // 1,000 keys of up to 1,020 characters, each maybe written as an entity: up to S3's cap.
+    const unit = rnd.pick(['k', '&amp;', '&apos;']);
+    const stem = unit.repeat(rnd.pick([6, 296, 1020]));
+    const body = Buffer.from(`<Delete>${Array.from({ length: 1000 }, (_, i) => `<Object><Key>${stem}${i}</Key></Object>`).join('')}</Delete>`);
+    return { method: 'POST', path: `/${BUCKET}?delete`, headers: {}, body, complete: true, what: `DeleteObjects of ${body.length} bytes` };
+  }
+
+  #count(status: number): void {
+    const c = Math.floor(status / 100);
+    if (c >= 0 && c < this.stats.byClass.length) this.stats.byClass[c]!++;
+  }
+
+  /** Any UploadId in an answer is remembered (the books need every upload aborted). */
+  #remember(body: Buffer): void {
+    const m = /<UploadId>([0-9a-f]+)<\/UploadId>/.exec(body.toString('latin1'));
+    if (m) this.#uploads.add(m[1]!);
+  }
+
+  /**
+   * Over the host listener with Node's client; resolves with the answer, or status 0 when the client refused
+   * or the server closed. `fresh`: a connection of its own (a kept-alive one the server is closing as it is
+   * reused fails on the client's side, which is no answer to check).
+   */
+  #send(r: Req, fresh = false): Promise<Reply> {
+    this.note(`host ${r.what} body ${r.body.length}${r.complete ? '' : ' (cut)'}`);
+    return new Promise((resolve, reject) => {
+      let req: http.ClientRequest;
+      const timer = setTimeout(() => {
+        req?.destroy();
+        if (r.complete) reject(this.finding(`no answer in ${ANSWER_MS} ms to ${r.what}`));
+        else resolve({ status: 0, body: Buffer.alloc(0), headers: {} });
+      }, r.complete ? ANSWER_MS : 300);
+      const done = (v: Reply): void => { clearTimeout(timer); resolve(v); };
+      try {
+        const headers = { ...r.headers, ...(r.complete ? {} : { 'content-length': String(r.body.length + 10) }) };
+        req = http.request({ host: '127.0.0.1', port: this.#port, method: r.method, path: r.path, headers, agent: fresh ? false : this.#agent! }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }));
+          res.on('error', () => done({ status: 0, body: Buffer.alloc(0), headers: {} }));
+        });
+      } catch {
+        done({ status: 0, body: Buffer.alloc(0), headers: {} }); // Node's client refuses the method or a header
+        return;
+      }
+      req.on('error', () => done({ status: 0, body: Buffer.alloc(0), headers: {} }));
+      req.end(r.body);
+    });
+  }
+
+  async #hostRequest(r: Req): Promise<void> {
+    this.stats.host++;
+    const reply = await this.#send(r);
+    this.#check(reply.status, reply.body, r);
+  }
+
+  #check(status: number, body: Buffer, r: Req): void {
+    this.#count(status);
+    this.#remember(body);
+    if (status === 500) throw this.finding(`500 for ${r.what}: ${body.toString('utf8').slice(0, 300)}`);
+  }
+
+  /** A good flow: PUT then GET it back; or a multipart upload completed and read back; or a DeleteObjects that deletes. */
+  async #flow(): Promise<void> {
+    if (this.#signed) return this.#hostRequest(this.#request());
+    this.stats.flows++;
+    const rnd = this.#rnd;
+    const key = `flow-${this.stats.flows}`; // its own keys: flows run side by side
+    const req = (method: string, path: string, body: Buffer = Buffer.alloc(0), headers: Record<string, string> = {}): Promise<Reply> =>
+      this.#send({ method, path, headers, body, complete: true, what: `flow ${method} ${path}` }, true);
+    switch (rnd.below(3)) {
+      case 0: {
+        const data = this.#watch.untimed(() => rnd.bytes(rnd.below(300_000)));
+        const put = await req('PUT', `/${BUCKET}/${key}`, data, { 'content-md5': this.#watch.untimed(() => b64(data, 'md5')) });
+        this.#check(put.status, put.body, { what: 'flow PUT' } as Req);
+        if (put.status !== 200) return; // the store may be full, or the key being replaced
+        const get = await req('GET', `/${BUCKET}/${key}`);
+        if (get.status === 200 && !this.#watch.untimed(() => get.body.equals(data)) && !this.#keys.includes(key)) {
+          throw this.finding(`GET ${key} gave ${get.body.length} bytes back for the ${data.length} stored`);
+        }
+        return;
+      }
+      case 1: {
+        const created = await req('POST', `/${BUCKET}/${key}-mp?uploads`);
+        this.#check(created.status, created.body, { what: 'flow create' } as Req);
+        const id = /<UploadId>([^<]+)<\/UploadId>/.exec(created.body.toString())?.[1];
+        if (!id) return;
+        this.#flowKeys.push(`${key}-mp`); // not among the keys random requests pick: this flow checks what it reads
+        const parts: Buffer[] = [];
+        const etags: string[] = [];
+        for (let n = 1; n <= 1 + rnd.below(3); n++) {
+          const data = this.#watch.untimed(() => rnd.bytes(1 + rnd.below(200_000)));
+          const up = await req('PUT', `/${BUCKET}/${key}-mp?partNumber=${n}&uploadId=${id}`, data);
+          this.#check(up.status, up.body, { what: 'flow part' } as Req);
+          if (up.status !== 200) return;
+          parts.push(data);
+          etags.push(up.headers.etag!);
+        }
+        const xml = Buffer.from(`<CompleteMultipartUpload>${etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`).join('')}</CompleteMultipartUpload>`);
+        const done = await req('POST', `/${BUCKET}/${key}-mp?uploadId=${id}`, xml);
+        this.#check(done.status, done.body, { what: 'flow complete' } as Req);
+        if (done.status !== 200) return;
+        this.#uploads.delete(id);
+        const get = await req('GET', `/${BUCKET}/${key}-mp`);
+        if (get.status === 200 && !this.#watch.untimed(() => get.body.equals(Buffer.concat(parts)))) throw this.finding(`a completed upload read back ${get.body.length} bytes, not the ${parts.length} parts`);
+        return;
+      }
+      default: {
+        const keys = Array.from({ length: 1 + rnd.below(30) }, (_, i) => `${key}-d${i}`);
+        for (const k of keys.slice(0, 3)) await req('PUT', `/${BUCKET}/${k}`, Buffer.from(k));
+        const del = await req('POST', `/${BUCKET}?delete`, Buffer.from(`<Delete>${keys.map((k) => `<Object><Key>${k}</Key></Object>`).join('')}</Delete>`));
+        this.#check(del.status, del.body, { what: 'flow delete' } as Req);
+        if (del.status === 200 && (del.body.toString().match(/<Deleted>/g) ?? []).length !== keys.length) throw this.finding('DeleteObjects did not report every key deleted');
+        for (const k of keys.slice(0, 3)) if (this.#ep!.store.get(k)) throw this.finding(`${k} is still there after DeleteObjects`);
+      }
+    }
+  }
+
+  /** Bytes on a raw socket to the host listener: not HTTP, or HTTP gone wrong. */
+  async #rawHost(): Promise<void> {
+    this.stats.raw++;
+    const rnd = this.#rnd;
+    const payload = this.#watch.untimed(() => rnd.pick([
+      () => rnd.bytes(rnd.below(2000)),
+      () => Buffer.from(`GET /${BUCKET} HTTP/1.1\r\nHost: x\r\n${'X-A: b\r\n'.repeat(rnd.below(3000))}\r\n`),
+      () => Buffer.from(`PUT /${BUCKET}/raw HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${rnd.pick(['zz\r\n', '5\r\nabc', 'ffffffffff\r\n'])}`),
+      () => Buffer.from(`GET /${BUCKET}?${'a=b&'.repeat(rnd.below(5000))} HTTP/1.1\r\nHost: x\r\n\r\n`),
+      () => Buffer.from(`${rnd.pick(['GET', 'PUT', '\u0000'])} ${'/'.repeat(rnd.below(20_000))} HTTP/1.1\r\n\r\n`),
+      () => Buffer.from(`POST /${BUCKET}?delete HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n<Delete>`),
+    ])());
+    this.note(`raw host ${payload.length} bytes`);
+    await new Promise<void>((resolve) => {
+      const s = net.connect(this.#port, '127.0.0.1');
+      const t = setTimeout(() => s.destroy(), 400);
+      s.on('error', () => undefined);
+      s.on('data', (d: Buffer) => { if (/^HTTP\/1\.1 500/.test(d.toString('latin1'))) this.#escaped.push(`500 to raw bytes: ${d.toString('latin1', 0, 200)}`); });
+      s.on('close', () => { clearTimeout(t); resolve(); });
+      s.end(payload);
+    });
+  }
+
+  /** One request over the guest's wire, Connection: close; the whole answer, or null when none came within `ms`. */
+  async #guestExchange(request: Buffer, ms = ANSWER_MS): Promise<Buffer | null> {
+    const sport = this.#sport;
+    this.#sport = this.#sport >= 60_000 ? 20_000 : this.#sport + 1;
+    const g = new GuestTcp((f) => this.#ep!.claimTx(f), sport, S3_DEFAULTS.port, this.#rnd.next());
+    this.#guests.push(g);
+    try {
+      g.connect();
+      await g.write(request);
+      try {
+        await g.until(() => g.finReceived, ms);
+      } catch {
+        return null;
+      }
+      return Buffer.concat(g.received);
+    } finally {
+      g.close();
+      this.#guests.splice(this.#guests.indexOf(g), 1);
+    }
+  }
+
+  async #guestRequest(r: Req): Promise<void> {
+    this.stats.guest++;
+    this.note(`guest ${r.what} body ${r.body.length}${r.complete ? '' : ' (cut)'}`);
+    const raw = this.#watch.untimed(() => rawRequest(r.method, r.path, r.headers, r.body, !r.complete));
+    const answer = await this.#guestExchange(raw, r.complete ? ANSWER_MS : 300);
+    if (answer === null) {
+      if (r.complete) throw this.finding(`no answer over the guest's wire to ${r.what}`);
+      return;
+    }
+    this.#check(statusOf(answer), bodyOf(answer), r);
+  }
+
+  /** Bytes over the guest's wire that are not a request. */
+  async #guestRaw(): Promise<void> {
+    this.stats.raw++;
+    const junk = this.#rnd.bytes(this.#rnd.below(3000));
+    this.note(`raw guest ${junk.length} bytes`);
+    const answer = await this.#guestExchange(junk, 300);
+    if (answer && statusOf(answer) === 500) throw this.finding('500 to raw bytes over the guest\'s wire');
+  }
+}
+
+function xmlEscape(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** aws-chunked framing of `data`: chunks of random sizes, sometimes a trailer, sometimes broken. */
+function chunked(data: Buffer, rnd: Prng): Buffer {
+  const parts: Buffer[] = [];
+  for (let at = 0; at < data.length;) {
+    const n = Math.min(data.length - at, 1 + rnd.below(rnd.below(4) === 0 ? 16 : 20_000));
+    parts.push(Buffer.from(`${n.toString(16)}${rnd.below(4) === 0 ? `;chunk-signature=${'a'.repeat(64)}` : ''}\r\n`), data.subarray(at, at + n), Buffer.from('\r\n'));
+    at += n;
+  }
+  parts.push(Buffer.from(`0\r\n${rnd.below(2) ? `x-amz-checksum-${rnd.pick(ALGORITHMS)}:AAAAAA==\r\n` : ''}${rnd.below(8) === 0 ? '__proto__:x\r\n' : ''}\r\n`));
+  const out = Buffer.concat(parts);
+  if (rnd.below(6) === 0) out[rnd.below(out.length)] = rnd.next() & 0xff;
+  return out;
+}
+
+/** An HTTP/1.1 request as bytes, Connection: close (`short`: Content-Length 10 more than sent). */
+function rawRequest(method: string, path: string, headers: Record<string, string>, body: Buffer, short = false): Buffer {
+  const lines = [`${method} ${path} HTTP/1.1`, 'Host: 192.168.200.1:9000', 'Connection: close', `Content-Length: ${body.length + (short ? 10 : 0)}`];
+  for (const [k, v] of Object.entries(headers)) if (!/[\r\n]/.test(k + v)) lines.push(`${k}: ${v}`);
+  return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]);
+}
+
+function statusOf(answer: Buffer): number {
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(answer.toString('latin1', 0, 16))?.[1] ?? 0);
+}
+
+function bodyOf(answer: Buffer): Buffer {
+  const at = answer.indexOf('\r\n\r\n');
+  return at < 0 ? Buffer.alloc(0) : answer.subarray(at + 4);
+}
+
+function summary(s: S3FuzzStats): string {
+  const [, , c2, c3, c4, c5] = s.byClass;
+  return `${s.epochs} epochs, ${s.host} host requests, ${s.guest} over the guest's wire, ${s.raw} raw, ${s.flows} good flows; `
+    + `answers 2xx ${c2} 3xx ${c3} 4xx ${c4} 5xx ${c5}; longest turn ${s.maxCpuTurnMs.toFixed(1)} ms of CPU`;
+}
+
+registerTarget({
+  name: 's3',
+  describe: 'HTTP to the S3 store: host listener and the guest\'s TCP wire; random, mutated and good requests, XML bodies, big bodies',
+  async run(o) {
+    const f = new S3Fuzzer(o);
+    return summary(await f.run());
+  },
+});
