@@ -4,7 +4,7 @@
 // equivalents); anything else is refused with its JSON path at load time.
 
 import { Calc, Externs } from './externs';
-import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, Value } from './expr';
+import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, shiftLeft, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program, TypeValue } from './schema';
 import { FieldInfo, hexToBig, PacketState, POW2 } from './state';
@@ -87,15 +87,16 @@ function assign(dst: FieldInfo, src: TypeValue, v: Value, ctx: ExprContext): Pri
   return (st, rd) => st.set(dst, v(st, rd));
 }
 
-const arith: Record<string, (a: bigint, b: bigint) => bigint> = {
-  add: (a, b) => a + b,
-  subtract: (a, b) => a - b,
-  bit_and: (a, b) => a & b,
-  bit_or: (a, b) => a | b,
-  bit_xor: (a, b) => a ^ b,
-  shift_left: (a, b) => (b > 4096n ? 0n : a << b),
-  shift_right: (a, b) => (b > 4096n ? 0n : a >> b),
-};
+// A Map (the op names come from the program; only the cases below reach it).
+const arith = new Map<string, (a: bigint, b: bigint) => bigint>([
+  ['add', (a, b) => a + b],
+  ['subtract', (a, b) => a - b],
+  ['bit_and', (a, b) => a & b],
+  ['bit_or', (a, b) => a | b],
+  ['bit_xor', (a, b) => a ^ b],
+  ['shift_left', shiftLeft],
+  ['shift_right', (a, b) => (b < 0n || b > 4096n ? 0n : a >> b)],
+]);
 
 function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env: ActionEnv, path: JsonPath): Prim {
   const v = (i: number): Value => compileValue(params[i], ctx, [...path, 'parameters', i]);
@@ -152,7 +153,7 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
       const dst = dest(ctx, params[0], pp(0));
       const a = v(1);
       const b = v(2);
-      const f = arith[op]!;
+      const f = arith.get(op)!;
       return (st, rd) => st.set(dst, f(a(st, rd), b(st, rd)));
     }
     case 'drop':
