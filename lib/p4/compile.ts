@@ -181,6 +181,8 @@ export class P4Engine {
   readonly #slots: { ingressPort: number; packetLength: number; egressSpec: number; egressPort: number; mgid: number; mcastGrp: number };
   /** The program as one generated function (./codegen.ts); undefined: the closures run it. */
   readonly #gen: GeneratedRun | undefined;
+  /** What the last frame that threw inside the program threw (stats.faults counts them). */
+  lastFault: string | undefined;
   /** Why the program is not generated (undefined when it is, or codegen is off). */
   readonly codegenRefused: string | undefined;
   /** The generated function's source (for specs and reading; integers and fixed shapes only). */
@@ -333,8 +335,8 @@ export class P4Engine {
   process(frame: Buffer, ingressPort = 0): P4Result {
     try {
       return this.#process(frame, ingressPort);
-    } catch {
-      this.stats.faults++;
+    } catch (e) {
+      this.#fault(e);
       return this.#drop('fault', ParserError.None);
     }
   }
@@ -384,9 +386,9 @@ export class P4Engine {
   processReused(frame: Buffer, ingressPort = 0, mode: OutputMode = OutputMode.ENGINE_BUFFER): P4Result {
     try {
       return this.#processReused(frame, ingressPort, mode);
-    } catch {
+    } catch (e) {
       // the frame boundary: whatever the program threw, the device sees a dropped frame
-      this.stats.faults++;
+      this.#fault(e);
       this.stats.dropped++;
       const r = this.#result;
       r.frame = undefined;
@@ -582,6 +584,12 @@ export class P4Engine {
       checksumError: false,
       digests: reason === 'fault' ? NO_DIGESTS : this.#st.digests,
     };
+  }
+
+  /** Counts a frame that threw inside the program and keeps what it threw (for logs and the fuzz target). */
+  #fault(e: unknown): void {
+    this.stats.faults++;
+    this.lastFault = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
   }
 
   /**

@@ -1,2 +1,3 @@
 // Every fuzz target, registered by importing it.
 import './live';
+import './p4';
