@@ -17,6 +17,7 @@ import { GeneratedRun, generateProgram, GenMode } from './codegen';
 import { compileCsum16Num, NumCalc } from './checksum';
 import { compileNum, compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { Calc, compileCalculation, Externs } from './externs';
+import { checkFrameCost } from './cost';
 import { refuse, validateProgram } from './load';
 import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from './parser';
 import { CompiledPipeline, compilePipeline } from './pipeline';
@@ -181,6 +182,8 @@ export class P4Engine {
   readonly #slots: { ingressPort: number; packetLength: number; egressSpec: number; egressPort: number; mgid: number; mcastGrp: number };
   /** The program as one generated function (./codegen.ts); undefined: the closures run it. */
   readonly #gen: GeneratedRun | undefined;
+  /** The load's estimate of the most a frame may cost (./cost.ts; at most MAX_FRAME_COST). */
+  readonly frameCost: number;
   /** What the last frame that threw inside the program threw (stats.faults counts them). */
   lastFault: string | undefined;
   /** Why the program is not generated (undefined when it is, or codegen is off). */
@@ -290,6 +293,8 @@ export class P4Engine {
         });
       }
     });
+    // the compile accepted every part: now what a frame may cost it, refused past MAX_FRAME_COST
+    this.frameCost = checkFrameCost(p, this.layout, this.#maxFrame);
     this.#st = new PacketState(this.layout);
     const f = this.#f;
     this.#slots = {
