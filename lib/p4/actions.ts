@@ -245,8 +245,8 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
     case 'generate_digest': {
       arity(params, 2, 2, path, op);
       const tv = params[1]!;
-      if (tv.type !== 'hexstr') refuse(pp(1), 'generate_digest takes a learn list id', tv);
-      const id = Number(BigInt(tv.value as string));
+      if (tv.type !== 'hexstr' || typeof tv.value !== 'string' || !/^0x[0-9a-fA-F]+$/.test(tv.value)) refuse(pp(1), 'generate_digest takes a learn list id (a hexstring)', tv);
+      const id = Number(BigInt(tv.value));
       const list = env.learnLists.get(id);
       if (!list) refuse([...pp(1), 'value'], 'no learn list with this id', tv.value);
       return (st, rd) => {
@@ -277,7 +277,7 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
         const n = pr.op === '_jump' ? 1 : 2;
         if (pr.parameters.length !== n) refuse([...pp, 'parameters'], `${pr.op} takes ${n} parameters`, pr.parameters.length);
         const off = pr.parameters[n - 1]!;
-        const target = off.type === 'hexstr' && typeof off.value === 'string' ? Number(BigInt(off.value)) : NaN;
+        const target = off.type === 'hexstr' && typeof off.value === 'string' && /^0x[0-9a-fA-F]+$/.test(off.value) ? Number(BigInt(off.value)) : NaN;
         if (!(target > pi && target <= a.primitives.length)) refuse([...pp, 'parameters', n - 1], 'only forward jumps within the action', off.value);
         const cond = n === 2 ? compileValue(pr.parameters[0], ctx, [...pp, 'parameters', 0]) : undefined;
         jumps[pi] = { cond, target };

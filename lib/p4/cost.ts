@@ -2,7 +2,7 @@
 // from the program itself, so that a program (a guest's through P4_LOAD, or
 // an operator's) whose frames would hold the event loop for long is refused
 // before it runs. Without it a 426 KiB program of 1,500 tables, each running
-// a 200-primitive action as its default, took 49 ms per frame.
+// a 200-primitive action as its default, took 29-49 ms per frame.
 //
 // The unit is about one closure call, plus one per 64-bit digit a bigint
 // operation walks (a product: the digits of one operand times the other's).

@@ -1,7 +1,8 @@
 // What a frame may cost (lib/p4/cost.ts): a program whose frames would hold
 // the loop for long is refused at load, by an operator or a guest, with the
 // JSON path of its heaviest part; the heaviest programs still under the
-// limit run a frame in a few ms; the fixtures are far below it.
+// limit run a frame in a few ms; the fixtures are far below it. And what a
+// guest's load may build (P4_GUEST_LIMITS in lib/p4/devcmd.ts).
 
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/compile';
@@ -9,6 +10,7 @@ import { MAX_FRAME_COST } from '../../lib/p4/cost';
 import { P4LoadError } from '../../lib/p4/load';
 import { ethernet, fixtureText, syntheticProgram } from './helpers';
 import { guestControl } from './guest';
+import { P4_GUEST_LIMITS, P4_MAX_PROGRAM_BYTES } from '../../lib/p4/devcmd';
 
 const field = (h: string, n: string) => ({ type: 'field', value: [h, n] });
 const expr = (op: string, left: unknown, right: unknown) => ({ type: 'expression', value: { op, left, right } });
@@ -73,10 +75,8 @@ function largest(make: (n: number) => unknown): { n: number; engine: P4Engine } 
 }
 
 describe('p4: what a frame may cost', () => {
-  it('refuses a 1,500-table program whose every table runs a 200-primitive action (49 ms a frame before), naming its pipeline', () => {
-    const p = chain(1500, 200);
-    const text = JSON.stringify(p);
-    expect(text.length).to.be.below(1 << 20); // a guest may send it
+  it('refuses a 1,500-table program whose every table runs a 200-primitive action (29-49 ms a frame before), naming its pipeline', () => {
+    const text = JSON.stringify(chain(1500, 200));
     let err: P4LoadError | undefined;
     try {
       P4Engine.load(text);
@@ -87,11 +87,45 @@ describe('p4: what a frame may cost', () => {
     expect(err, 'refused').to.not.equal(undefined);
     expect(err!.path).to.equal('pipelines[0]');
     expect(err!.message).to.match(/a frame could cost about \d+ operations/);
-    const g = guestControl('program');
-    const r = g.load(text);
+    console.log(`      ${(text.length / 1024).toFixed(0)} KiB program refused: ${err!.message}`);
+  });
+
+  it('P4_LOAD refuses a heavy program a guest could send (250 tables running an 800-primitive action: 200,000 primitives a frame)', () => {
+    const text = JSON.stringify(chain(250, 800));
+    expect(text.length).to.be.at.most(P4_MAX_PROGRAM_BYTES);
+    const r = guestControl('program').load(text);
     expect(r.status).to.equal(14);
     expect(r.text).to.match(/^pipelines\[0\]: a frame could cost/);
-    console.log(`      ${(text.length / 1024).toFixed(0)} KiB program refused: ${err!.message}`);
+  });
+
+  it('P4_LOAD refuses a program past the guest structure limits (what a load builds), each by name', () => {
+    const over: [string, (p: any) => void][] = [
+      ['headers', (p) => {
+        for (let i = 0; i < P4_GUEST_LIMITS.headers; i++) p.headers.push({ name: `m${i}`, id: 100 + i, header_type: 'ethernet_t', metadata: true });
+      }],
+      ['fields', (p) => {
+        p.header_types.push({ name: 'wide_t', id: 9, fields: Array.from({ length: P4_GUEST_LIMITS.fields }, (_, i) => [`f${i}`, 1]) });
+        p.headers.push({ name: 'wide', id: 9, header_type: 'wide_t', metadata: true });
+      }],
+      ['tables, conditionals and action calls', (p) => {
+        p.pipelines[1].conditionals = Array.from({ length: P4_GUEST_LIMITS.nodes }, (_, i) => ({ name: `c${i}`, id: i, expression: { type: 'bool', value: true }, true_next: null, false_next: null }));
+      }],
+      ['states', (p) => {
+        for (let i = 0; i < P4_GUEST_LIMITS.states; i++) p.parsers[0].parse_states.push({ name: `s${i}`, id: 10 + i, parser_ops: [], transition_key: [], transitions: [] });
+      }],
+      ['primitives and parser operations', (p) => {
+        p.actions[0].primitives = Array.from({ length: P4_GUEST_LIMITS.primitives + 1 }, () => ({ op: 'no_op', parameters: [] }));
+      }],
+    ];
+    for (const [what, change] of over) {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      change(p);
+      const r = guestControl('program').load(p);
+      expect(r.status, what).to.equal(14);
+      expect(r.text, what).to.include(`${what}: a guest's program may have at most`);
+      // the same program is an operator's to load
+      expect(() => P4Engine.load(p), what).to.not.throw();
+    }
   });
 
   it('the heaviest programs under the limit run a frame in a few ms (a chain of tables, a looping parser)', function () {

@@ -5,7 +5,8 @@
 // frames through whatever loaded.
 //
 // Programs start from the fixtures and a few synthetic ones (value sets,
-// action profiles, bigint expressions), then get mutations: names and
+// action profiles, bigint expressions, heavy frames sized around the frame
+// cost limit), then get mutations: names and
 // operators from Object.prototype's keys, huge and negative sizes and
 // widths, deep and wide expressions, deleted and duplicated parts, broken
 // JSON text. An engine lives for a few epochs so its tables, members and
@@ -131,6 +132,55 @@ function exprProgram(r: Rnd): any {
   p.actions[0].primitives.push({ op: r.pick(['modify_field', 'add_to_field', 'subtract_from_field']), parameters: [field('ethernet', 'etherType'), e] });
   p.pipelines[0].conditionals = [{ name: 'c', id: 0, expression: expr(r.pick(['==', '!=', '<', 'and', 'or']), e, hex('0x1')), true_next: 't', false_next: null }];
   p.pipelines[0].init_table = 'c';
+  return p;
+}
+
+/** Programs of heavy frames, sized around the frame cost limit (lib/p4/cost.ts): loaded ones must stay fast. */
+function heavyProgram(r: Rnd): any {
+  const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+  const n = r.pick([10, 50, 100, 200, 400, 800, 1600]);
+  const prim = () => ({ op: 'modify_field', parameters: [field('ethernet', 'srcAddr'), expr(r.pick(['*', '+', '<<', '%', '^']), field('ethernet', 'srcAddr'), r.chance(2) ? field('ethernet', 'dstAddr') : hex(r.hex(r.pick([4, 64, 512]))))] });
+  const dflt = (id: number) => ({ action_id: id, action_const: true, action_data: [], action_entry_const: true });
+  switch (r.below(4)) {
+    case 0: { // a chain of tables running one heavy action each
+      const k = r.pick([1, 10, 50, 200]);
+      p.actions.push({ name: 'heavy', id: 9, runtime_data: [], primitives: Array.from({ length: k }, prim) });
+      p.pipelines[0].tables = Array.from({ length: n }, (_, i) => {
+        const next = i + 1 < n ? `t${i + 1}` : r.chance(4) ? 't0' : null; // sometimes a cycle
+        return { name: `t${i}`, id: i, match_type: 'exact', type: 'simple', max_size: 4, key: [], actions: ['heavy'], next_tables: { heavy: next }, base_default_next: next, default_entry: dflt(9) };
+      });
+      p.pipelines[0].init_table = 't0';
+      break;
+    }
+    case 1: { // a parser state looping on itself
+      p.parsers[0].parse_states[0].transitions = [{ type: 'default', value: null, mask: null, next_state: 'loop' }];
+      p.parsers[0].parse_states.push({ name: 'loop', id: 1, parser_ops: Array.from({ length: n }, () => ({ op: 'set', parameters: prim().parameters })), transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: 'loop' }] });
+      break;
+    }
+    case 2: { // headers added, then deparsed
+      p.header_types.push({ name: 'h_t', id: 5, fields: Array.from({ length: 8 }, (_, i) => [`f${i}`, 8]) });
+      for (let i = 0; i < n * 4; i++) p.headers.push({ name: `h${i}`, id: 10 + i, header_type: 'h_t', metadata: false });
+      p.actions.push({ name: 'adds', id: 9, runtime_data: [], primitives: Array.from({ length: n * 4 }, (_, i) => ({ op: 'add_header', parameters: [{ type: 'header', value: `h${i}` }] })) });
+      p.pipelines[0].tables[0].actions.push('adds');
+      p.pipelines[0].tables[0].next_tables.adds = null;
+      p.pipelines[0].tables[0].default_entry = dflt(9);
+      p.deparsers[0].order.push(...Array.from({ length: n * 4 }, (_, i) => `h${i}`));
+      break;
+    }
+    default: { // digests and hashes over the payload
+      p.learn_lists = [{ name: 'l', id: 1, elements: Array.from({ length: 50 }, () => field('ethernet', 'srcAddr')) }];
+      p.calculations = [{ name: 'c', id: 0, algo: r.pick(['crc32', 'crc16', 'csum16']), input: [{ type: 'payload', value: null }] }];
+      p.actions.push({
+        name: 'h', id: 9, runtime_data: [],
+        primitives: Array.from({ length: n }, () => (r.chance(2)
+          ? { op: 'generate_digest', parameters: [hex('0x0'), hex('0x1')] }
+          : { op: 'modify_field_with_hash_based_offset', parameters: [field('ethernet', 'etherType'), hex('0x0'), { type: 'calculation', value: 'c' }, hex('0xffff')] })),
+      });
+      p.pipelines[0].tables[0].actions.push('h');
+      p.pipelines[0].tables[0].next_tables.h = null;
+      p.pipelines[0].tables[0].default_entry = dflt(9);
+    }
+  }
   return p;
 }
 
@@ -510,7 +560,7 @@ registerTarget({
           life = r.pick(ENGINE_EPOCHS);
           const k = r.below(10);
           // a copy: the synthetic programs share objects with the spec helpers, which must not change
-          const base: any = structuredClone(k < 5 ? JSON.parse(r.pick(fixtures)) : k < 7 ? vsetProgram(r) : k < 9 ? profileProgram(r) : exprProgram(r));
+          const base: any = structuredClone(k < 5 ? JSON.parse(r.pick(fixtures)) : k < 7 ? vsetProgram(r) : k < 8 ? profileProgram(r) : k < 9 ? heavyProgram(r) : exprProgram(r));
           const n = r.pick([0, 0, 1, 1, 2, 3, 5, 10]);
           for (let i = 0; i < n; i++) mutate(r, base);
           let text = JSON.stringify(base);
