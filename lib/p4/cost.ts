@@ -169,13 +169,14 @@ class Estimator {
       const p1 = pr.parameters[1];
       const p2 = pr.parameters[2];
       switch (pr.op) {
-        case 'add_header':
+        case 'add_header': // each field zeroed through a bigint
+          cost += NODE * this.#headerFields(p0?.value);
+          break;
         case 'remove_header':
-          cost += this.#headerFields(p0?.value);
           break;
         case 'copy_header':
         case 'assign_header':
-          cost += 2 * this.#headerFields(p0?.value);
+          cost += 2 * NODE * this.#headerFields(p0?.value);
           break;
         case 'modify_field_with_hash_based_offset':
           cost += (typeof p2?.value === 'string' ? this.#calcs.get(p2.value) : undefined) ?? 1;

@@ -19,6 +19,9 @@
 // changed, or the known-good program (simple_router and its commands)
 // processing frames differently from the start of the run.
 
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import { PerformanceObserver } from 'perf_hooks';
 import { P4Engine, P4Result } from '../../../lib/p4/compile';
 import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/devcmd';
@@ -399,7 +402,7 @@ interface Counts {
 }
 
 function summary(c: Counts): string {
-  return `${c.epochs} epochs, ${c.loads} loads (${c.loaded} loaded) + ${c.guestLoads} P4_LOADs (${c.guestLoaded} loaded), ${c.commands} commands (${c.commandsOk} ok, ${c.refusedByBudget} over the guest budget), ${c.devCmds} raw device commands, ${c.frames} frames (${c.dropped} dropped); longest frame ${c.longestFrameMs.toFixed(2)} ms (${c.longestFrame}), longest load ${c.longestLoadMs.toFixed(1)} ms; ${c.slowTurns} loop turns over ${TURN_MS} ms of GC or CPU contention and ${c.slowOnce} actions slow once only`;
+  return `${c.epochs} epochs, ${c.loads} loads (${c.loaded} loaded) + ${c.guestLoads} P4_LOADs (${c.guestLoaded} loaded), ${c.commands} commands (${c.commandsOk} ok, ${c.refusedByBudget} over the guest budget), ${c.devCmds} raw device commands, ${c.frames} frames (${c.dropped} dropped); longest frame ${c.longestFrameMs.toFixed(2)} ms (${c.longestFrame}), longest P4_LOAD ${c.longestLoadMs.toFixed(1)} ms; ${c.slowTurns} loop turns over ${TURN_MS} ms of GC or CPU contention and ${c.slowOnce} actions slow once only`;
 }
 
 const ms = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e6;
@@ -458,11 +461,12 @@ registerTarget({
       if (own > TURN_MS) throw finding(`a loop turn of ${(t.end - t.start).toFixed(1)} ms (${gc.toFixed(1)} ms of it GC, ${t.cpu.toFixed(1)} ms CPU; ${t.work} actions)`);
       c.slowTurns++;
     };
-    const tick = async (): Promise<void> => {
+    /** Ends the turn once 5 ms were spent in it (now: whatever was spent); `own`: it was this target's own work (making programs, an operator's load), not judged. */
+    const tick = async (o: { now?: boolean; own?: boolean } = {}): Promise<void> => {
       const now = performance.now();
-      if (now - turnAt < 5) return;
+      if (now - turnAt < 5 && !o.now) return;
       const cpu = process.cpuUsage(cpuAt);
-      const t = now - turnAt > TURN_MS && !noisy ? { start: turnAt, end: now, cpu: (cpu.user + cpu.system) / 1000, work } : undefined;
+      const t = now - turnAt > TURN_MS && !noisy && !o.own ? { start: turnAt, end: now, cpu: (cpu.user + cpu.system) / 1000, work } : undefined;
       await new Promise((res) => setImmediate(res));
       if (pending) judge(pending);
       pending = t;
@@ -492,6 +496,16 @@ registerTarget({
       throw finding(`${what} took ${t.toFixed(1)} ms`);
     };
 
+    // a finding's program and frame, written where the message says (to replay by hand)
+    const sources = new WeakMap<P4Engine, string>();
+    const keep = (e: P4Engine, f: Buffer): string => {
+      const src = sources.get(e);
+      if (src === undefined) return '';
+      const file = path.join(os.tmpdir(), `p4-fuzz-${o.seed}-${c.epochs}`);
+      fs.writeFileSync(`${file}.json`, src);
+      fs.writeFileSync(`${file}.frame`, f);
+      return `; program and frame in ${file}.json and .frame`;
+    };
     const frames = async (e: P4Engine, n: number): Promise<void> => {
       for (let i = 0; i < n; i++) {
         await tick();
@@ -514,13 +528,17 @@ registerTarget({
           const sizes = [...[...e.tables.values()].map((x) => `${x.name}:${x.keys.map((k) => `${k.kind}${k.width}`).join('+')}=${x.entries.size}`), ...[...e.vsets.sets.values()].map((x) => `vs ${x.name}=${x.size}`), ...[...e.profiles.values()].map((x) => `ap ${x.name}=${x.held}`)];
           c.longestFrame = `${f.length} bytes, ${e.generated ? 'generated' : 'closures'}, ${sizes.join(' ').slice(0, 200)}`;
         }
-        if (e.stats.faults !== faults) throw finding(`a frame threw inside the program (dropped by the frame guard): ${e.lastFault ?? '?'}`);
+        if (e.stats.faults !== faults) throw finding(`a frame threw inside the program (dropped by the frame guard): ${e.lastFault ?? '?'}${keep(e, f)}`);
         // a frame's first run may compile; only a repeat is held to the bound
         if (t > FRAME_MS) {
-          const t1 = process.hrtime.bigint();
-          e.processReused(f, port);
-          const again = ms(t1);
-          if (again > FRAME_MS) throw finding(`a frame took ${again.toFixed(1)} ms (first run ${t.toFixed(1)} ms)`);
+          // slow every time, not once (a GC, this machine's other work): the fastest of three runs
+          let again = Infinity;
+          for (let k = 0; k < 3; k++) {
+            const t1 = process.hrtime.bigint();
+            e.processReused(f, port);
+            again = Math.min(again, ms(t1));
+          }
+          if (again > FRAME_MS) throw finding(`a frame took ${again.toFixed(1)} ms at best of three more runs (first run ${t.toFixed(1)} ms; the program's frame cost estimate ${e.frameCost}${keep(e, f)})`);
         }
       }
     };
@@ -556,6 +574,7 @@ registerTarget({
         c.epochs++;
         if (!engine || age >= life) {
           // a new program: a fixture or a synthetic one, mutated, as an operator's or a guest's
+          await tick({ now: true });
           age = 0;
           life = r.pick(ENGINE_EPOCHS);
           const k = r.below(10);
@@ -569,6 +588,7 @@ registerTarget({
           const codegen = !r.chance(3);
           const input = r.chance(4) ? base : text;
           note(`${asGuest ? 'P4_LOAD' : 'load'} ${n} mutations, ${text.length} bytes`);
+          await tick({ now: true, own: true });
           const t0 = process.hrtime.bigint();
           if (asGuest) {
             c.guestLoads++;
@@ -582,26 +602,26 @@ registerTarget({
             if (st === 0) {
               c.guestLoaded++;
               engine = g.engine;
+              if (engine) sources.set(engine, text);
             }
             guest = g;
           } else {
             c.loads++;
             try {
               engine = P4Engine.load(input, { codegen });
+              sources.set(engine, text);
               c.loaded++;
               guest = new GuestP4(r.pick(['tables', 'program', 'read']), engine);
             } catch (err) {
               if (!(err instanceof P4LoadError)) throw finding(`the loader threw ${(err as Error)?.constructor?.name}, not a P4LoadError: ${(err as Error).stack ?? String(err)}`);
             }
           }
-          c.longestLoadMs = Math.max(c.longestLoadMs, ms(t0));
-          timed('a load', t0, () => {
-            try {
-              P4Engine.load(input, { codegen });
-            } catch {
-              // refused again, as the first time
-            }
-          });
+          // a guest's P4_LOAD is one device command, held to the turn limit; an operator's program
+          // loads at start-up, before the device serves anyone
+          if (asGuest) {
+            c.longestLoadMs = Math.max(c.longestLoadMs, ms(t0));
+            timed('a P4_LOAD', t0, () => new GuestP4('program').load(text));
+          } else await tick({ now: true, own: true });
         }
         age++;
         if (engine) {
@@ -637,8 +657,10 @@ registerTarget({
           if (!big || bigFloods >= BIG_FLOODS) {
             bigFloods = 0;
             note('a big engine');
+            await tick({ now: true });
             big = P4Engine.load(r.chance(2) ? vsetProgram(r, true) : profileProgram(r, true));
             bigGuest = new GuestP4('tables', big);
+            await tick({ now: true, own: true });
           }
           bigFloods++;
           const t0 = Date.now();
@@ -650,7 +672,11 @@ registerTarget({
           await frames(big, 20);
         }
         await tick();
-        if (c.epochs % 200 === 0) checkGood(`epoch ${c.epochs}`);
+        if (c.epochs % 200 === 0) {
+          await tick({ now: true });
+          checkGood(`epoch ${c.epochs}`);
+          await tick({ now: true, own: true });
+        }
         if (Date.now() - start - shown >= 1000) {
           shown = Date.now() - start;
           o.progress(summary(c));
