@@ -4,7 +4,7 @@
 // equivalents); anything else is refused with its JSON path at load time.
 
 import { Calc, Externs } from './externs';
-import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, Value } from './expr';
+import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, shiftLeft, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program, TypeValue } from './schema';
 import { FieldInfo, hexToBig, PacketState, POW2 } from './state';
@@ -87,15 +87,16 @@ function assign(dst: FieldInfo, src: TypeValue, v: Value, ctx: ExprContext): Pri
   return (st, rd) => st.set(dst, v(st, rd));
 }
 
-const arith: Record<string, (a: bigint, b: bigint) => bigint> = {
-  add: (a, b) => a + b,
-  subtract: (a, b) => a - b,
-  bit_and: (a, b) => a & b,
-  bit_or: (a, b) => a | b,
-  bit_xor: (a, b) => a ^ b,
-  shift_left: (a, b) => (b > 4096n ? 0n : a << b),
-  shift_right: (a, b) => (b > 4096n ? 0n : a >> b),
-};
+// A Map (the op names come from the program; only the cases below reach it).
+const arith = new Map<string, (a: bigint, b: bigint) => bigint>([
+  ['add', (a, b) => a + b],
+  ['subtract', (a, b) => a - b],
+  ['bit_and', (a, b) => a & b],
+  ['bit_or', (a, b) => a | b],
+  ['bit_xor', (a, b) => a ^ b],
+  ['shift_left', shiftLeft],
+  ['shift_right', (a, b) => (b < 0n || b > 4096n ? 0n : a >> b)],
+]);
 
 function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env: ActionEnv, path: JsonPath): Prim {
   const v = (i: number): Value => compileValue(params[i], ctx, [...path, 'parameters', i]);
@@ -152,7 +153,7 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
       const dst = dest(ctx, params[0], pp(0));
       const a = v(1);
       const b = v(2);
-      const f = arith[op]!;
+      const f = arith.get(op)!;
       return (st, rd) => st.set(dst, f(a(st, rd), b(st, rd)));
     }
     case 'drop':
@@ -244,8 +245,8 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
     case 'generate_digest': {
       arity(params, 2, 2, path, op);
       const tv = params[1]!;
-      if (tv.type !== 'hexstr') refuse(pp(1), 'generate_digest takes a learn list id', tv);
-      const id = Number(BigInt(tv.value as string));
+      if (tv.type !== 'hexstr' || typeof tv.value !== 'string' || !/^0x[0-9a-fA-F]+$/.test(tv.value)) refuse(pp(1), 'generate_digest takes a learn list id (a hexstring)', tv);
+      const id = Number(BigInt(tv.value));
       const list = env.learnLists.get(id);
       if (!list) refuse([...pp(1), 'value'], 'no learn list with this id', tv.value);
       return (st, rd) => {
@@ -276,7 +277,7 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
         const n = pr.op === '_jump' ? 1 : 2;
         if (pr.parameters.length !== n) refuse([...pp, 'parameters'], `${pr.op} takes ${n} parameters`, pr.parameters.length);
         const off = pr.parameters[n - 1]!;
-        const target = off.type === 'hexstr' && typeof off.value === 'string' ? Number(BigInt(off.value)) : NaN;
+        const target = off.type === 'hexstr' && typeof off.value === 'string' && /^0x[0-9a-fA-F]+$/.test(off.value) ? Number(BigInt(off.value)) : NaN;
         if (!(target > pi && target <= a.primitives.length)) refuse([...pp, 'parameters', n - 1], 'only forward jumps within the action', off.value);
         const cond = n === 2 ? compileValue(pr.parameters[0], ctx, [...pp, 'parameters', 0]) : undefined;
         jumps[pi] = { cond, target };

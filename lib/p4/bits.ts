@@ -41,7 +41,16 @@ export interface Plan {
   readonly fields: readonly FieldInfo[];
 }
 
+/** Plans by header (a header's plan never changes; extract, emit and codegen each ask for it). */
+const plans = new WeakMap<HeaderInfo, Plan>();
+
 export function planOf(h: HeaderInfo): Plan {
+  let p = plans.get(h);
+  if (p === undefined) plans.set(h, (p = makePlan(h)));
+  return p;
+}
+
+function makePlan(h: HeaderInfo): Plan {
   const fs = h.fields;
   const wins: { kind: W; at: number; len: number; first: number; count: number }[] = [];
   const shift = new Int32Array(fs.length);

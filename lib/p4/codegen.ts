@@ -269,7 +269,7 @@ class Gen {
       if (e.op === 'b2d') return x;
       return e.op === 'not' ? `(${x} === 0 ? 1 : 0)` : `(${x} !== 0 ? 1 : 0)`;
     }
-    const op = NUM_OPS[e.op];
+    const op = NUM_OPS.get(e.op);
     if (op === undefined) no('an operator off the number path');
     const l = this.num(e.left, ctx, depth + 1);
     const r = this.num(e.right, ctx, depth + 1);
@@ -676,9 +676,9 @@ ${cases}default: nd = ${int(END)};
     if (!view) no('a table off the number path');
     const T = this.cap(mt);
     const nt = t.next_tables;
-    const hitMiss = '__HIT__' in nt || '__MISS__' in nt;
-    const onHit = hitMiss ? next(nt.__HIT__) : END;
-    const onMiss = hitMiss ? next(nt.__MISS__) : END;
+    const hitMiss = nt.has('__HIT__') || nt.has('__MISS__');
+    const onHit = hitMiss ? next(nt.get('__HIT__')) : END;
+    const onMiss = hitMiss ? next(nt.get('__MISS__')) : END;
     const baseNext = next(t.base_default_next);
     const byAction = new Map<CompiledAction, number>();
     const possible = new Set<CompiledAction>(mt.actions.values());
@@ -686,7 +686,7 @@ ${cases}default: nd = ${int(END)};
     if (possible.size > CODEGEN_LIMITS.actionsPerTable) no('too many actions in a table');
     for (const a of possible) byAction.set(a, baseNext);
     if (!hitMiss) {
-      for (const [a, n] of Object.entries(nt)) {
+      for (const [a, n] of nt) {
         const ca = mt.actions.get(a);
         if (!ca) no('next_tables names no action of the table');
         byAction.set(ca, next(n));
@@ -987,19 +987,19 @@ export function topoOrder(init: number, edges: readonly (readonly number[])[]): 
 /** The int32 form's end: two folds take a sum below 2^31 to 16 bits (the loop's result), then the complement. */
 const INT_FOLD = ' s = (s & 0xffff) + (s >>> 16); s = (s & 0xffff) + (s >>> 16); const x = ~s & 0xffff;';
 
-/** + - and comparisons/logic of compileNum (./expr.ts numBinary), as source operators. */
-const NUM_OPS: Record<string, string> = {
-  '+': '+',
-  '-': '-',
-  '==': '===',
-  '!=': '!==',
-  '>': '>',
-  '>=': '>=',
-  '<': '<',
-  '<=': '<=',
-  and: '&&',
-  or: '||',
-};
+/** + - and comparisons/logic of compileNum (./expr.ts numBinary), as source operators (a Map: the op comes from the program). */
+const NUM_OPS = new Map<string, string>([
+  ['+', '+'],
+  ['-', '-'],
+  ['==', '==='],
+  ['!=', '!=='],
+  ['>', '>'],
+  ['>=', '>='],
+  ['<', '<'],
+  ['<=', '<='],
+  ['and', '&&'],
+  ['or', '||'],
+]);
 
 /** Wire fields alone in their window that the code never reads (see Gen's lazy). */
 function lazyFields(layout: Layout, reads: ReadonlySet<number>): Set<number> {
@@ -1024,6 +1024,7 @@ export function generateProgram(input: CodegenInput): Generated {
     return lazy.size === 0 ? built : new Gen(input, lazy).build();
   } catch (e) {
     if (e instanceof Unsupported) return { refused: e.message };
-    throw e;
+    // anything else is a generator bug: the closures, the reference, run the program instead
+    return { refused: `the generator failed: ${(e as Error)?.message ?? String(e)}` };
   }
 }

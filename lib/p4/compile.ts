@@ -17,6 +17,7 @@ import { GeneratedRun, generateProgram, GenMode } from './codegen';
 import { compileCsum16Num, NumCalc } from './checksum';
 import { compileNum, compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { Calc, compileCalculation, Externs } from './externs';
+import { checkFrameCost } from './cost';
 import { refuse, validateProgram } from './load';
 import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from './parser';
 import { CompiledPipeline, compilePipeline } from './pipeline';
@@ -25,7 +26,8 @@ import { Digest, FieldInfo, Layout, NO_DIGESTS, PacketState, ParserError } from 
 import { MatchTable } from './tables';
 import { ActionProfile } from './profiles';
 
-export type DropReason = 'program' | 'parser-budget' | 'too-long';
+/** fault: the frame threw inside the program (caught at the frame boundary, counted in stats.faults). */
+export type DropReason = 'program' | 'parser-budget' | 'too-long' | 'fault';
 
 export interface P4Result {
   /** The frame to send (undefined when dropped); a fresh Buffer, never the input. */
@@ -128,6 +130,8 @@ export interface EngineStats {
   dropped: number;
   parserErrors: number;
   budgetDrops: number;
+  /** Frames that threw inside the program: dropped at the frame boundary instead of throwing into the device. */
+  faults: number;
 }
 
 function optField(layout: Layout, header: string, field: string): FieldInfo | undefined {
@@ -142,7 +146,7 @@ export class P4Engine {
   readonly tables = new Map<string, MatchTable>();
   readonly profiles = new Map<string, ActionProfile>();
   readonly vsets: ParseVsets = { sets: new Map() };
-  readonly stats: EngineStats = { frames: 0, dropped: 0, parserErrors: 0, budgetDrops: 0 };
+  readonly stats: EngineStats = { frames: 0, dropped: 0, parserErrors: 0, budgetDrops: 0, faults: 0 };
   readonly #parser: CompiledParser;
   readonly #ingress: CompiledPipeline | undefined;
   readonly #egress: CompiledPipeline | undefined;
@@ -178,6 +182,10 @@ export class P4Engine {
   readonly #slots: { ingressPort: number; packetLength: number; egressSpec: number; egressPort: number; mgid: number; mcastGrp: number };
   /** The program as one generated function (./codegen.ts); undefined: the closures run it. */
   readonly #gen: GeneratedRun | undefined;
+  /** The load's estimate of the most a frame may cost (./cost.ts; at most MAX_FRAME_COST). */
+  readonly frameCost: number;
+  /** What the last frame that threw inside the program threw (stats.faults counts them). */
+  lastFault: string | undefined;
   /** Why the program is not generated (undefined when it is, or codegen is off). */
   readonly codegenRefused: string | undefined;
   /** The generated function's source (for specs and reading; integers and fixed shapes only). */
@@ -285,6 +293,8 @@ export class P4Engine {
         });
       }
     });
+    // the compile accepted every part: now what a frame may cost it, refused past MAX_FRAME_COST
+    this.frameCost = checkFrameCost(p, this.layout, this.#maxFrame);
     this.#st = new PacketState(this.layout);
     const f = this.#f;
     this.#slots = {
@@ -322,8 +332,21 @@ export class P4Engine {
     return this.#gen !== undefined;
   }
 
-  /** Runs one frame through parser, ingress, egress and deparser; a new result and a new output Buffer. */
+  /**
+   * Runs one frame through parser, ingress, egress and deparser; a new
+   * result and a new output Buffer. Never throws: a frame that throws inside
+   * the program is dropped with reason 'fault' and counted (stats.faults).
+   */
   process(frame: Buffer, ingressPort = 0): P4Result {
+    try {
+      return this.#process(frame, ingressPort);
+    } catch (e) {
+      this.#fault(e);
+      return this.#drop('fault', ParserError.None);
+    }
+  }
+
+  #process(frame: Buffer, ingressPort: number): P4Result {
     const g = this.#gen;
     if (g !== undefined) {
       // the generated run fills the reused result; process() still hands out its own object
@@ -366,6 +389,26 @@ export class P4Engine {
    * aside, as in process()).
    */
   processReused(frame: Buffer, ingressPort = 0, mode: OutputMode = OutputMode.ENGINE_BUFFER): P4Result {
+    try {
+      return this.#processReused(frame, ingressPort, mode);
+    } catch (e) {
+      // the frame boundary: whatever the program threw, the device sees a dropped frame
+      this.#fault(e);
+      this.stats.dropped++;
+      const r = this.#result;
+      r.frame = undefined;
+      r.dropped = true;
+      r.reason = 'fault';
+      r.egressPort = 0;
+      r.multicastGroup = 0;
+      r.parserError = ParserError.None;
+      r.checksumError = false;
+      r.digests = NO_DIGESTS;
+      return r;
+    }
+  }
+
+  #processReused(frame: Buffer, ingressPort: number, mode: OutputMode): P4Result {
     const r = this.#result;
     const g = this.#gen;
     if (g !== undefined) {
@@ -544,7 +587,26 @@ export class P4Engine {
       multicastGroup: 0,
       parserError,
       checksumError: false,
-      digests: this.#st.digests,
+      digests: reason === 'fault' ? NO_DIGESTS : this.#st.digests,
     };
+  }
+
+  /** Counts a frame that threw inside the program and keeps what it threw (for logs and the fuzz target). */
+  #fault(e: unknown): void {
+    this.stats.faults++;
+    this.lastFault = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  }
+
+  /**
+   * What the control plane has added, in the guest budget's units: table
+   * entries, action profile members, groups and group memberships, parse
+   * value set values (./runtime.ts refuses a guest's add past its budget).
+   */
+  held(): number {
+    let n = 0;
+    for (const t of this.tables.values()) n += t.entries.size;
+    for (const ap of this.profiles.values()) n += ap.held;
+    for (const v of this.vsets.sets.values()) n += v.size;
+    return n;
   }
 }

@@ -37,8 +37,12 @@
 //                    The program replaces the running one (its tables start
 //                    empty) only once it is loaded and compiled; a refused one:
 //                    EINVAL, the error line in the data window (dev cmd). A
-//                    guest's program is held to P4_GUEST_MAX_CELLS array cells
-//                    and P4_GUEST_MAX_TABLE_ENTRIES table entries in all.
+//                    guest's program is held to P4_GUEST_MAX_CELLS array cells,
+//                    P4_GUEST_MAX_TABLE_ENTRIES entries in all (table,
+//                    action profile and parse value set sizes; the guest's
+//                    P4_COMMAND adds stop at the same entry budget) and
+//                    P4_GUEST_LIMITS (headers, fields, control nodes, parse
+//                    states, primitives: what its load costs).
 //
 // Other statuses: EINVAL for a bad length, BAD_ADDR (17) when guest memory
 // cannot be read or written, ENOENT for P4_COMMAND with no program loaded.
@@ -53,6 +57,7 @@ import type { GuestMemory } from '../vfio-user/guest-memory';
 import { P4Engine } from './compile';
 import { P4LoadError } from './load';
 import { runCommand } from './runtime';
+import { vsetLimit } from './vsets';
 import { wqeProgram } from './wqe';
 
 export const P4_GUEST_SCOPES = ['none', 'read', 'tables', 'program'] as const;
@@ -66,8 +71,12 @@ export const enum P4Opcode {
 
 /** Longest P4_COMMAND text. */
 export const P4_MAX_COMMAND_BYTES = 1024;
-/** Largest program P4_LOAD takes (parsed and compiled on the event loop). */
-export const P4_MAX_PROGRAM_BYTES = 1 << 20;
+/**
+ * Largest program P4_LOAD takes. It is parsed, checked and compiled in one
+ * turn of the event loop, so this and the guest's structure limits below
+ * bound that turn (a 1 MiB program of 6,400 headers took 140-390 ms).
+ */
+export const P4_MAX_PROGRAM_BYTES = 256 * 1024;
 
 export const p4_identify_comp = { scope: f(4, 1), flags: f(5, 1), tables: f(6, 2), counter_arrays: f(8, 2) } as const;
 export const p4_command_cmd = { len: f(4, 2), out_len: f(6, 2), text_pa: f(8, 8), out_pa: f(16, 8) } as const;
@@ -161,7 +170,7 @@ export class P4Control implements P4DeviceControl {
     if (this.#level < 2 && !READ_COMMANDS.has(word)) return Status.EPERM;
     const e = this.slot.engine;
     if (!e) return Status.ENOENT;
-    const r = runCommand(e, line);
+    const r = runCommand(e, line, { maxHeld: P4_GUEST_MAX_TABLE_ENTRIES });
     const output = r.ok ? r.output : r.error;
     if (r.ok && r.handle !== undefined) setField(comp, 0, p4_command_comp.handle, r.handle >>> 0);
     let written = 0;
@@ -209,40 +218,82 @@ export class P4Control implements P4DeviceControl {
 }
 
 /**
- * What a guest's program may make the server hold (an operator's program from
- * --p4-program is trusted and only bound by the loader's own limits): cells
- * of counter, meter and register arrays, and table sizes, summed. Checked on
- * the JSON before anything is compiled; an error line, or null.
+ * What a guest's program may make the server hold (an operator's program
+ * from --p4-program is trusted and only bound by the loader's own limits):
+ * cells of counter, meter and register arrays, summed; and entries: table
+ * sizes, action profile sizes (members, and as many groups with a
+ * selector) and parse value set sizes (./vsets.ts), summed. Checked on the
+ * JSON before anything is compiled; an error line, or null. What the guest
+ * then adds through P4_COMMAND (whoever loaded the program) is held to the
+ * same entry budget as it goes, group memberships included (runtime.ts,
+ * CommandOptions.maxHeld).
  */
 export const P4_GUEST_MAX_CELLS = 1 << 20;
 export const P4_GUEST_MAX_TABLE_ENTRIES = 1 << 16;
 
+/** An own property of a JSON object (never one of Object.prototype's). */
+function own(o: unknown, k: string): unknown {
+  return typeof o === 'object' && o !== null && Object.hasOwn(o, k) ? (o as Record<string, unknown>)[k] : undefined;
+}
+
+/** A declared size as a count (absent, negative or not a number: 0; the loader refuses the bad ones). */
+function count(o: unknown, k: string): number {
+  const n = Number(own(o, k));
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
+function list(o: unknown, k: string): unknown[] {
+  const v = own(o, k);
+  return Array.isArray(v) ? v : [];
+}
+
+/**
+ * How much of each costly construct a guest's program may have: what the
+ * compile builds per header, field, control node, parse state and
+ * primitive (closures, layouts) is what a load costs, so these bound the
+ * P4_LOAD turn with the byte limit (each at its limit loads in a few tens
+ * of ms at most on a shared 2-CPU machine). Real programs have far fewer.
+ */
+export const P4_GUEST_LIMITS = { headers: 256, fields: 4096, nodes: 256, states: 256, primitives: 4096 } as const;
+
 function overBudget(json: unknown): string | null {
   if (typeof json !== 'object' || json === null) return null; // the loader refuses it with its path
-  const p = json as Record<string, unknown>;
   let cells = 0;
-  for (const k of ['counter_arrays', 'meter_arrays', 'register_arrays']) {
-    const arr = p[k];
-    if (!Array.isArray(arr)) continue;
-    for (const a of arr) {
-      const n = typeof a === 'object' && a !== null ? Number((a as Record<string, unknown>)['size']) : 0;
-      if (Number.isFinite(n) && n > 0) cells += n;
-    }
-  }
+  for (const k of ['counter_arrays', 'meter_arrays', 'register_arrays']) for (const a of list(json, k)) cells += count(a, 'size');
   if (cells > P4_GUEST_MAX_CELLS) return `counter, meter and register arrays of ${cells} cells: a guest's program may have at most ${P4_GUEST_MAX_CELLS}`;
-  let entries = 0;
-  const pipes = p['pipelines'];
-  if (Array.isArray(pipes)) {
-    for (const pl of pipes) {
-      const tables = typeof pl === 'object' && pl !== null ? (pl as Record<string, unknown>)['tables'] : undefined;
-      if (!Array.isArray(tables)) continue;
-      for (const t of tables) {
-        const n = typeof t === 'object' && t !== null ? Number((t as Record<string, unknown>)['max_size']) : 0;
-        if (Number.isFinite(n) && n > 0) entries += n;
-      }
+  let tables = 0;
+  let profiles = 0;
+  let nodes = 0;
+  for (const pl of list(json, 'pipelines')) {
+    for (const t of list(pl, 'tables')) tables += count(t, 'max_size');
+    for (const ap of list(pl, 'action_profiles')) profiles += count(ap, 'max_size') * (own(ap, 'selector') === undefined ? 1 : 2);
+    nodes += list(pl, 'tables').length + list(pl, 'conditionals').length + list(pl, 'action_calls').length;
+  }
+  let vsets = 0;
+  for (const v of list(json, 'parse_vsets')) vsets += own(v, 'max_size') === undefined ? vsetLimit(undefined) : count(v, 'max_size') || vsetLimit(0);
+  const entries = tables + profiles + vsets;
+  if (entries > P4_GUEST_MAX_TABLE_ENTRIES) {
+    return `${entries} entries in all (tables ${tables}, action profile members and groups ${profiles}, parse value sets ${vsets}): a guest's program may have at most ${P4_GUEST_MAX_TABLE_ENTRIES}`;
+  }
+  // the structure the compile builds (fields: of every header instance, by its type)
+  const typeFields = new Map<unknown, number>();
+  for (const t of list(json, 'header_types')) typeFields.set(own(t, 'name'), list(t, 'fields').length);
+  let fields = 0;
+  for (const h of list(json, 'headers')) fields += typeFields.get(own(h, 'header_type')) ?? 0;
+  let states = 0;
+  let primitives = 0;
+  for (const ps of list(json, 'parsers')) {
+    for (const st of list(ps, 'parse_states')) {
+      states++;
+      primitives += list(st, 'parser_ops').length;
     }
   }
-  if (entries > P4_GUEST_MAX_TABLE_ENTRIES) return `tables of ${entries} entries in all: a guest's program may have at most ${P4_GUEST_MAX_TABLE_ENTRIES}`;
+  for (const a of list(json, 'actions')) primitives += list(a, 'primitives').length;
+  const have = { headers: list(json, 'headers').length, fields, nodes, states, primitives };
+  for (const [k, limit] of Object.entries(P4_GUEST_LIMITS)) {
+    const n = have[k as keyof typeof have];
+    if (n > limit) return `${n} ${k === 'nodes' ? 'tables, conditionals and action calls' : k === 'primitives' ? 'primitives and parser operations' : k}: a guest's program may have at most ${limit}`;
+  }
   return null;
 }
 

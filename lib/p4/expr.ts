@@ -7,7 +7,7 @@
 
 import { peekBits } from './bits';
 import { JsonPath, refuse } from './load';
-import { ExpressionValue, TypeValue } from './schema';
+import { ExpressionValue, MAX_FIELD_BITS, TypeValue } from './schema';
 import { hexToBig, Layout, NARROW_BITS, PacketState } from './state';
 
 /** Action data as the control plane gives it (one bigint per parameter). */
@@ -56,6 +56,9 @@ function b(x: boolean): bigint {
   return x ? 1n : 0n;
 }
 
+/** Farthest bit offset a lookahead may read from (a frame of the largest size is shorter). */
+export const MAX_LOOKAHEAD_BITS = 1 << 20;
+
 /** Deepest expression nesting accepted (in JSON path elements; each level adds two or three). */
 export const MAX_EXPRESSION_PATH = 256;
 
@@ -75,6 +78,7 @@ export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Val
     }
     case 'hexstr': {
       if (typeof value !== 'string' || !/^-?0x[0-9a-fA-F]+$/.test(value)) refuse([...path, 'value'], 'not a hexstring', value);
+      if (value.replace(/^-?0x0*/, '').length * 4 > MAX_VALUE_BITS) refuse([...path, 'value'], `a constant wider than ${MAX_VALUE_BITS} bits`, value);
       const c = hexToBig(value);
       return () => c;
     }
@@ -96,6 +100,7 @@ export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Val
       if (!Array.isArray(value) || value.length !== 2 || !value.every((x) => Number.isInteger(x) && x >= 0) || value[1] === 0) {
         refuse([...path, 'value'], 'lookahead must be [bit offset, bitwidth]', value);
       }
+      if (value[0] > MAX_LOOKAHEAD_BITS || value[1] > MAX_FIELD_BITS) refuse([...path, 'value'], `lookahead past ${MAX_LOOKAHEAD_BITS} bits or wider than ${MAX_FIELD_BITS}`, value);
       const [off, width] = value as [number, number];
       // a lookahead past the end reads as 0 here; the parser checks lengths before it uses one (see parser.ts)
       return (st) => peekBits(st.frame, st.offset * 8 + off, width) ?? 0n;
@@ -123,31 +128,60 @@ function operand(x: unknown, ctx: ExprContext, path: JsonPath): Value {
   return compileValue(x, ctx, path);
 }
 
-const binary: Record<string, (a: bigint, c: bigint) => bigint> = {
-  '+': (a, c) => a + c,
-  '-': (a, c) => a - c,
-  '*': (a, c) => a * c,
-  '<<': (a, c) => (c > 4096n ? 0n : a << c),
-  '>>': (a, c) => (c > 4096n ? (a < 0n ? -1n : 0n) : a >> c),
-  '&': (a, c) => a & c,
-  '|': (a, c) => a | c,
-  '^': (a, c) => a ^ c,
-  '==': (a, c) => b(a === c),
-  '!=': (a, c) => b(a !== c),
-  '>': (a, c) => b(a > c),
-  '>=': (a, c) => b(a >= c),
-  '<': (a, c) => b(a < c),
-  '<=': (a, c) => b(a <= c),
-  '/': (a, c) => (c === 0n ? 0n : a / c),
-  '%': (a, c) => (c === 0n ? 0n : a % c),
-  two_comp_mod: (a, c) => {
-    if (c <= 0n || c > 4096n) return 0n;
-    const m = 1n << c;
-    let r = ((a % m) + m) % m;
-    if (r >= m >> 1n) r -= m;
-    return r;
-  },
-};
+/**
+ * Widest value an expression keeps: a product or a left shift past it is
+ * reduced modulo 2^MAX_VALUE_BITS (two's complement), so a program cannot
+ * grow a bigint per operation until a frame stalls the loop or throws.
+ * Wider than any field (MAX_FIELD_BITS), so what is stored into a field,
+ * its low bits, is the same as without the reduction.
+ */
+export const MAX_VALUE_BITS = 2 * MAX_FIELD_BITS;
+const VALUE_LIMIT = 1n << BigInt(MAX_VALUE_BITS);
+
+/** `r` reduced to MAX_VALUE_BITS when it is wider (rare: only products and shifts can be). */
+export function bounded(r: bigint): bigint {
+  return r < VALUE_LIMIT && r > -VALUE_LIMIT ? r : BigInt.asIntN(MAX_VALUE_BITS, r);
+}
+
+/** A shift by a negative amount or by more than 4096 bits shifts everything out. */
+export function shiftLeft(a: bigint, c: bigint): bigint {
+  return c < 0n || c > 4096n ? 0n : bounded(a << c);
+}
+
+export function shiftRight(a: bigint, c: bigint): bigint {
+  return c < 0n || c > 4096n ? (a < 0n ? -1n : 0n) : a >> c;
+}
+
+// Maps, not object literals: an operator from the program ("valueOf",
+// "__proto__") must find nothing here rather than Object.prototype's members.
+const binary = new Map<string, (a: bigint, c: bigint) => bigint>([
+  ['+', (a, c) => a + c],
+  ['-', (a, c) => a - c],
+  ['*', (a, c) => bounded(a * c)],
+  ['<<', shiftLeft],
+  ['>>', shiftRight],
+  ['&', (a, c) => a & c],
+  ['|', (a, c) => a | c],
+  ['^', (a, c) => a ^ c],
+  ['==', (a, c) => b(a === c)],
+  ['!=', (a, c) => b(a !== c)],
+  ['>', (a, c) => b(a > c)],
+  ['>=', (a, c) => b(a >= c)],
+  ['<', (a, c) => b(a < c)],
+  ['<=', (a, c) => b(a <= c)],
+  ['/', (a, c) => (c === 0n ? 0n : a / c)],
+  ['%', (a, c) => (c === 0n ? 0n : a % c)],
+  [
+    'two_comp_mod',
+    (a, c) => {
+      if (c <= 0n || c > 4096n) return 0n;
+      const m = 1n << c;
+      let r = ((a % m) + m) % m;
+      if (r >= m >> 1n) r -= m;
+      return r;
+    },
+  ],
+]);
 
 export function compileExpression(ev: unknown, ctx: ExprContext, path: JsonPath): Value {
   if (ev === null || typeof ev !== 'object' || typeof (ev as ExpressionValue).op !== 'string') {
@@ -194,7 +228,7 @@ export function compileExpression(ev: unknown, ctx: ExprContext, path: JsonPath)
       return (st, rd) => (c(st, rd) !== 0n ? l(st, rd) : r(st, rd));
     }
     default: {
-      const f = binary[op];
+      const f = binary.get(op);
       if (!f) return refuse([...path, 'op'], 'unsupported expression operator', op);
       const l = operand(e.left, ctx, [...path, 'left']);
       const r = operand(e.right, ctx, [...path, 'right']);
@@ -215,18 +249,18 @@ export type NumValue = (st: PacketState, rd: ActionArgs) => number;
 
 const NUM_LIMIT = 2 ** 32;
 
-const numBinary: Record<string, (a: number, c: number) => number> = {
-  '+': (a, c) => a + c,
-  '-': (a, c) => a - c,
-  '==': (a, c) => (a === c ? 1 : 0),
-  '!=': (a, c) => (a !== c ? 1 : 0),
-  '>': (a, c) => (a > c ? 1 : 0),
-  '>=': (a, c) => (a >= c ? 1 : 0),
-  '<': (a, c) => (a < c ? 1 : 0),
-  '<=': (a, c) => (a <= c ? 1 : 0),
-  and: (a, c) => (a !== 0 && c !== 0 ? 1 : 0),
-  or: (a, c) => (a !== 0 || c !== 0 ? 1 : 0),
-};
+const numBinary = new Map<string, (a: number, c: number) => number>([
+  ['+', (a, c) => a + c],
+  ['-', (a, c) => a - c],
+  ['==', (a, c) => (a === c ? 1 : 0)],
+  ['!=', (a, c) => (a !== c ? 1 : 0)],
+  ['>', (a, c) => (a > c ? 1 : 0)],
+  ['>=', (a, c) => (a >= c ? 1 : 0)],
+  ['<', (a, c) => (a < c ? 1 : 0)],
+  ['<=', (a, c) => (a <= c ? 1 : 0)],
+  ['and', (a, c) => (a !== 0 && c !== 0 ? 1 : 0)],
+  ['or', (a, c) => (a !== 0 || c !== 0 ? 1 : 0)],
+]);
 
 /**
  * The number form of a value, or undefined when it needs bigint. Call only
@@ -275,7 +309,7 @@ export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue |
     if (e.op === 'b2d') return r;
     return e.op === 'not' ? (st, rd) => (r(st, rd) === 0 ? 1 : 0) : (st, rd) => (r(st, rd) !== 0 ? 1 : 0);
   }
-  const f = numBinary[e.op];
+  const f = numBinary.get(e.op);
   if (!f) return undefined;
   const l = compileNum(e.left, ctx, depth + 1);
   const r = compileNum(e.right, ctx, depth + 1);

@@ -125,12 +125,16 @@ function identity(b: Buffer, len = b.length): bigint {
 // crc32 stays a table loop, not zlib.crc32: hash inputs are header fields (a
 // 13-byte 5-tuple: 23 ns here, 78 ns through zlib's native call).
 /** Each takes the input bytes and how many of them count (default all: the calculations pass their scratch buffer). */
-export const ALGORITHMS: Record<string, (b: Buffer, len?: number) => bigint> = {
-  csum16,
-  crc32: reflectedCrc(0xedb88320, 32),
-  crc16: reflectedCrc(0xa001, 16),
-  identity,
-};
+// A null-prototype object read with an own-property check: an `algo` from the program such as
+// "valueOf" finds nothing.
+export const ALGORITHMS: Readonly<Record<string, (b: Buffer, len?: number) => bigint>> = Object.freeze(
+  Object.assign(Object.create(null) as Record<string, (b: Buffer, len?: number) => bigint>, {
+    csum16,
+    crc32: reflectedCrc(0xedb88320, 32),
+    crc16: reflectedCrc(0xa001, 16),
+    identity,
+  }),
+);
 
 export type Calc = (st: PacketState) => bigint;
 

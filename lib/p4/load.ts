@@ -50,7 +50,7 @@ export function refuse(path: JsonPath, detail: string, value?: unknown): never {
 function valueAt(root: unknown, path: JsonPath): unknown {
   let v: unknown = root;
   for (const p of path) {
-    if (v === null || typeof v !== 'object') return undefined;
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, p)) return undefined;
     v = (v as Record<string | number, unknown>)[p];
   }
   return v;

@@ -9,6 +9,9 @@ import { compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { JsonPath, refuse } from './load';
 import { Program } from './schema';
 import { hexToBig, Layout, NARROW_BITS, PacketState, ParserError, POW2 } from './state';
+import { declareVsets, MAX_VSET_MASKS, ValueSet, VsetView } from './vsets';
+
+export { MAX_VSET_DEFAULT, MAX_VSET_SIZE } from './vsets';
 
 /** Parse states one frame may pass through (loops end here). */
 export const MAX_PARSE_STEPS = 64;
@@ -20,8 +23,8 @@ export const BUDGET = -3;
 type StateFn = (st: PacketState) => number;
 
 export interface ParseVsets {
-  /** Values of each parse value set by name (control plane adds to them). */
-  readonly sets: Map<string, Set<bigint>>;
+  /** Each declared parse value set by name (control plane adds to them). */
+  readonly sets: Map<string, ValueSet>;
 }
 
 export type CompiledParser = (st: PacketState) => number;
@@ -46,6 +49,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
   if (p.parsers.length > 1) refuse(['parsers', 1], 'only one parser is supported');
   const parser = p.parsers[0]!;
   const base: JsonPath = ['parsers', 0];
+  for (const [name, set] of declareVsets(p)) vsets.sets.set(name, set);
   const index = new Map<string, number>();
   parser.parse_states.forEach((s, i) => {
     if (index.has(s.name)) refuse([...base, 'parse_states', i, 'name'], 'duplicate parse state', s.name);
@@ -145,7 +149,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
     const keyBits = keyParts.reduce((n, k) => n + k.bytes * 8, 0);
     const lookNeed = Math.max(0, ...keyParts.map((k) => k.lookBits));
 
-    type Arm = { kind: 0 | 1 | 2; value: bigint; mask: bigint | null; vset?: Set<bigint>; next: number };
+    type Arm = { kind: 0 | 1 | 2; value: bigint; mask: bigint | null; vset?: VsetView; next: number };
     const arms: Arm[] = s.transitions.map((t, ti) => {
       const tp: JsonPath = [...sp, 'transitions', ti];
       const kind = t.type ?? (t.value === 'default' ? 'default' : 'hexstr');
@@ -155,14 +159,16 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
         if (n === undefined) refuse([...tp, 'next_state'], 'no such parse state', t.next_state);
         next = n;
       }
+      if (t.mask !== null && t.mask !== undefined && !/^0x[0-9a-fA-F]+$/.test(t.mask)) refuse([...tp, 'mask'], 'not a hexstring', t.mask);
       const mask = t.mask === null || t.mask === undefined ? null : hexToBig(t.mask);
       if (kind === 'default') return { kind: 0, value: 0n, mask: null, next };
       if (kind === 'parse_vset') {
         if (t.value === null) refuse([...tp, 'value'], 'a parse_vset transition names the set');
-        if (!p.parse_vsets.some((x) => x.name === t.value)) refuse([...tp, 'value'], 'no such parse value set', t.value);
-        let set = vsets.sets.get(t.value);
-        if (!set) vsets.sets.set(t.value, (set = new Set()));
-        return { kind: 2, value: 0n, mask, vset: set, next };
+        const set = vsets.sets.get(t.value);
+        if (!set) refuse([...tp, 'value'], 'no such parse value set', t.value);
+        const view = set.view(mask);
+        if (!view) refuse([...tp, 'mask'], `a parse value set tested under more than ${MAX_VSET_MASKS} masks`, t.mask);
+        return { kind: 2, value: 0n, mask, vset: view, next };
       }
       if (t.value === null || !/^0x[0-9a-fA-F]+$/.test(t.value)) refuse([...tp, 'value'], 'not a hexstring', t.value);
       if (keyParts.length === 0) refuse([...tp, 'value'], 'a value transition needs a transition key', t.value);
@@ -180,6 +186,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
       const masks = Int32Array.from(arms, (a) => (a.mask === null ? 0 : Number(a.mask & 0xffffffffn) | 0));
       const masked = Uint8Array.from(arms, (a) => (a.mask === null ? 0 : 1));
       const nexts = Int32Array.from(arms, (a) => a.next);
+      const views = arms.map((a) => a.vset);
       // The common state: extracts, then one key part (a field) against plain values, or no key at all.
       const simple = keyParts.length <= 1 && lookNeed === 0 && arms.every((a) => a.kind === 0 || (a.kind === 1 && a.mask === null));
       if (simple) {
@@ -234,9 +241,8 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
           if (kind === 1) {
             if (masked[i] === 0 ? key === values[i] : ((key & masks[i]!) >>> 0) === values[i]) return nexts[i]!;
           } else if (kind === 2) {
-            const a = arms[i]!;
-            const bk = BigInt(key);
-            for (const v of a.vset!) if (a.mask === null ? bk === v : (bk & a.mask) === (v & a.mask)) return a.next;
+            // one probe of the set's view under this arm's mask (numbers: the key is below 2^48)
+            if (views[i]!.num.has(masked[i] === 0 ? key : (key & masks[i]!) >>> 0)) return nexts[i]!;
           }
         }
         st.parserError = ParserError.NoMatch;
@@ -263,9 +269,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
         if (a.kind === 0) return a.next;
         if (a.kind === 1) {
           if (a.mask === null ? key === a.value : (key & a.mask) === (a.value & a.mask)) return a.next;
-        } else {
-          for (const v of a.vset!) if (a.mask === null ? key === v : (key & a.mask) === (v & a.mask)) return a.next;
-        }
+        } else if (a.vset!.big.has(a.mask === null ? key : key & a.mask)) return a.next;
       }
       st.parserError = ParserError.NoMatch;
       return REJECT;

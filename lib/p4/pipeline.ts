@@ -64,14 +64,14 @@ export function compilePipeline(
     tables.set(t.name, mt);
     tablesOut.set(t.name, mt);
     const nt = t.next_tables;
-    const hitMiss = '__HIT__' in nt || '__MISS__' in nt;
-    const onHit = hitMiss ? next(nt.__HIT__, [...tp, 'next_tables', '__HIT__']) : END;
-    const onMiss = hitMiss ? next(nt.__MISS__, [...tp, 'next_tables', '__MISS__']) : END;
+    const hitMiss = nt.has('__HIT__') || nt.has('__MISS__');
+    const onHit = hitMiss ? next(nt.get('__HIT__'), [...tp, 'next_tables', '__HIT__']) : END;
+    const onMiss = hitMiss ? next(nt.get('__MISS__'), [...tp, 'next_tables', '__MISS__']) : END;
     const baseNext = next(t.base_default_next, [...tp, 'base_default_next']);
     // the next node by action index (CompiledAction.index): one array read per frame
     const byAction = new Int32Array(actions.size).fill(baseNext);
     if (!hitMiss) {
-      for (const [a, n] of Object.entries(nt)) {
+      for (const [a, n] of nt) {
         const ca = mt.actions.get(a);
         if (!ca) refuse([...tp, 'next_tables', a], 'not an action of this table', a);
         byAction[ca.index] = next(n, [...tp, 'next_tables', a]);

@@ -17,9 +17,15 @@ export interface Member {
   readonly args: ActionArgs;
 }
 
+/** A selector group: its members in order (the selector's hash indexes them) and as a Set (the duplicate check). */
+export interface Group {
+  readonly list: number[];
+  readonly set: Set<number>;
+}
+
 export class ActionProfile {
   readonly members = new Map<number, Member>();
-  readonly groups = new Map<number, number[]>();
+  readonly groups = new Map<number, Group>();
   /** Actions of the tables bound to this profile (members may only use these). */
   readonly actions = new Map<string, CompiledAction>();
   readonly selector: Calc | undefined;
@@ -27,6 +33,7 @@ export class ActionProfile {
   readonly maxSize: number;
   #nextMember = 0;
   #nextGroup = 0;
+  #memberships = 0;
 
   constructor(ap: z.infer<typeof actionProfileSchema>, path: JsonPath, ctx: ExprContext) {
     this.name = ap.name;
@@ -50,23 +57,38 @@ export class ActionProfile {
     if (!this.selector) return `action profile ${this.name} has no selector`;
     if (this.groups.size >= this.maxSize) return `action profile ${this.name} has too many groups (${this.maxSize})`;
     const h = this.#nextGroup++;
-    this.groups.set(h, []);
+    this.groups.set(h, { list: [], set: new Set() });
     return h;
   }
 
-  addToGroup(member: number, group: number): string | undefined {
+  /** Why addToGroup would refuse, or undefined. */
+  checkAddToGroup(member: number, group: number): string | undefined {
     const g = this.groups.get(group);
     if (!g) return `action profile ${this.name} has no group ${group}`;
     if (!this.members.has(member)) return `action profile ${this.name} has no member ${member}`;
-    if (g.includes(member)) return `member ${member} is already in group ${group}`;
-    g.push(member);
+    if (g.set.has(member)) return `member ${member} is already in group ${group}`;
     return undefined;
+  }
+
+  addToGroup(member: number, group: number): string | undefined {
+    const why = this.checkAddToGroup(member, group);
+    if (why !== undefined) return why;
+    const g = this.groups.get(group)!;
+    g.list.push(member);
+    g.set.add(member);
+    this.#memberships++;
+    return undefined;
+  }
+
+  /** What the profile holds, in the guest budget's units: members, groups and group memberships. */
+  get held(): number {
+    return this.members.size + this.groups.size + this.#memberships;
   }
 
   /** The member an entry's reference selects for this frame (undefined: empty group). */
   resolve(ref: number, group: boolean, st: PacketState): Member | undefined {
     if (!group) return this.members.get(ref);
-    const g = this.groups.get(ref);
+    const g = this.groups.get(ref)?.list;
     if (!g || g.length === 0) return undefined;
     const i = g.length === 1 ? 0 : Number(this.selector!(st) % BigInt(g.length));
     return this.members.get(g[i]!);

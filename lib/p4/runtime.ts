@@ -7,14 +7,16 @@
 //   register_read R INDEX | register_write R INDEX VALUE | register_reset R
 //   meter_set_rates M INDEX CIR:CBS PIR:PBS   (rates per microsecond, bursts in units; a direct
 //     meter's INDEX is the entry handle)
-//   parse_vset_add V VALUE
+//   parse_vset_add V VALUE    (at most the set's max_size values; see ./vsets.ts)
 //   act_prof_create_member P A p1 ... | act_prof_create_group P | act_prof_add_member_to_group P MBR GRP
 //   table_indirect_add T k... => MBR [priority] | table_indirect_add_with_group T k... => GRP [priority]
 //   table_indirect_set_default T MBR
 // Values: decimal, 0x hex, a.b.c.d, aa:bb:cc:dd:ee:ff; key forms: exact V,
 // lpm V/LEN, ternary V&&&MASK, range LO->HI, valid 0|1|true|false, optional
 // V or * (wildcard). Commands can come from outside (a guest through device
-// commands, a file), so a bad one is an error value, never a throw.
+// commands, a file), so a bad one is an error value, never a throw. Every
+// name is looked up in a Map. A guest's commands run with its budget
+// (CommandOptions.maxHeld): an add past it is refused.
 
 import { CompiledAction } from './actions';
 import { P4Engine } from './compile';
@@ -102,7 +104,7 @@ function keySpec(t: MatchTable, i: number, tok: string): MatchSpec | string {
   }
 }
 
-function tableAdd(engine: P4Engine, args: string[]): CommandResult {
+function tableAdd(engine: P4Engine, args: string[], o: CommandOptions): CommandResult {
   const t = table(engine, args[0]);
   if (typeof t === 'string') return fail(t);
   const a = actionOf(t, args[1]);
@@ -129,13 +131,15 @@ function tableAdd(engine: P4Engine, args: string[]): CommandResult {
   }
   const data = actionData(a, dataToks);
   if (typeof data === 'string') return fail(data);
+  const full = room(engine, o);
+  if (full) return fail(full);
   const h = t.add(key, a, data, priority);
   if (typeof h === 'string') return fail(h);
   return ok(`Entry has been added with handle ${h}`, h);
 }
 
 /** table_indirect_add T KEYS => MEMBER [PRIORITY] and table_indirect_add_with_group T KEYS => GROUP [PRIORITY]. */
-function tableIndirectAdd(engine: P4Engine, args: string[], group: boolean): CommandResult {
+function tableIndirectAdd(engine: P4Engine, args: string[], group: boolean, o: CommandOptions): CommandResult {
   const t = table(engine, args[0]);
   if (typeof t === 'string') return fail(t);
   const ap = t.profile;
@@ -156,12 +160,14 @@ function tableIndirectAdd(engine: P4Engine, args: string[], group: boolean): Com
     if (typeof s === 'string') return fail(s);
     key.push(s);
   }
+  const full = room(engine, o);
+  if (full) return fail(full);
   const h = t.add(key, undefined, [], t.needsPriority ? Number(after[1]) : 0, ref, group);
   if (typeof h === 'string') return fail(h);
   return ok(`Entry has been added with handle ${h}`, h);
 }
 
-function profileCommand(engine: P4Engine, cmd: string, args: string[]): CommandResult {
+function profileCommand(engine: P4Engine, cmd: string, args: string[], o: CommandOptions): CommandResult {
   const ap = args[0] === undefined ? undefined : engine.profiles.get(args[0]);
   if (!ap) return fail(`no action profile ${JSON.stringify(args[0] ?? '')}`);
   if (cmd === 'act_prof_create_member') {
@@ -169,15 +175,21 @@ function profileCommand(engine: P4Engine, cmd: string, args: string[]): CommandR
     if (!a) return fail(`action profile ${ap.name} has no action ${JSON.stringify(args[1] ?? '')}`);
     const data = actionData(a, args.slice(2));
     if (typeof data === 'string') return fail(data);
+    const full = room(engine, o);
+    if (full) return fail(full);
     const h = ap.addMember(a, data);
     return typeof h === 'string' ? fail(h) : ok(`Member has been created with handle ${h}`, h);
   }
   if (cmd === 'act_prof_create_group') {
+    const full = ap.selector ? room(engine, o) : undefined; // a profile without a selector refuses below
+    if (full) return fail(full);
     const h = ap.addGroup();
     return typeof h === 'string' ? fail(h) : ok(`Group has been created with handle ${h}`, h);
   }
   const [m, g] = [args[1], args[2]];
   if (m === undefined || g === undefined || !/^\d{1,9}$/.test(m) || !/^\d{1,9}$/.test(g)) return fail('want MEMBER GROUP');
+  const why = ap.checkAddToGroup(Number(m), Number(g)) ?? room(engine, o);
+  if (why) return fail(why);
   const err = ap.addToGroup(Number(m), Number(g));
   return err === undefined ? ok() : fail(err);
 }
@@ -200,8 +212,24 @@ function index(tok: string | undefined, size: number): number | string {
   return Number(tok);
 }
 
+export interface CommandOptions {
+  /**
+   * Most entries the engine may hold after a command adds one (table
+   * entries, action profile members, groups and group memberships, value
+   * set values: P4Engine.held()); the guest's commands run with its budget.
+   */
+  readonly maxHeld?: number;
+}
+
+/** Why an add would pass `o.maxHeld`, or undefined when it fits. */
+function room(engine: P4Engine, o: CommandOptions): string | undefined {
+  const limit = o.maxHeld;
+  if (limit === undefined || engine.held() < limit) return undefined;
+  return `the guest budget of ${limit} entries (table entries, action profile members, groups and group members, value set values) is used up`;
+}
+
 /** Runs one command line against the engine. */
-export function runCommand(engine: P4Engine, line: string): CommandResult {
+export function runCommand(engine: P4Engine, line: string, o: CommandOptions = {}): CommandResult {
   if (line.length > MAX_COMMAND_LENGTH) return fail(`command longer than ${MAX_COMMAND_LENGTH} characters`);
   const toks = line.trim().split(/\s+/).filter((x) => x !== '');
   const [cmd, ...args] = toks;
@@ -209,13 +237,13 @@ export function runCommand(engine: P4Engine, line: string): CommandResult {
     case undefined:
       return ok();
     case 'table_add':
-      return tableAdd(engine, args);
+      return tableAdd(engine, args, o);
     case 'table_set_default':
       return tableSetDefault(engine, args);
     case 'table_indirect_add':
-      return tableIndirectAdd(engine, args, false);
+      return tableIndirectAdd(engine, args, false, o);
     case 'table_indirect_add_with_group':
-      return tableIndirectAdd(engine, args, true);
+      return tableIndirectAdd(engine, args, true, o);
     case 'table_indirect_set_default': {
       const t = table(engine, args[0]);
       if (typeof t === 'string') return fail(t);
@@ -228,7 +256,7 @@ export function runCommand(engine: P4Engine, line: string): CommandResult {
     case 'act_prof_create_member':
     case 'act_prof_create_group':
     case 'act_prof_add_member_to_group':
-      return profileCommand(engine, cmd, args);
+      return profileCommand(engine, cmd, args, o);
     case 'table_delete': {
       const t = table(engine, args[0]);
       if (typeof t === 'string') return fail(t);
@@ -289,12 +317,14 @@ export function runCommand(engine: P4Engine, line: string): CommandResult {
     }
     case 'parse_vset_add': {
       const set = args[0] === undefined ? undefined : engine.vsets.sets.get(args[0]);
-      const decl = engine.program.parse_vsets.find((v) => v.name === args[0]);
-      if (!set || !decl) return fail(`no parse value set ${JSON.stringify(args[0] ?? '')}`);
-      const v = args[1] === undefined ? undefined : parseValue(args[1], decl.compressed_bitwidth);
-      if (v === undefined) return fail(`bad value ${JSON.stringify(args[1] ?? '')}`);
-      set.add(v);
-      return ok();
+      if (!set) return fail(`no parse value set ${JSON.stringify(args[0] ?? '')}`);
+      const v = args[1] === undefined ? undefined : parseValue(args[1], set.width);
+      if (v === undefined) return fail(`bad value ${JSON.stringify(args[1] ?? '')} (${set.width} bits)`);
+      if (set.has(v)) return ok();
+      const full = room(engine, o);
+      if (full) return fail(full);
+      const err = set.add(v);
+      return err === undefined ? ok() : fail(err);
     }
     default:
       return fail(`unknown command ${JSON.stringify(cmd)}`);

@@ -10,6 +10,14 @@
 
 import { z } from 'zod';
 
+/**
+ * Widest field, action parameter, value set or hash input a program may
+ * declare (bmv2 has no limit; real programs stay far below): every mask
+ * and value the engine builds from a width is then small.
+ */
+export const MAX_FIELD_BITS = 4096;
+const width = z.number().int().positive().max(MAX_FIELD_BITS);
+
 /** A type-value object (`{type, value}`); the value's shape depends on the type, checked by the loader. */
 export interface TypeValue {
   type: string;
@@ -17,7 +25,7 @@ export interface TypeValue {
   bitwidth?: number;
 }
 export const typeValue: z.ZodType<TypeValue> = z
-  .object({ type: z.string(), value: z.unknown(), bitwidth: z.number().int().positive().optional() })
+  .object({ type: z.string(), value: z.unknown(), bitwidth: width.optional() })
   .passthrough();
 
 /** `expression` values: {op, left, right[, cond]}; operands are type-value objects or null. */
@@ -46,7 +54,7 @@ export const headerTypeSchema = z
     name,
     id,
     // [name, bitwidth] or [name, bitwidth, signed]; '*' marks a variable-length field
-    fields: z.array(z.tuple([z.string(), z.union([z.number().int().positive(), z.literal('*')])]).rest(z.unknown())),
+    fields: z.array(z.tuple([z.string(), z.union([width, z.literal('*')])]).rest(z.unknown())),
     length_exp: z.unknown().optional(),
     max_length: z.number().int().nullable().optional(),
   })
@@ -87,7 +95,7 @@ export const parserSchema = z
   .passthrough();
 
 export const parseVsetSchema = z
-  .object({ name, id, compressed_bitwidth: z.number().int().positive(), max_size: z.number().int().optional() })
+  .object({ name, id, compressed_bitwidth: width, max_size: z.number().int().nonnegative().optional() })
   .passthrough();
 
 export const deparserSchema = z.object({ name, id, order: z.array(z.string()) }).passthrough();
@@ -98,7 +106,7 @@ export const actionSchema = z
   .object({
     name,
     id,
-    runtime_data: z.array(z.object({ name: z.string(), bitwidth: z.number().int().positive() }).passthrough()),
+    runtime_data: z.array(z.object({ name: z.string(), bitwidth: width }).passthrough()),
     primitives: z.array(primitiveSchema),
   })
   .passthrough();
@@ -143,6 +151,24 @@ export const constEntrySchema = z
   })
   .passthrough();
 
+/**
+ * next_tables, keyed by action names (or __HIT__/__MISS__), as a Map: a
+ * name such as `__proto__` stays a key (a plain object would drop it or
+ * take it for its prototype), and no lookup reaches Object.prototype.
+ */
+export const nextTablesSchema = z.unknown().transform((raw, ctx): Map<string, string | null> => {
+  const out = new Map<string, string | null>();
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'an object of action name -> next node' });
+    return out;
+  }
+  for (const [k, v] of Object.entries(raw)) {
+    if (v !== null && typeof v !== 'string') ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a node name or null', path: [k] });
+    else out.set(k, v);
+  }
+  return out;
+});
+
 export const tableSchema = z
   .object({
     name,
@@ -156,7 +182,7 @@ export const tableSchema = z
     support_timeout: z.boolean().optional(),
     key: z.array(tableKeySchema),
     actions: z.array(z.string()),
-    next_tables: z.record(z.string().nullable()),
+    next_tables: nextTablesSchema,
     base_default_next: z.string().nullable().optional(),
     default_entry: defaultEntrySchema.optional(),
     entries: z.array(constEntrySchema).optional(),
@@ -222,7 +248,7 @@ export const meterArraySchema = z
   .passthrough();
 
 export const registerArraySchema = z
-  .object({ name, id, size: z.number().int().nonnegative(), bitwidth: z.number().int().positive() })
+  .object({ name, id, size: z.number().int().nonnegative(), bitwidth: width })
   .passthrough();
 
 export const calculationSchema = z

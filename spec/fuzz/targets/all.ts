@@ -3,3 +3,4 @@ import './live';
 import './mesh';
 import './s3';
 import './nvmeof';
+import './p4';
