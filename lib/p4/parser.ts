@@ -63,6 +63,11 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
     const ops: ((st: PacketState) => boolean)[] = s.parser_ops.map((op, oi) => {
       const opPath: JsonPath = [...sp, 'parser_ops', oi];
       const params = op.parameters as { type?: string; value?: unknown }[];
+      // Each parameter is an object {type, value}: a null or a number here would
+      // otherwise reach a property read below (found by the p4 fuzz target).
+      params.forEach((p, i) => {
+        if (typeof p !== 'object' || p === null || Array.isArray(p)) refuse([...opPath, 'parameters', i], 'a parameter is an object {type, value}', p);
+      });
       switch (op.op) {
         case 'extract': {
           const prm = params[0];

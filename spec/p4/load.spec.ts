@@ -49,6 +49,18 @@ describe('p4: loading programs', () => {
     expect(e.message).to.include('"clone_ingress_pkt_to_egress"');
   });
 
+  it('refuses a parser op parameter that is not an object (null, a number, an array) with its path, never a TypeError', () => {
+    for (const bad of [null, 7, ['x']]) {
+      const p = fixtureJson('simple_router.json');
+      const ops = p.parsers[0].parse_states.flatMap((st: { parser_ops: unknown[] }, si: number) => st.parser_ops.map((_: unknown, oi: number) => [si, oi]));
+      const [si, oi] = ops[0];
+      p.parsers[0].parse_states[si].parser_ops[oi] = { op: 'set', parameters: [bad, { type: 'hexstr', value: '0x1' }] };
+      const e = refusal(p);
+      expect(e.path).to.equal(`parsers[0].parse_states[${si}].parser_ops[${oi}].parameters[0]`);
+      expect(e.detail).to.equal('a parameter is an object {type, value}');
+    }
+  });
+
   it('refuses a parse state naming a missing header', () => {
     const p = fixtureJson('parser_deparser_1.json');
     p.parsers[0].parse_states[3].parser_ops[0].parameters[0].value = 'sctp';
