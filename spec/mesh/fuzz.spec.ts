@@ -13,17 +13,7 @@ import { AUTO_NODE_ID } from '../../lib/mesh/limits';
 import { Mesh } from '../../lib/mesh/mesh';
 import { MsgType } from '../../lib/mesh/messages';
 import { joinWorker, MemoryLog, RawPeer, startManager, until } from './helpers';
-
-/** xorshift32: small, seeded, good enough to pick bytes. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13; x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
-    return x;
-  };
-}
+import { xorshift as rng } from '../support/rng';
 
 const I = '0123456789abcdef';
 

@@ -6,6 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import type { P4Result } from '../../lib/p4/compile';
+export { xorshift as rng } from '../support/rng';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 export const FIXTURES = path.join(ROOT, 'fixtures', 'p4');
@@ -149,19 +150,6 @@ export function syntheticProgram(keys: { match_type: string; target: unknown }[]
     counter_arrays: extra.counter_arrays ?? [],
     register_arrays: extra.register_arrays ?? [],
     meter_arrays: extra.meter_arrays ?? [],
-  };
-}
-
-/** xorshift32, seeded, so a failure names a reproducible case. */
-export function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
   };
 }
 

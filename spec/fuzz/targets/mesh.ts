@@ -17,21 +17,12 @@ import { cqesOf, meshGuests, RawPeer } from '../../mesh/helpers';
 import { MrF, QpT, WOp } from '../../support/ionic/rdma-regs';
 import { v4 } from '../../support/ionic/rdma-verbs';
 import { FuzzFinding, registerTarget } from './index';
+import { xorshift } from '../../support/rng';
 
 const IP_A = '10.66.0.1';
 const IP_B = '10.66.0.2';
 const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
 const I = '0123456789abcdef';
-
-function xorshift(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13; x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
-    return x;
-  };
-}
 
 function mutate(b: Buffer, next: () => number): Buffer {
   const out = Buffer.from(b);
