@@ -108,7 +108,17 @@ interface Ctx {
   readonly budget: BodyBudget;
 }
 
-/** An http.Server answering S3 for `opts.store`. */
+/**
+ * Where a request came from. The guest's own wire is the guest reaching its
+ * own memory; the host listener is anyone on the host (or past it), so the
+ * token path there needs a signature that covers the token.
+ */
+export type RequestOrigin = 'guest' | 'host';
+
+/** The handler: http.Server calls it with (req, res), which is the guest's wire; the host listener passes 'host'. */
+export type S3RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse, origin?: RequestOrigin) => void;
+
+/** An http.Server answering S3 for `opts.store` (requests taken as the guest's). */
 export function createS3Server(opts: S3ServerOptions): http.Server {
   return http.createServer(s3Handler(opts));
 }
@@ -119,12 +129,12 @@ export function createS3Server(opts: S3ServerOptions): http.Server {
  * out at once, and a GET must not overtake the PUT before it (RFC 9112 9.3.2:
  * only safe methods may be processed in parallel).
  */
-export function s3Handler(opts: S3ServerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+export function s3Handler(opts: S3ServerOptions): S3RequestHandler {
   const inFlight = new WeakMap<object, Promise<void>>();
   const budget = new BodyBudget(opts.store.limits.size);
-  return (req, res) => {
+  return (req, res, origin = 'guest') => {
     const conn = req.socket;
-    const run = (): Promise<void> => handle(req, res, opts, budget).catch((e: unknown) => {
+    const run = (): Promise<void> => handle(req, res, opts, budget, origin).catch((e: unknown) => {
       // A safety net for our own bugs, not control flow.
       if (!res.headersSent) sendError(res, req.method ?? 'GET', s3err('InternalError', String(e)), req.url ?? '/', 'internal');
       else res.destroy();
@@ -149,7 +159,20 @@ function requestBucketAndKey(req: http.IncomingMessage, store: ObjectStore, rawP
   return { bucket: decoded[0] ?? '', key: decoded.slice(1).join('/') };
 }
 
-async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: S3ServerOptions, budget: BodyBudget): Promise<void> {
+/**
+ * Why a request naming guest memory by token is refused, or null. On the
+ * host listener, and on the guest's wire once credentials are set, the
+ * token must be under the signature: an unsigned header added to a
+ * presigned URL would otherwise reach guest memory with someone else's
+ * signature.
+ */
+function tokenRefusal(origin: RequestOrigin, signed: SigV4Verified | null, credentialsSet: boolean): S3Error | null {
+  if (signed) return signed.signedHeaders.includes(RDMA_TOKEN_HEADER) ? null : s3err('AccessDenied', `${RDMA_TOKEN_HEADER} must be a signed header`);
+  if (origin === 'host' || credentialsSet) return s3err('AccessDenied', `${RDMA_TOKEN_HEADER} on the host listener needs a SigV4 request that signs it (ERNIC_S3_ACCESS_KEY, ERNIC_S3_SECRET_KEY)`);
+  return null;
+}
+
+async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: S3ServerOptions, budget: BodyBudget, origin: RequestOrigin): Promise<void> {
   const requestId = randomBytes(8).toString('hex').toUpperCase();
   const url = req.url ?? '/';
   const qAt = url.indexOf('?');
@@ -172,6 +195,10 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
     ctx.signed = v.value;
   } else {
     ctx.payloadHash = req.headers['x-amz-content-sha256'] as string | undefined;
+  }
+  if (req.headers[RDMA_TOKEN_HEADER] !== undefined) {
+    const refusal = tokenRefusal(origin, ctx.signed, (opts.credentials?.length ?? 0) > 0);
+    if (refusal) return refuse(ctx, refusal, rdmaErrorReply(refusal));
   }
   for (const name of ctx.query.keys()) {
     if (!KNOWN_QUERY.has(name)) return refuse(ctx, s3err('NotImplemented', `?${name}`));
