@@ -19,7 +19,8 @@ import { decodeAwsChunkedPaced, isAwsChunked } from './chunked';
 import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
 import { MAX_LIST_KEYS, MAX_METADATA_BYTES, ObjectStore, StoredObject } from './objects';
 import { Credentials, isSignedStream, queryPairs, SigV4Verified, uriEncode, verifyChunkSignatures, verifySigV4 } from './sigv4';
-import { MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlDocumentPaced, XmlNode, xmlPlain } from './xml';
+import { MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects } from './xml-requests';
+import { xmlDocument, xmlDocumentPaced, XmlNode, xmlPlain } from './xml-writer';
 
 /** What the RDMA token path offers the handler (implemented by lib/targets/s3/rdma.ts); a transfer may take several turns. */
 export interface RdmaHook {
