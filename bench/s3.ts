@@ -29,8 +29,9 @@ import * as os from 'os';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
 import { MrF } from '../spec/support/ionic/rdma-regs';
-import { GuestMr, VerbsGuest } from '../spec/support/ionic/rdma-verbs';
+import { VerbsGuest } from '../spec/support/ionic/rdma-verbs';
 import { signHeaders } from '../spec/support/s3-sign';
+import { mrTokenHex } from '../spec/support/s3-token';
 import { GuestTcp } from '../spec/targets/s3/guest-tcp';
 import { freePort } from './support/free-port';
 import { startServerProcess, stopProcess } from './support/server-process';
@@ -54,16 +55,6 @@ async function startServer(sock: string, hostPort: number): Promise<ChildProcess
   return server.proc;
 }
 
-/** The 44-byte token (reference 6.3), little-endian: RC, QPN, GID, rkey, addr, len, port, LID. */
-function tokenHex(mr: GuestMr): string {
-  const b = Buffer.alloc(44);
-  b[0] = 1;
-  b.writeUInt32LE(mr.key >>> 0, 21);
-  b.writeBigUInt64LE(BigInt(mr.va), 25);
-  b.writeBigUInt64LE(BigInt(mr.length), 33);
-  b[41] = 1;
-  return b.toString('hex');
-}
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
@@ -161,7 +152,7 @@ async function main(): Promise<void> {
       req.end(object);
     });
     if (put !== 200) throw new Error(`PUT of the object: ${put}`);
-    const token = tokenHex(mr);
+    const token = mrTokenHex(mr);
     const wireHead = async (withToken: boolean): Promise<string> => {
       const h = await signHeaders({ method: 'GET', host: `192.168.200.1:${S3_PORT}`, path: '/ernic/bench/1m', headers: { ...(withToken ? { 'x-amz-rdma-token': token } : {}), connection: 'close' } }, CREDS);
       return `GET /ernic/bench/1m HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;

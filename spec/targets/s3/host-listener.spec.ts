@@ -28,20 +28,12 @@ import { RdmaGuest } from '../../support/ionic/rdma-guest';
 import { MrF } from '../../support/ionic/rdma-regs';
 import { GuestMr, VerbsGuest } from '../../support/ionic/rdma-verbs';
 import { presignPath, signHeaders } from '../../support/s3-sign';
+import { mrTokenHex } from '../../support/s3-token';
 
 const CREDS = { accessKeyId: 'HOSTKEY1', secretAccessKey: 'host-listener-secret' };
 const MR_BYTES = 64 * 1024;
 const BIN = path.join(__dirname, '..', '..', '..', 'bin', 'rocm-ernic.js');
 
-function tokenHex(mr: GuestMr): string {
-  const b = Buffer.alloc(44);
-  b[0] = 1;
-  b.writeUInt32LE(mr.key >>> 0, 21);
-  b.writeBigUInt64LE(BigInt(mr.va), 25);
-  b.writeBigUInt64LE(BigInt(mr.length), 33);
-  b[41] = 1;
-  return b.toString('hex');
-}
 
 interface Reply { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
 
@@ -107,10 +99,10 @@ describe('s3 host listener: the token path is closed to unsigned host clients', 
       s.mr.write(0, secret);
       const obj = randomBytes(8192);
       expect((await request(s.port, 'PUT', '/ernic/plain', {}, obj)).status).to.equal(200);
-      const get = await request(s.port, 'GET', '/ernic/plain', { 'x-amz-rdma-token': tokenHex(s.mr) });
+      const get = await request(s.port, 'GET', '/ernic/plain', { 'x-amz-rdma-token': mrTokenHex(s.mr) });
       expect([get.status, get.headers['x-amz-rdma-reply']]).to.deep.equal([403, '403']);
       expect(get.body.toString()).to.contain('AccessDenied');
-      const put = await request(s.port, 'PUT', '/ernic/stolen', { 'x-amz-rdma-token': tokenHex(s.mr), 'content-length': '0' });
+      const put = await request(s.port, 'PUT', '/ernic/stolen', { 'x-amz-rdma-token': mrTokenHex(s.mr), 'content-length': '0' });
       expect(put.status).to.equal(403);
       expect((await request(s.port, 'GET', '/ernic/stolen')).status, 'nothing stored from guest memory').to.equal(404);
       expect(s.mr.read(0, MR_BYTES).equals(secret), 'guest memory unchanged').to.equal(true);
@@ -151,7 +143,7 @@ describe('s3 host listener: the token path is closed to unsigned host clients', 
       expect((await request(s.port, 'PUT', '/ernic/obj', putH, obj)).status).to.equal(200);
       const before = randomBytes(MR_BYTES);
       s.mr.write(0, before);
-      const token = tokenHex(s.mr);
+      const token = mrTokenHex(s.mr);
 
       // Signed without the token, the token added afterwards.
       const bare = await signHeaders({ method: 'GET', host, path: '/ernic/obj' }, CREDS);
