@@ -1,4 +1,4 @@
-// Pins lib/ionic/rdma/layouts.ts to reference/ionic-rdma-contract.md: each
+// Pins lib/ionic/rdma/layouts.ts to docs/driver-contract.md (part R): each
 // table's offsets, sizes and byte orders, written out here from the contract.
 // (The CQE is pinned in spec/rdma/datapath-layouts.spec.ts, the field codec in
 // spec/protocol/field.spec.ts.)

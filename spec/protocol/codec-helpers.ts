@@ -3,7 +3,7 @@
 import { decodeMessage } from '../../protocol';
 import type { Message, ProtocolError } from '../../protocol';
 
-/** Command numbers as written in reference/vfio-user.md section 2 (not taken from the code under test). */
+/** Command numbers as written in docs/vfio-user-protocol.md section 2 (not taken from the code under test). */
 export const CMD = {
   VERSION: 1,
   DMA_MAP: 2,
@@ -25,7 +25,7 @@ export const CMD = {
   MIG_DATA_WRITE: 18,
 } as const;
 
-/** Header flag values from reference 1.2. */
+/** Header flag values from docs/vfio-user-protocol.md 1.2. */
 export const FLAG_COMMAND = 0x0;
 export const FLAG_REPLY = 0x1;
 export const FLAG_NO_REPLY = 0x10;

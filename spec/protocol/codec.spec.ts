@@ -1,5 +1,5 @@
 // Every vfio-user command and reply, checked byte for byte against bytes built
-// from reference/vfio-user.md (sections 1, 2 and 4) with the test-only builder
+// from docs/vfio-user-protocol.md (sections 1, 2 and 4) with the test-only builder
 // (the table: ./codec-cases.ts), then decoded back to the expected typed body.
 // What the decoder refuses: ./codec-bad-input.spec.ts.
 import { expect } from 'chai';
