@@ -1,5 +1,5 @@
 // Small helpers shared by the protocol specs. Nothing here builds expected bytes:
-// that is spec/support/bytes.ts's job (or hex literals from the reference).
+// that is spec/support/bytes.ts's job (or hex literals from docs/vfio-user-protocol.md).
 import { decodeMessage } from '../../protocol';
 import type { Message, ProtocolError } from '../../protocol';
 

@@ -33,7 +33,7 @@ describe('protocol codec: every command, byte for byte', () => {
     });
   }
 
-  it('has the message sizes the reference gives for fixed messages', () => {
+  it('has the message sizes docs/vfio-user-protocol.md gives for fixed messages', () => {
     const size = (name: string): number => {
       const c = CASES.find((x) => x.name.startsWith(name));
       if (!c) throw new Error(`no case ${name}`);

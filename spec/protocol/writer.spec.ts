@@ -196,7 +196,7 @@ function exportedTables(): Map<string, Readonly<Record<string, unknown>>> {
   return out;
 }
 
-describe('protocol layouts: tables pinned to the reference', () => {
+describe('protocol layouts: tables pinned to docs/vfio-user-protocol.md', () => {
   const tables = exportedTables();
 
   it('every exported layout table is pinned here, and every pinned one exists', () => {
@@ -204,7 +204,7 @@ describe('protocol layouts: tables pinned to the reference', () => {
   });
 
   for (const [name, pinned] of Object.entries(REFERENCE_LAYOUTS)) {
-    it(`${name}: offsets, sizes and SIZE match the reference`, () => {
+    it(`${name}: offsets, sizes and SIZE match docs/vfio-user-protocol.md`, () => {
       const table = tables.get(name);
       if (!table) throw new Error(`layouts.ts has no ${name}`);
       const actual: Record<string, readonly [number, number] | number> = {};
