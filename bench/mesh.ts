@@ -111,7 +111,7 @@ const WARM_SECS = envNumber('BENCH_MESH_WARM', 2, 0, 600, false);
  * - 'nap' (default): peek at the CQ every NAP_MS, the thread asleep in
  *   between (Atomics.wait), turning the event loop after NAPS naps; it reacts
  *   within ~0.1 ms, as a busy poll does, for about a fifth of a core.
- * - 'sleep': a ~1 ms timer between polls (the default until 2026-12-03):
+ * - 'sleep': a ~1 ms timer between polls (the old default):
  *   every completion waits ~0.5 ms on average before its slot is reposted,
  *   which left A idle 13-17% of the time against the raw sender's 2-7%.
  * - 'spin': poll again after each turn of the event loop (a busy poll that

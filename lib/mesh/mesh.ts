@@ -1,7 +1,7 @@
 // The TCP mesh between rocm-ernic servers: the public face (class Mesh) and
 // the core that ties the pieces together. One event loop does what the C
-// design's accept, receive, send, health-check, broadcast and peer-connect
-// threads did (spec/architecture.rst "Threads"), with the same bounds and
+// rocm-ernic's accept, receive, send, health-check, broadcast and peer-connect
+// threads did (docs/mesh.md, "Differences from the C rocm-ernic"), with the same bounds and
 // timeouts:
 //
 // - accept: the listener, admission and TLS handshakes (gate.ts);
