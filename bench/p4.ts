@@ -13,8 +13,8 @@
 // the programs in fixtures/p4. Asserts nothing.
 
 import * as os from 'os';
-import { OutputMode, P4Engine } from '../lib/p4/compile';
-import { runCommands } from '../lib/p4/runtime';
+import { OutputMode, P4Engine } from '../lib/p4/engine/engine';
+import { runCommands } from '../lib/p4/engine/commands';
 import { ethernet, fixtureText, ipv4, udp } from '../spec/p4/helpers';
 
 const GOAL = 0.5;

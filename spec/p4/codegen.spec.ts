@@ -10,10 +10,10 @@
 // of the program in it.
 
 import { expect } from 'chai';
-import { OutputMode, P4Engine, P4Result } from '../../lib/p4/compile';
-import { topoOrder } from '../../lib/p4/codegen';
-import { runCommand, runCommands } from '../../lib/p4/runtime';
-import { exactSpec, lpmSpec, ternarySpec } from '../../lib/p4/tables';
+import { OutputMode, P4Engine, P4Result } from '../../lib/p4/engine/engine';
+import { topoOrder } from '../../lib/p4/codegen/generate';
+import { runCommand, runCommands } from '../../lib/p4/engine/commands';
+import { exactSpec, lpmSpec, ternarySpec } from '../../lib/p4/compile/tables/match-table';
 import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, rng, snapshot, syntheticProgram, tcp, udp } from './helpers';
 
 interface Pair {

@@ -8,9 +8,9 @@
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as path from 'path';
-import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/attach';
-import type { P4GuestScope } from '../../lib/p4/devcmd';
-import { P4_MAX_COMMAND_BYTES, P4_MAX_PROGRAM_BYTES } from '../../lib/p4/devcmd';
+import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/device/attach';
+import type { P4GuestScope } from '../../lib/p4/device/devcmd';
+import { P4_MAX_COMMAND_BYTES, P4_MAX_PROGRAM_BYTES } from '../../lib/p4/device/devcmd';
 import { collectStats } from '../../lib/ops/stats-source';
 import { serverRegistry } from '../../lib/ops/metrics';
 import { command } from '../support/ionic/guest/bytes';

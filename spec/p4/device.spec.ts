@@ -6,8 +6,8 @@
 // side it came from goes back there.
 
 import { expect } from 'chai';
-import { attachP4, p4FromCli } from '../../lib/p4/attach';
-import type { P4Segment } from '../../lib/p4/segment';
+import { attachP4, p4FromCli } from '../../lib/p4/device/attach';
+import type { P4Segment } from '../../lib/p4/device/segment';
 import { IonicGuest } from '../support/ionic/guest';
 import { Rig } from '../support/ionic/rig';
 import { FakeLink } from '../support/ionic/wire';

@@ -4,9 +4,9 @@
 // over crc16, add/remove_header, and exit.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { ALGORITHMS } from '../../lib/p4/externs';
-import { readEntryCounters, runCommand } from '../../lib/p4/runtime';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { ALGORITHMS } from '../../lib/p4/compile/externs';
+import { readEntryCounters, runCommand } from '../../lib/p4/engine/commands';
 import { ethernet, syntheticProgram } from './helpers';
 
 const F = (name: string) => ({ type: 'field', value: ['ethernet', name] });

@@ -8,12 +8,12 @@
 // and the payload; fields over 32 bits in actions.
 
 import { expect } from 'chai';
-import { EngineOptions, OutputMode, P4Engine, P4Result } from '../../lib/p4/compile';
-import { compileCsum16Num } from '../../lib/p4/checksum';
-import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/expr';
-import { compileImageCalculation } from '../../lib/p4/externs';
-import { runCommand, runCommands } from '../../lib/p4/runtime';
-import { FieldInfo } from '../../lib/p4/state';
+import { EngineOptions, OutputMode, P4Engine, P4Result } from '../../lib/p4/engine/engine';
+import { compileCsum16Num } from '../../lib/p4/compile/csum16';
+import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/compile/expr';
+import { compileImageCalculation } from '../../lib/p4/compile/externs';
+import { runCommand, runCommands } from '../../lib/p4/engine/commands';
+import { FieldInfo } from '../../lib/p4/frame/packet-state';
 import { fixtureText, ipv4Checksum, rng as xorshift, snapshot } from './helpers';
 
 /** helpers.ts's seeded xorshift32 as a fraction in [0, 1). */

@@ -4,9 +4,9 @@
 // the specs and the p4 fuzz target, which drive the guest's entry without a
 // vfio-user socket. Commands are laid out by hand as devcmd.ts documents them.
 
-import { P4Engine } from '../../lib/p4/compile';
-import { P4Control, P4EngineSlot, P4GuestScope, P4Opcode } from '../../lib/p4/devcmd';
-import { wqeProgram } from '../../lib/p4/wqe';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { P4Control, P4EngineSlot, P4GuestScope, P4Opcode } from '../../lib/p4/device/devcmd';
+import { wqeProgram } from '../../lib/p4/device/wqe';
 import { BufferMemory } from '../../lib/vfio-user/buffer-memory';
 
 /** Where the program text goes in the fake guest memory (P4_LOAD's pa). */

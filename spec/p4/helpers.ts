@@ -5,7 +5,7 @@
 
 import * as fs from 'fs';
 import * as path from 'path';
-import type { P4Result } from '../../lib/p4/compile';
+import type { P4Result } from '../../lib/p4/engine/engine';
 export { xorshift as rng } from '../support/rng';
 
 const ROOT = path.join(__dirname, '..', '..', '..');

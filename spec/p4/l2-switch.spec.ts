@@ -5,8 +5,8 @@
 // more digests come.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { runCommand } from '../../lib/p4/runtime';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { runCommand } from '../../lib/p4/engine/commands';
 import { ethernet, fixtureText } from './helpers';
 
 const A = '00:00:00:00:00:0a';

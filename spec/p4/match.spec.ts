@@ -5,8 +5,8 @@
 // the winner shows in the output frame.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { runCommand } from '../../lib/p4/runtime';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { runCommand } from '../../lib/p4/engine/commands';
 import { ethernet, fixtureText, mac, syntheticProgram } from './helpers';
 
 function add(engine: P4Engine, cmd: string): number {

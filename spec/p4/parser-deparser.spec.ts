@@ -4,8 +4,8 @@
 // comes out unchanged.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { PacketState, ParserError } from '../../lib/p4/state';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { PacketState, ParserError } from '../../lib/p4/frame/packet-state';
 import { ethernet, fixtureText, ipv4, tcp, udp } from './helpers';
 
 describe('p4: parser_deparser_1 parse/deparse', () => {

@@ -3,8 +3,8 @@
 // srcAddr picks the member, the same frame always the same one.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { runCommand } from '../../lib/p4/runtime';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { runCommand } from '../../lib/p4/engine/commands';
 import { ethernet, syntheticProgram } from './helpers';
 
 function indirect(selector: boolean): P4Engine {

@@ -8,9 +8,9 @@
 // boundary, never thrown into the device.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { P4LoadError } from '../../lib/p4/load';
-import { runCommand, runCommands } from '../../lib/p4/runtime';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { P4LoadError } from '../../lib/p4/program/load';
+import { runCommand, runCommands } from '../../lib/p4/engine/commands';
 import { ethernet, fixtureText, ipv4, rng, snapshot, syntheticProgram } from './helpers';
 import { guestControl } from './guest';
 

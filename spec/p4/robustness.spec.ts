@@ -4,8 +4,8 @@
 // the input.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { runCommands } from '../../lib/p4/runtime';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { runCommands } from '../../lib/p4/engine/commands';
 import { ethernet, fixtureText, ipv4, rng, tcp } from './helpers';
 
 const PROGRAMS = ['simple_router.json', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json'];

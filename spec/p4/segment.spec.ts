@@ -4,9 +4,9 @@
 // l2_switch floods to the other side only.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { runCommand, runCommands } from '../../lib/p4/runtime';
-import { P4Segment } from '../../lib/p4/segment';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { runCommand, runCommands } from '../../lib/p4/engine/commands';
+import { P4Segment } from '../../lib/p4/device/segment';
 import { ethernet, fixtureText, ipv4, udp } from './helpers';
 
 function rig(program: string) {

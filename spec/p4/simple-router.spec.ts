@@ -5,8 +5,8 @@
 // non-IPv4 frames are dropped by the program's default actions.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/compile';
-import { runCommand, runCommands } from '../../lib/p4/runtime';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { runCommand, runCommands } from '../../lib/p4/engine/commands';
 import { ethernet, fixtureText, ipv4, ipv4Checksum, udp } from './helpers';
 
 describe('p4: simple_router with commands.txt', () => {

@@ -9,9 +9,9 @@
 
 import { expect } from 'chai';
 import * as path from 'path';
-import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/attach';
-import type { P4Engine } from '../../lib/p4/compile';
-import { runCommand } from '../../lib/p4/runtime';
+import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/device/attach';
+import type { P4Engine } from '../../lib/p4/engine/engine';
+import { runCommand } from '../../lib/p4/engine/commands';
 import { Prng } from '../support/ionic/rig';
 import { WOp, WSt } from '../support/ionic/rdma-regs';
 import type { SendWr } from '../support/ionic/rdma-verbs';

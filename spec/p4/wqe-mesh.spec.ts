@@ -7,9 +7,9 @@
 
 import { expect } from 'chai';
 import * as path from 'path';
-import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/attach';
-import { runCommand } from '../../lib/p4/runtime';
-import { NumFormat } from '../../lib/p4/fp8';
+import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/device/attach';
+import { runCommand } from '../../lib/p4/engine/commands';
+import { NumFormat } from '../../lib/p4/device/fp8';
 import { cqesOf as cqes, meshGuests, MeshGuests } from '../mesh/helpers';
 import { MrF, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
 import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';

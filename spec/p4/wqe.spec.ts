@@ -8,11 +8,11 @@
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as path from 'path';
-import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/attach';
-import { P4Engine } from '../../lib/p4/compile';
-import { NumFormat } from '../../lib/p4/fp8';
-import { runCommand, runCommands } from '../../lib/p4/runtime';
-import { P4_EXTERN_MAX_BYTES, P4_EXTERN_MAX_FP32_BYTES } from '../../lib/p4/wqe';
+import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/device/attach';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { NumFormat } from '../../lib/p4/device/fp8';
+import { runCommand, runCommands } from '../../lib/p4/engine/commands';
+import { P4_EXTERN_MAX_BYTES, P4_EXTERN_MAX_FP32_BYTES } from '../../lib/p4/device/wqe';
 import { PAGE } from '../support/ionic/regs';
 import { MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
 import { A, B, a, b, expectCqes, expectOnly, fresh, msn, ranges, rcq, scq, snapshot, useOpsGuest, v } from '../support/ionic/rdma-ops-fixture';

@@ -39,13 +39,13 @@
 //   RETRY_EXCEEDED no ready destination QP (as an RDMA WRITE)
 // Every region is named by the WQE; the program only picks the operation.
 
-import { SEND_FILTER_DROP, SEND_FILTER_PASS } from '../rdma/hooks';
-import type { SendFilter, SendFilterInput } from '../rdma/hooks';
-import { IonicStatus } from '../rdma/datapath/cqe';
-import { copySlices } from '../rdma/datapath/copy';
-import { SendVerb } from '../rdma/datapath/wqe-layout';
-import { OutputMode } from './compile';
-import type { P4Engine } from './compile';
+import { SEND_FILTER_DROP, SEND_FILTER_PASS } from '../../rdma/hooks';
+import type { SendFilter, SendFilterInput } from '../../rdma/hooks';
+import { IonicStatus } from '../../rdma/datapath/cqe';
+import { copySlices } from '../../rdma/datapath/copy';
+import { SendVerb } from '../../rdma/datapath/wqe-layout';
+import { OutputMode } from '../engine/engine';
+import type { P4Engine } from '../engine/engine';
 import { addTable, convertTable, formatBytes, isFp8, NumFormat, readElement, writeElement } from './fp8';
 
 /** The ingress port WQEs enter the program on. */

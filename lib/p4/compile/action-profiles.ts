@@ -5,10 +5,10 @@
 import { CompiledAction } from './actions';
 import { compileCalculation, Calc } from './externs';
 import { ActionArgs, actionArgs, ExprContext, RuntimeData } from './expr';
-import { JsonPath, refuse } from './load';
-import { PacketState } from './state';
+import { JsonPath, refuse } from '../program/load';
+import { PacketState } from '../frame/packet-state';
 import { z } from 'zod';
-import { actionProfileSchema } from './schema';
+import { actionProfileSchema } from '../program/schema';
 
 export interface Member {
   readonly action: CompiledAction;

@@ -3,12 +3,12 @@
 // driver is a loop with a budget (MAX_PARSE_STEPS): a program that loops
 // between states stops there and the frame is dropped, never hangs.
 
-import { compileParseExtract } from './bits';
-import { parserLoop } from './dispatch';
+import { compileParseExtract } from '../frame/header-bits';
+import { parserLoop } from '../frame/dispatch';
 import { compileValue, ExprContext, NO_ARGS, Value } from './expr';
-import { JsonPath, refuse } from './load';
-import { Program } from './schema';
-import { hexToBig, Layout, NARROW_BITS, PacketState, ParserError, POW2 } from './state';
+import { JsonPath, refuse } from '../program/load';
+import { Program } from '../program/schema';
+import { hexToBig, Layout, NARROW_BITS, PacketState, ParserError, POW2 } from '../frame/packet-state';
 import { declareVsets, MAX_VSET_MASKS, ValueSet, VsetView } from './vsets';
 
 export { MAX_VSET_DEFAULT, MAX_VSET_SIZE } from './vsets';

@@ -7,8 +7,8 @@
 // for the number path). The masks per set are bounded, so one add costs at
 // most MAX_VSET_MASKS + 1 Set inserts.
 
-import { JsonPath, refuse } from './load';
-import { Program } from './schema';
+import { JsonPath, refuse } from '../program/load';
+import { Program } from '../program/schema';
 
 /** Most values a set may declare (max_size) and hold. */
 export const MAX_VSET_SIZE = 1 << 16;

@@ -19,11 +19,11 @@
 
 import * as fs from 'fs';
 import * as path from 'path';
-import type { IonicDevice } from '../ionic/device';
-import { P4Engine } from './compile';
+import type { IonicDevice } from '../../ionic/device';
+import { P4Engine } from '../engine/engine';
 import { P4Control, P4EngineSlot, P4GuestScope, P4_GUEST_SCOPES } from './devcmd';
-import { P4LoadError } from './load';
-import { runCommands } from './runtime';
+import { P4LoadError } from '../program/load';
+import { runCommands } from '../engine/commands';
 import { P4Segment } from './segment';
 import { P4WqeFilter, wqeProgram } from './wqe';
 

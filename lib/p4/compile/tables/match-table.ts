@@ -13,13 +13,13 @@
 // numbers and probes Maps, with no bigint and no allocation. Other tables
 // (IPv6 addresses, 64-bit keys) use bigint values and string Map keys.
 
-import { CompiledAction } from './actions';
-import { ActionProfile } from './profiles';
-import { ActionArgs, actionArgs, compileValue, ExprContext, NO_ARGS, RuntimeData, Value } from './expr';
-import { JsonPath, refuse } from './load';
-import { MatchKind, matchKinds, Table } from './schema';
-import { FieldInfo, hexToBig, NARROW_BITS, PacketState, POW2 } from './state';
-import { MeterArray } from './externs';
+import { CompiledAction } from '../actions';
+import { ActionProfile } from '../action-profiles';
+import { ActionArgs, actionArgs, compileValue, ExprContext, NO_ARGS, RuntimeData, Value } from '../expr';
+import { JsonPath, refuse } from '../../program/load';
+import { MatchKind, matchKinds, Table } from '../../program/schema';
+import { FieldInfo, hexToBig, NARROW_BITS, PacketState, POW2 } from '../../frame/packet-state';
+import { MeterArray } from '../externs';
 
 export interface KeyPart {
   readonly kind: MatchKind;

@@ -11,20 +11,20 @@
 // egress; drop again if asked; update checksums; deparse valid headers in
 // the deparser's order followed by the unparsed payload.
 
-import { ActionEnv, compileActions, CompiledAction, DROP_PORT } from './actions';
-import { compileEmit, HeaderEmit } from './bits';
-import { GeneratedRun, generateProgram, GenMode } from './codegen';
-import { compileCsum16Num, NumCalc } from './checksum';
-import { compileNum, compileValue, ExprContext, NO_ARGS, Value } from './expr';
-import { Calc, compileCalculation, Externs } from './externs';
-import { checkFrameCost } from './cost';
-import { refuse, validateProgram } from './load';
-import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from './parser';
-import { CompiledPipeline, compilePipeline } from './pipeline';
-import { Program } from './schema';
-import { Digest, FieldInfo, Layout, NO_DIGESTS, PacketState, ParserError } from './state';
-import { MatchTable } from './tables';
-import { ActionProfile } from './profiles';
+import { ActionEnv, compileActions, CompiledAction, DROP_PORT } from '../compile/actions';
+import { compileEmit, HeaderEmit } from '../frame/header-bits';
+import { GeneratedRun, generateProgram, GenMode } from '../codegen/generate';
+import { compileCsum16Num, NumCalc } from '../compile/csum16';
+import { compileNum, compileValue, ExprContext, NO_ARGS, Value } from '../compile/expr';
+import { Calc, compileCalculation, Externs } from '../compile/externs';
+import { checkFrameCost } from '../compile/cost';
+import { refuse, validateProgram } from '../program/load';
+import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from '../compile/parser';
+import { CompiledPipeline, compilePipeline } from '../compile/pipeline';
+import { Program } from '../program/schema';
+import { Digest, FieldInfo, Layout, NO_DIGESTS, PacketState, ParserError } from '../frame/packet-state';
+import { MatchTable } from '../compile/tables/match-table';
+import { ActionProfile } from '../compile/action-profiles';
 
 /** fault: the frame threw inside the program (caught at the frame boundary, counted in stats.faults). */
 export type DropReason = 'program' | 'parser-budget' | 'too-long' | 'fault';

@@ -48,16 +48,16 @@
 // cannot be read or written, ENOENT for P4_COMMAND with no program loaded.
 // Nothing here throws for what the guest sent.
 
-import { le as f } from '../../protocol/field';
-import { getField, setField } from '../ionic/layouts';
-import { Opcode, Status } from '../ionic/constants';
-import type { P4DeviceControl } from '../ionic/commands';
-import { MemStatus } from '../vfio-user/guest-memory';
-import type { GuestMemory } from '../vfio-user/guest-memory';
-import { P4Engine } from './compile';
-import { P4LoadError } from './load';
-import { runCommand } from './runtime';
-import { vsetLimit } from './vsets';
+import { le as f } from '../../../protocol/field';
+import { getField, setField } from '../../ionic/layouts';
+import { Opcode, Status } from '../../ionic/constants';
+import type { P4DeviceControl } from '../../ionic/commands';
+import { MemStatus } from '../../vfio-user/guest-memory';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { P4Engine } from '../engine/engine';
+import { P4LoadError } from '../program/load';
+import { runCommand } from '../engine/commands';
+import { vsetLimit } from '../compile/vsets';
 import { wqeProgram } from './wqe';
 
 export const P4_GUEST_SCOPES = ['none', 'read', 'tables', 'program'] as const;

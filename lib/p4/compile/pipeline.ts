@@ -4,14 +4,14 @@
 // pipeline is acyclic, and a cyclic one stops there instead of spinning.
 
 import { CompiledAction } from './actions';
-import { nodeLoop } from './dispatch';
+import { nodeLoop } from '../frame/dispatch';
 import { compileNum, compileValue, ExprContext, NO_ARGS } from './expr';
-import { JsonPath, refuse } from './load';
-import { Pipeline } from './schema';
-import { PacketState } from './state';
-import { MatchTable } from './tables';
+import { JsonPath, refuse } from '../program/load';
+import { Pipeline } from '../program/schema';
+import { PacketState } from '../frame/packet-state';
+import { MatchTable } from './tables/match-table';
 import { MeterArray } from './externs';
-import { ActionProfile } from './profiles';
+import { ActionProfile } from './action-profiles';
 
 export const END = -1;
 

@@ -9,7 +9,7 @@
 // in a switch, so each site always calls the same closure and can be
 // inlined. Behaviour is the closures' own; only the dispatch changes.
 
-import type { PacketState } from './state';
+import type { PacketState } from './packet-state';
 
 export type IndexedFn = (st: PacketState) => number;
 

@@ -5,9 +5,9 @@
 
 import { Calc, Externs } from './externs';
 import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, shiftLeft, Value } from './expr';
-import { JsonPath, refuse } from './load';
-import { Program, TypeValue } from './schema';
-import { FieldInfo, hexToBig, PacketState, POW2 } from './state';
+import { JsonPath, refuse } from '../program/load';
+import { Program, TypeValue } from '../program/schema';
+import { FieldInfo, hexToBig, PacketState, POW2 } from '../frame/packet-state';
 
 export type ActionFn = (st: PacketState, rd: ActionArgs) => void;
 

@@ -5,10 +5,10 @@
 // at run time and none recurses on packet data (the recursion here is over
 // the program, once).
 
-import { peekBits } from './bits';
-import { JsonPath, refuse } from './load';
-import { ExpressionValue, MAX_FIELD_BITS, TypeValue } from './schema';
-import { hexToBig, Layout, NARROW_BITS, PacketState } from './state';
+import { peekBits } from '../frame/header-bits';
+import { JsonPath, refuse } from '../program/load';
+import { ExpressionValue, MAX_FIELD_BITS, TypeValue } from '../program/schema';
+import { hexToBig, Layout, NARROW_BITS, PacketState } from '../frame/packet-state';
 
 /** Action data as the control plane gives it (one bigint per parameter). */
 export type RuntimeData = readonly bigint[];

@@ -22,17 +22,17 @@
 // registers in actions, profiles, ...) refuses, and the interpreter runs
 // the program as before.
 
-import type { CompiledAction } from './actions';
-import { DROP_PORT } from './actions';
-import { planOf, Plan, W } from './bits';
-import { csum16Plan, Csum16Plan, payloadSum, singleRun } from './checksum';
-import type { EngineStats, P4Result } from './compile';
-import { ExprContext, NO_ARGS } from './expr';
-import { ACCEPT, BUDGET, MAX_PARSE_STEPS, REJECT } from './parser';
-import { END } from './pipeline';
-import { Program, TypeValue, ExpressionValue } from './schema';
-import { FieldInfo, HeaderInfo, hexToBig, Layout, NARROW_BITS, NO_DIGESTS, ParserError, POW2 } from './state';
-import type { MatchTable } from './tables';
+import type { CompiledAction } from '../compile/actions';
+import { DROP_PORT } from '../compile/actions';
+import { planOf, Plan, W } from '../frame/header-bits';
+import { csum16Plan, Csum16Plan, payloadSum, singleRun } from '../compile/csum16';
+import type { EngineStats, P4Result } from '../engine/engine';
+import { ExprContext, NO_ARGS } from '../compile/expr';
+import { ACCEPT, BUDGET, MAX_PARSE_STEPS, REJECT } from '../compile/parser';
+import { END } from '../compile/pipeline';
+import { Program, TypeValue, ExpressionValue } from '../program/schema';
+import { FieldInfo, HeaderInfo, hexToBig, Layout, NARROW_BITS, NO_DIGESTS, ParserError, POW2 } from '../frame/packet-state';
+import type { MatchTable } from '../compile/tables/match-table';
 
 /** The third argument of a generated run: where the output goes (OutputMode's two, and process()'s). */
 export const enum GenMode {

@@ -10,9 +10,9 @@
 // checksums and the common expressions over fields of at most 32 bits
 // (compileNum) stay in numbers.
 
-import { HeaderType, Program } from './schema';
+import { HeaderType, Program } from '../program/schema';
 import { resetFunction } from './dispatch';
-import { JsonPath, refuse } from './load';
+import { JsonPath, refuse } from '../program/load';
 
 /** Widths up to this many bits are stored as numbers (exact: below 2^53, with room for a sum of a few). */
 export const NUM_BITS = 48;

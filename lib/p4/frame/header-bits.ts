@@ -17,7 +17,7 @@
 // plan's typed arrays with a switch on the kind, and no zero-fill call is
 // made per header.
 
-import { FieldInfo, HeaderInfo, PacketState, ParserError, POW2 } from './state';
+import { FieldInfo, HeaderInfo, PacketState, ParserError, POW2 } from './packet-state';
 
 /** A window's kind (exported for ./codegen.ts, which writes the same shapes out). */
 export const enum W {

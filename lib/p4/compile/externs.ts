@@ -2,12 +2,12 @@
 // the calculations (hash/checksum algorithms over field lists) that
 // checksums and modify_field_with_hash_based_offset use.
 
-import { BitWriter } from './bits';
-import { compileCsum16Num } from './checksum';
+import { BitWriter } from '../frame/header-bits';
+import { compileCsum16Num } from './csum16';
 import { compileValue, ExprContext, NO_ARGS, Value } from './expr';
-import { JsonPath, refuse } from './load';
-import { Program, TypeValue } from './schema';
-import { PacketState } from './state';
+import { JsonPath, refuse } from '../program/load';
+import { Program, TypeValue } from '../program/schema';
+import { PacketState } from '../frame/packet-state';
 
 /** Largest counter/meter/register array the loader accepts. */
 export const MAX_ARRAY_SIZE = 1 << 20;

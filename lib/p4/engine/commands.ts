@@ -18,9 +18,9 @@
 // name is looked up in a Map. A guest's commands run with its budget
 // (CommandOptions.maxHeld): an add past it is refused.
 
-import { CompiledAction } from './actions';
-import { P4Engine } from './compile';
-import { exactSpec, lpmSpec, MatchSpec, MatchTable, rangeSpec, ternarySpec, wildcardSpec } from './tables';
+import { CompiledAction } from '../compile/actions';
+import { P4Engine } from './engine';
+import { exactSpec, lpmSpec, MatchSpec, MatchTable, rangeSpec, ternarySpec, wildcardSpec } from '../compile/tables/match-table';
 
 export type CommandResult = { ok: true; output: string; handle?: number } | { ok: false; error: string };
 

@@ -20,8 +20,8 @@
 // ./externs.ts, whose results these equal (spec/p4/fast-paths.spec.ts).
 
 import { ExprContext } from './expr';
-import { hexToBig, PacketState, POW2 } from './state';
-import { TypeValue } from './schema';
+import { hexToBig, PacketState, POW2 } from '../frame/packet-state';
+import { TypeValue } from '../program/schema';
 
 /** A calculation's result as a number (csum16: 16 bits). */
 export type NumCalc = (st: PacketState) => number;
