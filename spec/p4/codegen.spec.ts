@@ -10,8 +10,9 @@
 // of the program in it.
 
 import { expect } from 'chai';
-import { OutputMode, P4Engine, P4Result } from '../../lib/p4/engine/engine';
-import { topoOrder } from '../../lib/p4/codegen/generate';
+import { OutputMode, P4Engine } from '../../lib/p4/engine/engine';
+import { P4Result } from '../../lib/p4/frame/result';
+import { topoOrder } from '../../lib/p4/program/graph';
 import { runCommand, runCommands } from '../../lib/p4/engine/commands';
 import { exactSpec, lpmSpec, ternarySpec } from '../../lib/p4/compile/tables/match-table';
 import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, rng, snapshot, syntheticProgram, tcp, udp } from './helpers';

@@ -8,12 +8,13 @@
 // and the payload; fields over 32 bits in actions.
 
 import { expect } from 'chai';
-import { EngineOptions, OutputMode, P4Engine, P4Result } from '../../lib/p4/engine/engine';
+import { EngineOptions, OutputMode, P4Engine } from '../../lib/p4/engine/engine';
+import { P4Result } from '../../lib/p4/frame/result';
 import { compileCsum16Num } from '../../lib/p4/compile/csum16';
 import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/compile/expr';
 import { compileImageCalculation } from '../../lib/p4/compile/externs';
 import { runCommand, runCommands } from '../../lib/p4/engine/commands';
-import { FieldInfo } from '../../lib/p4/frame/packet-state';
+import { FieldInfo } from '../../lib/p4/program/layout';
 import { fixtureText, ipv4Checksum, rng as xorshift, snapshot } from './helpers';
 
 /** helpers.ts's seeded xorshift32 as a fraction in [0, 1). */

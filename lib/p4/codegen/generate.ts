@@ -26,12 +26,15 @@ import type { CompiledAction } from '../compile/actions';
 import { DROP_PORT } from '../compile/actions';
 import { planOf, Plan, W } from '../frame/header-bits';
 import { csum16Plan, Csum16Plan, payloadSum, singleRun } from '../compile/csum16';
-import type { EngineStats, P4Result } from '../engine/engine';
+import type { EngineStats, P4Result } from '../frame/result';
 import { ExprContext, NO_ARGS } from '../compile/expr';
+import { topoOrder } from '../program/graph';
 import { ACCEPT, BUDGET, MAX_PARSE_STEPS, REJECT } from '../compile/parser';
 import { END } from '../compile/pipeline';
 import { Program, TypeValue, ExpressionValue } from '../program/schema';
-import { FieldInfo, HeaderInfo, hexToBig, Layout, NARROW_BITS, NO_DIGESTS, ParserError, POW2 } from '../frame/packet-state';
+import { FieldInfo, HeaderInfo, Layout, NARROW_BITS } from '../program/layout';
+import { hexToBig, POW2 } from '../program/numbers';
+import { NO_DIGESTS, ParserError } from '../frame/packet-state';
 import type { MatchTable } from '../compile/tables/match-table';
 
 /** The third argument of a generated run: where the output goes (OutputMode's two, and process()'s). */
@@ -948,40 +951,6 @@ r.frame = out;
 `;
     return src;
   }
-}
-
-/**
- * The nodes reachable from `init` in an order where every edge goes
- * forward (a depth-first post-order, reversed), or undefined when they
- * form a cycle. Edges to negative indices (the end codes) are ignored.
- */
-export function topoOrder(init: number, edges: readonly (readonly number[])[]): number[] | undefined {
-  const state = new Uint8Array(edges.length); // 0 new, 1 on the path, 2 done
-  const post: number[] = [];
-  // iterative (the graph comes from the program): a stack of [node, next edge index]
-  const stack: [number, number][] = [[init, 0]];
-  state[init] = 1;
-  while (stack.length > 0) {
-    const top = stack[stack.length - 1]!;
-    const [n, i] = top;
-    const out = edges[n]!;
-    if (i < out.length) {
-      top[1]++;
-      const m = out[i]!;
-      if (m < 0) continue;
-      if (m >= edges.length) return undefined;
-      if (state[m] === 1) return undefined;
-      if (state[m] === 0) {
-        state[m] = 1;
-        stack.push([m, 0]);
-      }
-      continue;
-    }
-    state[n] = 2;
-    post.push(n);
-    stack.pop();
-  }
-  return post.reverse();
 }
 
 /** The int32 form's end: two folds take a sum below 2^31 to 16 bits (the loop's result), then the complement. */

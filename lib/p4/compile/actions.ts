@@ -7,7 +7,9 @@ import { Calc, Externs } from './externs';
 import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, shiftLeft, Value } from './expr';
 import { JsonPath, refuse } from '../program/load';
 import { Program, TypeValue } from '../program/schema';
-import { FieldInfo, hexToBig, PacketState, POW2 } from '../frame/packet-state';
+import { FieldInfo } from '../program/layout';
+import { hexToBig, POW2 } from '../program/numbers';
+import { PacketState } from '../frame/packet-state';
 
 export type ActionFn = (st: PacketState, rd: ActionArgs) => void;
 

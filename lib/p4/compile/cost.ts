@@ -17,12 +17,12 @@
 // nest at most MAX_EXPRESSION_PATH deep (the recursion below is bounded by
 // that, not by the program).
 
-import { topoOrder } from '../codegen/generate';
+import { topoOrder } from '../program/graph';
 import { MAX_VALUE_BITS } from './expr';
 import { JsonPath, refuse } from '../program/load';
 import { MAX_PARSE_STEPS } from './parser';
 import { Action, ExpressionValue, Pipeline, Program, TypeValue } from '../program/schema';
-import { Layout } from '../frame/packet-state';
+import { Layout } from '../program/layout';
 
 /** Most a frame may cost (the heaviest shapes ran 4-10 ms per frame at it, on a shared 2-CPU machine). */
 export const MAX_FRAME_COST = 100_000;

@@ -20,7 +20,8 @@
 // ./externs.ts, whose results these equal (spec/p4/fast-paths.spec.ts).
 
 import { ExprContext } from './expr';
-import { hexToBig, PacketState, POW2 } from '../frame/packet-state';
+import { hexToBig, POW2 } from '../program/numbers';
+import { PacketState } from '../frame/packet-state';
 import { TypeValue } from '../program/schema';
 
 /** A calculation's result as a number (csum16: 16 bits). */

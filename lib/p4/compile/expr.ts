@@ -8,7 +8,9 @@
 import { peekBits } from '../frame/header-bits';
 import { JsonPath, refuse } from '../program/load';
 import { ExpressionValue, MAX_FIELD_BITS, TypeValue } from '../program/schema';
-import { hexToBig, Layout, NARROW_BITS, PacketState } from '../frame/packet-state';
+import { hexToBig } from '../program/numbers';
+import { Layout, NARROW_BITS } from '../program/layout';
+import { PacketState } from '../frame/packet-state';
 
 /** Action data as the control plane gives it (one bigint per parameter). */
 export type RuntimeData = readonly bigint[];

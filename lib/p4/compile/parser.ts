@@ -8,7 +8,9 @@ import { parserLoop } from '../frame/dispatch';
 import { compileValue, ExprContext, NO_ARGS, Value } from './expr';
 import { JsonPath, refuse } from '../program/load';
 import { Program } from '../program/schema';
-import { hexToBig, Layout, NARROW_BITS, PacketState, ParserError, POW2 } from '../frame/packet-state';
+import { hexToBig, POW2 } from '../program/numbers';
+import { Layout, NARROW_BITS } from '../program/layout';
+import { PacketState, ParserError } from '../frame/packet-state';
 import { declareVsets, MAX_VSET_MASKS, ValueSet, VsetView } from './vsets';
 
 export { MAX_VSET_DEFAULT, MAX_VSET_SIZE } from './vsets';

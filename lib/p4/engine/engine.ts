@@ -22,26 +22,11 @@ import { refuse, validateProgram } from '../program/load';
 import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from '../compile/parser';
 import { CompiledPipeline, compilePipeline } from '../compile/pipeline';
 import { Program } from '../program/schema';
-import { Digest, FieldInfo, Layout, NO_DIGESTS, PacketState, ParserError } from '../frame/packet-state';
+import { NO_DIGESTS, PacketState, ParserError } from '../frame/packet-state';
+import type { DropReason, EngineStats, P4Result } from '../frame/result';
+import { FieldInfo, Layout } from '../program/layout';
 import { MatchTable } from '../compile/tables/match-table';
 import { ActionProfile } from '../compile/action-profiles';
-
-/** fault: the frame threw inside the program (caught at the frame boundary, counted in stats.faults). */
-export type DropReason = 'program' | 'parser-budget' | 'too-long' | 'fault';
-
-export interface P4Result {
-  /** The frame to send (undefined when dropped); a fresh Buffer, never the input. */
-  frame: Buffer | undefined;
-  dropped: boolean;
-  reason: DropReason | undefined;
-  egressPort: number;
-  /** Multicast group the program asked for (intrinsic_metadata.mgid or standard_metadata.mcast_grp), 0 if none. */
-  multicastGroup: number;
-  parserError: ParserError;
-  checksumError: boolean;
-  /** generate_digest calls of this frame: learn list id and the values of its fields. */
-  digests: Digest[];
-}
 
 /** What processReused() may do with the frame it is given. */
 export const enum OutputMode {
@@ -124,15 +109,6 @@ function writtenFields(p: Program, layout: Layout): Set<FieldInfo> {
 }
 
 export const MAX_FRAME_BYTES = 65535 + 14;
-
-export interface EngineStats {
-  frames: number;
-  dropped: number;
-  parserErrors: number;
-  budgetDrops: number;
-  /** Frames that threw inside the program: dropped at the frame boundary instead of throwing into the device. */
-  faults: number;
-}
 
 function optField(layout: Layout, header: string, field: string): FieldInfo | undefined {
   return layout.headerByName.get(header)?.byName.get(field);

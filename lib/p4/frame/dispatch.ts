@@ -10,26 +10,18 @@
 // inlined. Behaviour is the closures' own; only the dispatch changes.
 
 import type { PacketState } from './packet-state';
+import { checkInt, fromSource } from './integer-source';
 
 export type IndexedFn = (st: PacketState) => number;
 
 /** Above this many nodes the plain indexed loop is used (a switch this long gains nothing). */
 const MAX_SWITCH = 64;
 
-function checkInt(n: number, what: string): void {
-  if (!Number.isSafeInteger(n)) throw new Error(`dispatch: ${what} ${n} is not an integer`);
-}
-
 /** `case i: n = f<i>(st); break;` for every node. */
 function cases(count: number, to: string): string {
   let s = '';
   for (let i = 0; i < count; i++) s += `case ${i}: ${to} = f${i}(st); break;\n`;
   return s;
-}
-
-function build<T>(fns: readonly IndexedFn[], body: string): T {
-  const params = fns.map((_, i) => `f${i}`);
-  return new Function(...params, body)(...fns) as T;
 }
 
 /**
@@ -50,7 +42,7 @@ export function parserLoop(states: readonly IndexedFn[], init: number, maxSteps:
       return budget;
     };
   }
-  return build(states, `return function parse(st) {
+  return fromSource(states, `return function parse(st) {
   let s = ${init};
   for (let steps = 0; steps < ${maxSteps}; steps++) {
     switch (s) {
@@ -77,7 +69,7 @@ export function nodeLoop(nodes: readonly IndexedFn[], init: number, end: number,
       for (let steps = 0; n !== end && steps < maxSteps && !st.exited; steps++) n = nodes[n]!(st);
     };
   }
-  return build(nodes, `return function run(st) {
+  return fromSource(nodes, `return function run(st) {
   let n = ${init};
   for (let steps = 0; n !== ${end} && steps < ${maxSteps} && !st.exited; steps++) {
     switch (n) {
@@ -85,26 +77,4 @@ ${cases(nodes.length, 'n')}    default: return;
     }
   }
 };`);
-}
-
-/** Above this many slots a layout's reset loops instead of writing each slot out. */
-const MAX_UNROLLED_SLOTS = 512;
-
-/**
- * PacketState.reset for one layout, every slot written out (measured here:
- * about a third of the time of the loops for simple_router's 24 number
- * slots). The source holds only integers (slot counts, initial validity bits).
- */
-export function resetFunction(numSlots: number, bigSlots: number, initialValid: Uint8Array, stacks: number, noDigests: unknown): ((st: PacketState, frame: Buffer) => void) | undefined {
-  checkInt(numSlots, 'numSlots');
-  checkInt(bigSlots, 'bigSlots');
-  checkInt(stacks, 'stacks');
-  if (numSlots + bigSlots + 2 * initialValid.length + stacks > MAX_UNROLLED_SLOTS) return undefined;
-  let src = 'return function reset(st, frame) {\nconst num = st.num; const big = st.big; const valid = st.valid; const ho = st.hdrOffset; const sn = st.stackNext;\n';
-  for (let i = 0; i < numSlots; i++) src += `num[${i}] = 0;\n`;
-  for (let i = 0; i < bigSlots; i++) src += `big[${i}] = 0n;\n`;
-  for (let i = 0; i < initialValid.length; i++) src += `valid[${i}] = ${initialValid[i]! === 1 ? 1 : 0}; ho[${i}] = -1;\n`;
-  for (let i = 0; i < stacks; i++) src += `sn[${i}] = 0;\n`;
-  src += 'st.frame = frame; st.offset = 0; st.dropped = false; st.exited = false; st.parserError = 0; st.checksumError = false; st.digests = NO_DIGESTS;\n};';
-  return new Function('NO_DIGESTS', src)(noDigests) as (st: PacketState, frame: Buffer) => void;
 }

@@ -17,7 +17,9 @@
 // plan's typed arrays with a switch on the kind, and no zero-fill call is
 // made per header.
 
-import { FieldInfo, HeaderInfo, PacketState, ParserError, POW2 } from './packet-state';
+import { FieldInfo, HeaderInfo } from '../program/layout';
+import { PacketState, ParserError } from './packet-state';
+import { POW2 } from '../program/numbers';
 
 /** A window's kind (exported for ./codegen.ts, which writes the same shapes out). */
 export const enum W {

@@ -18,7 +18,9 @@ import { ActionProfile } from '../action-profiles';
 import { ActionArgs, actionArgs, compileValue, ExprContext, NO_ARGS, RuntimeData, Value } from '../expr';
 import { JsonPath, refuse } from '../../program/load';
 import { MatchKind, matchKinds, Table } from '../../program/schema';
-import { FieldInfo, hexToBig, NARROW_BITS, PacketState, POW2 } from '../../frame/packet-state';
+import { FieldInfo, NARROW_BITS } from '../../program/layout';
+import { hexToBig, POW2 } from '../../program/numbers';
+import { PacketState } from '../../frame/packet-state';
 import { MeterArray } from '../externs';
 
 export interface KeyPart {
