@@ -14,7 +14,7 @@ import { OutputMode, P4Engine } from '../../lib/p4/engine/engine';
 import { P4Result } from '../../lib/p4/frame/result';
 import { topoOrder } from '../../lib/p4/program/graph';
 import { runCommand, runCommands } from '../../lib/p4/engine/commands';
-import { exactSpec, lpmSpec, ternarySpec } from '../../lib/p4/compile/tables/match-table';
+import { exactSpec, lpmSpec, ternarySpec } from '../../lib/p4/compile/tables/entries';
 import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, rng, snapshot, syntheticProgram, tcp, udp } from './helpers';
 
 interface Pair {

@@ -20,7 +20,8 @@
 
 import { CompiledAction } from '../compile/actions';
 import { P4Engine } from './engine';
-import { exactSpec, lpmSpec, MatchSpec, MatchTable, rangeSpec, ternarySpec, wildcardSpec } from '../compile/tables/match-table';
+import { exactSpec, lpmSpec, MatchSpec, rangeSpec, ternarySpec, wildcardSpec } from '../compile/tables/entries';
+import { MatchTable } from '../compile/tables/match-table';
 
 export type CommandResult = { ok: true; output: string; handle?: number } | { ok: false; error: string };
 
