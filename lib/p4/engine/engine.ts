@@ -13,7 +13,8 @@
 
 import { ActionEnv, compileActions, CompiledAction, DROP_PORT } from '../compile/actions';
 import { compileEmit, HeaderEmit } from '../frame/header-bits';
-import { GeneratedRun, generateProgram, GenMode } from '../codegen/generate';
+import { GeneratedRun, GenMode } from '../codegen/context';
+import { generateProgram } from '../codegen/generate';
 import { compileCsum16Num, NumCalc } from '../compile/csum16';
 import { compileNum, compileValue, ExprContext, NO_ARGS, Value } from '../compile/expr';
 import { Calc, compileCalculation, Externs } from '../compile/externs';
