@@ -15,7 +15,8 @@ import { P4Result } from '../../lib/p4/frame/result';
 import { topoOrder } from '../../lib/p4/program/graph';
 import { runCommand, runCommands } from '../../lib/p4/engine/commands';
 import { exactSpec, lpmSpec, ternarySpec } from '../../lib/p4/compile/tables/entries';
-import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, rng, snapshot, syntheticProgram, tcp, udp } from './helpers';
+import { ethernet, fixtureText, ip, ipv4, ipv4Checksum, mac, snapshot, syntheticProgram, tcp, udp } from './helpers';
+import { xorshift } from '../support/rng';
 
 interface Pair {
   gen: P4Engine;
@@ -104,7 +105,7 @@ describe('p4: the generated program function against the closures', () => {
     it('simple_router + commands.txt: 3000 frames (routed, misses, TTL 0/1, bad checksums, short, noise) alike', () => {
       const p = pair(fixtureText('simple_router.json'));
       for (const e of [p.gen, p.ref]) expect(runCommands(e, fixtureText('commands.txt')).ok).to.equal(true);
-      const r = rng(0xc0de);
+      const r = xorshift(0xc0de);
       const seen = { routed: 0, dropped: 0, checksumError: 0, parserError: 0 };
       for (let i = 0; i < 3000; i++) {
         const res = compare(p, anyFrame(r), r() % 1024, `frame ${i}`);
@@ -133,7 +134,7 @@ describe('p4: the generated program function against the closures', () => {
     it('simple_router: the tables change under the generated function (short arrays, Maps, deletes, defaults)', () => {
       const p = pair(fixtureText('simple_router.json'));
       for (const e of [p.gen, p.ref]) runCommands(e, fixtureText('commands.txt'));
-      const r = rng(0x7ab1e);
+      const r = xorshift(0x7ab1e);
       let added = 0;
       let mapRounds = 0;
       for (let round = 0; round < 30; round++) {
@@ -158,7 +159,7 @@ describe('p4: the generated program function against the closures', () => {
       const p = pair(fixtureText('l2_switch.json'));
       both(p, 'table_set_default smac mac_learn');
       both(p, 'table_set_default dmac broadcast');
-      const r = rng(0x12);
+      const r = xorshift(0x12);
       const pool = Array.from({ length: 14 }, (_, i) => `00:00:00:00:01:${i.toString(16).padStart(2, '0')}`);
       let learned = 0;
       let floods = 0;
@@ -178,7 +179,7 @@ describe('p4: the generated program function against the closures', () => {
 
     it('parser_deparser_1: 2000 frames into Ethernet/IPv4/TCP/UDP and every truncation of a TCP frame alike', () => {
       const p = pair(fixtureText('parser_deparser_1.json'));
-      const r = rng(0x9d);
+      const r = xorshift(0x9d);
       for (let i = 0; i < 2000; i++) compare(p, anyFrame(r), r() % 4, `frame ${i}`);
       const full = Buffer.concat([ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', 0x0800), ipv4({ src: '1.1.1.1', dst: '2.2.2.2', ttl: 9, protocol: 6, payloadLength: 24 }), tcp(1, 2, 3, Buffer.alloc(4, 7))]);
       for (let n = 0; n <= full.length; n++) compare(p, full.subarray(0, n), 0, `length ${n}`);
@@ -187,7 +188,7 @@ describe('p4: the generated program function against the closures', () => {
     it('frames over maxFrame are dropped alike (too-long, nothing parsed)', () => {
       const p = pair(fixtureText('simple_router.json'), { maxFrame: 100 });
       for (const e of [p.gen, p.ref]) runCommands(e, fixtureText('commands.txt'));
-      const r = rng(3);
+      const r = xorshift(3);
       for (let i = 0; i < 200; i++) {
         const payload = udp(1, 2, Buffer.alloc(r() % 120));
         const f = Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.2.1', dst: '10.0.1.10', ttl: 64, protocol: 17, payloadLength: payload.length }), payload]);
@@ -202,7 +203,7 @@ describe('p4: the generated program function against the closures', () => {
         expect(e.generated, name).to.equal(false);
         expect(e.codegenRefused, name).to.match(/table off the number path/); // 96-bit keys: the bigint path
         const ref = P4Engine.load(fixtureText(name), { codegen: false });
-        const r = rng(name.length);
+        const r = xorshift(name.length);
         for (let i = 0; i < 100; i++) {
           const f = anyFrame(r);
           expect(snapshot(e.process(f, 1)), name).to.deep.equal(snapshot(ref.process(f, 1)));
@@ -213,7 +214,7 @@ describe('p4: the generated program function against the closures', () => {
 
   describe('a program using the whole subset', () => {
     it('8 rounds of random tables x 700 frames alike (tags, checksums with payload and conditions, hit/miss, counters, ternary, exit, header add/remove/copy, digests)', () => {
-      const r = rng(0x51c);
+      const r = xorshift(0x51c);
       let countedRounds = 0;
       const kinds = new Set<string>();
       for (let round = 0; round < 8; round++) {
@@ -251,7 +252,7 @@ describe('p4: the generated program function against the closures', () => {
       for (let i = 0; i < 70; i++) big.writeUInt16BE(0x0800, i * 14 + 12);
       expect(compare(p, big, 0, 'looping').reason).to.equal('parser-budget');
       expect(compare(p, big.subarray(0, 14 * 5 + 3), 0, 'short loop').parserError).to.equal(1);
-      const r = rng(5);
+      const r = xorshift(5);
       for (let i = 0; i < 300; i++) compare(p, anyFrame(r), 0, `frame ${i}`);
     });
 
@@ -265,7 +266,7 @@ describe('p4: the generated program function against the closures', () => {
       const p = pair(prog);
       expect(p.gen.codegenSource).to.match(/steps < 2/);
       both(p, 'table_set_default t bump');
-      const r = rng(6);
+      const r = xorshift(6);
       for (let i = 0; i < 300; i++) compare(p, anyFrame(r), 0, `frame ${i}`);
     });
   });
@@ -318,7 +319,7 @@ describe('p4: the generated program function against the closures', () => {
         expect(e.codegenRefused).to.match(why);
         const ref = P4Engine.load(prog, { codegen: false });
         for (const x of [e, ref]) expect(runCommand(x, 'table_set_default t set_src 0x0a0b0c0d0e0f').ok).to.equal(true);
-        const r = rng(what.length);
+        const r = xorshift(what.length);
         for (let i = 0; i < 100; i++) {
           const f = anyFrame(r);
           expect(snapshot(e.process(f, 1)), `${what} frame ${i}`).to.deep.equal(snapshot(ref.process(f, 1)));
@@ -366,8 +367,8 @@ describe('p4: the generated program function against the closures', () => {
       const src = p.gen.codegenSource!;
       for (const [plain, e] of evil) expect(src.includes(e), `the name ${plain}`).to.equal(false);
       expect(src).to.not.match(/__p4pwned|0x0800|0x8100|0x10000ffff/);
-      fillSubsetTables(p, rng(78), evil);
-      const r = rng(77);
+      fillSubsetTables(p, xorshift(78), evil);
+      const r = xorshift(77);
       for (let i = 0; i < 300; i++) compare(p, anyFrame(r, subsetFrame), r() % 8, `frame ${i}`);
       expect((globalThis as any).__p4pwned).to.equal(undefined);
     });
@@ -601,7 +602,7 @@ function fillSubsetTables(p: Pair, r: () => number, names: Map<string, string> =
 function fillByApi(p: Pair, r: () => number, n: (x: string) => string): void {
   const seed = r() | 1;
   for (const e of [p.gen, p.ref]) {
-    const r2 = rng(seed);
+    const r2 = xorshift(seed);
     const lpm = e.tables.get(n('t_lpm'))!;
     const nhop = e.actions.get(n('set_nhop'))!;
     for (const a of ADDRS) expect(lpm.add([lpmSpec(BigInt(ip(a).readUInt32BE(0)), 16 + (r2() % 17), 32)], nhop, [BigInt(r2() % 6), 0x0a0b0c0d0e0fn], 0)).to.be.a('number');

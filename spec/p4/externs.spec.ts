@@ -5,7 +5,7 @@
 
 import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/engine/engine';
-import { ALGORITHMS } from '../../lib/p4/compile/externs';
+import { ALGORITHMS } from '../../lib/p4/compile/calculations';
 import { readEntryCounters, runCommand } from '../../lib/p4/engine/commands';
 import { ethernet, syntheticProgram } from './helpers';
 

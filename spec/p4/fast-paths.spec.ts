@@ -12,12 +12,13 @@ import { EngineOptions, OutputMode, P4Engine } from '../../lib/p4/engine/engine'
 import { P4Result } from '../../lib/p4/frame/result';
 import { compileCsum16Num } from '../../lib/p4/compile/csum16';
 import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/compile/expr';
-import { compileImageCalculation } from '../../lib/p4/compile/externs';
+import { compileImageCalculation } from '../../lib/p4/compile/calculations';
 import { runCommand, runCommands } from '../../lib/p4/engine/commands';
 import { FieldInfo } from '../../lib/p4/program/layout';
-import { fixtureText, ipv4Checksum, rng as xorshift, snapshot } from './helpers';
+import { fixtureText, ipv4Checksum, snapshot } from './helpers';
+import { xorshift } from '../support/rng';
 
-/** helpers.ts's seeded xorshift32 as a fraction in [0, 1). */
+/** spec/support/rng.ts's seeded xorshift32 as a fraction in [0, 1). */
 function rng(seed: number): () => number {
   const next = xorshift(seed);
   return () => next() / 0x100000000;

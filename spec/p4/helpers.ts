@@ -6,7 +6,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import type { P4Result } from '../../lib/p4/frame/result';
-export { xorshift as rng } from '../support/rng';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 export const FIXTURES = path.join(ROOT, 'fixtures', 'p4');

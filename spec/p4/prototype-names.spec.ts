@@ -11,7 +11,8 @@ import { expect } from 'chai';
 import { P4Engine } from '../../lib/p4/engine/engine';
 import { P4LoadError } from '../../lib/p4/program/load';
 import { runCommand, runCommands } from '../../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, rng, snapshot, syntheticProgram } from './helpers';
+import { ethernet, fixtureText, ipv4, snapshot, syntheticProgram } from './helpers';
+import { xorshift } from '../support/rng';
 import { guestControl } from './guest';
 
 const KEYS = ['valueOf', 'hasOwnProperty', '__proto__', 'constructor', 'toString', 'isPrototypeOf', '__defineGetter__', 'toLocaleString'];
@@ -127,7 +128,7 @@ function renamedRouter(k: string): { program: string; commands: string } {
 }
 
 function routerFrames(n: number): Buffer[] {
-  const r = rng(0xc0de);
+  const r = xorshift(0xc0de);
   const dsts = ['10.0.0.10', '10.0.1.10', '10.0.2.1', '192.168.0.1'];
   const out: Buffer[] = [];
   for (let i = 0; i < n; i++) {

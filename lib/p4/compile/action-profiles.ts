@@ -3,7 +3,7 @@
 // from which the selector's hash over the frame's fields picks one.
 
 import { CompiledAction } from './actions';
-import { compileCalculation, Calc } from './externs';
+import { compileCalculation, Calc } from './calculations';
 import { ActionArgs, actionArgs, ExprContext, RuntimeData } from './expr';
 import { JsonPath, refuse } from '../program/load';
 import { PacketState } from '../frame/packet-state';

@@ -3,7 +3,8 @@
 // bmv2's simple_switch / simple_router (P4_14 names and their P4_16
 // equivalents); anything else is refused with its JSON path at load time.
 
-import { Calc, Externs } from './externs';
+import { Calc } from './calculations';
+import { Externs } from './externs';
 import { ActionArgs, compileNum, compileValue, ExprContext, NumValue, shiftLeft, Value } from './expr';
 import { JsonPath, refuse } from '../program/load';
 import { Program, TypeValue } from '../program/schema';

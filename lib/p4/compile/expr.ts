@@ -52,8 +52,6 @@ export interface ExprContext {
   readonly registers?: Map<string, { cells: bigint[]; mask: bigint }>;
 }
 
-const ZERO: Value = () => 0n;
-
 function b(x: boolean): bigint {
   return x ? 1n : 0n;
 }
@@ -238,8 +236,6 @@ export function compileExpression(ev: unknown, ctx: ExprContext, path: JsonPath)
     }
   }
 }
-
-export { ZERO };
 
 // ---- the number path ----
 // An expression whose operands are all fields and action data of at most 32

@@ -13,7 +13,6 @@ import { Layout, NARROW_BITS } from '../program/layout';
 import { PacketState, ParserError } from '../frame/packet-state';
 import { declareVsets, MAX_VSET_MASKS, ValueSet, VsetView } from './vsets';
 
-export { MAX_VSET_DEFAULT, MAX_VSET_SIZE } from './vsets';
 
 /** Parse states one frame may pass through (loops end here). */
 export const MAX_PARSE_STEPS = 64;

@@ -27,8 +27,6 @@ import { runCommands } from '../engine/commands';
 import { P4Segment } from './segment';
 import { P4WqeFilter, wqeProgram } from './wqe';
 
-export { P4_GUEST_SCOPES } from './devcmd';
-export type { P4GuestScope } from './devcmd';
 
 export interface P4CliOptions {
   p4?: boolean;

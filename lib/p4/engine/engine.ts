@@ -16,9 +16,12 @@ import { compileEmit, HeaderEmit } from '../frame/header-bits';
 import { GeneratedRun, GenMode } from '../codegen/context';
 import { generateProgram } from '../codegen/generate';
 import { compileCsum16Num, NumCalc } from '../compile/csum16';
-import { compileNum, compileValue, ExprContext, NO_ARGS, Value } from '../compile/expr';
-import { Calc, compileCalculation, Externs } from '../compile/externs';
+import { compileValue, ExprContext, Value } from '../compile/expr';
+import { Calc, compileCalculation } from '../compile/calculations';
+import { Externs } from '../compile/externs';
 import { checkFrameCost } from '../compile/cost';
+import { ChecksumStep, compileChecksums } from '../compile/checksums';
+import { writtenFields } from '../compile/written-fields';
 import { refuse, validateProgram } from '../program/load';
 import { ACCEPT, BUDGET, compileParser, CompiledParser, ParseVsets } from '../compile/parser';
 import { CompiledPipeline, compilePipeline } from '../compile/pipeline';
@@ -65,50 +68,6 @@ export interface EngineOptions {
   codegen?: boolean;
 }
 
-/** Primitives that write no field (their field operands are only read; remove_header changes only validity). */
-const READ_ONLY_PRIMITIVES = new Set(['count', 'register_write', 'generate_digest', 'log_msg', 'drop', 'mark_to_drop', 'mark_for_drop', 'exit', 'no_op', '_jump', '_jump_if_zero', 'remove_header']);
-
-/**
- * The fields the program may write, over-approximated: every field operand
- * of a primitive other than the read-only ones (source operands too), every
- * field of a header such a primitive names (add_header, copy_header: source
- * too), parser `set` destinations, checksum targets and meter results.
- */
-function writtenFields(p: Program, layout: Layout): Set<FieldInfo> {
-  const out = new Set<FieldInfo>();
-  const field = (ref: unknown): void => {
-    if (!Array.isArray(ref) || ref.length !== 2) return;
-    const f = layout.headerByName.get(ref[0] as string)?.byName.get(ref[1] as string);
-    if (f) out.add(f);
-  };
-  const header = (name: unknown): void => {
-    for (const f of (typeof name === 'string' ? layout.headerByName.get(name)?.fields : undefined) ?? []) out.add(f);
-  };
-  for (const a of p.actions) {
-    for (const pr of a.primitives) {
-      if (READ_ONLY_PRIMITIVES.has(pr.op)) continue;
-      for (const tv of pr.parameters) {
-        if (tv.type === 'field') field(tv.value);
-        else if (tv.type === 'header') header(tv.value);
-        else if (tv.type === 'header_stack' || tv.type === 'stack') {
-          const sk = layout.stackByName.get(tv.value as string);
-          for (const hi of sk?.headers ?? []) header(layout.headers[hi]!.name);
-        }
-      }
-    }
-  }
-  for (const ps of p.parsers) {
-    for (const st of ps.parse_states) {
-      for (const op of st.parser_ops) {
-        if (op.op === 'set') field((op.parameters[0] as { value?: unknown } | undefined)?.value);
-      }
-    }
-  }
-  for (const c of p.checksums) field(c.target);
-  for (const m of p.meter_arrays) field(m.result_target);
-  return out;
-}
-
 export const MAX_FRAME_BYTES = 65535 + 14;
 
 function optField(layout: Layout, header: string, field: string): FieldInfo | undefined {
@@ -128,8 +87,8 @@ export class P4Engine {
   readonly #ingress: CompiledPipeline | undefined;
   readonly #egress: CompiledPipeline | undefined;
   readonly #emit: { header: number; bytes: number; emit: HeaderEmit; written: HeaderEmit }[];
-  readonly #verify: ((st: PacketState) => void)[] = [];
-  readonly #update: ((st: PacketState) => void)[] = [];
+  readonly #verify: readonly ChecksumStep[];
+  readonly #update: readonly ChecksumStep[];
   readonly #st: PacketState;
   readonly #maxFrame: number;
   readonly #f: {
@@ -224,52 +183,9 @@ export class P4Engine {
       return { header: h.index, bytes: h.bytes, emit, written: opts.fullEmit ? emit : compileEmit(h, written) };
     });
 
-    p.checksums.forEach((c, ci) => {
-      const path = ['checksums', ci];
-      if (c.type !== 'generic') refuse([...path, 'type'], 'unsupported checksum type', c.type);
-      const calc = calcs.get(c.calculation);
-      if (!calc) refuse([...path, 'calculation'], 'no such calculation', c.calculation);
-      const target = this.layout.field(c.target, [...path, 'target']);
-      const cond = c.if_cond ? compileValue(c.if_cond, ctx, [...path, 'if_cond']) : undefined;
-      const numCond = c.if_cond ? compileNum(c.if_cond, ctx) : undefined;
-      const h = target.header;
-      const applies = (st: PacketState): boolean =>
-        st.valid[h] === 1 && (!cond || (numCond ? numCond(st, NO_ARGS) !== 0 : cond(st, NO_ARGS) !== 0n));
-      const num = numCalcs.get(c.calculation);
-      if (num && !target.wide && target.width >= 16 && !cond) {
-        // the number path, unconditional (P4_14's and simple_router's): a 16-bit sum into the field
-        const slot = target.slot;
-        if (c.verify !== false) this.#verify.push((st) => {
-          if (st.valid[h] === 1 && num(st) !== st.num[slot]) st.checksumError = true;
-        });
-        if (c.update !== false) this.#update.push((st) => {
-          if (st.valid[h] === 1) st.num[slot] = num(st);
-        });
-        return;
-      }
-      if (num && !target.wide) {
-        // the number path: a 16-bit sum into a number-stored field
-        const slot = target.slot;
-        const m = 2 ** Math.min(target.width, 16);
-        if (c.verify !== false) this.#verify.push((st) => {
-          if (applies(st) && num(st) % m !== st.num[slot]) st.checksumError = true;
-        });
-        if (c.update !== false) this.#update.push((st) => {
-          if (applies(st)) st.num[slot] = num(st) % m;
-        });
-        return;
-      }
-      if (c.verify !== false) {
-        this.#verify.push((st) => {
-          if (applies(st) && (calc(st) & target.mask) !== st.get(target)) st.checksumError = true;
-        });
-      }
-      if (c.update !== false) {
-        this.#update.push((st) => {
-          if (applies(st)) st.set(target, calc(st));
-        });
-      }
-    });
+    const sums = compileChecksums(p, ctx, this.layout, calcs, numCalcs);
+    this.#verify = sums.verify;
+    this.#update = sums.update;
     // the compile accepted every part: now what a frame may cost it, refused past MAX_FRAME_COST
     this.frameCost = checkFrameCost(p, this.layout, this.#maxFrame);
     this.#st = new PacketState(this.layout);
