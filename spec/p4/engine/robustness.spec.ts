@@ -4,10 +4,10 @@
 // the input.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { runCommands } from '../../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, tcp } from './helpers';
-import { xorshift } from '../support/rng';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { runCommands } from '../../../lib/p4/engine/commands';
+import { ethernet, fixtureText, ipv4, tcp } from '../helpers';
+import { xorshift } from '../../support/rng';
 
 const PROGRAMS = ['simple_router.json', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json'];
 

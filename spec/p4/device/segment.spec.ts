@@ -4,10 +4,10 @@
 // l2_switch floods to the other side only.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { runCommand, runCommands } from '../../lib/p4/engine/commands';
-import { P4Segment } from '../../lib/p4/device/segment';
-import { ethernet, fixtureText, ipv4, udp } from './helpers';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
+import { P4Segment } from '../../../lib/p4/device/segment';
+import { ethernet, fixtureText, ipv4, udp } from '../helpers';
 
 function rig(program: string) {
   const engine = P4Engine.load(fixtureText(program));

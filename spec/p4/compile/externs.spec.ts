@@ -4,10 +4,10 @@
 // over crc16, add/remove_header, and exit.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { ALGORITHMS } from '../../lib/p4/compile/calculations';
-import { readEntryCounters, runCommand } from '../../lib/p4/engine/commands';
-import { ethernet, syntheticProgram } from './helpers';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { ALGORITHMS } from '../../../lib/p4/compile/calculations';
+import { readEntryCounters, runCommand } from '../../../lib/p4/engine/commands';
+import { ethernet, syntheticProgram } from '../helpers';
 
 const F = (name: string) => ({ type: 'field', value: ['ethernet', name] });
 const HEX = (v: string) => ({ type: 'hexstr', value: v });

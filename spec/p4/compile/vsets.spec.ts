@@ -5,12 +5,12 @@
 // costs about what it costs with a 10-value set.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { runCommand } from '../../lib/p4/engine/commands';
-import { MAX_VSET_DEFAULT, MAX_VSET_SIZE } from '../../lib/p4/compile/vsets';
-import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../lib/p4/device/devcmd';
-import { ethernet, syntheticProgram } from './helpers';
-import { guestControl } from './guest';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { runCommand } from '../../../lib/p4/engine/commands';
+import { MAX_VSET_DEFAULT, MAX_VSET_SIZE } from '../../../lib/p4/compile/vsets';
+import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/device/devcmd';
+import { ethernet, syntheticProgram } from '../helpers';
+import { guestControl } from '../guest';
 
 /**
  * start extracts ethernet; `scan` tests etherType against the set (exact),

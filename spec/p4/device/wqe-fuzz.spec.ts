@@ -9,16 +9,16 @@
 
 import { expect } from 'chai';
 import * as path from 'path';
-import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/device/attach';
-import type { P4Engine } from '../../lib/p4/engine/engine';
-import { runCommand } from '../../lib/p4/engine/commands';
-import { Prng } from '../support/ionic/rig';
-import { WOp, WSt } from '../support/ionic/rdma-regs';
-import type { SendWr } from '../support/ionic/rdma-verbs';
-import { A, B, LWO, NOAT, P2, RO, a, b, expectOnly, fresh, scq, snapshot, useOpsGuest, v } from '../support/ionic/rdma-ops-fixture';
-import type { GuestMr } from '../support/ionic/rdma-verbs';
+import { attachP4, P4Attachment, p4FromCli } from '../../../lib/p4/device/attach';
+import type { P4Engine } from '../../../lib/p4/engine/engine';
+import { runCommand } from '../../../lib/p4/engine/commands';
+import { Prng } from '../../support/ionic/rig';
+import { WOp, WSt } from '../../support/ionic/rdma-regs';
+import type { SendWr } from '../../support/ionic/rdma-verbs';
+import { A, B, LWO, NOAT, P2, RO, a, b, expectOnly, fresh, scq, snapshot, useOpsGuest, v } from '../../support/ionic/rdma-ops-fixture';
+import type { GuestMr } from '../../support/ionic/rdma-verbs';
 
-const ROOT = path.join(__dirname, '..', '..', '..');
+const ROOT = path.join(__dirname, '..', '..', '..', '..');
 const PROGRAM = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.json');
 const ROUNDS = 150;
 const STATUSES = new Set<number>(Object.values(WSt));

@@ -8,15 +8,15 @@
 // and the payload; fields over 32 bits in actions.
 
 import { expect } from 'chai';
-import { EngineOptions, OutputMode, P4Engine } from '../../lib/p4/engine/engine';
-import { P4Result } from '../../lib/p4/frame/result';
-import { compileCsum16Num } from '../../lib/p4/compile/csum16';
-import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../lib/p4/compile/expr';
-import { compileImageCalculation } from '../../lib/p4/compile/calculations';
-import { runCommand, runCommands } from '../../lib/p4/engine/commands';
-import { FieldInfo } from '../../lib/p4/program/layout';
-import { fixtureText, ipv4Checksum, snapshot } from './helpers';
-import { xorshift } from '../support/rng';
+import { EngineOptions, OutputMode, P4Engine } from '../../../lib/p4/engine/engine';
+import { P4Result } from '../../../lib/p4/frame/result';
+import { compileCsum16Num } from '../../../lib/p4/compile/csum16';
+import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../../lib/p4/compile/expr';
+import { compileImageCalculation } from '../../../lib/p4/compile/calculations';
+import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
+import { FieldInfo } from '../../../lib/p4/program/layout';
+import { fixtureText, ipv4Checksum, snapshot } from '../helpers';
+import { xorshift } from '../../support/rng';
 
 /** spec/support/rng.ts's seeded xorshift32 as a fraction in [0, 1). */
 function rng(seed: number): () => number {

@@ -2,10 +2,10 @@
 // are refused as a whole with the JSON path of the offending value.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { P4LoadError } from '../../lib/p4/program/load';
-import { MAX_PARSE_STEPS } from '../../lib/p4/compile/parser';
-import { ethernet, fixtureJson, fixtureText, syntheticProgram } from './helpers';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { P4LoadError } from '../../../lib/p4/program/load';
+import { MAX_PARSE_STEPS } from '../../../lib/p4/compile/parser';
+import { ethernet, fixtureJson, fixtureText, syntheticProgram } from '../helpers';
 
 const FIXTURES = ['simple_router.json', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json'];
 

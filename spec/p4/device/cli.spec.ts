@@ -8,10 +8,10 @@ import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { tempSocketPath } from '../support/fds';
-import { FIXTURES, fixtureJson } from './helpers';
+import { tempSocketPath } from '../../support/fds';
+import { FIXTURES, fixtureJson } from '../helpers';
 
-const BIN = path.join(__dirname, '..', '..', 'bin', 'rocm-ernic.js');
+const BIN = path.join(__dirname, '..', '..', '..', 'bin', 'rocm-ernic.js');
 
 function run(args: string[]): { status: number | null; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, '--socket', tempSocketPath('p4cli'), ...args], { encoding: 'utf8', timeout: 20000 });
@@ -83,7 +83,7 @@ describe('p4: rocm-ernic --p4 options', () => {
   });
 
   it('starts with the WQE program and a guest scope and says both', async () => {
-    const root = path.join(__dirname, '..', '..', '..');
+    const root = path.join(__dirname, '..', '..', '..', '..');
     const sock = tempSocketPath('p4cli-wqe');
     const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', '--p4-program', path.join(root, 'fixtures', 'p4', 'rdma_fp8.json'),
       '--p4-commands', path.join(root, 'fixtures', 'p4', 'rdma_fp8.commands.txt'), '--p4-guest-scope', 'tables'], { stdio: ['ignore', 'ignore', 'pipe'] });

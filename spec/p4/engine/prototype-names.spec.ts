@@ -8,12 +8,12 @@
 // boundary, never thrown into the device.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { P4LoadError } from '../../lib/p4/program/load';
-import { runCommand, runCommands } from '../../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, snapshot, syntheticProgram } from './helpers';
-import { xorshift } from '../support/rng';
-import { guestControl } from './guest';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { P4LoadError } from '../../../lib/p4/program/load';
+import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
+import { ethernet, fixtureText, ipv4, snapshot, syntheticProgram } from '../helpers';
+import { xorshift } from '../../support/rng';
+import { guestControl } from '../guest';
 
 const KEYS = ['valueOf', 'hasOwnProperty', '__proto__', 'constructor', 'toString', 'isPrototypeOf', '__defineGetter__', 'toLocaleString'];
 

@@ -5,9 +5,9 @@
 // non-IPv4 frames are dropped by the program's default actions.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { runCommand, runCommands } from '../../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, ipv4Checksum, udp } from './helpers';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
+import { ethernet, fixtureText, ipv4, ipv4Checksum, udp } from '../helpers';
 
 describe('p4: simple_router with commands.txt', () => {
   let engine: P4Engine;

@@ -6,10 +6,10 @@
 // command and each frame stay short.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../lib/p4/device/devcmd';
-import { ethernet, syntheticProgram } from './helpers';
-import { guestControl } from './guest';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/device/devcmd';
+import { ethernet, syntheticProgram } from '../helpers';
+import { guestControl } from '../guest';
 
 const St = { SUCCESS: 0, EINVAL: 14 } as const;
 

@@ -7,7 +7,7 @@
 // FP16 against an exhaustive search.
 
 import { expect } from 'chai';
-import { decodeValue, E4M3_VALUES, E5M2_VALUES, encodeValue, NumFormat, readElement, writeElement } from '../../lib/p4/device/fp8';
+import { decodeValue, E4M3_VALUES, E5M2_VALUES, encodeValue, NumFormat, readElement, writeElement } from '../../../lib/p4/device/fp8';
 import { MAXCODE, REF, refEncode } from './fp8-ref';
 
 const FP8 = [[NumFormat.E4M3, 'E4M3', E4M3_VALUES], [NumFormat.E5M2, 'E5M2', E5M2_VALUES]] as const;

@@ -4,9 +4,9 @@
 // comes out unchanged.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { PacketState, ParserError } from '../../lib/p4/frame/packet-state';
-import { ethernet, fixtureText, ipv4, tcp, udp } from './helpers';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { PacketState, ParserError } from '../../../lib/p4/frame/packet-state';
+import { ethernet, fixtureText, ipv4, tcp, udp } from '../helpers';
 
 describe('p4: parser_deparser_1 parse/deparse', () => {
   let engine: P4Engine;

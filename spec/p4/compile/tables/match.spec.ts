@@ -5,9 +5,9 @@
 // the winner shows in the output frame.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { runCommand } from '../../lib/p4/engine/commands';
-import { ethernet, fixtureText, mac, syntheticProgram } from './helpers';
+import { P4Engine } from '../../../../lib/p4/engine/engine';
+import { runCommand } from '../../../../lib/p4/engine/commands';
+import { ethernet, fixtureText, mac, syntheticProgram } from '../../helpers';
 
 function add(engine: P4Engine, cmd: string): number {
   const r = runCommand(engine, cmd);

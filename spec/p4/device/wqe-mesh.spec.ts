@@ -7,14 +7,14 @@
 
 import { expect } from 'chai';
 import * as path from 'path';
-import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/device/attach';
-import { runCommand } from '../../lib/p4/engine/commands';
-import { NumFormat } from '../../lib/p4/device/fp8';
-import { cqesOf as cqes, meshGuests, MeshGuests } from '../mesh/helpers';
-import { MrF, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
-import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
+import { attachP4, P4Attachment, p4FromCli } from '../../../lib/p4/device/attach';
+import { runCommand } from '../../../lib/p4/engine/commands';
+import { NumFormat } from '../../../lib/p4/device/fp8';
+import { cqesOf as cqes, meshGuests, MeshGuests } from '../../mesh/helpers';
+import { MrF, QpT, WOp, WSt } from '../../support/ionic/rdma-regs';
+import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../../support/ionic/rdma-verbs';
 
-const ROOT = path.join(__dirname, '..', '..', '..');
+const ROOT = path.join(__dirname, '..', '..', '..', '..');
 const PROGRAM = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.json');
 const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
 const IP_A = '10.9.1.1';

@@ -5,12 +5,12 @@
 // guest's load may build (P4_GUEST_LIMITS in lib/p4/devcmd.ts).
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { MAX_FRAME_COST } from '../../lib/p4/compile/cost';
-import { P4LoadError } from '../../lib/p4/program/load';
-import { ethernet, fixtureText, syntheticProgram } from './helpers';
-import { guestControl } from './guest';
-import { P4_GUEST_LIMITS, P4_MAX_PROGRAM_BYTES } from '../../lib/p4/device/devcmd';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { MAX_FRAME_COST } from '../../../lib/p4/compile/cost';
+import { P4LoadError } from '../../../lib/p4/program/load';
+import { ethernet, fixtureText, syntheticProgram } from '../helpers';
+import { guestControl } from '../guest';
+import { P4_GUEST_LIMITS, P4_MAX_PROGRAM_BYTES } from '../../../lib/p4/device/devcmd';
 
 const field = (h: string, n: string) => ({ type: 'field', value: [h, n] });
 const expr = (op: string, left: unknown, right: unknown) => ({ type: 'expression', value: { op, left, right } });

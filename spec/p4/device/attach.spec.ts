@@ -6,12 +6,12 @@
 // side it came from goes back there.
 
 import { expect } from 'chai';
-import { attachP4, p4FromCli } from '../../lib/p4/device/attach';
-import type { P4Segment } from '../../lib/p4/device/segment';
-import { IonicGuest } from '../support/ionic/guest';
-import { Rig } from '../support/ionic/rig';
-import { FakeLink } from '../support/ionic/wire';
-import { ethernet, FIXTURES, ipv4, ipv4Checksum, udp } from './helpers';
+import { attachP4, p4FromCli } from '../../../lib/p4/device/attach';
+import type { P4Segment } from '../../../lib/p4/device/segment';
+import { IonicGuest } from '../../support/ionic/guest';
+import { Rig } from '../../support/ionic/rig';
+import { FakeLink } from '../../support/ionic/wire';
+import { ethernet, FIXTURES, ipv4, ipv4Checksum, udp } from '../helpers';
 import * as path from 'path';
 
 const body = udp(1000, 2000, Buffer.from('payload bytes stay untouched by the router'));

@@ -8,17 +8,17 @@
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as path from 'path';
-import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/device/attach';
-import type { P4GuestScope } from '../../lib/p4/device/devcmd';
-import { P4_MAX_COMMAND_BYTES, P4_MAX_PROGRAM_BYTES } from '../../lib/p4/device/devcmd';
-import { collectStats } from '../../lib/ops/stats-source';
-import { serverRegistry } from '../../lib/ops/metrics';
-import { command } from '../support/ionic/guest/bytes';
-import type { IonicGuest } from '../support/ionic/guest';
-import { Op } from '../support/ionic/regs';
-import { Rig } from '../support/ionic/rig';
+import { attachP4, P4Attachment, p4FromCli } from '../../../lib/p4/device/attach';
+import type { P4GuestScope } from '../../../lib/p4/device/devcmd';
+import { P4_MAX_COMMAND_BYTES, P4_MAX_PROGRAM_BYTES } from '../../../lib/p4/device/devcmd';
+import { collectStats } from '../../../lib/ops/stats-source';
+import { serverRegistry } from '../../../lib/ops/metrics';
+import { command } from '../../support/ionic/guest/bytes';
+import type { IonicGuest } from '../../support/ionic/guest';
+import { Op } from '../../support/ionic/regs';
+import { Rig } from '../../support/ionic/rig';
 
-const ROOT = path.join(__dirname, '..', '..', '..');
+const ROOT = path.join(__dirname, '..', '..', '..', '..');
 const PROGRAM = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.json');
 const COMMANDS = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.commands.txt');
 const St = { SUCCESS: 0, EOPCODE: 2, EPERM: 4, ENOENT: 7, EINVAL: 14, BAD_ADDR: 17 } as const;

@@ -3,9 +3,9 @@
 // srcAddr picks the member, the same frame always the same one.
 
 import { expect } from 'chai';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { runCommand } from '../../lib/p4/engine/commands';
-import { ethernet, syntheticProgram } from './helpers';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { runCommand } from '../../../lib/p4/engine/commands';
+import { ethernet, syntheticProgram } from '../helpers';
 
 function indirect(selector: boolean): P4Engine {
   const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');

@@ -8,18 +8,18 @@
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as path from 'path';
-import { attachP4, P4Attachment, p4FromCli } from '../../lib/p4/device/attach';
-import { P4Engine } from '../../lib/p4/engine/engine';
-import { NumFormat } from '../../lib/p4/device/fp8';
-import { runCommand, runCommands } from '../../lib/p4/engine/commands';
-import { P4_EXTERN_MAX_BYTES, P4_EXTERN_MAX_FP32_BYTES } from '../../lib/p4/device/wqe';
-import { PAGE } from '../support/ionic/regs';
-import { MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
-import { A, B, a, b, expectCqes, expectOnly, fresh, msn, ranges, rcq, scq, snapshot, useOpsGuest, v } from '../support/ionic/rdma-ops-fixture';
+import { attachP4, P4Attachment, p4FromCli } from '../../../lib/p4/device/attach';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { NumFormat } from '../../../lib/p4/device/fp8';
+import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
+import { P4_EXTERN_MAX_BYTES, P4_EXTERN_MAX_FP32_BYTES } from '../../../lib/p4/device/wqe';
+import { PAGE } from '../../support/ionic/regs';
+import { MrF, QpS, QpT, WOp, WSt } from '../../support/ionic/rdma-regs';
+import { A, B, a, b, expectCqes, expectOnly, fresh, msn, ranges, rcq, scq, snapshot, useOpsGuest, v } from '../../support/ionic/rdma-ops-fixture';
 import { MAXCODE, REF, refEncode } from './fp8-ref';
-import { FIXTURES } from './helpers';
+import { FIXTURES } from '../helpers';
 
-const ROOT = path.join(__dirname, '..', '..', '..');
+const ROOT = path.join(__dirname, '..', '..', '..', '..');
 const PROGRAM = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.json');
 const COMMANDS = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.commands.txt');
 
@@ -306,7 +306,7 @@ describe('p4 on RDMA send WQEs: which programs run on them', () => {
   it('a program without the ernic_wqe header (simple_router) never sees a WQE', async function () {
     const setup = p4FromCli({ program: path.join(FIXTURES, 'simple_router.json') });
     expect(setup.ok).to.equal(true);
-    const { VerbsGuest } = await import('../support/ionic/rdma-verbs');
+    const { VerbsGuest } = await import('../../support/ionic/rdma-verbs');
     const g = await VerbsGuest.boot();
     try {
       const att = attachP4(g.rig.device, setup.ok ? setup.value!.engine : null);

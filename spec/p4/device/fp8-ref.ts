@@ -3,7 +3,7 @@
 // exhaustive search for the nearest code (ties to the even code). Nothing
 // here shares code with lib/p4/fp8.ts.
 
-import { NumFormat } from '../../lib/p4/device/fp8';
+import { NumFormat } from '../../../lib/p4/device/fp8';
 
 /** OFP8 E4M3 by its fields: S.EEEE.MMM, bias 7, S.1111.111 NaN, no infinity. */
 export function refE4M3(c: number): number {
