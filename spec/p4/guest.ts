@@ -27,7 +27,7 @@ class Slot implements P4EngineSlot {
   }
 }
 
-export interface GuestResult {
+interface GuestResult {
   status: number;
   /** The data window's text up to its NUL. */
   out: string;

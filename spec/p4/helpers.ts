@@ -41,7 +41,7 @@ export function ipv4Checksum(hdr: Buffer): number {
   return ~sum & 0xffff;
 }
 
-export interface Ipv4Opts {
+interface Ipv4Opts {
   src: string;
   dst: string;
   ttl: number;

@@ -33,7 +33,7 @@ import { deparseSource } from './deparser';
 import { parserSource } from './parser';
 import { pipelineSource } from './pipeline';
 
-export type Generated = { readonly run: GeneratedRun; readonly source: string } | { readonly refused: string };
+type Generated = { readonly run: GeneratedRun; readonly source: string } | { readonly refused: string };
 
 function build(gen: GenContext): { run: GeneratedRun; source: string } {
   const { program: p, layout, slots: sl } = gen.input;

@@ -10,7 +10,7 @@ import { PacketState } from '../frame/packet-state';
 import { z } from 'zod';
 import { actionProfileSchema } from '../program/schema';
 
-export interface Member {
+interface Member {
   readonly action: CompiledAction;
   readonly data: RuntimeData;
   /** data as the action reads it. */
@@ -18,7 +18,7 @@ export interface Member {
 }
 
 /** A selector group: its members in order (the selector's hash indexes them) and as a Set (the duplicate check). */
-export interface Group {
+interface Group {
   readonly list: number[];
   readonly set: Set<number>;
 }

@@ -12,7 +12,7 @@ import { FieldInfo } from '../program/layout';
 import { hexToBig, POW2 } from '../program/numbers';
 import { PacketState } from '../frame/packet-state';
 
-export type ActionFn = (st: PacketState, rd: ActionArgs) => void;
+type ActionFn = (st: PacketState, rd: ActionArgs) => void;
 
 export interface CompiledAction {
   readonly id: number;

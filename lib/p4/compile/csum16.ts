@@ -30,7 +30,7 @@ export type NumCalc = (st: PacketState) => number;
 /** Largest number-field width taken here (v * 2^15 stays below 2^53 after the split of wide ones). */
 const MAX_WIDTH = 48;
 
-export interface Run {
+interface Run {
   /** Header whose validity gates the run (-1: constants). */
   header: number;
   slots: number[];

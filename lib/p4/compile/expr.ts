@@ -57,10 +57,10 @@ function b(x: boolean): bigint {
 }
 
 /** Farthest bit offset a lookahead may read from (a frame of the largest size is shorter). */
-export const MAX_LOOKAHEAD_BITS = 1 << 20;
+const MAX_LOOKAHEAD_BITS = 1 << 20;
 
 /** Deepest expression nesting accepted (in JSON path elements; each level adds two or three). */
-export const MAX_EXPRESSION_PATH = 256;
+const MAX_EXPRESSION_PATH = 256;
 
 export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Value {
   if (path.length > MAX_EXPRESSION_PATH) refuse(path.slice(0, 8), `expression nested deeper than ${MAX_EXPRESSION_PATH} path elements`);
@@ -139,7 +139,7 @@ export const MAX_VALUE_BITS = 2 * MAX_FIELD_BITS;
 const VALUE_LIMIT = 1n << BigInt(MAX_VALUE_BITS);
 
 /** `r` reduced to MAX_VALUE_BITS when it is wider (rare: only products and shifts can be). */
-export function bounded(r: bigint): bigint {
+function bounded(r: bigint): bigint {
   return r < VALUE_LIMIT && r > -VALUE_LIMIT ? r : BigInt.asIntN(MAX_VALUE_BITS, r);
 }
 
@@ -148,7 +148,7 @@ export function shiftLeft(a: bigint, c: bigint): bigint {
   return c < 0n || c > 4096n ? 0n : bounded(a << c);
 }
 
-export function shiftRight(a: bigint, c: bigint): bigint {
+function shiftRight(a: bigint, c: bigint): bigint {
   return c < 0n || c > 4096n ? (a < 0n ? -1n : 0n) : a >> c;
 }
 
@@ -183,7 +183,7 @@ const binary = new Map<string, (a: bigint, c: bigint) => bigint>([
   ],
 ]);
 
-export function compileExpression(ev: unknown, ctx: ExprContext, path: JsonPath): Value {
+function compileExpression(ev: unknown, ctx: ExprContext, path: JsonPath): Value {
   if (ev === null || typeof ev !== 'object' || typeof (ev as ExpressionValue).op !== 'string') {
     refuse(path, 'expected an expression {op, left, right}', ev);
   }

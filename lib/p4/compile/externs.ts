@@ -4,9 +4,9 @@ import { refuse } from '../program/load';
 import { Program } from '../program/schema';
 
 /** Largest counter/meter/register array the loader accepts. */
-export const MAX_ARRAY_SIZE = 1 << 20;
+const MAX_ARRAY_SIZE = 1 << 20;
 
-export class CounterArray {
+class CounterArray {
   readonly packets: Float64Array;
   readonly bytes: Float64Array;
   constructor(readonly name: string, size: number) {
@@ -24,7 +24,7 @@ export class CounterArray {
   }
 }
 
-export const enum Color {
+const enum Color {
   Green = 0,
   Yellow = 1,
   Red = 2,
@@ -74,7 +74,7 @@ export class MeterArray {
   }
 }
 
-export class RegisterArray {
+class RegisterArray {
   readonly cells: bigint[];
   readonly mask: bigint;
   constructor(readonly name: string, size: number, readonly bitwidth: number) {

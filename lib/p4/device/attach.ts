@@ -28,14 +28,14 @@ import { P4Segment } from './segment';
 import { P4WqeFilter, wqeProgram } from './wqe';
 
 
-export interface P4CliOptions {
+interface P4CliOptions {
   p4?: boolean;
   program?: string;
   commands?: string;
   guestScope?: string;
 }
 
-export interface P4Setup {
+interface P4Setup {
   /** null with --p4 alone: frames pass untouched. */
   engine: P4Engine | null;
   programPath: string | null;
@@ -44,7 +44,7 @@ export interface P4Setup {
   guestScope: P4GuestScope;
 }
 
-export type P4SetupResult = { ok: true; value: P4Setup | null } | { ok: false; error: string };
+type P4SetupResult = { ok: true; value: P4Setup | null } | { ok: false; error: string };
 
 /** Checks and loads the --p4 options; value null when none was given (no engine). Errors are one line. */
 export function p4FromCli(o: P4CliOptions, read: (file: string) => string = (f) => fs.readFileSync(f, 'utf8')): P4SetupResult {

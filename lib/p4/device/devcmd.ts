@@ -50,7 +50,7 @@
 
 import { le as f } from '../../../protocol/field';
 import { getField, setField } from '../../ionic/layouts';
-import { Opcode, Status } from '../../ionic/constants';
+import { Status } from '../../ionic/constants';
 import type { P4DeviceControl } from '../../ionic/commands';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
@@ -78,14 +78,14 @@ export const P4_MAX_COMMAND_BYTES = 1024;
  */
 export const P4_MAX_PROGRAM_BYTES = 256 * 1024;
 
-export const p4_identify_comp = { scope: f(4, 1), flags: f(5, 1), tables: f(6, 2), counter_arrays: f(8, 2) } as const;
-export const p4_command_cmd = { len: f(4, 2), out_len: f(6, 2), text_pa: f(8, 8), out_pa: f(16, 8) } as const;
-export const p4_command_comp = { handle: f(4, 4), out_len: f(8, 2) } as const;
-export const p4_load_cmd = { len: f(4, 4), pa: f(8, 8) } as const;
+const p4_identify_comp = { scope: f(4, 1), flags: f(5, 1), tables: f(6, 2), counter_arrays: f(8, 2) } as const;
+const p4_command_cmd = { len: f(4, 2), out_len: f(6, 2), text_pa: f(8, 8), out_pa: f(16, 8) } as const;
+const p4_command_comp = { handle: f(4, 4), out_len: f(8, 2) } as const;
+const p4_load_cmd = { len: f(4, 4), pa: f(8, 8) } as const;
 
 /** P4_IDENTIFY flags. */
-export const P4_FLAG_LOADED = 1;
-export const P4_FLAG_RDMA = 2;
+const P4_FLAG_LOADED = 1;
+const P4_FLAG_RDMA = 2;
 
 /** Commands the `read` scope allows (they change nothing). */
 const READ_COMMANDS = new Set(['counter_read', 'register_read']);
@@ -228,7 +228,7 @@ export class P4Control implements P4DeviceControl {
  * same entry budget as it goes, group memberships included (runtime.ts,
  * CommandOptions.maxHeld).
  */
-export const P4_GUEST_MAX_CELLS = 1 << 20;
+const P4_GUEST_MAX_CELLS = 1 << 20;
 export const P4_GUEST_MAX_TABLE_ENTRIES = 1 << 16;
 
 /** An own property of a JSON object (never one of Object.prototype's). */
@@ -303,9 +303,4 @@ function putText(data: Buffer, s: string): number {
   data.write(s, 0, n, 'latin1');
   data[n] = 0;
   return n;
-}
-
-/** The opcodes this surface answers (the device routes them here). */
-export function isP4Opcode(op: number): boolean {
-  return op >= Opcode.P4_FIRST && op <= Opcode.P4_LAST;
 }

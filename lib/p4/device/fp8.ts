@@ -28,8 +28,6 @@ export const enum NumFormat {
   FP32 = 5,
 }
 
-export const FORMAT_NAMES: Readonly<Record<number, string>> = { 1: 'e4m3', 2: 'e5m2', 3: 'fp16', 4: 'bf16', 5: 'fp32' };
-
 interface FormatSpec {
   readonly bytes: number;
   readonly man: number; // mantissa bits

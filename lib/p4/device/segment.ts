@@ -18,7 +18,7 @@ import { OutputMode, P4Engine } from '../engine/engine';
 /** No port to send to (a multicast frame when the guest and host ports are one). */
 const NO_PORT = -1;
 
-export interface P4SegmentOptions {
+interface P4SegmentOptions {
   guestPort?: number;
   hostPort?: number;
   /** Sends a frame to the host link; false when it could not. `frame` is valid during the call only (the engine's buffer). */
@@ -29,7 +29,7 @@ export interface P4SegmentOptions {
   onDigest?(digests: { list: number; values: bigint[] }[]): void;
 }
 
-export interface P4SegmentStats {
+interface P4SegmentStats {
   fromGuest: number;
   fromHost: number;
   dropped: number;

@@ -49,25 +49,25 @@ import type { P4Engine } from '../engine/engine';
 import { addTable, convertTable, formatBytes, isFp8, NumFormat, readElement, writeElement } from './fp8';
 
 /** The ingress port WQEs enter the program on. */
-export const P4_RDMA_PORT = 3;
+const P4_RDMA_PORT = 3;
 
 /** The header instance a WQE program declares. */
-export const ERNIC_WQE_HEADER = 'ernic_wqe';
+const ERNIC_WQE_HEADER = 'ernic_wqe';
 
 /** Field names and widths of `ernic_wqe_t`, in order (44 bytes). */
-export const ERNIC_WQE_FIELDS: readonly (readonly [string, number])[] = [
+const ERNIC_WQE_FIELDS: readonly (readonly [string, number])[] = [
   ['verb', 8], ['qp_type', 8], ['flags', 8], ['sge_count', 8], ['qpn', 32], ['dest_qpn', 32], ['pd', 32], ['length', 32],
   ['lkey', 32], ['rkey', 32], ['remote_va', 64], ['imm', 32], ['op', 8], ['src_fmt', 8], ['dst_fmt', 8], ['op_flags', 8],
 ];
 
 /** Byte offsets of the `ernic_wqe` header (big-endian fields). */
-export const ernic_wqe = {
+const ernic_wqe = {
   verb: 0, qp_type: 1, flags: 2, sge_count: 3, qpn: 4, dest_qpn: 8, pd: 12, length: 16, lkey: 20, rkey: 24, remote_va: 28,
   imm: 36, op: 40, src_fmt: 41, dst_fmt: 42, op_flags: 43, SIZE: 44,
 } as const;
 
 /** ernic_wqe.flags bits. */
-export const enum WqeFlag {
+const enum WqeFlag {
   SIGNALED = 1,
   SOLICITED = 2,
   FENCE = 4,
@@ -75,14 +75,14 @@ export const enum WqeFlag {
 }
 
 /** ernic_wqe.op values the program writes. */
-export const enum WqeOp {
+const enum WqeOp {
   RUN = 0,
   ADD = 1,
   CONVERT = 2,
 }
 
 /** ernic_wqe.op_flags bits. */
-export const WQE_OP_SATURATE = 1;
+const WQE_OP_SATURATE = 1;
 
 /**
  * Most source bytes one extern takes (it runs on the event loop): 256 KiB
@@ -110,7 +110,7 @@ export function wqeProgram(engine: P4Engine): boolean | string {
   return true;
 }
 
-export interface P4WqeStats {
+interface P4WqeStats {
   /** WQEs run through the program. */
   wqes: number;
   passed: number;

@@ -23,16 +23,16 @@ import { P4Engine } from './engine';
 import { exactSpec, lpmSpec, MatchSpec, rangeSpec, ternarySpec, wildcardSpec } from '../compile/tables/entries';
 import { MatchTable } from '../compile/tables/match-table';
 
-export type CommandResult = { ok: true; output: string; handle?: number } | { ok: false; error: string };
+type CommandResult = { ok: true; output: string; handle?: number } | { ok: false; error: string };
 
 /** Longest command line accepted. */
-export const MAX_COMMAND_LENGTH = 4096;
+const MAX_COMMAND_LENGTH = 4096;
 
 const fail = (error: string): CommandResult => ({ ok: false, error });
 const ok = (output = '', handle?: number): CommandResult => (handle === undefined ? { ok: true, output } : { ok: true, output, handle });
 
 /** Parses one value token into a bigint no wider than `width` bits; undefined if malformed or too wide. */
-export function parseValue(tok: string, width: number): bigint | undefined {
+function parseValue(tok: string, width: number): bigint | undefined {
   let v: bigint;
   if (/^0x[0-9a-fA-F]+$/.test(tok) || /^[0-9]+$/.test(tok)) v = BigInt(tok);
   else if (/^\d{1,3}(\.\d{1,3}){3}$/.test(tok)) {
@@ -213,7 +213,7 @@ function index(tok: string | undefined, size: number): number | string {
   return Number(tok);
 }
 
-export interface CommandOptions {
+interface CommandOptions {
   /**
    * Most entries the engine may hold after a command adds one (table
    * entries, action profile members, groups and group memberships, value

@@ -68,7 +68,7 @@ export interface EngineOptions {
   codegen?: boolean;
 }
 
-export const MAX_FRAME_BYTES = 65535 + 14;
+const MAX_FRAME_BYTES = 65535 + 14;
 
 function optField(layout: Layout, header: string, field: string): FieldInfo | undefined {
   return layout.headerByName.get(header)?.byName.get(field);

@@ -12,7 +12,7 @@
 import type { PacketState } from './packet-state';
 import { checkInt, fromSource } from './integer-source';
 
-export type IndexedFn = (st: PacketState) => number;
+type IndexedFn = (st: PacketState) => number;
 
 /** Above this many nodes the plain indexed loop is used (a switch this long gains nothing). */
 const MAX_SWITCH = 64;

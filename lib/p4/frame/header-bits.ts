@@ -154,7 +154,6 @@ function writeBig(f: FieldInfo, v0: bigint, b: Buffer, o: number): void {
   }
 }
 
-export type HeaderExtract = (st: PacketState, buf: Buffer, at: number) => void;
 export type HeaderEmit = (st: PacketState, out: Buffer, at: number) => void;
 
 type WinOp = (num: Float64Array, b: Buffer, p: number, st: PacketState, o: number) => void;
@@ -249,11 +248,6 @@ function writeWord(b: Buffer, p: number, len: number, w: number): void {
       b[p + 2] = w >>> 8;
       b[p + 3] = w;
   }
-}
-
-export function compileExtract(h: HeaderInfo): HeaderExtract {
-  const { ops, at } = extractOps(h);
-  return sequence(ops, at);
 }
 
 /**

@@ -5,7 +5,7 @@
 import { checkInt } from './integer-source';
 
 /** What a layout's reset writes (PacketState's fields). */
-export interface ResetTarget {
+interface ResetTarget {
   readonly num: Float64Array;
   readonly big: bigint[];
   readonly valid: Uint8Array;

@@ -14,7 +14,7 @@ import { HeaderType, Program } from './schema';
 import { JsonPath, refuse } from './load';
 
 /** Widths up to this many bits are stored as numbers (exact: below 2^53, with room for a sum of a few). */
-export const NUM_BITS = 48;
+const NUM_BITS = 48;
 /** Widths up to this many bits take part in number expressions (compileNum) and bitwise key matching. */
 export const NARROW_BITS = 32;
 
@@ -38,7 +38,7 @@ export interface HeaderInfo {
   readonly bytes: number; // wire length (0 for metadata)
 }
 
-export interface StackInfo {
+interface StackInfo {
   readonly index: number;
   readonly name: string;
   readonly headers: number[];

@@ -10,7 +10,7 @@ import { Program, programSchema } from './schema';
 export type JsonPath = readonly (string | number)[];
 
 /** Renders ['pipelines', 0, 'tables', 2, 'match_type'] as `pipelines[0].tables[2].match_type`. */
-export function formatPath(path: JsonPath): string {
+function formatPath(path: JsonPath): string {
   let out = '';
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`;
@@ -57,7 +57,7 @@ function valueAt(root: unknown, path: JsonPath): unknown {
 }
 
 /** Limits on what a program may declare (the loader refuses more). */
-export const MAX_PROGRAM_BYTES = 16 * 1024 * 1024;
+const MAX_PROGRAM_BYTES = 16 * 1024 * 1024;
 
 /** Parses and schema-checks a program (text or an already parsed object). */
 export function validateProgram(input: string | unknown): Program {

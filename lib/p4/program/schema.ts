@@ -24,7 +24,7 @@ export interface TypeValue {
   value?: unknown;
   bitwidth?: number;
 }
-export const typeValue: z.ZodType<TypeValue> = z
+const typeValue: z.ZodType<TypeValue> = z
   .object({ type: z.string(), value: z.unknown(), bitwidth: width.optional() })
   .passthrough();
 
@@ -35,21 +35,13 @@ export interface ExpressionValue {
   right: TypeValue | number | null;
   cond?: TypeValue;
 }
-export const expressionValue: z.ZodType<ExpressionValue> = z
-  .object({
-    op: z.string(),
-    left: typeValue.nullable(),
-    right: z.union([typeValue, z.number().int()]).nullable(),
-    cond: typeValue.optional(),
-  })
-  .passthrough();
 
 const fieldRef = z.tuple([z.string(), z.string()]);
 const name = z.string().min(1);
 const id = z.number().int().nonnegative();
 const hexstr = z.string().regex(/^-?0x[0-9a-fA-F]+$/, 'a hexstring (0x...)');
 
-export const headerTypeSchema = z
+const headerTypeSchema = z
   .object({
     name,
     id,
@@ -60,18 +52,18 @@ export const headerTypeSchema = z
   })
   .passthrough();
 
-export const headerSchema = z
+const headerSchema = z
   .object({ name, id, header_type: name, metadata: z.boolean() })
   .passthrough();
 
-export const headerStackSchema = z
+const headerStackSchema = z
   .object({ name, id, header_type: name, header_ids: z.array(id) })
   .passthrough();
 
-export const parserOpSchema = z.object({ op: z.string(), parameters: z.array(z.unknown()) }).passthrough();
+const parserOpSchema = z.object({ op: z.string(), parameters: z.array(z.unknown()) }).passthrough();
 
 /** Old compilers write `{value: "default"}` with no type; new ones `{type: "default", value: null}`. */
-export const transitionSchema = z
+const transitionSchema = z
   .object({
     type: z.enum(['default', 'hexstr', 'parse_vset']).optional(),
     value: z.string().nullable(),
@@ -80,7 +72,7 @@ export const transitionSchema = z
   })
   .passthrough();
 
-export const parseStateSchema = z
+const parseStateSchema = z
   .object({
     name,
     id,
@@ -90,19 +82,19 @@ export const parseStateSchema = z
   })
   .passthrough();
 
-export const parserSchema = z
+const parserSchema = z
   .object({ name, id, init_state: name, parse_states: z.array(parseStateSchema) })
   .passthrough();
 
-export const parseVsetSchema = z
+const parseVsetSchema = z
   .object({ name, id, compressed_bitwidth: width, max_size: z.number().int().nonnegative().optional() })
   .passthrough();
 
-export const deparserSchema = z.object({ name, id, order: z.array(z.string()) }).passthrough();
+const deparserSchema = z.object({ name, id, order: z.array(z.string()) }).passthrough();
 
-export const primitiveSchema = z.object({ op: z.string(), parameters: z.array(typeValue) }).passthrough();
+const primitiveSchema = z.object({ op: z.string(), parameters: z.array(typeValue) }).passthrough();
 
-export const actionSchema = z
+const actionSchema = z
   .object({
     name,
     id,
@@ -114,7 +106,7 @@ export const actionSchema = z
 export const matchKinds = ['exact', 'lpm', 'ternary', 'range', 'valid', 'optional'] as const;
 export type MatchKind = (typeof matchKinds)[number];
 
-export const tableKeySchema = z
+const tableKeySchema = z
   .object({
     match_type: z.string(),
     target: z.union([fieldRef, z.string()]),
@@ -123,7 +115,7 @@ export const tableKeySchema = z
   })
   .passthrough();
 
-export const defaultEntrySchema = z
+const defaultEntrySchema = z
   .object({
     action_id: id,
     action_const: z.boolean().optional(),
@@ -132,7 +124,7 @@ export const defaultEntrySchema = z
   })
   .passthrough();
 
-export const constEntrySchema = z
+const constEntrySchema = z
   .object({
     match_key: z.array(
       z
@@ -156,7 +148,7 @@ export const constEntrySchema = z
  * name such as `__proto__` stays a key (a plain object would drop it or
  * take it for its prototype), and no lookup reaches Object.prototype.
  */
-export const nextTablesSchema = z.unknown().transform((raw, ctx): Map<string, string | null> => {
+const nextTablesSchema = z.unknown().transform((raw, ctx): Map<string, string | null> => {
   const out = new Map<string, string | null>();
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'an object of action name -> next node' });
@@ -169,7 +161,7 @@ export const nextTablesSchema = z.unknown().transform((raw, ctx): Map<string, st
   return out;
 });
 
-export const tableSchema = z
+const tableSchema = z
   .object({
     name,
     id,
@@ -198,7 +190,7 @@ export const actionProfileSchema = z
   })
   .passthrough();
 
-export const conditionalSchema = z
+const conditionalSchema = z
   .object({
     name,
     id,
@@ -208,11 +200,11 @@ export const conditionalSchema = z
   })
   .passthrough();
 
-export const actionCallSchema = z
+const actionCallSchema = z
   .object({ name, id, action_id: id, next_node: z.string().nullable() })
   .passthrough();
 
-export const pipelineSchema = z
+const pipelineSchema = z
   .object({
     name,
     id,
@@ -224,7 +216,7 @@ export const pipelineSchema = z
   })
   .passthrough();
 
-export const counterArraySchema = z
+const counterArraySchema = z
   .object({
     name,
     id,
@@ -234,7 +226,7 @@ export const counterArraySchema = z
   })
   .passthrough();
 
-export const meterArraySchema = z
+const meterArraySchema = z
   .object({
     name,
     id,
@@ -247,15 +239,15 @@ export const meterArraySchema = z
   })
   .passthrough();
 
-export const registerArraySchema = z
+const registerArraySchema = z
   .object({ name, id, size: z.number().int().nonnegative(), bitwidth: width })
   .passthrough();
 
-export const calculationSchema = z
+const calculationSchema = z
   .object({ name, id, algo: z.string(), input: z.array(typeValue) })
   .passthrough();
 
-export const checksumSchema = z
+const checksumSchema = z
   .object({
     name,
     id,
@@ -268,7 +260,7 @@ export const checksumSchema = z
   })
   .passthrough();
 
-export const fieldListSchema = z
+const fieldListSchema = z
   .object({ name, id, elements: z.array(typeValue) })
   .passthrough();
 
@@ -297,9 +289,6 @@ export const programSchema = z
 
 export type Program = z.infer<typeof programSchema>;
 export type HeaderType = z.infer<typeof headerTypeSchema>;
-export type ParseState = z.infer<typeof parseStateSchema>;
 export type Table = z.infer<typeof tableSchema>;
 export type Pipeline = z.infer<typeof pipelineSchema>;
 export type Action = z.infer<typeof actionSchema>;
-export type Primitive = z.infer<typeof primitiveSchema>;
-export type Calculation = z.infer<typeof calculationSchema>;

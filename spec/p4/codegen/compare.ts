@@ -62,7 +62,7 @@ export const MACS = ['00:00:00:00:00:0a', '00:00:00:00:00:0b', '00:04:00:00:00:0
 export const ADDRS = ['10.0.0.10', '10.0.1.10', '10.0.2.1', '10.1.0.1', '192.168.7.9', '255.255.255.255', '0.0.0.0', '128.0.0.1'];
 
 /** An IPv4 frame (UDP, TCP or other), any TTL, checksum right or wrong, sometimes not version 4. */
-export function ipv4Frame(r: () => number): Buffer {
+function ipv4Frame(r: () => number): Buffer {
   const proto = pick(r, [6, 17, 1]);
   const body = randomBytes(r, r() % 48);
   const l4 = proto === 6 ? tcp(r() & 0xffff, r() & 0xffff, r() >>> 0, body) : proto === 17 ? udp(r() & 0xffff, r() & 0xffff, body) : body;

@@ -7,14 +7,14 @@ import { ethernet, ip, ipv4 } from '../helpers';
 import { xorshift } from '../../support/rng';
 import { both, MACS, ADDRS, pick, Pair, randomBytes } from './compare';
 
-export const f = (h: string, n: string) => ({ type: 'field', value: [h, n] });
-export const hex = (v: string) => ({ type: 'hexstr', value: v });
-export const rd = (i: number) => ({ type: 'runtime_data', value: i });
-export const expr = (op: string, left: unknown, right: unknown) => ({ type: 'expression', value: { op, left, right } });
-export const valid = (h: string) => expr('valid', null, { type: 'header', value: h });
-export const prim = (op: string, ...parameters: unknown[]) => ({ op, parameters });
-export const extract = (h: string) => prim('extract', { type: 'regular', value: h });
-export const arm = (value: string | null, next: string | null, mask: string | null = null) => ({ type: value === null ? 'default' : 'hexstr', value, mask, next_state: next });
+const f = (h: string, n: string) => ({ type: 'field', value: [h, n] });
+const hex = (v: string) => ({ type: 'hexstr', value: v });
+const rd = (i: number) => ({ type: 'runtime_data', value: i });
+const expr = (op: string, left: unknown, right: unknown) => ({ type: 'expression', value: { op, left, right } });
+const valid = (h: string) => expr('valid', null, { type: 'header', value: h });
+const prim = (op: string, ...parameters: unknown[]) => ({ op, parameters });
+const extract = (h: string) => prim('extract', { type: 'regular', value: h });
+const arm = (value: string | null, next: string | null, mask: string | null = null) => ({ type: value === null ? 'default' : 'hexstr', value, mask, next_state: next });
 
 /**
  * Ethernet, an optional tag (sub-byte fields, a 32-bit two-field transition
@@ -221,7 +221,7 @@ export function fillSubsetTables(p: Pair, r: () => number, names: Map<string, st
 }
 
 /** A few entries for the renamed subset program through MatchTable.add (the same on both engines). */
-export function fillByApi(p: Pair, r: () => number, n: (x: string) => string): void {
+function fillByApi(p: Pair, r: () => number, n: (x: string) => string): void {
   const seed = r() | 1;
   for (const e of [p.gen, p.ref]) {
     const r2 = xorshift(seed);

@@ -33,7 +33,7 @@ export function refWrite(buf: Buffer, bit: number, width: number, v: bigint): vo
   }
 }
 
-export const STD_META = { name: 'standard_metadata_t', id: 0, fields: [['ingress_port', 9], ['packet_length', 32], ['egress_spec', 9], ['egress_port', 9], ['_padding', 5]] };
+const STD_META = { name: 'standard_metadata_t', id: 0, fields: [['ingress_port', 9], ['packet_length', 32], ['egress_spec', 9], ['egress_port', 9], ['_padding', 5]] };
 
 /**
  * A program over one header `h` (the given fields) parsed at the frame's

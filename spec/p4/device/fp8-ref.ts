@@ -6,7 +6,7 @@
 import { NumFormat } from '../../../lib/p4/device/fp8';
 
 /** OFP8 E4M3 by its fields: S.EEEE.MMM, bias 7, S.1111.111 NaN, no infinity. */
-export function refE4M3(c: number): number {
+function refE4M3(c: number): number {
   const s = c >> 7 ? -1 : 1;
   const e = (c >> 3) & 15;
   const m = c & 7;
@@ -16,7 +16,7 @@ export function refE4M3(c: number): number {
 }
 
 /** OFP8 E5M2 by its fields: S.EEEEE.MM, bias 15, IEEE special values. */
-export function refE5M2(c: number): number {
+function refE5M2(c: number): number {
   const s = c >> 7 ? -1 : 1;
   const e = (c >> 2) & 31;
   const m = c & 3;
@@ -27,7 +27,7 @@ export function refE5M2(c: number): number {
 
 export const REF = { [NumFormat.E4M3]: refE4M3, [NumFormat.E5M2]: refE5M2 } as const;
 /** The value one step past the largest finite magnitude: where overflow starts (E4M3 480, E5M2 65536). */
-export const BEYOND = { [NumFormat.E4M3]: 480, [NumFormat.E5M2]: 65536 } as const;
+const BEYOND = { [NumFormat.E4M3]: 480, [NumFormat.E5M2]: 65536 } as const;
 export const MAXCODE = { [NumFormat.E4M3]: 0x7e, [NumFormat.E5M2]: 0x7b } as const;
 
 /**

@@ -54,7 +54,7 @@ interface Ordered {
   readonly b: Float64Array;
 }
 
-export interface PrefixMap {
+interface PrefixMap {
   readonly len: number;
   /** 2^(width - len): the lpm part's value divided by it, floored, is its prefix. */
   readonly div: number;
@@ -62,7 +62,7 @@ export interface PrefixMap {
 }
 
 /** The short array: n = -1 when it is not in use. pre/msk: each entry's value and (prefix) mask as int32, meaningful for int32 tables. */
-export interface SmallArray {
+interface SmallArray {
   readonly n: number;
   readonly keys: Float64Array;
   readonly divs: Float64Array;
