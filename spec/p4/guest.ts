@@ -1,5 +1,5 @@
 // Device commands 70-72 in process: the P4Control the device routes them to
-// (lib/p4/devcmd.ts), with a plain Buffer as guest memory and the data
+// (lib/p4/device/devcmd.ts), with a plain Buffer as guest memory and the data
 // window, and a slot that replaces the engine as the attachment does. For
 // the specs and the p4 fuzz target, which drive the guest's entry without a
 // vfio-user socket. Commands are laid out by hand as devcmd.ts documents them.

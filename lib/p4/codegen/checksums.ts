@@ -102,7 +102,7 @@ function intForm(gen: GenContext, plan: Csum16Plan): boolean {
 
 /**
  * Statements leaving the folded, complemented sum in a const `x`: the
- * value ./checksum.ts computes. In int32 arithmetic when it can: the
+ * value ../compile/csum16.ts computes. In int32 arithmetic when it can: the
  * folded result depends only on the sum modulo 65535 and on whether the
  * sum is 0 (the fold keeps the residue and ends in 1..0xffff for a
  * positive sum), so each term v * 2^s may be replaced by its two 16-bit

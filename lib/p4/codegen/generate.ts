@@ -6,11 +6,12 @@
 // the closures of the other modules stay the reference, and run the rest).
 //
 // What it does is the closures' behaviour, shape for shape: the same
-// window reads and writes as ./bits.ts, the number path of ./expr.ts
-// (compileNum) for conditions and assignments, ./checksum.ts's runs, the
+// window reads and writes as ../frame/header-bits.ts, the number path of
+// ../compile/expr.ts (compileNum) for conditions and assignments,
+// ../compile/csum16.ts's runs, the
 // tables' own lookup structures (read, never copied), the same bounded
 // loops (MAX_PARSE_STEPS states, a pipeline's node count + 1 nodes).
-// spec/p4/codegen.spec.ts runs both over the same frames and compares.
+// spec/p4/codegen/ runs both over the same frames and compares.
 //
 // The source is made of fixed code shapes and integers only: slot, header,
 // state, node and action indices, widths, byte offsets, shifts, masks and

@@ -74,7 +74,7 @@ export function writeWindow(plan: Plan, g: number, b: string, base: string): str
     return `{ const w = ${parts.join(' | ')}; ${word(l, 'w')} }\n`;
   }
   if (plan.kind[g] === W.BYTES) {
-    // ./bits.ts's bytes (the low 32 bits by shifts from the last byte back, the rest above them):
+    // ../frame/header-bits.ts's bytes (the low 32 bits by shifts from the last byte back, the rest above them):
     // for a value 0 <= x < 2^48, x >>> 0 is x mod 2^32 and (x / 2^32) >>> 0 its floor above
     let s = `{ const x = ${f(s0)}; const lo = x >>> 0; const hi = (x / 4294967296) >>> 0;`;
     let i = l - 1;

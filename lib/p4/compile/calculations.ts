@@ -59,7 +59,7 @@ export type Calc = (st: PacketState) => bigint;
 /** Compiles a calculation (list of inputs + algorithm); inputs of invalid headers are skipped. */
 export function compileCalculation(c: { algo: string; input: TypeValue[] }, path: JsonPath, ctx: ExprContext): Calc {
   const general = compileImageCalculation(c, path, ctx); // refuses what it cannot run
-  // csum16 over fields: the number path (./checksum.ts), equal to the general one
+  // csum16 over fields: the number path (./csum16.ts), equal to the general one
   const num = compileCsum16Num(c, ctx);
   return num ? (st) => BigInt(num(st)) : general;
 }

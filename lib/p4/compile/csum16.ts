@@ -17,7 +17,7 @@
 // width, so every run but the last must be a whole number of 16-bit words
 // for the others to keep their place. Calculations that do not fit (other
 // algorithms, wide fields, header inputs, odd runs) use the general path of
-// ./externs.ts, whose results these equal (spec/p4/fast-paths.spec.ts).
+// ./calculations.ts, whose results these equal (spec/p4/compile/fast-paths.spec.ts).
 
 import { ExprContext } from './expr';
 import { hexToBig, POW2 } from '../program/numbers';
@@ -103,7 +103,7 @@ export function csum16Plan(c: { algo: string; input: TypeValue[] }, ctx: ExprCon
 
 /**
  * The run the one-closure form takes (one header's fields, none over 32
- * bits, no payload), else undefined: ./codegen.ts writes the same shapes.
+ * bits, no payload), else undefined: the generator (../codegen/checksums.ts) writes the same shapes.
  */
 export function singleRun(plan: Csum16Plan): Run | undefined {
   const { runs, phase } = plan;

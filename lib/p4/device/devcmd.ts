@@ -29,7 +29,7 @@
 //                    without out_pa it is not returned)
 //                    comp: handle le32 @4 (the entry, member or group handle;
 //                    0xffffffff for none), out_len le16 @8 (output bytes)
-//                    One simple_switch CLI command (lib/p4/runtime.ts), printable
+//                    One simple_switch CLI command (lib/p4/engine/commands.ts), printable
 //                    ASCII, no newline. A refused command: EINVAL, its error as
 //                    the output.
 //   72 P4_LOAD       cmd: opcode @0, lif_index le16 @2, len le32 @4 (bytes of
@@ -222,10 +222,10 @@ export class P4Control implements P4DeviceControl {
  * from --p4-program is trusted and only bound by the loader's own limits):
  * cells of counter, meter and register arrays, summed; and entries: table
  * sizes, action profile sizes (members, and as many groups with a
- * selector) and parse value set sizes (./vsets.ts), summed. Checked on the
+ * selector) and parse value set sizes (../compile/vsets.ts), summed. Checked on the
  * JSON before anything is compiled; an error line, or null. What the guest
  * then adds through P4_COMMAND (whoever loaded the program) is held to the
- * same entry budget as it goes, group memberships included (runtime.ts,
+ * same entry budget as it goes, group memberships included (../engine/commands.ts,
  * CommandOptions.maxHeld).
  */
 const P4_GUEST_MAX_CELLS = 1 << 20;

@@ -7,7 +7,7 @@
 //   register_read R INDEX | register_write R INDEX VALUE | register_reset R
 //   meter_set_rates M INDEX CIR:CBS PIR:PBS   (rates per microsecond, bursts in units; a direct
 //     meter's INDEX is the entry handle)
-//   parse_vset_add V VALUE    (at most the set's max_size values; see ./vsets.ts)
+//   parse_vset_add V VALUE    (at most the set's max_size values; see ../compile/vsets.ts)
 //   act_prof_create_member P A p1 ... | act_prof_create_group P | act_prof_add_member_to_group P MBR GRP
 //   table_indirect_add T k... => MBR [priority] | table_indirect_add_with_group T k... => GRP [priority]
 //   table_indirect_set_default T MBR

@@ -1,6 +1,6 @@
 // Compiling a bmv2 JSON program once into closures, and running frames
-// through it. P4Engine.load validates (./load.ts), lays out the headers
-// (./state.ts), compiles parser, actions, pipelines, checksums and deparser;
+// through it. P4Engine.load validates (../program/load.ts), lays out the headers
+// (../program/layout.ts), compiles parser, actions, pipelines, checksums and deparser;
 // any refusal throws before an engine exists, so a program never half-runs.
 //
 // Per frame (simple_switch's order): reset state, set standard_metadata
@@ -61,7 +61,7 @@ export interface EngineOptions {
    */
   fullEmit?: boolean;
   /**
-   * Run the program as one generated function (./codegen.ts) when it is in
+   * Run the program as one generated function (../codegen/) when it is in
    * the generator's subset (default true); false: always the closures (the
    * reference the specs compare the generated function with).
    */
@@ -116,9 +116,9 @@ export class P4Engine {
   #last: Buffer = this.#out.subarray(0, 0);
   /** Slots of the standard fields process() sets and reads (-1: the program has none). */
   readonly #slots: { ingressPort: number; packetLength: number; egressSpec: number; egressPort: number; mgid: number; mcastGrp: number };
-  /** The program as one generated function (./codegen.ts); undefined: the closures run it. */
+  /** The program as one generated function (../codegen/); undefined: the closures run it. */
   readonly #gen: GeneratedRun | undefined;
-  /** The load's estimate of the most a frame may cost (./cost.ts; at most MAX_FRAME_COST). */
+  /** The load's estimate of the most a frame may cost (../compile/cost.ts; at most MAX_FRAME_COST). */
   readonly frameCost: number;
   /** What the last frame that threw inside the program threw (stats.faults counts them). */
   lastFault: string | undefined;
@@ -220,7 +220,7 @@ export class P4Engine {
     this.codegenSource = gen && 'run' in gen ? gen.source : undefined;
   }
 
-  /** Whether frames run through the generated function (./codegen.ts) rather than the closures. */
+  /** Whether frames run through the generated function (../codegen/) rather than the closures. */
   get generated(): boolean {
     return this.#gen !== undefined;
   }
@@ -493,7 +493,7 @@ export class P4Engine {
   /**
    * What the control plane has added, in the guest budget's units: table
    * entries, action profile members, groups and group memberships, parse
-   * value set values (./runtime.ts refuses a guest's add past its budget).
+   * value set values (./commands.ts refuses a guest's add past its budget).
    */
   held(): number {
     let n = 0;

@@ -21,7 +21,7 @@ import { FieldInfo, HeaderInfo } from '../program/layout';
 import { PacketState, ParserError } from './packet-state';
 import { POW2 } from '../program/numbers';
 
-/** A window's kind (exported for ./codegen.ts, which writes the same shapes out). */
+/** A window's kind (exported for the generator, ../codegen/windows.ts, which writes the same shapes out). */
 export const enum W {
   WORD = 0,
   BYTES = 1,

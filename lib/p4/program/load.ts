@@ -1,5 +1,5 @@
 // Loading a bmv2 JSON program: JSON text -> schema check (./schema.ts) ->
-// one compile pass (./compile.ts) that resolves every name and refuses every
+// one compile pass (../engine/engine.ts) that resolves every name and refuses every
 // construct it cannot run. Either the whole program is ready or nothing runs:
 // a P4LoadError names the JSON path of the first offending value, e.g.
 //   pipelines[0].tables[2].match_type "foo": unsupported match type

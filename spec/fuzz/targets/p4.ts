@@ -139,7 +139,7 @@ function exprProgram(r: Rnd): any {
   return p;
 }
 
-/** Programs of heavy frames, sized around the frame cost limit (lib/p4/cost.ts): loaded ones must stay fast. */
+/** Programs of heavy frames, sized around the frame cost limit (lib/p4/compile/cost.ts): loaded ones must stay fast. */
 function heavyProgram(r: Rnd): any {
   const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
   // up to about a guest's limits (an operator's huge program would only make this target's own turns long)

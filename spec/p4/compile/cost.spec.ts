@@ -1,8 +1,8 @@
-// What a frame may cost (lib/p4/cost.ts): a program whose frames would hold
+// What a frame may cost (lib/p4/compile/cost.ts): a program whose frames would hold
 // the loop for long is refused at load, by an operator or a guest, with the
 // JSON path of its heaviest part; the heaviest programs still under the
 // limit run a frame in a few ms; the fixtures are far below it. And what a
-// guest's load may build (P4_GUEST_LIMITS in lib/p4/devcmd.ts).
+// guest's load may build (P4_GUEST_LIMITS in lib/p4/device/devcmd.ts).
 
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';

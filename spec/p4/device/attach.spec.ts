@@ -1,4 +1,4 @@
-// The P4 engine on the device (lib/p4/attach.ts): simple_router with its
+// The P4 engine on the device (lib/p4/device/attach.ts): simple_router with its
 // commands.txt between the guest (port 1) and the host link (port 2), driven
 // through the in-process device by the guest model, with a fake host link
 // capturing what leaves. Routed frames leave rewritten (MACs, TTL-1, fresh

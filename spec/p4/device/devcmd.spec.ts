@@ -1,4 +1,4 @@
-// Device commands 70-72 (lib/p4/devcmd.ts) through the in-process device
+// Device commands 70-72 (lib/p4/device/devcmd.ts) through the in-process device
 // over a real vfio-user socket: the guest model issues them through BAR0's
 // dev_cmd registers and the admin queue, as ionic.ko would, under each
 // --p4-guest-scope; refusals by scope (EOPCODE, EPERM), bad lengths, bad

@@ -1,7 +1,7 @@
 // Independent fp8 references for the specs (fp8.spec.ts, wqe.spec.ts): each
 // code's value from its bit fields written out per format, and encoding by an
 // exhaustive search for the nearest code (ties to the even code). Nothing
-// here shares code with lib/p4/fp8.ts.
+// here shares code with lib/p4/device/fp8.ts.
 
 import { NumFormat } from '../../../lib/p4/device/fp8';
 

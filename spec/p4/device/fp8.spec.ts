@@ -1,4 +1,4 @@
-// The number formats of the RDMA externs (lib/p4/fp8.ts) against tables
+// The number formats of the RDMA externs (lib/p4/device/fp8.ts) against tables
 // computed here independently: every fp8 code decoded from its bit fields by
 // a formula written out per format (and checked against the OFP8 spec's
 // named values), encoding checked against an exhaustive nearest-code search

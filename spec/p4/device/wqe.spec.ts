@@ -1,4 +1,4 @@
-// The P4 engine on RDMA send WQEs (lib/p4/wqe.ts) through the in-process
+// The P4 engine on RDMA send WQEs (lib/p4/device/wqe.ts) through the in-process
 // device over a real vfio-user socket with memfd guest memory, driven by the
 // verbs guest model: fixtures/p4/rdma_fp8.json (the project's hand-written
 // WQE program) decides per WQE by its wqe_ops table; an RDMA WRITE becomes an
