@@ -23,7 +23,7 @@ import { isRdmaBackend, RDMA_BACKENDS, RdmaBackendName } from '../lib/rdma/backe
 import { isMeshBackend, Mesh, meshOptionsFromCli, meshSecurityFromCli } from '../lib/mesh';
 import { createNvmeofTarget, NvmeofTarget, parseNvmeofBackend } from '../lib/targets/nvmeof';
 import { S3Endpoint } from '../lib/targets/s3/endpoint';
-import { parseS3Backend } from '../lib/targets/s3/options';
+import { hostListenerRefusal, parseS3Backend } from '../lib/targets/s3/options';
 import { s3CredentialsFromEnv } from '../lib/targets/s3/credentials';
 import type { ObjectStore } from '../lib/targets/s3/store';
 import { DeviceActivity } from '../lib/ops/activity';
@@ -69,8 +69,10 @@ const BACKENDS_HELP = `Backends (--backend):
   s3[:KEY=VALUE,...]        an S3 store on the guest's segment, data by x-amz-rdma-token or in
                             the body (docs/s3.md); keys and defaults:
                               bucket=ernic size=256M objects=256 ip=192.168.200.1 port=9000
-                              maxpart=256M listen=HOST:PORT dir=DIR
-                            ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY turn on SigV4.`;
+                              maxpart=256M listen=[HOST:]PORT dir=DIR
+                            ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY turn on SigV4. listen=PORT
+                            binds 127.0.0.1; another address needs the credentials, and the
+                            token path on the host listener takes only signed tokens.`;
 
 /** Reads a --config file: a JSON object whose keys are the long option names. */
 function readConfigFile(file: string): Record<string, unknown> {
@@ -165,6 +167,10 @@ async function main(): Promise<void> {
   if (s3Backend && !s3Backend.ok) fail(s3Backend.error);
   const s3Credentials = s3Backend ? s3CredentialsFromEnv(process.env) : null;
   if (s3Credentials && !s3Credentials.ok) fail(s3Credentials.error);
+  if (s3Backend?.ok && s3Backend.value.listen) {
+    const refusal = hostListenerRefusal(s3Backend.value.listen, s3Credentials?.ok === true && s3Credentials.value !== null);
+    if (refusal) fail(refusal);
+  }
   if (!meshBackend && !nvmeofBackend && !s3Backend && !isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')}, tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT, nvmeof[:key=value,...], s3[:key=value,...])`);
   const mac = parseMac(argv.mac);
   if (!mac) fail(`--mac ${argv.mac}: expected a unicast address like 72:6f:63:6d:2d:6e`);

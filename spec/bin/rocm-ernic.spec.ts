@@ -69,7 +69,7 @@ describe('rocm-ernic command line', () => {
   it('--help keeps every value whole: backend keys, the QEMU line and the examples are never split', () => {
     const r = run(['--help'], {});
     const lines = r.stdout.split('\n');
-    for (const v of ['nqn=nvmet-test', 'ip=192.168.200.1', 'maxpart=256M', 'listen=HOST:PORT', 'tcp:manager:listen:PORT', 'ERNIC_TCP_SEND_TIMEOUT_MS',
+    for (const v of ['nqn=nvmet-test', 'ip=192.168.200.1', 'maxpart=256M', 'listen=[HOST:]PORT', 'tcp:manager:listen:PORT', 'ERNIC_TCP_SEND_TIMEOUT_MS',
       `'{"driver":"vfio-user-pci","socket":{"path":"/tmp/vfio-user-rocm-ernic.sock","type":"unix"}}'`]) {
       expect(lines.some((l) => l.includes(v)), v).to.equal(true);
     }
