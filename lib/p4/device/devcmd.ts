@@ -1,5 +1,5 @@
 // The P4 engine's control surface for the guest: device commands 70-72
-// (architecture.rst: "unknown opcodes when the guest hasn't been given it"),
+// (docs/p4.md "Device commands 70-72": unknown opcodes to a guest not given them),
 // through BAR0's dev_cmd registers and the Ethernet admin queue alike,
 // limited by --p4-guest-scope:
 //

@@ -1,5 +1,5 @@
-// The P4 engine on RDMA send WQEs (issue 15; architecture.rst "The P4
-// Engine"): the data path's send filter (lib/rdma/hooks.ts SendFilter).
+// The P4 engine on RDMA send WQEs (issue 15; docs/p4.md "On RDMA send
+// WQEs"): the data path's send filter (lib/rdma/hooks.ts SendFilter).
 //
 // A program is written for WQEs when it declares a header instance named
 // `ernic_wqe` of exactly the layout below (a header of that name with another
