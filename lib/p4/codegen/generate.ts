@@ -36,6 +36,7 @@ import { pipelineSource } from './pipeline';
 
 type Generated = { readonly run: GeneratedRun; readonly source: string } | { readonly refused: string };
 
+/** One build of the program's source in the parts' order (the parser, the pipelines, then the checksums around them, the deparse), compiled. */
 function build(gen: GenContext): { run: GeneratedRun; source: string } {
   const { program: p, layout, slots: sl } = gen.input;
   gen.checkLayout();
