@@ -23,10 +23,11 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { PerformanceObserver } from 'perf_hooks';
-import { P4Engine, P4Result } from '../../../lib/p4/compile';
-import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/devcmd';
-import { P4LoadError } from '../../../lib/p4/load';
-import { runCommand, runCommands } from '../../../lib/p4/runtime';
+import { P4Engine } from '../../../lib/p4/engine/engine';
+import { P4Result } from '../../../lib/p4/frame/result';
+import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/device/devcmd';
+import { P4LoadError } from '../../../lib/p4/program/load';
+import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
 import { GuestP4 } from '../../p4/guest';
 import { ethernet, fixtureText, ipv4, snapshot, syntheticProgram, tcp, udp } from '../../p4/helpers';
 import { FuzzFinding, registerTarget } from './index';
@@ -138,7 +139,7 @@ function exprProgram(r: Rnd): any {
   return p;
 }
 
-/** Programs of heavy frames, sized around the frame cost limit (lib/p4/cost.ts): loaded ones must stay fast. */
+/** Programs of heavy frames, sized around the frame cost limit (lib/p4/compile/cost.ts): loaded ones must stay fast. */
 function heavyProgram(r: Rnd): any {
   const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
   // up to about a guest's limits (an operator's huge program would only make this target's own turns long)
