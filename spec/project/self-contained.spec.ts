@@ -78,7 +78,7 @@ describe('project: a clone stands alone', () => {
     ];
     // Folders being reorganised under issue 25 while this check landed; their citations are converted after the
     // moves merge, and then this list is empty.
-    const pending = ['lib/rdma/', 'lib/targets/', 'lib/net/', 'lib/backends/', 'lib/ionic/', 'lib/p4/', 'spec/p4/', 'spec/rdma/', 'spec/targets/', 'bench/p4'];
+    const pending = ['lib/rdma/', 'lib/targets/', 'lib/net/', 'lib/backends/', 'lib/ionic/', 'spec/rdma/', 'spec/targets/'];
     const self = 'spec/project/self-contained.spec.ts';
     const offenders: string[] = [];
     for (const f of files) {
