@@ -205,7 +205,7 @@ describe('p4: counters, registers, meters and other primitives', () => {
   });
 
   it('a direct meter colors each entry separately and writes the color before the action runs', () => {
-    let now = 0;
+    const now = 0;
     const p = program([], {
       meter_arrays: [{ name: 'dm', id: 0, type: 'packets', rate_count: 2, size: 64, is_direct: true, binding: 't', result_target: ['ethernet', 'dstAddr'] }],
     });

@@ -7,6 +7,7 @@
 
 import { expect } from 'chai';
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { attachP4, P4Attachment, p4FromCli } from '../../../lib/p4/device/attach';
 import { P4Engine } from '../../../lib/p4/engine/engine';
@@ -333,7 +334,7 @@ describe('p4 on RDMA send WQEs: which programs run on them', () => {
     const p = JSON.parse(fs.readFileSync(PROGRAM, 'utf8'));
     p.header_types[1].fields[7] = ['length', 16];
     p.header_types[1].fields.splice(8, 0, ['pad', 16]);
-    const file = path.join(require('os').tmpdir(), `bad-wqe-${process.pid}.json`);
+    const file = path.join(os.tmpdir(), `bad-wqe-${process.pid}.json`);
     fs.writeFileSync(file, JSON.stringify(p));
     try {
       const r = p4FromCli({ program: file });
