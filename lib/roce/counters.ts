@@ -31,12 +31,13 @@ export const DROP_OPCODE_SEQUENCE = 21;
 export const DROP_UNEXPECTED_RESPONSE = 22;
 export const DROP_NO_RECV = 23;
 export const DROP_WRONG_TRANSPORT = 24;
+export const DROP_NOT_OUR_GID = 25;
 
 /** Names of the drop reasons, by number (stats keys). */
 export const DROP_REASON_NAMES: readonly string[] = [
   'none', 'too_short', 'not_ip', 'ip_header', 'ip_length', 'ip_checksum', 'not_udp', 'not_roce_port', 'udp_length',
   'truncated', 'bad_opcode', 'bad_tver', 'bad_pad', 'icrc', 'unknown_qpn', 'qp_state', 'wrong_peer', 'psn_out_of_window',
-  'bad_pkey', 'bad_qkey', 'oversized', 'opcode_sequence', 'unexpected_response', 'no_recv', 'wrong_transport',
+  'bad_pkey', 'bad_qkey', 'oversized', 'opcode_sequence', 'unexpected_response', 'no_recv', 'wrong_transport', 'not_our_gid',
 ];
 
 /** Kinds of NAK, as counters index them: the four NAK codes we send and receive, then RNR. */
