@@ -37,13 +37,14 @@ export class Completer {
     const req = this.req;
     const flags = OPCODE_FLAGS[h.opcode]!;
     const psn = h.psn;
-    if (req.pending.length === 0 || psnDiff(psn, req.maxSentPsn) > 0) return DROP_UNEXPECTED_RESPONSE;
-    if (flags & F_READ_RESPONSE) return this.#readResponse(buf, h);
+    if (psnDiff(psn, req.maxSentPsn) > 0) return DROP_UNEXPECTED_RESPONSE;
     if (psnDiff(psn, req.ackedPsn) <= 0) {
-      // An answer to something already acknowledged: a retransmission crossed it.
+      // An answer to something already acknowledged or placed: a retransmission crossed it.
       this.counters.duplicates++;
       return DROP_NONE;
     }
+    if (req.pending.length === 0) return DROP_UNEXPECTED_RESPONSE;
+    if (flags & F_READ_RESPONSE) return this.#readResponse(buf, h);
     if (!(flags & F_ACK)) return DROP_UNEXPECTED_RESPONSE;
     const kind = h.syndrome & SYNDROME_KIND_MASK;
     const value = h.syndrome & SYNDROME_VALUE_MASK;

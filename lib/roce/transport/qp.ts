@@ -80,7 +80,7 @@ export class RoceQp implements QpControl {
     c.hasInv = false;
     c.hasGrh = false;
     c.srcQp = 0;
-    let wqe = this.responder.takeRecvInProgress();
+    let wqe = this.responder.takeRecvInProgress() ?? this.deps.queues.nextRecv();
     for (let i = 0; i < MAX_FLUSH && wqe; i++) {
       c.wrId = wqe.wrId;
       this.deps.completions.recvCompleted(c);
