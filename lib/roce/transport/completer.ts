@@ -66,7 +66,8 @@ export class Completer {
     switch (value) {
       case NAK_PSN_SEQUENCE_ERROR:
         this.counters.naksRx[NAK_KIND_SEQUENCE]!++;
-        req.retry(psn);
+        // From the NAK's PSN, or from an earlier READ or atomic whose answer is still missing.
+        req.retry(req.resumePsn());
         return DROP_NONE;
       case NAK_INVALID_REQUEST:
         this.counters.naksRx[NAK_KIND_INVALID_REQUEST]!++;

@@ -77,6 +77,8 @@ export class Requester {
   #timer: NodeJS.Timeout | null = null;
   #rnrTimer: NodeJS.Timeout | null = null;
   #pumping = false;
+  /** The PSN the last resend started from, until something new is acknowledged (-1: none). */
+  #resentFrom = -1;
   readonly #free: PendingWqe[] = [];
 
   constructor(private readonly cfg: RoceQpConfig, private readonly deps: RoceQpDeps, private readonly counters: RoceCounters,
@@ -312,13 +314,20 @@ export class Requester {
     }
   }
 
-  /** Send again from psn after a sequence NAK or a timeout, if retries are left. */
-  retry(psn: number): void {
+  /**
+   * Send again from psn after a sequence NAK, an implied NAK or a timeout, if
+   * retries are left. Answers to packets sent before this resend keep coming
+   * and imply gaps it already covers: until something new is acknowledged,
+   * only the timer resends from the same PSN or a later one again.
+   */
+  retry(psn: number, fromTimer = false): void {
+    if (!fromTimer && this.#resentFrom >= 0 && psnDiff(psn, this.#resentFrom) >= 0) return;
     if (this.retryLeft <= 0) {
       this.failHead(WC_RETRY_EXC_ERR);
       return;
     }
     this.retryLeft--;
+    this.#resentFrom = psn;
     this.rewind(psn);
     this.pump();
   }
@@ -345,6 +354,7 @@ export class Requester {
 
   /** The responder acknowledged something new: retries start over and the timer restarts. */
   progress(): void {
+    this.#resentFrom = -1;
     this.retryLeft = this.cfg.retryCnt;
     this.rnrRetryLeft = this.cfg.rnrRetry;
     this.#clearAckTimer();
@@ -375,7 +385,7 @@ export class Requester {
     const s = this.qp.state;
     if ((s !== QPS_RTS && s !== QPS_SQD) || !this.hasUnacked()) return;
     this.counters.timeouts++;
-    this.retry(this.resumePsn());
+    this.retry(this.resumePsn(), true);
   }
 
   #clearAckTimer(): void {
