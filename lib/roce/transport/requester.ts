@@ -9,7 +9,7 @@
 
 import type { RoceCounters } from '../counters';
 import { encodeFrame, frameHeaderBytes } from '../frame';
-import { MASK_24 } from '../headers';
+import { GSI_QKEY, MASK_24 } from '../headers';
 import {
   OP_COMPARE_SWAP, OP_FETCH_ADD, OP_READ_REQUEST, OP_SEND_FIRST, OP_SEND_LAST, OP_SEND_LAST_IMM, OP_SEND_LAST_INV,
   OP_SEND_MIDDLE, OP_SEND_ONLY, OP_SEND_ONLY_IMM, OP_SEND_ONLY_INV, OP_WRITE_FIRST, OP_WRITE_LAST, OP_WRITE_LAST_IMM,
@@ -20,7 +20,7 @@ import { psnAdd, psnDiff } from '../psn';
 import { ackTimeoutMs, RNR_RETRY_INFINITE, rnrTimerMs, timerDelayMs } from '../timers';
 import { gather } from './sgl';
 import {
-  Completion, type QpControl, QPS_RTS, QPS_SQD, QPT_RC, QPT_UC, QPT_UD, type RoceQpConfig, type RoceQpDeps, type SendWqe,
+  Completion, type QpControl, QPS_RTS, QPS_SQD, QPT_GSI, QPT_RC, QPT_UC, QPT_UD, type RoceQpConfig, type RoceQpDeps, type SendWqe,
   WC_COMP_SWAP, WC_FETCH_ADD, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR, WC_RDMA_READ, WC_RDMA_WRITE,
   WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR, WR_ATOMIC_CMP_AND_SWP,
   WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
@@ -153,7 +153,7 @@ export class Requester {
     const t = this.cfg.type;
     if (kind < 0) return WC_LOC_QP_OP_ERR;
     if (!(wqe.length >= 0 && wqe.length < MAX_MESSAGE)) return WC_LOC_LEN_ERR;
-    if (t === QPT_UD) {
+    if (t === QPT_UD || t === QPT_GSI) {
       if (kind !== KIND_SEND || wqe.opcode === WR_SEND_WITH_INV || !wqe.ud) return WC_LOC_QP_OP_ERR;
       if (wqe.length > this.cfg.pmtu) return WC_LOC_LEN_ERR;
     } else if (t === QPT_UC) {
@@ -200,6 +200,7 @@ export class Requester {
       h.ackReq = true;
       p.sent = 1;
     } else {
+      const datagram = cfg.type === QPT_UD || cfg.type === QPT_GSI;
       const transport = cfg.type === QPT_RC ? TRANSPORT_RC : cfg.type === QPT_UC ? TRANSPORT_UC : TRANSPORT_UD;
       h.opcode = transport | packetOp(wqe.opcode, k, p.npkts);
       payloadAt = k * cfg.pmtu;
@@ -213,12 +214,12 @@ export class Requester {
       h.invRkey = wqe.imm;
       h.solicited = last && wqe.solicited;
       h.ackReq = cfg.type === QPT_RC && (last || (k + 1) % ACK_REQ_EVERY === 0);
-      if (cfg.type === QPT_UD) {
+      if (datagram) {
         const ud = wqe.ud!;
         path = ud.path;
         h.destQp = ud.destQpn & MASK_24;
-        // The high bit of a WQE's Q_Key says: use the QP's own (IBTA 10.2.5).
-        h.qkey = ud.qkey >= 0x80000000 || ud.qkey < 0 ? cfg.qkey : ud.qkey;
+        // QP1 always uses the GSI Q_Key; elsewhere the high bit of a WQE's Q_Key says: use the QP's own (IBTA 10.2.5).
+        h.qkey = cfg.type === QPT_GSI ? GSI_QKEY : ud.qkey >= 0x80000000 || ud.qkey < 0 ? cfg.qkey : ud.qkey;
         h.srcQp = cfg.qpn;
       }
       p.sent++;
@@ -229,7 +230,7 @@ export class Requester {
       return false;
     }
     const len = encodeFrame(this.tx, path, h, payloadLen);
-    if (cfg.type !== QPT_UD) {
+    if (cfg.type === QPT_RC || cfg.type === QPT_UC) {
       if (psnDiff(h.psn, this.maxSentPsn) <= 0) this.counters.retransmits++;
       else this.maxSentPsn = psnAdd(h.psn, p.kind === KIND_READ ? p.npkts - 1 - p.responses : 0);
     } else {

@@ -233,8 +233,10 @@ export class Responder {
     return reason;
   }
 
+  /** UC: the message in progress is lost; a receive WQE it took stays for the next SEND, which fills it from the start. */
   #abandonMessage(): void {
     this.#inMessage = 0;
+    this.#recvOffset = 0;
   }
 
   #read(h: TransportHeaders): number {
@@ -243,6 +245,8 @@ export class Responder {
     if (!ok) return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
     const r = this.#takeResource();
     if (!r) return this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_NONE);
+    // An ACK owed for earlier requests goes first, and covers only them: its PSN is before this READ's.
+    this.#flushAck();
     r.kind = RES_READ;
     r.firstPsn = h.psn;
     r.npkts = Math.max(1, Math.ceil(h.dmaLen / this.cfg.pmtu));
@@ -253,7 +257,6 @@ export class Responder {
     r.len = h.dmaLen;
     this.epsn = psnAdd(h.psn, r.npkts);
     this.msn = (this.msn + 1) & MASK_24;
-    this.#flushAck();
     this.#sendResponses();
     return DROP_NONE;
   }
@@ -274,6 +277,7 @@ export class Responder {
     if (!mem.read(h.rkey, h.va, 8, true, ACCESS_REMOTE_ATOMIC, b, 0)) return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
     const r = this.#takeResource();
     if (!r) return this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_NONE);
+    this.#flushAck();
     // Memory holds the u64 in host (little-endian) order.
     const lo = b.readUInt32LE(0);
     const hi = b.readUInt32LE(4);
@@ -296,7 +300,6 @@ export class Responder {
     r.origLo = lo;
     this.epsn = psnAdd(h.psn, 1);
     this.msn = (this.msn + 1) & MASK_24;
-    this.#flushAck();
     this.#sendAtomicAck(r);
     return DROP_NONE;
   }

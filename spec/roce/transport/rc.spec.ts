@@ -165,3 +165,23 @@ describe('roce/transport RC', () => {
     expect(a.qp.state).to.equal(QPS_RTS);
   });
 });
+
+describe('roce/transport RC ACK ordering', () => {
+  let clock: sinon.SinonFakeTimers;
+  beforeEach(() => { clock = fakeClock(); });
+  afterEach(() => { clock.restore(); });
+
+  it('an ACK owed before a READ covers only what came before it: nothing is resent', () => {
+    const { a, b } = connectedPair();
+    a.mem.register(1, 0, 64);
+    b.mem.register(2, 0, 64);
+    a.post({ wrId: 1, opcode: WR_RDMA_WRITE, inline: Buffer.from('w'), length: 1, remoteAddr: 0, rkey: 2 });
+    a.post({ wrId: 2, opcode: WR_RDMA_READ, sgl: [{ addr: 8, length: 8, lkey: 1 }], length: 8, remoteAddr: 8, rkey: 2 });
+    a.post({ wrId: 3, opcode: WR_ATOMIC_FETCH_AND_ADD, sgl: [{ addr: 16, length: 8, lkey: 1 }], length: 8, remoteAddr: 16, rkey: 2, swapLo: 1 });
+    settle(clock, a, b);
+    expect(opcodes(b)).to.deep.equal(['RC_ACKNOWLEDGE', 'RC_RDMA_READ_RESPONSE_ONLY', 'RC_ATOMIC_ACKNOWLEDGE']);
+    expect(psns(b)).to.deep.equal([0, 1, 2]);
+    expect(a.port.counters.retransmits).to.equal(0);
+    expect(a.sendCqes.map((c) => c.status)).to.deep.equal([0, 0, 0]);
+  });
+});
