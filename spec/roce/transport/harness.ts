@@ -183,4 +183,3 @@ export function pattern(n: number, seed: number): Buffer {
   return b;
 }
 
-export { QPS_RTS };

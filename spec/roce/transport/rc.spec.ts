@@ -3,7 +3,7 @@ import type * as sinon from 'sinon';
 import { decodeFrame, RoceFrame } from '../../../lib/roce/frame';
 import { opcodeName } from '../../../lib/roce/opcodes';
 import {
-  EVENT_COMM_EST, QPS_RTS, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, WC_RDMA_WRITE, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND,
+  EVENT_COMM_EST, QPS_RTR, QPS_RTS, WC_COMP_SWAP, WC_FETCH_ADD, WC_RDMA_READ, WC_RDMA_WRITE, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SEND,
   WC_SUCCESS, WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND,
   WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
 } from '../../../lib/roce/transport/types';
@@ -27,7 +27,7 @@ describe('roce/transport RC', () => {
 
   it('SEND of 3000 bytes over a 1024 MTU: first/middle/last, data in the receive WQE, COMM_EST at the responder', () => {
     const { a, b } = connectedPair();
-    b.qp.modify(2); // back to RTR for the COMM_EST check: only a packet taken in RTR raises it
+    b.qp.modify(QPS_RTR); // back to RTR for the COMM_EST check: only a packet taken in RTR raises it
     const src = a.mem.register(1, 0x1000, 4096);
     pattern(3000, 1).copy(src);
     const dst = b.mem.register(2, 0x8000, 4096);
