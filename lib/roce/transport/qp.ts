@@ -33,6 +33,7 @@ export class RoceQp implements QpControl {
   readonly #flushCompletion = new Completion();
 
   constructor(readonly cfg: RoceQpConfig, private readonly deps: RoceQpDeps, counters: RoceCounters) {
+    checkPmtu(cfg.pmtu);
     // One frame buffer each for the two directions' senders: a READ response can be built while a request is.
     this.requester = new Requester(cfg, deps, counters, Buffer.alloc(TX_BUFFER_BYTES), this);
     this.completer = new Completer(cfg, deps, counters, this.requester);
@@ -52,6 +53,7 @@ export class RoceQp implements QpControl {
       this.responder.stop();
       this.#established = false;
     } else if (state === QPS_RTR && from !== QPS_RTR) {
+      checkPmtu(this.cfg.pmtu);
       this.responder.start();
     } else if (state === QPS_RTS && from === QPS_RTR) {
       this.requester.start();
@@ -128,4 +130,11 @@ export class RoceQp implements QpControl {
 /** P_Keys match on their low 15 bits, and at least one side must be a full member. */
 function pkeyMatches(a: number, b: number): boolean {
   return (a & PKEY_BASE_MASK) === (b & PKEY_BASE_MASK) && ((a | b) & PKEY_FULL_MEMBER) !== 0;
+}
+
+/** The path MTUs of the IBTA (256..4096); the frame buffers are sized for the largest. A bad one is the caller's bug. */
+function checkPmtu(pmtu: number): void {
+  if (pmtu !== 256 && pmtu !== 512 && pmtu !== 1024 && pmtu !== 2048 && pmtu !== 4096) {
+    throw new RangeError(`path MTU ${pmtu} is not 256, 512, 1024, 2048 or 4096`);
+  }
 }

@@ -160,6 +160,8 @@ export class Requester {
       if (kind === KIND_READ || kind === KIND_ATOMIC || wqe.opcode === WR_SEND_WITH_INV) return WC_LOC_QP_OP_ERR;
     }
     if (kind === KIND_ATOMIC && wqe.length < 8) return WC_LOC_LEN_ERR;
+    // Remote addresses travel as numbers: one past 2^53 (or unreadable) cannot be sent exactly.
+    if (kind !== KIND_SEND && !(wqe.remoteAddr >= 0 && wqe.remoteAddr + wqe.length <= Number.MAX_SAFE_INTEGER)) return WC_LOC_QP_OP_ERR;
     return 0;
   }
 

@@ -185,3 +185,23 @@ describe('roce/transport RC ACK ordering', () => {
     expect(a.sendCqes.map((c) => c.status)).to.deep.equal([0, 0, 0]);
   });
 });
+
+describe('roce/transport RC local checks', () => {
+  let clock: sinon.SinonFakeTimers;
+  beforeEach(() => { clock = fakeClock(); });
+  afterEach(() => { clock.restore(); });
+
+  it('a remote address that is not a safe integer fails the WQE locally (LOC_QP_OP_ERR) and sends nothing', () => {
+    for (const remoteAddr of [-1, 2 ** 53, Number.MAX_SAFE_INTEGER - 2, NaN]) {
+      const { a } = connectedPair();
+      a.mem.register(1, 0, 64);
+      a.post({ wrId: 1, opcode: WR_RDMA_WRITE, sgl: [{ addr: 0, length: 8, lkey: 1 }], length: 8, remoteAddr, rkey: 2 });
+      expect(a.sendCqes.map((c) => c.status), String(remoteAddr)).to.deep.equal([2]);
+      expect(a.sent).to.have.length(0);
+    }
+  });
+
+  it('a path MTU the IBTA does not have is refused at create', () => {
+    expect(() => connectedPair((c) => { c.pmtu = 1500; })).to.throw(RangeError);
+  });
+});
