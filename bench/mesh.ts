@@ -39,15 +39,18 @@
 //     the share of it outside the main thread (V8's GC and compiler workers),
 //     and as % of the run's wall time (which process was saturated).
 //
-//   Over TLS (BENCH_MESH_TLS=1, the default): the same 1 MiB WRITE throughput
-//     with both servers given a pre-shared key (--mesh-psk: TLS 1.3,
+//   Over TLS (BENCH_MESH_TLS=1, the default): the same 8 B round trip and
+//     1 MiB WRITE throughput with both servers given a pre-shared key (--mesh-psk: TLS 1.3,
 //     TLS_AES_128_GCM_SHA256), fresh servers and guests, against raw TLS
 //     between this process and a child (mesh-raw.ts --tls: the mesh's own TLS
 //     settings and key) moving the same messages from and into the same
-//     footprint, in the same rounds scheme, in the same run.
+//     footprint, in the same rounds scheme, in the same run (the round trip
+//     against a raw TLS ping-pong of the same message).
 //
-// Goals (informational): 1 MiB WRITE throughput at >= 0.8x raw TCP (issue
-// 11), and over TLS at >= 0.8x raw TLS. Prints figures; asserts nothing.
+// Goals (informational): 1 MiB WRITE throughput at >= 0.8x raw TCP, and over
+// TLS at >= 0.8x raw TLS; the 8 B round trip within 3x the raw ping-pong,
+// plaintext and over TLS (each over TLS measured against raw TLS). Prints
+// figures; asserts nothing.
 //
 // Env: BENCH_MESH_LAT (latency samples, 2000), BENCH_MESH_WINDOW (1 MiB WRITEs
 // in flight, 16), BENCH_MESH_SECS (seconds of each throughput figure, over all
@@ -335,6 +338,8 @@ async function main(): Promise<void> {
     // Fresh servers with a key (the plaintext pair stays up, idle), fresh guests, a TLS peer;
     // the two alternate which goes first in each round, B's MR checked after each of ours.
     let tlsFig: { ours: Rate; base: Rate; oursRounds: Rate[]; baseRounds: Rate[]; meshMs: number; cipher: string } | null = null;
+    /** The 8 B round trip over TLS and raw TLS's ping-pong, sorted (null: not measured). */
+    let tlsLat: { ours: Float64Array; raw: Float64Array } | null = null;
     if (TLS_RUN) {
       const keyFile = `/tmp/ernic-mesh-bench-${tag}.psk`;
       trackFile(keyFile); // removed with the socket files
@@ -359,6 +364,15 @@ async function main(): Promise<void> {
       const cipher = (rawTls.s as tls.TLSSocket).getCipher().name;
       const tp = tlsPeer;
       const rt = rawTls;
+      if (LAT_N > 0) {
+        // The same one-at-a-time 8 B WRITEs and ping-pong as above, each side over TLS.
+        randomFillSync(a2.bytes, 0, LAT_SLOTS * 8);
+        await rdmaLatency(a2, b2, cq2, LAT_WARM, 0);
+        const ours = await rdmaLatency(a2, b2, cq2, LAT_N, LAT_WARM);
+        verify(a2, b2, Math.min(LAT_N, LAT_SLOTS) * 8, '8 B WRITEs over TLS');
+        await rawLatency(rt, LAT_WARM);
+        tlsLat = { ours, raw: await rawLatency(rt, LAT_N) };
+      }
       await rdmaThroughput(a2, b2, cq2, pids2, WINDOW, WARM_SECS, 0);
       await rawThroughput(rt, [tp.proc.pid!], BIG, WINDOW, WARM_SECS, 0, MAX_SECS, 'buffers');
       const oursTls: Rate[] = [];
@@ -436,6 +450,10 @@ async function main(): Promise<void> {
       console.log(`    ${`raw TLS, 60 B + ${BIG_TEXT} messages`.padEnd(36)} ${fmt(mbps(b)).padStart(8)} ${fmt(b.bytes / MiB).padStart(7)} ${b.secs.toFixed(2).padStart(6)}   same footprint, the mesh's TLS settings and key`);
       const perRoundTls = tlsFig.oursRounds.map((r, i) => `${fmt(mbps(r))}/${fmt(mbps(tlsFig!.baseRounds[i]!))}`).join('  ');
       console.log(`    ${'ratio ours/raw TLS'.padEnd(36)} ${tlsRatio.toFixed(3).padStart(8)}    per round (ours/raw MB/s): ${perRoundTls}`);
+      if (tlsLat) {
+        const [o50, r50] = [pct(tlsLat.ours, 0.5), pct(tlsLat.raw, 0.5)];
+        console.log(`    8 B RDMA WRITE round trip over TLS ${o50.toFixed(1)} us median (p99 ${pct(tlsLat.ours, 0.99).toFixed(1)}), raw TLS ping-pong ${r50.toFixed(1)} us (p99 ${pct(tlsLat.raw, 0.99).toFixed(1)}): ratio ${(o50 / r50).toFixed(2)}x`);
+      }
       console.log(`    ${'ratio ours TLS / ours plaintext'.padEnd(36)} ${(mbps(o) / mbps(ours)).toFixed(3).padStart(8)}    (what TLS costs the mesh)`);
       console.log(`    data: B's ${MR_BYTES / MiB} MiB MR checked byte for byte against A's source after each round: identical`);
       console.log(`    CPU ms/MiB: server A ${fmt(perMiB(o.cpu.peer[0]!, o), 2)}, B ${fmt(perMiB(o.cpu.peer[1]!, o), 2)}; raw TLS sender ${fmt(perMiB(b.cpu.self, b), 2)}, receiver ${fmt(perMiB(b.cpu.peer[0]!, b), 2)}`);
@@ -450,6 +468,7 @@ async function main(): Promise<void> {
         lat: lat && rawLat ? pct(lat, 0.5) / pct(rawLat, 0.5) : null,
         cpuA: perMiB(ca, ours), cpuB: perMiB(cb, ours), cpuSender: perMiB(base.cpu.self, base), cpuReceiver: perMiB(base.cpu.peer[0]!, base),
         tlsRatio, tlsOurs: tlsFig ? mbps(tlsFig.ours) : null, tlsRaw: tlsFig ? mbps(tlsFig.base) : null,
+        tlsLat: tlsLat ? pct(tlsLat.ours, 0.5) / pct(tlsLat.raw, 0.5) : null,
       };
       console.log(`${RESULT_TAG}${JSON.stringify(result)}`);
     }
@@ -484,6 +503,8 @@ interface RunResult {
   cpuA: number; cpuB: number; cpuSender: number; cpuReceiver: number;
   /** Over TLS (null: BENCH_MESH_TLS=0). */
   tlsRatio: number | null; tlsOurs: number | null; tlsRaw: number | null;
+  /** The 8 B round trip over TLS against raw TLS's ping-pong, medians. */
+  tlsLat: number | null;
 }
 
 /**
@@ -518,7 +539,8 @@ async function severalRuns(): Promise<void> {
     console.log(`  run ${i}/${RUNS}: ${BIG_TEXT} WRITEs ${r.ratio.toFixed(3)}x raw (${fmt(r.ours)} against ${fmt(r.raw)} MB/s), ` +
       `CPU ms/MiB A ${fmt(r.cpuA, 2)} B ${fmt(r.cpuB, 2)}, raw sender ${fmt(r.cpuSender, 2)} receiver ${fmt(r.cpuReceiver, 2)}` +
       (r.lat !== null ? `; 8 B round trip ${r.lat.toFixed(2)}x raw` : '') +
-      (r.tlsRatio !== null ? `; TLS ${r.tlsRatio.toFixed(3)}x raw TLS (${fmt(r.tlsOurs ?? 0)} against ${fmt(r.tlsRaw ?? 0)} MB/s)` : ''));
+      (r.tlsRatio !== null ? `; TLS ${r.tlsRatio.toFixed(3)}x raw TLS (${fmt(r.tlsOurs ?? 0)} against ${fmt(r.tlsRaw ?? 0)} MB/s)` : '') +
+      (r.tlsLat !== null ? `; 8 B round trip over TLS ${r.tlsLat.toFixed(2)}x raw TLS` : ''));
   }
   const sorted = [...results].sort((x, y) => x.r.ratio - y.r.ratio);
   const median = sorted[(sorted.length - 1) >> 1]!;
@@ -537,6 +559,14 @@ async function severalRuns(): Promise<void> {
     console.log(`  ${BIG_TEXT} WRITE ratio over TLS, ${tls.length} runs: median ${mid.toFixed(3)}, ${tls[0]!.toFixed(3)}-${tls[tls.length - 1]!.toFixed(3)}; ` +
       `${tls.filter((x) => x >= 0.8).length} of ${tls.length} runs at >= 0.8`);
     if (BIG === MiB) console.log(`  goal: 1 MiB WRITEs over TLS >= 0.8x raw TLS (median of the runs' TLS ratios): ${mid >= 0.8 ? 'met' : 'NOT met'} (${mid.toFixed(3)}x)`);
+  }
+  // The 8 B round trip against the raw ping-pong, plaintext and over TLS: goal within 3x (median of the runs' ratios).
+  for (const [what, pick] of [['', (r: RunResult) => r.lat], [' over TLS', (r: RunResult) => r.tlsLat]] as const) {
+    const xs = results.map((x) => pick(x.r)).filter((x): x is number => x !== null).sort((x, y) => x - y);
+    if (xs.length === 0) continue;
+    const mid = xs[(xs.length - 1) >> 1]!;
+    console.log(`  goal: 8 B WRITE round trip${what} within 3x the raw ping-pong (median of ${xs.length} runs' ratios, ${xs[0]!.toFixed(2)}-${xs[xs.length - 1]!.toFixed(2)}): ` +
+      `${mid <= 3 ? 'met' : 'NOT met'} (${mid.toFixed(2)}x)`);
   }
 }
 
