@@ -15,7 +15,14 @@ import type { FaultInjector } from './fault-injection';
 import { AddrKind, destinationKind, flowHash, FrameEndpoint, HostLink } from './frames';
 import type { InterruptController } from './interrupts';
 import { ionic_lif_stats } from './layouts';
-import { AdminQueue, EthQueue, NotifyQueue, QUEUE_BUDGET, RxQueue, RxResult, TxQueue, TxResult } from './queues';
+import { AdminQueue, EthQueue, NotifyQueue, QUEUE_BUDGET, RxCsumFlag, RxMeta, RxQueue, RxResult, TxPacket, TxQueue, TxResult } from './queues';
+import { onesSum } from './offload/checksum';
+import { EthHw } from './offload/features';
+import { PacketInfo, rxPktType } from './offload/packet';
+import { finishPartialChecksum, MIN_MSS, segmentCount, writeTcpSegment } from './offload/segment';
+import { MAX_SEGMENT, TxOffload, TxSink, TxVerdict } from './offload/transmit';
+import type { FrameOffload } from './offload/vnet';
+import { ETH_P_8021Q, ethhdr, IPPROTO_TCP, vlan_ethhdr } from '../net/headers';
 import type { DeviceStats } from './stats';
 
 interface LifContext {
@@ -49,13 +56,26 @@ export class Lif {
   #txScheduled = new Set<TxQueue>();
   #adminScheduled: AdminQueue | null = null;
   readonly #limiter = new RateLimiter();
-  readonly #gather = { len: 0 };
+  readonly #pkt = new TxPacket();
+  readonly #txOffload = new TxOffload();
+  readonly #txSink: TxSink;
+  readonly #rxMeta = new RxMeta();
+  readonly #rxInfo = new PacketInfo();
+  /** A segment cut from a host GSO frame, or a frame with its VLAN tag stripped. */
+  readonly #rxSeg = Buffer.alloc(MAX_SEGMENT);
+  readonly #rxStrip = Buffer.alloc(MAX_SEGMENT);
+  /** Offloads in force: what the driver asked for with LIF_SETATTR FEATURES, AND what the profile offers (EthHw bits). */
+  features = 0;
   /** The LIF was initialised (LIF_INIT) and not reset since. */
   initialized = false;
 
   constructor(private readonly ctx: LifContext, readonly queues: number, mac: Buffer) {
     this.mac = Buffer.from(mac);
     for (let i = 0; i < queues; i++) { this.txqs.push(null); this.rxqs.push(null); }
+    this.#txSink = {
+      frame: (frame) => this.#transmit(frame, destinationKind(frame)),
+      offload: (frame, o, wireFrames) => this.#transmitWhole(frame, o, wireFrames),
+    };
   }
 
   /** Forget every queue and filter (LIF_RESET, RESET, disconnect). */
@@ -71,6 +91,7 @@ export class Lif {
     this.#txScheduled.clear();
     this.#adminScheduled = null;
     this.initialized = false;
+    this.features = 0;
   }
 
   queue(type: number, index: number): EthQueue | null {
@@ -173,25 +194,26 @@ export class Lif {
     const stats = this.ctx.stats;
     let done = 0;
     while (!q.ring.empty && done < QUEUE_BUDGET) {
-      const r = q.gather(mem, this.#gather);
+      const pkt = this.#pkt;
+      const r = q.gather(mem, pkt);
+      if (r === TxResult.INCOMPLETE) break;
       if (r === TxResult.DMA_ERROR) {
         stats.count(ionic_lif_stats.tx_desc_fetch_error);
         warnLimited(this.ctx.log, this.#limiter, 'txq-dma', `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`);
         q.enabled = false;
         break;
       }
-      const frame = q.frame.subarray(0, r === TxResult.SENT ? this.#gather.len : 0);
-      const kind = destinationKind(frame);
-      if (r === TxResult.BAD_DESC || frame.length < 14) {
-        stats.txDrop(kind, frame.length, 'desc');
-        warnLimited(this.ctx.log, this.#limiter, 'txq-desc', `ionic: TX queue ${q.cfg.index}: malformed descriptor at ${q.ring.ci}; frame dropped`);
+      if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
+        this.#txMalformed(q, pkt.len);
       } else if (this.ctx.faults.fail('tx-drop')) {
         // Injected: completed to the guest as sent, but never leaves.
-        stats.txFrame(kind, frame.length);
+        stats.txFrame(AddrKind.UNICAST, pkt.len);
       } else {
-        this.#transmit(frame, kind);
+        // The host finishes checksums and segmentation only when no in-process endpoint may want the frames.
+        const hostFinishes = this.link?.offloads === true && this.endpoints.length === 0;
+        if (this.#txOffload.send(q.buf, pkt, hostFinishes, this.#txSink) === TxVerdict.MALFORMED) this.#txMalformed(q, pkt.len);
       }
-      if (!q.complete(mem, 0)) { q.enabled = false; break; }
+      if (!q.complete(mem, 0, Math.max(1, pkt.descs))) { q.enabled = false; break; }
       done++;
     }
     if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
@@ -201,6 +223,22 @@ export class Lif {
         this.#txScheduled.delete(q);
         if (this.txqs[q.cfg.index] === q) this.runTx(q);
       }, () => { q.enabled = false; });
+    }
+  }
+
+  #txMalformed(q: TxQueue, len: number): void {
+    this.ctx.stats.txDrop(AddrKind.UNICAST, len, 'desc');
+    warnLimited(this.ctx.log, this.#limiter, 'txq-desc', `ionic: TX queue ${q.cfg.index}: malformed descriptor at ${q.ring.ci}; frame dropped`);
+  }
+
+  /** A frame the host link finishes (partial checksum, segmentation), counted as the frames it becomes on the wire. */
+  #transmitWhole(frame: Buffer, o: FrameOffload, wireFrames: number): void {
+    const kind = destinationKind(frame);
+    const ok = this.link ? this.link.send(frame, o) : true;
+    const perFrame = wireFrames > 1 ? o.hdrLen + Math.ceil((frame.length - o.hdrLen) / wireFrames) : frame.length;
+    for (let i = 0; i < wireFrames; i++) {
+      if (ok) this.ctx.stats.txFrame(kind, perFrame);
+      else this.ctx.stats.txDrop(kind, perFrame, 'error');
     }
   }
 
@@ -229,8 +267,31 @@ export class Lif {
     if (this.#toGuest.length) this.#drainToGuest();
   }
 
-  /** A frame from the host wire: filters, endpoints, steering, injected faults. */
-  receive(frame: Buffer): void {
+  /**
+   * A frame from the host wire, with what the host left unfinished: a TCP
+   * super-frame is cut into segments the guest's MTU holds (the driver posts
+   * MTU-sized buffers: it takes no large receives), a partial checksum is
+   * finished. Then filters, endpoints, steering, injected faults.
+   */
+  receive(frame: Buffer, offload: FrameOffload | null = null): void {
+    if (offload?.tcpGso) {
+      const p = this.#rxInfo.parse(frame, frame.length);
+      const hdr = p.headersEnd;
+      // Segments that fit the guest's MTU; the host's MSS when smaller.
+      const mss = Math.min(offload.gsoSize, this.mtu - (hdr - p.l3), MAX_SEGMENT - hdr);
+      if (p.proto !== IPPROTO_TCP || mss < MIN_MSS) { this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error'); return; }
+      const count = segmentCount(frame.length, p, mss);
+      for (let i = 0; i < count; i++) this.#receiveOne(this.#rxSeg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#rxSeg)));
+      return;
+    }
+    if (offload?.needsCsum && !finishPartialChecksum(frame, frame.length, offload.csumStart, offload.csumOffset)) {
+      this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
+      return;
+    }
+    this.#receiveOne(frame);
+  }
+
+  #receiveOne(frame: Buffer): void {
     const kind = destinationKind(frame);
     for (const e of this.endpoints) if (e.claimRx?.(frame)) return;
     if (!this.accepts(frame, kind)) return;
@@ -261,7 +322,10 @@ export class Lif {
   #deliver(q: RxQueue, frame: Buffer, kind: AddrKind): void {
     const mem = this.ctx.memory();
     if (!mem) return;
-    const r = q.deliver(mem, frame, flowHash(frame));
+    if (!q.hasBuffer) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return; }
+    const meta = this.#rxMeta;
+    frame = this.#rxOffloads(frame, meta);
+    const r = q.deliver(mem, frame, meta);
     switch (r) {
       case RxResult.DELIVERED:
         this.ctx.stats.rxFrame(kind, frame.length);
@@ -279,6 +343,33 @@ export class Lif {
         return;
     }
     if (q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, 1);
+  }
+
+  /**
+   * Fill the completion's offload fields for a frame: hash and packet type,
+   * the VLAN tag stripped (the frame returned is then a copy without it),
+   * and the complete sum of everything after the Ethernet header.
+   */
+  #rxOffloads(frame: Buffer, meta: RxMeta): Buffer {
+    meta.rssHash = flowHash(frame);
+    meta.csum = 0; meta.csumFlags = 0; meta.vlanTci = 0; meta.pktType = 0;
+    const f = this.features;
+    if (f === 0 || frame.length < ethhdr.SIZE) return frame;
+    let out = frame;
+    if (f & EthHw.VLAN_RX_STRIP && frame.length >= vlan_ethhdr.SIZE && frame.readUInt16BE(ethhdr.h_proto.off) === ETH_P_8021Q) {
+      meta.vlanTci = frame.readUInt16BE(vlan_ethhdr.h_vlan_TCI.off);
+      meta.csumFlags |= RxCsumFlag.VLAN;
+      const vlanLen = vlan_ethhdr.SIZE - ethhdr.SIZE;
+      frame.copy(this.#rxStrip, 0, 0, ethhdr.h_proto.off);
+      frame.copy(this.#rxStrip, ethhdr.h_proto.off, ethhdr.h_proto.off + vlanLen);
+      out = this.#rxStrip.subarray(0, frame.length - vlanLen);
+    }
+    meta.pktType = rxPktType(this.#rxInfo.parse(out, out.length));
+    if (f & EthHw.RX_CSUM) {
+      meta.csum = onesSum(out, ethhdr.SIZE, out.length - ethhdr.SIZE);
+      meta.csumFlags |= RxCsumFlag.CALC;
+    }
+    return out;
   }
 
   /** The enabled RX queue a flow lands on: a fixed hash over the enabled queues, in index order. */
