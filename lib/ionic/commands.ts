@@ -223,6 +223,8 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
         if (q instanceof TxQueue) lif.runTx(q);
       } else if (oper === QControlOp.DISABLE) {
         q.enabled = false;
+        // A frame waiting for this queue's buffers would wait for ever.
+        if (q instanceof RxQueue) lif.releaseHeld();
       } else if (oper !== QControlOp.HANG_RESET) {
         return Status.EINVAL;
       }

@@ -34,6 +34,13 @@ export interface HostLink {
    * what the host left unfinished, or null) are valid during the call only.
    */
   start(onFrame: (frame: Buffer, offload?: FrameOffload | null) => void): void;
+  /**
+   * Stop delivering frames until resume(): the guest has no RX buffer, and
+   * the host's own queue should hold the frames (backpressure, as QEMU gives
+   * its virtio-net) rather than us dropping them. Optional.
+   */
+  pause?(): void;
+  resume?(): void;
   close(): void;
 }
 

@@ -21,7 +21,7 @@ import { EthHw } from './offload/features';
 import { PacketInfo, rxPktType } from './offload/packet';
 import { finishPartialChecksum, MIN_MSS, segmentCount, writeTcpSegment } from './offload/segment';
 import { MAX_SEGMENT, TxOffload, TxSink, TxVerdict } from './offload/transmit';
-import type { FrameOffload } from './offload/vnet';
+import { FrameOffload } from './offload/vnet';
 import { ETH_P_8021Q, ethhdr, IPPROTO_TCP, vlan_ethhdr } from '../net/headers';
 import type { DeviceStats } from './stats';
 
@@ -33,6 +33,16 @@ interface LifContext {
   readonly log: Logger;
   /** Run an admin command (shared with the BAR0 device-command path). */
   execute(cmd: Buffer, comp: Buffer): void;
+}
+
+/** The largest frame the host link hands us (a 64 KiB GSO frame with its link header). */
+const HELD_FRAME_MAX = 65536 + 1024;
+
+/** What became of a frame offered to the guest. */
+const enum RxFate {
+  DONE,
+  /** Its queue is enabled but has no buffer posted: the frame may wait. */
+  NO_BUFFER,
 }
 
 /** Frames queued for the guest by in-process endpoints wait at most this many (then the oldest go). */
@@ -64,6 +74,12 @@ export class Lif {
   /** A segment cut from a host GSO frame, or a frame with its VLAN tag stripped. */
   readonly #rxSeg = Buffer.alloc(MAX_SEGMENT);
   readonly #rxStrip = Buffer.alloc(MAX_SEGMENT);
+  /** A frame from the host link that found its RX queue without a buffer: kept (the link paused) until the guest posts some. */
+  readonly #held = Buffer.alloc(HELD_FRAME_MAX);
+  readonly #heldOffload = new FrameOffload();
+  #heldLen = 0;
+  /** The next segment of a held GSO frame to deliver; -1: nothing held. */
+  #heldSeg = -1;
   /** Offloads in force: what the driver asked for with LIF_SETATTR FEATURES, AND what the profile offers (EthHw bits). */
   features = 0;
   /** The LIF was initialised (LIF_INIT) and not reset since. */
@@ -92,6 +108,14 @@ export class Lif {
     this.#adminScheduled = null;
     this.initialized = false;
     this.features = 0;
+    this.releaseHeld();
+  }
+
+  /** Drop the held frame, if any, and let the host link deliver again (a reset, or an RX queue disabled). */
+  releaseHeld(): void {
+    if (this.#heldSeg < 0) return;
+    this.#heldSeg = -1;
+    this.link?.resume?.();
   }
 
   queue(type: number, index: number): EthQueue | null {
@@ -265,6 +289,12 @@ export class Lif {
     }
     q.ring.pi = pIndex;
     if (this.#toGuest.length) this.#drainToGuest();
+    if (this.#heldSeg >= 0) {
+      const from = this.#heldSeg;
+      this.#heldSeg = -1;
+      this.receive(this.#held.subarray(0, this.#heldLen), this.#heldOffload, from);
+      if (this.#heldSeg < 0) this.link?.resume?.();
+    }
   }
 
   /**
@@ -273,7 +303,7 @@ export class Lif {
    * MTU-sized buffers: it takes no large receives), a partial checksum is
    * finished. Then filters, endpoints, steering, injected faults.
    */
-  receive(frame: Buffer, offload: FrameOffload | null = null): void {
+  receive(frame: Buffer, offload: FrameOffload | null = null, fromSegment = 0): void {
     if (offload?.tcpGso) {
       const p = this.#rxInfo.parse(frame, frame.length);
       const hdr = p.headersEnd;
@@ -281,25 +311,51 @@ export class Lif {
       const mss = Math.min(offload.gsoSize, this.mtu - (hdr - p.l3), MAX_SEGMENT - hdr);
       if (p.proto !== IPPROTO_TCP || mss < MIN_MSS) { this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error'); return; }
       const count = segmentCount(frame.length, p, mss);
-      for (let i = 0; i < count; i++) this.#receiveOne(this.#rxSeg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#rxSeg)));
+      for (let i = fromSegment; i < count; i++) {
+        const seg = this.#rxSeg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#rxSeg));
+        if (this.#receiveOne(seg) === RxFate.NO_BUFFER) { this.#hold(frame, offload, i); return; }
+      }
       return;
     }
-    if (offload?.needsCsum && !finishPartialChecksum(frame, frame.length, offload.csumStart, offload.csumOffset)) {
-      this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
-      return;
+    if (offload?.needsCsum) {
+      if (!finishPartialChecksum(frame, frame.length, offload.csumStart, offload.csumOffset)) {
+        this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
+        return;
+      }
+      offload.needsCsum = false; // finished: a held copy must not be finished twice
     }
-    this.#receiveOne(frame);
+    if (this.#receiveOne(frame) === RxFate.NO_BUFFER) this.#hold(frame, offload, 0);
   }
 
-  #receiveOne(frame: Buffer): void {
+  /**
+   * Keep a frame from the host link (from segment `seg` on) and pause the
+   * link, so the host queues the rest instead of us dropping them. Without a
+   * link that pauses, the frame is dropped as a NIC without buffers does.
+   */
+  #hold(frame: Buffer, offload: FrameOffload | null, seg: number): void {
+    if (!this.link?.pause || frame.length > this.#held.length) {
+      this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'no-buffer');
+      return;
+    }
+    if (frame.buffer !== this.#held.buffer || frame.byteOffset !== this.#held.byteOffset) frame.copy(this.#held, 0);
+    this.#heldLen = frame.length;
+    if (offload) Object.assign(this.#heldOffload, offload);
+    else this.#heldOffload.clear();
+    this.#heldSeg = seg;
+    this.link.pause();
+  }
+
+  #receiveOne(frame: Buffer): RxFate {
     const kind = destinationKind(frame);
-    for (const e of this.endpoints) if (e.claimRx?.(frame)) return;
-    if (!this.accepts(frame, kind)) return;
-    if (this.ctx.faults.fail('rx-lost')) return;
+    for (const e of this.endpoints) if (e.claimRx?.(frame)) return RxFate.DONE;
+    if (!this.accepts(frame, kind)) return RxFate.DONE;
+    if (this.ctx.faults.fail('rx-lost')) return RxFate.DONE;
     const q = this.#steer(frame);
-    if (!q) { this.ctx.stats.rxDrop(kind, frame.length, 'disabled'); return; }
-    if (this.ctx.faults.fail('rx-nobuf')) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return; }
+    if (!q) { this.ctx.stats.rxDrop(kind, frame.length, 'disabled'); return RxFate.DONE; }
+    if (this.ctx.faults.fail('rx-nobuf')) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return RxFate.DONE; }
+    if (!q.hasBuffer && this.link?.pause) return RxFate.NO_BUFFER;
     this.#deliver(q, frame, kind);
+    return RxFate.DONE;
   }
 
   /** An in-process endpoint sends a frame to the guest: it waits for a buffer if none is posted. */

@@ -39,6 +39,7 @@ export class TapLink implements HostLink {
   /** Frames the kernel refused (queue full, interface down). */
   sendErrors = 0;
   #closed = false;
+  #paused = false;
 
   constructor(ifname: string, opts: TapOptions = {}) {
     this.offloads = opts.offloads ?? true;
@@ -67,8 +68,9 @@ export class TapLink implements HostLink {
     const buf = this.#buf;
     const offloads = this.offloads;
     const rx = this.#rx;
+    const paused = (): boolean => this.#paused;
     this.#watcher = native.watch(fd, native.READABLE, function onTapReadable() {
-      for (let i = 0; i < READS_PER_EVENT; i++) {
+      for (let i = 0; i < READS_PER_EVENT && !paused(); i++) {
         let n: number;
         try {
           n = fs.readSync(fd, buf, 0, buf.length, null);
@@ -81,6 +83,19 @@ export class TapLink implements HostLink {
         onFrame(buf.subarray(virtio_net_hdr.SIZE, n), rx.decode(buf, 0));
       }
     });
+  }
+
+  /** Stop reading: the kernel queues what comes meanwhile (and drops past txqueuelen, as on a full NIC). */
+  pause(): void {
+    if (this.#paused || this.#closed) return;
+    this.#paused = true;
+    this.#watcher?.update(0);
+  }
+
+  resume(): void {
+    if (!this.#paused || this.#closed) return;
+    this.#paused = false;
+    this.#watcher?.update(native.READABLE);
   }
 
   close(): void {
