@@ -6,6 +6,10 @@
 //   TX: the guest sends batches of frames; they leave through the TAP.
 //       Baseline: this process writing the same frames straight to a TAP fd
 //       (the host's own cost of putting a frame on that wire).
+//   TX TSO: the guest sends 64,000-byte TCP payloads as TSO runs (one
+//       descriptor per segment); each leaves as one GSO buffer (the server's
+//       TAP has IFF_VNET_HDR). Baseline: this process writing the same GSO
+//       buffer to a TAP with offloads.
 //   RX: the host sends UDP datagrams to the guest's address (static neighbour
 //       entry), the kernel puts them on the TAP, the device delivers them.
 //       Baseline: the same send loop's rate (what the host offers).

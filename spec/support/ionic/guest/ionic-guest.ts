@@ -290,16 +290,20 @@ export class IonicGuest extends GuestProbe {
    */
   postTxRun(queue: number, run: readonly { desc: Buffer; sg?: Buffer }[]): Promise<TxCompletion> {
     const q = this.txqs[queue]!;
-    let done: Promise<TxCompletion> | null = null;
-    for (let i = 0; i < run.length; i++) {
-      const slot = q.head;
-      run[i]!.desc.copy(this.mem(q.ring + slot * 16, 16));
-      const sg = run[i]!.sg;
-      if (sg) sg.copy(this.mem(q.sg + slot * q.sgDescSize, Math.min(sg.length, q.sgDescSize)));
-      done = this.#queueTx(q, slot, i === run.length - 1);
+    if (run.length === 0) throw new Error('postTxRun: an empty run');
+    // Only the last descriptor gets a waiter: the device completes the run with one entry.
+    for (let i = 0; i < run.length - 1; i++) {
+      this.#writeRaw(q, run[i]!.desc, run[i]!.sg);
+      q.head = (q.head + 1) % q.size;
     }
-    if (!done) throw new Error('postTxRun: an empty run');
-    return done;
+    const slot = q.head;
+    this.#writeRaw(q, run[run.length - 1]!.desc, run[run.length - 1]!.sg);
+    return this.#queueTx(q, slot, true);
+  }
+
+  #writeRaw(q: TxQ, desc: Buffer, sg: Buffer | undefined): void {
+    desc.copy(this.mem(q.ring + q.head * 16, 16));
+    if (sg) sg.copy(this.mem(q.sg + q.head * q.sgDescSize, Math.min(sg.length, q.sgDescSize)));
   }
 
   /** Where the TX buffer of a slot lives (for hand-made descriptors). */
