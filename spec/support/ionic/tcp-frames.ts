@@ -27,6 +27,10 @@ export interface TcpSpec {
   readonly options?: Buffer;
   /** IPv6 only: a hop-by-hop extension header before TCP. */
   readonly hopByHop?: boolean;
+  /** IPv4 addresses (default 10.78.0.2 -> 10.78.0.1) and destination MAC (default MAC_B). */
+  readonly src?: Buffer;
+  readonly dst?: Buffer;
+  readonly dstMac?: Buffer;
   /** Leave the checksums as the driver's TSO leaves them (IPv4 0, TCP a zero-length pseudo seed). Default: valid. */
   readonly tsoSeed?: boolean;
 }
@@ -68,10 +72,11 @@ export function tcpFrame(s: TcpSpec): { frame: Buffer; l3: number; l4: number; h
     ip.writeUInt16BE(0x4000, 6);
     ip[8] = 64;
     ip[9] = 6;
-    Buffer.from([10, 78, 0, 2, 10, 78, 0, 1]).copy(ip, 12);
+    (s.src ?? Buffer.from([10, 78, 0, 2])).copy(ip, 12);
+    (s.dst ?? Buffer.from([10, 78, 0, 1])).copy(ip, 16);
   }
   const eth = Buffer.alloc(s.vlan !== undefined ? 18 : 14);
-  MAC_B.copy(eth, 0);
+  (s.dstMac ?? MAC_B).copy(eth, 0);
   MAC_A.copy(eth, 6);
   if (s.vlan !== undefined) {
     eth.writeUInt16BE(0x8100, 12);
