@@ -350,11 +350,12 @@ export class Lif {
     for (const e of this.endpoints) if (e.claimRx?.(frame)) return RxFate.DONE;
     if (!this.accepts(frame, kind)) return RxFate.DONE;
     if (this.ctx.faults.fail('rx-lost')) return RxFate.DONE;
-    const q = this.#steer(frame);
+    const hash = flowHash(frame);
+    const q = this.#steer(hash);
     if (!q) { this.ctx.stats.rxDrop(kind, frame.length, 'disabled'); return RxFate.DONE; }
     if (this.ctx.faults.fail('rx-nobuf')) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return RxFate.DONE; }
     if (!q.hasBuffer && this.link?.pause) return RxFate.NO_BUFFER;
-    this.#deliver(q, frame, kind);
+    this.#deliver(q, frame, kind, hash);
     return RxFate.DONE;
   }
 
@@ -368,19 +369,20 @@ export class Lif {
   #drainToGuest(): void {
     while (this.#toGuest.length) {
       const frame = this.#toGuest[0]!;
-      const q = this.#steer(frame);
+      const hash = flowHash(frame);
+      const q = this.#steer(hash);
       if (!q || !q.hasBuffer) return;
       this.#toGuest.shift();
-      this.#deliver(q, frame, destinationKind(frame));
+      this.#deliver(q, frame, destinationKind(frame), hash);
     }
   }
 
-  #deliver(q: RxQueue, frame: Buffer, kind: AddrKind): void {
+  #deliver(q: RxQueue, frame: Buffer, kind: AddrKind, hash: number): void {
     const mem = this.ctx.memory();
     if (!mem) return;
     if (!q.hasBuffer) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return; }
     const meta = this.#rxMeta;
-    frame = this.#rxOffloads(frame, meta);
+    frame = this.#rxOffloads(frame, meta, hash);
     const r = q.deliver(mem, frame, meta);
     switch (r) {
       case RxResult.DELIVERED:
@@ -406,8 +408,8 @@ export class Lif {
    * the VLAN tag stripped (the frame returned is then a copy without it),
    * and the complete sum of everything after the Ethernet header.
    */
-  #rxOffloads(frame: Buffer, meta: RxMeta): Buffer {
-    meta.rssHash = flowHash(frame);
+  #rxOffloads(frame: Buffer, meta: RxMeta, hash: number): Buffer {
+    meta.rssHash = hash;
     meta.csum = 0; meta.csumFlags = 0; meta.vlanTci = 0; meta.pktType = 0;
     const f = this.features;
     if (f === 0 || frame.length < ethhdr.SIZE) return frame;
@@ -420,7 +422,8 @@ export class Lif {
       frame.copy(this.#rxStrip, ethhdr.h_proto.off, ethhdr.h_proto.off + vlanLen);
       out = this.#rxStrip.subarray(0, frame.length - vlanLen);
     }
-    meta.pktType = rxPktType(this.#rxInfo.parse(out, out.length));
+    // The packet type only picks the hash type, which the driver reads only with RX_HASH.
+    if (f & EthHw.RX_HASH) meta.pktType = rxPktType(this.#rxInfo.parse(out, out.length));
     if (f & EthHw.RX_CSUM) {
       meta.csum = onesSum(out, ethhdr.SIZE, out.length - ethhdr.SIZE);
       meta.csumFlags |= RxCsumFlag.CALC;
@@ -429,11 +432,11 @@ export class Lif {
   }
 
   /** The enabled RX queue a flow lands on: a fixed hash over the enabled queues, in index order. */
-  #steer(frame: Buffer): RxQueue | null {
+  #steer(hash: number): RxQueue | null {
     let n = 0;
     for (const q of this.rxqs) if (q?.enabled) n++;
     if (n === 0) return null;
-    let pick = flowHash(frame) % n;
+    let pick = hash % n;
     for (const q of this.rxqs) {
       if (!q?.enabled) continue;
       if (pick-- === 0) return q;

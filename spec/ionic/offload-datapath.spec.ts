@@ -7,7 +7,7 @@
 
 import { expect } from 'chai';
 import { IonicGuest, command, putU64, txCmd } from '../support/ionic/guest';
-import { Attr, Op, TxOp } from '../support/ionic/regs';
+import { Attr, DRIVER_FEATURES, Feature, Op, TxOp } from '../support/ionic/regs';
 import { DEVICE_MAC, Rig, testProfile } from '../support/ionic/rig';
 import { FakeLink } from '../support/ionic/wire';
 import { ipv4ChecksumOk, pattern, pseudo, rfc1071Sum, TCP_ACK, TCP_FIN, TCP_PSH, tcpChecksumOk, tcpFrame } from '../support/ionic/tcp-frames';
@@ -173,6 +173,11 @@ describe('ionic offloads: RX checksum, packet type, VLAN strip, host GSO frames'
     link = new FakeLink(true);
     rig = await Rig.start({ link });
     g = await rig.probed(1);
+    // RX_HASH too (the driver asks for it with more than one queue pair): the packet type comes with it.
+    const set = command(Op.LIF_SETATTR);
+    set[1] = Attr.FEATURES;
+    putU64(set, 4, DRIVER_FEATURES | Feature.RX_HASH);
+    expect(Number((await g.adminCmd(set)).comp.readBigUInt64LE(4)) & Feature.RX_HASH).to.equal(Feature.RX_HASH);
   });
   after(async () => rig.close());
   afterEach(() => { expect(g.violations).to.deep.equal([]); g.takeRx(); });
