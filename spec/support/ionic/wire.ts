@@ -4,6 +4,7 @@
 
 import type { HostLink } from '../../../lib/ionic/frames';
 import { FrameOffload } from '../../../lib/ionic/offload/vnet';
+import { rfc1071Sum } from './tcp-frames';
 
 export const BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 const ETH_ARP = 0x0806;
@@ -31,11 +32,7 @@ export function ethernet(dst: Buffer, src: Buffer, type: number, payload: Buffer
 
 /** RFC 1071 ones'-complement checksum. */
 function inetChecksum(b: Buffer): number {
-  let sum = 0;
-  for (let i = 0; i + 1 < b.length; i += 2) sum += b.readUInt16BE(i);
-  if (b.length & 1) sum += b[b.length - 1]! << 8;
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  return ~sum & 0xffff;
+  return ~rfc1071Sum(b) & 0xffff;
 }
 
 /** ARP request (op 1) or reply (op 2) for IPv4 over Ethernet. */
