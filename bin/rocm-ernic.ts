@@ -120,6 +120,7 @@ async function main(): Promise<void> {
     .option('socket', { alias: 's', type: 'string', default: DEFAULT_SOCKET, describe: 'vfio-user UNIX socket QEMU connects to' })
     .option('backend', { alias: 'b', type: 'string', default: 'loopback', describe: 'where RDMA work goes: loopback | none | tcp:... | nvmeof[:...] | s3[:...] (see Backends below)' })
     .option('tap', { alias: 'T', type: 'string', describe: 'attach the Ethernet port to this existing host TAP (ip tuntap add dev X mode tap)' })
+    .option('tap-offloads', { type: 'boolean', default: true, describe: 'open the TAP with IFF_VNET_HDR and checksum/TSO offloads (--no-tap-offloads: one finished frame per write)' })
     .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
     .option('nic-profile', { alias: 'p', type: 'string', default: 'compat', describe: 'NIC profile(s): built-in names and/or .ini files, comma-separated, layered over compat' })
     .option('print-profile', { type: 'boolean', default: false, describe: 'print the effective NIC profile (after layering) as an .ini and exit' })
@@ -209,7 +210,7 @@ async function main(): Promise<void> {
     const tapState = hostInterfaceState(argv.tap);
     if (tapState === 'missing') fail(`--tap ${argv.tap}: no such interface (create it first: ip tuntap add dev ${argv.tap} mode tap; ip link set ${argv.tap} up)`);
     try {
-      link = new TapLink(argv.tap);
+      link = new TapLink(argv.tap, { offloads: argv['tap-offloads'] });
     } catch (e) {
       const code = (e as { code?: string }).code;
       const hint = code === 'EBUSY' ? 'another process has it open' : code === 'EPERM' ? 'no permission (root, or a TAP created with user=you)' : `create it first: ip tuntap add dev ${argv.tap} mode tap`;

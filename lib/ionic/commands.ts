@@ -17,6 +17,7 @@ import {
   ionic_rx_filter_add_cmd, ionic_rx_filter_add_comp, ionic_rx_filter_del_cmd, ionic_rx_mode_set_cmd,
 } from './layouts';
 import type { Lif } from './lif';
+import { offeredFeatures } from './offload/features';
 import { AdminQueue, NotifyQueue, QueueConfig, RxQueue, TxQueue } from './queues';
 import type { DeviceStats } from './stats';
 import type { NicProfile } from './profile';
@@ -127,7 +128,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       if (pa <= 0 || !mem) return Status.EINVAL;
       // lif_info: config, then status "link up" with the profile's speed (the carrier comes from here).
       const block = Buffer.alloc(ionic_lif_info.STATS);
-      writeLifConfig(block, ionic_lif_info.CONFIG, p, lif.mac, lif.mtu);
+      writeLifConfig(block, ionic_lif_info.CONFIG, p, lif.mac, lif.mtu, lif.features);
       setField(block, 0, ionic_lif_info.eid, 0);
       setField(block, 0, ionic_lif_info.link_status, LinkStatus.UP);
       setField(block, 0, ionic_lif_info.link_speed, p.linkSpeedMbps);
@@ -153,7 +154,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       if (attr === LifAttr.MAC) setRawBytes(comp, 0, C.mac, lif.mac);
       else if (attr === LifAttr.MTU) setField(comp, 0, C.mtu, lif.mtu);
       else if (attr === LifAttr.STATE) setField(comp, 0, C.state, lif.initialized ? 1 : 0);
-      else if (attr === LifAttr.FEATURES) setField(comp, 0, C.features, 0);
+      else if (attr === LifAttr.FEATURES) setField(comp, 0, C.features, lif.features);
       return Status.SUCCESS;
     }
 
@@ -169,8 +170,11 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
         if (mtu < MIN_MTU || mtu > p.maxMtu) return Status.EINVAL;
         lif.mtu = mtu;
       } else if (attr === LifAttr.FEATURES) {
-        // No offloads: the answer is the empty set, and the driver adapts (contract 4.6).
-        setField(comp, 0, ionic_lif_setattr_comp.features, 0);
+        // The answer is what we offer of what was asked; the driver keeps the AND of the two (contract 4.6).
+        // Only the low 32 bits carry offloads we know: the rest (tunnels, GENEVE, TIMESTAMP) are never offered.
+        const asked = getField(cmd, 0, ionic_lif_setattr_cmd.features);
+        lif.features = (asked >= 0 ? asked % 2 ** 32 : 0) & offeredFeatures(p.offloads);
+        setField(comp, 0, ionic_lif_setattr_comp.features, lif.features);
       }
       return Status.SUCCESS;
     }
@@ -219,6 +223,8 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
         if (q instanceof TxQueue) lif.runTx(q);
       } else if (oper === QControlOp.DISABLE) {
         q.enabled = false;
+        // A frame waiting for this queue's buffers would wait for ever.
+        if (q instanceof RxQueue) lif.releaseHeld();
       } else if (oper !== QControlOp.HANG_RESET) {
         return Status.EINVAL;
       }

@@ -139,7 +139,7 @@ export class IonicDevice {
       onDetach: () => this.#onDetach(),
     });
     // A frame from the host arrives on its own event; a bug in receiving it costs the frame.
-    this.#link?.start((frame) => { contain(this.#log, 'ionic RX from the host link', () => this.lif.receive(frame)); });
+    this.#link?.start((frame, offload) => { contain(this.#log, 'ionic RX from the host link', () => this.lif.receive(frame, offload ?? null)); });
     this.lif.link = this.#link;
   }
 

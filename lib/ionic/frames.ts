@@ -12,6 +12,7 @@ import {
   ETH_BROADCAST, ETH_MULTICAST_BIT, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, IPPROTO_TCP, IPPROTO_UDP, IPV4_IHL_MASK,
   IPV4_IHL_UNIT, ipv6hdr, tcphdr, vlan_ethhdr,
 } from '../net/headers';
+import type { FrameOffload } from './offload/vnet';
 
 /** An in-process party on the device's Ethernet segment. */
 export interface FrameEndpoint {
@@ -24,10 +25,22 @@ export interface FrameEndpoint {
 /** The host side of the wire: something frames can be written to and read from. */
 export interface HostLink {
   readonly name: string;
+  /** send() takes an `offload`: the host finishes partial checksums and segments TCP super-frames (a TAP with IFF_VNET_HDR). */
+  readonly offloads?: boolean;
   /** Send one frame to the host. Returns false when it could not be sent (counted as a TX error). */
-  send(frame: Buffer): boolean;
-  /** Start delivering received frames (event driven). `frame` is valid during the call only. */
-  start(onFrame: (frame: Buffer) => void): void;
+  send(frame: Buffer, offload?: FrameOffload): boolean;
+  /**
+   * Start delivering received frames (event driven). `frame` (and `offload`,
+   * what the host left unfinished, or null) are valid during the call only.
+   */
+  start(onFrame: (frame: Buffer, offload?: FrameOffload | null) => void): void;
+  /**
+   * Stop delivering frames until resume(): the guest has no RX buffer, and
+   * the host's own queue should hold the frames (backpressure, as QEMU gives
+   * its virtio-net) rather than us dropping them. Optional.
+   */
+  pause?(): void;
+  resume?(): void;
   close(): void;
 }
 

@@ -13,6 +13,7 @@ import {
 import { IonicPhyType, maxFrameSize } from './profile';
 import type { NicProfile } from './profile';
 import { rdmaEnabled, writeRdmaIdentity } from './rdma/identity';
+import { offeredFeatures } from './offload/features';
 
 /**
  * Doorbell pages per LIF without RDMA: one (the kernel's). With RDMA every open
@@ -98,18 +99,19 @@ export function writeLifIdentity(w: Buffer, p: NicProfile, mac: Buffer, mtu: num
   setField(w, 0, LI.rss_ind_tbl_sz, RSS_IND_TBL_SZ);
   setField(w, 0, LI.min_frame_size, MIN_FRAME_SIZE);
   setField(w, 0, LI.max_frame_size, maxFrameSize(p));
-  writeLifConfig(w, LI.CONFIG, p, mac, mtu);
+  // The identity's config shows what the device offers; the driver reads only TIMESTAMP from it.
+  writeLifConfig(w, LI.CONFIG, p, mac, mtu, offeredFeatures(p.offloads));
   // The RDMA section (contract 1.4); its eq_qtype count also sizes the Ethernet driver's interrupt request.
   if (rdmaEnabled(p)) writeRdmaIdentity(w, LI.RDMA, p);
 }
 
-/** union ionic_lif_config: in lif_identity and at the start of lif_info. */
-export function writeLifConfig(w: Buffer, at: number, p: NicProfile, mac: Buffer, mtu: number): void {
+/** union ionic_lif_config: in lif_identity and at the start of lif_info; `features` are EthHw bits. */
+export function writeLifConfig(w: Buffer, at: number, p: NicProfile, mac: Buffer, mtu: number, features: number): void {
   w.fill(0, at, at + C.SIZE);
   setField(w, at, C.state, 1);
   setField(w, at, C.mtu, mtu);
   setRawBytes(w, at, C.mac, mac);
-  setField(w, at, C.features, 0);
+  setField(w, at, C.features, features);
   for (const t of [QType.ADMINQ, QType.NOTIFYQ, QType.RXQ, QType.TXQ]) {
     setField(w, at + C.queue_count.size * t, C.queue_count, queueCount(p, t));
   }

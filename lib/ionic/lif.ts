@@ -15,7 +15,14 @@ import type { FaultInjector } from './fault-injection';
 import { AddrKind, destinationKind, flowHash, FrameEndpoint, HostLink } from './frames';
 import type { InterruptController } from './interrupts';
 import { ionic_lif_stats } from './layouts';
-import { AdminQueue, EthQueue, NotifyQueue, QUEUE_BUDGET, RxQueue, RxResult, TxQueue, TxResult } from './queues';
+import { AdminQueue, EthQueue, NotifyQueue, QUEUE_BUDGET, RxCsumFlag, RxMeta, RxQueue, RxResult, TxPacket, TxQueue, TxResult } from './queues';
+import { onesSum } from './offload/checksum';
+import { EthHw } from './offload/features';
+import { PacketInfo, rxPktType } from './offload/packet';
+import { finishPartialChecksum, MIN_MSS, segmentCount, writeTcpSegment } from './offload/segment';
+import { MAX_SEGMENT, TxOffload, TxSink, TxVerdict } from './offload/transmit';
+import { FrameOffload } from './offload/vnet';
+import { ETH_P_8021Q, ethhdr, IPPROTO_TCP, vlan_ethhdr } from '../net/headers';
 import type { DeviceStats } from './stats';
 
 interface LifContext {
@@ -26,6 +33,16 @@ interface LifContext {
   readonly log: Logger;
   /** Run an admin command (shared with the BAR0 device-command path). */
   execute(cmd: Buffer, comp: Buffer): void;
+}
+
+/** The largest frame the host link hands us (a 64 KiB GSO frame with its link header). */
+const HELD_FRAME_MAX = 65536 + 1024;
+
+/** What became of a frame offered to the guest. */
+const enum RxFate {
+  DONE,
+  /** Its queue is enabled but has no buffer posted: the frame may wait. */
+  NO_BUFFER,
 }
 
 /** Frames queued for the guest by in-process endpoints wait at most this many (then the oldest go). */
@@ -49,13 +66,32 @@ export class Lif {
   #txScheduled = new Set<TxQueue>();
   #adminScheduled: AdminQueue | null = null;
   readonly #limiter = new RateLimiter();
-  readonly #gather = { len: 0 };
+  readonly #pkt = new TxPacket();
+  readonly #txOffload = new TxOffload();
+  readonly #txSink: TxSink;
+  readonly #rxMeta = new RxMeta();
+  readonly #rxInfo = new PacketInfo();
+  /** A segment cut from a host GSO frame, or a frame with its VLAN tag stripped. */
+  readonly #rxSeg = Buffer.alloc(MAX_SEGMENT);
+  readonly #rxStrip = Buffer.alloc(MAX_SEGMENT);
+  /** A frame from the host link that found its RX queue without a buffer: kept (the link paused) until the guest posts some. */
+  readonly #held = Buffer.alloc(HELD_FRAME_MAX);
+  readonly #heldOffload = new FrameOffload();
+  #heldLen = 0;
+  /** The next segment of a held GSO frame to deliver; -1: nothing held. */
+  #heldSeg = -1;
+  /** Offloads in force: what the driver asked for with LIF_SETATTR FEATURES, AND what the profile offers (EthHw bits). */
+  features = 0;
   /** The LIF was initialised (LIF_INIT) and not reset since. */
   initialized = false;
 
   constructor(private readonly ctx: LifContext, readonly queues: number, mac: Buffer) {
     this.mac = Buffer.from(mac);
     for (let i = 0; i < queues; i++) { this.txqs.push(null); this.rxqs.push(null); }
+    this.#txSink = {
+      frame: (frame) => this.#transmit(frame, destinationKind(frame)),
+      offload: (frame, o, wireFrames) => this.#transmitWhole(frame, o, wireFrames),
+    };
   }
 
   /** Forget every queue and filter (LIF_RESET, RESET, disconnect). */
@@ -71,6 +107,15 @@ export class Lif {
     this.#txScheduled.clear();
     this.#adminScheduled = null;
     this.initialized = false;
+    this.features = 0;
+    this.releaseHeld();
+  }
+
+  /** Drop the held frame, if any, and let the host link deliver again (a reset, or an RX queue disabled). */
+  releaseHeld(): void {
+    if (this.#heldSeg < 0) return;
+    this.#heldSeg = -1;
+    this.link?.resume?.();
   }
 
   queue(type: number, index: number): EthQueue | null {
@@ -173,25 +218,26 @@ export class Lif {
     const stats = this.ctx.stats;
     let done = 0;
     while (!q.ring.empty && done < QUEUE_BUDGET) {
-      const r = q.gather(mem, this.#gather);
+      const pkt = this.#pkt;
+      const r = q.gather(mem, pkt);
+      if (r === TxResult.INCOMPLETE) break;
       if (r === TxResult.DMA_ERROR) {
         stats.count(ionic_lif_stats.tx_desc_fetch_error);
         warnLimited(this.ctx.log, this.#limiter, 'txq-dma', `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`);
         q.enabled = false;
         break;
       }
-      const frame = q.frame.subarray(0, r === TxResult.SENT ? this.#gather.len : 0);
-      const kind = destinationKind(frame);
-      if (r === TxResult.BAD_DESC || frame.length < 14) {
-        stats.txDrop(kind, frame.length, 'desc');
-        warnLimited(this.ctx.log, this.#limiter, 'txq-desc', `ionic: TX queue ${q.cfg.index}: malformed descriptor at ${q.ring.ci}; frame dropped`);
+      if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
+        this.#txMalformed(q, pkt.len);
       } else if (this.ctx.faults.fail('tx-drop')) {
         // Injected: completed to the guest as sent, but never leaves.
-        stats.txFrame(kind, frame.length);
+        stats.txFrame(AddrKind.UNICAST, pkt.len);
       } else {
-        this.#transmit(frame, kind);
+        // The host finishes checksums and segmentation only when no in-process endpoint may want the frames.
+        const hostFinishes = this.link?.offloads === true && this.endpoints.length === 0;
+        if (this.#txOffload.send(q.buf, pkt, hostFinishes, this.#txSink) === TxVerdict.MALFORMED) this.#txMalformed(q, pkt.len);
       }
-      if (!q.complete(mem, 0)) { q.enabled = false; break; }
+      if (!q.complete(mem, 0, Math.max(1, pkt.descs))) { q.enabled = false; break; }
       done++;
     }
     if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
@@ -201,6 +247,22 @@ export class Lif {
         this.#txScheduled.delete(q);
         if (this.txqs[q.cfg.index] === q) this.runTx(q);
       }, () => { q.enabled = false; });
+    }
+  }
+
+  #txMalformed(q: TxQueue, len: number): void {
+    this.ctx.stats.txDrop(AddrKind.UNICAST, len, 'desc');
+    warnLimited(this.ctx.log, this.#limiter, 'txq-desc', `ionic: TX queue ${q.cfg.index}: malformed descriptor at ${q.ring.ci}; frame dropped`);
+  }
+
+  /** A frame the host link finishes (partial checksum, segmentation), counted as the frames it becomes on the wire. */
+  #transmitWhole(frame: Buffer, o: FrameOffload, wireFrames: number): void {
+    const kind = destinationKind(frame);
+    const ok = this.link ? this.link.send(frame, o) : true;
+    const perFrame = wireFrames > 1 ? o.hdrLen + Math.ceil((frame.length - o.hdrLen) / wireFrames) : frame.length;
+    for (let i = 0; i < wireFrames; i++) {
+      if (ok) this.ctx.stats.txFrame(kind, perFrame);
+      else this.ctx.stats.txDrop(kind, perFrame, 'error');
     }
   }
 
@@ -227,18 +289,74 @@ export class Lif {
     }
     q.ring.pi = pIndex;
     if (this.#toGuest.length) this.#drainToGuest();
+    if (this.#heldSeg >= 0) {
+      const from = this.#heldSeg;
+      this.#heldSeg = -1;
+      this.receive(this.#held.subarray(0, this.#heldLen), this.#heldOffload, from);
+      if (this.#heldSeg < 0) this.link?.resume?.();
+    }
   }
 
-  /** A frame from the host wire: filters, endpoints, steering, injected faults. */
-  receive(frame: Buffer): void {
+  /**
+   * A frame from the host wire, with what the host left unfinished: a TCP
+   * super-frame is cut into segments the guest's MTU holds (the driver posts
+   * MTU-sized buffers: it takes no large receives), a partial checksum is
+   * finished. Then filters, endpoints, steering, injected faults.
+   */
+  receive(frame: Buffer, offload: FrameOffload | null = null, fromSegment = 0): void {
+    if (offload?.tcpGso) {
+      const p = this.#rxInfo.parse(frame, frame.length);
+      const hdr = p.headersEnd;
+      // Segments that fit the guest's MTU; the host's MSS when smaller.
+      const mss = Math.min(offload.gsoSize, this.mtu - (hdr - p.l3), MAX_SEGMENT - hdr);
+      if (p.proto !== IPPROTO_TCP || mss < MIN_MSS) { this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error'); return; }
+      const count = segmentCount(frame.length, p, mss);
+      for (let i = fromSegment; i < count; i++) {
+        const seg = this.#rxSeg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#rxSeg));
+        if (this.#receiveOne(seg) === RxFate.NO_BUFFER) { this.#hold(frame, offload, i); return; }
+      }
+      return;
+    }
+    if (offload?.needsCsum) {
+      if (!finishPartialChecksum(frame, frame.length, offload.csumStart, offload.csumOffset)) {
+        this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
+        return;
+      }
+      offload.needsCsum = false; // finished: a held copy must not be finished twice
+    }
+    if (this.#receiveOne(frame) === RxFate.NO_BUFFER) this.#hold(frame, offload, 0);
+  }
+
+  /**
+   * Keep a frame from the host link (from segment `seg` on) and pause the
+   * link, so the host queues the rest instead of us dropping them. Without a
+   * link that pauses, the frame is dropped as a NIC without buffers does.
+   */
+  #hold(frame: Buffer, offload: FrameOffload | null, seg: number): void {
+    if (!this.link?.pause || frame.length > this.#held.length) {
+      this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'no-buffer');
+      return;
+    }
+    if (frame.buffer !== this.#held.buffer || frame.byteOffset !== this.#held.byteOffset) frame.copy(this.#held, 0);
+    this.#heldLen = frame.length;
+    if (offload) Object.assign(this.#heldOffload, offload);
+    else this.#heldOffload.clear();
+    this.#heldSeg = seg;
+    this.link.pause();
+  }
+
+  #receiveOne(frame: Buffer): RxFate {
     const kind = destinationKind(frame);
-    for (const e of this.endpoints) if (e.claimRx?.(frame)) return;
-    if (!this.accepts(frame, kind)) return;
-    if (this.ctx.faults.fail('rx-lost')) return;
-    const q = this.#steer(frame);
-    if (!q) { this.ctx.stats.rxDrop(kind, frame.length, 'disabled'); return; }
-    if (this.ctx.faults.fail('rx-nobuf')) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return; }
-    this.#deliver(q, frame, kind);
+    for (const e of this.endpoints) if (e.claimRx?.(frame)) return RxFate.DONE;
+    if (!this.accepts(frame, kind)) return RxFate.DONE;
+    if (this.ctx.faults.fail('rx-lost')) return RxFate.DONE;
+    const hash = flowHash(frame);
+    const q = this.#steer(hash);
+    if (!q) { this.ctx.stats.rxDrop(kind, frame.length, 'disabled'); return RxFate.DONE; }
+    if (this.ctx.faults.fail('rx-nobuf')) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return RxFate.DONE; }
+    if (!q.hasBuffer && this.link?.pause) return RxFate.NO_BUFFER;
+    this.#deliver(q, frame, kind, hash);
+    return RxFate.DONE;
   }
 
   /** An in-process endpoint sends a frame to the guest: it waits for a buffer if none is posted. */
@@ -251,17 +369,21 @@ export class Lif {
   #drainToGuest(): void {
     while (this.#toGuest.length) {
       const frame = this.#toGuest[0]!;
-      const q = this.#steer(frame);
+      const hash = flowHash(frame);
+      const q = this.#steer(hash);
       if (!q || !q.hasBuffer) return;
       this.#toGuest.shift();
-      this.#deliver(q, frame, destinationKind(frame));
+      this.#deliver(q, frame, destinationKind(frame), hash);
     }
   }
 
-  #deliver(q: RxQueue, frame: Buffer, kind: AddrKind): void {
+  #deliver(q: RxQueue, frame: Buffer, kind: AddrKind, hash: number): void {
     const mem = this.ctx.memory();
     if (!mem) return;
-    const r = q.deliver(mem, frame, flowHash(frame));
+    if (!q.hasBuffer) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return; }
+    const meta = this.#rxMeta;
+    frame = this.#rxOffloads(frame, meta, hash);
+    const r = q.deliver(mem, frame, meta);
     switch (r) {
       case RxResult.DELIVERED:
         this.ctx.stats.rxFrame(kind, frame.length);
@@ -281,12 +403,40 @@ export class Lif {
     if (q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, 1);
   }
 
+  /**
+   * Fill the completion's offload fields for a frame: hash and packet type,
+   * the VLAN tag stripped (the frame returned is then a copy without it),
+   * and the complete sum of everything after the Ethernet header.
+   */
+  #rxOffloads(frame: Buffer, meta: RxMeta, hash: number): Buffer {
+    meta.rssHash = hash;
+    meta.csum = 0; meta.csumFlags = 0; meta.vlanTci = 0; meta.pktType = 0;
+    const f = this.features;
+    if (f === 0 || frame.length < ethhdr.SIZE) return frame;
+    let out = frame;
+    if (f & EthHw.VLAN_RX_STRIP && frame.length >= vlan_ethhdr.SIZE && frame.readUInt16BE(ethhdr.h_proto.off) === ETH_P_8021Q) {
+      meta.vlanTci = frame.readUInt16BE(vlan_ethhdr.h_vlan_TCI.off);
+      meta.csumFlags |= RxCsumFlag.VLAN;
+      const vlanLen = vlan_ethhdr.SIZE - ethhdr.SIZE;
+      frame.copy(this.#rxStrip, 0, 0, ethhdr.h_proto.off);
+      frame.copy(this.#rxStrip, ethhdr.h_proto.off, ethhdr.h_proto.off + vlanLen);
+      out = this.#rxStrip.subarray(0, frame.length - vlanLen);
+    }
+    // The packet type only picks the hash type, which the driver reads only with RX_HASH.
+    if (f & EthHw.RX_HASH) meta.pktType = rxPktType(this.#rxInfo.parse(out, out.length));
+    if (f & EthHw.RX_CSUM) {
+      meta.csum = onesSum(out, ethhdr.SIZE, out.length - ethhdr.SIZE);
+      meta.csumFlags |= RxCsumFlag.CALC;
+    }
+    return out;
+  }
+
   /** The enabled RX queue a flow lands on: a fixed hash over the enabled queues, in index order. */
-  #steer(frame: Buffer): RxQueue | null {
+  #steer(hash: number): RxQueue | null {
     let n = 0;
     for (const q of this.rxqs) if (q?.enabled) n++;
     if (n === 0) return null;
-    let pick = flowHash(frame) % n;
+    let pick = hash % n;
     for (const q of this.rxqs) {
       if (!q?.enabled) continue;
       if (pick-- === 0) return q;

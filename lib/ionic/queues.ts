@@ -115,6 +115,20 @@ export class NotifyQueue extends EthQueue {
 
 /** Largest frame we gather (max MTU 9194 + 14 header + 4 VLAN, rounded up). */
 const MAX_FRAME = 9216 + 18;
+/** Largest TSO super-frame: the driver's GSO limit (64 KiB, headers included). */
+const MAX_TSO_FRAME = 65536;
+/** Room kept before a gathered frame for the VLAN tag a VLAN_TX_TAG descriptor asks us to insert. */
+export const TX_HEADROOM = 4;
+
+/** ionic_txq_desc.cmd flag bits (bits 0..3). L3/L4 go with CSUM_HW, SOT/EOT with TSO. */
+export const enum TxFlag {
+  VLAN = 0x1,
+  ENCAP = 0x2,
+  CSUM_L3 = 0x4,
+  CSUM_L4 = 0x8,
+  TSO_SOT = 0x4,
+  TSO_EOT = 0x8,
+}
 
 export const enum TxResult {
   SENT,
@@ -122,6 +136,22 @@ export const enum TxResult {
   BAD_DESC,
   /** Guest memory failed: the queue stops. */
   DMA_ERROR,
+  /** A TSO run without its end (EOT) yet: nothing consumed; the next doorbell brings the rest. */
+  INCOMPLETE,
+}
+
+/** One gathered packet: its bytes at TxQueue.buf[TX_HEADROOM, +len) and what its first descriptor asked for. */
+export class TxPacket {
+  len = 0;
+  /** Descriptors it took (more than one only for TSO). */
+  descs = 0;
+  opcode = 0;
+  flags = 0;
+  vlanTci = 0;
+  /** csum_start, or hdr_len for TSO. */
+  csumStart = 0;
+  /** csum_offset, or mss for TSO. */
+  csumOffset = 0;
 }
 
 export class TxQueue extends EthQueue {
@@ -131,8 +161,8 @@ export class TxQueue extends EthQueue {
   readonly #desc = Buffer.alloc(ionic_txq_desc.SIZE);
   readonly #sg = Buffer.alloc(ionic_txq_sg_elem.SIZE * 16);
   readonly #comp = Buffer.alloc(ionic_txq_comp.SIZE);
-  /** The frame being gathered (reused). */
-  readonly frame = Buffer.alloc(MAX_FRAME);
+  /** The packet being gathered (reused), TX_HEADROOM bytes in. */
+  readonly buf = Buffer.alloc(TX_HEADROOM + MAX_TSO_FRAME);
 
   constructor(cfg: QueueConfig) {
     super(cfg, ionic_txq_desc.SIZE);
@@ -143,26 +173,58 @@ export class TxQueue extends EthQueue {
   }
 
   /**
-   * Gather the frame of the descriptor at the ring's consumer index into
-   * `frame`; returns its length through `out.len`.
+   * Gather the packet that starts at the ring's consumer index into `buf`:
+   * one descriptor, or for TSO every descriptor from SOT through EOT. Nothing
+   * is consumed here; complete() retires `pkt.descs` descriptors.
    */
-  gather(mem: GuestMemory, out: { len: number }): TxResult {
-    const slot = this.ring.ci;
-    if (mem.read(this.ring.address(slot), this.#desc) !== MemStatus.OK) return TxResult.DMA_ERROR;
-    const lo = getField(this.#desc, 0, ionic_txq_desc.cmd_lo);
-    const hi = getField(this.#desc, 0, ionic_txq_desc.cmd_hi);
-    const opcode = (lo >>> IONIC_TXQ_DESC_OPCODE_SHIFT) & IONIC_TXQ_DESC_OPCODE_MASK;
+  gather(mem: GuestMemory, pkt: TxPacket): TxResult {
+    pkt.len = 0;
+    pkt.descs = 0;
+    let slot = this.ring.ci;
+    // Bounded by the ring: a TSO run longer than the ring is refused below.
+    for (let i = 0; i < this.size; i++) {
+      if (i > 0 && slot === this.ring.pi) return TxResult.INCOMPLETE;
+      if (mem.read(this.ring.address(slot), this.#desc) !== MemStatus.OK) return TxResult.DMA_ERROR;
+      const lo = getField(this.#desc, 0, ionic_txq_desc.cmd_lo);
+      const hi = getField(this.#desc, 0, ionic_txq_desc.cmd_hi);
+      const flags = lo & 0xf;
+      const opcode = (lo >>> IONIC_TXQ_DESC_OPCODE_SHIFT) & IONIC_TXQ_DESC_OPCODE_MASK;
+      const tso = opcode === TxOpcode.TSO;
+      if (i === 0) {
+        pkt.opcode = opcode;
+        pkt.flags = flags;
+        pkt.vlanTci = getField(this.#desc, 0, ionic_txq_desc.vlan_tci);
+        pkt.csumStart = getField(this.#desc, 0, ionic_txq_desc.csum_start);
+        pkt.csumOffset = getField(this.#desc, 0, ionic_txq_desc.csum_offset);
+        pkt.descs = 1;
+        if (tso && !(flags & TxFlag.TSO_SOT)) return TxResult.BAD_DESC;
+      } else if (!tso || flags & TxFlag.TSO_SOT) {
+        // The run ended without EOT: drop what was gathered; this descriptor starts the next packet.
+        return TxResult.BAD_DESC;
+      } else {
+        pkt.descs = i + 1;
+      }
+      if (opcode > TxOpcode.TSO) return TxResult.BAD_DESC;
+      const r = this.#gatherOne(mem, slot, lo, hi, pkt, tso ? MAX_TSO_FRAME : MAX_FRAME);
+      if (r !== TxResult.SENT) return r;
+      if (!tso || flags & TxFlag.TSO_EOT) return TxResult.SENT;
+      slot = (slot + 1) & this.ring.mask;
+    }
+    return TxResult.BAD_DESC;
+  }
+
+  /** Append one descriptor's buffer and SG elements to the packet. */
+  #gatherOne(mem: GuestMemory, slot: number, lo: number, hi: number, pkt: TxPacket, cap: number): TxResult {
     const nsge = (lo >>> IONIC_TXQ_DESC_NSGE_SHIFT) & IONIC_TXQ_DESC_NSGE_MASK;
     // The address is cmd bits 12..63: 20 bits from the low word, 32 from the high.
     const addr = hi * 2 ** (32 - IONIC_TXQ_DESC_ADDR_SHIFT) + (lo >>> IONIC_TXQ_DESC_ADDR_SHIFT);
     const len = getField(this.#desc, 0, ionic_txq_desc.len);
-    // We advertise no offloads: anything but a plain send is a descriptor we cannot honour.
-    if (opcode !== TxOpcode.CSUM_NONE || nsge > this.maxSg) return TxResult.BAD_DESC;
-    let total = 0;
-    if (len > MAX_FRAME) return TxResult.BAD_DESC;
+    if (nsge > this.maxSg || pkt.len + len > cap) return TxResult.BAD_DESC;
+    let total = pkt.len;
+    const base = TX_HEADROOM;
     if (len > 0) {
-      if (mem.read(addr, this.frame.subarray(0, len)) !== MemStatus.OK) return TxResult.DMA_ERROR;
-      total = len;
+      if (mem.read(addr, this.buf.subarray(base + total, base + total + len)) !== MemStatus.OK) return TxResult.DMA_ERROR;
+      total += len;
     }
     if (nsge > 0) {
       const sgAt = ionicAddr(this.cfg.sgBase) + slot * this.sgDescSize;
@@ -172,23 +234,23 @@ export class TxQueue extends EthQueue {
         const e = i * ionic_txq_sg_elem.SIZE;
         const a = getField(list, e, ionic_txq_sg_elem.addr);
         const l = getField(list, e, ionic_txq_sg_elem.len);
-        if (ionicAddr(a) < 0 || total + l > MAX_FRAME) return TxResult.BAD_DESC;
-        if (l > 0 && mem.read(ionicAddr(a), this.frame.subarray(total, total + l)) !== MemStatus.OK) return TxResult.DMA_ERROR;
+        if (ionicAddr(a) < 0 || total + l > cap) return TxResult.BAD_DESC;
+        if (l > 0 && mem.read(ionicAddr(a), this.buf.subarray(base + total, base + total + l)) !== MemStatus.OK) return TxResult.DMA_ERROR;
         total += l;
       }
     }
-    out.len = total;
+    pkt.len = total;
     return TxResult.SENT;
   }
 
-  /** Complete the descriptor at the consumer index and advance. */
-  complete(mem: GuestMemory, status: number): boolean {
+  /** Complete `descs` descriptors from the consumer index with one CQ entry (comp_index = the last), and advance. */
+  complete(mem: GuestMemory, status: number, descs = 1): boolean {
     const c = this.#comp;
     c.fill(0);
     c[0] = status;
-    setField(c, 0, ionic_txq_comp.comp_index, this.ring.ci);
+    setField(c, 0, ionic_txq_comp.comp_index, (this.ring.ci + descs - 1) & this.ring.mask);
     if (this.cq.post(mem, c) !== MemStatus.OK) return false;
-    this.ring.advance();
+    for (let i = 0; i < descs; i++) this.ring.advance();
     return true;
   }
 }
@@ -206,6 +268,23 @@ export const enum RxResult {
 
 const RX_SG_DESC_SIZE = IONIC_RX_MAX_SG_ELEMS * ionic_rxq_sg_elem.SIZE;
 
+/** What an RX completion says about its frame besides the length (one reusable record per LIF). */
+export class RxMeta {
+  rssHash = 0;
+  /** The complete ones'-complement sum (valid with RxCsumFlag.CALC). */
+  csum = 0;
+  csumFlags = 0;
+  vlanTci = 0;
+  /** RxPktType. */
+  pktType = 0;
+}
+
+/** ionic_rxq_comp csum_flags bits we set. */
+export const enum RxCsumFlag {
+  VLAN = 0x40,
+  CALC = 0x80,
+}
+
 export class RxQueue extends EthQueue {
   readonly cq: CompletionRing;
   readonly #desc = Buffer.alloc(ionic_rxq_desc.SIZE);
@@ -222,7 +301,7 @@ export class RxQueue extends EthQueue {
   }
 
   /** Copy `frame` into the next posted buffer(s) and post exactly one completion for that descriptor. */
-  deliver(mem: GuestMemory, frame: Buffer, rssHash: number): RxResult {
+  deliver(mem: GuestMemory, frame: Buffer, meta: RxMeta): RxResult {
     if (!this.hasBuffer) return RxResult.NO_BUFFER;
     const slot = this.ring.ci;
     if (mem.read(this.ring.address(slot), this.#desc) !== MemStatus.OK) return RxResult.DMA_ERROR;
@@ -257,8 +336,15 @@ export class RxQueue extends EthQueue {
     c[0] = fits ? 0 : 1;
     setField(c, 0, ionic_rxq_comp.num_sg_elems, fits ? sgUsed : 0);
     setField(c, 0, ionic_rxq_comp.comp_index, slot);
-    setField(c, 0, ionic_rxq_comp.rss_hash, rssHash >>> 0);
+    setField(c, 0, ionic_rxq_comp.rss_hash, meta.rssHash >>> 0);
     setField(c, 0, ionic_rxq_comp.len, fits ? frame.length : 0);
+    if (fits) {
+      // Big-endian, as the sum sits in a packet: the driver reads it little-endian as csum_partial's value (contract 4.4).
+      c.writeUInt16BE(meta.csum, ionic_rxq_comp.csum.off);
+      setField(c, 0, ionic_rxq_comp.vlan_tci, meta.vlanTci);
+      setField(c, 0, ionic_rxq_comp.csum_flags, meta.csumFlags);
+      setField(c, 0, ionic_rxq_comp.pkt_type_color, meta.pktType);
+    }
     if (this.cq.post(mem, c) !== MemStatus.OK) return RxResult.DMA_ERROR;
     this.ring.advance();
     return fits ? RxResult.DELIVERED : RxResult.TOO_BIG;

@@ -1,33 +1,60 @@
 // A host TAP interface as the device's wire (--tap IFNAME). The TAP must
 // exist (ip tuntap add dev X mode tap); we attach with TUNSETIFF. Frames are
 // read when the fd is readable (a libuv poll watch), never on a timer.
+//
+// With offloads (the default), the TAP is opened with IFF_VNET_HDR and
+// TUNSETOFFLOAD(CSUM, TSO4, TSO6, TSO_ECN): every frame either way carries a
+// virtio_net_hdr, so a TCP super-frame from the guest goes to the kernel as
+// one GSO buffer with its checksum left partial, and the kernel hands us its
+// own super-frames whole (the LIF cuts them for the guest).
 
 import * as fs from 'fs';
 import * as native from '../native';
 import type { HostLink } from './frames';
+import { FrameOffload, TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN, virtio_net_hdr } from './offload/vnet';
 
 /** Reads per readiness event before letting other work run. */
 const READS_PER_EVENT = 64;
+/** What we let the kernel hand us: partial checksums and TCP super-frames (no UDP segmentation). */
+const TAP_OFFLOADS = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+/** A read buffer for the largest GSO frame (64 KiB of IP packet) with its link header and virtio_net_hdr. */
+const READ_BUFFER = 65536 + 1024;
+
+export interface TapOptions {
+  /** IFF_VNET_HDR and TUNSETOFFLOAD (default true). */
+  readonly offloads?: boolean;
+}
 
 export class TapLink implements HostLink {
   readonly name: string;
+  readonly offloads: boolean;
   readonly #fd: number;
   #watcher: native.Watcher | null = null;
-  readonly #buf = Buffer.alloc(65536);
+  readonly #buf = Buffer.alloc(READ_BUFFER);
+  /** The virtio_net_hdr written before each frame, and the two-piece write it makes with the frame. */
+  readonly #hdr = Buffer.alloc(virtio_net_hdr.SIZE);
+  readonly #iov: Buffer[] = [this.#hdr, this.#hdr];
+  readonly #plain = new FrameOffload();
+  readonly #rx = new FrameOffload();
   /** Frames the kernel refused (queue full, interface down). */
   sendErrors = 0;
   #closed = false;
+  #paused = false;
 
-  constructor(ifname: string) {
-    const tap = native.openTap(ifname);
+  constructor(ifname: string, opts: TapOptions = {}) {
+    this.offloads = opts.offloads ?? true;
+    const tap = native.openTap(ifname, this.offloads ? TAP_OFFLOADS : undefined);
     this.#fd = tap.fd;
     this.name = tap.name;
   }
 
-  send(frame: Buffer): boolean {
+  send(frame: Buffer, offload?: FrameOffload): boolean {
     if (this.#closed) return false; // fix: never write to an fd number we no longer own
     try {
-      return fs.writeSync(this.#fd, frame) === frame.length;
+      if (!this.offloads) return fs.writeSync(this.#fd, frame) === frame.length;
+      (offload ?? this.#plain).encode(this.#hdr, 0);
+      this.#iov[1] = frame;
+      return fs.writevSync(this.#fd, this.#iov) === this.#hdr.length + frame.length;
     } catch {
       // EAGAIN (kernel queue full) or EIO (interface down): a real NIC drops the frame too.
       this.sendErrors++;
@@ -35,12 +62,15 @@ export class TapLink implements HostLink {
     }
   }
 
-  start(onFrame: (frame: Buffer) => void): void {
+  start(onFrame: (frame: Buffer, offload: FrameOffload | null) => void): void {
     if (this.#watcher) return;
     const fd = this.#fd;
     const buf = this.#buf;
+    const offloads = this.offloads;
+    const rx = this.#rx;
+    const paused = (): boolean => this.#paused;
     this.#watcher = native.watch(fd, native.READABLE, function onTapReadable() {
-      for (let i = 0; i < READS_PER_EVENT; i++) {
+      for (let i = 0; i < READS_PER_EVENT && !paused(); i++) {
         let n: number;
         try {
           n = fs.readSync(fd, buf, 0, buf.length, null);
@@ -48,9 +78,24 @@ export class TapLink implements HostLink {
           return; // EAGAIN: drained
         }
         if (n <= 0) return;
-        onFrame(buf.subarray(0, n));
+        if (!offloads) { onFrame(buf.subarray(0, n), null); continue; }
+        if (n <= virtio_net_hdr.SIZE) continue;
+        onFrame(buf.subarray(virtio_net_hdr.SIZE, n), rx.decode(buf, 0));
       }
     });
+  }
+
+  /** Stop reading: the kernel queues what comes meanwhile (and drops past txqueuelen, as on a full NIC). */
+  pause(): void {
+    if (this.#paused || this.#closed) return;
+    this.#paused = true;
+    this.#watcher?.update(0);
+  }
+
+  resume(): void {
+    if (!this.#paused || this.#closed) return;
+    this.#paused = false;
+    this.#watcher?.update(native.READABLE);
   }
 
   close(): void {

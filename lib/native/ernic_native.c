@@ -527,19 +527,25 @@ static napi_value js_dup_fd(napi_env env, napi_callback_info info) {
   return ok ? result(env, fcntl(fd, F_DUPFD_CLOEXEC, 0), "fcntl", 0) : fail(env);
 }
 
-/* openTap(name: Buffer of >= IFNAMSIZ bytes, NUL-terminated; gets the actual name) */
+/* openTap(name: Buffer of >= IFNAMSIZ bytes, NUL-terminated; gets the actual name,
+ * offloads): offloads -1 attaches a plain TAP; >= 0 adds IFF_VNET_HDR (a
+ * virtio_net_hdr before every frame) and hands the TUN_F_* bits to TUNSETOFFLOAD. */
 static napi_value js_open_tap(napi_env env, napi_callback_info info) {
-  ARGS(1);
+  ARGS(2);
   char *name;
   size_t len;
   int fd;
-  struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI};
-  if (!OK(napi_get_buffer_info(env, argv[0], (void **)&name, &len)) || len < IFNAMSIZ)
+  int64_t offloads = NUM(1);
+  struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | (offloads >= 0 ? IFF_VNET_HDR : 0)};
+  if (!ok || offloads < -1 || offloads > 0xffff ||
+      !OK(napi_get_buffer_info(env, argv[0], (void **)&name, &len)) || len < IFNAMSIZ)
     return fail(env);
   memcpy(ifr.ifr_name, name, IFNAMSIZ - 1);
   if ((fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
     return THROW(-1, "open(/dev/net/tun)");
   if (ioctl(fd, TUNSETIFF, &ifr) < 0) return THROW(fd, "ioctl(TUNSETIFF)");
+  if (offloads >= 0 && ioctl(fd, TUNSETOFFLOAD, (unsigned long)offloads) < 0)
+    return THROW(fd, "ioctl(TUNSETOFFLOAD)");
   memcpy(name, ifr.ifr_name, IFNAMSIZ - 1);
   name[IFNAMSIZ - 1] = '\0';
   return result(env, fd, "openTap", 0);

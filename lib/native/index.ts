@@ -103,8 +103,8 @@ interface Binding {
   getSeals(fd: number): number;
   eventfd(initval: number, nonblock: boolean): number;
   dupFd(fd: number): number;
-  /** `name`: IFNAMSIZ (16) bytes, NUL-terminated; receives the actual name. */
-  openTap(name: Buffer): number;
+  /** `name`: IFNAMSIZ (16) bytes, NUL-terminated; receives the actual name. `offloads` -1: plain; else IFF_VNET_HDR + TUNSETOFFLOAD. */
+  openTap(name: Buffer, offloads: number): number;
   READABLE: number;
   WRITABLE: number;
   DISCONNECT: number;
@@ -643,14 +643,20 @@ export function dupFd(fd: number): number {
  * already exists and is owned by the caller.
  * @param name - interface name or pattern like `'tap%d'`, at most 15 bytes
  *   (ENAMETOOLONG otherwise); `''` lets the kernel choose.
+ * @param offloads - omitted: a plain TAP. A TUN_F_* mask (0..0xffff): the TAP
+ *   also gets IFF_VNET_HDR (every frame read or written starts with a 10-byte
+ *   virtio_net_hdr) and TUNSETOFFLOAD with these bits.
  */
-export function openTap(name: string): TapDevice {
+export function openTap(name: string, offloads?: number): TapDevice {
   checkName('openTap', 'name', name, IFNAMSIZ, 'ioctl(TUNSETIFF)');
+  if (offloads !== undefined && (!Number.isInteger(offloads) || offloads < 0 || offloads > 0xffff)) {
+    throw new TypeError(`openTap: offloads must be a TUN_F_* mask (0..0xffff), got ${String(offloads)}`);
+  }
   const ifname = Buffer.alloc(IFNAMSIZ); // in: the requested name; out: the actual one
   ifname.write(name);
   let fd: number;
   try {
-    fd = binding().openTap(ifname);
+    fd = binding().openTap(ifname, offloads ?? -1);
   } catch (e) {
     throw withCode(e);
   }

@@ -8,7 +8,7 @@
 
 import { expect } from 'chai';
 import { openFdCount, settle } from '../support/fds';
-import { IonicGuest, command, putU64, txDesc } from '../support/ionic/guest';
+import { IonicGuest, command, putU64, txCmd, txDesc } from '../support/ionic/guest';
 import { Bar0, Op, QF, QT, Region, St, TxOp } from '../support/ionic/regs';
 import { DEVICE_MAC, Prng, Rig } from '../support/ionic/rig';
 import { FakeLink, udpFrame } from '../support/ionic/wire';
@@ -110,14 +110,30 @@ describe('ionic: bad input from the guest', () => {
       expect(link.sent).to.have.length(1);
     });
 
-    it('offload opcodes the device did not grant (CSUM_PARTIAL, CSUM_HW, TSO): completed, dropped, counted', async () => {
+    it('offload descriptors it cannot honour (offsets past the frame, TSO without SOT, bad MSS or header length, opcodes past TSO): completed, dropped, counted', async () => {
       const buf = g.txSlotBuffer(0, 0);
       toPeer(100, 1).copy(g.mem(buf, 100));
-      for (const op of [TxOp.CSUM_PARTIAL, TxOp.CSUM_HW, TxOp.TSO]) await g.postTxRaw(0, txDesc(op, 0, buf, 100)).done;
+      const desc = (op: number, flags: number, start: number, offset: number): Buffer => {
+        const d = Buffer.alloc(16);
+        d.writeBigUInt64LE(txCmd(op, flags, 0, buf), 0);
+        d.writeUInt16LE(100, 8);
+        d.writeUInt16LE(start, 12);
+        d.writeUInt16LE(offset, 14);
+        return d;
+      };
+      const bad = [
+        desc(TxOp.CSUM_PARTIAL, 0, 100, 0), // csum_start at the end of the frame
+        desc(TxOp.CSUM_PARTIAL, 0, 34, 65), // the field would end past the frame
+        desc(TxOp.TSO, 0, 54, 1448), // no SOT
+        desc(TxOp.TSO, 0xc, 54, 8), // MSS below 64
+        desc(TxOp.TSO, 0xc, 40, 1448), // hdr_len is not where the TCP header ends (the frame is UDP anyway)
+        desc(4, 0, 0, 0), desc(15, 0, 0, 0), // opcodes past TSO
+      ];
+      for (const d of bad) await g.postTxRaw(0, d).done;
       expect(link.sent).to.have.length(0);
       rig.device.stats.flush();
-      expect(g.lifStat('tx_desc_data_error')).to.equal(3);
-      expect(g.lifStat('tx_ucast_drop_packets')).to.equal(3);
+      expect(g.lifStat('tx_desc_data_error')).to.equal(bad.length);
+      expect(g.lifStat('tx_ucast_drop_packets')).to.equal(bad.length);
     });
 
     it('an SG count past the queue\'s limit (nsge 9 on a v0 queue, whose 128-byte stride holds 8): completed, dropped', async () => {

@@ -6,9 +6,13 @@
 import { expect } from 'chai';
 import { IonicGuest, command, putU64 } from '../support/ionic/guest';
 import {
-  Bar0, Cfg, DevId, LifId, LifInfo, Op, PortCfg, PortId, PortInfo, QId, QT, Region, SIGNATURE_DEVI,
+  Bar0, Cfg, DevId, Feature, LifId, LifInfo, Op, PortCfg, PortId, PortInfo, QId, QT, Region, SIGNATURE_DEVI,
 } from '../support/ionic/regs';
 import { DEVICE_MAC, Rig } from '../support/ionic/rig';
+
+/** What the compat profile offers, in driver terms (contract 4.6). */
+const OFFERED = Feature.VLAN_TX_TAG | Feature.VLAN_RX_STRIP | Feature.RX_HASH | Feature.RX_CSUM | Feature.TX_SG | Feature.TX_CSUM
+  | Feature.TSO | Feature.TSO_IPV6 | Feature.TSO_ECN;
 
 /** Offsets of non-zero bytes of `b` outside the [start, end) ranges. */
 function strayBytes(b: Buffer, keep: ReadonlyArray<readonly [number, number]>): number[] {
@@ -112,7 +116,8 @@ describe('ionic: bring-up through the guest model', () => {
       expect(l.readUInt32LE(LifId.min_frame_size)).to.equal(64);
       // max_mtu = max_frame_size - 18 = the profile's 9000.
       expect(l.readUInt32LE(LifId.max_frame_size)).to.equal(9018);
-      expect(l.readBigUInt64LE(LifId.config_features)).to.equal(0n); // no TIMESTAMP bit
+      // The offloads on offer (VLAN tag/strip, RX hash and checksum, TX SG and checksum, TSO v4/v6/ECN); no TIMESTAMP bit.
+      expect(l.readBigUInt64LE(LifId.config_features)).to.equal(BigInt(OFFERED));
       expect(l.readUInt32LE(LifId.qcount_adminq)).to.equal(1);
       expect(l.readUInt32LE(LifId.qcount_notifyq)).to.equal(1);
       expect(l.readUInt32LE(LifId.qcount_rxq)).to.equal(16);
@@ -121,8 +126,8 @@ describe('ionic: bring-up through the guest model', () => {
       expect(l.subarray(LifId.config + 24, LifId.config + 30).equals(DEVICE_MAC)).to.equal(true);
       // The RDMA section (pinned field by field in rdma-bootstrap.spec.ts) ends at 486; the rest is reserved.
       expect(l.subarray(486, LifId.SIZE).every((b) => b === 0)).to.equal(true);
-      // Only known fields are non-zero: eth header fields, config state/name/mtu/mac, the queue counts, the RDMA section.
-      expect(strayBytes(l, [[0, 1], [8, 9], [12, 30], [136, 168], [176, 192], [LifId.rdma, 486]])).to.deep.equal([]);
+      // Only known fields are non-zero: eth header fields, config state/name/mtu/mac/features, the queue counts, the RDMA section.
+      expect(strayBytes(l, [[0, 1], [8, 9], [12, 30], [136, 176], [176, 192], [LifId.rdma, 486]])).to.deep.equal([]);
     });
 
     it('Q_IDENTIFY: ADMINQ v0, NOTIFYQ v0, RXQ v0, TXQ v1 with sg_desc_sz 256; comp.ver echoes the version; the rest zero', () => {
@@ -177,10 +182,13 @@ describe('ionic: bring-up through the guest model', () => {
       expect(g.carrier).to.equal(true);
     });
 
-    it('LIF_GETATTR MAC returns the station MAC; LIF_SETATTR FEATURES answers a subset of what was asked (none)', () => {
+    it('LIF_GETATTR MAC returns the station MAC; LIF_SETATTR FEATURES answers what was asked of what is offered', () => {
       expect(g.mac.equals(DEVICE_MAC)).to.equal(true);
-      expect(g.probeComps.get('lif_setattr_features')!.readBigUInt64LE(4)).to.equal(0n);
-      expect(g.features).to.equal(0);
+      // Asked: everything but RX_HASH (one queue pair); refused: VLAN_RX_FILTER and the tunnel TSOs.
+      const granted = Feature.VLAN_TX_TAG | Feature.VLAN_RX_STRIP | Feature.RX_CSUM | Feature.TX_SG | Feature.TX_CSUM
+        | Feature.TSO | Feature.TSO_IPV6 | Feature.TSO_ECN;
+      expect(g.probeComps.get('lif_setattr_features')!.readBigUInt64LE(4)).to.equal(BigInt(granted));
+      expect(g.features).to.equal(granted);
       expect(g.macFilterId).to.be.above(0);
     });
   });

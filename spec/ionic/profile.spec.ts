@@ -68,6 +68,7 @@ describe('ionic/profile', () => {
         asicType: 1,
         asicRev: 0,
         serialNumber: COMPAT_PROFILE.serialNumber,
+        offloads: { txSg: true, txCsum: true, tso: true, rxCsum: true, rxHash: true, vlan: true },
       });
       expect(IonicXcvrPid.QSFP_100G_CR4).to.equal(1);
       expect(maxFrameSize(COMPAT_PROFILE)).to.equal(9018);
@@ -78,6 +79,7 @@ describe('ionic/profile', () => {
       expect(p).to.deep.equal(COMPAT_PROFILE);
       expect(Object.isFrozen(p)).to.equal(true);
       expect(Object.isFrozen(p.transceiver)).to.equal(true);
+      expect(Object.isFrozen(p.offloads)).to.equal(true);
       expect(Object.isFrozen(COMPAT_PROFILE)).to.equal(true);
     });
   });

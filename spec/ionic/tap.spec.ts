@@ -8,7 +8,9 @@
 import { expect } from 'chai';
 import { spawn } from 'child_process';
 import { TapLink } from '../../lib/ionic/tap';
-import { IonicGuest, RxFrame } from '../support/ionic/guest';
+import { IonicGuest, RxFrame, txCmd } from '../support/ionic/guest';
+import { TxOp } from '../support/ionic/regs';
+import { pattern, TCP_PSH, tcpFrame } from '../support/ionic/tcp-frames';
 import { canUseTap, DEVICE_MAC, Rig, run, runQuiet } from '../support/ionic/rig';
 import { skipBecause } from '../support/skip';
 import {
@@ -129,12 +131,36 @@ describe('ionic: frames through a host TAP in a network namespace', function () 
     expect(await sent).to.equal(0);
   });
 
+  it('guest to host: a TSO run reaches the kernel as one 64,000-byte TCP packet (its RST acknowledges all of it)', async () => {
+    // No listener on the port: the kernel resets, acknowledging seq + the whole payload (the segment has no ACK flag).
+    const seq = 0x10000000;
+    const { frame, hdrLen } = tcpFrame({ payload: pattern(64000), tsoSeed: true, flags: TCP_PSH, seq, src: ip(GUEST_IP), dst: ip(HOST_IP), dstMac: hostMac });
+    DEVICE_MAC.copy(frame, 6);
+    const base = g.alloc(frame.length);
+    frame.copy(g.mem(base, frame.length));
+    const run: { desc: Buffer }[] = [];
+    for (let off = 0; off < frame.length;) {
+      const take = Math.min(frame.length - off, off === 0 ? hdrLen + 1448 : 1448);
+      const d = Buffer.alloc(16);
+      d.writeBigUInt64LE(txCmd(TxOp.TSO, (off === 0 ? 0x4 : 0) | (off + take >= frame.length ? 0x8 : 0), 0, base + off), 0);
+      d.writeUInt16LE(take, 8);
+      d.writeUInt16LE(hdrLen, 12);
+      d.writeUInt16LE(1448, 14);
+      run.push({ desc: d });
+      off += take;
+    }
+    expect((await g.postTxRun(0, run)).status).to.equal(0);
+    const rst = await g.waitRxFrame({ match: (f) => f.data.length >= 54 && f.data[23] === 6 && (f.data[47]! & 0x04) !== 0 });
+    expect(rst.data.readUInt32BE(42)).to.equal(seq + 64000);
+  });
+
   it('counts on both sides agree: the TAP received exactly the frames the device reports sent', async () => {
     rig!.device.stats.flush();
     const sentByDevice = g.lifStat('tx_ucast_packets') + g.lifStat('tx_bcast_packets') + g.lifStat('tx_mcast_packets');
     const j = JSON.parse(run('ip', ['-n', ns, '-s', '-j', 'link', 'show', 'dev', tap])) as Array<{ stats64: { rx: { packets: number }; tx: { packets: number } } }>;
-    expect(sentByDevice).to.equal(4); // ARP request, two echo requests, ARP reply
-    expect(j[0]!.stats64.rx.packets).to.equal(sentByDevice);
+    expect(sentByDevice).to.equal(4 + 45); // ARP request, two echo requests, ARP reply, the TSO run's 45 segments
+    // The TSO run crossed the TAP as one GSO packet.
+    expect(j[0]!.stats64.rx.packets).to.equal(4 + 1);
     expect(g.lifStat('rx_ucast_packets') + g.lifStat('rx_bcast_packets')).to.be.at.least(8);
   });
 });

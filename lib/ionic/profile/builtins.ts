@@ -19,6 +19,7 @@ const COMPAT: NicProfile = {
   asicType: IonicAsicType.CAPRI,
   asicRev: 0,
   serialNumber: 'ERNIC-00000000',
+  offloads: { txSg: true, txCsum: true, tso: true, rxCsum: true, rxHash: true, vlan: true },
 };
 
 const BUILTIN_LIST: readonly NicProfile[] = [

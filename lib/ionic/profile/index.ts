@@ -4,7 +4,7 @@ export {
   FRAME_OVERHEAD, formatLinkSpeed, IonicAsicType, IonicPhyType, IonicXcvrPid, LINK_SPEEDS_MBPS, maxFrameSize,
   parseLinkSpeed, ProfileError, ProfileLimits,
 } from './model';
-export type { IniKey, NicProfile, ProfileErrorCode, Transceiver, TransceiverPhy } from './model';
+export type { IniKey, NicOffloads, NicProfile, ProfileErrorCode, Transceiver, TransceiverPhy } from './model';
 export { nicProfileSchema, validateProfile } from './schema';
 export { formatProfile, parseProfileIni, PROFILE_KEYS } from './ini';
 export type { ProfileLayer, ProfileSetting, ProfileValue } from './ini';

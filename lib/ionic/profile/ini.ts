@@ -18,11 +18,11 @@ import type { z } from 'zod';
 import { formatLinkSpeed, IniKey, NicProfile, parseLinkSpeed, ProfileError } from './model';
 import {
   asicRevSchema, asicTypeSchema, descriptionSchema, ethQueuesSchema, firmwareVersionSchema, LINK_SPEED_FORMS,
-  linkSpeedSchema, maxMtuSchema, msixVectorsSchema, nameSchema, phySchema, pidSchema, rdmaEqsSchema,
+  linkSpeedSchema, maxMtuSchema, msixVectorsSchema, nameSchema, onOffSchema, phySchema, pidSchema, rdmaEqsSchema,
   serialNumberSchema, statsIntervalSchema, transceiverDescriptionSchema,
 } from './schema';
 
-type ValueKind = 'integer' | 'text' | 'speed' | 'phy';
+type ValueKind = 'integer' | 'text' | 'speed' | 'phy' | 'switch';
 
 /** A parsed ini value: a number (link_speed in Mbps) or a string. */
 export type ProfileValue = number | string;
@@ -68,7 +68,23 @@ const KEY_SPECS: readonly KeySpec[] = [
     comment: 'dev_info.asic_rev (0..255)' },
   { key: 'serial_number', kind: 'text', schema: serialNumberSchema, get: (p) => p.serialNumber,
     comment: 'dev_info.serial_num (at most 31 printable ASCII characters)' },
+  { key: 'offload_tx_sg', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.txSg),
+    comment: 'offer TX scatter-gather (lif feature TX_SG): on or off' },
+  { key: 'offload_tx_csum', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.txCsum),
+    comment: 'offer TX checksum offload (TX_CSUM): on or off' },
+  { key: 'offload_tso', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.tso),
+    comment: 'offer TCP segmentation, IPv4 and IPv6 (TSO, TSO_IPV6, TSO_ECN; needs TX SG and checksum): on or off' },
+  { key: 'offload_rx_csum', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.rxCsum),
+    comment: 'offer RX checksum (RX_CSUM: a complete sum with every frame): on or off' },
+  { key: 'offload_rx_hash', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.rxHash),
+    comment: 'offer the RX flow hash (RX_HASH): on or off' },
+  { key: 'offload_vlan', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.vlan),
+    comment: 'offer VLAN tag insert on TX and strip on RX (VLAN_TX_TAG, VLAN_RX_STRIP): on or off' },
 ];
+
+function onOff(v: boolean): string {
+  return v ? 'on' : 'off';
+}
 
 const KEY_BY_NAME: ReadonlyMap<string, KeySpec> = new Map(KEY_SPECS.map((s) => [s.key, s]));
 
@@ -99,6 +115,10 @@ export function assemble(v: FlatProfile): unknown {
     asicType: v.asic_type,
     asicRev: v.asic_rev,
     serialNumber: v.serial_number,
+    offloads: {
+      txSg: v.offload_tx_sg === 'on', txCsum: v.offload_tx_csum === 'on', tso: v.offload_tso === 'on',
+      rxCsum: v.offload_rx_csum === 'on', rxHash: v.offload_rx_hash === 'on', vlan: v.offload_vlan === 'on',
+    },
   };
 }
 
@@ -115,6 +135,7 @@ function parseValue(spec: KeySpec, text: string): { ok: true; value: ProfileValu
     case 'integer': value = parseWholeNumber(text); break;
     case 'speed': value = parseLinkSpeed(text); break;
     case 'phy': value = text.toLowerCase(); break;
+    case 'switch': value = text.toLowerCase(); break;
     case 'text': value = text; break;
   }
   if (value === undefined) {

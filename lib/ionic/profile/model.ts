@@ -25,6 +25,22 @@ export interface Transceiver {
   readonly description: string;
 }
 
+/** The Ethernet offloads a profile offers the driver (lif features); each can be withheld. */
+export interface NicOffloads {
+  /** TX scatter-gather (TX_SG). */
+  readonly txSg: boolean;
+  /** TX checksum, partial and full (TX_CSUM). */
+  readonly txCsum: boolean;
+  /** TCP segmentation, IPv4 and IPv6 (TSO, TSO_IPV6, TSO_ECN); offered only with txSg and txCsum. */
+  readonly tso: boolean;
+  /** RX checksum: CHECKSUM_COMPLETE sums (RX_CSUM). */
+  readonly rxCsum: boolean;
+  /** RX hash and packet type (RX_HASH; the driver asks for it only with more than one queue pair). */
+  readonly rxHash: boolean;
+  /** VLAN tag insert on TX and strip on RX (VLAN_TX_TAG, VLAN_RX_STRIP). */
+  readonly vlan: boolean;
+}
+
 export interface NicProfile {
   /** Built-in name, or the resolved layer list ("compat+dsc-25+./x.ini"). */
   readonly name: string;
@@ -50,13 +66,15 @@ export interface NicProfile {
   readonly asicRev: number;
   /** dev_info.serial_num: printable ASCII, at most 31 characters. */
   readonly serialNumber: string;
+  readonly offloads: NicOffloads;
 }
 
 /** The ini keys, one per NicProfile field (ini.ts describes each). */
 export type IniKey =
   | 'name' | 'description' | 'msix_vectors' | 'eth_queues' | 'rdma_eqs' | 'link_speed'
   | 'transceiver_phy' | 'transceiver_pid' | 'transceiver' | 'max_mtu' | 'firmware_version'
-  | 'stats_interval_ms' | 'asic_type' | 'asic_rev' | 'serial_number';
+  | 'stats_interval_ms' | 'asic_type' | 'asic_rev' | 'serial_number'
+  | 'offload_tx_sg' | 'offload_tx_csum' | 'offload_tso' | 'offload_rx_csum' | 'offload_rx_hash' | 'offload_vlan';
 
 /** `enum ionic_xcvr_pid` codes (ionic_if.h) that the built-ins use or that are handy in an ini. */
 export const IonicXcvrPid = {

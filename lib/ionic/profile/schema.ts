@@ -46,6 +46,8 @@ export const asicTypeSchema = wholeNumber(
 );
 export const asicRevSchema = between(0, 0xff);
 export const serialNumberSchema = printable(0, L.SERIAL_NUMBER_MAX_CHARS);
+/** An offload key's ini value. */
+export const onOffSchema = z.enum(['on', 'off'], { errorMap: () => ({ message: 'must be on or off' }) });
 
 export interface CrossRule {
   readonly keys: readonly [IniKey, IniKey];
@@ -85,6 +87,9 @@ export const profileShape = z
     asicType: asicTypeSchema,
     asicRev: asicRevSchema,
     serialNumber: serialNumberSchema,
+    offloads: z.object({
+      txSg: z.boolean(), txCsum: z.boolean(), tso: z.boolean(), rxCsum: z.boolean(), rxHash: z.boolean(), vlan: z.boolean(),
+    }).strict(),
   })
   .strict();
 
@@ -101,7 +106,8 @@ const KEY_FOR_PATH: Readonly<Record<string, IniKey>> = {
   rdmaEqs: 'rdma_eqs', linkSpeedMbps: 'link_speed', 'transceiver.phy': 'transceiver_phy',
   'transceiver.pid': 'transceiver_pid', 'transceiver.description': 'transceiver', maxMtu: 'max_mtu',
   firmwareVersion: 'firmware_version', statsIntervalMs: 'stats_interval_ms', asicType: 'asic_type',
-  asicRev: 'asic_rev', serialNumber: 'serial_number',
+  asicRev: 'asic_rev', serialNumber: 'serial_number', 'offloads.txSg': 'offload_tx_sg', 'offloads.txCsum': 'offload_tx_csum',
+  'offloads.tso': 'offload_tso', 'offloads.rxCsum': 'offload_rx_csum', 'offloads.rxHash': 'offload_rx_hash', 'offloads.vlan': 'offload_vlan',
 };
 
 function keyForPath(p: readonly (string | number)[]): string {
@@ -111,13 +117,14 @@ function keyForPath(p: readonly (string | number)[]): string {
 
 function deepFreeze(p: NicProfile): NicProfile {
   Object.freeze(p.transceiver);
+  Object.freeze(p.offloads);
   return Object.freeze(p);
 }
 
 /** Checks a whole profile object; throws ProfileError naming `source` and the first bad key. */
 export function validateProfile(value: unknown, source = 'value'): NicProfile {
   const r = nicProfileSchema.safeParse(value);
-  if (r.success) return deepFreeze({ ...r.data, transceiver: { ...r.data.transceiver } });
+  if (r.success) return deepFreeze({ ...r.data, transceiver: { ...r.data.transceiver }, offloads: { ...r.data.offloads } });
   const issue = r.error.issues[0];
   if (issue === undefined) throw new ProfileError(`profile ${source}: invalid`, 'BAD_VALUE');
   if (issue.path.length === 0) {

@@ -3,6 +3,8 @@
 // and lets a test inject frames as if they came from the host TAP.
 
 import type { HostLink } from '../../../lib/ionic/frames';
+import { FrameOffload } from '../../../lib/ionic/offload/vnet';
+import { rfc1071Sum } from './tcp-frames';
 
 export const BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 const ETH_ARP = 0x0806;
@@ -30,11 +32,7 @@ export function ethernet(dst: Buffer, src: Buffer, type: number, payload: Buffer
 
 /** RFC 1071 ones'-complement checksum. */
 function inetChecksum(b: Buffer): number {
-  let sum = 0;
-  for (let i = 0; i + 1 < b.length; i += 2) sum += b.readUInt16BE(i);
-  if (b.length & 1) sum += b[b.length - 1]! << 8;
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  return ~sum & 0xffff;
+  return ~rfc1071Sum(b) & 0xffff;
 }
 
 /** ARP request (op 1) or reply (op 2) for IPv4 over Ethernet. */
@@ -138,22 +136,28 @@ export function udpFrame(dstMac: Buffer, srcMac: Buffer, srcIp: string, dstIp: s
 export class FakeLink implements HostLink {
   readonly name = 'fake0';
   readonly sent: Buffer[] = [];
-  #onFrame: ((frame: Buffer) => void) | null = null;
+  /** With `offloads`: what the host was left to do with each sent frame (null: nothing). */
+  readonly sentOffloads: (FrameOffload | null)[] = [];
+  #onFrame: ((frame: Buffer, offload?: FrameOffload | null) => void) | null = null;
   closed = false;
 
-  send(frame: Buffer): boolean {
+  /** offloads: the link takes partial checksums and TCP super-frames, as a TAP with IFF_VNET_HDR does. */
+  constructor(readonly offloads = false) {}
+
+  send(frame: Buffer, offload?: FrameOffload): boolean {
     this.sent.push(Buffer.from(frame));
+    this.sentOffloads.push(offload ? Object.assign(new FrameOffload(), offload) : null);
     return true;
   }
 
-  start(onFrame: (frame: Buffer) => void): void {
+  start(onFrame: (frame: Buffer, offload?: FrameOffload | null) => void): void {
     this.#onFrame = onFrame;
   }
 
-  /** A frame "from the host TAP", delivered synchronously as the TAP watcher does. */
-  inject(frame: Buffer): void {
+  /** A frame "from the host TAP", delivered synchronously as the TAP watcher does (with its virtio_net_hdr, if any). */
+  inject(frame: Buffer, offload: FrameOffload | null = null): void {
     if (!this.#onFrame) throw new Error('FakeLink: device did not start the link');
-    this.#onFrame(frame);
+    this.#onFrame(frame, offload);
   }
 
   close(): void {

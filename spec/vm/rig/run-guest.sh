@@ -14,6 +14,9 @@
 #   --timeout SEC         stop QEMU after SEC seconds and exit 124 (default 300).
 #   --net                 a virtio NIC on QEMU's user network (restrict=on: no
 #                         way out); the guest's eth0 is 10.0.2.15/24.
+#   --virtio-tap IFNAME   a virtio-net NIC (QEMU's userspace virtio-net, vnet
+#                         header offloads on) on the existing host TAP IFNAME,
+#                         MAC 52:54:00:7a:70:01; the guest configures it itself.
 #   --coldplug            load a driver for every device before the script.
 #   --append ARGS         more kernel command line.
 #   --extra-qemu-args S   more QEMU arguments (split at spaces).
@@ -29,7 +32,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
 
-script= mem=2G smp=2 timeout=300 net=0 coldplug=0 append= extra= outdir=
+script= mem=2G smp=2 timeout=300 net=0 coldplug=0 append= extra= outdir= vtap=
 accel=${RIG_ACCEL:-auto} console=0 keep=0
 sockets=() files=()
 fail_rig() { echo "run-guest: $*" >&2; exit 125; }
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
         --smp) smp=$2; shift ;;
         --timeout) timeout=$2; shift ;;
         --net) net=1 ;;
+        --virtio-tap) vtap=$2; shift ;;
         --coldplug) coldplug=1 ;;
         --append) append=$2; shift ;;
         --extra-qemu-args) extra=$2; shift ;;
@@ -133,6 +137,10 @@ if [ -n "$outdir" ]; then
     qemu+=(-drive if=none,id=out,file="$run/out.tar",format=raw -device virtio-blk-pci,drive=out,serial=$RIG_OUT_SERIAL)
 fi
 [ $net = 1 ] && qemu+=(-netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0)
+if [ -n "$vtap" ]; then
+    [ -e "/sys/class/net/$vtap" ] || fail_rig "--virtio-tap $vtap: no such host interface"
+    qemu+=(-netdev "tap,id=vtap0,ifname=$vtap,script=no,downscript=no,vhost=off" -device virtio-net-pci,netdev=vtap0,mac=52:54:00:7a:70:01)
+fi
 for s in "${sockets[@]+"${sockets[@]}"}"; do
     qemu+=(-device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$s\",\"type\":\"unix\"}}")
 done

@@ -200,6 +200,7 @@ export class IonicGuest extends GuestProbe {
       }
       this.rxFrames.push({
         queue: q.index, index: ci, status, len, numSg, rssHash: e.readUInt32LE(4), pktType: e[15]! & 0x7f, data,
+        csum: e.readUInt16BE(8), csumFlags: e[14]!, vlanTci: e.readUInt16LE(10),
       });
       q.tail = (q.tail + 1) % q.size;
       q.cqTail = (q.cqTail + 1) % q.size;
@@ -280,6 +281,29 @@ export class IonicGuest extends GuestProbe {
     desc.copy(this.mem(q.ring + slot * 16, 16));
     if (sg) sg.copy(this.mem(q.sg + slot * q.sgDescSize, Math.min(sg.length, q.sgDescSize)));
     return { slot, done: this.#queueTx(q, slot, true) };
+  }
+
+  /**
+   * Post hand-made descriptors (each with its SG list) at consecutive slots
+   * and ring once, as the driver posts a TSO run; resolves with the
+   * completion of the last one.
+   */
+  postTxRun(queue: number, run: readonly { desc: Buffer; sg?: Buffer }[]): Promise<TxCompletion> {
+    const q = this.txqs[queue]!;
+    if (run.length === 0) throw new Error('postTxRun: an empty run');
+    // Only the last descriptor gets a waiter: the device completes the run with one entry.
+    for (let i = 0; i < run.length - 1; i++) {
+      this.#writeRaw(q, run[i]!.desc, run[i]!.sg);
+      q.head = (q.head + 1) % q.size;
+    }
+    const slot = q.head;
+    this.#writeRaw(q, run[run.length - 1]!.desc, run[run.length - 1]!.sg);
+    return this.#queueTx(q, slot, true);
+  }
+
+  #writeRaw(q: TxQ, desc: Buffer, sg: Buffer | undefined): void {
+    desc.copy(this.mem(q.ring + q.head * 16, 16));
+    if (sg) sg.copy(this.mem(q.sg + q.head * q.sgDescSize, Math.min(sg.length, q.sgDescSize)));
   }
 
   /** Where the TX buffer of a slot lives (for hand-made descriptors). */

@@ -33,6 +33,10 @@ export interface RxFrame {
   readonly numSg: number;
   readonly rssHash: number;
   readonly pktType: number;
+  /** The completion's csum (as the bytes sit: big-endian), csum_flags and vlan_tci. */
+  readonly csum: number;
+  readonly csumFlags: number;
+  readonly vlanTci: number;
   readonly data: Buffer;
 }
 
