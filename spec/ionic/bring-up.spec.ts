@@ -10,7 +10,7 @@ import {
 } from '../support/ionic/regs';
 import { DEVICE_MAC, Rig } from '../support/ionic/rig';
 
-/** What the compat profile offers, in driver terms (contract 4.6). */
+/** What the compat profile offers, in driver terms (ionic Ethernet E4.6, docs/driver-contract.md). */
 const OFFERED = Feature.VLAN_TX_TAG | Feature.VLAN_RX_STRIP | Feature.RX_HASH | Feature.RX_CSUM | Feature.TX_SG | Feature.TX_CSUM
   | Feature.TSO | Feature.TSO_IPV6 | Feature.TSO_ECN;
 
