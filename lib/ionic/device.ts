@@ -15,7 +15,7 @@ import { executeCommand, CommandContext, P4DeviceControl } from './commands';
 import { IONIC_CLASS_ETHERNET, IONIC_DEVICE_ID_ETH_PF, IONIC_SUBSYSTEM_ID, IONIC_VENDOR_ID } from './constants';
 import { BAR2_INDEX, BAR2_SIZE, DoorbellBar, DoorbellCounters } from './doorbells';
 import { FaultInjector } from './fault-injection';
-import type { FrameEndpoint, HostLink } from './frames';
+import type { FrameEndpoint, HostLink } from '../net/frame-endpoint';
 import { InterruptController } from './interrupts';
 import { bar0 as B0 } from './layouts';
 import { Lif } from './lif';

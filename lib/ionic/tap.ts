@@ -4,7 +4,7 @@
 
 import * as fs from 'fs';
 import * as native from '../native';
-import type { HostLink } from './frames';
+import type { HostLink } from '../net/frame-endpoint';
 
 /** Reads per readiness event before letting other work run. */
 const READS_PER_EVENT = 64;

@@ -41,6 +41,9 @@ export const tcphdr = {
 
 /** Multicast bit of the first byte of a MAC address (the I/G bit). */
 export const ETH_MULTICAST_BIT = 0x01;
+/** Bytes of a MAC address, of an IPv4 address. */
+export const ETH_ALEN = 6;
+export const IPV4_ALEN = 4;
 /** The broadcast MAC address. */
 export const ETH_BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 

@@ -8,11 +8,11 @@
 // first among the segment's endpoints.
 
 import * as http from 'http';
-import type { FrameEndpoint } from '../../ionic/frames';
+import type { FrameEndpoint } from '../../net/frame-endpoint';
 import type { S3Options } from './options';
 import { RdmaDma, RdmaPath } from './rdma';
 import { Credentials, createS3Server, ObjectStore } from './store';
-import { TcpStack } from './tcp';
+import { TcpStack } from '../../net/tcp-host';
 
 export interface S3EndpointDeps {
   /** Queue a frame for the guest (the buffer is the callee's). */

@@ -8,7 +8,7 @@ import type { Logger } from '../../../lib/log';
 import type { RdmaBackend } from '../../../lib/rdma/backends';
 import { IonicDevice } from '../../../lib/ionic/device';
 import type { FaultInjector } from '../../../lib/ionic/fault-injection';
-import type { HostLink } from '../../../lib/ionic/frames';
+import type { HostLink } from '../../../lib/net/frame-endpoint';
 import { COMPAT_PROFILE, NicProfile } from '../../../lib/ionic/profile';
 import { VfioUserServer } from '../../../lib/vfio-user/server';
 import { settle, tempSocketPath } from '../fds';

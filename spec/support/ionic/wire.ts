@@ -2,7 +2,7 @@
 // ICMP echo, UDP), and a HostLink stand-in that records what the device sends
 // and lets a test inject frames as if they came from the host TAP.
 
-import type { HostLink } from '../../../lib/ionic/frames';
+import type { HostLink } from '../../../lib/net/frame-endpoint';
 
 export const BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 const ETH_ARP = 0x0806;

@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import { createHash, randomBytes } from 'crypto';
 import * as http from 'http';
 import type { AddressInfo } from 'net';
-import type { FrameEndpoint } from '../../../lib/ionic/frames';
+import type { FrameEndpoint } from '../../../lib/net/frame-endpoint';
 import { DC } from '../../../lib/rdma/counters';
 import { S3_DEFAULTS, S3Options } from '../../../lib/targets/s3/options';
 import { ObjectStore } from '../../../lib/targets/s3/store';

@@ -30,6 +30,7 @@
 
 import { contain, guardedImmediate } from '../../../guard';
 import type { Logger } from '../../../log';
+import { ArpEchoHost } from '../../../net/arp-echo';
 import type { AddressVector } from '../../../rdma/address';
 import { ipv4Gid } from '../../../rdma/address';
 import { DC, QC } from '../../../rdma/counters';
@@ -53,7 +54,6 @@ import { QUEUE_ENTRIES } from '../limits';
 import type { NvmeofQueue, NvmeofTarget } from '../queue';
 import { IB_QP1_QKEY, MAD_SIZE } from './cm-layouts';
 import { CmConnection, CmHost, CmPeer, CmResponder, guidFromMac } from './cm';
-import { TargetSegment } from './segment';
 
 /** The "node" the loopback path hands target-bound WQEs with (any value >= 0: there is one target). */
 const TARGET_NODE = 0;
@@ -187,8 +187,8 @@ export class NvmeofDataPath implements RemotePath {
   }
 
   /** The target on the Ethernet segment (ARP, ICMP echo); `send` queues a frame for the guest. */
-  segment(send: (frame: Buffer) => void): TargetSegment {
-    return new TargetSegment(this.#ip, this.#mac, send);
+  segment(send: (frame: Buffer) => void): ArpEchoHost {
+    return new ArpEchoHost(this.#ip, this.#mac, send);
   }
 
   // ---- RemotePath --------------------------------------------------------------------------------

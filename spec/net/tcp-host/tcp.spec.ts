@@ -6,8 +6,8 @@
 
 import { expect } from 'chai';
 import * as sinon from 'sinon';
-import { TcpConnection, TcpStack } from '../../../lib/targets/s3/tcp';
-import { ACK, arpRequest, decode, echoRequest, FIN, GUEST_IP, GUEST_MAC, Out, PSH, RST, STORE_MAC, SYN, tcp } from './frames';
+import { TcpConnection, TcpStack } from '../../../lib/net/tcp-host';
+import { ACK, arpRequest, decode, echoRequest, FIN, GUEST_IP, GUEST_MAC, Out, PSH, RST, STORE_MAC, SYN, tcp } from '../../targets/s3/frames';
 
 const ISS = 1000;
 const PORT = 9000;
