@@ -14,7 +14,7 @@
 //             (lib/targets/s3): the CLI opens the store, the device puts the
 //             endpoint on its frame hooks with the MR-table DMA callbacks
 
-import { installLoopbackDataPath, DataPathEngine } from './datapath/loopback';
+import { installWqeExecutor, DataPathEngine } from './executor';
 import { installMeshDataPath, MeshDataPath, MeshDataPathOptions, MeshPort } from './datapath/mesh';
 import type { NvmeofTarget } from '../targets/nvmeof/queue';
 import { installNvmeofDataPath, NvmeofDataPath, NvmeofDataPathOptions } from '../targets/nvmeof/rdma';
@@ -52,7 +52,7 @@ export function installRdmaBackend(b: RdmaBackend, engine: DataPathEngine): Mesh
   if (typeof b !== 'string') {
     if ('s3' in b) {
       // The store's resource handling is the loopback backend's; the device adds the endpoint.
-      installLoopbackDataPath(engine);
+      installWqeExecutor(engine);
       return null;
     }
     return 'nvmeof' in b ? installNvmeofDataPath(engine, b.nvmeof, b.options) : installMeshDataPath(engine, b.mesh, b.options);
@@ -61,7 +61,7 @@ export function installRdmaBackend(b: RdmaBackend, engine: DataPathEngine): Mesh
     case 'none':
       return null;
     case 'loopback':
-      installLoopbackDataPath(engine);
+      installWqeExecutor(engine);
       return null;
   }
 }

@@ -26,10 +26,10 @@ import { IonicStatus } from '../cqe';
 import { effectiveQkey, GRH_SIZE, writeGrh } from '../datagram';
 import type { Sge, SendWqe } from '../wqe-decode';
 import { ATOMIC_SIZE, SendVerb } from '../wqe-layout';
-import type { GuestViews } from '../loopback/guest-views';
-import { InflightWqe, QpDp, WaitKind } from '../loopback/qp-state';
-import type { RemoteResult } from '../loopback/remote-path';
-import type { Scheduler } from '../loopback/scheduler';
+import type { GuestViews } from '../../executor/guest-views';
+import { InflightWqe, QpDp, WaitKind } from '../../executor/qp-state';
+import type { RemoteResult } from '../../executor/remote-path';
+import type { Scheduler } from '../../executor/scheduler';
 import {
   newWireHeader, packDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_HEADER_SIZE, WIRE_VERSION_FLAGS, WireHeader, writeWireHeader,
 } from './wire';

@@ -42,15 +42,15 @@ import { LEND_MIN_BYTES } from './requester';
 import { IonicStatus, RecvOp } from '../cqe';
 import { datagramAccepted, GRH_SIZE } from '../datagram';
 import { ATOMIC_SIZE } from '../wqe-layout';
-import type { Verbs } from '../loopback/verbs';
-import { qpStateIfAny } from '../loopback/qp-state';
+import type { Verbs } from '../../executor/verbs';
+import { qpStateIfAny } from '../../executor/qp-state';
 import type { MeshSender } from './requester';
 import {
   newWireHeader, readWireHeader, unpackDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_HEADER_SIZE, WIRE_VERSION_FLAGS,
   WireHeader, wireVersionOk, writeWireHeader,
 } from './wire';
 
-/** How a responder error fails its QP (LoopbackDataPath.responderError: ERR and the async event). */
+/** How a responder error fails its QP (WqeExecutor.responderError: ERR and the async event). */
 export interface ResponderFailures {
   responderError(qp: QpRecord, status: number): void;
 }

@@ -37,9 +37,9 @@ import { DC, QC } from '../../../rdma/counters';
 import { copySlices } from '../../../rdma/datapath/copy';
 import { IonicStatus, RecvOp } from '../../../rdma/datapath/cqe';
 import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../../../rdma/datapath/datagram';
-import { DataPathEngine, installLoopbackDataPath, LoopbackDataPath } from '../../../rdma/datapath/loopback/data-path';
-import type { QpDp } from '../../../rdma/datapath/loopback/qp-state';
-import type { RemotePath, RemoteResult } from '../../../rdma/datapath/loopback/remote-path';
+import { DataPathEngine, installWqeExecutor, WqeExecutor } from '../../../rdma/executor/executor';
+import type { QpDp } from '../../../rdma/executor/qp-state';
+import type { RemotePath, RemoteResult } from '../../../rdma/executor/remote-path';
 import type { SendWqe } from '../../../rdma/datapath/wqe-decode';
 import { SendVerb } from '../../../rdma/datapath/wqe-layout';
 import { GSI_QPN, RDMA_QPN_MASK } from '../../../rdma/limits';
@@ -110,7 +110,7 @@ export function targetMac(ip: string): Buffer {
 
 export class NvmeofDataPath implements RemotePath {
   readonly #engine: DataPathEngine;
-  readonly #dp: LoopbackDataPath;
+  readonly #dp: WqeExecutor;
   readonly #target: NvmeofTarget;
   readonly #log: Logger;
   readonly #cm: CmResponder;
@@ -148,7 +148,7 @@ export class NvmeofDataPath implements RemotePath {
       ip, port: Number(target.port.trsvcid), maxIoQueues: target.subsystem.maxIoQueues, caGuid: guidFromMac(this.#mac), host,
       cntlidLive: (id) => target.subsystem.controller(id)?.alive === true, log: this.#log,
     });
-    this.#dp = installLoopbackDataPath(engine);
+    this.#dp = installWqeExecutor(engine);
     this.#dp.attachRemote(this);
     // Two more events matter here: CQ room (held responses) and a guest QP leaving RTS for ERR or RESET (its connection ends).
     const prev = engine.hooks;

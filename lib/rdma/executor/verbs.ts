@@ -6,21 +6,21 @@
 // change keys. Payload moves view to view (copySlices). Answers are CQE
 // statuses (IonicStatus); a responder-side error also fails the responder.
 
-import type { AddressVector } from '../../address';
-import { DC, QC } from '../../counters';
-import type { DataPathDevice } from '../../hooks';
-import { GSI_QPN, RDMA_MAX_MSG_BYTES, RDMA_SRQ_BASE } from '../../limits';
-import { retagKey } from '../../memory-keys';
-import { KeyStatus } from '../../resources';
-import type { QpRecord, QueueRing, SrqRecord } from '../../resources';
-import { MrFlag, QpFlag, QpState, QpType } from '../../types';
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import { getField, getRawWord, setField } from '../../../../protocol/field';
-import { copySlices } from '../copy';
-import { IonicStatus, RecvOp } from '../cqe';
-import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../datagram';
-import { decodeRecvWqe, newRecvWqe, SendWqe } from '../wqe-decode';
-import { atomic_operand, ATOMIC_SIZE, ionic_v1_base_hdr, SendVerb } from '../wqe-layout';
+import type { AddressVector } from '../address';
+import { DC, QC } from '../counters';
+import type { DataPathDevice } from '../hooks';
+import { GSI_QPN, RDMA_MAX_MSG_BYTES, RDMA_SRQ_BASE } from '../limits';
+import { retagKey } from '../memory-keys';
+import { KeyStatus } from '../resources';
+import type { QpRecord, QueueRing, SrqRecord } from '../resources';
+import { MrFlag, QpFlag, QpState, QpType } from '../types';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { getField, getRawWord, setField } from '../../../protocol/field';
+import { copySlices } from '../datapath/copy';
+import { IonicStatus, RecvOp } from '../datapath/cqe';
+import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../datapath/datagram';
+import { decodeRecvWqe, newRecvWqe, SendWqe } from '../datapath/wqe-decode';
+import { atomic_operand, ATOMIC_SIZE, ionic_v1_base_hdr, SendVerb } from '../datapath/wqe-layout';
 import type { Completions } from './completions';
 import { GuestViews, slotViews } from './guest-views';
 

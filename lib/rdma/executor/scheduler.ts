@@ -13,9 +13,9 @@
 // every event made a chain of QPs failing one after the other quadratic,
 // and recursive.)
 
-import { contain } from '../../../guard';
-import type { DataPathDevice } from '../../hooks';
-import type { QpRecord } from '../../resources';
+import { contain } from '../../guard';
+import type { DataPathDevice } from '../hooks';
+import type { QpRecord } from '../resources';
 import { QpDp, qpState, qpStateIfAny, WaitKind } from './qp-state';
 
 /** WQEs one QP runs per visit before the next ready QP gets its turn. */

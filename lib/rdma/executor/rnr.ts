@@ -4,10 +4,10 @@
 // many times (an RQ doorbell in between resumes it at once), then completes
 // with RNR_RETRY_EXCEEDED.
 
-import { contain } from '../../../guard';
-import { DC, QC } from '../../counters';
-import type { DataPathDevice } from '../../hooks';
-import type { QpRecord } from '../../resources';
+import { contain } from '../../guard';
+import { DC, QC } from '../counters';
+import type { DataPathDevice } from '../hooks';
+import type { QpRecord } from '../resources';
 import { QpDp, WaitKind } from './qp-state';
 import type { Scheduler } from './scheduler';
 

@@ -1,5 +1,7 @@
-// The loopback data path: plugs into the RDMA engine's hooks (lib/rdma/hooks.ts)
-// and executes send-queue WQEs between QPs of the same device. This module
+// The WQE executor: plugs into the RDMA engine's hooks (lib/rdma/hooks.ts)
+// and executes send-queue WQEs between QPs of the same device; every
+// backend runs its WQEs through it (the loopback backend alone, the mesh and
+// the targets with a RemotePath for QPs that are not on this device). This module
 // runs one QP's WQEs and keeps its state machine; the rest is split by job:
 //   scheduler.ts    the ready queue, its single drain loop, the waiter sets
 //   verbs.ts        what each WQE does (SEND, WRITE, READ, atomics, UD, keys)
@@ -13,17 +15,17 @@
 // is lost. An error on an RC WQE completes it with the error bit and moves
 // the QP to ERR (the host flushes the rest).
 
-import { QpEventCode, SEND_FILTER_DROP, SEND_FILTER_PASS } from '../../hooks';
-import type { DataPathDevice, DataPathHooks, SendFilter } from '../../hooks';
-import { DC, QC } from '../../counters';
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import { GSI_QPN, RDMA_QPN_MASK } from '../../limits';
-import type { QpRecord, SrqRecord } from '../../resources';
-import { QpState, QpType } from '../../types';
-import { getRawWord } from '../../../../protocol/field';
-import { IonicStatus } from '../cqe';
-import { decodeSendWqe, newSendWqe, SendWqe } from '../wqe-decode';
-import { ionic_v1_base_hdr, SendVerb } from '../wqe-layout';
+import { QpEventCode, SEND_FILTER_DROP, SEND_FILTER_PASS } from '../hooks';
+import type { DataPathDevice, DataPathHooks, SendFilter } from '../hooks';
+import { DC, QC } from '../counters';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { GSI_QPN, RDMA_QPN_MASK } from '../limits';
+import type { QpRecord, SrqRecord } from '../resources';
+import { QpState, QpType } from '../types';
+import { getRawWord } from '../../../protocol/field';
+import { IonicStatus } from '../datapath/cqe';
+import { decodeSendWqe, newSendWqe, SendWqe } from '../datapath/wqe-decode';
+import { ionic_v1_base_hdr, SendVerb } from '../datapath/wqe-layout';
 import { Completions } from './completions';
 import { GuestViews, slotViews } from './guest-views';
 import { InflightWqe, QpDp, qpState, qpStateIfAny, StepResult, WaitKind } from './qp-state';
@@ -48,7 +50,7 @@ function ucSilent(status: number): boolean {
     || status === IonicStatus.RETRY_EXCEEDED;
 }
 
-export class LoopbackDataPath implements QpRunner, QpFailures {
+export class WqeExecutor implements QpRunner, QpFailures {
   readonly #dev: DataPathEngine;
   readonly #sched: Scheduler;
   readonly #views: GuestViews;
@@ -462,8 +464,8 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
 }
 
 /** Plug the loopback data path into an engine. */
-export function installLoopbackDataPath(dev: DataPathEngine): LoopbackDataPath {
-  const dp = new LoopbackDataPath(dev);
+export function installWqeExecutor(dev: DataPathEngine): WqeExecutor {
+  const dp = new WqeExecutor(dev);
   dp.install();
   return dp;
 }

@@ -7,12 +7,12 @@
 // WQE_FLUSHED) for each non-empty queue. The CQE is one reused record handed
 // to the device (DataPathDevice.postCqe): the CQ encodes it and sets its color.
 
-import type { AddressVector } from '../../address';
-import { DC, QC } from '../../counters';
-import type { DataPathDevice } from '../../hooks';
-import { RDMA_MSN_MASK } from '../../limits';
-import type { QpRecord, QueueRing } from '../../resources';
-import { CqeType, IonicStatus, newCqeRecord, RecvOp } from '../cqe';
+import type { AddressVector } from '../address';
+import { DC, QC } from '../counters';
+import type { DataPathDevice } from '../hooks';
+import { RDMA_MSN_MASK } from '../limits';
+import type { QpRecord, QueueRing } from '../resources';
+import { CqeType, IonicStatus, newCqeRecord, RecvOp } from '../datapath/cqe';
 import type { QpDp } from './qp-state';
 
 export class Completions {

@@ -7,17 +7,17 @@
 // PageListLoader, kept on the QP while its WQE is at the head. Any refusal
 // changes nothing and completes with MEM_MGMT_OPER.
 
-import { DC } from '../../counters';
-import type { DataPathDevice } from '../../hooks';
-import { RDMA_MAX_MR_PAGES, RDMA_PT_ENTRIES_PER_TURN } from '../../limits';
-import { retagKey } from '../../memory-keys';
-import { PageListLoader, PageTable, PageTableBuilder } from '../../page-table';
-import { KeyStatus } from '../../resources';
-import type { QpRecord } from '../../resources';
-import { MrFlag } from '../../types';
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import { IonicStatus } from '../cqe';
-import type { SendWqe } from '../wqe-decode';
+import { DC } from '../counters';
+import type { DataPathDevice } from '../hooks';
+import { RDMA_MAX_MR_PAGES, RDMA_PT_ENTRIES_PER_TURN } from '../limits';
+import { retagKey } from '../memory-keys';
+import { PageListLoader, PageTable, PageTableBuilder } from '../page-table';
+import { KeyStatus } from '../resources';
+import type { QpRecord } from '../resources';
+import { MrFlag } from '../types';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { IonicStatus } from '../datapath/cqe';
+import type { SendWqe } from '../datapath/wqe-decode';
 import type { PendingRegMr, QpDp } from './qp-state';
 import type { Scheduler } from './scheduler';
 
