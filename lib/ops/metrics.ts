@@ -14,6 +14,7 @@
 import { p4Families } from './p4-stats';
 import { Registry } from 'prom-client';
 import type { IonicDevice } from '../ionic/device';
+import type { MeshDataPath } from '../rdma/datapath/mesh';
 import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
 import { connectionState } from './activity';
 import { counterName, Emit, FamilySpec, qpCounterName, rdmaCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
@@ -86,7 +87,7 @@ const QP_HELP: Readonly<Record<string, string>> = {
 const ACTIVE = new Set(['qps_active', 'cqs_active', 'mrs_active', 'ahs_active', 'srqs_active']);
 
 type MeshStats = ReturnType<MeshStatsSource['stats']>;
-type MeshDpStats = NonNullable<IonicDevice['meshDataPath']>['stats'];
+type MeshDpStats = MeshDataPath['stats'];
 
 /** The mesh families: name, type, help, and where the value is. */
 const MESH_FAMILIES: readonly (readonly [name: string, type: 'counter' | 'gauge', help: string, read: (m: MeshStats | undefined, dp: MeshDpStats | undefined) => number | undefined])[] = [
@@ -189,9 +190,9 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   }
 
   // ---- the TCP mesh ------------------------------------------------------------------------------
-  if (src.mesh || d.meshDataPath) {
+  if (src.mesh || src.meshDataPath) {
     for (const [name, type, help, read] of MESH_FAMILIES) add(name, type, help, (e) => {
-      const v = read(src.mesh?.stats(), d.meshDataPath?.stats);
+      const v = read(src.mesh?.stats(), src.meshDataPath?.stats);
       if (v !== undefined) e(v);
     });
     add('mesh_node_id', 'gauge', 'This server\'s mesh node id, by role (absent until registered)', (e) => {

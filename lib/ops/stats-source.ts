@@ -8,11 +8,12 @@
 //   device.stats.lif / .port   the Ethernet LIF and port blocks (lib/ionic/stats.ts)
 //   device.rdma.counters       RDMA device counters (lib/rdma/counters.ts)
 //   device.rdma.rm.qps         per-QP counters and WQEs by opcode
-//   device.meshDataPath.stats  and Mesh.stats(), with --backend tcp:...
+//   meshDataPath.stats         and Mesh.stats(), with --backend tcp:...
 //   the P4 engine               with --p4 options (./p4-stats.ts)
 
 import type { IonicDevice } from '../ionic/device';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
+import type { MeshDataPath } from '../rdma/datapath/mesh';
 import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
 import { GSI_QPN } from '../rdma/limits';
 import type { QpRecord } from '../rdma/records';
@@ -42,6 +43,8 @@ export interface OpsSources {
   readonly mac: string;
   readonly connection: ConnectionView;
   readonly mesh?: MeshStatsSource | null;
+  /** The mesh data path (lib/backends/mesh.ts), with --backend tcp:... */
+  readonly meshDataPath?: Pick<MeshDataPath, 'stats'> | null;
   /** The P4 engine, with --p4 options. */
   readonly p4?: P4StatsSource | null;
   /** The loop-stall watchdog, with --loop-watch. */
@@ -162,7 +165,7 @@ export function opcodeTotalRows(d: IonicDevice): StatRow[] {
 
 export function meshRows(src: OpsSources): StatRow[] {
   const m = src.mesh?.stats();
-  const dp = src.device.meshDataPath?.stats;
+  const dp = src.meshDataPath?.stats;
   if (!m && !dp) return [];
   const rows: StatRow[] = [];
   if (m) {

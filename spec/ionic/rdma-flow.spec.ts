@@ -9,6 +9,7 @@ import { DC } from '../../lib/rdma/counters';
 import { Cq, GuestMr, Qp, VerbsGuest } from '../support/ionic/rdma-verbs';
 import { idBody } from '../support/ionic/rdma-cmds';
 import { AOp, CqeT, Eqe, MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
+import { NoBackend } from '../../lib/backends/none';
 
 const KEY = (3 << 8) | 0x21;
 
@@ -200,7 +201,7 @@ describe('ionic rdma: --backend none', () => {
   after(async () => v?.close());
 
   it('creates every object and records doorbells, but runs no WQE and completes nothing', async () => {
-    v = await VerbsGuest.boot({ rdmaBackend: 'none' });
+    v = await VerbsGuest.boot({ rdmaBackend: new NoBackend() });
     const cq = await v.createCq(230, 6);
     const mr = await v.createMr({ key: KEY, pages: 2, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE });
     const a = await v.createQp(70, QpT.RC, { sqCq: cq });

@@ -5,7 +5,7 @@
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import type { Logger } from '../../../lib/log';
-import type { RdmaBackend } from '../../../lib/rdma/backends';
+import type { RdmaBackend } from '../../../lib/rdma/backend';
 import { IonicDevice } from '../../../lib/ionic/device';
 import type { FaultInjector } from '../../../lib/ionic/fault-injection';
 import type { HostLink } from '../../../lib/net/frame-endpoint';

@@ -1,4 +1,4 @@
-// The NVMe-oF target behind the device (`rdmaBackend: { nvmeof }`), driven by
+// The NVMe-oF target behind the device (`rdmaBackend: new NvmeofBackend(target)`), driven by
 // the guest model the way nvme-rdma drives it: CM MADs on QP1 through an AH
 // to the target's address (REQ -> REP with a GRH from the target's GID, RTU,
 // DREQ -> DREP), an RC QP per NVMe queue connected to the controller QPN the
@@ -19,6 +19,7 @@ import { CqeT, MrF, QpF, QpS, QpT, ROp, WOp, WSt } from '../../support/ionic/rdm
 import { Cq, Cqe, GuestMr, Qp, v4, VerbsGuest } from '../../support/ionic/rdma-verbs';
 import { ATTR, dreq, header, rejFields, repFields, req, rtu } from './cm-mads';
 import { connectData, HOSTNQN, KEYED, KEYED_INV, SC, sqe, SUBNQN } from './helpers';
+import { NvmeofBackend } from '../../../lib/backends/nvmeof';
 
 const GUEST = '192.168.200.2';
 const TARGET = '192.168.200.1';
@@ -145,7 +146,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const parsed = parseNvmeofBackend('nvmeof:size=1M,queues=2');
     if (!parsed.ok) throw new Error(parsed.error);
     target = await createNvmeofTarget(parsed.value);
-    v = await VerbsGuest.boot({ rdmaBackend: { nvmeof: target }, arenaPages: 160 });
+    v = await VerbsGuest.boot({ rdmaBackend: new NvmeofBackend(target), arenaPages: 160 });
     cq = await v.createCq(30, 9);
     gsi = await v.createQp(1, QpT.UD, { sqCq: cq, rqCq: cq, flags: QpF.PRIVILEGED, depthLog2: 5 });
     await v.readyUd(gsi, QP1_QKEY);
@@ -172,13 +173,13 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     expect(header(mad)).to.deep.include({ base: 1, cls: 7, ver: 2, method: 3, attr: ATTR.REP });
     const f = repFields(mad);
     expect([f.remote, f.qpn, f.crqsize]).to.deep.equal([0x77, TARGET_QPN_BASE, 32]);
-    expect(v.rig.device.nvmeofDataPath!.stats.connections).to.equal(1);
+    expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections).to.equal(1);
     // The guest leaves (DREQ): DREP, and the connection is gone.
     await sendMad(dreq(0x77, f.local, f.qpn));
     const d = await nextMad();
     expect(header(d.mad).attr).to.equal(ATTR.DREP);
     expect([d.mad.readUInt32BE(24), d.mad.readUInt32BE(28)]).to.deep.equal([f.local, 0x77]);
-    expect(v.rig.device.nvmeofDataPath!.stats.connections).to.equal(0);
+    expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections).to.equal(0);
     expect(v.qpState(qp)).to.equal(QpS.RESET);
   });
 
@@ -280,20 +281,20 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     sqe({ opcode: 0x00, cid: 0x4321, nsid: 1 }).copy(v.g.mem(at2, 64));
     v.postSend(q.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at2, len: 64, lkey: 0 }] });
     await take((x) => x.qid === q.qp.id && x.type === CqeT.SEND_MSN, 'the SEND completion (ACK before any receive)');
-    await until(() => v.rig.device.nvmeofDataPath!.stats.heldResponses === 1, 'the response held');
+    await until(() => (v.rig.device.backend as NvmeofBackend).dataPath!.stats.heldResponses === 1, 'the response held');
     seen.push(...v.drain(cq));
     expect(seen.filter((x) => x.qid === q.qp.id && x.type === CqeT.RECV)).to.deep.equal([]);
     postRecv(q.qp, 64);
     const recv = await take((x) => x.qid === q.qp.id && x.type === CqeT.RECV, 'the held response');
     expect(decodeCqe(Buffer.from(v.g.mem(recvAt.get(recv.wqeIdLo)!, 16))).cid).to.equal(0x4321);
-    expect(v.rig.device.nvmeofDataPath!.stats.heldResponses).to.equal(0);
+    expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.heldResponses).to.equal(0);
     // An RDMA WRITE to a controller QP is refused (no remote access there): REMOTE_ACC, the QP to ERR.
     v.postSend(q.qp, { op: WOp.RDMA_WRITE, id: nextId++, sges: [{ va: at, len: 8, lkey: 0 }], remote: { va: 0x1000, rkey: 0x1234 } });
     const e = await take((x) => x.qid === q.qp.id && x.type === CqeT.SEND_MSN, 'the refused WRITE');
     expect([e.error, e.statusLength]).to.deep.equal([true, WSt.REMOTE_ACC]);
     expect(v.qpState(q.qp)).to.equal(QpS.ERR);
     // The QP's error ended its connection.
-    await until(() => v.rig.device.nvmeofDataPath!.stats.connections === 2, 'the errored queue gone');
+    await until(() => (v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections === 2, 'the errored queue gone');
   });
 
   it('a host that never posts receives: 512 responses are held, the next ends the connection with a DREQ', async () => {
@@ -301,7 +302,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const at = page();
     // Not a Connect: each capsule gets an error response of its own (no controller needed).
     sqe({ opcode: 0x00, cid: 7, nsid: 1 }).copy(v.g.mem(at, 64));
-    const dp = v.rig.device.nvmeofDataPath!;
+    const dp = (v.rig.device.backend as NvmeofBackend).dataPath!;
     for (let sent = 0; sent < 513; sent += 16) {
       const n = Math.min(16, 513 - sent);
       for (let i = 0; i < n; i++) v.postSend(q.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at, len: 64, lkey: 0 }] }, i === n - 1);
@@ -321,7 +322,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const ours = got.find((m) => header(m.mad).attr === ATTR.DREQ)!;
     expect([drep.mad.readUInt32BE(24), drep.mad.readUInt32BE(28)]).to.deep.equal([admin.ours, admin.theirs]);
     expect([ours.mad.readUInt32BE(24), ours.mad.readUInt32BE(28), ours.mad.readUInt32BE(32) >>> 8]).to.deep.equal([io.ours, io.theirs, io.qp.id]);
-    expect(v.rig.device.nvmeofDataPath!.stats.connections).to.equal(0);
+    expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections).to.equal(0);
     const at = page();
     sqe({ opcode: 0x00, cid: cid++, nsid: 1 }).copy(v.g.mem(at, 64));
     v.postSend(io.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at, len: 64, lkey: 0 }] });
@@ -335,7 +336,7 @@ describe('nvmeof target on the Ethernet segment', () => {
     const parsed = parseNvmeofBackend('nvmeof:size=64K,ip=10.7.0.1');
     if (!parsed.ok) throw new Error(parsed.error);
     const target = await createNvmeofTarget(parsed.value);
-    const rig = await Rig.start({ rdmaBackend: { nvmeof: target } });
+    const rig = await Rig.start({ rdmaBackend: new NvmeofBackend(target) });
     try {
       const g = await rig.probed(1);
       const me = DEVICE_MAC;
