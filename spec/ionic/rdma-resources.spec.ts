@@ -6,7 +6,7 @@
 
 import { expect } from 'chai';
 import { parseHeaderTemplate } from '../../lib/ionic/rdma/header-template';
-import { CqPost, cqDoorbell, cqFree, postCqe } from '../../lib/ionic/rdma/completion-queue';
+import { CqPost, cqDoorbell, cqFree, postCqe } from '../../lib/rdma/datapath/cq-ring';
 import { gidToString } from '../../lib/rdma/address';
 import { CqeType, newCqeRecord } from '../../lib/rdma/datapath/cqe';
 import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../../lib/rdma/counters';

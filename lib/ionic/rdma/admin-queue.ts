@@ -25,7 +25,7 @@ import type { Logger } from '../../log';
 import { AdminOutcome, AdminResult, AdminWork, isAdminWork } from './admin-commands';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
-import { CqPost, cqFree } from './completion-queue';
+import { CqPost, cqFree } from '../../rdma/datapath/cq-ring';
 import { ADMIN_MAX_BODY, ADMIN_WQE_HDR_LEN, ADMIN_WQE_STRIDE, AdminStatus } from './constants';
 import { ionic_v1_admin_wqe as W } from './layouts';
 import { getField } from '../../../protocol/field';

@@ -76,13 +76,6 @@ export const enum EqeCode {
   QP_ERR_ACCESS = 10,
 }
 
-/** Doorbell "ring" field (bits 16..18): 0 index update, 1 arm CQ (any), 2 arm CQ (solicited). */
-export const enum DbRing {
-  INDEX = 0,
-  ARM = 1,
-  ARM_SOLICITED = 2,
-}
-
 /** The stride of an admin WQE and its header size (ADMIN_WQE_STRIDE, ADMIN_WQE_HDR_LEN). */
 export const ADMIN_WQE_STRIDE = 64;
 export const ADMIN_WQE_HDR_LEN = 4;

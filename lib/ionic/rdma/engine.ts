@@ -11,12 +11,13 @@
 // and index (0..15); device.ts hands every type >= 5 here.
 //
 // The engine is also what the data path plugs into (lib/rdma/hooks.ts): it
-// calls `hooks` on doorbells and object changes, and offers postCqe/qpEvent.
+// calls `hooks` on doorbells and object changes, and offers the CQ and QP
+// events (the data path writes the CQEs into the rings itself).
 
 import type { Logger } from '../../log';
 import { nullLogger, RateLimiter, warnLimited } from '../../log';
 import { DC, deviceCounters, QC } from '../../rdma/counters';
-import type { CqePostResult, DataPathDevice, DataPathHooks } from '../../rdma/hooks';
+import type { DataPathDevice, DataPathHooks } from '../../rdma/hooks';
 import { RDMA_AQ_COUNT, RDMA_AQ_STRIDE_LOG2, RDMA_CQE_STRIDE_LOG2, RDMA_EQE_STRIDE_LOG2, RDMA_MAX_DEPTH_LOG2, RDMA_MIN_DEPTH_LOG2, RDMA_NDBPGS_PER_LIF, RDMA_SRQ_BASE } from '../../rdma/limits';
 import { isAddrRange, PageTable } from '../../rdma/page-table';
 import { ResourceManager } from '../../rdma/resources';
@@ -33,12 +34,11 @@ import { contain } from '../../guard';
 /** What a command that threw (a bug) completes with. */
 const BUG_RESULT: AdminResult = { status: AdminStatus.BAD_CMD, length: 0 };
 import { AdminQueueContext, RdmaAdminQueue } from './admin-queue';
-import { CqEvents, CqPost, cqDoorbell, cqFree, postCqe } from './completion-queue';
-import { ADMIN_BUDGET, AdminStatus, DbRing, EqeCode, EqeType, RdmaQType } from './constants';
+import { CqEvents, CqPost, cqDoorbell, DbRing, postCqe } from '../../rdma/datapath/cq-ring';
+import { ADMIN_BUDGET, AdminStatus, EqeCode, EqeType, RdmaQType } from './constants';
 import { EventQueue } from './event-queue';
 import { rdmaEqCount } from './identity';
 import { ionic_rdma_queue_cmd as Q, ionic_rdma_reset_cmd as RST } from './layouts';
-import type { CqeRecord } from '../../rdma/datapath/cqe';
 import { getField, U64_UNSAFE } from '../../../protocol/field';
 
 export interface RdmaEngineOptions {
@@ -56,6 +56,8 @@ export class RdmaEngine implements DataPathDevice {
   readonly aqs = new Map<number, RdmaAdminQueue>();
   /** Event queue ids 0..eqCount-1 are accepted. */
   readonly eqCount: number;
+  /** Where a CQ raises its events: an EQE on its EQ and the EQ's interrupt (the data path posts its CQEs itself). */
+  readonly cqEvents: CqEvents;
   #hooks: DataPathHooks = {};
   /** The same hooks, each wrapped so a throw is logged as our bug and never reaches the guest. */
   #safe: DataPathHooks = {};
@@ -64,7 +66,6 @@ export class RdmaEngine implements DataPathDevice {
   readonly #faults: FaultInjector;
   readonly #log: Logger;
   readonly #limiter = new RateLimiter();
-  readonly #events: CqEvents;
   readonly #aqCtx: AdminQueueContext;
   readonly #env: AdminEnv;
 
@@ -75,7 +76,7 @@ export class RdmaEngine implements DataPathDevice {
     this.#faults = opts.faults ?? FaultInjector.none();
     this.#log = opts.log ?? nullLogger;
     const self = this;
-    this.#events = {
+    this.cqEvents = {
       notify(cq) { self.#cqEvent(cq, EqeCode.CQ_NOTIFY); },
       overflow(cq) { self.#cqEvent(cq, EqeCode.CQ_ERR); },
     };
@@ -91,7 +92,7 @@ export class RdmaEngine implements DataPathDevice {
       postCqe: (cq, cqe) => {
         const mem = this.#memory();
         if (!mem) return CqPost.DMA_ERROR;
-        const r = postCqe(mem, cq, cqe, true, this.#events);
+        const r = postCqe(mem, cq, cqe, true, this.cqEvents);
         // Every command completed counts, refused ones (MSG_TOO_BIG included) as errors too.
         this.counters.inc(DC.admin_commands);
         if (cqe.error) this.counters.inc(DC.admin_errors);
@@ -262,7 +263,7 @@ export class RdmaEngine implements DataPathDevice {
         const cq = this.rm.cqs.get(qid);
         if (!cq) break;
         if (ring !== DbRing.INDEX) this.counters.inc(DC.cq_arms);
-        ok = cqDoorbell(cq, ring, index, this.#events);
+        ok = cqDoorbell(cq, ring, index, this.cqEvents);
         if (ok && ring === DbRing.INDEX) this.#cqConsumed(cq);
         break;
       }
@@ -325,21 +326,6 @@ export class RdmaEngine implements DataPathDevice {
     if (!eq || !mem) return;
     if (eq.post(mem, this.#interrupts, EqeType.CQ, code, cq.id)) this.counters.inc(DC.eq_events);
     else warnLimited(this.#log, this.#limiter, 'rdma-eq-dead', `ionic rdma: EQ ${eq.id} ring is not guest memory; events lost`);
-  }
-
-  postCqe(cqId: number, cqe: CqeRecord, solicited: boolean): CqePostResult {
-    const cq = this.rm.cqs.get(cqId);
-    const mem = this.#memory();
-    if (!cq || cq.admin) return 'no-cq';
-    if (!mem) return 'dma-error';
-    const r = postCqe(mem, cq, cqe, solicited, this.#events);
-    if (r === CqPost.OK) { this.counters.inc(DC.cqes); return 'ok'; }
-    return r === CqPost.FULL ? 'full' : 'dma-error';
-  }
-
-  cqRoom(cqId: number): number {
-    const cq = this.rm.cqs.get(cqId);
-    return !cq || cq.admin ? -1 : cqFree(cq);
   }
 
   /** An asynchronous QP event on the first EQ (EQs 0 and 1 are the driver's async ones; any EQ works). */

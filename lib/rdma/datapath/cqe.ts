@@ -4,7 +4,7 @@
 // status and type codes, and the CQE as a record.
 //
 // Producers (the admin queue, the data path) fill a reused CqeRecord and hand
-// it to the CQ (lib/ionic/rdma/completion-queue.ts `postCqe`), which alone
+// it to the CQ (./cq-ring.ts `postCqe`, `postDataCqe`), which alone
 // sets the color and encodes it into the guest's ring with encodeCqe. Byte
 // order is mixed: the heads and the tail are big-endian, the wqe_id words are
 // opaque bytes echoed verbatim, the admin cindex words are little-endian.

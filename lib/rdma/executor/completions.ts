@@ -5,7 +5,7 @@
 //   a consumed receive                   RECV CQE on the receiver's CQ
 // Moving a QP to ERR posts the flush hints (an NPG and a RECV with
 // WQE_FLUSHED) for each non-empty queue. The CQE is one reused record handed
-// to the device (DataPathDevice.postCqe): the CQ encodes it and sets its color.
+// to its CQ (datapath/cq-ring.ts postDataCqe): the CQ encodes it and sets its color.
 
 import type { AddressVector } from '../address';
 import { DC, QC } from '../counters';
@@ -13,6 +13,7 @@ import type { DataPathDevice } from '../hooks';
 import { RDMA_MSN_MASK } from '../limits';
 import type { QpRecord, QueueRing } from '../resources';
 import { CqeType, IonicStatus, newCqeRecord, RecvOp } from '../datapath/cqe';
+import { postDataCqe } from '../datapath/cq-ring';
 import type { QpDp } from './qp-state';
 
 export class Completions {
@@ -25,7 +26,7 @@ export class Completions {
 
   /** Hand the CQE in #cqe to CQ `cqId` (the CQ sets its color and writes it). */
   #post(cqId: number, solicited: boolean): void {
-    this.#dev.postCqe(cqId, this.#cqe, solicited);
+    postDataCqe(this.#dev, cqId, this.#cqe, solicited);
   }
 
   /** The requester's completion of a send-queue WQE: SEND_MSN for a remote WQE, else SEND_NPG with its wqe_id. */

@@ -35,6 +35,7 @@ import { SendFiltering, slotSignature } from './send-filter';
 import { QpRunner, Scheduler, TURN_BUDGET } from './scheduler';
 import type { RemotePath } from './remote-path';
 import { QpFailures, Verbs } from './verbs';
+import { cqRoom } from '../datapath/cq-ring';
 
 /** The identity's RDMA version (v1 opcodes). */
 const RDMA_VERSION = 1;
@@ -151,7 +152,7 @@ export class WqeExecutor implements QpRunner, QpFailures {
     const q = s.inflight;
     while (q.length > 0 && q[0]!.status !== 'pending') {
       if (this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) { q.length = 0; return; }
-      if (this.#dev.cqRoom(qp.sqCqId) === 0) { this.#blocked.add(qp); return; }
+      if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) { this.#blocked.add(qp); return; }
       const e = q.shift()!;
       const status = e.status as number;
       this.#cqes.count(qp, status);
@@ -242,12 +243,12 @@ export class WqeExecutor implements QpRunner, QpFailures {
       if (dest) {
         if (dest.rqCqId === qp.sqCqId) sqNeed = 2;
         else {
-          const room = dev.cqRoom(dest.rqCqId);
+          const room = cqRoom(dev.rm, dest.rqCqId);
           if (room === 0) { dev.counters.inc(DC.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, dest.rqCqId); return false; }
         }
       }
     }
-    const room = dev.cqRoom(qp.sqCqId);
+    const room = cqRoom(dev.rm, qp.sqCqId);
     if (room >= 0 && room < sqNeed) { dev.counters.inc(DC.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, qp.sqCqId); return false; }
     return true;
   }
@@ -271,7 +272,7 @@ export class WqeExecutor implements QpRunner, QpFailures {
     }
     const dec = decodeSendWqe(buf, { version: RDMA_VERSION, datagram }, this.#wqe);
     if (!dec.ok) {
-      if (dev.cqRoom(qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+      if (cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
       const id = ionic_v1_base_hdr.wqe_id;
       return this.#finish(qp, s, false, getRawWord(buf, 0, id, 0), getRawWord(buf, 0, id, 1), dec.status);
     }
@@ -335,7 +336,7 @@ export class WqeExecutor implements QpRunner, QpFailures {
   #filterStep(filter: SendFilter, mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, datagram: boolean): StepResult | null {
     const dev = this.#dev;
     // Whatever it decides may complete the WQE now: room for that completion first.
-    if (s.inflight.length === 0 && dev.cqRoom(qp.sqCqId) === 0) {
+    if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) {
       dev.counters.inc(DC.cq_full_waits);
       this.#sched.waitFor(WaitKind.CQ, qp.sqCqId);
       return 'wait';
@@ -361,7 +362,7 @@ export class WqeExecutor implements QpRunner, QpFailures {
   #stepRemote(mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, node: number, datagram: boolean): StepResult {
     const dev = this.#dev;
     // Only the send CQE is ours (the receive is the peer's); a completion queued behind others needs no room yet.
-    if (s.inflight.length === 0 && dev.cqRoom(qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
     this.#verbs.clear();
     const r = this.#remote!.execute(mem, qp, s, w, buf, node, datagram);
     this.#verbs.clear();

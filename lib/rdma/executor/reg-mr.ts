@@ -20,6 +20,7 @@ import { IonicStatus } from '../datapath/cqe';
 import type { SendWqe } from '../datapath/wqe-decode';
 import type { PendingRegMr, QpDp } from './qp-state';
 import type { Scheduler } from './scheduler';
+import { cqRoom } from '../datapath/cq-ring';
 
 /** Page sizes a REG_MR may name (4 KiB to 1 GiB; ib_map_mr_sg picks any power of two). */
 const REG_MR_MIN_PAGE_SHIFT = 12;
@@ -78,7 +79,7 @@ export class FastRegistration {
       if (typeof t !== 'string') p.table = t;
     }
     // The CQ may have filled while the list was read: keep the table and wait for room.
-    if (this.#dev.cqRoom(qp.sqCqId) === 0) { this.#dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) { this.#dev.counters.inc(DC.cq_full_waits); return 'wait'; }
     s.regMr = null;
     return p.table ? this.#register(p.key, p.newKey, p.va, p.length, p.flags, p.table) : IonicStatus.MEM_MGMT_OPER;
   }

@@ -54,6 +54,7 @@ import { QUEUE_ENTRIES } from '../limits';
 import type { NvmeofQueue, NvmeofTarget } from '../queue';
 import { IB_QP1_QKEY, MAD_SIZE } from './cm-layouts';
 import { CmConnection, CmHost, CmPeer, CmResponder, guidFromMac } from './cm';
+import { cqRoom } from '../../../rdma/datapath/cq-ring';
 
 /** The "node" the loopback path hands target-bound WQEs with (any value >= 0: there is one target). */
 const TARGET_NODE = 0;
@@ -358,7 +359,7 @@ export class NvmeofDataPath implements RemotePath {
     const qp = this.#guestQp(link);
     if (!qp || !receives(qp.state)) return 'dead';
     const dev = this.#engine;
-    if (dev.cqRoom(qp.rqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (cqRoom(dev.rm, qp.rqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
     const v = this.#dp.verbs;
     v.clear();
     const ring = v.takeRecv(mem, qp);
@@ -397,7 +398,7 @@ export class NvmeofDataPath implements RemotePath {
     const dev = this.#engine;
     const qp1 = dev.rm.qps.get(GSI_QPN);
     if (!qp1 || !receives(qp1.state) || !datagramAccepted(true, qp1.attrs.qkey, IB_QP1_QKEY)) return 'wait';
-    if (dev.cqRoom(qp1.rqCqId) === 0) return 'wait';
+    if (cqRoom(dev.rm, qp1.rqCqId) === 0) return 'wait';
     const v = this.#dp.verbs;
     v.clear();
     const ring = v.takeRecv(mem, qp1);
