@@ -6,8 +6,7 @@
 import type { Logger } from '../log';
 import { nullLogger } from '../log';
 import { contain } from '../guard';
-import { PciFunction } from '../pci';
-import type { PciLinkSpeedCode } from '../pci/registers';
+import { PciFunction, type PciLinkSpeedCode } from '../pci';
 import type { GuestMemory } from '../vfio-user/guest-memory';
 import type { ResetReason } from '../vfio-user/device';
 import { Bar0Counters, Bar0Registers, BAR0_INDEX, bar0Msix } from './bar0';
