@@ -16,7 +16,7 @@ import { BAR2_INDEX, BAR2_SIZE, DoorbellBar, DoorbellCounters } from './doorbell
 import { FaultInjector } from './fault-injection';
 import type { FrameEndpoint, HostLink } from '../net/frame-endpoint';
 import { InterruptController } from './interrupts';
-import { bar0 as B0 } from './layouts';
+import { bar0 } from './layouts';
 import { Lif } from './lif';
 import type { NicProfile } from './profile';
 import { RdmaEngine } from './rdma/engine';
@@ -106,7 +106,7 @@ export class IonicDevice {
       subsystemVendorId: IONIC_VENDOR_ID, subsystemId: IONIC_SUBSYSTEM_ID,
       classCode: IONIC_CLASS_ETHERNET, revision: opts.profile.asicRev,
       bars: [
-        { index: BAR0_INDEX, size: B0.SIZE, kind: 'mem64', handler: this.#bar0 },
+        { index: BAR0_INDEX, size: bar0.SIZE, kind: 'mem64', handler: this.#bar0 },
         { index: BAR2_INDEX, size: BAR2_SIZE, kind: 'mem64', handler: this.#doorbells },
       ],
       msix: bar0Msix(opts.profile.msixVectors),

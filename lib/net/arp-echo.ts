@@ -10,8 +10,8 @@ import { getField, setField, setRawBytes, viewRaw } from '../../protocol/field';
 import { inetChecksum } from './checksum';
 import type { FrameEndpoint } from './frame-endpoint';
 import {
-  arp_ipv4, ARPHRD_ETHER, ETH_ALEN, IPV4_ALEN, ARPOP_REPLY, ARPOP_REQUEST, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ethhdr, ICMP_ECHO, ICMP_ECHOREPLY, icmphdr,
-  iphdr, IPPROTO_ICMP, IPV4_IHL_MASK, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, vlan_ethhdr,
+  arp_ipv4, ARPHRD_ETHER, ARPOP_REPLY, ARPOP_REQUEST, ETH_ALEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ethhdr, ICMP_ECHO, ICMP_ECHOREPLY,
+  icmphdr, iphdr, IPV4_ALEN, IPPROTO_ICMP, IPV4_IHL_MASK, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, vlan_ethhdr,
 } from './headers';
 
 const IPV4_VERSION = 4;
@@ -30,21 +30,20 @@ export const ARP_OURS_NO_ANSWER = 'ours';
  * malformed.
  */
 export function arpAnswer(frame: Buffer, l3: number, ip: Buffer, mac: Buffer): Buffer | typeof ARP_OURS_NO_ANSWER | null {
-  const a = arp_ipv4;
-  if (frame.length < l3 + a.SIZE) return null;
-  if (getField(frame, l3, a.ar_hrd) !== ARPHRD_ETHER || getField(frame, l3, a.ar_pro) !== ETH_P_IP
-    || getField(frame, l3, a.ar_hln) !== ETH_ALEN || getField(frame, l3, a.ar_pln) !== IPV4_ALEN) return null;
-  if (!viewRaw(frame, l3, a.ar_tip).equals(ip)) return null;
-  if (getField(frame, l3, a.ar_op) !== ARPOP_REQUEST) return ARP_OURS_NO_ANSWER;
-  const out = Buffer.from(frame.subarray(0, l3 + a.SIZE));
-  const asker = viewRaw(frame, l3, a.ar_sha);
+  if (frame.length < l3 + arp_ipv4.SIZE) return null;
+  if (getField(frame, l3, arp_ipv4.ar_hrd) !== ARPHRD_ETHER || getField(frame, l3, arp_ipv4.ar_pro) !== ETH_P_IP
+    || getField(frame, l3, arp_ipv4.ar_hln) !== ETH_ALEN || getField(frame, l3, arp_ipv4.ar_pln) !== IPV4_ALEN) return null;
+  if (!viewRaw(frame, l3, arp_ipv4.ar_tip).equals(ip)) return null;
+  if (getField(frame, l3, arp_ipv4.ar_op) !== ARPOP_REQUEST) return ARP_OURS_NO_ANSWER;
+  const out = Buffer.from(frame.subarray(0, l3 + arp_ipv4.SIZE));
+  const asker = viewRaw(frame, l3, arp_ipv4.ar_sha);
   setRawBytes(out, 0, ethhdr.h_dest, asker);
   setRawBytes(out, 0, ethhdr.h_source, mac);
-  setField(out, l3, a.ar_op, ARPOP_REPLY);
-  setRawBytes(out, l3, a.ar_sha, mac);
-  setRawBytes(out, l3, a.ar_sip, ip);
-  setRawBytes(out, l3, a.ar_tha, asker);
-  setRawBytes(out, l3, a.ar_tip, viewRaw(frame, l3, a.ar_sip));
+  setField(out, l3, arp_ipv4.ar_op, ARPOP_REPLY);
+  setRawBytes(out, l3, arp_ipv4.ar_sha, mac);
+  setRawBytes(out, l3, arp_ipv4.ar_sip, ip);
+  setRawBytes(out, l3, arp_ipv4.ar_tha, asker);
+  setRawBytes(out, l3, arp_ipv4.ar_tip, viewRaw(frame, l3, arp_ipv4.ar_sip));
   return out;
 }
 

@@ -1,9 +1,9 @@
 // Network headers as named-offset tables (Linux's struct names; all network
 // byte order), and the few values their fields take here. One home for every
 // user: the Ethernet function's flow hash (lib/ionic/frames.ts), the RoCEv2
-// header templates and GRH (lib/rdma/net-headers.ts adds the RoCE GID and
-// re-exports these), and the synthetic frames of vfio-user captures
-// (lib/vfio-user/pcapng.ts).
+// header templates and GRH (lib/rdma: address.ts adds the RoCE GID), the
+// hosts on the guest's segment (this folder), and the synthetic frames of
+// vfio-user captures (lib/vfio-user/pcapng.ts).
 
 import { be, raw } from '../../protocol/field';
 

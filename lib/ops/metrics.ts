@@ -15,7 +15,7 @@ import { p4Families } from './p4-stats';
 import { Registry } from 'prom-client';
 import type { IonicDevice } from '../ionic/device';
 import type { MeshDataPath } from '../rdma/datapath/mesh';
-import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
+import { DeviceCounter, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
 import { connectionState } from './activity';
 import { counterName, Emit, FamilySpec, qpCounterName, rdmaCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
@@ -154,9 +154,9 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   if (e0) {
     const c = e0.counters;
     add('port_data_transmitted_bytes_total', 'counter', 'RDMA payload bytes sent by this device\'s requesters (SEND and RDMA WRITE)',
-      (e) => e(c.get(DC.tx_bytes) + c.get(DC.rdma_write_bytes), ib), ['device', 'port']);
+      (e) => e(c.get(DeviceCounter.tx_bytes) + c.get(DeviceCounter.rdma_write_bytes), ib), ['device', 'port']);
     add('port_data_received_bytes_total', 'counter', 'RDMA payload bytes received (SEND into receive buffers, RDMA READ responses)',
-      (e) => e(c.get(DC.rx_bytes) + c.get(DC.rdma_read_bytes), ib), ['device', 'port']);
+      (e) => e(c.get(DeviceCounter.rx_bytes) + c.get(DeviceCounter.rdma_read_bytes), ib), ['device', 'port']);
     DEVICE_COUNTER_NAMES.forEach((name, i) => {
       if (ACTIVE.has(name)) return;
       add(rdmaCounterName(name), 'counter', RDMA_HELP[name] ?? name, (e) => e(c.get(i), ib), ['device', 'port']);

@@ -14,7 +14,7 @@
 import type { IonicDevice } from '../ionic/device';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
 import type { MeshDataPath } from '../rdma/datapath/mesh';
-import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
+import { DeviceCounter, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
 import { GSI_QPN } from '../rdma/limits';
 import type { QpRecord } from '../rdma/records';
 import { QP_STATE_NAMES } from '../rdma/types';
@@ -113,7 +113,7 @@ export function ipBytes(d: IonicDevice): { tx: number; rx: number } {
 export function commandsTotal(d: IonicDevice): number {
   let n = 0;
   for (const v of d.commandCounts.values()) n += v;
-  return n + (d.rdma?.counters.get(DC.admin_commands) ?? 0);
+  return n + (d.rdma?.counters.get(DeviceCounter.admin_commands) ?? 0);
 }
 
 function rdma(d: IonicDevice, index: number): number {
@@ -137,10 +137,10 @@ export function deviceRows(d: IonicDevice): StatRow[] {
     ['mmio_writes_total', c.bar0Writes + c.doorbells],
     ['interrupts', d.interrupts.fired],
     ['reset_count', c.resets],
-    ['total_bytes_sent', rdma(d, DC.tx_bytes)],
-    ['total_bytes_received', rdma(d, DC.rx_bytes)],
-    ['total_bytes_rdma_read', rdma(d, DC.rdma_read_bytes)],
-    ['total_bytes_rdma_write', rdma(d, DC.rdma_write_bytes)],
+    ['total_bytes_sent', rdma(d, DeviceCounter.tx_bytes)],
+    ['total_bytes_received', rdma(d, DeviceCounter.rx_bytes)],
+    ['total_bytes_rdma_read', rdma(d, DeviceCounter.rdma_read_bytes)],
+    ['total_bytes_rdma_write', rdma(d, DeviceCounter.rdma_write_bytes)],
     ['total_ip_bytes_tx', ip.tx],
     ['total_ip_bytes_rx', ip.rx],
   ];

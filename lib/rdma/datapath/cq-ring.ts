@@ -18,7 +18,7 @@
 //   when the arm arrives, the event fires at once (the kernel's
 //   REPORT_MISSED_EVENTS and the provider's deferred arm rely on it).
 
-import { CounterSet, DC } from '../counters';
+import { CounterSet, DeviceCounter } from '../counters';
 import type { CqRecord, ResourceManager } from '../resources';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
@@ -166,7 +166,7 @@ export function postDataCqe(dev: CqDevice, cqId: number, cqe: CqeRecord, solicit
   const mem = dev.memory();
   if (!mem) return 'dma-error';
   const r = postCqe(mem, cq, cqe, solicited, dev.cqEvents);
-  if (r === CqPost.OK) { dev.counters.inc(DC.cqes); return 'ok'; }
+  if (r === CqPost.OK) { dev.counters.inc(DeviceCounter.cqes); return 'ok'; }
   return r === CqPost.FULL ? 'full' : 'dma-error';
 }
 

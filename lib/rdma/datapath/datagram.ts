@@ -4,11 +4,11 @@
 
 import { setField } from '../../../protocol/field';
 import { inetChecksum } from '../../net/checksum';
+import { ipv4_mapped_gid } from '../address';
 import type { AddressVector } from '../address';
 import {
-  IP_DF, iphdr, IPPROTO_UDP, IPV4_IHL_UNIT, ipv4_mapped_gid, IPV4_VERSION_SHIFT, IPV6_FLOW_MASK, IPV6_TC_MASK, IPV6_TC_SHIFT,
-  IPV6_VERSION_SHIFT, ipv6hdr,
-} from '../net-headers';
+  IP_DF, iphdr, IPPROTO_UDP, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IPV6_FLOW_MASK, IPV6_TC_MASK, IPV6_TC_SHIFT, IPV6_VERSION_SHIFT, ipv6hdr,
+} from '../../net/headers';
 
 /** Bytes of network header (GRH) that start every UD receive; counted in the byte count. */
 export const GRH_SIZE = 40;

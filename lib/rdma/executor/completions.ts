@@ -8,7 +8,7 @@
 // to its CQ (datapath/cq-ring.ts postDataCqe): the CQ encodes it and sets its color.
 
 import type { AddressVector } from '../address';
-import { DC, QC } from '../counters';
+import { DeviceCounter, QpCounter } from '../counters';
 import type { DataPathDevice } from '../hooks';
 import { RDMA_MSN_MASK } from '../limits';
 import type { QpRecord, QueueRing } from '../resources';
@@ -49,7 +49,7 @@ export class Completions {
       c.wqeIdHi = idHi;
     }
     this.#post(qp.sqCqId, c.error);
-    qp.stats.inc(QC.cqes_posted);
+    qp.stats.inc(QpCounter.cqes_posted);
   }
 
   /**
@@ -74,7 +74,7 @@ export class Completions {
     c.vlanTag = av && av.vlanTci >= 0 ? av.vlanTci : 0;
     c.srcMac = av ? av.smac : null;
     this.#post(dest.rqCqId, solicited || c.error);
-    dest.stats.inc(QC.cqes_posted);
+    dest.stats.inc(QpCounter.cqes_posted);
   }
 
   /** A RECV completion in error on `qp`'s receive CQ that carries nothing but its status and wqe_id. */
@@ -122,25 +122,25 @@ export class Completions {
   /** Count the WQEs a flush hint stands for. */
   #flushed(qp: QpRecord, ring: QueueRing): void {
     const n = (ring.pi - ring.ci) & ((1 << ring.depthLog2) - 1);
-    this.#dev.counters.inc(DC.flushed_wqes, n);
-    qp.stats.inc(QC.flushed_wqes, n);
-    qp.stats.inc(QC.cqes_posted);
+    this.#dev.counters.inc(DeviceCounter.flushed_wqes, n);
+    qp.stats.inc(QpCounter.flushed_wqes, n);
+    qp.stats.inc(QpCounter.cqes_posted);
   }
 
   /** Error counters for a requester completion. */
   count(qp: QpRecord, status: number): void {
     if (status === IonicStatus.OK) return;
     const c = this.#dev.counters;
-    qp.stats.inc(QC.errors);
+    qp.stats.inc(QpCounter.errors);
     switch (status) {
-      case IonicStatus.LOCAL_LEN: c.inc(DC.local_length_errors); break;
-      case IonicStatus.LOCAL_PROT: c.inc(DC.local_prot_errors); break;
-      case IonicStatus.LOCAL_QP_OPER: c.inc(DC.local_qp_errors); break;
-      case IonicStatus.REMOTE_ACC: c.inc(DC.remote_access_errors); break;
-      case IonicStatus.REMOTE_INV_REQ: c.inc(DC.remote_inv_req_errors); break;
-      case IonicStatus.RNR_RETRY_EXCEEDED: c.inc(DC.rnr_retry_exceeded); break;
-      case IonicStatus.RETRY_EXCEEDED: c.inc(DC.retry_exceeded); break;
-      case IonicStatus.MEM_MGMT_OPER: c.inc(DC.mem_mgmt_errors); break;
+      case IonicStatus.LOCAL_LEN: c.inc(DeviceCounter.local_length_errors); break;
+      case IonicStatus.LOCAL_PROT: c.inc(DeviceCounter.local_prot_errors); break;
+      case IonicStatus.LOCAL_QP_OPER: c.inc(DeviceCounter.local_qp_errors); break;
+      case IonicStatus.REMOTE_ACC: c.inc(DeviceCounter.remote_access_errors); break;
+      case IonicStatus.REMOTE_INV_REQ: c.inc(DeviceCounter.remote_inv_req_errors); break;
+      case IonicStatus.RNR_RETRY_EXCEEDED: c.inc(DeviceCounter.rnr_retry_exceeded); break;
+      case IonicStatus.RETRY_EXCEEDED: c.inc(DeviceCounter.retry_exceeded); break;
+      case IonicStatus.MEM_MGMT_OPER: c.inc(DeviceCounter.mem_mgmt_errors); break;
       default: break;
     }
   }

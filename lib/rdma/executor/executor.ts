@@ -17,7 +17,7 @@
 
 import { QpEventCode, SEND_FILTER_DROP, SEND_FILTER_PASS } from '../hooks';
 import type { DataPathDevice, DataPathHooks, SendFilter } from '../hooks';
-import { DC, QC } from '../counters';
+import { DeviceCounter, QpCounter } from '../counters';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { GSI_QPN, RDMA_QPN_MASK } from '../limits';
 import type { QpRecord, SrqRecord } from '../resources';
@@ -244,12 +244,12 @@ export class WqeExecutor implements QpRunner, QpFailures {
         if (dest.rqCqId === qp.sqCqId) sqNeed = 2;
         else {
           const room = cqRoom(dev.rm, dest.rqCqId);
-          if (room === 0) { dev.counters.inc(DC.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, dest.rqCqId); return false; }
+          if (room === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, dest.rqCqId); return false; }
         }
       }
     }
     const room = cqRoom(dev.rm, qp.sqCqId);
-    if (room >= 0 && room < sqNeed) { dev.counters.inc(DC.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, qp.sqCqId); return false; }
+    if (room >= 0 && room < sqNeed) { dev.counters.inc(DeviceCounter.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, qp.sqCqId); return false; }
     return true;
   }
 
@@ -272,7 +272,7 @@ export class WqeExecutor implements QpRunner, QpFailures {
     }
     const dec = decodeSendWqe(buf, { version: RDMA_VERSION, datagram }, this.#wqe);
     if (!dec.ok) {
-      if (cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+      if (cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
       const id = ionic_v1_base_hdr.wqe_id;
       return this.#finish(qp, s, false, getRawWord(buf, 0, id, 0), getRawWord(buf, 0, id, 1), dec.status);
     }
@@ -296,12 +296,12 @@ export class WqeExecutor implements QpRunner, QpFailures {
     if (!this.#cqRoom(qp, w, datagram, dest)) return 'wait';
     const remote = !datagram && !local;
     this.#verbs.clear();
-    dev.counters.inc(DC.tx_wqes);
-    qp.stats.inc(QC.wqes_processed);
+    dev.counters.inc(DeviceCounter.tx_wqes);
+    qp.stats.inc(QpCounter.wqes_processed);
     qp.opcodes[w.verb] += 1;
     let status: number;
     if (w.verb === SendVerb.REG_MR) {
-      dev.counters.inc(DC.reg_mr_wqes);
+      dev.counters.inc(DeviceCounter.reg_mr_wqes);
       const r = this.#regMr.start(mem, w, s);
       if (r === 'yield') return 'yield';
       status = r;
@@ -315,8 +315,8 @@ export class WqeExecutor implements QpRunner, QpFailures {
       if (r === 'wait') {
         if (this.#rnr.nak(qp, s, dest!) === 'wait') {
           // Counted above; a waiting WQE counts once, when it finally runs.
-          dev.counters.inc(DC.tx_wqes, -1);
-          qp.stats.inc(QC.wqes_processed, -1);
+          dev.counters.inc(DeviceCounter.tx_wqes, -1);
+          qp.stats.inc(QpCounter.wqes_processed, -1);
           qp.opcodes[w.verb] -= 1;
           return 'wait';
         }
@@ -337,7 +337,7 @@ export class WqeExecutor implements QpRunner, QpFailures {
     const dev = this.#dev;
     // Whatever it decides may complete the WQE now: room for that completion first.
     if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) {
-      dev.counters.inc(DC.cq_full_waits);
+      dev.counters.inc(DeviceCounter.cq_full_waits);
       this.#sched.waitFor(WaitKind.CQ, qp.sqCqId);
       return 'wait';
     }
@@ -351,8 +351,8 @@ export class WqeExecutor implements QpRunner, QpFailures {
       s.filtered = qp.sq.ci;
       return null;
     }
-    dev.counters.inc(DC.tx_wqes);
-    qp.stats.inc(QC.wqes_processed);
+    dev.counters.inc(DeviceCounter.tx_wqes);
+    qp.stats.inc(QpCounter.wqes_processed);
     qp.opcodes[w.verb] += 1;
     const status = v === SEND_FILTER_DROP ? (qp.type === QpType.RC ? IonicStatus.RETRY_EXCEEDED : IonicStatus.OK) : v;
     return this.#finish(qp, s, !datagram, w.wqeIdLo, w.wqeIdHi, status);
@@ -362,13 +362,13 @@ export class WqeExecutor implements QpRunner, QpFailures {
   #stepRemote(mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, node: number, datagram: boolean): StepResult {
     const dev = this.#dev;
     // Only the send CQE is ours (the receive is the peer's); a completion queued behind others needs no room yet.
-    if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
     this.#verbs.clear();
     const r = this.#remote!.execute(mem, qp, s, w, buf, node, datagram);
     this.#verbs.clear();
     if (r === 'wait') return 'wait';
-    dev.counters.inc(DC.tx_wqes);
-    qp.stats.inc(QC.wqes_processed);
+    dev.counters.inc(DeviceCounter.tx_wqes);
+    qp.stats.inc(QpCounter.wqes_processed);
     qp.opcodes[w.verb] += 1;
     if (r === 'pending') return 'done';
     return this.#finish(qp, s, !datagram, w.wqeIdLo, w.wqeIdHi, r);

@@ -7,7 +7,7 @@
 // PageListLoader, kept on the QP while its WQE is at the head. Any refusal
 // changes nothing and completes with MEM_MGMT_OPER.
 
-import { DC } from '../counters';
+import { DeviceCounter } from '../counters';
 import type { DataPathDevice } from '../hooks';
 import { RDMA_MAX_MR_PAGES, RDMA_PT_ENTRIES_PER_TURN } from '../limits';
 import { retagKey } from '../memory-keys';
@@ -79,7 +79,7 @@ export class FastRegistration {
       if (typeof t !== 'string') p.table = t;
     }
     // The CQ may have filled while the list was read: keep the table and wait for room.
-    if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) { this.#dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) { this.#dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
     s.regMr = null;
     return p.table ? this.#register(p.key, p.newKey, p.va, p.length, p.flags, p.table) : IonicStatus.MEM_MGMT_OPER;
   }

@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import { createNvmeofTarget, decodeCqe, NvmeofTarget, parseNvmeofBackend } from '../../../lib/targets/nvmeof';
 import { TARGET_QPN_BASE } from '../../../lib/targets/nvmeof/rdma';
-import { DC } from '../../../lib/rdma/counters';
+import { DeviceCounter } from '../../../lib/rdma/counters';
 import { until } from '../../support/fds';
 import { PAGE } from '../../support/ionic/regs';
 import { DEVICE_MAC, Rig } from '../../support/ionic/rig';
@@ -230,7 +230,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
       v.postSend(io.qp, { op: WOp.REG_MR, id: nextId++, imm: frKey(tag), numSge: tag, signaled: false,
         regMr: { va: 0x7f12_3400_0000, length: 8192, offset: 0, dma: list, mapCount: 2, flags: DATA_ACCESS } });
     };
-    const inv0 = v.rig.device.rdma!.counters.get(DC.remote_invalidates);
+    const inv0 = v.rig.device.rdma!.counters.get(DeviceCounter.remote_invalidates);
     reg(2);
     const w = await command(io, sqe({ opcode: 0x01, cid: cid++, nsid: 1, sgl: { addr: 0x7f12_3400_0000, len: 8192, key: frKey(2), type: KEYED_INV }, cdw10: 8, cdw12: 15 }));
     expect(w.nvme.status).to.equal(0);
@@ -243,7 +243,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const r = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: 0x7f12_3400_0000, len: 8192, key: frKey(3), type: KEYED_INV }, cdw10: 8, cdw12: 15 }));
     expect(r.nvme.status).to.equal(0);
     expect(Buffer.concat([v.g.mem(pages[0]!, PAGE), v.g.mem(pages[1]!, PAGE)]).equals(data)).to.equal(true);
-    expect(v.rig.device.rdma!.counters.get(DC.remote_invalidates) - inv0).to.equal(2);
+    expect(v.rig.device.rdma!.counters.get(DeviceCounter.remote_invalidates) - inv0).to.equal(2);
     // And the namespace holds it: the target read it over its own keyed SGL.
     const rb = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: mr.va + 16384, len: 4096, key: mr.key, type: KEYED }, cdw10: 8, cdw12: 7 }));
     expect(rb.nvme.status).to.equal(0);

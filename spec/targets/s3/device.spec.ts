@@ -15,7 +15,7 @@ import { createHash, randomBytes } from 'crypto';
 import * as http from 'http';
 import type { AddressInfo } from 'net';
 import type { FrameEndpoint } from '../../../lib/net/frame-endpoint';
-import { DC } from '../../../lib/rdma/counters';
+import { DeviceCounter } from '../../../lib/rdma/counters';
 import { S3_DEFAULTS, S3Options } from '../../../lib/targets/s3/options';
 import { ObjectStore } from '../../../lib/targets/s3/store';
 import { until } from '../../support/fds';
@@ -155,13 +155,13 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
   it('PUT by token reads the object out of a guest MR; GET by token writes one into another, byte for byte', async () => {
     const pattern = randomBytes(src.length);
     src.write(0, pattern);
-    const before = rig.device.rdma!.counters.get(DC.rdma_read_bytes);
+    const before = rig.device.rdma!.counters.get(DeviceCounter.rdma_read_bytes);
     const put = await request(port, 'PUT', '/ernic/tok/a', { 'x-amz-rdma-token': tokenHex(src.key, BigInt(src.va), BigInt(src.length)) });
     expect(put.status).to.equal(200);
     expect(put.headers['x-amz-rdma-bytes']).to.equal(String(src.length));
     expect(String(put.headers['x-amz-rdma-reply'])).to.match(/^200:[0-9a-f]{88}$/);
     expect((rig.device.backend as S3Backend).endpoint!.store.get('tok/a')!.data.equals(pattern)).to.equal(true);
-    expect(rig.device.rdma!.counters.get(DC.rdma_read_bytes) - before).to.equal(src.length);
+    expect(rig.device.rdma!.counters.get(DeviceCounter.rdma_read_bytes) - before).to.equal(src.length);
 
     const obj = randomBytes(40_000);
     expect((await request(port, 'PUT', '/ernic/tok/b', {}, obj)).status).to.equal(200);

@@ -25,7 +25,8 @@ import type { RemotePath, RemoteResult } from '../../executor/remote-path';
 import { gidsFromFrame } from './gid-learning';
 import { MeshRequester } from './requester';
 import { MeshResponder } from './responder';
-import { newWireHeader, readWireHeader, wireVersionOk } from './wire';
+import { wireVersionOk } from './wire';
+import { newWireHeader, readWireHeader } from '../../../mesh/ionic-header';
 
 /** What the mesh data path uses of the Mesh (a test can stand in for it). */
 export type MeshPort = Pick<Mesh, 'send' | 'takeBack' | 'lookupGid' | 'addLocalGid' | 'localGids' | 'on' | 'off' | 'nodeId' | 'setConsumerPresent' | 'setPlacer'>;

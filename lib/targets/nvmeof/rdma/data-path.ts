@@ -33,7 +33,7 @@ import type { Logger } from '../../../log';
 import { ArpEchoHost } from '../../../net/arp-echo';
 import type { AddressVector } from '../../../rdma/address';
 import { ipv4Gid } from '../../../rdma/address';
-import { DC, QC } from '../../../rdma/counters';
+import { DeviceCounter, QpCounter } from '../../../rdma/counters';
 import { copySlices } from '../../../rdma/datapath/copy';
 import { IonicStatus, RecvOp } from '../../../rdma/datapath/cqe';
 import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../../../rdma/datapath/datagram';
@@ -247,9 +247,9 @@ export class NvmeofDataPath implements RemotePath {
     const payload = this.#copyPayload(mem, qp, w, buf);
     if (!payload) return IonicStatus.LOCAL_PROT;
     const c = this.#engine.counters;
-    c.inc(DC.send_msgs);
-    c.inc(DC.tx_bytes, payload.length);
-    qp.stats.inc(QC.bytes_sent, payload.length);
+    c.inc(DeviceCounter.send_msgs);
+    c.inc(DeviceCounter.tx_bytes, payload.length);
+    qp.stats.inc(QpCounter.bytes_sent, payload.length);
     const toQp1 = (w.ud.destQpn & RDMA_QPN_MASK) === GSI_QPN && effectiveQkey(w.ud.destQkey, qp.attrs.qkey) === IB_QP1_QKEY;
     if (!toQp1 || payload.length < MAD_SIZE) {
       this.counts.madsDropped++;
@@ -283,9 +283,9 @@ export class NvmeofDataPath implements RemotePath {
     const capsule = this.#copyPayload(mem, qp, w, buf);
     if (!capsule) return this.#broken(link, IonicStatus.LOCAL_PROT);
     const c = this.#engine.counters;
-    c.inc(DC.send_msgs);
-    c.inc(DC.tx_bytes, len);
-    qp.stats.inc(QC.bytes_sent, len);
+    c.inc(DeviceCounter.send_msgs);
+    c.inc(DeviceCounter.tx_bytes, len);
+    qp.stats.inc(QpCounter.bytes_sent, len);
     this.#cm.established(link.conn);
     this.counts.capsules++;
     // Submitted after this turn of the data path: the controller's DMA callbacks use the verbs' views.
@@ -359,18 +359,18 @@ export class NvmeofDataPath implements RemotePath {
     const qp = this.#guestQp(link);
     if (!qp || !receives(qp.state)) return 'dead';
     const dev = this.#engine;
-    if (cqRoom(dev.rm, qp.rqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (cqRoom(dev.rm, qp.rqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
     const v = this.#dp.verbs;
     v.clear();
     const ring = v.takeRecv(mem, qp);
-    if (ring === 'empty') { dev.counters.inc(DC.rnr_naks); return 'wait'; }
+    if (ring === 'empty') { dev.counters.inc(DeviceCounter.rnr_naks); return 'wait'; }
     if (ring === 'bad') return 'dead';
     v.src.push(r.data);
     const inv = r.invalidateKey;
     const st = v.deliver(mem, link.conn.targetQpn, qp, ring, r.data.length, null, inv === null ? RecvOp.SEND : RecvOp.SEND_INV, inv ?? 0, false, null);
     v.clear();
     if (st !== IonicStatus.OK) return 'dead';
-    if (inv !== null && dev.rm.invalidate(inv) === KeyStatus.OK) dev.counters.inc(DC.remote_invalidates);
+    if (inv !== null && dev.rm.invalidate(inv) === KeyStatus.OK) dev.counters.inc(DeviceCounter.remote_invalidates);
     this.counts.responses++;
     return 'done';
   }
@@ -515,7 +515,7 @@ export class NvmeofDataPath implements RemotePath {
       v.written(null, len);
     } else {
       copySlices(this.#one, 0, v.dst, 0, len);
-      this.#engine.counters.inc(DC.rdma_read_bytes, len);
+      this.#engine.counters.inc(DeviceCounter.rdma_read_bytes, len);
     }
     v.clear();
     return DmaStatus.OK;
