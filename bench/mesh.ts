@@ -77,12 +77,10 @@ import type * as tls from 'tls';
 import { benchTls, Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, Rate } from './mesh-raw';
 import { envChoice, envNumber } from './support/env';
 import { freePort } from './support/free-port';
-import { startServerProcess, stopProcess } from './support/server-process';
-import { IonicGuest } from '../spec/support/ionic/guest';
-import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
-import { CqeT, Mask, MrF, QpF, QpS, QpT, Ring, WOp } from '../spec/support/ionic/rdma-regs';
-import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../spec/support/ionic/rdma-verbs';
-import { PAGE } from '../spec/support/ionic/regs';
+import { connectSide, CqPoller, guestSide, Side } from './mesh-guest';
+import { cleanupSync, Server, startRawPeer, startServer, stopChild, trackChild, trackFile, untrackChild } from './mesh-processes';
+import type { IonicGuest } from '../spec/support/ionic/guest';
+import { WOp } from '../spec/support/ionic/rdma-regs';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -113,7 +111,7 @@ const WARM_SECS = envNumber('BENCH_MESH_WARM', 2, 0, 600, false);
  * - 'nap' (default): peek at the CQ every NAP_MS, the thread asleep in
  *   between (Atomics.wait), turning the event loop after NAPS naps; it reacts
  *   within ~0.1 ms, as a busy poll does, for about a fifth of a core.
- * - 'sleep': a ~1 ms timer between polls (the default until 2026-12-03):
+ * - 'sleep': a ~1 ms timer between polls (the old default):
  *   every completion waits ~0.5 ms on average before its slot is reposted,
  *   which left A idle 13-17% of the time against the raw sender's 2-7%.
  * - 'spin': poll again after each turn of the event loop (a busy poll that
@@ -143,6 +141,7 @@ const CQ_ID = 5;
 const CQ_LOG2 = 8;
 const SQ_LOG2 = 6;
 const MR_BYTES = WINDOW * BIG;
+const SHAPE = { mrBytes: MR_BYTES, cqId: CQ_ID, cqLog2: CQ_LOG2, sqLog2: SQ_LOG2 } as const;
 /** The latency WRITEs cycle over this many 8-byte slots at the start of the MRs. */
 const LAT_SLOTS = 512;
 
@@ -156,179 +155,6 @@ const fmt = (v: number, digits = 0): string => v.toLocaleString('en-US', { maxim
 
 function pct(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
-}
-
-// ---- processes ----------------------------------------------------------------------------
-
-const children = new Set<ChildProcess>();
-const sockets = new Set<string>();
-
-/** Last resort on any exit: no server or peer outlives the benchmark, no socket file stays. */
-function cleanupSync(): void {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const s of sockets) { try { fs.unlinkSync(s); } catch { /* gone */ } }
-}
-
-interface Server {
-  readonly name: string;
-  readonly proc: ChildProcess;
-  readonly sock: string;
-  log(): string;
-}
-
-async function startServer(name: string, sock: string, backend: string, gid: string, ready: RegExp[], extra: readonly string[] = []): Promise<Server> {
-  const nodeFlags = (process.env.BENCH_MESH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  try { fs.unlinkSync(sock); } catch { /* none */ }
-  sockets.add(sock);
-  const p = startServerProcess({ sock, name, args: ['-b', backend, '-L', 'info', ...extra], nodeFlags, env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid }, ready, timeoutMs: 15000 });
-  const s = await p;
-  children.add(s.proc);
-  return { name, proc: s.proc, sock, log: s.log };
-}
-
-async function stopChild(proc: ChildProcess): Promise<void> {
-  await stopProcess(proc);
-  children.delete(proc);
-}
-
-function startRawPeer(tlsKey?: string): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, [path.join(__dirname, 'mesh-raw.js'), '--raw-peer', ...(tlsKey ? ['--tls', tlsKey] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
-  children.add(proc);
-  return new Promise((resolve, reject) => {
-    let text = '';
-    proc.once('exit', (code) => reject(new Error(`raw TCP peer exited (${code}) before it was ready`)));
-    proc.stdout!.on('data', (d: Buffer) => {
-      text += d.toString();
-      const m = /^(\d+)\n/.exec(text);
-      if (m) resolve({ proc, port: Number(m[1]) });
-    });
-  });
-}
-
-// ---- the two guests ---------------------------------------------------------------------------
-
-interface Side {
-  readonly g: IonicGuest;
-  readonly r: RdmaGuest;
-  readonly v: VerbsGuest;
-  readonly cq: Cq;
-  readonly mr: GuestMr;
-  readonly qp: Qp;
-  /** The MR's bytes (contiguous guest pages). */
-  readonly bytes: Buffer;
-}
-
-async function guestSide(sock: string, key: number, qpId: number): Promise<Side> {
-  const g = await IonicGuest.connect(sock, { ramSize: MR_BYTES + (48 << 20) });
-  try {
-    await g.probe();
-    const r = await RdmaGuest.boot(g, { cpus: 8 });
-    const pages = MR_BYTES / PAGE;
-    const v = VerbsGuest.attach(g, r, pages);
-    const cq = await v.createCq(CQ_ID, CQ_LOG2);
-    const mr = await v.createMr({ key, pages, contiguous: true, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
-    if (mr.pages[pages - 1] !== mr.pages[0]! + (pages - 1) * PAGE || mr.offset !== 0) throw new Error('MR pages are not contiguous');
-    const qp = await v.createQp(qpId, QpT.RC, { sqCq: cq, rqCq: cq, depthLog2: SQ_LOG2 });
-    return { g, r, v, cq, mr, qp, bytes: g.mem(mr.pages[0]!, MR_BYTES) };
-  } catch (e) {
-    g.dispose();
-    throw e;
-  }
-}
-
-/**
- * Connect `s.qp` to the peer's QP. MODIFY_QP to RTR fails while this server
- * does not yet know which node owns the peer's GID (the mesh fans GIDs out
- * after registration): then the QP goes back to RESET and we try again.
- */
-async function connectSide(s: Side, dest: number, sip: string, dip: string): Promise<number> {
-  const t0 = Date.now();
-  for (let tries = 1; ; tries++) {
-    try {
-      await s.v.connect(s.qp, dest, { access: QpF.REMOTE_WRITE | QpF.REMOTE_READ, tpl: { sip: v4(sip), dip: v4(dip) } });
-      return tries;
-    } catch (e) {
-      if (Date.now() - t0 > 10000) throw new Error(`QP ${s.qp.id} could not reach RTS towards ${dip} in 10 s: ${(e as Error).message}`);
-      const c = await s.v.modify(s.qp, { mask: Mask.STATE, state: QpS.RESET });
-      if (c.error) throw new Error(`QP ${s.qp.id}: MODIFY_QP to RESET failed (status ${c.status})`);
-      await sleep(100);
-    }
-  }
-}
-
-/** A's send CQ, polled by color; the read position reported lazily (a quarter of the ring). */
-class CqPoller {
-  readonly #u8: Uint8Array;
-  readonly #ring: Buffer;
-  readonly #mask: number;
-  #next = 0;
-  #color = 1;
-  #msn = 0;
-  #unreported = 0;
-  /** BENCH_MESH_WAIT=event: the CQ handler is installed, the armed event came, the host's arm counter. */
-  #handlerSet = false;
-  #fired = false;
-  #arms = 0;
-
-  constructor(private readonly s: Side) {
-    this.#ring = s.g.mem(s.cq.ring, 32 << s.cq.depthLog2);
-    this.#u8 = new Uint8Array(this.#ring.buffer, this.#ring.byteOffset, this.#ring.length);
-    this.#mask = (1 << s.cq.depthLog2) - 1;
-  }
-
-  /** Consume every new CQE; answers how many. Throws on an error CQE or anything but in-sequence SEND_MSN of A's QP. */
-  poll(): number {
-    let n = 0;
-    const b = this.#ring;
-    while (this.peek()) {
-      const at = this.#next * 32;
-      const qtf = b.readUInt32BE(at + 28);
-      const type = (qtf >>> 5) & 7;
-      const qid = qtf >>> 8;
-      if (qtf & 2) throw new Error(`error CQE: type ${type} qid ${qid} status ${b.readUInt32BE(at + 24)}`);
-      if (type !== CqeT.SEND_MSN || qid !== this.s.qp.id) throw new Error(`unexpected CQE: type ${type} qid ${qid}`);
-      const msn = b.readUInt32BE(at + 4);
-      const want = (this.#msn + 1) & 0xffffff;
-      if (msn !== want) throw new Error(`CQE msn ${msn}, expected ${want}`);
-      this.#msn = want;
-      this.#next = (this.#next + 1) & this.#mask;
-      if (this.#next === 0) this.#color ^= 1;
-      n++;
-    }
-    this.#unreported += n;
-    if (this.#unreported >= (this.#mask + 1) / 4) this.report();
-    return n;
-  }
-
-  /** A new CQE is waiting (nothing consumed). */
-  peek(): boolean {
-    return (Atomics.load(this.#u8, this.#next * 32 + 31) & 1) === this.#color;
-  }
-
-  report(): void {
-    this.s.g.ringDoorbell(this.s.r.id.cq.qtype, this.s.cq.id, this.#next, Ring.INDEX);
-    this.#unreported = 0;
-  }
-
-  /**
-   * Wait for the next CQE as an event-driven verbs consumer does
-   * (ibv_req_notify_cq, then ibv_get_cq_event): report the read position
-   * (an arm with unreported CQEs fires at once), arm the CQ and sleep in
-   * epoll until its EQ's interrupt; the interrupt's EQE is consumed by the
-   * EQ "ISR" (RdmaGuest.service), which calls the CQ's handler.
-   */
-  async event(timeoutMs: number): Promise<void> {
-    const s = this.s;
-    if (!this.#handlerSet) {
-      s.r.cqHandlers.set(s.cq.id, () => { this.#fired = true; });
-      this.#handlerSet = true;
-    }
-    this.#fired = false;
-    this.report();
-    this.#arms = (this.#arms + 1) & 0xffff;
-    s.g.ringDoorbell(s.r.id.cq.qtype, s.cq.id, this.#arms, Ring.ARM);
-    await s.g.waitFor('a CQ event on A', () => { s.r.service(); return this.#fired ? true : undefined; }, timeoutMs);
-  }
 }
 
 /** How the guest waits when a poll found nothing (BENCH_MESH_WAIT). */
@@ -443,9 +269,9 @@ async function main(): Promise<void> {
     servers.push(srvB);
     const meshMs = Date.now() - tStart;
 
-    const a = await guestSide(sockA, 0x501, QP_A);
+    const a = await guestSide(sockA, 0x501, QP_A, SHAPE);
     guests.push(a.g);
-    const b = await guestSide(sockB, 0x702, QP_B);
+    const b = await guestSide(sockB, 0x702, QP_B, SHAPE);
     guests.push(b.g);
     const triesA = await connectSide(a, QP_B, IP_A, IP_B);
     const triesB = await connectSide(b, QP_A, IP_B, IP_A);
@@ -511,7 +337,7 @@ async function main(): Promise<void> {
     let tlsFig: { ours: Rate; base: Rate; oursRounds: Rate[]; baseRounds: Rate[]; meshMs: number; cipher: string } | null = null;
     if (TLS_RUN) {
       const keyFile = `/tmp/ernic-mesh-bench-${tag}.psk`;
-      sockets.add(keyFile); // removed with the socket files
+      trackFile(keyFile); // removed with the socket files
       fs.writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
       const port2 = await freePort();
       const t1 = Date.now();
@@ -520,9 +346,9 @@ async function main(): Promise<void> {
       const srvB2 = await startServer('B2 (worker, TLS)', `/tmp/ernic-mesh-bench-${tag}-b2.sock`, `tcp:worker:127.0.0.1:${port2}`, `::ffff:${IP_B}`, [/serving/, /mesh node 1/], ['--mesh-psk', keyFile]);
       servers.push(srvB2);
       const meshMs2 = Date.now() - t1;
-      const a2 = await guestSide(srvA2.sock, 0x501, QP_A);
+      const a2 = await guestSide(srvA2.sock, 0x501, QP_A, SHAPE);
       guests.push(a2.g);
-      const b2 = await guestSide(srvB2.sock, 0x702, QP_B);
+      const b2 = await guestSide(srvB2.sock, 0x702, QP_B, SHAPE);
       guests.push(b2.g);
       await connectSide(a2, QP_B, IP_A, IP_B);
       await connectSide(b2, QP_A, IP_B, IP_A);
@@ -676,12 +502,12 @@ async function severalRuns(): Promise<void> {
       env: { ...process.env, BENCH_MESH_RUN_OF: `${i}/${RUNS}` },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    children.add(child);
+    trackChild(child);
     let out = '';
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (d: string) => { out += d; });
     const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
-    children.delete(child);
+    untrackChild(child);
     const line = out.split('\n').find((l) => l.startsWith(RESULT_TAG));
     if (code !== 0 || !line) {
       process.stdout.write(out);

@@ -13,8 +13,8 @@
 // the programs in fixtures/p4. Asserts nothing.
 
 import * as os from 'os';
-import { OutputMode, P4Engine } from '../lib/p4/compile';
-import { runCommands } from '../lib/p4/runtime';
+import { OutputMode, P4Engine } from '../lib/p4/engine/engine';
+import { runCommands } from '../lib/p4/engine/commands';
 import { ethernet, fixtureText, ipv4, udp } from '../spec/p4/helpers';
 
 const GOAL = 0.5;
@@ -77,7 +77,7 @@ function main(): void {
   console.log(
     `p4 bench: simple_router + commands.txt (${cmds.results.length} commands) vs no program, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms, best round; load average ${load()} on ${os.cpus().length} CPUs`,
   );
-  // both run as one generated function each when the generator takes them (lib/p4/codegen.ts)
+  // both run as one generated function each when the generator takes them (lib/p4/codegen/)
   console.log(`p4 bench: generated function: simple_router ${router.generated ? 'yes' : `no (${router.codegenRefused})`}, no program ${empty.generated ? 'yes' : `no (${empty.codegenRefused})`}`);
   for (const path of ['processReused', 'process'] as Path[]) {
     console.log(path === 'processReused' ? ' processReused (into the engine buffer: the segment\'s path):' : ' process (a new result and Buffer per frame):');

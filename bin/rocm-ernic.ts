@@ -28,7 +28,8 @@ import { serverRegistry } from '../lib/ops/metrics';
 import { LoopWatch } from '../lib/ops/loop-watch';
 import { StatsFileWriter } from '../lib/ops/stats-file';
 import { collectStats } from '../lib/ops/stats-source';
-import { attachP4, describeP4, p4FromCli, P4_GUEST_SCOPES } from '../lib/p4/attach';
+import { attachP4, describeP4, p4FromCli } from '../lib/p4/device/attach';
+import { P4_GUEST_SCOPES } from '../lib/p4/device/devcmd';
 
 export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
 /** "rocm-n": locally administered, unicast. */

@@ -1,5 +1,5 @@
-// Numbers of the vfio-user wire protocol (QEMU docs/interop/vfio-user.rst,
-// reference/vfio-user.md sections 1 and 2). Values only: no behaviour here.
+// Numbers of the vfio-user wire protocol (QEMU's docs/interop/vfio-user.rst;
+// docs/vfio-user-protocol.md sections 1 and 2). Values only: no behaviour here.
 
 /** Command numbers (header field `command`). */
 export const enum Command {

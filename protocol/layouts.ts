@@ -127,7 +127,7 @@ export const vfio_user_region_access = {
   SIZE: 16,
 } as const;
 
-/** Spec layout of DMA_READ/DMA_WRITE (QEMU differs: reference/vfio-user.md 7.1). */
+/** Spec layout of DMA_READ/DMA_WRITE (QEMU differs: docs/vfio-user-protocol.md 6.1). */
 export const vfio_user_dma_rw = {
   addr: f(0, 8),
   count: f(8, 8),

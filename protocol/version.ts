@@ -1,6 +1,6 @@
 // VERSION negotiation: the capabilities JSON, validated with zod.
 //
-// Rules from reference/vfio-user.md 2.1, 3.3 and 4.1: the JSON is an object
+// Rules from docs/vfio-user-protocol.md 2.1, 3.3 and 4.1: the JSON is an object
 // {"capabilities": {...}}; known keys must be well typed; unknown keys are
 // ignored. The reply's major equals the client's, its minor is at most the
 // client's, and its capabilities are a subset of what the spec defines.
@@ -88,7 +88,7 @@ export function peerLimits(caps: Capabilities): PeerLimits {
 
 /**
  * Build the JSON a server sends back. Kept short on purpose: QEMU's reply
- * buffer is the size of its own request (reference/vfio-user.md 3.2).
+ * buffer is the size of its own request (docs/vfio-user-protocol.md 3.2).
  */
 export function serverCapabilitiesJson(caps: { maxMsgFds: number; maxDataXferSize: number; maxDmaMaps: number; pgsizes: number }): string {
   return JSON.stringify({

@@ -2,7 +2,7 @@
 // drives them: WQEs written into the SQ ring in guest memory from a template
 // (only wqe_id and the addresses change), one SQ doorbell per batch (a posted
 // BAR2 region write), the send CQ polled by its color bit in shared memory,
-// and the CQ's read position reported with a ring-0 doorbell (contract 4.8)
+// and the CQ's read position reported with a ring-0 doorbell (ionic RDMA R4.8)
 // lazily but early enough that the device never finds the CQ full.
 //
 // Every WQE is an RDMA WRITE from the requester (QP A) into the same MR
@@ -11,7 +11,7 @@
 // error bit, or an MSN out of sequence throws.
 //
 // Offsets and numbers come from the guest model (spec/support/ionic) and
-// reference/ionic-rdma-contract.md, not from lib/ionic/rdma.
+// docs/driver-contract.md (part R), not from lib/ionic/rdma.
 
 import { SendVerb, WqeFlag } from '../../lib/rdma/datapath/wqe-layout';
 import type { IonicGuest } from '../../spec/support/ionic/guest';
@@ -27,7 +27,7 @@ const RECV_CQ = 301;
 const WQE_STRIDE_LOG2 = 6;
 const CQE_SIZE = 32;
 const MR_KEY = (5 << 8) | 0x11;
-/** CQE type SEND_MSN (contract 4.6). */
+/** CQE type SEND_MSN (ionic RDMA R4.6). */
 const CQE_SEND_MSN = 2;
 
 interface PairOptions {
@@ -93,7 +93,7 @@ export class RdmaPair {
     const b = await v.createQp(QP_B, QpT.RC, { sqCq: sendCq, rqCq: recvCq, depthLog2: 2, strideLog2: WQE_STRIDE_LOG2 });
     this.#sqOff = a.sq.at - this.g.base;
     await v.connectPair(a, b, { access: QpF.REMOTE_WRITE | QpF.REMOTE_READ });
-    // The WQE template (contract 4.2): RDMA WRITE, one SGE, signaled.
+    // The WQE template (ionic RDMA R4.2): RDMA WRITE, one SGE, signaled.
     const t = this.#tpl;
     t.writeUInt32LE(0x62656e63, 4); // wqe_id high word: "benc"
     t[8] = SendVerb.RDMA_WRITE;
@@ -123,12 +123,12 @@ export class RdmaPair {
     this.#sqPi = (this.#sqPi + 1) & (this.sqSize - 1);
   }
 
-  /** The SQ doorbell: (qpid << 24) | sq_prod on sq_qtype (contract 4.4). */
+  /** The SQ doorbell: (qpid << 24) | sq_prod on sq_qtype (ionic RDMA R4.4). */
   ringSq(): void {
     this.g.ringDoorbell(this.r.id.sq.qtype, QP_A, this.#sqPi);
   }
 
-  /** The CQ consumer update: (cqid << 24) | read index on cq_qtype, ring 0 (contract 4.8). */
+  /** The CQ consumer update: (cqid << 24) | read index on cq_qtype, ring 0 (ionic RDMA R4.8). */
   ringCq(): void {
     this.g.ringDoorbell(this.r.id.cq.qtype, SEND_CQ, this.#cqCi, 0);
     this.#unreported = 0;

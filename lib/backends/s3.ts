@@ -9,7 +9,7 @@ import { installWqeExecutor } from '../rdma/executor';
 import { s3CredentialsFromEnv } from '../targets/s3/credentials';
 import { S3Endpoint } from '../targets/s3/endpoint';
 import { MrTableDma } from '../targets/s3/guest-dma';
-import { parseS3Backend } from '../targets/s3/options';
+import { hostListenerRefusal, parseS3Backend } from '../targets/s3/options';
 import type { S3Options } from '../targets/s3/options';
 import type { Credentials, ObjectStore } from '../targets/s3/store';
 import type { BackendKind, Checked, ServedBackend } from './kind';
@@ -68,8 +68,10 @@ export const s3Kind: BackendKind = {
   help: `  s3[:KEY=VALUE,...]        an S3 store on the guest's segment, data by x-amz-rdma-token or in
                             the body (docs/s3.md); keys and defaults:
                               bucket=ernic size=256M objects=256 ip=192.168.200.1 port=9000
-                              maxpart=256M listen=HOST:PORT dir=DIR
-                            ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY turn on SigV4.`,
+                              maxpart=256M listen=[HOST:]PORT dir=DIR
+                            ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY turn on SigV4. listen=PORT
+                            binds 127.0.0.1; another address needs the credentials, and the
+                            token path on the host listener takes only signed tokens.`,
   grammar: 's3[:key=value,...]',
   accepts: (spec) => spec === 's3' || spec.startsWith('s3:'),
   prepare(spec, env) {
@@ -79,6 +81,10 @@ export const s3Kind: BackendKind = {
     if (!creds.ok) return creds;
     const options = parsed.value;
     const credentials = creds.value ? [creds.value] : null;
+    if (options.listen) {
+      const refusal = hostListenerRefusal(options.listen, credentials !== null);
+      if (refusal) return { ok: false, error: refusal };
+    }
     return {
       ok: true,
       value: {

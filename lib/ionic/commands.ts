@@ -43,7 +43,7 @@ export interface CommandContext {
   p4: P4DeviceControl | null;
 }
 
-/** The P4 engine's control surface as the device sees it (lib/p4/devcmd.ts). */
+/** The P4 engine's control surface as the device sees it (lib/p4/device/devcmd.ts). */
 export interface P4DeviceControl {
   /** LIF_IDENTIFY reports the P4 capability: the guest was given some access. */
   readonly advertised: boolean;

@@ -121,7 +121,7 @@ export class IonicDevice {
     this.lif.link = this.#link;
   }
 
-  /** The P4 engine's device commands 70-72 (lib/p4/attach.ts); without it they are unknown opcodes. */
+  /** The P4 engine's device commands 70-72 (lib/p4/device/attach.ts); without it they are unknown opcodes. */
   setP4Control(c: P4DeviceControl | null): void {
     this.#ctx.p4 = c;
   }

@@ -100,9 +100,8 @@ export class DeviceStats {
 
   /** Write both blocks now (also used at LIF_INIT/PORT_INIT and by tests). */
   flush(): void {
-    // Fix: a flush writes everything, so a write still scheduled would only wake
-    // an idle device for nothing ("an idle device schedules nothing"). Before,
-    // a direct flush (LIF_INIT, PORT_INIT, tests) left the timer armed.
+    // A flush writes everything, so a write still scheduled would only wake an
+    // idle device for nothing (an idle device schedules nothing): disarm it.
     if (this.#timer) {
       clearTimeout(this.#timer);
       this.#timer = null;

@@ -415,7 +415,7 @@ export type IonicWireHeaderInit = Omit<IonicWireHeader, 'remoteVa' | 'swapAdd' |
   readonly compare?: bigint;
   /** rsvd bits 0..7 (the data path's flags; default 0). */
   readonly flags?: number;
-  /** rsvd bits 8..15 (default IONIC_WIRE_VERSION; 0 writes the C design's format). */
+  /** rsvd bits 8..15 (default IONIC_WIRE_VERSION; 0 writes the C rocm-ernic's format). */
   readonly version?: number;
 };
 

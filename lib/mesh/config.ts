@@ -1,5 +1,5 @@
 // Operator input for the mesh: the `--backend tcp:...` string and the
-// ERNIC_TCP_* environment (reference/anchor-rocm-ernic.md 1.3, 1.4). Pure
+// ERNIC_TCP_* environment (docs/mesh.md, "Configuration"). Pure
 // functions returning a typed config or one line naming the problem; the CLI
 // prints that line and exits with status 2 before QEMU can connect.
 

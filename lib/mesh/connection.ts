@@ -1,5 +1,5 @@
 // One TCP connection of the mesh: a socket, the frame parser reading it, and
-// the send queue writing it. This replaces the C design's receive and send
+// the send queue writing it. This replaces the C rocm-ernic's receive and send
 // threads of a connection with event handlers:
 //
 // - receive: every 'data' chunk goes through the parser; each frame goes to

@@ -1,4 +1,4 @@
-// Outgoing connections and listening, for the mesh (the C design's "peer
+// Outgoing connections and listening, for the mesh (the C rocm-ernic's "peer
 // connect" and "accept" threads become these asynchronous functions).
 //
 // A host name is resolved and each address it resolves to is tried in turn,

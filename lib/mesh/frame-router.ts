@@ -1,4 +1,4 @@
-// Where each checked frame a connection reads goes (the C design's receive
+// Where each checked frame a connection reads goes (the C rocm-ernic's receive
 // thread, after parsing):
 //
 // - before a link is established: registration and handshake frames to the

@@ -1,8 +1,8 @@
 // GID -> node id, built from what each node advertises about itself
-// (spec/architecture.rst "Which Server Owns a GID?"). Exact lookups only: a
+// (docs/mesh.md, "A worker" and "Trust boundary"). Exact lookups only: a
 // GID no node claims names no node, and the caller must not pick a default.
 // A GID claimed by two nodes is a conflict: lookups of it answer no node, as
-// in the C design ("duplicate GID claims are dropped for both claimants"),
+// in the C rocm-ernic ("duplicate GID claims are dropped for both claimants"),
 // until one of the two lets go of it.
 
 import { gidKey } from './address';

@@ -1,4 +1,4 @@
-// The health check (the C design's health-check thread) and the admission of
+// The health check (the C rocm-ernic's health-check thread) and the admission of
 // new connections. The core calls start() for every connection it adopts,
 // before anything is read from it; start() then
 //

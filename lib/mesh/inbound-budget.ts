@@ -1,5 +1,5 @@
-// The node-wide inbound queue's room (spec/architecture.rst "When a Node
-// Falls Behind"): data messages received and not yet let go by the layer
+// The node-wide inbound queue's room (docs/mesh.md, "Flow control and every
+// bound"): data messages received and not yet let go by the layer
 // above count against 64 MiB and 4096 messages, whichever fills first; an
 // empty queue takes any one message. The messages themselves stay where the
 // parser put them (this only counts), so the "queue" costs nothing while the

@@ -1,6 +1,6 @@
 // Wire structures of the TCP mesh as named-offset tables, one per struct,
-// named after the C design's structs (reference/anchor-rocm-ernic.md 6.1,
-// 6.2) so a reader can hold them against it. Fields are the project's one
+// named after the C rocm-ernic's structs (docs/mesh.md, "Frame format", gives
+// each) so a reader can hold them against it. Fields are the project's one
 // field codec's (protocol/field.ts): numeric `Field`s with their byte order,
 // read and written with getField/setField (getFieldBig/setFieldBig for the
 // u64s kept whole), and opaque byte arrays (host names, GIDs, instance
@@ -8,12 +8,12 @@
 // offsets: they go through these tables.
 //
 // Byte order: the 32-byte frame header and every control payload are
-// big-endian (network order), as the C design's TcpMsgHeader. The ionic
+// big-endian (network order), as the C rocm-ernic's TcpMsgHeader. The ionic
 // header is little-endian except its immediate, which stays big-endian as in
 // the WQE and CQE it is copied between.
 //
 // A table's `SIZE` is our (version 5) size; `V4_SIZE` / `V3_SIZE` name the
-// C design's shorter layouts that ours extend by appending, so a decoder can
+// C rocm-ernic's shorter layouts that ours extend by appending, so a decoder can
 // tell an older peer from a corrupt message.
 
 import { be, le, raw } from '../../protocol/field';
@@ -139,7 +139,7 @@ export const ionic_wire_hdr = {
   op: le(4, 1),
   /** ATOMIC_REQ: 1 compare-and-swap, 0 fetch-and-add. */
   atomic_cs: le(5, 1),
-  /** 0 in the C design. Ours: bits 0..7 the data path's flags, bits 8..15 IONIC_WIRE_VERSION. */
+  /** 0 in the C rocm-ernic. Ours: bits 0..7 the data path's flags, bits 8..15 IONIC_WIRE_VERSION. */
   rsvd: le(6, 2),
   src_qp_id: le(8, 4),
   dst_qp_id: le(12, 4),
@@ -162,7 +162,7 @@ export const IONIC_WIRE_MAGIC = 0x434e4f49;
 
 /**
  * The version of the ionic header's meaning, in rsvd bits 8..15 (rsvd as a
- * u16). 0 is the C design's format and our own before datagrams carried
+ * u16). 0 is the C rocm-ernic's format and our own before datagrams carried
  * their Q_Key checked at the receiver; 1 is today's. A receiver refuses any
  * other (docs/mesh.md "RC rules at the responder").
  */

@@ -1,16 +1,16 @@
-// Every bound and timeout of the TCP mesh, in one place. The numbers come from
-// spec/architecture.rst ("More Than One VM: the TCP Mesh", "When a Node Falls
-// Behind") and the C design's constants (reference/anchor-rocm-ernic.md 1.4,
-// 6.1). None of them means "unlimited" when zero; each is checked at the edge
+// Every bound and timeout of the TCP mesh, in one place. The numbers are the
+// C rocm-ernic's (its mesh's room rules, timeouts, ERNIC_TCP_* defaults and
+// wire constants), each listed in docs/mesh.md ("Flow control and every
+// bound", "Configuration", "Frame format"). None of them means "unlimited" when zero; each is checked at the edge
 // where a peer's value first arrives, and each has a negative test.
 
 const MiB = 1024 * 1024;
 
-/** "RDMA" in ASCII, the first word of every frame (C design: TCP_PROTOCOL_MAGIC). */
+/** "RDMA" in ASCII, the first word of every frame (C rocm-ernic: TCP_PROTOCOL_MAGIC). */
 export const MESH_MAGIC = 0x52444d41;
 
 /**
- * Our protocol version. The C design is at 4; our control payloads extend
+ * Our protocol version. The C rocm-ernic is at 4; our control payloads extend
  * its v4 layouts (an instance nonce, batched GID records, a variable-length
  * topology), so we say 6 and refuse anything else at registration and
  * handshake. 6 differs from 5 in what the 8-byte identity fields of the
@@ -19,7 +19,7 @@ export const MESH_MAGIC = 0x52444d41;
  */
 export const MESH_PROTOCOL_VERSION = 6;
 
-/** Largest frame payload (C design: TCP_MAX_PAYLOAD_LEN, 16 MiB). Checked from the header, before any body is buffered. */
+/** Largest frame payload (C rocm-ernic: TCP_MAX_PAYLOAD_LEN, 16 MiB). Checked from the header, before any body is buffered. */
 export const MAX_FRAME_PAYLOAD = 16 * MiB;
 
 /** Nodes in the manager's table, the manager (node 0) included; as the C topology's 64 slots. */
@@ -38,10 +38,10 @@ export const PENDING_PER_ADDRESS = 16;
 /** An accepted connection must register or handshake within this long (or three heartbeat intervals, if shorter). */
 export const SETUP_TIMEOUT_MS = 3000;
 
-/** requested_node_id meaning "give me a new id" (C design: 0xFFFFFFFF). */
+/** requested_node_id meaning "give me a new id" (C rocm-ernic: 0xFFFFFFFF). */
 export const AUTO_NODE_ID = 0xffffffff;
 
-/** GIDs one node may own (C design: TCP_MAX_NODE_GIDS). */
+/** GIDs one node may own (C rocm-ernic: TCP_MAX_NODE_GIDS). */
 export const MAX_NODE_GIDS = 8;
 
 /** Hostname field of the registration and topology payloads, NUL included. */
@@ -62,7 +62,7 @@ export const INBOUND_QUEUE_BYTES = 64 * MiB;
 /** Node-wide inbound queue: messages. An empty queue takes any one message. */
 export const INBOUND_QUEUE_MESSAGES = 4096;
 
-/** Health-check interval (C design: 5 s). */
+/** Health-check interval (C rocm-ernic: 5 s). */
 export const DEFAULT_HEARTBEAT_MS = 5000;
 
 /** A connection that carries nothing for this many intervals is dead. */

@@ -1,11 +1,11 @@
 // The manager (node 0): registers workers into the node table, tells them
 // the topology and the GID table, pings them, and notices when they die. It
-// never dials a worker. This replaces the C design's health-check and
+// never dials a worker. This replaces the C rocm-ernic's health-check and
 // broadcast threads: changes are collected and sent together on the next
 // turn of the event loop (setImmediate), which is the "next round" of the
 // broadcast thread without a thread.
 //
-// Fan-out rules (spec/architecture.rst "Which Server Owns a GID?"): a change
+// Fan-out rules (docs/mesh.md, "The manager"): a change
 // to a node's GIDs, or to whether it is alive, sends that node's set to every
 // worker; a worker that has just registered is sent the whole table.
 

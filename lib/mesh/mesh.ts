@@ -1,10 +1,10 @@
 // The TCP mesh between rocm-ernic servers: the public face (class Mesh) and
 // the core that ties the pieces together. One event loop does what the C
-// design's accept, receive, send, health-check, broadcast and peer-connect
-// threads did (spec/architecture.rst "Threads"), with the same bounds and
+// rocm-ernic's accept, receive, send, health-check, broadcast and peer-connect
+// threads did (docs/mesh.md, "Differences from the C rocm-ernic"), with the same bounds and
 // timeouts:
 //
-// - accept: the listener's 'connection' handler (here);
+// - accept: the listener, admission and TLS handshakes (gate.ts);
 // - receive: each connection's 'data' handler and frame parser
 //   (connection.ts), then frame-router.ts: data messages go to 'message'
 //   listeners, charged to the inbound queue (inbound-budget.ts), or are relayed;
@@ -25,18 +25,18 @@
 // is TLS 1.3 (tls.ts), authenticated both ways before its first frame is read
 // or written; without, the mesh listens on and dials loopback only, in
 // plaintext. Every accepted socket takes an admission slot (admission.ts)
-// first: bounded in number, per source, and in time.
+// first: bounded in number, per source, and in time (gate.ts).
 
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
-import { formatHostPort, gidToText, HostPort, isLoopbackAddress, parseHost } from './address';
-import { Admission, AdmissionLimits, admissionLimits, AdmissionSlot } from './admission';
+import { gidToText, HostPort, isLoopbackAddress, parseHost } from './address';
+import type { AdmissionLimits } from './admission';
 import { dataHeaderSize, hasIonicMagic, isDataType, isInstanceId } from './codec';
 import { ConnectionOwner, LinkKind, MeshConnection } from './connection';
-import { listen, Resolver, rewrapAccepted, systemResolver, unmapAddress } from './dial';
+import { listen, Resolver, systemResolver } from './dial';
 import { MeshError } from './errors';
 import { FrameRouter } from './frame-router';
 import { FrameWriter } from './frame-writer';
@@ -44,14 +44,15 @@ import { GidTable } from './gid-table';
 import { HealthCheck } from './health-check';
 import { InboundBudget } from './inbound-budget';
 import {
-  DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, MAX_FRAME_PAYLOAD, MAX_NODE_GIDS, MESH_MAGIC, MeshLimits,
+  DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, MAX_FRAME_PAYLOAD, MAX_NODE_GIDS, MeshLimits,
   resolveLimits,
 } from './limits';
 import { ManagerRole } from './manager-role';
 import type { MeshEvents, MeshOptions, MeshStats, Placer, Route, SendOptions, SendResult } from './mesh-types';
 import { InstanceId, MsgType, NodeInfo } from './messages';
 import type { MeshCore, Role } from './role';
-import { CREDENTIALS_HINT, looksLikeTls, MeshCredentials, MeshTls } from './tls';
+import { MeshGate } from './gate';
+import { CREDENTIALS_HINT, MeshCredentials } from './tls';
 import { WorkerRole } from './worker-role';
 
 /** What Mesh.start() takes beyond MeshOptions: how links are secured and inbound connections bounded. */
@@ -114,18 +115,8 @@ export class Mesh extends EventEmitter<MeshEvents> {
   readonly #backlog: number;
   readonly #debug: boolean;
   readonly #resolve: Resolver;
-  readonly #server: net.Server;
-  /** TLS for every link, or null: plaintext on loopback. */
-  readonly #tls: MeshTls | null;
-  /** Runs the server side of inbound handshakes (never listens itself). */
-  readonly #tlsServer: tls.Server | null;
-  readonly #admission: Admission;
-  /** Inbound sockets in their TLS handshake, by "address|port" (what both the raw and the TLS socket report). */
-  readonly #handshakes = new Map<string, { readonly raw: net.Socket; readonly slot: AdmissionSlot; readonly who: string }>();
-  /** Each adopted inbound connection's admission slot. */
-  readonly #slots = new Map<MeshConnection, AdmissionSlot>();
-  #tlsRefusals = 0;
-  #admissionRefusals = 0;
+  /** The listener, admission and TLS: who gets a connection (gate.ts). */
+  readonly #gate: MeshGate;
   readonly #gids = new GidTable();
   readonly #localGids: Buffer[] = [];
   #placer: Placer | null = null;
@@ -152,9 +143,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#backlog = opts.listenBacklog ?? DEFAULT_LISTEN_BACKLOG;
     this.#debug = opts.debug ?? false;
     const resolve = opts.resolve ?? systemResolver;
-    this.#resolve = Object.assign((host: string) => resolve(host), { admit: (a: string, p: number) => this.#admitDial(a, p) });
-    this.#tls = opts.credentials ? new MeshTls(opts.credentials) : null;
-    this.#admission = new Admission(admissionLimits(this.#limits.maxNodes, opts.admission));
+    this.#resolve = Object.assign((host: string) => resolve(host), { admit: (a: string, p: number) => this.#gate.admitDial(a, p) });
     if (opts.instance !== undefined && !isInstanceId(opts.instance)) throw new RangeError(`bad instance id '${opts.instance}'`);
     if (opts.advertiseHost !== undefined && opts.advertiseHost !== '' && !parseHost(opts.advertiseHost)) {
       throw new RangeError(`bad advertised host '${opts.advertiseHost}'`);
@@ -164,15 +153,12 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#budget = new InboundBudget(this.#limits.inboundQueueBytes, this.#limits.inboundQueueMessages, {
       onStall: (ms) => this.#safeEmit('pressure', ms),
     });
-    // Paused: an accepted socket is re-wrapped (rewrapAccepted) before anything is read from it.
-    this.#server = net.createServer({ pauseOnConnect: true }, (socket) => this.#onAccept(socket));
-    this.#server.on('error', (err) => this.#log.error(`mesh: listener error: ${err.message}`));
-    // Node's own cap (sockets past it are closed unread): a backstop for the admission count.
-    this.#server.maxConnections = this.#admission.limits.maxInbound;
-    this.#server.on('drop', (d) => this.#refuseAdmission(d?.remoteAddress, `${this.#admission.limits.maxInbound} inbound connections already (the most)`));
-    this.#tlsServer = this.#tls ? this.#tls.createServer(this.#admission.limits.timeoutMs) : null;
-    this.#tlsServer?.on('secureConnection', (socket: tls.TLSSocket) => this.#onSecureInbound(socket));
-    this.#tlsServer?.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => this.#onTlsClientError(err, socket));
+    this.#gate = new MeshGate({
+      log: this.#log, limiter: this.#limiter,
+      closing: () => this.#closing,
+      adoptInbound: (socket) => this.#adopt(socket, 'pending', false),
+      debug: (message) => this.#dbg(message),
+    }, opts.credentials, this.#limits.maxNodes, opts.admission);
     const core = this.#core();
     if (opts.config.role === 'manager') {
       this.#role = new ManagerRole(core);
@@ -208,8 +194,8 @@ export class Mesh extends EventEmitter<MeshEvents> {
     const c = opts.config;
     const host = listenHost(opts);
     const port = c.role === 'manager' ? c.listen.port : opts.peerListen?.port ?? 0;
-    mesh.#listenPort = await listen(mesh.#server, host, port, mesh.#backlog);
-    const how = mesh.#tls ? `TLS 1.3, ${mesh.#tls.describe()}` : 'no credentials: plaintext, loopback only';
+    mesh.#listenPort = await listen(mesh.#gate.server, host, port, mesh.#backlog);
+    const how = mesh.#gate.tls ? `TLS 1.3, ${mesh.#gate.tls.describe()}` : 'no credentials: plaintext, loopback only';
     mesh.#log.info(`mesh: ${mesh.role} listening on port ${mesh.#listenPort} at ${host ?? 'every address'} (instance ${mesh.instance}; ${how})`);
     mesh.#role.start();
     return mesh;
@@ -229,28 +215,28 @@ export class Mesh extends EventEmitter<MeshEvents> {
 
   /** The address the listener is bound to ('127.0.0.1', '::' for every address, ...). */
   get listenAddress(): string {
-    const a = this.#server.address();
+    const a = this.#gate.server.address();
     return typeof a === 'object' && a ? a.address : '';
   }
 
   /** True when links are TLS (credentials were given). */
   get secured(): boolean {
-    return this.#tls !== null;
+    return this.#gate.tls !== null;
   }
 
   /** Inbound and outbound handshakes refused (wrong key, unknown certificate, not TLS), since start. */
   get tlsRefusals(): number {
-    return this.#tlsRefusals;
+    return this.#gate.tlsRefusals;
   }
 
   /** Inbound connections closed for want of an admission slot or past its deadline, since start. */
   get admissionRefusals(): number {
-    return this.#admissionRefusals;
+    return this.#gate.admissionRefusals;
   }
 
   /** Inbound connections now: all, and those not yet established. */
   inboundConnections(): { readonly all: number; readonly pending: number } {
-    return { all: this.#admission.inbound, pending: this.#admission.pending };
+    return { all: this.#gate.admission.inbound, pending: this.#gate.admission.pending };
   }
 
   /** The send timeout this node applies (the manager's is half the configured one). */
@@ -378,10 +364,9 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#role.stop();
     this.#health.stop();
     for (const c of [...this.#conns]) c.close('mesh closing');
-    for (const h of [...this.#handshakes.values()]) h.raw.destroy();
-    this.#handshakes.clear();
+    this.#gate.close();
     this.#budget.dispose();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    await new Promise<void>((resolve) => this.#gate.server.close(() => resolve()));
   }
 
   // -------------------------------------------------------------------------
@@ -438,154 +423,10 @@ export class Mesh extends EventEmitter<MeshEvents> {
   // -------------------------------------------------------------------------
   // Connections
 
-  /**
-   * A socket accepted paused (nothing read): a slot first, or it is closed
-   * unread; then either its TLS handshake (tls.ts: the first byte must open
-   * one) or, without credentials, straight to a mesh connection.
-   */
-  #onAccept(accepted: net.Socket): void {
-    if (this.#closing) {
-      accepted.destroy();
-      return;
-    }
-    const address = accepted.remoteAddress;
-    if (!this.#tls && (address === undefined || !isLoopbackAddress(address))) {
-      // The listener is bound to loopback; this holds even where the kernel routes outside packets to it.
-      this.#refuseAdmission(address, 'not from loopback, and this server has no mesh credentials');
-      accepted.destroy();
-      return;
-    }
-    const slot = this.#admission.admit(address);
-    if (typeof slot === 'string') {
-      this.#refuseAdmission(address, slot);
-      accepted.destroy();
-      return;
-    }
-    const who = formatHostPort(unmapAddress(address ?? '?'), accepted.remotePort ?? 0);
-    if (this.#tls) {
-      this.#startTls(accepted, slot, who);
-      return;
-    }
-    const socket = rewrapAccepted(accepted) ?? accepted.resume();
-    const conn = this.#adopt(socket, 'pending', false);
-    this.#adoptSlot(conn, slot, who);
-    this.#dbg(`mesh: accepted ${conn.remote}`);
-  }
-
-  #refuseAdmission(address: string | undefined, why: string): void {
-    this.#admissionRefusals++;
-    const from = unmapAddress(address ?? '?');
-    warnLimited(this.#log, this.#limiter, `admit:${from}`, `mesh: refused a connection from ${from}: ${why}`);
-  }
-
-  /** The admission slot goes with the connection; past its deadline an unestablished link is closed. */
-  #adoptSlot(conn: MeshConnection, slot: AdmissionSlot, who: string): void {
-    this.#slots.set(conn, slot);
-    slot.onTimeout = () => {
-      this.#admissionRefusals++;
-      const why = `not registered within ${this.#admission.limits.timeoutMs} ms of connecting`;
-      warnLimited(this.#log, this.#limiter, `admit-late:${slot.source}`, `mesh: closing ${who}: ${why}`);
-      conn.close(why);
-    };
-  }
-
-  /**
-   * The server side of an inbound handshake. The first byte is read here (a
-   * socket accepted paused): one that cannot open a TLS handshake (a
-   * plaintext mesh frame, say) closes the socket without a byte in reply;
-   * otherwise the byte goes back and the socket to the TLS server.
-   */
-  #startTls(raw: net.Socket, slot: AdmissionSlot, who: string): void {
-    const key = `${raw.remoteAddress}|${raw.remotePort}`;
-    const entry = { raw, slot, who };
-    this.#handshakes.set(key, entry);
-    // Until adopted, the slot goes with the raw socket (which closes with its TLS socket, on any outcome).
-    raw.once('close', () => {
-      if (this.#handshakes.get(key) === entry) {
-        // Gone mid-handshake with nothing said yet: the TLS error, if any, came after the socket lost its address.
-        this.#handshakes.delete(key);
-        if (!this.#closing) this.#tlsRefused(who, slot.source, 'the peer hung up during the TLS handshake (it does not accept our credentials)', 'server');
-      }
-      if (!slot.established) slot.release();
-    });
-    raw.on('error', () => undefined);
-    slot.onTimeout = () => {
-      if (this.#handshakes.get(key) === entry) this.#handshakes.delete(key);
-      this.#admissionRefusals++;
-      warnLimited(this.#log, this.#limiter, `admit-late:${slot.source}`,
-        `mesh: closing ${who}: no TLS handshake within ${this.#admission.limits.timeoutMs} ms of connecting`);
-      raw.destroy();
-    };
-    raw.once('data', (first: Buffer) => {
-      raw.pause();
-      if (this.#closing) {
-        raw.destroy();
-        return;
-      }
-      if (!looksLikeTls(first[0]!)) {
-        this.#handshakes.delete(key);
-        const what = first.length >= 4 && first.readUInt32BE(0) === MESH_MAGIC
-          ? 'it sent a plaintext mesh frame (a server without credentials?)'
-          : `it does not speak TLS (first byte 0x${first[0]!.toString(16).padStart(2, '0')})`;
-        this.#tlsRefused(who, slot.source, what, 'server');
-        raw.destroy();
-        return;
-      }
-      raw.unshift(first);
-      this.#tlsServer!.emit('connection', raw);
-    });
-    raw.resume();
-  }
-
-  /** An inbound handshake completed: the peer is checked before its link exists. */
-  #onSecureInbound(socket: tls.TLSSocket): void {
-    const key = `${socket.remoteAddress}|${socket.remotePort}`;
-    const h = this.#handshakes.get(key);
-    this.#handshakes.delete(key);
-    if (!h || this.#closing) {
-      socket.destroy();
-      return;
-    }
-    const bad = this.#tls!.verify(socket);
-    if (bad !== null) {
-      this.#tlsRefused(h.who, h.slot.source, bad, 'server');
-      socket.destroy();
-      return;
-    }
-    const conn = this.#adopt(socket, 'pending', false);
-    this.#adoptSlot(conn, h.slot, h.who);
-    this.#dbg(`mesh: accepted ${conn.remote} (TLS)`);
-  }
-
-  #onTlsClientError(err: Error, socket: tls.TLSSocket): void {
-    // A socket already closed has no address left: its raw socket's close says so (#startTls).
-    const key = `${socket.remoteAddress}|${socket.remotePort}`;
-    const h = this.#handshakes.get(key);
-    socket.destroy();
-    if (!h) return;
-    this.#handshakes.delete(key);
-    this.#tlsRefused(h.who, h.slot.source, this.#tls!.failure(err, socket, 'server'), 'server');
-  }
-
-  /** One line per refused handshake, on each side, naming the peer and the reason (rate limited per peer and reason). */
-  #tlsRefused(who: string, address: string, reason: string, side: 'client' | 'server'): void {
-    this.#tlsRefusals++;
-    const line = side === 'server' ? `mesh: refused ${who}: ${reason}` : `mesh: TLS with ${who} failed: ${reason}`;
-    warnLimited(this.#log, this.#limiter, `tls:${address}:${reason.slice(0, 40)}`, line);
-  }
-
-  /** Without credentials only loopback is dialled (the resolver's admit hook, see dial.ts). */
-  #admitDial(address: string, port: number): string | null {
-    if (this.#tls || isLoopbackAddress(address)) return null;
-    warnLimited(this.#log, this.#limiter, `dial-far:${address}`,
-      `mesh: not dialling ${formatHostPort(address, port)}: no mesh credentials, so the mesh stays on loopback; ${CREDENTIALS_HINT}`);
-    return 'not loopback, and this server has no mesh credentials';
-  }
-
   #adopt(socket: net.Socket, kind: LinkKind, outgoing: boolean): MeshConnection {
     // A dialled socket with credentials: the client side of a handshake, the link gated until it is done and checked.
-    const gated = outgoing && this.#tls !== null;
-    const s = gated ? this.#secureDialled(socket) : socket;
+    const gated = outgoing && this.#gate.tls !== null;
+    const s = gated ? this.#gate.secureDialled(socket) : socket;
     const conn = new MeshConnection(s, this.#owner, {
       sendTimeoutMs: this.#sendTimeoutMs,
       kind,
@@ -597,54 +438,10 @@ export class Mesh extends EventEmitter<MeshEvents> {
         controlBytes: this.#limits.controlQueueBytes,
       },
     });
-    if (gated) this.#dialledConns.set(s as tls.TLSSocket, conn);
+    if (gated) this.#gate.track(s as tls.TLSSocket, conn);
     this.#conns.add(conn);
     if (!this.#closing) this.#health.start();
     return conn;
-  }
-
-  /** Dialled TLS sockets and their connections (set once the connection exists, before any event can fire). */
-  readonly #dialledConns = new WeakMap<tls.TLSSocket, MeshConnection>();
-
-  /**
-   * Start the client side of a handshake on a dialled socket. Its listeners
-   * go on before the connection's own, so a failure closes the link with the
-   * reason in words; success opens it once the peer is checked.
-   */
-  #secureDialled(raw: net.Socket): tls.TLSSocket {
-    const address = unmapAddress(raw.remoteAddress ?? '?');
-    const who = formatHostPort(address, raw.remotePort ?? 0);
-    const socket = this.#tls!.connect(raw);
-    const ms = this.#admission.limits.timeoutMs;
-    const timer = setTimeout(() => {
-      const conn = this.#dialledConns.get(socket);
-      if (!conn || conn.closed || !conn.gated) return;
-      this.#tlsRefused(who, address, `no TLS handshake within ${ms} ms`, 'client');
-      conn.close(`TLS: no handshake within ${ms} ms`);
-    }, ms);
-    timer.unref();
-    socket.on('error', (err: Error) => {
-      const conn = this.#dialledConns.get(socket);
-      clearTimeout(timer);
-      if (!conn || conn.closed || !conn.gated) return;
-      const reason = this.#tls!.failure(err, socket, 'client');
-      this.#tlsRefused(who, address, reason, 'client');
-      conn.close(`TLS: ${reason}`);
-    });
-    socket.once('secureConnect', () => {
-      clearTimeout(timer);
-      const conn = this.#dialledConns.get(socket);
-      if (!conn || conn.closed) return;
-      const bad = this.#tls!.verify(socket);
-      if (bad !== null) {
-        this.#tlsRefused(who, address, bad, 'client');
-        conn.close(`TLS: ${bad}`);
-        return;
-      }
-      conn.open();
-    });
-    socket.once('close', () => clearTimeout(timer));
-    return socket;
   }
 
   readonly #owner: ConnectionOwner = {
@@ -652,7 +449,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
       if (conn.established) return this.#router.onFrame(conn, h, body, placed);
       const taken = this.#router.onFrame(conn, h, body, placed);
       // Registered (or handshaken): no longer pending, its admission deadline is off.
-      if (conn.established) this.#slots.get(conn)?.establish();
+      if (conn.established) this.#gate.established(conn);
       return taken;
     },
     place: (conn, h, head) => this.#router.place(conn, h, head, this.#placer),
@@ -664,7 +461,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
   #onProtocolError(conn: MeshConnection, error: MeshError): void {
     this.#protocolErrors++;
     // A TLS ClientHello read as a frame header: the peer has credentials and we have none.
-    const tlsHint = !this.#tls && error.code === 'BAD_MAGIC' && /magic 0x1603/.test(error.detail)
+    const tlsHint = !this.#gate.tls && error.code === 'BAD_MAGIC' && /magic 0x1603/.test(error.detail)
       ? ` (the peer speaks TLS: it has mesh credentials and this server has none; ${CREDENTIALS_HINT})` : '';
     warnLimited(this.#log, this.#limiter, `proto:${conn.remoteAddress}:${error.code}`,
       `mesh: closing ${conn.describe()}: ${error.code}: ${error.detail}${tlsHint}`);
@@ -679,15 +476,11 @@ export class Mesh extends EventEmitter<MeshEvents> {
   }
 
   #onClose(conn: MeshConnection, reason: string): void {
-    const slot = this.#slots.get(conn);
-    if (slot) {
-      this.#slots.delete(conn);
-      slot.release();
-    }
+    this.#gate.closed(conn);
     if (conn.outgoing && !conn.established && conn.bytesIn === 0 && !this.#closing && !conn.gated &&
       (reason === 'peer hung up' || reason === 'connection closed' || reason === 'socket error: ECONNRESET')) {
       // Closed by the far end before a byte of answer: with TLS 1.3 a server that refuses our certificate does just this.
-      const why = this.#tls ? 'it may not accept our credentials, or be full (its log says why)'
+      const why = this.#gate.tls ? 'it may not accept our credentials, or be full (its log says why)'
         : `it may be full, or want mesh credentials, which this server lacks (its log says why); ${CREDENTIALS_HINT}`;
       warnLimited(this.#log, this.#limiter, `hangup:${conn.remoteAddress}`,
         `mesh: ${conn.remote} closed our ${conn.kind === 'manager' ? 'registration' : 'handshake'} link before answering: ${why}`);

@@ -1,5 +1,5 @@
 // Types only: the mesh's message types (ordinals fixed forever by the C
-// design, reference/anchor-rocm-ernic.md 6.1) and the decoded records of its
+// rocm-ernic; docs/mesh.md, "Message types") and the decoded records of its
 // control payloads.
 
 /** TcpMsgType ordinals. 18-20 are retired and stay reserved. */

@@ -1,6 +1,6 @@
 // One connection's send queue, as data (no sockets): what waits to be
-// written, in order, with the room rules of spec/architecture.rst ("A Remote
-// Request", "When a Node Falls Behind"):
+// written, in order, with the room rules of docs/mesh.md ("Flow control and
+// every bound"):
 //
 // - requests: at most `requestBytes` queued and in flight;
 // - replies share `connectionBytes` with the requests (twice the request

@@ -1,6 +1,6 @@
 // Requests waiting for a peer's reply, each with the lost-peer deadline
-// (spec/architecture.rst "Lost peer": a request whose reply never arrives
-// completes in error after 30 s). For the data path: it records a request
+// (docs/mesh.md, "Flow control and every bound": a request whose reply never
+// arrives completes in error after 30 s). For the data path: it records a request
 // under a fresh req_id, takes it back when the reply comes, and is told when
 // one expires.
 //

@@ -1,7 +1,7 @@
 // The manager's node table, as data (no sockets): who registered, under
 // which id, from which process instance and source address, and whether it
-// is alive (its link is up). The rules (spec/architecture.rst "Topology",
-// docs/mesh.md "Identity and bounds"):
+// is alive (its link is up). The rules (docs/mesh.md, "The manager" and
+// "Identity, RC rules and bounds"):
 //
 // - The manager is node 0. Worker ids live in the table's range,
 //   1..maxNodes-1, so no request can move them out of it. A new worker gets

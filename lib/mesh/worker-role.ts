@@ -1,7 +1,7 @@
 // A worker: registers with the manager (and again, under the id it holds,
 // whenever that link ends or goes silent), follows the topology, dials the
 // workers with higher ids than its own, accepts those with lower ids, and
-// keeps the GID table the manager fans out. This replaces the C design's
+// keeps the GID table the manager fans out. This replaces the C rocm-ernic's
 // "peer connect" thread: dials are asynchronous, and each retry is a backoff
 // timer (RECONNECT_MIN_MS doubling to RECONNECT_MAX_MS), so an unreachable
 // peer costs a timer, not a loop.

@@ -9,7 +9,7 @@
 //                            the entry's `stats` path; a stats file without
 //                            an entry counts when its stem is an integer
 //
-// The metric names are the C design's ernic_* set, except where the server
+// The metric names are the C rocm-ernic's ernic_* set, except where the server
 // serves the same quantity: then both use the one name of SHARED_FAMILIES
 // (metric-families.ts), ernic_ here and rocm_ernic_ there
 // (docs/operations.md lists them; docs/grafana-ernic.json uses them).
@@ -198,7 +198,7 @@ function num(r: StatRecord | undefined, key: string): number | undefined {
 /**
  * The state label of connection_up for a stats file: the server's `state`
  * line says stopped; otherwise the connection line's first word, which is
- * "connected" or "disconnected" (the C design's files and ours). A file a
+ * "connected" or "disconnected" (the C rocm-ernic's files and ours). A file a
  * server wrote as it stopped before it had a state line says "server
  * stopped" in its connection line. Anything else: no sample.
  */

@@ -1,5 +1,5 @@
 // instances.json: what `ernicctl start` left running on this host, in the
-// layout of the C design's launcher manifest (docs/instances.md): one record
+// layout of the C rocm-ernic's launcher manifest (docs/instances.md): one record
 // per instance with its id, role, pid, MAC, socket, TAP and stats file, plus
 // what ernicctl itself needs to undo its work (which TAPs and which bridge it
 // created). Read through a zod schema: a hand-edited or truncated file is a

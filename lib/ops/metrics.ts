@@ -125,7 +125,7 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   shared(SHARED_FAMILIES.connectionUp, (e) => e(src.connection.connected ? 1 : 0, { state: connectionState(src.connection) }), ['state']);
   add('rate_bytes_per_second', 'gauge', 'Link speed of the port (the NIC profile\'s)', (e) => e(d.profile.linkSpeedMbps * 125_000, ib), ['device', 'port']);
 
-  // ---- device registers (the C design's device counters) -------------------------------------
+  // ---- device registers (the C rocm-ernic's device counters) -------------------------------------
   add('bar0_reads_total', 'counter', 'BAR0 register reads', (e) => e(d.counters.bar0Reads));
   add('bar0_writes_total', 'counter', 'BAR0 register writes', (e) => e(d.counters.bar0Writes));
   add('doorbell_writes_total', 'counter', 'Doorbell BAR (BAR2) writes', (e) => e(d.counters.doorbells));

@@ -10,7 +10,7 @@ import type { Emit } from './metric-families';
 /** Most cells of one counter array shown (non-zero ones, lowest index first). */
 export const P4_STATS_MAX_CELLS = 64;
 
-/** What the ops tools read of the engine on a device (lib/p4/attach.ts P4Attachment). */
+/** What the ops tools read of the engine on a device (lib/p4/device/attach.ts P4Attachment). */
 export interface P4StatsSource {
   readonly programName: string;
   readonly engine: {

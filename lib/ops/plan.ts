@@ -12,7 +12,7 @@ import { formatHostPort, gidToText, isLoopbackAddress } from '../mesh/address';
 import { linkLocalGid } from '../rdma/datapath/mesh/gid-learning';
 import { NODES_PER_ADDRESS } from '../mesh/limits';
 
-/** Defaults of the C design's service environment (/etc/rocm-ernic/rocm-ernic.env). */
+/** Defaults of the C rocm-ernic's service environment (/etc/rocm-ernic/rocm-ernic.env). */
 export const OPS_DEFAULTS = {
   runDir: '/run/rocm-ernic',
   logDir: '/var/log/rocm-ernic',

@@ -4,7 +4,7 @@
 // text in, records out (parseStatsFile). Reading the live device is
 // stats-source.ts; writing the file is stats-file.ts.
 //
-// The layout is the C design's, so its tools keep working:
+// The layout is the C rocm-ernic's, so its tools keep working:
 //
 //   === ROCm ERNIC Statistics ===
 //   Instance:
@@ -55,7 +55,7 @@ const WIDTH_OPCODE = 21;
 
 /**
  * The histogram's opcode names, in the order the file lists them (the C
- * design's 18, which tools key on). Ours is the subset the ionic v1 send
+ * rocm-ernic's 18, which tools key on). Ours is the subset the ionic v1 send
  * verbs reach (OPCODE_NAMES); the others stay 0 and are never printed.
  */
 export const HISTOGRAM_ORDER: readonly string[] = [

@@ -121,7 +121,7 @@ function rdma(d: IonicDevice, index: number): number {
 }
 
 /**
- * The C design's fifteen device counters, in its order. uar_* is the
+ * The C rocm-ernic's fifteen device counters, in its order. uar_* is the
  * doorbell BAR: it is write-only (reads return 0 and are not counted).
  */
 export function deviceRows(d: IonicDevice): StatRow[] {

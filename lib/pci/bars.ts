@@ -4,7 +4,7 @@
 // Only the address bits above the BAR's size are writable, so the OS's sizing
 // probe (write all ones, read back) yields ~(size - 1) with the type bits. QEMU
 // takes the type bits from these registers and the size from the region info
-// (reference/vfio-user.md 3.4 step 8), so both must agree with the declaration.
+// (docs/vfio-user-protocol.md 3.4 step 8), so both must agree with the declaration.
 
 import {
   PCI_BAR_MAX_IO_SIZE,

@@ -2,8 +2,8 @@
 //
 // Capabilities are laid out one after another from 0x40, each DWORD aligned,
 // and chained through their next pointers in that order. QEMU rebuilds the
-// chain in its own emulation but reads the registers from us (reference/
-// vfio-user.md 3.5), and refuses a PCIe capability that is not an endpoint
+// chain in its own emulation but reads the registers from us
+// (docs/vfio-user-protocol.md 3.5), and refuses a PCIe capability that is not an endpoint
 // type (3.4 step 10). Every register here is declared with its access kind;
 // the side effects (FLR, power state, MSI-X control) are hooked by the function.
 

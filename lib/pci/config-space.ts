@@ -5,7 +5,7 @@
 // `(old & ~rw) | (new & rw)`, then W1C bits written as 1 are cleared, so any
 // access size at any offset behaves as hardware would and a write to a
 // read-only field is silently dropped (the PCI rule; QEMU only logs a failed
-// config write, reference/vfio-user.md 3.5). Registers with side effects
+// config write, docs/vfio-user-protocol.md 3.5). Registers with side effects
 // (command, MSI-X control, FLR, power state) register a hook that runs after
 // the bytes are stored. The space is itself the region handler for vfio region 7.
 

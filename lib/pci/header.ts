@@ -1,7 +1,7 @@
 // The type-0 configuration header, minus the BARs (bars.ts).
 //
 // Identity fields are read-only. The writable fields are the ones QEMU and the
-// guest read back from us (reference/vfio-user.md 3.5): COMMAND bits, the
+// guest read back from us (docs/vfio-user-protocol.md 3.5): COMMAND bits, the
 // interrupt line, cache line size and, on conventional PCI, the latency timer
 // (PCIe hardwires it to 0). STATUS error bits are W1C; STATUS.INTERRUPT is
 // owned by the INTx model.

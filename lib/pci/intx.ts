@@ -1,8 +1,8 @@
 // Legacy INTx: a level-triggered line carried over an eventfd.
 //
 // QEMU treats the eventfd as "line went high" and lowers the line itself at the
-// guest's EOI, then sends SET_IRQS UNMASK (the resample path; reference/
-// vfio-user.md 3.6). So we signal once per rising edge, and again on each
+// guest's EOI, then sends SET_IRQS UNMASK (the resample path;
+// docs/vfio-user-protocol.md 3.6). So we signal once per rising edge, and again on each
 // unmask while our level is still high. The line is gated off by COMMAND.
 // INTX_DISABLE and while MSI-X is enabled (a function using MSI-X must not
 // use INTx); STATUS.INTERRUPT shows the level whether gated or not.

@@ -7,7 +7,7 @@
 //
 // Who owns the table matters. QEMU's vfio-user-pci emulates the table itself:
 // table accesses never reach us (only PBA reads and config writes do), and it
-// masks a vector by swapping that vector's eventfd (reference/vfio-user.md 3.6).
+// masks a vector by swapping that vector's eventfd (docs/vfio-user-protocol.md 3.6).
 // Our copy then keeps its reset value, every vector masked, and must not gate
 // delivery. So the table starts owned by the 'client' and our per-vector mask
 // bits are ignored; the first table write that reaches us shows a client that

@@ -30,7 +30,7 @@ export interface ClientOptions {
   readonly minor?: number;
 }
 
-/** The capabilities QEMU 11.1 proposes (reference/vfio-user.md 3.3). */
+/** The capabilities QEMU 11.1 proposes (docs/vfio-user-protocol.md 3.3). */
 export const QEMU_CAPABILITIES = {
   pgsizes: 4096, max_msg_fds: 16, max_dma_maps: 65535, max_data_xfer_size: 1048576,
   migration: { max_bitmap_size: 268435456, pgsize: 4096 }, write_multiple: true,

@@ -4,7 +4,7 @@
 // its regions and interrupt counts, answers region accesses, and is told about
 // resets, guest memory and interrupt wiring. It never sees a socket or a message.
 // Everything here is synchronous: a region access is answered inside the call,
-// because QEMU holds its big lock while it waits (reference/vfio-user.md 3.2).
+// because QEMU holds its big lock while it waits (docs/vfio-user-protocol.md 3.2).
 
 import type { GuestMemory } from './guest-memory';
 

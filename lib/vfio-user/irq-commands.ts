@@ -52,7 +52,7 @@ export function setIrqs(s: SessionState, h: RawHeader, req: DeviceSetIrqs, fds: 
 }
 
 /**
- * SET_IRQS rules, one per statement (libvfio-user's checklist, reference/vfio-user.md 2.8),
+ * SET_IRQS rules, one per statement (libvfio-user's checklist, docs/vfio-user-protocol.md 2.8),
  * with QEMU's quirks allowed: argsz 20 whatever the fd count, and EVENTFD with no fds
  * meaning "de-assign".
  */

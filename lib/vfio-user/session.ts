@@ -141,7 +141,7 @@ export class Session implements TransportHandler {
       }
     }
     // Until a VERSION succeeds, any refused message ends the connection
-    // (reference/vfio-user.md 4.1: first message not VERSION, short payload, bad
+    // (docs/vfio-user-protocol.md 4.1: first message not VERSION, short payload, bad
     // JSON, fds on VERSION...). Flush first so the EINVAL reply goes out before
     // the close: closing with the reply still batched in the writer dropped it.
     if (!this.#negotiation.negotiated && !this.transport.closed) {
@@ -160,7 +160,7 @@ export class Session implements TransportHandler {
     }
     if ((h.flags & HeaderFlag.TYPE_MASK) !== HeaderFlag.TYPE_COMMAND) {
       // Types 2-15 are neither command nor reply: refuse them rather than serve
-      // them as commands (reference/vfio-user.md 4.2, "type is command").
+      // them as commands (docs/vfio-user-protocol.md 4.2: only commands are taken).
       this.#s.reject(h, fds, protocolError('BAD_FLAGS', `message type ${h.flags & HeaderFlag.TYPE_MASK} is not a command (id ${h.id}, ${commandName(h.command)})`));
       return;
     }

@@ -1,4 +1,4 @@
-// The RDMA admin queue's object commands (contract 2.4, 3): CREATE/DESTROY of
+// The RDMA admin queue's object commands (docs/driver-contract.md, ionic RDMA R2.4, R3): CREATE/DESTROY of
 // CQs, QPs, MRs (user, fast-registration, windows) and AHs, the no-op
 // commands, and each refusal with a bad field, key or address. Every command
 // goes through the guest model's admin queue and completes by CQE + EQE +

@@ -1,4 +1,4 @@
-// The RDMA half's bootstrap as ionic_rdma.ko does it (contract 0 step 3, 1):
+// The RDMA half's bootstrap as ionic_rdma.ko does it (docs/driver-contract.md, ionic RDMA R0 step 3, R1):
 // the LIF identity's RDMA section, RDMA_RESET_LIF / CREATE_EQ / CREATE_CQ /
 // CREATE_ADMINQ on the Ethernet admin queue (RESET also through dev cmd), and
 // each refusal with a bad field. Through a real socket and memfd guest RAM.
@@ -28,7 +28,7 @@ describe('ionic rdma: identity', () => {
   });
   after(async () => rig.close());
 
-  it('LIF_IDENTIFY sets the RDMA capability and a section the host accepts (contract 1.4, 1.5)', () => {
+  it('LIF_IDENTIFY sets the RDMA capability and a section the host accepts (ionic RDMA R1.4, R1.5)', () => {
     const id = readRdmaIdentity(g.lifIdentity);
     expect(id.caps & 2n).to.equal(2n);
     expect(id.caps & 1n).to.equal(1n);

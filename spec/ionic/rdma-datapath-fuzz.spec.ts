@@ -30,7 +30,7 @@ const TARGET_WQES = 4000;
 interface SendRec {
   readonly id: number;
   readonly op: number;
-  /** The host's remote sequence (contract 4.7), or -1 for a non-remote WQE. */
+  /** The host's remote sequence (docs/driver-contract.md, ionic RDMA R4.7), or -1 for a non-remote WQE. */
   readonly seq: number;
   done: boolean;
 }

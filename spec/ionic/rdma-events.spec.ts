@@ -1,4 +1,4 @@
-// The admin queue's completion path, in order (contract 2.1-2.3, 4.8, 0.1):
+// The admin queue's completion path, in order (docs/driver-contract.md, ionic RDMA R2.1-R2.3, R4.8, R0.1):
 // the 32-byte CQE on the AQ's CQ, then (when armed) the EQE on the CQ's EQ,
 // then the MSI-X interrupt with mask-on-assert; colors across wraps of the
 // AQ, the CQ and the EQ; multi-stride commands across the AQ's end; arming

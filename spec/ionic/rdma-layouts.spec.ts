@@ -1,4 +1,4 @@
-// Pins lib/ionic/rdma/layouts.ts to reference/ionic-rdma-contract.md: each
+// Pins lib/ionic/rdma/layouts.ts to docs/driver-contract.md (part R): each
 // table's offsets, sizes and byte orders, written out here from the contract.
 // (The CQE is pinned in spec/rdma/datapath-layouts.spec.ts, the field codec in
 // spec/protocol/field.spec.ts.)
@@ -21,7 +21,7 @@ function pin(table: Record<string, unknown>, size: number, spec: Spec): void {
 }
 
 describe('ionic rdma: layouts match the contract', () => {
-  it('bootstrap commands (1.1, 1.2)', () => {
+  it('bootstrap commands (R1.1, R1.2)', () => {
     pin(L.ionic_rdma_reset_cmd, 64, { opcode: [0, 1, 'le'], lif_index: [2, 2, 'le'] });
     pin(L.ionic_rdma_queue_cmd, 64, {
       opcode: [0, 1, 'le'], lif_index: [2, 2, 'le'], qid_ver: [4, 4, 'le'], cid: [8, 4, 'le'], dbid: [12, 2, 'le'],
@@ -29,7 +29,7 @@ describe('ionic rdma: layouts match the contract', () => {
     });
   });
 
-  it('lif_identity RDMA section (1.4; absolute offset = 392 + relative)', () => {
+  it('lif_identity RDMA section (R1.4; absolute offset = 392 + relative)', () => {
     const R = L.ionic_lif_rdma_identity;
     pin(R as unknown as Record<string, unknown>, 256, {
       version: [0, 1, 'le'], qp_opcodes: [1, 1, 'le'], admin_opcodes: [2, 1, 'le'], minor_version: [3, 1, 'le'],
@@ -41,7 +41,7 @@ describe('ionic rdma: layouts match the contract', () => {
     pin(L.ionic_lif_logical_qtype, 12, { qtype: [0, 1, 'le'], qid_count: [4, 4, 'le'], qid_base: [8, 4, 'le'] });
   });
 
-  it('admin command bodies (2.4)', () => {
+  it('admin command bodies (R2.4)', () => {
     pin(L.ionic_admin_create_cq, 34, {
       eq_id: [0, 4, 'le'], depth_log2: [4, 1, 'le'], stride_log2: [5, 1, 'le'], dir_size_log2_rsvd: [6, 1, 'le'], page_size_log2: [7, 1, 'le'],
       cq_flags: [8, 4, 'le'], id_ver: [12, 4, 'le'], tbl_index: [16, 4, 'le'], map_count: [20, 4, 'le'], dma_addr: [24, 8, 'le'],
@@ -84,7 +84,7 @@ describe('ionic rdma: layouts match the contract', () => {
     pin(L.ionic_admin_stats_hdr, 17, { dma_addr: [0, 8, 'le'], length: [8, 4, 'le'], id_ver: [12, 4, 'le'], type_state: [16, 1, 'le'] });
   });
 
-  it('EQE and stat records (4.8, 7)', () => {
+  it('EQE and stat records (R4.8, R7)', () => {
     pin(L.ionic_v1_eqe, 4, { evt: [0, 4, 'be'] });
     pin(L.ionic_v1_stat, 32, { type_off: [0, 4, 'be'], name: [4, 28, 'raw'] });
     pin(L.ionic_v1_stat_value, 8, { value: [0, 8, 'le'] });

@@ -1,5 +1,5 @@
 // RC data-path errors through the live loopback path: each error status the
-// path reports, with the exact CQEs (contract 4.6/4.7), the QP states, RNR,
+// path reports, with the exact CQEs (docs/driver-contract.md, ionic RDMA R4.6/R4.7), the QP states, RNR,
 // the flush hints, and an arena snapshot proving that nothing outside the
 // operation's target was written. Fixture: spec/support/ionic/rdma-ops-fixture.ts.
 

@@ -1,6 +1,6 @@
 // Data-path operations beyond RC through the live loopback path: completion
 // queue room, SRQ, UC, privileged (kernel) QPs with the DMA key, UD and GSI;
-// exact CQEs (contract 4.6/4.7) and arena snapshots.
+// exact CQEs (docs/driver-contract.md, ionic RDMA R4.6/R4.7) and arena snapshots.
 // Fixture: spec/support/ionic/rdma-ops-fixture.ts.
 
 import { expect } from 'chai';

@@ -1,4 +1,4 @@
-// QP state and attributes through the RDMA admin queue (contract 2.4, 5):
+// QP state and attributes through the RDMA admin queue (docs/driver-contract.md, ionic RDMA R2.4, R5):
 // MODIFY_QP applying each field only under its mask bit, the IB state table,
 // the destination parsed from the AV header template, QUERY_QP written into
 // the driver's buffers as it decodes them; the hw_counters commands (7); the

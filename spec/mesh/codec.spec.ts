@@ -1,5 +1,5 @@
-// Mesh codec: each table pinned to the C design's offsets
-// (reference/anchor-rocm-ernic.md 6.1, 6.2), encoders checked against bytes
+// Mesh codec: each table pinned to the C rocm-ernic's offsets
+// (docs/mesh.md, "Frame format"), encoders checked against bytes
 // built by hand, decoders against hand-built bytes and every refusal.
 
 import { expect } from 'chai';
@@ -41,7 +41,7 @@ function header(type: number, length: number, magic = MESH_MAGIC): Buffer {
 }
 
 describe('mesh: codec', () => {
-  describe('tables match the C design', () => {
+  describe('tables match the C rocm-ernic', () => {
     it('TcpMsgHeader: 32 bytes, every field u32 big-endian', () => {
       const names = ['magic', 'msg_type', 'msg_len', 'seq', 'src_node_id', 'dst_node_id', 'src_qpn', 'dst_qpn'] as const;
       names.forEach((n, i) => pin(tcp_msg_header[n], i * 4, 4, 'be'));

@@ -8,10 +8,11 @@ import * as net from 'node:net';
 import { Logger } from '../../lib/log';
 import { encodeFrameHeader } from '../../lib/mesh/codec';
 import { FrameParser } from '../../lib/mesh/frame-parser';
-import { Mesh } from '../../lib/mesh/mesh';
+import { Mesh, MeshStartOptions } from '../../lib/mesh/mesh';
 import type { MeshOptions } from '../../lib/mesh/mesh-types';
 import { FrameHeader } from '../../lib/mesh/messages';
 import { MeshError } from '../../lib/mesh/errors';
+import { MeshCredentials, MeshTls } from '../../lib/mesh/tls';
 import { ipv4Gid } from '../../lib/rdma/address';
 import { Cq, Cqe, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
 import { MeshBackend } from '../../lib/backends/mesh';
@@ -94,7 +95,7 @@ export async function cqesOf(v: VerbsGuest, cq: Cq, n: number, got: Cqe[] = []):
 
 export const LOCAL = '127.0.0.1';
 
-export async function startManager(extra: Partial<MeshOptions> = {}, host = LOCAL): Promise<Mesh> {
+export async function startManager(extra: Partial<MeshStartOptions> = {}, host = LOCAL): Promise<Mesh> {
   return Mesh.start({
     config: { role: 'manager', listen: { host, port: 0 } },
     log: new MemoryLog('manager'),
@@ -102,7 +103,7 @@ export async function startManager(extra: Partial<MeshOptions> = {}, host = LOCA
   });
 }
 
-export async function startWorker(managerPort: number, extra: Partial<MeshOptions> = {}, host = LOCAL): Promise<Mesh> {
+export async function startWorker(managerPort: number, extra: Partial<MeshStartOptions> = {}, host = LOCAL): Promise<Mesh> {
   return Mesh.start({
     config: { role: 'worker', manager: { kind: host.includes(':') ? 'ipv6' : 'ipv4', host, port: managerPort } },
     peerListen: { host },
@@ -128,13 +129,13 @@ export interface MeshGuests {
  * deadline 1.5 s, RNR 1 s, so the specs reach them quickly). Whatever was
  * started is closed again if a later step fails.
  */
-export async function meshGuests(ipA: string, ipB: string, arenaPages?: number): Promise<MeshGuests> {
+export async function meshGuests(ipA: string, ipB: string, arenaPages?: number, credentials: MeshCredentials | null = null): Promise<MeshGuests> {
   const made: { close(): Promise<void> }[] = [];
   const closeAll = async (): Promise<void> => { for (const m of made.reverse()) await m.close(); made.length = 0; };
   try {
-    const manager = await startManager({ guestGids: [ipv4Gid(v4(ipA))] });
+    const manager = await startManager({ guestGids: [ipv4Gid(v4(ipA))], credentials });
     made.push(manager);
-    const worker = await startWorker(manager.listenPort, { guestGids: [ipv4Gid(v4(ipB))] });
+    const worker = await startWorker(manager.listenPort, { guestGids: [ipv4Gid(v4(ipB))], credentials });
     made.push(worker);
     await until(() => manager.lookupGid(ipv4Gid(v4(ipB))) === 1 && worker.lookupGid(ipv4Gid(v4(ipA))) === 0, 'GIDs fanned out');
     const options = { lostPeerMs: 1500, rnrMs: 1000 };
@@ -183,10 +184,19 @@ export class RawPeer {
     socket.on('error', () => undefined);
   }
 
-  /** `localAddress`: another loopback source (127.0.0.2, ...) to play a second host. */
-  static connect(port: number, host = LOCAL, localAddress?: string): Promise<RawPeer> {
+  /**
+   * `localAddress`: another loopback source (127.0.0.2, ...) to play a second
+   * host; `credentials`: a peer that holds the mesh's key (TLS as the mesh
+   * speaks it), i.e. an authenticated one.
+   */
+  static connect(port: number, host = LOCAL, localAddress?: string, credentials?: MeshCredentials): Promise<RawPeer> {
     return new Promise((resolve, reject) => {
-      const s = net.connect({ host, port, ...(localAddress ? { localAddress } : {}) }, () => resolve(new RawPeer(s)));
+      const s = net.connect({ host, port, ...(localAddress ? { localAddress } : {}) }, () => {
+        if (!credentials) return resolve(new RawPeer(s));
+        const t = new MeshTls(credentials).connect(s);
+        t.once('secureConnect', () => { t.off('error', reject); resolve(new RawPeer(t)); });
+        t.once('error', reject);
+      });
       s.once('error', reject);
     });
   }

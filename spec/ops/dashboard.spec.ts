@@ -34,7 +34,7 @@ describe('ops: the Grafana dashboard', () => {
   const panels = allPanels(dash.panels);
   const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
 
-  it('has the rows of the C design, unique ids, a place for every panel, and its variables', () => {
+  it('has the rows of the C rocm-ernic, unique ids, a place for every panel, and its variables', () => {
     const rows = dash.panels.filter((p) => p.type === 'row').map((p) => p.title);
     expect(rows.slice(0, 5)).to.deep.equal(['Cluster Overview', 'Network Traffic', 'RDMA Detail', 'Device Health', 'VM Lifecycle']);
     const ids = panels.map((p) => p.id);

@@ -1,7 +1,7 @@
 // ernic-exporter (lib/ops/exporter.ts, bin/ernic-exporter.ts) on the
 // fixture run directory fixtures/ernic-run: an ernicctl-style instances.json
 // (a manager with an attached VM, a worker that died, a worker with no stats
-// file yet), stats files in our layout and in the C design's, a stats file
+// file yet), stats files in our layout and in the C rocm-ernic's, a stats file
 // with no manifest entry, and files that must be ignored. Process liveness
 // comes from a fake probe so the fixture's pids mean what the test says.
 
@@ -46,7 +46,7 @@ describe('ops: ernic-exporter', () => {
     expect(v.instances[3]!.mac).to.equal('72:6f:63:6d:2d:03');
   });
 
-  it('serves the C design\'s ernic_* metrics from them', async () => {
+  it('serves the C rocm-ernic\'s ernic_* metrics from them', async () => {
     const m = await new ErnicExporter(RUN, { probe }).scrape();
     const i0 = { ernic_id: '0', role: 'manager' };
     const i1 = { ernic_id: '1', role: 'worker' };

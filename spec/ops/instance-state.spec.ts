@@ -35,16 +35,16 @@ describe('ops: an instance\'s state from its stats file', function () {
   it('reads what the server\'s writer writes, and nothing through a symlink', () => {
     const file = path.join(dir, '1.stats');
     const activity = new DeviceActivity();
-    let nodeId: number | undefined;
+    const node: { id: number | undefined } = { id: undefined };
     const mesh: MeshStatsSource = {
-      stats: () => ({ nodeId, role: 'worker', connections: 1, established: 1, outboundBytes: 0, inboundBytes: 0, inboundMessages: 0, heldConnections: 0, parserBytes: 0, inboundDropped: 0, relayDropped: 0, protocolErrors: 0 }),
+      stats: () => ({ nodeId: node.id, role: 'worker', connections: 1, established: 1, outboundBytes: 0, inboundBytes: 0, inboundMessages: 0, heldConnections: 0, parserBytes: 0, inboundDropped: 0, relayDropped: 0, protocolErrors: 0 }),
     };
     const src = { device: new IonicDevice({ profile: testProfile(), mac: DEVICE_MAC }), socket: '/s', backend: 'tcp:worker:127.0.0.1:1', mac: 'm', connection: activity, mesh };
     const w = new StatsFileWriter({ path: file, snapshot: (n) => collectStats(src, n) });
     w.follow(activity);
     activity.setPhase('starting');
     expect(readInstanceState(file)).to.deep.equal({ phase: 'starting', meshNode: null });
-    nodeId = 2;
+    node.id = 2;
     activity.setPhase('listening');
     expect(readInstanceState(file)).to.deep.equal({ phase: 'listening', meshNode: 2 });
     w.close();

@@ -129,7 +129,7 @@ describe('ops: the server\'s metric families', () => {
       expect(server.has(`rocm_ernic_${q.name}`), `rocm_ernic_${q.name}`).to.equal(true);
       expect(exporter.has(`ernic_${q.name}`), `ernic_${q.name}`).to.equal(true);
     }
-    // The quantities of the C design that used other names are gone from both.
+    // The quantities of the C rocm-ernic that used other names are gone from both.
     for (const old of ['ernic_flr_reset_total', 'ernic_qp_count', 'ernic_rdma_bytes_sent_total']) expect(exporter.has(old), old).to.equal(false);
     expect(server.has('rocm_ernic_client_connected')).to.equal(false);
   });

@@ -22,7 +22,7 @@ function sleep(ms: number): Promise<void> {
 describe('ops: promtool check metrics on the server\'s /metrics and ernic-exporter --once', function () {
   this.timeout(60000);
 
-  it('the exporter over the fixture run directory (every family, the C design\'s files included)', function () {
+  it('the exporter over the fixture run directory (every family, the C rocm-ernic\'s files included)', function () {
     needPromtool(this);
     const r = spawnSync(process.execPath, [EXPORTER, '--run-dir', path.join(ROOT, 'fixtures', 'ernic-run'), '--once'], { encoding: 'utf8' });
     expect(r.status, r.stderr).to.equal(0);

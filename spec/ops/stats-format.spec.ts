@@ -1,7 +1,7 @@
 // The stats file's text (lib/ops/stats-format.ts): the layout written out by
 // hand here, the separator on every value line however long the label, the
-// histogram in the C design's order with zeros left out, and the parser
-// reading back both our output and a file in the C design's own shape.
+// histogram in the C rocm-ernic's order with zeros left out, and the parser
+// reading back both our output and a file in the C rocm-ernic's own shape.
 
 import { expect } from 'chai';
 import {
@@ -87,7 +87,7 @@ describe('ops: stats file text', () => {
     expect(p.qps.get('1')!.opcode_MASKED_ATOMIC_CMP_SWP).to.equal(3);
   });
 
-  it('lists the histogram in the C design\'s order, non-zero only, and sums unknown names as (other opcodes)', () => {
+  it('lists the histogram in the C rocm-ernic\'s order, non-zero only, and sums unknown names as (other opcodes)', () => {
     const text = formatStatsFile(snapshot({
       qps: [{ id: 5, rows: [], opcodes: [['SEND', 1], ['BIND_MW', 4], ['RDMA_WRITE', 2], ['FANCY_OP', 3], ['ODD_OP', 1], ['LOCAL_INV', 0]] }],
     }));
@@ -117,7 +117,7 @@ describe('ops: stats file text', () => {
     expect(p.qps.get('11')).to.deep.equal({ type: 'RC', state: 'RTS', doorbell_send: 0 });
   });
 
-  it('reads a file in the C design\'s shape (no summary rows, QPs by handle, integers and text)', () => {
+  it('reads a file in the C rocm-ernic\'s shape (no summary rows, QPs by handle, integers and text)', () => {
     const c = [
       '=== ROCm ERNIC Statistics ===',
       'Instance:',

@@ -1,12 +1,12 @@
 // Device commands 70-72 in process: the P4Control the device routes them to
-// (lib/p4/devcmd.ts), with a plain Buffer as guest memory and the data
+// (lib/p4/device/devcmd.ts), with a plain Buffer as guest memory and the data
 // window, and a slot that replaces the engine as the attachment does. For
 // the specs and the p4 fuzz target, which drive the guest's entry without a
 // vfio-user socket. Commands are laid out by hand as devcmd.ts documents them.
 
-import { P4Engine } from '../../lib/p4/compile';
-import { P4Control, P4EngineSlot, P4GuestScope, P4Opcode } from '../../lib/p4/devcmd';
-import { wqeProgram } from '../../lib/p4/wqe';
+import { P4Engine } from '../../lib/p4/engine/engine';
+import { P4Control, P4EngineSlot, P4GuestScope, P4Opcode } from '../../lib/p4/device/devcmd';
+import { wqeProgram } from '../../lib/p4/device/wqe';
 import { BufferMemory } from '../../lib/vfio-user/buffer-memory';
 
 /** Where the program text goes in the fake guest memory (P4_LOAD's pa). */
@@ -27,7 +27,7 @@ class Slot implements P4EngineSlot {
   }
 }
 
-export interface GuestResult {
+interface GuestResult {
   status: number;
   /** The data window's text up to its NUL. */
   out: string;

@@ -5,8 +5,7 @@
 
 import * as fs from 'fs';
 import * as path from 'path';
-import type { P4Result } from '../../lib/p4/compile';
-export { xorshift as rng } from '../support/rng';
+import type { P4Result } from '../../lib/p4/frame/result';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 export const FIXTURES = path.join(ROOT, 'fixtures', 'p4');
@@ -42,7 +41,7 @@ export function ipv4Checksum(hdr: Buffer): number {
   return ~sum & 0xffff;
 }
 
-export interface Ipv4Opts {
+interface Ipv4Opts {
   src: string;
   dst: string;
   ttl: number;

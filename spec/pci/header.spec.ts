@@ -3,7 +3,7 @@ import { PciFunction } from '../../lib/pci';
 import { Cfg, hex, nicSpec } from './helpers';
 
 // The type-0 header as QEMU's vfio-user-pci reads it at realize
-// (reference/vfio-user.md 3.4): one 4096/256-byte read at 0, ROM probe at 0x30,
+// (docs/vfio-user-protocol.md 3.4): one 4096/256-byte read at 0, ROM probe at 0x30,
 // BAR type reads at 0x10 + 4i, MSI-X registers, the interrupt pin at 0x3d.
 
 const NIC_HEADER = hex(

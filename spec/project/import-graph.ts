@@ -19,7 +19,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['lib/net/'],
   ['lib/vfio-user/'],
   ['lib/pci/'],
-  ['lib/mesh/'],
+  ['lib/mesh/', 'lib/roce/'],
   ['lib/rdma/'],
   ['lib/targets/'],
   ['lib/ionic/'],

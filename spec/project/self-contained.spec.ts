@@ -64,6 +64,32 @@ describe('project: a clone stands alone', () => {
     expect(broken, broken.join('\n')).to.deep.equal([]);
   });
 
+  it('comments and docs cite only what a clone can open (docs pages, not design notes left outside the repository)', () => {
+    // Each citation names a docs page of this repository: docs/driver-contract.md as "ionic Ethernet E2.3" or
+    // "ionic RDMA R4.8", docs/vfio-user-protocol.md by section, docs/mesh.md and the others by heading. The C
+    // implementation is "the C rocm-ernic" (README). A "// Fix:" note is history: git log has it; a comment says why.
+    const cites: ReadonlyArray<readonly [RegExp, string]> = [
+      [/\breference\/[\w-]+\.md|\breference [0-9]/, 'a reference/*.md note (not in the repository)'],
+      [/architecture\.rst/, 'architecture.rst (not in the repository)'],
+      [/\b(STYLE|DESIGN)\.md\b|anchor-rocm-ernic|\banchor [0-9]/, 'a design note (not in the repository)'],
+      [/\bcontract [0-9]/, 'a bare "contract N.N" (say ionic Ethernet E2.3 or ionic RDMA R4.8)'],
+      [/\bthe C design\b/i, '"the C design" (say the C rocm-ernic)'],
+      [/\/\/ Fix:/i, 'a "// Fix:" changelog comment'],
+    ];
+    // Folders being reorganised under issue 25 while this check landed; their citations are converted after the
+    // moves merge, and then this list is empty.
+    const pending = ['lib/rdma/', 'lib/targets/', 'lib/net/', 'lib/backends/', 'lib/ionic/', 'spec/rdma/', 'spec/targets/'];
+    const self = 'spec/project/self-contained.spec.ts';
+    const offenders: string[] = [];
+    for (const f of files) {
+      if (f === self || f.startsWith('fixtures/') || pending.some((p) => f.startsWith(p))) continue;
+      fs.readFileSync(path.join(ROOT, f), 'utf8').split('\n').forEach((line, i) => {
+        for (const [re, what] of cites) if (re.test(line)) offenders.push(`${f}:${i + 1}: ${what}: ${line.trim().slice(0, 100)}`);
+      });
+    }
+    expect(offenders, offenders.join('\n')).to.deep.equal([]);
+  });
+
   it('every skip in the specs says why (skipBecause, never a bare mocha skip)', () => {
     const bare: string[] = [];
     for (const f of files.filter((x) => x.startsWith('spec/') && x.endsWith('.ts') && x !== 'spec/support/skip.ts')) {

@@ -1,5 +1,5 @@
 // The case table of spec/protocol/codec.spec.ts: every vfio-user command and
-// reply as header, typed body and the bytes reference/vfio-user.md (sections
+// reply as header, typed body and the bytes docs/vfio-user-protocol.md (sections
 // 1, 2 and 4) gives for it, built with the test-only builder.
 
 import type { Body, Header } from '../../protocol';
@@ -28,7 +28,7 @@ const SERVER_VERSION_JSON = '{"capabilities":{"max_msg_fds":8,"max_data_xfer_siz
 
 const SPARSE_BODY = { id: 1, version: 1, areas: [{ offset: 0x0, size: 0x1000 }, { offset: 0x2000, size: 0x1000 }] } as const;
 
-// 40-byte ioeventfd entry of reference 2.6: offset, size, fd_index, type, flags (DATAMATCH), padding, datamatch.
+// 40-byte ioeventfd entry of docs/vfio-user-protocol.md 2.6: offset, size, fd_index, type, flags (DATAMATCH), padding, datamatch.
 const IOEVENTFD_ENTRY = new Bytes().u64(0x100).u64(4).u32(0).u32(0).u32(1).u32(0).u64(0xabcd).build();
 
 export const CASES: Case[] = [

@@ -1,9 +1,9 @@
 // Small helpers shared by the protocol specs. Nothing here builds expected bytes:
-// that is spec/support/bytes.ts's job (or hex literals from the reference).
+// that is spec/support/bytes.ts's job (or hex literals from docs/vfio-user-protocol.md).
 import { decodeMessage } from '../../protocol';
 import type { Message, ProtocolError } from '../../protocol';
 
-/** Command numbers as written in reference/vfio-user.md section 2 (not taken from the code under test). */
+/** Command numbers as written in docs/vfio-user-protocol.md section 2 (not taken from the code under test). */
 export const CMD = {
   VERSION: 1,
   DMA_MAP: 2,
@@ -25,7 +25,7 @@ export const CMD = {
   MIG_DATA_WRITE: 18,
 } as const;
 
-/** Header flag values from reference 1.2. */
+/** Header flag values from docs/vfio-user-protocol.md 1.2. */
 export const FLAG_COMMAND = 0x0;
 export const FLAG_REPLY = 0x1;
 export const FLAG_NO_REPLY = 0x10;

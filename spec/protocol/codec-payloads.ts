@@ -1,5 +1,5 @@
-// vfio-user payloads built straight from reference/vfio-user.md's offset
-// tables with the test-only builder (spec/support/bytes.ts), never with the
+// vfio-user payloads built straight from the offset
+// tables of docs/vfio-user-protocol.md with the test-only builder (spec/support/bytes.ts), never with the
 // codec under test; shared by the codec specs and their case table.
 
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 // Every vfio-user command and reply, checked byte for byte against bytes built
-// from reference/vfio-user.md (sections 1, 2 and 4) with the test-only builder
+// from docs/vfio-user-protocol.md (sections 1, 2 and 4) with the test-only builder
 // (the table: ./codec-cases.ts), then decoded back to the expected typed body.
 // What the decoder refuses: ./codec-bad-input.spec.ts.
 import { expect } from 'chai';
@@ -33,7 +33,7 @@ describe('protocol codec: every command, byte for byte', () => {
     });
   }
 
-  it('has the message sizes the reference gives for fixed messages', () => {
+  it('has the message sizes docs/vfio-user-protocol.md gives for fixed messages', () => {
     const size = (name: string): number => {
       const c = CASES.find((x) => x.name.startsWith(name));
       if (!c) throw new Error(`no case ${name}`);

@@ -1,5 +1,5 @@
-// VERSION negotiation: the capabilities JSON (reference 2.1, 3.3, 4.1) and the
-// libvfio-user negotiation conditions of reference section 6.
+// VERSION negotiation: the capabilities JSON (docs/vfio-user-protocol.md 2.1, 3.3, 4.1) and the
+// libvfio-user negotiation conditions of its section 5.
 import { expect } from 'chai';
 import {
   checkVersionReply, DEFAULT_PEER_CAPABILITIES, DMA_PAGE_SIZE, MAX_DATA_XFER_SIZE, MAX_DMA_REGIONS, MAX_FDS_PER_MSG,
@@ -52,7 +52,7 @@ describe('protocol version: parseCapabilities', () => {
     expect(limits.maxDataXferSize).to.equal(1024);
   });
 
-  describe('refused JSON (reference 6, Negotiation)', () => {
+  describe('refused JSON (vfio-user-protocol.md 5, Negotiation)', () => {
     const bad: ReadonlyArray<readonly [string, string, string]> = [
       ['malformed JSON `{`', '{', 'BAD_JSON'],
       ['malformed JSON `"`', '"', 'BAD_JSON'],
@@ -126,7 +126,7 @@ describe('protocol version: serverCapabilitiesJson', () => {
     });
   });
 
-  it('meets QEMU\'s acceptance rules (reference 3.3) and never advertises twin_socket (samples/client.c would crash)', () => {
+  it('meets QEMU\'s acceptance rules (vfio-user-protocol.md 3.3) and never advertises twin_socket (samples/client.c would crash)', () => {
     const caps = capsOk(json);
     expect(caps.max_msg_fds).to.be.at.most(16);
     expect(caps.max_data_xfer_size).to.be.within(4096, 64 << 20);

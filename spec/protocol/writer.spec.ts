@@ -1,5 +1,5 @@
 // MessageWriter (batching, abort, growth, rewind, misuse) and the layout tables
-// (offsets pinned to reference/vfio-user.md, u64 get/set at the 2^53 edge).
+// (offsets pinned to docs/vfio-user-protocol.md, u64 get/set at the 2^53 edge).
 import { expect } from 'chai';
 import * as layouts from '../../protocol/layouts';
 import { getField, MessageWriter, setField, U64_UNSAFE, writeErrorReply, writeMessage } from '../../protocol';
@@ -158,7 +158,7 @@ describe('protocol writer: MessageWriter', () => {
 
 type Pinned = Readonly<Record<string, readonly [number, number] | number>>;
 
-/** [offset, size] per field and the struct SIZE, as written in reference/vfio-user.md sections 1.2 and 2. */
+/** [offset, size] per field and the struct SIZE, as written in docs/vfio-user-protocol.md sections 1.2 and 2. */
 const REFERENCE_LAYOUTS: Readonly<Record<string, Pinned>> = {
   vfio_user_header: { msg_id: [0, 2], command: [2, 2], msg_size: [4, 4], flags: [8, 4], error: [12, 4], SIZE: 16 },
   vfio_user_version: { major: [0, 2], minor: [2, 2], SIZE: 4 },
@@ -196,7 +196,7 @@ function exportedTables(): Map<string, Readonly<Record<string, unknown>>> {
   return out;
 }
 
-describe('protocol layouts: tables pinned to the reference', () => {
+describe('protocol layouts: tables pinned to docs/vfio-user-protocol.md', () => {
   const tables = exportedTables();
 
   it('every exported layout table is pinned here, and every pinned one exists', () => {
@@ -204,7 +204,7 @@ describe('protocol layouts: tables pinned to the reference', () => {
   });
 
   for (const [name, pinned] of Object.entries(REFERENCE_LAYOUTS)) {
-    it(`${name}: offsets, sizes and SIZE match the reference`, () => {
+    it(`${name}: offsets, sizes and SIZE match docs/vfio-user-protocol.md`, () => {
       const table = tables.get(name);
       if (!table) throw new Error(`layouts.ts has no ${name}`);
       const actual: Record<string, readonly [number, number] | number> = {};

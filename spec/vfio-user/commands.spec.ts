@@ -1,5 +1,5 @@
 // Every client command through a real socket, with hand-built bytes
-// (reference/vfio-user.md 2.4-2.14, 4.2, 4.4, 4.5 and the checklist of section 6).
+// (docs/vfio-user-protocol.md 2.4-2.14, 4.2, 4.4, 4.5 and the checklist of section 5).
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as sinon from 'sinon';

@@ -1,5 +1,5 @@
 // DMA_MAP / DMA_UNMAP through a real socket with memfd guest memory
-// (reference/vfio-user.md 2.2, 2.3, 4.3, 6), and the DmaTable's guest-memory API directly.
+// (docs/vfio-user-protocol.md 2.2, 2.3, 4.3, 5), and the DmaTable's guest-memory API directly.
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as native from '../../lib/native';

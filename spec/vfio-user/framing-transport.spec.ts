@@ -1,5 +1,5 @@
 // Framing of the byte stream by the Transport alone, over a socketpair
-// (STYLE.md item 2, reference/vfio-user.md 1.2, 1.4, 1.5): splits at every
+// (docs/vfio-user-protocol.md 1.2, 1.4, 1.5; tested as ws tests its framing): splits at every
 // byte offset, several messages per write, fds attached to the right message,
 // and a header over the limit refused before its body. Through the server's
 // listening socket: ./framing.spec.ts.

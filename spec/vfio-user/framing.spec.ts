@@ -1,5 +1,5 @@
 // Framing of the byte stream by the server, through its listening socket
-// (STYLE.md item 2, reference/vfio-user.md 1.2, 1.4, 1.5, 4.2, 6): splits at
+// (docs/vfio-user-protocol.md 1.2, 1.4, 1.5, 4.2, 5; tested as ws tests its framing): splits at
 // every byte offset, several messages per write, fds attached to the right
 // message, bad headers, garbage, fd limits, and backpressure. The Transport
 // alone: ./framing-transport.spec.ts.
@@ -265,7 +265,7 @@ describe('vfio-user server: framing', () => {
   for (const [what, flags] of [['reply (1)', FLAG_REPLY], ['error reply (1 + ERROR)', FLAG_REPLY | FLAG_ERROR], ['2', 2], ['15', 15]] as const) {
     it(`answers an unsolicited message of type ${what} with EINVAL and stays up`, async () => {
       const r = await p().request(5, CMD.REGION_READ, regionAccessPayload(0, 0, 4), [], flags);
-      // Only commands are accepted (reference 4.2: "type is command"); type 2 is neither.
+      // Only commands are accepted (vfio-user-protocol.md 4.2); type 2 is neither.
       expect(isErrorReply(r, 5, CMD.REGION_READ, EINVAL), describeMsg(r)).to.equal(true);
       expect(session().stats.regionReads, 'not served').to.equal(0);
       await probe();

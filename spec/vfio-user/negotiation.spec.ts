@@ -1,4 +1,4 @@
-// VERSION negotiation through a real socket (reference/vfio-user.md 2.1, 3.3, 4.1, 6).
+// VERSION negotiation through a real socket (docs/vfio-user-protocol.md 2.1, 3.3, 4.1, 5).
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as native from '../../lib/native';
@@ -55,7 +55,7 @@ describe('vfio-user server: VERSION negotiation', () => {
     expect(r.command).to.equal(CMD.VERSION);
     expect(r.flags).to.equal(FLAG_REPLY);
     expect(r.error).to.equal(0);
-    // QEMU's reply buffer is the size of its request (reference 3.2).
+    // QEMU's reply buffer is the size of its request (vfio-user-protocol.md 3.2).
     expect(r.size).to.be.lessThan(request.length);
     const v = versionReply(r.payload);
     expect(v.major).to.equal(0);

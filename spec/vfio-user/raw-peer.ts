@@ -13,7 +13,7 @@ import { ScratchDevice } from '../support/scratch-device';
 import { tempSocketPath } from '../support/fds';
 import { CMD, FLAG_REPLY } from '../protocol/codec-helpers';
 
-// ---- numbers, written out from reference/vfio-user.md (not imported from the code under test) ----
+// ---- numbers, written out from docs/vfio-user-protocol.md (not imported from the code under test) ----
 
 // Command numbers, reply flags and EINVAL: the protocol specs' (../protocol/codec-helpers.ts).
 export { CMD, EINVAL, FLAG_NO_REPLY, FLAG_REPLY } from '../protocol/codec-helpers';
@@ -29,7 +29,7 @@ export const IRQ = {
   ACTION_MASK: 0x8, ACTION_UNMASK: 0x10, ACTION_TRIGGER: 0x20,
 } as const;
 
-/** The JSON QEMU 10.1-11.x sends with VERSION (reference 3.3): QEMU's spaced compact form. */
+/** The JSON QEMU 10.1-11.x sends with VERSION (vfio-user-protocol.md 3.3): QEMU's spaced compact form. */
 export const QEMU_VERSION_JSON =
   '{"capabilities": {"max_msg_fds": 16, "max_data_xfer_size": 1048576, "pgsizes": 4096, ' +
   '"max_dma_maps": 65535, "write_multiple": true, "migration": {"pgsize": 4096, "max_bitmap_size": 268435456}}}';

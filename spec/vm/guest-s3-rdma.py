@@ -30,7 +30,7 @@ def check(what, cond, detail=''):
 
 
 def token(mr, addr=None, length=None, rkey=None, gid=b'\0' * 16):
-    # reference/anchor-rocm-ernic.md 6.3: 44 bytes, little-endian:
+    # docs/s3.md, "The token path": 44 bytes, little-endian:
     # transport (1 = RC), QPN, GID, rkey, remote address, length, port, LID.
     return struct.pack('<BI16sIQQBH', 1, 0, gid,
                        mr.rkey if rkey is None else rkey,

@@ -160,7 +160,7 @@ export function cqeSrcQpnOp(rec: CqeRecord): number {
  * color) last, so a guest polling a shared mapping never sees the new color on
  * a half-written entry. Returns false (writing nothing) if `out` has no room.
  * Never throws on the record's values. Only the CQ calls this for guest
- * memory (completion-queue.ts).
+ * memory (cq-ring.ts).
  */
 export function encodeCqe(rec: CqeRecord, out: Buffer, off = 0): boolean {
   const c = ionic_v1_cqe;

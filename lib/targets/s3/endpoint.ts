@@ -1,7 +1,7 @@
 // The S3 store put together, ready for the device's frame hooks: the store
 // (RAM, or dir= backed), one http.Server answering S3, the TCP endpoint on
 // the guest's segment feeding it connections, optionally the same server
-// listening on the host (listen=), and the RDMA path when DMA callbacks are
+// listening on the host (listen=, loopback unless credentials are set), and the RDMA path when DMA callbacks are
 // given. `claimTx` is the FrameEndpoint face; frames for the guest leave
 // through `send`. On the device (`--backend s3`), lib/ionic/device.ts builds
 // it with the LIF's queue to the guest and the MR-table DMA (guest-dma.ts),
@@ -9,10 +9,13 @@
 
 import * as http from 'http';
 import type { FrameEndpoint } from '../../net/frame-endpoint';
-import type { S3Options } from './options';
+import { hostListenerRefusal, S3Options } from './options';
 import { RdmaDma, RdmaPath } from './rdma';
-import { Credentials, createS3Server, ObjectStore } from './store';
+import { Credentials, ObjectStore, s3Handler, S3RequestHandler } from './store';
 import { TcpStack } from '../../net/tcp-host';
+
+/** Host clients connected at once; past it the kernel's backlog waits (the vfio-user socket needs fds too). */
+export const S3_HOST_MAX_CONNECTIONS = 64;
 
 export interface S3EndpointDeps {
   /** Queue a frame for the guest (the buffer is the callee's). */
@@ -27,13 +30,17 @@ export class S3Endpoint implements FrameEndpoint {
   readonly server: http.Server;
   readonly stack: TcpStack;
   readonly rdma: RdmaPath | null;
+  readonly #handler: S3RequestHandler;
+  readonly #credentials: readonly Credentials[];
   #hostListener: http.Server | null = null;
 
-  private constructor(store: ObjectStore, server: http.Server, stack: TcpStack, rdma: RdmaPath | null) {
+  private constructor(store: ObjectStore, server: http.Server, stack: TcpStack, rdma: RdmaPath | null, handler: S3RequestHandler, credentials: readonly Credentials[]) {
     this.store = store;
     this.server = server;
     this.stack = stack;
     this.rdma = rdma;
+    this.#handler = handler;
+    this.#credentials = credentials;
   }
 
   /** The store opened (loaded from dir= when given), the endpoint built, and the host listener listening when listen= was given. */
@@ -56,14 +63,26 @@ export class S3Endpoint implements FrameEndpoint {
       onConnection: (c) => server!.emit('connection', c),
     });
     const rdma = deps.dma ? new RdmaPath(deps.dma, stack.ip) : null;
-    server = createS3Server({ store, ...(rdma ? { rdma } : {}), ...(deps.credentials ? { credentials: deps.credentials } : {}) });
-    return new S3Endpoint(store, server, stack, rdma);
+    const credentials = deps.credentials ?? [];
+    const handler = s3Handler({ store, ...(rdma ? { rdma } : {}), ...(credentials.length > 0 ? { credentials } : {}) });
+    server = http.createServer(handler);
+    return new S3Endpoint(store, server, stack, rdma, handler, credentials);
   }
 
-  /** The same http.Server on the host too, when `opts.listen` is set (HOST:PORT); rejects when it cannot listen. */
+  /**
+   * The store on the host too, when `opts.listen` is set: its own
+   * http.Server over the same handler and body budget, whose requests are
+   * the host's (the token path there needs a signed token), capped in
+   * connections. Rejects when it cannot listen, or when the address is not
+   * loopback and no credentials are set.
+   */
   async listenHost(opts: Pick<S3Options, 'listen'>): Promise<void> {
     if (!opts.listen || this.#hostListener) return;
-    const server = this.server;
+    const refusal = hostListenerRefusal(opts.listen, this.#credentials.length > 0);
+    if (refusal) throw new Error(refusal);
+    const handler = this.#handler;
+    const server = http.createServer((req, res) => handler(req, res, 'host'));
+    server.maxConnections = S3_HOST_MAX_CONNECTIONS;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(opts.listen!.port, opts.listen!.host, () => {
@@ -91,6 +110,10 @@ export class S3Endpoint implements FrameEndpoint {
   async close(): Promise<void> {
     this.stack.close();
     this.server.closeAllConnections();
-    if (this.#hostListener) await new Promise<void>((r) => this.#hostListener!.close(() => r()));
+    const host = this.#hostListener;
+    if (host) {
+      host.closeAllConnections();
+      await new Promise<void>((r) => host.close(() => r()));
+    }
   }
 }

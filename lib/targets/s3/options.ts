@@ -24,7 +24,7 @@ export interface S3Options {
   readonly port: number;
   /** Largest single transfer or part, bytes. */
   readonly maxpart: number;
-  /** Also listen on the host (HOST:PORT), for host-side clients; undefined: no host listener. */
+  /** Also listen on the host (PORT on 127.0.0.1, or HOST:PORT), for host-side clients; undefined: no host listener. */
   readonly listen: { readonly host: string; readonly port: number } | undefined;
   /** Persistence directory; undefined: RAM only. */
   readonly dir: string | undefined;
@@ -49,13 +49,32 @@ const bucketSchema = z.string()
   .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'a DNS name of 3 to 63 lower-case letters, digits, dots or hyphens')
   .refine((s) => !s.includes('..') && !isIPv4(s), 'no empty labels, not an IP address');
 
+/** Where a bare `listen=PORT` binds: the host's loopback, never every address. */
+export const S3_LISTEN_DEFAULT_HOST = '127.0.0.1';
+
+/** Is `host` this machine's loopback (127/8, ::1, localhost)? */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || (isIPv4(host) && host.startsWith('127.'));
+}
+
+/**
+ * Why the host listener may not start, or null. The token path reaches
+ * guest memory, so a listener other hosts can reach needs credentials.
+ */
+export function hostListenerRefusal(listen: { readonly host: string; readonly port: number }, credentialsSet: boolean): string | null {
+  if (credentialsSet || isLoopbackHost(listen.host)) return null;
+  return `s3 backend: listen=${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port} is not loopback and no credentials are set: `
+    + 'set ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY (SigV4), or listen on 127.0.0.1';
+}
+
 const listenSchema = z.string().transform((s, ctx) => {
   if (s === '') return undefined;
+  if (/^[0-9]{1,5}$/.test(s) && Number(s) <= 65535) return { host: S3_LISTEN_DEFAULT_HOST, port: Number(s) };
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):([0-9]{1,5})$/.exec(s);
   const port = m ? Number(m[3]) : -1;
   const host = m ? (m[1] ?? m[2]!) : '';
   if (!m || port > 65535 || (m[1] !== undefined && !isIPv6(host)) || (m[2] !== undefined && !/^[A-Za-z0-9.-]+$/.test(host))) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'HOST:PORT (IPv6 in brackets), port 0 to 65535' });
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'PORT (on 127.0.0.1) or HOST:PORT (IPv6 in brackets), port 0 to 65535' });
     return z.NEVER;
   }
   return { host, port };

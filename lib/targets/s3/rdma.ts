@@ -12,7 +12,7 @@
 
 import { pacer, SLICE } from '../pace';
 import { fail, ok, S3Result } from './store/errors';
-import type { RdmaHook } from './store/server';
+import type { RdmaHook } from './store/context';
 import { encodeToken, parseTokenHeader, RdmaToken, TRANSPORT_RC } from './token';
 
 /** Guest memory by rkey, as the device resolves it. Each returns null when the key, range or access is refused. */

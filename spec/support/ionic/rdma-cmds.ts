@@ -1,6 +1,6 @@
-// Admin command bodies as ionic_rdma.ko builds them (contract 2.4), header
-// templates as its ib_ud_header packer lays them out (contract 5.5), and
-// rings/page lists as the driver describes them (contract 3.1). Written from
+// Admin command bodies as ionic_rdma.ko builds them (docs/driver-contract.md, ionic RDMA R2.4), header
+// templates as its ib_ud_header packer lays them out (ionic RDMA R5.5), and
+// rings/page lists as the driver describes them (ionic RDMA R3.1). Written from
 // the contract with our own offsets.
 
 import type { IonicGuest } from './guest';

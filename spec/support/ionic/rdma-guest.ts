@@ -1,7 +1,7 @@
 // A guest model of ionic_rdma.ko's control path, on top of the ionic.ko model
 // (./guest.ts): the RDMA bootstrap over the Ethernet admin queue, the event
 // queues with their interrupts, and the RDMA admin queues as the driver runs
-// them (ionic_admin.c), written from reference/ionic-rdma-contract.md with
+// them (ionic_admin.c), written from docs/driver-contract.md (part R) with
 // our own offsets (./rdma-regs.ts), never with lib/ionic/rdma's.
 //
 // As the driver does:
@@ -54,7 +54,7 @@ export function readRdmaIdentity(l: Buffer): RdmaIdentity {
   };
 }
 
-/** ionic_bitid_to_qid (contract 4.9): udma bit at `shift`, group bits above it. */
+/** ionic_bitid_to_qid (ionic RDMA R4.9): udma bit at `shift`, group bits above it. */
 function bitidToQid(bitid: number, shift: number, halfShift: number): number {
   const udmaBit = (bitid & (1 << halfShift)) >>> (halfShift - shift);
   const grpBits = (bitid & ((1 << halfShift) - (1 << shift))) << 1;

@@ -1,9 +1,9 @@
 // The ionic RDMA interface as the guest model sees it: byte offsets and
-// numbers copied from reference/ionic-rdma-contract.md (the driver's view),
+// numbers copied from docs/driver-contract.md, part R (the driver's view),
 // not from lib/ionic/rdma, so a misreading there fails a test instead of
 // being mirrored here.
 
-/** lif_identity RDMA fields, absolute offsets (contract 1.4). */
+/** lif_identity RDMA fields, absolute offsets (ionic RDMA R1.4). */
 export const RdmaId = {
   capabilities: 0,
   version: 392, qp_opcodes: 393, admin_opcodes: 394, minor_version: 395,
@@ -19,13 +19,13 @@ export const RdmaId = {
   END: 648,
 } as const;
 
-/** Bootstrap opcodes on the Ethernet admin queue (contract 1). */
+/** Bootstrap opcodes on the Ethernet admin queue (ionic RDMA R1). */
 export const BootOp = { RESET_LIF: 50, CREATE_EQ: 51, CREATE_CQ: 52, CREATE_ADMINQ: 53 } as const;
 
-/** The 64-byte rdma_queue command (contract 1.2). */
+/** The 64-byte rdma_queue command (ionic RDMA R1.2). */
 export const QCmd = { lif_index: 2, qid_ver: 4, cid: 8, dbid: 12, depth_log2: 14, stride_log2: 15, dma_addr: 16 } as const;
 
-/** Admin opcodes (contract 2.4). */
+/** Admin opcodes (ionic RDMA R2.4). */
 export const AOp = {
   NOOP: 0, CREATE_CQ: 1, CREATE_QP: 2, CREATE_MR: 3, STATS_HDRS: 4, STATS_VALS: 5, DESTROY_MR: 6, RSVD_7: 7, DESTROY_CQ: 8,
   MODIFY_QP: 9, QUERY_QP: 10, DESTROY_QP: 11, DEBUG: 12, CREATE_AH: 13, QUERY_AH: 14, MODIFY_DCQCN: 15, DESTROY_AH: 16,
@@ -33,19 +33,19 @@ export const AOp = {
   CREATE_SRQ: 26, MODIFY_SRQ: 27, QUERY_SRQ: 28, DESTROY_SRQ: 29,
 } as const;
 
-/** Body lengths the 6.18 driver sends (contract 2.4). */
+/** Body lengths the 6.18 driver sends (ionic RDMA R2.4). */
 export const ALen = {
   CREATE_CQ: 34, CREATE_QP: 64, CREATE_MR: 45, STATS: 17, DESTROY: 4, MODIFY_QP: 60, QUERY_QP: 34, CREATE_AH: 24, QUERY_AH: 8,
   CREATE_SRQ: 42, MODIFY_SRQ: 6,
 } as const;
 
-/** Admin completion status (contract 2.2). */
+/** Admin completion status (ionic RDMA R2.2). */
 export const ASt = { OK: 0, BAD_CMD: 1, BAD_INDEX: 2, BAD_STATE: 3, BAD_TYPE: 4, BAD_ATTR: 5, MSG_TOO_BIG: 6 } as const;
 
-/** Doorbell ring field (contract 0.2 / 4.8). */
+/** Doorbell ring field (ionic RDMA R0.2 / R4.8). */
 export const Ring = { INDEX: 0, ARM: 1, ARM_SOL: 2 } as const;
 
-/** QP types, states, masks, flags (contract 5). */
+/** QP types, states, masks, flags (ionic RDMA R5). */
 export const QpT = { RC: 0, UC: 1, RD: 2, UD: 3, SRQ: 4, XRC_INI: 5, XRC_TGT: 6 } as const;
 export const QpS = { RESET: 0, INIT: 1, RTR: 2, RTS: 3, SQD: 4, SQE: 5, ERR: 6 } as const;
 export const Mask = {
@@ -63,12 +63,12 @@ export const MrF = {
   ON_DEMAND: 1 << 6, PHYS: 0xa000, MW_1: 0x6000, MW_2: 0xe000,
 } as const;
 
-/** EQE / CQE bit fields (contract 2.2, 4.6, 4.8). */
+/** EQE / CQE bit fields (ionic RDMA R2.2, R4.6, R4.8). */
 export const Eqe = { TYPE_CQ: 0, TYPE_QP: 1, CODE_NOTIFY: 0, CODE_CQ_ERR: 8 } as const;
 
-// ---- data path (contract 4.2 - 4.6) ----------------------------------------------------------
+// ---- data path (ionic RDMA R4.2 - R4.6) ----------------------------------------------------------
 
-/** Send WQE opcodes, identity version 1 (contract 4.2). */
+/** Send WQE opcodes, identity version 1 (ionic RDMA R4.2). */
 export const WOp = {
   SEND: 0, SEND_INV: 1, SEND_IMM: 2, RDMA_READ: 3, RDMA_WRITE: 4, RDMA_WRITE_IMM: 5, ATOMIC_CS: 6, ATOMIC_FA: 7, REG_MR: 8,
   LOCAL_INV: 9, BIND_MW: 10,

@@ -1,6 +1,6 @@
 // The objects of the verbs guest (./rdma-verbs.ts): addresses, CQs, rings,
 // SRQs, QPs and work requests as the guest keeps them, CQEs decoded with our
-// own offsets (contract 4.6), MRs over scattered arena pages, and arena
+// own offsets (docs/driver-contract.md, ionic RDMA R4.6), MRs over scattered arena pages, and arena
 // snapshots that show every byte the device wrote.
 
 import type { Logger } from '../../../lib/log';
@@ -61,7 +61,7 @@ export interface Qp {
   readonly srq: Srq | null;
   readonly sqCq: Cq;
   readonly rqCq: Cq;
-  /** Remote WQEs posted since the last RESET (the host's MSN numbering, contract 4.7). */
+  /** Remote WQEs posted since the last RESET (the host's MSN numbering, ionic RDMA R4.7). */
   remote: number;
   up: UpPlan | null;
 }
@@ -106,7 +106,7 @@ export interface RecvWr {
   spec?: boolean;
 }
 
-/** A CQE as the host decodes it (contract 4.6), read with our own offsets. */
+/** A CQE as the host decodes it (ionic RDMA R4.6), read with our own offsets. */
 export interface Cqe {
   readonly type: number;
   readonly qid: number;

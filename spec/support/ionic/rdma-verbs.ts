@@ -2,7 +2,7 @@
 // data-path specs: CQs polled by color, MRs over guest pages, RC/UC/UD QPs
 // (optionally on an SRQ) with their rings, the INIT/RTR/RTS sequence
 // ibv_rc_pingpong runs, and send/receive WQEs written byte by byte from
-// contract 4.2/4.3 with our own offsets (./rdma-regs.ts), never with lib's
+// docs/driver-contract.md, ionic RDMA R4.2/R4.3 with our own offsets (./rdma-regs.ts), never with lib's
 // encoders, so a misreading in lib fails a test instead of being mirrored.
 //
 // Data buffers and MR pages come from an "arena" of guest pages filled with
@@ -302,7 +302,7 @@ export class VerbsGuest {
     });
   }
 
-  /** Encode a send WQE (contract 4.2) into a stride buffer. */
+  /** Encode a send WQE (ionic RDMA R4.2) into a stride buffer. */
   static encodeSend(b: Buffer, w: SendWr): void {
     b.writeUInt32LE((w.id ?? 0) >>> 0, 0);
     b.writeUInt32LE((w.idHi ?? 0) >>> 0, 4);
@@ -368,7 +368,7 @@ export class VerbsGuest {
     VerbsGuest.writeSgl(b, sges, w.spec ?? false);
   }
 
-  /** Whether the host counts a WQE as remote (MSN-completed): RC/UC and not a local op (contract 4.7). */
+  /** Whether the host counts a WQE as remote (MSN-completed): RC/UC and not a local op (ionic RDMA R4.7). */
   static isRemote(qp: Qp, op: number): boolean {
     return (qp.type === QpT.RC || qp.type === QpT.UC) && op !== WOp.LOCAL_INV && op !== WOp.REG_MR && op !== WOp.BIND_MW;
   }
@@ -392,7 +392,7 @@ export class VerbsGuest {
     return slot;
   }
 
-  /** Post a receive WQE (contract 4.3) on a QP's RQ or an SRQ. */
+  /** Post a receive WQE (ionic RDMA R4.3) on a QP's RQ or an SRQ. */
   postRecv(to: Qp | Srq, w: RecvWr, ring = true): number {
     const r = 'sq' in to ? to.rq! : to.ring;
     const b = this.#slot(r);

@@ -1,5 +1,5 @@
 // The ionic device interface as the guest model sees it: byte offsets and
-// numbers taken from reference/ionic-eth-contract.md (the driver's view), not
+// numbers taken from docs/driver-contract.md, part E (the driver's view), not
 // from lib/ionic. Keeping our own copy means a misreading in lib/ionic shows up
 // as a failing test instead of being mirrored here.
 
@@ -19,7 +19,7 @@ export const Cfg = {
   MSIX_QSIZE: 0x07ff, MSIX_MASKALL: 0x4000, MSIX_ENABLE: 0x8000,
 } as const;
 
-/** BAR0 (contract 1.3). */
+/** BAR0 (ionic Ethernet E1.3). */
 export const Bar0 = {
   /** The driver refuses a smaller BAR0. */
   MIN_SIZE: 0x8000,
@@ -61,7 +61,7 @@ export const Attr = { STATE: 0, NAME: 1, MTU: 2, MAC: 3, FEATURES: 4, RSS: 5 } a
 export const RxMode = { UNICAST: 0x1, MULTICAST: 0x2, BROADCAST: 0x4, PROMISC: 0x8, ALLMULTI: 0x10 } as const;
 export const Match = { VLAN: 0, MAC: 1 } as const;
 
-/** LIF_SETATTR FEATURES bits (contract 4.6). */
+/** LIF_SETATTR FEATURES bits (ionic Ethernet E4.6). */
 export const Feature = {
   VLAN_TX_TAG: 1 << 0, VLAN_RX_STRIP: 1 << 1, VLAN_RX_FILTER: 1 << 2, RX_HASH: 1 << 3, RX_CSUM: 1 << 4, TX_SG: 1 << 5,
   TX_CSUM: 1 << 7, TSO: 1 << 8, TSO_IPV6: 1 << 9, TSO_ECN: 1 << 10, TSO_GRE: 1 << 11, TSO_GRE_CSUM: 1 << 12,
@@ -74,20 +74,20 @@ export const DRIVER_FEATURES =
   Feature.TSO | Feature.TSO_IPV6 | Feature.TSO_ECN | Feature.TSO_GRE | Feature.TSO_GRE_CSUM | Feature.TSO_IPXIP4 |
   Feature.TSO_IPXIP6 | Feature.TSO_UDP | Feature.TSO_UDP_CSUM;
 
-/** dev_identity offsets (contract 2.4). */
+/** dev_identity offsets (ionic Ethernet E2.4). */
 export const DevId = { version: 0, type: 1, nports: 4, nlifs: 8, nintrs: 12, ndbpgs_per_lif: 16, intr_coal_mult: 20, intr_coal_div: 24, eq_count: 28, capabilities: 48 } as const;
 
-/** lif_identity offsets (contract 2.5). */
+/** lif_identity offsets (ionic Ethernet E2.5). */
 export const LifId = {
   capabilities: 0, eth_version: 8, max_ucast_filters: 12, max_mcast_filters: 16, rss_ind_tbl_sz: 20, min_frame_size: 22,
   max_frame_size: 26, config: 136, config_features: 168, qcount_adminq: 176, qcount_notifyq: 180, qcount_rxq: 184,
   qcount_txq: 188, qcount_eq: 192, rdma: 392, rdma_eq_count: 476, SIZE: 648,
 } as const;
 
-/** q_identity offsets (contract 2.6). */
+/** q_identity offsets (ionic Ethernet E2.6). */
 export const QId = { version: 0, supported: 1, features: 8, desc_sz: 16, comp_sz: 18, sg_desc_sz: 20, max_sg_elems: 22, sg_desc_stride: 24, SIZE: 26 } as const;
 
-/** port_identity and port_config offsets (contract 2.7). */
+/** port_identity and port_config offsets (ionic Ethernet E2.7). */
 export const PortId = { version: 0, type: 1, num_lanes: 2, autoneg: 3, min_frame_size: 4, max_frame_size: 8, speeds: 20, config: 128, SIZE: 384 } as const;
 export const PortCfg = { speed: 0, mtu: 4, state: 8, an_enable: 9, fec_type: 10, pause_type: 11, loopback_mode: 12, SIZE: 256 } as const;
 
@@ -99,12 +99,12 @@ export const PortInfo = {
   SIZE: 2880,
 } as const;
 
-/** lif_info (written by the device at LIF_INIT info_pa; contract 5). */
+/** lif_info (written by the device at LIF_INIT info_pa; ionic Ethernet E5). */
 export const LifInfo = {
   config: 0, eid: 256, port_num: 264, link_status: 266, link_speed: 268, link_down_count: 272, stats: 320, SIZE: 1344,
 } as const;
 
-/** ionic_lif_stats offsets relative to lif_info.stats (contract 5). */
+/** ionic_lif_stats offsets relative to lif_info.stats (ionic Ethernet E5). */
 export const LifStats = {
   rx_ucast_bytes: 0x00, rx_ucast_packets: 0x08, rx_mcast_bytes: 0x10, rx_mcast_packets: 0x18, rx_bcast_bytes: 0x20, rx_bcast_packets: 0x28,
   rx_ucast_drop_bytes: 0x40, rx_ucast_drop_packets: 0x48, rx_mcast_drop_bytes: 0x50, rx_mcast_drop_packets: 0x58,

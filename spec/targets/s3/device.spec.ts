@@ -8,7 +8,8 @@
 // the MR, a 2^64 address) with guest memory unchanged. The store claims its
 // frames before any endpoint added later (the P4 segment's place), and the
 // guest's connections end when it detaches. Frames and tokens are built by
-// hand (frames.ts, guest-tcp.ts), not with the code under test.
+// hand (frames.ts, guest-tcp.ts), not with the code under test; SigV4 is on,
+// every request signed by the AWS SDK's signer (spec/support/s3-sign.ts).
 
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'crypto';
@@ -19,6 +20,7 @@ import { DeviceCounter } from '../../../lib/rdma/counters';
 import { S3_DEFAULTS, S3Options } from '../../../lib/targets/s3/options';
 import { ObjectStore } from '../../../lib/targets/s3/store';
 import { until } from '../../support/fds';
+import { signHeaders } from '../../support/s3-sign';
 import type { IonicGuest } from '../../support/ionic/guest';
 import { RdmaGuest } from '../../support/ionic/rdma-guest';
 import { idBody } from '../../support/ionic/rdma-cmds';
@@ -46,9 +48,20 @@ function tokenHex(rkey: number, addr: bigint, len: bigint): string {
 
 interface Reply { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
 
-function request(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Reply> {
+/** SigV4 is on (the host listener's token path takes only signed tokens): every request here is signed, its token header included. */
+const CREDS = { accessKeyId: 'DEVICEKEY', secretAccessKey: 'device-spec-secret' };
+
+/** A raw HTTP/1.1 request for the guest's wire, signed. */
+async function signedText(method: string, path: string, body?: Buffer): Promise<Buffer> {
+  const h = await signHeaders({ method, host: '192.168.200.1', path, headers: { 'content-length': String(body?.length ?? 0), connection: 'close' }, ...(body ? { body } : {}) }, CREDS);
+  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  return Buffer.concat([Buffer.from(head), body ?? Buffer.alloc(0)]);
+}
+
+async function request(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Reply> {
+  const signed = await signHeaders({ method, host: `127.0.0.1:${port}`, path, headers, ...(body ? { body } : {}) }, CREDS);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers: signed }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -89,7 +102,7 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
   before(async () => {
     const options: S3Options = { ...S3_DEFAULTS, listen: { host: '127.0.0.1', port: 0 } };
     const store = await ObjectStore.open(options.bucket, { size: options.size, objects: options.objects, maxpart: options.maxpart });
-    rig = await Rig.start({ rdmaBackend: new S3Backend({ options, store }) });
+    rig = await Rig.start({ rdmaBackend: new S3Backend({ options, store, credentials: [CREDS] }) });
     g = await rig.probed(1, { ramSize: 64 << 20 });
     await g.open(1, { ringLog2: 9 });
     const r = await RdmaGuest.boot(g, { cpus: 8 });
@@ -141,11 +154,10 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
       c.close();
       return c.text();
     };
-    const put = await exchange(40001, Buffer.concat([
-      Buffer.from(`PUT /ernic/wire/obj HTTP/1.1\r\nHost: 192.168.200.1\r\nContent-Length: ${data.length}\r\nConnection: close\r\n\r\n`), data]));
+    const put = await exchange(40001, await signedText('PUT', '/ernic/wire/obj', data));
     expect(put).to.match(/^HTTP\/1.1 200 OK/);
     expect(put).to.contain(`ETag: "${createHash('md5').update(data).digest('hex')}"`);
-    const get = await exchange(40002, Buffer.from('GET /ernic/wire/obj HTTP/1.1\r\nHost: 192.168.200.1\r\nConnection: close\r\n\r\n'));
+    const get = await exchange(40002, await signedText('GET', '/ernic/wire/obj'));
     const raw = Buffer.from(get, 'latin1');
     expect(raw.subarray(raw.indexOf('\r\n\r\n') + 4).equals(data)).to.equal(true);
     expect(later.filter((f) => f.length >= 34 && f.subarray(30, 34).equals(STORE_IP))).to.have.length(0);

@@ -14,7 +14,7 @@ import * as http from 'http';
 import type { AddressInfo } from 'net';
 import { S3_DEFAULTS, S3Options } from '../../../lib/targets/s3/options';
 import { ObjectStore } from '../../../lib/targets/s3/store';
-import { MAX_COMPLETE_BODY, MAX_DELETE_BODY } from '../../../lib/targets/s3/store/xml';
+import { MAX_COMPLETE_BODY, MAX_DELETE_BODY } from '../../../lib/targets/s3/store/xml-requests';
 import type { IonicGuest } from '../../support/ionic/guest';
 import { Bar0 } from '../../support/ionic/regs';
 import { Rig } from '../../support/ionic/rig';

@@ -2,7 +2,7 @@
 // each kind of mistake.
 
 import { expect } from 'chai';
-import { parseS3Backend, S3_DEFAULTS } from '../../../lib/targets/s3/options';
+import { hostListenerRefusal, parseS3Backend, S3_DEFAULTS } from '../../../lib/targets/s3/options';
 
 function err(text: string): string {
   const r = parseS3Backend(text);
@@ -27,6 +27,13 @@ describe('s3 options', () => {
     });
     const v6 = parseS3Backend('s3:listen=[::1]:9000');
     expect(v6.ok && v6.value.listen).to.deep.equal({ host: '::1', port: 9000 });
+    const bare = parseS3Backend('s3:listen=9000');
+    expect(bare.ok && bare.value.listen, 'a bare port binds loopback').to.deep.equal({ host: '127.0.0.1', port: 9000 });
+    expect(hostListenerRefusal({ host: '127.0.0.1', port: 1 }, false)).to.equal(null);
+    expect(hostListenerRefusal({ host: '::1', port: 1 }, false)).to.equal(null);
+    expect(hostListenerRefusal({ host: '10.0.0.9', port: 1 }, true)).to.equal(null);
+    expect(hostListenerRefusal({ host: '10.0.0.9', port: 1 }, false)).to.match(/listen=10\.0\.0\.9:1 is not loopback/);
+    expect(hostListenerRefusal({ host: '::', port: 1 }, false)).to.match(/listen=\[::\]:1 is not loopback/);
     const none = parseS3Backend('s3:dir=,listen=');
     expect(none.ok && [none.value.dir, none.value.listen]).to.deep.equal([undefined, undefined]);
   });
@@ -48,7 +55,8 @@ describe('s3 options', () => {
       ['s3:port=0', /bad port '0'/],
       ['s3:maxpart=6G', /bad maxpart/],
       ['s3:size=1M,maxpart=2M', /maxpart 2097152 is larger than size 1048576/],
-      ['s3:listen=localhost', /bad listen 'localhost' \(HOST:PORT/],
+      ['s3:listen=localhost', /bad listen 'localhost' \(PORT \(on 127\.0\.0\.1\) or HOST:PORT/],
+      ['s3:listen=70000', /bad listen/],
       ['s3:listen=h:70000', /bad listen/],
     ];
     for (const [text, re] of cases) {

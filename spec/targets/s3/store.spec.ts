@@ -15,6 +15,7 @@ import { promises as fs } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Readable } from 'stream';
+import { ObjectStore } from '../../../lib/targets/s3/store';
 import { CREDS, MiB, serve, Served } from './helpers';
 
 async function bytes(body: unknown): Promise<Buffer> {
@@ -185,6 +186,35 @@ describe('s3 store: dir= persistence', function () {
       expect(s.store.get('mp')!.data.toString()).to.equal('part-one');
       expect(s.store.used).to.equal(70_000 + 8);
       await s.close();
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('s3 store: dir= charges size= and objects= before the disk write', function () {
+  this.timeout(60000);
+
+  it('concurrent PUTs and parts never take the store past size= or objects=', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ernic-s3-'));
+    try {
+      const store = await ObjectStore.open('ernic', { size: 8 * MiB, objects: 6, maxpart: 2 * MiB }, dir);
+      const body = randomBytes(2 * MiB);
+      const puts = await Promise.all(Array.from({ length: 40 }, (_, i) => store.put(`k${i}`, body, 'binary/octet-stream')));
+      const stored = puts.filter((r) => r.ok).length;
+      expect(stored).to.equal(4);
+      expect(puts.filter((r) => !r.ok && r.error.code === 'InsufficientStorage').length).to.equal(36);
+      expect(store.used).to.equal(8 * MiB);
+      // Small objects: the key slots are promised the same way (2 left of 6).
+      const small = await Promise.all(Array.from({ length: 10 }, (_, i) => store.put(`s${i}`, Buffer.alloc(0), 'binary/octet-stream')));
+      expect(small.filter((r) => r.ok).length).to.equal(2);
+      expect(store.count).to.equal(6);
+      for (let i = 0; i < 4; i++) await store.delete(`k${i}`);
+      const id = await store.createUpload('mp', 'binary/octet-stream');
+      if (!id.ok) throw new Error('createUpload');
+      const parts = await Promise.all(Array.from({ length: 12 }, (_, i) => store.uploadPart(id.value, 'mp', i + 1, body)));
+      expect(parts.filter((r) => r.ok).length).to.equal(4);
+      expect(store.used).to.equal(8 * MiB);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }

@@ -8,7 +8,8 @@ import { createHash, randomBytes } from 'crypto';
 import * as http from 'http';
 import { RdmaDma, RdmaPath } from '../../../lib/targets/s3/rdma';
 import { encodeToken, parseTokenHeader } from '../../../lib/targets/s3/token';
-import { serve, Served } from './helpers';
+import { signHeaders } from '../../support/s3-sign';
+import { CREDS, serve, Served } from './helpers';
 
 const RKEY = 0x00c0ffee;
 const BASE = 0x7f0000001000n;
@@ -182,5 +183,24 @@ describe('s3 rdma token path over http', function () {
     expect(r.status).to.equal(501);
     const b = await request(s.endpoint, 'GET', '/ernic/obj', {});
     expect([b.status, b.body.toString()]).to.deep.equal([200, 'body']);
+  });
+
+  it('on the guest\'s wire with credentials set, a token must be under the signature: unsigned or added after signing is refused, signed moves the bytes', async () => {
+    await s.close();
+    s = await serve({ auth: true, extra: { rdma: path } });
+    const data = randomBytes(5000);
+    await s.store.put('obj', data, 'binary/octet-stream');
+    const host = s.endpoint.slice('http://'.length);
+    const token = tokenHex({ addr: BASE + 64n });
+    const bare = await signHeaders({ method: 'GET', host, path: '/ernic/obj' }, CREDS);
+    const added = await request(s.endpoint, 'GET', '/ernic/obj', { ...bare, 'x-amz-rdma-token': token });
+    expect([added.status, added.headers['x-amz-rdma-reply'], guest.calls]).to.deep.equal([403, '403', 0]);
+    expect(added.body.toString()).to.contain('x-amz-rdma-token must be a signed header');
+    const unsigned = await request(s.endpoint, 'GET', '/ernic/obj', { 'x-amz-rdma-token': token });
+    expect([unsigned.status, guest.calls]).to.deep.equal([403, 0]);
+    const signed = await signHeaders({ method: 'GET', host, path: '/ernic/obj', headers: { 'x-amz-rdma-token': token } }, CREDS);
+    const r = await request(s.endpoint, 'GET', '/ernic/obj', signed);
+    expect([r.status, r.headers['x-amz-rdma-bytes']]).to.deep.equal([200, '5000']);
+    expect(guest.mem.subarray(64, 64 + 5000).equals(data)).to.equal(true);
   });
 });

@@ -8,9 +8,9 @@
 import { expect } from 'chai';
 import { XMLParser } from 'fast-xml-parser';
 import { Pacer } from '../../../lib/targets/pace';
-import {
-  decodeText, escapeXml, MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlDocumentPaced,
-} from '../../../lib/targets/s3/store/xml';
+import { decodeText } from '../../../lib/targets/s3/store/xml-reader';
+import { MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects } from '../../../lib/targets/s3/store/xml-requests';
+import { escapeXml, xmlDocument, xmlDocumentPaced } from '../../../lib/targets/s3/store/xml-writer';
 import { uriEncode } from '../../../lib/targets/s3/store/sigv4';
 import { Prng } from '../../support/ionic/rig';
 

@@ -1,8 +1,8 @@
 // The NVMe-oF target's RDMA transport (`--backend nvmeof`): the other end of
-// the guest's nvme-rdma connections, inside the server. The loopback data path
-// (lib/rdma/datapath/loopback) still runs every QP; what the guest sends to
+// the guest's nvme-rdma connections, inside the server. The WQE executor
+// (lib/rdma/executor) still runs every QP; what the guest sends to
 // the target's address comes here through the remote-path seam
-// (loopback/remote-path.ts), as the mesh's WQEs do:
+// (executor/remote-path.ts), as the mesh's WQEs do:
 //
 //   a datagram through an AH whose destination GID is the target's
 //   (::ffff:ip) to QP1     a CM MAD for the CM responder (cm.ts); its answers

@@ -116,6 +116,14 @@ export class ObjectStore {
   readonly #uploads = new Map<string, Upload>();
   readonly #dir: DirStore | null;
   #used = 0;
+  /**
+   * Bytes and new keys promised to writes in flight: with dir= a write
+   * awaits the disk between its check and its charge, and without the
+   * promise every concurrent PUT would pass the same check (120 PUTs of
+   * 2 MiB once left 38 MiB under size=8M).
+   */
+  #reservedBytes = 0;
+  #reservedKeys = 0;
 
   private constructor(bucket: string, limits: StoreLimits, dir: DirStore | null) {
     this.bucket = bucket;
@@ -160,7 +168,7 @@ export class ObjectStore {
 
   /** Can `bytes` more be stored in place of `replacing` bytes? */
   #room(bytes: number, replacing: number): boolean {
-    return this.#used - replacing + bytes <= this.limits.size;
+    return this.#used + this.#reservedBytes - replacing + bytes <= this.limits.size;
   }
 
   /** `etag`: the data's hex MD5 when the caller computed it already (the server, while checking the body). */
@@ -172,12 +180,20 @@ export class ObjectStore {
 
   async #store(key: string, data: Buffer, etag: string, contentType: string, metadata: Record<string, string>, freed = 0): Promise<S3Result<StoredObject>> {
     const old = this.#objects.get(key);
-    if (!old && this.#objects.size >= this.limits.objects) return fail('TooManyObjects');
+    if (!old && this.#objects.size + this.#reservedKeys >= this.limits.objects) return fail('TooManyObjects');
     if (!this.#room(data.length, (old?.data.length ?? 0) + freed)) return fail('InsufficientStorage');
     const obj: StoredObject = { key, data, etag, contentType, lastModified: new Date(), metadata };
     if (this.#dir) {
       const meta: FileMeta = { key, etag, contentType, lastModified: obj.lastModified.getTime(), metadata };
-      await this.#dir.writeObject(meta, data);
+      const newKeys = old ? 0 : 1;
+      this.#reservedBytes += data.length;
+      this.#reservedKeys += newKeys;
+      try {
+        await this.#dir.writeObject(meta, data);
+      } finally {
+        this.#reservedBytes -= data.length;
+        this.#reservedKeys -= newKeys;
+      }
     }
     // Re-read after the await: another request may have changed the key meanwhile.
     const now = this.#objects.get(key);
@@ -260,7 +276,14 @@ export class ObjectStore {
     const old = u.parts.get(partNumber);
     if (!this.#room(data.length, old?.data.length ?? 0)) return fail('InsufficientStorage');
     const part: StoredPart = { partNumber, data, etag: tag, lastModified: new Date() };
-    if (this.#dir) await this.#dir.writePart({ key, etag: part.etag, contentType: '', lastModified: part.lastModified.getTime(), metadata: {}, uploadId: id, partNumber }, data);
+    if (this.#dir) {
+      this.#reservedBytes += data.length;
+      try {
+        await this.#dir.writePart({ key, etag: part.etag, contentType: '', lastModified: part.lastModified.getTime(), metadata: {}, uploadId: id, partNumber }, data);
+      } finally {
+        this.#reservedBytes -= data.length;
+      }
+    }
     if (this.#uploads.get(id) !== u) return fail('NoSuchUpload'); // aborted meanwhile
     this.#used += data.length - (u.parts.get(partNumber)?.data.length ?? 0);
     u.parts.set(partNumber, part);

@@ -13,38 +13,15 @@
 import { randomBytes } from 'crypto';
 import * as http from 'http';
 import { replyValue } from '../token';
-import { concatPaced, digestPaced } from '../../pace';
-import { checksumChecks, CHECKSUMS, md5Digest, RunningDigest } from './checksums';
-import { decodeAwsChunkedPaced, isAwsChunked } from './chunked';
+import { BodyBudget, Ctx, quoted, RDMA_BYTES_HEADER, RDMA_REPLY_HEADER, RDMA_TOKEN_HEADER, refuse, S3ServerOptions, sendEmpty, sendError, sendXml } from './context';
 import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
+import { readPayload, readRaw } from './request-body';
 import { MAX_LIST_KEYS, MAX_METADATA_BYTES, ObjectStore, StoredObject } from './objects';
-import { Credentials, isSignedStream, queryPairs, SigV4Verified, uriEncode, verifyChunkSignatures, verifySigV4 } from './sigv4';
-import { MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects, xmlDocument, xmlDocumentPaced, XmlNode, xmlPlain } from './xml';
+import { queryPairs, SigV4Verified, uriEncode, verifySigV4 } from './sigv4';
+import { MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects } from './xml-requests';
+import { xmlDocument, xmlDocumentPaced, XmlNode } from './xml-writer';
 
-/** What the RDMA token path offers the handler (implemented by lib/targets/s3/rdma.ts); a transfer may take several turns. */
-export interface RdmaHook {
-  /** GET: write `data` into the client's buffer named by the token header; the bytes moved and the server's token (hex). */
-  write(tokenHeader: string, data: Buffer): Promise<S3Result<{ bytes: number; serverToken: string }>>;
-  /** PUT: read the client's buffer named by the token header (at most `max` bytes). */
-  read(tokenHeader: string, max: number): Promise<S3Result<{ data: Buffer; serverToken: string }>>;
-}
-
-export interface S3ServerOptions {
-  readonly store: ObjectStore;
-  /** When non-empty, every request must carry a valid SigV4 signature by one of these. */
-  readonly credentials?: readonly Credentials[];
-  readonly rdma?: RdmaHook;
-  /** Clock for signature skew checks (tests). */
-  readonly now?: () => number;
-}
-
-export const RDMA_TOKEN_HEADER = 'x-amz-rdma-token';
-export const RDMA_REPLY_HEADER = 'x-amz-rdma-reply';
-export const RDMA_BYTES_HEADER = 'x-amz-rdma-bytes';
 const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
-/** Room for aws-chunked framing on top of the largest payload: chunk headers and trailers. */
-const CHUNK_OVERHEAD = 64 * 1024;
-const CHUNK_OVERHEAD_PER_MIB = 256;
 const MAX_PARTS_LISTED = 1000;
 /** A body no call here reads (CreateMultipartUpload has none): read and dropped, up to this much. */
 const MAX_IGNORED_BODY = 8 * 1024;
@@ -69,46 +46,16 @@ const KNOWN_QUERY = new Set([
 ]);
 
 /**
- * Bytes of request bodies being read at once, over every connection of one
- * server: at most the store's size. Each request's own cap is maxpart, but
- * eight guest connections (and any host clients) uploading together would
- * otherwise hold eight times that before the store's size is checked.
+ * Where a request came from. The guest's own wire is the guest reaching its
+ * own memory; the host listener is anyone on the host (or past it), so the
+ * token path there needs a signature that covers the token.
  */
-class BodyBudget {
-  #left: number;
+export type RequestOrigin = 'guest' | 'host';
 
-  constructor(bytes: number) {
-    this.#left = bytes;
-  }
+/** The handler: http.Server calls it with (req, res), which is the guest's wire; the host listener passes 'host'. */
+export type S3RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse, origin?: RequestOrigin) => void;
 
-  take(n: number): boolean {
-    if (n > this.#left) return false;
-    this.#left -= n;
-    return true;
-  }
-
-  give(n: number): void {
-    this.#left += n;
-  }
-}
-
-interface Ctx {
-  readonly req: http.IncomingMessage;
-  readonly res: http.ServerResponse;
-  readonly opts: S3ServerOptions;
-  readonly requestId: string;
-  readonly query: Map<string, string>;
-  readonly bucket: string;
-  readonly key: string;
-  readonly resource: string;
-  /** The declared payload hash once the signature was verified. */
-  payloadHash: string | undefined;
-  /** The verified signature, when credentials are configured (chunk signatures chain from it). */
-  signed: SigV4Verified | null;
-  readonly budget: BodyBudget;
-}
-
-/** An http.Server answering S3 for `opts.store`. */
+/** An http.Server answering S3 for `opts.store` (requests taken as the guest's). */
 export function createS3Server(opts: S3ServerOptions): http.Server {
   return http.createServer(s3Handler(opts));
 }
@@ -119,12 +66,12 @@ export function createS3Server(opts: S3ServerOptions): http.Server {
  * out at once, and a GET must not overtake the PUT before it (RFC 9112 9.3.2:
  * only safe methods may be processed in parallel).
  */
-export function s3Handler(opts: S3ServerOptions): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+export function s3Handler(opts: S3ServerOptions): S3RequestHandler {
   const inFlight = new WeakMap<object, Promise<void>>();
   const budget = new BodyBudget(opts.store.limits.size);
-  return (req, res) => {
+  return (req, res, origin = 'guest') => {
     const conn = req.socket;
-    const run = (): Promise<void> => handle(req, res, opts, budget).catch((e: unknown) => {
+    const run = (): Promise<void> => handle(req, res, opts, budget, origin).catch((e: unknown) => {
       // A safety net for our own bugs, not control flow.
       if (!res.headersSent) sendError(res, req.method ?? 'GET', s3err('InternalError', String(e)), req.url ?? '/', 'internal');
       else res.destroy();
@@ -149,7 +96,20 @@ function requestBucketAndKey(req: http.IncomingMessage, store: ObjectStore, rawP
   return { bucket: decoded[0] ?? '', key: decoded.slice(1).join('/') };
 }
 
-async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: S3ServerOptions, budget: BodyBudget): Promise<void> {
+/**
+ * Why a request naming guest memory by token is refused, or null. On the
+ * host listener, and on the guest's wire once credentials are set, the
+ * token must be under the signature: an unsigned header added to a
+ * presigned URL would otherwise reach guest memory with someone else's
+ * signature.
+ */
+function tokenRefusal(origin: RequestOrigin, signed: SigV4Verified | null, credentialsSet: boolean): S3Error | null {
+  if (signed) return signed.signedHeaders.includes(RDMA_TOKEN_HEADER) ? null : s3err('AccessDenied', `${RDMA_TOKEN_HEADER} must be a signed header`);
+  if (origin === 'host' || credentialsSet) return s3err('AccessDenied', `${RDMA_TOKEN_HEADER} on the host listener needs a SigV4 request that signs it (ERNIC_S3_ACCESS_KEY, ERNIC_S3_SECRET_KEY)`);
+  return null;
+}
+
+async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: S3ServerOptions, budget: BodyBudget, origin: RequestOrigin): Promise<void> {
   const requestId = randomBytes(8).toString('hex').toUpperCase();
   const url = req.url ?? '/';
   const qAt = url.indexOf('?');
@@ -173,6 +133,10 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
   } else {
     ctx.payloadHash = req.headers['x-amz-content-sha256'] as string | undefined;
   }
+  if (req.headers[RDMA_TOKEN_HEADER] !== undefined) {
+    const refusal = tokenRefusal(origin, ctx.signed, (opts.credentials?.length ?? 0) > 0);
+    if (refusal) return refuse(ctx, refusal, rdmaErrorReply(refusal));
+  }
   for (const name of ctx.query.keys()) {
     if (!KNOWN_QUERY.has(name)) return refuse(ctx, s3err('NotImplemented', `?${name}`));
   }
@@ -182,152 +146,6 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
     return refuse(ctx, s3err('NoSuchBucket'));
   }
   return ctx.key === '' ? bucketOp(ctx) : objectOp(ctx);
-}
-
-// Responses.
-
-function sendError(res: http.ServerResponse, method: string, err: S3Error, resource: string, requestId: string, extra?: Record<string, string>): void {
-  const e = S3_ERRORS[err.code];
-  res.statusCode = e.status;
-  res.setHeader('x-amz-request-id', requestId);
-  if (extra) for (const [k, v] of Object.entries(extra)) res.setHeader(k, v);
-  if (method === 'HEAD') {
-    res.end();
-    return;
-  }
-  const body = xmlPlain('Error', {
-    Code: err.code, Message: err.detail ? `${e.message} (${err.detail})` : e.message, Resource: resource, RequestId: requestId,
-  });
-  res.setHeader('Content-Type', 'application/xml');
-  res.setHeader('Content-Length', body.length);
-  res.end(body.toString('utf8')); // a string goes out in one write with the headers (one segment on the guest's TCP)
-}
-
-function refuse(ctx: Ctx, err: S3Error, extra?: Record<string, string>): void {
-  // An unread request body would be taken as the next request: when one is still coming, close after the answer.
-  if (!ctx.req.complete) ctx.res.setHeader('Connection', 'close');
-  sendError(ctx.res, ctx.req.method ?? 'GET', err, ctx.resource, ctx.requestId, extra);
-  if (!ctx.req.complete) ctx.req.resume();
-}
-
-/** An XML document, whole or in pieces (written one after the other, never joined). */
-function sendXml(ctx: Ctx, status: number, xml: Buffer | readonly Buffer[]): void {
-  const pieces = Buffer.isBuffer(xml) ? [xml] : xml;
-  let length = 0;
-  for (const p of pieces) length += p.length;
-  ctx.res.statusCode = status;
-  ctx.res.setHeader('x-amz-request-id', ctx.requestId);
-  ctx.res.setHeader('Content-Type', 'application/xml');
-  ctx.res.setHeader('Content-Length', length);
-  // One piece as a string, which goes out in one write with the headers (one segment on the guest's TCP, as before).
-  if (pieces.length === 1) return void ctx.res.end(pieces[0]!.toString('utf8'));
-  for (let i = 0; i + 1 < pieces.length; i++) ctx.res.write(pieces[i]);
-  ctx.res.end(pieces[pieces.length - 1]);
-}
-
-function sendEmpty(ctx: Ctx, status: number, headers: Record<string, string | number> = {}): void {
-  ctx.res.statusCode = status;
-  ctx.res.setHeader('x-amz-request-id', ctx.requestId);
-  for (const [k, v] of Object.entries(headers)) ctx.res.setHeader(k, v);
-  if (status !== 204 && !Object.hasOwn(headers, 'Content-Length')) ctx.res.setHeader('Content-Length', 0);
-  ctx.res.end();
-}
-
-function quoted(etag: string): string {
-  return `"${etag}"`;
-}
-
-// Request bodies.
-
-/** Bytes on the wire for a payload of at most `limit` bytes: room for aws-chunked framing. */
-function wireLimit(limit: number): number {
-  return limit + CHUNK_OVERHEAD + Math.ceil(limit / (1 << 20)) * CHUNK_OVERHEAD_PER_MIB;
-}
-
-/** The whole request body, at most `limit` bytes on the wire, within the server's body budget (SlowDown past it). */
-function readRaw(req: http.IncomingMessage, limit: number, budget: BodyBudget): Promise<S3Result<Buffer>> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.resolve(fail('EntityTooLarge'));
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let n = 0;
-    let done = false;
-    const finish = (r: S3Result<Buffer>): void => {
-      if (done) return;
-      done = true;
-      req.off('data', onData);
-      budget.give(n); // read out: what is kept is the store's to count now
-      resolve(r);
-    };
-    const onData = (c: Buffer): void => {
-      if (n + c.length > limit) {
-        finish(fail('EntityTooLarge'));
-        return;
-      }
-      if (!budget.take(c.length)) {
-        finish(fail('SlowDown', 'too many request bodies in progress'));
-        return;
-      }
-      n += c.length;
-      chunks.push(c);
-    };
-    req.on('data', onData);
-    // Joined a slice per step: a body may be gigabytes.
-    req.once('end', () => { void concatPaced(chunks).then((b) => finish(ok(b)), () => finish(fail('InternalError', 'body'))); });
-    req.once('aborted', () => finish(fail('IncompleteBody')));
-    req.once('error', () => finish(fail('IncompleteBody')));
-  });
-}
-
-/** A request's payload, checked; `md5` is its hex MD5 (an object's or part's ETag) when asked for. */
-interface Payload {
-  readonly data: Buffer;
-  readonly md5: string | null;
-}
-
-/**
- * The payload of a PUT or POST: aws-chunked decoded, every declared digest
- * and checksum checked. A body may be as large as maxpart (gigabytes): the
- * decoding and the digests (MD5 at ~2.5 ms per MiB) run a slice per step
- * through the pacer, all digests in one pass.
- */
-async function readPayload(ctx: Ctx, limit: number, wantMd5 = false): Promise<S3Result<Payload>> {
-  const raw = await readRaw(ctx.req, wireLimit(limit), ctx.budget);
-  if (!raw.ok) return raw;
-  const h = ctx.req.headers;
-  let data = raw.value;
-  let trailers: ReadonlyMap<string, string> = new Map();
-  let sha256: RunningDigest | null = null;
-  if (isAwsChunked(h['content-encoding'], ctx.payloadHash)) {
-    const dec = await decodeAwsChunkedPaced(data, limit);
-    if (!dec) return fail('IncompleteBody', 'malformed aws-chunked body');
-    if (ctx.signed && isSignedStream(ctx.payloadHash)) {
-      const sig = await verifyChunkSignatures(ctx.signed, dec);
-      if (!sig.ok) return sig;
-    }
-    data = dec.data;
-    trailers = dec.trailers;
-    const declared = h['x-amz-decoded-content-length'];
-    if (declared !== undefined && Number(declared) !== data.length) return fail('IncompleteBody', 'x-amz-decoded-content-length');
-  } else {
-    if (data.length > limit) return fail('EntityTooLarge');
-    if (ctx.payloadHash && /^[0-9a-f]{64}$/.test(ctx.payloadHash)) sha256 = CHECKSUMS.get('sha256')!();
-  }
-  const contentMd5 = h['content-md5'];
-  const md5 = wantMd5 || typeof contentMd5 === 'string' ? md5Digest() : null;
-  const checks = [...checksumChecks(Object.entries(h)), ...checksumChecks(trailers), ...checksumChecks(ctx.query)];
-  // One running digest per algorithm, however many fields name it.
-  const running = new Map<string, RunningDigest>();
-  for (const c of checks) if (!running.has(c.algorithm)) running.set(c.algorithm, CHECKSUMS.get(c.algorithm)!());
-  const all = [...(sha256 ? [sha256] : []), ...(md5 ? [md5] : []), ...running.values()];
-  await digestPaced(data, all);
-  if (sha256 && Buffer.from(sha256.digest(), 'base64').toString('hex') !== ctx.payloadHash) return fail('XAmzContentSHA256Mismatch');
-  const md5b64 = md5 ? md5.digest() : null;
-  if (typeof contentMd5 === 'string' && md5b64 !== contentMd5.trim()) return fail('BadDigest', 'Content-MD5');
-  const values = new Map<string, string>();
-  for (const [algorithm, d] of running) values.set(algorithm, d.digest());
-  for (const c of checks) if (values.get(c.algorithm) !== c.expected) return fail('BadDigest', c.field);
-  return ok({ data, md5: md5b64 === null ? null : Buffer.from(md5b64, 'base64').toString('hex') });
 }
 
 // GET / : the one bucket.

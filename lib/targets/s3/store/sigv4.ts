@@ -42,6 +42,8 @@ export interface SigV4Verified {
   readonly signingKey: Buffer;
   readonly amzDate: string;
   readonly scope: string;
+  /** The header names the signature covers, lower case. */
+  readonly signedHeaders: readonly string[];
 }
 /** Largest clock difference accepted, ms (S3's 15 minutes). */
 export const MAX_SKEW_MS = 15 * 60 * 1000;
@@ -225,7 +227,7 @@ export function verifySigV4(req: SignedRequest, creds: readonly Credentials[], n
   const key = signingKey(cred.secretAccessKey, a.date, a.region, a.service);
   const expected = createHmac('sha256', key).update(stringToSign, 'utf8').digest();
   if (!sameSignature(a.signature, expected)) return fail('SignatureDoesNotMatch');
-  return ok({ payloadHash: a.payloadHash, signature: expected.toString('hex'), signingKey: key, amzDate: a.amzDate, scope });
+  return ok({ payloadHash: a.payloadHash, signature: expected.toString('hex'), signingKey: key, amzDate: a.amzDate, scope, signedHeaders: a.signedHeaders });
 }
 
 /** Is `hex` the signature `expected`? Constant time over the bytes. */

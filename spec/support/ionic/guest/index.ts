@@ -1,7 +1,7 @@
 // A guest model of ionic.ko: drives the emulated NIC the way the stock Linux
 // driver does, through a real vfio-user socket and memfd guest RAM.
 //
-// Written from the driver's point of view (reference/ionic-eth-contract.md):
+// Written from the driver's point of view (docs/driver-contract.md, part E):
 // commands are built and completions parsed here with our own offsets
 // (./regs.ts), never with lib/ionic's layouts or helpers, so a misreading of
 // the contract in lib/ionic fails a test instead of being mirrored.

@@ -1,4 +1,4 @@
-// Probe as ionic.ko does it (contract 2.3): identify, reset, init, port and
+// Probe as ionic.ko does it (docs/driver-contract.md, ionic Ethernet E2.3): identify, reset, init, port and
 // LIF setup, the admin and notify queues, features, MAC and filters; then the
 // LIF commands a running driver sends and the lif_info / port_info blocks.
 
@@ -32,7 +32,7 @@ export abstract class GuestProbe extends GuestCommands {
 
   // ---- probe ---------------------------------------------------------------------------------
 
-  /** ionic_probe through a netdev with carrier, in the order of contract 2.3. */
+  /** ionic_probe through a netdev with carrier, in the order of ionic Ethernet E2.3. */
   async probe(opts: { rxMode?: number } = {}): Promise<void> {
     // 1. ionic_dev_setup
     const regs = this.bars[0];
