@@ -25,7 +25,7 @@ import * as native from '../lib/native';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { tsoRate, txRate } from './support/guest-tx';
 import { pattern, tcpFrame } from '../spec/support/ionic/tcp-frames';
-import { FrameOffload, TUN_F_CSUM, TUN_F_TSO4, VirtioGso, virtio_net_hdr } from '../lib/ionic/offload/vnet';
+import { FrameOffload, TUN_F_CSUM, TUN_F_TSO4, VirtioGso, virtio_net_hdr } from '../lib/net/vnet';
 
 const ROOT = path.join(__dirname, '..', '..');
 const N = Number(process.env.BENCH_FRAMES ?? 40000);

@@ -19,13 +19,9 @@ import { IonicDevice } from '../lib/ionic/device';
 import { FaultInjector, INJECT_HELP, InjectSpecError } from '../lib/ionic/fault-injection';
 import { formatProfile, listProfiles, ProfileError, resolveProfile } from '../lib/ionic/profile';
 import { TapLink } from '../lib/ionic/tap';
-import { isRdmaBackend, RDMA_BACKENDS, RdmaBackendName } from '../lib/rdma/backends';
-import { isMeshBackend, Mesh, meshOptionsFromCli, meshSecurityFromCli } from '../lib/mesh';
-import { createNvmeofTarget, NvmeofTarget, parseNvmeofBackend } from '../lib/targets/nvmeof';
-import { S3Endpoint } from '../lib/targets/s3/endpoint';
-import { hostListenerRefusal, parseS3Backend } from '../lib/targets/s3/options';
-import { s3CredentialsFromEnv } from '../lib/targets/s3/credentials';
-import type { ObjectStore } from '../lib/targets/s3/store';
+import { backendKind, backendsHelp, ServedMesh, unknownBackend } from '../lib/backends';
+import { MeshBackend } from '../lib/backends/mesh';
+import { isMeshBackend } from '../lib/mesh';
 import { DeviceActivity } from '../lib/ops/activity';
 import { MetricsHttpServer } from '../lib/ops/metrics-http';
 import { serverRegistry } from '../lib/ops/metrics';
@@ -38,7 +34,6 @@ import { P4_GUEST_SCOPES } from '../lib/p4/device/devcmd';
 export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
 /** "rocm-n": locally administered, unicast. */
 export const DEFAULT_MAC = '72:6f:63:6d:2d:6e';
-const BACKENDS = RDMA_BACKENDS;
 
 /**
  * What the warm-up (lib/vfio-user/warm-up.ts) may do to the NIC before QEMU
@@ -52,27 +47,7 @@ export const IONIC_WARM_UP: WarmUpPlan = {
 
 const fail: (message: string) => never = usageFailure('rocm-ernic');
 
-/** The backend grammar, laid out by hand so that no value is broken across lines. */
-const BACKENDS_HELP = `Backends (--backend):
-  loopback                  WQEs run between QPs of this VM (default)
-  none                      control path only: nothing runs or completes
-  tcp:manager:listen:PORT   RDMA between VMs over a TCP mesh of servers; this one is the manager
-  tcp:manager:IP:PORT         (node 0), listening on IP:PORT; workers dial it with
-  tcp:worker:HOST:PORT        tcp:worker:HOST:PORT (docs/mesh.md; tuned by ERNIC_TCP_GUEST_GIDS,
-                              ERNIC_TCP_SEND_TIMEOUT_MS, ERNIC_TCP_HEARTBEAT_MS,
-                              ERNIC_TCP_NODES_PER_ADDRESS); listen:PORT binds
-                              127.0.0.1; without --mesh-psk (or --mesh-cert) the mesh stays on loopback
-  nvmeof[:KEY=VALUE,...]    an NVMe-oF target on the guest's segment, for nvme connect -t rdma
-                            (docs/nvmeof.md); keys and defaults:
-                              size=64M bs=512 file= nqn=nvmet-test ip=192.168.200.1
-                              port=4420 queues=8 nsid=1 model= serial=
-  s3[:KEY=VALUE,...]        an S3 store on the guest's segment, data by x-amz-rdma-token or in
-                            the body (docs/s3.md); keys and defaults:
-                              bucket=ernic size=256M objects=256 ip=192.168.200.1 port=9000
-                              maxpart=256M listen=[HOST:]PORT dir=DIR
-                            ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY turn on SigV4. listen=PORT
-                            binds 127.0.0.1; another address needs the credentials, and the
-                            token path on the host listener takes only signed tokens.`;
+const BACKENDS_HELP = backendsHelp();
 
 /** Reads a --config file: a JSON object whose keys are the long option names. */
 function readConfigFile(file: string): Record<string, unknown> {
@@ -162,17 +137,10 @@ async function main(): Promise<void> {
   for (const o of ['mesh-psk', 'mesh-cert', 'mesh-key', 'mesh-ca', 'mesh-advertise'] as const) {
     if (!meshBackend && argv[o] !== undefined) fail(`--${o}: only with a mesh backend (--backend tcp:...)`);
   }
-  const nvmeofBackend = argv.backend === 'nvmeof' || argv.backend.startsWith('nvmeof:') ? parseNvmeofBackend(argv.backend) : null;
-  if (nvmeofBackend && !nvmeofBackend.ok) fail(nvmeofBackend.error);
-  const s3Backend = argv.backend === 's3' || argv.backend.startsWith('s3:') ? parseS3Backend(argv.backend) : null;
-  if (s3Backend && !s3Backend.ok) fail(s3Backend.error);
-  const s3Credentials = s3Backend ? s3CredentialsFromEnv(process.env) : null;
-  if (s3Credentials && !s3Credentials.ok) fail(s3Credentials.error);
-  if (s3Backend?.ok && s3Backend.value.listen) {
-    const refusal = hostListenerRefusal(s3Backend.value.listen, s3Credentials?.ok === true && s3Credentials.value !== null);
-    if (refusal) fail(refusal);
-  }
-  if (!meshBackend && !nvmeofBackend && !s3Backend && !isRdmaBackend(argv.backend)) fail(`--backend ${argv.backend}: unknown backend (available: ${BACKENDS.join(', ')}, tcp:manager:listen:PORT, tcp:manager:IP:PORT, tcp:worker:HOST:PORT, nvmeof[:key=value,...], s3[:key=value,...])`);
+  const kind = backendKind(argv.backend);
+  if (!kind) fail(unknownBackend(argv.backend));
+  const prepared = kind.prepare(argv.backend, process.env);
+  if (!prepared.ok) fail(prepared.error);
   const mac = parseMac(argv.mac);
   if (!mac) fail(`--mac ${argv.mac}: expected a unicast address like 72:6f:63:6d:2d:6e`);
   let profile;
@@ -217,58 +185,19 @@ async function main(): Promise<void> {
       fail(`--tap ${argv.tap}: cannot attach: ${(e as Error).message} (${hint})`);
     }
   }
-  // The mesh: options checked (one line and exit 2 on a bad one), then listening and, for a worker, registering in the background.
-  let mesh: Mesh | null = null;
-  if (meshBackend) {
-    const m = meshOptionsFromCli(argv.backend, process.env, log);
-    if (!m.ok) fail(m.error);
-    const secured = meshSecurityFromCli(m.value, {
-      psk: argv['mesh-psk'], cert: argv['mesh-cert'], key: argv['mesh-key'], ca: argv['mesh-ca'], advertise: argv['mesh-advertise'],
-    }, process.env);
-    if (!secured.ok) fail(`--backend ${argv.backend}: ${secured.error}`);
-    try {
-      mesh = await Mesh.start(secured.value);
-    } catch (e) {
-      fail(`--backend ${argv.backend}: cannot start the mesh: ${(e as Error).message}`);
-    }
-    const node = mesh;
-    node.on('registered', (id) => log.info(`rocm-ernic: mesh node ${id}`));
-  }
-  // The NVMe-oF target: its namespace opened (a file created or sized) before QEMU can connect.
-  let nvmeof: NvmeofTarget | null = null;
-  if (nvmeofBackend?.ok) {
-    const o = nvmeofBackend.value;
-    try {
-      nvmeof = await createNvmeofTarget(o, log);
-    } catch (e) {
-      fail(`--backend ${argv.backend}: cannot open the namespace: ${(e as Error).message}`);
-    }
-    log.info(`rocm-ernic: NVMe-oF target ${o.nqn} at ${o.ip}:${o.port}, namespace ${o.nsid}: ${o.size} bytes (${o.bs}-byte blocks) in ${o.file ?? 'RAM'}`);
-  }
-  // The S3 store: loaded from dir= (or empty in RAM) before QEMU can connect.
-  let s3Store: ObjectStore | null = null;
-  if (s3Backend?.ok) {
-    try {
-      s3Store = await S3Endpoint.openStore(s3Backend.value);
-    } catch (e) {
-      fail(`--backend ${argv.backend}: cannot open the store: ${(e as Error).message}`);
-    }
-  }
-  const rdmaBackend = mesh ? { mesh } : nvmeof ? { nvmeof }
-    : s3Backend?.ok && s3Store ? { s3: { options: s3Backend.value, store: s3Store, ...(s3Credentials?.ok && s3Credentials.value ? { credentials: [s3Credentials.value] } : {}) } }
-      : (argv.backend as RdmaBackendName);
-  const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend });
-  if (device.s3 && s3Backend?.ok) {
-    const o = s3Backend.value;
-    try {
-      await device.s3.listenHost(o);
-    } catch (e) {
-      fail(`--backend ${argv.backend}: cannot listen on ${o.listen!.host}:${o.listen!.port}: ${(e as Error).message}`);
-    }
-    const where = device.s3.hostAddress;
-    const host = where && typeof where === 'object' ? `, also http://${where.family === 'IPv6' ? `[${where.address}]` : where.address}:${where.port}` : '';
-    log.info(`rocm-ernic: S3 store bucket ${o.bucket} at http://${o.ip}:${o.port}${host}: ${device.s3.store.count} objects, ${o.size} bytes in ${o.dir ?? 'RAM'}${s3Credentials?.ok && s3Credentials.value ? ', SigV4 required' : ''}`);
-  }
+  // The backend opened before QEMU can connect: a mesh listening (and, for a worker, registering in
+  // the background), a namespace or a store loaded; a bad option is one line and exit 2.
+  const opened = await prepared.value.open({
+    log, env: process.env,
+    mesh: { psk: argv['mesh-psk'], cert: argv['mesh-cert'], key: argv['mesh-key'], ca: argv['mesh-ca'], advertise: argv['mesh-advertise'] },
+  });
+  if (!opened.ok) fail(opened.error);
+  const backend = opened.value;
+  const mesh = backend instanceof ServedMesh ? backend.node : null;
+  const device = new IonicDevice({ profile, mac, link, faults, log, rdmaBackend: backend });
+  const served = await backend.serve?.();
+  if (served && !served.ok) fail(`--backend ${argv.backend}: ${served.error}`);
+  if (served?.value) log.info(served.value);
   const p4Engine = p4.value ? attachP4(device, p4.value.engine, p4.value.guestScope, p4.value.programPath) : null;
   // The last resort: an exception nothing caught is a bug of ours; log it and keep serving
   // (lib/guard.ts contains bugs where work starts; this catches what slips past).
@@ -290,7 +219,8 @@ async function main(): Promise<void> {
       }
     }, 1000).unref();
   }
-  const sources = { device, socket: argv.socket, backend: argv.backend, mac: argv.mac, connection: activity, mesh, p4: p4Engine, loopWatch };
+  const meshDataPath = backend instanceof MeshBackend ? backend.dataPath : null;
+  const sources = { device, socket: argv.socket, backend: argv.backend, mac: argv.mac, connection: activity, mesh, meshDataPath, p4: p4Engine, loopWatch };
   let statsFile: StatsFileWriter | null = null;
   if (argv['stats-file'] !== undefined) {
     const writer = new StatsFileWriter({ path: argv['stats-file'], snapshot: (n) => collectStats(sources, n), log });
@@ -334,7 +264,7 @@ async function main(): Promise<void> {
       statsFile.close();
     }
     void metrics?.close();
-    if (mesh || nvmeof || device.s3) void Promise.allSettled([mesh?.close(), nvmeof?.close(), device.s3?.close()]).finally(() => process.exit(0));
+    if (backend.close) void backend.close().catch(() => undefined).finally(() => process.exit(0));
     else process.exit(0);
   };
   process.on('SIGINT', () => stop('SIGINT'));

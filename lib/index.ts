@@ -24,7 +24,7 @@ export type {
 // The ionic NIC and its profiles.
 export { IonicDevice } from './ionic/device';
 export type { IonicDeviceOptions, DeviceCounters } from './ionic/device';
-export type { FrameEndpoint, HostLink } from './ionic/frames';
+export type { FrameEndpoint, HostLink } from './net/frame-endpoint';
 export { FaultInjector } from './ionic/fault-injection';
 export {
   resolveProfile, listProfiles, builtinProfile, validateProfile, ProfileError, COMPAT_PROFILE,

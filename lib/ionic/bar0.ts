@@ -16,7 +16,7 @@ import type { MsixSpec } from '../pci/msix';
 import { executeCommand, CommandContext } from './commands';
 import { IONIC_DEV_INFO_SIGNATURE, IONIC_FW_STS_RUNNING } from './constants';
 import type { InterruptController } from './interrupts';
-import { bar0 as B0, ionic_dev_cmd_regs as DC, ionic_dev_info_regs as DI, ionic_intr as IR, getField, setField } from './layouts';
+import { bar0, ionic_dev_cmd_regs, ionic_dev_info_regs, ionic_intr, getField, setField } from './layouts';
 import type { NicProfile } from './profile';
 
 /** BAR index of the register window. */
@@ -33,7 +33,7 @@ const INTR_REG_SIZE = 4;
 
 /** Where the MSI-X structures sit for `vectors` vectors (served by the PCI function, not by this handler). */
 export function bar0Msix(vectors: number): MsixSpec {
-  return { vectors, tableBar: BAR0_INDEX, tableOffset: B0.MSIX_TABLE, pbaBar: BAR0_INDEX, pbaOffset: B0.MSIX_PBA };
+  return { vectors, tableBar: BAR0_INDEX, tableOffset: bar0.MSIX_TABLE, pbaBar: BAR0_INDEX, pbaOffset: bar0.MSIX_PBA };
 }
 
 /** The BAR0 counters the device keeps. */
@@ -53,8 +53,8 @@ interface Bar0Options {
 
 /** The register window of BAR0 as a BAR handler. */
 export class Bar0Registers implements BarHandler {
-  readonly #devInfo = Buffer.alloc(DI.SIZE);
-  readonly #devCmd = Buffer.alloc(DC.SIZE);
+  readonly #devInfo = Buffer.alloc(ionic_dev_info_regs.SIZE);
+  readonly #devCmd = Buffer.alloc(ionic_dev_cmd_regs.SIZE);
   readonly #interrupts: InterruptController;
   readonly #counters: Bar0Counters;
   readonly #commands: CommandContext;
@@ -73,7 +73,7 @@ export class Bar0Registers implements BarHandler {
 
   /** First byte after the interrupt-control block (it has one struct per vector). */
   get #intrEnd(): number {
-    return B0.INTR_CTRL + this.#interrupts.vectors * IR.SIZE;
+    return bar0.INTR_CTRL + this.#interrupts.vectors * ionic_intr.SIZE;
   }
 
   read(offset: number, dst: Buffer): number {
@@ -81,9 +81,9 @@ export class Bar0Registers implements BarHandler {
     const intrEnd = this.#intrEnd;
     for (let i = 0; i < dst.length; i++) {
       const at = offset + i;
-      if (at < B0.DEV_CMD) dst[i] = this.#devInfo[at - B0.DEV_INFO]!;
-      else if (at < B0.DEV_CMD + DC.SIZE) dst[i] = this.#devCmd[at - B0.DEV_CMD]!;
-      else if (at >= B0.INTR_CTRL && at < intrEnd) dst[i] = this.#intrByte(at - B0.INTR_CTRL);
+      if (at < bar0.DEV_CMD) dst[i] = this.#devInfo[at - bar0.DEV_INFO]!;
+      else if (at < bar0.DEV_CMD + ionic_dev_cmd_regs.SIZE) dst[i] = this.#devCmd[at - bar0.DEV_CMD]!;
+      else if (at >= bar0.INTR_CTRL && at < intrEnd) dst[i] = this.#intrByte(at - bar0.INTR_CTRL);
       else dst[i] = 0;
     }
     return 0;
@@ -92,11 +92,11 @@ export class Bar0Registers implements BarHandler {
   write(offset: number, src: Buffer): number {
     this.#counters.bar0Writes++;
     const end = offset + src.length;
-    if (offset < B0.DEV_CMD + DC.SIZE && end > B0.DEV_CMD) {
+    if (offset < bar0.DEV_CMD + ionic_dev_cmd_regs.SIZE && end > bar0.DEV_CMD) {
       this.#devCmdWrite(offset, src);
       return 0;
     }
-    if (offset >= B0.INTR_CTRL && end <= this.#intrEnd) {
+    if (offset >= bar0.INTR_CTRL && end <= this.#intrEnd) {
       this.#intrCtrlWrite(offset, src);
       return 0;
     }
@@ -112,18 +112,18 @@ export class Bar0Registers implements BarHandler {
 
   /** Device-command registers: store, then run the command if the doorbell now says so. */
   #devCmdWrite(offset: number, src: Buffer): void {
-    const from = Math.max(offset, B0.DEV_CMD);
-    const to = Math.min(offset + src.length, B0.DEV_CMD + DC.SIZE);
-    src.copy(this.#devCmd, from - B0.DEV_CMD, from - offset, to - offset);
-    const db = B0.DEV_CMD + DC.doorbell.off;
-    if (from <= db && to > db && getField(this.#devCmd, 0, DC.doorbell) === IONIC_DEV_CMD_DOORBELL_RING) this.#onDevCmdDoorbell();
+    const from = Math.max(offset, bar0.DEV_CMD);
+    const to = Math.min(offset + src.length, bar0.DEV_CMD + ionic_dev_cmd_regs.SIZE);
+    src.copy(this.#devCmd, from - bar0.DEV_CMD, from - offset, to - offset);
+    const db = bar0.DEV_CMD + ionic_dev_cmd_regs.doorbell.off;
+    if (from <= db && to > db && getField(this.#devCmd, 0, ionic_dev_cmd_regs.doorbell) === IONIC_DEV_CMD_DOORBELL_RING) this.#onDevCmdDoorbell();
   }
 
   /** Interrupt control: registers are u32; a narrower or unaligned write updates the bytes it covers. */
   #intrCtrlWrite(offset: number, src: Buffer): void {
     const end = offset + src.length;
-    for (let at = offset - ((offset - B0.INTR_CTRL) % INTR_REG_SIZE); at < end; at += INTR_REG_SIZE) {
-      const rel = at - B0.INTR_CTRL;
+    for (let at = offset - ((offset - bar0.INTR_CTRL) % INTR_REG_SIZE); at < end; at += INTR_REG_SIZE) {
+      const rel = at - bar0.INTR_CTRL;
       let word = this.#interrupts.read32(rel);
       for (let b = 0; b < INTR_REG_SIZE; b++) {
         const k = at + b - offset;
@@ -136,26 +136,26 @@ export class Bar0Registers implements BarHandler {
   #onDevCmdDoorbell(): void {
     this.#counters.devCmds++;
     const d = this.#devCmd;
-    setField(d, 0, DC.done, 0);
-    const cmd = d.subarray(DC.CMD, DC.CMD + DC.CMD_SIZE);
-    const comp = d.subarray(DC.COMP, DC.COMP + DC.COMP_SIZE);
+    setField(d, 0, ionic_dev_cmd_regs.done, 0);
+    const cmd = d.subarray(ionic_dev_cmd_regs.CMD, ionic_dev_cmd_regs.CMD + ionic_dev_cmd_regs.CMD_SIZE);
+    const comp = d.subarray(ionic_dev_cmd_regs.COMP, ionic_dev_cmd_regs.COMP + ionic_dev_cmd_regs.COMP_SIZE);
     comp.fill(0);
-    executeCommand(this.#commands, Buffer.from(cmd), comp, d.subarray(DC.DATA, DC.DATA + DC.DATA_SIZE));
+    executeCommand(this.#commands, Buffer.from(cmd), comp, d.subarray(ionic_dev_cmd_regs.DATA, ionic_dev_cmd_regs.DATA + ionic_dev_cmd_regs.DATA_SIZE));
     // done only after the completion and the data are final.
-    setField(d, 0, DC.done, IONIC_DEV_CMD_DONE);
+    setField(d, 0, ionic_dev_cmd_regs.done, IONIC_DEV_CMD_DONE);
   }
 }
 
 /** dev_info as the profile describes the device. */
 function writeDevInfo(d: Buffer, p: NicProfile): void {
-  setField(d, 0, DI.signature, IONIC_DEV_INFO_SIGNATURE);
-  setField(d, 0, DI.version, IONIC_DEV_INFO_VERSION);
-  setField(d, 0, DI.asic_type, p.asicType);
-  setField(d, 0, DI.asic_rev, p.asicRev);
+  setField(d, 0, ionic_dev_info_regs.signature, IONIC_DEV_INFO_SIGNATURE);
+  setField(d, 0, ionic_dev_info_regs.version, IONIC_DEV_INFO_VERSION);
+  setField(d, 0, ionic_dev_info_regs.asic_type, p.asicType);
+  setField(d, 0, ionic_dev_info_regs.asic_rev, p.asicRev);
   // RUNNING with a generation that never changes (a change means "firmware restarted").
-  setField(d, 0, DI.fw_status, IONIC_FW_STS_RUNNING);
+  setField(d, 0, ionic_dev_info_regs.fw_status, IONIC_FW_STS_RUNNING);
   // A heartbeat of 0 is accepted forever; a frozen non-zero one is not.
-  setField(d, 0, DI.fw_heartbeat, 0);
-  d.write(p.firmwareVersion.slice(0, DI.STRING_SIZE - 1), DI.FW_VERSION, 'latin1');
-  d.write(p.serialNumber.slice(0, DI.STRING_SIZE - 1), DI.SERIAL_NUM, 'latin1');
+  setField(d, 0, ionic_dev_info_regs.fw_heartbeat, 0);
+  d.write(p.firmwareVersion.slice(0, ionic_dev_info_regs.STRING_SIZE - 1), ionic_dev_info_regs.FW_VERSION, 'latin1');
+  d.write(p.serialNumber.slice(0, ionic_dev_info_regs.STRING_SIZE - 1), ionic_dev_info_regs.SERIAL_NUM, 'latin1');
 }

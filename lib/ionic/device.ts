@@ -6,8 +6,7 @@
 import type { Logger } from '../log';
 import { nullLogger } from '../log';
 import { contain } from '../guard';
-import { PciFunction } from '../pci';
-import type { PciLinkSpeedCode } from '../pci/registers';
+import { PciFunction, type PciLinkSpeedCode } from '../pci';
 import type { GuestMemory } from '../vfio-user/guest-memory';
 import type { ResetReason } from '../vfio-user/device';
 import { Bar0Counters, Bar0Registers, BAR0_INDEX, bar0Msix } from './bar0';
@@ -15,17 +14,14 @@ import { executeCommand, CommandContext, P4DeviceControl } from './commands';
 import { IONIC_CLASS_ETHERNET, IONIC_DEVICE_ID_ETH_PF, IONIC_SUBSYSTEM_ID, IONIC_VENDOR_ID } from './constants';
 import { BAR2_INDEX, BAR2_SIZE, DoorbellBar, DoorbellCounters } from './doorbells';
 import { FaultInjector } from './fault-injection';
-import type { FrameEndpoint, HostLink } from './frames';
+import type { FrameEndpoint, HostLink } from '../net/frame-endpoint';
 import { InterruptController } from './interrupts';
-import { bar0 as B0 } from './layouts';
+import { bar0 } from './layouts';
 import { Lif } from './lif';
 import type { NicProfile } from './profile';
 import { RdmaEngine } from './rdma/engine';
-import { installRdmaBackend, RdmaBackend } from '../rdma/backends';
-import { MeshDataPath } from '../rdma/datapath/mesh';
-import { NvmeofDataPath } from '../targets/nvmeof/rdma';
-import { S3Endpoint } from '../targets/s3/endpoint';
-import { MrTableDma } from '../targets/s3/guest-dma';
+import type { RdmaBackend } from '../rdma/backend';
+import { installWqeExecutor } from '../rdma/executor';
 import { rdmaEnabled } from './rdma/identity';
 import { DeviceStats } from './stats';
 
@@ -38,7 +34,7 @@ export interface IonicDeviceOptions {
   readonly link?: HostLink | null;
   readonly faults?: FaultInjector;
   readonly log?: Logger;
-  /** What executes RDMA work (lib/rdma/backends.ts); default loopback. */
+  /** What executes RDMA work (lib/backends/ builds them); default: the WQE executor alone (loopback). */
   readonly rdmaBackend?: RdmaBackend;
 }
 
@@ -59,13 +55,8 @@ export class IonicDevice {
   readonly lif: Lif;
   /** The RDMA half (bootstrap, admin queues, resources), or null for an Ethernet-only profile. */
   readonly rdma: RdmaEngine | null;
-  /** The mesh data path, with `--backend tcp:...` (null otherwise). */
-  readonly meshDataPath: MeshDataPath | null;
-  /** The NVMe-oF target's data path, with `--backend nvmeof` (null otherwise). */
-  readonly nvmeofDataPath: NvmeofDataPath | null;
-  /** The S3 store's endpoint on the segment, with `--backend s3` (null otherwise). */
-  readonly s3: S3Endpoint | null;
-  readonly #mesh: { setConsumerPresent(present: boolean): number } | null;
+  /** What executes RDMA work, plugged into `rdma` and the segment when the device was built (null: the executor alone). */
+  readonly backend: RdmaBackend | null;
   readonly stats: DeviceStats;
   readonly faults: FaultInjector;
   readonly counters: DeviceCounters = { bar0Reads: 0, bar0Writes: 0, doorbells: 0, devCmds: 0, resets: 0 };
@@ -95,27 +86,14 @@ export class IonicDevice {
     this.rdma = rdmaEnabled(opts.profile)
       ? new RdmaEngine({ profile: opts.profile, memory, interrupts: this.interrupts, faults: this.faults, log: this.#log })
       : null;
-    const backend = opts.rdmaBackend ?? 'loopback';
-    const installed = this.rdma ? installRdmaBackend(backend, this.rdma) : null;
-    this.meshDataPath = installed instanceof MeshDataPath ? installed : null;
-    this.nvmeofDataPath = installed instanceof NvmeofDataPath ? installed : null;
-    if (this.meshDataPath) {
-      // The mesh learns our guest's GIDs from what it transmits (never claiming a frame).
-      const dp = this.meshDataPath;
-      this.lif.endpoints.push({ claimTx(frame) { dp.observeTx(frame); return false; } });
-    }
-    // The NVMe-oF target is a host on the segment: it answers ARP and ping for its address.
-    if (this.nvmeofDataPath) this.lif.endpoints.push(this.nvmeofDataPath.segment((frame) => this.lif.sendToGuest(frame)));
-    // The S3 store is a host on the segment too, first to see the guest's frames (before any P4 segment);
-    // token requests reach guest memory through the MR table (no RDMA profile: token requests answer 501).
-    const s3 = typeof backend !== 'string' && 's3' in backend ? backend.s3 : null;
-    this.s3 = s3 ? S3Endpoint.create(s3.options, s3.store, {
-      send: (frame) => this.lif.sendToGuest(frame),
-      ...(this.rdma ? { dma: new MrTableDma(this.rdma) } : {}),
-      ...(s3.credentials ? { credentials: s3.credentials } : {}),
-    }) : null;
-    if (this.s3) this.lif.endpoints.unshift(this.s3);
-    this.#mesh = typeof backend !== 'string' && 'mesh' in backend ? backend.mesh : null;
+    // The backend's hosts on the segment come before any added later (a P4 segment).
+    this.backend = opts.rdmaBackend ?? null;
+    if (this.backend) {
+      this.backend.attach(this.rdma, {
+        send: (frame) => this.lif.sendToGuest(frame),
+        addEndpoint: (e) => { this.lif.endpoints.push(e); },
+      });
+    } else if (this.rdma) installWqeExecutor(this.rdma);
     this.#ctx = {
       profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
       counts: this.commandCounts, rdma: this.rdma, p4: null,
@@ -128,14 +106,14 @@ export class IonicDevice {
       subsystemVendorId: IONIC_VENDOR_ID, subsystemId: IONIC_SUBSYSTEM_ID,
       classCode: IONIC_CLASS_ETHERNET, revision: opts.profile.asicRev,
       bars: [
-        { index: BAR0_INDEX, size: B0.SIZE, kind: 'mem64', handler: this.#bar0 },
+        { index: BAR0_INDEX, size: bar0.SIZE, kind: 'mem64', handler: this.#bar0 },
         { index: BAR2_INDEX, size: BAR2_SIZE, kind: 'mem64', handler: this.#doorbells },
       ],
       msix: bar0Msix(opts.profile.msixVectors),
       intx: true,
       pcie: { maxLinkSpeed: pcieSpeedFor(opts.profile.linkSpeedMbps), maxLinkWidth: 16 },
       onReset: (reason: ResetReason) => this.#onPciReset(reason),
-      onAttach: () => { this.#mesh?.setConsumerPresent(true); },
+      onAttach: () => { this.backend?.consumerPresent?.(true); },
       onDetach: () => this.#onDetach(),
     });
     // A frame from the host arrives on its own event; a bug in receiving it costs the frame.
@@ -180,9 +158,7 @@ export class IonicDevice {
   }
 
   #onDetach(): void {
-    this.#mesh?.setConsumerPresent(false);
-    // The VM is gone: so are its TCP connections to the store (a device reset keeps them: the guest's sockets outlive a driver reload).
-    this.s3?.dropGuestConnections();
+    this.backend?.consumerPresent?.(false);
     // The guest's memory is gone: stop every queue and block write; the next driver re-probes.
     this.lif.reset();
     this.lif.mac = Buffer.from(this.#stationMac); // fix: a new VM starts with the configured MAC

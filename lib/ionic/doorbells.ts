@@ -14,7 +14,7 @@ import type { Logger } from '../log';
 import { RateLimiter, warnLimited } from '../log';
 import type { BarHandler } from '../pci/bars';
 import { GUEST_PAGE_SIZE, QType } from './constants';
-import { ionic_doorbell as DB, getField } from './layouts';
+import { ionic_doorbell, getField } from './layouts';
 import type { Lif } from './lif';
 import type { RdmaEngine } from './rdma/engine';
 
@@ -25,7 +25,7 @@ export const BAR2_SIZE = 4 << 20;
 /** Valid bits of the ring field (ionic_regs.h IONIC_DBELL_RING_MASK). */
 const IONIC_DBELL_RING_MASK = 0x7;
 /** Bytes written by each half of a split doorbell write. */
-const DB_HALF = DB.SIZE / 2;
+const DB_HALF = ionic_doorbell.SIZE / 2;
 /** Doorbells whose low half waits for its high half, at most (a guest writing only low halves cannot grow the table). */
 const MAX_PENDING_HALVES = 1024;
 
@@ -38,10 +38,10 @@ interface Doorbell {
 
 /** Decode the struct ionic_doorbell at the start of `value` into `out`. */
 function decodeDoorbell(value: Buffer, out: Doorbell): Doorbell {
-  out.pIndex = getField(value, 0, DB.p_index);
-  out.ring = getField(value, 0, DB.ring) & IONIC_DBELL_RING_MASK;
+  out.pIndex = getField(value, 0, ionic_doorbell.p_index);
+  out.ring = getField(value, 0, ionic_doorbell.ring) & IONIC_DBELL_RING_MASK;
   // qid is 24 bits: qid_lo holds its low byte, qid_hi the 16 bits above.
-  out.qid = getField(value, 0, DB.qid_lo) | (getField(value, 0, DB.qid_hi) << (8 * DB.qid_lo.size));
+  out.qid = getField(value, 0, ionic_doorbell.qid_lo) | (getField(value, 0, ionic_doorbell.qid_hi) << (8 * ionic_doorbell.qid_lo.size));
   return out;
 }
 
@@ -67,7 +67,7 @@ export class DoorbellBar implements BarHandler {
   /** Low halves of doorbells written as two 32-bit writes, by doorbell address. */
   readonly #lowHalves = new Map<number, Buffer>();
   /** Scratch for a doorbell put together from two halves. */
-  readonly #joined = Buffer.alloc(DB.SIZE);
+  readonly #joined = Buffer.alloc(ionic_doorbell.SIZE);
   readonly #decoded: Doorbell = { qid: 0, ring: 0, pIndex: 0 };
 
   constructor(opts: DoorbellOptions) {
@@ -89,11 +89,11 @@ export class DoorbellBar implements BarHandler {
 
   write(offset: number, src: Buffer): number {
     const inPage = offset % GUEST_PAGE_SIZE;
-    const hwType = Math.floor(inPage / DB.SIZE);
-    const inDoorbell = inPage % DB.SIZE;
+    const hwType = Math.floor(inPage / ionic_doorbell.SIZE);
+    const inDoorbell = inPage % ionic_doorbell.SIZE;
     // Split writes are paired per doorbell address (page and slot), low half first.
     const key = offset - inDoorbell;
-    if (src.length === DB.SIZE && inDoorbell === 0) {
+    if (src.length === ionic_doorbell.SIZE && inDoorbell === 0) {
       this.#ring(hwType, src);
     } else if (src.length === DB_HALF && inDoorbell === 0) {
       if (this.#lowHalves.size >= MAX_PENDING_HALVES) this.#lowHalves.clear();

@@ -1,48 +1,19 @@
-// Where Ethernet frames go outside the device: a host TAP, in-process
-// endpoints (the S3 store, the P4 engine), or nowhere.
+// What the Ethernet function reads of a frame to place it: the hash of its
+// flow (RSS steering) and the kind of its destination address (RX filtering
+// and the ucast/mcast/bcast counters).
 //
-// TX: the device offers each transmitted frame to the endpoints in order; the
-// first that claims it keeps it; otherwise it goes to the TAP, or is counted
-// and discarded without one. RX: a frame from the TAP is offered to the
-// endpoints too, then steered to a guest RX queue. Endpoints can also queue
-// frames for the guest; unlike TAP frames, those wait for a buffer, in order.
+// Where frames go outside the device (lib/net/frame-endpoint.ts): TX, the
+// device offers each transmitted frame to the endpoints in order; the first
+// that claims it keeps it; otherwise it goes to the TAP, or is counted and
+// discarded without one. RX: a frame from the TAP is offered to the endpoints
+// too, then steered to a guest RX queue. Endpoints can also queue frames for
+// the guest; unlike TAP frames, those wait for a buffer, in order.
 
 import { Field, getField, RawField } from '../../protocol/field';
 import {
   ETH_BROADCAST, ETH_MULTICAST_BIT, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, IPPROTO_TCP, IPPROTO_UDP, IPV4_IHL_MASK,
   IPV4_IHL_UNIT, ipv6hdr, tcphdr, vlan_ethhdr,
 } from '../net/headers';
-import type { FrameOffload } from './offload/vnet';
-
-/** An in-process party on the device's Ethernet segment. */
-export interface FrameEndpoint {
-  /** A frame the guest sent. Return true to claim it (it goes no further). `frame` is valid during the call only. */
-  claimTx?(frame: Buffer): boolean;
-  /** A frame from the host TAP on its way to the guest. Return true to claim it. */
-  claimRx?(frame: Buffer): boolean;
-}
-
-/** The host side of the wire: something frames can be written to and read from. */
-export interface HostLink {
-  readonly name: string;
-  /** send() takes an `offload`: the host finishes partial checksums and segments TCP super-frames (a TAP with IFF_VNET_HDR). */
-  readonly offloads?: boolean;
-  /** Send one frame to the host. Returns false when it could not be sent (counted as a TX error). */
-  send(frame: Buffer, offload?: FrameOffload): boolean;
-  /**
-   * Start delivering received frames (event driven). `frame` (and `offload`,
-   * what the host left unfinished, or null) are valid during the call only.
-   */
-  start(onFrame: (frame: Buffer, offload?: FrameOffload | null) => void): void;
-  /**
-   * Stop delivering frames until resume(): the guest has no RX buffer, and
-   * the host's own queue should hold the frames (backpressure, as QEMU gives
-   * its virtio-net) rather than us dropping them. Optional.
-   */
-  pause?(): void;
-  resume?(): void;
-  close(): void;
-}
 
 /** Hash of the flow a frame belongs to (addresses and ports when present), stable for the life of the process. */
 export function flowHash(frame: Buffer): number {

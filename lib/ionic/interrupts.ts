@@ -11,7 +11,7 @@
 // values are stored for read-back; we deliver at once (no timers).
 
 import { IONIC_INTR_CRED_COUNT_MASK, IONIC_INTR_CRED_UNMASK } from './constants';
-import { ionic_intr as R } from './layouts';
+import { ionic_intr } from './layouts';
 
 interface InterruptSink {
   /** Deliver MSI-X vector `v` (the PCI layer latches it if MSI-X itself is masked). */
@@ -74,31 +74,31 @@ export class InterruptController {
 
   /** Read a 32-bit register of the block at `offset` (relative to 0x2000). */
   read32(offset: number): number {
-    const v = Math.floor(offset / R.SIZE);
+    const v = Math.floor(offset / ionic_intr.SIZE);
     if (v >= this.vectors) return 0;
-    switch (offset % R.SIZE) {
-      case R.coal_init.off: return this.#coalInit[v]!;
-      case R.mask.off: return this.#mask[v]!;
+    switch (offset % ionic_intr.SIZE) {
+      case ionic_intr.coal_init.off: return this.#coalInit[v]!;
+      case ionic_intr.mask.off: return this.#mask[v]!;
       // Bits 0..15 hold the signed outstanding count.
-      case R.credits.off: return this.#credits[v]! & 0xffff;
-      case R.mask_assert.off: return this.#maskAssert[v]!;
+      case ionic_intr.credits.off: return this.#credits[v]! & 0xffff;
+      case ionic_intr.mask_assert.off: return this.#maskAssert[v]!;
       default: return 0;
     }
   }
 
   /** Write a 32-bit register. Unknown offsets are read-only or reserved: dropped. */
   write32(offset: number, value: number): void {
-    const v = Math.floor(offset / R.SIZE);
+    const v = Math.floor(offset / ionic_intr.SIZE);
     if (v >= this.vectors) return;
-    switch (offset % R.SIZE) {
-      case R.coal_init.off:
+    switch (offset % ionic_intr.SIZE) {
+      case ionic_intr.coal_init.off:
         this.#coalInit[v] = value >>> 0;
         return;
-      case R.mask.off:
+      case ionic_intr.mask.off:
         this.#mask[v] = value & 1;
         if (!this.#mask[v]) this.#replay(v);
         return;
-      case R.credits.off: {
+      case ionic_intr.credits.off: {
         const returned = value & IONIC_INTR_CRED_COUNT_MASK;
         this.#credits[v] = Math.max(0, this.#credits[v]! - returned);
         if (value & IONIC_INTR_CRED_UNMASK) {
@@ -107,7 +107,7 @@ export class InterruptController {
         }
         return;
       }
-      case R.mask_assert.off:
+      case ionic_intr.mask_assert.off:
         this.#maskAssert[v] = value & 1;
         return;
       default:

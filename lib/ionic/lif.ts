@@ -12,7 +12,8 @@ import { guardedImmediate } from '../guard';
 import type { GuestMemory } from '../vfio-user/guest-memory';
 import { QType, RxMode } from './constants';
 import type { FaultInjector } from './fault-injection';
-import { AddrKind, destinationKind, flowHash, FrameEndpoint, HostLink } from './frames';
+import { AddrKind, destinationKind, flowHash } from './frames';
+import type { FrameEndpoint, HostLink } from '../net/frame-endpoint';
 import type { InterruptController } from './interrupts';
 import { ionic_lif_stats } from './layouts';
 import { AdminQueue, EthQueue, NotifyQueue, QUEUE_BUDGET, RxCsumFlag, RxMeta, RxQueue, RxResult, TxPacket, TxQueue, TxResult } from './queues';
@@ -21,7 +22,7 @@ import { EthHw } from './offload/features';
 import { PacketInfo, rxPktType } from './offload/packet';
 import { finishPartialChecksum, MIN_MSS, segmentCount, writeTcpSegment } from './offload/segment';
 import { MAX_SEGMENT, TxOffload, TxSink, TxVerdict } from './offload/transmit';
-import { FrameOffload } from './offload/vnet';
+import { FrameOffload } from '../net/vnet';
 import { ETH_P_8021Q, ethhdr, IPPROTO_TCP, vlan_ethhdr } from '../net/headers';
 import type { DeviceStats } from './stats';
 

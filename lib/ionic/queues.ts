@@ -121,14 +121,15 @@ const MAX_TSO_FRAME = 65536;
 export const TX_HEADROOM = 4;
 
 /** ionic_txq_desc.cmd flag bits (bits 0..3). L3/L4 go with CSUM_HW, SOT/EOT with TSO. */
-export const enum TxFlag {
-  VLAN = 0x1,
-  ENCAP = 0x2,
-  CSUM_L3 = 0x4,
-  CSUM_L4 = 0x8,
-  TSO_SOT = 0x4,
-  TSO_EOT = 0x8,
-}
+export const TxFlag = {
+  VLAN: 0x1,
+  ENCAP: 0x2,
+  // The same bits mean L3/L4 under CSUM_HW and start/end of a TSO run under TSO (the driver's layout).
+  CSUM_L3: 0x4,
+  CSUM_L4: 0x8,
+  TSO_SOT: 0x4,
+  TSO_EOT: 0x8,
+} as const;
 
 export const enum TxResult {
   SENT,

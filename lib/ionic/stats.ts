@@ -10,16 +10,16 @@ import type { GuestMemory } from '../vfio-user/guest-memory';
 import { guardedTimeout } from '../guard';
 import { Logger, nullLogger } from '../log';
 import { AddrKind } from './frames';
-import { ionic_lif_info, ionic_lif_stats as L, ionic_port_info, ionic_port_stats as P, setField } from './layouts';
+import { ionic_lif_info, ionic_lif_stats, ionic_port_info, ionic_port_stats, setField } from './layouts';
 import { le } from '../../protocol/field';
 import type { Field } from '../../protocol/field';
 
 export class DeviceStats {
   /** ionic_lif_stats image, 128 u64 (kept as doubles: exact below 2^53). */
-  readonly lif = new Float64Array(L.SIZE / 8);
-  readonly port = new Float64Array(P.SIZE / 8);
-  readonly #lifBlock = Buffer.alloc(L.SIZE);
-  readonly #portBlock = Buffer.alloc(P.SIZE);
+  readonly lif = new Float64Array(ionic_lif_stats.SIZE / 8);
+  readonly port = new Float64Array(ionic_port_stats.SIZE / 8);
+  readonly #lifBlock = Buffer.alloc(ionic_lif_stats.SIZE);
+  readonly #portBlock = Buffer.alloc(ionic_port_stats.SIZE);
   #timer: NodeJS.Timeout | null = null;
   #dirty = false;
   /** Where to write; 0 = not set (before LIF_INIT/PORT_INIT or after a reset). */
@@ -36,49 +36,49 @@ export class DeviceStats {
 
   rxFrame(kind: AddrKind, bytes: number): void {
     const s = this.lif;
-    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, L.rx_ucast_packets); DeviceStats.inc(s, L.rx_ucast_bytes, bytes); DeviceStats.inc(this.port, P.frames_rx_unicast); }
-    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, L.rx_mcast_packets); DeviceStats.inc(s, L.rx_mcast_bytes, bytes); DeviceStats.inc(this.port, P.frames_rx_multicast); }
-    else { DeviceStats.inc(s, L.rx_bcast_packets); DeviceStats.inc(s, L.rx_bcast_bytes, bytes); DeviceStats.inc(this.port, P.frames_rx_broadcast); }
-    DeviceStats.inc(this.port, P.frames_rx_ok);
-    DeviceStats.inc(this.port, P.frames_rx_all);
-    DeviceStats.inc(this.port, P.octets_rx_ok, bytes);
-    DeviceStats.inc(this.port, P.octets_rx_all, bytes);
+    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, ionic_lif_stats.rx_ucast_packets); DeviceStats.inc(s, ionic_lif_stats.rx_ucast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_rx_unicast); }
+    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, ionic_lif_stats.rx_mcast_packets); DeviceStats.inc(s, ionic_lif_stats.rx_mcast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_rx_multicast); }
+    else { DeviceStats.inc(s, ionic_lif_stats.rx_bcast_packets); DeviceStats.inc(s, ionic_lif_stats.rx_bcast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_rx_broadcast); }
+    DeviceStats.inc(this.port, ionic_port_stats.frames_rx_ok);
+    DeviceStats.inc(this.port, ionic_port_stats.frames_rx_all);
+    DeviceStats.inc(this.port, ionic_port_stats.octets_rx_ok, bytes);
+    DeviceStats.inc(this.port, ionic_port_stats.octets_rx_all, bytes);
     this.changed();
   }
 
   rxDrop(kind: AddrKind, bytes: number, why: 'no-buffer' | 'disabled' | 'error'): void {
     const s = this.lif;
-    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, L.rx_ucast_drop_packets); DeviceStats.inc(s, L.rx_ucast_drop_bytes, bytes); }
-    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, L.rx_mcast_drop_packets); DeviceStats.inc(s, L.rx_mcast_drop_bytes, bytes); }
-    else { DeviceStats.inc(s, L.rx_bcast_drop_packets); DeviceStats.inc(s, L.rx_bcast_drop_bytes, bytes); }
-    if (why === 'no-buffer') DeviceStats.inc(s, L.rx_queue_empty);
-    else if (why === 'disabled') DeviceStats.inc(s, L.rx_queue_disabled);
-    else DeviceStats.inc(s, L.rx_dma_error);
-    DeviceStats.inc(this.port, P.frames_rx_all);
-    DeviceStats.inc(this.port, P.octets_rx_all, bytes);
+    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, ionic_lif_stats.rx_ucast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.rx_ucast_drop_bytes, bytes); }
+    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, ionic_lif_stats.rx_mcast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.rx_mcast_drop_bytes, bytes); }
+    else { DeviceStats.inc(s, ionic_lif_stats.rx_bcast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.rx_bcast_drop_bytes, bytes); }
+    if (why === 'no-buffer') DeviceStats.inc(s, ionic_lif_stats.rx_queue_empty);
+    else if (why === 'disabled') DeviceStats.inc(s, ionic_lif_stats.rx_queue_disabled);
+    else DeviceStats.inc(s, ionic_lif_stats.rx_dma_error);
+    DeviceStats.inc(this.port, ionic_port_stats.frames_rx_all);
+    DeviceStats.inc(this.port, ionic_port_stats.octets_rx_all, bytes);
     this.changed();
   }
 
   txFrame(kind: AddrKind, bytes: number): void {
     const s = this.lif;
-    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, L.tx_ucast_packets); DeviceStats.inc(s, L.tx_ucast_bytes, bytes); DeviceStats.inc(this.port, P.frames_tx_unicast); }
-    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, L.tx_mcast_packets); DeviceStats.inc(s, L.tx_mcast_bytes, bytes); DeviceStats.inc(this.port, P.frames_tx_multicast); }
-    else { DeviceStats.inc(s, L.tx_bcast_packets); DeviceStats.inc(s, L.tx_bcast_bytes, bytes); DeviceStats.inc(this.port, P.frames_tx_broadcast); }
-    DeviceStats.inc(this.port, P.frames_tx_ok);
-    DeviceStats.inc(this.port, P.frames_tx_all);
-    DeviceStats.inc(this.port, P.octets_tx_ok, bytes);
-    DeviceStats.inc(this.port, P.octets_tx_total, bytes);
+    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, ionic_lif_stats.tx_ucast_packets); DeviceStats.inc(s, ionic_lif_stats.tx_ucast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_tx_unicast); }
+    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, ionic_lif_stats.tx_mcast_packets); DeviceStats.inc(s, ionic_lif_stats.tx_mcast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_tx_multicast); }
+    else { DeviceStats.inc(s, ionic_lif_stats.tx_bcast_packets); DeviceStats.inc(s, ionic_lif_stats.tx_bcast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_tx_broadcast); }
+    DeviceStats.inc(this.port, ionic_port_stats.frames_tx_ok);
+    DeviceStats.inc(this.port, ionic_port_stats.frames_tx_all);
+    DeviceStats.inc(this.port, ionic_port_stats.octets_tx_ok, bytes);
+    DeviceStats.inc(this.port, ionic_port_stats.octets_tx_total, bytes);
     this.changed();
   }
 
   txDrop(kind: AddrKind, bytes: number, why: 'error' | 'desc'): void {
     const s = this.lif;
-    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, L.tx_ucast_drop_packets); DeviceStats.inc(s, L.tx_ucast_drop_bytes, bytes); }
-    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, L.tx_mcast_drop_packets); DeviceStats.inc(s, L.tx_mcast_drop_bytes, bytes); }
-    else { DeviceStats.inc(s, L.tx_bcast_drop_packets); DeviceStats.inc(s, L.tx_bcast_drop_bytes, bytes); }
-    DeviceStats.inc(s, why === 'desc' ? L.tx_desc_data_error : L.tx_queue_error);
-    DeviceStats.inc(this.port, P.frames_tx_bad);
-    DeviceStats.inc(this.port, P.frames_tx_all);
+    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, ionic_lif_stats.tx_ucast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.tx_ucast_drop_bytes, bytes); }
+    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, ionic_lif_stats.tx_mcast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.tx_mcast_drop_bytes, bytes); }
+    else { DeviceStats.inc(s, ionic_lif_stats.tx_bcast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.tx_bcast_drop_bytes, bytes); }
+    DeviceStats.inc(s, why === 'desc' ? ionic_lif_stats.tx_desc_data_error : ionic_lif_stats.tx_queue_error);
+    DeviceStats.inc(this.port, ionic_port_stats.frames_tx_bad);
+    DeviceStats.inc(this.port, ionic_port_stats.frames_tx_all);
     this.changed();
   }
 

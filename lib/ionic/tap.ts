@@ -10,8 +10,8 @@
 
 import * as fs from 'fs';
 import * as native from '../native';
-import type { HostLink } from './frames';
-import { FrameOffload, TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN, virtio_net_hdr } from './offload/vnet';
+import type { HostLink } from '../net/frame-endpoint';
+import { FrameOffload, TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN, virtio_net_hdr } from '../net/vnet';
 
 /** Reads per readiness event before letting other work run. */
 const READS_PER_EVENT = 64;

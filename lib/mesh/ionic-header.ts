@@ -5,9 +5,9 @@
 // built on these.
 
 import { getField, le, setField } from '../../protocol/field';
-import { ionic_wire_hdr as H, IONIC_WIRE_MAGIC } from './layouts';
+import { ionic_wire_hdr, IONIC_WIRE_MAGIC } from './layouts';
 
-export const IONIC_WIRE_HEADER_SIZE = H.SIZE;
+export const IONIC_WIRE_HEADER_SIZE = ionic_wire_hdr.SIZE;
 
 /** The fields of one header (reused: decode into it, encode from it). */
 export interface WireHeader {
@@ -38,26 +38,26 @@ export function newWireHeader(): WireHeader {
 }
 
 /** The 64-bit little-endian operands as their 32-bit halves (no bigint per message). */
-const half = (f: typeof H.swap_add, hi: boolean) => le(f.off + (hi ? 4 : 0), 4);
-const SWAP_LO = half(H.swap_add, false);
-const SWAP_HI = half(H.swap_add, true);
-const CMP_LO = half(H.compare, false);
-const CMP_HI = half(H.compare, true);
+const half = (f: typeof ionic_wire_hdr.swap_add, hi: boolean) => le(f.off + (hi ? 4 : 0), 4);
+const SWAP_LO = half(ionic_wire_hdr.swap_add, false);
+const SWAP_HI = half(ionic_wire_hdr.swap_add, true);
+const CMP_LO = half(ionic_wire_hdr.compare, false);
+const CMP_HI = half(ionic_wire_hdr.compare, true);
 
 /** Write `h` into buf[0, 60). */
 export function writeWireHeader(buf: Buffer, h: WireHeader): void {
-  setField(buf, 0, H.magic, IONIC_WIRE_MAGIC);
-  setField(buf, 0, H.op, h.op);
-  setField(buf, 0, H.atomic_cs, h.atomicCs ? 1 : 0);
-  setField(buf, 0, H.rsvd, h.flags);
-  setField(buf, 0, H.src_qp_id, h.srcQp >>> 0);
-  setField(buf, 0, H.dst_qp_id, h.dstQp >>> 0);
-  setField(buf, 0, H.req_id, h.reqId >>> 0);
-  setField(buf, 0, H.rkey, h.rkey >>> 0);
-  setField(buf, 0, H.length, h.length >>> 0);
-  setField(buf, 0, H.imm_be, h.imm >>> 0);
-  setField(buf, 0, H.status, h.status >>> 0);
-  setField(buf, 0, H.remote_va, h.remoteVa);
+  setField(buf, 0, ionic_wire_hdr.magic, IONIC_WIRE_MAGIC);
+  setField(buf, 0, ionic_wire_hdr.op, h.op);
+  setField(buf, 0, ionic_wire_hdr.atomic_cs, h.atomicCs ? 1 : 0);
+  setField(buf, 0, ionic_wire_hdr.rsvd, h.flags);
+  setField(buf, 0, ionic_wire_hdr.src_qp_id, h.srcQp >>> 0);
+  setField(buf, 0, ionic_wire_hdr.dst_qp_id, h.dstQp >>> 0);
+  setField(buf, 0, ionic_wire_hdr.req_id, h.reqId >>> 0);
+  setField(buf, 0, ionic_wire_hdr.rkey, h.rkey >>> 0);
+  setField(buf, 0, ionic_wire_hdr.length, h.length >>> 0);
+  setField(buf, 0, ionic_wire_hdr.imm_be, h.imm >>> 0);
+  setField(buf, 0, ionic_wire_hdr.status, h.status >>> 0);
+  setField(buf, 0, ionic_wire_hdr.remote_va, h.remoteVa);
   setField(buf, 0, SWAP_LO, h.swapAddLo >>> 0);
   setField(buf, 0, SWAP_HI, h.swapAddHi >>> 0);
   setField(buf, 0, CMP_LO, h.compareLo >>> 0);
@@ -66,17 +66,17 @@ export function writeWireHeader(buf: Buffer, h: WireHeader): void {
 
 /** Read a received header (the mesh checked its magic) into `out`. remoteVa above 2^53 reads as -1. */
 export function readWireHeader(buf: Buffer, out: WireHeader): void {
-  out.op = getField(buf, 0, H.op);
-  out.atomicCs = getField(buf, 0, H.atomic_cs) === 1;
-  out.flags = getField(buf, 0, H.rsvd);
-  out.srcQp = getField(buf, 0, H.src_qp_id);
-  out.dstQp = getField(buf, 0, H.dst_qp_id);
-  out.reqId = getField(buf, 0, H.req_id);
-  out.rkey = getField(buf, 0, H.rkey);
-  out.length = getField(buf, 0, H.length);
-  out.imm = getField(buf, 0, H.imm_be);
-  out.status = getField(buf, 0, H.status);
-  out.remoteVa = getField(buf, 0, H.remote_va);
+  out.op = getField(buf, 0, ionic_wire_hdr.op);
+  out.atomicCs = getField(buf, 0, ionic_wire_hdr.atomic_cs) === 1;
+  out.flags = getField(buf, 0, ionic_wire_hdr.rsvd);
+  out.srcQp = getField(buf, 0, ionic_wire_hdr.src_qp_id);
+  out.dstQp = getField(buf, 0, ionic_wire_hdr.dst_qp_id);
+  out.reqId = getField(buf, 0, ionic_wire_hdr.req_id);
+  out.rkey = getField(buf, 0, ionic_wire_hdr.rkey);
+  out.length = getField(buf, 0, ionic_wire_hdr.length);
+  out.imm = getField(buf, 0, ionic_wire_hdr.imm_be);
+  out.status = getField(buf, 0, ionic_wire_hdr.status);
+  out.remoteVa = getField(buf, 0, ionic_wire_hdr.remote_va);
   out.swapAddLo = getField(buf, 0, SWAP_LO);
   out.swapAddHi = getField(buf, 0, SWAP_HI);
   out.compareLo = getField(buf, 0, CMP_LO);

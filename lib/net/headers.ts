@@ -1,9 +1,9 @@
 // Network headers as named-offset tables (Linux's struct names; all network
 // byte order), and the few values their fields take here. One home for every
 // user: the Ethernet function's flow hash (lib/ionic/frames.ts), the RoCEv2
-// header templates and GRH (lib/rdma/net-headers.ts adds the RoCE GID and
-// re-exports these), and the synthetic frames of vfio-user captures
-// (lib/vfio-user/pcapng.ts).
+// header templates and GRH (lib/rdma: address.ts adds the RoCE GID), the
+// hosts on the guest's segment (this folder), and the synthetic frames of
+// vfio-user captures (lib/vfio-user/pcapng.ts).
 
 import { be, raw } from '../../protocol/field';
 
@@ -41,6 +41,9 @@ export const tcphdr = {
 
 /** Multicast bit of the first byte of a MAC address (the I/G bit). */
 export const ETH_MULTICAST_BIT = 0x01;
+/** Bytes of a MAC address, of an IPv4 address. */
+export const ETH_ALEN = 6;
+export const IPV4_ALEN = 4;
 /** The broadcast MAC address. */
 export const ETH_BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 

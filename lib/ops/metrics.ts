@@ -14,7 +14,8 @@
 import { p4Families } from './p4-stats';
 import { Registry } from 'prom-client';
 import type { IonicDevice } from '../ionic/device';
-import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
+import type { MeshDataPath } from '../rdma/datapath/mesh';
+import { DeviceCounter, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
 import { connectionState } from './activity';
 import { counterName, Emit, FamilySpec, qpCounterName, rdmaCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
@@ -86,7 +87,7 @@ const QP_HELP: Readonly<Record<string, string>> = {
 const ACTIVE = new Set(['qps_active', 'cqs_active', 'mrs_active', 'ahs_active', 'srqs_active']);
 
 type MeshStats = ReturnType<MeshStatsSource['stats']>;
-type MeshDpStats = NonNullable<IonicDevice['meshDataPath']>['stats'];
+type MeshDpStats = MeshDataPath['stats'];
 
 /** The mesh families: name, type, help, and where the value is. */
 const MESH_FAMILIES: readonly (readonly [name: string, type: 'counter' | 'gauge', help: string, read: (m: MeshStats | undefined, dp: MeshDpStats | undefined) => number | undefined])[] = [
@@ -153,9 +154,9 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   if (e0) {
     const c = e0.counters;
     add('port_data_transmitted_bytes_total', 'counter', 'RDMA payload bytes sent by this device\'s requesters (SEND and RDMA WRITE)',
-      (e) => e(c.get(DC.tx_bytes) + c.get(DC.rdma_write_bytes), ib), ['device', 'port']);
+      (e) => e(c.get(DeviceCounter.tx_bytes) + c.get(DeviceCounter.rdma_write_bytes), ib), ['device', 'port']);
     add('port_data_received_bytes_total', 'counter', 'RDMA payload bytes received (SEND into receive buffers, RDMA READ responses)',
-      (e) => e(c.get(DC.rx_bytes) + c.get(DC.rdma_read_bytes), ib), ['device', 'port']);
+      (e) => e(c.get(DeviceCounter.rx_bytes) + c.get(DeviceCounter.rdma_read_bytes), ib), ['device', 'port']);
     DEVICE_COUNTER_NAMES.forEach((name, i) => {
       if (ACTIVE.has(name)) return;
       add(rdmaCounterName(name), 'counter', RDMA_HELP[name] ?? name, (e) => e(c.get(i), ib), ['device', 'port']);
@@ -189,9 +190,9 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   }
 
   // ---- the TCP mesh ------------------------------------------------------------------------------
-  if (src.mesh || d.meshDataPath) {
+  if (src.mesh || src.meshDataPath) {
     for (const [name, type, help, read] of MESH_FAMILIES) add(name, type, help, (e) => {
-      const v = read(src.mesh?.stats(), d.meshDataPath?.stats);
+      const v = read(src.mesh?.stats(), src.meshDataPath?.stats);
       if (v !== undefined) e(v);
     });
     add('mesh_node_id', 'gauge', 'This server\'s mesh node id, by role (absent until registered)', (e) => {

@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { isValidIfName } from './netdev';
 import { formatHostPort, gidToText, isLoopbackAddress } from '../mesh/address';
-import { linkLocalGid as linkLocalGidBytes } from '../rdma/datapath/mesh/gid-learning';
+import { linkLocalGid } from '../rdma/datapath/mesh/gid-learning';
 import { NODES_PER_ADDRESS } from '../mesh/limits';
 
 /** Defaults of the C rocm-ernic's service environment (/etc/rocm-ernic/rocm-ernic.env). */
@@ -112,8 +112,8 @@ export function macText(b: Buffer): string {
 }
 
 /** The IPv6 link-local address (modified EUI-64) of a MAC, as text: what a Linux guest's GID 0 is. */
-export function linkLocalGid(mac: string): string {
-  return gidToText(linkLocalGidBytes(Buffer.from(mac.split(/[:-]/).map((h) => parseInt(h, 16)))));
+export function linkLocalGidText(mac: string): string {
+  return gidToText(linkLocalGid(Buffer.from(mac.split(/[:-]/).map((h) => parseInt(h, 16)))));
 }
 
 const MAC_TEXT = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
@@ -140,7 +140,7 @@ export function planInstances(o: HostPlanOptions): PlanResult {
     if (!MAC_TEXT.test(mac) || parseInt(mac.slice(0, 2), 16) & 1) return { ok: false, error: `MAC of instance ${id} (${mac}): expected a unicast address like 02:00:00:00:00:01` };
     if (seenMacs.has(mac)) return { ok: false, error: `MAC ${mac} is given to two instances` };
     seenMacs.add(mac);
-    const gid = o.gids?.get(id) ?? linkLocalGid(mac);
+    const gid = o.gids?.get(id) ?? linkLocalGidText(mac);
     const role = o.tcpPort === null ? 'single' : id === 0 ? 'manager' : 'worker';
     const backend = o.tcpPort === null ? o.backend : id === 0 ? managerBackend(o.managerIp, o.tcpPort) : `tcp:worker:${formatHostPort(o.managerIp, o.tcpPort)}`;
     const socket = path.join(o.runDir, `${id}.sock`);

@@ -8,12 +8,13 @@
 //   device.stats.lif / .port   the Ethernet LIF and port blocks (lib/ionic/stats.ts)
 //   device.rdma.counters       RDMA device counters (lib/rdma/counters.ts)
 //   device.rdma.rm.qps         per-QP counters and WQEs by opcode
-//   device.meshDataPath.stats  and Mesh.stats(), with --backend tcp:...
+//   meshDataPath.stats         and Mesh.stats(), with --backend tcp:...
 //   the P4 engine               with --p4 options (./p4-stats.ts)
 
 import type { IonicDevice } from '../ionic/device';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
-import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
+import type { MeshDataPath } from '../rdma/datapath/mesh';
+import { DeviceCounter, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
 import { GSI_QPN } from '../rdma/limits';
 import type { QpRecord } from '../rdma/records';
 import { QP_STATE_NAMES } from '../rdma/types';
@@ -42,6 +43,8 @@ export interface OpsSources {
   readonly mac: string;
   readonly connection: ConnectionView;
   readonly mesh?: MeshStatsSource | null;
+  /** The mesh data path (lib/backends/mesh.ts), with --backend tcp:... */
+  readonly meshDataPath?: Pick<MeshDataPath, 'stats'> | null;
   /** The P4 engine, with --p4 options. */
   readonly p4?: P4StatsSource | null;
   /** The loop-stall watchdog, with --loop-watch. */
@@ -110,7 +113,7 @@ export function ipBytes(d: IonicDevice): { tx: number; rx: number } {
 export function commandsTotal(d: IonicDevice): number {
   let n = 0;
   for (const v of d.commandCounts.values()) n += v;
-  return n + (d.rdma?.counters.get(DC.admin_commands) ?? 0);
+  return n + (d.rdma?.counters.get(DeviceCounter.admin_commands) ?? 0);
 }
 
 function rdma(d: IonicDevice, index: number): number {
@@ -134,10 +137,10 @@ export function deviceRows(d: IonicDevice): StatRow[] {
     ['mmio_writes_total', c.bar0Writes + c.doorbells],
     ['interrupts', d.interrupts.fired],
     ['reset_count', c.resets],
-    ['total_bytes_sent', rdma(d, DC.tx_bytes)],
-    ['total_bytes_received', rdma(d, DC.rx_bytes)],
-    ['total_bytes_rdma_read', rdma(d, DC.rdma_read_bytes)],
-    ['total_bytes_rdma_write', rdma(d, DC.rdma_write_bytes)],
+    ['total_bytes_sent', rdma(d, DeviceCounter.tx_bytes)],
+    ['total_bytes_received', rdma(d, DeviceCounter.rx_bytes)],
+    ['total_bytes_rdma_read', rdma(d, DeviceCounter.rdma_read_bytes)],
+    ['total_bytes_rdma_write', rdma(d, DeviceCounter.rdma_write_bytes)],
     ['total_ip_bytes_tx', ip.tx],
     ['total_ip_bytes_rx', ip.rx],
   ];
@@ -162,7 +165,7 @@ export function opcodeTotalRows(d: IonicDevice): StatRow[] {
 
 export function meshRows(src: OpsSources): StatRow[] {
   const m = src.mesh?.stats();
-  const dp = src.device.meshDataPath?.stats;
+  const dp = src.meshDataPath?.stats;
   if (!m && !dp) return [];
   const rows: StatRow[] = [];
   if (m) {

@@ -14,7 +14,7 @@ import {
   PCI_NUM_BARS,
   PciBar,
   barOffset,
-} from './registers';
+} from '../vfio-user/pci-registers';
 import type { ConfigSpace } from './config-space';
 
 export type BarKind = 'mem32' | 'mem64' | 'io';

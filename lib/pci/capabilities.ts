@@ -30,8 +30,8 @@ import {
   PciPmCap,
   PciPmCtrl,
   PciPowerState,
-} from './registers';
-import type { PciLinkSpeedCode, PciLinkWidth } from './registers';
+} from '../vfio-user/pci-registers';
+import type { PciLinkSpeedCode, PciLinkWidth } from '../vfio-user/pci-registers';
 
 export interface PcieLinkSpec {
   /** LNKCAP speed encoding: 1..6 = 2.5, 5, 8, 16, 32, 64 GT/s. */

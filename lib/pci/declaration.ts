@@ -8,7 +8,7 @@ import type { BarSpec } from './bars';
 import type { PcieLinkSpec } from './capabilities';
 import { msixPbaSize, msixTableSize } from './msix';
 import type { MsixSpec } from './msix';
-import { PCI_LINK_WIDTHS, PCI_MSIX_MAX_VECTORS, PciLinkSpeed } from './registers';
+import { PCI_LINK_WIDTHS, PCI_MSIX_MAX_VECTORS, PciLinkSpeed } from '../vfio-user/pci-registers';
 
 export interface PciFunctionSpec {
   readonly vendorId: number;

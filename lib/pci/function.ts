@@ -38,7 +38,7 @@ import {
   PciPmCtrl,
   PciPowerState,
   PciStatus,
-} from './registers';
+} from '../vfio-user/pci-registers';
 
 export class PciFunction implements VfioUserDevice {
   readonly resetSupported: boolean;

@@ -14,7 +14,7 @@ import {
   PciHeaderType,
   PciInterruptPin,
   PciStatus,
-} from './registers';
+} from '../vfio-user/pci-registers';
 
 interface HeaderOptions {
   readonly vendorId: number;

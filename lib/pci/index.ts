@@ -11,4 +11,4 @@ export type { ConfigRestore, ConfigWriteHook, FieldSpec } from './config-space';
 export { Intx } from './intx';
 export { MsixState, msixPbaSize, msixTableSize } from './msix';
 export type { MsixSpec, MsixTableOwner } from './msix';
-export * from './registers';
+export * from '../vfio-user/pci-registers';

@@ -20,7 +20,7 @@ import { IrqIndex } from '../vfio-user/device';
 import type { DeviceContext } from '../vfio-user/device';
 import type { BarHandler } from './bars';
 import { accessInRange } from './config-space';
-import { PCI_MSIX_MAX_VECTORS, PciMsixEntry, PciMsixEntryCtrl, PciMsixFlags } from './registers';
+import { PCI_MSIX_MAX_VECTORS, PciMsixEntry, PciMsixEntryCtrl, PciMsixFlags } from '../vfio-user/pci-registers';
 
 export interface MsixSpec {
   /** Number of vectors, 1..2048. */

@@ -4,9 +4,12 @@
 // driver prebuilt, and keeps the template itself too (the data path may want
 // to put real frames on a wire one day).
 
-import { getField, setField, setRawBytes, viewRaw } from '../../protocol/field';
-import { IPV4_MAPPED_MARK, ipv4_mapped_gid } from './net-headers';
+import { be, getField, raw, setField, setRawBytes, viewRaw } from '../../protocol/field';
 import type { IpVersion } from './types';
+
+/** A RoCEv2 GID holding an IPv4 address: ::ffff:a.b.c.d. */
+export const ipv4_mapped_gid = { zero: raw(0, 10), ffff: be(10, 2), addr: raw(12, 4), SIZE: 16 } as const;
+export const IPV4_MAPPED_MARK = 0xffff;
 
 export interface AddressVector {
   readonly ipVersion: IpVersion;

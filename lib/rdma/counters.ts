@@ -5,7 +5,7 @@
 //
 // The control path counts what it does (admin commands, doorbells, events);
 // the data path counts traffic and errors through the same arrays, by index:
-//   counters.inc(DC.tx_bytes, n)    qp.stats.inc(QC.bytes_sent, n)
+//   counters.inc(DeviceCounter.tx_bytes, n)    qp.stats.inc(QpCounter.bytes_sent, n)
 // Values are doubles: exact up to 2^53, plenty for a counter.
 //
 // Beside them, each QP counts the WQEs it ran by opcode (qp.opcodes, indexed
@@ -46,10 +46,10 @@ function indexOf<N extends string>(names: readonly N[]): Readonly<Record<N, numb
   return o;
 }
 
-/** Index of each device counter: counters.inc(DC.admin_commands). */
-export const DC = indexOf(DEVICE_COUNTER_NAMES);
-/** Index of each per-QP counter: qp.stats.inc(QC.bytes_sent, n). */
-export const QC = indexOf(QP_COUNTER_NAMES);
+/** Index of each device counter: counters.inc(DeviceCounter.admin_commands). */
+export const DeviceCounter = indexOf(DEVICE_COUNTER_NAMES);
+/** Index of each per-QP counter: qp.stats.inc(QpCounter.bytes_sent, n). */
+export const QpCounter = indexOf(QP_COUNTER_NAMES);
 
 /** Longest counter name the hw_counters header has room for. */
 export const COUNTER_NAME_MAX = 27;

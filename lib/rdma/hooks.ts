@@ -9,15 +9,15 @@
 // not throw (the engine catches and logs if one does, as a bug).
 //
 // The data path in turn reaches the device through DataPathDevice (the
-// engine implements it): post a CQE to a CQ by id, raise a QP event, read
-// guest memory, and the resource manager for QPs, CQs and key translation.
+// engine implements it): guest memory, the resource manager for QPs, CQs and
+// key translation, and the events it raises (a QP's; a CQ's when armed).
+// The CQ rings are the data path's own (datapath/cq-ring.ts): it posts its
+// completions without going back up to the engine.
 
-import type { CounterSet } from './counters';
-import type { CqeRecord } from './datapath/cqe';
 import type { SendWqe } from './datapath/wqe-decode';
-import type { CqRecord, MrRecord, QpChanges, QpRecord, ResourceManager, SrqRecord } from './resources';
+import type { CqRecord, MrRecord, QpChanges, QpRecord, SrqRecord } from './resources';
+import type { CqDevice } from './datapath/cq-ring';
 import type { QpState } from './types';
-import type { GuestMemory } from '../vfio-user/guest-memory';
 import type { Logger } from '../log';
 
 export interface DataPathHooks {
@@ -90,30 +90,9 @@ export interface SendFilter {
   filter(input: SendFilterInput): number;
 }
 
-/** Result of DataPathDevice.postCqe. */
-export type CqePostResult = 'ok' | 'no-cq' | 'full' | 'dma-error';
-
-export interface DataPathDevice {
-  readonly rm: ResourceManager;
-  readonly counters: CounterSet;
+export interface DataPathDevice extends CqDevice {
   /** Where the data path reports its own bugs (contained as device errors, lib/guard.ts). */
   readonly log: Logger;
-  /** Guest memory, or undefined while no client is attached. */
-  memory(): GuestMemory | undefined;
-  /**
-   * Post a CQE to CQ `cqId`: the CQ sets the record's color and encodes it
-   * into its ring (the record is the caller's and may be reused at once),
-   * then raises its event if armed. `solicited`: the CQE satisfies a
-   * solicited-only arm (SE receive or error).
-   */
-  postCqe(cqId: number, cqe: CqeRecord, solicited: boolean): CqePostResult;
-  /**
-   * CQEs CQ `cqId` can still take before passing the host's last reported read
-   * position (-1: no such CQ). The data path holds work whose completion has no
-   * room rather than lose the completion; the host's ring-0 CQ doorbell
-   * (cqConsumed) is the signal to look again.
-   */
-  cqRoom(cqId: number): number;
   /** Raise an asynchronous QP event (EQE type QP, contract 4.8 codes: QpEventCode). */
   qpEvent(qpId: number, code: number): void;
 }

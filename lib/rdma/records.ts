@@ -55,7 +55,7 @@ export interface PdRecord {
   readonly handle: number;
 }
 
-/** A CQ, CQ mechanics state included (the device writes CQEs; lib/ionic/rdma/completion-queue.ts). */
+/** A CQ, CQ mechanics state included (the device writes CQEs; lib/rdma/datapath/cq-ring.ts). */
 export interface CqRecord {
   readonly id: number;
   readonly handle: number;

@@ -10,7 +10,7 @@
 //         (key = index << 8 | tag): memory-keys.ts, with `translate`, which
 //         turns (key, va, len) into guest address segments or a status.
 //   CQ    ring geometry and table, its EQ, and the device's producer state
-//         (the CQ mechanics live in lib/ionic/rdma/completion-queue.ts).
+//         (the CQ mechanics live in lib/rdma/datapath/cq-ring.ts).
 //   QP    type, state (contract 5.2 state table), rings, CQs, the attributes
 //         MODIFY_QP recorded (PSNs, MTU, Q_Key, dest QP, address vector,
 //         access flags, timers), counters.

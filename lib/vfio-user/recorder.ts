@@ -11,7 +11,7 @@
 
 import * as fs from 'fs';
 import { commandName, HeaderFlag } from '../../protocol/constants';
-import { getField, vfio_user_header as H } from '../../protocol/layouts';
+import { getField, vfio_user_header } from '../../protocol/layouts';
 import { HEADER_SIZE } from '../../protocol/limits';
 import { Logger, nullLogger } from '../log';
 import * as native from '../native';
@@ -91,7 +91,7 @@ class Pipe {
   /** After a read: move from header to body; true when a whole message is buffered. */
   #advance(): boolean {
     if (!this.#inBody && this.#have >= HEADER_SIZE) {
-      const size = getField(this.#buf, 0, H.msg_size);
+      const size = getField(this.#buf, 0, vfio_user_header.msg_size);
       if (size < HEADER_SIZE || size > RAW_LIMIT) {
         this.rec.record(this.#comment('RAW', null, this.#have, { raw: true }), this.#buf.subarray(0, this.#have), nowUs());
         this.#raw = true;
@@ -135,12 +135,12 @@ class Pipe {
 
   #messageComment(): PacketComment {
     const b = this.#buf;
-    const flags = getField(b, 0, H.flags);
-    const cmd = getField(b, 0, H.command);
+    const flags = getField(b, 0, vfio_user_header.flags);
+    const cmd = getField(b, 0, vfio_user_header.command);
     return {
-      dir: this.dir, conn: this.conn, id: getField(b, 0, H.msg_id), cmd, name: commandName(cmd),
+      dir: this.dir, conn: this.conn, id: getField(b, 0, vfio_user_header.msg_id), cmd, name: commandName(cmd),
       type: (flags & HeaderFlag.TYPE_MASK) === HeaderFlag.TYPE_REPLY ? 'reply' : 'command',
-      size: this.#need, flags, error: getField(b, 0, H.error), fds: this.#fds,
+      size: this.#need, flags, error: getField(b, 0, vfio_user_header.error), fds: this.#fds,
     };
   }
 
@@ -148,8 +148,8 @@ class Pipe {
     const b = this.#buf;
     const haveHeader = this.#have >= HEADER_SIZE && !extra.raw;
     return {
-      dir: this.dir, conn: this.conn, id: haveHeader ? getField(b, 0, H.msg_id) : 0, cmd, name,
-      type: 'command', size, flags: haveHeader ? getField(b, 0, H.flags) : 0, error: 0, fds: this.#fds, ...extra,
+      dir: this.dir, conn: this.conn, id: haveHeader ? getField(b, 0, vfio_user_header.msg_id) : 0, cmd, name,
+      type: 'command', size, flags: haveHeader ? getField(b, 0, vfio_user_header.flags) : 0, error: 0, fds: this.#fds, ...extra,
     };
   }
 
@@ -157,7 +157,7 @@ class Pipe {
     if (this.ended) return;
     this.ended = true;
     if (!this.#raw && this.#have > 0) {
-      const cmd = this.#have >= H.command.off + H.command.size ? getField(this.#buf, 0, H.command) : null;
+      const cmd = this.#have >= vfio_user_header.command.off + vfio_user_header.command.size ? getField(this.#buf, 0, vfio_user_header.command) : null;
       this.rec.record(this.#comment(cmd === null ? 'RAW' : commandName(cmd), cmd, this.#have, { incomplete: true }), this.#buf.subarray(0, this.#have), nowUs());
     }
     this.onEnd(why);

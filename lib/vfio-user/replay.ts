@@ -11,7 +11,7 @@
 import * as fs from 'fs';
 import { Command, commandName, HeaderFlag } from '../../protocol/constants';
 import { Field, getField, setField, U64_UNSAFE, vfio_user_header, vfio_user_region_access } from '../../protocol/layouts';
-import { PCI_NUM_BARS, PciHeader } from '../pci/registers';
+import { PCI_NUM_BARS, PciHeader } from './pci-registers';
 import { PciRegionIndex } from './device';
 import { decodeMessage } from '../../protocol/parser';
 import { checkVersionReply, parseCapabilities } from '../../protocol/version';

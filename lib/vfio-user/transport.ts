@@ -30,7 +30,7 @@
 import * as fs from 'fs';
 import { HEADER_SIZE, SCM_MAX_FD } from '../../protocol/limits';
 import { MessageWriter } from '../../protocol/serializer';
-import { vfio_user_header as H, getField } from '../../protocol/layouts';
+import { vfio_user_header, getField } from '../../protocol/layouts';
 import { ProtocolError, protocolError } from '../../protocol/errors';
 import * as native from '../native';
 
@@ -278,11 +278,11 @@ export class Transport {
         if (avail < HEADER_SIZE) return;
         const b = this.#buf;
         const s = this.#start;
-        h.id = getField(b, s, H.msg_id);
-        h.command = getField(b, s, H.command);
-        h.size = getField(b, s, H.msg_size);
-        h.flags = getField(b, s, H.flags);
-        h.error = getField(b, s, H.error);
+        h.id = getField(b, s, vfio_user_header.msg_id);
+        h.command = getField(b, s, vfio_user_header.command);
+        h.size = getField(b, s, vfio_user_header.msg_size);
+        h.flags = getField(b, s, vfio_user_header.flags);
+        h.error = getField(b, s, vfio_user_header.error);
         if (h.size < HEADER_SIZE || h.size > this.#opts.maxMessageSize) {
           const err = h.size < HEADER_SIZE
             ? protocolError('HEADER_TOO_SMALL', `msg_size ${h.size} is below the 16-byte header`)

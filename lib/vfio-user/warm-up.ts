@@ -32,7 +32,7 @@
 import * as v8 from 'v8';
 import * as vm from 'vm';
 import { Command, HeaderFlag } from '../../protocol/constants';
-import { vfio_user_region_access as A } from '../../protocol/layouts';
+import { vfio_user_region_access } from '../../protocol/layouts';
 import { ProtocolError } from '../../protocol/errors';
 import { writeMessage } from '../../protocol/serializer';
 import { nullLogger } from '../log';
@@ -139,8 +139,8 @@ function oneSession(device: VfioUserDevice, plan: WarmUpPlan, limits: SessionLim
       const data = command === Command.REGION_WRITE ? a.count : 0;
       w.begin(nextId, command, flags);
       nextId = (nextId + 1) & 0xffff;
-      const at = w.reserve(A.SIZE + data);
-      w.field(at, A.offset, a.offset).field(at, A.region, a.region).field(at, A.count, a.count);
+      const at = w.reserve(vfio_user_region_access.SIZE + data);
+      w.field(at, vfio_user_region_access.offset, a.offset).field(at, vfio_user_region_access.region, a.region).field(at, vfio_user_region_access.count, a.count);
       w.end();
       requests++;
       if (!(flags & HeaderFlag.NO_REPLY)) awaiting++;

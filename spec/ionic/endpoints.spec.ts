@@ -3,7 +3,7 @@
 // wire, and queue frames for the guest that wait for a buffer, in order.
 
 import { expect } from 'chai';
-import type { FrameEndpoint } from '../../lib/ionic/frames';
+import type { FrameEndpoint } from '../../lib/net/frame-endpoint';
 import { IonicGuest } from '../support/ionic/guest';
 import { DEVICE_MAC, Rig } from '../support/ionic/rig';
 import { FakeLink, udpFrame } from '../support/ionic/wire';

@@ -49,14 +49,14 @@ describe('the last-resort guard: a bug costs its unit of work, never the process
   it('a throw while a QP runs: that QP goes to ERR (its work flushed), one error line with the stack; another QP pair still works', async () => {
     const engine = v.rig.device.rdma!;
     const before = guardStats.contained;
-    const post = sinon.stub(engine, 'postCqe');
-    post.onFirstCall().throws(new Error('planted bug in postCqe'));
-    post.callThrough();
+    const memory = sinon.stub(engine, 'memory');
+    memory.onFirstCall().throws(new Error('planted bug in memory'));
+    memory.callThrough();
     v.postRecv(b, { id: 1, sges: [mr.sge(0, 64)] });
     v.postSend(a, { op: WOp.SEND, id: 2, sges: [mr.sge(100, 16)] });
     await v.settle();
     expect(guardStats.contained).to.equal(before + 1);
-    expect(log.errors.some((l) => /internal error in RDMA data path \(QP 1[23]\).*planted bug in postCqe/s.test(l))).to.equal(true);
+    expect(log.errors.some((l) => /internal error in RDMA data path \(QP 1[23]\).*planted bug in memory/s.test(l))).to.equal(true);
     // The QP whose visit threw is in ERR; the device itself is fine.
     expect([v.qpState(a), v.qpState(b)]).to.include(QpS.ERR);
     v.drain(cq);

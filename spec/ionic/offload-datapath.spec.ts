@@ -11,7 +11,7 @@ import { Attr, DRIVER_FEATURES, Feature, Op, TxOp } from '../support/ionic/regs'
 import { DEVICE_MAC, Rig, testProfile } from '../support/ionic/rig';
 import { FakeLink } from '../support/ionic/wire';
 import { ipv4ChecksumOk, pattern, pseudo, rfc1071Sum, TCP_ACK, TCP_FIN, TCP_PSH, tcpChecksumOk, tcpFrame } from '../support/ionic/tcp-frames';
-import { FrameOffload, VirtioGso } from '../../lib/ionic/offload/vnet';
+import { FrameOffload, VirtioGso } from '../../lib/net/vnet';
 import { COMPAT_PROFILE } from '../../lib/ionic/profile';
 
 const SOT = 0x4, EOT = 0x8, VLAN = 0x1, L3 = 0x4, L4 = 0x8;

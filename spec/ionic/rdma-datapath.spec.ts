@@ -1,4 +1,4 @@
-// The loopback data path (lib/rdma/datapath/loopback/) driven as the
+// The loopback data path (lib/rdma/executor/) driven as the
 // host drivers drive it: WQEs written into the SQ/RQ rings in guest memory,
 // doorbells, and CQEs read back from the CQ rings with their color bit
 // (through the verbs guest, ../support/ionic/rdma-verbs.ts).

@@ -5,10 +5,11 @@
 
 import { expect } from 'chai';
 import * as sinon from 'sinon';
-import { DC } from '../../lib/rdma/counters';
+import { DeviceCounter } from '../../lib/rdma/counters';
 import { Cq, GuestMr, Qp, VerbsGuest } from '../support/ionic/rdma-verbs';
 import { idBody } from '../support/ionic/rdma-cmds';
 import { AOp, CqeT, Eqe, MrF, QpS, QpT, WOp, WSt } from '../support/ionic/rdma-regs';
+import { NoBackend } from '../../lib/backends/none';
 
 const KEY = (3 << 8) | 0x21;
 
@@ -56,36 +57,36 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
 
     it('rnr_retry 0: the first RNR NAK fails the SEND with RNR_RETRY_EXCEEDED and the QP goes to ERR', async () => {
       const [a, b] = await pair({ rnrRetry: 0, rnrTimer: 1 });
-      const naks = counter(DC.rnr_naks);
+      const naks = counter(DeviceCounter.rnr_naks);
       v.postSend(a, { op: WOp.SEND, id: 0x10, sges: [mr.sge(0, 16)] });
       await v.settle();
       expect(v.drain(scq).map((c) => [c.type, c.qid, c.error, c.statusLength])).to.deep.equal([[CqeT.SEND_MSN, a.id, true, WSt.RNR_RETRY_EXCEEDED]]);
       expect(v.qpState(a)).to.equal(QpS.ERR);
       expect(v.qpState(b)).to.equal(QpS.RTS);
-      expect(counter(DC.rnr_naks) - naks).to.equal(1);
+      expect(counter(DeviceCounter.rnr_naks) - naks).to.equal(1);
     });
 
     it('rnr_retry 3: three retries a min_rnr_timer apart, then RNR_RETRY_EXCEEDED', async () => {
       // Code 18 = 5.12 ms (IBTA table 45): the NAKs come at 0, ~5, ~10 and ~15 ms
       // (timers have millisecond resolution); look between them.
       const [a] = await pair({ rnrRetry: 3, rnrTimer: 18 });
-      const naks = counter(DC.rnr_naks);
-      const exceeded = counter(DC.rnr_retry_exceeded);
+      const naks = counter(DeviceCounter.rnr_naks);
+      const exceeded = counter(DeviceCounter.rnr_retry_exceeded);
       v.postSend(a, { op: WOp.SEND, id: 0x11, sges: [mr.sge(0, 16)] });
       await v.settle();
-      expect(counter(DC.rnr_naks) - naks, 'the first NAK at once').to.equal(1);
+      expect(counter(DeviceCounter.rnr_naks) - naks, 'the first NAK at once').to.equal(1);
       let now = 0;
       for (const [to, nakCount] of [[4, 1], [6, 2], [9, 2], [11, 3], [14, 3]] as const) {
         await advance(to - now);
         now = to;
-        expect(counter(DC.rnr_naks) - naks, `NAKs by ${to} ms`).to.equal(nakCount);
+        expect(counter(DeviceCounter.rnr_naks) - naks, `NAKs by ${to} ms`).to.equal(nakCount);
         expect(v.drain(scq), `nothing completed by ${to} ms`).to.have.length(0);
       }
       await advance(16 - now); // the fourth NAK spends the last retry
       const got = v.drain(scq);
       expect(got.map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[a.id, true, WSt.RNR_RETRY_EXCEEDED]]);
-      expect(counter(DC.rnr_naks) - naks).to.equal(4);
-      expect(counter(DC.rnr_retry_exceeded) - exceeded).to.equal(1);
+      expect(counter(DeviceCounter.rnr_naks) - naks).to.equal(4);
+      expect(counter(DeviceCounter.rnr_retry_exceeded) - exceeded).to.equal(1);
     });
 
     it('a receive posted during the retries completes the SEND at once, and later SENDs stay in order', async () => {
@@ -155,7 +156,7 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
     it('WRITEs whose CQEs have no room wait for the ring-0 doorbell; nothing is lost and no CQ_ERR is raised', async () => {
       const small = await v.createCq(210, 2); // 4 slots: the device may fill 3 before the host reports
       const [a] = await pair({ rnrRetry: 7, rnrTimer: 1, sqCq: small, rqCq: rcq });
-      const waits = counter(DC.cq_full_waits);
+      const waits = counter(DeviceCounter.cq_full_waits);
       const eventsBefore = v.r.events.filter((e) => e.code === Eqe.CODE_CQ_ERR).length;
       for (let i = 0; i < 6; i++) mr.write(12288 + i * 8, Buffer.alloc(8, 0));
       for (let i = 0; i < 6; i++) {
@@ -167,7 +168,7 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       const peek = (): number => { let n = 0; for (let i = 0; i < 4; i++) if ((v.g.mem(small.ring + i * 32 + 31, 1)[0]! & 1) === 1) n++; return n; };
       expect(peek()).to.equal(3);
       expect(mr.read(12288 + 3 * 8, 8).equals(Buffer.alloc(8, 0)), 'the 4th WRITE has not run').to.equal(true);
-      expect(counter(DC.cq_full_waits)).to.be.above(waits);
+      expect(counter(DeviceCounter.cq_full_waits)).to.be.above(waits);
       const first = v.drain(small); // polls and rings ring 0: room again
       await v.settle();
       const rest = v.drain(small);
@@ -200,7 +201,7 @@ describe('ionic rdma: --backend none', () => {
   after(async () => v?.close());
 
   it('creates every object and records doorbells, but runs no WQE and completes nothing', async () => {
-    v = await VerbsGuest.boot({ rdmaBackend: 'none' });
+    v = await VerbsGuest.boot({ rdmaBackend: new NoBackend() });
     const cq = await v.createCq(230, 6);
     const mr = await v.createMr({ key: KEY, pages: 2, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE });
     const a = await v.createQp(70, QpT.RC, { sqCq: cq });
@@ -216,6 +217,6 @@ describe('ionic rdma: --backend none', () => {
     expect(mr.read(4096, 16).equals(target)).to.equal(true);
     const qp = v.rm.qps.get(a.id)!;
     expect([qp.sq.pi, qp.sq.ci, qp.state]).to.deep.equal([2, 0, QpS.RTS]);
-    expect(v.rig.device.rdma!.counters.get(DC.tx_wqes)).to.equal(0);
+    expect(v.rig.device.rdma!.counters.get(DeviceCounter.tx_wqes)).to.equal(0);
   });
 });

@@ -14,6 +14,7 @@ import { Rig } from '../support/ionic/rig';
 import { EventRecord, RdmaGuest } from '../support/ionic/rdma-guest';
 import { AOp, ASt, Mask, MrF, QpS, QpT, Ring } from '../support/ionic/rdma-regs';
 import { contiguousRing, createCqBody, createMrBody, createQpBody, idBody, modifyQpBody } from '../support/ionic/rdma-cmds';
+import { postDataCqe } from '../../lib/rdma/datapath/cq-ring';
 
 describe('ionic rdma: data path hooks and the device it gets', () => {
   let rig: Rig;
@@ -79,20 +80,20 @@ describe('ionic rdma: data path hooks and the device it gets', () => {
     const cqe = (tag: number) => Object.assign(newCqeRecord(), { type: CqeType.SEND_MSN, qid: 800, msn: tag });
     g.ringDoorbell(r.id.cq.qtype, 300, 1, Ring.ARM);
     await g.sync();
-    expect(dev.postCqe(300, cqe(1), false)).to.equal('ok');
-    expect(dev.postCqe(300, cqe(2), false)).to.equal('ok');
-    expect(dev.postCqe(300, cqe(3), false)).to.equal('ok');
-    expect(dev.postCqe(300, cqe(4), false)).to.equal('full'); // 4 slots, one kept empty
-    expect(dev.postCqe(r.aqs[0]!.cq.id, cqe(5), false)).to.equal('no-cq');
-    expect(dev.postCqe(12345, cqe(5), false)).to.equal('no-cq');
+    expect(postDataCqe(dev, 300, cqe(1), false)).to.equal('ok');
+    expect(postDataCqe(dev, 300, cqe(2), false)).to.equal('ok');
+    expect(postDataCqe(dev, 300, cqe(3), false)).to.equal('ok');
+    expect(postDataCqe(dev, 300, cqe(4), false)).to.equal('full'); // 4 slots, one kept empty
+    expect(postDataCqe(dev, r.aqs[0]!.cq.id, cqe(5), false)).to.equal('no-cq');
+    expect(postDataCqe(dev, 12345, cqe(5), false)).to.equal('no-cq');
     await g.waitFor('the CQ events', () => { r.service(); return events.length >= 2 ? true : undefined; });
     // The notify (armed) and the overflow (CQ_ERR, code 8).
     expect(events.map((e) => [e.eq, e.type, e.code, e.qid])).to.deep.equal([[3, 0, 0, 300], [3, 0, 8, 300]]);
     // The host's read position frees room; the next CQE wraps with color 0.
     g.ringDoorbell(r.id.cq.qtype, 300, 3, Ring.INDEX);
     await g.sync();
-    expect(dev.postCqe(300, cqe(6), false)).to.equal('ok');
-    expect(dev.postCqe(300, cqe(7), false)).to.equal('ok');
+    expect(postDataCqe(dev, 300, cqe(6), false)).to.equal('ok');
+    expect(postDataCqe(dev, 300, cqe(7), false)).to.equal('ok');
     const base = cq.table.run(0).addr;
     expect(g.mem(base + 3 * 32, 32).readUInt32BE(28)).to.equal(((800 << 8) | (2 << 5) | 1) >>> 0);
     expect(g.mem(base, 32).readUInt32BE(28)).to.equal(((800 << 8) | (2 << 5) | 0) >>> 0);

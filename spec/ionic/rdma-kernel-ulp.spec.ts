@@ -5,7 +5,7 @@
 // READ/WRITE through that rkey, and SEND with invalidate ending the mapping.
 
 import { expect } from 'chai';
-import { DC } from '../../lib/rdma/counters';
+import { DeviceCounter } from '../../lib/rdma/counters';
 import { PAGE } from '../support/ionic/regs';
 import { pageList } from '../support/ionic/rdma-cmds';
 import { Cq, Qp, VerbsGuest } from '../support/ionic/rdma-verbs';
@@ -43,8 +43,8 @@ describe('ionic rdma: kernel ULP usage (fast registration, SEND_INV, lkey 0)', (
   }
 
   it('REG_MR naming the new key registers it; the target WRITEs and READs through it; SEND_INV ends it', async () => {
-    const reg0 = v.rig.device.rdma!.counters.get(DC.reg_mr_wqes);
-    const inv0 = v.rig.device.rdma!.counters.get(DC.remote_invalidates);
+    const reg0 = v.rig.device.rdma!.counters.get(DeviceCounter.reg_mr_wqes);
+    const inv0 = v.rig.device.rdma!.counters.get(DeviceCounter.remote_invalidates);
     regMr(2, 0x501);
     await v.settle();
     expect(v.drain(cq).map((c) => [c.type, c.qid, c.error, c.wqeIdLo])).to.deep.equal([[CqeT.SEND_NPG, host.id, false, 0x501]]);
@@ -75,8 +75,8 @@ describe('ionic rdma: kernel ULP usage (fast registration, SEND_INV, lkey 0)', (
     expect(cqes.filter((c) => c.qid === host.id).map((c) => [c.type, c.error, c.recvOp, c.statusLength, c.wqeIdLo]))
       .to.deep.equal([[CqeT.RECV, false, ROp.SEND_INV, 16, 0x701]]);
     expect(v.rm.mrs.get(FR_INDEX)!.valid).to.equal(false);
-    expect(v.rig.device.rdma!.counters.get(DC.reg_mr_wqes) - reg0).to.equal(1);
-    expect(v.rig.device.rdma!.counters.get(DC.remote_invalidates) - inv0).to.equal(1);
+    expect(v.rig.device.rdma!.counters.get(DeviceCounter.reg_mr_wqes) - reg0).to.equal(1);
+    expect(v.rig.device.rdma!.counters.get(DeviceCounter.remote_invalidates) - inv0).to.equal(1);
   });
 
   it('the next I/O registers the next tag; the old rkey is refused with REMOTE_ACC', async () => {

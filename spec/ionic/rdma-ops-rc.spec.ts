@@ -1,5 +1,5 @@
 // RC data-path operations through the live loopback path
-// (lib/rdma/datapath/loopback/), driven by the verbs guest: each verb's
+// (lib/rdma/executor/), driven by the verbs guest: each verb's
 // success and fast registration/invalidation, with the exact CQEs (contract
 // 4.6/4.7) and an arena snapshot proving that nothing outside the
 // operation's target was written. Fixture: spec/support/ionic/rdma-ops-fixture.ts.

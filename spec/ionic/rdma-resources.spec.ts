@@ -6,10 +6,10 @@
 
 import { expect } from 'chai';
 import { parseHeaderTemplate } from '../../lib/ionic/rdma/header-template';
-import { CqPost, cqDoorbell, cqFree, postCqe } from '../../lib/ionic/rdma/completion-queue';
+import { CqPost, cqDoorbell, cqFree, postCqe } from '../../lib/rdma/datapath/cq-ring';
 import { gidToString } from '../../lib/rdma/address';
 import { CqeType, newCqeRecord } from '../../lib/rdma/datapath/cqe';
-import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../../lib/rdma/counters';
+import { DeviceCounter, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../../lib/rdma/counters';
 import { loadPageList, PageTable, PageTableBuilder, PtStatus, RunBudget } from '../../lib/rdma/page-table';
 import { KeyStatus, ResourceManager } from '../../lib/rdma/resources';
 import { MrFlag, qpTransitionAllowed, QpState, QpType } from '../../lib/rdma/types';
@@ -224,7 +224,7 @@ describe('rdma resources: objects and state', () => {
   it('names every counter within the 27 characters hw_counters allows', () => {
     for (const n of [...DEVICE_COUNTER_NAMES, ...QP_COUNTER_NAMES]) expect(n.length, n).to.be.within(1, 27);
     expect(new Set(DEVICE_COUNTER_NAMES).size).to.equal(DEVICE_COUNTER_NAMES.length);
-    expect(DC.admin_commands).to.equal(0);
+    expect(DeviceCounter.admin_commands).to.equal(0);
   });
 });
 

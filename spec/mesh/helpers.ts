@@ -15,6 +15,7 @@ import { MeshError } from '../../lib/mesh/errors';
 import { MeshCredentials, MeshTls } from '../../lib/mesh/tls';
 import { ipv4Gid } from '../../lib/rdma/address';
 import { Cq, Cqe, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
+import { MeshBackend } from '../../lib/backends/mesh';
 
 export class Be {
   private readonly parts: number[] = [];
@@ -138,9 +139,9 @@ export async function meshGuests(ipA: string, ipB: string, arenaPages?: number, 
     made.push(worker);
     await until(() => manager.lookupGid(ipv4Gid(v4(ipB))) === 1 && worker.lookupGid(ipv4Gid(v4(ipA))) === 0, 'GIDs fanned out');
     const options = { lostPeerMs: 1500, rnrMs: 1000 };
-    const a = await VerbsGuest.boot({ rdmaBackend: { mesh: manager, options }, ...(arenaPages ? { arenaPages } : {}) });
+    const a = await VerbsGuest.boot({ rdmaBackend: new MeshBackend(manager, options), ...(arenaPages ? { arenaPages } : {}) });
     made.push(a);
-    const b = await VerbsGuest.boot({ rdmaBackend: { mesh: worker, options }, ...(arenaPages ? { arenaPages } : {}) });
+    const b = await VerbsGuest.boot({ rdmaBackend: new MeshBackend(worker, options), ...(arenaPages ? { arenaPages } : {}) });
     made.push(b);
     return { manager, worker, a, b, close: closeAll };
   } catch (e) {

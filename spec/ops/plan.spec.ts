@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { connectedClients } from '../../lib/ops/instances';
 import { Manifest, MANIFEST_FORMAT, readManifest, writeManifest } from '../../lib/ops/manifest';
 import { isValidIfName } from '../../lib/ops/netdev';
-import { deriveMac, HostPlanOptions, linkLocalGid, planInstances } from '../../lib/ops/plan';
+import { deriveMac, HostPlanOptions, linkLocalGidText, planInstances } from '../../lib/ops/plan';
 
 const base: HostPlanOptions = {
   count: 3, runDir: '/run/rocm-ernic', logDir: '/var/log/rocm-ernic', tcpPort: 6320, managerIp: '127.0.0.1',
@@ -53,8 +53,8 @@ describe('ops: instance plan', function () {
   });
 
   it('gives each instance the IPv6 link-local GID (modified EUI-64) a Linux guest has on that MAC', function () {
-    expect(linkLocalGid('02:65:72:00:00:0a')).to.equal('fe80::65:72ff:fe00:a');
-    expect(linkLocalGid('72:6f:63:6d:2d:6e')).to.equal('fe80::706f:63ff:fe6d:2d6e');
+    expect(linkLocalGidText('02:65:72:00:00:0a')).to.equal('fe80::65:72ff:fe00:a');
+    expect(linkLocalGidText('72:6f:63:6d:2d:6e')).to.equal('fe80::706f:63ff:fe6d:2d6e');
   });
 
   it('takes MACs and GIDs given per instance, adds --socket-group and --stats-file when asked', function () {

@@ -7,7 +7,7 @@ import type { AddressVector } from '../../lib/rdma/address';
 import { ipv4Gid } from '../../lib/rdma/address';
 import { copySlices } from '../../lib/rdma/datapath/copy';
 import { CONTROLLED_QKEY_BIT, datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../../lib/rdma/datapath/datagram';
-import { rnrDelayMs } from '../../lib/rdma/datapath/loopback/rnr';
+import { rnrDelayMs } from '../../lib/rdma/executor/rnr';
 import { hex } from './datapath-helpers';
 
 function av(o: Partial<AddressVector>): AddressVector {

@@ -18,6 +18,7 @@ import { PAGE } from '../support/ionic/regs';
 import { AOp, CqeT, Mask, MrF, QpS, QpT, ROp, WOp } from '../support/ionic/rdma-regs';
 import { modifyQpBody, createAhBody, headerTemplate, idBody, placeTemplate } from '../support/ionic/rdma-cmds';
 import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
+import { MeshBackend } from '../../lib/backends/mesh';
 
 const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
 const IP_A = '10.9.0.1';
@@ -69,7 +70,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   });
 
   it('the QPs resolved their peers by GID: A sends to node 1, B to node 0', () => {
-    expect(a.rig.device.meshDataPath).to.not.equal(null);
+    expect((a.rig.device.backend as MeshBackend).dataPath).to.not.equal(null);
     expect(qa.id).to.equal(20);
     expect(a.qpState(qa)).to.equal(QpS.RTS);
     expect(b.qpState(qb)).to.equal(QpS.RTS);
@@ -191,7 +192,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     A.write(400, Buffer.from('after it'));
     a.postSend(qa, { op: WOp.SEND, id: 6, sges: [A.sge(300, 9)] });
     a.postSend(qa, { op: WOp.RDMA_WRITE, id: 7, sges: [A.sge(400, 8)], remote: { va: B.va + 9000, rkey: B.key } });
-    await until(() => b.rig.device.meshDataPath!.stats.held === 2, 'two messages held on B');
+    await until(() => (b.rig.device.backend as MeshBackend).dataPath!.stats.held === 2, 'two messages held on B');
     expect(B.read(9000, 8).equals(Buffer.from('after it'))).to.equal(false);
     expect(a.drain(acq)).to.deep.equal([]);
     b.postRecv(qb, { id: 0x77, sges: [B.sge(8000, 64)] });
@@ -210,16 +211,16 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     expect(sc[0]!.error).to.equal(true);
     expect(sc[0]!.statusLength).to.equal(IonicStatus.RNR_RETRY_EXCEEDED);
     expect(a.qpState(qa2)).to.equal(QpS.ERR);
-    expect(b.rig.device.meshDataPath!.stats.held).to.equal(0);
+    expect((b.rig.device.backend as MeshBackend).dataPath!.stats.held).to.equal(0);
   });
 
   it('inbound pressure: a held SEND fails at once with RNR_RETRY_EXCEEDED instead of waiting out its deadline', async () => {
     const [qa5] = await crossPair(25, 35);
     a.postSend(qa5, { op: WOp.SEND, id: 13, sges: [A.sge(0, 16)] });
-    await until(() => b.rig.device.meshDataPath!.stats.held === 1, 'the SEND held on B');
+    await until(() => (b.rig.device.backend as MeshBackend).dataPath!.stats.held === 1, 'the SEND held on B');
     worker.emit('pressure', 500);
     // Let go within the event itself, not at the deadline.
-    expect(b.rig.device.meshDataPath!.stats.held).to.equal(0);
+    expect((b.rig.device.backend as MeshBackend).dataPath!.stats.held).to.equal(0);
     const sc = await cqes(a, acq, 1);
     expect([sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([true, IonicStatus.RNR_RETRY_EXCEEDED]);
   });
@@ -230,7 +231,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     a.postSend(qa6, { op: WOp.RDMA_WRITE, id: 14, signaled: false, sges: [A.sge(600, 10)], remote: { va: B.va + 30_000, rkey: B.key } });
     await a.ok(AOp.DESTROY_QP, idBody(qa6.id));
     await until(() => B.read(30_000, 10).toString() === 'last words', 'the WRITE landed on B');
-    expect(a.rig.device.meshDataPath!.stats.pending).to.equal(0);
+    expect((a.rig.device.backend as MeshBackend).dataPath!.stats.pending).to.equal(0);
   });
 
   it('a peer may name memory only by rkey: key 0 is refused (REMOTE_ACC), and nothing of B changes', async () => {
@@ -301,9 +302,9 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     a.drain(acq);
     // Mid-transfer: B holds the SEND (no receive posted), then B's server goes away without answering.
     a.postSend(qa4, { op: WOp.SEND, id: 12, sges: [A.sge(0, 8)] });
-    await until(() => b.rig.device.meshDataPath!.stats.held === 1, 'the SEND held on B');
+    await until(() => (b.rig.device.backend as MeshBackend).dataPath!.stats.held === 1, 'the SEND held on B');
     await worker.close();
-    expect(a.rig.device.meshDataPath!.stats.pending).to.equal(1);
+    expect((a.rig.device.backend as MeshBackend).dataPath!.stats.pending).to.equal(1);
     A.write(700, Buffer.from('local traffic'));
     a.postRecv(l2, { id: 0x42, sges: [A.sge(800, 64)] });
     a.postSend(l1, { op: WOp.SEND, id: 15, sges: [A.sge(700, 13)] });

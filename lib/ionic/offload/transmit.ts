@@ -15,7 +15,7 @@ import {
   fillIpv4Checksum, fillL4Checksum, finishPartialChecksum, GsoPrep, l4Known, MIN_MSS, prepareGso, segmentCount, tsoCapable,
   writeTcpSegment,
 } from './segment';
-import { FrameOffload, VirtioGso } from './vnet';
+import { FrameOffload, VirtioGso } from '../../net/vnet';
 
 /** Largest segment we cut (max MTU 9194 + 14 header + 4 VLAN, rounded up): what a descriptor may carry. */
 export const MAX_SEGMENT = 9216 + 18;

@@ -7,7 +7,7 @@
 
 import type { Logger, RateLimiter } from '../../log';
 import { warnLimited } from '../../log';
-import { DC, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES, CounterSet } from '../../rdma/counters';
+import { DeviceCounter, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES, CounterSet } from '../../rdma/counters';
 import type { AddressVector } from '../../rdma/address';
 import type { DataPathHooks } from '../../rdma/hooks';
 import {
@@ -405,11 +405,11 @@ function destroy(env: AdminEnv, b: Buffer, what: 'cq' | 'qp' | 'mr' | 'ah' | 'sr
 /** Refresh the gauges (objects alive) before the values are read. */
 function refreshGauges(env: { rm: ResourceManager; counters: CounterSet }): void {
   const n = env.rm.counts();
-  env.counters.set(DC.qps_active, n.qps);
-  env.counters.set(DC.cqs_active, n.cqs);
-  env.counters.set(DC.mrs_active, n.mrs);
-  env.counters.set(DC.ahs_active, n.ahs);
-  env.counters.set(DC.srqs_active, n.srqs);
+  env.counters.set(DeviceCounter.qps_active, n.qps);
+  env.counters.set(DeviceCounter.cqs_active, n.cqs);
+  env.counters.set(DeviceCounter.mrs_active, n.mrs);
+  env.counters.set(DeviceCounter.ahs_active, n.ahs);
+  env.counters.set(DeviceCounter.srqs_active, n.srqs);
 }
 
 function stats(env: AdminEnv, mem: GuestMemory, op: number, b: Buffer): AdminResult {

@@ -25,9 +25,9 @@ import type { Logger } from '../../log';
 import { AdminOutcome, AdminResult, AdminWork, isAdminWork } from './admin-commands';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
-import { CqPost, cqFree } from './completion-queue';
+import { CqPost, cqFree } from '../../rdma/datapath/cq-ring';
 import { ADMIN_MAX_BODY, ADMIN_WQE_HDR_LEN, ADMIN_WQE_STRIDE, AdminStatus } from './constants';
-import { ionic_v1_admin_wqe as W } from './layouts';
+import { ionic_v1_admin_wqe } from './layouts';
 import { getField } from '../../../protocol/field';
 import { CqeRecord, CqeType, newCqeRecord } from '../../rdma/datapath/cqe';
 
@@ -159,8 +159,8 @@ export class RdmaAdminQueue {
       ctx.failed(this, `WQE at index ${first} is not guest memory`);
       return 'dead';
     }
-    const op = getField(this.#stride, 0, W.op);
-    const len = getField(this.#stride, 0, W.len);
+    const op = getField(this.#stride, 0, ionic_v1_admin_wqe.op);
+    const len = getField(this.#stride, 0, ionic_v1_admin_wqe.len);
     const strides = Math.ceil((len + ADMIN_WQE_HDR_LEN) / ADMIN_WQE_STRIDE);
     let status: AdminStatus;
     let length = 0;
@@ -172,8 +172,8 @@ export class RdmaAdminQueue {
     } else {
       if (strides > this.pending) return 'wait'; // the driver posts every stride before ringing
       const body = this.#body.subarray(0, len);
-      this.#stride.copy(body, 0, W.BODY, Math.min(ADMIN_WQE_STRIDE, W.BODY + len));
-      for (let s = 1, at = ADMIN_WQE_STRIDE - W.BODY; at < len; s++, at += ADMIN_WQE_STRIDE) {
+      this.#stride.copy(body, 0, ionic_v1_admin_wqe.BODY, Math.min(ADMIN_WQE_STRIDE, ionic_v1_admin_wqe.BODY + len));
+      for (let s = 1, at = ADMIN_WQE_STRIDE - ionic_v1_admin_wqe.BODY; at < len; s++, at += ADMIN_WQE_STRIDE) {
         const slot = (first + s) & this.mask;
         const n = Math.min(ADMIN_WQE_STRIDE, len - at);
         if (mem.read(this.base + slot * ADMIN_WQE_STRIDE, body.subarray(at, at + n)) !== MemStatus.OK) {

@@ -64,24 +64,18 @@ export const enum EqeType {
   QP = 1,
 }
 
-export const enum EqeCode {
-  CQ_NOTIFY = 0,
-  CQ_ERR = 8,
-  SRQ_LEVEL = 0,
-  SQ_DRAIN = 1,
-  QP_COMM_EST = 2,
-  QP_LAST_WQE = 3,
-  QP_ERR = 8,
-  QP_ERR_REQUEST = 9,
-  QP_ERR_ACCESS = 10,
-}
-
-/** Doorbell "ring" field (bits 16..18): 0 index update, 1 arm CQ (any), 2 arm CQ (solicited). */
-export const enum DbRing {
-  INDEX = 0,
-  ARM = 1,
-  ARM_SOLICITED = 2,
-}
+/** The EQE's code, read with its type: CQ_* for a CQ event, the rest for a QP event (so the values repeat). */
+export const EqeCode = {
+  CQ_NOTIFY: 0,
+  CQ_ERR: 8,
+  SRQ_LEVEL: 0,
+  SQ_DRAIN: 1,
+  QP_COMM_EST: 2,
+  QP_LAST_WQE: 3,
+  QP_ERR: 8,
+  QP_ERR_REQUEST: 9,
+  QP_ERR_ACCESS: 10,
+} as const;
 
 /** The stride of an admin WQE and its header size (ADMIN_WQE_STRIDE, ADMIN_WQE_HDR_LEN). */
 export const ADMIN_WQE_STRIDE = 64;

@@ -11,12 +11,13 @@
 // and index (0..15); device.ts hands every type >= 5 here.
 //
 // The engine is also what the data path plugs into (lib/rdma/hooks.ts): it
-// calls `hooks` on doorbells and object changes, and offers postCqe/qpEvent.
+// calls `hooks` on doorbells and object changes, and offers the CQ and QP
+// events (the data path writes the CQEs into the rings itself).
 
 import type { Logger } from '../../log';
 import { nullLogger, RateLimiter, warnLimited } from '../../log';
-import { DC, deviceCounters, QC } from '../../rdma/counters';
-import type { CqePostResult, DataPathDevice, DataPathHooks } from '../../rdma/hooks';
+import { DeviceCounter, deviceCounters, QpCounter } from '../../rdma/counters';
+import type { DataPathDevice, DataPathHooks } from '../../rdma/hooks';
 import { RDMA_AQ_COUNT, RDMA_AQ_STRIDE_LOG2, RDMA_CQE_STRIDE_LOG2, RDMA_EQE_STRIDE_LOG2, RDMA_MAX_DEPTH_LOG2, RDMA_MIN_DEPTH_LOG2, RDMA_NDBPGS_PER_LIF, RDMA_SRQ_BASE } from '../../rdma/limits';
 import { isAddrRange, PageTable } from '../../rdma/page-table';
 import { ResourceManager } from '../../rdma/resources';
@@ -33,12 +34,11 @@ import { contain } from '../../guard';
 /** What a command that threw (a bug) completes with. */
 const BUG_RESULT: AdminResult = { status: AdminStatus.BAD_CMD, length: 0 };
 import { AdminQueueContext, RdmaAdminQueue } from './admin-queue';
-import { CqEvents, CqPost, cqDoorbell, cqFree, postCqe } from './completion-queue';
-import { ADMIN_BUDGET, AdminStatus, DbRing, EqeCode, EqeType, RdmaQType } from './constants';
+import { CqEvents, CqPost, cqDoorbell, DbRing, postCqe } from '../../rdma/datapath/cq-ring';
+import { ADMIN_BUDGET, AdminStatus, EqeCode, EqeType, RdmaQType } from './constants';
 import { EventQueue } from './event-queue';
 import { rdmaEqCount } from './identity';
-import { ionic_rdma_queue_cmd as Q, ionic_rdma_reset_cmd as RST } from './layouts';
-import type { CqeRecord } from '../../rdma/datapath/cqe';
+import { ionic_rdma_queue_cmd, ionic_rdma_reset_cmd } from './layouts';
 import { getField, U64_UNSAFE } from '../../../protocol/field';
 
 export interface RdmaEngineOptions {
@@ -56,6 +56,8 @@ export class RdmaEngine implements DataPathDevice {
   readonly aqs = new Map<number, RdmaAdminQueue>();
   /** Event queue ids 0..eqCount-1 are accepted. */
   readonly eqCount: number;
+  /** Where a CQ raises its events: an EQE on its EQ and the EQ's interrupt (the data path posts its CQEs itself). */
+  readonly cqEvents: CqEvents;
   #hooks: DataPathHooks = {};
   /** The same hooks, each wrapped so a throw is logged as our bug and never reaches the guest. */
   #safe: DataPathHooks = {};
@@ -64,7 +66,6 @@ export class RdmaEngine implements DataPathDevice {
   readonly #faults: FaultInjector;
   readonly #log: Logger;
   readonly #limiter = new RateLimiter();
-  readonly #events: CqEvents;
   readonly #aqCtx: AdminQueueContext;
   readonly #env: AdminEnv;
 
@@ -75,7 +76,7 @@ export class RdmaEngine implements DataPathDevice {
     this.#faults = opts.faults ?? FaultInjector.none();
     this.#log = opts.log ?? nullLogger;
     const self = this;
-    this.#events = {
+    this.cqEvents = {
       notify(cq) { self.#cqEvent(cq, EqeCode.CQ_NOTIFY); },
       overflow(cq) { self.#cqEvent(cq, EqeCode.CQ_ERR); },
     };
@@ -91,11 +92,11 @@ export class RdmaEngine implements DataPathDevice {
       postCqe: (cq, cqe) => {
         const mem = this.#memory();
         if (!mem) return CqPost.DMA_ERROR;
-        const r = postCqe(mem, cq, cqe, true, this.#events);
+        const r = postCqe(mem, cq, cqe, true, this.cqEvents);
         // Every command completed counts, refused ones (MSG_TOO_BIG included) as errors too.
-        this.counters.inc(DC.admin_commands);
-        if (cqe.error) this.counters.inc(DC.admin_errors);
-        if (r === CqPost.OK) this.counters.inc(DC.admin_cqes);
+        this.counters.inc(DeviceCounter.admin_commands);
+        if (cqe.error) this.counters.inc(DeviceCounter.admin_errors);
+        if (r === CqPost.OK) this.counters.inc(DeviceCounter.admin_cqes);
         return r;
       },
       alive: (aq) => this.aqs.get(aq.id) === aq,
@@ -149,7 +150,7 @@ export class RdmaEngine implements DataPathDevice {
   bootstrap(opcode: number, cmd: Buffer): number {
     switch (opcode) {
       case Opcode.RDMA_RESET_LIF:
-        if (getField(cmd, 0, RST.lif_index) !== 0) return Status.ENOENT;
+        if (getField(cmd, 0, ionic_rdma_reset_cmd.lif_index) !== 0) return Status.ENOENT;
         this.#log.debug('ionic rdma: RDMA_RESET_LIF');
         this.reset();
         return Status.SUCCESS;
@@ -162,10 +163,10 @@ export class RdmaEngine implements DataPathDevice {
 
   /** Common checks of the rdma_queue command: the ring's address, or the status refusing it. */
   #queueRing(cmd: Buffer, strideLog2: number, write: boolean): { readonly addr: number } | { readonly status: number } {
-    if (getField(cmd, 0, Q.dbid) >= RDMA_NDBPGS_PER_LIF) return { status: Status.EINVAL };
-    const depth = getField(cmd, 0, Q.depth_log2);
-    if (depth < RDMA_MIN_DEPTH_LOG2 || depth > RDMA_MAX_DEPTH_LOG2 || getField(cmd, 0, Q.stride_log2) !== strideLog2) return { status: Status.EINVAL };
-    const addr = getField(cmd, 0, Q.dma_addr);
+    if (getField(cmd, 0, ionic_rdma_queue_cmd.dbid) >= RDMA_NDBPGS_PER_LIF) return { status: Status.EINVAL };
+    const depth = getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2);
+    if (depth < RDMA_MIN_DEPTH_LOG2 || depth > RDMA_MAX_DEPTH_LOG2 || getField(cmd, 0, ionic_rdma_queue_cmd.stride_log2) !== strideLog2) return { status: Status.EINVAL };
+    const addr = getField(cmd, 0, ionic_rdma_queue_cmd.dma_addr);
     const size = 2 ** (depth + strideLog2);
     if (addr === U64_UNSAFE || addr <= 0 || !isAddrRange(addr, size)) return { status: Status.BAD_ADDR };
     const mem = this.#memory();
@@ -175,24 +176,24 @@ export class RdmaEngine implements DataPathDevice {
   }
 
   #createEq(cmd: Buffer): number {
-    const id = getField(cmd, 0, Q.qid_ver);
-    const vector = getField(cmd, 0, Q.cid);
-    if (getField(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
+    const id = getField(cmd, 0, ionic_rdma_queue_cmd.qid_ver);
+    const vector = getField(cmd, 0, ionic_rdma_queue_cmd.cid);
+    if (getField(cmd, 0, ionic_rdma_queue_cmd.lif_index) !== 0) return Status.ENOENT;
     if (id >= this.eqCount) return Status.EQID;
     if (this.eqs.has(id)) return Status.EEXIST;
     if (vector >= this.#interrupts.vectors) return Status.EINVAL;
     const ring = this.#queueRing(cmd, RDMA_EQE_STRIDE_LOG2, true);
     if ('status' in ring) return ring.status;
-    this.eqs.set(id, new EventQueue(id, vector, ring.addr, getField(cmd, 0, Q.depth_log2)));
-    this.#log.debug(`ionic rdma: EQ ${id} on vector ${vector}, ${2 ** getField(cmd, 0, Q.depth_log2)} entries`);
+    this.eqs.set(id, new EventQueue(id, vector, ring.addr, getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2)));
+    this.#log.debug(`ionic rdma: EQ ${id} on vector ${vector}, ${2 ** getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2)} entries`);
     return Status.SUCCESS;
   }
 
   #createAdminCq(cmd: Buffer): number {
-    const id = getField(cmd, 0, Q.qid_ver);
-    const eqId = getField(cmd, 0, Q.cid);
-    const spec = { id, eqId, depthLog2: getField(cmd, 0, Q.depth_log2), strideLog2: RDMA_CQE_STRIDE_LOG2, dbid: getField(cmd, 0, Q.dbid), admin: true };
-    if (getField(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
+    const id = getField(cmd, 0, ionic_rdma_queue_cmd.qid_ver);
+    const eqId = getField(cmd, 0, ionic_rdma_queue_cmd.cid);
+    const spec = { id, eqId, depthLog2: getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2), strideLog2: RDMA_CQE_STRIDE_LOG2, dbid: getField(cmd, 0, ionic_rdma_queue_cmd.dbid), admin: true };
+    if (getField(cmd, 0, ionic_rdma_queue_cmd.lif_index) !== 0) return Status.ENOENT;
     const err = this.rm.checkCq(spec);
     if (err === 'bad-id') return Status.EQID;
     if (err === 'exists') return Status.EEXIST;
@@ -206,9 +207,9 @@ export class RdmaEngine implements DataPathDevice {
   }
 
   #createAdminQueue(cmd: Buffer): number {
-    const id = getField(cmd, 0, Q.qid_ver);
-    const cqId = getField(cmd, 0, Q.cid);
-    if (getField(cmd, 0, Q.lif_index) !== 0) return Status.ENOENT;
+    const id = getField(cmd, 0, ionic_rdma_queue_cmd.qid_ver);
+    const cqId = getField(cmd, 0, ionic_rdma_queue_cmd.cid);
+    if (getField(cmd, 0, ionic_rdma_queue_cmd.lif_index) !== 0) return Status.ENOENT;
     if (id >= RDMA_AQ_COUNT) return Status.EQID;
     if (this.aqs.has(id)) return Status.EEXIST;
     const cq = this.rm.cqs.get(cqId);
@@ -217,7 +218,7 @@ export class RdmaEngine implements DataPathDevice {
     for (const aq of this.aqs.values()) if (aq.cq === cq) return Status.EBUSY;
     const ring = this.#queueRing(cmd, RDMA_AQ_STRIDE_LOG2, false);
     if ('status' in ring) return ring.status;
-    this.aqs.set(id, new RdmaAdminQueue(id, ring.addr, getField(cmd, 0, Q.depth_log2), cq));
+    this.aqs.set(id, new RdmaAdminQueue(id, ring.addr, getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2), cq));
     this.#log.info(`ionic rdma: admin queue ${id} ready (CQ ${cqId}, EQ ${cq.eqId}, ${this.eqs.size} EQs)`);
     return Status.SUCCESS;
   }
@@ -252,32 +253,32 @@ export class RdmaEngine implements DataPathDevice {
     let ok = false;
     switch (qtype) {
       case RdmaQType.AQ: {
-        this.counters.inc(DC.doorbells_aq);
+        this.counters.inc(DeviceCounter.doorbells_aq);
         const aq = this.aqs.get(qid);
         ok = aq !== undefined && ring === DbRing.INDEX && aq.doorbell(index, this.#aqCtx);
         break;
       }
       case RdmaQType.CQ: {
-        this.counters.inc(DC.doorbells_cq);
+        this.counters.inc(DeviceCounter.doorbells_cq);
         const cq = this.rm.cqs.get(qid);
         if (!cq) break;
-        if (ring !== DbRing.INDEX) this.counters.inc(DC.cq_arms);
-        ok = cqDoorbell(cq, ring, index, this.#events);
+        if (ring !== DbRing.INDEX) this.counters.inc(DeviceCounter.cq_arms);
+        ok = cqDoorbell(cq, ring, index, this.cqEvents);
         if (ok && ring === DbRing.INDEX) this.#cqConsumed(cq);
         break;
       }
       case RdmaQType.SQ: {
-        this.counters.inc(DC.doorbells_sq);
+        this.counters.inc(DeviceCounter.doorbells_sq);
         const qp = this.rm.qps.get(qid);
         if (!qp || ring !== DbRing.INDEX || index >= 2 ** qp.sq.depthLog2) break;
         qp.sq.pi = index;
-        qp.stats.inc(QC.doorbell_send);
+        qp.stats.inc(QpCounter.doorbell_send);
         ok = true;
         this.#safe.sqDoorbell?.(qp);
         break;
       }
       case RdmaQType.RQ: {
-        this.counters.inc(DC.doorbells_rq);
+        this.counters.inc(DeviceCounter.doorbells_rq);
         if (ring !== DbRing.INDEX) break;
         if (qid >= RDMA_SRQ_BASE) {
           const srq = this.rm.srqs.get(qid);
@@ -291,7 +292,7 @@ export class RdmaEngine implements DataPathDevice {
         const rq = qp?.rq;
         if (!qp || !rq || index >= 2 ** rq.depthLog2) break;
         rq.pi = index;
-        qp.stats.inc(QC.doorbell_recv);
+        qp.stats.inc(QpCounter.doorbell_recv);
         ok = true;
         this.#safe.rqDoorbell?.(qp);
         break;
@@ -301,7 +302,7 @@ export class RdmaEngine implements DataPathDevice {
         break;
     }
     if (!ok) {
-      this.counters.inc(DC.doorbells_bad);
+      this.counters.inc(DeviceCounter.doorbells_bad);
       // Quiet: a driver unloading after RDMA_RESET_LIF still arms the CQs the device has
       // forgotten (seen with the stock ionic_rdma). Counted in doorbells_bad either way.
       if (this.#log.debugEnabled && this.#limiter.allow('rdma-db') >= 0) this.#log.debug(`ionic rdma: doorbell type ${qtype} qid ${qid} ring ${ring} index ${index} ignored`);
@@ -319,27 +320,12 @@ export class RdmaEngine implements DataPathDevice {
 
   // ---- events, for the CQ mechanics and the data path ------------------------------------------
 
-  #cqEvent(cq: CqRecord, code: EqeCode): void {
+  #cqEvent(cq: CqRecord, code: number): void {
     const eq = this.eqs.get(cq.eqId);
     const mem = this.#memory();
     if (!eq || !mem) return;
-    if (eq.post(mem, this.#interrupts, EqeType.CQ, code, cq.id)) this.counters.inc(DC.eq_events);
+    if (eq.post(mem, this.#interrupts, EqeType.CQ, code, cq.id)) this.counters.inc(DeviceCounter.eq_events);
     else warnLimited(this.#log, this.#limiter, 'rdma-eq-dead', `ionic rdma: EQ ${eq.id} ring is not guest memory; events lost`);
-  }
-
-  postCqe(cqId: number, cqe: CqeRecord, solicited: boolean): CqePostResult {
-    const cq = this.rm.cqs.get(cqId);
-    const mem = this.#memory();
-    if (!cq || cq.admin) return 'no-cq';
-    if (!mem) return 'dma-error';
-    const r = postCqe(mem, cq, cqe, solicited, this.#events);
-    if (r === CqPost.OK) { this.counters.inc(DC.cqes); return 'ok'; }
-    return r === CqPost.FULL ? 'full' : 'dma-error';
-  }
-
-  cqRoom(cqId: number): number {
-    const cq = this.rm.cqs.get(cqId);
-    return !cq || cq.admin ? -1 : cqFree(cq);
   }
 
   /** An asynchronous QP event on the first EQ (EQs 0 and 1 are the driver's async ones; any EQ works). */
@@ -347,6 +333,6 @@ export class RdmaEngine implements DataPathDevice {
     const mem = this.#memory();
     const eq = this.eqs.get(0) ?? this.eqs.values().next().value;
     if (!eq || !mem) return;
-    if (eq.post(mem, this.#interrupts, EqeType.QP, code as EqeCode, qpId)) this.counters.inc(DC.eq_events);
+    if (eq.post(mem, this.#interrupts, EqeType.QP, code, qpId)) this.counters.inc(DeviceCounter.eq_events);
   }
 }

@@ -11,7 +11,7 @@
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import type { InterruptController } from '../interrupts';
-import { EqeCode, EqeType } from './constants';
+import { EqeType } from './constants';
 import { ionic_v1_eqe } from './layouts';
 import { setField } from '../../../protocol/field';
 
@@ -32,7 +32,7 @@ export class EventQueue {
   }
 
   /** Write an EQE {type, code, qid} and assert the vector. False when guest memory refused the write. */
-  post(mem: GuestMemory, interrupts: InterruptController, type: EqeType, code: EqeCode, qid: number): boolean {
+  post(mem: GuestMemory, interrupts: InterruptController, type: EqeType, code: number, qid: number): boolean {
     if (this.failed) return false;
     const evt = (((qid & 0xffffff) << 8) | ((code & 0xf) << 4) | ((type & 0x7) << 1) | this.color) >>> 0;
     setField(this.#eqe, 0, ionic_v1_eqe.evt, evt);

@@ -8,7 +8,7 @@ import {
 } from '../../rdma/limits';
 import type { NicProfile } from '../profile';
 import { RDMA_ADMIN_OPCODES, RDMA_STAT_GLOBAL, RDMA_STAT_QP, RdmaQType } from './constants';
-import { ionic_lif_logical_qtype as QT, ionic_lif_rdma_identity as R } from './layouts';
+import { ionic_lif_logical_qtype, ionic_lif_rdma_identity } from './layouts';
 import { setField } from '../../../protocol/field';
 
 /** rdma.version: 1 = v1 WQE opcodes (the provider accepts 1..2). */
@@ -33,36 +33,36 @@ export function rdmaEqCount(p: NicProfile): number {
 }
 
 function qtype(w: Buffer, at: number, type: number, count: number, base: number): void {
-  setField(w, at, QT.qtype, type);
-  setField(w, at, QT.qid_count, count);
-  setField(w, at, QT.qid_base, base);
+  setField(w, at, ionic_lif_logical_qtype.qtype, type);
+  setField(w, at, ionic_lif_logical_qtype.qid_count, count);
+  setField(w, at, ionic_lif_logical_qtype.qid_base, base);
 }
 
 /** Write lif_identity.rdma at `at` (lif_identity + 392). */
 export function writeRdmaIdentity(w: Buffer, at: number, p: NicProfile): void {
-  w.fill(0, at, at + R.SIZE);
-  setField(w, at, R.version, RDMA_VERSION);
-  setField(w, at, R.qp_opcodes, RDMA_QP_OPCODES);
-  setField(w, at, R.admin_opcodes, RDMA_ADMIN_OPCODES);
-  setField(w, at, R.minor_version, RDMA_MINOR_VERSION);
-  setField(w, at, R.npts_per_lif, RDMA_NPTS_PER_LIF);
-  setField(w, at, R.nmrs_per_lif, RDMA_MR_COUNT);
-  setField(w, at, R.nahs_per_lif, RDMA_AH_COUNT);
-  setField(w, at, R.max_stride, RDMA_MAX_STRIDE_LOG2);
-  setField(w, at, R.cl_stride, RDMA_CL_STRIDE);
-  setField(w, at, R.pte_stride, RDMA_PTE_STRIDE);
-  setField(w, at, R.rrq_stride, RDMA_RRQ_STRIDE);
-  setField(w, at, R.rsq_stride, RDMA_RSQ_STRIDE);
-  setField(w, at, R.dcqcn_profiles, 0);
-  setField(w, at, R.udma_shift, RDMA_UDMA_SHIFT);
+  w.fill(0, at, at + ionic_lif_rdma_identity.SIZE);
+  setField(w, at, ionic_lif_rdma_identity.version, RDMA_VERSION);
+  setField(w, at, ionic_lif_rdma_identity.qp_opcodes, RDMA_QP_OPCODES);
+  setField(w, at, ionic_lif_rdma_identity.admin_opcodes, RDMA_ADMIN_OPCODES);
+  setField(w, at, ionic_lif_rdma_identity.minor_version, RDMA_MINOR_VERSION);
+  setField(w, at, ionic_lif_rdma_identity.npts_per_lif, RDMA_NPTS_PER_LIF);
+  setField(w, at, ionic_lif_rdma_identity.nmrs_per_lif, RDMA_MR_COUNT);
+  setField(w, at, ionic_lif_rdma_identity.nahs_per_lif, RDMA_AH_COUNT);
+  setField(w, at, ionic_lif_rdma_identity.max_stride, RDMA_MAX_STRIDE_LOG2);
+  setField(w, at, ionic_lif_rdma_identity.cl_stride, RDMA_CL_STRIDE);
+  setField(w, at, ionic_lif_rdma_identity.pte_stride, RDMA_PTE_STRIDE);
+  setField(w, at, ionic_lif_rdma_identity.rrq_stride, RDMA_RRQ_STRIDE);
+  setField(w, at, ionic_lif_rdma_identity.rsq_stride, RDMA_RSQ_STRIDE);
+  setField(w, at, ionic_lif_rdma_identity.dcqcn_profiles, 0);
+  setField(w, at, ionic_lif_rdma_identity.udma_shift, RDMA_UDMA_SHIFT);
   // page_size_cap is read only from version 2.1 on; v1 hosts assume 4 KiB / 2 MiB / 1 GiB.
-  setField(w, at, R.page_size_cap, 0);
+  setField(w, at, ionic_lif_rdma_identity.page_size_cap, 0);
   // A private AQ type, so AQ ids start at 0 and never meet the Ethernet admin queue's.
-  qtype(w, at + R.AQ_QTYPE, RdmaQType.AQ, RDMA_AQ_COUNT, 0);
-  qtype(w, at + R.SQ_QTYPE, RdmaQType.SQ, RDMA_QP_COUNT, 0);
-  qtype(w, at + R.RQ_QTYPE, RdmaQType.RQ, RDMA_QP_COUNT, 0);
-  qtype(w, at + R.CQ_QTYPE, RdmaQType.CQ, RDMA_CQ_COUNT, 0);
+  qtype(w, at + ionic_lif_rdma_identity.AQ_QTYPE, RdmaQType.AQ, RDMA_AQ_COUNT, 0);
+  qtype(w, at + ionic_lif_rdma_identity.SQ_QTYPE, RdmaQType.SQ, RDMA_QP_COUNT, 0);
+  qtype(w, at + ionic_lif_rdma_identity.RQ_QTYPE, RdmaQType.RQ, RDMA_QP_COUNT, 0);
+  qtype(w, at + ionic_lif_rdma_identity.CQ_QTYPE, RdmaQType.CQ, RDMA_CQ_COUNT, 0);
   // eq_base must be 0: the driver's CQ->EQ formula does not add it (contract 1.3).
-  qtype(w, at + R.EQ_QTYPE, RdmaQType.EQ, rdmaEqCount(p), 0);
-  setField(w, at, R.stats_type, RDMA_STAT_GLOBAL | RDMA_STAT_QP);
+  qtype(w, at + ionic_lif_rdma_identity.EQ_QTYPE, RdmaQType.EQ, rdmaEqCount(p), 0);
+  setField(w, at, ionic_lif_rdma_identity.stats_type, RDMA_STAT_GLOBAL | RDMA_STAT_QP);
 }

@@ -12,7 +12,7 @@
 // program's frame itself and claims the original. Dropped frames and frames
 // for other ports are claimed and counted. Added to the device by ./attach.ts (--p4 options).
 
-import { FrameEndpoint } from '../../ionic/frames';
+import { FrameEndpoint } from '../../net/frame-endpoint';
 import { OutputMode, P4Engine } from '../engine/engine';
 
 /** No port to send to (a multicast frame when the guest and host ports are one). */

@@ -4,7 +4,7 @@
 // status and type codes, and the CQE as a record.
 //
 // Producers (the admin queue, the data path) fill a reused CqeRecord and hand
-// it to the CQ (lib/ionic/rdma/completion-queue.ts `postCqe`), which alone
+// it to the CQ (./cq-ring.ts `postCqe`, `postDataCqe`), which alone
 // sets the color and encodes it into the guest's ring with encodeCqe. Byte
 // order is mixed: the heads and the tail are big-endian, the wqe_id words are
 // opaque bytes echoed verbatim, the admin cindex words are little-endian.
@@ -160,7 +160,7 @@ export function cqeSrcQpnOp(rec: CqeRecord): number {
  * color) last, so a guest polling a shared mapping never sees the new color on
  * a half-written entry. Returns false (writing nothing) if `out` has no room.
  * Never throws on the record's values. Only the CQ calls this for guest
- * memory (completion-queue.ts).
+ * memory (cq-ring.ts).
  */
 export function encodeCqe(rec: CqeRecord, out: Buffer, off = 0): boolean {
   const c = ionic_v1_cqe;

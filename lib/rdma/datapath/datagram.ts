@@ -3,11 +3,12 @@
 // loopback path and, later, the mesh, which attaches the header before sending.
 
 import { setField } from '../../../protocol/field';
+import { inetChecksum } from '../../net/checksum';
+import { ipv4_mapped_gid } from '../address';
 import type { AddressVector } from '../address';
 import {
-  IP_DF, iphdr, IPPROTO_UDP, IPV4_IHL_UNIT, ipv4_mapped_gid, IPV4_VERSION_SHIFT, IPV6_FLOW_MASK, IPV6_TC_MASK, IPV6_TC_SHIFT,
-  IPV6_VERSION_SHIFT, ipv6hdr,
-} from '../net-headers';
+  IP_DF, iphdr, IPPROTO_UDP, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IPV6_FLOW_MASK, IPV6_TC_MASK, IPV6_TC_SHIFT, IPV6_VERSION_SHIFT, ipv6hdr,
+} from '../../net/headers';
 
 /** Bytes of network header (GRH) that start every UD receive; counted in the byte count. */
 export const GRH_SIZE = 40;
@@ -60,7 +61,7 @@ export function writeGrh(av: AddressVector, payloadLen: number, out: Buffer): vo
     setField(out, at, h.protocol, IPPROTO_UDP);
     av.sgid.copy(out, at + h.saddr.off, GID_V4.off, GID_V4.off + GID_V4.size);
     av.dgid.copy(out, at + h.daddr.off, GID_V4.off, GID_V4.off + GID_V4.size);
-    setField(out, at, h.check, ipChecksum(out, at, h.SIZE));
+    setField(out, at, h.check, inetChecksum(out, at, h.SIZE));
     return;
   }
   const h = ipv6hdr;
@@ -71,12 +72,4 @@ export function writeGrh(av: AddressVector, payloadLen: number, out: Buffer): vo
   setField(out, 0, h.hop_limit, av.hopLimit & 0xff);
   av.sgid.copy(out, h.saddr.off, 0, h.saddr.size);
   av.dgid.copy(out, h.daddr.off, 0, h.daddr.size);
-}
-
-/** The IPv4 header checksum of buf[at, at + len) (its check field zero): the ones' complement of the ones'-complement sum of its 16-bit words. */
-function ipChecksum(buf: Buffer, at: number, len: number): number {
-  let sum = 0;
-  for (let i = 0; i < len; i += 2) sum += buf.readUInt16BE(at + i);
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  return ~sum & 0xffff;
 }

@@ -31,10 +31,10 @@ import {
   QUEUE_ENTRIES,
 } from './limits';
 import { changedNamespaceLog, discoveryLog, ErrorEntry, errorLog, firmwareSlotLog, smartLog } from './log-pages';
-import { NvmeofSubsystem } from './subsystem';
+import type { NvmeofSubsystem } from './subsystem';
 
 export interface ControllerOptions {
-  readonly subsystem: NvmeofSubsystem;
+  readonly subsystem: NvmeofSubsystem<NvmeofController>;
   readonly cntlid: number;
   readonly hostnqn: string;
   readonly hostid: Buffer;
@@ -65,7 +65,7 @@ const TWO_32 = 2 ** 32;
 
 export class NvmeofController implements FeatureHost {
   readonly cntlid: number;
-  readonly subsystem: NvmeofSubsystem;
+  readonly subsystem: NvmeofSubsystem<NvmeofController>;
   readonly hostnqn: string;
   readonly hostid: Buffer;
   aec = 0;

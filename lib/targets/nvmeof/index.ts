@@ -6,7 +6,7 @@
 import { Logger } from '../../log';
 import { FileNamespace, NvmeofNamespace, RamNamespace } from './namespace';
 import { NvmeofOptions } from './options';
-import { NvmeofTarget } from './queue';
+import { NvmeofTarget, TargetSubsystem } from './queue';
 import { NvmeofSubsystem } from './subsystem';
 
 export { decodeCqe, DmaStatus, encodeCqe } from './command';
@@ -18,16 +18,16 @@ export type { BlockRange, NvmeofNamespace } from './namespace';
 export { NVMEOF_DEFAULTS, parseNvmeofBackend } from './options';
 export type { NvmeofOptions } from './options';
 export { NvmeofQueue, NvmeofTarget } from './queue';
-export type { QueueOptions, TargetOptions } from './queue';
+export type { QueueOptions, TargetOptions, TargetSubsystem } from './queue';
 export { DISCOVERY_NQN, NvmeofSubsystem } from './subsystem';
-export type { PortAddress } from './subsystem';
+export type { PortAddress, SubsystemController } from './subsystem';
 
 /** Build the target `--backend nvmeof:...` describes (opens or creates the file namespace). */
 export async function createNvmeofTarget(o: NvmeofOptions, logger?: Logger): Promise<NvmeofTarget> {
   const ns: NvmeofNamespace = o.file === undefined
     ? new RamNamespace(o.nsid, o.size, o.bs)
     : await FileNamespace.open(o.nsid, o.file, o.size, o.bs);
-  const subsystem = new NvmeofSubsystem({
+  const subsystem: TargetSubsystem = new NvmeofSubsystem({
     nqn: o.nqn, model: o.model, serial: o.serial, namespaces: [ns], maxIoQueues: o.queues,
   });
   return new NvmeofTarget({

@@ -6,7 +6,7 @@
 
 import { isIPv4 } from 'net';
 import { z } from 'zod';
-import { byteCountOption, integerOption, parseBackendOptions, parseByteCount } from '../backend-options';
+import { byteCountOption, integerOption, parseBackendOptions } from '../backend-options';
 import { BLOCK_SIZES, MAX_RAM_NS_BYTES } from './namespace';
 import { DISCOVERY_NQN, MAX_IO_QUEUES, MAX_NQN_BYTES, validNqn } from './subsystem';
 
@@ -47,9 +47,6 @@ export const NVMEOF_DEFAULTS: NvmeofOptions = {
 const MODEL_BYTES = 40;
 const SERIAL_BYTES = 20;
 const MAX_NSID = 0xfffffffe;
-/** A byte count with an optional binary unit: 4096, 64M, 64MiB, 8G, 1T. */
-export const parseSize = parseByteCount;
-const integer = integerOption;
 
 function ascii(maxBytes: number) {
   return z.string()
@@ -60,7 +57,7 @@ function ascii(maxBytes: number) {
 
 const sizeSchema = byteCountOption();
 
-const bsSchema = integer(512, 4096).refine((n) => (BLOCK_SIZES as readonly number[]).includes(n), `one of ${BLOCK_SIZES.join(', ')}`)
+const bsSchema = integerOption(512, 4096).refine((n) => (BLOCK_SIZES as readonly number[]).includes(n), `one of ${BLOCK_SIZES.join(', ')}`)
   .transform((n) => n as NvmeofOptions['bs']);
 
 const nqnSchema = z.string()
@@ -74,9 +71,9 @@ const OPTION_SCHEMAS = {
   file: z.string().transform((s) => (s === '' ? undefined : s)),
   nqn: nqnSchema,
   ip: z.string().refine((s) => isIPv4(s), 'an IPv4 address (a.b.c.d)'),
-  port: integer(1, 65535),
-  queues: integer(1, MAX_IO_QUEUES),
-  nsid: integer(1, MAX_NSID),
+  port: integerOption(1, 65535),
+  queues: integerOption(1, MAX_IO_QUEUES),
+  nsid: integerOption(1, MAX_NSID),
   model: ascii(MODEL_BYTES),
   serial: ascii(SERIAL_BYTES),
 } as const;

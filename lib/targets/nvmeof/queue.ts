@@ -26,8 +26,11 @@ import {
 import { ADMIN_QUEUE_MIN_ENTRIES, MAX_KATO_MS, QUEUE_ENTRIES } from './limits';
 import { NvmeofSubsystem, PortAddress, validNqn } from './subsystem';
 
+/** A subsystem of the target: its controllers are NvmeofControllers. */
+export type TargetSubsystem = NvmeofSubsystem<NvmeofController>;
+
 export interface TargetOptions {
-  readonly subsystem: NvmeofSubsystem;
+  readonly subsystem: TargetSubsystem;
   /** Where the subsystem is reachable (the discovery log entry). */
   readonly port: PortAddress;
   readonly logger?: Logger;
@@ -40,8 +43,8 @@ export interface QueueOptions {
 }
 
 export class NvmeofTarget {
-  readonly subsystem: NvmeofSubsystem;
-  readonly discovery: NvmeofSubsystem;
+  readonly subsystem: TargetSubsystem;
+  readonly discovery: TargetSubsystem;
   readonly port: PortAddress;
   readonly log: Logger;
   readonly now: () => number;
@@ -55,7 +58,7 @@ export class NvmeofTarget {
     this.discovery.list(o.subsystem, o.port);
   }
 
-  findSubsystem(nqn: string): NvmeofSubsystem | undefined {
+  findSubsystem(nqn: string): TargetSubsystem | undefined {
     if (nqn === this.subsystem.nqn) return this.subsystem;
     if (nqn === this.discovery.nqn) return this.discovery;
     return undefined;

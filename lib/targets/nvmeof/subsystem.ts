@@ -4,7 +4,6 @@
 // namespaces and lists, in its log page, where the NVM subsystems are
 // reachable (RDMA: reliable connected QPs, rdma_cm, IPv4 address and port).
 
-import type { NvmeofController } from './controller';
 import { namespaceIds, NamespaceIds, NvmeofNamespace } from './namespace';
 
 export const DISCOVERY_NQN = 'nqn.2014-08.org.nvmexpress.discovery';
@@ -65,7 +64,18 @@ export function validNqn(nqn: string): boolean {
   return nqn.length >= 1 && nqn.length <= MAX_NQN_BYTES && /^[\x21-\x7e]+$/.test(nqn);
 }
 
-export class NvmeofSubsystem {
+/** What a subsystem asks of its controllers (./controller.ts's NvmeofController, which imports this module). */
+export interface SubsystemController {
+  readonly cntlid: number;
+  /** A namespace's attributes changed: log it and raise the notice. */
+  namespaceChanged(nsid: number): void;
+  /** The discovery log changed. */
+  discoveryChanged(): void;
+  destroy(reason: 'subsystem closed'): void;
+}
+
+/** `C`: the controllers it holds (the target's are NvmeofControllers). */
+export class NvmeofSubsystem<C extends SubsystemController = SubsystemController> {
   readonly kind: 'nvm' | 'discovery';
   readonly nqn: string;
   readonly model: string;
@@ -77,7 +87,7 @@ export class NvmeofSubsystem {
   readonly stats: SmartCounters;
   readonly #ids = new Map<number, NamespaceIds>();
   readonly #hosts: ReadonlySet<string> | null;
-  readonly #controllers = new Map<number, NvmeofController>();
+  readonly #controllers = new Map<number, C>();
   #nextCntlid = CNTLID_MIN;
   /** Discovery only: the subsystems it lists and where. */
   readonly #listed: Array<{ readonly subsystem: NvmeofSubsystem; readonly port: PortAddress }> = [];
@@ -110,8 +120,8 @@ export class NvmeofSubsystem {
   }
 
   /** The discovery subsystem (no namespaces, no I/O queues). */
-  static discovery(now?: number): NvmeofSubsystem {
-    return new NvmeofSubsystem({
+  static discovery<D extends SubsystemController>(now?: number): NvmeofSubsystem<D> {
+    return new NvmeofSubsystem<D>({
       nqn: DISCOVERY_NQN, model: 'rocm-ernic discovery', serial: 'ERNICDISC', namespaces: [], maxIoQueues: 0,
     }, 'discovery', now);
   }
@@ -143,15 +153,15 @@ export class NvmeofSubsystem {
     }
   }
 
-  addController(c: NvmeofController): void {
+  addController(c: C): void {
     this.#controllers.set(c.cntlid, c);
   }
 
-  removeController(c: NvmeofController): void {
+  removeController(c: C): void {
     if (this.#controllers.get(c.cntlid) === c) this.#controllers.delete(c.cntlid);
   }
 
-  controller(cntlid: number): NvmeofController | undefined {
+  controller(cntlid: number): C | undefined {
     return this.#controllers.get(cntlid);
   }
 

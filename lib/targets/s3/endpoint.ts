@@ -8,11 +8,11 @@
 // first among the segment's endpoints.
 
 import * as http from 'http';
-import type { FrameEndpoint } from '../../ionic/frames';
+import type { FrameEndpoint } from '../../net/frame-endpoint';
 import { hostListenerRefusal, S3Options } from './options';
 import { RdmaDma, RdmaPath } from './rdma';
 import { Credentials, ObjectStore, s3Handler, S3RequestHandler } from './store';
-import { TcpStack } from './tcp';
+import { TcpStack } from '../../net/tcp-host';
 
 /** Host clients connected at once; past it the kernel's backlog waits (the vfio-user socket needs fds too). */
 export const S3_HOST_MAX_CONNECTIONS = 64;
@@ -57,15 +57,15 @@ export class S3Endpoint implements FrameEndpoint {
 
   /** The endpoint over an opened store, synchronously (the device builds it with its own send and DMA). */
   static create(opts: S3Options, store: ObjectStore, deps: S3EndpointDeps): S3Endpoint {
-    let server: http.Server | undefined;
     const stack = new TcpStack({
       ip: opts.ip, ports: [opts.port], send: deps.send,
-      onConnection: (c) => server!.emit('connection', c),
+      // The guest's first SYN comes after this returns, when `server` exists.
+      onConnection: (c) => server.emit('connection', c),
     });
     const rdma = deps.dma ? new RdmaPath(deps.dma, stack.ip) : null;
     const credentials = deps.credentials ?? [];
     const handler = s3Handler({ store, ...(rdma ? { rdma } : {}), ...(credentials.length > 0 ? { credentials } : {}) });
-    server = http.createServer(handler);
+    const server = http.createServer(handler);
     return new S3Endpoint(store, server, stack, rdma, handler, credentials);
   }
 

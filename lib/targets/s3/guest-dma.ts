@@ -8,7 +8,7 @@
 // DMA key (a raw guest address), is never accepted. With no QP there is no PD
 // to match. Everything runs on the main thread; nothing throws on guest input.
 
-import { DC } from '../../rdma/counters';
+import { DeviceCounter } from '../../rdma/counters';
 import { copySlices } from '../../rdma/datapath/copy';
 import type { DataPathDevice } from '../../rdma/hooks';
 import { KeyStatus } from '../../rdma/resources';
@@ -78,7 +78,7 @@ export class MrTableDma implements RdmaDma {
     this.#one[0] = dst;
     copySlices(this.#one, 0, this.#views, 0, dst.length);
     this.#release();
-    this.#dev.counters.inc(DC.rdma_read_bytes, dst.length);
+    this.#dev.counters.inc(DeviceCounter.rdma_read_bytes, dst.length);
     return true;
   }
 
@@ -87,7 +87,7 @@ export class MrTableDma implements RdmaDma {
     this.#one[0] = data;
     copySlices(this.#views, 0, this.#one, 0, data.length);
     this.#release();
-    this.#dev.counters.inc(DC.rdma_write_bytes, data.length);
+    this.#dev.counters.inc(DeviceCounter.rdma_write_bytes, data.length);
     return true;
   }
 

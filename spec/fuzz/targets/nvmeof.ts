@@ -33,6 +33,7 @@ import { ATTR, drep, dreq, madHeader, rej, req, rtu } from '../../targets/nvmeof
 import { ADDR, HOSTNQN, HostMemory, IN_CAPSULE, KEY, KEYED, KEYED_INV, SglSpec, sqe, SUBNQN, TestHost } from '../../targets/nvmeof/helpers';
 import { CpuTurnWatch } from '../../targets/turn-watch';
 import { FuzzFinding, FuzzRunOptions, registerTarget } from './index';
+import type { NvmeofController } from '../../../lib/targets/nvmeof';
 
 const TURN_LIMIT_MS = 50;
 /** A command (not a held AER) must complete within this. */
@@ -143,7 +144,7 @@ class NvmeFuzzer {
       dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'ernic-fuzz-nvme-'));
       namespaces.push(await FileNamespace.open(3, path.join(dir, 'ns3'), 4 * 1024 * 1024, rnd.pick([512, 4096])));
     }
-    const subsystem = new NvmeofSubsystem({
+    const subsystem = new NvmeofSubsystem<NvmeofController>({
       nqn: SUBNQN, model: 'rocm-ernic NVMe-oF target', serial: 'ERNICFUZZ', namespaces, maxIoQueues: 4, inCapsuleBytes: rnd.pick([0, 0, 4096, 8192]),
     });
     const target = new NvmeofTarget({ subsystem, port: { traddr: '192.168.200.1', trsvcid: '4420', portid: 1 }, logger: this.#log });

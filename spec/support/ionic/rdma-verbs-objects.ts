@@ -4,7 +4,7 @@
 // snapshots that show every byte the device wrote.
 
 import type { Logger } from '../../../lib/log';
-import type { RdmaBackend } from '../../../lib/rdma/backends';
+import type { RdmaBackend } from '../../../lib/rdma/backend';
 import type { IonicGuest } from './guest';
 import { PAGE } from './regs';
 import type { BootOptions } from './rdma-guest';

@@ -5,10 +5,10 @@
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import type { Logger } from '../../../lib/log';
-import type { RdmaBackend } from '../../../lib/rdma/backends';
+import type { RdmaBackend } from '../../../lib/rdma/backend';
 import { IonicDevice } from '../../../lib/ionic/device';
 import type { FaultInjector } from '../../../lib/ionic/fault-injection';
-import type { HostLink } from '../../../lib/ionic/frames';
+import type { HostLink } from '../../../lib/net/frame-endpoint';
 import { COMPAT_PROFILE, NicProfile } from '../../../lib/ionic/profile';
 import { VfioUserServer } from '../../../lib/vfio-user/server';
 import { settle, tempSocketPath } from '../fds';

@@ -2,8 +2,8 @@
 // ICMP echo, UDP), and a HostLink stand-in that records what the device sends
 // and lets a test inject frames as if they came from the host TAP.
 
-import type { HostLink } from '../../../lib/ionic/frames';
-import { FrameOffload } from '../../../lib/ionic/offload/vnet';
+import type { HostLink } from '../../../lib/net/frame-endpoint';
+import { FrameOffload } from '../../../lib/net/vnet';
 import { rfc1071Sum } from './tcp-frames';
 
 export const BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);

@@ -12,6 +12,7 @@ import { CqeT, MrF, QpF, QpT, WOp } from '../../support/ionic/rdma-regs';
 import { Cq, Cqe, GuestMr, Qp, v4, VerbsGuest } from '../../support/ionic/rdma-verbs';
 import { ATTR, header, repFields, req, rtu } from './cm-mads';
 import { connectData, HOSTNQN, KEYED, sqe, SUBNQN } from './helpers';
+import { NvmeofBackend } from '../../../lib/backends/nvmeof';
 
 const GUEST = '192.168.200.2';
 const TARGET = '192.168.200.1';
@@ -35,7 +36,7 @@ export class DeviceHost {
 
   /** A guest booted against `target`, QP1 ready, an MR of `mrPages` pages for data. */
   static async boot(target: NvmeofTarget, mrPages = 16): Promise<DeviceHost> {
-    const v = await VerbsGuest.boot({ rdmaBackend: { nvmeof: target }, arenaPages: 64 + mrPages + 8 });
+    const v = await VerbsGuest.boot({ rdmaBackend: new NvmeofBackend(target), arenaPages: 64 + mrPages + 8 });
     const cq = await v.createCq(30, 10);
     const gsi = await v.createQp(1, QpT.UD, { sqCq: cq, rqCq: cq, flags: QpF.PRIVILEGED, depthLog2: 5 });
     await v.readyUd(gsi, QP1_QKEY);

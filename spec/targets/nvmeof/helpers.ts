@@ -8,6 +8,7 @@ import {
   Cqe, DmaStatus, NvmeofQueue, NvmeofSubsystem, NvmeofTarget, RamNamespace, TargetDma,
 } from '../../../lib/targets/nvmeof';
 import type { NvmeofNamespace, QueueOptions } from '../../../lib/targets/nvmeof';
+import type { NvmeofController } from '../../../lib/targets/nvmeof';
 
 export const HOSTNQN = 'nqn.2014-08.org.nvmexpress:uuid:0c0ffee0-0000-4000-8000-000000000001';
 export const SUBNQN = 'nvmet-test';
@@ -137,7 +138,7 @@ export const KEY = 0x1234;
 export const ADDR = { CONNECT: HostMemory.BASE, DATA: HostMemory.BASE + 0x10000, OUT: HostMemory.BASE + 0x40000 } as const;
 
 export function newTarget(opts: { namespaces?: NvmeofNamespace[]; hosts?: string[]; queues?: number } = {}): NvmeofTarget {
-  const subsystem = new NvmeofSubsystem({
+  const subsystem = new NvmeofSubsystem<NvmeofController>({
     nqn: SUBNQN, model: 'rocm-ernic NVMe-oF target', serial: 'ERNIC0000000000001',
     namespaces: opts.namespaces ?? [new RamNamespace(1, 1 << 20, 512)], maxIoQueues: opts.queues ?? 8,
     ...(opts.hosts ? { hosts: opts.hosts } : {}),

@@ -11,6 +11,7 @@ import { Bar0 } from '../../support/ionic/regs';
 import { MmioProbe } from '../mmio-probe';
 import { DeviceHost, HostQueue } from './device-host';
 import { KEYED, sqe, SUBNQN } from './helpers';
+import type { NvmeofController } from '../../../lib/targets/nvmeof';
 
 /**
  * Most of this thread's CPU time one MMIO round trip may hold while the
@@ -21,7 +22,7 @@ const MAX_RTT_MS = 100;
 const MiB = 1024 * 1024;
 
 function target(size: number, bs: number): NvmeofTarget {
-  const subsystem = new NvmeofSubsystem({
+  const subsystem = new NvmeofSubsystem<NvmeofController>({
     nqn: SUBNQN, model: 'rocm-ernic NVMe-oF target', serial: 'ERNIC0000000000001', namespaces: [new RamNamespace(1, size, bs)], maxIoQueues: 2,
   });
   return new NvmeofTarget({ subsystem, port: { traddr: '192.168.200.1', trsvcid: '4420', portid: 1 } });

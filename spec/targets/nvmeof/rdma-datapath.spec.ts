@@ -1,4 +1,4 @@
-// The NVMe-oF target behind the device (`rdmaBackend: { nvmeof }`), driven by
+// The NVMe-oF target behind the device (`rdmaBackend: new NvmeofBackend(target)`), driven by
 // the guest model the way nvme-rdma drives it: CM MADs on QP1 through an AH
 // to the target's address (REQ -> REP with a GRH from the target's GID, RTU,
 // DREQ -> DREP), an RC QP per NVMe queue connected to the controller QPN the
@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import { createNvmeofTarget, decodeCqe, NvmeofTarget, parseNvmeofBackend } from '../../../lib/targets/nvmeof';
 import { TARGET_QPN_BASE } from '../../../lib/targets/nvmeof/rdma';
-import { DC } from '../../../lib/rdma/counters';
+import { DeviceCounter } from '../../../lib/rdma/counters';
 import { until } from '../../support/fds';
 import { PAGE } from '../../support/ionic/regs';
 import { DEVICE_MAC, Rig } from '../../support/ionic/rig';
@@ -19,6 +19,7 @@ import { CqeT, MrF, QpF, QpS, QpT, ROp, WOp, WSt } from '../../support/ionic/rdm
 import { Cq, Cqe, GuestMr, Qp, v4, VerbsGuest } from '../../support/ionic/rdma-verbs';
 import { ATTR, dreq, header, rejFields, repFields, req, rtu } from './cm-mads';
 import { connectData, HOSTNQN, KEYED, KEYED_INV, SC, sqe, SUBNQN } from './helpers';
+import { NvmeofBackend } from '../../../lib/backends/nvmeof';
 
 const GUEST = '192.168.200.2';
 const TARGET = '192.168.200.1';
@@ -145,7 +146,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const parsed = parseNvmeofBackend('nvmeof:size=1M,queues=2');
     if (!parsed.ok) throw new Error(parsed.error);
     target = await createNvmeofTarget(parsed.value);
-    v = await VerbsGuest.boot({ rdmaBackend: { nvmeof: target }, arenaPages: 160 });
+    v = await VerbsGuest.boot({ rdmaBackend: new NvmeofBackend(target), arenaPages: 160 });
     cq = await v.createCq(30, 9);
     gsi = await v.createQp(1, QpT.UD, { sqCq: cq, rqCq: cq, flags: QpF.PRIVILEGED, depthLog2: 5 });
     await v.readyUd(gsi, QP1_QKEY);
@@ -172,13 +173,13 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     expect(header(mad)).to.deep.include({ base: 1, cls: 7, ver: 2, method: 3, attr: ATTR.REP });
     const f = repFields(mad);
     expect([f.remote, f.qpn, f.crqsize]).to.deep.equal([0x77, TARGET_QPN_BASE, 32]);
-    expect(v.rig.device.nvmeofDataPath!.stats.connections).to.equal(1);
+    expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections).to.equal(1);
     // The guest leaves (DREQ): DREP, and the connection is gone.
     await sendMad(dreq(0x77, f.local, f.qpn));
     const d = await nextMad();
     expect(header(d.mad).attr).to.equal(ATTR.DREP);
     expect([d.mad.readUInt32BE(24), d.mad.readUInt32BE(28)]).to.deep.equal([f.local, 0x77]);
-    expect(v.rig.device.nvmeofDataPath!.stats.connections).to.equal(0);
+    expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections).to.equal(0);
     expect(v.qpState(qp)).to.equal(QpS.RESET);
   });
 
@@ -229,7 +230,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
       v.postSend(io.qp, { op: WOp.REG_MR, id: nextId++, imm: frKey(tag), numSge: tag, signaled: false,
         regMr: { va: 0x7f12_3400_0000, length: 8192, offset: 0, dma: list, mapCount: 2, flags: DATA_ACCESS } });
     };
-    const inv0 = v.rig.device.rdma!.counters.get(DC.remote_invalidates);
+    const inv0 = v.rig.device.rdma!.counters.get(DeviceCounter.remote_invalidates);
     reg(2);
     const w = await command(io, sqe({ opcode: 0x01, cid: cid++, nsid: 1, sgl: { addr: 0x7f12_3400_0000, len: 8192, key: frKey(2), type: KEYED_INV }, cdw10: 8, cdw12: 15 }));
     expect(w.nvme.status).to.equal(0);
@@ -242,7 +243,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const r = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: 0x7f12_3400_0000, len: 8192, key: frKey(3), type: KEYED_INV }, cdw10: 8, cdw12: 15 }));
     expect(r.nvme.status).to.equal(0);
     expect(Buffer.concat([v.g.mem(pages[0]!, PAGE), v.g.mem(pages[1]!, PAGE)]).equals(data)).to.equal(true);
-    expect(v.rig.device.rdma!.counters.get(DC.remote_invalidates) - inv0).to.equal(2);
+    expect(v.rig.device.rdma!.counters.get(DeviceCounter.remote_invalidates) - inv0).to.equal(2);
     // And the namespace holds it: the target read it over its own keyed SGL.
     const rb = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: mr.va + 16384, len: 4096, key: mr.key, type: KEYED }, cdw10: 8, cdw12: 7 }));
     expect(rb.nvme.status).to.equal(0);
@@ -280,20 +281,20 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     sqe({ opcode: 0x00, cid: 0x4321, nsid: 1 }).copy(v.g.mem(at2, 64));
     v.postSend(q.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at2, len: 64, lkey: 0 }] });
     await take((x) => x.qid === q.qp.id && x.type === CqeT.SEND_MSN, 'the SEND completion (ACK before any receive)');
-    await until(() => v.rig.device.nvmeofDataPath!.stats.heldResponses === 1, 'the response held');
+    await until(() => (v.rig.device.backend as NvmeofBackend).dataPath!.stats.heldResponses === 1, 'the response held');
     seen.push(...v.drain(cq));
     expect(seen.filter((x) => x.qid === q.qp.id && x.type === CqeT.RECV)).to.deep.equal([]);
     postRecv(q.qp, 64);
     const recv = await take((x) => x.qid === q.qp.id && x.type === CqeT.RECV, 'the held response');
     expect(decodeCqe(Buffer.from(v.g.mem(recvAt.get(recv.wqeIdLo)!, 16))).cid).to.equal(0x4321);
-    expect(v.rig.device.nvmeofDataPath!.stats.heldResponses).to.equal(0);
+    expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.heldResponses).to.equal(0);
     // An RDMA WRITE to a controller QP is refused (no remote access there): REMOTE_ACC, the QP to ERR.
     v.postSend(q.qp, { op: WOp.RDMA_WRITE, id: nextId++, sges: [{ va: at, len: 8, lkey: 0 }], remote: { va: 0x1000, rkey: 0x1234 } });
     const e = await take((x) => x.qid === q.qp.id && x.type === CqeT.SEND_MSN, 'the refused WRITE');
     expect([e.error, e.statusLength]).to.deep.equal([true, WSt.REMOTE_ACC]);
     expect(v.qpState(q.qp)).to.equal(QpS.ERR);
     // The QP's error ended its connection.
-    await until(() => v.rig.device.nvmeofDataPath!.stats.connections === 2, 'the errored queue gone');
+    await until(() => (v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections === 2, 'the errored queue gone');
   });
 
   it('a host that never posts receives: 512 responses are held, the next ends the connection with a DREQ', async () => {
@@ -301,7 +302,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const at = page();
     // Not a Connect: each capsule gets an error response of its own (no controller needed).
     sqe({ opcode: 0x00, cid: 7, nsid: 1 }).copy(v.g.mem(at, 64));
-    const dp = v.rig.device.nvmeofDataPath!;
+    const dp = (v.rig.device.backend as NvmeofBackend).dataPath!;
     for (let sent = 0; sent < 513; sent += 16) {
       const n = Math.min(16, 513 - sent);
       for (let i = 0; i < n; i++) v.postSend(q.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at, len: 64, lkey: 0 }] }, i === n - 1);
@@ -321,7 +322,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const ours = got.find((m) => header(m.mad).attr === ATTR.DREQ)!;
     expect([drep.mad.readUInt32BE(24), drep.mad.readUInt32BE(28)]).to.deep.equal([admin.ours, admin.theirs]);
     expect([ours.mad.readUInt32BE(24), ours.mad.readUInt32BE(28), ours.mad.readUInt32BE(32) >>> 8]).to.deep.equal([io.ours, io.theirs, io.qp.id]);
-    expect(v.rig.device.nvmeofDataPath!.stats.connections).to.equal(0);
+    expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections).to.equal(0);
     const at = page();
     sqe({ opcode: 0x00, cid: cid++, nsid: 1 }).copy(v.g.mem(at, 64));
     v.postSend(io.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at, len: 64, lkey: 0 }] });
@@ -335,7 +336,7 @@ describe('nvmeof target on the Ethernet segment', () => {
     const parsed = parseNvmeofBackend('nvmeof:size=64K,ip=10.7.0.1');
     if (!parsed.ok) throw new Error(parsed.error);
     const target = await createNvmeofTarget(parsed.value);
-    const rig = await Rig.start({ rdmaBackend: { nvmeof: target } });
+    const rig = await Rig.start({ rdmaBackend: new NvmeofBackend(target) });
     try {
       const g = await rig.probed(1);
       const me = DEVICE_MAC;

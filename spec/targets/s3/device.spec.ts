@@ -1,4 +1,4 @@
-// The S3 store on the device (`rdmaBackend: { s3 }`), through a real
+// The S3 store on the device (`rdmaBackend: new S3Backend(...)`), through a real
 // vfio-user socket with memfd guest memory, driven by the guest model as
 // ionic.ko and libionic drive it: ARP and ping for the store's address and
 // an HTTP PUT/GET over TCP frames on the guest's own TX and RX rings; the
@@ -15,8 +15,8 @@ import { expect } from 'chai';
 import { createHash, randomBytes } from 'crypto';
 import * as http from 'http';
 import type { AddressInfo } from 'net';
-import type { FrameEndpoint } from '../../../lib/ionic/frames';
-import { DC } from '../../../lib/rdma/counters';
+import type { FrameEndpoint } from '../../../lib/net/frame-endpoint';
+import { DeviceCounter } from '../../../lib/rdma/counters';
 import { S3_DEFAULTS, S3Options } from '../../../lib/targets/s3/options';
 import { ObjectStore } from '../../../lib/targets/s3/store';
 import { until } from '../../support/fds';
@@ -29,6 +29,7 @@ import { GuestMr, Snapshot, VerbsGuest } from '../../support/ionic/rdma-verbs';
 import { Prng, Rig } from '../../support/ionic/rig';
 import { arpRequest, decode, echoRequest, GUEST_IP, STORE_IP, STORE_MAC } from './frames';
 import { GuestTcp } from './guest-tcp';
+import { S3Backend } from '../../../lib/backends/s3';
 
 const MR_BYTES = 64 * 1024;
 const RW = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ;
@@ -101,13 +102,13 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
   before(async () => {
     const options: S3Options = { ...S3_DEFAULTS, listen: { host: '127.0.0.1', port: 0 } };
     const store = await ObjectStore.open(options.bucket, { size: options.size, objects: options.objects, maxpart: options.maxpart });
-    rig = await Rig.start({ rdmaBackend: { s3: { options, store, credentials: [CREDS] } } });
+    rig = await Rig.start({ rdmaBackend: new S3Backend({ options, store, credentials: [CREDS] }) });
     g = await rig.probed(1, { ramSize: 64 << 20 });
     await g.open(1, { ringLog2: 9 });
     const r = await RdmaGuest.boot(g, { cpus: 8 });
     v = VerbsGuest.attach(g, r, 128);
-    await rig.device.s3!.listenHost(options);
-    port = (rig.device.s3!.hostAddress as AddressInfo).port;
+    await (rig.device.backend as S3Backend).endpoint!.listenHost(options);
+    port = ((rig.device.backend as S3Backend).endpoint!.hostAddress as AddressInfo).port;
     const later1: FrameEndpoint = { claimTx(f) { later.push(Buffer.from(f)); return false; } };
     rig.device.addEndpoint(later1);
     // Scattered pages in reverse order, so a copy that assumed contiguity would land wrong.
@@ -119,7 +120,7 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
   after(async () => {
     pumping = false;
     await pump;
-    await rig.device.s3?.close();
+    await (rig.device.backend as S3Backend).endpoint?.close();
     await rig.close();
   });
 
@@ -134,7 +135,7 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     const echo = (await g.waitRxFrame()).data;
     expect(decode(echo).proto).to.equal(1);
     expect(echo.subarray(echo.length - 13).toString()).to.equal('ernic s3 ping');
-    expect(rig.device.s3!.stack.counts).to.deep.include({ arpReplies: 1, echoReplies: 1 });
+    expect((rig.device.backend as S3Backend).endpoint!.stack.counts).to.deep.include({ arpReplies: 1, echoReplies: 1 });
     expect(later, 'frames the store claimed never reach a later endpoint').to.have.length(0);
     // A frame for someone else passes on to the next endpoint.
     await g.sendFrame(arpRequest(Buffer.from([192, 168, 200, 77])));
@@ -166,13 +167,13 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
   it('PUT by token reads the object out of a guest MR; GET by token writes one into another, byte for byte', async () => {
     const pattern = randomBytes(src.length);
     src.write(0, pattern);
-    const before = rig.device.rdma!.counters.get(DC.rdma_read_bytes);
+    const before = rig.device.rdma!.counters.get(DeviceCounter.rdma_read_bytes);
     const put = await request(port, 'PUT', '/ernic/tok/a', { 'x-amz-rdma-token': tokenHex(src.key, BigInt(src.va), BigInt(src.length)) });
     expect(put.status).to.equal(200);
     expect(put.headers['x-amz-rdma-bytes']).to.equal(String(src.length));
     expect(String(put.headers['x-amz-rdma-reply'])).to.match(/^200:[0-9a-f]{88}$/);
-    expect(rig.device.s3!.store.get('tok/a')!.data.equals(pattern)).to.equal(true);
-    expect(rig.device.rdma!.counters.get(DC.rdma_read_bytes) - before).to.equal(src.length);
+    expect((rig.device.backend as S3Backend).endpoint!.store.get('tok/a')!.data.equals(pattern)).to.equal(true);
+    expect(rig.device.rdma!.counters.get(DeviceCounter.rdma_read_bytes) - before).to.equal(src.length);
 
     const obj = randomBytes(40_000);
     expect((await request(port, 'PUT', '/ernic/tok/b', {}, obj)).status).to.equal(200);
@@ -210,18 +211,18 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     expect((await request(port, 'PUT', '/ernic/tok/d', { 'x-amz-rdma-token': tokenHex(noRead.key, BigInt(noRead.va), 4096n) })).status).to.equal(403);
     expect((await request(port, 'PUT', '/ernic/tok/d', { 'x-amz-rdma-token': tokenHex(src.key, BigInt(src.va), BigInt(src.length + 1)) })).status)
       .to.equal(403);
-    expect(rig.device.s3!.store.get('tok/d')).to.equal(undefined);
+    expect((rig.device.backend as S3Backend).endpoint!.store.get('tok/d')).to.equal(undefined);
     // A destroyed MR's key is refused too.
     expect((await v.admin(AOp.DESTROY_MR, idBody(readOnly.key))).status).to.equal(0);
     const gone = await request(port, 'PUT', '/ernic/tok/d', { 'x-amz-rdma-token': tokenHex(readOnly.key, BigInt(readOnly.va), 4096n) });
     expect(gone.status).to.equal(403);
     expect(snap.changed()).to.deep.equal([]);
-    expect(rig.device.s3!.rdma!.counts.refused).to.be.at.least(cases.length + 2);
+    expect((rig.device.backend as S3Backend).endpoint!.rdma!.counts.refused).to.be.at.least(cases.length + 2);
   });
 
   it('300 seeded random tokens: a GET lands only inside an MR that grants remote write, exactly where named; refused ones touch nothing', async () => {
     const rng = new Prng(0x70c3);
-    const obj = rig.device.s3!.store.get('tok/b')!.data; // 40,000 bytes
+    const obj = (rig.device.backend as S3Backend).endpoint!.store.get('tok/b')!.data; // 40,000 bytes
     const mrs = [src, dst];
     const keys = [src.key, dst.key, readOnly.key, 0, (src.key & ~0xff) | 0x55, rng.next() >>> 0];
     let landed = 0;
@@ -255,11 +256,11 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     const c = new GuestTcp((f) => { void g.sendFrame(f); return true; }, 40003, 9000);
     clients.push(c);
     c.connect();
-    await until(() => rig.device.s3!.stack.connectionCount > 0, 'a connection', 5000);
+    await until(() => (rig.device.backend as S3Backend).endpoint!.stack.connectionCount > 0, 'a connection', 5000);
     pumping = false;
     await pump;
     await rig.drop(g);
-    expect(rig.device.s3!.stack.connectionCount).to.equal(0);
+    expect((rig.device.backend as S3Backend).endpoint!.stack.connectionCount).to.equal(0);
     expect((await request(port, 'GET', '/ernic/tok/b')).status).to.equal(200);
   });
 });

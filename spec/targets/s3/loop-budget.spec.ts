@@ -19,6 +19,7 @@ import type { IonicGuest } from '../../support/ionic/guest';
 import { Bar0 } from '../../support/ionic/regs';
 import { Rig } from '../../support/ionic/rig';
 import { MmioProbe } from '../mmio-probe';
+import { S3Backend } from '../../../lib/backends/s3';
 
 /**
  * Most of this thread's CPU time one MMIO round trip may hold while the store
@@ -58,13 +59,13 @@ describe('s3 store: the loop stays free while a client sends work it sizes', fun
   before(async () => {
     const options: S3Options = { ...S3_DEFAULTS, size: 1024 * MiB, maxpart: 256 * MiB, objects: 65_536, listen: { host: '127.0.0.1', port: 0 } };
     store = await ObjectStore.open(options.bucket, { size: options.size, objects: options.objects, maxpart: options.maxpart });
-    rig = await Rig.start({ rdmaBackend: { s3: { options, store } } });
+    rig = await Rig.start({ rdmaBackend: new S3Backend({ options, store }) });
     g = await rig.probed(0);
-    await rig.device.s3!.listenHost(options);
-    port = (rig.device.s3!.hostAddress as AddressInfo).port;
+    await (rig.device.backend as S3Backend).endpoint!.listenHost(options);
+    port = ((rig.device.backend as S3Backend).endpoint!.hostAddress as AddressInfo).port;
   });
   after(async () => {
-    await rig.device.s3?.close();
+    await (rig.device.backend as S3Backend).endpoint?.close();
     await rig.close();
   });
 

@@ -16,7 +16,7 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
 import { createS3Server, ObjectStore } from '../../../lib/targets/s3/store';
-import { TcpStack } from '../../../lib/targets/s3/tcp';
+import { TcpStack } from '../../../lib/net/tcp-host';
 import { ACK, decode, FIN, Out, RST, STORE_MAC, SYN } from './frames';
 
 const FIXTURE = path.join(__dirname, '..', '..', '..', '..', 'fixtures', 's3', 'guest-session.pcap');

@@ -19,13 +19,14 @@ import type { GuestMemory } from '../../../vfio-user/guest-memory';
 import type { QpChanges, QpRecord } from '../../resources';
 import { QpType } from '../../types';
 import type { SendWqe } from '../wqe-decode';
-import { DataPathEngine, installLoopbackDataPath, LoopbackDataPath } from '../loopback/data-path';
-import { QpDp, WaitKind } from '../loopback/qp-state';
-import type { RemotePath, RemoteResult } from '../loopback/remote-path';
+import { DataPathEngine, installWqeExecutor, WqeExecutor } from '../../executor/executor';
+import { QpDp, WaitKind } from '../../executor/qp-state';
+import type { RemotePath, RemoteResult } from '../../executor/remote-path';
 import { gidsFromFrame } from './gid-learning';
 import { MeshRequester } from './requester';
 import { MeshResponder } from './responder';
-import { newWireHeader, readWireHeader, wireVersionOk } from './wire';
+import { wireVersionOk } from './wire';
+import { newWireHeader, readWireHeader } from '../../../mesh/ionic-header';
 
 /** What the mesh data path uses of the Mesh (a test can stand in for it). */
 export type MeshPort = Pick<Mesh, 'send' | 'takeBack' | 'lookupGid' | 'addLocalGid' | 'localGids' | 'on' | 'off' | 'nodeId' | 'setConsumerPresent' | 'setPlacer'>;
@@ -40,7 +41,7 @@ export interface MeshDataPathOptions {
 export class MeshDataPath implements RemotePath {
   readonly #engine: DataPathEngine;
   readonly #mesh: MeshPort;
-  readonly #dp: LoopbackDataPath;
+  readonly #dp: WqeExecutor;
   readonly #requester: MeshRequester;
   readonly #responder: MeshResponder;
   readonly #log: Logger;
@@ -61,7 +62,7 @@ export class MeshDataPath implements RemotePath {
     this.#engine = engine;
     this.#mesh = mesh;
     this.#log = engine.log;
-    this.#dp = installLoopbackDataPath(engine);
+    this.#dp = installWqeExecutor(engine);
     this.#requester = new MeshRequester(engine, mesh, this.#dp.views, this.#dp.scheduler, (qp, s) => this.#dp.release(qp, s), opts.lostPeerMs);
     this.#responder = new MeshResponder(engine, mesh, this.#dp.verbs, this.#dp, opts.rnrMs);
     this.#dp.attachRemote(this);

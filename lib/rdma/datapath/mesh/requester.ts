@@ -11,7 +11,7 @@
 //   - the lost-peer deadline (30 s, PendingRequests): RETRY_EXCEEDED.
 // A request that cannot be sent at all (no route) fails at once.
 
-import { DC } from '../../counters';
+import { DeviceCounter } from '../../counters';
 import type { DataPathDevice } from '../../hooks';
 import { KeyStatus } from '../../resources';
 import type { QpRecord } from '../../resources';
@@ -26,13 +26,12 @@ import { IonicStatus } from '../cqe';
 import { effectiveQkey, GRH_SIZE, writeGrh } from '../datagram';
 import type { Sge, SendWqe } from '../wqe-decode';
 import { ATOMIC_SIZE, SendVerb } from '../wqe-layout';
-import type { GuestViews } from '../loopback/guest-views';
-import { InflightWqe, QpDp, WaitKind } from '../loopback/qp-state';
-import type { RemoteResult } from '../loopback/remote-path';
-import type { Scheduler } from '../loopback/scheduler';
-import {
-  newWireHeader, packDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_HEADER_SIZE, WIRE_VERSION_FLAGS, WireHeader, writeWireHeader,
-} from './wire';
+import type { GuestViews } from '../../executor/guest-views';
+import { InflightWqe, QpDp, WaitKind } from '../../executor/qp-state';
+import type { RemoteResult } from '../../executor/remote-path';
+import type { Scheduler } from '../../executor/scheduler';
+import { packDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_VERSION_FLAGS } from './wire';
+import { IONIC_WIRE_HEADER_SIZE, WireHeader, newWireHeader, writeWireHeader } from '../../../mesh/ionic-header';
 
 /** What the requester needs of the mesh. */
 export interface MeshSender {
@@ -210,15 +209,15 @@ export class MeshRequester {
     if (!grhAv && len >= LEND_MIN_BYTES) return this.#sendLent(node, qp, h);
     const pre = grhAv ? GRH_SIZE : 0;
     // From the pool, back to it once the kernel has it (a large WRITE would otherwise cost a fresh buffer each).
-    const msg = meshBufferPool.take(WIRE_HEADER_SIZE + pre + len);
+    const msg = meshBufferPool.take(IONIC_WIRE_HEADER_SIZE + pre + len);
     writeWireHeader(msg, h);
-    if (grhAv) writeGrh(grhAv, len, msg.subarray(WIRE_HEADER_SIZE, WIRE_HEADER_SIZE + GRH_SIZE));
+    if (grhAv) writeGrh(grhAv, len, msg.subarray(IONIC_WIRE_HEADER_SIZE, IONIC_WIRE_HEADER_SIZE + GRH_SIZE));
     if (len > 0) {
-      this.#one[0] = msg.subarray(WIRE_HEADER_SIZE + pre);
+      this.#one[0] = msg.subarray(IONIC_WIRE_HEADER_SIZE + pre);
       copySlices(this.#one, 0, this.#src, 0, len);
     }
     this.#src.length = 0;
-    const r = this.#mesh.send(node, MsgType.IONIC, msg.subarray(0, WIRE_HEADER_SIZE), msg.subarray(WIRE_HEADER_SIZE),
+    const r = this.#mesh.send(node, MsgType.IONIC, msg.subarray(0, IONIC_WIRE_HEADER_SIZE), msg.subarray(IONIC_WIRE_HEADER_SIZE),
       { srcQpn: qp.id, dstQpn: h.dstQp, tag: qp.handle, onDone: () => meshBufferPool.give(msg) });
     if (r !== 'queued') meshBufferPool.give(msg);
     return r;
@@ -232,7 +231,7 @@ export class MeshRequester {
    * buffer before it was sent; a datagram completes at once and is copied.
    */
   #sendLent(node: number, qp: QpRecord, h: WireHeader): SendResult {
-    const hdr = Buffer.allocUnsafe(WIRE_HEADER_SIZE);
+    const hdr = Buffer.allocUnsafe(IONIC_WIRE_HEADER_SIZE);
     writeWireHeader(hdr, h);
     const views = this.#src.slice();
     this.#src.length = 0;
@@ -256,8 +255,8 @@ export class MeshRequester {
 
   #counted(verb: SendVerb, len: number): void {
     const c = this.#dev.counters;
-    if (verb === SendVerb.RDMA_WRITE || verb === SendVerb.RDMA_WRITE_IMM) c.inc(DC.rdma_write_bytes, len);
-    else { c.inc(DC.send_msgs); c.inc(DC.tx_bytes, len); }
+    if (verb === SendVerb.RDMA_WRITE || verb === SendVerb.RDMA_WRITE_IMM) c.inc(DeviceCounter.rdma_write_bytes, len);
+    else { c.inc(DeviceCounter.send_msgs); c.inc(DeviceCounter.tx_bytes, len); }
   }
 
   /**
@@ -277,9 +276,9 @@ export class MeshRequester {
       if (req.verb === SendVerb.RDMA_READ) st = op === IonicWireOp.READ_RESP && payload.length === req.readLen ? this.#scatter(mem, req, payload) : IonicStatus.BAD_RESP;
       else if (req.verb === SendVerb.ATOMIC_CS || req.verb === SendVerb.ATOMIC_FA) {
         st = op === IonicWireOp.ATOMIC_RESP && payload.length === ATOMIC_SIZE ? this.#scatter(mem, req, payload) : IonicStatus.BAD_RESP;
-        if (st === IonicStatus.OK) this.#dev.counters.inc(DC.atomic_ops);
+        if (st === IonicStatus.OK) this.#dev.counters.inc(DeviceCounter.atomic_ops);
       } else if (op !== IonicWireOp.ACK) st = IonicStatus.BAD_RESP;
-      if (st === IonicStatus.OK && req.verb === SendVerb.RDMA_READ) this.#dev.counters.inc(DC.rdma_read_bytes, req.readLen);
+      if (st === IonicStatus.OK && req.verb === SendVerb.RDMA_READ) this.#dev.counters.inc(DeviceCounter.rdma_read_bytes, req.readLen);
     }
     // UC has no ACK/NAK: what the responder refused still completes the requester well.
     if (req.qp.type === QpType.UC && ucSilent(st)) st = IonicStatus.OK;

@@ -24,7 +24,7 @@
 // header of another wire version is refused whole (datagrams dropped,
 // requests answered REMOTE_INV_REQ, no QP touched).
 
-import { DC } from '../../counters';
+import { DeviceCounter } from '../../counters';
 import type { DataPathDevice } from '../../hooks';
 import { warnLimited, RateLimiter } from '../../../log';
 import { GSI_QPN, RDMA_QPN_MASK } from '../../limits';
@@ -42,15 +42,13 @@ import { LEND_MIN_BYTES } from './requester';
 import { IonicStatus, RecvOp } from '../cqe';
 import { datagramAccepted, GRH_SIZE } from '../datagram';
 import { ATOMIC_SIZE } from '../wqe-layout';
-import type { Verbs } from '../loopback/verbs';
-import { qpStateIfAny } from '../loopback/qp-state';
+import type { Verbs } from '../../executor/verbs';
+import { qpStateIfAny } from '../../executor/qp-state';
 import type { MeshSender } from './requester';
-import {
-  newWireHeader, readWireHeader, unpackDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_HEADER_SIZE, WIRE_VERSION_FLAGS,
-  WireHeader, wireVersionOk, writeWireHeader,
-} from './wire';
+import { unpackDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_VERSION_FLAGS, wireVersionOk } from './wire';
+import { IONIC_WIRE_HEADER_SIZE, WireHeader, newWireHeader, readWireHeader, writeWireHeader } from '../../../mesh/ionic-header';
 
-/** How a responder error fails its QP (LoopbackDataPath.responderError: ERR and the async event). */
+/** How a responder error fails its QP (WqeExecutor.responderError: ERR and the async event). */
 export interface ResponderFailures {
   responderError(qp: QpRecord, status: number): void;
 }
@@ -214,7 +212,7 @@ export class MeshResponder {
       if (r === 'hold') {
         if (!giveUp && head.deadline > now) break;
         r = IonicStatus.RNR_RETRY_EXCEEDED;
-        this.#dev.counters.inc(DC.rnr_retry_exceeded);
+        this.#dev.counters.inc(DeviceCounter.rnr_retry_exceeded);
       }
       q.shift();
       if (r !== 'silent') this.#answer(head.from, head.h, r, null);
@@ -251,7 +249,7 @@ export class MeshResponder {
   /** Count a request refused unexecuted and say so (rate limited). */
   #refuse(from: number, h: WireHeader, why: string): void {
     this.refused++;
-    this.#dev.counters.inc(DC.mesh_refused_requests);
+    this.#dev.counters.inc(DeviceCounter.mesh_refused_requests);
     warnLimited(this.#dev.log, this.#limiter, 'mesh-refused', `mesh: refused a request from node ${from} for QP ${h.dstQp & RDMA_QPN_MASK}: ${why}`);
   }
 
@@ -305,7 +303,7 @@ export class MeshResponder {
     if (payload.length !== h.length) return IonicStatus.REMOTE_INV_REQ;
     const ring = v.takeRecv(mem, dest);
     if (ring === 'empty') {
-      this.#dev.counters.inc(DC.rnr_naks);
+      this.#dev.counters.inc(DeviceCounter.rnr_naks);
       return 'hold';
     }
     if (ring === 'bad') return IonicStatus.REMOTE_OPER;
@@ -315,7 +313,7 @@ export class MeshResponder {
       (h.flags & WIRE_FLAG_SOLICITED) !== 0, null);
     if (st === IonicStatus.LOCAL_LEN) return IonicStatus.REMOTE_INV_REQ;
     if (st !== IonicStatus.OK) return IonicStatus.REMOTE_OPER;
-    if (h.op === IonicWireOp.SEND_INV && this.#dev.rm.invalidate(h.imm) === KeyStatus.OK) this.#dev.counters.inc(DC.remote_invalidates);
+    if (h.op === IonicWireOp.SEND_INV && this.#dev.rm.invalidate(h.imm) === KeyStatus.OK) this.#dev.counters.inc(DeviceCounter.remote_invalidates);
     return IonicStatus.OK;
   }
 
@@ -327,7 +325,7 @@ export class MeshResponder {
     const imm = h.op === IonicWireOp.WRITE_IMM;
     const ring = imm ? v.takeRecv(mem, dest) : null;
     if (ring === 'empty') {
-      this.#dev.counters.inc(DC.rnr_naks);
+      this.#dev.counters.inc(DeviceCounter.rnr_naks);
       return 'hold';
     }
     if (ring === 'bad') return IonicStatus.REMOTE_OPER;
@@ -349,14 +347,14 @@ export class MeshResponder {
     if (h.rkey === 0 && len > 0) return IonicStatus.REMOTE_ACC;
     const x = v.remote(mem, dest, h.rkey, h.remoteVa, len, MrFlag.REMOTE_READ, QpFlag.REMOTE_READ, false);
     if (x !== IonicStatus.OK) return x;
-    this.#dev.counters.inc(DC.rdma_read_bytes, len);
+    this.#dev.counters.inc(DeviceCounter.rdma_read_bytes, len);
     if (len >= LEND_MIN_BYTES) {
       // A large READ answers out of guest memory itself (lent until the kernel has it; requester.ts #sendLent).
       this.#answerLent(from, h, v.dst.slice());
       return 'silent';
     }
-    const msg = meshBufferPool.take(WIRE_HEADER_SIZE + len);
-    this.#one[0] = msg.subarray(WIRE_HEADER_SIZE);
+    const msg = meshBufferPool.take(IONIC_WIRE_HEADER_SIZE + len);
+    this.#one[0] = msg.subarray(IONIC_WIRE_HEADER_SIZE);
     copySlices(this.#one, 0, v.dst, 0, len);
     this.#answer(from, h, IonicStatus.OK, msg);
     return 'silent';
@@ -366,7 +364,7 @@ export class MeshResponder {
   #answerLent(from: number, h: WireHeader, views: Buffer[]): void {
     const r = this.#replyTo(h, IonicStatus.OK);
     for (const b of views) r.length += b.length;
-    const hdr = Buffer.allocUnsafe(WIRE_HEADER_SIZE);
+    const hdr = Buffer.allocUnsafe(IONIC_WIRE_HEADER_SIZE);
     writeWireHeader(hdr, r);
     lendViews(views);
     const res = this.#mesh.send(from, MsgType.IONIC, hdr, views, { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => returnViews(views) });
@@ -383,8 +381,8 @@ export class MeshResponder {
     const x = v.atomicTarget(mem, dest, h.rkey, h.remoteVa);
     if (x !== IonicStatus.OK) return x;
     const old = v.atomicApply(h.atomicCs, h.swapAddLo, h.swapAddHi, h.compareLo, h.compareHi);
-    const msg = Buffer.allocUnsafe(WIRE_HEADER_SIZE + ATOMIC_SIZE);
-    old.copy(msg, WIRE_HEADER_SIZE);
+    const msg = Buffer.allocUnsafe(IONIC_WIRE_HEADER_SIZE + ATOMIC_SIZE);
+    old.copy(msg, IONIC_WIRE_HEADER_SIZE);
     this.#answer(from, h, IonicStatus.OK, msg);
     return 'silent';
   }
@@ -413,11 +411,11 @@ export class MeshResponder {
   /** Answer request `h` to `from`: ACK, READ_RESP or ATOMIC_RESP (`msg`: header room + data, or null). Dropped when there is no reply room. */
   #answer(from: number, h: WireHeader, status: number, msg: Buffer | null): void {
     const r = this.#replyTo(h, status);
-    const data = status === IonicStatus.OK && msg ? msg.length - WIRE_HEADER_SIZE : 0;
+    const data = status === IonicStatus.OK && msg ? msg.length - IONIC_WIRE_HEADER_SIZE : 0;
     r.length = data;
-    const buf = msg && data > 0 ? msg : Buffer.allocUnsafe(WIRE_HEADER_SIZE);
+    const buf = msg && data > 0 ? msg : Buffer.allocUnsafe(IONIC_WIRE_HEADER_SIZE);
     writeWireHeader(buf, r);
-    const res = this.#mesh.send(from, MsgType.IONIC, buf.subarray(0, WIRE_HEADER_SIZE), buf.subarray(WIRE_HEADER_SIZE, WIRE_HEADER_SIZE + data),
+    const res = this.#mesh.send(from, MsgType.IONIC, buf.subarray(0, IONIC_WIRE_HEADER_SIZE), buf.subarray(IONIC_WIRE_HEADER_SIZE, IONIC_WIRE_HEADER_SIZE + data),
       { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => meshBufferPool.give(buf) });
     if (res !== 'queued') {
       this.repliesDropped++;

@@ -12,8 +12,6 @@
 import type { WireHeader } from '../../../mesh/ionic-header';
 import { IONIC_WIRE_VERSION, IONIC_WIRE_VERSION_MASK, IONIC_WIRE_VERSION_SHIFT } from '../../../mesh/layouts';
 
-export { IONIC_WIRE_HEADER_SIZE as WIRE_HEADER_SIZE, newWireHeader, readWireHeader, writeWireHeader } from '../../../mesh/ionic-header';
-export type { WireHeader } from '../../../mesh/ionic-header';
 
 /** rsvd bit 0: a datagram SEND. */
 export const WIRE_FLAG_DATAGRAM = 1;

@@ -1,8 +1,8 @@
 // The NVMe-oF target's RDMA transport (`--backend nvmeof`): the other end of
-// the guest's nvme-rdma connections, inside the server. The loopback data path
-// (lib/rdma/datapath/loopback) still runs every QP; what the guest sends to
+// the guest's nvme-rdma connections, inside the server. The WQE executor
+// (lib/rdma/executor) still runs every QP; what the guest sends to
 // the target's address comes here through the remote-path seam
-// (loopback/remote-path.ts), as the mesh's WQEs do:
+// (executor/remote-path.ts), as the mesh's WQEs do:
 //
 //   a datagram through an AH whose destination GID is the target's
 //   (::ffff:ip) to QP1     a CM MAD for the CM responder (cm.ts); its answers
@@ -30,15 +30,16 @@
 
 import { contain, guardedImmediate } from '../../../guard';
 import type { Logger } from '../../../log';
+import { ArpEchoHost } from '../../../net/arp-echo';
 import type { AddressVector } from '../../../rdma/address';
 import { ipv4Gid } from '../../../rdma/address';
-import { DC, QC } from '../../../rdma/counters';
+import { DeviceCounter, QpCounter } from '../../../rdma/counters';
 import { copySlices } from '../../../rdma/datapath/copy';
 import { IonicStatus, RecvOp } from '../../../rdma/datapath/cqe';
 import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../../../rdma/datapath/datagram';
-import { DataPathEngine, installLoopbackDataPath, LoopbackDataPath } from '../../../rdma/datapath/loopback/data-path';
-import type { QpDp } from '../../../rdma/datapath/loopback/qp-state';
-import type { RemotePath, RemoteResult } from '../../../rdma/datapath/loopback/remote-path';
+import { DataPathEngine, installWqeExecutor, WqeExecutor } from '../../../rdma/executor/executor';
+import type { QpDp } from '../../../rdma/executor/qp-state';
+import type { RemotePath, RemoteResult } from '../../../rdma/executor/remote-path';
 import type { SendWqe } from '../../../rdma/datapath/wqe-decode';
 import { SendVerb } from '../../../rdma/datapath/wqe-layout';
 import { GSI_QPN, RDMA_QPN_MASK } from '../../../rdma/limits';
@@ -53,7 +54,7 @@ import { QUEUE_ENTRIES } from '../limits';
 import type { NvmeofQueue, NvmeofTarget } from '../queue';
 import { IB_QP1_QKEY, MAD_SIZE } from './cm-layouts';
 import { CmConnection, CmHost, CmPeer, CmResponder, guidFromMac } from './cm';
-import { TargetSegment } from './segment';
+import { cqRoom } from '../../../rdma/datapath/cq-ring';
 
 /** The "node" the loopback path hands target-bound WQEs with (any value >= 0: there is one target). */
 const TARGET_NODE = 0;
@@ -110,7 +111,7 @@ export function targetMac(ip: string): Buffer {
 
 export class NvmeofDataPath implements RemotePath {
   readonly #engine: DataPathEngine;
-  readonly #dp: LoopbackDataPath;
+  readonly #dp: WqeExecutor;
   readonly #target: NvmeofTarget;
   readonly #log: Logger;
   readonly #cm: CmResponder;
@@ -148,7 +149,7 @@ export class NvmeofDataPath implements RemotePath {
       ip, port: Number(target.port.trsvcid), maxIoQueues: target.subsystem.maxIoQueues, caGuid: guidFromMac(this.#mac), host,
       cntlidLive: (id) => target.subsystem.controller(id)?.alive === true, log: this.#log,
     });
-    this.#dp = installLoopbackDataPath(engine);
+    this.#dp = installWqeExecutor(engine);
     this.#dp.attachRemote(this);
     // Two more events matter here: CQ room (held responses) and a guest QP leaving RTS for ERR or RESET (its connection ends).
     const prev = engine.hooks;
@@ -187,8 +188,8 @@ export class NvmeofDataPath implements RemotePath {
   }
 
   /** The target on the Ethernet segment (ARP, ICMP echo); `send` queues a frame for the guest. */
-  segment(send: (frame: Buffer) => void): TargetSegment {
-    return new TargetSegment(this.#ip, this.#mac, send);
+  segment(send: (frame: Buffer) => void): ArpEchoHost {
+    return new ArpEchoHost(this.#ip, this.#mac, send);
   }
 
   // ---- RemotePath --------------------------------------------------------------------------------
@@ -246,9 +247,9 @@ export class NvmeofDataPath implements RemotePath {
     const payload = this.#copyPayload(mem, qp, w, buf);
     if (!payload) return IonicStatus.LOCAL_PROT;
     const c = this.#engine.counters;
-    c.inc(DC.send_msgs);
-    c.inc(DC.tx_bytes, payload.length);
-    qp.stats.inc(QC.bytes_sent, payload.length);
+    c.inc(DeviceCounter.send_msgs);
+    c.inc(DeviceCounter.tx_bytes, payload.length);
+    qp.stats.inc(QpCounter.bytes_sent, payload.length);
     const toQp1 = (w.ud.destQpn & RDMA_QPN_MASK) === GSI_QPN && effectiveQkey(w.ud.destQkey, qp.attrs.qkey) === IB_QP1_QKEY;
     if (!toQp1 || payload.length < MAD_SIZE) {
       this.counts.madsDropped++;
@@ -282,9 +283,9 @@ export class NvmeofDataPath implements RemotePath {
     const capsule = this.#copyPayload(mem, qp, w, buf);
     if (!capsule) return this.#broken(link, IonicStatus.LOCAL_PROT);
     const c = this.#engine.counters;
-    c.inc(DC.send_msgs);
-    c.inc(DC.tx_bytes, len);
-    qp.stats.inc(QC.bytes_sent, len);
+    c.inc(DeviceCounter.send_msgs);
+    c.inc(DeviceCounter.tx_bytes, len);
+    qp.stats.inc(QpCounter.bytes_sent, len);
     this.#cm.established(link.conn);
     this.counts.capsules++;
     // Submitted after this turn of the data path: the controller's DMA callbacks use the verbs' views.
@@ -358,18 +359,18 @@ export class NvmeofDataPath implements RemotePath {
     const qp = this.#guestQp(link);
     if (!qp || !receives(qp.state)) return 'dead';
     const dev = this.#engine;
-    if (dev.cqRoom(qp.rqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (cqRoom(dev.rm, qp.rqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
     const v = this.#dp.verbs;
     v.clear();
     const ring = v.takeRecv(mem, qp);
-    if (ring === 'empty') { dev.counters.inc(DC.rnr_naks); return 'wait'; }
+    if (ring === 'empty') { dev.counters.inc(DeviceCounter.rnr_naks); return 'wait'; }
     if (ring === 'bad') return 'dead';
     v.src.push(r.data);
     const inv = r.invalidateKey;
     const st = v.deliver(mem, link.conn.targetQpn, qp, ring, r.data.length, null, inv === null ? RecvOp.SEND : RecvOp.SEND_INV, inv ?? 0, false, null);
     v.clear();
     if (st !== IonicStatus.OK) return 'dead';
-    if (inv !== null && dev.rm.invalidate(inv) === KeyStatus.OK) dev.counters.inc(DC.remote_invalidates);
+    if (inv !== null && dev.rm.invalidate(inv) === KeyStatus.OK) dev.counters.inc(DeviceCounter.remote_invalidates);
     this.counts.responses++;
     return 'done';
   }
@@ -397,7 +398,7 @@ export class NvmeofDataPath implements RemotePath {
     const dev = this.#engine;
     const qp1 = dev.rm.qps.get(GSI_QPN);
     if (!qp1 || !receives(qp1.state) || !datagramAccepted(true, qp1.attrs.qkey, IB_QP1_QKEY)) return 'wait';
-    if (dev.cqRoom(qp1.rqCqId) === 0) return 'wait';
+    if (cqRoom(dev.rm, qp1.rqCqId) === 0) return 'wait';
     const v = this.#dp.verbs;
     v.clear();
     const ring = v.takeRecv(mem, qp1);
@@ -514,7 +515,7 @@ export class NvmeofDataPath implements RemotePath {
       v.written(null, len);
     } else {
       copySlices(this.#one, 0, v.dst, 0, len);
-      this.#engine.counters.inc(DC.rdma_read_bytes, len);
+      this.#engine.counters.inc(DeviceCounter.rdma_read_bytes, len);
     }
     v.clear();
     return DmaStatus.OK;

@@ -4,4 +4,3 @@ export { installNvmeofDataPath, NvmeofDataPath, targetMac } from './data-path';
 export type { NvmeofDataPathOptions } from './data-path';
 export { CmResponder, guidFromMac, MAX_CM_CONNECTIONS, TARGET_QPN_BASE } from './cm';
 export type { CmConnection, CmHost, CmPeer, CmResponderOptions } from './cm';
-export { TargetSegment } from './segment';

@@ -5,9 +5,9 @@
 // of one QP still leave in WQE order: a WQE that finishes while earlier ones
 // wait for their peer queues its completion behind them (QpDp.inflight).
 
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import type { QpChanges, QpRecord } from '../../resources';
-import type { SendWqe } from '../wqe-decode';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import type { QpChanges, QpRecord } from '../resources';
+import type { SendWqe } from '../datapath/wqe-decode';
 import type { QpDp } from './qp-state';
 
 /** What execute() answers: a status now, 'pending' (the completion comes with the peer's answer), or 'wait' (no room toward the peer). */

@@ -4,10 +4,10 @@
 // many times (an RQ doorbell in between resumes it at once), then completes
 // with RNR_RETRY_EXCEEDED.
 
-import { contain } from '../../../guard';
-import { DC, QC } from '../../counters';
-import type { DataPathDevice } from '../../hooks';
-import type { QpRecord } from '../../resources';
+import { contain } from '../../guard';
+import { DeviceCounter, QpCounter } from '../counters';
+import type { DataPathDevice } from '../hooks';
+import type { QpRecord } from '../resources';
 import { QpDp, WaitKind } from './qp-state';
 import type { Scheduler } from './scheduler';
 
@@ -40,8 +40,8 @@ export class RnrWaits {
    * retry timer), or false when the requester's rnr_retry is spent.
    */
   nak(qp: QpRecord, s: QpDp, dest: QpRecord): 'wait' | false {
-    this.#dev.counters.inc(DC.rnr_naks);
-    qp.stats.inc(QC.rnr_naks);
+    this.#dev.counters.inc(DeviceCounter.rnr_naks);
+    qp.stats.inc(QpCounter.rnr_naks);
     this.#sched.waitFor(WaitKind.RNR, dest.id);
     if (qp.attrs.rnrRetry === RNR_RETRY_INFINITE) return 'wait';
     // A retry already pending: this pass was an early wake-up (some RQ doorbell), not a retry.

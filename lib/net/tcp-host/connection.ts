@@ -11,7 +11,7 @@
 // `txLimit` bytes are in flight, however large the peer's window.
 
 import { Duplex } from 'stream';
-import { TCP_ACK, TCP_FIN, TCP_PSH, TCP_RST, TCP_SYN } from './wire';
+import { TCP_FLAG_ACK, TCP_FLAG_FIN, TCP_FLAG_PSH, TCP_FLAG_RST, TCP_FLAG_SYN } from '../headers';
 
 export const enum TcpState {
   SYN_RCVD,
@@ -163,31 +163,31 @@ export class TcpConnection extends Duplex {
 
   #sendSynAck(): void {
     // Scaling is on only when both SYNs carry the option: ours says shift 0 (our window stays within 64 KiB).
-    this.#emit(this.#sndUna, TCP_SYN | TCP_ACK, undefined, this.#limits.mss, this.#scaling ? 0 : undefined);
+    this.#emit(this.#sndUna, TCP_FLAG_SYN | TCP_FLAG_ACK, undefined, this.#limits.mss, this.#scaling ? 0 : undefined);
     this.#armTimer();
   }
 
   #sendAck(): void {
-    this.#emit(this.#sndNxt, TCP_ACK);
+    this.#emit(this.#sndNxt, TCP_FLAG_ACK);
   }
 
   /** One received segment for this connection (already matched by addresses and ports). */
   input(flags: number, seq: number, ack: number, window: number, payload: Buffer): void {
     this.counts.segmentsIn++;
     if (this.#idleTimer) this.#touch();
-    if (flags & TCP_RST) {
+    if (flags & TCP_FLAG_RST) {
       // Accept a reset only inside the window (RFC 5961's simple form: exactly at rcvNxt or within the window).
       const off = seqDiff(seq, this.#rcvNxt);
       if (off >= 0 && off <= Math.max(1, this.#window())) this.#teardown(Object.assign(new Error('connection reset by peer'), { code: 'ECONNRESET' }));
       return;
     }
-    if (flags & TCP_SYN) {
+    if (flags & TCP_FLAG_SYN) {
       // A repeated SYN of the handshake: answer it again; anything else is out of place.
       if (this.state === TcpState.SYN_RCVD && seqAdd(seq, 1) === this.#rcvNxt) this.#sendSynAck();
       else this.#sendAck();
       return;
     }
-    if (!(flags & TCP_ACK)) return;
+    if (!(flags & TCP_FLAG_ACK)) return;
     if (!this.#onAck(ack, window)) return;
     this.#onData(flags, seq, payload);
   }
@@ -203,7 +203,7 @@ export class TcpConnection extends Duplex {
     this.#sndWnd = window * 2 ** this.#sndShift; // what is in flight stays bounded by txLimit (the writable side)
     if (this.state === TcpState.SYN_RCVD) {
       if (acked !== 1) { // not our SYN-ACK's acknowledgment: a reset at the sequence it names (RFC 793, SYN-RECEIVED)
-        this.#host.emitSegment(this, ack, TCP_RST, undefined);
+        this.#host.emitSegment(this, ack, TCP_FLAG_RST, undefined);
         return false;
       }
       this.#sndUna = ack;
@@ -261,7 +261,7 @@ export class TcpConnection extends Duplex {
 
   #onData(flags: number, seq: number, payload: Buffer): void {
     const receiving = this.state === TcpState.ESTABLISHED || this.state === TcpState.FIN_WAIT_1 || this.state === TcpState.FIN_WAIT_2;
-    const fin = (flags & TCP_FIN) !== 0;
+    const fin = (flags & TCP_FLAG_FIN) !== 0;
     if (payload.length === 0 && !fin) return;
     if (!receiving) { // data or FIN after the peer's FIN: a retransmission; acknowledge again
       this.#sendAck();
@@ -319,13 +319,13 @@ export class TcpConnection extends Duplex {
       const n = Math.min(this.#sendMss, room, this.#txBytes - inFlight);
       const payload = this.#slice(inFlight, n);
       const last = inFlight + n === this.#txBytes;
-      this.#emit(this.#sndNxt, TCP_ACK | (last ? TCP_PSH : 0), payload);
+      this.#emit(this.#sndNxt, TCP_FLAG_ACK | (last ? TCP_FLAG_PSH : 0), payload);
       this.#sndNxt = seqAdd(this.#sndNxt, n);
       inFlight += n;
       this.#armTimer(true);
     }
     if (this.#finQueued && !this.#finSent && inFlight === this.#txBytes) {
-      this.#emit(this.#sndNxt, TCP_FIN | TCP_ACK);
+      this.#emit(this.#sndNxt, TCP_FLAG_FIN | TCP_FLAG_ACK);
       this.#sndNxt = seqAdd(this.#sndNxt, 1);
       this.#finSent = true;
       this.state = this.state === TcpState.CLOSE_WAIT ? TcpState.LAST_ACK : TcpState.FIN_WAIT_1;
@@ -451,7 +451,7 @@ export class TcpConnection extends Duplex {
 
   /** Abort: send RST and forget the connection. */
   #reset(err: Error | null): void {
-    if (this.state !== TcpState.CLOSED) this.#emit(this.#sndNxt, TCP_RST | TCP_ACK);
+    if (this.state !== TcpState.CLOSED) this.#emit(this.#sndNxt, TCP_FLAG_RST | TCP_FLAG_ACK);
     this.#teardown(err);
   }
 

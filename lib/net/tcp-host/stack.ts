@@ -1,19 +1,20 @@
-// The S3 store as a host on the guest's Ethernet segment: one IPv4 address,
-// MAC 02:53:<address bytes>, answering ARP for that address and ICMP echo
-// to it, and accepting TCP connections on its listening ports. Each
-// established connection is handed out as a stream.Duplex (connection.ts);
-// frames out go through the `send` callback (the device's frame hooks will
-// queue them for the guest). A segment for no connection and no listener
-// gets an RST; malformed or foreign frames are not claimed.
+// A TCP/IP host on the guest's Ethernet segment (the S3 store is one): one
+// IPv4 address, MAC 02:53:<address bytes>, answering ARP for that address and
+// ICMP echo to it (lib/net/arp-echo.ts), and accepting TCP connections on its
+// listening ports. Each established connection is handed out as a
+// stream.Duplex (connection.ts); frames out go through the `send` callback
+// (the device's frame hooks queue them for the guest). A segment for no
+// connection and no listener gets an RST; malformed or foreign frames are not
+// claimed.
 
 import { randomInt } from 'crypto';
-import { getField, setField, setRawBytes, viewRaw } from '../../../../protocol/field';
-import { ETH_P_ARP, ETH_P_IP, ethhdr, iphdr, IPPROTO_TCP } from '../../../net/headers';
-import { ConnectionHost, ConnectionLimits, TcpConnection } from './connection';
+import { getField, viewRaw } from '../../../protocol/field';
+import { arpAnswer, echoAnswer } from '../arp-echo';
 import {
-  arp_eth_ipv4, ARPHRD_ETHER, ARPOP_REPLY, ARPOP_REQUEST, buildTcpFrame, endpointMac, ETH_ALEN, ICMP_ECHO, ICMP_ECHOREPLY, icmp_echo,
-  inetChecksum, IPPROTO_ICMP, IPV4_ALEN, parseIpv4, parseTcp, TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, TcpSegment, writeEthIpv4,
-} from './wire';
+  ETH_P_ARP, ETH_P_IP, ethhdr, IPPROTO_ICMP, IPPROTO_TCP, TCP_FLAG_ACK, TCP_FLAG_FIN, TCP_FLAG_RST, TCP_FLAG_SYN,
+} from '../headers';
+import { ConnectionHost, ConnectionLimits, TcpConnection } from './connection';
+import { buildTcpFrame, endpointMac, parseIpv4, parseTcp, TcpSegment } from './wire';
 
 export interface TcpStackOptions {
   /** Our IPv4 address, dotted. */
@@ -151,8 +152,13 @@ export class TcpStack implements ConnectionHost {
     }
     if (!ip.daddr.equals(this.ip)) return false;
     const peerMac = viewRaw(frame, 0, ethhdr.h_source);
-    if (ip.protocol === IPPROTO_ICMP) this.#icmp(frame, ip.l3 + ip.ihl, ip.total - ip.ihl, peerMac, ip.saddr);
-    else if (ip.protocol === IPPROTO_TCP) {
+    if (ip.protocol === IPPROTO_ICMP) {
+      const reply = echoAnswer(frame, ip.l3, ip.ihl, ip.total, this.ip, this.mac);
+      if (reply) {
+        this.counts.echoReplies++;
+        this.#out(reply);
+      }
+    } else if (ip.protocol === IPPROTO_TCP) {
       const seg = parseTcp(frame, ip);
       if (!seg) this.counts.badFrames++;
       else this.#tcp(seg, peerMac, ip.saddr);
@@ -161,42 +167,14 @@ export class TcpStack implements ConnectionHost {
   }
 
   #arp(frame: Buffer): boolean {
-    const a = ethhdr.SIZE;
-    if (frame.length < a + arp_eth_ipv4.SIZE) return false;
-    if (getField(frame, a, arp_eth_ipv4.ar_hrd) !== ARPHRD_ETHER || getField(frame, a, arp_eth_ipv4.ar_pro) !== ETH_P_IP) return false;
-    if (getField(frame, a, arp_eth_ipv4.ar_hln) !== ETH_ALEN || getField(frame, a, arp_eth_ipv4.ar_pln) !== IPV4_ALEN) return false;
-    if (!viewRaw(frame, a, arp_eth_ipv4.ar_tip).equals(this.ip)) return false;
-    if (getField(frame, a, arp_eth_ipv4.ar_op) !== ARPOP_REQUEST) return true; // a reply or announcement for our address: ours, no answer
-    const out = Buffer.alloc(ethhdr.SIZE + arp_eth_ipv4.SIZE);
-    const sha = viewRaw(frame, a, arp_eth_ipv4.ar_sha);
-    setRawBytes(out, 0, ethhdr.h_dest, sha);
-    setRawBytes(out, 0, ethhdr.h_source, this.mac);
-    setField(out, 0, ethhdr.h_proto, ETH_P_ARP);
-    setField(out, a, arp_eth_ipv4.ar_hrd, ARPHRD_ETHER);
-    setField(out, a, arp_eth_ipv4.ar_pro, ETH_P_IP);
-    setField(out, a, arp_eth_ipv4.ar_hln, ETH_ALEN);
-    setField(out, a, arp_eth_ipv4.ar_pln, IPV4_ALEN);
-    setField(out, a, arp_eth_ipv4.ar_op, ARPOP_REPLY);
-    setRawBytes(out, a, arp_eth_ipv4.ar_sha, this.mac);
-    setRawBytes(out, a, arp_eth_ipv4.ar_sip, this.ip);
-    setRawBytes(out, a, arp_eth_ipv4.ar_tha, sha);
-    setRawBytes(out, a, arp_eth_ipv4.ar_tip, viewRaw(frame, a, arp_eth_ipv4.ar_sip));
-    this.counts.arpReplies++;
-    this.#out(out);
+    const reply = arpAnswer(frame, ethhdr.SIZE, this.ip, this.mac);
+    if (reply === null) return false;
+    // A reply or announcement for our address is ours too, with nothing to answer.
+    if (reply instanceof Buffer) {
+      this.counts.arpReplies++;
+      this.#out(reply);
+    }
     return true;
-  }
-
-  #icmp(frame: Buffer, l4: number, len: number, peerMac: Buffer, peerIp: Buffer): void {
-    if (len < icmp_echo.SIZE || getField(frame, l4, icmp_echo.type) !== ICMP_ECHO || inetChecksum(frame, l4, len) !== 0) return;
-    const out = Buffer.alloc(ethhdr.SIZE + iphdr.SIZE + len);
-    writeEthIpv4(out, peerMac, this.mac, this.ip, peerIp, IPPROTO_ICMP, len, this.#ipId++);
-    const o = out.length - len;
-    frame.copy(out, o, l4, l4 + len);
-    setField(out, o, icmp_echo.type, ICMP_ECHOREPLY);
-    setField(out, o, icmp_echo.checksum, 0);
-    setField(out, o, icmp_echo.checksum, inetChecksum(out, o, len));
-    this.counts.echoReplies++;
-    this.#out(out);
   }
 
   #tcp(seg: TcpSegment, peerMac: Buffer, peerIp: Buffer): void {
@@ -206,8 +184,8 @@ export class TcpStack implements ConnectionHost {
       c.input(seg.flags, seg.seq, seg.ack, seg.window, seg.payload);
       return;
     }
-    if (seg.flags & TCP_RST) return;
-    const syn = (seg.flags & (TCP_SYN | TCP_ACK | TCP_FIN)) === TCP_SYN;
+    if (seg.flags & TCP_FLAG_RST) return;
+    const syn = (seg.flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_FIN)) === TCP_FLAG_SYN;
     if (syn && this.#ports.has(seg.dport)) {
       if (this.#conns.size >= this.#max) {
         this.counts.refused++;
@@ -225,11 +203,11 @@ export class TcpStack implements ConnectionHost {
   #resetFor(seg: TcpSegment, peerMac: Buffer, peerIp: Buffer): void {
     let seq = 0;
     let ack = 0;
-    let flags = TCP_RST;
-    if (seg.flags & TCP_ACK) seq = seg.ack;
+    let flags = TCP_FLAG_RST;
+    if (seg.flags & TCP_FLAG_ACK) seq = seg.ack;
     else {
-      ack = (seg.seq + seg.payload.length + (seg.flags & TCP_SYN ? 1 : 0) + (seg.flags & TCP_FIN ? 1 : 0)) >>> 0;
-      flags |= TCP_ACK;
+      ack = (seg.seq + seg.payload.length + (seg.flags & TCP_FLAG_SYN ? 1 : 0) + (seg.flags & TCP_FLAG_FIN ? 1 : 0)) >>> 0;
+      flags |= TCP_FLAG_ACK;
     }
     this.counts.resetsSent++;
     this.#out(buildTcpFrame({

@@ -7,19 +7,20 @@
 // PageListLoader, kept on the QP while its WQE is at the head. Any refusal
 // changes nothing and completes with MEM_MGMT_OPER.
 
-import { DC } from '../../counters';
-import type { DataPathDevice } from '../../hooks';
-import { RDMA_MAX_MR_PAGES, RDMA_PT_ENTRIES_PER_TURN } from '../../limits';
-import { retagKey } from '../../memory-keys';
-import { PageListLoader, PageTable, PageTableBuilder } from '../../page-table';
-import { KeyStatus } from '../../resources';
-import type { QpRecord } from '../../resources';
-import { MrFlag } from '../../types';
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import { IonicStatus } from '../cqe';
-import type { SendWqe } from '../wqe-decode';
+import { DeviceCounter } from '../counters';
+import type { DataPathDevice } from '../hooks';
+import { RDMA_MAX_MR_PAGES, RDMA_PT_ENTRIES_PER_TURN } from '../limits';
+import { retagKey } from '../memory-keys';
+import { PageListLoader, PageTable, PageTableBuilder } from '../page-table';
+import { KeyStatus } from '../resources';
+import type { QpRecord } from '../resources';
+import { MrFlag } from '../types';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { IonicStatus } from '../datapath/cqe';
+import type { SendWqe } from '../datapath/wqe-decode';
 import type { PendingRegMr, QpDp } from './qp-state';
 import type { Scheduler } from './scheduler';
+import { cqRoom } from '../datapath/cq-ring';
 
 /** Page sizes a REG_MR may name (4 KiB to 1 GiB; ib_map_mr_sg picks any power of two). */
 const REG_MR_MIN_PAGE_SHIFT = 12;
@@ -78,7 +79,7 @@ export class FastRegistration {
       if (typeof t !== 'string') p.table = t;
     }
     // The CQ may have filled while the list was read: keep the table and wait for room.
-    if (this.#dev.cqRoom(qp.sqCqId) === 0) { this.#dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) { this.#dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
     s.regMr = null;
     return p.table ? this.#register(p.key, p.newKey, p.va, p.length, p.flags, p.table) : IonicStatus.MEM_MGMT_OPER;
   }

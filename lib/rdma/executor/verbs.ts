@@ -6,21 +6,21 @@
 // change keys. Payload moves view to view (copySlices). Answers are CQE
 // statuses (IonicStatus); a responder-side error also fails the responder.
 
-import type { AddressVector } from '../../address';
-import { DC, QC } from '../../counters';
-import type { DataPathDevice } from '../../hooks';
-import { GSI_QPN, RDMA_MAX_MSG_BYTES, RDMA_SRQ_BASE } from '../../limits';
-import { retagKey } from '../../memory-keys';
-import { KeyStatus } from '../../resources';
-import type { QpRecord, QueueRing, SrqRecord } from '../../resources';
-import { MrFlag, QpFlag, QpState, QpType } from '../../types';
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import { getField, getRawWord, setField } from '../../../../protocol/field';
-import { copySlices } from '../copy';
-import { IonicStatus, RecvOp } from '../cqe';
-import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../datagram';
-import { decodeRecvWqe, newRecvWqe, SendWqe } from '../wqe-decode';
-import { atomic_operand, ATOMIC_SIZE, ionic_v1_base_hdr, SendVerb } from '../wqe-layout';
+import type { AddressVector } from '../address';
+import { DeviceCounter, QpCounter } from '../counters';
+import type { DataPathDevice } from '../hooks';
+import { GSI_QPN, RDMA_MAX_MSG_BYTES, RDMA_SRQ_BASE } from '../limits';
+import { retagKey } from '../memory-keys';
+import { KeyStatus } from '../resources';
+import type { QpRecord, QueueRing, SrqRecord } from '../resources';
+import { MrFlag, QpFlag, QpState, QpType } from '../types';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { getField, getRawWord, setField } from '../../../protocol/field';
+import { copySlices } from '../datapath/copy';
+import { IonicStatus, RecvOp } from '../datapath/cqe';
+import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../datapath/datagram';
+import { decodeRecvWqe, newRecvWqe, SendWqe } from '../datapath/wqe-decode';
+import { atomic_operand, ATOMIC_SIZE, ionic_v1_base_hdr, SendVerb } from '../datapath/wqe-layout';
 import type { Completions } from './completions';
 import { GuestViews, slotViews } from './guest-views';
 
@@ -93,7 +93,7 @@ export class Verbs {
     const rm = this.#dev.rm;
     switch (w.verb) {
       case SendVerb.LOCAL_INV:
-        this.#dev.counters.inc(DC.local_inv_wqes);
+        this.#dev.counters.inc(DeviceCounter.local_inv_wqes);
         return rm.invalidate(w.immDataKey) === KeyStatus.OK ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
       case SendVerb.BIND_MW: {
         const b = w.bindMw;
@@ -147,7 +147,7 @@ export class Verbs {
         if (st !== IonicStatus.OK) return IonicStatus.REMOTE_OPER;
         // The invalidation takes effect with the message, not when it fails.
         if (w.verb === SendVerb.SEND_INV && this.#dev.rm.invalidate(w.immDataKey) === KeyStatus.OK) {
-          this.#dev.counters.inc(DC.remote_invalidates);
+          this.#dev.counters.inc(DeviceCounter.remote_invalidates);
         }
         return IonicStatus.OK;
       }
@@ -170,8 +170,8 @@ export class Verbs {
         this.#dst.length = 0;
         if (this.#views.sgl(mem, qp, w.sges, w.sgeCount, len, true, this.#dst) !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
         copySlices(this.#dst, 0, this.#src, 0, len);
-        this.#dev.counters.inc(DC.rdma_read_bytes, len);
-        qp.stats.inc(QC.bytes_rdma_read, len);
+        this.#dev.counters.inc(DeviceCounter.rdma_read_bytes, len);
+        qp.stats.inc(QpCounter.bytes_rdma_read, len);
         return IonicStatus.OK;
       }
       case SendVerb.ATOMIC_CS:
@@ -216,8 +216,8 @@ export class Verbs {
 
   /** Count an RDMA WRITE's bytes (on the QP that wrote, when it is ours). */
   written(qp: QpRecord | null, len: number): void {
-    this.#dev.counters.inc(DC.rdma_write_bytes, len);
-    qp?.stats.inc(QC.bytes_rdma_write, len);
+    this.#dev.counters.inc(DeviceCounter.rdma_write_bytes, len);
+    qp?.stats.inc(QpCounter.bytes_rdma_write, len);
   }
 
   #atomic(mem: GuestMemory, qp: QpRecord, dest: QpRecord, w: SendWqe): number {
@@ -277,7 +277,7 @@ export class Verbs {
       copySlices(remote, 0, this.#wordList, 0, ATOMIC_SIZE);
     }
     remote.length = 0;
-    this.#dev.counters.inc(DC.atomic_ops);
+    this.#dev.counters.inc(DeviceCounter.atomic_ops);
     return this.#old;
   }
 
@@ -314,8 +314,8 @@ export class Verbs {
     advance(ring);
     const id = ionic_v1_base_hdr.wqe_id;
     this.#cqes.recvError(dest, IonicStatus.LOCAL_QP_OPER, buf ? getRawWord(buf, 0, id, 0) : 0, buf ? getRawWord(buf, 0, id, 1) : 0);
-    dest.stats.inc(QC.cqes_posted);
-    dest.stats.inc(QC.errors);
+    dest.stats.inc(QpCounter.cqes_posted);
+    dest.stats.inc(QpCounter.errors);
     if (dest.type !== QpType.UD && dest.id !== GSI_QPN) this.#failures.deviceError(dest);
   }
 
@@ -340,14 +340,14 @@ export class Verbs {
       }
       copySlices(this.#dst, pre, this.#src, 0, len);
       const c = this.#dev.counters;
-      c.inc(DC.send_msgs);
-      c.inc(DC.recv_msgs);
-      c.inc(DC.tx_bytes, len);
-      c.inc(DC.rx_bytes, total);
-      if (typeof from !== 'number') from.stats.inc(QC.bytes_sent, len);
-      dest.stats.inc(QC.bytes_received, total);
+      c.inc(DeviceCounter.send_msgs);
+      c.inc(DeviceCounter.recv_msgs);
+      c.inc(DeviceCounter.tx_bytes, len);
+      c.inc(DeviceCounter.rx_bytes, total);
+      if (typeof from !== 'number') from.stats.inc(QpCounter.bytes_sent, len);
+      dest.stats.inc(QpCounter.bytes_received, total);
     }
-    this.#dev.counters.inc(DC.rx_wqes);
+    this.#dev.counters.inc(DeviceCounter.rx_wqes);
     advance(ring);
     this.#cqes.recv(dest, typeof from === 'number' ? from : from.id, st, total, r.wqeIdLo, r.wqeIdHi, op, imm, solicited, av);
     this.#dst.length = 0;

@@ -3,8 +3,9 @@
 // an event on the CQ's EQ when the host armed the CQ.
 //
 // - Encoding: producers (the admin queue, the data path) hand a CqeRecord;
-//   only this module writes CQEs into the guest's ring (encodeCqe,
-//   lib/rdma/datapath/cqe.ts).
+//   only this module writes CQEs into the guest's ring (encodeCqe, ./cqe.ts).
+//   It sits beside the CQE format so the data path posts its completions
+//   itself (postDataCqe); only an armed CQ's event goes back to the engine.
 // - Color: bit 0 of the last byte (qid_type_flags is BE32 at 28). 1 on the
 //   first pass over the zero-filled ring, flipped each time the write index
 //   wraps to 0. The word holding it is written after the rest of the entry,
@@ -17,11 +18,18 @@
 //   when the arm arrives, the event fires at once (the kernel's
 //   REPORT_MISSED_EVENTS and the provider's deferred arm rely on it).
 
-import type { CqRecord } from '../../rdma/resources';
+import { CounterSet, DeviceCounter } from '../counters';
+import type { CqRecord, ResourceManager } from '../resources';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
-import { CqeRecord, encodeCqe, ionic_v1_cqe } from '../../rdma/datapath/cqe';
-import { DbRing } from './constants';
+import { CqeRecord, encodeCqe, ionic_v1_cqe } from './cqe';
+
+/** Doorbell "ring" field (bits 16..18): 0 index update, 1 arm CQ (any), 2 arm CQ (solicited). */
+export const enum DbRing {
+  INDEX = 0,
+  ARM = 1,
+  ARM_SOLICITED = 2,
+}
 
 export const enum CqPost {
   OK = 0,
@@ -130,4 +138,45 @@ export function cqDoorbell(cq: CqRecord, ring: number, index: number, events: Cq
     default:
       return false;
   }
+}
+
+// ---- the data path's side: completions posted by CQ id ---------------------------------------
+
+/** Result of postDataCqe. */
+export type CqePostResult = 'ok' | 'no-cq' | 'full' | 'dma-error';
+
+/** What a data CQ needs of its device: the CQs, the counters, guest memory, and where its events go (the engine's EQs). */
+export interface CqDevice {
+  readonly rm: ResourceManager;
+  readonly counters: CounterSet;
+  /** Guest memory, or undefined while no client is attached. */
+  memory(): GuestMemory | undefined;
+  readonly cqEvents: CqEvents;
+}
+
+/**
+ * Post a CQE to data CQ `cqId`: the CQ sets the record's color and encodes it
+ * into its ring (the record is the caller's and may be reused at once), then
+ * raises its event if armed. `solicited`: the CQE satisfies a solicited-only
+ * arm (SE receive or error).
+ */
+export function postDataCqe(dev: CqDevice, cqId: number, cqe: CqeRecord, solicited: boolean): CqePostResult {
+  const cq = dev.rm.cqs.get(cqId);
+  if (!cq || cq.admin) return 'no-cq';
+  const mem = dev.memory();
+  if (!mem) return 'dma-error';
+  const r = postCqe(mem, cq, cqe, solicited, dev.cqEvents);
+  if (r === CqPost.OK) { dev.counters.inc(DeviceCounter.cqes); return 'ok'; }
+  return r === CqPost.FULL ? 'full' : 'dma-error';
+}
+
+/**
+ * CQEs data CQ `cqId` can still take before passing the host's last reported
+ * read position (-1: no such CQ). The data path holds work whose completion
+ * has no room rather than lose the completion; the host's ring-0 CQ doorbell
+ * (DataPathHooks.cqConsumed) is the signal to look again.
+ */
+export function cqRoom(rm: ResourceManager, cqId: number): number {
+  const cq = rm.cqs.get(cqId);
+  return !cq || cq.admin ? -1 : cqFree(cq);
 }

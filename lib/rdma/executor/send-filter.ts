@@ -7,14 +7,14 @@
 // by the WQE's rkey, resolved on this device with the responder's checks.
 // One input object, refilled per WQE: nothing is allocated per WQE here.
 
-import { MrFlag, QpFlag, QpState } from '../../types';
-import { KeyStatus } from '../../resources';
-import type { QpRecord } from '../../resources';
-import type { SendFilter, SendFilterInput } from '../../hooks';
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import { IonicStatus } from '../cqe';
-import type { SendWqe } from '../wqe-decode';
-import { ATOMIC_SIZE, SendVerb } from '../wqe-layout';
+import { MrFlag, QpFlag, QpState } from '../types';
+import { KeyStatus } from '../resources';
+import type { QpRecord } from '../resources';
+import type { SendFilter, SendFilterInput } from '../hooks';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { IonicStatus } from '../datapath/cqe';
+import type { SendWqe } from '../datapath/wqe-decode';
+import { ATOMIC_SIZE, SendVerb } from '../datapath/wqe-layout';
 import type { GuestViews } from './guest-views';
 import type { Verbs } from './verbs';
 

@@ -1,8 +1,8 @@
 // The loopback data path's own per-QP state (kept in QpRecord.dp, which the
 // resource manager never looks inside), and the vocabulary its modules share.
 
-import type { QpRecord } from '../../resources';
-import type { PageListLoader, PageTable } from '../../page-table';
+import type { QpRecord } from '../resources';
+import type { PageListLoader, PageTable } from '../page-table';
 
 /** What a waiting QP waits for; the waiter set it sits in is keyed by that. */
 export const enum WaitKind {

@@ -1,5 +1,7 @@
-// The loopback data path: plugs into the RDMA engine's hooks (lib/rdma/hooks.ts)
-// and executes send-queue WQEs between QPs of the same device. This module
+// The WQE executor: plugs into the RDMA engine's hooks (lib/rdma/hooks.ts)
+// and executes send-queue WQEs between QPs of the same device; every
+// backend runs its WQEs through it (the loopback backend alone, the mesh and
+// the targets with a RemotePath for QPs that are not on this device). This module
 // runs one QP's WQEs and keeps its state machine; the rest is split by job:
 //   scheduler.ts    the ready queue, its single drain loop, the waiter sets
 //   verbs.ts        what each WQE does (SEND, WRITE, READ, atomics, UD, keys)
@@ -13,17 +15,17 @@
 // is lost. An error on an RC WQE completes it with the error bit and moves
 // the QP to ERR (the host flushes the rest).
 
-import { QpEventCode, SEND_FILTER_DROP, SEND_FILTER_PASS } from '../../hooks';
-import type { DataPathDevice, DataPathHooks, SendFilter } from '../../hooks';
-import { DC, QC } from '../../counters';
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import { GSI_QPN, RDMA_QPN_MASK } from '../../limits';
-import type { QpRecord, SrqRecord } from '../../resources';
-import { QpState, QpType } from '../../types';
-import { getRawWord } from '../../../../protocol/field';
-import { IonicStatus } from '../cqe';
-import { decodeSendWqe, newSendWqe, SendWqe } from '../wqe-decode';
-import { ionic_v1_base_hdr, SendVerb } from '../wqe-layout';
+import { QpEventCode, SEND_FILTER_DROP, SEND_FILTER_PASS } from '../hooks';
+import type { DataPathDevice, DataPathHooks, SendFilter } from '../hooks';
+import { DeviceCounter, QpCounter } from '../counters';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import { GSI_QPN, RDMA_QPN_MASK } from '../limits';
+import type { QpRecord, SrqRecord } from '../resources';
+import { QpState, QpType } from '../types';
+import { getRawWord } from '../../../protocol/field';
+import { IonicStatus } from '../datapath/cqe';
+import { decodeSendWqe, newSendWqe, SendWqe } from '../datapath/wqe-decode';
+import { ionic_v1_base_hdr, SendVerb } from '../datapath/wqe-layout';
 import { Completions } from './completions';
 import { GuestViews, slotViews } from './guest-views';
 import { InflightWqe, QpDp, qpState, qpStateIfAny, StepResult, WaitKind } from './qp-state';
@@ -33,6 +35,7 @@ import { SendFiltering, slotSignature } from './send-filter';
 import { QpRunner, Scheduler, TURN_BUDGET } from './scheduler';
 import type { RemotePath } from './remote-path';
 import { QpFailures, Verbs } from './verbs';
+import { cqRoom } from '../datapath/cq-ring';
 
 /** The identity's RDMA version (v1 opcodes). */
 const RDMA_VERSION = 1;
@@ -48,7 +51,7 @@ function ucSilent(status: number): boolean {
     || status === IonicStatus.RETRY_EXCEEDED;
 }
 
-export class LoopbackDataPath implements QpRunner, QpFailures {
+export class WqeExecutor implements QpRunner, QpFailures {
   readonly #dev: DataPathEngine;
   readonly #sched: Scheduler;
   readonly #views: GuestViews;
@@ -149,7 +152,7 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     const q = s.inflight;
     while (q.length > 0 && q[0]!.status !== 'pending') {
       if (this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) { q.length = 0; return; }
-      if (this.#dev.cqRoom(qp.sqCqId) === 0) { this.#blocked.add(qp); return; }
+      if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) { this.#blocked.add(qp); return; }
       const e = q.shift()!;
       const status = e.status as number;
       this.#cqes.count(qp, status);
@@ -240,13 +243,13 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
       if (dest) {
         if (dest.rqCqId === qp.sqCqId) sqNeed = 2;
         else {
-          const room = dev.cqRoom(dest.rqCqId);
-          if (room === 0) { dev.counters.inc(DC.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, dest.rqCqId); return false; }
+          const room = cqRoom(dev.rm, dest.rqCqId);
+          if (room === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, dest.rqCqId); return false; }
         }
       }
     }
-    const room = dev.cqRoom(qp.sqCqId);
-    if (room >= 0 && room < sqNeed) { dev.counters.inc(DC.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, qp.sqCqId); return false; }
+    const room = cqRoom(dev.rm, qp.sqCqId);
+    if (room >= 0 && room < sqNeed) { dev.counters.inc(DeviceCounter.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, qp.sqCqId); return false; }
     return true;
   }
 
@@ -269,7 +272,7 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     }
     const dec = decodeSendWqe(buf, { version: RDMA_VERSION, datagram }, this.#wqe);
     if (!dec.ok) {
-      if (dev.cqRoom(qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+      if (cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
       const id = ionic_v1_base_hdr.wqe_id;
       return this.#finish(qp, s, false, getRawWord(buf, 0, id, 0), getRawWord(buf, 0, id, 1), dec.status);
     }
@@ -293,12 +296,12 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
     if (!this.#cqRoom(qp, w, datagram, dest)) return 'wait';
     const remote = !datagram && !local;
     this.#verbs.clear();
-    dev.counters.inc(DC.tx_wqes);
-    qp.stats.inc(QC.wqes_processed);
+    dev.counters.inc(DeviceCounter.tx_wqes);
+    qp.stats.inc(QpCounter.wqes_processed);
     qp.opcodes[w.verb] += 1;
     let status: number;
     if (w.verb === SendVerb.REG_MR) {
-      dev.counters.inc(DC.reg_mr_wqes);
+      dev.counters.inc(DeviceCounter.reg_mr_wqes);
       const r = this.#regMr.start(mem, w, s);
       if (r === 'yield') return 'yield';
       status = r;
@@ -312,8 +315,8 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
       if (r === 'wait') {
         if (this.#rnr.nak(qp, s, dest!) === 'wait') {
           // Counted above; a waiting WQE counts once, when it finally runs.
-          dev.counters.inc(DC.tx_wqes, -1);
-          qp.stats.inc(QC.wqes_processed, -1);
+          dev.counters.inc(DeviceCounter.tx_wqes, -1);
+          qp.stats.inc(QpCounter.wqes_processed, -1);
           qp.opcodes[w.verb] -= 1;
           return 'wait';
         }
@@ -333,8 +336,8 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
   #filterStep(filter: SendFilter, mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, datagram: boolean): StepResult | null {
     const dev = this.#dev;
     // Whatever it decides may complete the WQE now: room for that completion first.
-    if (s.inflight.length === 0 && dev.cqRoom(qp.sqCqId) === 0) {
-      dev.counters.inc(DC.cq_full_waits);
+    if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) {
+      dev.counters.inc(DeviceCounter.cq_full_waits);
       this.#sched.waitFor(WaitKind.CQ, qp.sqCqId);
       return 'wait';
     }
@@ -348,8 +351,8 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
       s.filtered = qp.sq.ci;
       return null;
     }
-    dev.counters.inc(DC.tx_wqes);
-    qp.stats.inc(QC.wqes_processed);
+    dev.counters.inc(DeviceCounter.tx_wqes);
+    qp.stats.inc(QpCounter.wqes_processed);
     qp.opcodes[w.verb] += 1;
     const status = v === SEND_FILTER_DROP ? (qp.type === QpType.RC ? IonicStatus.RETRY_EXCEEDED : IonicStatus.OK) : v;
     return this.#finish(qp, s, !datagram, w.wqeIdLo, w.wqeIdHi, status);
@@ -359,13 +362,13 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
   #stepRemote(mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, node: number, datagram: boolean): StepResult {
     const dev = this.#dev;
     // Only the send CQE is ours (the receive is the peer's); a completion queued behind others needs no room yet.
-    if (s.inflight.length === 0 && dev.cqRoom(qp.sqCqId) === 0) { dev.counters.inc(DC.cq_full_waits); return 'wait'; }
+    if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
     this.#verbs.clear();
     const r = this.#remote!.execute(mem, qp, s, w, buf, node, datagram);
     this.#verbs.clear();
     if (r === 'wait') return 'wait';
-    dev.counters.inc(DC.tx_wqes);
-    qp.stats.inc(QC.wqes_processed);
+    dev.counters.inc(DeviceCounter.tx_wqes);
+    qp.stats.inc(QpCounter.wqes_processed);
     qp.opcodes[w.verb] += 1;
     if (r === 'pending') return 'done';
     return this.#finish(qp, s, !datagram, w.wqeIdLo, w.wqeIdHi, r);
@@ -462,8 +465,8 @@ export class LoopbackDataPath implements QpRunner, QpFailures {
 }
 
 /** Plug the loopback data path into an engine. */
-export function installLoopbackDataPath(dev: DataPathEngine): LoopbackDataPath {
-  const dp = new LoopbackDataPath(dev);
+export function installWqeExecutor(dev: DataPathEngine): WqeExecutor {
+  const dp = new WqeExecutor(dev);
   dp.install();
   return dp;
 }

@@ -13,10 +13,11 @@
 // every event made a chain of QPs failing one after the other quadratic,
 // and recursive.)
 
-import { contain } from '../../../guard';
-import type { DataPathDevice } from '../../hooks';
-import type { QpRecord } from '../../resources';
+import { contain } from '../../guard';
+import type { DataPathDevice } from '../hooks';
+import type { QpRecord } from '../resources';
 import { QpDp, qpState, qpStateIfAny, WaitKind } from './qp-state';
+import type { Logger } from '../../log';
 
 /** WQEs one QP runs per visit before the next ready QP gets its turn. */
 export const BUDGET = 64;
@@ -32,8 +33,8 @@ export interface QpRunner {
 }
 
 export class Scheduler {
-  /** Where contained bugs are reported (the device's log). */
-  readonly #dev: DataPathDevice;
+  /** Where contained bugs are reported (the device's log, read once). */
+  readonly #log: Logger;
   readonly #runner: QpRunner;
   /** QPs with work, in order; entries before #readyHead are done. */
   readonly #ready: QpRecord[] = [];
@@ -65,7 +66,7 @@ export class Scheduler {
   };
 
   constructor(dev: DataPathDevice, runner: QpRunner) {
-    this.#dev = dev;
+    this.#log = dev.log;
     this.#runner = runner;
   }
 
@@ -110,7 +111,7 @@ export class Scheduler {
         this.#visitState = s;
         this.#visitBudget = Math.min(BUDGET, budget);
         this.#visitUsed = 0;
-        const ok = contain(this.#dev.log, s.label, this.#visit, this.#recover);
+        const ok = contain(this.#log, s.label, this.#visit, this.#recover);
         budget -= ok ? Math.max(this.#visitUsed, 1) : BUDGET;
         if (s.scheduled) this.#ready.push(qp); // more to do: back of the queue
       }

@@ -5,14 +5,15 @@
 //   a consumed receive                   RECV CQE on the receiver's CQ
 // Moving a QP to ERR posts the flush hints (an NPG and a RECV with
 // WQE_FLUSHED) for each non-empty queue. The CQE is one reused record handed
-// to the device (DataPathDevice.postCqe): the CQ encodes it and sets its color.
+// to its CQ (datapath/cq-ring.ts postDataCqe): the CQ encodes it and sets its color.
 
-import type { AddressVector } from '../../address';
-import { DC, QC } from '../../counters';
-import type { DataPathDevice } from '../../hooks';
-import { RDMA_MSN_MASK } from '../../limits';
-import type { QpRecord, QueueRing } from '../../resources';
-import { CqeType, IonicStatus, newCqeRecord, RecvOp } from '../cqe';
+import type { AddressVector } from '../address';
+import { DeviceCounter, QpCounter } from '../counters';
+import type { DataPathDevice } from '../hooks';
+import { RDMA_MSN_MASK } from '../limits';
+import type { QpRecord, QueueRing } from '../resources';
+import { CqeType, IonicStatus, newCqeRecord, RecvOp } from '../datapath/cqe';
+import { postDataCqe } from '../datapath/cq-ring';
 import type { QpDp } from './qp-state';
 
 export class Completions {
@@ -25,7 +26,7 @@ export class Completions {
 
   /** Hand the CQE in #cqe to CQ `cqId` (the CQ sets its color and writes it). */
   #post(cqId: number, solicited: boolean): void {
-    this.#dev.postCqe(cqId, this.#cqe, solicited);
+    postDataCqe(this.#dev, cqId, this.#cqe, solicited);
   }
 
   /** The requester's completion of a send-queue WQE: SEND_MSN for a remote WQE, else SEND_NPG with its wqe_id. */
@@ -48,7 +49,7 @@ export class Completions {
       c.wqeIdHi = idHi;
     }
     this.#post(qp.sqCqId, c.error);
-    qp.stats.inc(QC.cqes_posted);
+    qp.stats.inc(QpCounter.cqes_posted);
   }
 
   /**
@@ -73,7 +74,7 @@ export class Completions {
     c.vlanTag = av && av.vlanTci >= 0 ? av.vlanTci : 0;
     c.srcMac = av ? av.smac : null;
     this.#post(dest.rqCqId, solicited || c.error);
-    dest.stats.inc(QC.cqes_posted);
+    dest.stats.inc(QpCounter.cqes_posted);
   }
 
   /** A RECV completion in error on `qp`'s receive CQ that carries nothing but its status and wqe_id. */
@@ -121,25 +122,25 @@ export class Completions {
   /** Count the WQEs a flush hint stands for. */
   #flushed(qp: QpRecord, ring: QueueRing): void {
     const n = (ring.pi - ring.ci) & ((1 << ring.depthLog2) - 1);
-    this.#dev.counters.inc(DC.flushed_wqes, n);
-    qp.stats.inc(QC.flushed_wqes, n);
-    qp.stats.inc(QC.cqes_posted);
+    this.#dev.counters.inc(DeviceCounter.flushed_wqes, n);
+    qp.stats.inc(QpCounter.flushed_wqes, n);
+    qp.stats.inc(QpCounter.cqes_posted);
   }
 
   /** Error counters for a requester completion. */
   count(qp: QpRecord, status: number): void {
     if (status === IonicStatus.OK) return;
     const c = this.#dev.counters;
-    qp.stats.inc(QC.errors);
+    qp.stats.inc(QpCounter.errors);
     switch (status) {
-      case IonicStatus.LOCAL_LEN: c.inc(DC.local_length_errors); break;
-      case IonicStatus.LOCAL_PROT: c.inc(DC.local_prot_errors); break;
-      case IonicStatus.LOCAL_QP_OPER: c.inc(DC.local_qp_errors); break;
-      case IonicStatus.REMOTE_ACC: c.inc(DC.remote_access_errors); break;
-      case IonicStatus.REMOTE_INV_REQ: c.inc(DC.remote_inv_req_errors); break;
-      case IonicStatus.RNR_RETRY_EXCEEDED: c.inc(DC.rnr_retry_exceeded); break;
-      case IonicStatus.RETRY_EXCEEDED: c.inc(DC.retry_exceeded); break;
-      case IonicStatus.MEM_MGMT_OPER: c.inc(DC.mem_mgmt_errors); break;
+      case IonicStatus.LOCAL_LEN: c.inc(DeviceCounter.local_length_errors); break;
+      case IonicStatus.LOCAL_PROT: c.inc(DeviceCounter.local_prot_errors); break;
+      case IonicStatus.LOCAL_QP_OPER: c.inc(DeviceCounter.local_qp_errors); break;
+      case IonicStatus.REMOTE_ACC: c.inc(DeviceCounter.remote_access_errors); break;
+      case IonicStatus.REMOTE_INV_REQ: c.inc(DeviceCounter.remote_inv_req_errors); break;
+      case IonicStatus.RNR_RETRY_EXCEEDED: c.inc(DeviceCounter.rnr_retry_exceeded); break;
+      case IonicStatus.RETRY_EXCEEDED: c.inc(DeviceCounter.retry_exceeded); break;
+      case IonicStatus.MEM_MGMT_OPER: c.inc(DeviceCounter.mem_mgmt_errors); break;
       default: break;
     }
   }

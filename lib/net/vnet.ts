@@ -3,7 +3,7 @@
 // (include/uapi/linux/if_tun.h) that say which of these the kernel may hand us.
 // Little-endian: tun's default on a little-endian host, and virtio 1.0's.
 
-import { le } from '../../../protocol/field';
+import { le } from '../../protocol/field';
 
 export const virtio_net_hdr = {
   flags: le(0, 1), gso_type: le(1, 1), hdr_len: le(2, 2), gso_size: le(4, 2), csum_start: le(6, 2), csum_offset: le(8, 2),

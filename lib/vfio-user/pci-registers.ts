@@ -1,4 +1,6 @@
-// Named offsets and bits of PCI configuration space.
+// Named offsets and bits of PCI configuration space: what region 7 of a
+// vfio-user PCI device holds. The PCI library (lib/pci) builds config spaces
+// on them; the replay (./replay.ts) reads BAR registers with them.
 //
 // Names follow linux include/uapi/linux/pci_regs.h so a reader can hold them
 // against the kernel and lspci. Offsets inside a capability are relative to the

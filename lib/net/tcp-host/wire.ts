@@ -1,17 +1,11 @@
-// Wire tables and helpers of the S3 store's TCP endpoint: the headers it
-// reads and writes beyond lib/net/headers.ts (the MSS and window-scale options), the Internet checksum, and frame
-// builders. Every header field goes through protocol/field.ts.
+// Wire tables and helpers of the TCP/IP host: the headers it reads and
+// writes beyond lib/net/headers.ts (the MSS and window-scale options) and
+// frame builders. Every header field goes through protocol/field.ts; the
+// checksums are lib/net/checksum.ts's.
 
-import { be, getField, setField, setRawBytes } from '../../../../protocol/field';
-import { ETH_P_IP, ethhdr, iphdr, IPPROTO_TCP, ipv4_pseudo_header, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IP_DF, tcphdr, TCP_DOFF_SHIFT } from '../../../net/headers';
-
-// ARP, ICMP echo and the TCP flag bits are lib/net/headers.ts's tables, under the names this stack uses.
-export {
-  arp_ipv4 as arp_eth_ipv4, ARPHRD_ETHER, ARPOP_REPLY, ARPOP_REQUEST, icmphdr as icmp_echo, ICMP_ECHO, ICMP_ECHOREPLY, IPPROTO_ICMP,
-  TCP_FLAG_ACK as TCP_ACK, TCP_FLAG_FIN as TCP_FIN, TCP_FLAG_PSH as TCP_PSH, TCP_FLAG_RST as TCP_RST, TCP_FLAG_SYN as TCP_SYN,
-} from '../../../net/headers';
-export const ETH_ALEN = 6;
-export const IPV4_ALEN = 4;
+import { be, getField, setField, setRawBytes } from '../../../protocol/field';
+import { inetChecksum, pseudoSum } from '../checksum';
+import { ETH_P_IP, ethhdr, iphdr, IPPROTO_TCP, IPV4_ALEN, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IP_DF, tcphdr, TCP_DOFF_SHIFT } from '../headers';
 
 /** TCP options: end, no-op, MSS (kind 2, length 4, value) and window scale (RFC 7323: kind 3, length 3, shift). */
 export const TCPOPT_EOL = 0;
@@ -25,32 +19,6 @@ export const TCP_MAX_WSCALE = 14;
 
 export const IPV4_DEFAULT_TTL = 64;
 const IPV4_VERSION = 4;
-
-/** The Internet checksum (RFC 1071) of buf[at, at + len), folded onto `initial` (a partial sum). */
-export function inetSum(buf: Buffer, at: number, len: number, initial = 0): number {
-  let sum = initial;
-  let i = 0;
-  for (; i + 1 < len; i += 2) sum += buf.readUInt16BE(at + i);
-  if (i < len) sum += buf[at + i]! << 8;
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  return sum;
-}
-
-export function inetChecksum(buf: Buffer, at: number, len: number, initial = 0): number {
-  return ~inetSum(buf, at, len, initial) & 0xffff;
-}
-
-const pseudo = Buffer.alloc(ipv4_pseudo_header.SIZE);
-
-/** Partial sum of the IPv4 pseudo-header for a TCP or UDP checksum. */
-export function pseudoSum(saddr: Buffer, daddr: Buffer, protocol: number, len: number): number {
-  setRawBytes(pseudo, 0, ipv4_pseudo_header.saddr, saddr);
-  setRawBytes(pseudo, 0, ipv4_pseudo_header.daddr, daddr);
-  setField(pseudo, 0, ipv4_pseudo_header.zero, 0);
-  setField(pseudo, 0, ipv4_pseudo_header.protocol, protocol);
-  setField(pseudo, 0, ipv4_pseudo_header.len, len);
-  return inetSum(pseudo, 0, pseudo.length);
-}
 
 /** MAC of an endpoint at `ip`: 02:53 followed by the four address bytes. */
 export function endpointMac(ip: Buffer): Buffer {

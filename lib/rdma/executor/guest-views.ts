@@ -4,13 +4,13 @@
 // (../copy.ts) moves the bytes between views (no bounce buffer). Ring slots
 // are copied out instead (the guest may rewrite its ring while we work).
 
-import { RDMA_MAX_STRIDE_LOG2 } from '../../limits';
-import { KeyStatus } from '../../resources';
-import type { QpRecord, QueueRing, ResourceManager } from '../../resources';
-import { MrFlag } from '../../types';
-import { MemStatus } from '../../../vfio-user/guest-memory';
-import type { GuestMemory } from '../../../vfio-user/guest-memory';
-import type { Sge } from '../wqe-decode';
+import { RDMA_MAX_STRIDE_LOG2 } from '../limits';
+import { KeyStatus } from '../resources';
+import type { QpRecord, QueueRing, ResourceManager } from '../resources';
+import { MrFlag } from '../types';
+import { MemStatus } from '../../vfio-user/guest-memory';
+import type { GuestMemory } from '../../vfio-user/guest-memory';
+import type { Sge } from '../datapath/wqe-decode';
 
 /** One scratch buffer per WQE stride (index strideLog2), views of a single allocation: no allocation per WQE. */
 export function slotViews(): Buffer[] {

@@ -1,0 +1,42 @@
+// The backends the server offers, composed at the top: what executes the
+// RDMA work the guest posts. Each is one file of this folder exporting a
+// BackendKind (kind.ts) and the RdmaBackend the ionic device takes
+// (lib/rdma/backend.ts); adding one is a file and a line below.
+
+import type { BackendKind } from './kind';
+import { loopbackKind } from './loopback';
+import { meshKind } from './mesh';
+import { noneKind } from './none';
+import { nvmeofKind } from './nvmeof';
+import { s3Kind } from './s3';
+
+/** In the order --help lists them. */
+export const BACKEND_KINDS: readonly BackendKind[] = [
+  loopbackKind,
+  noneKind,
+  meshKind,
+  nvmeofKind,
+  s3Kind,
+];
+
+/** The kind that takes `spec`, or undefined. */
+export function backendKind(spec: string): BackendKind | undefined {
+  return BACKEND_KINDS.find((k) => k.accepts(spec));
+}
+
+/** The --backend help, every kind's lines. */
+export function backendsHelp(): string {
+  return `Backends (--backend):\n${BACKEND_KINDS.map((k) => k.help).join('\n')}`;
+}
+
+/** The refusal of a spec no kind takes. */
+export function unknownBackend(spec: string): string {
+  return `--backend ${spec}: unknown backend (available: ${BACKEND_KINDS.map((k) => k.grammar).join(', ')})`;
+}
+
+export type { BackendContext, BackendKind, Checked, PreparedBackend, ServedBackend } from './kind';
+export { LoopbackBackend } from './loopback';
+export { MeshBackend, ServedMesh } from './mesh';
+export { NoBackend } from './none';
+export { NvmeofBackend } from './nvmeof';
+export { S3Backend } from './s3';

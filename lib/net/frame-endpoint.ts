@@ -1,0 +1,37 @@
+// The two kinds of party on the guest's Ethernet segment besides the guest:
+// in-process endpoints (the S3 store, the NVMe-oF target, the P4 engine) and
+// the host side of the wire (a TAP). The device offers each frame the guest
+// sends to its endpoints in order, then to the host link; frames from the
+// host link are offered to the endpoints too before they reach the guest.
+
+import type { FrameOffload } from './vnet';
+
+/** An in-process party on the device's Ethernet segment. */
+export interface FrameEndpoint {
+  /** A frame the guest sent. Return true to claim it (it goes no further). `frame` is valid during the call only. */
+  claimTx?(frame: Buffer): boolean;
+  /** A frame from the host TAP on its way to the guest. Return true to claim it. */
+  claimRx?(frame: Buffer): boolean;
+}
+
+/** The host side of the wire: something frames can be written to and read from. */
+export interface HostLink {
+  readonly name: string;
+  /** send() takes an `offload`: the host finishes partial checksums and segments TCP super-frames (a TAP with IFF_VNET_HDR). */
+  readonly offloads?: boolean;
+  /** Send one frame to the host. Returns false when it could not be sent (counted as a TX error). */
+  send(frame: Buffer, offload?: FrameOffload): boolean;
+  /**
+   * Start delivering received frames (event driven). `frame` (and `offload`,
+   * what the host left unfinished, or null) are valid during the call only.
+   */
+  start(onFrame: (frame: Buffer, offload?: FrameOffload | null) => void): void;
+  /**
+   * Stop delivering frames until resume(): the guest has no RX buffer, and
+   * the host's own queue should hold the frames (backpressure, as QEMU gives
+   * its virtio-net) rather than us dropping them. Optional.
+   */
+  pause?(): void;
+  resume?(): void;
+  close(): void;
+}

@@ -1,0 +1,26 @@
+// What executes the RDMA work the guest posts, as the ionic device sees it:
+// one small interface. The device hands a backend its RDMA engine (the data
+// path's hooks) and its Ethernet segment once, when it is built, and tells it
+// when a VM comes and goes. The backends themselves (loopback, mesh, NVMe-oF,
+// S3, ...) are composed at the top, in lib/backends/, one file each: nothing
+// below them names one.
+
+import type { FrameEndpoint } from '../net/frame-endpoint';
+import type { DataPathEngine } from './executor';
+
+/** The guest's Ethernet segment as a backend reaches it. */
+export interface GuestSegment {
+  /** Queue a frame for the guest (it waits for a receive buffer; the buffer is the callee's). */
+  send(frame: Buffer): void;
+  /** Put an in-process host on the segment: it sees the guest's frames after those added before it. */
+  addEndpoint(e: FrameEndpoint): void;
+}
+
+export interface RdmaBackend {
+  /** The name the CLI and the stats give it. */
+  readonly name: string;
+  /** Plug in: the data path on `engine` (null: a profile without RDMA) and any hosts on `segment`. Called once. */
+  attach(engine: DataPathEngine | null, segment: GuestSegment): void;
+  /** A VM attached (true) or went away (false). */
+  consumerPresent?(present: boolean): void;
+}
