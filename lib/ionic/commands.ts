@@ -170,7 +170,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
         if (mtu < MIN_MTU || mtu > p.maxMtu) return Status.EINVAL;
         lif.mtu = mtu;
       } else if (attr === LifAttr.FEATURES) {
-        // The answer is what we offer of what was asked; the driver keeps the AND of the two (contract 4.6).
+        // The answer is what we offer of what was asked; the driver keeps the AND of the two (ionic Ethernet E4.6).
         // Only the low 32 bits carry offloads we know: the rest (tunnels, GENEVE, TIMESTAMP) are never offered.
         const asked = getField(cmd, 0, ionic_lif_setattr_cmd.features);
         lif.features = (asked >= 0 ? asked % 2 ** 32 : 0) & offeredFeatures(p.offloads);
@@ -185,10 +185,10 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
 
     case Opcode.RX_FILTER_ADD: {
       const A = ionic_rx_filter_add_cmd;
-      // A bounded filter table: the driver handles ENOSPC by going promiscuous (contract 4.6).
+      // A bounded filter table: the driver handles ENOSPC by going promiscuous (ionic Ethernet E4.6).
       if (lif.filters.size >= MAX_UCAST_FILTERS + MAX_MCAST_FILTERS) return Status.ENOSPC;
       const match = getField(cmd, 0, A.match);
-      // The same MAC twice is EEXIST, which the driver tolerates (contract 3.1).
+      // The same MAC twice is EEXIST, which the driver tolerates (ionic Ethernet E3.1).
       if (match === RxFilterMatch.MAC && lif.hasMacFilter(viewRaw(cmd, 0, A.mac))) return Status.EEXIST;
       let id: number;
       if (match === RxFilterMatch.MAC) id = lif.addMacFilter(viewRaw(cmd, 0, A.mac));
@@ -231,7 +231,7 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       return Status.SUCCESS;
     }
 
-    // The RDMA bootstrap (contract 1): on the admin queue and through dev cmd alike
+    // The RDMA bootstrap (ionic RDMA R1): on the admin queue and through dev cmd alike
     // (the driver falls back to dev cmd for RDMA_RESET_LIF). The P4 surface (70-72) is routed above.
     case Opcode.RDMA_RESET_LIF:
     case Opcode.RDMA_CREATE_EQ:

@@ -1,5 +1,5 @@
 // Numbers of the ionic device interface (the driver's ionic_if.h, 7.0 layout;
-// reference/ionic-eth-contract.md). Values only.
+// docs/driver-contract.md (ionic Ethernet)). Values only.
 
 /** PCI identity of the emulated PF. */
 export const IONIC_VENDOR_ID = 0x1dd8;

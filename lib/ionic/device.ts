@@ -141,7 +141,7 @@ export class IonicDevice {
   #resetState(): void {
     this.counters.resets++;
     this.lif.reset();
-    // Fix: RESET brings back the station MAC; a MAC the last driver set with
+    // RESET brings back the station MAC; a MAC the last driver set with
     // LIF_SETATTR must not outlive it (the next probe reads it with LIF_GETATTR).
     this.lif.mac = Buffer.from(this.#stationMac);
     this.stats.stop('both');
@@ -161,7 +161,7 @@ export class IonicDevice {
     this.backend?.consumerPresent?.(false);
     // The guest's memory is gone: stop every queue and block write; the next driver re-probes.
     this.lif.reset();
-    this.lif.mac = Buffer.from(this.#stationMac); // fix: a new VM starts with the configured MAC
+    this.lif.mac = Buffer.from(this.#stationMac); // a new VM starts with the configured MAC
     this.stats.stop('both');
     this.interrupts.reset();
     this.rdma?.reset();

@@ -101,7 +101,7 @@ export function writeLifIdentity(w: Buffer, p: NicProfile, mac: Buffer, mtu: num
   setField(w, 0, LI.max_frame_size, maxFrameSize(p));
   // The identity's config shows what the device offers; the driver reads only TIMESTAMP from it.
   writeLifConfig(w, LI.CONFIG, p, mac, mtu, offeredFeatures(p.offloads));
-  // The RDMA section (contract 1.4); its eq_qtype count also sizes the Ethernet driver's interrupt request.
+  // The RDMA section (ionic RDMA R1.4); its eq_qtype count also sizes the Ethernet driver's interrupt request.
   if (rdmaEnabled(p)) writeRdmaIdentity(w, LI.RDMA, p);
 }
 

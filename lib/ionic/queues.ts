@@ -340,7 +340,7 @@ export class RxQueue extends EthQueue {
     setField(c, 0, ionic_rxq_comp.rss_hash, meta.rssHash >>> 0);
     setField(c, 0, ionic_rxq_comp.len, fits ? frame.length : 0);
     if (fits) {
-      // Big-endian, as the sum sits in a packet: the driver reads it little-endian as csum_partial's value (contract 4.4).
+      // Big-endian, as the sum sits in a packet: the driver reads it little-endian as csum_partial's value (ionic_rxq_comp.csum).
       c.writeUInt16BE(meta.csum, ionic_rxq_comp.csum.off);
       setField(c, 0, ionic_rxq_comp.vlan_tci, meta.vlanTci);
       setField(c, 0, ionic_rxq_comp.csum_flags, meta.csumFlags);

@@ -49,7 +49,7 @@ export class TapLink implements HostLink {
   }
 
   send(frame: Buffer, offload?: FrameOffload): boolean {
-    if (this.#closed) return false; // fix: never write to an fd number we no longer own
+    if (this.#closed) return false; // never write to an fd number we no longer own
     try {
       if (!this.offloads) return fs.writeSync(this.#fd, frame) === frame.length;
       (offload ?? this.#plain).encode(this.#hdr, 0);
@@ -101,7 +101,7 @@ export class TapLink implements HostLink {
   close(): void {
     this.#watcher?.close();
     this.#watcher = null;
-    // Fix: close the fd only once. A second close() (IonicDevice.close() and the
+    // Close the fd only once. A second close() (IonicDevice.close() and the
     // owner both closing the link) would close whatever unrelated fd had reused
     // the number in between.
     if (this.#closed) return;

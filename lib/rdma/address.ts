@@ -1,5 +1,5 @@
 // Where a connected QP or an address handle sends: the addresses a header
-// template names (contract 5.5). The device never gets a destination GID as
+// template names (ionic RDMA R5.5). The device never gets a destination GID as
 // a field; the control path parses it out of the Ethernet/IP/UDP template the
 // driver prebuilt, and keeps the template itself too (the data path may want
 // to put real frames on a wire one day).

@@ -1,6 +1,6 @@
 // RDMA counters: one set for the device, one per QP. They are what the guest
 // reads as hw_counters (the admin queue's STATS_* and QP_STATS_* commands
-// write the names and the values into the driver's buffers; contract 7), so a
+// write the names and the values into the driver's buffers; ionic RDMA R7), so a
 // name is at most 27 characters (the 28-byte field keeps its NUL).
 //
 // The control path counts what it does (admin commands, doorbells, events);

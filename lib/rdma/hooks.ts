@@ -38,7 +38,7 @@ export interface DataPathHooks {
   /**
    * MODIFY_QP applied `changes` (state included when it changed); `from` is
    * the state before. RESET has already zeroed the ring indices; ERR means
-   * outstanding work must be flushed (contract 4.7).
+   * outstanding work must be flushed (ionic RDMA R4.7).
    */
   qpModified?(qp: QpRecord, from: QpState, changes: QpChanges): void;
   /** The QP is gone: stop all DMA to its rings before returning (the host frees them next). */
@@ -93,12 +93,12 @@ export interface SendFilter {
 export interface DataPathDevice extends CqDevice {
   /** Where the data path reports its own bugs (contained as device errors, lib/guard.ts). */
   readonly log: Logger;
-  /** Raise an asynchronous QP event (EQE type QP, contract 4.8 codes: QpEventCode). */
+  /** Raise an asynchronous QP event (EQE type QP, ionic RDMA R4.8 codes: QpEventCode). */
   qpEvent(qpId: number, code: number): void;
 }
 
 /**
- * The asynchronous QP event codes a responder error raises (contract 4.8;
+ * The asynchronous QP event codes a responder error raises (ionic RDMA R4.8;
  * the ionic driver reports them as IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR
  * and IB_EVENT_QP_ACCESS_ERR).
  */

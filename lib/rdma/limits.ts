@@ -4,7 +4,7 @@
 // guest can make the server allocate. Every limit is finite and has a
 // negative test.
 
-/** QP ids are 0..RDMA_QP_COUNT-1 (sq_qtype.qid_count). A power of two (contract 4.9). */
+/** QP ids are 0..RDMA_QP_COUNT-1 (sq_qtype.qid_count). A power of two (ionic RDMA R4.9). */
 export const RDMA_QP_COUNT = 4096;
 /** CQ ids are 0..RDMA_CQ_COUNT-1 (cq_qtype.qid_count, base 0); every kernel/user CQ is two device CQs. */
 export const RDMA_CQ_COUNT = 8192;
@@ -18,12 +18,12 @@ export const RDMA_SRQ_COUNT = 1024;
 export const RDMA_SRQ_BASE = RDMA_QP_COUNT;
 /** RDMA admin queues (aq_qtype.qid_count, base 0); the driver uses at most 4. */
 export const RDMA_AQ_COUNT = 2;
-/** log2 queues per queue group (udma_shift): 1 <= g < log2(count / 2) for both counts (contract 4.9). */
+/** log2 queues per queue group (udma_shift): 1 <= g < log2(count / 2) for both counts (ionic RDMA R4.9). */
 export const RDMA_UDMA_SHIFT = 6;
 
 /**
  * The udma group ("pipeline") a QP or CQ id belongs to: the bit at udma_shift
- * (contract 4.9). The driver puts every QP in one udma and gives it the CQ
+ * (ionic RDMA R4.9). The driver puts every QP in one udma and gives it the CQ
  * ids of that udma's halves of its CQs; ids of both halves are ordinary ids
  * below the count to the device, which accepts either.
  */
@@ -53,7 +53,7 @@ export const RDMA_PT_READ_CHUNK = 8192;
  */
 export const RDMA_PT_ENTRIES_PER_TURN = 1 << 14;
 
-/** Ring geometry bounds (contract 4.1): depth up to 2^16 slots, strides 2^2..2^11 bytes. */
+/** Ring geometry bounds (ionic RDMA R4.1): depth up to 2^16 slots, strides 2^2..2^11 bytes. */
 export const RDMA_MAX_DEPTH_LOG2 = 16;
 export const RDMA_MIN_DEPTH_LOG2 = 1;
 /** max_stride in LIF_IDENTIFY: log2 of the largest SQ/RQ WQE (2 KiB). */

@@ -1,7 +1,7 @@
 // Memory keys: the MRs, fast-registration MRs and memory windows of the
 // resource manager, by key index (key = index << 8 | tag), and the
 // translation of (key, va, len) into guest address segments with the access,
-// PD and bounds checks (contract 3). Each mapped MR keeps its page table as
+// PD and bounds checks (ionic RDMA R3). Each mapped MR keeps its page table as
 // runs (page-table.ts), charged to the run budget. Nothing here throws on
 // guest input: operations return a status.
 
@@ -82,7 +82,7 @@ export interface TranslateOptions {
   readonly pdId?: number;
 }
 
-/** Kinds an MR index may hold, by CREATE_MR flags (contract 3.3). */
+/** Kinds an MR index may hold, by CREATE_MR flags (ionic RDMA R3.3). */
 export function mrKindOf(flags: number): MrKind | null {
   const type = flags & (MrFlag.UKEY_EN | MrFlag.IS_MW | MrFlag.INV_EN);
   switch (type) {

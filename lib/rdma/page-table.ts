@@ -3,7 +3,7 @@
 //
 // The driver gives either one address (map_count 1: a contiguous block, or a
 // single page already offset to the first byte) or the guest address of an
-// array of map_count LE64 page addresses (contract 3.1). That array is freed
+// array of map_count LE64 page addresses (ionic RDMA R3.1). That array is freed
 // by the host as soon as the command completes, so it is read once, at
 // registration, and physically adjacent pages are merged into one run: a
 // large transfer through a table is then split only where the guest's pages

@@ -137,7 +137,7 @@ export interface QpRecord {
   readonly pdId: number;
   /** QpFlag bits fixed at creation (PRIVILEGED, REMOTE_PRIVILEGED, SPEC, PB). */
   readonly flags: number;
-  /** Kernel QP: lkey 0 means bus addresses (contract 3.2). */
+  /** Kernel QP: lkey 0 means bus addresses (ionic RDMA R3.2). */
   readonly privileged: boolean;
   /** May honour rkey 0 (PD created with IB_PD_UNSAFE_GLOBAL_RKEY). */
   readonly remotePrivileged: boolean;

@@ -11,7 +11,7 @@
 //         turns (key, va, len) into guest address segments or a status.
 //   CQ    ring geometry and table, its EQ, and the device's producer state
 //         (the CQ mechanics live in lib/rdma/datapath/cq-ring.ts).
-//   QP    type, state (contract 5.2 state table), rings, CQs, the attributes
+//   QP    type, state (ionic RDMA R5.2 state table), rings, CQs, the attributes
 //         MODIFY_QP recorded (PSNs, MTU, Q_Key, dest QP, address vector,
 //         access flags, timers), counters.
 //   AH    address vectors for UD sends.
@@ -218,7 +218,7 @@ export class ResourceManager {
     if (state !== undefined) {
       qp.state = state;
       if (state === QpState.RESET) {
-        // The host restarts its indices at 0 (contract 4.7): so does the device.
+        // The host restarts its indices at 0 (ionic RDMA R4.7): so does the device.
         qp.sq.pi = qp.sq.ci = 0;
         if (qp.rq) qp.rq.pi = qp.rq.ci = 0;
       }

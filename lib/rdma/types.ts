@@ -1,10 +1,10 @@
 // The RDMA object model shared by the control path (the ionic RDMA admin
 // queue) and the data path: QP types and states, access and flag bits, the
 // IB attribute mask. The numeric values are the ionic device interface's
-// (reference/ionic-rdma-contract.md sections 3.3, 5.1-5.4), which are also
+// (docs/driver-contract.md (ionic RDMA) sections 3.3, 5.1-5.4), which are also
 // what the resource manager stores, so nothing is translated twice.
 
-/** QP transport types as CREATE_QP type_state carries them (contract 5.1). */
+/** QP transport types as CREATE_QP type_state carries them (ionic RDMA R5.1). */
 export const enum QpType {
   RC = 0,
   UC = 1,
@@ -16,7 +16,7 @@ export const enum QpType {
   XRC_SRQ = 7,
 }
 
-/** QP states (contract 5.2): the nibble values of MODIFY_QP type_state and QUERY_QP state_pmtu. */
+/** QP states (ionic RDMA R5.2): the nibble values of MODIFY_QP type_state and QUERY_QP state_pmtu. */
 export const enum QpState {
   RESET = 0,
   INIT = 1,
@@ -50,7 +50,7 @@ export function qpTransitionAllowed(from: QpState, to: QpState): boolean {
   }
 }
 
-/** IB attribute mask bits (enum ib_qp_attr_mask), as MODIFY_QP attr_mask carries them (contract 5.3). */
+/** IB attribute mask bits (enum ib_qp_attr_mask), as MODIFY_QP attr_mask carries them (ionic RDMA R5.3). */
 export const enum QpAttrMask {
   STATE = 1 << 0,
   CUR_STATE = 1 << 1,
@@ -79,7 +79,7 @@ export const enum QpAttrMask {
 /** Every mask bit a MODIFY_QP may carry (IB_QP_ATTR_STANDARD_BITS plus RATE_LIMIT); CAP is refused separately. */
 export const QP_ATTR_MASK_KNOWN = (1 << 21) - 1 | QpAttrMask.RATE_LIMIT;
 
-/** QP flags (CREATE_QP priv_flags, MODIFY_QP access_flags; contract 5.4). */
+/** QP flags (CREATE_QP priv_flags, MODIFY_QP access_flags; ionic RDMA R5.4). */
 export const enum QpFlag {
   REMOTE_WRITE = 1 << 0,
   REMOTE_READ = 1 << 1,
@@ -99,7 +99,7 @@ export const enum QpFlag {
 /** The remote-access bits of QpFlag. */
 export const QP_ACCESS_MASK = QpFlag.REMOTE_WRITE | QpFlag.REMOTE_READ | QpFlag.REMOTE_ATOMIC;
 
-/** MR/MW flags (CREATE_MR dbid_flags, REG_MR/BIND_MW WQE flags; contract 3.3). */
+/** MR/MW flags (CREATE_MR dbid_flags, REG_MR/BIND_MW WQE flags; ionic RDMA R3.3). */
 export const enum MrFlag {
   LOCAL_WRITE = 1 << 0,
   REMOTE_WRITE = 1 << 1,

@@ -76,18 +76,30 @@ describe('project: a clone stands alone', () => {
       [/\bthe C design\b/i, '"the C design" (say the C rocm-ernic)'],
       [/\/\/ Fix:/i, 'a "// Fix:" changelog comment'],
     ];
-    // Folders being reorganised under issue 25 while this check landed; their citations are converted after the
-    // moves merge, and then this list is empty.
-    const pending = ['lib/rdma/', 'lib/targets/', 'lib/net/', 'lib/backends/', 'lib/ionic/', 'spec/rdma/', 'spec/targets/'];
     const self = 'spec/project/self-contained.spec.ts';
     const offenders: string[] = [];
     for (const f of files) {
-      if (f === self || f.startsWith('fixtures/') || pending.some((p) => f.startsWith(p))) continue;
+      if (f === self || f.startsWith('fixtures/')) continue;
       fs.readFileSync(path.join(ROOT, f), 'utf8').split('\n').forEach((line, i) => {
         for (const [re, what] of cites) if (re.test(line)) offenders.push(`${f}:${i + 1}: ${what}: ${line.trim().slice(0, 100)}`);
       });
     }
     expect(offenders, offenders.join('\n')).to.deep.equal([]);
+  });
+
+  it('every "ionic Ethernet EN.N" or "ionic RDMA RN.N" names a section of docs/driver-contract.md', () => {
+    const contract = fs.readFileSync(path.join(ROOT, 'docs', 'driver-contract.md'), 'utf8');
+    const sections = new Set([...contract.matchAll(/^## ([ER][0-9]+(?:\.[0-9]+)?) /gm)].map((m) => m[1]!));
+    expect(sections.size).to.be.greaterThan(20);
+    const unknown: string[] = [];
+    for (const f of files.filter((x) => !x.startsWith('fixtures/'))) {
+      fs.readFileSync(path.join(ROOT, f), 'utf8').split('\n').forEach((line, i) => {
+        for (const m of line.matchAll(/\bionic (?:RDMA|Ethernet) ([ER][0-9]+(?:\.[0-9]+)?)\b/g)) {
+          if (!sections.has(m[1]!)) unknown.push(`${f}:${i + 1}: ${m[0]}`);
+        }
+      });
+    }
+    expect(unknown, unknown.join('\n')).to.deep.equal([]);
   });
 
   it('every skip in the specs says why (skipBecause, never a bare mocha skip)', () => {

@@ -1,5 +1,5 @@
 // The data path's pure pieces: the view-to-view copy, the Q_Key rules and the
-// 40-byte network header of UD receives (contract 5.6). Expected bytes are
+// 40-byte network header of UD receives (ionic RDMA R5.6). Expected bytes are
 // written out by hand from RFC 791 / RFC 8200, not computed by the code under test.
 
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 // Test-only helpers for the RDMA data-path specs. The byte poker writes values
-// at offsets the tests spell out from reference/ionic-rdma-contract.md; it
+// at offsets the tests spell out from docs/driver-contract.md (ionic RDMA); it
 // shares no code with the codecs under test.
 
 /** A zeroed buffer with explicit-offset big/little-endian writers. */

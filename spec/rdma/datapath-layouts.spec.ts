@@ -1,4 +1,4 @@
-// RDMA data-path layouts (reference/ionic-rdma-contract.md 4.2-4.6): each
+// RDMA data-path layouts (docs/driver-contract.md (ionic RDMA R4.2)-4.6): each
 // table pinned to the contract's offsets and byte orders, every send opcode
 // decoded from bytes written by hand (v1 and v2 opcodes, UD, inline, spec
 // formats), receive WQEs, every decode error, and CQEs against hand-built

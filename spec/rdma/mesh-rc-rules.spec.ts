@@ -35,7 +35,7 @@ const QP_UD = 30;
 const QKEY = 0x1234;
 /** IonicStatus values as the wire carries them. */
 const ST = { OK: 0, REMOTE_ACC: 9, RETRY_EXCEEDED: 11 } as const;
-/** EQE QP code for an access error (contract 4.8). */
+/** EQE QP code for an access error (ionic RDMA R4.8). */
 const EQE_QP = 1;
 const ERR_ACCESS = 10;
 /** rsvd (LE u16 at offset 6): bit 0 datagram, high byte the wire version. */

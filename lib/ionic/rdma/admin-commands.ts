@@ -1,4 +1,4 @@
-// The RDMA admin queue's commands (contract 2.4): each handler decodes its
+// The RDMA admin queue's commands (ionic RDMA R2.4): each handler decodes its
 // body once, validates every field against the limits and guest memory, then
 // applies the command to the resource manager (validate, then apply: a
 // refused command changes nothing). The result is an AdminStatus for the
@@ -200,7 +200,7 @@ function createQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
   return r.ok ? OK : refuse(rmStatus(r.error));
 }
 
-/** Decode MODIFY_QP into changes, applying a field only when its mask bit says so (contract 2.4). */
+/** Decode MODIFY_QP into changes, applying a field only when its mask bit says so (ionic RDMA R2.4). */
 function modifyQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
   const qp = env.rm.qps.get(getField(b, 0, MQP.id_ver));
   if (!qp) return refuse(AdminStatus.BAD_INDEX);
@@ -292,7 +292,7 @@ function readTemplate(mem: GuestMemory, addr: number, len: number): AddressVecto
   return typeof av === 'string' ? AdminStatus.BAD_ATTR : av;
 }
 
-/** QUERY_QP: write the "sq" and "rq" records where the driver asked (contract 2.4). */
+/** QUERY_QP: write the "sq" and "rq" records where the driver asked (ionic RDMA R2.4). */
 function queryQp(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
   const qp = env.rm.qps.get(getField(b, 0, QQP.id_ver));
   if (!qp) return refuse(AdminStatus.BAD_INDEX);

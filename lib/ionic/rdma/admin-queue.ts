@@ -1,4 +1,4 @@
-// An RDMA admin queue (contract 2): a contiguous ring of 64-byte strides the
+// An RDMA admin queue (ionic RDMA R2): a contiguous ring of 64-byte strides the
 // driver fills with commands and rings with (aqid << 24) | prod, paired with
 // its own CQ (RDMA_CREATE_ADMINQ's cid).
 //

@@ -1,4 +1,4 @@
-// Numbers of the ionic RDMA device interface (reference/ionic-rdma-contract.md;
+// Numbers of the ionic RDMA device interface (docs/driver-contract.md (ionic RDMA);
 // the driver's ionic_fw.h). Values only.
 
 /**

@@ -2,12 +2,12 @@
 // Ethernet admin queue or the dev-cmd registers), the RDMA doorbell types,
 // the event queues and admin queues, and the resource manager behind them.
 //
-// Bootstrap (contract 0 step 3, 1.1-1.3), answered with Ethernet status codes:
+// Bootstrap (ionic RDMA R0 step 3, 1.1-1.3), answered with Ethernet status codes:
 //   50 RDMA_RESET_LIF      forget every EQ, AQ, CQ, QP, MR, AH, SRQ
 //   51 RDMA_CREATE_EQ      qid = EQ id, cid = interrupt vector, contiguous ring of 4-byte EQEs
 //   52 RDMA_CREATE_CQ      qid = CQ id, cid = EQ id: the CQ of the next admin queue
 //   53 RDMA_CREATE_ADMINQ  qid = AQ id, cid = its CQ id, contiguous ring of 64-byte strides
-// Doorbells (contract 0.2): the value carries qid (bits 24..47), ring (16..18)
+// Doorbells (ionic RDMA R0.2): the value carries qid (bits 24..47), ring (16..18)
 // and index (0..15); device.ts hands every type >= 5 here.
 //
 // The engine is also what the data path plugs into (lib/rdma/hooks.ts): it

@@ -1,4 +1,4 @@
-// Header templates (contract 5.5): CREATE_AH and the AV of MODIFY_QP point
+// Header templates (ionic RDMA R5.5): CREATE_AH and the AV of MODIFY_QP point
 // at a prebuilt Ethernet [802.1Q] IPv4|IPv6 UDP header, the prefix the
 // hardware would put on each RoCEv2 packet. The device is never told the
 // destination GID as a field; it is parsed out of the IP header here:

@@ -1,4 +1,4 @@
-// The RDMA section of lif_identity (contract 1.4): what ionic_rdma.ko and
+// The RDMA section of lif_identity (ionic RDMA R1.4): what ionic_rdma.ko and
 // libionic size themselves by. Counts come from lib/rdma/limits.ts (the
 // device refuses ids past them), the event queue count from the NIC profile.
 
@@ -62,7 +62,7 @@ export function writeRdmaIdentity(w: Buffer, at: number, p: NicProfile): void {
   qtype(w, at + ionic_lif_rdma_identity.SQ_QTYPE, RdmaQType.SQ, RDMA_QP_COUNT, 0);
   qtype(w, at + ionic_lif_rdma_identity.RQ_QTYPE, RdmaQType.RQ, RDMA_QP_COUNT, 0);
   qtype(w, at + ionic_lif_rdma_identity.CQ_QTYPE, RdmaQType.CQ, RDMA_CQ_COUNT, 0);
-  // eq_base must be 0: the driver's CQ->EQ formula does not add it (contract 1.3).
+  // eq_base must be 0: the driver's CQ->EQ formula does not add it (ionic RDMA R1.3).
   qtype(w, at + ionic_lif_rdma_identity.EQ_QTYPE, RdmaQType.EQ, rdmaEqCount(p), 0);
   setField(w, at, ionic_lif_rdma_identity.stats_type, RDMA_STAT_GLOBAL | RDMA_STAT_QP);
 }

@@ -1,5 +1,5 @@
 // Building page tables from the (map_count, dma_addr, page_size_log2) triple
-// of a command (contract 3.1), with the geometry checks of the trust
+// of a command (ionic RDMA R3.1), with the geometry checks of the trust
 // boundary: a table has exactly the entries its region needs, pages are
 // aligned, nothing wraps or passes 2^53, and a ring's pages are guest memory
 // the device can reach. Failures are an AdminStatus, never a throw.
@@ -83,7 +83,7 @@ interface MrDesc {
 }
 
 /**
- * The table of a user MR (contract 3.1): map_count 1 = dma_addr already
+ * The table of a user MR (ionic RDMA R3.1): map_count 1 = dma_addr already
  * points at the first byte (page + in-page offset of iova); map_count > 1 =
  * dma_addr is the page list, the first page starting before iova by
  * iova & (page - 1). The page size is one of 4 KiB, 2 MiB, 1 GiB, and the

@@ -1,4 +1,4 @@
-// hw_counters (contract 7): the STATS_* and QP_STATS_* admin commands write
+// hw_counters (ionic RDMA R7): the STATS_* and QP_STATS_* admin commands write
 // counter names, or their values, into a driver buffer.
 //
 // - Header buffer: 32-byte records {BE32 type << 28 | value offset, 28-byte

@@ -1,4 +1,4 @@
-// CQ mechanics (contract 2.2, 4.6, 4.8), for admin CQs and data CQs alike:
+// CQ mechanics (ionic RDMA R2.2, 4.6, 4.8), for admin CQs and data CQs alike:
 // the device writes 32-byte CQEs round the ring with a color bit, and raises
 // an event on the CQ's EQ when the host armed the CQ.
 //

@@ -1,5 +1,5 @@
 // struct ionic_v1_cqe, the one definition for admin and data CQs alike
-// (drivers/infiniband/hw/ionic/ionic_fw.h; reference/ionic-rdma-contract.md
+// (drivers/infiniband/hw/ionic/ionic_fw.h; docs/driver-contract.md (ionic RDMA)
 // 2.2, 4.6): its named-offset table, the qid_type_flags / src_qpn_op bits, the
 // status and type codes, and the CQE as a record.
 //

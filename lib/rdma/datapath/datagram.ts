@@ -1,4 +1,4 @@
-// Datagrams (contract 5.6; architecture "Datagrams (UD and GSI)"): the Q_Key
+// Datagrams (ionic RDMA R5.6; architecture "Datagrams (UD and GSI)"): the Q_Key
 // rules and the 40-byte network header a UD receive starts with. Shared by the
 // loopback path and, later, the mesh, which attaches the header before sending.
 

@@ -8,7 +8,7 @@
 // the wqe_id words are opaque host-endian bytes (echoed verbatim in CQEs).
 // Offsets are from the start of the WQE (the 16-byte base header is
 // included), so a reader can hold them against
-// reference/ionic-rdma-contract.md section 4 directly.
+// docs/driver-contract.md (ionic RDMA) section 4 directly.
 
 import { be, le, raw } from '../../../protocol/field';
 
@@ -192,7 +192,7 @@ export const enum SpecFormat {
   SPEC16 = 2,
 }
 
-// MR and QP flags (contract 3.3, 5.4) are the resource manager's: one definition.
+// MR and QP flags (ionic RDMA R3.3, 5.4) are the resource manager's: one definition.
 export { MrFlag, QpFlag } from '../types';
 
 // ---------------------------------------------------------------------------

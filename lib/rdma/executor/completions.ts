@@ -1,4 +1,4 @@
-// Completions of the loopback data path (contract 4.7). One CQE per WQE
+// Completions of the loopback data path (ionic RDMA R4.7). One CQE per WQE
 // (always safe), wqe_id echoed verbatim:
 //   remote WQEs (RC/UC, not a local op)  SEND_MSN CQE, msn = sequence + 1
 //   everything else (UD/GSI, local ops)  SEND_NPG CQE with the wqe_id

@@ -1,4 +1,4 @@
-// REG_MR WQEs (kernel fast registration, contract 4.2): re-key the FRMR whose
+// REG_MR WQEs (kernel fast registration, ionic RDMA R4.2): re-key the FRMR whose
 // index imm_data_key names to num_sge_key's tag over the pages the WQE gives,
 // read now (the host may rewrite its page list for the next registration).
 // One page: dma_addr is that page plus the offset; more: dma_addr is an LE64

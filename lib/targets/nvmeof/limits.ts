@@ -1,4 +1,4 @@
-// The NVMe-oF controller's limits, in one place (reference/anchor-rocm-ernic.md
+// The NVMe-oF controller's limits, in one place (the C rocm-ernic's published options
 // 1.7: ioccsz 4, mdts 5 (128 KiB), maxcmd 128). Each is checked where input
 // arrives, and each has a negative test.
 

@@ -1,5 +1,5 @@
 // Operator input for the NVMe-oF target: the `--backend nvmeof[:k=v,...]`
-// string (reference/anchor-rocm-ernic.md 1.7). Every option is checked with
+// string (docs/nvmeof.md, "Options"). Every option is checked with
 // zod; a bad one is one line naming the option and its value
 // (`nvmeof backend: bad size 'bogus' (...)`), which the CLI prints before the
 // device is presented.

@@ -1,6 +1,6 @@
 // The S3 store's DMA callbacks on the device: a token's (rkey, addr, len)
 // resolved in the guest's own MR table (the resource manager's `translate`),
-// as the C design does ("no QP is actually connected: rkey resolved in the
+// as the C rocm-ernic does ("no QP is actually connected: rkey resolved in the
 // same MR table"). The checks are a responder's: the key must name a valid
 // MR or window with the right tag, the MR must grant REMOTE_WRITE (a GET
 // writes into it) or REMOTE_READ (a PUT reads from it), and the whole range

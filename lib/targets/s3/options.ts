@@ -1,5 +1,5 @@
 // Operator input for the S3 store: the `--backend s3[:k=v,...]` string
-// (reference/anchor-rocm-ernic.md 1.8, plus listen= and dir=). Every option
+// (docs/s3.md, "Running it", plus listen= and dir=). Every option
 // is checked with zod; a bad one is one line naming the option and its value
 // (`s3 backend: bad size 'lots' (...)`), for the CLI to print before the
 // device is presented.

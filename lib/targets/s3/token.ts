@@ -1,6 +1,6 @@
 // The `x-amz-rdma-token` header of the S3-over-RDMA protocol (hipObject,
 // cuObject): a 44-byte token, sent as 88 hex characters, naming the client's
-// registered buffer (reference/anchor-rocm-ernic.md 6.3; the byte layout
+// registered buffer (docs/s3.md, "The token path"; the byte layout
 // agrees with hipObject's src/rdma/token.cpp). Multi-byte fields are
 // little-endian. The header may also be `<token>:<addr>:<len>` (hex), where a
 // non-zero addr or len overrides the token's. The reply header

@@ -34,7 +34,7 @@ import { S3Backend } from '../../../lib/backends/s3';
 const MR_BYTES = 64 * 1024;
 const RW = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ;
 
-/** The 44-byte token laid out by hand (reference 6.3): transport RC, QPN, GID, rkey, addr, len, port, LID, little-endian. */
+/** The 44-byte token laid out by hand (docs/s3.md, "The token path"): transport RC, QPN, GID, rkey, addr, len, port, LID, little-endian. */
 function tokenHex(rkey: number, addr: bigint, len: bigint): string {
   const b = Buffer.alloc(44);
   b[0] = 1;

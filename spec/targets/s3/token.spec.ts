@@ -1,5 +1,5 @@
 // The RDMA token path: the 44-byte token against bytes laid out by hand
-// (reference 6.3), the <token>:<addr>:<len> form, and GET/PUT through an
+// (docs/s3.md, "The token path"), the <token>:<addr>:<len> form, and GET/PUT through an
 // http.Server whose DMA callbacks use a Buffer as guest memory behind one
 // MR (rkey, base, length, bounds checked).
 

@@ -1,9 +1,9 @@
 // The ionic wire header (lib/mesh/ionic-header.ts, docs/mesh.md) as the mesh
-// data path uses it. Our uses of the C design's fields:
+// data path uses it. Our uses of the C rocm-ernic's fields:
 //   rsvd       flags: bit 0 = a datagram (UD/GSI) SEND, delivered without an ACK;
 //              bit 1 = solicited; bits 8..15 = the wire version (IONIC_WIRE_VERSION,
 //              layouts.ts): every header we write carries it, and a receiver
-//              refuses one without it (0 is the C design's format)
+//              refuses one without it (0 is the C rocm-ernic's format)
 //   rkey       a datagram's effective Q_Key (checked by the responder)
 //   remote_va  a datagram's source MAC (48 bits), for the receive CQE
 //   swap_add   a datagram's IP version (bits 16..23) and VLAN (bit 24 set, TCI in 0..15)

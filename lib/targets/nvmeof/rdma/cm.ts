@@ -1,6 +1,6 @@
 // The NVMe-oF target's IB CM responder: the passive side of rdma_cm's
 // connection setup, as the guest's QP1 sees it from a peer at the target's
-// address (architecture.rst "NVMe over Fabrics": the C design's
+// address (docs/nvmeof.md: the C rocm-ernic's
 // nvmeof_cm.c). It takes the guest's CM MADs and answers:
 //
 //   REQ   checked (service id, RC, cma_hdr, nvme_rdma_cm_req), then REP with a
