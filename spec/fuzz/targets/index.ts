@@ -44,3 +44,25 @@ export function registerTarget(t: FuzzTarget): void {
   if (FUZZ_TARGETS.has(t.name)) throw new Error(`fuzz target ${t.name} registered twice`);
   FUZZ_TARGETS.set(t.name, t);
 }
+
+/**
+ * Exceptions that escape a target while it runs: uncaught ones and
+ * unhandled rejections, kept in `seen` (a target may add its own, such as a
+ * rejected submission) until stop().
+ */
+export class EscapeWatch {
+  readonly seen: string[] = [];
+  readonly #onUncaught = (e: unknown): void => { this.seen.push(`uncaught: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
+  readonly #onRejection = (e: unknown): void => { this.seen.push(`unhandled rejection: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
+
+  start(): this {
+    process.on('uncaughtException', this.#onUncaught);
+    process.on('unhandledRejection', this.#onRejection);
+    return this;
+  }
+
+  stop(): void {
+    process.off('uncaughtException', this.#onUncaught);
+    process.off('unhandledRejection', this.#onRejection);
+  }
+}

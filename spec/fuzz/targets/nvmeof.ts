@@ -32,7 +32,7 @@ import { Prng } from '../../support/ionic/rig';
 import { ATTR, drep, dreq, madHeader, rej, req, rtu } from '../../targets/nvmeof/cm-mads';
 import { ADDR, HOSTNQN, HostMemory, IN_CAPSULE, KEY, KEYED, KEYED_INV, SglSpec, sqe, SUBNQN, TestHost } from '../../targets/nvmeof/helpers';
 import { CpuTurnWatch } from '../../targets/turn-watch';
-import { FuzzFinding, FuzzRunOptions, registerTarget } from './index';
+import { EscapeWatch, FuzzFinding, FuzzRunOptions, registerTarget } from './index';
 import type { NvmeofController } from '../../../lib/targets/nvmeof';
 
 const TURN_LIMIT_MS = 50;
@@ -71,7 +71,7 @@ class NvmeFuzzer {
   readonly #rnd: Prng;
   readonly #o: FuzzRunOptions;
   readonly #trail: string[] = [];
-  readonly #escaped: string[] = [];
+  readonly #escapes = new EscapeWatch();
   readonly #watch = new CpuTurnWatch();
   readonly #log = new ErrorLog();
   #blocks = 0;
@@ -94,10 +94,7 @@ class NvmeFuzzer {
   }
 
   async run(): Promise<NvmeFuzzStats> {
-    const onUncaught = (e: unknown): void => { this.#escaped.push(`uncaught: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
-    const onRejection = (e: unknown): void => { this.#escaped.push(`unhandled rejection: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
-    process.on('uncaughtException', onUncaught);
-    process.on('unhandledRejection', onRejection);
+    this.#escapes.start();
     const watch = this.#watch.start();
     let atLongest: string[] = [];
     watch.onMax = (cpu) => { if (cpu > 10) atLongest = [...this.#trail]; };
@@ -112,7 +109,7 @@ class NvmeFuzzer {
         this.#cm();
         this.stats.maxCpuTurnMs = watch.maxCpuMs;
         if (guardStats.contained !== contained0) throw this.finding('the last-resort guard caught a bug');
-        if (this.#escaped.length > 0) throw this.finding(`an exception escaped: ${this.#escaped[0]}`);
+        if (this.#escapes.seen.length > 0) throw this.finding(`an exception escaped: ${this.#escapes.seen[0]}`);
         if (this.#log.errors.length > 0) throw this.finding(`the controller logged its own failure: ${this.#log.errors[0]}`);
         if (this.#o.longestTurnMs() > TURN_LIMIT_MS && watch.maxCpuMs > TURN_LIMIT_MS) {
           this.#trail.splice(0, this.#trail.length, ...atLongest);
@@ -125,8 +122,7 @@ class NvmeFuzzer {
       }
     } finally {
       watch.stop();
-      process.off('uncaughtException', onUncaught);
-      process.off('unhandledRejection', onRejection);
+      this.#escapes.stop();
     }
     return this.stats;
   }
@@ -165,7 +161,7 @@ class NvmeFuzzer {
       void p.then((c) => {
         pending.delete(entry);
         if ((c.status & 0x7ff) === 0) this.stats.ok++; else this.stats.errors++;
-      }, (e: unknown) => { this.#escaped.push(`submit rejected (${what}): ${String(e)}`); });
+      }, (e: unknown) => { this.#escapes.seen.push(`submit rejected (${what}): ${String(e)}`); });
       return p;
     };
     try {

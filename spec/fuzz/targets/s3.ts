@@ -27,7 +27,7 @@ import { S3_DEFAULTS, S3Options } from '../../../lib/targets/s3/options';
 import { Prng } from '../../support/ionic/rig';
 import { GuestTcp } from '../../targets/s3/guest-tcp';
 import { CpuTurnWatch } from '../../targets/turn-watch';
-import { FuzzFinding, FuzzRunOptions, registerTarget } from './index';
+import { EscapeWatch, FuzzFinding, FuzzRunOptions, registerTarget } from './index';
 import { b64, BUCKET, KnownState, Req, S3Requests } from './s3-requests';
 
 const MiB = 1024 * 1024;
@@ -61,7 +61,7 @@ class S3Fuzzer {
   readonly #rnd: Prng;
   readonly #o: FuzzRunOptions;
   readonly #trail: string[] = [];
-  readonly #escaped: string[] = [];
+  readonly #escapes = new EscapeWatch();
   #ep: S3Endpoint | null = null;
   #port = 0;
   #agent: http.Agent | null = null;
@@ -91,10 +91,7 @@ class S3Fuzzer {
   }
 
   async run(): Promise<S3FuzzStats> {
-    const onUncaught = (e: unknown): void => { this.#escaped.push(`uncaught: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
-    const onRejection = (e: unknown): void => { this.#escaped.push(`unhandled rejection: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
-    process.on('uncaughtException', onUncaught);
-    process.on('unhandledRejection', onRejection);
+    this.#escapes.start();
     const watch = this.#watch.start();
     // The last actions when the longest turn so far ended: what a loop-turn finding names.
     let atLongest: string[] = [];
@@ -108,7 +105,7 @@ class S3Fuzzer {
         await this.#epoch(start);
         this.stats.maxCpuTurnMs = watch.maxCpuMs;
         if (guardStats.contained !== contained0) throw this.finding('the last-resort guard caught a bug');
-        if (this.#escaped.length > 0) throw this.finding(`an exception escaped: ${this.#escaped[0]}`);
+        if (this.#escapes.seen.length > 0) throw this.finding(`an exception escaped: ${this.#escapes.seen[0]}`);
         if (this.#o.longestTurnMs() > TURN_LIMIT_MS && watch.maxCpuMs > TURN_LIMIT_MS) {
           this.#trail.splice(0, this.#trail.length, ...atLongest);
           throw this.finding(`a loop turn of ${this.#o.longestTurnMs().toFixed(1)} ms (${watch.maxCpuMs.toFixed(1)} ms of this thread's CPU, ending after the actions below)`);
@@ -120,8 +117,7 @@ class S3Fuzzer {
       }
     } finally {
       watch.stop();
-      process.off('uncaughtException', onUncaught);
-      process.off('unhandledRejection', onRejection);
+      this.#escapes.stop();
     }
     return this.stats;
   }
@@ -360,7 +356,7 @@ class S3Fuzzer {
       const s = net.connect(this.#port, '127.0.0.1');
       const t = setTimeout(() => s.destroy(), 400);
       s.on('error', () => undefined);
-      s.on('data', (d: Buffer) => { if (/^HTTP\/1\.1 500/.test(d.toString('latin1'))) this.#escaped.push(`500 to raw bytes: ${d.toString('latin1', 0, 200)}`); });
+      s.on('data', (d: Buffer) => { if (/^HTTP\/1\.1 500/.test(d.toString('latin1'))) this.#escapes.seen.push(`500 to raw bytes: ${d.toString('latin1', 0, 200)}`); });
       s.on('close', () => { clearTimeout(t); resolve(); });
       s.end(payload);
     });
