@@ -11,6 +11,7 @@ import { byteCountOption, integerOption, parseBackendOptions, parseByteCount } f
 
 export type { ConfigResult } from '../../mesh/config';
 import type { ConfigResult } from '../../mesh/config';
+import { isLoopbackAddress } from '../../mesh/address';
 
 export interface S3Options {
   readonly bucket: string;
@@ -52,9 +53,9 @@ const bucketSchema = z.string()
 /** Where a bare `listen=PORT` binds: the host's loopback, never every address. */
 export const S3_LISTEN_DEFAULT_HOST = '127.0.0.1';
 
-/** Is `host` this machine's loopback (127/8, ::1, localhost)? */
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || (isIPv4(host) && host.startsWith('127.'));
+/** Is `host` this machine's loopback: an address the mesh's rule calls loopback, or the name localhost? */
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || isLoopbackAddress(host);
 }
 
 /**
