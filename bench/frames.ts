@@ -29,7 +29,9 @@ import { FrameOffload, TUN_F_CSUM, TUN_F_TSO4, VirtioGso, virtio_net_hdr } from 
 
 const ROOT = path.join(__dirname, '..', '..');
 const N = Number(process.env.BENCH_FRAMES ?? 40000);
-const sh = (cmd: string, args: string[]): void => { execFileSync(cmd, args, { stdio: 'ignore' }); };
+const sh = (cmd: string, args: string[]): void => {
+  execFileSync(cmd, args, { stdio: 'ignore' });
+};
 
 function frame(len: number): Buffer {
   const f = Buffer.alloc(len, 0x5a);
@@ -44,7 +46,14 @@ function directTapRate(tap: string, len: number): number {
   const f = frame(len);
   const t0 = process.hrtime.bigint();
   let ok = 0;
-  for (let i = 0; i < N; i++) { try { fs.writeSync(t.fd, f); ok++; } catch { /* queue full */ } }
+  for (let i = 0; i < N; i++) {
+    try {
+      fs.writeSync(t.fd, f);
+      ok++;
+    } catch {
+      /* queue full */
+    }
+  }
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
   fs.closeSync(t.fd);
   return ok / secs;
@@ -53,19 +62,32 @@ function directTapRate(tap: string, len: number): number {
 /** TSO runs: a 64,000-byte TCP payload at MSS 1448 (45 segments), as one GSO buffer or 45 frames. */
 const TSO_PAYLOAD = 64000;
 const TSO_MSS = 1448;
-const gbits = (framesPerSec: number, bytes: number): string => `${((framesPerSec * bytes * 8) / 1e9).toFixed(2)} Gbit/s`;
+const gbits = (framesPerSec: number, bytes: number): string =>
+  `${((framesPerSec * bytes * 8) / 1e9).toFixed(2)} Gbit/s`;
 
 /** The host's own cost of putting one such GSO buffer on a TAP: writes with a virtio_net_hdr to a TAP with offloads. */
 function directTapGsoRate(tap: string, frame: Buffer, l4: number, hdrLen: number): number {
   const t = native.openTap(tap, TUN_F_CSUM | TUN_F_TSO4);
   const o = new FrameOffload();
-  o.needsCsum = true; o.csumStart = l4; o.csumOffset = 16; o.gsoType = VirtioGso.TCPV4; o.gsoSize = TSO_MSS; o.hdrLen = hdrLen;
+  o.needsCsum = true;
+  o.csumStart = l4;
+  o.csumOffset = 16;
+  o.gsoType = VirtioGso.TCPV4;
+  o.gsoSize = TSO_MSS;
+  o.hdrLen = hdrLen;
   const hdr = Buffer.alloc(virtio_net_hdr.SIZE);
   o.encode(hdr, 0);
   const n = Math.ceil(N / 45);
   const t0 = process.hrtime.bigint();
   let ok = 0;
-  for (let i = 0; i < n; i++) { try { fs.writevSync(t.fd, [hdr, frame]); ok++; } catch { /* queue full */ } }
+  for (let i = 0; i < n; i++) {
+    try {
+      fs.writevSync(t.fd, [hdr, frame]);
+      ok++;
+    } catch {
+      /* queue full */
+    }
+  }
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
   fs.closeSync(t.fd);
   return ok / secs;
@@ -76,7 +98,11 @@ function directTapGsoRate(tap: string, frame: Buffer, l4: number, hdrLen: number
  * (NAPI, refill), then the next burst. Without this window the host offers
  * far more than any ring holds and the figure would measure drops.
  */
-async function rxRate(g: IonicGuest, guestIp: string, len: number): Promise<{ offered: number; delivered: number; lost: number }> {
+async function rxRate(
+  g: IonicGuest,
+  guestIp: string,
+  len: number,
+): Promise<{ offered: number; delivered: number; lost: number }> {
   const sock = dgram.createSocket('udp4');
   const payload = Buffer.alloc(len - 42, 1);
   const burst = 256;
@@ -90,7 +116,12 @@ async function rxRate(g: IonicGuest, guestIp: string, len: number): Promise<{ of
     sendNs += Number(process.hrtime.bigint() - s0);
     sent += n;
     for (let got = 0; got < n; got++) {
-      try { await g.waitRxFrame({ timeoutMs: 200 }); received++; } catch { break; }
+      try {
+        await g.waitRxFrame({ timeoutMs: 200 });
+        received++;
+      } catch {
+        break;
+      }
     }
   }
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -104,9 +135,14 @@ function cpuMs(pid: number): number {
 }
 
 async function main(): Promise<void> {
-  if (process.getuid?.() !== 0) { console.error('frames benchmark: not measured: needs root (it makes a TAP)'); process.exitCode = 2; return; }
+  if (process.getuid?.() !== 0) {
+    console.error('frames benchmark: not measured: needs root (it makes a TAP)');
+    process.exitCode = 2;
+    return;
+  }
   const tag = `${process.pid % 100000}`;
-  const tap = `ernb${tag}`, tap2 = `ernc${tag}`;
+  const tap = `ernb${tag}`,
+    tap2 = `ernc${tag}`;
   const sock = `/tmp/ernic-bench-${tag}.sock`;
   let server: ChildProcess | null = null;
   try {
@@ -116,17 +152,25 @@ async function main(): Promise<void> {
     sh('ip', ['link', 'set', tap, 'up']);
     sh('ip', ['link', 'set', tap2, 'up']);
     sh('ip', ['neigh', 'replace', '10.79.0.2', 'lladdr', '72:6f:63:6d:2d:6e', 'dev', tap]);
-    server = spawn(process.execPath, [path.join(ROOT, 'dist', 'bin', 'rocm-ernic.js'), '-s', sock, '--tap', tap, '-L', 'error'], { stdio: 'inherit' });
+    server = spawn(
+      process.execPath,
+      [path.join(ROOT, 'dist', 'bin', 'rocm-ernic.js'), '-s', sock, '--tap', tap, '-L', 'error'],
+      { stdio: 'inherit' },
+    );
     for (let i = 0; i < 100 && !fs.existsSync(sock); i++) await new Promise((r) => setTimeout(r, 50));
     const g = await IonicGuest.connect(sock, { ramSize: 256 << 20 });
     await g.probe();
     await g.open(1, { ringLog2: 10 });
 
-    console.log(`frames benchmark (${N} frames per figure; server: rocm-ernic in its own process on TAP ${tap}; guest: the ionic.ko model)`);
+    console.log(
+      `frames benchmark (${N} frames per figure; server: rocm-ernic in its own process on TAP ${tap}; guest: the ionic.ko model)`,
+    );
     for (const len of [64, 1500]) {
       const dev = await txRate(g, frame(len), N);
       const base = directTapRate(tap2, len);
-      console.log(`  TX ${String(len).padStart(4)} B: ${dev.toFixed(0).padStart(8)} frames/s (${gbits(dev, len)}) through the device   baseline (host writes to a TAP) ${base.toFixed(0).padStart(8)}/s (${gbits(base, len)})   ratio ${(dev / base).toFixed(2)}`);
+      console.log(
+        `  TX ${String(len).padStart(4)} B: ${dev.toFixed(0).padStart(8)} frames/s (${gbits(dev, len)}) through the device   baseline (host writes to a TAP) ${base.toFixed(0).padStart(8)}/s (${gbits(base, len)})   ratio ${(dev / base).toFixed(2)}`,
+      );
     }
     {
       // TSO: the guest's 45-descriptor runs leave as one GSO buffer on the TAP (the server opens it with offloads).
@@ -137,24 +181,41 @@ async function main(): Promise<void> {
       Buffer.from('02aabbccddee', 'hex').copy(gso.frame, 0);
       const base = directTapGsoRate(tap2, gso.frame, gso.l4, gso.hdrLen);
       const segs = Math.ceil(TSO_PAYLOAD / TSO_MSS);
-      console.log(`  TX TSO ${TSO_PAYLOAD} B payload (${segs} segments of ${TSO_MSS}): ${runs.toFixed(0).padStart(6)} runs/s = ${(runs * segs).toFixed(0)} segments/s (${gbits(runs, frame.length)}) through the device   baseline (host writes the GSO buffer to a TAP) ${base.toFixed(0)}/s (${gbits(base, frame.length)})   ratio ${(runs / base).toFixed(2)}`);
+      console.log(
+        `  TX TSO ${TSO_PAYLOAD} B payload (${segs} segments of ${TSO_MSS}): ${runs.toFixed(0).padStart(6)} runs/s = ${(runs * segs).toFixed(0)} segments/s (${gbits(runs, frame.length)}) through the device   baseline (host writes the GSO buffer to a TAP) ${base.toFixed(0)}/s (${gbits(base, frame.length)})   ratio ${(runs / base).toFixed(2)}`,
+      );
     }
     for (const len of [64, 1500]) {
       const r = await rxRate(g, '10.79.0.2', len);
-      console.log(`  RX ${String(len).padStart(4)} B: ${r.delivered.toFixed(0).padStart(8)} frames/s delivered to the guest   baseline (host send loop) ${r.offered.toFixed(0).padStart(8)}/s   ratio ${(r.delivered / r.offered).toFixed(2)}   lost ${r.lost}`);
+      console.log(
+        `  RX ${String(len).padStart(4)} B: ${r.delivered.toFixed(0).padStart(8)} frames/s delivered to the guest   baseline (host send loop) ${r.offered.toFixed(0).padStart(8)}/s   ratio ${(r.delivered / r.offered).toFixed(2)}   lost ${r.lost}`,
+      );
     }
     const pid = server.pid!;
     await new Promise((r) => setTimeout(r, 2000));
     const a = cpuMs(pid);
     await new Promise((r) => setTimeout(r, 10000));
     const b = cpuMs(pid);
-    console.log(`  idle: the server used ${(b - a).toFixed(0)} ms of CPU in 10 s with the guest attached and idle (clock tick 10 ms)`);
+    console.log(
+      `  idle: the server used ${(b - a).toFixed(0)} ms of CPU in 10 s with the guest attached and idle (clock tick 10 ms)`,
+    );
     await g.close();
   } finally {
     server?.kill();
-    try { sh('ip', ['link', 'del', tap]); } catch { /* gone */ }
-    try { sh('ip', ['link', 'del', tap2]); } catch { /* gone */ }
+    try {
+      sh('ip', ['link', 'del', tap]);
+    } catch {
+      /* gone */
+    }
+    try {
+      sh('ip', ['link', 'del', tap2]);
+    } catch {
+      /* gone */
+    }
   }
 }
 
-main().catch((e: unknown) => { console.error(e); process.exit(1); });
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

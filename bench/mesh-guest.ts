@@ -40,8 +40,14 @@ export async function guestSide(sock: string, key: number, qpId: number, shape: 
     const pages = MR_BYTES / PAGE;
     const v = VerbsGuest.attach(g, r, pages);
     const cq = await v.createCq(CQ_ID, CQ_LOG2);
-    const mr = await v.createMr({ key, pages, contiguous: true, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
-    if (mr.pages[pages - 1] !== mr.pages[0]! + (pages - 1) * PAGE || mr.offset !== 0) throw new Error('MR pages are not contiguous');
+    const mr = await v.createMr({
+      key,
+      pages,
+      contiguous: true,
+      flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ,
+    });
+    if (mr.pages[pages - 1] !== mr.pages[0]! + (pages - 1) * PAGE || mr.offset !== 0)
+      throw new Error('MR pages are not contiguous');
     const qp = await v.createQp(qpId, QpT.RC, { sqCq: cq, rqCq: cq, depthLog2: SQ_LOG2 });
     return { g, r, v, cq, mr, qp, bytes: g.mem(mr.pages[0]!, MR_BYTES) };
   } catch (e) {
@@ -59,10 +65,14 @@ export async function connectSide(s: Side, dest: number, sip: string, dip: strin
   const t0 = Date.now();
   for (let tries = 1; ; tries++) {
     try {
-      await s.v.connect(s.qp, dest, { access: QpF.REMOTE_WRITE | QpF.REMOTE_READ, tpl: { sip: v4(sip), dip: v4(dip) } });
+      await s.v.connect(s.qp, dest, {
+        access: QpF.REMOTE_WRITE | QpF.REMOTE_READ,
+        tpl: { sip: v4(sip), dip: v4(dip) },
+      });
       return tries;
     } catch (e) {
-      if (Date.now() - t0 > 10000) throw new Error(`QP ${s.qp.id} could not reach RTS towards ${dip} in 10 s: ${(e as Error).message}`);
+      if (Date.now() - t0 > 10000)
+        throw new Error(`QP ${s.qp.id} could not reach RTS towards ${dip} in 10 s: ${(e as Error).message}`);
       const c = await s.v.modify(s.qp, { mask: Mask.STATE, state: QpS.RESET });
       if (c.error) throw new Error(`QP ${s.qp.id}: MODIFY_QP to RESET failed (status ${c.status})`);
       await sleep(100);
@@ -134,13 +144,22 @@ export class CqPoller {
   async event(timeoutMs: number): Promise<void> {
     const s = this.s;
     if (!this.#handlerSet) {
-      s.r.cqHandlers.set(s.cq.id, () => { this.#fired = true; });
+      s.r.cqHandlers.set(s.cq.id, () => {
+        this.#fired = true;
+      });
       this.#handlerSet = true;
     }
     this.#fired = false;
     this.report();
     this.#arms = (this.#arms + 1) & 0xffff;
     s.g.ringDoorbell(s.r.id.cq.qtype, s.cq.id, this.#arms, Ring.ARM);
-    await s.g.waitFor('a CQ event on A', () => { s.r.service(); return this.#fired ? true : undefined; }, timeoutMs);
+    await s.g.waitFor(
+      'a CQ event on A',
+      () => {
+        s.r.service();
+        return this.#fired ? true : undefined;
+      },
+      timeoutMs,
+    );
   }
 }

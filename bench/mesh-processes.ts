@@ -26,7 +26,13 @@ export function trackFile(file: string): void {
 /** Last resort on any exit: no server or peer outlives the benchmark, no socket file stays. */
 export function cleanupSync(): void {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const s of sockets) { try { fs.unlinkSync(s); } catch { /* gone */ } }
+  for (const s of sockets) {
+    try {
+      fs.unlinkSync(s);
+    } catch {
+      /* gone */
+    }
+  }
 }
 
 export interface Server {
@@ -36,11 +42,30 @@ export interface Server {
   log(): string;
 }
 
-export async function startServer(name: string, sock: string, backend: string, gid: string, ready: RegExp[], extra: readonly string[] = []): Promise<Server> {
+export async function startServer(
+  name: string,
+  sock: string,
+  backend: string,
+  gid: string,
+  ready: RegExp[],
+  extra: readonly string[] = [],
+): Promise<Server> {
   const nodeFlags = (process.env.BENCH_MESH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  try { fs.unlinkSync(sock); } catch { /* none */ }
+  try {
+    fs.unlinkSync(sock);
+  } catch {
+    /* none */
+  }
   sockets.add(sock);
-  const p = startServerProcess({ sock, name, args: ['-b', backend, '-L', 'info', ...extra], nodeFlags, env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid }, ready, timeoutMs: 15000 });
+  const p = startServerProcess({
+    sock,
+    name,
+    args: ['-b', backend, '-L', 'info', ...extra],
+    nodeFlags,
+    env: { ...process.env, ERNIC_TCP_GUEST_GIDS: gid },
+    ready,
+    timeoutMs: 15000,
+  });
   const s = await p;
   children.add(s.proc);
   return { name, proc: s.proc, sock, log: s.log };
@@ -52,7 +77,11 @@ export async function stopChild(proc: ChildProcess): Promise<void> {
 }
 
 export function startRawPeer(tlsKey?: string): Promise<{ proc: ChildProcess; port: number }> {
-  const proc = spawn(process.execPath, [path.join(__dirname, 'mesh-raw.js'), '--raw-peer', ...(tlsKey ? ['--tls', tlsKey] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(
+    process.execPath,
+    [path.join(__dirname, 'mesh-raw.js'), '--raw-peer', ...(tlsKey ? ['--tls', tlsKey] : [])],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   children.add(proc);
   return new Promise((resolve, reject) => {
     let text = '';

@@ -31,7 +31,10 @@ function statMs(file: string): number {
 }
 
 /** CPU time of a process: all threads, and its main thread (the rest: V8 GC and compiler workers, libuv's pool). */
-export interface Cpu { all: number; main: number }
+export interface Cpu {
+  all: number;
+  main: number;
+}
 
 export function cpuOf(pid: number): Cpu {
   return { all: statMs(`/proc/${pid}/stat`), main: statMs(`/proc/${pid}/task/${pid}/stat`) };
@@ -127,7 +130,8 @@ function serveRaw(s: net.Socket): void {
   const ended = (): void => {
     left = -1;
     destAt = -1;
-    if (type === RAW_PING) s.write(pong); else s.write(ack);
+    if (type === RAW_PING) s.write(pong);
+    else s.write(ack);
   };
   const onChunk = (chunk: Buffer): void => {
     let pos = 0;
@@ -139,24 +143,39 @@ function serveRaw(s: net.Socket): void {
         pos += n;
         if (hdrFill < RAW_HDR) break;
         hdrFill = 0;
-        if (hdr.readUInt32BE(0) !== RAW_MAGIC) { s.destroy(); return; }
+        if (hdr.readUInt32BE(0) !== RAW_MAGIC) {
+          s.destroy();
+          return;
+        }
         type = hdr.readUInt32BE(4);
         left = hdr.readUInt32BE(8);
         const offset = hdr.readUInt32BE(12);
         if (type === RAW_DATA && offset !== RAW_DROP) {
           const end = offset + left;
-          if (end > RAW_DEST_MAX) { s.destroy(); return; }
+          if (end > RAW_DEST_MAX) {
+            s.destroy();
+            return;
+          }
           if (end > dest.length) dest = Buffer.alloc(end);
           destAt = end - left;
         }
-        if (left === 0) { ended(); continue; }
+        if (left === 0) {
+          ended();
+          continue;
+        }
       }
       const n = Math.min(left, chunk.length - pos);
-      if (destAt >= 0) { chunk.copy(dest, destAt, pos, pos + n); destAt += n; }
+      if (destAt >= 0) {
+        chunk.copy(dest, destAt, pos, pos + n);
+        destAt += n;
+      }
       if (type === RAW_PING && left <= 8) chunk.copy(pong, RAW_HDR + 8 - left, pos, pos + n);
       pos += n;
       left -= n;
-      if (left === 0) { ended(); afterInPlace = false; }
+      if (left === 0) {
+        ended();
+        afterInPlace = false;
+      }
     }
   };
   if (sink) {
@@ -166,7 +185,10 @@ function serveRaw(s: net.Socket): void {
     sink.inPlace = (n) => {
       destAt += n;
       left -= n;
-      if (left === 0) { ended(); afterInPlace = true; }
+      if (left === 0) {
+        ended();
+        afterInPlace = true;
+      }
     };
     // After a payload read in place, the next read takes just a header, so that the next payload goes
     // in place from its first byte (the mesh's parser does the same: FrameParser.headReadLimit).
@@ -186,7 +208,11 @@ export class RawClient {
   private constructor(readonly s: net.Socket) {
     s.on('data', (d: Buffer) => {
       this.#received += d.length;
-      if (this.#waiter && this.#received >= this.#want) { const w = this.#waiter; this.#waiter = null; w(); }
+      if (this.#waiter && this.#received >= this.#want) {
+        const w = this.#waiter;
+        this.#waiter = null;
+        w();
+      }
     });
   }
 
@@ -195,7 +221,10 @@ export class RawClient {
     return new Promise((resolve, reject) => {
       const s = net.connect(port, '127.0.0.1', () => {
         s.setNoDelay(true);
-        if (!secure) { resolve(new RawClient(s)); return; }
+        if (!secure) {
+          resolve(new RawClient(s));
+          return;
+        }
         const t = secure.connect(s);
         t.once('error', reject);
         t.once('secureConnect', () => {
@@ -216,7 +245,9 @@ export class RawClient {
   until(bytes: number): Promise<void> {
     if (this.#received >= bytes) return Promise.resolve();
     this.#want = bytes;
-    return new Promise((r) => { this.#waiter = r; });
+    return new Promise((r) => {
+      this.#waiter = r;
+    });
   }
 
   close(): void {
@@ -240,7 +271,11 @@ export async function rawLatency(c: RawClient, n: number): Promise<Float64Array>
 }
 
 /** Bytes moved in `secs`; CPU of this process (`self`) and of the others (`peer`, in the order given) over the run. */
-export interface Rate { bytes: number; secs: number; cpu: { self: Cpu; peer: Cpu[] } }
+export interface Rate {
+  bytes: number;
+  secs: number;
+  cpu: { self: Cpu; peer: Cpu[] };
+}
 
 /**
  * Message `i` of a throughput run. 'buffers': the header and slot i % window
@@ -252,7 +287,9 @@ function rawSender(s: net.Socket, size: number, window: number, mode: RawMode): 
     const msg = Buffer.alloc(RAW_HDR + size);
     rawHeader(RAW_DATA, size, RAW_DROP).copy(msg, 0);
     randomFillSync(msg, RAW_HDR);
-    return () => { s.write(msg); };
+    return () => {
+      s.write(msg);
+    };
   }
   const src = randomFillSync(Buffer.alloc(window * size));
   const hdrs = Array.from({ length: window }, (_, k) => rawHeader(RAW_DATA, size, k * size));
@@ -268,7 +305,16 @@ function rawSender(s: net.Socket, size: number, window: number, mode: RawMode): 
 
 /** DATA messages of 60 + `size` bytes with `window` unacknowledged, for `secs` and at least `minBytes`. */
 /** `maxSecs`: stop there even short of `minBytes` (a very slow machine). */
-export async function rawThroughput(c: RawClient, peers: number[], size: number, window: number, secs: number, minBytes: number, maxSecs: number, mode: RawMode): Promise<Rate> {
+export async function rawThroughput(
+  c: RawClient,
+  peers: number[],
+  size: number,
+  window: number,
+  secs: number,
+  minBytes: number,
+  maxSecs: number,
+  mode: RawMode,
+): Promise<Rate> {
   const send = rawSender(c.s, size, window, mode);
   const acks0 = c.received;
   let sent = 0;
@@ -276,7 +322,10 @@ export async function rawThroughput(c: RawClient, peers: number[], size: number,
   const s0 = cpuOf(process.pid);
   const t0 = now();
   let stop = false;
-  while (sent < window) { send(sent); sent++; }
+  while (sent < window) {
+    send(sent);
+    sent++;
+  }
   for (;;) {
     const acked = (c.received - acks0) / RAW_HDR;
     if (!stop) {
@@ -285,14 +334,21 @@ export async function rawThroughput(c: RawClient, peers: number[], size: number,
     }
     if (stop && acked >= sent) break;
     if (!stop && sent - acked < window) {
-      while (sent - acked < window) { send(sent); sent++; }
+      while (sent - acked < window) {
+        send(sent);
+        sent++;
+      }
       continue;
     }
     await c.until(acks0 + (Math.floor(acked) + 1) * RAW_HDR);
   }
   const el = secsSince(t0);
-  return { bytes: sent * size, secs: el, cpu: { self: cpuSince(process.pid, s0), peer: peers.map((p, i) => cpuSince(p, c0[i]!)) } };
+  return {
+    bytes: sent * size,
+    secs: el,
+    cpu: { self: cpuSince(process.pid, s0), peer: peers.map((p, i) => cpuSince(p, c0[i]!)) },
+  };
 }
 
-
-if (require.main === module && process.argv[2] === '--raw-peer') rawPeer(process.argv[3] === '--tls' ? process.argv[4] : undefined);
+if (require.main === module && process.argv[2] === '--raw-peer')
+  rawPeer(process.argv[3] === '--tls' ? process.argv[4] : undefined);

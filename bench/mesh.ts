@@ -81,7 +81,16 @@ import { benchTls, Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, R
 import { envChoice, envNumber } from './support/env';
 import { freePort } from './support/free-port';
 import { connectSide, CqPoller, guestSide, Side } from './mesh-guest';
-import { cleanupSync, Server, startRawPeer, startServer, stopChild, trackChild, trackFile, untrackChild } from './mesh-processes';
+import {
+  cleanupSync,
+  Server,
+  startRawPeer,
+  startServer,
+  stopChild,
+  trackChild,
+  trackFile,
+  untrackChild,
+} from './mesh-processes';
 import type { IonicGuest } from '../spec/support/ionic/guest';
 import { WOp } from '../spec/support/ionic/rdma-regs';
 
@@ -148,13 +157,13 @@ const SHAPE = { mrBytes: MR_BYTES, cqId: CQ_ID, cqLog2: CQ_LOG2, sqLog2: SQ_LOG2
 /** The latency WRITEs cycle over this many 8-byte slots at the start of the MRs. */
 const LAT_SLOTS = 512;
 
-
 const now = (): bigint => process.hrtime.bigint();
 const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-const fmt = (v: number, digits = 0): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (v: number, digits = 0): string =>
+  v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 function pct(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
@@ -172,7 +181,11 @@ function waitForCqe(cq: CqPoller): Promise<void> {
 
 /** Post an RDMA WRITE of A's MR bytes [off, off + len) to B's MR at the same offset (no doorbell). */
 function postWrite(a: Side, b: Side, id: number, off: number, len: number): void {
-  a.v.postSend(a.qp, { op: WOp.RDMA_WRITE, id, sges: [a.mr.sge(off, len)], remote: { va: b.mr.va + off, rkey: b.mr.key } }, false);
+  a.v.postSend(
+    a.qp,
+    { op: WOp.RDMA_WRITE, id, sges: [a.mr.sge(off, len)], remote: { va: b.mr.va + off, rkey: b.mr.key } },
+    false,
+  );
 }
 
 /** One 8-byte WRITE at a time: doorbell to CQE seen, in microseconds, sorted. */
@@ -196,7 +209,16 @@ async function rdmaLatency(a: Side, b: Side, cq: CqPoller, n: number, id0: numbe
 }
 
 /** 1 MiB WRITEs over the window's slots, `window` in flight; for `secs` and at least `minBytes` (or `maxOps` when given). */
-async function rdmaThroughput(a: Side, b: Side, cq: CqPoller, servers: number[], window: number, secs: number, minBytes: number, maxOps = Infinity): Promise<Rate> {
+async function rdmaThroughput(
+  a: Side,
+  b: Side,
+  cq: CqPoller,
+  servers: number[],
+  window: number,
+  secs: number,
+  minBytes: number,
+  maxOps = Infinity,
+): Promise<Rate> {
   let posted = 0;
   let done = 0;
   let stop = false;
@@ -207,7 +229,8 @@ async function rdmaThroughput(a: Side, b: Side, cq: CqPoller, servers: number[],
   for (;;) {
     if (!stop) {
       const el = secsSince(t0);
-      if (posted >= maxOps || (maxOps === Infinity && ((el >= secs && done * BIG >= minBytes) || el >= MAX_SECS))) stop = true;
+      if (posted >= maxOps || (maxOps === Infinity && ((el >= secs && done * BIG >= minBytes) || el >= MAX_SECS)))
+        stop = true;
     }
     if (stop && done >= posted) break;
     if (!stop && posted - done < window) {
@@ -226,15 +249,23 @@ async function rdmaThroughput(a: Side, b: Side, cq: CqPoller, servers: number[],
   }
   const el = secsSince(t0);
   cq.report();
-  return { bytes: done * BIG, secs: el, cpu: { self: cpuSince(process.pid, s0), peer: servers.map((p, i) => cpuSince(p, c0[i]!)) } };
+  return {
+    bytes: done * BIG,
+    secs: el,
+    cpu: { self: cpuSince(process.pid, s0), peer: servers.map((p, i) => cpuSince(p, c0[i]!)) },
+  };
 }
 
 /** Rounds added up: bytes, seconds and CPU. */
 function pool(rs: readonly Rate[]): Rate {
   const add = (x: Cpu, y: Cpu): Cpu => ({ all: x.all + y.all, main: x.main + y.main });
   return rs.reduce((t, r) => ({
-    bytes: t.bytes + r.bytes, secs: t.secs + r.secs,
-    cpu: { self: add(t.cpu.self, r.cpu.self), peer: r.cpu.peer.map((c, i) => add(t.cpu.peer[i] ?? { all: 0, main: 0 }, c)) },
+    bytes: t.bytes + r.bytes,
+    secs: t.secs + r.secs,
+    cpu: {
+      self: add(t.cpu.self, r.cpu.self),
+      peer: r.cpu.peer.map((c, i) => add(t.cpu.peer[i] ?? { all: 0, main: 0 }, c)),
+    },
   }));
 }
 
@@ -268,7 +299,10 @@ async function main(): Promise<void> {
     const tStart = Date.now();
     const srvA = await startServer('A (manager)', sockA, `tcp:manager:listen:${port}`, `::ffff:${IP_A}`, [/serving/]);
     servers.push(srvA);
-    const srvB = await startServer('B (worker)', sockB, `tcp:worker:127.0.0.1:${port}`, `::ffff:${IP_B}`, [/serving/, /mesh node 1/]);
+    const srvB = await startServer('B (worker)', sockB, `tcp:worker:127.0.0.1:${port}`, `::ffff:${IP_B}`, [
+      /serving/,
+      /mesh node 1/,
+    ]);
     servers.push(srvB);
     const meshMs = Date.now() - tStart;
 
@@ -320,10 +354,32 @@ async function main(): Promise<void> {
       verify(a, b, MR_BYTES, `${BIG_TEXT} WRITEs`);
     };
     const runBase = async (): Promise<void> => {
-      baseRounds.push(await rawThroughput(raw!, [peer!.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS, 'buffers'));
+      baseRounds.push(
+        await rawThroughput(
+          raw!,
+          [peer!.proc.pid!],
+          BIG,
+          WINDOW,
+          SECS / ROUNDS,
+          MIN_BYTES / ROUNDS,
+          MAX_SECS,
+          'buffers',
+        ),
+      );
     };
     const runHot = async (): Promise<void> => {
-      hotRounds.push(await rawThroughput(raw!, [peer!.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS, 'scratch'));
+      hotRounds.push(
+        await rawThroughput(
+          raw!,
+          [peer!.proc.pid!],
+          BIG,
+          WINDOW,
+          SECS / ROUNDS,
+          MIN_BYTES / ROUNDS,
+          MAX_SECS,
+          'scratch',
+        ),
+      );
     };
     // Each round runs the three in a rotated order, so none is always first or last.
     const order = [runOurs, runBase, runHot];
@@ -337,7 +393,14 @@ async function main(): Promise<void> {
     // ---- over TLS ------------------------------------------------------------------------------
     // Fresh servers with a key (the plaintext pair stays up, idle), fresh guests, a TLS peer;
     // the two alternate which goes first in each round, B's MR checked after each of ours.
-    let tlsFig: { ours: Rate; base: Rate; oursRounds: Rate[]; baseRounds: Rate[]; meshMs: number; cipher: string } | null = null;
+    let tlsFig: {
+      ours: Rate;
+      base: Rate;
+      oursRounds: Rate[];
+      baseRounds: Rate[];
+      meshMs: number;
+      cipher: string;
+    } | null = null;
     /** The 8 B round trip over TLS and raw TLS's ping-pong, sorted (null: not measured). */
     let tlsLat: { ours: Float64Array; raw: Float64Array } | null = null;
     if (TLS_RUN) {
@@ -346,9 +409,23 @@ async function main(): Promise<void> {
       fs.writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
       const port2 = await freePort();
       const t1 = Date.now();
-      const srvA2 = await startServer('A2 (manager, TLS)', `/tmp/ernic-mesh-bench-${tag}-a2.sock`, `tcp:manager:listen:${port2}`, `::ffff:${IP_A}`, [/serving/], ['--mesh-psk', keyFile]);
+      const srvA2 = await startServer(
+        'A2 (manager, TLS)',
+        `/tmp/ernic-mesh-bench-${tag}-a2.sock`,
+        `tcp:manager:listen:${port2}`,
+        `::ffff:${IP_A}`,
+        [/serving/],
+        ['--mesh-psk', keyFile],
+      );
       servers.push(srvA2);
-      const srvB2 = await startServer('B2 (worker, TLS)', `/tmp/ernic-mesh-bench-${tag}-b2.sock`, `tcp:worker:127.0.0.1:${port2}`, `::ffff:${IP_B}`, [/serving/, /mesh node 1/], ['--mesh-psk', keyFile]);
+      const srvB2 = await startServer(
+        'B2 (worker, TLS)',
+        `/tmp/ernic-mesh-bench-${tag}-b2.sock`,
+        `tcp:worker:127.0.0.1:${port2}`,
+        `::ffff:${IP_B}`,
+        [/serving/, /mesh node 1/],
+        ['--mesh-psk', keyFile],
+      );
       servers.push(srvB2);
       const meshMs2 = Date.now() - t1;
       const a2 = await guestSide(srvA2.sock, 0x501, QP_A, SHAPE);
@@ -384,45 +461,92 @@ async function main(): Promise<void> {
         verify(a2, b2, MR_BYTES, `${BIG_TEXT} WRITEs over TLS`);
       };
       const runBaseTls = async (): Promise<void> => {
-        baseTls.push(await rawThroughput(rt, [tp.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS, 'buffers'));
+        baseTls.push(
+          await rawThroughput(rt, [tp.proc.pid!], BIG, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, MAX_SECS, 'buffers'),
+        );
       };
       for (let i = 0; i < ROUNDS; i++) {
-        if (i % 2 === 0) { await runOursTls(); await runBaseTls(); } else { await runBaseTls(); await runOursTls(); }
+        if (i % 2 === 0) {
+          await runOursTls();
+          await runBaseTls();
+        } else {
+          await runBaseTls();
+          await runOursTls();
+        }
       }
-      tlsFig = { ours: pool(oursTls), base: pool(baseTls), oursRounds: oursTls, baseRounds: baseTls, meshMs: meshMs2, cipher };
+      tlsFig = {
+        ours: pool(oursTls),
+        base: pool(baseTls),
+        oursRounds: oursTls,
+        baseRounds: baseTls,
+        meshMs: meshMs2,
+        cipher,
+      };
     }
 
     // ---- report ------------------------------------------------------------------------------
-    console.log(`mesh benchmark: two rocm-ernic processes joined by the TCP mesh on loopback (A: tcp:manager:listen:${port}, B: tcp:worker:127.0.0.1:${port};`);
-    console.log(`  mesh up and B registered in ${meshMs} ms; QPs at RTS after ${triesA}/${triesB} MODIFY_QP attempt(s)), each driven by a guest model in this process`);
-    console.log(`  (ionic.ko + ionic_rdma model); RC QP ${QP_A} on A (10.9.0.1) -> QP ${QP_B} on B (10.9.0.2), SQ ${1 << SQ_LOG2} deep, MRs ${MR_BYTES / MiB} MiB over 4 KiB pages`);
+    console.log(
+      `mesh benchmark: two rocm-ernic processes joined by the TCP mesh on loopback (A: tcp:manager:listen:${port}, B: tcp:worker:127.0.0.1:${port};`,
+    );
+    console.log(
+      `  mesh up and B registered in ${meshMs} ms; QPs at RTS after ${triesA}/${triesB} MODIFY_QP attempt(s)), each driven by a guest model in this process`,
+    );
+    console.log(
+      `  (ionic.ko + ionic_rdma model); RC QP ${QP_A} on A (10.9.0.1) -> QP ${QP_B} on B (10.9.0.2), SQ ${1 << SQ_LOG2} deep, MRs ${MR_BYTES / MiB} MiB over 4 KiB pages`,
+    );
     console.log('');
     if (lat && rawLat) {
-      console.log(`  8 B RDMA WRITE round trip, doorbell to CQE on A after B's ACK (${LAT_N} ops after ${LAT_WARM} warm-up; CQ polled after each event-loop turn)`);
+      console.log(
+        `  8 B RDMA WRITE round trip, doorbell to CQE on A after B's ACK (${LAT_N} ops after ${LAT_WARM} warm-up; CQ polled after each event-loop turn)`,
+      );
       console.log(`    ${''.padEnd(44)} ${'median'.padStart(9)} ${'p99'.padStart(9)}`);
-      console.log(`    ${'RDMA WRITE A -> B over the mesh'.padEnd(44)} ${`${pct(lat, 0.5).toFixed(1)} us`.padStart(9)} ${`${pct(lat, 0.99).toFixed(1)} us`.padStart(9)}`);
-      console.log(`    ${'raw TCP ping-pong, 60 + 8 B each way'.padEnd(44)} ${`${pct(rawLat, 0.5).toFixed(1)} us`.padStart(9)} ${`${pct(rawLat, 0.99).toFixed(1)} us`.padStart(9)}`);
-      console.log(`    ${'ratio ours/raw'.padEnd(44)} ${`${(pct(lat, 0.5) / pct(rawLat, 0.5)).toFixed(2)}x`.padStart(9)} ${`${(pct(lat, 0.99) / pct(rawLat, 0.99)).toFixed(2)}x`.padStart(9)}`);
-      console.log(`    server CPU per WRITE (all threads, 10 ms clock ticks): A ${fmt(latCpu[0]!)} us, B ${fmt(latCpu[1]!)} us`);
+      console.log(
+        `    ${'RDMA WRITE A -> B over the mesh'.padEnd(44)} ${`${pct(lat, 0.5).toFixed(1)} us`.padStart(9)} ${`${pct(lat, 0.99).toFixed(1)} us`.padStart(9)}`,
+      );
+      console.log(
+        `    ${'raw TCP ping-pong, 60 + 8 B each way'.padEnd(44)} ${`${pct(rawLat, 0.5).toFixed(1)} us`.padStart(9)} ${`${pct(rawLat, 0.99).toFixed(1)} us`.padStart(9)}`,
+      );
+      console.log(
+        `    ${'ratio ours/raw'.padEnd(44)} ${`${(pct(lat, 0.5) / pct(rawLat, 0.5)).toFixed(2)}x`.padStart(9)} ${`${(pct(lat, 0.99) / pct(rawLat, 0.99)).toFixed(2)}x`.padStart(9)}`,
+      );
+      console.log(
+        `    server CPU per WRITE (all threads, 10 ms clock ticks): A ${fmt(latCpu[0]!)} us, B ${fmt(latCpu[1]!)} us`,
+      );
       console.log('');
     }
     const mbps = (r: Rate): number => r.bytes / MB / r.secs;
     const ratio = mbps(ours) / mbps(base);
-    console.log(`  ${BIG_TEXT} RDMA WRITE throughput, ${WINDOW} in flight, >= ${SECS} s and >= ${MIN_BYTES / MiB} MiB each, in ${ROUNDS} alternating rounds (guest waits for CQEs: ${WAIT})`);
+    console.log(
+      `  ${BIG_TEXT} RDMA WRITE throughput, ${WINDOW} in flight, >= ${SECS} s and >= ${MIN_BYTES / MiB} MiB each, in ${ROUNDS} alternating rounds (guest waits for CQEs: ${WAIT})`,
+    );
     console.log(`    ${''.padEnd(36)} ${'MB/s'.padStart(8)} ${'MiB'.padStart(7)} ${'secs'.padStart(6)}`);
-    console.log(`    ${'RDMA WRITE A -> B over the mesh'.padEnd(36)} ${fmt(mbps(ours)).padStart(8)} ${fmt(ours.bytes / MiB).padStart(7)} ${ours.secs.toFixed(2).padStart(6)}`);
-    console.log(`    ${`raw TCP, 60 B + ${BIG_TEXT} messages`.padEnd(36)} ${fmt(mbps(base)).padStart(8)} ${fmt(base.bytes / MiB).padStart(7)} ${base.secs.toFixed(2).padStart(6)}   ${fmt(MR_BYTES / KiB)} KiB source -> ${fmt(MR_BYTES / KiB)} KiB destination`);
-    console.log(`    ${'raw TCP, cache-hot buffers'.padEnd(36)} ${fmt(mbps(hot)).padStart(8)} ${fmt(hot.bytes / MiB).padStart(7)} ${hot.secs.toFixed(2).padStart(6)}   one message-sized source, payload dropped into 256 KiB`);
+    console.log(
+      `    ${'RDMA WRITE A -> B over the mesh'.padEnd(36)} ${fmt(mbps(ours)).padStart(8)} ${fmt(ours.bytes / MiB).padStart(7)} ${ours.secs.toFixed(2).padStart(6)}`,
+    );
+    console.log(
+      `    ${`raw TCP, 60 B + ${BIG_TEXT} messages`.padEnd(36)} ${fmt(mbps(base)).padStart(8)} ${fmt(base.bytes / MiB).padStart(7)} ${base.secs.toFixed(2).padStart(6)}   ${fmt(MR_BYTES / KiB)} KiB source -> ${fmt(MR_BYTES / KiB)} KiB destination`,
+    );
+    console.log(
+      `    ${'raw TCP, cache-hot buffers'.padEnd(36)} ${fmt(mbps(hot)).padStart(8)} ${fmt(hot.bytes / MiB).padStart(7)} ${hot.secs.toFixed(2).padStart(6)}   one message-sized source, payload dropped into 256 KiB`,
+    );
     const perRound = oursRounds.map((r, i) => `${fmt(mbps(r))}/${fmt(mbps(baseRounds[i]!))}`).join('  ');
-    console.log(`    ${'ratio ours/raw'.padEnd(36)} ${ratio.toFixed(3).padStart(8)}    per round (ours/raw MB/s): ${perRound}`);
-    console.log(`    ${'ratio ours/raw cache-hot'.padEnd(36)} ${(mbps(ours) / mbps(hot)).toFixed(3).padStart(8)}    (informational: a transfer that keeps no data)`);
-    console.log(`    data: B's ${MR_BYTES / MiB} MiB MR checked byte for byte against A's source after the run: identical`);
+    console.log(
+      `    ${'ratio ours/raw'.padEnd(36)} ${ratio.toFixed(3).padStart(8)}    per round (ours/raw MB/s): ${perRound}`,
+    );
+    console.log(
+      `    ${'ratio ours/raw cache-hot'.padEnd(36)} ${(mbps(ours) / mbps(hot)).toFixed(3).padStart(8)}    (informational: a transfer that keeps no data)`,
+    );
+    console.log(
+      `    data: B's ${MR_BYTES / MiB} MiB MR checked byte for byte against A's source after the run: identical`,
+    );
     console.log('');
     // CPU per MiB: what each process costs whatever else the machine did; "off main": V8's GC and compiler workers (and libuv's pool).
     const perMiB = (c: Cpu, r: Rate): number => c.all / (r.bytes / MiB);
     const row = (name: string, c: Cpu, r: Rate): string =>
       `    ${name.padEnd(36)} ${fmt(perMiB(c, r), 2).padStart(6)} ${fmt((100 * (c.all - c.main)) / Math.max(c.all, 1)).padStart(7)}% ${`${fmt((100 * c.all) / 1000 / r.secs)}%`.padStart(8)}`;
-    console.log(`  CPU over the two runs: ms per MiB moved, share of it off the main thread (V8 GC/compiler workers), % of wall time`);
+    console.log(
+      `  CPU over the two runs: ms per MiB moved, share of it off the main thread (V8 GC/compiler workers), % of wall time`,
+    );
     console.log(`    ${''.padEnd(36)} ${'ms/MiB'.padStart(6)} ${'off main'.padStart(8)} ${'of wall'.padStart(8)}`);
     const [ca, cb] = [ours.cpu.peer[0]!, ours.cpu.peer[1]!];
     console.log(row('server A (requester: gather, send)', ca, ours));
@@ -434,45 +558,85 @@ async function main(): Promise<void> {
     console.log(row('raw receiver, cache-hot', hot.cpu.peer[0]!, hot));
     const oursMs = perMiB(ca, ours) + perMiB(cb, ours);
     const rawMs = perMiB(base.cpu.self, base) + perMiB(base.cpu.peer[0]!, base);
-    const oursBound = (MiB / MB) * 1000 / Math.max(perMiB(ca, ours), perMiB(cb, ours));
-    const rawBound = (MiB / MB) * 1000 / Math.max(perMiB(base.cpu.self, base), perMiB(base.cpu.peer[0]!, base));
-    console.log(`    two servers ${fmt(oursMs, 2)} ms/MiB against raw ${fmt(rawMs, 2)} (${fmt(oursMs / rawMs, 1)}x); with a core for each process the busier side`);
-    console.log(`    would allow ${fmt(oursBound)} MB/s against raw ${fmt(rawBound)} MB/s (ratio ${(oursBound / rawBound).toFixed(3)})`);
+    const oursBound = ((MiB / MB) * 1000) / Math.max(perMiB(ca, ours), perMiB(cb, ours));
+    const rawBound = ((MiB / MB) * 1000) / Math.max(perMiB(base.cpu.self, base), perMiB(base.cpu.peer[0]!, base));
+    console.log(
+      `    two servers ${fmt(oursMs, 2)} ms/MiB against raw ${fmt(rawMs, 2)} (${fmt(oursMs / rawMs, 1)}x); with a core for each process the busier side`,
+    );
+    console.log(
+      `    would allow ${fmt(oursBound)} MB/s against raw ${fmt(rawBound)} MB/s (ratio ${(oursBound / rawBound).toFixed(3)})`,
+    );
     console.log('');
     const tlsRatio = tlsFig ? mbps(tlsFig.ours) / mbps(tlsFig.base) : null;
     if (tlsFig && tlsRatio !== null) {
       const o = tlsFig.ours;
       const b = tlsFig.base;
-      console.log(`  ${BIG_TEXT} RDMA WRITE throughput over TLS 1.3 (${tlsFig.cipher}, pre-shared key: --mesh-psk on both servers), fresh servers`);
+      console.log(
+        `  ${BIG_TEXT} RDMA WRITE throughput over TLS 1.3 (${tlsFig.cipher}, pre-shared key: --mesh-psk on both servers), fresh servers`,
+      );
       console.log(`  (mesh up and B registered in ${tlsFig.meshMs} ms), same window, in ${ROUNDS} alternating rounds`);
       console.log(`    ${''.padEnd(36)} ${'MB/s'.padStart(8)} ${'MiB'.padStart(7)} ${'secs'.padStart(6)}`);
-      console.log(`    ${'RDMA WRITE A -> B over the mesh, TLS'.padEnd(36)} ${fmt(mbps(o)).padStart(8)} ${fmt(o.bytes / MiB).padStart(7)} ${o.secs.toFixed(2).padStart(6)}`);
-      console.log(`    ${`raw TLS, 60 B + ${BIG_TEXT} messages`.padEnd(36)} ${fmt(mbps(b)).padStart(8)} ${fmt(b.bytes / MiB).padStart(7)} ${b.secs.toFixed(2).padStart(6)}   same footprint, the mesh's TLS settings and key`);
-      const perRoundTls = tlsFig.oursRounds.map((r, i) => `${fmt(mbps(r))}/${fmt(mbps(tlsFig!.baseRounds[i]!))}`).join('  ');
-      console.log(`    ${'ratio ours/raw TLS'.padEnd(36)} ${tlsRatio.toFixed(3).padStart(8)}    per round (ours/raw MB/s): ${perRoundTls}`);
+      console.log(
+        `    ${'RDMA WRITE A -> B over the mesh, TLS'.padEnd(36)} ${fmt(mbps(o)).padStart(8)} ${fmt(o.bytes / MiB).padStart(7)} ${o.secs.toFixed(2).padStart(6)}`,
+      );
+      console.log(
+        `    ${`raw TLS, 60 B + ${BIG_TEXT} messages`.padEnd(36)} ${fmt(mbps(b)).padStart(8)} ${fmt(b.bytes / MiB).padStart(7)} ${b.secs.toFixed(2).padStart(6)}   same footprint, the mesh's TLS settings and key`,
+      );
+      const perRoundTls = tlsFig.oursRounds
+        .map((r, i) => `${fmt(mbps(r))}/${fmt(mbps(tlsFig!.baseRounds[i]!))}`)
+        .join('  ');
+      console.log(
+        `    ${'ratio ours/raw TLS'.padEnd(36)} ${tlsRatio.toFixed(3).padStart(8)}    per round (ours/raw MB/s): ${perRoundTls}`,
+      );
       if (tlsLat) {
         const [o50, r50] = [pct(tlsLat.ours, 0.5), pct(tlsLat.raw, 0.5)];
-        console.log(`    8 B RDMA WRITE round trip over TLS ${o50.toFixed(1)} us median (p99 ${pct(tlsLat.ours, 0.99).toFixed(1)}), raw TLS ping-pong ${r50.toFixed(1)} us (p99 ${pct(tlsLat.raw, 0.99).toFixed(1)}): ratio ${(o50 / r50).toFixed(2)}x`);
+        console.log(
+          `    8 B RDMA WRITE round trip over TLS ${o50.toFixed(1)} us median (p99 ${pct(tlsLat.ours, 0.99).toFixed(1)}), raw TLS ping-pong ${r50.toFixed(1)} us (p99 ${pct(tlsLat.raw, 0.99).toFixed(1)}): ratio ${(o50 / r50).toFixed(2)}x`,
+        );
       }
-      console.log(`    ${'ratio ours TLS / ours plaintext'.padEnd(36)} ${(mbps(o) / mbps(ours)).toFixed(3).padStart(8)}    (what TLS costs the mesh)`);
-      console.log(`    data: B's ${MR_BYTES / MiB} MiB MR checked byte for byte against A's source after each round: identical`);
-      console.log(`    CPU ms/MiB: server A ${fmt(perMiB(o.cpu.peer[0]!, o), 2)}, B ${fmt(perMiB(o.cpu.peer[1]!, o), 2)}; raw TLS sender ${fmt(perMiB(b.cpu.self, b), 2)}, receiver ${fmt(perMiB(b.cpu.peer[0]!, b), 2)}`);
+      console.log(
+        `    ${'ratio ours TLS / ours plaintext'.padEnd(36)} ${(mbps(o) / mbps(ours)).toFixed(3).padStart(8)}    (what TLS costs the mesh)`,
+      );
+      console.log(
+        `    data: B's ${MR_BYTES / MiB} MiB MR checked byte for byte against A's source after each round: identical`,
+      );
+      console.log(
+        `    CPU ms/MiB: server A ${fmt(perMiB(o.cpu.peer[0]!, o), 2)}, B ${fmt(perMiB(o.cpu.peer[1]!, o), 2)}; raw TLS sender ${fmt(perMiB(b.cpu.self, b), 2)}, receiver ${fmt(perMiB(b.cpu.peer[0]!, b), 2)}`,
+      );
       console.log('');
     }
-    if (!RUN_OF) console.log(BIG === MiB ? `  goal: 1 MiB WRITEs >= 0.8x raw TCP: ${ratio >= 0.8 ? 'met' : 'NOT met'} (${ratio.toFixed(3)}x)` : `  (the goal is for 1 MiB WRITEs; this run used ${BIG_TEXT})`);
-    if (!RUN_OF && tlsRatio !== null && BIG === MiB) console.log(`  goal: 1 MiB WRITEs over TLS >= 0.8x raw TLS: ${tlsRatio >= 0.8 ? 'met' : 'NOT met'} (${tlsRatio.toFixed(3)}x)`);
-    console.log(`  machine: ${os.cpus().length} CPUs, load average ${load0.toFixed(2)} at the start, ${os.loadavg()[0]!.toFixed(2)} at the end`);
+    if (!RUN_OF)
+      console.log(
+        BIG === MiB
+          ? `  goal: 1 MiB WRITEs >= 0.8x raw TCP: ${ratio >= 0.8 ? 'met' : 'NOT met'} (${ratio.toFixed(3)}x)`
+          : `  (the goal is for 1 MiB WRITEs; this run used ${BIG_TEXT})`,
+      );
+    if (!RUN_OF && tlsRatio !== null && BIG === MiB)
+      console.log(
+        `  goal: 1 MiB WRITEs over TLS >= 0.8x raw TLS: ${tlsRatio >= 0.8 ? 'met' : 'NOT met'} (${tlsRatio.toFixed(3)}x)`,
+      );
+    console.log(
+      `  machine: ${os.cpus().length} CPUs, load average ${load0.toFixed(2)} at the start, ${os.loadavg()[0]!.toFixed(2)} at the end`,
+    );
     if (RUN_OF) {
       const result: RunResult = {
-        ratio, ours: mbps(ours), raw: mbps(base),
+        ratio,
+        ours: mbps(ours),
+        raw: mbps(base),
         lat: lat && rawLat ? pct(lat, 0.5) / pct(rawLat, 0.5) : null,
-        cpuA: perMiB(ca, ours), cpuB: perMiB(cb, ours), cpuSender: perMiB(base.cpu.self, base), cpuReceiver: perMiB(base.cpu.peer[0]!, base),
-        tlsRatio, tlsOurs: tlsFig ? mbps(tlsFig.ours) : null, tlsRaw: tlsFig ? mbps(tlsFig.base) : null,
+        cpuA: perMiB(ca, ours),
+        cpuB: perMiB(cb, ours),
+        cpuSender: perMiB(base.cpu.self, base),
+        cpuReceiver: perMiB(base.cpu.peer[0]!, base),
+        tlsRatio,
+        tlsOurs: tlsFig ? mbps(tlsFig.ours) : null,
+        tlsRaw: tlsFig ? mbps(tlsFig.base) : null,
         tlsLat: tlsLat ? pct(tlsLat.ours, 0.5) / pct(tlsLat.raw, 0.5) : null,
       };
       console.log(`${RESULT_TAG}${JSON.stringify(result)}`);
     }
-    for (const g of guests) if (g.violations.length) console.log(`  guest model violations: ${g.violations.join('; ')}`);
+    for (const g of guests)
+      if (g.violations.length) console.log(`  guest model violations: ${g.violations.join('; ')}`);
   } catch (e) {
     failed = true;
     throw e;
@@ -484,8 +648,12 @@ async function main(): Promise<void> {
     if (peer) await stopChild(peer.proc);
     for (const s of servers.reverse()) await stopChild(s.proc);
     for (const s of servers) {
-      if (process.env.BENCH_MESH_LOGS) fs.writeFileSync(path.join(process.env.BENCH_MESH_LOGS, `server-${s.name}.log`), s.log());
-      const extra = s.log().split('\n').filter((l) => l.trim() && !/serving|shutting down|mesh node \d+$/.test(l));
+      if (process.env.BENCH_MESH_LOGS)
+        fs.writeFileSync(path.join(process.env.BENCH_MESH_LOGS, `server-${s.name}.log`), s.log());
+      const extra = s
+        .log()
+        .split('\n')
+        .filter((l) => l.trim() && !/serving|shutting down|mesh node \d+$/.test(l));
       if (extra.length) console.log(`  server ${s.name} said:\n    ${extra.slice(0, failed ? 40 : 10).join('\n    ')}`);
     }
     cleanupSync();
@@ -493,16 +661,28 @@ async function main(): Promise<void> {
 }
 
 process.on('exit', cleanupSync);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { cleanupSync(); process.exit(130); });
+for (const sig of ['SIGINT', 'SIGTERM'] as const)
+  process.on(sig, () => {
+    cleanupSync();
+    process.exit(130);
+  });
 
 // ---- several runs ------------------------------------------------------------------------------
 
 /** What one run hands its parent (the last line of its output, after RESULT_TAG). */
 interface RunResult {
-  ratio: number; ours: number; raw: number; lat: number | null;
-  cpuA: number; cpuB: number; cpuSender: number; cpuReceiver: number;
+  ratio: number;
+  ours: number;
+  raw: number;
+  lat: number | null;
+  cpuA: number;
+  cpuB: number;
+  cpuSender: number;
+  cpuReceiver: number;
   /** Over TLS (null: BENCH_MESH_TLS=0). */
-  tlsRatio: number | null; tlsOurs: number | null; tlsRaw: number | null;
+  tlsRatio: number | null;
+  tlsOurs: number | null;
+  tlsRaw: number | null;
   /** The 8 B round trip over TLS against raw TLS's ping-pong, medians. */
   tlsLat: number | null;
 }
@@ -517,7 +697,9 @@ interface RunResult {
  */
 async function severalRuns(): Promise<void> {
   const results: { r: RunResult; out: string }[] = [];
-  console.log(`mesh benchmark: ${RUNS} runs, each in fresh processes (BENCH_MESH_RUNS); the median run's report follows them`);
+  console.log(
+    `mesh benchmark: ${RUNS} runs, each in fresh processes (BENCH_MESH_RUNS); the median run's report follows them`,
+  );
   for (let i = 1; i <= RUNS; i++) {
     const child = spawn(process.execPath, [__filename], {
       env: { ...process.env, BENCH_MESH_RUN_OF: `${i}/${RUNS}` },
@@ -526,7 +708,9 @@ async function severalRuns(): Promise<void> {
     trackChild(child);
     let out = '';
     child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (d: string) => { out += d; });
+    child.stdout!.on('data', (d: string) => {
+      out += d;
+    });
     const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
     untrackChild(child);
     const line = out.split('\n').find((l) => l.startsWith(RESULT_TAG));
@@ -535,12 +719,22 @@ async function severalRuns(): Promise<void> {
       throw new Error(`run ${i} of ${RUNS} failed (exit ${code}); its output is above`);
     }
     const r = JSON.parse(line.slice(RESULT_TAG.length)) as RunResult;
-    results.push({ r, out: out.split('\n').filter((l) => !l.startsWith(RESULT_TAG)).join('\n') });
-    console.log(`  run ${i}/${RUNS}: ${BIG_TEXT} WRITEs ${r.ratio.toFixed(3)}x raw (${fmt(r.ours)} against ${fmt(r.raw)} MB/s), ` +
-      `CPU ms/MiB A ${fmt(r.cpuA, 2)} B ${fmt(r.cpuB, 2)}, raw sender ${fmt(r.cpuSender, 2)} receiver ${fmt(r.cpuReceiver, 2)}` +
-      (r.lat !== null ? `; 8 B round trip ${r.lat.toFixed(2)}x raw` : '') +
-      (r.tlsRatio !== null ? `; TLS ${r.tlsRatio.toFixed(3)}x raw TLS (${fmt(r.tlsOurs ?? 0)} against ${fmt(r.tlsRaw ?? 0)} MB/s)` : '') +
-      (r.tlsLat !== null ? `; 8 B round trip over TLS ${r.tlsLat.toFixed(2)}x raw TLS` : ''));
+    results.push({
+      r,
+      out: out
+        .split('\n')
+        .filter((l) => !l.startsWith(RESULT_TAG))
+        .join('\n'),
+    });
+    console.log(
+      `  run ${i}/${RUNS}: ${BIG_TEXT} WRITEs ${r.ratio.toFixed(3)}x raw (${fmt(r.ours)} against ${fmt(r.raw)} MB/s), ` +
+        `CPU ms/MiB A ${fmt(r.cpuA, 2)} B ${fmt(r.cpuB, 2)}, raw sender ${fmt(r.cpuSender, 2)} receiver ${fmt(r.cpuReceiver, 2)}` +
+        (r.lat !== null ? `; 8 B round trip ${r.lat.toFixed(2)}x raw` : '') +
+        (r.tlsRatio !== null
+          ? `; TLS ${r.tlsRatio.toFixed(3)}x raw TLS (${fmt(r.tlsOurs ?? 0)} against ${fmt(r.tlsRaw ?? 0)} MB/s)`
+          : '') +
+        (r.tlsLat !== null ? `; 8 B round trip over TLS ${r.tlsLat.toFixed(2)}x raw TLS` : ''),
+    );
   }
   const sorted = [...results].sort((x, y) => x.r.ratio - y.r.ratio);
   const median = sorted[(sorted.length - 1) >> 1]!;
@@ -550,24 +744,51 @@ async function severalRuns(): Promise<void> {
   console.log('');
   const ratios = results.map((x) => x.r.ratio);
   const met = ratios.filter((x) => x >= 0.8).length;
-  console.log(`  ${BIG_TEXT} WRITE ratio over ${RUNS} runs: median ${median.r.ratio.toFixed(3)}, ` +
-    `${sorted[0]!.r.ratio.toFixed(3)}-${sorted[sorted.length - 1]!.r.ratio.toFixed(3)}; ${met} of ${RUNS} runs at >= 0.8`);
-  console.log(BIG === MiB ? `  goal: 1 MiB WRITEs >= 0.8x raw TCP (median run): ${median.r.ratio >= 0.8 ? 'met' : 'NOT met'} (${median.r.ratio.toFixed(3)}x)` : `  (the goal is for 1 MiB WRITEs; these runs used ${BIG_TEXT})`);
-  const tls = results.map((x) => x.r.tlsRatio).filter((x): x is number => x !== null).sort((x, y) => x - y);
+  console.log(
+    `  ${BIG_TEXT} WRITE ratio over ${RUNS} runs: median ${median.r.ratio.toFixed(3)}, ` +
+      `${sorted[0]!.r.ratio.toFixed(3)}-${sorted[sorted.length - 1]!.r.ratio.toFixed(3)}; ${met} of ${RUNS} runs at >= 0.8`,
+  );
+  console.log(
+    BIG === MiB
+      ? `  goal: 1 MiB WRITEs >= 0.8x raw TCP (median run): ${median.r.ratio >= 0.8 ? 'met' : 'NOT met'} (${median.r.ratio.toFixed(3)}x)`
+      : `  (the goal is for 1 MiB WRITEs; these runs used ${BIG_TEXT})`,
+  );
+  const tls = results
+    .map((x) => x.r.tlsRatio)
+    .filter((x): x is number => x !== null)
+    .sort((x, y) => x - y);
   if (tls.length > 0) {
     const mid = tls[(tls.length - 1) >> 1]!;
-    console.log(`  ${BIG_TEXT} WRITE ratio over TLS, ${tls.length} runs: median ${mid.toFixed(3)}, ${tls[0]!.toFixed(3)}-${tls[tls.length - 1]!.toFixed(3)}; ` +
-      `${tls.filter((x) => x >= 0.8).length} of ${tls.length} runs at >= 0.8`);
-    if (BIG === MiB) console.log(`  goal: 1 MiB WRITEs over TLS >= 0.8x raw TLS (median of the runs' TLS ratios): ${mid >= 0.8 ? 'met' : 'NOT met'} (${mid.toFixed(3)}x)`);
+    console.log(
+      `  ${BIG_TEXT} WRITE ratio over TLS, ${tls.length} runs: median ${mid.toFixed(3)}, ${tls[0]!.toFixed(3)}-${tls[tls.length - 1]!.toFixed(3)}; ` +
+        `${tls.filter((x) => x >= 0.8).length} of ${tls.length} runs at >= 0.8`,
+    );
+    if (BIG === MiB)
+      console.log(
+        `  goal: 1 MiB WRITEs over TLS >= 0.8x raw TLS (median of the runs' TLS ratios): ${mid >= 0.8 ? 'met' : 'NOT met'} (${mid.toFixed(3)}x)`,
+      );
   }
   // The 8 B round trip against the raw ping-pong, plaintext and over TLS: goal within 3x (median of the runs' ratios).
-  for (const [what, pick] of [['', (r: RunResult) => r.lat], [' over TLS', (r: RunResult) => r.tlsLat]] as const) {
-    const xs = results.map((x) => pick(x.r)).filter((x): x is number => x !== null).sort((x, y) => x - y);
+  for (const [what, pick] of [
+    ['', (r: RunResult) => r.lat],
+    [' over TLS', (r: RunResult) => r.tlsLat],
+  ] as const) {
+    const xs = results
+      .map((x) => pick(x.r))
+      .filter((x): x is number => x !== null)
+      .sort((x, y) => x - y);
     if (xs.length === 0) continue;
     const mid = xs[(xs.length - 1) >> 1]!;
-    console.log(`  goal: 8 B WRITE round trip${what} within 3x the raw ping-pong (median of ${xs.length} runs' ratios, ${xs[0]!.toFixed(2)}-${xs[xs.length - 1]!.toFixed(2)}): ` +
-      `${mid <= 3 ? 'met' : 'NOT met'} (${mid.toFixed(2)}x)`);
+    console.log(
+      `  goal: 8 B WRITE round trip${what} within 3x the raw ping-pong (median of ${xs.length} runs' ratios, ${xs[0]!.toFixed(2)}-${xs[xs.length - 1]!.toFixed(2)}): ` +
+        `${mid <= 3 ? 'met' : 'NOT met'} (${mid.toFixed(2)}x)`,
+    );
   }
 }
 
-(RUNS > 1 && !RUN_OF ? severalRuns() : main()).catch((e: unknown) => { console.error(e); process.exitCode = 1; cleanupSync(); process.exit(1); });
+(RUNS > 1 && !RUN_OF ? severalRuns() : main()).catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+  cleanupSync();
+  process.exit(1);
+});

@@ -29,19 +29,36 @@ import { ethernet, FIXTURES, ipv4, udp } from '../spec/p4/helpers';
 const GOAL = 0.5;
 const N = Number(process.env.BENCH_P4_DEVICE_FRAMES ?? 20000);
 const ROUNDS = 3;
-const sh = (cmd: string, args: string[]): void => { execFileSync(cmd, args, { stdio: 'ignore' }); };
+const sh = (cmd: string, args: string[]): void => {
+  execFileSync(cmd, args, { stdio: 'ignore' });
+};
 
 function frameTo(dst: string, size: number): Buffer {
   const payload = udp(1000, 2000, Buffer.alloc(Math.max(0, size - 14 - 20 - 8), 0x5a));
-  return Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.0.10', dst, ttl: 64, protocol: 17, payloadLength: payload.length }), payload]);
+  return Buffer.concat([
+    ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800),
+    ipv4({ src: '10.0.0.10', dst, ttl: 64, protocol: 17, payloadLength: payload.length }),
+    payload,
+  ]);
 }
 
-const txPackets = (tap: string): number => Number(fs.readFileSync(`/sys/class/net/${tap}/statistics/rx_packets`, 'utf8'));
+const txPackets = (tap: string): number =>
+  Number(fs.readFileSync(`/sys/class/net/${tap}/statistics/rx_packets`, 'utf8'));
 
-interface Side { name: string; tap: string; sock: string; proc: ChildProcess | null; g: IonicGuest | null }
+interface Side {
+  name: string;
+  tap: string;
+  sock: string;
+  proc: ChildProcess | null;
+  g: IonicGuest | null;
+}
 
 async function main(): Promise<void> {
-  if (process.getuid?.() !== 0) { console.error('p4 device bench: not measured: needs root (it makes TAPs)'); process.exitCode = 2; return; }
+  if (process.getuid?.() !== 0) {
+    console.error('p4 device bench: not measured: needs root (it makes TAPs)');
+    process.exitCode = 2;
+    return;
+  }
   const tag = `${process.pid % 100000}`;
   const sides: Side[] = [
     { name: 'no program', tap: `ernpn${tag}`, sock: `/tmp/ernic-bench-p4n-${tag}.sock`, proc: null, g: null },
@@ -52,9 +69,23 @@ async function main(): Promise<void> {
     for (const s of sides) {
       sh('ip', ['tuntap', 'add', 'dev', s.tap, 'mode', 'tap']);
       sh('ip', ['link', 'set', s.tap, 'up']);
-      try { fs.unlinkSync(s.sock); } catch { /* none */ }
-      const p4 = s === router ? ['--p4-program', path.join(FIXTURES, 'simple_router.json'), '--p4-commands', path.join(FIXTURES, 'commands.txt')] : [];
-      s.proc = (await startServerProcess({ sock: s.sock, name: s.name, args: ['--tap', s.tap, '-L', 'info', ...p4] })).proc;
+      try {
+        fs.unlinkSync(s.sock);
+      } catch {
+        /* none */
+      }
+      const p4 =
+        s === router
+          ? [
+              '--p4-program',
+              path.join(FIXTURES, 'simple_router.json'),
+              '--p4-commands',
+              path.join(FIXTURES, 'commands.txt'),
+            ]
+          : [];
+      s.proc = (
+        await startServerProcess({ sock: s.sock, name: s.name, args: ['--tap', s.tap, '-L', 'info', ...p4] })
+      ).proc;
       s.g = await IonicGuest.connect(s.sock, { ramSize: 64 << 20 });
       await s.g.probe();
       await s.g.open(1, { ringLog2: 10 });
@@ -64,8 +95,12 @@ async function main(): Promise<void> {
     await txRate(router.g!, frameTo('10.0.7.7', 64), BATCH);
     await new Promise((r) => setTimeout(r, 200));
     const unrouted = txPackets(router.tap) - r0;
-    console.log(`p4 device bench: ${N} frames a round, ${ROUNDS} alternating rounds, best round; TX from the guest model to 10.0.1.10 (routed to the host link); load average ${os.loadavg()[0]!.toFixed(2)} on ${os.cpus().length} CPUs`);
-    console.log(`  check: ${BATCH} frames to 10.0.7.7 (no route) through simple_router: ${unrouted} reached its TAP (expected 0)`);
+    console.log(
+      `p4 device bench: ${N} frames a round, ${ROUNDS} alternating rounds, best round; TX from the guest model to 10.0.1.10 (routed to the host link); load average ${os.loadavg()[0]!.toFixed(2)} on ${os.cpus().length} CPUs`,
+    );
+    console.log(
+      `  check: ${BATCH} frames to 10.0.7.7 (no route) through simple_router: ${unrouted} reached its TAP (expected 0)`,
+    );
     for (const size of [64, 512, 1514]) {
       const f = frameTo('10.0.1.10', size);
       for (const s of sides) await txRate(s.g!, f, BATCH * 8); // warm-up
@@ -91,12 +126,27 @@ async function main(): Promise<void> {
     console.log(`p4 device bench: load average ${os.loadavg()[0]!.toFixed(2)} at the end`);
   } finally {
     for (const s of sides) {
-      try { await s.g?.close(); } catch { /* gone */ }
+      try {
+        await s.g?.close();
+      } catch {
+        /* gone */
+      }
       if (s.proc) await stopProcess(s.proc);
-      try { sh('ip', ['link', 'del', s.tap]); } catch { /* gone */ }
-      try { fs.unlinkSync(s.sock); } catch { /* gone */ }
+      try {
+        sh('ip', ['link', 'del', s.tap]);
+      } catch {
+        /* gone */
+      }
+      try {
+        fs.unlinkSync(s.sock);
+      } catch {
+        /* gone */
+      }
     }
   }
 }
 
-main().catch((e: unknown) => { console.error(e); process.exit(1); });
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

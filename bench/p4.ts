@@ -23,9 +23,36 @@ const ROUNDS = 5;
 
 /** The engine with no program: one parser state that accepts, empty pipelines, no deparser. */
 const EMPTY_PROGRAM = {
-  header_types: [{ name: 'standard_metadata_t', id: 0, fields: [['ingress_port', 9], ['packet_length', 32], ['egress_spec', 9], ['egress_port', 9], ['_padding', 5]] }],
+  header_types: [
+    {
+      name: 'standard_metadata_t',
+      id: 0,
+      fields: [
+        ['ingress_port', 9],
+        ['packet_length', 32],
+        ['egress_spec', 9],
+        ['egress_port', 9],
+        ['_padding', 5],
+      ],
+    },
+  ],
   headers: [{ name: 'standard_metadata', id: 0, header_type: 'standard_metadata_t', metadata: true }],
-  parsers: [{ name: 'parser', id: 0, init_state: 'start', parse_states: [{ name: 'start', id: 0, parser_ops: [], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: null }] }] }],
+  parsers: [
+    {
+      name: 'parser',
+      id: 0,
+      init_state: 'start',
+      parse_states: [
+        {
+          name: 'start',
+          id: 0,
+          parser_ops: [],
+          transition_key: [],
+          transitions: [{ type: 'default', value: null, mask: null, next_state: null }],
+        },
+      ],
+    },
+  ],
   deparsers: [{ name: 'deparser', id: 0, order: [] }],
   actions: [],
   pipelines: [
@@ -38,7 +65,11 @@ function frames(size: number): Buffer[] {
   // Alternating destinations routed to ports 1 and 2; TTL high enough never to reach 0.
   return ['10.0.0.10', '10.0.1.10'].map((dst) => {
     const payload = udp(1000, 2000, Buffer.alloc(Math.max(0, size - 14 - 20 - 8), 0x5a));
-    return Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.2.1', dst, ttl: 64, protocol: 17, payloadLength: payload.length }), payload]);
+    return Buffer.concat([
+      ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800),
+      ipv4({ src: '10.0.2.1', dst, ttl: 64, protocol: 17, payloadLength: payload.length }),
+      payload,
+    ]);
   });
 }
 
@@ -78,9 +109,15 @@ function main(): void {
     `p4 bench: simple_router + commands.txt (${cmds.results.length} commands) vs no program, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms, best round; load average ${load()} on ${os.cpus().length} CPUs`,
   );
   // both run as one generated function each when the generator takes them (lib/p4/codegen/)
-  console.log(`p4 bench: generated function: simple_router ${router.generated ? 'yes' : `no (${router.codegenRefused})`}, no program ${empty.generated ? 'yes' : `no (${empty.codegenRefused})`}`);
+  console.log(
+    `p4 bench: generated function: simple_router ${router.generated ? 'yes' : `no (${router.codegenRefused})`}, no program ${empty.generated ? 'yes' : `no (${empty.codegenRefused})`}`,
+  );
   for (const path of ['processReused', 'process'] as Path[]) {
-    console.log(path === 'processReused' ? ' processReused (into the engine buffer: the segment\'s path):' : ' process (a new result and Buffer per frame):');
+    console.log(
+      path === 'processReused'
+        ? " processReused (into the engine buffer: the segment's path):"
+        : ' process (a new result and Buffer per frame):',
+    );
     for (const size of [64, 512, 1514]) {
       const fs = frames(size);
       // Warm-up: both engines compiled hot before measuring.

@@ -60,17 +60,26 @@ function choosePinning(): Pinning {
   const mode = process.env.BENCH_PIN ?? 'same';
   const cpus = os.cpus().length;
   if (mode === 'none' || !hasTaskset()) {
-    return { server: [], client: [], self: null, describe: mode === 'none' ? 'not pinned (BENCH_PIN=none)' : 'not pinned (no taskset)' };
+    return {
+      server: [],
+      client: [],
+      self: null,
+      describe: mode === 'none' ? 'not pinned (BENCH_PIN=none)' : 'not pinned (no taskset)',
+    };
   }
   const last = cpus - 1;
   if (mode === 'split' && cpus >= 2) {
     return {
-      server: ['taskset', '-c', String(last)], client: ['taskset', '-c', String(last - 1)], self: String(last - 1),
+      server: ['taskset', '-c', String(last)],
+      client: ['taskset', '-c', String(last - 1)],
+      self: String(last - 1),
       describe: `server on CPU ${last}, client on CPU ${last - 1} (taskset), the same for both servers`,
     };
   }
   return {
-    server: ['taskset', '-c', String(last)], client: ['taskset', '-c', String(last)], self: String(last),
+    server: ['taskset', '-c', String(last)],
+    client: ['taskset', '-c', String(last)],
+    self: String(last),
     describe: `server and client both on CPU ${last} (taskset -c ${last}), the same for both servers`,
   };
 }
@@ -91,7 +100,10 @@ function startServer(prefix: string[], cmd: string, args: string[], readyOnStder
       let text = '';
       p.stderr!.on('data', (d: Buffer) => {
         text += d.toString();
-        if (readyOnStderr.test(text)) { text = ''; resolve(p); }
+        if (readyOnStderr.test(text)) {
+          text = '';
+          resolve(p);
+        }
       });
     } else {
       p.stdout!.once('data', () => resolve(p));
@@ -102,9 +114,15 @@ function startServer(prefix: string[], cmd: string, args: string[], readyOnStder
 /** Wait for a server that exits when its client leaves (`kill` for one that does not). */
 function stopServer(p: ChildProcess, kill = false): Promise<void> {
   return new Promise((resolve) => {
-    if (p.exitCode !== null || p.signalCode !== null) { resolve(); return; }
+    if (p.exitCode !== null || p.signalCode !== null) {
+      resolve();
+      return;
+    }
     const timer = setTimeout(() => p.kill(), kill ? 0 : 2000);
-    p.once('exit', () => { clearTimeout(timer); resolve(); });
+    p.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
   });
 }
 
@@ -118,9 +136,19 @@ function run(argv: string[]): Promise<void> {
 
 // ---- round trips -----------------------------------------------------------------------
 
-interface Samples { warm: number[]; measured: number[]; rounds: Stats[] }
+interface Samples {
+  warm: number[];
+  measured: number[];
+  rounds: Stats[];
+}
 
-interface Ours { label: string; sock: string; server: Server; samples: Samples; posted: number }
+interface Ours {
+  label: string;
+  sock: string;
+  server: Server;
+  samples: Samples;
+  posted: number;
+}
 
 interface Server {
   start(): Promise<ChildProcess>;
@@ -148,7 +176,14 @@ async function roundTrips(server: Server, sock: string, rtt: string, pin: Pinnin
   into.rounds.push(stats(round));
 }
 
-interface Stats { median: number; p99: number; p999: number; max: number; over1ms: number; n: number }
+interface Stats {
+  median: number;
+  p99: number;
+  p999: number;
+  max: number;
+  over1ms: number;
+  n: number;
+}
 
 function stats(samples: number[]): Stats {
   const s = Float64Array.from(samples).sort();
@@ -197,7 +232,8 @@ async function main(): Promise<void> {
   execFileSync('cc', ['-O2', '-o', rttBin, path.join(ROOT, 'bench', 'floor', 'vfu-rtt.c')]);
   const pin = choosePinning();
   // All threads of this process: it is the client of the posted writes.
-  if (pin.self !== null) execFileSync('taskset', ['-a', '-p', '-c', pin.self, String(process.pid)], { stdio: 'ignore' });
+  if (pin.self !== null)
+    execFileSync('taskset', ['-a', '-p', '-c', pin.self, String(process.pid)], { stdio: 'ignore' });
   const load0 = os.loadavg()[0]!;
   const [steal0, total0] = cpuTicks();
 
@@ -205,15 +241,36 @@ async function main(): Promise<void> {
   const floorServer: Server = { start: () => startServer(pin.server, floorBin, [floorSock]), kill: false };
   // The servers measured against the floor: the real one always, the stand-in on request.
   const realSock = path.join(OUT, `ours-${process.pid}.sock`);
-  const ourServers: Ours[] = [{
-    label: 'rocm-ernic (BAR0)', sock: realSock, samples: { warm: [], measured: [], rounds: [] }, posted: 0,
-    server: { start: () => startServer(pin.server, process.execPath, [path.join(__dirname, '..', 'bin', 'rocm-ernic.js'), '--socket', realSock, '-L', 'info'], /serving/), kill: true },
-  }];
+  const ourServers: Ours[] = [
+    {
+      label: 'rocm-ernic (BAR0)',
+      sock: realSock,
+      samples: { warm: [], measured: [], rounds: [] },
+      posted: 0,
+      server: {
+        start: () =>
+          startServer(
+            pin.server,
+            process.execPath,
+            [path.join(__dirname, '..', 'bin', 'rocm-ernic.js'), '--socket', realSock, '-L', 'info'],
+            /serving/,
+          ),
+        kill: true,
+      },
+    },
+  ];
   if (process.env.BENCH_STANDIN === '1') {
     const sock = path.join(OUT, `standin-${process.pid}.sock`);
     ourServers.push({
-      label: 'stand-in (4 KiB BAR)', sock, samples: { warm: [], measured: [], rounds: [] }, posted: 0,
-      server: { start: () => startServer(pin.server, process.execPath, [path.join(__dirname, 'support', 'bench-server.js'), sock]), kill: false },
+      label: 'stand-in (4 KiB BAR)',
+      sock,
+      samples: { warm: [], measured: [], rounds: [] },
+      posted: 0,
+      server: {
+        start: () =>
+          startServer(pin.server, process.execPath, [path.join(__dirname, 'support', 'bench-server.js'), sock]),
+        kill: false,
+      },
     });
   }
 
@@ -242,33 +299,52 @@ async function main(): Promise<void> {
   const ratio = (a: number, b: number, w = 8): string => `${(a / b).toFixed(1).padStart(w)}x`;
   const stealPct = total1 > total0 ? (100 * (steal1 - steal0)) / (total1 - total0) : 0;
 
-  console.log(`protocol benchmark: ${ROUNDS} rounds per server (alternating), each ${WARMUP} warm-up + ${ROUND_TRIPS} measured REGION_READ round trips`);
-  console.log(`  timed by a C client (bench/floor/vfu-rtt.c, blocking reads, one request at a time); posted writes from the TypeScript client`);
+  console.log(
+    `protocol benchmark: ${ROUNDS} rounds per server (alternating), each ${WARMUP} warm-up + ${ROUND_TRIPS} measured REGION_READ round trips`,
+  );
+  console.log(
+    `  timed by a C client (bench/floor/vfu-rtt.c, blocking reads, one request at a time); posted writes from the TypeScript client`,
+  );
   console.log(`  pinning: ${pin.describe}`);
-  console.log(`  machine: ${os.cpus().length} CPUs, load average ${load0.toFixed(2)} at start, CPU steal ${stealPct.toFixed(1)}% during the run`);
+  console.log(
+    `  machine: ${os.cpus().length} CPUs, load average ${load0.toFixed(2)} at start, CPU steal ${stealPct.toFixed(1)}% during the run`,
+  );
   console.log(`round trip, us (after warm-up: ${f.n} samples each)`);
   console.log(`                          median       p99     p99.9       max  over 1 ms   warm-up p99  (max)`);
   const row = (name: string, s: Stats, w: Stats): void =>
-    console.log(`  ${name.padEnd(20)} ${fmt(s.median)} ${fmt(s.p99)} ${fmt(s.p999)} ${fmt(s.max)} ${String(s.over1ms).padStart(10)} ${fmt(w.p99, 13)}  (${w.max.toFixed(0)})`);
+    console.log(
+      `  ${name.padEnd(20)} ${fmt(s.median)} ${fmt(s.p99)} ${fmt(s.p999)} ${fmt(s.max)} ${String(s.over1ms).padStart(10)} ${fmt(w.p99, 13)}  (${w.max.toFixed(0)})`,
+    );
   row('floor (C, no work)', f, fw);
   for (const x of ourServers) {
     const m = stats(x.samples.measured);
     const w = stats(x.samples.warm);
     row(x.label, m, w);
-    console.log(`  ${'  ratio to floor'.padEnd(20)}${ratio(m.median, f.median)}${ratio(m.p99, f.p99, 9)}${ratio(m.p999, f.p999, 9)}${ratio(m.max, f.max, 9)}${''.padStart(11)}${ratio(w.p99, fw.p99, 13)}`);
+    console.log(
+      `  ${'  ratio to floor'.padEnd(20)}${ratio(m.median, f.median)}${ratio(m.p99, f.p99, 9)}${ratio(m.p999, f.p999, 9)}${ratio(m.max, f.max, 9)}${''.padStart(11)}${ratio(w.p99, fw.p99, 13)}`,
+    );
   }
   const perRound = (x: Samples): string => x.rounds.map((r) => `${r.p999.toFixed(0)}/${r.over1ms}`).join('  ');
-  console.log(`  per round, warm-up included (p99.9 us / samples over 1 ms): floor ${perRound(floor)}; ${ourServers.map((x) => `${x.label} ${perRound(x.samples)}`).join('; ')}`);
+  console.log(
+    `  per round, warm-up included (p99.9 us / samples over 1 ms): floor ${perRound(floor)}; ${ourServers.map((x) => `${x.label} ${perRound(x.samples)}`).join('; ')}`,
+  );
   console.log(`posted writes/s (TypeScript client, same pinning)`);
-  console.log(`  floor ${floorPosted.toFixed(0)}   ${ourServers.map((x) => `${x.label} ${x.posted.toFixed(0)} (${(x.posted / floorPosted).toFixed(2)}x)`).join('   ')}`);
+  console.log(
+    `  floor ${floorPosted.toFixed(0)}   ${ourServers.map((x) => `${x.label} ${x.posted.toFixed(0)} (${(x.posted / floorPosted).toFixed(2)}x)`).join('   ')}`,
+  );
   const oursPosted = real.posted;
   const met = (ok: boolean): string => (ok ? 'met' : 'NOT met');
   const oursOver = o.over1ms + ow.over1ms;
   console.log(`goals (on ${real.label}):`);
   console.log(`  median within 2x of the floor: ${met(o.median <= 2 * f.median)}`);
   console.log(`  p99.9 within 2x of the floor: ${met(o.p999 <= 2 * f.p999)}`);
-  console.log(`  no sample over 1 ms: ${met(oursOver === 0)} (ours: ${o.over1ms} after warm-up + ${ow.over1ms} in warm-up windows; floor: ${f.over1ms} + ${fw.over1ms}${f.over1ms + fw.over1ms > 0 ? ': the machine stalled the floor too' : ''})`);
+  console.log(
+    `  no sample over 1 ms: ${met(oursOver === 0)} (ours: ${o.over1ms} after warm-up + ${ow.over1ms} in warm-up windows; floor: ${f.over1ms} + ${fw.over1ms}${f.over1ms + fw.over1ms > 0 ? ': the machine stalled the floor too' : ''})`,
+  );
   console.log(`  posted writes above 200,000/s: ${met(oursPosted > 200000)}`);
 }
 
-main().catch((e: unknown) => { console.error(e); process.exit(1); });
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

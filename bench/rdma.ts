@@ -61,7 +61,11 @@ const SIZES: readonly { size: number; n: number; label: string }[] = [
  * much work), for a machine with fewer free cores than the two processes.
  */
 const WAIT = process.env.BENCH_RDMA_WAIT === 'sleep' ? 'sleep' : 'spin';
-const immediate = (): Promise<void> => new Promise((r) => { if (WAIT === 'sleep') setTimeout(r, 0); else setImmediate(r); });
+const immediate = (): Promise<void> =>
+  new Promise((r) => {
+    if (WAIT === 'sleep') setTimeout(r, 0);
+    else setImmediate(r);
+  });
 const now = (): bigint => process.hrtime.bigint();
 const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
 
@@ -150,7 +154,8 @@ function latency(p: RdmaPair, n: number): Float64Array {
     const t0 = now();
     p.ringSq();
     for (let spins = 1; !p.ready(); spins++) {
-      if ((spins & 0xfff) === 0 && secsSince(t0) > 2) throw new Error(`latency: no CQE 2 s after the doorbell (op ${i})`);
+      if ((spins & 0xfff) === 0 && secsSince(t0) > 2)
+        throw new Error(`latency: no CQE 2 s after the doorbell (op ${i})`);
     }
     out[i] = Number(now() - t0) / 1000;
     if (p.poll() !== 1) throw new Error('latency: more than one CQE for one WQE');
@@ -175,7 +180,8 @@ function startServer(sock: string): Promise<ServerProcess> {
   return startServerProcess({ sock, args: ['-L', 'info'], nodeFlags });
 }
 
-const fmt = (v: number, digits = 0): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (v: number, digits = 0): string =>
+  v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function main(): Promise<void> {
   const sock = `/tmp/ernic-rdma-bench-${process.pid}.sock`;
@@ -188,14 +194,21 @@ async function main(): Promise<void> {
     const p = await RdmaPair.create(g, r, { sqLog2: SQ_LOG2, mrBytes: MR_BYTES });
 
     // Warm both sides (JIT) with every size: up to 4000 WRITEs, at least 64 or 4 MiB.
-    for (const s of SIZES) if (s.n > 0) await writeRun(p, s.size, Math.min(s.n, 4000, Math.max(64, (4 * MiB) / s.size)));
+    for (const s of SIZES)
+      if (s.n > 0) await writeRun(p, s.size, Math.min(s.n, 4000, Math.max(64, (4 * MiB) / s.size)));
 
     const pid = server.proc.pid!;
     const load0 = os.loadavg()[0]!;
-    console.log(`rdma benchmark (server: rocm-ernic in its own process, loopback data path; guest: the ionic.ko + ionic_rdma model;`);
-    console.log(`  RC RDMA WRITE QP ${p.sqSize} deep, one doorbell per ${BATCH} WQEs, CQ ${p.cqSize} polled by color (${WAIT}); MR ${MR_BYTES / MiB} MiB over 4 KiB pages)`);
+    console.log(
+      `rdma benchmark (server: rocm-ernic in its own process, loopback data path; guest: the ionic.ko + ionic_rdma model;`,
+    );
+    console.log(
+      `  RC RDMA WRITE QP ${p.sqSize} deep, one doorbell per ${BATCH} WQEs, CQ ${p.cqSize} polled by color (${WAIT}); MR ${MR_BYTES / MiB} MiB over 4 KiB pages)`,
+    );
     console.log('');
-    console.log(`  ${'size'.padStart(7)} ${'ops'.padStart(8)} | ${'device ops/s'.padStart(12)} ${'MiB/s'.padStart(9)} | ${'memcpy ops/s'.padStart(13)} ${'MiB/s'.padStart(9)} | ${'ratio'.padStart(6)} | server CPU  us/op | guest CPU`);
+    console.log(
+      `  ${'size'.padStart(7)} ${'ops'.padStart(8)} | ${'device ops/s'.padStart(12)} ${'MiB/s'.padStart(9)} | ${'memcpy ops/s'.padStart(13)} ${'MiB/s'.padStart(9)} | ${'ratio'.padStart(6)} | server CPU  us/op | guest CPU`,
+    );
     const figures = new Map<number, { ops: number; ratio: number; usPerOp: number; base: number }>();
     for (const s of SIZES) {
       if (!(s.n > 0)) continue;
@@ -211,9 +224,11 @@ async function main(): Promise<void> {
       const ops = s.n / secs;
       const base = memcpyRate(s.size, s.n, p.half);
       const ratio = ops / base;
-      const usPerOp = (c1 - c0) * 1000 / s.n;
+      const usPerOp = ((c1 - c0) * 1000) / s.n;
       figures.set(s.size, { ops, ratio, usPerOp, base });
-      console.log(`  ${s.label.padStart(7)} ${String(s.n).padStart(8)} | ${fmt(ops).padStart(12)} ${fmt(ops * s.size / MiB).padStart(9)} | ${fmt(base).padStart(13)} ${fmt(base * s.size / MiB).padStart(9)} | ${ratio.toFixed(3).padStart(6)} | ${fmt(100 * (c1 - c0) / 1000 / secs).padStart(9)}% ${fmt(usPerOp, 2).padStart(6)} | ${fmt(100 * (u.user + u.system) / 1e6 / secs).padStart(8)}%   (${fmt(secs * 1000)} ms)`);
+      console.log(
+        `  ${s.label.padStart(7)} ${String(s.n).padStart(8)} | ${fmt(ops).padStart(12)} ${fmt((ops * s.size) / MiB).padStart(9)} | ${fmt(base).padStart(13)} ${fmt((base * s.size) / MiB).padStart(9)} | ${ratio.toFixed(3).padStart(6)} | ${fmt((100 * (c1 - c0)) / 1000 / secs).padStart(9)}% ${fmt(usPerOp, 2).padStart(6)} | ${fmt((100 * (u.user + u.system)) / 1e6 / secs).padStart(8)}%   (${fmt(secs * 1000)} ms)`,
+      );
     }
 
     console.log('');
@@ -223,8 +238,12 @@ async function main(): Promise<void> {
       const lat = latency(p, LAT_N);
       await syncLatency(g, 200);
       const rt = await syncLatency(g, LAT_N);
-      console.log(`  latency, 8 B WRITE, doorbell to CQE in memory (${LAT_N} ops): median ${pct(lat, 0.5).toFixed(1)} us, p99 ${pct(lat, 0.99).toFixed(1)} us`);
-      console.log(`  baseline, g.sync() round trip (BAR0 REGION_READ + reply):  median ${pct(rt, 0.5).toFixed(1)} us, p99 ${pct(rt, 0.99).toFixed(1)} us   ratio (median) ${(pct(lat, 0.5) / pct(rt, 0.5)).toFixed(2)}`);
+      console.log(
+        `  latency, 8 B WRITE, doorbell to CQE in memory (${LAT_N} ops): median ${pct(lat, 0.5).toFixed(1)} us, p99 ${pct(lat, 0.99).toFixed(1)} us`,
+      );
+      console.log(
+        `  baseline, g.sync() round trip (BAR0 REGION_READ + reply):  median ${pct(rt, 0.5).toFixed(1)} us, p99 ${pct(rt, 0.99).toFixed(1)} us   ratio (median) ${(pct(lat, 0.5) / pct(rt, 0.5)).toFixed(2)}`,
+      );
       console.log('');
     }
     const small = figures.get(8);
@@ -232,23 +251,39 @@ async function main(): Promise<void> {
     // The CPU-bound figures: what the server's CPU per WRITE allows with a core of its own (clock tick 10 ms).
     const bound = (f: { usPerOp: number }): string => (f.usPerOp > 0 ? fmt(1e6 / f.usPerOp) : '?');
     if (small) {
-      console.log(`  goal: >300k small (8 B) WRITEs/s: ${small.ops > 300000 ? 'yes' : 'no'} (${fmt(small.ops)}/s; the server's CPU per WRITE allows ${bound(small)}/s)`);
+      console.log(
+        `  goal: >300k small (8 B) WRITEs/s: ${small.ops > 300000 ? 'yes' : 'no'} (${fmt(small.ops)}/s; the server's CPU per WRITE allows ${bound(small)}/s)`,
+      );
     }
     if (big) {
       const cpuRatio = big.usPerOp > 0 ? (1e6 / big.usPerOp / big.base).toFixed(3) : '?';
-      console.log(`  goal: 1 MiB WRITEs >= 0.5x memcpy bandwidth: ${big.ratio >= 0.5 ? 'yes' : 'no'} (${big.ratio.toFixed(3)}x; the server's CPU per WRITE allows ${cpuRatio}x)`);
+      console.log(
+        `  goal: 1 MiB WRITEs >= 0.5x memcpy bandwidth: ${big.ratio >= 0.5 ? 'yes' : 'no'} (${big.ratio.toFixed(3)}x; the server's CPU per WRITE allows ${cpuRatio}x)`,
+      );
     }
-    console.log(`  machine: ${os.cpus().length} CPUs, load average ${load0.toFixed(2)} at the start, ${os.loadavg()[0]!.toFixed(2)} at the end (server CPU: % of the run's wall time, and ms of CPU per 1000 WRITEs = us per WRITE)`);
+    console.log(
+      `  machine: ${os.cpus().length} CPUs, load average ${load0.toFixed(2)} at the start, ${os.loadavg()[0]!.toFixed(2)} at the end (server CPU: % of the run's wall time, and ms of CPU per 1000 WRITEs = us per WRITE)`,
+    );
     if (g.violations.length) console.log(`  guest model violations: ${g.violations.join('; ')}`);
     g.dispose();
     g = null;
   } finally {
     g?.dispose();
     await stopProcess(server.proc);
-    const extra = server.log().split('\n').filter((l) => l.trim() && !/serving|shutting down/.test(l));
+    const extra = server
+      .log()
+      .split('\n')
+      .filter((l) => l.trim() && !/serving|shutting down/.test(l));
     if (extra.length) console.log(`  server said:\n    ${extra.slice(0, 20).join('\n    ')}`);
-    try { fs.unlinkSync(sock); } catch { /* gone */ }
+    try {
+      fs.unlinkSync(sock);
+    } catch {
+      /* gone */
+    }
   }
 }
 
-main().catch((e: unknown) => { console.error(e); process.exit(1); });
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

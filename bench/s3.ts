@@ -50,21 +50,30 @@ const CREDS = { accessKeyId: 'BENCHKEY', secretAccessKey: 'bench-s3-secret' };
 
 async function startServer(sock: string, hostPort: number): Promise<ChildProcess> {
   const server = await startServerProcess({
-    sock, env: { ...process.env, ERNIC_S3_ACCESS_KEY: CREDS.accessKeyId, ERNIC_S3_SECRET_KEY: CREDS.secretAccessKey },
+    sock,
+    env: { ...process.env, ERNIC_S3_ACCESS_KEY: CREDS.accessKeyId, ERNIC_S3_SECRET_KEY: CREDS.secretAccessKey },
     args: ['-L', 'info', '--backend', `s3:size=64M,maxpart=16M,listen=127.0.0.1:${hostPort}`],
   });
   return server.proc;
 }
 
-
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-function hostGet(port: number, headers: Record<string, string>): Promise<{ status: number; body: Buffer; moved: number }> {
+function hostGet(
+  port: number,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: Buffer; moved: number }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, path: '/ernic/bench/1m', headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks), moved: Number(res.headers['x-amz-rdma-bytes'] ?? 0) }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          body: Buffer.concat(chunks),
+          moved: Number(res.headers['x-amz-rdma-bytes'] ?? 0),
+        }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -127,7 +136,8 @@ function bodyOf(raw: Buffer): Buffer {
   return raw.subarray(raw.indexOf('\r\n\r\n') + 4);
 }
 
-const fmt = (v: number, digits = 1): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (v: number, digits = 1): string =>
+  v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function main(): Promise<void> {
   const sock = `/tmp/ernic-s3-bench-${process.pid}.sock`;
@@ -141,33 +151,66 @@ async function main(): Promise<void> {
     await g.open(1, { ringLog2: 9 });
     const r = await RdmaGuest.boot(g, { cpus: 8 });
     const v = VerbsGuest.attach(g, r, 300);
-    const mr = await v.createMr({ key: (20 << 8) | 3, pages: 256, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ, contiguous: true });
+    const mr = await v.createMr({
+      key: (20 << 8) | 3,
+      pages: 256,
+      flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ,
+      contiguous: true,
+    });
     wire = new Wire(g);
     const w = wire;
     const object = randomBytes(MiB);
     const hostName = `127.0.0.1:${hostPort}`;
-    const putHeaders = await signHeaders({ method: 'PUT', host: hostName, path: '/ernic/bench/1m', body: object }, CREDS);
+    const putHeaders = await signHeaders(
+      { method: 'PUT', host: hostName, path: '/ernic/bench/1m', body: object },
+      CREDS,
+    );
     const put = await new Promise<number>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: hostPort, method: 'PUT', path: '/ernic/bench/1m', headers: putHeaders, agent }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
+      const req = http.request(
+        { host: '127.0.0.1', port: hostPort, method: 'PUT', path: '/ernic/bench/1m', headers: putHeaders, agent },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        },
+      );
       req.on('error', reject);
       req.end(object);
     });
     if (put !== 200) throw new Error(`PUT of the object: ${put}`);
     const token = mrTokenHex(mr);
     const wireHead = async (withToken: boolean): Promise<string> => {
-      const h = await signHeaders({ method: 'GET', host: `192.168.200.1:${S3_PORT}`, path: '/ernic/bench/1m', headers: { ...(withToken ? { 'x-amz-rdma-token': token } : {}), connection: 'close' } }, CREDS);
-      return `GET /ernic/bench/1m HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+      const h = await signHeaders(
+        {
+          method: 'GET',
+          host: `192.168.200.1:${S3_PORT}`,
+          path: '/ernic/bench/1m',
+          headers: { ...(withToken ? { 'x-amz-rdma-token': token } : {}), connection: 'close' },
+        },
+        CREDS,
+      );
+      return `GET /ernic/bench/1m HTTP/1.1\r\n${Object.entries(h)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}\r\n`;
     };
-    const wireText = new Map([[true, await wireHead(true)], [false, await wireHead(false)]]);
+    const wireText = new Map([
+      [true, await wireHead(true)],
+      [false, await wireHead(false)],
+    ]);
     const wireReq = (withToken: boolean): string => wireText.get(withToken)!;
-    const hostTokenHeaders = await signHeaders({ method: 'GET', host: hostName, path: '/ernic/bench/1m', headers: { 'x-amz-rdma-token': token } }, CREDS);
+    const hostTokenHeaders = await signHeaders(
+      { method: 'GET', host: hostName, path: '/ernic/bench/1m', headers: { 'x-amz-rdma-token': token } },
+      CREDS,
+    );
     const hostBodyHeaders = await signHeaders({ method: 'GET', host: hostName, path: '/ernic/bench/1m' }, CREDS);
 
     // Check each way once (and warm up): the bytes must be the object's.
     const ways = {
       'wire, token': async (): Promise<void> => {
         const raw = await w.request(wireReq(true));
-        if (!/^HTTP\/1.1 200/.test(raw.toString('latin1', 0, 16)) || !/x-amz-rdma-bytes: 1048576/i.test(raw.toString('latin1'))) {
+        if (
+          !/^HTTP\/1.1 200/.test(raw.toString('latin1', 0, 16)) ||
+          !/x-amz-rdma-bytes: 1048576/i.test(raw.toString('latin1'))
+        ) {
           throw new Error(`wire token GET: ${raw.toString('latin1', 0, 200)}`);
         }
       },
@@ -177,11 +220,13 @@ async function main(): Promise<void> {
       },
       'host, token': async (): Promise<void> => {
         const res = await hostGet(hostPort, hostTokenHeaders);
-        if (res.status !== 200 || res.moved !== MiB) throw new Error(`host token GET: ${res.status}, ${res.moved} bytes`);
+        if (res.status !== 200 || res.moved !== MiB)
+          throw new Error(`host token GET: ${res.status}, ${res.moved} bytes`);
       },
       'host, body': async (): Promise<void> => {
         const res = await hostGet(hostPort, hostBodyHeaders);
-        if (res.status !== 200 || res.body.length !== MiB) throw new Error(`host body GET: ${res.status}, ${res.body.length} bytes`);
+        if (res.status !== 200 || res.body.length !== MiB)
+          throw new Error(`host body GET: ${res.status}, ${res.body.length} bytes`);
       },
     } as const;
     mr.write(0, Buffer.alloc(MiB));
@@ -191,7 +236,8 @@ async function main(): Promise<void> {
     await ways['host, token']();
     if (!mr.read(0, MiB).equals(object)) throw new Error('host token GET: the MR does not hold the object');
     if (!bodyOf(await w.request(wireReq(false))).equals(object)) throw new Error('wire body GET: not the object');
-    if (!(await hostGet(hostPort, hostBodyHeaders)).body.equals(object)) throw new Error('host body GET: not the object');
+    if (!(await hostGet(hostPort, hostBodyHeaders)).body.equals(object))
+      throw new Error('host body GET: not the object');
     for (const run of Object.values(ways)) for (let i = 0; i < 2; i++) await run();
 
     const secs = new Map<string, number>(Object.keys(ways).map((k) => [k, 0]));
@@ -205,15 +251,28 @@ async function main(): Promise<void> {
     const count = N * ROUNDS;
     const mbps = (name: string): number => (count * MiB) / secs.get(name)! / 1e6;
     const base = mbps('host, body');
-    console.log(`s3 benchmark: 1 MiB GETs of one object, ${count} per way (${ROUNDS} interleaved rounds of ${N}); server: rocm-ernic --backend s3 in its own process;`);
-    console.log(`guest: the ionic.ko + ionic_rdma model (its own TCP client on its rings, window scale 7; a 1 MiB MR for tokens); MB/s = 10^6 bytes/s; bytes checked before timing`);
+    console.log(
+      `s3 benchmark: 1 MiB GETs of one object, ${count} per way (${ROUNDS} interleaved rounds of ${N}); server: rocm-ernic --backend s3 in its own process;`,
+    );
+    console.log(
+      `guest: the ionic.ko + ionic_rdma model (its own TCP client on its rings, window scale 7; a 1 MiB MR for tokens); MB/s = 10^6 bytes/s; bytes checked before timing`,
+    );
     for (const name of Object.keys(ways)) {
       const m = mbps(name);
-      console.log(`  ${name.padEnd(12)} ${fmt(m).padStart(8)} MB/s  ${fmt((secs.get(name)! / count) * 1e3, 2).padStart(7)} ms/GET  ${fmt(m / base, 2)}x host loopback body GET  ${fmt(m / C_BADGE_MBPS, 2)}x the C rocm-ernic's badge`);
+      console.log(
+        `  ${name.padEnd(12)} ${fmt(m).padStart(8)} MB/s  ${fmt((secs.get(name)! / count) * 1e3, 2).padStart(7)} ms/GET  ${fmt(m / base, 2)}x host loopback body GET  ${fmt(m / C_BADGE_MBPS, 2)}x the C rocm-ernic's badge`,
+      );
     }
     console.log(`  guest ACKs lost to a full TX ring (the client's, not the store's): ${w.dropped}`);
-    console.log(`  load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs (other work on the machine shows in every way alike)`);
-    console.log(`  the C rocm-ernic's badge "S3 1M GET ${C_BADGE_MBPS} MB/s" (its published figure): another host (GitHub-hosted runner, guest kernel, hipObject), for orientation only`);
+    console.log(
+      `  load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} on ${os.cpus().length} CPUs (other work on the machine shows in every way alike)`,
+    );
+    console.log(
+      `  the C rocm-ernic's badge "S3 1M GET ${C_BADGE_MBPS} MB/s" (its published figure): another host (GitHub-hosted runner, guest kernel, hipObject), for orientation only`,
+    );
   } finally {
     await wire?.close();
     g?.dispose();

@@ -49,14 +49,42 @@ async function main(): Promise<void> {
   const argv = await conventions(yargs(hideBin(process.argv)), 'ernic-exporter')
     .scriptName('ernic-exporter')
     .usage('$0 [options]\n\nServe Prometheus metrics for the rocm-ernic instances whose stats files are in RUN_DIR.')
-    .option('run-dir', { alias: 'd', type: 'string', default: process.env.ERNIC_RUN_DIR ?? DEFAULT_RUN_DIR, describe: 'directory holding instances.json and the <id>.stats files (default $ERNIC_RUN_DIR, else /run/rocm-ernic); it may appear later' })
+    .option('run-dir', {
+      alias: 'd',
+      type: 'string',
+      default: process.env.ERNIC_RUN_DIR ?? DEFAULT_RUN_DIR,
+      describe:
+        'directory holding instances.json and the <id>.stats files (default $ERNIC_RUN_DIR, else /run/rocm-ernic); it may appear later',
+    })
     // The server's names; --port and --host are what earlier versions had (kept for existing configs). No -p: that is the NIC profile elsewhere.
-    .option('metrics-port', { alias: 'port', type: 'string', default: String(EXPORTER_PORT), coerce: portCoerce('metrics-port'), describe: 'TCP port of /metrics (0: any free port, logged)' })
-    .option('metrics-host', { alias: 'host', type: 'string', default: '127.0.0.1', describe: 'address to listen on (0.0.0.0: every interface)' })
-    .option('once', { type: 'boolean', default: false, describe: 'print the metrics once to stdout and exit (no server)' })
-    .option('log-level', { alias: 'L', choices: LOG_LEVELS as LogLevel[], describe: 'what to log on stderr: none | error | warn | info | debug (default warn, or ERNIC_LOG_LEVEL)' })
+    .option('metrics-port', {
+      alias: 'port',
+      type: 'string',
+      default: String(EXPORTER_PORT),
+      coerce: portCoerce('metrics-port'),
+      describe: 'TCP port of /metrics (0: any free port, logged)',
+    })
+    .option('metrics-host', {
+      alias: 'host',
+      type: 'string',
+      default: '127.0.0.1',
+      describe: 'address to listen on (0.0.0.0: every interface)',
+    })
+    .option('once', {
+      type: 'boolean',
+      default: false,
+      describe: 'print the metrics once to stdout and exit (no server)',
+    })
+    .option('log-level', {
+      alias: 'L',
+      choices: LOG_LEVELS as LogLevel[],
+      describe: 'what to log on stderr: none | error | warn | info | debug (default warn, or ERNIC_LOG_LEVEL)',
+    })
     .example('$0', `serve ${DEFAULT_RUN_DIR} at http://127.0.0.1:${EXPORTER_PORT}/metrics`)
-    .example('$0 -d /tmp/ernic --metrics-port 9841 --metrics-host 0.0.0.0', 'another run directory and port, every interface')
+    .example(
+      '$0 -d /tmp/ernic --metrics-port 9841 --metrics-host 0.0.0.0',
+      'another run directory and port, every interface',
+    )
     .example('$0 -d /tmp/ernic --once', 'one scrape to stdout, no server')
     .epilog(EPILOG)
     .parseAsync();
@@ -64,7 +92,7 @@ async function main(): Promise<void> {
   if (envLevel !== undefined && envLevel !== '' && !(LOG_LEVELS as readonly string[]).includes(envLevel)) {
     fail(`ERNIC_LOG_LEVEL=${envLevel}: expected one of ${LOG_LEVELS.join(', ')}`);
   }
-  const level: LogLevel = argv['log-level'] ?? (envLevel ? envLevel as LogLevel : 'warn');
+  const level: LogLevel = argv['log-level'] ?? (envLevel ? (envLevel as LogLevel) : 'warn');
   const port = argv['metrics-port'];
   const host = argv['metrics-host'];
   const runDir = argv['run-dir'];
@@ -88,12 +116,17 @@ async function main(): Promise<void> {
     return;
   }
   const http = new MetricsHttpServer({
-    host, port, log, title: `ernic-exporter ${runDir}`,
+    host,
+    port,
+    log,
+    title: `ernic-exporter ${runDir}`,
     render: async () => ({ contentType: exporter.registry.contentType, body: await scrape() }),
   });
   try {
     const a = await http.listen();
-    log.info(`ernic-exporter: ${runDir} at http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`);
+    log.info(
+      `ernic-exporter: ${runDir} at http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`,
+    );
   } catch (e) {
     fail(`--metrics-port ${port}: cannot listen on ${host}: ${(e as Error).message}`);
   }

@@ -24,27 +24,52 @@ function octalMode(text: unknown): number {
 async function main(): Promise<void> {
   const argv = await conventions(yargs(hideBin(process.argv)), 'vfu-demo')
     .scriptName('vfu-demo')
-    .usage('$0 [options]\n\nServe a small demo PCIe device (1dd8:ee01: scratch registers, 8 MSI-X vectors,\nPCIe 4.0 x16) on a vfio-user socket, one QEMU at a time.')
-    .option('socket', { alias: 's', type: 'string', default: '/tmp/vfu-demo.sock', describe: 'UNIX socket path QEMU connects to' })
+    .usage(
+      '$0 [options]\n\nServe a small demo PCIe device (1dd8:ee01: scratch registers, 8 MSI-X vectors,\nPCIe 4.0 x16) on a vfio-user socket, one QEMU at a time.',
+    )
+    .option('socket', {
+      alias: 's',
+      type: 'string',
+      default: '/tmp/vfu-demo.sock',
+      describe: 'UNIX socket path QEMU connects to',
+    })
     // --mode and --group were this command's first names for these; kept so that scripts using them still work.
-    .option('socket-mode', { alias: 'mode', type: 'string', coerce: octalMode, describe: 'socket file mode, octal (e.g. 660)' })
-    .option('socket-group', { alias: 'group', type: 'string', describe: 'group owning the socket file (name or number)' })
-    .option('log-level', { alias: 'L', choices: LOG_LEVELS as LogLevel[], default: (process.env.ERNIC_LOG_LEVEL as LogLevel | undefined) ?? 'info', describe: 'log verbosity (also ERNIC_LOG_LEVEL)' })
-    .epilog([
-      'Example:',
-      '  $0 --socket /tmp/demo.sock --socket-mode 660 --socket-group kvm',
-      '',
-      'QEMU: guest RAM must be shared (memory-backend-memfd,share=on), then',
-      '  -device \\',
-      '  \'{"driver":"vfio-user-pci","socket":{"path":"/tmp/demo.sock","type":"unix"}}\'',
-      '',
-      '--mode and --group are older names of --socket-mode and --socket-group.',
-    ].join('\n'))
+    .option('socket-mode', {
+      alias: 'mode',
+      type: 'string',
+      coerce: octalMode,
+      describe: 'socket file mode, octal (e.g. 660)',
+    })
+    .option('socket-group', {
+      alias: 'group',
+      type: 'string',
+      describe: 'group owning the socket file (name or number)',
+    })
+    .option('log-level', {
+      alias: 'L',
+      choices: LOG_LEVELS as LogLevel[],
+      default: (process.env.ERNIC_LOG_LEVEL as LogLevel | undefined) ?? 'info',
+      describe: 'log verbosity (also ERNIC_LOG_LEVEL)',
+    })
+    .epilog(
+      [
+        'Example:',
+        '  $0 --socket /tmp/demo.sock --socket-mode 660 --socket-group kvm',
+        '',
+        'QEMU: guest RAM must be shared (memory-backend-memfd,share=on), then',
+        '  -device \\',
+        '  \'{"driver":"vfio-user-pci","socket":{"path":"/tmp/demo.sock","type":"unix"}}\'',
+        '',
+        '--mode and --group are older names of --socket-mode and --socket-group.',
+      ].join('\n'),
+    )
     .parseAsync();
 
   const log = createLogger({ level: argv['log-level'] });
   const server = new VfioUserServer({
-    socketPath: argv.socket, device: createDemoDevice(), log,
+    socketPath: argv.socket,
+    device: createDemoDevice(),
+    log,
     ...(argv['socket-mode'] !== undefined ? { mode: argv['socket-mode'] } : {}),
     ...(argv['socket-group'] !== undefined ? { group: argv['socket-group'] } : {}),
   });

@@ -47,11 +47,26 @@ export function contain(log: Logger, where: string, fn: () => void, recover?: (e
 }
 
 /** setImmediate whose callback runs under `contain`. */
-export function guardedImmediate(log: Logger, where: string, fn: () => void, recover?: (err: unknown) => void): NodeJS.Immediate {
-  return setImmediate(() => { contain(log, where, fn, recover); });
+export function guardedImmediate(
+  log: Logger,
+  where: string,
+  fn: () => void,
+  recover?: (err: unknown) => void,
+): NodeJS.Immediate {
+  return setImmediate(() => {
+    contain(log, where, fn, recover);
+  });
 }
 
 /** setTimeout whose callback runs under `contain`. */
-export function guardedTimeout(log: Logger, where: string, ms: number, fn: () => void, recover?: (err: unknown) => void): NodeJS.Timeout {
-  return setTimeout(() => { contain(log, where, fn, recover); }, ms);
+export function guardedTimeout(
+  log: Logger,
+  where: string,
+  ms: number,
+  fn: () => void,
+  recover?: (err: unknown) => void,
+): NodeJS.Timeout {
+  return setTimeout(() => {
+    contain(log, where, fn, recover);
+  }, ms);
 }

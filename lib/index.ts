@@ -17,9 +17,7 @@ export type { GuestMemory } from './vfio-user/guest-memory';
 
 // A PCI function declared as data.
 export { PciFunction, EMPTY_BAR_HANDLER } from './pci';
-export type {
-  PciFunctionSpec, BarHandler, BarIndex, BarKind, BarSpec, MsixSpec, PcieLinkSpec,
-} from './pci';
+export type { PciFunctionSpec, BarHandler, BarIndex, BarKind, BarSpec, MsixSpec, PcieLinkSpec } from './pci';
 
 // The ionic NIC and its profiles.
 export { IonicDevice } from './ionic/device';
@@ -27,7 +25,12 @@ export type { IonicDeviceOptions, DeviceCounters } from './ionic/device';
 export type { FrameEndpoint, HostLink } from './net/frame-endpoint';
 export { FaultInjector } from './ionic/fault-injection';
 export {
-  resolveProfile, listProfiles, builtinProfile, validateProfile, ProfileError, COMPAT_PROFILE,
+  resolveProfile,
+  listProfiles,
+  builtinProfile,
+  validateProfile,
+  ProfileError,
+  COMPAT_PROFILE,
 } from './ionic/profile';
 export type { NicProfile, ResolveOptions } from './ionic/profile';
 

@@ -19,7 +19,11 @@ export interface Logger {
 
 /** A logger that drops everything. */
 export const nullLogger: Logger = {
-  error() {}, warn() {}, info() {}, debug() {}, debugEnabled: false,
+  error() {},
+  warn() {},
+  info() {},
+  debug() {},
+  debugEnabled: false,
 };
 
 export type LogFormat = 'text' | 'json';
@@ -41,23 +45,25 @@ export interface LoggerOptions {
 export function createLogger(opts: LoggerOptions): Logger {
   const transports: winston.transport[] = [];
   const stamped = opts.timestamps !== false;
-  const format = opts.format === 'json'
-    ? winston.format.combine(
-      winston.format.timestamp(),
-      winston.format.printf((info) => {
-        const { timestamp, level, message, ...meta } = info;
-        return JSON.stringify({ ...meta, time: timestamp, level, message });
-      }),
-    )
-    : winston.format.combine(
-      winston.format.timestamp(),
-      winston.format.printf((info) => {
-        const { timestamp, level, message, ...meta } = info;
-        const extra = Object.keys(meta).length ? ' ' + JSON.stringify(meta) : '';
-        return `${stamped ? `${String(timestamp)} ` : ''}${level}: ${String(message)}${extra}`;
-      }),
-    );
-  if (opts.console !== false) transports.push(new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] }));
+  const format =
+    opts.format === 'json'
+      ? winston.format.combine(
+          winston.format.timestamp(),
+          winston.format.printf((info) => {
+            const { timestamp, level, message, ...meta } = info;
+            return JSON.stringify({ ...meta, time: timestamp, level, message });
+          }),
+        )
+      : winston.format.combine(
+          winston.format.timestamp(),
+          winston.format.printf((info) => {
+            const { timestamp, level, message, ...meta } = info;
+            const extra = Object.keys(meta).length ? ' ' + JSON.stringify(meta) : '';
+            return `${stamped ? `${String(timestamp)} ` : ''}${level}: ${String(message)}${extra}`;
+          }),
+        );
+  if (opts.console !== false)
+    transports.push(new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] }));
   if (opts.file) transports.push(new winston.transports.File({ filename: opts.file }));
   const w = winston.createLogger({
     level: opts.level === 'none' ? 'error' : opts.level,
@@ -66,10 +72,18 @@ export function createLogger(opts: LoggerOptions): Logger {
     transports,
   });
   return {
-    error: (m, meta) => { w.error(m, meta); },
-    warn: (m, meta) => { w.warn(m, meta); },
-    info: (m, meta) => { w.info(m, meta); },
-    debug: (m, meta) => { w.debug(m, meta); },
+    error: (m, meta) => {
+      w.error(m, meta);
+    },
+    warn: (m, meta) => {
+      w.warn(m, meta);
+    },
+    info: (m, meta) => {
+      w.info(m, meta);
+    },
+    debug: (m, meta) => {
+      w.debug(m, meta);
+    },
     debugEnabled: opts.level === 'debug',
   };
 }
@@ -79,7 +93,10 @@ export function createLogger(opts: LoggerOptions): Logger {
  * device and inode of the stream it connected): the journal stamps each line,
  * so a timestamp of ours would only repeat it.
  */
-export function stderrIsJournal(env: NodeJS.ProcessEnv = process.env, stat: () => { dev: number; ino: number } = () => fs.fstatSync(2)): boolean {
+export function stderrIsJournal(
+  env: NodeJS.ProcessEnv = process.env,
+  stat: () => { dev: number; ino: number } = () => fs.fstatSync(2),
+): boolean {
   const js = env.JOURNAL_STREAM;
   if (!js) return false;
   const m = /^(\d+):(\d+)$/.exec(js);
@@ -100,7 +117,11 @@ export function stderrIsJournal(env: NodeJS.ProcessEnv = process.env, stat: () =
 export class RateLimiter {
   readonly #windows = new Map<string, { start: number; count: number; suppressed: number }>();
 
-  constructor(private readonly burst = 10, private readonly intervalMs = 10_000, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly burst = 10,
+    private readonly intervalMs = 10_000,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Returns the number of events suppressed since the last one let through, or -1 to suppress this one. */
   allow(key: string): number {
@@ -124,7 +145,13 @@ export class RateLimiter {
 }
 
 /** Log a warning about untrusted input, rate limited per key. */
-export function warnLimited(log: Logger, limiter: RateLimiter, key: string, message: string, meta?: Record<string, unknown>): void {
+export function warnLimited(
+  log: Logger,
+  limiter: RateLimiter,
+  key: string,
+  message: string,
+  meta?: Record<string, unknown>,
+): void {
   const s = limiter.allow(key);
   if (s < 0) return;
   log.warn(s > 0 ? `${message} (${s} similar suppressed)` : message, meta);

@@ -25,10 +25,25 @@ export const enum Command {
 }
 
 const COMMAND_NAMES: readonly string[] = [
-  '', 'VERSION', 'DMA_MAP', 'DMA_UNMAP', 'DEVICE_GET_INFO', 'DEVICE_GET_REGION_INFO',
-  'DEVICE_GET_REGION_IO_FDS', 'DEVICE_GET_IRQ_INFO', 'DEVICE_SET_IRQS', 'REGION_READ',
-  'REGION_WRITE', 'DMA_READ', 'DMA_WRITE', 'DEVICE_RESET', 'DIRTY_PAGES',
-  'REGION_WRITE_MULTI', 'DEVICE_FEATURE', 'MIG_DATA_READ', 'MIG_DATA_WRITE',
+  '',
+  'VERSION',
+  'DMA_MAP',
+  'DMA_UNMAP',
+  'DEVICE_GET_INFO',
+  'DEVICE_GET_REGION_INFO',
+  'DEVICE_GET_REGION_IO_FDS',
+  'DEVICE_GET_IRQ_INFO',
+  'DEVICE_SET_IRQS',
+  'REGION_READ',
+  'REGION_WRITE',
+  'DMA_READ',
+  'DMA_WRITE',
+  'DEVICE_RESET',
+  'DIRTY_PAGES',
+  'REGION_WRITE_MULTI',
+  'DEVICE_FEATURE',
+  'MIG_DATA_READ',
+  'MIG_DATA_WRITE',
 ];
 
 /** The name used in captures and logs: `DMA_MAP`, or `CMDnn` for unknown numbers. */
@@ -132,9 +147,24 @@ export const enum Errno {
 }
 
 const ERRNO_NAMES: Readonly<Record<number, string>> = {
-  1: 'EPERM', 2: 'ENOENT', 5: 'EIO', 7: 'E2BIG', 9: 'EBADF', 11: 'EAGAIN', 12: 'ENOMEM',
-  14: 'EFAULT', 16: 'EBUSY', 17: 'EEXIST', 22: 'EINVAL', 28: 'ENOSPC', 34: 'ERANGE',
-  38: 'ENOSYS', 71: 'EPROTO', 75: 'EOVERFLOW', 90: 'EMSGSIZE', 95: 'ENOTSUP',
+  1: 'EPERM',
+  2: 'ENOENT',
+  5: 'EIO',
+  7: 'E2BIG',
+  9: 'EBADF',
+  11: 'EAGAIN',
+  12: 'ENOMEM',
+  14: 'EFAULT',
+  16: 'EBUSY',
+  17: 'EEXIST',
+  22: 'EINVAL',
+  28: 'ENOSPC',
+  34: 'ERANGE',
+  38: 'ENOSYS',
+  71: 'EPROTO',
+  75: 'EOVERFLOW',
+  90: 'EMSGSIZE',
+  95: 'ENOTSUP',
 };
 
 export function errnoName(errno: number): string {

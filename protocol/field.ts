@@ -62,9 +62,12 @@ export function getField(buf: Buffer, base: number, f: Field): number {
   const at = base + f.off;
   const bigEndian = f.order === 'be';
   switch (f.size) {
-    case 1: return buf[at]!;
-    case 2: return bigEndian ? buf.readUInt16BE(at) : buf.readUInt16LE(at);
-    case 4: return bigEndian ? buf.readUInt32BE(at) : buf.readUInt32LE(at);
+    case 1:
+      return buf[at]!;
+    case 2:
+      return bigEndian ? buf.readUInt16BE(at) : buf.readUInt16LE(at);
+    case 4:
+      return bigEndian ? buf.readUInt32BE(at) : buf.readUInt32LE(at);
     case 8: {
       const hi = bigEndian ? buf.readUInt32BE(at) : buf.readUInt32LE(at + 4);
       if (hi > SAFE_HI) return U64_UNSAFE;
@@ -81,16 +84,30 @@ export function setField(buf: Buffer, base: number, f: Field, value: number): vo
   const at = base + f.off;
   const bigEndian = f.order === 'be';
   switch (f.size) {
-    case 1: buf.writeUInt8(value, at); return;
-    case 2: if (bigEndian) buf.writeUInt16BE(value, at); else buf.writeUInt16LE(value, at); return;
-    case 4: if (bigEndian) buf.writeUInt32BE(value, at); else buf.writeUInt32LE(value, at); return;
+    case 1:
+      buf.writeUInt8(value, at);
+      return;
+    case 2:
+      if (bigEndian) buf.writeUInt16BE(value, at);
+      else buf.writeUInt16LE(value, at);
+      return;
+    case 4:
+      if (bigEndian) buf.writeUInt32BE(value, at);
+      else buf.writeUInt32LE(value, at);
+      return;
     case 8: {
       if (!(value >= 0 && value <= Number.MAX_SAFE_INTEGER)) {
         throw new RangeError(`u64 field at ${f.off}: ${value} is not an integer in 0..2^53-1`);
       }
       const hi = Math.floor(value / TWO_32);
       const lo = value % TWO_32;
-      if (bigEndian) { buf.writeUInt32BE(hi, at); buf.writeUInt32BE(lo, at + 4); } else { buf.writeUInt32LE(lo, at); buf.writeUInt32LE(hi, at + 4); }
+      if (bigEndian) {
+        buf.writeUInt32BE(hi, at);
+        buf.writeUInt32BE(lo, at + 4);
+      } else {
+        buf.writeUInt32LE(lo, at);
+        buf.writeUInt32LE(hi, at + 4);
+      }
       return;
     }
   }
@@ -108,7 +125,8 @@ export function getFieldBig(buf: Buffer, base: number, f: Field): bigint {
 export function setFieldBig(buf: Buffer, base: number, f: Field, value: bigint): void {
   if (f.size !== 8) throw new RangeError(`field at ${f.off} is ${f.size} bytes, not a u64`);
   if (value < 0n || value > U64_MAX) throw new RangeError(`u64 field at ${f.off}: ${value} is not in 0..2^64-1`);
-  if (f.order === 'be') buf.writeBigUInt64BE(value, base + f.off); else buf.writeBigUInt64LE(value, base + f.off);
+  if (f.order === 'be') buf.writeBigUInt64BE(value, base + f.off);
+  else buf.writeBigUInt64LE(value, base + f.off);
 }
 
 /** A u64 split into two u32 fields (high and low words, as some WQE bodies carry addresses); U64_UNSAFE above 2^53-1. */

@@ -32,8 +32,12 @@ export interface VersionBody {
   /** The JSON text without its terminating NUL, or undefined when the message has none. */
   readonly json: string | undefined;
 }
-export interface Version extends VersionBody { readonly kind: 'version' }
-export interface VersionReply extends VersionBody { readonly kind: 'versionReply' }
+export interface Version extends VersionBody {
+  readonly kind: 'version';
+}
+export interface VersionReply extends VersionBody {
+  readonly kind: 'versionReply';
+}
 
 export interface DmaMap extends Trailing {
   readonly kind: 'dmaMap';
@@ -44,7 +48,9 @@ export interface DmaMap extends Trailing {
   readonly address: number;
   readonly size: number;
 }
-export interface DmaMapReply { readonly kind: 'dmaMapReply' }
+export interface DmaMapReply {
+  readonly kind: 'dmaMapReply';
+}
 
 export interface DirtyBitmap {
   readonly pgsize: number;
@@ -59,8 +65,12 @@ export interface DmaUnmapBody {
   /** Only with the legacy GET_DIRTY_BITMAP flag. */
   readonly bitmap?: DirtyBitmap;
 }
-export interface DmaUnmap extends DmaUnmapBody { readonly kind: 'dmaUnmap' }
-export interface DmaUnmapReply extends DmaUnmapBody { readonly kind: 'dmaUnmapReply' }
+export interface DmaUnmap extends DmaUnmapBody {
+  readonly kind: 'dmaUnmap';
+}
+export interface DmaUnmapReply extends DmaUnmapBody {
+  readonly kind: 'dmaUnmapReply';
+}
 
 export interface DeviceInfoBody {
   readonly argsz: number;
@@ -68,8 +78,12 @@ export interface DeviceInfoBody {
   readonly numRegions: number;
   readonly numIrqs: number;
 }
-export interface DeviceGetInfo extends DeviceInfoBody, Trailing { readonly kind: 'deviceGetInfo' }
-export interface DeviceGetInfoReply extends DeviceInfoBody { readonly kind: 'deviceGetInfoReply' }
+export interface DeviceGetInfo extends DeviceInfoBody, Trailing {
+  readonly kind: 'deviceGetInfo';
+}
+export interface DeviceGetInfoReply extends DeviceInfoBody {
+  readonly kind: 'deviceGetInfoReply';
+}
 
 export interface SparseMmapArea {
   readonly offset: number;
@@ -89,7 +103,9 @@ export interface RegionInfoBody {
   readonly size: number;
   readonly offset: number;
 }
-export interface DeviceGetRegionInfo extends RegionInfoBody, Trailing { readonly kind: 'deviceGetRegionInfo' }
+export interface DeviceGetRegionInfo extends RegionInfoBody, Trailing {
+  readonly kind: 'deviceGetRegionInfo';
+}
 export interface DeviceGetRegionInfoReply extends RegionInfoBody {
   readonly kind: 'deviceGetRegionInfoReply';
   /** The capability chain, in chain order (empty without CAPS). */
@@ -102,7 +118,9 @@ export interface RegionIoFdsBody {
   readonly index: number;
   readonly count: number;
 }
-export interface DeviceGetRegionIoFds extends RegionIoFdsBody, Trailing { readonly kind: 'deviceGetRegionIoFds' }
+export interface DeviceGetRegionIoFds extends RegionIoFdsBody, Trailing {
+  readonly kind: 'deviceGetRegionIoFds';
+}
 export interface DeviceGetRegionIoFdsReply extends RegionIoFdsBody {
   readonly kind: 'deviceGetRegionIoFdsReply';
   /** The sub-region array as sent (40-byte entries per the spec, 48 from libvfio-user). */
@@ -115,8 +133,12 @@ export interface IrqInfoBody {
   readonly index: number;
   readonly count: number;
 }
-export interface DeviceGetIrqInfo extends IrqInfoBody, Trailing { readonly kind: 'deviceGetIrqInfo' }
-export interface DeviceGetIrqInfoReply extends IrqInfoBody { readonly kind: 'deviceGetIrqInfoReply' }
+export interface DeviceGetIrqInfo extends IrqInfoBody, Trailing {
+  readonly kind: 'deviceGetIrqInfo';
+}
+export interface DeviceGetIrqInfoReply extends IrqInfoBody {
+  readonly kind: 'deviceGetIrqInfoReply';
+}
 
 export interface DeviceSetIrqs {
   readonly kind: 'deviceSetIrqs';
@@ -128,26 +150,48 @@ export interface DeviceSetIrqs {
   /** Bytes after the 20-byte struct: `count` booleans with DATA_BOOL, else normally empty. */
   readonly data: Buffer;
 }
-export interface DeviceSetIrqsReply { readonly kind: 'deviceSetIrqsReply' }
+export interface DeviceSetIrqsReply {
+  readonly kind: 'deviceSetIrqsReply';
+}
 
 export interface RegionAccess {
   readonly offset: number;
   readonly region: number;
   readonly count: number;
 }
-export interface RegionRead extends RegionAccess, Trailing { readonly kind: 'regionRead' }
-export interface RegionReadReply extends RegionAccess { readonly kind: 'regionReadReply'; readonly data: Buffer }
-export interface RegionWrite extends RegionAccess { readonly kind: 'regionWrite'; readonly data: Buffer }
-export interface RegionWriteReply extends RegionAccess { readonly kind: 'regionWriteReply' }
+export interface RegionRead extends RegionAccess, Trailing {
+  readonly kind: 'regionRead';
+}
+export interface RegionReadReply extends RegionAccess {
+  readonly kind: 'regionReadReply';
+  readonly data: Buffer;
+}
+export interface RegionWrite extends RegionAccess {
+  readonly kind: 'regionWrite';
+  readonly data: Buffer;
+}
+export interface RegionWriteReply extends RegionAccess {
+  readonly kind: 'regionWriteReply';
+}
 
 export interface DmaAccess {
   readonly address: number;
   readonly count: number;
 }
-export interface DmaRead extends DmaAccess, Trailing { readonly kind: 'dmaRead' }
-export interface DmaReadReply extends DmaAccess { readonly kind: 'dmaReadReply'; readonly data: Buffer }
-export interface DmaWrite extends DmaAccess { readonly kind: 'dmaWrite'; readonly data: Buffer }
-export interface DmaWriteReply extends DmaAccess { readonly kind: 'dmaWriteReply' }
+export interface DmaRead extends DmaAccess, Trailing {
+  readonly kind: 'dmaRead';
+}
+export interface DmaReadReply extends DmaAccess {
+  readonly kind: 'dmaReadReply';
+  readonly data: Buffer;
+}
+export interface DmaWrite extends DmaAccess {
+  readonly kind: 'dmaWrite';
+  readonly data: Buffer;
+}
+export interface DmaWriteReply extends DmaAccess {
+  readonly kind: 'dmaWriteReply';
+}
 
 /**
  * Legacy DIRTY_PAGES (14), removed from the spec in favour of DEVICE_FEATURE
@@ -160,11 +204,19 @@ export interface DirtyPagesBody {
   readonly flags: number;
   readonly data: Buffer;
 }
-export interface DirtyPages extends DirtyPagesBody { readonly kind: 'dirtyPages' }
-export interface DirtyPagesReply extends DirtyPagesBody { readonly kind: 'dirtyPagesReply' }
+export interface DirtyPages extends DirtyPagesBody {
+  readonly kind: 'dirtyPages';
+}
+export interface DirtyPagesReply extends DirtyPagesBody {
+  readonly kind: 'dirtyPagesReply';
+}
 
-export interface DeviceReset { readonly kind: 'deviceReset' }
-export interface DeviceResetReply { readonly kind: 'deviceResetReply' }
+export interface DeviceReset {
+  readonly kind: 'deviceReset';
+}
+export interface DeviceResetReply {
+  readonly kind: 'deviceResetReply';
+}
 
 export interface WriteMultiEntry {
   readonly offset: number;
@@ -173,35 +225,94 @@ export interface WriteMultiEntry {
   /** Always the 8 data bytes of the entry; only the first `count` are meaningful. */
   readonly data: Buffer;
 }
-export interface RegionWriteMulti { readonly kind: 'regionWriteMulti'; readonly entries: readonly WriteMultiEntry[] }
-export interface RegionWriteMultiReply { readonly kind: 'regionWriteMultiReply'; readonly wrCnt: number }
+export interface RegionWriteMulti {
+  readonly kind: 'regionWriteMulti';
+  readonly entries: readonly WriteMultiEntry[];
+}
+export interface RegionWriteMultiReply {
+  readonly kind: 'regionWriteMultiReply';
+  readonly wrCnt: number;
+}
 
 export interface DeviceFeatureBody {
   readonly argsz: number;
   readonly flags: number;
   readonly data: Buffer;
 }
-export interface DeviceFeature extends DeviceFeatureBody { readonly kind: 'deviceFeature' }
-export interface DeviceFeatureReply extends DeviceFeatureBody { readonly kind: 'deviceFeatureReply' }
+export interface DeviceFeature extends DeviceFeatureBody {
+  readonly kind: 'deviceFeature';
+}
+export interface DeviceFeatureReply extends DeviceFeatureBody {
+  readonly kind: 'deviceFeatureReply';
+}
 
-export interface MigDataRead extends Trailing { readonly kind: 'migDataRead'; readonly argsz: number; readonly size: number }
-export interface MigDataReadReply { readonly kind: 'migDataReadReply'; readonly argsz: number; readonly size: number; readonly data: Buffer }
-export interface MigDataWrite { readonly kind: 'migDataWrite'; readonly argsz: number; readonly size: number; readonly data: Buffer }
-export interface MigDataWriteReply { readonly kind: 'migDataWriteReply' }
+export interface MigDataRead extends Trailing {
+  readonly kind: 'migDataRead';
+  readonly argsz: number;
+  readonly size: number;
+}
+export interface MigDataReadReply {
+  readonly kind: 'migDataReadReply';
+  readonly argsz: number;
+  readonly size: number;
+  readonly data: Buffer;
+}
+export interface MigDataWrite {
+  readonly kind: 'migDataWrite';
+  readonly argsz: number;
+  readonly size: number;
+  readonly data: Buffer;
+}
+export interface MigDataWriteReply {
+  readonly kind: 'migDataWriteReply';
+}
 
 /** A reply with the ERROR flag: header only, errno in the header. */
-export interface ErrorReply { readonly kind: 'error'; readonly errno: number }
+export interface ErrorReply {
+  readonly kind: 'error';
+  readonly errno: number;
+}
 
 export type Request =
-  | Version | DmaMap | DmaUnmap | DeviceGetInfo | DeviceGetRegionInfo | DeviceGetRegionIoFds
-  | DeviceGetIrqInfo | DeviceSetIrqs | RegionRead | RegionWrite | DmaRead | DmaWrite
-  | DeviceReset | DirtyPages | RegionWriteMulti | DeviceFeature | MigDataRead | MigDataWrite;
+  | Version
+  | DmaMap
+  | DmaUnmap
+  | DeviceGetInfo
+  | DeviceGetRegionInfo
+  | DeviceGetRegionIoFds
+  | DeviceGetIrqInfo
+  | DeviceSetIrqs
+  | RegionRead
+  | RegionWrite
+  | DmaRead
+  | DmaWrite
+  | DeviceReset
+  | DirtyPages
+  | RegionWriteMulti
+  | DeviceFeature
+  | MigDataRead
+  | MigDataWrite;
 
 export type Reply =
-  | VersionReply | DmaMapReply | DmaUnmapReply | DeviceGetInfoReply | DeviceGetRegionInfoReply
-  | DeviceGetRegionIoFdsReply | DeviceGetIrqInfoReply | DeviceSetIrqsReply | RegionReadReply
-  | RegionWriteReply | DmaReadReply | DmaWriteReply | DeviceResetReply | DirtyPagesReply | RegionWriteMultiReply
-  | DeviceFeatureReply | MigDataReadReply | MigDataWriteReply | ErrorReply;
+  | VersionReply
+  | DmaMapReply
+  | DmaUnmapReply
+  | DeviceGetInfoReply
+  | DeviceGetRegionInfoReply
+  | DeviceGetRegionIoFdsReply
+  | DeviceGetIrqInfoReply
+  | DeviceSetIrqsReply
+  | RegionReadReply
+  | RegionWriteReply
+  | DmaReadReply
+  | DmaWriteReply
+  | DeviceResetReply
+  | DirtyPagesReply
+  | RegionWriteMultiReply
+  | DeviceFeatureReply
+  | MigDataReadReply
+  | MigDataWriteReply
+  | ErrorReply;
 
 export type Body = Request | Reply;
 

@@ -8,12 +8,30 @@
 import { Command, DmaUnmapFlag, HeaderFlag, RegionCapId, RegionInfoFlag } from './constants';
 import { Decoded, fail, ok, ProtocolError, protocolError } from './errors';
 import {
-  Field, getField, U64_UNSAFE, vfio_info_cap_header, vfio_irq_info, vfio_irq_set, vfio_region_info,
-  vfio_region_info_cap_sparse_mmap, vfio_region_info_cap_type, vfio_region_sparse_mmap_area,
-  vfio_user_bitmap, vfio_user_device_feature, vfio_user_dirty_pages, vfio_user_device_info, vfio_user_dma_map,
-  vfio_user_dma_rw, vfio_user_dma_unmap, vfio_user_header, vfio_user_mig_data,
-  vfio_user_region_access, vfio_user_region_io_fds_request, vfio_user_version,
-  vfio_user_write_multi, vfio_user_write_multi_data,
+  Field,
+  getField,
+  U64_UNSAFE,
+  vfio_info_cap_header,
+  vfio_irq_info,
+  vfio_irq_set,
+  vfio_region_info,
+  vfio_region_info_cap_sparse_mmap,
+  vfio_region_info_cap_type,
+  vfio_region_sparse_mmap_area,
+  vfio_user_bitmap,
+  vfio_user_device_feature,
+  vfio_user_dirty_pages,
+  vfio_user_device_info,
+  vfio_user_dma_map,
+  vfio_user_dma_rw,
+  vfio_user_dma_unmap,
+  vfio_user_header,
+  vfio_user_mig_data,
+  vfio_user_region_access,
+  vfio_user_region_io_fds_request,
+  vfio_user_version,
+  vfio_user_write_multi,
+  vfio_user_write_multi_data,
 } from './layouts';
 import { HEADER_SIZE, MAX_WRITE_MULTI_ENTRIES, WRITE_MULTI_DATA_SIZE } from './limits';
 import type { Body, Header, Message, RegionCap, Reply, Request, WriteMultiEntry } from './messages';
@@ -79,7 +97,10 @@ function withTrailing<T extends object>(body: T, p: Buffer, structSize: number):
 /** Read fields of a struct at `base`; `unsafe` collects the first u64 that does not fit. */
 class Fields {
   bad: string | null = null;
-  constructor(private readonly buf: Buffer, private readonly base = 0) {}
+  constructor(
+    private readonly buf: Buffer,
+    private readonly base = 0,
+  ) {}
   get(field: Field, name: string): number {
     const v = getField(this.buf, this.base, field);
     if (v === U64_UNSAFE && field.size === 8 && this.bad === null) this.bad = name;
@@ -108,8 +129,12 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
       if (p.length < L.SIZE) return short('DMA_MAP', L.SIZE, p.length);
       const r = new Fields(p);
       const body = {
-        kind: 'dmaMap' as const, argsz: r.get(L.argsz, 'argsz'), flags: r.get(L.flags, 'flags'),
-        offset: r.get(L.offset, 'offset'), address: r.get(L.addr, 'address'), size: r.get(L.size, 'size'),
+        kind: 'dmaMap' as const,
+        argsz: r.get(L.argsz, 'argsz'),
+        flags: r.get(L.flags, 'flags'),
+        offset: r.get(L.offset, 'offset'),
+        address: r.get(L.addr, 'address'),
+        size: r.get(L.size, 'size'),
       };
       return r.bad ? u64Range('DMA_MAP', r.bad) : ok(withTrailing(body, p, L.SIZE));
     }
@@ -123,7 +148,9 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
     }
     case Command.DEVICE_GET_REGION_INFO: {
       const r = decodeRegionInfoStruct(p);
-      return r.ok ? ok(withTrailing({ kind: 'deviceGetRegionInfo' as const, ...r.value }, p, vfio_region_info.SIZE)) : r;
+      return r.ok
+        ? ok(withTrailing({ kind: 'deviceGetRegionInfo' as const, ...r.value }, p, vfio_region_info.SIZE))
+        : r;
     }
     case Command.DEVICE_GET_REGION_IO_FDS: {
       const L = vfio_user_region_io_fds_request;
@@ -138,8 +165,12 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
       const L = vfio_irq_set;
       if (p.length < L.SIZE) return short('DEVICE_SET_IRQS', L.SIZE, p.length);
       return ok({
-        kind: 'deviceSetIrqs', argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags),
-        index: getField(p, 0, L.index), start: getField(p, 0, L.start), count: getField(p, 0, L.count),
+        kind: 'deviceSetIrqs',
+        argsz: getField(p, 0, L.argsz),
+        flags: getField(p, 0, L.flags),
+        index: getField(p, 0, L.index),
+        start: getField(p, 0, L.start),
+        count: getField(p, 0, L.count),
         data: p.subarray(L.SIZE),
       });
     }
@@ -175,7 +206,12 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
     case Command.DIRTY_PAGES: {
       const L = vfio_user_dirty_pages;
       if (p.length < L.SIZE) return short('DIRTY_PAGES', L.SIZE, p.length);
-      return ok({ kind: 'dirtyPages', argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), data: p.subarray(L.SIZE) });
+      return ok({
+        kind: 'dirtyPages',
+        argsz: getField(p, 0, L.argsz),
+        flags: getField(p, 0, L.flags),
+        data: p.subarray(L.SIZE),
+      });
     }
     case Command.REGION_WRITE_MULTI: {
       const m = decodeWriteMulti(p);
@@ -184,19 +220,31 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
     case Command.DEVICE_FEATURE: {
       const L = vfio_user_device_feature;
       if (p.length < L.SIZE) return short('DEVICE_FEATURE', L.SIZE, p.length);
-      return ok({ kind: 'deviceFeature', argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), data: p.subarray(L.SIZE) });
+      return ok({
+        kind: 'deviceFeature',
+        argsz: getField(p, 0, L.argsz),
+        flags: getField(p, 0, L.flags),
+        data: p.subarray(L.SIZE),
+      });
     }
     case Command.MIG_DATA_READ: {
       const L = vfio_user_mig_data;
       if (p.length < L.SIZE) return short('MIG_DATA_READ', L.SIZE, p.length);
-      return ok(withTrailing({ kind: 'migDataRead' as const, argsz: getField(p, 0, L.argsz), size: getField(p, 0, L.size) }, p, L.SIZE));
+      return ok(
+        withTrailing(
+          { kind: 'migDataRead' as const, argsz: getField(p, 0, L.argsz), size: getField(p, 0, L.size) },
+          p,
+          L.SIZE,
+        ),
+      );
     }
     case Command.MIG_DATA_WRITE: {
       const L = vfio_user_mig_data;
       if (p.length < L.SIZE) return short('MIG_DATA_WRITE', L.SIZE, p.length);
       const size = getField(p, 0, L.size);
       const data = p.subarray(L.SIZE);
-      if (data.length < size) return fail('PAYLOAD_MISMATCH', `MIG_DATA_WRITE size ${size} but ${data.length} data bytes`);
+      if (data.length < size)
+        return fail('PAYLOAD_MISMATCH', `MIG_DATA_WRITE size ${size} but ${data.length} data bytes`);
       return ok({ kind: 'migDataWrite', argsz: getField(p, 0, L.argsz), size, data });
     }
     default:
@@ -213,7 +261,9 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
       return v.ok ? ok({ kind: 'versionReply', ...v.value }) : v;
     }
     case Command.DMA_MAP:
-      return p.length === 0 ? ok({ kind: 'dmaMapReply' }) : fail('PAYLOAD_MISMATCH', 'DMA_MAP reply must be header only');
+      return p.length === 0
+        ? ok({ kind: 'dmaMapReply' })
+        : fail('PAYLOAD_MISMATCH', 'DMA_MAP reply must be header only');
     case Command.DMA_UNMAP: {
       const u = decodeUnmapBody(p, true);
       return u.ok ? ok({ kind: 'dmaUnmapReply', ...u.value }) : u;
@@ -240,7 +290,9 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
       return d.ok ? ok({ kind: 'deviceGetIrqInfoReply', ...d.value }) : d;
     }
     case Command.DEVICE_SET_IRQS:
-      return p.length === 0 ? ok({ kind: 'deviceSetIrqsReply' }) : fail('PAYLOAD_MISMATCH', 'DEVICE_SET_IRQS reply must be header only');
+      return p.length === 0
+        ? ok({ kind: 'deviceSetIrqsReply' })
+        : fail('PAYLOAD_MISMATCH', 'DEVICE_SET_IRQS reply must be header only');
     case Command.REGION_READ: {
       const a = decodeRegionAccess(p, 'REGION_READ reply');
       if (!a.ok) return a;
@@ -268,33 +320,50 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
       return a.ok ? ok({ kind: 'dmaWriteReply', ...a.value }) : a;
     }
     case Command.DEVICE_RESET:
-      return p.length === 0 ? ok({ kind: 'deviceResetReply' }) : fail('PAYLOAD_MISMATCH', 'DEVICE_RESET reply must be header only');
+      return p.length === 0
+        ? ok({ kind: 'deviceResetReply' })
+        : fail('PAYLOAD_MISMATCH', 'DEVICE_RESET reply must be header only');
     case Command.DIRTY_PAGES: {
       const L = vfio_user_dirty_pages;
       if (p.length < L.SIZE) return short('DIRTY_PAGES reply', L.SIZE, p.length);
-      return ok({ kind: 'dirtyPagesReply', argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), data: p.subarray(L.SIZE) });
+      return ok({
+        kind: 'dirtyPagesReply',
+        argsz: getField(p, 0, L.argsz),
+        flags: getField(p, 0, L.flags),
+        data: p.subarray(L.SIZE),
+      });
     }
     case Command.REGION_WRITE_MULTI: {
       const L = vfio_user_write_multi;
       if (p.length < L.SIZE) return short('REGION_WRITE_MULTI reply', L.SIZE, p.length);
       const wrCnt = getField(p, 0, L.wr_cnt);
-      return wrCnt === U64_UNSAFE ? u64Range('REGION_WRITE_MULTI reply', 'wr_cnt') : ok({ kind: 'regionWriteMultiReply', wrCnt });
+      return wrCnt === U64_UNSAFE
+        ? u64Range('REGION_WRITE_MULTI reply', 'wr_cnt')
+        : ok({ kind: 'regionWriteMultiReply', wrCnt });
     }
     case Command.DEVICE_FEATURE: {
       const L = vfio_user_device_feature;
       if (p.length < L.SIZE) return short('DEVICE_FEATURE reply', L.SIZE, p.length);
-      return ok({ kind: 'deviceFeatureReply', argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), data: p.subarray(L.SIZE) });
+      return ok({
+        kind: 'deviceFeatureReply',
+        argsz: getField(p, 0, L.argsz),
+        flags: getField(p, 0, L.flags),
+        data: p.subarray(L.SIZE),
+      });
     }
     case Command.MIG_DATA_READ: {
       const L = vfio_user_mig_data;
       if (p.length < L.SIZE) return short('MIG_DATA_READ reply', L.SIZE, p.length);
       const size = getField(p, 0, L.size);
       const data = p.subarray(L.SIZE);
-      if (data.length < size) return fail('PAYLOAD_MISMATCH', `MIG_DATA_READ reply size ${size} but ${data.length} data bytes`);
+      if (data.length < size)
+        return fail('PAYLOAD_MISMATCH', `MIG_DATA_READ reply size ${size} but ${data.length} data bytes`);
       return ok({ kind: 'migDataReadReply', argsz: getField(p, 0, L.argsz), size, data });
     }
     case Command.MIG_DATA_WRITE:
-      return p.length === 0 ? ok({ kind: 'migDataWriteReply' }) : fail('PAYLOAD_MISMATCH', 'MIG_DATA_WRITE reply must be header only');
+      return p.length === 0
+        ? ok({ kind: 'migDataWriteReply' })
+        : fail('PAYLOAD_MISMATCH', 'MIG_DATA_WRITE reply must be header only');
     default:
       return fail('UNKNOWN_COMMAND', `command ${command} is not a vfio-user reply`);
   }
@@ -315,7 +384,16 @@ function decodeVersionBody(p: Buffer): Decoded<{ major: number; minor: number; j
   return ok({ major, minor, json: text.toString('utf8', 0, nul) });
 }
 
-function decodeUnmapBody(p: Buffer, reply: boolean): Decoded<{ argsz: number; flags: number; address: number; size: number; bitmap?: { pgsize: number; size: number; data: Buffer } }> {
+function decodeUnmapBody(
+  p: Buffer,
+  reply: boolean,
+): Decoded<{
+  argsz: number;
+  flags: number;
+  address: number;
+  size: number;
+  bitmap?: { pgsize: number; size: number; data: Buffer };
+}> {
   const L = vfio_user_dma_unmap;
   const what = reply ? 'DMA_UNMAP reply' : 'DMA_UNMAP';
   if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
@@ -325,38 +403,67 @@ function decodeUnmapBody(p: Buffer, reply: boolean): Decoded<{ argsz: number; fl
   const address = r.get(L.addr, 'address');
   const size = r.get(L.size, 'size');
   if (r.bad) return u64Range(what, r.bad);
-  if ((flags & DmaUnmapFlag.GET_DIRTY_BITMAP) && p.length >= L.SIZE + vfio_user_bitmap.SIZE) {
+  if (flags & DmaUnmapFlag.GET_DIRTY_BITMAP && p.length >= L.SIZE + vfio_user_bitmap.SIZE) {
     const b = new Fields(p, L.SIZE);
     const pgsize = b.get(vfio_user_bitmap.pgsize, 'bitmap.pgsize');
     const bsize = b.get(vfio_user_bitmap.size, 'bitmap.size');
     if (b.bad) return u64Range(what, b.bad);
-    return ok({ argsz, flags, address, size, bitmap: { pgsize, size: bsize, data: p.subarray(L.SIZE + vfio_user_bitmap.SIZE) } });
+    return ok({
+      argsz,
+      flags,
+      address,
+      size,
+      bitmap: { pgsize, size: bsize, data: p.subarray(L.SIZE + vfio_user_bitmap.SIZE) },
+    });
   }
   if (p.length !== L.SIZE) return fail('PAYLOAD_MISMATCH', `${what} has ${p.length - L.SIZE} unexpected bytes`);
   return ok({ argsz, flags, address, size });
 }
 
-function decodeDeviceInfo(p: Buffer, what: string): Decoded<{ argsz: number; flags: number; numRegions: number; numIrqs: number }> {
+function decodeDeviceInfo(
+  p: Buffer,
+  what: string,
+): Decoded<{ argsz: number; flags: number; numRegions: number; numIrqs: number }> {
   const L = vfio_user_device_info;
   if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
-  return ok({ argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), numRegions: getField(p, 0, L.num_regions), numIrqs: getField(p, 0, L.num_irqs) });
+  return ok({
+    argsz: getField(p, 0, L.argsz),
+    flags: getField(p, 0, L.flags),
+    numRegions: getField(p, 0, L.num_regions),
+    numIrqs: getField(p, 0, L.num_irqs),
+  });
 }
 
 /** vfio_irq_info and vfio_user_region_io_fds_request: argsz, flags, index, count. */
 type IndexCountLayout = typeof vfio_irq_info | typeof vfio_user_region_io_fds_request;
 
-function decodeIndexCount(p: Buffer, L: IndexCountLayout, what: string): Decoded<{ argsz: number; flags: number; index: number; count: number }> {
+function decodeIndexCount(
+  p: Buffer,
+  L: IndexCountLayout,
+  what: string,
+): Decoded<{ argsz: number; flags: number; index: number; count: number }> {
   if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
-  return ok({ argsz: getField(p, 0, L.argsz), flags: getField(p, 0, L.flags), index: getField(p, 0, L.index), count: getField(p, 0, L.count) });
+  return ok({
+    argsz: getField(p, 0, L.argsz),
+    flags: getField(p, 0, L.flags),
+    index: getField(p, 0, L.index),
+    count: getField(p, 0, L.count),
+  });
 }
 
-function decodeRegionInfoStruct(p: Buffer): Decoded<{ argsz: number; flags: number; index: number; capOffset: number; size: number; offset: number }> {
+function decodeRegionInfoStruct(
+  p: Buffer,
+): Decoded<{ argsz: number; flags: number; index: number; capOffset: number; size: number; offset: number }> {
   const L = vfio_region_info;
   if (p.length < L.SIZE) return short('DEVICE_GET_REGION_INFO', L.SIZE, p.length);
   const r = new Fields(p);
   const v = {
-    argsz: r.get(L.argsz, 'argsz'), flags: r.get(L.flags, 'flags'), index: r.get(L.index, 'index'),
-    capOffset: r.get(L.cap_offset, 'cap_offset'), size: r.get(L.size, 'size'), offset: r.get(L.offset, 'offset'),
+    argsz: r.get(L.argsz, 'argsz'),
+    flags: r.get(L.flags, 'flags'),
+    index: r.get(L.index, 'index'),
+    capOffset: r.get(L.cap_offset, 'cap_offset'),
+    size: r.get(L.size, 'size'),
+    offset: r.get(L.offset, 'offset'),
   };
   return r.bad ? u64Range('DEVICE_GET_REGION_INFO', r.bad) : ok(v);
 }
@@ -371,7 +478,8 @@ function decodeRegionCaps(p: Buffer, flags: number, capOffset: number): Decoded<
   let at = capOffset;
   while (at !== 0) {
     if (caps.length === MAX_REGION_CAPS) return fail('BAD_CAP_CHAIN', 'region-info capability chain is too long');
-    if (at < vfio_region_info.SIZE || at + C.SIZE > p.length) return fail('BAD_CAP_CHAIN', `capability at ${at} lies outside the reply`);
+    if (at < vfio_region_info.SIZE || at + C.SIZE > p.length)
+      return fail('BAD_CAP_CHAIN', `capability at ${at} lies outside the reply`);
     const id = getField(p, at, C.id);
     const version = getField(p, at, C.version);
     const next = getField(p, at, C.next);
@@ -424,16 +532,24 @@ function decodeWriteMulti(p: Buffer): Decoded<WriteMultiEntry[]> {
   const E = vfio_user_write_multi_data;
   if (p.length < L.SIZE) return short('REGION_WRITE_MULTI', L.SIZE, p.length);
   const n = getField(p, 0, L.wr_cnt);
-  if (n === U64_UNSAFE || n > MAX_WRITE_MULTI_ENTRIES) return fail('COUNT_TOO_LARGE', `REGION_WRITE_MULTI wr_cnt ${n} is above ${MAX_WRITE_MULTI_ENTRIES}`);
-  if (p.length !== L.SIZE + n * E.SIZE) return fail('PAYLOAD_MISMATCH', `REGION_WRITE_MULTI wr_cnt ${n} but ${p.length} payload bytes`);
+  if (n === U64_UNSAFE || n > MAX_WRITE_MULTI_ENTRIES)
+    return fail('COUNT_TOO_LARGE', `REGION_WRITE_MULTI wr_cnt ${n} is above ${MAX_WRITE_MULTI_ENTRIES}`);
+  if (p.length !== L.SIZE + n * E.SIZE)
+    return fail('PAYLOAD_MISMATCH', `REGION_WRITE_MULTI wr_cnt ${n} but ${p.length} payload bytes`);
   const entries: WriteMultiEntry[] = [];
   for (let i = 0; i < n; i++) {
     const base = L.SIZE + i * E.SIZE;
     const offset = getField(p, base, E.offset);
     if (offset === U64_UNSAFE) return u64Range('REGION_WRITE_MULTI', 'offset');
     const count = getField(p, base, E.count);
-    if (count > WRITE_MULTI_DATA_SIZE) return fail('COUNT_TOO_LARGE', `REGION_WRITE_MULTI entry ${i} count ${count} is above 8`);
-    entries.push({ offset, region: getField(p, base, E.region), count, data: p.subarray(base + E.data.off, base + E.SIZE) });
+    if (count > WRITE_MULTI_DATA_SIZE)
+      return fail('COUNT_TOO_LARGE', `REGION_WRITE_MULTI entry ${i} count ${count} is above 8`);
+    entries.push({
+      offset,
+      region: getField(p, base, E.region),
+      count,
+      data: p.subarray(base + E.data.off, base + E.SIZE),
+    });
   }
   return ok(entries);
 }

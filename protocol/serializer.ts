@@ -8,11 +8,29 @@
 
 import { Command, DmaUnmapFlag, HeaderFlag, RegionInfoFlag } from './constants';
 import {
-  Field, setField, vfio_info_cap_header, vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_region_info_cap_sparse_mmap,
-  vfio_region_info_cap_type, vfio_region_sparse_mmap_area, vfio_user_bitmap, vfio_user_device_feature,
-  vfio_user_device_info, vfio_user_dirty_pages, vfio_user_dma_map, vfio_user_dma_rw, vfio_user_dma_unmap,
-  vfio_user_header, vfio_user_mig_data, vfio_user_region_access, vfio_user_region_io_fds_request,
-  vfio_user_version, vfio_user_write_multi, vfio_user_write_multi_data,
+  Field,
+  setField,
+  vfio_info_cap_header,
+  vfio_irq_info,
+  vfio_irq_set,
+  vfio_region_info,
+  vfio_region_info_cap_sparse_mmap,
+  vfio_region_info_cap_type,
+  vfio_region_sparse_mmap_area,
+  vfio_user_bitmap,
+  vfio_user_device_feature,
+  vfio_user_device_info,
+  vfio_user_dirty_pages,
+  vfio_user_dma_map,
+  vfio_user_dma_rw,
+  vfio_user_dma_unmap,
+  vfio_user_header,
+  vfio_user_mig_data,
+  vfio_user_region_access,
+  vfio_user_region_io_fds_request,
+  vfio_user_version,
+  vfio_user_write_multi,
+  vfio_user_write_multi_data,
 } from './layouts';
 import { HEADER_SIZE } from './limits';
 import type { Body, Header, RegionCap } from './messages';
@@ -103,7 +121,8 @@ export class MessageWriter {
   view(base: number, size: number): Buffer {
     const at = this.#start + HEADER_SIZE + base;
     const v = this.#view;
-    if (v !== null && v.byteOffset === this.#buf.byteOffset + at && v.length === size && v.buffer === this.#buf.buffer) return v;
+    if (v !== null && v.byteOffset === this.#buf.byteOffset + at && v.length === size && v.buffer === this.#buf.buffer)
+      return v;
     return (this.#view = this.#buf.subarray(at, at + size));
   }
 
@@ -178,33 +197,76 @@ export function encodeMessage(header: Omit<Header, 'size'>, body: Body): Buffer 
 /** The command number a body kind belongs to (undefined for 'error', which carries it in the header). */
 export function commandOfBody(body: Body): Command | undefined {
   switch (body.kind) {
-    case 'version': case 'versionReply': return Command.VERSION;
-    case 'dmaMap': case 'dmaMapReply': return Command.DMA_MAP;
-    case 'dmaUnmap': case 'dmaUnmapReply': return Command.DMA_UNMAP;
-    case 'deviceGetInfo': case 'deviceGetInfoReply': return Command.DEVICE_GET_INFO;
-    case 'deviceGetRegionInfo': case 'deviceGetRegionInfoReply': return Command.DEVICE_GET_REGION_INFO;
-    case 'deviceGetRegionIoFds': case 'deviceGetRegionIoFdsReply': return Command.DEVICE_GET_REGION_IO_FDS;
-    case 'deviceGetIrqInfo': case 'deviceGetIrqInfoReply': return Command.DEVICE_GET_IRQ_INFO;
-    case 'deviceSetIrqs': case 'deviceSetIrqsReply': return Command.DEVICE_SET_IRQS;
-    case 'regionRead': case 'regionReadReply': return Command.REGION_READ;
-    case 'regionWrite': case 'regionWriteReply': return Command.REGION_WRITE;
-    case 'dmaRead': case 'dmaReadReply': return Command.DMA_READ;
-    case 'dmaWrite': case 'dmaWriteReply': return Command.DMA_WRITE;
-    case 'deviceReset': case 'deviceResetReply': return Command.DEVICE_RESET;
-    case 'dirtyPages': case 'dirtyPagesReply': return Command.DIRTY_PAGES;
-    case 'regionWriteMulti': case 'regionWriteMultiReply': return Command.REGION_WRITE_MULTI;
-    case 'deviceFeature': case 'deviceFeatureReply': return Command.DEVICE_FEATURE;
-    case 'migDataRead': case 'migDataReadReply': return Command.MIG_DATA_READ;
-    case 'migDataWrite': case 'migDataWriteReply': return Command.MIG_DATA_WRITE;
-    case 'error': return undefined;
+    case 'version':
+    case 'versionReply':
+      return Command.VERSION;
+    case 'dmaMap':
+    case 'dmaMapReply':
+      return Command.DMA_MAP;
+    case 'dmaUnmap':
+    case 'dmaUnmapReply':
+      return Command.DMA_UNMAP;
+    case 'deviceGetInfo':
+    case 'deviceGetInfoReply':
+      return Command.DEVICE_GET_INFO;
+    case 'deviceGetRegionInfo':
+    case 'deviceGetRegionInfoReply':
+      return Command.DEVICE_GET_REGION_INFO;
+    case 'deviceGetRegionIoFds':
+    case 'deviceGetRegionIoFdsReply':
+      return Command.DEVICE_GET_REGION_IO_FDS;
+    case 'deviceGetIrqInfo':
+    case 'deviceGetIrqInfoReply':
+      return Command.DEVICE_GET_IRQ_INFO;
+    case 'deviceSetIrqs':
+    case 'deviceSetIrqsReply':
+      return Command.DEVICE_SET_IRQS;
+    case 'regionRead':
+    case 'regionReadReply':
+      return Command.REGION_READ;
+    case 'regionWrite':
+    case 'regionWriteReply':
+      return Command.REGION_WRITE;
+    case 'dmaRead':
+    case 'dmaReadReply':
+      return Command.DMA_READ;
+    case 'dmaWrite':
+    case 'dmaWriteReply':
+      return Command.DMA_WRITE;
+    case 'deviceReset':
+    case 'deviceResetReply':
+      return Command.DEVICE_RESET;
+    case 'dirtyPages':
+    case 'dirtyPagesReply':
+      return Command.DIRTY_PAGES;
+    case 'regionWriteMulti':
+    case 'regionWriteMultiReply':
+      return Command.REGION_WRITE_MULTI;
+    case 'deviceFeature':
+    case 'deviceFeatureReply':
+      return Command.DEVICE_FEATURE;
+    case 'migDataRead':
+    case 'migDataReadReply':
+      return Command.MIG_DATA_READ;
+    case 'migDataWrite':
+    case 'migDataWriteReply':
+      return Command.MIG_DATA_WRITE;
+    case 'error':
+      return undefined;
   }
 }
 
 /** vfio_irq_info and vfio_user_region_io_fds_request: argsz, flags, index, count. */
-function writeIndexCount(w: MessageWriter, L: typeof vfio_irq_info | typeof vfio_user_region_io_fds_request,
-                         body: { argsz: number; flags: number; index: number; count: number }): void {
+function writeIndexCount(
+  w: MessageWriter,
+  L: typeof vfio_irq_info | typeof vfio_user_region_io_fds_request,
+  body: { argsz: number; flags: number; index: number; count: number },
+): void {
   const at = w.reserve(L.SIZE);
-  w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags).field(at, L.index, body.index).field(at, L.count, body.count);
+  w.field(at, L.argsz, body.argsz)
+    .field(at, L.flags, body.flags)
+    .field(at, L.index, body.index)
+    .field(at, L.count, body.count);
 }
 
 /** Append the payload of `body` to the open message. */
@@ -229,16 +291,22 @@ function writeStruct(w: MessageWriter, body: Body): void {
     case 'dmaMap': {
       const L = vfio_user_dma_map;
       const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags).field(at, L.offset, body.offset)
-        .field(at, L.addr, body.address).field(at, L.size, body.size);
+      w.field(at, L.argsz, body.argsz)
+        .field(at, L.flags, body.flags)
+        .field(at, L.offset, body.offset)
+        .field(at, L.addr, body.address)
+        .field(at, L.size, body.size);
       return;
     }
     case 'dmaUnmap':
     case 'dmaUnmapReply': {
       const L = vfio_user_dma_unmap;
       const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags).field(at, L.addr, body.address).field(at, L.size, body.size);
-      if (body.bitmap && (body.flags & DmaUnmapFlag.GET_DIRTY_BITMAP)) {
+      w.field(at, L.argsz, body.argsz)
+        .field(at, L.flags, body.flags)
+        .field(at, L.addr, body.address)
+        .field(at, L.size, body.size);
+      if (body.bitmap && body.flags & DmaUnmapFlag.GET_DIRTY_BITMAP) {
         const B = vfio_user_bitmap;
         const bt = w.reserve(B.SIZE);
         w.field(bt, B.pgsize, body.bitmap.pgsize).field(bt, B.size, body.bitmap.size);
@@ -247,11 +315,13 @@ function writeStruct(w: MessageWriter, body: Body): void {
       return;
     }
     case 'deviceGetInfo':
-    case 'deviceGetInfoReply':
-    {
+    case 'deviceGetInfoReply': {
       const L = vfio_user_device_info;
       const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags).field(at, L.num_regions, body.numRegions).field(at, L.num_irqs, body.numIrqs);
+      w.field(at, L.argsz, body.argsz)
+        .field(at, L.flags, body.flags)
+        .field(at, L.num_regions, body.numRegions)
+        .field(at, L.num_irqs, body.numIrqs);
       return;
     }
     case 'deviceGetRegionInfo':
@@ -259,7 +329,7 @@ function writeStruct(w: MessageWriter, body: Body): void {
       return;
     case 'deviceGetRegionInfoReply': {
       const base = writeRegionInfoStruct(w, body.argsz, body.flags, body.index, body.capOffset, body.size, body.offset);
-      if (body.caps.length > 0 && (body.flags & RegionInfoFlag.CAPS)) writeRegionCaps(w, base, body.caps);
+      if (body.caps.length > 0 && body.flags & RegionInfoFlag.CAPS) writeRegionCaps(w, base, body.caps);
       return;
     }
     case 'deviceGetRegionIoFds':
@@ -277,8 +347,11 @@ function writeStruct(w: MessageWriter, body: Body): void {
     case 'deviceSetIrqs': {
       const L = vfio_irq_set;
       const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags).field(at, L.index, body.index)
-        .field(at, L.start, body.start).field(at, L.count, body.count);
+      w.field(at, L.argsz, body.argsz)
+        .field(at, L.flags, body.flags)
+        .field(at, L.index, body.index)
+        .field(at, L.start, body.start)
+        .field(at, L.count, body.count);
       w.bytes(body.data);
       return;
     }
@@ -319,7 +392,10 @@ function writeStruct(w: MessageWriter, body: Body): void {
     case 'deviceFeature':
     case 'deviceFeatureReply': {
       // vfio_user_dirty_pages and vfio_user_device_feature share this head.
-      const L = body.kind === 'dirtyPages' || body.kind === 'dirtyPagesReply' ? vfio_user_dirty_pages : vfio_user_device_feature;
+      const L =
+        body.kind === 'dirtyPages' || body.kind === 'dirtyPagesReply'
+          ? vfio_user_dirty_pages
+          : vfio_user_device_feature;
       const at = w.reserve(L.SIZE);
       w.field(at, L.argsz, body.argsz).field(at, L.flags, body.flags);
       w.bytes(body.data);
@@ -351,17 +427,30 @@ function writeStruct(w: MessageWriter, body: Body): void {
 
 const NUL = Buffer.from([0]);
 
-function writeRegionInfoStruct(w: MessageWriter, argsz: number, flags: number, index: number, capOffset: number, size: number, offset: number): number {
+function writeRegionInfoStruct(
+  w: MessageWriter,
+  argsz: number,
+  flags: number,
+  index: number,
+  capOffset: number,
+  size: number,
+  offset: number,
+): number {
   const L = vfio_region_info;
   const at = w.reserve(L.SIZE);
-  w.field(at, L.argsz, argsz).field(at, L.flags, flags).field(at, L.index, index)
-    .field(at, L.cap_offset, capOffset).field(at, L.size, size).field(at, L.offset, offset);
+  w.field(at, L.argsz, argsz)
+    .field(at, L.flags, flags)
+    .field(at, L.index, index)
+    .field(at, L.cap_offset, capOffset)
+    .field(at, L.size, size)
+    .field(at, L.offset, offset);
   return at;
 }
 
 /** Size in bytes of a capability as encoded (header included). */
 export function regionCapSize(cap: RegionCap): number {
-  if ('areas' in cap) return vfio_region_info_cap_sparse_mmap.SIZE + cap.areas.length * vfio_region_sparse_mmap_area.SIZE;
+  if ('areas' in cap)
+    return vfio_region_info_cap_sparse_mmap.SIZE + cap.areas.length * vfio_region_sparse_mmap_area.SIZE;
   if ('subtype' in cap) return vfio_region_info_cap_type.SIZE;
   return vfio_info_cap_header.SIZE + cap.raw.length;
 }
@@ -402,4 +491,3 @@ function writeDmaAccess(w: MessageWriter, address: number, count: number): void 
   const at = w.reserve(L.SIZE);
   w.field(at, L.addr, address).field(at, L.count, count);
 }
-

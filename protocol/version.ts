@@ -11,29 +11,37 @@ import { MAX_VERSION_JSON } from './limits';
 
 const uint = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 
-export const migrationCapSchema = z.object({
-  pgsize: uint.optional(),
-  max_bitmap_size: uint.optional(),
-}).passthrough();
+export const migrationCapSchema = z
+  .object({
+    pgsize: uint.optional(),
+    max_bitmap_size: uint.optional(),
+  })
+  .passthrough();
 
-export const twinSocketCapSchema = z.object({
-  supported: z.boolean(),
-  fd_index: uint.optional(),
-}).passthrough();
+export const twinSocketCapSchema = z
+  .object({
+    supported: z.boolean(),
+    fd_index: uint.optional(),
+  })
+  .passthrough();
 
-export const capabilitiesSchema = z.object({
-  max_msg_fds: uint.max(1024).optional(),
-  max_data_xfer_size: uint.optional(),
-  max_dma_maps: uint.optional(),
-  pgsizes: uint.optional(),
-  migration: migrationCapSchema.optional(),
-  twin_socket: twinSocketCapSchema.optional(),
-  write_multiple: z.boolean().optional(),
-}).passthrough();
+export const capabilitiesSchema = z
+  .object({
+    max_msg_fds: uint.max(1024).optional(),
+    max_data_xfer_size: uint.optional(),
+    max_dma_maps: uint.optional(),
+    pgsizes: uint.optional(),
+    migration: migrationCapSchema.optional(),
+    twin_socket: twinSocketCapSchema.optional(),
+    write_multiple: z.boolean().optional(),
+  })
+  .passthrough();
 
-export const versionJsonSchema = z.object({
-  capabilities: capabilitiesSchema.optional(),
-}).passthrough();
+export const versionJsonSchema = z
+  .object({
+    capabilities: capabilitiesSchema.optional(),
+  })
+  .passthrough();
 
 export type Capabilities = z.infer<typeof capabilitiesSchema>;
 
@@ -58,7 +66,8 @@ export interface PeerLimits {
 /** Parse and validate a VERSION JSON text (without its NUL); undefined means no JSON. */
 export function parseCapabilities(json: string | undefined): Decoded<Capabilities> {
   if (json === undefined) return ok({});
-  if (json.length > MAX_VERSION_JSON) return fail('BAD_JSON', `VERSION JSON is ${json.length} bytes (limit ${MAX_VERSION_JSON})`);
+  if (json.length > MAX_VERSION_JSON)
+    return fail('BAD_JSON', `VERSION JSON is ${json.length} bytes (limit ${MAX_VERSION_JSON})`);
   let value: unknown;
   try {
     value = JSON.parse(json);
@@ -90,7 +99,12 @@ export function peerLimits(caps: Capabilities): PeerLimits {
  * Build the JSON a server sends back. Kept short on purpose: QEMU's reply
  * buffer is the size of its own request (docs/vfio-user-protocol.md 3.2).
  */
-export function serverCapabilitiesJson(caps: { maxMsgFds: number; maxDataXferSize: number; maxDmaMaps: number; pgsizes: number }): string {
+export function serverCapabilitiesJson(caps: {
+  maxMsgFds: number;
+  maxDataXferSize: number;
+  maxDmaMaps: number;
+  pgsizes: number;
+}): string {
   return JSON.stringify({
     capabilities: {
       max_msg_fds: caps.maxMsgFds,
@@ -102,7 +116,12 @@ export function serverCapabilitiesJson(caps: { maxMsgFds: number; maxDataXferSiz
 }
 
 /** Check a server's VERSION reply against what the client proposed (the client's side of the rules). */
-export function checkVersionReply(proposedMajor: number, proposedMinor: number, major: number, minor: number): string | null {
+export function checkVersionReply(
+  proposedMajor: number,
+  proposedMinor: number,
+  major: number,
+  minor: number,
+): string | null {
   if (major !== proposedMajor) return `server answered major ${major}, client proposed ${proposedMajor}`;
   if (minor > proposedMinor) return `server answered minor ${minor}, above the proposed ${proposedMinor}`;
   return null;

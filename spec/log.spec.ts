@@ -9,6 +9,10 @@ describe('log: journald detection', () => {
     expect(stderrIsJournal({ JOURNAL_STREAM: '2049:78' }, stat)).to.equal(false); // inherited by a child whose stderr was redirected
     expect(stderrIsJournal({}, stat)).to.equal(false);
     expect(stderrIsJournal({ JOURNAL_STREAM: 'garbage' }, stat)).to.equal(false);
-    expect(stderrIsJournal({ JOURNAL_STREAM: '2049:77' }, () => { throw new Error('EBADF'); })).to.equal(false);
+    expect(
+      stderrIsJournal({ JOURNAL_STREAM: '2049:77' }, () => {
+        throw new Error('EBADF');
+      }),
+    ).to.equal(false);
   });
 });

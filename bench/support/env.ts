@@ -10,7 +10,9 @@ export function envNumber(name: string, def: number, min: number, max: number, i
   if (raw === undefined || raw.trim() === '') return def;
   const v = Number(raw);
   if (!Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
-    throw new Error(`${name}=${JSON.stringify(raw)}: want ${integer ? 'an integer' : 'a number'} from ${min} to ${max} (default ${def})`);
+    throw new Error(
+      `${name}=${JSON.stringify(raw)}: want ${integer ? 'an integer' : 'a number'} from ${min} to ${max} (default ${def})`,
+    );
   }
   return v;
 }
@@ -20,6 +22,7 @@ export function envChoice<T extends string>(name: string, choices: readonly [T, 
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === '') return choices[0];
   const v = choices.find((c) => c === raw);
-  if (v === undefined) throw new Error(`${name}=${JSON.stringify(raw)}: want one of ${choices.join(', ')} (default ${choices[0]})`);
+  if (v === undefined)
+    throw new Error(`${name}=${JSON.stringify(raw)}: want one of ${choices.join(', ')} (default ${choices[0]})`);
   return v;
 }

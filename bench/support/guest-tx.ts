@@ -16,7 +16,8 @@ export async function txRate(g: IonicGuest, f: Buffer, n: number): Promise<numbe
   const t0 = process.hrtime.bigint();
   for (let sent = 0; sent < n;) {
     let last: Promise<unknown> | null = null;
-    for (let i = 0; i < TX_BATCH && sent < n; i++, sent++) last = g.postFrame(f, { ring: i === TX_BATCH - 1 || sent === n - 1 }).done;
+    for (let i = 0; i < TX_BATCH && sent < n; i++, sent++)
+      last = g.postFrame(f, { ring: i === TX_BATCH - 1 || sent === n - 1 }).done;
     await last;
   }
   return n / (Number(process.hrtime.bigint() - t0) / 1e9);
@@ -42,7 +43,7 @@ export async function tsoRate(g: IonicGuest, frame: Buffer, hdrLen: number, mss:
     run.push({ desc: d });
     off += take;
   }
-  const runsPerBatch = Math.max(1, Math.floor(TX_BATCH * 6 / run.length));
+  const runsPerBatch = Math.max(1, Math.floor((TX_BATCH * 6) / run.length));
   const t0 = process.hrtime.bigint();
   for (let sent = 0; sent < n;) {
     let last: Promise<unknown> | null = null;

@@ -60,7 +60,11 @@ export class RdmaPair {
   #unreported = 0;
   #id = 0;
 
-  private constructor(readonly g: IonicGuest, readonly r: RdmaGuest, readonly o: PairOptions) {
+  private constructor(
+    readonly g: IonicGuest,
+    readonly r: RdmaGuest,
+    readonly o: PairOptions,
+  ) {
     this.sqSize = 1 << o.sqLog2;
     // CQ twice the SQ: at most sqSize - 1 WQEs are in flight and the read
     // position is reported before sqSize / 4 CQEs go unreported.
@@ -89,7 +93,12 @@ export class RdmaPair {
     const pages: number[] = [];
     for (let at = 0; at < this.o.mrBytes; at += PAGE) pages.push(this.mr + at);
     await v.createMr({ key: MR_KEY, pages, va: this.mr, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
-    const a = await v.createQp(QP_A, QpT.RC, { sqCq: sendCq, rqCq: recvCq, depthLog2: this.o.sqLog2, strideLog2: WQE_STRIDE_LOG2 });
+    const a = await v.createQp(QP_A, QpT.RC, {
+      sqCq: sendCq,
+      rqCq: recvCq,
+      depthLog2: this.o.sqLog2,
+      strideLog2: WQE_STRIDE_LOG2,
+    });
     const b = await v.createQp(QP_B, QpT.RC, { sqCq: sendCq, rqCq: recvCq, depthLog2: 2, strideLog2: WQE_STRIDE_LOG2 });
     this.#sqOff = a.sq.at - this.g.base;
     await v.connectPair(a, b, { access: QpF.REMOTE_WRITE | QpF.REMOTE_READ });
@@ -153,8 +162,10 @@ export class RdmaPair {
       const qtf = b.readUInt32BE(at + 28);
       const type = (qtf >>> 5) & 7;
       const qid = qtf >>> 8;
-      if (qtf & 2) throw new Error(`error CQE at index ${this.#cqCi}: type ${type} qid ${qid} status ${b.readUInt32BE(at + 24)}`);
-      if (type !== CQE_SEND_MSN || qid !== QP_A) throw new Error(`unexpected CQE at index ${this.#cqCi}: type ${type} qid ${qid}`);
+      if (qtf & 2)
+        throw new Error(`error CQE at index ${this.#cqCi}: type ${type} qid ${qid} status ${b.readUInt32BE(at + 24)}`);
+      if (type !== CQE_SEND_MSN || qid !== QP_A)
+        throw new Error(`unexpected CQE at index ${this.#cqCi}: type ${type} qid ${qid}`);
       const msn = b.readUInt32BE(at + 4);
       const want = (this.#msn + 1) & 0xffffff;
       if (msn !== want) throw new Error(`CQE at index ${this.#cqCi}: msn ${msn}, expected ${want}`);

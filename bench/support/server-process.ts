@@ -30,20 +30,35 @@ export interface ServerStart {
 }
 
 export function startServerProcess(o: ServerStart): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [...(o.nodeFlags ?? []), BIN, '-s', o.sock, ...o.args],
-    { stdio: ['ignore', 'pipe', 'pipe'], ...(o.env ? { env: o.env } : {}) });
+  const proc = spawn(process.execPath, [...(o.nodeFlags ?? []), BIN, '-s', o.sock, ...o.args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(o.env ? { env: o.env } : {}),
+  });
   let text = '';
-  proc.stdout!.on('data', (d: Buffer) => { text += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { text += d.toString(); });
+  proc.stdout!.on('data', (d: Buffer) => {
+    text += d.toString();
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    text += d.toString();
+  });
   const ready = o.ready ?? [/serving/];
   const timeoutMs = o.timeoutMs ?? 10000;
   const who = o.name ? `${o.name}: ` : '';
   return new Promise((resolve, reject) => {
     const t0 = Date.now();
     const check = (): void => {
-      if (proc.exitCode !== null || proc.signalCode !== null) { reject(new Error(`${who}server exited (${proc.exitCode ?? proc.signalCode}): ${text.trim()}`)); return; }
-      if (fs.existsSync(o.sock) && ready.every((re) => re.test(text))) { resolve({ proc, log: () => text }); return; }
-      if (Date.now() - t0 > timeoutMs) { reject(new Error(`${who}server not ready after ${timeoutMs / 1000} s: ${text.trim()}`)); return; }
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        reject(new Error(`${who}server exited (${proc.exitCode ?? proc.signalCode}): ${text.trim()}`));
+        return;
+      }
+      if (fs.existsSync(o.sock) && ready.every((re) => re.test(text))) {
+        resolve({ proc, log: () => text });
+        return;
+      }
+      if (Date.now() - t0 > timeoutMs) {
+        reject(new Error(`${who}server not ready after ${timeoutMs / 1000} s: ${text.trim()}`));
+        return;
+      }
       setTimeout(check, 20);
     };
     check();
@@ -54,8 +69,13 @@ export function startServerProcess(o: ServerStart): Promise<ServerProcess> {
 export function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    const t = setTimeout(() => { proc.kill('SIGKILL'); }, 10000);
-    proc.once('exit', () => { clearTimeout(t); resolve(); });
+    const t = setTimeout(() => {
+      proc.kill('SIGKILL');
+    }, 10000);
+    proc.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
     proc.kill(signal);
   });
 }

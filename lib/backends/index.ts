@@ -11,13 +11,7 @@ import { nvmeofKind } from './nvmeof';
 import { s3Kind } from './s3';
 
 /** In the order --help lists them. */
-export const BACKEND_KINDS: readonly BackendKind[] = [
-  loopbackKind,
-  noneKind,
-  meshKind,
-  nvmeofKind,
-  s3Kind,
-];
+export const BACKEND_KINDS: readonly BackendKind[] = [loopbackKind, noneKind, meshKind, nvmeofKind, s3Kind];
 
 /** The kind that takes `spec`, or undefined. */
 export function backendKind(spec: string): BackendKind | undefined {

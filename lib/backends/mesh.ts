@@ -14,13 +14,21 @@ export class MeshBackend implements RdmaBackend {
   /** The mesh data path, once attached to an engine. */
   dataPath: MeshDataPath | null = null;
 
-  constructor(readonly mesh: MeshPort, readonly options?: MeshDataPathOptions) {}
+  constructor(
+    readonly mesh: MeshPort,
+    readonly options?: MeshDataPathOptions,
+  ) {}
 
   attach(engine: DataPathEngine | null, segment: GuestSegment): void {
     if (!engine) return;
     const dp = installMeshDataPath(engine, this.mesh, this.options);
     this.dataPath = dp;
-    segment.addEndpoint({ claimTx(frame) { dp.observeTx(frame); return false; } });
+    segment.addEndpoint({
+      claimTx(frame) {
+        dp.observeTx(frame);
+        return false;
+      },
+    });
   }
 
   consumerPresent(present: boolean): void {

@@ -14,7 +14,10 @@ export class NvmeofBackend implements RdmaBackend, ServedBackend {
   /** The target's data path, once attached to an engine. */
   dataPath: NvmeofDataPath | null = null;
 
-  constructor(readonly target: NvmeofTarget, readonly options?: NvmeofDataPathOptions) {}
+  constructor(
+    readonly target: NvmeofTarget,
+    readonly options?: NvmeofDataPathOptions,
+  ) {}
 
   attach(engine: DataPathEngine | null, segment: GuestSegment): void {
     if (!engine) return;
@@ -49,7 +52,9 @@ export const nvmeofKind: BackendKind = {
           } catch (e) {
             return { ok: false, error: `--backend ${spec}: cannot open the namespace: ${(e as Error).message}` };
           }
-          ctx.log.info(`rocm-ernic: NVMe-oF target ${o.nqn} at ${o.ip}:${o.port}, namespace ${o.nsid}: ${o.size} bytes (${o.bs}-byte blocks) in ${o.file ?? 'RAM'}`);
+          ctx.log.info(
+            `rocm-ernic: NVMe-oF target ${o.nqn} at ${o.ip}:${o.port}, namespace ${o.nsid}: ${o.size} bytes (${o.bs}-byte blocks) in ${o.file ?? 'RAM'}`,
+          );
           return { ok: true, value: new NvmeofBackend(target) };
         },
       },

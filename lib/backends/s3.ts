@@ -55,8 +55,14 @@ export class S3Backend implements RdmaBackend, ServedBackend {
       return { ok: false, error: `cannot listen on ${o.listen!.host}:${o.listen!.port}: ${(e as Error).message}` };
     }
     const where = ep.hostAddress;
-    const host = where && typeof where === 'object' ? `, also http://${where.family === 'IPv6' ? `[${where.address}]` : where.address}:${where.port}` : '';
-    return { ok: true, value: `rocm-ernic: S3 store bucket ${o.bucket} at http://${o.ip}:${o.port}${host}: ${ep.store.count} objects, ${o.size} bytes in ${o.dir ?? 'RAM'}${this.s3.credentials ? ', SigV4 required' : ''}` };
+    const host =
+      where && typeof where === 'object'
+        ? `, also http://${where.family === 'IPv6' ? `[${where.address}]` : where.address}:${where.port}`
+        : '';
+    return {
+      ok: true,
+      value: `rocm-ernic: S3 store bucket ${o.bucket} at http://${o.ip}:${o.port}${host}: ${ep.store.count} objects, ${o.size} bytes in ${o.dir ?? 'RAM'}${this.s3.credentials ? ', SigV4 required' : ''}`,
+    };
   }
 
   async close(): Promise<void> {

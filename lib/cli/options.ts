@@ -20,7 +20,12 @@ export function helpWidth(): number {
 export function usageFailure(name: string): (message: string) => never {
   return (message: string): never => {
     // One line, always: yargs' messages can span several.
-    process.stderr.write(`${name}: ${message.trim().replace(/:\s*\n\s*/g, ': ').replace(/\s*\n\s*/g, '; ')}\n`);
+    process.stderr.write(
+      `${name}: ${message
+        .trim()
+        .replace(/:\s*\n\s*/g, ': ')
+        .replace(/\s*\n\s*/g, '; ')}\n`,
+    );
     process.exit(2);
   };
 }
@@ -46,7 +51,12 @@ export function repeatedSingles(argv: Record<string, unknown>, arrays: ReadonlyS
  * options, a one-line failure, options given twice refused, and a help width
  * that keeps values whole. `arrays` names the options that may repeat.
  */
-export function conventions<T>(y: Argv<T>, name: string, arrays: readonly string[] = [], fail: (message: string) => void = usageFailure(name)): Argv<T> {
+export function conventions<T>(
+  y: Argv<T>,
+  name: string,
+  arrays: readonly string[] = [],
+  fail: (message: string) => void = usageFailure(name),
+): Argv<T> {
   const repeatable = new Set<string>(arrays);
   return y
     .strict()
@@ -70,7 +80,8 @@ export function parseIntOption(name: string, text: unknown, min: number, max: nu
   if (Array.isArray(text)) throw new Error(`--${name} given more than once (it takes one value)`);
   const s = String(text);
   const n = /^-?\d+$/.test(s.trim()) ? Number(s.trim()) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new Error(`--${name} ${s}: expected ${what} from ${min} to ${max}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new Error(`--${name} ${s}: expected ${what} from ${min} to ${max}`);
   return n;
 }
 

@@ -23,11 +23,18 @@ export function notifyReady(status: string, log: Logger, o: NotifyOptions = {}):
   const env = o.env ?? process.env;
   if (!env.NOTIFY_SOCKET) return Promise.resolve(false);
   return new Promise((resolve) => {
-    execFile(o.program ?? 'systemd-notify', ['--ready', `--pid=${process.pid}`, `--status=${status.slice(0, 200)}`], { env, timeout: 10_000 }, (err) => {
-      if (err) {
-        log.warn(`systemd: could not report readiness (${err.message.split('\n')[0]}); a Type=notify unit will time out`);
-        resolve(false);
-      } else resolve(true);
-    });
+    execFile(
+      o.program ?? 'systemd-notify',
+      ['--ready', `--pid=${process.pid}`, `--status=${status.slice(0, 200)}`],
+      { env, timeout: 10_000 },
+      (err) => {
+        if (err) {
+          log.warn(
+            `systemd: could not report readiness (${err.message.split('\n')[0]}); a Type=notify unit will time out`,
+          );
+          resolve(false);
+        } else resolve(true);
+      },
+    );
   });
 }

@@ -16,7 +16,14 @@ import type { BarHandler } from '../index';
 export const DEMO_VENDOR_ID = 0x1dd8;
 export const DEMO_DEVICE_ID = 0xee01;
 export const DEMO_MAGIC = 0x45524e43;
-export const DEMO_REGS = { ID: 0x000, COUNTER: 0x004, DOORBELL: 0x008, INTX: 0x00c, SCRATCH: 0x100, SCRATCH_END: 0x1000 } as const;
+export const DEMO_REGS = {
+  ID: 0x000,
+  COUNTER: 0x004,
+  DOORBELL: 0x008,
+  INTX: 0x00c,
+  SCRATCH: 0x100,
+  SCRATCH_END: 0x1000,
+} as const;
 export const DEMO_VECTORS = 8;
 
 export function createDemoDevice(): PciFunction {
@@ -32,8 +39,10 @@ export function createDemoDevice(): PciFunction {
         const reg = at & ~3;
         if (reg === DEMO_REGS.ID) word.writeUInt32LE(DEMO_MAGIC);
         else if (reg === DEMO_REGS.COUNTER) word.writeUInt32LE(counter >>> 0);
-        else if (at >= DEMO_REGS.SCRATCH && at < DEMO_REGS.SCRATCH_END) { dst[i] = scratch[at]!; continue; }
-        else word.fill(0);
+        else if (at >= DEMO_REGS.SCRATCH && at < DEMO_REGS.SCRATCH_END) {
+          dst[i] = scratch[at]!;
+          continue;
+        } else word.fill(0);
         dst[i] = word[at & 3]!;
       }
       return 0;
@@ -47,16 +56,20 @@ export function createDemoDevice(): PciFunction {
         counter++;
         fn.raise(src.readUInt32LE(0) % DEMO_VECTORS);
       } else if (offset === DEMO_REGS.INTX && src.length === 4) {
-        if (src.readUInt32LE(0)) fn.intx.assert(); else fn.intx.deassert();
+        if (src.readUInt32LE(0)) fn.intx.assert();
+        else fn.intx.deassert();
       }
       // Other writes hit read-only or unused registers: dropped, as hardware does.
       return 0;
     },
   };
   fn = new PciFunction({
-    vendorId: DEMO_VENDOR_ID, deviceId: DEMO_DEVICE_ID,
-    subsystemVendorId: DEMO_VENDOR_ID, subsystemId: 0x0001,
-    classCode: 0xff0000, revision: 1,
+    vendorId: DEMO_VENDOR_ID,
+    deviceId: DEMO_DEVICE_ID,
+    subsystemVendorId: DEMO_VENDOR_ID,
+    subsystemId: 0x0001,
+    classCode: 0xff0000,
+    revision: 1,
     bars: [{ index: 0, size: 16 * 1024, kind: 'mem64', handler: bar0 }],
     msix: { vectors: DEMO_VECTORS, tableBar: 0, tableOffset: 0x2000, pbaBar: 0, pbaOffset: 0x3000 },
     intx: true,

@@ -63,11 +63,17 @@ export class Idio16Registers implements BarHandler {
 /** The PCI function: conventional PCI, BAR2 = 256 bytes of I/O, INTA, nothing else. */
 export function createIdio16(regs = new Idio16Registers()): PciFunction {
   return new PciFunction({
-    vendorId: 0x494f, deviceId: 0x0dc8, subsystemVendorId: 0, subsystemId: 0, classCode: 0,
+    vendorId: 0x494f,
+    deviceId: 0x0dc8,
+    subsystemVendorId: 0,
+    subsystemId: 0,
+    classCode: 0,
     bars: [{ index: 2, size: 0x100, kind: 'io', handler: regs }],
     intx: true,
     powerManagement: false,
-    onReset: (reason) => { if (reason !== 'lost-connection') regs.reset(); },
+    onReset: (reason) => {
+      if (reason !== 'lost-connection') regs.reset();
+    },
   });
 }
 
@@ -75,13 +81,18 @@ async function main(argv: string[]): Promise<void> {
   const i = argv.indexOf('--socket');
   const socketPath = i >= 0 ? argv[i + 1] : undefined;
   if (!socketPath || argv.includes('--help')) {
-    console.error('usage: idio16.js --socket PATH [--verbose]  (in a checkout: npm run example:idio16 -- --socket PATH)\n\nServes an ACCES PCI-IDIO-16 (494f:0dc8) on a vfio-user socket.');
+    console.error(
+      'usage: idio16.js --socket PATH [--verbose]  (in a checkout: npm run example:idio16 -- --socket PATH)\n\nServes an ACCES PCI-IDIO-16 (494f:0dc8) on a vfio-user socket.',
+    );
     process.exit(argv.includes('--help') ? 0 : 2);
   }
   const log = createLogger({ level: argv.includes('--verbose') ? 'debug' : 'info' });
   const server = new VfioUserServer({ socketPath, device: createIdio16(), log });
   await server.listen();
-  const stop = (): void => { server.close(); process.exit(0); };
+  const stop = (): void => {
+    server.close();
+    process.exit(0);
+  };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
 }

@@ -116,7 +116,8 @@ export class Bar0Registers implements BarHandler {
     const to = Math.min(offset + src.length, bar0.DEV_CMD + ionic_dev_cmd_regs.SIZE);
     src.copy(this.#devCmd, from - bar0.DEV_CMD, from - offset, to - offset);
     const db = bar0.DEV_CMD + ionic_dev_cmd_regs.doorbell.off;
-    if (from <= db && to > db && getField(this.#devCmd, 0, ionic_dev_cmd_regs.doorbell) === IONIC_DEV_CMD_DOORBELL_RING) this.#onDevCmdDoorbell();
+    if (from <= db && to > db && getField(this.#devCmd, 0, ionic_dev_cmd_regs.doorbell) === IONIC_DEV_CMD_DOORBELL_RING)
+      this.#onDevCmdDoorbell();
   }
 
   /** Interrupt control: registers are u32; a narrower or unaligned write updates the bytes it covers. */
@@ -140,7 +141,12 @@ export class Bar0Registers implements BarHandler {
     const cmd = d.subarray(ionic_dev_cmd_regs.CMD, ionic_dev_cmd_regs.CMD + ionic_dev_cmd_regs.CMD_SIZE);
     const comp = d.subarray(ionic_dev_cmd_regs.COMP, ionic_dev_cmd_regs.COMP + ionic_dev_cmd_regs.COMP_SIZE);
     comp.fill(0);
-    executeCommand(this.#commands, Buffer.from(cmd), comp, d.subarray(ionic_dev_cmd_regs.DATA, ionic_dev_cmd_regs.DATA + ionic_dev_cmd_regs.DATA_SIZE));
+    executeCommand(
+      this.#commands,
+      Buffer.from(cmd),
+      comp,
+      d.subarray(ionic_dev_cmd_regs.DATA, ionic_dev_cmd_regs.DATA + ionic_dev_cmd_regs.DATA_SIZE),
+    );
     // done only after the completion and the data are final.
     setField(d, 0, ionic_dev_cmd_regs.done, IONIC_DEV_CMD_DONE);
   }

@@ -6,15 +6,59 @@
 
 import { MemStatus } from '../vfio-user/guest-memory';
 import {
-  IONIC_LIF_CAP_P4, IONIC_MAX_RING_LOG2, IONIC_MIN_RING_LOG2, LifAttr, LinkStatus, Opcode, QControlOp, QInitFlag, QType, RxFilterMatch, Status,
+  IONIC_LIF_CAP_P4,
+  IONIC_MAX_RING_LOG2,
+  IONIC_MIN_RING_LOG2,
+  LifAttr,
+  LinkStatus,
+  Opcode,
+  QControlOp,
+  QInitFlag,
+  QType,
+  RxFilterMatch,
+  Status,
 } from './constants';
-import { buildPortInfo, MAX_MCAST_FILTERS, MAX_UCAST_FILTERS, queueCount, writeDevIdentity, writeLifConfig, writeLifIdentity, writePortIdentity, writeQIdentity } from './identity';
 import {
-  getField, setField, setRawBytes, viewRaw, ionic_cmd, ionic_comp, ionic_dev_identify_cmd, ionic_dev_identify_comp,
-  ionic_lif_getattr_cmd, ionic_lif_getattr_comp, ionic_lif_identify_cmd, ionic_lif_identity, ionic_lif_identify_comp, ionic_lif_info,
-  ionic_lif_init_cmd, ionic_lif_init_comp, ionic_lif_setattr_cmd, ionic_lif_setattr_comp, ionic_port_init_cmd,
-  ionic_q_control_cmd, ionic_q_identify_cmd, ionic_q_identify_comp, ionic_q_identity, ionic_q_init_cmd, ionic_q_init_comp,
-  ionic_rx_filter_add_cmd, ionic_rx_filter_add_comp, ionic_rx_filter_del_cmd, ionic_rx_mode_set_cmd,
+  buildPortInfo,
+  MAX_MCAST_FILTERS,
+  MAX_UCAST_FILTERS,
+  queueCount,
+  writeDevIdentity,
+  writeLifConfig,
+  writeLifIdentity,
+  writePortIdentity,
+  writeQIdentity,
+} from './identity';
+import {
+  getField,
+  setField,
+  setRawBytes,
+  viewRaw,
+  ionic_cmd,
+  ionic_comp,
+  ionic_dev_identify_cmd,
+  ionic_dev_identify_comp,
+  ionic_lif_getattr_cmd,
+  ionic_lif_getattr_comp,
+  ionic_lif_identify_cmd,
+  ionic_lif_identity,
+  ionic_lif_identify_comp,
+  ionic_lif_info,
+  ionic_lif_init_cmd,
+  ionic_lif_init_comp,
+  ionic_lif_setattr_cmd,
+  ionic_lif_setattr_comp,
+  ionic_port_init_cmd,
+  ionic_q_control_cmd,
+  ionic_q_identify_cmd,
+  ionic_q_identify_comp,
+  ionic_q_identity,
+  ionic_q_init_cmd,
+  ionic_q_init_comp,
+  ionic_rx_filter_add_cmd,
+  ionic_rx_filter_add_comp,
+  ionic_rx_filter_del_cmd,
+  ionic_rx_mode_set_cmd,
 } from './layouts';
 import type { Lif } from './lif';
 import { offeredFeatures } from './offload/features';
@@ -70,7 +114,8 @@ export function executeCommand(ctx: CommandContext, cmd: Buffer, comp: Buffer, d
 function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, data: Buffer | null): number {
   const p = ctx.profile;
   const lif = ctx.lif;
-  if (opcode >= Opcode.P4_FIRST && opcode <= Opcode.P4_LAST) return ctx.p4 ? ctx.p4.execute(opcode, cmd, comp, data, ctx.memory()) : Status.EOPCODE;
+  if (opcode >= Opcode.P4_FIRST && opcode <= Opcode.P4_LAST)
+    return ctx.p4 ? ctx.p4.execute(opcode, cmd, comp, data, ctx.memory()) : Status.EOPCODE;
   switch (opcode) {
     case Opcode.NOP:
     case Opcode.INIT:
@@ -116,7 +161,13 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
     case Opcode.LIF_IDENTIFY: {
       if (!data) return Status.EINVAL;
       writeLifIdentity(data, p, lif.mac, lif.mtu);
-      if (ctx.p4?.advertised) setField(data, 0, ionic_lif_identity.capabilities, getField(data, 0, ionic_lif_identity.capabilities) | IONIC_LIF_CAP_P4);
+      if (ctx.p4?.advertised)
+        setField(
+          data,
+          0,
+          ionic_lif_identity.capabilities,
+          getField(data, 0, ionic_lif_identity.capabilities) | IONIC_LIF_CAP_P4,
+        );
       setField(comp, 0, ionic_lif_identify_comp.ver, Math.min(getField(cmd, 0, ionic_lif_identify_cmd.ver), 1));
       return Status.SUCCESS;
     }
@@ -265,7 +316,7 @@ function qInit(ctx: CommandContext, cmd: Buffer, comp: Buffer): number {
   if (type > QType.TXQ) return Status.EQTYPE;
   if (index >= queueCount(ctx.profile, type)) return Status.EQID;
   if (ringLog2 < IONIC_MIN_RING_LOG2 || ringLog2 > IONIC_MAX_RING_LOG2) return Status.EINVAL;
-  if ((flags & QInitFlag.IRQ) && intr >= ctx.interrupts.vectors) return Status.EINVAL;
+  if (flags & QInitFlag.IRQ && intr >= ctx.interrupts.vectors) return Status.EINVAL;
   const ringBase = getField(cmd, 0, Q.ring_base);
   const cqBase = getField(cmd, 0, Q.cq_ring_base);
   const sgBase = getField(cmd, 0, Q.sg_ring_base);
@@ -273,19 +324,47 @@ function qInit(ctx: CommandContext, cmd: Buffer, comp: Buffer): number {
   if (type !== QType.NOTIFYQ && cqBase === 0) return Status.EINVAL;
   // Every ring must lie inside the 52-bit device address space: refused, never wrapped.
   const entries = 2 ** ringLog2;
-  if (!ionicRange(ringBase, entries * QUEUE_DESC_BYTES_MAX + QUEUE_DESC_SLACK) || !ionicRange(cqBase, entries * QUEUE_COMP_BYTES_MAX)
-    || !ionicRange(sgBase, entries * QUEUE_SG_BYTES_MAX)) return Status.EINVAL;
+  if (
+    !ionicRange(ringBase, entries * QUEUE_DESC_BYTES_MAX + QUEUE_DESC_SLACK) ||
+    !ionicRange(cqBase, entries * QUEUE_COMP_BYTES_MAX) ||
+    !ionicRange(sgBase, entries * QUEUE_SG_BYTES_MAX)
+  )
+    return Status.EINVAL;
   const cfg: QueueConfig = {
-    type, index, ringBase, cqBase, sgBase, ringLog2, intr, irq: (flags & QInitFlag.IRQ) !== 0, sg: (flags & QInitFlag.SG) !== 0,
+    type,
+    index,
+    ringBase,
+    cqBase,
+    sgBase,
+    ringLog2,
+    intr,
+    irq: (flags & QInitFlag.IRQ) !== 0,
+    sg: (flags & QInitFlag.SG) !== 0,
     version: getField(cmd, 0, Q.ver),
   };
   const lif = ctx.lif;
   const enable = (flags & QInitFlag.ENA) !== 0;
   switch (type) {
-    case QType.ADMINQ: lif.adminq = new AdminQueue(cfg); lif.adminq.enabled = enable; break;
-    case QType.NOTIFYQ: lif.notifyq = new NotifyQueue(cfg); lif.notifyq.enabled = enable; break;
-    case QType.RXQ: { const q = new RxQueue(cfg); q.enabled = enable; lif.rxqs[index] = q; break; }
-    case QType.TXQ: { const q = new TxQueue(cfg); q.enabled = enable; lif.txqs[index] = q; break; }
+    case QType.ADMINQ:
+      lif.adminq = new AdminQueue(cfg);
+      lif.adminq.enabled = enable;
+      break;
+    case QType.NOTIFYQ:
+      lif.notifyq = new NotifyQueue(cfg);
+      lif.notifyq.enabled = enable;
+      break;
+    case QType.RXQ: {
+      const q = new RxQueue(cfg);
+      q.enabled = enable;
+      lif.rxqs[index] = q;
+      break;
+    }
+    case QType.TXQ: {
+      const q = new TxQueue(cfg);
+      q.enabled = enable;
+      lif.txqs[index] = q;
+      break;
+    }
   }
   // Doorbells name a queue by (hw_type, hw_index): we use the logical type and index.
   setField(comp, 0, ionic_q_init_comp.hw_index, index);

@@ -77,34 +77,71 @@ export class IonicDevice {
     this.#stationMac = Buffer.from(opts.mac);
     const memory = (): GuestMemory | undefined => this.pci.context?.memory;
     this.stats = new DeviceStats(opts.profile.statsIntervalMs, memory, this.#log);
-    this.interrupts = new InterruptController(opts.profile.msixVectors, { fire: (v) => { this.pci.raiseMsix(v); } });
+    this.interrupts = new InterruptController(opts.profile.msixVectors, {
+      fire: (v) => {
+        this.pci.raiseMsix(v);
+      },
+    });
     const self = this;
-    this.lif = new Lif({
-      memory, interrupts: this.interrupts, stats: this.stats, faults: this.faults, log: this.#log,
-      execute(cmd, comp) { executeCommand(self.#ctx, cmd, comp, null); },
-    }, opts.profile.ethQueues, opts.mac);
+    this.lif = new Lif(
+      {
+        memory,
+        interrupts: this.interrupts,
+        stats: this.stats,
+        faults: this.faults,
+        log: this.#log,
+        execute(cmd, comp) {
+          executeCommand(self.#ctx, cmd, comp, null);
+        },
+      },
+      opts.profile.ethQueues,
+      opts.mac,
+    );
     this.rdma = rdmaEnabled(opts.profile)
-      ? new RdmaEngine({ profile: opts.profile, memory, interrupts: this.interrupts, faults: this.faults, log: this.#log })
+      ? new RdmaEngine({
+          profile: opts.profile,
+          memory,
+          interrupts: this.interrupts,
+          faults: this.faults,
+          log: this.#log,
+        })
       : null;
     // The backend's hosts on the segment come before any added later (a P4 segment).
     this.backend = opts.rdmaBackend ?? null;
     if (this.backend) {
       this.backend.attach(this.rdma, {
         send: (frame) => this.lif.sendToGuest(frame),
-        addEndpoint: (e) => { this.lif.endpoints.push(e); },
+        addEndpoint: (e) => {
+          this.lif.endpoints.push(e);
+        },
       });
     } else if (this.rdma) installWqeExecutor(this.rdma);
     this.#ctx = {
-      profile: this.profile, lif: this.lif, stats: this.stats, interrupts: this.interrupts, log: this.#log, memory,
-      counts: this.commandCounts, rdma: this.rdma, p4: null,
+      profile: this.profile,
+      lif: this.lif,
+      stats: this.stats,
+      interrupts: this.interrupts,
+      log: this.#log,
+      memory,
+      counts: this.commandCounts,
+      rdma: this.rdma,
+      p4: null,
       resetDevice: () => this.#resetState(),
     };
-    this.#bar0 = new Bar0Registers({ profile: this.profile, interrupts: this.interrupts, counters: this.counters, commands: this.#ctx });
+    this.#bar0 = new Bar0Registers({
+      profile: this.profile,
+      interrupts: this.interrupts,
+      counters: this.counters,
+      commands: this.#ctx,
+    });
     this.#doorbells = new DoorbellBar({ lif: this.lif, rdma: this.rdma, counters: this.counters, log: this.#log });
     this.pci = new PciFunction({
-      vendorId: IONIC_VENDOR_ID, deviceId: IONIC_DEVICE_ID_ETH_PF,
-      subsystemVendorId: IONIC_VENDOR_ID, subsystemId: IONIC_SUBSYSTEM_ID,
-      classCode: IONIC_CLASS_ETHERNET, revision: opts.profile.asicRev,
+      vendorId: IONIC_VENDOR_ID,
+      deviceId: IONIC_DEVICE_ID_ETH_PF,
+      subsystemVendorId: IONIC_VENDOR_ID,
+      subsystemId: IONIC_SUBSYSTEM_ID,
+      classCode: IONIC_CLASS_ETHERNET,
+      revision: opts.profile.asicRev,
       bars: [
         { index: BAR0_INDEX, size: bar0.SIZE, kind: 'mem64', handler: this.#bar0 },
         { index: BAR2_INDEX, size: BAR2_SIZE, kind: 'mem64', handler: this.#doorbells },
@@ -113,11 +150,15 @@ export class IonicDevice {
       intx: true,
       pcie: { maxLinkSpeed: pcieSpeedFor(opts.profile.linkSpeedMbps), maxLinkWidth: 16 },
       onReset: (reason: ResetReason) => this.#onPciReset(reason),
-      onAttach: () => { this.backend?.consumerPresent?.(true); },
+      onAttach: () => {
+        this.backend?.consumerPresent?.(true);
+      },
       onDetach: () => this.#onDetach(),
     });
     // A frame from the host arrives on its own event; a bug in receiving it costs the frame.
-    this.#link?.start((frame, offload) => { contain(this.#log, 'ionic RX from the host link', () => this.lif.receive(frame, offload ?? null)); });
+    this.#link?.start((frame, offload) => {
+      contain(this.#log, 'ionic RX from the host link', () => this.lif.receive(frame, offload ?? null));
+    });
     this.lif.link = this.#link;
   }
 

@@ -41,7 +41,9 @@ function decodeDoorbell(value: Buffer, out: Doorbell): Doorbell {
   out.pIndex = getField(value, 0, ionic_doorbell.p_index);
   out.ring = getField(value, 0, ionic_doorbell.ring) & IONIC_DBELL_RING_MASK;
   // qid is 24 bits: qid_lo holds its low byte, qid_hi the 16 bits above.
-  out.qid = getField(value, 0, ionic_doorbell.qid_lo) | (getField(value, 0, ionic_doorbell.qid_hi) << (8 * ionic_doorbell.qid_lo.size));
+  out.qid =
+    getField(value, 0, ionic_doorbell.qid_lo) |
+    (getField(value, 0, ionic_doorbell.qid_hi) << (8 * ionic_doorbell.qid_lo.size));
   return out;
 }
 
@@ -107,7 +109,12 @@ export class DoorbellBar implements BarHandler {
         this.#ring(hwType, this.#joined);
       }
     } else {
-      warnLimited(this.#log, this.#limiter, 'db-width', `ionic: doorbell write of ${src.length} bytes at 0x${offset.toString(16)} ignored`);
+      warnLimited(
+        this.#log,
+        this.#limiter,
+        'db-width',
+        `ionic: doorbell write of ${src.length} bytes at 0x${offset.toString(16)} ignored`,
+      );
     }
     return 0;
   }
@@ -117,9 +124,15 @@ export class DoorbellBar implements BarHandler {
     this.#counters.doorbells++;
     const { qid, ring, pIndex } = decodeDoorbell(value, this.#decoded);
     switch (hwType) {
-      case QType.ADMINQ: if (qid === 0) this.#lif.adminDoorbell(pIndex); return;
-      case QType.TXQ: this.#lif.txDoorbell(qid, pIndex); return;
-      case QType.RXQ: this.#lif.rxDoorbell(qid, pIndex); return;
+      case QType.ADMINQ:
+        if (qid === 0) this.#lif.adminDoorbell(pIndex);
+        return;
+      case QType.TXQ:
+        this.#lif.txDoorbell(qid, pIndex);
+        return;
+      case QType.RXQ:
+        this.#lif.rxDoorbell(qid, pIndex);
+        return;
       default:
         // NotifyQ is never rung; the RDMA types (RdmaQType, 5..9) go to the RDMA engine.
         if (hwType > QType.EQ) this.#rdma?.doorbell(hwType, qid, ring, pIndex);

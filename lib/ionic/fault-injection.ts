@@ -89,10 +89,14 @@ function ordinal(n: number): string {
   const mod100 = n % 100;
   if (mod100 >= 11 && mod100 <= 13) return `${n}th`;
   switch (n % 10) {
-    case 1: return `${n}st`;
-    case 2: return `${n}nd`;
-    case 3: return `${n}rd`;
-    default: return `${n}th`;
+    case 1:
+      return `${n}st`;
+    case 2:
+      return `${n}nd`;
+    case 3:
+      return `${n}rd`;
+    default:
+      return `${n}th`;
   }
 }
 
@@ -108,7 +112,10 @@ class Every implements Pattern {
 
 class Run implements Pattern {
   /** `last` is Infinity for an open run. */
-  constructor(private readonly first: number, private readonly last: number) {}
+  constructor(
+    private readonly first: number,
+    private readonly last: number,
+  ) {}
   hit(n: number): boolean {
     return n >= this.first && n <= this.last;
   }
@@ -120,7 +127,10 @@ class Run implements Pattern {
 }
 
 class Burst implements Pattern {
-  constructor(private readonly k: number, private readonly m: number) {}
+  constructor(
+    private readonly k: number,
+    private readonly m: number,
+  ) {}
   hit(n: number): boolean {
     return (n - 1) % this.m < this.k;
   }

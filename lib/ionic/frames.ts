@@ -11,8 +11,20 @@
 
 import { Field, getField, RawField } from '../../protocol/field';
 import {
-  ETH_BROADCAST, ETH_MULTICAST_BIT, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, IPPROTO_TCP, IPPROTO_UDP, IPV4_IHL_MASK,
-  IPV4_IHL_UNIT, ipv6hdr, tcphdr, vlan_ethhdr,
+  ETH_BROADCAST,
+  ETH_MULTICAST_BIT,
+  ETH_P_8021Q,
+  ETH_P_IP,
+  ETH_P_IPV6,
+  ethhdr,
+  iphdr,
+  IPPROTO_TCP,
+  IPPROTO_UDP,
+  IPV4_IHL_MASK,
+  IPV4_IHL_UNIT,
+  ipv6hdr,
+  tcphdr,
+  vlan_ethhdr,
 } from '../net/headers';
 
 /** Hash of the flow a frame belongs to (addresses and ports when present), stable for the life of the process. */

@@ -7,8 +7,15 @@
 import { RDMA_NDBPGS_PER_LIF } from '../rdma/limits';
 import { IONIC_DEV_CMD_DATA_SIZE, IONIC_LIF_CAP_ETH, IONIC_LIF_CAP_RDMA, PortState, QType } from './constants';
 import {
-  ionic_dev_identity as D, ionic_lif_config as C, ionic_lif_identity as LI, ionic_port_config as PC,
-  ionic_port_identity as PI, ionic_port_info as PN, ionic_q_identity as Q, setField, setRawBytes,
+  ionic_dev_identity as D,
+  ionic_lif_config as C,
+  ionic_lif_identity as LI,
+  ionic_port_config as PC,
+  ionic_port_identity as PI,
+  ionic_port_info as PN,
+  ionic_q_identity as Q,
+  setField,
+  setRawBytes,
 } from './layouts';
 import { IonicPhyType, maxFrameSize } from './profile';
 import type { NicProfile } from './profile';
@@ -82,11 +89,16 @@ export function writeDevIdentity(w: Buffer, p: NicProfile): void {
 /** Queue counts the LIF offers, per logical type. */
 export function queueCount(p: NicProfile, type: number): number {
   switch (type) {
-    case QType.ADMINQ: return 1;
-    case QType.NOTIFYQ: return 1;
-    case QType.RXQ: return p.ethQueues;
-    case QType.TXQ: return p.ethQueues;
-    default: return 0;
+    case QType.ADMINQ:
+      return 1;
+    case QType.NOTIFYQ:
+      return 1;
+    case QType.RXQ:
+      return p.ethQueues;
+    case QType.TXQ:
+      return p.ethQueues;
+    default:
+      return 0;
   }
 }
 
@@ -122,23 +134,38 @@ export function writeQIdentity(w: Buffer, type: number): boolean {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
   switch (type) {
     case QType.ADMINQ:
-      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1); setField(w, 0, Q.features, QIdentFeature.CQ);
-      setField(w, 0, Q.desc_sz, 64); setField(w, 0, Q.comp_sz, 16);
+      setField(w, 0, Q.version, 0);
+      setField(w, 0, Q.supported, 1);
+      setField(w, 0, Q.features, QIdentFeature.CQ);
+      setField(w, 0, Q.desc_sz, 64);
+      setField(w, 0, Q.comp_sz, 16);
       return true;
     case QType.NOTIFYQ:
-      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1);
-      setField(w, 0, Q.desc_sz, 4); setField(w, 0, Q.comp_sz, 64);
+      setField(w, 0, Q.version, 0);
+      setField(w, 0, Q.supported, 1);
+      setField(w, 0, Q.desc_sz, 4);
+      setField(w, 0, Q.comp_sz, 64);
       return true;
     case QType.RXQ:
-      setField(w, 0, Q.version, 0); setField(w, 0, Q.supported, 1); setField(w, 0, Q.features, QIdentFeature.CQ | QIdentFeature.SG);
-      setField(w, 0, Q.desc_sz, 16); setField(w, 0, Q.comp_sz, 16); setField(w, 0, Q.sg_desc_sz, 128);
-      setField(w, 0, Q.max_sg_elems, 8); setField(w, 0, Q.sg_desc_stride, 8);
+      setField(w, 0, Q.version, 0);
+      setField(w, 0, Q.supported, 1);
+      setField(w, 0, Q.features, QIdentFeature.CQ | QIdentFeature.SG);
+      setField(w, 0, Q.desc_sz, 16);
+      setField(w, 0, Q.comp_sz, 16);
+      setField(w, 0, Q.sg_desc_sz, 128);
+      setField(w, 0, Q.max_sg_elems, 8);
+      setField(w, 0, Q.sg_desc_stride, 8);
       return true;
     case QType.TXQ:
       // Version 1 with 256-byte SG descriptors: the 16-element stride (contract section 7, trap 7).
-      setField(w, 0, Q.version, 1); setField(w, 0, Q.supported, 3); setField(w, 0, Q.features, QIdentFeature.CQ | QIdentFeature.SG);
-      setField(w, 0, Q.desc_sz, 16); setField(w, 0, Q.comp_sz, 16); setField(w, 0, Q.sg_desc_sz, 256);
-      setField(w, 0, Q.max_sg_elems, 15); setField(w, 0, Q.sg_desc_stride, 16);
+      setField(w, 0, Q.version, 1);
+      setField(w, 0, Q.supported, 3);
+      setField(w, 0, Q.features, QIdentFeature.CQ | QIdentFeature.SG);
+      setField(w, 0, Q.desc_sz, 16);
+      setField(w, 0, Q.comp_sz, 16);
+      setField(w, 0, Q.sg_desc_sz, 256);
+      setField(w, 0, Q.max_sg_elems, 15);
+      setField(w, 0, Q.sg_desc_stride, 16);
       return true;
     default:
       return false;

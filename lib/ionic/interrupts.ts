@@ -77,12 +77,17 @@ export class InterruptController {
     const v = Math.floor(offset / ionic_intr.SIZE);
     if (v >= this.vectors) return 0;
     switch (offset % ionic_intr.SIZE) {
-      case ionic_intr.coal_init.off: return this.#coalInit[v]!;
-      case ionic_intr.mask.off: return this.#mask[v]!;
+      case ionic_intr.coal_init.off:
+        return this.#coalInit[v]!;
+      case ionic_intr.mask.off:
+        return this.#mask[v]!;
       // Bits 0..15 hold the signed outstanding count.
-      case ionic_intr.credits.off: return this.#credits[v]! & 0xffff;
-      case ionic_intr.mask_assert.off: return this.#maskAssert[v]!;
-      default: return 0;
+      case ionic_intr.credits.off:
+        return this.#credits[v]! & 0xffff;
+      case ionic_intr.mask_assert.off:
+        return this.#maskAssert[v]!;
+      default:
+        return 0;
     }
   }
 

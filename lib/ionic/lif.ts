@@ -16,7 +16,19 @@ import { AddrKind, destinationKind, flowHash } from './frames';
 import type { FrameEndpoint, HostLink } from '../net/frame-endpoint';
 import type { InterruptController } from './interrupts';
 import { ionic_lif_stats } from './layouts';
-import { AdminQueue, EthQueue, NotifyQueue, QUEUE_BUDGET, RxCsumFlag, RxMeta, RxQueue, RxResult, TxPacket, TxQueue, TxResult } from './queues';
+import {
+  AdminQueue,
+  EthQueue,
+  NotifyQueue,
+  QUEUE_BUDGET,
+  RxCsumFlag,
+  RxMeta,
+  RxQueue,
+  RxResult,
+  TxPacket,
+  TxQueue,
+  TxResult,
+} from './queues';
 import { onesSum } from './offload/checksum';
 import { EthHw } from './offload/features';
 import { PacketInfo, rxPktType } from './offload/packet';
@@ -86,9 +98,16 @@ export class Lif {
   /** The LIF was initialised (LIF_INIT) and not reset since. */
   initialized = false;
 
-  constructor(private readonly ctx: LifContext, readonly queues: number, mac: Buffer) {
+  constructor(
+    private readonly ctx: LifContext,
+    readonly queues: number,
+    mac: Buffer,
+  ) {
     this.mac = Buffer.from(mac);
-    for (let i = 0; i < queues; i++) { this.txqs.push(null); this.rxqs.push(null); }
+    for (let i = 0; i < queues; i++) {
+      this.txqs.push(null);
+      this.rxqs.push(null);
+    }
     this.#txSink = {
       frame: (frame) => this.#transmit(frame, destinationKind(frame)),
       offload: (frame, o, wireFrames) => this.#transmitWhole(frame, o, wireFrames),
@@ -121,11 +140,16 @@ export class Lif {
 
   queue(type: number, index: number): EthQueue | null {
     switch (type) {
-      case QType.ADMINQ: return index === 0 ? this.adminq : null;
-      case QType.NOTIFYQ: return index === 0 ? this.notifyq : null;
-      case QType.RXQ: return this.rxqs[index] ?? null;
-      case QType.TXQ: return this.txqs[index] ?? null;
-      default: return null;
+      case QType.ADMINQ:
+        return index === 0 ? this.adminq : null;
+      case QType.NOTIFYQ:
+        return index === 0 ? this.notifyq : null;
+      case QType.RXQ:
+        return this.rxqs[index] ?? null;
+      case QType.TXQ:
+        return this.txqs[index] ?? null;
+      default:
+        return null;
     }
   }
 
@@ -175,7 +199,12 @@ export class Lif {
     const mem = this.ctx.memory();
     if (!q || !mem) return;
     if (pIndex >= q.size) {
-      warnLimited(this.ctx.log, this.#limiter, 'adminq-pindex', `ionic: admin queue doorbell index ${pIndex} past the ring (${q.size})`);
+      warnLimited(
+        this.ctx.log,
+        this.#limiter,
+        'adminq-pindex',
+        `ionic: admin queue doorbell index ${pIndex} past the ring (${q.size})`,
+      );
       return;
     }
     q.ring.pi = pIndex;
@@ -187,14 +216,27 @@ export class Lif {
     const mem = this.ctx.memory();
     if (!mem || this.adminq !== q) return;
     const n = q.process(mem, QUEUE_BUDGET, (cmd, comp) => this.ctx.execute(cmd, comp));
-    if (n < 0) warnLimited(this.ctx.log, this.#limiter, 'adminq-dma', 'ionic: admin queue ring or CQ outside guest memory; queue stopped');
+    if (n < 0)
+      warnLimited(
+        this.ctx.log,
+        this.#limiter,
+        'adminq-dma',
+        'ionic: admin queue ring or CQ outside guest memory; queue stopped',
+      );
     if (n > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, n);
     if (n > 0 && !q.ring.empty && this.#adminScheduled !== q) {
       this.#adminScheduled = q;
-      guardedImmediate(this.ctx.log, 'ionic admin queue', () => {
-        if (this.#adminScheduled === q) this.#adminScheduled = null;
-        this.runAdmin(q);
-      }, () => { if (this.adminq === q) this.adminq = null; });
+      guardedImmediate(
+        this.ctx.log,
+        'ionic admin queue',
+        () => {
+          if (this.#adminScheduled === q) this.#adminScheduled = null;
+          this.runAdmin(q);
+        },
+        () => {
+          if (this.adminq === q) this.adminq = null;
+        },
+      );
     }
   }
 
@@ -204,7 +246,12 @@ export class Lif {
     const q = this.txqs[index];
     if (!q) return;
     if (pIndex >= q.size) {
-      warnLimited(this.ctx.log, this.#limiter, 'txq-pindex', `ionic: TX queue ${index} doorbell index ${pIndex} past the ring (${q.size})`);
+      warnLimited(
+        this.ctx.log,
+        this.#limiter,
+        'txq-pindex',
+        `ionic: TX queue ${index} doorbell index ${pIndex} past the ring (${q.size})`,
+      );
       return;
     }
     // Doorbells before ENABLE are latched; duplicates are harmless.
@@ -224,7 +271,12 @@ export class Lif {
       if (r === TxResult.INCOMPLETE) break;
       if (r === TxResult.DMA_ERROR) {
         stats.count(ionic_lif_stats.tx_desc_fetch_error);
-        warnLimited(this.ctx.log, this.#limiter, 'txq-dma', `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`);
+        warnLimited(
+          this.ctx.log,
+          this.#limiter,
+          'txq-dma',
+          `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
+        );
         q.enabled = false;
         break;
       }
@@ -236,24 +288,40 @@ export class Lif {
       } else {
         // The host finishes checksums and segmentation only when no in-process endpoint may want the frames.
         const hostFinishes = this.link?.offloads === true && this.endpoints.length === 0;
-        if (this.#txOffload.send(q.buf, pkt, hostFinishes, this.#txSink) === TxVerdict.MALFORMED) this.#txMalformed(q, pkt.len);
+        if (this.#txOffload.send(q.buf, pkt, hostFinishes, this.#txSink) === TxVerdict.MALFORMED)
+          this.#txMalformed(q, pkt.len);
       }
-      if (!q.complete(mem, 0, Math.max(1, pkt.descs))) { q.enabled = false; break; }
+      if (!q.complete(mem, 0, Math.max(1, pkt.descs))) {
+        q.enabled = false;
+        break;
+      }
       done++;
     }
     if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
     if (!q.ring.empty && q.enabled && !this.#txScheduled.has(q)) {
       this.#txScheduled.add(q);
-      guardedImmediate(this.ctx.log, `ionic TX queue ${q.cfg.index}`, () => {
-        this.#txScheduled.delete(q);
-        if (this.txqs[q.cfg.index] === q) this.runTx(q);
-      }, () => { q.enabled = false; });
+      guardedImmediate(
+        this.ctx.log,
+        `ionic TX queue ${q.cfg.index}`,
+        () => {
+          this.#txScheduled.delete(q);
+          if (this.txqs[q.cfg.index] === q) this.runTx(q);
+        },
+        () => {
+          q.enabled = false;
+        },
+      );
     }
   }
 
   #txMalformed(q: TxQueue, len: number): void {
     this.ctx.stats.txDrop(AddrKind.UNICAST, len, 'desc');
-    warnLimited(this.ctx.log, this.#limiter, 'txq-desc', `ionic: TX queue ${q.cfg.index}: malformed descriptor at ${q.ring.ci}; frame dropped`);
+    warnLimited(
+      this.ctx.log,
+      this.#limiter,
+      'txq-desc',
+      `ionic: TX queue ${q.cfg.index}: malformed descriptor at ${q.ring.ci}; frame dropped`,
+    );
   }
 
   /** A frame the host link finishes (partial checksum, segmentation), counted as the frames it becomes on the wire. */
@@ -269,7 +337,10 @@ export class Lif {
 
   #transmit(frame: Buffer, kind: AddrKind): void {
     for (const e of this.endpoints) {
-      if (e.claimTx?.(frame)) { this.ctx.stats.txFrame(kind, frame.length); return; }
+      if (e.claimTx?.(frame)) {
+        this.ctx.stats.txFrame(kind, frame.length);
+        return;
+      }
     }
     if (this.link && !this.link.send(frame)) {
       this.ctx.stats.txDrop(kind, frame.length, 'error');
@@ -285,7 +356,12 @@ export class Lif {
     const q = this.rxqs[index];
     if (!q) return;
     if (pIndex >= q.size) {
-      warnLimited(this.ctx.log, this.#limiter, 'rxq-pindex', `ionic: RX queue ${index} doorbell index ${pIndex} past the ring (${q.size})`);
+      warnLimited(
+        this.ctx.log,
+        this.#limiter,
+        'rxq-pindex',
+        `ionic: RX queue ${index} doorbell index ${pIndex} past the ring (${q.size})`,
+      );
       return;
     }
     q.ring.pi = pIndex;
@@ -310,11 +386,17 @@ export class Lif {
       const hdr = p.headersEnd;
       // Segments that fit the guest's MTU; the host's MSS when smaller.
       const mss = Math.min(offload.gsoSize, this.mtu - (hdr - p.l3), MAX_SEGMENT - hdr);
-      if (p.proto !== IPPROTO_TCP || mss < MIN_MSS) { this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error'); return; }
+      if (p.proto !== IPPROTO_TCP || mss < MIN_MSS) {
+        this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
+        return;
+      }
       const count = segmentCount(frame.length, p, mss);
       for (let i = fromSegment; i < count; i++) {
         const seg = this.#rxSeg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#rxSeg));
-        if (this.#receiveOne(seg) === RxFate.NO_BUFFER) { this.#hold(frame, offload, i); return; }
+        if (this.#receiveOne(seg) === RxFate.NO_BUFFER) {
+          this.#hold(frame, offload, i);
+          return;
+        }
       }
       return;
     }
@@ -353,8 +435,14 @@ export class Lif {
     if (this.ctx.faults.fail('rx-lost')) return RxFate.DONE;
     const hash = flowHash(frame);
     const q = this.#steer(hash);
-    if (!q) { this.ctx.stats.rxDrop(kind, frame.length, 'disabled'); return RxFate.DONE; }
-    if (this.ctx.faults.fail('rx-nobuf')) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return RxFate.DONE; }
+    if (!q) {
+      this.ctx.stats.rxDrop(kind, frame.length, 'disabled');
+      return RxFate.DONE;
+    }
+    if (this.ctx.faults.fail('rx-nobuf')) {
+      this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer');
+      return RxFate.DONE;
+    }
     if (!q.hasBuffer && this.link?.pause) return RxFate.NO_BUFFER;
     this.#deliver(q, frame, kind, hash);
     return RxFate.DONE;
@@ -381,7 +469,10 @@ export class Lif {
   #deliver(q: RxQueue, frame: Buffer, kind: AddrKind, hash: number): void {
     const mem = this.ctx.memory();
     if (!mem) return;
-    if (!q.hasBuffer) { this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer'); return; }
+    if (!q.hasBuffer) {
+      this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer');
+      return;
+    }
     const meta = this.#rxMeta;
     frame = this.#rxOffloads(frame, meta, hash);
     const r = q.deliver(mem, frame, meta);
@@ -397,7 +488,12 @@ export class Lif {
         break;
       case RxResult.DMA_ERROR:
         this.ctx.stats.rxDrop(kind, frame.length, 'error');
-        warnLimited(this.ctx.log, this.#limiter, 'rxq-dma', `ionic: RX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`);
+        warnLimited(
+          this.ctx.log,
+          this.#limiter,
+          'rxq-dma',
+          `ionic: RX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
+        );
         q.enabled = false;
         return;
     }
@@ -411,11 +507,18 @@ export class Lif {
    */
   #rxOffloads(frame: Buffer, meta: RxMeta, hash: number): Buffer {
     meta.rssHash = hash;
-    meta.csum = 0; meta.csumFlags = 0; meta.vlanTci = 0; meta.pktType = 0;
+    meta.csum = 0;
+    meta.csumFlags = 0;
+    meta.vlanTci = 0;
+    meta.pktType = 0;
     const f = this.features;
     if (f === 0 || frame.length < ethhdr.SIZE) return frame;
     let out = frame;
-    if (f & EthHw.VLAN_RX_STRIP && frame.length >= vlan_ethhdr.SIZE && frame.readUInt16BE(ethhdr.h_proto.off) === ETH_P_8021Q) {
+    if (
+      f & EthHw.VLAN_RX_STRIP &&
+      frame.length >= vlan_ethhdr.SIZE &&
+      frame.readUInt16BE(ethhdr.h_proto.off) === ETH_P_8021Q
+    ) {
       meta.vlanTci = frame.readUInt16BE(vlan_ethhdr.h_vlan_TCI.off);
       meta.csumFlags |= RxCsumFlag.VLAN;
       const vlanLen = vlan_ethhdr.SIZE - ethhdr.SIZE;

@@ -10,9 +10,22 @@ import type { GuestMemory } from '../vfio-user/guest-memory';
 import { MemStatus } from '../vfio-user/guest-memory';
 import { EventCode, GUEST_PAGE_SIZE, QType, RxOpcode, TxOpcode } from './constants';
 import {
-  getField, setField, ionic_admin_comp, ionic_notifyq_event, ionic_rxq_comp, ionic_rxq_desc, ionic_rxq_sg_elem,
-  ionic_txq_comp, ionic_txq_desc, IONIC_TXQ_DESC_ADDR_SHIFT, IONIC_TXQ_DESC_NSGE_MASK, IONIC_TXQ_DESC_NSGE_SHIFT,
-  IONIC_TXQ_DESC_OPCODE_MASK, IONIC_TXQ_DESC_OPCODE_SHIFT, ionic_txq_sg_elem, IONIC_RX_MAX_SG_ELEMS,
+  getField,
+  setField,
+  ionic_admin_comp,
+  ionic_notifyq_event,
+  ionic_rxq_comp,
+  ionic_rxq_desc,
+  ionic_rxq_sg_elem,
+  ionic_txq_comp,
+  ionic_txq_desc,
+  IONIC_TXQ_DESC_ADDR_SHIFT,
+  IONIC_TXQ_DESC_NSGE_MASK,
+  IONIC_TXQ_DESC_NSGE_SHIFT,
+  IONIC_TXQ_DESC_OPCODE_MASK,
+  IONIC_TXQ_DESC_OPCODE_SHIFT,
+  ionic_txq_sg_elem,
+  IONIC_RX_MAX_SG_ELEMS,
 } from './layouts';
 import { CompletionRing, DescriptorRing, ionicAddr } from './ring';
 
@@ -36,7 +49,10 @@ export const QUEUE_BUDGET = 256;
 export abstract class EthQueue {
   enabled = false;
   readonly ring: DescriptorRing;
-  constructor(readonly cfg: QueueConfig, descSize: number) {
+  constructor(
+    readonly cfg: QueueConfig,
+    descSize: number,
+  ) {
     this.ring = new DescriptorRing(ionicAddr(cfg.ringBase), 1 << cfg.ringLog2, descSize);
   }
   get size(): number {
@@ -224,7 +240,8 @@ export class TxQueue extends EthQueue {
     let total = pkt.len;
     const base = TX_HEADROOM;
     if (len > 0) {
-      if (mem.read(addr, this.buf.subarray(base + total, base + total + len)) !== MemStatus.OK) return TxResult.DMA_ERROR;
+      if (mem.read(addr, this.buf.subarray(base + total, base + total + len)) !== MemStatus.OK)
+        return TxResult.DMA_ERROR;
       total += len;
     }
     if (nsge > 0) {
@@ -236,7 +253,8 @@ export class TxQueue extends EthQueue {
         const a = getField(list, e, ionic_txq_sg_elem.addr);
         const l = getField(list, e, ionic_txq_sg_elem.len);
         if (ionicAddr(a) < 0 || total + l > cap) return TxResult.BAD_DESC;
-        if (l > 0 && mem.read(ionicAddr(a), this.buf.subarray(base + total, base + total + l)) !== MemStatus.OK) return TxResult.DMA_ERROR;
+        if (l > 0 && mem.read(ionicAddr(a), this.buf.subarray(base + total, base + total + l)) !== MemStatus.OK)
+          return TxResult.DMA_ERROR;
         total += l;
       }
     }
@@ -314,7 +332,8 @@ export class RxQueue extends EthQueue {
     let sgUsed = 0;
     const first = Math.min(len, frame.length);
     if (ionicAddr(addr) < 0) status = 1;
-    else if (first > 0 && mem.write(ionicAddr(addr), frame.subarray(0, first)) !== MemStatus.OK) return RxResult.DMA_ERROR;
+    else if (first > 0 && mem.write(ionicAddr(addr), frame.subarray(0, first)) !== MemStatus.OK)
+      return RxResult.DMA_ERROR;
     used = first;
     if (status === 0 && used < frame.length && opcode === RxOpcode.SG && this.cfg.sg) {
       const sgAt = ionicAddr(this.cfg.sgBase) + slot * RX_SG_DESC_SIZE;
@@ -324,7 +343,10 @@ export class RxQueue extends EthQueue {
         const a = getField(this.#sg, e, ionic_rxq_sg_elem.addr);
         const l = getField(this.#sg, e, ionic_rxq_sg_elem.len);
         if (a === 0 || l === 0) break;
-        if (ionicAddr(a) < 0) { status = 1; break; }
+        if (ionicAddr(a) < 0) {
+          status = 1;
+          break;
+        }
         const n = Math.min(l, frame.length - used);
         if (mem.write(ionicAddr(a), frame.subarray(used, used + n)) !== MemStatus.OK) return RxResult.DMA_ERROR;
         used += n;

@@ -30,7 +30,11 @@ export class CompletionRing {
   pi = 0;
   /** Color of the current pass: 1 after Q_INIT, flipped on every wrap. */
   color = 1;
-  constructor(readonly base: number, readonly size: number, readonly entrySize: number) {}
+  constructor(
+    readonly base: number,
+    readonly size: number,
+    readonly entrySize: number,
+  ) {}
 
   /**
    * Write one completion: `entry` holds every byte but the color, which is
@@ -56,7 +60,11 @@ export class DescriptorRing {
   /** Driver's producer index from the last doorbell. */
   pi = 0;
   readonly mask: number;
-  constructor(readonly base: number, readonly size: number, readonly descSize: number) {
+  constructor(
+    readonly base: number,
+    readonly size: number,
+    readonly descSize: number,
+  ) {
     this.mask = size - 1;
   }
 

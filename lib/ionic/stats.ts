@@ -28,7 +28,11 @@ export class DeviceStats {
   /** Writes done, for tests and the idle check. */
   writes = 0;
 
-  constructor(private readonly intervalMs: number, private readonly memory: () => GuestMemory | undefined, private readonly log: Logger = nullLogger) {}
+  constructor(
+    private readonly intervalMs: number,
+    private readonly memory: () => GuestMemory | undefined,
+    private readonly log: Logger = nullLogger,
+  ) {}
 
   static inc(arr: Float64Array, field: Field, by = 1): void {
     arr[field.off / 8] += by;
@@ -36,9 +40,19 @@ export class DeviceStats {
 
   rxFrame(kind: AddrKind, bytes: number): void {
     const s = this.lif;
-    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, ionic_lif_stats.rx_ucast_packets); DeviceStats.inc(s, ionic_lif_stats.rx_ucast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_rx_unicast); }
-    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, ionic_lif_stats.rx_mcast_packets); DeviceStats.inc(s, ionic_lif_stats.rx_mcast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_rx_multicast); }
-    else { DeviceStats.inc(s, ionic_lif_stats.rx_bcast_packets); DeviceStats.inc(s, ionic_lif_stats.rx_bcast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_rx_broadcast); }
+    if (kind === AddrKind.UNICAST) {
+      DeviceStats.inc(s, ionic_lif_stats.rx_ucast_packets);
+      DeviceStats.inc(s, ionic_lif_stats.rx_ucast_bytes, bytes);
+      DeviceStats.inc(this.port, ionic_port_stats.frames_rx_unicast);
+    } else if (kind === AddrKind.MULTICAST) {
+      DeviceStats.inc(s, ionic_lif_stats.rx_mcast_packets);
+      DeviceStats.inc(s, ionic_lif_stats.rx_mcast_bytes, bytes);
+      DeviceStats.inc(this.port, ionic_port_stats.frames_rx_multicast);
+    } else {
+      DeviceStats.inc(s, ionic_lif_stats.rx_bcast_packets);
+      DeviceStats.inc(s, ionic_lif_stats.rx_bcast_bytes, bytes);
+      DeviceStats.inc(this.port, ionic_port_stats.frames_rx_broadcast);
+    }
     DeviceStats.inc(this.port, ionic_port_stats.frames_rx_ok);
     DeviceStats.inc(this.port, ionic_port_stats.frames_rx_all);
     DeviceStats.inc(this.port, ionic_port_stats.octets_rx_ok, bytes);
@@ -48,9 +62,16 @@ export class DeviceStats {
 
   rxDrop(kind: AddrKind, bytes: number, why: 'no-buffer' | 'disabled' | 'error'): void {
     const s = this.lif;
-    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, ionic_lif_stats.rx_ucast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.rx_ucast_drop_bytes, bytes); }
-    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, ionic_lif_stats.rx_mcast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.rx_mcast_drop_bytes, bytes); }
-    else { DeviceStats.inc(s, ionic_lif_stats.rx_bcast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.rx_bcast_drop_bytes, bytes); }
+    if (kind === AddrKind.UNICAST) {
+      DeviceStats.inc(s, ionic_lif_stats.rx_ucast_drop_packets);
+      DeviceStats.inc(s, ionic_lif_stats.rx_ucast_drop_bytes, bytes);
+    } else if (kind === AddrKind.MULTICAST) {
+      DeviceStats.inc(s, ionic_lif_stats.rx_mcast_drop_packets);
+      DeviceStats.inc(s, ionic_lif_stats.rx_mcast_drop_bytes, bytes);
+    } else {
+      DeviceStats.inc(s, ionic_lif_stats.rx_bcast_drop_packets);
+      DeviceStats.inc(s, ionic_lif_stats.rx_bcast_drop_bytes, bytes);
+    }
     if (why === 'no-buffer') DeviceStats.inc(s, ionic_lif_stats.rx_queue_empty);
     else if (why === 'disabled') DeviceStats.inc(s, ionic_lif_stats.rx_queue_disabled);
     else DeviceStats.inc(s, ionic_lif_stats.rx_dma_error);
@@ -61,9 +82,19 @@ export class DeviceStats {
 
   txFrame(kind: AddrKind, bytes: number): void {
     const s = this.lif;
-    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, ionic_lif_stats.tx_ucast_packets); DeviceStats.inc(s, ionic_lif_stats.tx_ucast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_tx_unicast); }
-    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, ionic_lif_stats.tx_mcast_packets); DeviceStats.inc(s, ionic_lif_stats.tx_mcast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_tx_multicast); }
-    else { DeviceStats.inc(s, ionic_lif_stats.tx_bcast_packets); DeviceStats.inc(s, ionic_lif_stats.tx_bcast_bytes, bytes); DeviceStats.inc(this.port, ionic_port_stats.frames_tx_broadcast); }
+    if (kind === AddrKind.UNICAST) {
+      DeviceStats.inc(s, ionic_lif_stats.tx_ucast_packets);
+      DeviceStats.inc(s, ionic_lif_stats.tx_ucast_bytes, bytes);
+      DeviceStats.inc(this.port, ionic_port_stats.frames_tx_unicast);
+    } else if (kind === AddrKind.MULTICAST) {
+      DeviceStats.inc(s, ionic_lif_stats.tx_mcast_packets);
+      DeviceStats.inc(s, ionic_lif_stats.tx_mcast_bytes, bytes);
+      DeviceStats.inc(this.port, ionic_port_stats.frames_tx_multicast);
+    } else {
+      DeviceStats.inc(s, ionic_lif_stats.tx_bcast_packets);
+      DeviceStats.inc(s, ionic_lif_stats.tx_bcast_bytes, bytes);
+      DeviceStats.inc(this.port, ionic_port_stats.frames_tx_broadcast);
+    }
     DeviceStats.inc(this.port, ionic_port_stats.frames_tx_ok);
     DeviceStats.inc(this.port, ionic_port_stats.frames_tx_all);
     DeviceStats.inc(this.port, ionic_port_stats.octets_tx_ok, bytes);
@@ -73,9 +104,16 @@ export class DeviceStats {
 
   txDrop(kind: AddrKind, bytes: number, why: 'error' | 'desc'): void {
     const s = this.lif;
-    if (kind === AddrKind.UNICAST) { DeviceStats.inc(s, ionic_lif_stats.tx_ucast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.tx_ucast_drop_bytes, bytes); }
-    else if (kind === AddrKind.MULTICAST) { DeviceStats.inc(s, ionic_lif_stats.tx_mcast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.tx_mcast_drop_bytes, bytes); }
-    else { DeviceStats.inc(s, ionic_lif_stats.tx_bcast_drop_packets); DeviceStats.inc(s, ionic_lif_stats.tx_bcast_drop_bytes, bytes); }
+    if (kind === AddrKind.UNICAST) {
+      DeviceStats.inc(s, ionic_lif_stats.tx_ucast_drop_packets);
+      DeviceStats.inc(s, ionic_lif_stats.tx_ucast_drop_bytes, bytes);
+    } else if (kind === AddrKind.MULTICAST) {
+      DeviceStats.inc(s, ionic_lif_stats.tx_mcast_drop_packets);
+      DeviceStats.inc(s, ionic_lif_stats.tx_mcast_drop_bytes, bytes);
+    } else {
+      DeviceStats.inc(s, ionic_lif_stats.tx_bcast_drop_packets);
+      DeviceStats.inc(s, ionic_lif_stats.tx_bcast_drop_bytes, bytes);
+    }
     DeviceStats.inc(s, why === 'desc' ? ionic_lif_stats.tx_desc_data_error : ionic_lif_stats.tx_queue_error);
     DeviceStats.inc(this.port, ionic_port_stats.frames_tx_bad);
     DeviceStats.inc(this.port, ionic_port_stats.frames_tx_all);

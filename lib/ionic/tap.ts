@@ -78,7 +78,10 @@ export class TapLink implements HostLink {
           return; // EAGAIN: drained
         }
         if (n <= 0) return;
-        if (!offloads) { onFrame(buf.subarray(0, n), null); continue; }
+        if (!offloads) {
+          onFrame(buf.subarray(0, n), null);
+          continue;
+        }
         if (n <= virtio_net_hdr.SIZE) continue;
         onFrame(buf.subarray(virtio_net_hdr.SIZE, n), rx.decode(buf, 0));
       }
@@ -106,6 +109,10 @@ export class TapLink implements HostLink {
     // the number in between.
     if (this.#closed) return;
     this.#closed = true;
-    try { fs.closeSync(this.#fd); } catch { /* closed */ }
+    try {
+      fs.closeSync(this.#fd);
+    } catch {
+      /* closed */
+    }
   }
 }

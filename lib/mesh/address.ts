@@ -154,7 +154,10 @@ export function gidFromText(text: string): Buffer | undefined {
     const g = Buffer.alloc(16);
     g[10] = 0xff;
     g[11] = 0xff;
-    g[12] = v4[0]; g[13] = v4[1]; g[14] = v4[2]; g[15] = v4[3];
+    g[12] = v4[0];
+    g[13] = v4[1];
+    g[14] = v4[2];
+    g[15] = v4[3];
     return g;
   }
   if (text.includes('%')) return undefined;
@@ -172,10 +175,16 @@ export function gidToText(gid: Buffer): string {
   let bestAt = -1;
   let bestLen = 1;
   for (let i = 0; i < 8;) {
-    if (words[i] !== 0) { i++; continue; }
+    if (words[i] !== 0) {
+      i++;
+      continue;
+    }
     let j = i;
     while (j < 8 && words[j] === 0) j++;
-    if (j - i > bestLen) { bestAt = i; bestLen = j - i; }
+    if (j - i > bestLen) {
+      bestAt = i;
+      bestLen = j - i;
+    }
     i = j;
   }
   const hex = (ws: number[]): string => ws.map((w) => w.toString(16)).join(':');

@@ -37,7 +37,8 @@ export function admissionLimits(maxNodes: number, partial: Partial<AdmissionLimi
     timeoutMs: partial.timeoutMs ?? ADMISSION_TIMEOUT_MS,
   };
   for (const [k, v] of Object.entries(out) as [keyof AdmissionLimits, number][]) {
-    if (!Number.isInteger(v) || v < 1) throw new RangeError(`mesh admission limit ${k} must be a positive integer (got ${v})`);
+    if (!Number.isInteger(v) || v < 1)
+      throw new RangeError(`mesh admission limit ${k} must be a positive integer (got ${v})`);
   }
   return out;
 }
@@ -50,7 +51,11 @@ export class AdmissionSlot {
   /** What the deadline does: set by whoever holds the connection at the time (its handshake, then its link). */
   onTimeout: (() => void) | null = null;
 
-  constructor(private readonly gate: Admission, readonly source: string, timeoutMs: number) {
+  constructor(
+    private readonly gate: Admission,
+    readonly source: string,
+    timeoutMs: number,
+  ) {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       if (!this.#established && !this.#released) this.onTimeout?.();
@@ -107,7 +112,8 @@ export class Admission {
     if (this.#inbound >= l.maxInbound) return `${this.#inbound} inbound connections already (the most)`;
     if (this.#pending >= l.maxPending) return `${this.#pending} connections already waiting to register (the most)`;
     const mine = this.#perSource.get(source) ?? 0;
-    if (mine >= l.maxPendingPerSource) return `${mine} connections from ${source} already waiting to register (the most from one address)`;
+    if (mine >= l.maxPendingPerSource)
+      return `${mine} connections from ${source} already waiting to register (the most from one address)`;
     this.#inbound++;
     this.#pending++;
     this.#perSource.set(source, mine + 1);

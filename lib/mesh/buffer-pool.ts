@@ -62,7 +62,10 @@ export class BufferPool {
     s.free = true;
     this.#freeBytes += s.size;
     let list = this.#free.get(s.size);
-    if (!list) { list = []; this.#free.set(s.size, list); }
+    if (!list) {
+      list = [];
+      this.#free.set(s.size, list);
+    }
     list.push(Buffer.from(buf.buffer, 0, s.size));
   }
 }

@@ -10,16 +10,41 @@ import { parseHost } from './address';
 import { Decoded, fail, ok } from './errors';
 import { Field, getField, getFieldBig, setField, setFieldBig, viewRaw } from '../../protocol/field';
 import {
-  ionic_wire_hdr, IONIC_WIRE_MAGIC, IONIC_WIRE_VERSION, IONIC_WIRE_VERSION_SHIFT, tcp_handshake, tcp_mesh_topology, tcp_msg_header, tcp_node_gids, tcp_node_info,
-  tcp_rdma_op_header, tcp_register_node, tcp_register_resp,
+  ionic_wire_hdr,
+  IONIC_WIRE_MAGIC,
+  IONIC_WIRE_VERSION,
+  IONIC_WIRE_VERSION_SHIFT,
+  tcp_handshake,
+  tcp_mesh_topology,
+  tcp_msg_header,
+  tcp_node_gids,
+  tcp_node_info,
+  tcp_rdma_op_header,
+  tcp_register_node,
+  tcp_register_resp,
 } from './layouts';
 import {
-  AUTO_NODE_ID, HOSTNAME_FIELD, MAX_FRAME_PAYLOAD, MAX_NODE_GIDS, MAX_NODE_ID, MAX_NODES, MESH_MAGIC,
+  AUTO_NODE_ID,
+  HOSTNAME_FIELD,
+  MAX_FRAME_PAYLOAD,
+  MAX_NODE_GIDS,
+  MAX_NODE_ID,
+  MAX_NODES,
+  MESH_MAGIC,
   MESH_PROTOCOL_VERSION,
 } from './limits';
 import {
-  DataMsgType, FrameHeader, Handshake, InstanceId, IonicWireHeader, IonicWireOp, MsgType, NodeGids, NodeInfo,
-  RegisterNode, RegisterResp,
+  DataMsgType,
+  FrameHeader,
+  Handshake,
+  InstanceId,
+  IonicWireHeader,
+  IonicWireOp,
+  MsgType,
+  NodeGids,
+  NodeInfo,
+  RegisterNode,
+  RegisterResp,
 } from './messages';
 
 // ---------------------------------------------------------------------------
@@ -43,7 +68,10 @@ const LENGTH_RULES: ReadonlyMap<number, LengthRule> = new Map<number, LengthRule
   [MsgType.HANDSHAKE_RESP, { min: tcp_handshake.V4_SIZE, max: 64 }],
   [MsgType.REGISTER_NODE, { min: tcp_register_node.V3_SIZE, max: 512 }],
   [MsgType.REGISTER_RESP, { min: tcp_register_resp.V3_SIZE, max: 64 }],
-  [MsgType.MESH_TOPOLOGY, { min: tcp_mesh_topology.SIZE, max: tcp_mesh_topology.SIZE + MAX_NODES * tcp_node_info.SIZE }],
+  [
+    MsgType.MESH_TOPOLOGY,
+    { min: tcp_mesh_topology.SIZE, max: tcp_mesh_topology.SIZE + MAX_NODES * tcp_node_info.SIZE },
+  ],
   [MsgType.HEARTBEAT, { min: 0, max: HEARTBEAT_MAX }],
   [MsgType.HEARTBEAT_RESP, { min: 0, max: HEARTBEAT_MAX }],
   [MsgType.NODE_GIDS, { min: tcp_node_gids.SIZE, max: MAX_NODES * tcp_node_gids.SIZE }],
@@ -118,19 +146,22 @@ export function encodeFrameHeader(h: FrameHeaderInit): Buffer {
  */
 export function decodeFrameHeader(buf: Buffer, at: number): Decoded<FrameHeader> {
   const magic = getField(buf, at, tcp_msg_header.magic);
-  if (magic !== MESH_MAGIC) return fail('BAD_MAGIC', `magic 0x${magic.toString(16).padStart(8, '0')}, want 0x${MESH_MAGIC.toString(16)}`);
+  if (magic !== MESH_MAGIC)
+    return fail('BAD_MAGIC', `magic 0x${magic.toString(16).padStart(8, '0')}, want 0x${MESH_MAGIC.toString(16)}`);
   const type = getField(buf, at, tcp_msg_header.msg_type);
   const length = getField(buf, at, tcp_msg_header.msg_len);
   const rule = LENGTH_RULES.get(type);
   if (!rule) {
-    if (type >= 1 && type <= MsgType.NODE_GIDS) return fail('UNSUPPORTED_TYPE', `message type ${type} is not spoken by this mesh`);
+    if (type >= 1 && type <= MsgType.NODE_GIDS)
+      return fail('UNSUPPORTED_TYPE', `message type ${type} is not spoken by this mesh`);
     return fail('UNKNOWN_TYPE', `unknown message type ${type}`);
   }
   if (length > rule.max) {
     const code = rule.max === MAX_FRAME_PAYLOAD ? 'FRAME_TOO_LARGE' : 'BAD_LENGTH';
     return fail(code, `type ${type} declares ${length} payload bytes, at most ${rule.max}`);
   }
-  if (length < rule.min) return fail('BAD_LENGTH', `type ${type} declares ${length} payload bytes, at least ${rule.min}`);
+  if (length < rule.min)
+    return fail('BAD_LENGTH', `type ${type} declares ${length} payload bytes, at least ${rule.min}`);
   return ok({
     type,
     length,
@@ -193,13 +224,17 @@ function writeLinkKey(field: Buffer, key: Buffer): void {
  * cannot handshake as either; a new process on a reused id gets a new key.
  */
 export function linkKeyOf(secret: Buffer, a: number, aInc: InstanceId, b: number, bInc: InstanceId): Buffer {
-  const lo = a < b ? [a, aInc] as const : [b, bInc] as const;
-  const hi = a < b ? [b, bInc] as const : [a, aInc] as const;
+  const lo = a < b ? ([a, aInc] as const) : ([b, bInc] as const);
+  const hi = a < b ? ([b, bInc] as const) : ([a, aInc] as const);
   const ids = Buffer.alloc(8);
   ids.writeUInt32BE(lo[0], 0);
   ids.writeUInt32BE(hi[0], 4);
-  const mac = createHmac('sha256', secret).update(LINK_KEY_DOMAIN).update(ids)
-    .update(Buffer.from(lo[1], 'hex')).update(Buffer.from(hi[1], 'hex')).digest();
+  const mac = createHmac('sha256', secret)
+    .update(LINK_KEY_DOMAIN)
+    .update(ids)
+    .update(Buffer.from(lo[1], 'hex'))
+    .update(Buffer.from(hi[1], 'hex'))
+    .digest();
   return mac.subarray(0, LINK_KEY_BYTES);
 }
 
@@ -207,7 +242,12 @@ const LINK_KEY_DOMAIN = Buffer.from('rocm-ernic mesh link key\0', 'ascii');
 
 /** Whether `got` is the (non-zero) link key `want`, compared in constant time. */
 export function linkKeyMatches(want: Buffer, got: Buffer): boolean {
-  return want.length === LINK_KEY_BYTES && got.length === LINK_KEY_BYTES && !want.equals(NO_LINK_KEY) && timingSafeEqual(want, got);
+  return (
+    want.length === LINK_KEY_BYTES &&
+    got.length === LINK_KEY_BYTES &&
+    !want.equals(NO_LINK_KEY) &&
+    timingSafeEqual(want, got)
+  );
 }
 
 /** Write a NUL-terminated host name into its field (a view of HOSTNAME_FIELD bytes); the host must be valid and fit. */
@@ -252,15 +292,24 @@ export function encodeHandshake(h: Omit<Handshake, 'version'> & { readonly versi
 
 export function decodeHandshake(body: Buffer): Decoded<Handshake> {
   const version = body.length >= tcp_handshake.V4_SIZE ? getField(body, 0, tcp_handshake.version) : 0;
-  if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `handshake version ${version}, want ${MESH_PROTOCOL_VERSION}`);
-  if (body.length !== tcp_handshake.SIZE) return fail('BAD_LENGTH', `handshake is ${body.length} bytes, want ${tcp_handshake.SIZE}`);
+  if (version !== MESH_PROTOCOL_VERSION)
+    return fail('BAD_VERSION', `handshake version ${version}, want ${MESH_PROTOCOL_VERSION}`);
+  if (body.length !== tcp_handshake.SIZE)
+    return fail('BAD_LENGTH', `handshake is ${body.length} bytes, want ${tcp_handshake.SIZE}`);
   const nodeId = getField(body, 0, tcp_handshake.node_id);
   if (nodeId > MAX_NODE_ID) return fail('BAD_NODE_ID', `handshake node id ${nodeId}`);
   const incarnation = viewRaw(body, 0, tcp_handshake.incarnation).toString('hex');
   const peerIncarnation = viewRaw(body, 0, tcp_handshake.peer_incarnation).toString('hex');
   if (!isInstanceId(incarnation)) return fail('BAD_FIELD', 'handshake incarnation is zero');
   const linkKey = Buffer.from(viewRaw(body, 0, tcp_handshake.link_key));
-  return ok({ nodeId, version, result: getField(body, 0, tcp_handshake.result) | 0, incarnation, peerIncarnation, linkKey });
+  return ok({
+    nodeId,
+    version,
+    result: getField(body, 0, tcp_handshake.result) | 0,
+    incarnation,
+    peerIncarnation,
+    linkKey,
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -278,8 +327,10 @@ export function encodeRegisterNode(r: Omit<RegisterNode, 'version'> & { readonly
 
 export function decodeRegisterNode(body: Buffer): Decoded<RegisterNode> {
   const version = readVersion(body, tcp_register_node.version);
-  if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `registration version ${version}, want ${MESH_PROTOCOL_VERSION}`);
-  if (body.length !== tcp_register_node.SIZE) return fail('BAD_LENGTH', `registration is ${body.length} bytes, want ${tcp_register_node.SIZE}`);
+  if (version !== MESH_PROTOCOL_VERSION)
+    return fail('BAD_VERSION', `registration version ${version}, want ${MESH_PROTOCOL_VERSION}`);
+  if (body.length !== tcp_register_node.SIZE)
+    return fail('BAD_LENGTH', `registration is ${body.length} bytes, want ${tcp_register_node.SIZE}`);
   const host = readHostField(viewRaw(body, 0, tcp_register_node.hostname));
   if (!host.ok) return host;
   const requestedId = getField(body, 0, tcp_register_node.requested_node_id);
@@ -304,8 +355,10 @@ export function encodeRegisterResp(r: Omit<RegisterResp, 'version'> & { readonly
 
 export function decodeRegisterResp(body: Buffer): Decoded<RegisterResp> {
   const version = readVersion(body, tcp_register_resp.version);
-  if (version !== MESH_PROTOCOL_VERSION) return fail('BAD_VERSION', `registration reply version ${version}, want ${MESH_PROTOCOL_VERSION}`);
-  if (body.length !== tcp_register_resp.SIZE) return fail('BAD_LENGTH', `registration reply is ${body.length} bytes, want ${tcp_register_resp.SIZE}`);
+  if (version !== MESH_PROTOCOL_VERSION)
+    return fail('BAD_VERSION', `registration reply version ${version}, want ${MESH_PROTOCOL_VERSION}`);
+  if (body.length !== tcp_register_resp.SIZE)
+    return fail('BAD_LENGTH', `registration reply is ${body.length} bytes, want ${tcp_register_resp.SIZE}`);
   const nodeId = getField(body, 0, tcp_register_resp.assigned_node_id);
   const result = getField(body, 0, tcp_register_resp.result) | 0;
   if (result === 0 && (nodeId < 1 || nodeId > MAX_NODE_ID)) return fail('BAD_NODE_ID', `assigned node id ${nodeId}`);
@@ -341,7 +394,8 @@ export function decodeTopology(body: Buffer): Decoded<NodeInfo[]> {
   const count = getField(body, 0, tcp_mesh_topology.num_nodes);
   if (count > MAX_NODES) return fail('TOO_MANY', `topology counts ${count} nodes, at most ${MAX_NODES}`);
   const want = tcp_mesh_topology.SIZE + count * tcp_node_info.SIZE;
-  if (body.length !== want) return fail('BAD_LENGTH', `topology of ${count} nodes is ${body.length} bytes, want ${want}`);
+  if (body.length !== want)
+    return fail('BAD_LENGTH', `topology of ${count} nodes is ${body.length} bytes, want ${want}`);
   const nodes: NodeInfo[] = [];
   const seen = new Set<number>();
   let at = tcp_mesh_topology.NODES;
@@ -357,7 +411,14 @@ export function decodeTopology(body: Buffer): Decoded<NodeInfo[]> {
     const incarnation = viewRaw(body, at, tcp_node_info.incarnation).toString('hex');
     if (!isInstanceId(incarnation)) return fail('BAD_FIELD', `node ${id} incarnation is zero`);
     const linkKey = Buffer.from(viewRaw(body, at, tcp_node_info.link_key));
-    nodes.push({ id, host: host.value, port: getField(body, at, tcp_node_info.port), alive: alive === 1, incarnation, linkKey });
+    nodes.push({
+      id,
+      host: host.value,
+      port: getField(body, at, tcp_node_info.port),
+      alive: alive === 1,
+      incarnation,
+      linkKey,
+    });
   }
   return ok(nodes);
 }
@@ -385,7 +446,10 @@ export function encodeNodeGids(records: readonly NodeGids[]): Buffer {
 
 export function decodeNodeGids(body: Buffer): Decoded<NodeGids[]> {
   if (body.length === 0 || body.length % tcp_node_gids.SIZE !== 0) {
-    return fail('BAD_LENGTH', `NODE_GIDS of ${body.length} bytes is not a whole number of ${tcp_node_gids.SIZE}-byte records`);
+    return fail(
+      'BAD_LENGTH',
+      `NODE_GIDS of ${body.length} bytes is not a whole number of ${tcp_node_gids.SIZE}-byte records`,
+    );
   }
   const count = body.length / tcp_node_gids.SIZE;
   if (count > MAX_NODES) return fail('TOO_MANY', `NODE_GIDS batch of ${count} records`);
@@ -461,7 +525,8 @@ export function encodeIonicWireHeader(h: IonicWireHeaderInit): Buffer {
 
 /** Decode the ionic header at the start of `buf`: length, magic and op are checked; the rest is the data path's to judge. */
 export function decodeIonicWireHeader(buf: Buffer): Decoded<IonicWireHeader> {
-  if (buf.length < ionic_wire_hdr.SIZE) return fail('BAD_LENGTH', `ionic header of ${buf.length} bytes, want ${ionic_wire_hdr.SIZE}`);
+  if (buf.length < ionic_wire_hdr.SIZE)
+    return fail('BAD_LENGTH', `ionic header of ${buf.length} bytes, want ${ionic_wire_hdr.SIZE}`);
   const magic = getField(buf, 0, ionic_wire_hdr.magic);
   if (magic !== IONIC_WIRE_MAGIC) return fail('BAD_MAGIC', `ionic magic 0x${magic.toString(16).padStart(8, '0')}`);
   const r = scratch;

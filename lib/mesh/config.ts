@@ -5,21 +5,28 @@
 
 import { z } from 'zod';
 import { formatHostPort, gidFromText, HostPort, parseHostPort, parsePort } from './address';
-import { DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, MAX_NODE_GIDS, MAX_NODES, NODES_PER_ADDRESS } from './limits';
+import {
+  DEFAULT_HEARTBEAT_MS,
+  DEFAULT_LISTEN_BACKLOG,
+  DEFAULT_SEND_TIMEOUT_MS,
+  MAX_NODE_GIDS,
+  MAX_NODES,
+  NODES_PER_ADDRESS,
+} from './limits';
 
 // ---------------------------------------------------------------------------
 // --backend
 
 export type MeshBackendConfig =
   | {
-    readonly role: 'manager';
-    /** host undefined (`listen:PORT`): 127.0.0.1. Every address takes `0.0.0.0` or `[::]`, and credentials (docs/mesh.md). */
-    readonly listen: { readonly host?: string; readonly port: number };
-  }
+      readonly role: 'manager';
+      /** host undefined (`listen:PORT`): 127.0.0.1. Every address takes `0.0.0.0` or `[::]`, and credentials (docs/mesh.md). */
+      readonly listen: { readonly host?: string; readonly port: number };
+    }
   | {
-    readonly role: 'worker';
-    readonly manager: HostPort;
-  };
+      readonly role: 'worker';
+      readonly manager: HostPort;
+    };
 
 export type ConfigResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 
@@ -32,7 +39,10 @@ const USAGE = 'tcp:manager:listen:PORT, tcp:manager:IP:PORT or tcp:worker:HOST:P
  * resolved when connecting and tried at each address.
  */
 export function parseMeshBackend(text: string): ConfigResult<MeshBackendConfig> {
-  const bad = (why: string): ConfigResult<MeshBackendConfig> => ({ ok: false, error: `--backend ${text}: ${why} (want ${USAGE})` });
+  const bad = (why: string): ConfigResult<MeshBackendConfig> => ({
+    ok: false,
+    error: `--backend ${text}: ${why} (want ${USAGE})`,
+  });
   const m = /^tcp:(manager|worker):(.*)$/.exec(text);
   if (!m) return bad(text.startsWith('tcp:') ? 'role must be manager or worker' : 'not a tcp backend');
   const role = m[1]!;
@@ -82,7 +92,8 @@ export interface MeshEnv {
 const unsetIfEmpty = (v: unknown): unknown => (typeof v === 'string' && v.trim() === '' ? undefined : v);
 
 function integerText(min: number, max: number) {
-  return z.string()
+  return z
+    .string()
     .trim()
     .regex(/^[0-9]+$/, `must be a decimal integer from ${min} to ${max}`)
     .transform(Number)
@@ -128,7 +139,10 @@ const envSchema = z.object({
   ERNIC_TCP_GUEST_GIDS: gidList,
   ERNIC_TCP_SOCKBUF: optionalIntegerVar(4096, 1 << 30),
   ERNIC_TCP_LISTEN_BACKLOG: integerVar(1, 65535, DEFAULT_LISTEN_BACKLOG),
-  ERNIC_DEBUG_MESH: z.preprocess(unsetIfEmpty, z.enum(['0', '1'], { errorMap: () => ({ message: 'must be 0 or 1' }) }).optional()),
+  ERNIC_DEBUG_MESH: z.preprocess(
+    unsetIfEmpty,
+    z.enum(['0', '1'], { errorMap: () => ({ message: 'must be 0 or 1' }) }).optional(),
+  ),
   ERNIC_TCP_HEARTBEAT_MS: integerVar(100, 600_000, DEFAULT_HEARTBEAT_MS),
   ERNIC_TCP_NODES_PER_ADDRESS: integerVar(1, MAX_NODES, NODES_PER_ADDRESS),
 });

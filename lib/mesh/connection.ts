@@ -96,7 +96,11 @@ export class MeshConnection {
   #bytesOut = 0;
   #gated: boolean;
 
-  constructor(readonly socket: net.Socket, private readonly owner: ConnectionOwner, private readonly opts: ConnectionOptions) {
+  constructor(
+    readonly socket: net.Socket,
+    private readonly owner: ConnectionOwner,
+    private readonly opts: ConnectionOptions,
+  ) {
     this.kind = opts.kind;
     this.outgoing = opts.outgoing;
     this.outbound = new OutboundQueue(opts.limits);
@@ -104,11 +108,15 @@ export class MeshConnection {
     this.remote = `${this.remoteAddress.includes(':') ? `[${this.remoteAddress}]` : this.remoteAddress}:${socket.remotePort ?? '?'}`;
     this.#gated = opts.gated === true;
     const sink = (socket as SocketWithSink)[READ_SINK];
-    this.parser = new FrameParser({
-      onFrame: (h, b, placed) => this.#onFrame(h, b, placed),
-      onError: (e) => this.#onParseError(e),
-      place: (h, head) => (this.#closed ? null : this.owner.place(this, h, head)),
-    }, MAX_HELD_CHUNK_BYTES, sink !== undefined);
+    this.parser = new FrameParser(
+      {
+        onFrame: (h, b, placed) => this.#onFrame(h, b, placed),
+        onError: (e) => this.#onParseError(e),
+        place: (h, head) => (this.#closed ? null : this.owner.place(this, h, head)),
+      },
+      MAX_HELD_CHUNK_BYTES,
+      sink !== undefined,
+    );
     socket.setNoDelay(true);
     if (!this.#gated) this.#attachReads();
     socket.on('drain', () => this.pump());
@@ -125,8 +133,7 @@ export class MeshConnection {
       sink.target = () => (this.#closed ? null : this.parser.inPlaceTarget());
       sink.inPlace = (n) => this.#onDataInPlace(n);
       sink.limit = () => (this.#closed ? 0 : this.parser.headReadLimit());
-    }
-    else this.socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    } else this.socket.on('data', (chunk: Buffer) => this.#onData(chunk));
   }
 
   /** The peer is authenticated: read and write from now on. */
@@ -222,7 +229,10 @@ export class MeshConnection {
     while (!this.#closed && s.writableLength < WRITE_BATCH_BYTES) {
       const f = this.outbound.next();
       if (!f) break;
-      if (!corked) { s.cork(); corked = true; }
+      if (!corked) {
+        s.cork();
+        corked = true;
+      }
       this.#inflight.push(f);
       const last = f.parts.length - 1;
       for (let i = 0; i < last; i++) s.write(f.parts[i]!);

@@ -29,7 +29,9 @@ export const systemResolver: Resolver = async (host) => {
   return found.map((a) => a.address);
 };
 
-type DialResult = { readonly ok: true; readonly socket: net.Socket; readonly address: string } | { readonly ok: false; readonly error: string };
+type DialResult =
+  | { readonly ok: true; readonly socket: net.Socket; readonly address: string }
+  | { readonly ok: false; readonly error: string };
 
 /** Lets a caller abandon a dial in progress (the mesh is closing, the node died). */
 export interface DialCancel {
@@ -37,7 +39,13 @@ export interface DialCancel {
 }
 
 /** Connect to host:port, trying each address; never rejects. */
-export async function dial(host: string, port: number, resolve: Resolver, cancel: DialCancel, timeoutMs = CONNECT_TIMEOUT_MS): Promise<DialResult> {
+export async function dial(
+  host: string,
+  port: number,
+  resolve: Resolver,
+  cancel: DialCancel,
+  timeoutMs = CONNECT_TIMEOUT_MS,
+): Promise<DialResult> {
   const parsed = parseHost(host);
   if (!parsed) return { ok: false, error: `'${host}' is not a host` };
   let addresses: string[];
@@ -148,7 +156,9 @@ export function rewrapAccepted(accepted: net.Socket): net.Socket | null {
   }
   let socket: net.Socket;
   try {
-    socket = withSink((onread) => new net.Socket({ fd: dup, readable: true, writable: true, onread } as net.SocketConstructorOpts));
+    socket = withSink(
+      (onread) => new net.Socket({ fd: dup, readable: true, writable: true, onread } as net.SocketConstructorOpts),
+    );
   } catch {
     fs.closeSync(dup);
     return null;
@@ -188,20 +198,26 @@ function connectOnce(address: string, port: number, timeoutMs: number): Promise<
 }
 
 /** Listen on host:port, or on every address of both families when host is undefined. Resolves with the bound port. */
-export async function listen(server: net.Server, host: string | undefined, port: number, backlog: number): Promise<number> {
-  const attempt = (h: string, ipv6Only: boolean): Promise<NodeJS.ErrnoException | undefined> => new Promise((resolve) => {
-    const onError = (err: NodeJS.ErrnoException): void => {
-      server.removeListener('listening', onListening);
-      resolve(err);
-    };
-    const onListening = (): void => {
-      server.removeListener('error', onError);
-      resolve(undefined);
-    };
-    server.once('error', onError);
-    server.once('listening', onListening);
-    server.listen({ host: h, port, backlog, ipv6Only });
-  });
+export async function listen(
+  server: net.Server,
+  host: string | undefined,
+  port: number,
+  backlog: number,
+): Promise<number> {
+  const attempt = (h: string, ipv6Only: boolean): Promise<NodeJS.ErrnoException | undefined> =>
+    new Promise((resolve) => {
+      const onError = (err: NodeJS.ErrnoException): void => {
+        server.removeListener('listening', onListening);
+        resolve(err);
+      };
+      const onListening = (): void => {
+        server.removeListener('error', onError);
+        resolve(undefined);
+      };
+      server.once('error', onError);
+      server.once('listening', onListening);
+      server.listen({ host: h, port, backlog, ipv6Only });
+    });
   let err: NodeJS.ErrnoException | undefined;
   if (host === undefined) {
     err = await attempt('::', false);

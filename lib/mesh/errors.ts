@@ -5,11 +5,21 @@
 
 export type MeshErrorCode =
   // framing
-  | 'BAD_MAGIC' | 'UNKNOWN_TYPE' | 'UNSUPPORTED_TYPE' | 'FRAME_TOO_LARGE' | 'BAD_LENGTH'
+  | 'BAD_MAGIC'
+  | 'UNKNOWN_TYPE'
+  | 'UNSUPPORTED_TYPE'
+  | 'FRAME_TOO_LARGE'
+  | 'BAD_LENGTH'
   // payload rules
-  | 'BAD_VERSION' | 'BAD_FIELD' | 'BAD_HOST' | 'BAD_NODE_ID' | 'TOO_MANY' | 'DUPLICATE'
+  | 'BAD_VERSION'
+  | 'BAD_FIELD'
+  | 'BAD_HOST'
+  | 'BAD_NODE_ID'
+  | 'TOO_MANY'
+  | 'DUPLICATE'
   // connection rules
-  | 'PROTOCOL' | 'OVERFLOW';
+  | 'PROTOCOL'
+  | 'OVERFLOW';
 
 export interface MeshError {
   readonly code: MeshErrorCode;

@@ -120,7 +120,11 @@ export class FrameParser {
    * returns (a socket reading into one buffer, `onread`): whatever the parser
    * keeps past push() (a body, a held chunk's tail, the backlog) is copied.
    */
-  constructor(private readonly sink: FrameSink, private readonly maxBacklogBytes: number = MAX_HELD_CHUNK_BYTES, private readonly transient = false) {}
+  constructor(
+    private readonly sink: FrameSink,
+    private readonly maxBacklogBytes: number = MAX_HELD_CHUNK_BYTES,
+    private readonly transient = false,
+  ) {}
 
   /** True while a refused frame waits for resume(). */
   get held(): boolean {
@@ -159,8 +163,12 @@ export class FrameParser {
 
   /** Bytes the parser is holding: a partial header or body, the held chunk's tail, the backlog. */
   get bufferedBytes(): number {
-    return this.#hdrFill + (this.#body && this.#state === State.Body ? this.#bodyFill : 0) +
-      (this.#chunk.length - this.#pos) + this.#backlogBytes;
+    return (
+      this.#hdrFill +
+      (this.#body && this.#state === State.Body ? this.#bodyFill : 0) +
+      (this.#chunk.length - this.#pos) +
+      this.#backlogBytes
+    );
   }
 
   push(chunk: Buffer): void {
@@ -193,7 +201,8 @@ export class FrameParser {
    * are then reported with filledInPlace() instead of push().
    */
   inPlaceTarget(): Buffer | null {
-    if (this.#state !== State.Body || !this.#body || this.#backlog.length > 0 || this.#pos < this.#chunk.length) return null;
+    if (this.#state !== State.Body || !this.#body || this.#backlog.length > 0 || this.#pos < this.#chunk.length)
+      return null;
     if (this.#header!.length < IN_PLACE_MIN) return null;
     const p = this.#placement;
     if (p) {
@@ -214,7 +223,14 @@ export class FrameParser {
    * frames in between lift the limit.
    */
   headReadLimit(): number {
-    if (!this.#afterInPlace || this.#state !== State.Header || this.#hdrFill !== 0 || this.#backlog.length > 0 || this.#pos < this.#chunk.length) return 0;
+    if (
+      !this.#afterInPlace ||
+      this.#state !== State.Header ||
+      this.#hdrFill !== 0 ||
+      this.#backlog.length > 0 ||
+      this.#pos < this.#chunk.length
+    )
+      return 0;
     return tcp_msg_header.SIZE + PLACE_HEAD;
   }
 

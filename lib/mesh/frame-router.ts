@@ -128,8 +128,20 @@ export class FrameRouter {
       return true;
     }
     const hs = dataHeaderSize(h.type) ?? 0;
-    const msg = new MeshMessage(h.src, h.type, h.seq, h.srcQpn, h.dstQpn, body.subarray(0, hs), body.subarray(hs),
-      () => { budget.release(charge); meshBufferPool.give(body); }, placed);
+    const msg = new MeshMessage(
+      h.src,
+      h.type,
+      h.seq,
+      h.srcQpn,
+      h.dstQpn,
+      body.subarray(0, hs),
+      body.subarray(hs),
+      () => {
+        budget.release(charge);
+        meshBufferPool.give(body);
+      },
+      placed,
+    );
     this.host.emitMessage(msg);
     msg.settle();
     return true;
@@ -140,7 +152,12 @@ export class FrameRouter {
     const dest = this.host.role.route(h.dst);
     if (!dest || dest === conn) {
       this.relayDropped++;
-      warnLimited(this.host.log, this.host.limiter, `relay:${h.dst}`, `mesh: no link to node ${h.dst}; dropped a message from node ${h.src}`);
+      warnLimited(
+        this.host.log,
+        this.host.limiter,
+        `relay:${h.dst}`,
+        `mesh: no link to node ${h.dst}; dropped a message from node ${h.src}`,
+      );
       return true;
     }
     const r = this.host.writer.forward(dest, h, body);

@@ -41,14 +41,26 @@ export class FrameWriter {
   data(conn: MeshConnection, f: DataFrame): OfferResult | 'closed' {
     const hdr = this.#headerBuffer();
     writeFrameHeader(hdr, 0, {
-      type: f.type, length: f.length, seq: this.#nextSeq(), src: f.src, dst: f.dst, srcQpn: f.srcQpn, dstQpn: f.dstQpn,
+      type: f.type,
+      length: f.length,
+      seq: this.#nextSeq(),
+      src: f.src,
+      dst: f.dst,
+      srcQpn: f.srcQpn,
+      dstQpn: f.dstQpn,
     });
     const out: Buffer[] = [hdr];
     if (f.header.length > 0) out.push(f.header);
     for (const p of f.parts) if (p.length > 0) out.push(p);
     const cls = f.reply ? 'reply' : 'request';
     const bytes = tcp_msg_header.SIZE + f.length;
-    const frame: OutFrame = { parts: out, bytes, cls, ...(f.tag === undefined ? {} : { tag: f.tag }), ...(f.onDone ? { onDone: f.onDone } : {}) };
+    const frame: OutFrame = {
+      parts: out,
+      bytes,
+      cls,
+      ...(f.tag === undefined ? {} : { tag: f.tag }),
+      ...(f.onDone ? { onDone: f.onDone } : {}),
+    };
     const r = conn.send(frame);
     // Our answers to one peer stay within its reply room unless it stopped reading (or asks more than any requester
     // may): over its bound it is closed, as a peer whose control room overflows is.
@@ -64,15 +76,26 @@ export class FrameWriter {
     const hdr = this.#headerBuffer();
     writeFrameHeader(hdr, 0, h);
     return dest.send({
-      parts: body.length > 0 ? [hdr, body] : [hdr], bytes: hdr.length + body.length,
+      parts: body.length > 0 ? [hdr, body] : [hdr],
+      bytes: hdr.length + body.length,
       cls: isReplyFrame(h.type, body) ? 'reply' : 'request',
     });
   }
 
   /** Frame and queue a control message; a peer whose control room overflows is closed. False when not queued. */
   control(conn: MeshConnection, type: number, body: Buffer): boolean {
-    const hdr = encodeFrameHeader({ type, length: body.length, seq: this.#nextSeq(), src: this.self() ?? 0, dst: conn.peerId ?? 0 });
-    const r = conn.send({ parts: body.length > 0 ? [hdr, body] : [hdr], bytes: hdr.length + body.length, cls: 'control' });
+    const hdr = encodeFrameHeader({
+      type,
+      length: body.length,
+      seq: this.#nextSeq(),
+      src: this.self() ?? 0,
+      dst: conn.peerId ?? 0,
+    });
+    const r = conn.send({
+      parts: body.length > 0 ? [hdr, body] : [hdr],
+      bytes: hdr.length + body.length,
+      cls: 'control',
+    });
     if (r === 'overflow') {
       conn.close('control queue overflow: the peer is not reading');
       return false;
@@ -83,8 +106,11 @@ export class FrameWriter {
   /** A HEARTBEAT, or the HEARTBEAT_RESP answering one. */
   heartbeat(conn: MeshConnection, answer: boolean): void {
     const hdr = encodeFrameHeader({
-      type: answer ? MsgType.HEARTBEAT_RESP : MsgType.HEARTBEAT, length: 0, seq: this.#nextSeq(),
-      src: this.self() ?? 0, dst: conn.peerId ?? 0,
+      type: answer ? MsgType.HEARTBEAT_RESP : MsgType.HEARTBEAT,
+      length: 0,
+      seq: this.#nextSeq(),
+      src: this.self() ?? 0,
+      dst: conn.peerId ?? 0,
     });
     conn.sendHeartbeat({ parts: [hdr], bytes: hdr.length, cls: 'heartbeat' }, answer);
   }

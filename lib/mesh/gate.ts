@@ -50,7 +50,12 @@ export class MeshGate {
   #tlsRefusals = 0;
   #admissionRefusals = 0;
 
-  constructor(host: GateHost, credentials: MeshCredentials | null | undefined, maxNodes: number, admission?: Partial<AdmissionLimits>) {
+  constructor(
+    host: GateHost,
+    credentials: MeshCredentials | null | undefined,
+    maxNodes: number,
+    admission?: Partial<AdmissionLimits>,
+  ) {
     this.#host = host;
     this.tls = credentials ? new MeshTls(credentials) : null;
     this.admission = new Admission(admissionLimits(maxNodes, admission));
@@ -59,7 +64,12 @@ export class MeshGate {
     this.server.on('error', (err) => host.log.error(`mesh: listener error: ${err.message}`));
     // Node's own cap (sockets past it are closed unread): a backstop for the admission count.
     this.server.maxConnections = this.admission.limits.maxInbound;
-    this.server.on('drop', (d) => this.#refuseAdmission(d?.remoteAddress, `${this.admission.limits.maxInbound} inbound connections already (the most)`));
+    this.server.on('drop', (d) =>
+      this.#refuseAdmission(
+        d?.remoteAddress,
+        `${this.admission.limits.maxInbound} inbound connections already (the most)`,
+      ),
+    );
     this.#tlsServer = this.tls ? this.tls.createServer(this.admission.limits.timeoutMs) : null;
     this.#tlsServer?.on('secureConnection', (socket: tls.TLSSocket) => this.#onSecureInbound(socket));
     this.#tlsServer?.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => this.#onTlsClientError(err, socket));
@@ -91,8 +101,12 @@ export class MeshGate {
   /** Without credentials only loopback is dialled (the resolver's admit hook, see dial.ts). */
   admitDial(address: string, port: number): string | null {
     if (this.tls || isLoopbackAddress(address)) return null;
-    warnLimited(this.#host.log, this.#host.limiter, `dial-far:${address}`,
-      `mesh: not dialling ${formatHostPort(address, port)}: no mesh credentials, so the mesh stays on loopback; ${CREDENTIALS_HINT}`);
+    warnLimited(
+      this.#host.log,
+      this.#host.limiter,
+      `dial-far:${address}`,
+      `mesh: not dialling ${formatHostPort(address, port)}: no mesh credentials, so the mesh stays on loopback; ${CREDENTIALS_HINT}`,
+    );
     return 'not loopback, and this server has no mesh credentials';
   }
 
@@ -215,7 +229,13 @@ export class MeshGate {
       if (this.#handshakes.get(key) === entry) {
         // Gone mid-handshake with nothing said yet: the TLS error, if any, came after the socket lost its address.
         this.#handshakes.delete(key);
-        if (!this.#host.closing()) this.#tlsRefused(who, slot.source, 'the peer hung up during the TLS handshake (it does not accept our credentials)', 'server');
+        if (!this.#host.closing())
+          this.#tlsRefused(
+            who,
+            slot.source,
+            'the peer hung up during the TLS handshake (it does not accept our credentials)',
+            'server',
+          );
       }
       if (!slot.established) slot.release();
     });
@@ -223,8 +243,12 @@ export class MeshGate {
     slot.onTimeout = () => {
       if (this.#handshakes.get(key) === entry) this.#handshakes.delete(key);
       this.#admissionRefusals++;
-      warnLimited(this.#host.log, this.#host.limiter, `admit-late:${slot.source}`,
-        `mesh: closing ${who}: no TLS handshake within ${this.admission.limits.timeoutMs} ms of connecting`);
+      warnLimited(
+        this.#host.log,
+        this.#host.limiter,
+        `admit-late:${slot.source}`,
+        `mesh: closing ${who}: no TLS handshake within ${this.admission.limits.timeoutMs} ms of connecting`,
+      );
       raw.destroy();
     };
     raw.once('data', (first: Buffer) => {
@@ -235,9 +259,10 @@ export class MeshGate {
       }
       if (!looksLikeTls(first[0]!)) {
         this.#handshakes.delete(key);
-        const what = first.length >= 4 && first.readUInt32BE(0) === MESH_MAGIC
-          ? 'it sent a plaintext mesh frame (a server without credentials?)'
-          : `it does not speak TLS (first byte 0x${first[0]!.toString(16).padStart(2, '0')})`;
+        const what =
+          first.length >= 4 && first.readUInt32BE(0) === MESH_MAGIC
+            ? 'it sent a plaintext mesh frame (a server without credentials?)'
+            : `it does not speak TLS (first byte 0x${first[0]!.toString(16).padStart(2, '0')})`;
         this.#tlsRefused(who, slot.source, what, 'server');
         raw.destroy();
         return;

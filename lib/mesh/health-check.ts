@@ -23,7 +23,12 @@ import type { MeshConnection } from './connection';
 import type { FrameGate } from './frame-parser';
 import { partialFrames } from './inbound-budget';
 import {
-  DEAD_AFTER_INTERVALS, ESTABLISH_INTERVALS, PARTIAL_FRAME_MS, PENDING_CONNECTIONS, PENDING_PER_ADDRESS, SETUP_TIMEOUT_MS,
+  DEAD_AFTER_INTERVALS,
+  ESTABLISH_INTERVALS,
+  PARTIAL_FRAME_MS,
+  PENDING_CONNECTIONS,
+  PENDING_PER_ADDRESS,
+  SETUP_TIMEOUT_MS,
 } from './limits';
 import { FrameHeader, MsgType } from './messages';
 
@@ -39,8 +44,14 @@ interface HealthCheckHost {
 
 /** What a link may carry before it is established (anything else is refused before its body is buffered). */
 function setupType(type: number): boolean {
-  return type === MsgType.REGISTER_NODE || type === MsgType.REGISTER_RESP || type === MsgType.HANDSHAKE ||
-    type === MsgType.HANDSHAKE_RESP || type === MsgType.HEARTBEAT || type === MsgType.HEARTBEAT_RESP;
+  return (
+    type === MsgType.REGISTER_NODE ||
+    type === MsgType.REGISTER_RESP ||
+    type === MsgType.HANDSHAKE ||
+    type === MsgType.HANDSHAKE_RESP ||
+    type === MsgType.HEARTBEAT ||
+    type === MsgType.HEARTBEAT_RESP
+  );
 }
 
 class ConnectionGate implements FrameGate {
@@ -62,7 +73,10 @@ export class HealthCheck {
   /** Connections start() has already admitted. */
   readonly #seen = new WeakSet<MeshConnection>();
 
-  constructor(readonly intervalMs: number, private readonly host: HealthCheckHost) {}
+  constructor(
+    readonly intervalMs: number,
+    private readonly host: HealthCheckHost,
+  ) {}
 
   /** How long an accepted connection has to register or handshake. */
   get setupMs(): number {
@@ -103,9 +117,11 @@ export class HealthCheck {
     for (const conn of fresh) {
       const from = perAddress.get(conn.remoteAddress) ?? 0;
       if (all >= PENDING_CONNECTIONS || from >= PENDING_PER_ADDRESS) {
-        conn.close(all >= PENDING_CONNECTIONS
-          ? `${all} connections wait for registration or handshake (at most ${PENDING_CONNECTIONS})`
-          : `${from} connections from ${conn.remoteAddress} wait for registration or handshake (at most ${PENDING_PER_ADDRESS})`);
+        conn.close(
+          all >= PENDING_CONNECTIONS
+            ? `${all} connections wait for registration or handshake (at most ${PENDING_CONNECTIONS})`
+            : `${from} connections from ${conn.remoteAddress} wait for registration or handshake (at most ${PENDING_PER_ADDRESS})`,
+        );
         continue;
       }
       all++;
@@ -142,12 +158,15 @@ export class HealthCheck {
     const contended = partialFrames.waiting > 0;
     for (const conn of [...host.connections]) {
       if (!conn.established) {
-        if (conn.outgoing && now - conn.openedAt >= ESTABLISH_INTERVALS * interval) conn.close('no answer to registration or handshake');
+        if (conn.outgoing && now - conn.openedAt >= ESTABLISH_INTERVALS * interval)
+          conn.close('no answer to registration or handshake');
         continue;
       }
       const since = conn.parser.partialSince;
       if (contended && since > 0 && now - since >= PARTIAL_FRAME_MS) {
-        conn.close(`a partial frame held ${conn.parser.charged} bytes of room for ${now - since} ms while others waited`);
+        conn.close(
+          `a partial frame held ${conn.parser.charged} bytes of room for ${now - since} ms while others waited`,
+        );
         continue;
       }
       const silent = now - conn.lastHeardAt;

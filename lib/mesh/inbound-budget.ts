@@ -70,8 +70,8 @@ export class InboundBudget {
 
   /** Try to take room for one message of `bytes`. On 'wait' the caller holds it and is woken later. */
   charge(bytes: number, waiter: Waiter): ChargeResult {
-    const fits = this.#messages === 0 ||
-      (this.#messages + 1 <= this.maxMessages && this.#bytes + bytes <= this.maxBytes);
+    const fits =
+      this.#messages === 0 || (this.#messages + 1 <= this.maxMessages && this.#bytes + bytes <= this.maxBytes);
     // Earlier waiters go first, so a small message cannot overtake a large one forever.
     const queueAhead = this.#waiters.length > 0 && this.#waiters[0] !== waiter;
     if (fits && !queueAhead) {
@@ -240,7 +240,11 @@ export class PartialFrameBudget {
       return true;
     }
     let queued = false;
-    for (const w of ws) if (w.waiter === waiter) { queued = true; break; }
+    for (const w of ws)
+      if (w.waiter === waiter) {
+        queued = true;
+        break;
+      }
     if (!queued) ws.push({ waiter, bytes });
     return false;
   }

@@ -30,16 +30,21 @@ export type { ConfigResult, MeshBackendConfig, MeshEnv } from './config';
 export { gidFromText, gidToText } from './address';
 export { PendingRequests } from './pending';
 export { BufferPool, meshBufferPool } from './buffer-pool';
-export {
-  decodeIonicWireHeader, encodeIonicWireHeader, writeIonicWireHeader, isReplyFrame,
-} from './codec';
+export { decodeIonicWireHeader, encodeIonicWireHeader, writeIonicWireHeader, isReplyFrame } from './codec';
 export type { IonicWireHeaderInit } from './codec';
 export { ionic_wire_hdr, IONIC_WIRE_MAGIC, tcp_msg_header } from './layouts';
 export { IonicWireOp, MsgType } from './messages';
 export type { IonicWireHeader, NodeInfo } from './messages';
 export {
-  CONNECTION_QUEUE_BYTES, INBOUND_QUEUE_BYTES, INBOUND_QUEUE_MESSAGES, LOST_PEER_MS, MAX_FRAME_PAYLOAD,
-  REQUEST_QUEUE_BYTES, RNR_TIMEOUT_MS, INBOUND_STALL_MS, NO_CONSUMER_DROP_MS,
+  CONNECTION_QUEUE_BYTES,
+  INBOUND_QUEUE_BYTES,
+  INBOUND_QUEUE_MESSAGES,
+  LOST_PEER_MS,
+  MAX_FRAME_PAYLOAD,
+  REQUEST_QUEUE_BYTES,
+  RNR_TIMEOUT_MS,
+  INBOUND_STALL_MS,
+  NO_CONSUMER_DROP_MS,
 } from './limits';
 export type { MeshError, MeshErrorCode } from './errors';
 
@@ -52,13 +57,19 @@ export function isMeshBackend(backend: string): boolean {
  * `--backend tcp:...` plus the ERNIC_TCP_* environment -> MeshOptions, or the
  * one line the CLI prints before exiting with status 2.
  */
-export function meshOptionsFromCli(backend: string, env: Readonly<Record<string, string | undefined>>, log?: Logger): ConfigResult<MeshOptions> {
+export function meshOptionsFromCli(
+  backend: string,
+  env: Readonly<Record<string, string | undefined>>,
+  log?: Logger,
+): ConfigResult<MeshOptions> {
   const b = parseMeshBackend(backend);
   if (!b.ok) return b;
   const e = parseMeshEnv(env);
   if (!e.ok) return e;
   if (e.value.sockbuf !== undefined) {
-    log?.warn('mesh: ERNIC_TCP_SOCKBUF is accepted but has no effect here (Node sets no SO_SNDBUF/SO_RCVBUF on TCP sockets)');
+    log?.warn(
+      'mesh: ERNIC_TCP_SOCKBUF is accepted but has no effect here (Node sets no SO_SNDBUF/SO_RCVBUF on TCP sockets)',
+    );
   }
   const options: MeshOptions = {
     config: b.value,
@@ -86,13 +97,25 @@ export interface MeshCliSecurity extends CredentialFiles {
  * used, or, without credentials, an address that is not loopback (a host
  * name is checked at each dial: only loopback addresses are dialled).
  */
-export function meshSecurityFromCli(options: MeshOptions, cli: MeshCliSecurity, env: Readonly<Record<string, string | undefined>>): ConfigResult<MeshStartOptions> {
+export function meshSecurityFromCli(
+  options: MeshOptions,
+  cli: MeshCliSecurity,
+  env: Readonly<Record<string, string | undefined>>,
+): ConfigResult<MeshStartOptions> {
   const creds = loadMeshCredentials(cli, env);
   if (!creds.ok) return creds;
   let out: MeshStartOptions = { ...options, credentials: creds.value };
   if (cli.advertise !== undefined) {
-    if (options.config.role !== 'worker') return { ok: false, error: `--mesh-advertise ${cli.advertise}: only a worker advertises a host (the manager's address is in the workers' --backend)` };
-    if (!parseHost(cli.advertise)) return { ok: false, error: `--mesh-advertise ${cli.advertise}: not an IP address or host name (IPv6 without brackets)` };
+    if (options.config.role !== 'worker')
+      return {
+        ok: false,
+        error: `--mesh-advertise ${cli.advertise}: only a worker advertises a host (the manager's address is in the workers' --backend)`,
+      };
+    if (!parseHost(cli.advertise))
+      return {
+        ok: false,
+        error: `--mesh-advertise ${cli.advertise}: not an IP address or host name (IPv6 without brackets)`,
+      };
     out = { ...out, advertiseHost: cli.advertise };
   }
   const exposed = meshExposure(out);

@@ -32,8 +32,21 @@ export interface WireHeader {
 /** A zeroed record. */
 export function newWireHeader(): WireHeader {
   return {
-    op: 0, atomicCs: false, flags: 0, srcQp: 0, dstQp: 0, reqId: 0, rkey: 0, length: 0, imm: 0, status: 0, remoteVa: 0,
-    swapAddLo: 0, swapAddHi: 0, compareLo: 0, compareHi: 0,
+    op: 0,
+    atomicCs: false,
+    flags: 0,
+    srcQp: 0,
+    dstQp: 0,
+    reqId: 0,
+    rkey: 0,
+    length: 0,
+    imm: 0,
+    status: 0,
+    remoteVa: 0,
+    swapAddLo: 0,
+    swapAddHi: 0,
+    compareLo: 0,
+    compareHi: 0,
   };
 }
 

@@ -12,7 +12,13 @@
 import { randomBytes } from 'node:crypto';
 import type { MeshConnection } from './connection';
 import {
-  decodeNodeGids, decodeRegisterNode, encodeHandshake, encodeNodeGids, encodeRegisterResp, encodeTopology, linkKeyOf,
+  decodeNodeGids,
+  decodeRegisterNode,
+  encodeHandshake,
+  encodeNodeGids,
+  encodeRegisterResp,
+  encodeTopology,
+  linkKeyOf,
   NO_LINK_KEY,
 } from './codec';
 import { gidToText } from './address';
@@ -39,7 +45,11 @@ export class ManagerRole implements Role {
   readonly #linkKeys = new Map<number, { readonly incLo: string; readonly incHi: string; readonly key: Buffer }>();
 
   constructor(private readonly core: MeshCore) {
-    this.registry = new NodeRegistry(core.maxNodes, { instance: core.instance, host: '', port: 0 }, core.nodesPerAddress ?? NODES_PER_ADDRESS);
+    this.registry = new NodeRegistry(
+      core.maxNodes,
+      { instance: core.instance, host: '', port: 0 },
+      core.nodesPerAddress ?? NODES_PER_ADDRESS,
+    );
   }
 
   nodeId(): number {
@@ -77,8 +87,15 @@ export class ManagerRole implements Role {
   #topologyFor(to: number): NodeInfo[] {
     const me = this.registry.get(to);
     return this.registry.entries().map((e) => ({
-      id: e.id, host: e.host, port: e.port, alive: e.alive, incarnation: e.incarnation,
-      linkKey: me && to !== 0 && e.id !== 0 && e.id !== to ? this.#linkKey(to, me.incarnation, e.id, e.incarnation) : NO_LINK_KEY,
+      id: e.id,
+      host: e.host,
+      port: e.port,
+      alive: e.alive,
+      incarnation: e.incarnation,
+      linkKey:
+        me && to !== 0 && e.id !== 0 && e.id !== to
+          ? this.#linkKey(to, me.incarnation, e.id, e.incarnation)
+          : NO_LINK_KEY,
     }));
   }
 
@@ -109,10 +126,17 @@ export class ManagerRole implements Role {
   onSetupFrame(conn: MeshConnection, h: FrameHeader, body: Buffer): void {
     if (h.type === MsgType.HANDSHAKE) {
       // A worker never handshakes with node 0: its manager link is its registration.
-      this.core.sendControl(conn, MsgType.HANDSHAKE_RESP, encodeHandshake({
-        nodeId: 0, result: -Errno.EINVAL, incarnation: this.registry.get(0)!.incarnation, peerIncarnation: this.registry.get(0)!.incarnation,
-        linkKey: NO_LINK_KEY,
-      }));
+      this.core.sendControl(
+        conn,
+        MsgType.HANDSHAKE_RESP,
+        encodeHandshake({
+          nodeId: 0,
+          result: -Errno.EINVAL,
+          incarnation: this.registry.get(0)!.incarnation,
+          peerIncarnation: this.registry.get(0)!.incarnation,
+          linkKey: NO_LINK_KEY,
+        }),
+      );
       conn.endAfterFlush('handshake sent to the manager');
       return;
     }
@@ -123,10 +147,16 @@ export class ManagerRole implements Role {
     const d = decodeRegisterNode(body);
     if (!d.ok) {
       if (d.error.code === 'BAD_VERSION') {
-        this.core.warn(`reg-version:${conn.remoteAddress}`, `registration refused from ${conn.remote}: ${d.error.detail}`);
+        this.core.warn(
+          `reg-version:${conn.remoteAddress}`,
+          `registration refused from ${conn.remote}: ${d.error.detail}`,
+        );
         this.#refuse(conn, Errno.EPROTO, d.error.detail);
       } else {
-        this.core.warn(`reg-bad:${conn.remoteAddress}`, `registration refused from ${conn.remote}: ${d.error.code} ${d.error.detail}`);
+        this.core.warn(
+          `reg-bad:${conn.remoteAddress}`,
+          `registration refused from ${conn.remote}: ${d.error.code} ${d.error.detail}`,
+        );
         this.#refuse(conn, Errno.EINVAL, d.error.detail);
       }
       return;
@@ -134,7 +164,13 @@ export class ManagerRole implements Role {
     const req = d.value;
     const source = unmapAddress(conn.remoteAddress);
     const host = req.host !== '' ? req.host : source;
-    const out = this.registry.register({ instance: req.instance, requestedId: req.requestedId, host, port: req.port, source });
+    const out = this.registry.register({
+      instance: req.instance,
+      requestedId: req.requestedId,
+      host,
+      port: req.port,
+      source,
+    });
     if (!out.ok) {
       this.core.warn(`reg-refused:${conn.remoteAddress}`, `registration refused from ${conn.remote}: ${out.reason}`);
       this.#refuse(conn, out.errno, out.reason);
@@ -157,14 +193,23 @@ export class ManagerRole implements Role {
     conn.established = true;
     this.#links.set(out.id, conn);
     if (old && old !== conn) old.close(`node ${out.id} registered again on a new connection`);
-    this.core.sendControl(conn, MsgType.REGISTER_RESP, encodeRegisterResp({
-      nodeId: out.id, numNodes: this.registry.size, result: 0, managerInstance: this.core.instance,
-    }));
+    this.core.sendControl(
+      conn,
+      MsgType.REGISTER_RESP,
+      encodeRegisterResp({
+        nodeId: out.id,
+        numNodes: this.registry.size,
+        result: 0,
+        managerInstance: this.core.instance,
+      }),
+    );
     // The newcomer gets the whole picture at once; everyone else the change.
     this.core.sendControl(conn, MsgType.MESH_TOPOLOGY, encodeTopology(this.#topologyFor(out.id)));
     this.#sendWholeGidTable(conn);
-    this.core.log.info(`mesh: node ${out.id} ${out.rejoined ? 'rejoined' : 'registered'} from ${conn.remote}` +
-      ` (${this.registry.size}/${this.core.maxNodes} nodes)`);
+    this.core.log.info(
+      `mesh: node ${out.id} ${out.rejoined ? 'rejoined' : 'registered'} from ${conn.remote}` +
+        ` (${this.registry.size}/${this.core.maxNodes} nodes)`,
+    );
     this.#topologyDirty = true;
     this.#gidsDirty.add(out.id);
     this.#scheduleFlush();
@@ -172,9 +217,17 @@ export class ManagerRole implements Role {
   }
 
   #refuse(conn: MeshConnection, errno: number, reason: string): void {
-    this.core.sendControl(conn, MsgType.REGISTER_RESP, encodeRegisterResp({
-      nodeId: 0, numNodes: this.registry.size, result: -errno, managerInstance: this.core.instance, version: MESH_PROTOCOL_VERSION,
-    }));
+    this.core.sendControl(
+      conn,
+      MsgType.REGISTER_RESP,
+      encodeRegisterResp({
+        nodeId: 0,
+        numNodes: this.registry.size,
+        result: -errno,
+        managerInstance: this.core.instance,
+        version: MESH_PROTOCOL_VERSION,
+      }),
+    );
     conn.endAfterFlush(`registration refused: ${reason}`);
   }
 
@@ -197,10 +250,16 @@ export class ManagerRole implements Role {
       return;
     }
     if (!this.core.gids.holds(conn.peerId, records[0]!.gids)) {
-      this.core.log.info(`mesh: node ${conn.peerId} owns GIDs ${records[0]!.gids.map(gidToText).join(' ') || '(none)'}`);
+      this.core.log.info(
+        `mesh: node ${conn.peerId} owns GIDs ${records[0]!.gids.map(gidToText).join(' ') || '(none)'}`,
+      );
     }
     const conflicts = this.core.gids.set(conn.peerId, records[0]!.gids);
-    for (const g of conflicts) this.core.warn(`gid-conflict:${g.toString('hex')}`, `mesh: GID ${g.toString('hex')} is claimed by two nodes; it names neither`);
+    for (const g of conflicts)
+      this.core.warn(
+        `gid-conflict:${g.toString('hex')}`,
+        `mesh: GID ${g.toString('hex')} is claimed by two nodes; it names neither`,
+      );
     this.#gidsDirty.add(conn.peerId);
     this.#scheduleFlush();
   }
@@ -241,11 +300,13 @@ export class ManagerRole implements Role {
     if (this.#topologyDirty) {
       this.#topologyDirty = false;
       // Each worker its own: the link keys differ per recipient.
-      for (const c of workers) this.core.sendControl(c, MsgType.MESH_TOPOLOGY, encodeTopology(this.#topologyFor(c.peerId!)));
+      for (const c of workers)
+        this.core.sendControl(c, MsgType.MESH_TOPOLOGY, encodeTopology(this.#topologyFor(c.peerId!)));
       this.core.emitTopology(this.topology());
     }
     if (this.#gidsDirty.size > 0) {
-      const records: NodeGids[] = [...this.#gidsDirty].sort((a, b) => a - b)
+      const records: NodeGids[] = [...this.#gidsDirty]
+        .sort((a, b) => a - b)
         .map((id) => ({ nodeId: id, gids: this.core.gids.gidsOf(id) }));
       this.#gidsDirty.clear();
       for (let i = 0; i < records.length; i += MAX_NODES) {

@@ -44,7 +44,12 @@ import { GidTable } from './gid-table';
 import { HealthCheck } from './health-check';
 import { InboundBudget } from './inbound-budget';
 import {
-  DEFAULT_HEARTBEAT_MS, DEFAULT_LISTEN_BACKLOG, DEFAULT_SEND_TIMEOUT_MS, MAX_FRAME_PAYLOAD, MAX_NODE_GIDS, MeshLimits,
+  DEFAULT_HEARTBEAT_MS,
+  DEFAULT_LISTEN_BACKLOG,
+  DEFAULT_SEND_TIMEOUT_MS,
+  MAX_FRAME_PAYLOAD,
+  MAX_NODE_GIDS,
+  MeshLimits,
   resolveLimits,
 } from './limits';
 import { ManagerRole } from './manager-role';
@@ -93,12 +98,14 @@ function advertisedHost(opts: MeshStartOptions): string {
  */
 export function meshExposure(opts: MeshStartOptions): string | null {
   if (opts.credentials) return null;
-  const off = (what: string): string => `no mesh credentials, so the mesh stays on loopback (127.0.0.0/8, ::1) and ${what} is not; ${CREDENTIALS_HINT}`;
+  const off = (what: string): string =>
+    `no mesh credentials, so the mesh stays on loopback (127.0.0.0/8, ::1) and ${what} is not; ${CREDENTIALS_HINT}`;
   const host = listenHost(opts);
   if (host === undefined) return off('listening on every address');
   if (!isLoopbackAddress(host)) return off(`listening on ${host}`);
   const c = opts.config;
-  if (c.role === 'worker' && c.manager.kind !== 'name' && !isLoopbackAddress(c.manager.host)) return off(`the manager at ${c.manager.host}`);
+  if (c.role === 'worker' && c.manager.kind !== 'name' && !isLoopbackAddress(c.manager.host))
+    return off(`the manager at ${c.manager.host}`);
   const adv = opts.advertiseHost ?? '';
   if (adv !== '' && parseHost(adv)?.kind !== 'name' && !isLoopbackAddress(adv)) return off(`advertising ${adv}`);
   return null;
@@ -143,8 +150,11 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#backlog = opts.listenBacklog ?? DEFAULT_LISTEN_BACKLOG;
     this.#debug = opts.debug ?? false;
     const resolve = opts.resolve ?? systemResolver;
-    this.#resolve = Object.assign((host: string) => resolve(host), { admit: (a: string, p: number) => this.#gate.admitDial(a, p) });
-    if (opts.instance !== undefined && !isInstanceId(opts.instance)) throw new RangeError(`bad instance id '${opts.instance}'`);
+    this.#resolve = Object.assign((host: string) => resolve(host), {
+      admit: (a: string, p: number) => this.#gate.admitDial(a, p),
+    });
+    if (opts.instance !== undefined && !isInstanceId(opts.instance))
+      throw new RangeError(`bad instance id '${opts.instance}'`);
     if (opts.advertiseHost !== undefined && opts.advertiseHost !== '' && !parseHost(opts.advertiseHost)) {
       throw new RangeError(`bad advertised host '${opts.advertiseHost}'`);
     }
@@ -153,12 +163,18 @@ export class Mesh extends EventEmitter<MeshEvents> {
     this.#budget = new InboundBudget(this.#limits.inboundQueueBytes, this.#limits.inboundQueueMessages, {
       onStall: (ms) => this.#safeEmit('pressure', ms),
     });
-    this.#gate = new MeshGate({
-      log: this.#log, limiter: this.#limiter,
-      closing: () => this.#closing,
-      adoptInbound: (socket) => this.#adopt(socket, 'pending', false),
-      debug: (message) => this.#dbg(message),
-    }, opts.credentials, this.#limits.maxNodes, opts.admission);
+    this.#gate = new MeshGate(
+      {
+        log: this.#log,
+        limiter: this.#limiter,
+        closing: () => this.#closing,
+        adoptInbound: (socket) => this.#adopt(socket, 'pending', false),
+        debug: (message) => this.#dbg(message),
+      },
+      opts.credentials,
+      this.#limits.maxNodes,
+      opts.admission,
+    );
     const core = this.#core();
     if (opts.config.role === 'manager') {
       this.#role = new ManagerRole(core);
@@ -168,14 +184,19 @@ export class Mesh extends EventEmitter<MeshEvents> {
     }
     const role = this.#role;
     this.#router = new FrameRouter({
-      log: this.#log, limiter: this.#limiter, role, writer: this.#writer, budget: this.#budget,
+      log: this.#log,
+      limiter: this.#limiter,
+      role,
+      writer: this.#writer,
+      budget: this.#budget,
       nodeId: () => this.nodeId,
       violation: (conn, reason) => this.#violation(conn, reason),
       emitMessage: (msg) => this.#safeEmit('message', msg),
       debug: (message) => this.#dbg(message),
     });
     this.#health = new HealthCheck(this.#heartbeatMs, {
-      role: this.role, connections: this.#conns,
+      role: this.role,
+      connections: this.#conns,
       onTick: () => role.onTick(),
       ping: (conn) => this.#writer.heartbeat(conn, false),
     });
@@ -193,10 +214,12 @@ export class Mesh extends EventEmitter<MeshEvents> {
     const mesh = new Mesh(opts);
     const c = opts.config;
     const host = listenHost(opts);
-    const port = c.role === 'manager' ? c.listen.port : opts.peerListen?.port ?? 0;
+    const port = c.role === 'manager' ? c.listen.port : (opts.peerListen?.port ?? 0);
     mesh.#listenPort = await listen(mesh.#gate.server, host, port, mesh.#backlog);
     const how = mesh.#gate.tls ? `TLS 1.3, ${mesh.#gate.tls.describe()}` : 'no credentials: plaintext, loopback only';
-    mesh.#log.info(`mesh: ${mesh.role} listening on port ${mesh.#listenPort} at ${host ?? 'every address'} (instance ${mesh.instance}; ${how})`);
+    mesh.#log.info(
+      `mesh: ${mesh.role} listening on port ${mesh.#listenPort} at ${host ?? 'every address'} (instance ${mesh.instance}; ${how})`,
+    );
     mesh.#role.start();
     return mesh;
   }
@@ -249,7 +272,13 @@ export class Mesh extends EventEmitter<MeshEvents> {
    * bytes for IONIC), `payload` up to two (or more) parts written after it
    * without copying: the caller hands them over and must not change them.
    */
-  send(nodeId: number, type: number, header: Buffer, payload: Buffer | readonly Buffer[] = [], opts: SendOptions = {}): SendResult {
+  send(
+    nodeId: number,
+    type: number,
+    header: Buffer,
+    payload: Buffer | readonly Buffer[] = [],
+    opts: SendOptions = {},
+  ): SendResult {
     if (!isDataType(type) || header.length !== dataHeaderSize(type)) return 'bad-message';
     if (type === MsgType.IONIC && !hasIonicMagic(header)) return 'bad-message';
     const parts = Buffer.isBuffer(payload) ? [payload] : payload;
@@ -261,8 +290,17 @@ export class Mesh extends EventEmitter<MeshEvents> {
     const conn = this.#role.route(nodeId);
     if (!conn) return 'no-route';
     const r = this.#writer.data(conn, {
-      type, src: me, dst: nodeId, srcQpn: opts.srcQpn ?? 0, dstQpn: opts.dstQpn ?? 0, header, parts, length,
-      reply: opts.reply ?? false, ...(opts.tag === undefined ? {} : { tag: opts.tag }), ...(opts.onDone ? { onDone: opts.onDone } : {}),
+      type,
+      src: me,
+      dst: nodeId,
+      srcQpn: opts.srcQpn ?? 0,
+      dstQpn: opts.dstQpn ?? 0,
+      header,
+      parts,
+      length,
+      reply: opts.reply ?? false,
+      ...(opts.tag === undefined ? {} : { tag: opts.tag }),
+      ...(opts.onDone ? { onDone: opts.onDone } : {}),
     });
     if (r === 'queued') return 'queued';
     if (r === 'queue-full') return 'queue-full';
@@ -293,7 +331,12 @@ export class Mesh extends EventEmitter<MeshEvents> {
   /** Add one of our guest's GIDs (learned from its frames); false when already known or the set is full. */
   addLocalGid(gid: Buffer): boolean {
     if (gid.length === 16 && this.#localGids.length >= MAX_NODE_GIDS && !this.#localGids.some((g) => g.equals(gid))) {
-      warnLimited(this.#log, this.#limiter, 'local-gids-full', `mesh: our guest shows more than ${MAX_NODE_GIDS} GIDs; ${gidToText(gid)} is not advertised (nor any further one)`);
+      warnLimited(
+        this.#log,
+        this.#limiter,
+        'local-gids-full',
+        `mesh: our guest shows more than ${MAX_NODE_GIDS} GIDs; ${gidToText(gid)} is not advertised (nor any further one)`,
+      );
       return false;
     }
     if (!this.#addGid(gid)) return false;
@@ -416,7 +459,9 @@ export class Mesh extends EventEmitter<MeshEvents> {
     try {
       (this.emit as (e: K, ...a: MeshEvents[K]) => boolean)(event, ...args);
     } catch (e) {
-      this.#log.error(`mesh: a '${String(event)}' listener threw (a bug above the mesh): ${(e as Error).stack ?? String(e)}`);
+      this.#log.error(
+        `mesh: a '${String(event)}' listener threw (a bug above the mesh): ${(e as Error).stack ?? String(e)}`,
+      );
     }
   }
 
@@ -461,29 +506,51 @@ export class Mesh extends EventEmitter<MeshEvents> {
   #onProtocolError(conn: MeshConnection, error: MeshError): void {
     this.#protocolErrors++;
     // A TLS ClientHello read as a frame header: the peer has credentials and we have none.
-    const tlsHint = !this.#gate.tls && error.code === 'BAD_MAGIC' && /magic 0x1603/.test(error.detail)
-      ? ` (the peer speaks TLS: it has mesh credentials and this server has none; ${CREDENTIALS_HINT})` : '';
-    warnLimited(this.#log, this.#limiter, `proto:${conn.remoteAddress}:${error.code}`,
-      `mesh: closing ${conn.describe()}: ${error.code}: ${error.detail}${tlsHint}`);
+    const tlsHint =
+      !this.#gate.tls && error.code === 'BAD_MAGIC' && /magic 0x1603/.test(error.detail)
+        ? ` (the peer speaks TLS: it has mesh credentials and this server has none; ${CREDENTIALS_HINT})`
+        : '';
+    warnLimited(
+      this.#log,
+      this.#limiter,
+      `proto:${conn.remoteAddress}:${error.code}`,
+      `mesh: closing ${conn.describe()}: ${error.code}: ${error.detail}${tlsHint}`,
+    );
   }
 
   /** A peer broke a rule of the protocol: count it, say so (rate limited), close its connection. */
   #violation(conn: MeshConnection, reason: string): void {
     this.#protocolErrors++;
     // Keyed by address and the kind of fault, so one flood does not hide another.
-    warnLimited(this.#log, this.#limiter, `proto:${conn.remoteAddress}:${reason.slice(0, 32)}`, `mesh: closing ${conn.describe()}: ${reason}`);
+    warnLimited(
+      this.#log,
+      this.#limiter,
+      `proto:${conn.remoteAddress}:${reason.slice(0, 32)}`,
+      `mesh: closing ${conn.describe()}: ${reason}`,
+    );
     conn.close(reason);
   }
 
   #onClose(conn: MeshConnection, reason: string): void {
     this.#gate.closed(conn);
-    if (conn.outgoing && !conn.established && conn.bytesIn === 0 && !this.#closing && !conn.gated &&
-      (reason === 'peer hung up' || reason === 'connection closed' || reason === 'socket error: ECONNRESET')) {
+    if (
+      conn.outgoing &&
+      !conn.established &&
+      conn.bytesIn === 0 &&
+      !this.#closing &&
+      !conn.gated &&
+      (reason === 'peer hung up' || reason === 'connection closed' || reason === 'socket error: ECONNRESET')
+    ) {
       // Closed by the far end before a byte of answer: with TLS 1.3 a server that refuses our certificate does just this.
-      const why = this.#gate.tls ? 'it may not accept our credentials, or be full (its log says why)'
+      const why = this.#gate.tls
+        ? 'it may not accept our credentials, or be full (its log says why)'
         : `it may be full, or want mesh credentials, which this server lacks (its log says why); ${CREDENTIALS_HINT}`;
-      warnLimited(this.#log, this.#limiter, `hangup:${conn.remoteAddress}`,
-        `mesh: ${conn.remote} closed our ${conn.kind === 'manager' ? 'registration' : 'handshake'} link before answering: ${why}`);
+      warnLimited(
+        this.#log,
+        this.#limiter,
+        `hangup:${conn.remoteAddress}`,
+        `mesh: ${conn.remote} closed our ${conn.kind === 'manager' ? 'registration' : 'handshake'} link before answering: ${why}`,
+      );
     }
     this.#conns.delete(conn);
     this.#budget.forget(conn);

@@ -31,11 +31,13 @@ export const MsgType = {
   NODE_GIDS: 25,
 } as const;
 
-
 /** The types the layer above may send and receive; the mesh routes them without looking past the type's own header. */
 export type DataMsgType =
-  | typeof MsgType.DATA | typeof MsgType.RDMA_WRITE | typeof MsgType.RDMA_READ_REQ
-  | typeof MsgType.RDMA_READ_RESP | typeof MsgType.IONIC;
+  | typeof MsgType.DATA
+  | typeof MsgType.RDMA_WRITE
+  | typeof MsgType.RDMA_READ_REQ
+  | typeof MsgType.RDMA_READ_RESP
+  | typeof MsgType.IONIC;
 
 /** struct ionic_wire_hdr `op`. */
 export const IonicWireOp = {

@@ -92,8 +92,11 @@ export class OutboundQueue {
         this.#controlBytes += charge;
         break;
       case 'request':
-        if (this.#dataBytes > 0 &&
-          (this.#requestBytes + charge > this.limits.requestBytes || this.#dataBytes + charge > this.limits.connectionBytes)) {
+        if (
+          this.#dataBytes > 0 &&
+          (this.#requestBytes + charge > this.limits.requestBytes ||
+            this.#dataBytes + charge > this.limits.connectionBytes)
+        ) {
           return 'queue-full';
         }
         this.#requestBytes += charge;
@@ -154,10 +157,18 @@ export class OutboundQueue {
     frame.onDone?.();
     const charge = frame.bytes + FRAME_OVERHEAD;
     switch (frame.cls) {
-      case 'control': this.#controlBytes -= charge; break;
-      case 'request': this.#requestBytes -= charge; this.#dataBytes -= charge; break;
-      case 'reply': this.#dataBytes -= charge; break;
-      case 'heartbeat': break;
+      case 'control':
+        this.#controlBytes -= charge;
+        break;
+      case 'request':
+        this.#requestBytes -= charge;
+        this.#dataBytes -= charge;
+        break;
+      case 'reply':
+        this.#dataBytes -= charge;
+        break;
+      case 'heartbeat':
+        break;
     }
   }
 

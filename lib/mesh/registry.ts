@@ -64,20 +64,20 @@ interface RegisterRequest {
 
 type RegisterOutcome =
   | {
-    readonly ok: true;
-    readonly id: number;
-    /** The same instance came back (its id kept). */
-    readonly rejoined: boolean;
-    /** The id evicted to make room, if any. */
-    readonly evicted?: number;
-  }
+      readonly ok: true;
+      readonly id: number;
+      /** The same instance came back (its id kept). */
+      readonly rejoined: boolean;
+      /** The id evicted to make room, if any. */
+      readonly evicted?: number;
+    }
   | {
-    readonly ok: false;
-    readonly errno: number;
-    readonly reason: string;
-    /** EBUSY: the live node whose nonce was presented. */
-    readonly busy?: number;
-  };
+      readonly ok: false;
+      readonly errno: number;
+      readonly reason: string;
+      /** EBUSY: the live node whose nonce was presented. */
+      readonly busy?: number;
+    };
 
 export class NodeRegistry {
   readonly #nodes = new Map<number, NodeEntry>();
@@ -90,8 +90,14 @@ export class NodeRegistry {
     private readonly nodesPerAddress: number = maxNodes,
   ) {
     this.#nodes.set(0, {
-      id: 0, instance: self.instance, incarnation: incarnationOf(self.instance), host: self.host, port: self.port,
-      source: '', alive: true, deadSince: 0,
+      id: 0,
+      instance: self.instance,
+      incarnation: incarnationOf(self.instance),
+      host: self.host,
+      port: self.port,
+      source: '',
+      alive: true,
+      deadSince: 0,
     });
   }
 
@@ -120,7 +126,11 @@ export class NodeRegistry {
     }
     const fromSource = this.#liveFrom(req.source);
     if (fromSource >= this.nodesPerAddress) {
-      return { ok: false, errno: Errno.EUSERS, reason: `${fromSource} live nodes registered from ${req.source} (at most ${this.nodesPerAddress})` };
+      return {
+        ok: false,
+        errno: Errno.EUSERS,
+        reason: `${fromSource} live nodes registered from ${req.source} (at most ${this.nodesPerAddress})`,
+      };
     }
     // The same process coming back keeps its id, whatever it asked for.
     if (same) {
@@ -140,11 +150,18 @@ export class NodeRegistry {
       this.#nodes.delete(evicted);
     }
     const asked = req.requestedId;
-    const id = asked !== AUTO_NODE_ID && asked >= 1 && asked <= this.maxId && !this.#nodes.has(asked) ? asked : this.#freeId();
+    const id =
+      asked !== AUTO_NODE_ID && asked >= 1 && asked <= this.maxId && !this.#nodes.has(asked) ? asked : this.#freeId();
     if (id !== asked) this.#cursor = id;
     this.#nodes.set(id, {
-      id, instance: req.instance, incarnation: incarnationOf(req.instance), host: req.host, port: req.port,
-      source: req.source, alive: true, deadSince: 0,
+      id,
+      instance: req.instance,
+      incarnation: incarnationOf(req.instance),
+      host: req.host,
+      port: req.port,
+      source: req.source,
+      alive: true,
+      deadSince: 0,
     });
     return evicted === undefined ? { ok: true, id, rejoined: false } : { ok: true, id, rejoined: false, evicted };
   }

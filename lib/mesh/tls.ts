@@ -38,27 +38,28 @@ export const PSK_CREDENTIAL = 'mesh-psk';
 export const MESH_TLS_CIPHERS = 'TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384';
 
 /** What to say whenever the mesh wants credentials it does not have. */
-export const CREDENTIALS_HINT = 'give it a key (--mesh-psk FILE, ERNIC_MESH_PSK_FILE=FILE or the systemd credential mesh-psk) ' +
+export const CREDENTIALS_HINT =
+  'give it a key (--mesh-psk FILE, ERNIC_MESH_PSK_FILE=FILE or the systemd credential mesh-psk) ' +
   'or certificates (--mesh-cert, --mesh-key and --mesh-ca); docs/mesh.md, "Trust model"';
 
 export type MeshCredentials =
   | {
-    readonly kind: 'psk';
-    readonly key: Buffer;
-    /** Fingerprint of the key: the PSK identity on the wire, and what logs name. */
-    readonly keyId: string;
-    /** Where the key came from (a file, the environment's file, the systemd credential). */
-    readonly source: string;
-  }
+      readonly kind: 'psk';
+      readonly key: Buffer;
+      /** Fingerprint of the key: the PSK identity on the wire, and what logs name. */
+      readonly keyId: string;
+      /** Where the key came from (a file, the environment's file, the systemd credential). */
+      readonly source: string;
+    }
   | {
-    readonly kind: 'cert';
-    readonly cert: Buffer;
-    readonly key: Buffer;
-    readonly ca: Buffer;
-    /** Our certificate's subject, for logs. */
-    readonly subject: string;
-    readonly source: string;
-  };
+      readonly kind: 'cert';
+      readonly cert: Buffer;
+      readonly key: Buffer;
+      readonly ca: Buffer;
+      /** Our certificate's subject, for logs. */
+      readonly subject: string;
+      readonly source: string;
+    };
 
 /** The operator's options naming credential files (each absent when not given). */
 export interface CredentialFiles {
@@ -88,14 +89,20 @@ function readSmallFile(label: string, file: string, max: number, secret: boolean
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return { ok: false, error: `${label} ${file}: cannot open: ${code === 'ELOOP' ? 'a symbolic link (give the file itself)' : code ?? (e as Error).message}` };
+    return {
+      ok: false,
+      error: `${label} ${file}: cannot open: ${code === 'ELOOP' ? 'a symbolic link (give the file itself)' : (code ?? (e as Error).message)}`,
+    };
   }
   try {
     const st = fs.fstatSync(fd);
     if (!st.isFile()) return { ok: false, error: `${label} ${file}: not a regular file` };
     if (st.size > max) return { ok: false, error: `${label} ${file}: ${st.size} bytes, at most ${max}` };
     if (secret && (st.mode & 0o077) !== 0) {
-      return { ok: false, error: `${label} ${file}: open to group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 ${file}` };
+      return {
+        ok: false,
+        error: `${label} ${file}: open to group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 ${file}`,
+      };
     }
     const bytes = Buffer.alloc(st.size);
     let got = 0;
@@ -106,7 +113,10 @@ function readSmallFile(label: string, file: string, max: number, secret: boolean
     }
     return { ok: true, bytes: bytes.subarray(0, got) };
   } catch (e) {
-    return { ok: false, error: `${label} ${file}: cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
+    return {
+      ok: false,
+      error: `${label} ${file}: cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    };
   } finally {
     fs.closeSync(fd);
   }
@@ -127,10 +137,16 @@ function oneLine(s: string): string {
 
 function loadPsk(label: string, file: string, secret: boolean): ConfigResult<MeshCredentials> {
   const r = readSmallFile(label, file, PSK_MAX_BYTES, secret);
-  if (!r.ok) return r.error.includes(' bytes, at most ') ? { ok: false, error: `${r.error} (a key is ${PSK_MIN_BYTES}-${PSK_MAX_BYTES} bytes)` } : { ok: false, error: r.error };
+  if (!r.ok)
+    return r.error.includes(' bytes, at most ')
+      ? { ok: false, error: `${r.error} (a key is ${PSK_MIN_BYTES}-${PSK_MAX_BYTES} bytes)` }
+      : { ok: false, error: r.error };
   const key = r.bytes;
   if (key.length < PSK_MIN_BYTES) {
-    return { ok: false, error: `${label} ${file}: ${key.length} bytes, a key is at least ${PSK_MIN_BYTES} (make one: head -c 32 /dev/urandom > ${file})` };
+    return {
+      ok: false,
+      error: `${label} ${file}: ${key.length} bytes, a key is at least ${PSK_MIN_BYTES} (make one: head -c 32 /dev/urandom > ${file})`,
+    };
   }
   return { ok: true, value: { kind: 'psk', key: Buffer.from(key), keyId: pskKeyId(key), source: `${label} ${file}` } };
 }
@@ -159,15 +175,23 @@ function loadCertificates(cert: string, key: string, ca: string): ConfigResult<M
   try {
     privateKey = crypto.createPrivateKey(k.bytes);
   } catch (e) {
-    return { ok: false, error: `--mesh-key ${key}: not a PEM private key (or one with a passphrase): ${(e as Error).message}` };
+    return {
+      ok: false,
+      error: `--mesh-key ${key}: not a PEM private key (or one with a passphrase): ${(e as Error).message}`,
+    };
   }
-  if (!own.checkPrivateKey(privateKey)) return { ok: false, error: `--mesh-key ${key}: not the key of --mesh-cert ${cert}` };
+  if (!own.checkPrivateKey(privateKey))
+    return { ok: false, error: `--mesh-key ${key}: not the key of --mesh-cert ${cert}` };
   const now = Date.now();
   if (Date.parse(own.validTo) < now) return { ok: false, error: `--mesh-cert ${cert}: expired on ${own.validTo}` };
-  if (Date.parse(own.validFrom) > now) return { ok: false, error: `--mesh-cert ${cert}: not valid before ${own.validFrom}` };
+  if (Date.parse(own.validFrom) > now)
+    return { ok: false, error: `--mesh-cert ${cert}: not valid before ${own.validFrom}` };
   // Our peers check our certificate against the same CA: one it did not issue would be refused by all of them.
   if (!authorities.some((x) => own.checkIssued(x) && own.verify(x.publicKey))) {
-    return { ok: false, error: `--mesh-cert ${cert}: not issued by any certificate in --mesh-ca ${ca} (peers would refuse it)` };
+    return {
+      ok: false,
+      error: `--mesh-cert ${cert}: not issued by any certificate in --mesh-ca ${ca} (peers would refuse it)`,
+    };
   }
   try {
     tls.createSecureContext({ cert: c.bytes, key: k.bytes, ca: a.bytes, minVersion: 'TLSv1.3' });
@@ -176,7 +200,14 @@ function loadCertificates(cert: string, key: string, ca: string): ConfigResult<M
   }
   return {
     ok: true,
-    value: { kind: 'cert', cert: c.bytes, key: k.bytes, ca: a.bytes, subject: oneLine(own.subject), source: `--mesh-cert ${cert}` },
+    value: {
+      kind: 'cert',
+      cert: c.bytes,
+      key: k.bytes,
+      ca: a.bytes,
+      subject: oneLine(own.subject),
+      source: `--mesh-cert ${cert}`,
+    },
   };
 }
 
@@ -189,14 +220,19 @@ function loadCertificates(cert: string, key: string, ca: string): ConfigResult<M
  * refused: TLS 1.3 authenticates a handshake by one or the other, so taking
  * both would let in whoever holds either.
  */
-export function loadMeshCredentials(files: CredentialFiles, env: Readonly<Record<string, string | undefined>>): ConfigResult<MeshCredentials | null> {
+export function loadMeshCredentials(
+  files: CredentialFiles,
+  env: Readonly<Record<string, string | undefined>>,
+): ConfigResult<MeshCredentials | null> {
   const given = (v: string | undefined): v is string => v !== undefined && v !== '';
   const certParts = [files.cert, files.key, files.ca].filter(given).length;
-  if (certParts > 0 && certParts < 3) return { ok: false, error: '--mesh-cert, --mesh-key and --mesh-ca go together (all three, or none)' };
+  if (certParts > 0 && certParts < 3)
+    return { ok: false, error: '--mesh-cert, --mesh-key and --mesh-ca go together (all three, or none)' };
   const envFile = env['ERNIC_MESH_PSK_FILE'];
   const credDir = env['CREDENTIALS_DIRECTORY'];
   if (certParts === 3) {
-    if (given(files.psk)) return { ok: false, error: '--mesh-psk and --mesh-cert: give a key or certificates, not both' };
+    if (given(files.psk))
+      return { ok: false, error: '--mesh-psk and --mesh-cert: give a key or certificates, not both' };
     return loadCertificates(files.cert!, files.key!, files.ca!);
   }
   if (given(files.psk)) return loadPsk('--mesh-psk', files.psk, true);
@@ -228,9 +264,10 @@ export class MeshTls {
     this.#creds = creds;
     this.#identity = creds.kind === 'psk' ? `${PSK_IDENTITY_PREFIX}${creds.keyId}` : '';
     const common = { minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', ciphers: MESH_TLS_CIPHERS } as const;
-    this.#context = creds.kind === 'psk'
-      ? tls.createSecureContext(common)
-      : tls.createSecureContext({ ...common, cert: creds.cert, key: creds.key, ca: creds.ca });
+    this.#context =
+      creds.kind === 'psk'
+        ? tls.createSecureContext(common)
+        : tls.createSecureContext({ ...common, cert: creds.cert, key: creds.key, ca: creds.ca });
   }
 
   get kind(): MeshCredentials['kind'] {
@@ -251,7 +288,10 @@ export class MeshTls {
   createServer(handshakeTimeoutMs: number): tls.Server {
     const c = this.#creds;
     const common: tls.TlsOptions = {
-      minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', ciphers: MESH_TLS_CIPHERS, handshakeTimeout: handshakeTimeoutMs,
+      minVersion: 'TLSv1.3',
+      maxVersion: 'TLSv1.3',
+      ciphers: MESH_TLS_CIPHERS,
+      handshakeTimeout: handshakeTimeoutMs,
     };
     if (c.kind === 'psk') {
       return tls.createServer({
@@ -267,7 +307,14 @@ export class MeshTls {
     // rejectUnauthorized stays off here only so that a refusal can be logged
     // with the peer's address and the reason: verify() refuses every peer
     // whose certificate this CA did not sign before its link is adopted.
-    return tls.createServer({ ...common, cert: c.cert, key: c.key, ca: c.ca, requestCert: true, rejectUnauthorized: false });
+    return tls.createServer({
+      ...common,
+      cert: c.cert,
+      key: c.key,
+      ca: c.ca,
+      requestCert: true,
+      rejectUnauthorized: false,
+    });
   }
 
   /** Start the client side of a handshake on a connected socket. */
@@ -297,7 +344,9 @@ export class MeshTls {
   verify(socket: tls.TLSSocket): string | null {
     if (socket.getProtocol() !== 'TLSv1.3') return `negotiated ${socket.getProtocol() ?? 'no protocol'}, not TLS 1.3`;
     if (this.#creds.kind === 'psk') {
-      return socket.isSessionReused() ? null : 'the peer authenticated with a certificate, not with the mesh\'s pre-shared key';
+      return socket.isSessionReused()
+        ? null
+        : "the peer authenticated with a certificate, not with the mesh's pre-shared key";
     }
     const peer = socket.getPeerCertificate();
     if (!peer || Object.keys(peer).length === 0) return 'the peer sent no certificate';
@@ -314,7 +363,9 @@ export class MeshTls {
     const psk = this.#creds.kind === 'psk';
     const stranger = socket ? this.#strangers.get(socket) : undefined;
     if (stranger !== undefined) {
-      const id = stranger.startsWith(PSK_IDENTITY_PREFIX) ? `key ${stranger.slice(PSK_IDENTITY_PREFIX.length)}` : `identity '${stranger}'`;
+      const id = stranger.startsWith(PSK_IDENTITY_PREFIX)
+        ? `key ${stranger.slice(PSK_IDENTITY_PREFIX.length)}`
+        : `identity '${stranger}'`;
       return `wrong pre-shared key: the peer holds ${id}, we hold key ${(this.#creds as { keyId: string }).keyId}`;
     }
     switch (code) {
@@ -323,11 +374,14 @@ export class MeshTls {
       case 'ERR_SSL_SSLV3_ALERT_ILLEGAL_PARAMETER':
       case 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE':
       case 'ERR_SSL_TLSV1_ALERT_DECRYPT_ERROR':
-        return psk ? 'the peer refused our pre-shared key (it holds another key, or uses certificates)'
+        return psk
+          ? 'the peer refused our pre-shared key (it holds another key, or uses certificates)'
           : 'the peer refused the handshake (it uses a pre-shared key, or another CA)';
       case 'ERR_SSL_NO_SUITABLE_SIGNATURE_ALGORITHM':
       case 'ERR_SSL_NO_SHARED_CIPHER':
-        return psk ? 'the peer offered no pre-shared key (it uses certificates?)' : 'no common ground for the handshake (the peer uses a pre-shared key?)';
+        return psk
+          ? 'the peer offered no pre-shared key (it uses certificates?)'
+          : 'no common ground for the handshake (the peer uses a pre-shared key?)';
       case 'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA':
       case 'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE':
       case 'ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN':

@@ -8,8 +8,16 @@
 
 import type { MeshConnection } from './connection';
 import {
-  decodeHandshake, decodeNodeGids, decodeRegisterResp, decodeTopology, encodeHandshake, encodeNodeGids,
-  encodeRegisterNode, incarnationOf, linkKeyMatches, NO_LINK_KEY,
+  decodeHandshake,
+  decodeNodeGids,
+  decodeRegisterResp,
+  decodeTopology,
+  encodeHandshake,
+  encodeNodeGids,
+  encodeRegisterNode,
+  incarnationOf,
+  linkKeyMatches,
+  NO_LINK_KEY,
 } from './codec';
 import { dial, DialCancel } from './dial';
 import { formatHostPort, gidToText, HostPort } from './address';
@@ -111,7 +119,8 @@ export class WorkerRole implements Role {
   // The manager link
 
   #dialManager(): void {
-    if (this.#stopped || this.core.closing || this.#manager || this.#managerDial.cancel || this.#managerDial.timer) return;
+    if (this.#stopped || this.core.closing || this.#manager || this.#managerDial.cancel || this.#managerDial.timer)
+      return;
     const cancel: DialCancel = { cancelled: false };
     this.#managerDial.cancel = cancel;
     const { host, port } = this.managerAddress;
@@ -128,12 +137,16 @@ export class WorkerRole implements Role {
       }
       const conn = this.core.adopt(r.socket, 'manager', true);
       this.#manager = conn;
-      this.core.sendControl(conn, MsgType.REGISTER_NODE, encodeRegisterNode({
-        host: this.advertiseHost,
-        port: this.core.listenPort(),
-        requestedId: this.#myId ?? AUTO_NODE_ID,
-        instance: this.core.instance,
-      }));
+      this.core.sendControl(
+        conn,
+        MsgType.REGISTER_NODE,
+        encodeRegisterNode({
+          host: this.advertiseHost,
+          port: this.core.listenPort(),
+          requestedId: this.#myId ?? AUTO_NODE_ID,
+          instance: this.core.instance,
+        }),
+      );
     });
   }
 
@@ -150,17 +163,25 @@ export class WorkerRole implements Role {
   #onRegisterResp(conn: MeshConnection, body: Buffer): void {
     const d = decodeRegisterResp(body);
     if (!d.ok) {
-      this.core.log.error(`mesh: the manager at ${conn.remote} answered registration with ${d.error.code}: ${d.error.detail}`);
+      this.core.log.error(
+        `mesh: the manager at ${conn.remote} answered registration with ${d.error.code}: ${d.error.detail}`,
+      );
       this.core.emitRefused(Errno.EPROTO, d.error.detail);
       conn.close(`registration reply: ${d.error.detail}`);
       return;
     }
     const r = d.value;
     if (r.result !== 0) {
-      const reason = r.result === -Errno.EPROTO ? 'protocol version mismatch' :
-        r.result === -Errno.ENOSPC ? 'node table full' :
-        r.result === -Errno.EBUSY ? 'our instance is registered on a connection the manager still sees alive' :
-        r.result === -Errno.EUSERS ? 'too many live nodes from our address' : `errno ${-r.result}`;
+      const reason =
+        r.result === -Errno.EPROTO
+          ? 'protocol version mismatch'
+          : r.result === -Errno.ENOSPC
+            ? 'node table full'
+            : r.result === -Errno.EBUSY
+              ? 'our instance is registered on a connection the manager still sees alive'
+              : r.result === -Errno.EUSERS
+                ? 'too many live nodes from our address'
+                : `errno ${-r.result}`;
       this.core.log.warn(`mesh: the manager refused registration: ${reason}`);
       this.core.emitRefused(-r.result, reason);
       conn.close(`registration refused: ${reason}`);
@@ -189,7 +210,11 @@ export class WorkerRole implements Role {
 
   #advertiseGids(): void {
     if (!this.registered || this.#myId === undefined) return;
-    this.core.sendControl(this.#manager!, MsgType.NODE_GIDS, encodeNodeGids([{ nodeId: this.#myId, gids: this.core.localGids() }]));
+    this.core.sendControl(
+      this.#manager!,
+      MsgType.NODE_GIDS,
+      encodeNodeGids([{ nodeId: this.#myId, gids: this.core.localGids() }]),
+    );
   }
 
   // -------------------------------------------------------------------------
@@ -241,9 +266,14 @@ export class WorkerRole implements Role {
       }
       for (const r of d.value) {
         if (r.nodeId === this.#myId) continue;
-        if (!this.core.gids.holds(r.nodeId, r.gids)) this.core.log.info(`mesh: node ${r.nodeId} owns GIDs ${r.gids.map(gidToText).join(' ') || '(none)'}`);
+        if (!this.core.gids.holds(r.nodeId, r.gids))
+          this.core.log.info(`mesh: node ${r.nodeId} owns GIDs ${r.gids.map(gidToText).join(' ') || '(none)'}`);
         const conflicts = this.core.gids.set(r.nodeId, r.gids);
-        for (const g of conflicts) this.core.warn(`gid-conflict:${g.toString('hex')}`, `mesh: GID ${g.toString('hex')} is claimed by two nodes; it names neither`);
+        for (const g of conflicts)
+          this.core.warn(
+            `gid-conflict:${g.toString('hex')}`,
+            `mesh: GID ${g.toString('hex')} is claimed by two nodes; it names neither`,
+          );
       }
       return;
     }
@@ -282,7 +312,8 @@ export class WorkerRole implements Role {
     for (const [id, conn] of [...this.#peers]) {
       const n = next.get(id);
       // Absent means the manager does not know it (yet): leave the link to its heartbeats.
-      if (n && (!n.alive || n.incarnation !== conn.peerInstance)) conn.close(n.alive ? 'node restarted' : 'node dead per the manager');
+      if (n && (!n.alive || n.incarnation !== conn.peerInstance))
+        conn.close(n.alive ? 'node restarted' : 'node dead per the manager');
     }
     for (const [id, d] of [...this.#dials]) {
       if (!this.#wantDial(id)) {
@@ -304,8 +335,17 @@ export class WorkerRole implements Role {
   /** We dial nodes with higher ids than ours that are alive and listening. */
   #wantDial(id: number): boolean {
     const n = this.#topology.get(id);
-    return !this.#stopped && !this.core.closing && this.#myId !== undefined && id > this.#myId && id !== 0 &&
-      n !== undefined && n.alive && n.port !== 0 && n.host !== '';
+    return (
+      !this.#stopped &&
+      !this.core.closing &&
+      this.#myId !== undefined &&
+      id > this.#myId &&
+      id !== 0 &&
+      n !== undefined &&
+      n.alive &&
+      n.port !== 0 &&
+      n.host !== ''
+    );
   }
 
   #dialPeer(id: number, d: DialState): void {
@@ -327,9 +367,17 @@ export class WorkerRole implements Role {
       const conn = this.core.adopt(r.socket, 'peer', true);
       conn.peerId = id;
       conn.peerInstance = n.incarnation;
-      this.core.sendControl(conn, MsgType.HANDSHAKE, encodeHandshake({
-        nodeId: this.#myId, result: 0, incarnation: this.#incarnation, peerIncarnation: n.incarnation, linkKey: n.linkKey,
-      }));
+      this.core.sendControl(
+        conn,
+        MsgType.HANDSHAKE,
+        encodeHandshake({
+          nodeId: this.#myId,
+          result: 0,
+          incarnation: this.#incarnation,
+          peerIncarnation: n.incarnation,
+          linkKey: n.linkKey,
+        }),
+      );
     });
   }
 
@@ -361,8 +409,13 @@ export class WorkerRole implements Role {
       return;
     }
     const known = this.#topology.get(h.nodeId);
-    if (h.nodeId !== conn.peerId || h.incarnation !== conn.peerInstance || h.peerIncarnation !== this.#incarnation ||
-      !known || !linkKeyMatches(known.linkKey, h.linkKey)) {
+    if (
+      h.nodeId !== conn.peerId ||
+      h.incarnation !== conn.peerInstance ||
+      h.peerIncarnation !== this.#incarnation ||
+      !known ||
+      !linkKeyMatches(known.linkKey, h.linkKey)
+    ) {
       this.core.violation(conn, `handshake reply from the wrong node (${h.nodeId}, incarnation ${h.incarnation})`);
       return;
     }
@@ -381,10 +434,17 @@ export class WorkerRole implements Role {
     const d = decodeHandshake(body);
     const refuse = (errno: number, why: string): void => {
       this.core.warn(`hs:${conn.remoteAddress}`, `mesh: handshake from ${conn.remote} refused: ${why}`);
-      this.core.sendControl(conn, MsgType.HANDSHAKE_RESP, encodeHandshake({
-        nodeId: this.#myId ?? 0, result: -errno, incarnation: this.#incarnation,
-        peerIncarnation: d.ok ? d.value.incarnation : this.#incarnation, linkKey: NO_LINK_KEY,
-      }));
+      this.core.sendControl(
+        conn,
+        MsgType.HANDSHAKE_RESP,
+        encodeHandshake({
+          nodeId: this.#myId ?? 0,
+          result: -errno,
+          incarnation: this.#incarnation,
+          peerIncarnation: d.ok ? d.value.incarnation : this.#incarnation,
+          linkKey: NO_LINK_KEY,
+        }),
+      );
       conn.endAfterFlush(`handshake refused: ${why}`);
     };
     if (!d.ok) {
@@ -401,10 +461,12 @@ export class WorkerRole implements Role {
     const known = this.#topology.get(h.nodeId);
     // Not in our topology yet (its registration is still on its way to us): it dials again after a backoff.
     if (!known) return refuse(Errno.EAGAIN, `node ${h.nodeId} is not in our topology yet`);
-    if (known.incarnation !== h.incarnation) return refuse(Errno.ESTALE, `node ${h.nodeId} is another instance per the manager`);
+    if (known.incarnation !== h.incarnation)
+      return refuse(Errno.ESTALE, `node ${h.nodeId} is another instance per the manager`);
     if (!known.alive) return refuse(Errno.ESTALE, `node ${h.nodeId} is dead per the manager`);
     // Only the manager and the real node know this pair's key: anyone else claiming the id is refused.
-    if (!linkKeyMatches(known.linkKey, h.linkKey)) return refuse(Errno.EINVAL, `node ${h.nodeId} did not prove its identity (link key)`);
+    if (!linkKeyMatches(known.linkKey, h.linkKey))
+      return refuse(Errno.EINVAL, `node ${h.nodeId} did not prove its identity (link key)`);
     const old = this.#peers.get(h.nodeId);
     conn.kind = 'peer';
     conn.peerId = h.nodeId;
@@ -412,9 +474,17 @@ export class WorkerRole implements Role {
     conn.established = true;
     this.#peers.set(h.nodeId, conn);
     if (old && old !== conn) old.close('replaced by a new connection');
-    this.core.sendControl(conn, MsgType.HANDSHAKE_RESP, encodeHandshake({
-      nodeId: this.#myId, result: 0, incarnation: this.#incarnation, peerIncarnation: h.incarnation, linkKey: known.linkKey,
-    }));
+    this.core.sendControl(
+      conn,
+      MsgType.HANDSHAKE_RESP,
+      encodeHandshake({
+        nodeId: this.#myId,
+        result: 0,
+        incarnation: this.#incarnation,
+        peerIncarnation: h.incarnation,
+        linkKey: known.linkKey,
+      }),
+    );
     this.core.log.info(`mesh: direct link from node ${h.nodeId} up (${conn.remote})`);
     this.core.routesChanged(`node ${h.nodeId} linked`);
   }

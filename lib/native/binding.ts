@@ -10,11 +10,15 @@ import * as path from 'path';
 
 /** The values the addon exports, as uv.h (enum uv_poll_event), linux/fcntl.h and SCM_MAX_FD define them. */
 export const ABI = {
-  READABLE: 1, WRITABLE: 2, DISCONNECT: 4,
-  F_SEAL_SEAL: 1, F_SEAL_SHRINK: 2, F_SEAL_GROW: 4, F_SEAL_WRITE: 8,
+  READABLE: 1,
+  WRITABLE: 2,
+  DISCONNECT: 4,
+  F_SEAL_SEAL: 1,
+  F_SEAL_SHRINK: 2,
+  F_SEAL_GROW: 4,
+  F_SEAL_WRITE: 8,
   MAX_FDS: 253,
 } as const;
-
 
 export interface Binding {
   /** `backlog` >= 0: listening socket; -1: connected socket. */
@@ -22,10 +26,21 @@ export interface Binding {
   accept(fd: number): number;
   socketPair(out: Int32Array): void;
   recvmsg(fd: number, buf: ArrayBufferView, offset: number, length: number, fdsOut: Int32Array): number;
-  sendmsg(fd: number, buf: ArrayBufferView, offset: number, length: number, fds: Int32Array | null,
-    nfds: number): number;
+  sendmsg(
+    fd: number,
+    buf: ArrayBufferView,
+    offset: number,
+    length: number,
+    fds: Int32Array | null,
+    nfds: number,
+  ): number;
   /** Wraps the poll handle into `watcher`, which becomes the callback's `this`. */
-  watch<W extends object>(watcher: W, fd: number, events: number, callback: (this: W, status: number, events: number) => void): void;
+  watch<W extends object>(
+    watcher: W,
+    fd: number,
+    events: number,
+    callback: (this: W, status: number, events: number) => void,
+  ): void;
   /** `events` >= 0: update (0 stops polling); -1: close. */
   pollCtl(watcher: object, events: number): void;
   mmap(fd: number, offset: number, length: number, writable: boolean): ArrayBuffer;
@@ -97,13 +112,30 @@ function loadBinding(): Binding {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(file) as unknown;
   } catch (err) {
-    throw addonError(`cannot load rocm-ernic's native helper ${file} (${String((err as Error).message).split('\n')[0]})`, err);
+    throw addonError(
+      `cannot load rocm-ernic's native helper ${file} (${String((err as Error).message).split('\n')[0]})`,
+      err,
+    );
   }
   const b = mod as Partial<Record<keyof Binding, unknown>> | null;
-  const fns: (keyof Binding)[] = ['unixSocket', 'accept', 'socketPair', 'recvmsg', 'sendmsg', 'watch',
-    'pollCtl', 'mmap', 'munmap', 'memfdCreate', 'getSeals', 'eventfd', 'openTap'];
+  const fns: (keyof Binding)[] = [
+    'unixSocket',
+    'accept',
+    'socketPair',
+    'recvmsg',
+    'sendmsg',
+    'watch',
+    'pollCtl',
+    'mmap',
+    'munmap',
+    'memfdCreate',
+    'getSeals',
+    'eventfd',
+    'openTap',
+  ];
   const missing = fns.filter((k) => b === null || typeof b[k] !== 'function');
-  if (missing.length > 0) throw addonError(`rocm-ernic's native helper ${file} is stale (missing ${missing.join(', ')})`);
+  if (missing.length > 0)
+    throw addonError(`rocm-ernic's native helper ${file} is stale (missing ${missing.join(', ')})`);
   // The constants below are fixed by the kernel and libuv ABIs; an addon that disagrees was built against something else.
   const wrong = (Object.keys(ABI) as (keyof typeof ABI)[]).filter((k) => (mod as Binding)[k] !== ABI[k]);
   if (wrong.length > 0) throw addonError(`rocm-ernic's native helper ${file} disagrees on ${wrong.join(', ')}`);

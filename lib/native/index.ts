@@ -175,8 +175,14 @@ function checkBool(fn: string, name: string, v: unknown): void {
  * ENAMETOOLONG (with `detail` as the message, strerror's text by default).
  * @returns its length in bytes.
  */
-function checkName(fn: string, name: string, v: unknown, size: number, syscall: string,
-  detail?: (len: number) => string): number {
+function checkName(
+  fn: string,
+  name: string,
+  v: unknown,
+  size: number,
+  syscall: string,
+  detail?: (len: number) => string,
+): number {
   if (typeof v !== 'string') throw typeError(fn, `${name} must be a string`);
   const len = Buffer.byteLength(v);
   if (len >= size) throw nativeError(syscall, ENAMETOOLONG, detail ? detail(len) : 'File name too long');
@@ -185,8 +191,14 @@ function checkName(fn: string, name: string, v: unknown, size: number, syscall: 
 }
 
 function checkUnixPath(fn: string, syscall: string, p: unknown): void {
-  const len = checkName(fn, 'path', p, SUN_PATH_SIZE, syscall,
-    (n) => `socket path is ${n} bytes, at most ${SUN_PATH_SIZE - 1} allowed`);
+  const len = checkName(
+    fn,
+    'path',
+    p,
+    SUN_PATH_SIZE,
+    syscall,
+    (n) => `socket path is ${n} bytes, at most ${SUN_PATH_SIZE - 1} allowed`,
+  );
   if (len === 0) throw typeError(fn, 'path must be a non-empty string');
 }
 
@@ -272,8 +284,13 @@ export function socketPair(): [number, number] {
  * @throws NativeError on failure; EMSGSIZE if control data was truncated
  *   (MSG_CTRUNC; all fds received by that call are closed).
  */
-export function recvmsg(fd: number, buf: Buffer | Uint8Array, offset: number, length: number,
-  fdsOut: Int32Array): number {
+export function recvmsg(
+  fd: number,
+  buf: Buffer | Uint8Array,
+  offset: number,
+  length: number,
+  fdsOut: Int32Array,
+): number {
   checkFd('recvmsg', fd);
   checkSpan('recvmsg', buf, offset, length, 1);
   if (!types.isInt32Array(fdsOut) || fdsOut.length < FDS_OUT_LENGTH) {
@@ -297,8 +314,13 @@ const sendFds = new Int32Array(MAX_FDS);
  * @returns bytes sent (may be less than `length`; the fds then went with the
  *   first part), or -1 when the socket buffer is full (EAGAIN, nothing sent).
  */
-export function sendmsg(fd: number, buf: Buffer | Uint8Array, offset: number, length: number,
-  fds: ArrayLike<number> | null): number {
+export function sendmsg(
+  fd: number,
+  buf: Buffer | Uint8Array,
+  offset: number,
+  length: number,
+  fds: ArrayLike<number> | null,
+): number {
   checkFd('sendmsg', fd);
   checkSpan('sendmsg', buf, offset, length, 0);
   let arr: Int32Array | null = null;
@@ -411,7 +433,8 @@ export function busGuard(notifyFd: number, out: Float64Array): void {
 
 /** [faults so far, the last faulting address] of the bus-error guard, without changing it. */
 export function busGuardStatus(out: Float64Array): void {
-  if (!(out instanceof Float64Array) || out.length < 2) throw typeError('busGuardStatus', 'out must be a Float64Array(2)');
+  if (!(out instanceof Float64Array) || out.length < 2)
+    throw typeError('busGuardStatus', 'out must be a Float64Array(2)');
   binding().busGuard(-2, out);
 }
 

@@ -10,8 +10,25 @@ import { getField, setField, setRawBytes, viewRaw } from '../../protocol/field';
 import { inetChecksum } from './checksum';
 import type { FrameEndpoint } from './frame-endpoint';
 import {
-  arp_ipv4, ARPHRD_ETHER, ARPOP_REPLY, ARPOP_REQUEST, ETH_ALEN, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ethhdr, ICMP_ECHO, ICMP_ECHOREPLY,
-  icmphdr, iphdr, IPV4_ALEN, IPPROTO_ICMP, IPV4_IHL_MASK, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, vlan_ethhdr,
+  arp_ipv4,
+  ARPHRD_ETHER,
+  ARPOP_REPLY,
+  ARPOP_REQUEST,
+  ETH_ALEN,
+  ETH_P_8021Q,
+  ETH_P_ARP,
+  ETH_P_IP,
+  ethhdr,
+  ICMP_ECHO,
+  ICMP_ECHOREPLY,
+  icmphdr,
+  iphdr,
+  IPV4_ALEN,
+  IPPROTO_ICMP,
+  IPV4_IHL_MASK,
+  IPV4_IHL_UNIT,
+  IPV4_VERSION_SHIFT,
+  vlan_ethhdr,
 } from './headers';
 
 const IPV4_VERSION = 4;
@@ -29,10 +46,20 @@ export const ARP_OURS_NO_ANSWER = 'ours';
  * other Ethernet/IPv4 ARP about `ip`; null when it is not about `ip` or is
  * malformed.
  */
-export function arpAnswer(frame: Buffer, l3: number, ip: Buffer, mac: Buffer): Buffer | typeof ARP_OURS_NO_ANSWER | null {
+export function arpAnswer(
+  frame: Buffer,
+  l3: number,
+  ip: Buffer,
+  mac: Buffer,
+): Buffer | typeof ARP_OURS_NO_ANSWER | null {
   if (frame.length < l3 + arp_ipv4.SIZE) return null;
-  if (getField(frame, l3, arp_ipv4.ar_hrd) !== ARPHRD_ETHER || getField(frame, l3, arp_ipv4.ar_pro) !== ETH_P_IP
-    || getField(frame, l3, arp_ipv4.ar_hln) !== ETH_ALEN || getField(frame, l3, arp_ipv4.ar_pln) !== IPV4_ALEN) return null;
+  if (
+    getField(frame, l3, arp_ipv4.ar_hrd) !== ARPHRD_ETHER ||
+    getField(frame, l3, arp_ipv4.ar_pro) !== ETH_P_IP ||
+    getField(frame, l3, arp_ipv4.ar_hln) !== ETH_ALEN ||
+    getField(frame, l3, arp_ipv4.ar_pln) !== IPV4_ALEN
+  )
+    return null;
   if (!viewRaw(frame, l3, arp_ipv4.ar_tip).equals(ip)) return null;
   if (getField(frame, l3, arp_ipv4.ar_op) !== ARPOP_REQUEST) return ARP_OURS_NO_ANSWER;
   const out = Buffer.from(frame.subarray(0, l3 + arp_ipv4.SIZE));
@@ -53,7 +80,8 @@ export function ipv4Extent(frame: Buffer, l3: number): { readonly ihl: number; r
   const vihl = getField(frame, l3, iphdr.version_ihl);
   const ihl = (vihl & IPV4_IHL_MASK) * IPV4_IHL_UNIT;
   const total = getField(frame, l3, iphdr.tot_len);
-  if (vihl >>> IPV4_VERSION_SHIFT !== IPV4_VERSION || ihl < iphdr.SIZE || total < ihl || l3 + total > frame.length) return null;
+  if (vihl >>> IPV4_VERSION_SHIFT !== IPV4_VERSION || ihl < iphdr.SIZE || total < ihl || l3 + total > frame.length)
+    return null;
   if ((getField(frame, l3, iphdr.frag_off) & IP_FRAGMENT_BITS) !== 0) return null;
   return { ihl, total };
 }
@@ -65,11 +93,23 @@ export function ipv4Extent(frame: Buffer, l3: number): { readonly ihl: number; r
  * reply keeps the request's IP header (TTL reset) and ICMP identifier,
  * sequence and data.
  */
-export function echoAnswer(frame: Buffer, l3: number, ihl: number, total: number, ip: Buffer, mac: Buffer): Buffer | null {
+export function echoAnswer(
+  frame: Buffer,
+  l3: number,
+  ihl: number,
+  total: number,
+  ip: Buffer,
+  mac: Buffer,
+): Buffer | null {
   if (!viewRaw(frame, l3, iphdr.daddr).equals(ip) || getField(frame, l3, iphdr.protocol) !== IPPROTO_ICMP) return null;
   const l4 = l3 + ihl;
   const icmpLen = total - ihl;
-  if (icmpLen < icmphdr.SIZE || getField(frame, l4, icmphdr.type) !== ICMP_ECHO || getField(frame, l4, icmphdr.code) !== 0) return null;
+  if (
+    icmpLen < icmphdr.SIZE ||
+    getField(frame, l4, icmphdr.type) !== ICMP_ECHO ||
+    getField(frame, l4, icmphdr.code) !== 0
+  )
+    return null;
   if (inetChecksum(frame, l4, icmpLen) !== 0) return null;
   const out = Buffer.from(frame.subarray(0, l3 + total));
   setRawBytes(out, 0, ethhdr.h_dest, viewRaw(frame, 0, ethhdr.h_source));

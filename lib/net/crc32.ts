@@ -41,8 +41,15 @@ export function crc32Update(state: number, buf: Uint8Array, start: number, end: 
   const t = TABLE;
   for (; i + SLICES <= end; i += SLICES) {
     const lo = (c ^ (buf[i]! | (buf[i + 1]! << 8) | (buf[i + 2]! << 16) | (buf[i + 3]! << 24))) >>> 0;
-    c = t[7 * 256 + (lo & 0xff)]! ^ t[6 * 256 + ((lo >>> 8) & 0xff)]! ^ t[5 * 256 + ((lo >>> 16) & 0xff)]! ^ t[4 * 256 + (lo >>> 24)]!
-      ^ t[3 * 256 + buf[i + 4]!]! ^ t[2 * 256 + buf[i + 5]!]! ^ t[256 + buf[i + 6]!]! ^ t[buf[i + 7]!]!;
+    c =
+      t[7 * 256 + (lo & 0xff)]! ^
+      t[6 * 256 + ((lo >>> 8) & 0xff)]! ^
+      t[5 * 256 + ((lo >>> 16) & 0xff)]! ^
+      t[4 * 256 + (lo >>> 24)]! ^
+      t[3 * 256 + buf[i + 4]!]! ^
+      t[2 * 256 + buf[i + 5]!]! ^
+      t[256 + buf[i + 6]!]! ^
+      t[buf[i + 7]!]!;
   }
   for (; i < end; i++) c = t[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
   return c >>> 0;

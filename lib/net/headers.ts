@@ -12,20 +12,37 @@ export const ethhdr = { h_dest: raw(0, 6), h_source: raw(6, 6), h_proto: be(12, 
 
 /** struct vlan_ethhdr: an Ethernet header with an 802.1Q tag. */
 export const vlan_ethhdr = {
-  h_dest: raw(0, 6), h_source: raw(6, 6), h_vlan_proto: be(12, 2), h_vlan_TCI: be(14, 2), h_vlan_encapsulated_proto: be(16, 2),
+  h_dest: raw(0, 6),
+  h_source: raw(6, 6),
+  h_vlan_proto: be(12, 2),
+  h_vlan_TCI: be(14, 2),
+  h_vlan_encapsulated_proto: be(16, 2),
   SIZE: 18,
 } as const;
 
 /** struct iphdr (without options). */
 export const iphdr = {
-  version_ihl: be(0, 1), tos: be(1, 1), tot_len: be(2, 2), id: be(4, 2), frag_off: be(6, 2), ttl: be(8, 1),
-  protocol: be(9, 1), check: be(10, 2), saddr: raw(12, 4), daddr: raw(16, 4),
+  version_ihl: be(0, 1),
+  tos: be(1, 1),
+  tot_len: be(2, 2),
+  id: be(4, 2),
+  frag_off: be(6, 2),
+  ttl: be(8, 1),
+  protocol: be(9, 1),
+  check: be(10, 2),
+  saddr: raw(12, 4),
+  daddr: raw(16, 4),
   SIZE: 20,
 } as const;
 
 /** struct ipv6hdr. */
 export const ipv6hdr = {
-  version_tc_flow: be(0, 4), payload_len: be(4, 2), nexthdr: be(6, 1), hop_limit: be(7, 1), saddr: raw(8, 16), daddr: raw(24, 16),
+  version_tc_flow: be(0, 4),
+  payload_len: be(4, 2),
+  nexthdr: be(6, 1),
+  hop_limit: be(7, 1),
+  saddr: raw(8, 16),
+  daddr: raw(24, 16),
   SIZE: 40,
 } as const;
 
@@ -34,8 +51,15 @@ export const udphdr = { source: be(0, 2), dest: be(2, 2), len: be(4, 2), check: 
 
 /** struct tcphdr (without options); doff_flags is doff (4 bits), reserved, then the flag bits (CWR..FIN). */
 export const tcphdr = {
-  source: be(0, 2), dest: be(2, 2), seq: be(4, 4), ack_seq: be(8, 4), doff_res: be(12, 1), flags: be(13, 1), window: be(14, 2),
-  check: be(16, 2), urg_ptr: be(18, 2),
+  source: be(0, 2),
+  dest: be(2, 2),
+  seq: be(4, 4),
+  ack_seq: be(8, 4),
+  doff_res: be(12, 1),
+  flags: be(13, 1),
+  window: be(14, 2),
+  check: be(16, 2),
+  urg_ptr: be(18, 2),
   SIZE: 20,
 } as const;
 
@@ -49,8 +73,15 @@ export const ETH_BROADCAST = Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
 
 /** ARP for IPv4 over Ethernet (RFC 826). */
 export const arp_ipv4 = {
-  ar_hrd: be(0, 2), ar_pro: be(2, 2), ar_hln: be(4, 1), ar_pln: be(5, 1), ar_op: be(6, 2),
-  ar_sha: raw(8, 6), ar_sip: raw(14, 4), ar_tha: raw(18, 6), ar_tip: raw(24, 4),
+  ar_hrd: be(0, 2),
+  ar_pro: be(2, 2),
+  ar_hln: be(4, 1),
+  ar_pln: be(5, 1),
+  ar_op: be(6, 2),
+  ar_sha: raw(8, 6),
+  ar_sip: raw(14, 4),
+  ar_tha: raw(18, 6),
+  ar_tip: raw(24, 4),
   SIZE: 28,
 } as const;
 /** arp_ipv4 values: Ethernet hardware, request and reply. */
@@ -59,7 +90,14 @@ export const ARPOP_REQUEST = 1;
 export const ARPOP_REPLY = 2;
 
 /** struct icmphdr, as an echo request or reply carries it (RFC 792). */
-export const icmphdr = { type: be(0, 1), code: be(1, 1), checksum: be(2, 2), id: be(4, 2), sequence: be(6, 2), SIZE: 8 } as const;
+export const icmphdr = {
+  type: be(0, 1),
+  code: be(1, 1),
+  checksum: be(2, 2),
+  id: be(4, 2),
+  sequence: be(6, 2),
+  SIZE: 8,
+} as const;
 export const ICMP_ECHOREPLY = 0;
 export const ICMP_ECHO = 8;
 
@@ -94,4 +132,11 @@ export const TCP_FLAG_PSH = 0x08;
 export const TCP_FLAG_ACK = 0x10;
 
 /** The IPv4 pseudo-header a TCP or UDP checksum covers (RFC 793 section 3.1, RFC 768). */
-export const ipv4_pseudo_header = { saddr: raw(0, 4), daddr: raw(4, 4), zero: be(8, 1), protocol: be(9, 1), len: be(10, 2), SIZE: 12 } as const;
+export const ipv4_pseudo_header = {
+  saddr: raw(0, 4),
+  daddr: raw(4, 4),
+  zero: be(8, 1),
+  protocol: be(9, 1),
+  len: be(10, 2),
+  SIZE: 12,
+} as const;

@@ -5,10 +5,22 @@
 import { getField, le, setField } from '../../protocol/field';
 
 const pcap_file_header = {
-  magic: le(0, 4), version_major: le(4, 2), version_minor: le(6, 2), thiszone: le(8, 4), sigfigs: le(12, 4), snaplen: le(16, 4),
-  linktype: le(20, 4), SIZE: 24,
+  magic: le(0, 4),
+  version_major: le(4, 2),
+  version_minor: le(6, 2),
+  thiszone: le(8, 4),
+  sigfigs: le(12, 4),
+  snaplen: le(16, 4),
+  linktype: le(20, 4),
+  SIZE: 24,
 } as const;
-const pcap_record_header = { ts_sec: le(0, 4), ts_usec: le(4, 4), incl_len: le(8, 4), orig_len: le(12, 4), SIZE: 16 } as const;
+const pcap_record_header = {
+  ts_sec: le(0, 4),
+  ts_usec: le(4, 4),
+  incl_len: le(8, 4),
+  orig_len: le(12, 4),
+  SIZE: 16,
+} as const;
 
 const PCAP_MAGIC_USEC = 0xa1b2c3d4;
 const LINKTYPE_ETHERNET = 1;
@@ -42,8 +54,11 @@ export function writePcap(records: readonly PcapRecord[]): Buffer {
 
 /** The frames of a pcap file written by writePcap (little-endian, microseconds, Ethernet); throws on anything else. */
 export function readPcap(file: Buffer): PcapRecord[] {
-  if (file.length < pcap_file_header.SIZE || getField(file, 0, pcap_file_header.magic) !== PCAP_MAGIC_USEC
-    || getField(file, 0, pcap_file_header.linktype) !== LINKTYPE_ETHERNET) {
+  if (
+    file.length < pcap_file_header.SIZE ||
+    getField(file, 0, pcap_file_header.magic) !== PCAP_MAGIC_USEC ||
+    getField(file, 0, pcap_file_header.linktype) !== LINKTYPE_ETHERNET
+  ) {
     throw new Error('not a little-endian microsecond Ethernet pcap file');
   }
   const out: PcapRecord[] = [];

@@ -6,7 +6,12 @@
 import { le } from '../../protocol/field';
 
 export const virtio_net_hdr = {
-  flags: le(0, 1), gso_type: le(1, 1), hdr_len: le(2, 2), gso_size: le(4, 2), csum_start: le(6, 2), csum_offset: le(8, 2),
+  flags: le(0, 1),
+  gso_type: le(1, 1),
+  hdr_len: le(2, 2),
+  gso_size: le(4, 2),
+  csum_start: le(6, 2),
+  csum_offset: le(8, 2),
   SIZE: 10,
 } as const;
 
@@ -43,8 +48,13 @@ export class FrameOffload {
   csumOffset = 0;
 
   clear(): this {
-    this.needsCsum = false; this.dataValid = false; this.gsoType = VirtioGso.NONE;
-    this.gsoSize = 0; this.hdrLen = 0; this.csumStart = 0; this.csumOffset = 0;
+    this.needsCsum = false;
+    this.dataValid = false;
+    this.gsoType = VirtioGso.NONE;
+    this.gsoSize = 0;
+    this.hdrLen = 0;
+    this.csumStart = 0;
+    this.csumOffset = 0;
     return this;
   }
 
@@ -69,7 +79,8 @@ export class FrameOffload {
 
   encode(b: Buffer, at: number): void {
     const H = virtio_net_hdr;
-    b[at + H.flags.off] = (this.needsCsum ? VIRTIO_NET_HDR_F_NEEDS_CSUM : 0) | (this.dataValid ? VIRTIO_NET_HDR_F_DATA_VALID : 0);
+    b[at + H.flags.off] =
+      (this.needsCsum ? VIRTIO_NET_HDR_F_NEEDS_CSUM : 0) | (this.dataValid ? VIRTIO_NET_HDR_F_DATA_VALID : 0);
     b[at + H.gso_type.off] = this.gsoType;
     b.writeUInt16LE(this.hdrLen, at + H.hdr_len.off);
     b.writeUInt16LE(this.gsoSize, at + H.gso_size.off);

@@ -11,7 +11,14 @@
 // follow-up check after each write (stats-file.ts).
 
 import type { ConnectionState } from './metric-families';
-import type { DeviceContext, DmaRange, IrqEvent, RegionHandler, ResetReason, VfioUserDevice } from '../vfio-user/device';
+import type {
+  DeviceContext,
+  DmaRange,
+  IrqEvent,
+  RegionHandler,
+  ResetReason,
+  VfioUserDevice,
+} from '../vfio-user/device';
 
 /** What happened: the writer rewrites at once on a reset and a phase change, otherwise within its interval. */
 export type ActivityKind = 'access' | 'attach' | 'detach' | 'reset' | 'phase';
@@ -93,7 +100,11 @@ class ObservedDevice implements VfioUserDevice {
   readonly dmaUnmapped?: (range: DmaRange) => void;
   readonly irqChanged?: (event: IrqEvent) => void;
 
-  constructor(private readonly inner: VfioUserDevice, private readonly view: DeviceActivity, private readonly emit: (kind: ActivityKind) => void) {
+  constructor(
+    private readonly inner: VfioUserDevice,
+    private readonly view: DeviceActivity,
+    private readonly emit: (kind: ActivityKind) => void,
+  ) {
     if (inner.dmaMapped) this.dmaMapped = (r) => inner.dmaMapped!(r);
     if (inner.dmaUnmapped) this.dmaUnmapped = (r) => inner.dmaUnmapped!(r);
     if (inner.irqChanged) this.irqChanged = (e) => inner.irqChanged!(e);
@@ -140,7 +151,10 @@ class ObservedRegion implements RegionHandler {
   readonly readable: boolean;
   readonly writable: boolean;
 
-  constructor(private readonly inner: RegionHandler, private readonly emit: (kind: ActivityKind) => void) {
+  constructor(
+    private readonly inner: RegionHandler,
+    private readonly emit: (kind: ActivityKind) => void,
+  ) {
     this.size = inner.size;
     this.readable = inner.readable;
     this.writable = inner.writable;

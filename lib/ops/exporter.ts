@@ -23,9 +23,25 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
-import { ConnectionState, FamilySpec, Labels, qpCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
+import {
+  ConnectionState,
+  FamilySpec,
+  Labels,
+  qpCounterName,
+  registerFamilies,
+  SHARED_FAMILIES,
+  SharedFamily,
+} from './metric-families';
 import { QP_METRICS_MAX } from './metrics';
-import { INTERNAL_ERRORS_KEY, parseStatsFile, ParsedStats, SECTION_DEVICE, SECTION_QPS, STATE_KEY, StatRecord } from './stats-format';
+import {
+  INTERNAL_ERRORS_KEY,
+  parseStatsFile,
+  ParsedStats,
+  SECTION_DEVICE,
+  SECTION_QPS,
+  STATE_KEY,
+  StatRecord,
+} from './stats-format';
 
 export const EXPORTER_PORT = 9840;
 /** The prefix of every family the exporter serves (the server's is rocm_ernic_). */
@@ -39,25 +55,29 @@ const MAX_STATS_BYTES = 4 << 20;
 /** USER_HZ: the unit of /proc/<pid>/stat start times on every Linux architecture Node runs on. */
 const CLOCK_TICKS = 100;
 
-const vmSchema = z.object({
-  vm_name: z.string().optional(),
-  name: z.string().optional(),
-  attached: z.boolean().optional(),
-  vm_pid: z.number().int().positive().optional(),
-  gpu_passthrough: z.union([z.boolean(), z.number()]).optional(),
-  gpus: z.array(z.unknown()).optional(),
-}).passthrough();
+const vmSchema = z
+  .object({
+    vm_name: z.string().optional(),
+    name: z.string().optional(),
+    attached: z.boolean().optional(),
+    vm_pid: z.number().int().positive().optional(),
+    gpu_passthrough: z.union([z.boolean(), z.number()]).optional(),
+    gpus: z.array(z.unknown()).optional(),
+  })
+  .passthrough();
 
-const entrySchema = z.object({
-  id: z.union([z.number().int().nonnegative().max(MAX_ID), z.string().regex(/^\d{1,9}$/)]),
-  role: z.string().optional(),
-  pid: z.number().int().positive().optional(),
-  mac: z.string().optional(),
-  socket: z.string().optional(),
-  /** The instance's stats file, when not RUN_DIR/<id>.stats (ernicctl records it). */
-  stats: z.string().optional(),
-  vm: vmSchema.nullable().optional(),
-}).passthrough();
+const entrySchema = z
+  .object({
+    id: z.union([z.number().int().nonnegative().max(MAX_ID), z.string().regex(/^\d{1,9}$/)]),
+    role: z.string().optional(),
+    pid: z.number().int().positive().optional(),
+    mac: z.string().optional(),
+    socket: z.string().optional(),
+    /** The instance's stats file, when not RUN_DIR/<id>.stats (ernicctl records it). */
+    stats: z.string().optional(),
+    vm: vmSchema.nullable().optional(),
+  })
+  .passthrough();
 
 const manifestSchema = z.union([z.array(entrySchema), z.object({ instances: z.array(entrySchema) }).passthrough()]);
 
@@ -147,7 +167,8 @@ export async function readRunDir(dir: string, probe: ProcessProbe = linuxProcess
   try {
     const parsed = manifestSchema.safeParse(JSON.parse(await readBounded(manifestPath, MAX_STATS_BYTES)));
     if (parsed.success) entries = Array.isArray(parsed.data) ? parsed.data : parsed.data.instances;
-    else manifestError = `${manifestPath}: ${parsed.error.issues[0]?.path.join('.') || '(top)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`;
+    else
+      manifestError = `${manifestPath}: ${parsed.error.issues[0]?.path.join('.') || '(top)'}: ${parsed.error.issues[0]?.message ?? 'invalid'}`;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') manifestError = `${manifestPath}: ${(e as Error).message}`;
   }
@@ -170,13 +191,22 @@ export async function readRunDir(dir: string, probe: ProcessProbe = linuxProcess
     const vmName = vm?.vm_name ?? vm?.name ?? `vm${id}`;
     const vmAlive = vm?.vm_pid !== undefined ? probe.alive(vm.vm_pid) : false;
     out.push({
-      id, role: e.role ?? 'unknown', mac: e.mac ?? String(stats?.instance.mac ?? ''), up: alive,
+      id,
+      role: e.role ?? 'unknown',
+      mac: e.mac ?? String(stats?.instance.mac ?? ''),
+      up: alive,
       uptimeSeconds: alive && e.pid !== undefined ? probe.uptime(e.pid) : null,
-      vm: vm ? {
-        name: vmName, attached: vm.attached === true,
-        uptimeSeconds: vmAlive && vm.vm_pid !== undefined ? probe.uptime(vm.vm_pid) : null,
-        gpuPassthrough: vm.gpu_passthrough === true || (typeof vm.gpu_passthrough === 'number' && vm.gpu_passthrough > 0) || (vm.gpus?.length ?? 0) > 0,
-      } : null,
+      vm: vm
+        ? {
+            name: vmName,
+            attached: vm.attached === true,
+            uptimeSeconds: vmAlive && vm.vm_pid !== undefined ? probe.uptime(vm.vm_pid) : null,
+            gpuPassthrough:
+              vm.gpu_passthrough === true ||
+              (typeof vm.gpu_passthrough === 'number' && vm.gpu_passthrough > 0) ||
+              (vm.gpus?.length ?? 0) > 0,
+          }
+        : null,
       stats,
     });
   }
@@ -185,7 +215,15 @@ export async function readRunDir(dir: string, probe: ProcessProbe = linuxProcess
     if (ids.has(id)) continue;
     ids.add(id);
     const stats = await readStats(path.join(dir, f));
-    out.push({ id, role: 'unknown', mac: String(stats?.instance.mac ?? ''), up: stats !== null, uptimeSeconds: null, vm: null, stats });
+    out.push({
+      id,
+      role: 'unknown',
+      mac: String(stats?.instance.mac ?? ''),
+      up: stats !== null,
+      uptimeSeconds: null,
+      vm: null,
+      stats,
+    });
   }
   return { instances: out, manifestError, present };
 }
@@ -217,45 +255,101 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
   const f: FamilySpec[] = [];
   const P = EXPORTER_PREFIX;
   const base = (i: InstanceView): Labels => ({ ernic_id: i.id, role: i.role });
-  const each = (fn: (i: InstanceView, emit: (v: number, l?: Labels) => void) => void) => (emit: (v: number, l?: Labels) => void): void => {
-    for (const i of view().instances) fn(i, emit);
-  };
-  const add = (name: string, type: 'counter' | 'gauge', help: string, labels: readonly string[], read: FamilySpec['read']): void => {
+  const each =
+    (fn: (i: InstanceView, emit: (v: number, l?: Labels) => void) => void) =>
+    (emit: (v: number, l?: Labels) => void): void => {
+      for (const i of view().instances) fn(i, emit);
+    };
+  const add = (
+    name: string,
+    type: 'counter' | 'gauge',
+    help: string,
+    labels: readonly string[],
+    read: FamilySpec['read'],
+  ): void => {
     f.push({ name, type, help, labels, read });
   };
   const device = (i: InstanceView): StatRecord | undefined => i.stats?.sections[SECTION_DEVICE];
 
   // ---- cluster and instances -------------------------------------------------------------------
-  add('ernic_instances', 'gauge', 'rocm-ernic instances known (manifest entries and stats files)', [], (e) => e(view().instances.length));
-  add('ernic_instance_up', 'gauge', 'Whether the instance\'s process is running (or, without a pid, has a stats file)',
-    ['ernic_id', 'role', 'mac'], each((i, e) => e(i.up ? 1 : 0, { ...base(i), mac: i.mac })));
-  add('ernic_instance_uptime_seconds', 'gauge', 'Seconds since the instance\'s process started', ['ernic_id', 'role'],
-    each((i, e) => { if (i.uptimeSeconds !== null) e(i.uptimeSeconds, base(i)); }));
+  add('ernic_instances', 'gauge', 'rocm-ernic instances known (manifest entries and stats files)', [], (e) =>
+    e(view().instances.length),
+  );
+  add(
+    'ernic_instance_up',
+    'gauge',
+    "Whether the instance's process is running (or, without a pid, has a stats file)",
+    ['ernic_id', 'role', 'mac'],
+    each((i, e) => e(i.up ? 1 : 0, { ...base(i), mac: i.mac })),
+  );
+  add(
+    'ernic_instance_uptime_seconds',
+    'gauge',
+    "Seconds since the instance's process started",
+    ['ernic_id', 'role'],
+    each((i, e) => {
+      if (i.uptimeSeconds !== null) e(i.uptimeSeconds, base(i));
+    }),
+  );
 
   // ---- VMs ---------------------------------------------------------------------------------------
-  add('ernic_vms', 'gauge', 'VMs attached to an instance', [], (e) => e(view().instances.filter((i) => i.vm?.attached).length));
+  add('ernic_vms', 'gauge', 'VMs attached to an instance', [], (e) =>
+    e(view().instances.filter((i) => i.vm?.attached).length),
+  );
   const vmLabels = ['ernic_id', 'role', 'vm_name'];
-  add('ernic_vm_attached', 'gauge', 'Whether the instance\'s VM is attached', vmLabels,
-    each((i, e) => { if (i.vm) e(i.vm.attached ? 1 : 0, { ...base(i), vm_name: i.vm.name }); }));
-  add('ernic_vm_uptime_seconds', 'gauge', 'Seconds since the VM\'s process started', vmLabels,
-    each((i, e) => { if (i.vm && i.vm.uptimeSeconds !== null) e(i.vm.uptimeSeconds, { ...base(i), vm_name: i.vm.name }); }));
-  add('ernic_vm_gpu_passthrough', 'gauge', 'Whether the VM has a GPU passed through', vmLabels,
-    each((i, e) => { if (i.vm) e(i.vm.gpuPassthrough ? 1 : 0, { ...base(i), vm_name: i.vm.name }); }));
+  add(
+    'ernic_vm_attached',
+    'gauge',
+    "Whether the instance's VM is attached",
+    vmLabels,
+    each((i, e) => {
+      if (i.vm) e(i.vm.attached ? 1 : 0, { ...base(i), vm_name: i.vm.name });
+    }),
+  );
+  add(
+    'ernic_vm_uptime_seconds',
+    'gauge',
+    "Seconds since the VM's process started",
+    vmLabels,
+    each((i, e) => {
+      if (i.vm && i.vm.uptimeSeconds !== null) e(i.vm.uptimeSeconds, { ...base(i), vm_name: i.vm.name });
+    }),
+  );
+  add(
+    'ernic_vm_gpu_passthrough',
+    'gauge',
+    'Whether the VM has a GPU passed through',
+    vmLabels,
+    each((i, e) => {
+      if (i.vm) e(i.vm.gpuPassthrough ? 1 : 0, { ...base(i), vm_name: i.vm.name });
+    }),
+  );
 
   // ---- traffic and device counters, from the stats file's Device Statistics --------------------
   const L = ['ernic_id', 'role'];
   const counter = (name: string, help: string, value: (d: StatRecord) => number | undefined): void => {
-    add(name, 'counter', help, L, each((i, e) => {
-      const d = device(i);
-      const v = d && value(d);
-      if (v !== undefined) e(v, base(i));
-    }));
+    add(
+      name,
+      'counter',
+      help,
+      L,
+      each((i, e) => {
+        const d = device(i);
+        const v = d && value(d);
+        if (v !== undefined) e(v, base(i));
+      }),
+    );
   };
-  const key = (k: string) => (d: StatRecord): number | undefined => num(d, k);
-  const sum = (...ks: string[]) => (d: StatRecord): number | undefined => {
-    const vs = ks.map((k) => num(d, k));
-    return vs.every((v) => v === undefined) ? undefined : vs.reduce<number>((a, v) => a + (v ?? 0), 0);
-  };
+  const key =
+    (k: string) =>
+    (d: StatRecord): number | undefined =>
+      num(d, k);
+  const sum =
+    (...ks: string[]) =>
+    (d: StatRecord): number | undefined => {
+      const vs = ks.map((k) => num(d, k));
+      return vs.every((v) => v === undefined) ? undefined : vs.reduce<number>((a, v) => a + (v ?? 0), 0);
+    };
   const shared = (q: SharedFamily, value: (d: StatRecord) => number | undefined, what: string): void => {
     counter(P + q.name, `${q.help} (${what})`, value);
   };
@@ -266,28 +360,57 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
   shared(SHARED_FAMILIES.rdmaRxBytes, key('total_bytes_received'), 'total_bytes_received');
   shared(SHARED_FAMILIES.rdmaReadBytes, key('total_bytes_rdma_read'), 'total_bytes_rdma_read');
   shared(SHARED_FAMILIES.rdmaWriteBytes, key('total_bytes_rdma_write'), 'total_bytes_rdma_write');
-  counter('ernic_rdma_bytes_total', 'RDMA payload bytes: sent, received, read and written',
-    sum('total_bytes_sent', 'total_bytes_received', 'total_bytes_rdma_read', 'total_bytes_rdma_write'));
+  counter(
+    'ernic_rdma_bytes_total',
+    'RDMA payload bytes: sent, received, read and written',
+    sum('total_bytes_sent', 'total_bytes_received', 'total_bytes_rdma_read', 'total_bytes_rdma_write'),
+  );
   shared(SHARED_FAMILIES.resets, key('reset_count'), 'reset_count');
-  add(P + SHARED_FAMILIES.internalErrors.name, SHARED_FAMILIES.internalErrors.type, `${SHARED_FAMILIES.internalErrors.help} (${INTERNAL_ERRORS_KEY})`, L,
-    each((i, e) => { const v = num(i.stats?.instance, INTERNAL_ERRORS_KEY); if (v !== undefined) e(v, base(i)); }));
+  add(
+    P + SHARED_FAMILIES.internalErrors.name,
+    SHARED_FAMILIES.internalErrors.type,
+    `${SHARED_FAMILIES.internalErrors.help} (${INTERNAL_ERRORS_KEY})`,
+    L,
+    each((i, e) => {
+      const v = num(i.stats?.instance, INTERNAL_ERRORS_KEY);
+      if (v !== undefined) e(v, base(i));
+    }),
+  );
   shared(SHARED_FAMILIES.commands, key('commands'), 'commands');
   shared(SHARED_FAMILIES.interrupts, key('interrupts'), 'interrupts');
   counter('ernic_mmio_reads_total', 'MMIO reads (mmio_reads_total)', key('mmio_reads_total'));
   counter('ernic_mmio_writes_total', 'MMIO writes (mmio_writes_total)', key('mmio_writes_total'));
-  add('ernic_stats_writes_total', 'counter', 'Times the stats file was written (Write count)', L,
-    each((i, e) => { if (i.stats?.writeCount != null) e(i.stats.writeCount, base(i)); }));
-  add(P + SHARED_FAMILIES.connectionUp.name, SHARED_FAMILIES.connectionUp.type, `${SHARED_FAMILIES.connectionUp.help} (the stats file's state and connection lines)`,
-    ['ernic_id', 'role', 'state'], each((i, e) => {
+  add(
+    'ernic_stats_writes_total',
+    'counter',
+    'Times the stats file was written (Write count)',
+    L,
+    each((i, e) => {
+      if (i.stats?.writeCount != null) e(i.stats.writeCount, base(i));
+    }),
+  );
+  add(
+    P + SHARED_FAMILIES.connectionUp.name,
+    SHARED_FAMILIES.connectionUp.type,
+    `${SHARED_FAMILIES.connectionUp.help} (the stats file's state and connection lines)`,
+    ['ernic_id', 'role', 'state'],
+    each((i, e) => {
       const state = i.stats && connectionStateOf(i.stats);
       if (state) e(state === 'connected' ? 1 : 0, { ...base(i), state });
-    }));
+    }),
+  );
 
   // ---- per QP ------------------------------------------------------------------------------------
-  add(P + SHARED_FAMILIES.qps.name, SHARED_FAMILIES.qps.type, `${SHARED_FAMILIES.qps.help} on the instance (qp_count, else the QP blocks)`, L, each((i, e) => {
-    if (!i.stats) return;
-    e(num(i.stats.sections[SECTION_QPS], 'qp_count') ?? i.stats.qps.size, base(i));
-  }));
+  add(
+    P + SHARED_FAMILIES.qps.name,
+    SHARED_FAMILIES.qps.type,
+    `${SHARED_FAMILIES.qps.help} on the instance (qp_count, else the QP blocks)`,
+    L,
+    each((i, e) => {
+      if (!i.stats) return;
+      e(num(i.stats.sections[SECTION_QPS], 'qp_count') ?? i.stats.qps.size, base(i));
+    }),
+  );
   const qpCounters: readonly [string, string][] = [
     ['bytes_sent', 'Bytes the QP sent'],
     ['bytes_received', 'Bytes the QP received'],
@@ -299,14 +422,20 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
     ['doorbell_recv', 'Receive queue doorbells of the QP'],
   ];
   for (const [k, help] of qpCounters) {
-    add(P + qpCounterName(k), 'counter', `${help} (the ${qpMax} lowest QP ids of each instance)`, ['ernic_id', 'role', 'qp'], each((i, e) => {
-      if (!i.stats) return;
-      const qps = [...i.stats.qps.entries()].sort(([a], [b]) => Number(a) - Number(b)).slice(0, qpMax);
-      for (const [qp, r] of qps) {
-        const v = num(r, k);
-        if (v !== undefined) e(v, { ...base(i), qp });
-      }
-    }));
+    add(
+      P + qpCounterName(k),
+      'counter',
+      `${help} (the ${qpMax} lowest QP ids of each instance)`,
+      ['ernic_id', 'role', 'qp'],
+      each((i, e) => {
+        if (!i.stats) return;
+        const qps = [...i.stats.qps.entries()].sort(([a], [b]) => Number(a) - Number(b)).slice(0, qpMax);
+        for (const [qp, r] of qps) {
+          const v = num(r, k);
+          if (v !== undefined) e(v, { ...base(i), qp });
+        }
+      }),
+    );
   }
   return f;
 }
@@ -328,7 +457,10 @@ export class ErnicExporter {
   constructor(runDir: string, opts: { probe?: ProcessProbe; qpMax?: number } = {}) {
     this.#dir = runDir;
     this.#probe = opts.probe ?? linuxProcesses;
-    registerFamilies(this.registry, exporterFamilies(() => this.#view, opts.qpMax));
+    registerFamilies(
+      this.registry,
+      exporterFamilies(() => this.#view, opts.qpMax),
+    );
   }
 
   /** Read the run directory now and render every family. `onError` hears a new manifest problem. */

@@ -51,7 +51,9 @@ export function followFiles(files: readonly FollowedFile[], out: (line: string) 
       const st = fs.statSync(full);
       offset = st.size;
       ino = st.ino;
-    } catch { /* not there yet: read from its start once it appears */ }
+    } catch {
+      /* not there yet: read from its start once it appears */
+    }
     const t: Tail = { f: { ...f, file: full }, offset, ino, partial: '', reading: false, again: false };
     tails.set(full, t);
     const dir = path.dirname(full);

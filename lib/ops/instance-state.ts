@@ -26,7 +26,8 @@ export function instanceStateOf(text: string): InstanceState {
   const inst = parseStatsFile(text).instance;
   const phase = SERVER_PHASES.find((p) => p === inst[STATE_KEY]) ?? null;
   const node = inst[MESH_NODE_KEY];
-  const meshNode = typeof node === 'number' && Number.isSafeInteger(node) && node >= 0 && node <= MAX_NODE_ID ? node : null;
+  const meshNode =
+    typeof node === 'number' && Number.isSafeInteger(node) && node >= 0 && node <= MAX_NODE_ID ? node : null;
   return { phase, meshNode };
 }
 
@@ -86,7 +87,9 @@ export function waitFor<T>(check: () => T | null, o: WaitOptions): Promise<T | n
         // A directory removed under us: the time limit still ends the wait.
         w.on('error', () => w.close());
         watchers.push(w);
-      } catch { /* no such directory: the other events and the time limit remain */ }
+      } catch {
+        /* no such directory: the other events and the time limit remain */
+      }
     }
     o.also?.(test);
     // After the watchers exist, so a change between the first look and the watch is not missed.

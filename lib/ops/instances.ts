@@ -9,7 +9,15 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Manifest, InstanceRecord, readManifest, removeManifest, writeManifest, MANIFEST_FORMAT, manifestPath } from './manifest';
+import {
+  Manifest,
+  InstanceRecord,
+  readManifest,
+  removeManifest,
+  writeManifest,
+  MANIFEST_FORMAT,
+  manifestPath,
+} from './manifest';
 import { bridgePorts, ensureBridge, ensureTap, linkCounters, linkExists, removeLink } from './netdev';
 import { HostPlanOptions, InstancePlan, meshKeyPath, planInstances } from './plan';
 import { readInstanceState, waitFor } from './instance-state';
@@ -54,7 +62,11 @@ const MESH_KEY_BYTES = 32;
 export function ensureMeshKey(file: string): OpResult<{ file: string; created: boolean }> {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+    const fd = fs.openSync(
+      tmp,
+      fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
       fs.writeSync(fd, randomBytes(MESH_KEY_BYTES));
       fs.fsyncSync(fd);
@@ -70,7 +82,10 @@ export function ensureMeshKey(file: string): OpResult<{ file: string; created: b
       fs.rmSync(tmp, { force: true });
     }
   } catch (e) {
-    return { ok: false, error: `cannot make the mesh key ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
+    return {
+      ok: false,
+      error: `cannot make the mesh key ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    };
   }
   let st: fs.Stats;
   try {
@@ -79,10 +94,20 @@ export function ensureMeshKey(file: string): OpResult<{ file: string; created: b
     return { ok: false, error: `mesh key ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
   }
   const uid = process.getuid?.();
-  if (!st.isFile()) return { ok: false, error: `mesh key ${file}: not a regular file (remove it; ernicctl makes a new one)` };
-  if (uid !== undefined && st.uid !== uid) return { ok: false, error: `mesh key ${file}: owned by uid ${st.uid}, not us (remove it; ernicctl makes a new one)` };
-  if ((st.mode & 0o077) !== 0) return { ok: false, error: `mesh key ${file}: open to group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it, or remove it for a new one` };
-  if (st.size < MESH_KEY_BYTES || st.size > 256) return { ok: false, error: `mesh key ${file}: ${st.size} bytes, not a key (remove it; ernicctl makes a new one)` };
+  if (!st.isFile())
+    return { ok: false, error: `mesh key ${file}: not a regular file (remove it; ernicctl makes a new one)` };
+  if (uid !== undefined && st.uid !== uid)
+    return {
+      ok: false,
+      error: `mesh key ${file}: owned by uid ${st.uid}, not us (remove it; ernicctl makes a new one)`,
+    };
+  if ((st.mode & 0o077) !== 0)
+    return {
+      ok: false,
+      error: `mesh key ${file}: open to group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it, or remove it for a new one`,
+    };
+  if (st.size < MESH_KEY_BYTES || st.size > 256)
+    return { ok: false, error: `mesh key ${file}: ${st.size} bytes, not a key (remove it; ernicctl makes a new one)` };
   return { ok: true, value: { file, created: false } };
 }
 
@@ -97,7 +122,11 @@ export async function startInstances(o: StartOptions): Promise<OpResult<Manifest
   if (!prior.ok) return { ok: false, error: `${prior.error} (remove it, or run ernicctl stop)` };
   if (prior.manifest) {
     const live = liveInstances(prior.manifest);
-    if (live.length > 0) return { ok: false, error: `${manifestPath(o.runDir)} lists ${live.length} running instance(s) (ids ${live.map((i) => i.id).join(', ')}): run ernicctl stop first` };
+    if (live.length > 0)
+      return {
+        ok: false,
+        error: `${manifestPath(o.runDir)} lists ${live.length} running instance(s) (ids ${live.map((i) => i.id).join(', ')}): run ernicctl stop first`,
+      };
     say(`cleaning up after a previous run whose instances are gone (${manifestPath(o.runDir)})`);
     const s = await stopInstances(o.runDir, { timeoutMs: 1000 });
     if (!s.ok) return s;
@@ -161,17 +190,25 @@ export async function startInstances(o: StartOptions): Promise<OpResult<Manifest
  * line) is taken to listen once its socket file exists.
  */
 async function waitListening(o: StartOptions, p: InstancePlan, child: Spawned): Promise<boolean> {
-  const r = await waitFor((): boolean | null => {
-    if (child.exited() !== null) return false;
-    const st = o.statsFile ? readInstanceState(p.stats) : null;
-    if (st?.phase === 'listening') return true;
-    if (st?.phase) return null; // starting: not yet (stopped: its exit ends the wait)
-    return isSocket(p.socket) ? true : null;
-  }, { dirs: [path.dirname(p.socket), path.dirname(p.stats)], timeoutMs: o.startTimeoutMs, also: child.onExit });
+  const r = await waitFor(
+    (): boolean | null => {
+      if (child.exited() !== null) return false;
+      const st = o.statsFile ? readInstanceState(p.stats) : null;
+      if (st?.phase === 'listening') return true;
+      if (st?.phase) return null; // starting: not yet (stopped: its exit ends the wait)
+      return isSocket(p.socket) ? true : null;
+    },
+    { dirs: [path.dirname(p.socket), path.dirname(p.stats)], timeoutMs: o.startTimeoutMs, also: child.onExit },
+  );
   return r === true;
 }
 
-async function startOne(o: StartOptions, p: InstancePlan, manifest: Manifest, say: (l: string) => void): Promise<OpResult<InstanceRecord>> {
+async function startOne(
+  o: StartOptions,
+  p: InstancePlan,
+  manifest: Manifest,
+  say: (l: string) => void,
+): Promise<OpResult<InstanceRecord>> {
   let tapCreated = false;
   if (p.tap !== null) {
     const t = ensureTap(p.tap, { bridge: o.bridge, ...(o.tapUser ? { user: o.tapUser } : {}) });
@@ -181,36 +218,65 @@ async function startOne(o: StartOptions, p: InstancePlan, manifest: Manifest, sa
   const child = spawnDetached({ command: o.server, args: p.args, env: p.env, log: p.log, pidFile: p.pidFile });
   if (!child.pid) {
     if (tapCreated && p.tap !== null) removeLink(p.tap);
-    return { ok: false, error: `instance ${p.id}: cannot run ${o.server.join(' ')}: ${child.exited() ?? 'no process'}` };
+    return {
+      ok: false,
+      error: `instance ${p.id}: cannot run ${o.server.join(' ')}: ${child.exited() ?? 'no process'}`,
+    };
   }
   const record: InstanceRecord = {
-    id: p.id, role: p.role, pid: child.pid, mac: p.mac, gid: p.gid, socket: p.socket,
-    tap: p.tap, tap_created: tapCreated, backend: p.backend, profile: p.profile,
-    pid_file: p.pidFile, stats: p.stats, log: p.log,
-    mesh_node: p.role === 'manager' ? 0 : null, started: new Date().toISOString(), vm: null,
+    id: p.id,
+    role: p.role,
+    pid: child.pid,
+    mac: p.mac,
+    gid: p.gid,
+    socket: p.socket,
+    tap: p.tap,
+    tap_created: tapCreated,
+    backend: p.backend,
+    profile: p.profile,
+    pid_file: p.pidFile,
+    stats: p.stats,
+    log: p.log,
+    mesh_node: p.role === 'manager' ? 0 : null,
+    started: new Date().toISOString(),
+    vm: null,
   };
   manifest.instances.push(record);
   writeManifest(o.runDir, manifest);
   const why = (): string => {
-    const tail = tailLines(p.log, 5).split('\n').filter((l) => l.trim()).map((l) => `  | ${l}`).join('\n');
+    const tail = tailLines(p.log, 5)
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => `  | ${l}`)
+      .join('\n');
     return tail ? `\n${tail}` : '';
   };
   const listening = await waitListening(o, p, child);
   if (child.exited() !== null) return { ok: false, error: `instance ${p.id}: rocm-ernic ${child.exited()}${why()}` };
-  if (!listening) return { ok: false, error: `instance ${p.id}: not listening on ${p.socket} after ${o.startTimeoutMs} ms${why()}` };
+  if (!listening)
+    return { ok: false, error: `instance ${p.id}: not listening on ${p.socket} after ${o.startTimeoutMs} ms${why()}` };
   if (p.role === 'worker' && o.meshTimeoutMs > 0) {
     if (!o.statsFile) {
       say(`instance ${p.id}: mesh registration not checked (the server writes no stats file)`);
     } else {
-      const node = await waitFor(() => (child.exited() !== null ? -1 : readInstanceState(p.stats)?.meshNode ?? null),
-        { dirs: [path.dirname(p.stats)], timeoutMs: o.meshTimeoutMs, also: child.onExit });
-      if (child.exited() !== null) return { ok: false, error: `instance ${p.id}: rocm-ernic ${child.exited()}${why()}` };
-      if (node === null) return { ok: false, error: `instance ${p.id}: not registered with the mesh manager after ${o.meshTimeoutMs} ms (no mesh_node in ${p.stats})${why()}` };
+      const node = await waitFor(
+        () => (child.exited() !== null ? -1 : (readInstanceState(p.stats)?.meshNode ?? null)),
+        { dirs: [path.dirname(p.stats)], timeoutMs: o.meshTimeoutMs, also: child.onExit },
+      );
+      if (child.exited() !== null)
+        return { ok: false, error: `instance ${p.id}: rocm-ernic ${child.exited()}${why()}` };
+      if (node === null)
+        return {
+          ok: false,
+          error: `instance ${p.id}: not registered with the mesh manager after ${o.meshTimeoutMs} ms (no mesh_node in ${p.stats})${why()}`,
+        };
       record.mesh_node = node;
     }
   }
   writeManifest(o.runDir, manifest);
-  say(`instance ${p.id} (${p.role}) pid ${child.pid} socket ${p.socket}${p.tap ? ` tap ${p.tap}` : ''} mac ${p.mac}${record.mesh_node !== null ? ` mesh node ${record.mesh_node}` : ''}`);
+  say(
+    `instance ${p.id} (${p.role}) pid ${child.pid} socket ${p.socket}${p.tap ? ` tap ${p.tap}` : ''} mac ${p.mac}${record.mesh_node !== null ? ` mesh node ${record.mesh_node}` : ''}`,
+  );
   return { ok: true, value: record };
 }
 
@@ -246,7 +312,13 @@ export async function stopInstances(runDir: string, o: StopOptions): Promise<OpR
   if (stubborn.length) await waitUntil(() => stubborn.every((i) => !isOurServer(i.pid, i.socket)), 3000);
   for (const i of order) {
     const wasLive = live.includes(i);
-    const ended = !wasLive ? 'not running' : !stubborn.includes(i) ? 'stopped' : isOurServer(i.pid, i.socket) ? 'would not die' : 'killed';
+    const ended = !wasLive
+      ? 'not running'
+      : !stubborn.includes(i)
+        ? 'stopped'
+        : isOurServer(i.pid, i.socket)
+          ? 'would not die'
+          : 'killed';
     report.instances.push({ id: i.id, pid: i.pid, ended });
     if (ended === 'would not die') report.problems.push(`instance ${i.id}: pid ${i.pid} survived SIGKILL`);
     say(`instance ${i.id} (pid ${i.pid}): ${ended}`);
@@ -353,7 +425,9 @@ export function hostStatus(runDir: string): OpResult<HostStatus | null> {
     try {
       const st = fs.statSync(i.socket);
       socketFile = { mode: (st.mode & 0o7777).toString(8).padStart(4, '0'), uid: st.uid, gid: st.gid };
-    } catch { /* missing */ }
+    } catch {
+      /* missing */
+    }
     let tapUp: boolean | null = null;
     if (i.tap !== null) {
       try {
@@ -364,13 +438,28 @@ export function hostStatus(runDir: string): OpResult<HostStatus | null> {
     }
     const st = running ? readInstanceState(i.stats) : null;
     return {
-      id: i.id, role: i.role, pid: i.pid, running, socket: i.socket, socket_file: socketFile,
+      id: i.id,
+      role: i.role,
+      pid: i.pid,
+      running,
+      socket: i.socket,
+      socket_file: socketFile,
       clients: running ? connectedClients(i.socket) : 0,
-      tap: i.tap, tap_up: tapUp, mac: i.mac, gid: i.gid, backend: i.backend,
-      mesh_node: st?.meshNode ?? i.mesh_node, state: st?.phase ?? null, uptime_s: running ? uptimeOf(i.pid) : null, log: i.log,
+      tap: i.tap,
+      tap_up: tapUp,
+      mac: i.mac,
+      gid: i.gid,
+      backend: i.backend,
+      mesh_node: st?.meshNode ?? i.mesh_node,
+      state: st?.phase ?? null,
+      uptime_s: running ? uptimeOf(i.pid) : null,
+      log: i.log,
     };
   });
-  return { ok: true, value: { run_dir: runDir, manifest: manifestPath(runDir), bridge: m.bridge?.name ?? null, instances } };
+  return {
+    ok: true,
+    value: { run_dir: runDir, manifest: manifestPath(runDir), bridge: m.bridge?.name ?? null, instances },
+  };
 }
 
 export interface InstanceStats {
@@ -392,7 +481,8 @@ function selectInstances(runDir: string, id: number | undefined): OpResult<Insta
   const m = read.manifest;
   if (!m) return { ok: true, value: null };
   const chosen = id === undefined ? m.instances : m.instances.filter((i) => i.id === id);
-  if (id !== undefined && chosen.length === 0) return { ok: false, error: `no instance ${id} (ids: ${m.instances.map((i) => i.id).join(', ')})` };
+  if (id !== undefined && chosen.length === 0)
+    return { ok: false, error: `no instance ${id} (ids: ${m.instances.map((i) => i.id).join(', ')})` };
   return { ok: true, value: chosen };
 }
 
@@ -409,10 +499,17 @@ export function hostStats(runDir: string, id?: number): OpResult<InstanceStats[]
       let statsText: string | null = null;
       try {
         statsText = fs.readFileSync(i.stats, 'utf8');
-      } catch { /* the server writes none */ }
+      } catch {
+        /* the server writes none */
+      }
       return {
-        id: i.id, running, rss_bytes: u?.rssBytes ?? null, cpu_seconds: u?.cpuSeconds ?? null,
-        tap: i.tap !== null ? linkCounters(i.tap) : null, stats_file: i.stats, stats_text: statsText,
+        id: i.id,
+        running,
+        rss_bytes: u?.rssBytes ?? null,
+        cpu_seconds: u?.cpuSeconds ?? null,
+        tap: i.tap !== null ? linkCounters(i.tap) : null,
+        stats_file: i.stats,
+        stats_text: statsText,
       };
     }),
   };
@@ -430,7 +527,10 @@ export function hostLogs(runDir: string, id: number | undefined, lines: number):
   if (!sel.ok) return sel;
   if (sel.value === null) return { ok: true, value: null };
   const chosen = sel.value;
-  return { ok: true, value: chosen.map((i) => ({ id: i.id, role: i.role, file: i.log, text: tailLines(i.log, lines) })) };
+  return {
+    ok: true,
+    value: chosen.map((i) => ({ id: i.id, role: i.role, file: i.log, text: tailLines(i.log, lines) })),
+  };
 }
 
 /** True when `server --help` lists `option` (e.g. --stats-file, which older servers lack). */
@@ -443,4 +543,3 @@ export function serverHasOption(server: readonly string[], option: string): bool
 export function defaultServerCommand(binDir: string): string[] {
   return [process.execPath, path.join(binDir, 'rocm-ernic.js')];
 }
-

@@ -42,8 +42,16 @@ export const SHARED_FAMILIES = {
   rdmaReadBytes: { name: rdmaCounterName('rdma_read_bytes'), type: 'counter', help: 'RDMA READ payload bytes' },
   rdmaWriteBytes: { name: rdmaCounterName('rdma_write_bytes'), type: 'counter', help: 'RDMA WRITE payload bytes' },
   qps: { name: 'rdma_qps', type: 'gauge', help: 'QPs alive' },
-  internalErrors: { name: 'internal_errors_total', type: 'counter', help: 'Bugs of ours the last-resort guard contained, each failing one unit of work (an access answered EIO, a QP to ERR, a command refused); above 0 is worth a bug report with the log\'s error lines' },
-  connectionUp: { name: 'connection_up', type: 'gauge', help: 'Whether a VM (QEMU) is connected (1) or not (0); state: connected, disconnected or stopped' },
+  internalErrors: {
+    name: 'internal_errors_total',
+    type: 'counter',
+    help: "Bugs of ours the last-resort guard contained, each failing one unit of work (an access answered EIO, a QP to ERR, a command refused); above 0 is worth a bug report with the log's error lines",
+  },
+  connectionUp: {
+    name: 'connection_up',
+    type: 'gauge',
+    help: 'Whether a VM (QEMU) is connected (1) or not (0); state: connected, disconnected or stopped',
+  },
 } as const satisfies Readonly<Record<string, SharedFamily>>;
 
 /** The name of an RDMA device counter (lib/rdma/counters.ts DEVICE_COUNTER_NAMES) after the prefix. */
@@ -78,25 +86,43 @@ function clean(v: number): number {
 export function registerFamilies(reg: Registry, specs: readonly FamilySpec[]): void {
   for (const s of specs) {
     // A name that breaks the convention is a bug of ours: refuse it before anything is served.
-    if (s.type === 'counter' ? !s.name.endsWith('_total') || s.name.endsWith('_total_total') : s.name.endsWith('_total')) {
-      throw new Error(`metric ${s.name}: a ${s.type}'s name ${s.type === 'counter' ? 'ends in one _total' : 'does not end in _total'}`);
+    if (
+      s.type === 'counter' ? !s.name.endsWith('_total') || s.name.endsWith('_total_total') : s.name.endsWith('_total')
+    ) {
+      throw new Error(
+        `metric ${s.name}: a ${s.type}'s name ${s.type === 'counter' ? 'ends in one _total' : 'does not end in _total'}`,
+      );
     }
-    if (/_(count|sum|bucket)$/.test(s.name)) throw new Error(`metric ${s.name}: _count, _sum and _bucket belong to histograms and summaries`);
+    if (/_(count|sum|bucket)$/.test(s.name))
+      throw new Error(`metric ${s.name}: _count, _sum and _bucket belong to histograms and summaries`);
     const labelNames = [...(s.labels ?? [])];
     if (s.type === 'counter') {
       new Counter({
-        name: s.name, help: s.help, labelNames, registers: [reg],
+        name: s.name,
+        help: s.help,
+        labelNames,
+        registers: [reg],
         collect(this: Counter) {
           this.reset();
-          s.read((v, l) => { if (l) this.inc(l, clean(v)); else this.inc(clean(v)); });
+          s.read((v, l) => {
+            if (l) this.inc(l, clean(v));
+            else this.inc(clean(v));
+          });
         },
       });
     } else {
       new Gauge({
-        name: s.name, help: s.help, labelNames, registers: [reg],
+        name: s.name,
+        help: s.help,
+        labelNames,
+        registers: [reg],
         collect(this: Gauge) {
           this.reset();
-          s.read((v, l) => { const x = Number.isFinite(v) ? v : 0; if (l) this.set(l, x); else this.set(x); });
+          s.read((v, l) => {
+            const x = Number.isFinite(v) ? v : 0;
+            if (l) this.set(l, x);
+            else this.set(x);
+          });
         },
       });
     }

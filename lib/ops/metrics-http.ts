@@ -38,7 +38,9 @@ export class MetricsHttpServer {
   constructor(opts: MetricsHttpOptions) {
     this.#opts = opts;
     this.#log = opts.log ?? nullLogger;
-    this.#server = http.createServer((req, res) => { void this.#handle(req, res); });
+    this.#server = http.createServer((req, res) => {
+      void this.#handle(req, res);
+    });
     // Bounded: so many connections at once, each closed when idle (the socket's own timer,
     // armed by its traffic) and a request that takes longer than the limit to arrive refused.
     const idle = opts.idleTimeoutMs ?? METRICS_IDLE_TIMEOUT_MS;
@@ -73,7 +75,9 @@ export class MetricsHttpServer {
       return;
     }
     if (url === '/') {
-      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(`${this.#opts.title}\nmetrics: /metrics\n`);
+      res
+        .writeHead(200, { 'content-type': 'text/plain; charset=utf-8' })
+        .end(`${this.#opts.title}\nmetrics: /metrics\n`);
       return;
     }
     if (url !== '/metrics') {
@@ -86,7 +90,12 @@ export class MetricsHttpServer {
       res.writeHead(200, { 'content-type': contentType });
       res.end(req.method === 'HEAD' ? undefined : body);
     } catch (e) {
-      warnLimited(this.#log, this.#limiter, 'metrics-render', `metrics: cannot render /metrics: ${(e as Error).message}`);
+      warnLimited(
+        this.#log,
+        this.#limiter,
+        'metrics-render',
+        `metrics: cannot render /metrics: ${(e as Error).message}`,
+      );
       res.writeHead(500, { 'content-type': 'text/plain' }).end(`cannot render metrics: ${(e as Error).message}\n`);
     }
   }

@@ -17,12 +17,28 @@ import type { IonicDevice } from '../ionic/device';
 import type { MeshDataPath } from '../rdma/datapath/mesh';
 import { DeviceCounter, DEVICE_COUNTER_NAMES, QP_COUNTER_NAMES } from '../rdma/counters';
 import { connectionState } from './activity';
-import { counterName, Emit, FamilySpec, qpCounterName, rdmaCounterName, registerFamilies, SHARED_FAMILIES, SharedFamily } from './metric-families';
+import {
+  counterName,
+  Emit,
+  FamilySpec,
+  qpCounterName,
+  rdmaCounterName,
+  registerFamilies,
+  SHARED_FAMILIES,
+  SharedFamily,
+} from './metric-families';
 import { ionic_lif_stats, ionic_port_stats } from '../ionic/layouts';
 import { OPCODE_NAMES } from './stats-format';
 import { guardStats } from '../guard';
 import {
-  blockFields, commandsTotal, MeshStatsSource, OpsSources, QP_TYPE_NAMES, qpsById, qpStateName, qpTypeName,
+  blockFields,
+  commandsTotal,
+  MeshStatsSource,
+  OpsSources,
+  QP_TYPE_NAMES,
+  qpsById,
+  qpStateName,
+  qpTypeName,
 } from './stats-source';
 import { QP_STATE_NAMES } from '../rdma/types';
 
@@ -90,17 +106,37 @@ type MeshStats = ReturnType<MeshStatsSource['stats']>;
 type MeshDpStats = MeshDataPath['stats'];
 
 /** The mesh families: name, type, help, and where the value is. */
-const MESH_FAMILIES: readonly (readonly [name: string, type: 'counter' | 'gauge', help: string, read: (m: MeshStats | undefined, dp: MeshDpStats | undefined) => number | undefined])[] = [
+const MESH_FAMILIES: readonly (readonly [
+  name: string,
+  type: 'counter' | 'gauge',
+  help: string,
+  read: (m: MeshStats | undefined, dp: MeshDpStats | undefined) => number | undefined,
+])[] = [
   ['mesh_connections', 'gauge', 'Mesh connections open', (m) => m?.connections],
   ['mesh_established_connections', 'gauge', 'Mesh connections past the handshake', (m) => m?.established],
   ['mesh_outbound_queued_bytes', 'gauge', 'Data bytes queued or in flight to mesh peers', (m) => m?.outboundBytes],
   ['mesh_inbound_queued_bytes', 'gauge', 'Received data bytes not yet taken by the data path', (m) => m?.inboundBytes],
-  ['mesh_inbound_queued_messages', 'gauge', 'Received data messages not yet taken by the data path', (m) => m?.inboundMessages],
+  [
+    'mesh_inbound_queued_messages',
+    'gauge',
+    'Received data messages not yet taken by the data path',
+    (m) => m?.inboundMessages,
+  ],
   ['mesh_held_connections', 'gauge', 'Mesh connections whose reading is paused for room', (m) => m?.heldConnections],
   ['mesh_parser_buffered_bytes', 'gauge', 'Bytes held by the mesh frame parsers', (m) => m?.parserBytes],
-  ['mesh_inbound_dropped_total', 'counter', 'Mesh messages dropped while no consumer was present', (m) => m?.inboundDropped],
+  [
+    'mesh_inbound_dropped_total',
+    'counter',
+    'Mesh messages dropped while no consumer was present',
+    (m) => m?.inboundDropped,
+  ],
   ['mesh_relay_dropped_total', 'counter', 'Mesh frames the manager could not relay', (m) => m?.relayDropped],
-  ['mesh_protocol_errors_total', 'counter', 'Mesh protocol errors (bad frames, refused messages)', (m) => m?.protocolErrors],
+  [
+    'mesh_protocol_errors_total',
+    'counter',
+    'Mesh protocol errors (bad frames, refused messages)',
+    (m) => m?.protocolErrors,
+  ],
   ['mesh_pending_requests', 'gauge', 'Remote RDMA requests waiting for their answer', (_m, dp) => dp?.pending],
   ['mesh_held_requests', 'gauge', 'Remote requests held by the responder (RNR, pressure)', (_m, dp) => dp?.held],
   ['mesh_replies_dropped_total', 'counter', 'Responder replies dropped', (_m, dp) => dp?.repliesDropped],
@@ -113,17 +149,51 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   const ib = { device: IB_DEVICE, port: IB_PORT };
   const qpMax = opts.qpMax ?? QP_METRICS_MAX;
   const f: FamilySpec[] = [];
-  const add = (name: string, type: 'counter' | 'gauge', help: string, read: (emit: Emit) => void, labels?: readonly string[]): void => {
-    f.push({ name: P + (type === 'counter' ? counterName(name) : name), type, help, read, ...(labels ? { labels } : {}) });
+  const add = (
+    name: string,
+    type: 'counter' | 'gauge',
+    help: string,
+    read: (emit: Emit) => void,
+    labels?: readonly string[],
+  ): void => {
+    f.push({
+      name: P + (type === 'counter' ? counterName(name) : name),
+      type,
+      help,
+      read,
+      ...(labels ? { labels } : {}),
+    });
   };
-  const shared = (q: SharedFamily, read: (emit: Emit) => void, labels?: readonly string[]): void => add(q.name, q.type, q.help, read, labels);
+  const shared = (q: SharedFamily, read: (emit: Emit) => void, labels?: readonly string[]): void =>
+    add(q.name, q.type, q.help, read, labels);
 
   // ---- the server ------------------------------------------------------------------------------
-  add('info', 'gauge', 'The emulated NIC: backend, NIC profile, MAC, PCI id (value 1)', (e) => e(1, {
-    device: IB_DEVICE, backend: src.backend, profile: opts.profile ?? d.profile.name, mac: src.mac, pci: '1dd8:1002',
-  }), ['device', 'backend', 'profile', 'mac', 'pci']);
-  shared(SHARED_FAMILIES.connectionUp, (e) => e(src.connection.connected ? 1 : 0, { state: connectionState(src.connection) }), ['state']);
-  add('rate_bytes_per_second', 'gauge', 'Link speed of the port (the NIC profile\'s)', (e) => e(d.profile.linkSpeedMbps * 125_000, ib), ['device', 'port']);
+  add(
+    'info',
+    'gauge',
+    'The emulated NIC: backend, NIC profile, MAC, PCI id (value 1)',
+    (e) =>
+      e(1, {
+        device: IB_DEVICE,
+        backend: src.backend,
+        profile: opts.profile ?? d.profile.name,
+        mac: src.mac,
+        pci: '1dd8:1002',
+      }),
+    ['device', 'backend', 'profile', 'mac', 'pci'],
+  );
+  shared(
+    SHARED_FAMILIES.connectionUp,
+    (e) => e(src.connection.connected ? 1 : 0, { state: connectionState(src.connection) }),
+    ['state'],
+  );
+  add(
+    'rate_bytes_per_second',
+    'gauge',
+    "Link speed of the port (the NIC profile's)",
+    (e) => e(d.profile.linkSpeedMbps * 125_000, ib),
+    ['device', 'port'],
+  );
 
   // ---- device registers (the C rocm-ernic's device counters) -------------------------------------
   add('bar0_reads_total', 'counter', 'BAR0 register reads', (e) => e(d.counters.bar0Reads));
@@ -134,71 +204,140 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
   shared(SHARED_FAMILIES.internalErrors, (e) => e(guardStats.contained));
   if (src.loopWatch) {
     const w = src.loopWatch;
-    add('loop_turn_max_seconds', 'gauge', 'The longest event-loop turn since start (--loop-watch): how long one guest MMIO access may have waited', (e) => e(w.maxMs / 1000));
+    add(
+      'loop_turn_max_seconds',
+      'gauge',
+      'The longest event-loop turn since start (--loop-watch): how long one guest MMIO access may have waited',
+      (e) => e(w.maxMs / 1000),
+    );
   }
   shared(SHARED_FAMILIES.commands, (e) => e(commandsTotal(d)));
-  add('device_commands_total', 'counter', 'Device commands (dev_cmd and the admin queue) by opcode', (e) => {
-    for (const [op, n] of d.commandCounts) e(n, { opcode: String(op) });
-  }, ['opcode']);
+  add(
+    'device_commands_total',
+    'counter',
+    'Device commands (dev_cmd and the admin queue) by opcode',
+    (e) => {
+      for (const [op, n] of d.commandCounts) e(n, { opcode: String(op) });
+    },
+    ['opcode'],
+  );
 
   // ---- Ethernet LIF and port (what ethtool -S shows) ------------------------------------------
   for (const [name, i] of blockFields(ionic_lif_stats)) {
-    add(`lif_${name}`, 'counter', `LIF statistic ${name} (ethtool -S)`, (e) => e(d.stats.lif[i] ?? 0, { lif: '0' }), ['lif']);
+    add(`lif_${name}`, 'counter', `LIF statistic ${name} (ethtool -S)`, (e) => e(d.stats.lif[i] ?? 0, { lif: '0' }), [
+      'lif',
+    ]);
   }
   for (const [name, i] of blockFields(ionic_port_stats)) {
-    add(`eth_port_${name}`, 'counter', `Port statistic ${name} (ethtool -S)`, (e) => e(d.stats.port[i] ?? 0, { port: IB_PORT }), ['port']);
+    add(
+      `eth_port_${name}`,
+      'counter',
+      `Port statistic ${name} (ethtool -S)`,
+      (e) => e(d.stats.port[i] ?? 0, { port: IB_PORT }),
+      ['port'],
+    );
   }
 
   // ---- RDMA -------------------------------------------------------------------------------------
   const e0 = d.rdma;
   if (e0) {
     const c = e0.counters;
-    add('port_data_transmitted_bytes_total', 'counter', 'RDMA payload bytes sent by this device\'s requesters (SEND and RDMA WRITE)',
-      (e) => e(c.get(DeviceCounter.tx_bytes) + c.get(DeviceCounter.rdma_write_bytes), ib), ['device', 'port']);
-    add('port_data_received_bytes_total', 'counter', 'RDMA payload bytes received (SEND into receive buffers, RDMA READ responses)',
-      (e) => e(c.get(DeviceCounter.rx_bytes) + c.get(DeviceCounter.rdma_read_bytes), ib), ['device', 'port']);
+    add(
+      'port_data_transmitted_bytes_total',
+      'counter',
+      "RDMA payload bytes sent by this device's requesters (SEND and RDMA WRITE)",
+      (e) => e(c.get(DeviceCounter.tx_bytes) + c.get(DeviceCounter.rdma_write_bytes), ib),
+      ['device', 'port'],
+    );
+    add(
+      'port_data_received_bytes_total',
+      'counter',
+      'RDMA payload bytes received (SEND into receive buffers, RDMA READ responses)',
+      (e) => e(c.get(DeviceCounter.rx_bytes) + c.get(DeviceCounter.rdma_read_bytes), ib),
+      ['device', 'port'],
+    );
     DEVICE_COUNTER_NAMES.forEach((name, i) => {
       if (ACTIVE.has(name)) return;
       add(rdmaCounterName(name), 'counter', RDMA_HELP[name] ?? name, (e) => e(c.get(i), ib), ['device', 'port']);
     });
-    add('rdma_objects', 'gauge', 'RDMA objects alive on the device, by kind', (e) => {
-      const n = e0.rm.counts();
-      for (const [kind, v] of [['qp', n.qps], ['cq', n.cqs], ['mr', n.mrs], ['ah', n.ahs], ['srq', n.srqs]] as const) e(v, { device: IB_DEVICE, kind });
-    }, ['device', 'kind']);
-    add(SHARED_FAMILIES.qps.name, 'gauge', `${SHARED_FAMILIES.qps.help}, by transport type and state`, (e) => {
-      const n = new Map<string, number>();
-      for (const qp of e0.rm.qps.values()) {
-        const k = `${qpTypeName(qp)}\0${qpStateName(qp)}`;
-        n.set(k, (n.get(k) ?? 0) + 1);
-      }
-      for (const [k, v] of n) {
-        const [type, state] = k.split('\0') as [string, string];
-        e(v, { device: IB_DEVICE, type, state });
-      }
-    }, ['device', 'type', 'state']);
-    add('rdma_wqes_total', 'counter', 'Send WQEs run, by opcode, over every QP the device has had', (e) => {
-      const t = e0.rm.opcodeTotals();
-      OPCODE_NAMES.forEach((opcode, i) => e(t[i] ?? 0, { device: IB_DEVICE, opcode }));
-    }, ['device', 'opcode']);
-    add('qps_without_series', 'gauge', `QPs beyond the ${qpMax} with per-QP series (the lowest ids have them)`,
-      (e) => e(Math.max(0, e0.rm.qps.size - qpMax)));
+    add(
+      'rdma_objects',
+      'gauge',
+      'RDMA objects alive on the device, by kind',
+      (e) => {
+        const n = e0.rm.counts();
+        for (const [kind, v] of [
+          ['qp', n.qps],
+          ['cq', n.cqs],
+          ['mr', n.mrs],
+          ['ah', n.ahs],
+          ['srq', n.srqs],
+        ] as const)
+          e(v, { device: IB_DEVICE, kind });
+      },
+      ['device', 'kind'],
+    );
+    add(
+      SHARED_FAMILIES.qps.name,
+      'gauge',
+      `${SHARED_FAMILIES.qps.help}, by transport type and state`,
+      (e) => {
+        const n = new Map<string, number>();
+        for (const qp of e0.rm.qps.values()) {
+          const k = `${qpTypeName(qp)}\0${qpStateName(qp)}`;
+          n.set(k, (n.get(k) ?? 0) + 1);
+        }
+        for (const [k, v] of n) {
+          const [type, state] = k.split('\0') as [string, string];
+          e(v, { device: IB_DEVICE, type, state });
+        }
+      },
+      ['device', 'type', 'state'],
+    );
+    add(
+      'rdma_wqes_total',
+      'counter',
+      'Send WQEs run, by opcode, over every QP the device has had',
+      (e) => {
+        const t = e0.rm.opcodeTotals();
+        OPCODE_NAMES.forEach((opcode, i) => e(t[i] ?? 0, { device: IB_DEVICE, opcode }));
+      },
+      ['device', 'opcode'],
+    );
+    add('qps_without_series', 'gauge', `QPs beyond the ${qpMax} with per-QP series (the lowest ids have them)`, (e) =>
+      e(Math.max(0, e0.rm.qps.size - qpMax)),
+    );
     QP_COUNTER_NAMES.forEach((name, i) => {
-      add(qpCounterName(name), 'counter', `${QP_HELP[name] ?? name} (the ${qpMax} lowest QP ids)`, (e) => {
-        for (const qp of qpsById(d).slice(0, qpMax)) e(qp.stats.get(i), { device: IB_DEVICE, qp: String(qp.id), type: qpTypeName(qp) });
-      }, ['device', 'qp', 'type']);
+      add(
+        qpCounterName(name),
+        'counter',
+        `${QP_HELP[name] ?? name} (the ${qpMax} lowest QP ids)`,
+        (e) => {
+          for (const qp of qpsById(d).slice(0, qpMax))
+            e(qp.stats.get(i), { device: IB_DEVICE, qp: String(qp.id), type: qpTypeName(qp) });
+        },
+        ['device', 'qp', 'type'],
+      );
     });
   }
 
   // ---- the TCP mesh ------------------------------------------------------------------------------
   if (src.mesh || src.meshDataPath) {
-    for (const [name, type, help, read] of MESH_FAMILIES) add(name, type, help, (e) => {
-      const v = read(src.mesh?.stats(), src.meshDataPath?.stats);
-      if (v !== undefined) e(v);
-    });
-    add('mesh_node_id', 'gauge', 'This server\'s mesh node id, by role (absent until registered)', (e) => {
-      const m = src.mesh?.stats();
-      if (m && m.nodeId !== undefined) e(m.nodeId, { role: m.role });
-    }, ['role']);
+    for (const [name, type, help, read] of MESH_FAMILIES)
+      add(name, type, help, (e) => {
+        const v = read(src.mesh?.stats(), src.meshDataPath?.stats);
+        if (v !== undefined) e(v);
+      });
+    add(
+      'mesh_node_id',
+      'gauge',
+      "This server's mesh node id, by role (absent until registered)",
+      (e) => {
+        const m = src.mesh?.stats();
+        if (m && m.nodeId !== undefined) e(m.nodeId, { role: m.role });
+      },
+      ['role'],
+    );
   }
   // ---- the P4 engine -------------------------------------------------------------------------------
   if (src.p4) p4Families(src.p4, add);

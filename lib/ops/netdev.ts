@@ -19,7 +19,11 @@ export type IpResult = { ok: true } | { ok: false; error: string };
 export function ip(...args: string[]): IpResult {
   const r = spawnSync('ip', args, { encoding: 'utf8', timeout: 10_000 });
   if (r.error) return { ok: false, error: `ip ${args.join(' ')}: ${r.error.message}` };
-  if (r.status !== 0) return { ok: false, error: `ip ${args.join(' ')}: ${(r.stderr || `exit ${r.status}`).trim().replace(/\s*\n\s*/g, '; ')}` };
+  if (r.status !== 0)
+    return {
+      ok: false,
+      error: `ip ${args.join(' ')}: ${(r.stderr || `exit ${r.status}`).trim().replace(/\s*\n\s*/g, '; ')}`,
+    };
   return { ok: true };
 }
 
@@ -53,7 +57,11 @@ export type EnsureResult = { ok: true; created: boolean } | { ok: false; error: 
 
 /** The bridge, created and up if it is missing. An existing non-bridge link of that name is an error. */
 export function ensureBridge(name: string): EnsureResult {
-  if (!isValidIfName(name)) return { ok: false, error: `bridge name ${JSON.stringify(name)}: not a valid interface name (1-15 of A-Z a-z 0-9 _ . -)` };
+  if (!isValidIfName(name))
+    return {
+      ok: false,
+      error: `bridge name ${JSON.stringify(name)}: not a valid interface name (1-15 of A-Z a-z 0-9 _ . -)`,
+    };
   let created = false;
   if (linkExists(name)) {
     if (!isBridge(name)) return { ok: false, error: `${name} exists and is not a bridge` };
@@ -75,7 +83,11 @@ export interface TapOptions {
 
 /** A persistent TAP, created if missing, joined to the bridge and up. */
 export function ensureTap(name: string, opts: TapOptions = {}): EnsureResult {
-  if (!isValidIfName(name)) return { ok: false, error: `TAP name ${JSON.stringify(name)}: not a valid interface name (1-15 of A-Z a-z 0-9 _ . -)` };
+  if (!isValidIfName(name))
+    return {
+      ok: false,
+      error: `TAP name ${JSON.stringify(name)}: not a valid interface name (1-15 of A-Z a-z 0-9 _ . -)`,
+    };
   let created = false;
   if (!linkExists(name)) {
     const r = ip('tuntap', 'add', 'dev', name, 'mode', 'tap', ...(opts.user ? ['user', opts.user] : []));
@@ -114,7 +126,9 @@ export function linkCounters(name: string): Record<string, number> | null {
   for (const n of names.sort()) {
     try {
       out[n] = Number(fs.readFileSync(`${dir}/${n}`, 'utf8').trim());
-    } catch { /* raced with removal */ }
+    } catch {
+      /* raced with removal */
+    }
   }
   return out;
 }

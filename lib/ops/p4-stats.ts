@@ -14,13 +14,23 @@ export const P4_STATS_MAX_CELLS = 64;
 export interface P4StatsSource {
   readonly programName: string;
   readonly engine: {
-    readonly stats: { readonly frames: number; readonly dropped: number; readonly parserErrors: number; readonly budgetDrops: number };
-    readonly externs: { readonly counters: ReadonlyMap<string, { readonly packets: Float64Array; readonly bytes: Float64Array }> };
+    readonly stats: {
+      readonly frames: number;
+      readonly dropped: number;
+      readonly parserErrors: number;
+      readonly budgetDrops: number;
+    };
+    readonly externs: {
+      readonly counters: ReadonlyMap<string, { readonly packets: Float64Array; readonly bytes: Float64Array }>;
+    };
   } | null;
   /** Plain objects of counters (P4SegmentStats, P4WqeStats): every own number is shown. */
   readonly segment: { readonly stats: object };
   readonly wqe: { readonly stats: object };
-  readonly control: { readonly scope: string; readonly stats: { readonly commands: number; readonly refused: number; readonly loads: number } };
+  readonly control: {
+    readonly scope: string;
+    readonly stats: { readonly commands: number; readonly refused: number; readonly loads: number };
+  };
 }
 
 /** Counter-array cells worth showing: [array, index, packets, bytes], bounded. */
@@ -41,41 +51,98 @@ export function p4CounterCells(p4: P4StatsSource): [string, number, number, numb
 
 /** The "P4 Statistics" section's rows. */
 export function p4Rows(p4: P4StatsSource): StatRow[] {
-  const rows: StatRow[] = [['program', p4.programName], ['guest_scope', p4.control.scope]];
+  const rows: StatRow[] = [
+    ['program', p4.programName],
+    ['guest_scope', p4.control.scope],
+  ];
   const e = p4.engine;
-  rows.push(['engine_runs', e?.stats.frames ?? 0], ['engine_dropped', e?.stats.dropped ?? 0], ['engine_parser_errors', e?.stats.parserErrors ?? 0],
-    ['engine_parser_budget_drops', e?.stats.budgetDrops ?? 0]);
+  rows.push(
+    ['engine_runs', e?.stats.frames ?? 0],
+    ['engine_dropped', e?.stats.dropped ?? 0],
+    ['engine_parser_errors', e?.stats.parserErrors ?? 0],
+    ['engine_parser_budget_drops', e?.stats.budgetDrops ?? 0],
+  );
   for (const [k, v] of counters(p4.segment.stats)) rows.push([`frames_${snake(k)}`, v]);
   for (const [k, v] of counters(p4.wqe.stats)) rows.push([`wqe_${snake(k)}`, v]);
   const c = p4.control.stats;
   rows.push(['guest_commands', c.commands], ['guest_commands_refused', c.refused], ['guest_loads', c.loads]);
-  for (const [name, i, packets, bytes] of p4CounterCells(p4)) rows.push([`counter_${name}[${i}]_packets`, packets], [`counter_${name}[${i}]_bytes`, bytes]);
+  for (const [name, i, packets, bytes] of p4CounterCells(p4))
+    rows.push([`counter_${name}[${i}]_packets`, packets], [`counter_${name}[${i}]_bytes`, bytes]);
   return rows;
 }
 
 /** The p4_* metric families (names without the server's prefix). */
-export function p4Families(p4: P4StatsSource, add: (name: string, type: 'counter' | 'gauge', help: string, read: (emit: Emit) => void, labels?: readonly string[]) => void): void {
-  add('p4_info', 'gauge', 'The P4 engine: program and guest scope (value 1)', (e) => e(1, { program: p4.programName, scope: p4.control.scope }), ['program', 'scope']);
-  add('p4_engine_runs_total', 'counter', 'Frames and WQEs run through the P4 program', (e) => e(p4.engine?.stats.frames ?? 0));
-  add('p4_engine_dropped_total', 'counter', 'Frames and WQEs the P4 program dropped', (e) => e(p4.engine?.stats.dropped ?? 0));
-  add('p4_frames_total', 'counter', 'Ethernet frames through the P4 segment, by what happened', (e) => {
-    for (const [k, v] of counters(p4.segment.stats)) e(v, { outcome: snake(k) });
-  }, ['outcome']);
-  add('p4_wqes_total', 'counter', 'RDMA send WQEs through the P4 program, by what happened', (e) => {
-    for (const [k, v] of counters(p4.wqe.stats)) e(v, { outcome: snake(k) });
-  }, ['outcome']);
-  add('p4_guest_commands_total', 'counter', 'P4 device commands (70-72) from the guest, by outcome', (e) => {
-    const c = p4.control.stats;
-    e(c.commands, { outcome: 'ok' });
-    e(c.refused, { outcome: 'refused' });
-    e(c.loads, { outcome: 'loads' });
-  }, ['outcome']);
-  add('p4_counter_packets_total', 'counter', `P4 program counter arrays: packets per cell (non-zero cells, at most ${P4_STATS_MAX_CELLS} per array)`, (e) => {
-    for (const [name, i, packets] of p4CounterCells(p4)) e(packets, { counter: name, index: String(i) });
-  }, ['counter', 'index']);
-  add('p4_counter_bytes_total', 'counter', `P4 program counter arrays: bytes per cell (non-zero cells, at most ${P4_STATS_MAX_CELLS} per array)`, (e) => {
-    for (const [name, i, , bytes] of p4CounterCells(p4)) e(bytes, { counter: name, index: String(i) });
-  }, ['counter', 'index']);
+export function p4Families(
+  p4: P4StatsSource,
+  add: (
+    name: string,
+    type: 'counter' | 'gauge',
+    help: string,
+    read: (emit: Emit) => void,
+    labels?: readonly string[],
+  ) => void,
+): void {
+  add(
+    'p4_info',
+    'gauge',
+    'The P4 engine: program and guest scope (value 1)',
+    (e) => e(1, { program: p4.programName, scope: p4.control.scope }),
+    ['program', 'scope'],
+  );
+  add('p4_engine_runs_total', 'counter', 'Frames and WQEs run through the P4 program', (e) =>
+    e(p4.engine?.stats.frames ?? 0),
+  );
+  add('p4_engine_dropped_total', 'counter', 'Frames and WQEs the P4 program dropped', (e) =>
+    e(p4.engine?.stats.dropped ?? 0),
+  );
+  add(
+    'p4_frames_total',
+    'counter',
+    'Ethernet frames through the P4 segment, by what happened',
+    (e) => {
+      for (const [k, v] of counters(p4.segment.stats)) e(v, { outcome: snake(k) });
+    },
+    ['outcome'],
+  );
+  add(
+    'p4_wqes_total',
+    'counter',
+    'RDMA send WQEs through the P4 program, by what happened',
+    (e) => {
+      for (const [k, v] of counters(p4.wqe.stats)) e(v, { outcome: snake(k) });
+    },
+    ['outcome'],
+  );
+  add(
+    'p4_guest_commands_total',
+    'counter',
+    'P4 device commands (70-72) from the guest, by outcome',
+    (e) => {
+      const c = p4.control.stats;
+      e(c.commands, { outcome: 'ok' });
+      e(c.refused, { outcome: 'refused' });
+      e(c.loads, { outcome: 'loads' });
+    },
+    ['outcome'],
+  );
+  add(
+    'p4_counter_packets_total',
+    'counter',
+    `P4 program counter arrays: packets per cell (non-zero cells, at most ${P4_STATS_MAX_CELLS} per array)`,
+    (e) => {
+      for (const [name, i, packets] of p4CounterCells(p4)) e(packets, { counter: name, index: String(i) });
+    },
+    ['counter', 'index'],
+  );
+  add(
+    'p4_counter_bytes_total',
+    'counter',
+    `P4 program counter arrays: bytes per cell (non-zero cells, at most ${P4_STATS_MAX_CELLS} per array)`,
+    (e) => {
+      for (const [name, i, , bytes] of p4CounterCells(p4)) e(bytes, { counter: name, index: String(i) });
+    },
+    ['counter', 'index'],
+  );
 }
 
 function snake(k: string): string {

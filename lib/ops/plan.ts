@@ -96,7 +96,9 @@ export function machineSeed(): string {
     try {
       const id = fs.readFileSync(f, 'utf8').trim();
       if (id) return id;
-    } catch { /* next */ }
+    } catch {
+      /* next */
+    }
   }
   return os.hostname();
 }
@@ -120,31 +122,60 @@ const MAC_TEXT = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
 
 /** Check the options and produce one plan per instance. */
 export function planInstances(o: HostPlanOptions): PlanResult {
-  if (!Number.isInteger(o.count) || o.count < 1 || o.count > MAX_INSTANCES) return { ok: false, error: `instance count ${o.count}: expected 1 to ${MAX_INSTANCES}` };
-  if (o.tcpPort !== null && (!Number.isInteger(o.tcpPort) || o.tcpPort < 1 || o.tcpPort > 65535)) return { ok: false, error: `--tcp-port ${o.tcpPort}: expected 1 to 65535` };
+  if (!Number.isInteger(o.count) || o.count < 1 || o.count > MAX_INSTANCES)
+    return { ok: false, error: `instance count ${o.count}: expected 1 to ${MAX_INSTANCES}` };
+  if (o.tcpPort !== null && (!Number.isInteger(o.tcpPort) || o.tcpPort < 1 || o.tcpPort > 65535))
+    return { ok: false, error: `--tcp-port ${o.tcpPort}: expected 1 to 65535` };
   if (!path.isAbsolute(o.runDir)) return { ok: false, error: `--run-dir ${o.runDir}: must be an absolute path` };
   if (!path.isAbsolute(o.logDir)) return { ok: false, error: `--log-dir ${o.logDir}: must be an absolute path` };
-  if (o.socketMode !== null && !/^[0-7]{3,4}$/.test(o.socketMode)) return { ok: false, error: `--socket-mode ${o.socketMode}: expected an octal mode such as 660` };
-  if (o.bridge !== null && o.tapPrefix === null) return { ok: false, error: '--bridge needs TAPs (drop --no-tap, or add --no-bridge)' };
-  if (o.bridge !== null && !isValidIfName(o.bridge)) return { ok: false, error: `--bridge ${o.bridge}: not a valid interface name (1-15 of A-Z a-z 0-9 _ . -)` };
+  if (o.socketMode !== null && !/^[0-7]{3,4}$/.test(o.socketMode))
+    return { ok: false, error: `--socket-mode ${o.socketMode}: expected an octal mode such as 660` };
+  if (o.bridge !== null && o.tapPrefix === null)
+    return { ok: false, error: '--bridge needs TAPs (drop --no-tap, or add --no-bridge)' };
+  if (o.bridge !== null && !isValidIfName(o.bridge))
+    return { ok: false, error: `--bridge ${o.bridge}: not a valid interface name (1-15 of A-Z a-z 0-9 _ . -)` };
   if (o.tcpPort !== null && !o.meshPsk && !isLoopbackAddress(o.managerIp)) {
-    return { ok: false, error: `--manager-ip ${o.managerIp}: a mesh off loopback needs its key (--mesh-psk); ernicctl start passes one` };
+    return {
+      ok: false,
+      error: `--manager-ip ${o.managerIp}: a mesh off loopback needs its key (--mesh-psk); ernicctl start passes one`,
+    };
   }
   const seed = o.machineId ?? machineSeed();
   const out: InstancePlan[] = [];
   const seenMacs = new Set<string>();
   for (let id = 0; id < o.count; id++) {
     const tap = o.tapPrefix === null ? null : `${o.tapPrefix}${id}`;
-    if (tap !== null && !isValidIfName(tap)) return { ok: false, error: `--tap-prefix ${o.tapPrefix}: TAP name ${tap} is not a valid interface name (at most 15 characters)` };
+    if (tap !== null && !isValidIfName(tap))
+      return {
+        ok: false,
+        error: `--tap-prefix ${o.tapPrefix}: TAP name ${tap} is not a valid interface name (at most 15 characters)`,
+      };
     const mac = (o.macs?.get(id) ?? deriveMac(seed, id)).toLowerCase();
-    if (!MAC_TEXT.test(mac) || parseInt(mac.slice(0, 2), 16) & 1) return { ok: false, error: `MAC of instance ${id} (${mac}): expected a unicast address like 02:00:00:00:00:01` };
+    if (!MAC_TEXT.test(mac) || parseInt(mac.slice(0, 2), 16) & 1)
+      return { ok: false, error: `MAC of instance ${id} (${mac}): expected a unicast address like 02:00:00:00:00:01` };
     if (seenMacs.has(mac)) return { ok: false, error: `MAC ${mac} is given to two instances` };
     seenMacs.add(mac);
     const gid = o.gids?.get(id) ?? linkLocalGidText(mac);
     const role = o.tcpPort === null ? 'single' : id === 0 ? 'manager' : 'worker';
-    const backend = o.tcpPort === null ? o.backend : id === 0 ? managerBackend(o.managerIp, o.tcpPort) : `tcp:worker:${formatHostPort(o.managerIp, o.tcpPort)}`;
+    const backend =
+      o.tcpPort === null
+        ? o.backend
+        : id === 0
+          ? managerBackend(o.managerIp, o.tcpPort)
+          : `tcp:worker:${formatHostPort(o.managerIp, o.tcpPort)}`;
     const socket = path.join(o.runDir, `${id}.sock`);
-    const args = ['--socket', socket, '--backend', backend, '--mac', mac, '--nic-profile', o.profile, '--log-level', o.logLevel];
+    const args = [
+      '--socket',
+      socket,
+      '--backend',
+      backend,
+      '--mac',
+      mac,
+      '--nic-profile',
+      o.profile,
+      '--log-level',
+      o.logLevel,
+    ];
     if (tap !== null) args.push('--tap', tap);
     if (o.socketMode !== null) args.push('--socket-mode', o.socketMode);
     if (o.socketGroup !== null) args.push('--socket-group', o.socketGroup);
@@ -152,15 +183,26 @@ export function planInstances(o: HostPlanOptions): PlanResult {
     if (o.statsFile) args.push('--stats-file', stats);
     if (role !== 'single' && o.meshPsk) args.push('--mesh-psk', o.meshPsk);
     out.push({
-      id, role, socket, tap, mac, gid, backend, profile: o.profile,
+      id,
+      role,
+      socket,
+      tap,
+      mac,
+      gid,
+      backend,
+      profile: o.profile,
       pidFile: path.join(o.runDir, `${id}.pid`),
       stats,
       log: path.join(o.logDir, `${id}.log`),
       args,
       // Every worker of this host registers from the same address: past the
       // manager's default of NODES_PER_ADDRESS a source, let it take them all.
-      env: role === 'single' ? {} : role === 'manager' && o.count - 1 > NODES_PER_ADDRESS
-        ? { ERNIC_TCP_GUEST_GIDS: gid, ERNIC_TCP_NODES_PER_ADDRESS: String(o.count - 1) } : { ERNIC_TCP_GUEST_GIDS: gid },
+      env:
+        role === 'single'
+          ? {}
+          : role === 'manager' && o.count - 1 > NODES_PER_ADDRESS
+            ? { ERNIC_TCP_GUEST_GIDS: gid, ERNIC_TCP_NODES_PER_ADDRESS: String(o.count - 1) }
+            : { ERNIC_TCP_GUEST_GIDS: gid },
     });
   }
   return { ok: true, instances: out };

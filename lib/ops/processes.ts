@@ -120,8 +120,11 @@ export function processUsage(pid: number): { rssBytes: number; cpuSeconds: numbe
     const stime = Number(f[15 - 3]);
     const start = Number(f[22 - 3]);
     const rssPages = Number(f[24 - 3]);
-    return { rssBytes: rssPages * 4096, // x86-64 and most arm64 kernels: 4 KiB pages
-      cpuSeconds: (utime + stime) / ticks, startedTicks: start };
+    return {
+      rssBytes: rssPages * 4096, // x86-64 and most arm64 kernels: 4 KiB pages
+      cpuSeconds: (utime + stime) / ticks,
+      startedTicks: start,
+    };
   } catch {
     return null;
   }

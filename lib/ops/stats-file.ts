@@ -86,7 +86,8 @@ export class StatsFileWriter {
     this.#timer = null;
     if (!this.#dirty || this.#closed) return;
     this.#dirty = false;
-    if (this.#write(false)) this.markDirty(); // one follow-up check
+    if (this.#write(false))
+      this.markDirty(); // one follow-up check
     else this.idleChecks++;
   }
 
@@ -113,7 +114,12 @@ export class StatsFileWriter {
       writeReplacing(this.path, text);
     } catch (e) {
       if (strict) throw e;
-      warnLimited(this.#log, this.#limiter, 'stats-file', `rocm-ernic: cannot write the stats file ${this.path}: ${(e as Error).message}`);
+      warnLimited(
+        this.#log,
+        this.#limiter,
+        'stats-file',
+        `rocm-ernic: cannot write the stats file ${this.path}: ${(e as Error).message}`,
+      );
       return false;
     }
     this.#last = key;
@@ -158,7 +164,11 @@ export function writeReplacing(file: string, text: string, mode = 0o644): void {
     }
     fs.renameSync(tmp, file);
   } catch (e) {
-    try { fs.unlinkSync(tmp); } catch { /* already renamed or gone */ }
+    try {
+      fs.unlinkSync(tmp);
+    } catch {
+      /* already renamed or gone */
+    }
     throw e;
   }
 }

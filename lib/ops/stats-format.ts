@@ -59,17 +59,41 @@ const WIDTH_OPCODE = 21;
  * verbs reach (OPCODE_NAMES); the others stay 0 and are never printed.
  */
 export const HISTOGRAM_ORDER: readonly string[] = [
-  'RDMA_WRITE', 'RDMA_WRITE_WITH_IMM', 'SEND', 'SEND_WITH_IMM', 'RDMA_READ', 'ATOMIC_CMP_AND_SWP', 'ATOMIC_FETCH_AND_ADD',
-  'LSO', 'SEND_WITH_INV', 'RDMA_READ_WITH_INV', 'LOCAL_INV', 'FAST_REG_MR', 'MASKED_ATOMIC_CMP_SWP', 'MASKED_ATOMIC_FETCH',
-  'BIND_MW', 'REG_SIG_MR', 'ERROR', 'SEND_DC',
+  'RDMA_WRITE',
+  'RDMA_WRITE_WITH_IMM',
+  'SEND',
+  'SEND_WITH_IMM',
+  'RDMA_READ',
+  'ATOMIC_CMP_AND_SWP',
+  'ATOMIC_FETCH_AND_ADD',
+  'LSO',
+  'SEND_WITH_INV',
+  'RDMA_READ_WITH_INV',
+  'LOCAL_INV',
+  'FAST_REG_MR',
+  'MASKED_ATOMIC_CMP_SWP',
+  'MASKED_ATOMIC_FETCH',
+  'BIND_MW',
+  'REG_SIG_MR',
+  'ERROR',
+  'SEND_DC',
 ];
 /** Opcodes outside HISTOGRAM_ORDER are summed under this name. */
 export const OTHER_OPCODES = '(other opcodes)';
 
 /** Histogram name of each send verb, indexed by SendVerb (lib/rdma/datapath/wqe-layout.ts, the v1 opcode). */
 export const OPCODE_NAMES: readonly string[] = [
-  'SEND', 'SEND_WITH_INV', 'SEND_WITH_IMM', 'RDMA_READ', 'RDMA_WRITE', 'RDMA_WRITE_WITH_IMM', 'ATOMIC_CMP_AND_SWP',
-  'ATOMIC_FETCH_AND_ADD', 'FAST_REG_MR', 'LOCAL_INV', 'BIND_MW',
+  'SEND',
+  'SEND_WITH_INV',
+  'SEND_WITH_IMM',
+  'RDMA_READ',
+  'RDMA_WRITE',
+  'RDMA_WRITE_WITH_IMM',
+  'ATOMIC_CMP_AND_SWP',
+  'ATOMIC_FETCH_AND_ADD',
+  'FAST_REG_MR',
+  'LOCAL_INV',
+  'BIND_MW',
 ];
 
 export type StatValue = number | string;

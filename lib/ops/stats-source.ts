@@ -21,16 +21,35 @@ import { QP_STATE_NAMES } from '../rdma/types';
 import type { ConnectionView } from './activity';
 import { p4Rows } from './p4-stats';
 import type { P4StatsSource } from './p4-stats';
-import { INTERNAL_ERRORS_KEY, MESH_NODE_KEY, MESH_UNREGISTERED, OPCODE_NAMES, QpBlock, STATE_KEY, StatRow, StatsSection, StatsSnapshot } from './stats-format';
+import {
+  INTERNAL_ERRORS_KEY,
+  MESH_NODE_KEY,
+  MESH_UNREGISTERED,
+  OPCODE_NAMES,
+  QpBlock,
+  STATE_KEY,
+  StatRow,
+  StatsSection,
+  StatsSnapshot,
+} from './stats-format';
 import { guardStats } from '../guard';
 import type { LoopWatch } from './loop-watch';
 
 /** The mesh as the ops tools see it (lib/mesh Mesh.stats()). */
 export interface MeshStatsSource {
   stats(): {
-    readonly nodeId: number | undefined; readonly role: string; readonly connections: number; readonly established: number;
-    readonly outboundBytes: number; readonly inboundBytes: number; readonly inboundMessages: number; readonly heldConnections: number;
-    readonly parserBytes: number; readonly inboundDropped: number; readonly relayDropped: number; readonly protocolErrors: number;
+    readonly nodeId: number | undefined;
+    readonly role: string;
+    readonly connections: number;
+    readonly established: number;
+    readonly outboundBytes: number;
+    readonly inboundBytes: number;
+    readonly inboundMessages: number;
+    readonly heldConnections: number;
+    readonly parserBytes: number;
+    readonly inboundDropped: number;
+    readonly relayDropped: number;
+    readonly protocolErrors: number;
   };
 }
 
@@ -61,7 +80,7 @@ export const STATS_FILE_MAX_QPS = 256;
 export const QP_TYPE_NAMES: readonly string[] = ['RC', 'UC', 'RD', 'UD', 'SRQ', 'XRC_INI', 'XRC_TGT', 'XRC_SRQ'];
 
 export function qpTypeName(qp: QpRecord): string {
-  return qp.id === GSI_QPN ? 'GSI' : QP_TYPE_NAMES[qp.type] ?? `type${qp.type}`;
+  return qp.id === GSI_QPN ? 'GSI' : (QP_TYPE_NAMES[qp.type] ?? `type${qp.type}`);
 }
 
 export function qpStateName(qp: QpRecord): string {
@@ -151,7 +170,13 @@ export function rdmaCounterRows(d: IonicDevice): StatRow[] {
   const e = d.rdma;
   if (!e) return [];
   const n = e.rm.counts();
-  const active: Record<string, number> = { qps_active: n.qps, cqs_active: n.cqs, mrs_active: n.mrs, ahs_active: n.ahs, srqs_active: n.srqs };
+  const active: Record<string, number> = {
+    qps_active: n.qps,
+    cqs_active: n.cqs,
+    mrs_active: n.mrs,
+    ahs_active: n.ahs,
+    srqs_active: n.srqs,
+  };
   return DEVICE_COUNTER_NAMES.map((name, i): StatRow => [name, active[name] ?? e.counters.get(i)]);
 }
 
@@ -170,13 +195,22 @@ export function meshRows(src: OpsSources): StatRow[] {
   const rows: StatRow[] = [];
   if (m) {
     rows.push(
-      ['node_id', m.nodeId ?? '(not registered)'], ['role', m.role], ['connections', m.connections], ['established', m.established],
-      ['outbound_bytes', m.outboundBytes], ['inbound_bytes', m.inboundBytes], ['inbound_messages', m.inboundMessages],
-      ['held_connections', m.heldConnections], ['parser_bytes', m.parserBytes], ['inbound_dropped', m.inboundDropped],
-      ['relay_dropped', m.relayDropped], ['protocol_errors', m.protocolErrors],
+      ['node_id', m.nodeId ?? '(not registered)'],
+      ['role', m.role],
+      ['connections', m.connections],
+      ['established', m.established],
+      ['outbound_bytes', m.outboundBytes],
+      ['inbound_bytes', m.inboundBytes],
+      ['inbound_messages', m.inboundMessages],
+      ['held_connections', m.heldConnections],
+      ['parser_bytes', m.parserBytes],
+      ['inbound_dropped', m.inboundDropped],
+      ['relay_dropped', m.relayDropped],
+      ['protocol_errors', m.protocolErrors],
     );
   }
-  if (dp) rows.push(['pending_requests', dp.pending], ['held_requests', dp.held], ['replies_dropped', dp.repliesDropped]);
+  if (dp)
+    rows.push(['pending_requests', dp.pending], ['held_requests', dp.held], ['replies_dropped', dp.repliesDropped]);
   return rows;
 }
 
@@ -187,7 +221,10 @@ export function qpsById(d: IonicDevice): QpRecord[] {
 }
 
 function qpBlock(qp: QpRecord): QpBlock {
-  const rows: StatRow[] = [['type', qpTypeName(qp)], ['state', qpStateName(qp)]];
+  const rows: StatRow[] = [
+    ['type', qpTypeName(qp)],
+    ['state', qpStateName(qp)],
+  ];
   QP_COUNTER_NAMES.forEach((name, i) => rows.push([name, qp.stats.get(i)]));
   const opcodes: [string, number][] = [];
   OPCODE_NAMES.forEach((name, i) => opcodes.push([name, qp.opcodes[i] ?? 0]));
@@ -200,7 +237,10 @@ function qpBlock(qp: QpRecord): QpBlock {
  */
 export function instanceRows(src: OpsSources): StatRow[] {
   const rows: StatRow[] = [
-    ['socket', src.socket || '(not set)'], ['backend', src.backend], ['pci', PCI_ID_TEXT], ['mac', src.mac],
+    ['socket', src.socket || '(not set)'],
+    ['backend', src.backend],
+    ['pci', PCI_ID_TEXT],
+    ['mac', src.mac],
     ['connection', src.connection.state],
   ];
   if (src.connection.phase) rows.push([STATE_KEY, src.connection.phase]);
@@ -229,7 +269,10 @@ export function collectStats(src: OpsSources, writeCount: number, maxQps = STATS
     instance: instanceRows(src),
     writeCount,
     sections,
-    qpSummary: [['qp_count', qps.length], ['qps_shown', shown.length]],
+    qpSummary: [
+      ['qp_count', qps.length],
+      ['qps_shown', shown.length],
+    ],
     qps: shown.map(qpBlock),
   };
 }

@@ -34,7 +34,11 @@ export class BarRegion implements RegionHandler {
   readonly #windows: readonly BarWindow[];
 
   /** `windows` must lie inside the BAR and not overlap (checked by the caller's validation). */
-  constructor(readonly size: number, readonly handler: BarHandler, windows: readonly BarWindow[]) {
+  constructor(
+    readonly size: number,
+    readonly handler: BarHandler,
+    windows: readonly BarWindow[],
+  ) {
     this.#windows = [...windows].sort((a, b) => a.start - b.start);
   }
 

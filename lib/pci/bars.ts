@@ -62,7 +62,8 @@ export function validateBars(bars: readonly BarSpec[]): Array<BarSpec | undefine
     if (bar.size < min || bar.size > max) {
       throw new RangeError(`${where}: ${bar.kind} size ${bar.size} outside ${min}..${max}`);
     }
-    if (bar.kind === 'io' && bar.prefetchable === true) throw new RangeError(`${where}: I/O BARs cannot be prefetchable`);
+    if (bar.kind === 'io' && bar.prefetchable === true)
+      throw new RangeError(`${where}: I/O BARs cannot be prefetchable`);
     const width = bar.kind === 'mem64' ? 2 : 1;
     if (bar.index + width > PCI_NUM_BARS) throw new RangeError(`${where}: a 64-bit BAR needs the next slot`);
     for (let i = bar.index; i < bar.index + width; i++) {
@@ -110,9 +111,12 @@ export function barAddress(space: ConfigSpace, bar: BarSpec): number {
 
 function sizeLimits(kind: BarKind): [number, number] {
   switch (kind) {
-    case 'io': return [PCI_BAR_MIN_IO_SIZE, PCI_BAR_MAX_IO_SIZE];
-    case 'mem32': return [PCI_BAR_MIN_MEM_SIZE, PCI_BAR_MAX_MEM32_SIZE];
-    case 'mem64': return [PCI_BAR_MIN_MEM_SIZE, PCI_BAR_MAX_MEM64_SIZE];
+    case 'io':
+      return [PCI_BAR_MIN_IO_SIZE, PCI_BAR_MAX_IO_SIZE];
+    case 'mem32':
+      return [PCI_BAR_MIN_MEM_SIZE, PCI_BAR_MAX_MEM32_SIZE];
+    case 'mem64':
+      return [PCI_BAR_MIN_MEM_SIZE, PCI_BAR_MAX_MEM64_SIZE];
   }
 }
 

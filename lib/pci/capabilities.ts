@@ -57,8 +57,15 @@ export interface CapabilityOffsets {
 }
 
 const PCIE_RO_ZERO_WORDS = [
-  PciExp.SLTCTL, PciExp.SLTSTA, PciExp.RTCTL, PciExp.RTCAP, PciExp.DEVCTL2, PciExp.DEVSTA2,
-  PciExp.LNKSTA2, PciExp.SLTCTL2, PciExp.SLTSTA2,
+  PciExp.SLTCTL,
+  PciExp.SLTSTA,
+  PciExp.RTCTL,
+  PciExp.RTCAP,
+  PciExp.DEVCTL2,
+  PciExp.DEVSTA2,
+  PciExp.LNKSTA2,
+  PciExp.SLTCTL2,
+  PciExp.SLTSTA2,
 ] as const;
 const PCIE_RO_ZERO_DWORDS = [PciExp.SLTCAP, PciExp.RTSTA, PciExp.DEVCAP2, PciExp.SLTCAP2] as const;
 
@@ -67,7 +74,8 @@ export function buildCapabilities(space: ConfigSpace, opts: CapabilityOptions): 
   const list: Array<{ id: number; size: number; body: (at: number) => void }> = [];
   if (opts.powerManagement) list.push({ id: PciCapId.PM, size: PciPm.SIZEOF, body: (at) => definePm(space, at) });
   const msix = opts.msix;
-  if (msix !== undefined) list.push({ id: PciCapId.MSIX, size: PciMsix.SIZEOF, body: (at) => defineMsix(space, at, msix) });
+  if (msix !== undefined)
+    list.push({ id: PciCapId.MSIX, size: PciMsix.SIZEOF, body: (at) => defineMsix(space, at, msix) });
   const pcie = opts.pcie;
   if (pcie !== undefined) {
     list.push({ id: PciCapId.EXP, size: PciExp.SIZEOF_V2, body: (at) => definePcie(space, at, pcie, opts.flr) });
@@ -131,9 +139,15 @@ function definePcie(space: ConfigSpace, at: number, link: PcieLinkSpec, flr: boo
     reset: (PciExpDevCap.PAYLOAD_256B | PciExpDevCap.EXT_TAG | PciExpDevCap.RBER | (flr ? PciExpDevCap.FLR : 0)) >>> 0,
   });
   const devCtlRw =
-    PciExpDevCtl.CERE | PciExpDevCtl.NFERE | PciExpDevCtl.FERE | PciExpDevCtl.URRE |
-    PciExpDevCtl.RELAX_EN | PciExpDevCtl.PAYLOAD_MASK | PciExpDevCtl.EXT_TAG |
-    PciExpDevCtl.NOSNP_EN | PciExpDevCtl.READRQ_MASK;
+    PciExpDevCtl.CERE |
+    PciExpDevCtl.NFERE |
+    PciExpDevCtl.FERE |
+    PciExpDevCtl.URRE |
+    PciExpDevCtl.RELAX_EN |
+    PciExpDevCtl.PAYLOAD_MASK |
+    PciExpDevCtl.EXT_TAG |
+    PciExpDevCtl.NOSNP_EN |
+    PciExpDevCtl.READRQ_MASK;
   space.define(at + PciExp.DEVCTL, 2, {
     reset: PciExpDevCtl.RELAX_EN | PciExpDevCtl.NOSNP_EN | PciExpDevCtl.READRQ_512B,
     // BCR_FLR is stored for the hook to see, which then clears it (it always reads 0).

@@ -50,8 +50,11 @@ export function validateIdentity(spec: PciFunctionSpec): void {
   checkUint('revision', spec.revision ?? 0, 0xff);
   const pcie = spec.pcie;
   if (pcie !== undefined) {
-    if (!Number.isInteger(pcie.maxLinkSpeed) || pcie.maxLinkSpeed < PciLinkSpeed.GT_2_5 ||
-        pcie.maxLinkSpeed > PciLinkSpeed.GT_64_0) {
+    if (
+      !Number.isInteger(pcie.maxLinkSpeed) ||
+      pcie.maxLinkSpeed < PciLinkSpeed.GT_2_5 ||
+      pcie.maxLinkSpeed > PciLinkSpeed.GT_64_0
+    ) {
       throw new RangeError(`pcie.maxLinkSpeed ${pcie.maxLinkSpeed}: must be 1..6`);
     }
     if (!PCI_LINK_WIDTHS.includes(pcie.maxLinkWidth)) {

@@ -108,11 +108,16 @@ export class PciFunction implements VfioUserDevice {
 
   irqCount(index: number): number {
     switch (index) {
-      case IrqIndex.INTX: return this.intx.present ? 1 : 0;
-      case IrqIndex.MSI: return 0;
-      case IrqIndex.MSIX: return this.msix?.vectors ?? 0;
-      case IrqIndex.ERR: return 1; // QEMU wires it at realize; we never signal it
-      default: return 0;
+      case IrqIndex.INTX:
+        return this.intx.present ? 1 : 0;
+      case IrqIndex.MSI:
+        return 0;
+      case IrqIndex.MSIX:
+        return this.msix?.vectors ?? 0;
+      case IrqIndex.ERR:
+        return 1; // QEMU wires it at realize; we never signal it
+      default:
+        return 0;
     }
   }
 

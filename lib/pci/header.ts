@@ -33,8 +33,14 @@ interface HeaderOptions {
 
 /** COMMAND bits this function implements. */
 function commandWriteMask(hasIoBar: boolean): number {
-  return (hasIoBar ? PciCommand.IO : 0) | PciCommand.MEMORY | PciCommand.MASTER |
-    PciCommand.PARITY | PciCommand.SERR | PciCommand.INTX_DISABLE;
+  return (
+    (hasIoBar ? PciCommand.IO : 0) |
+    PciCommand.MEMORY |
+    PciCommand.MASTER |
+    PciCommand.PARITY |
+    PciCommand.SERR |
+    PciCommand.INTX_DISABLE
+  );
 }
 
 export function defineHeader(space: ConfigSpace, h: HeaderOptions): void {

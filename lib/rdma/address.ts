@@ -36,7 +36,11 @@ export interface AddressVector {
 /** Whether a GID is an IPv4-mapped one (::ffff:a.b.c.d). */
 export function isIpv4Gid(gid: Buffer): boolean {
   const g = ipv4_mapped_gid;
-  return gid.length === g.SIZE && viewRaw(gid, 0, g.zero).every((b) => b === 0) && getField(gid, 0, g.ffff) === IPV4_MAPPED_MARK;
+  return (
+    gid.length === g.SIZE &&
+    viewRaw(gid, 0, g.zero).every((b) => b === 0) &&
+    getField(gid, 0, g.ffff) === IPV4_MAPPED_MARK
+  );
 }
 
 /** A GID as text: IPv4-mapped ones as ::ffff:a.b.c.d, others as eight hex groups. */

@@ -16,16 +16,47 @@ import { SEND_VERB_COUNT } from './datapath/wqe-layout';
 
 export const DEVICE_COUNTER_NAMES = [
   // control path
-  'admin_commands', 'admin_errors', 'admin_cqes', 'eq_events', 'cq_arms',
-  'doorbells_aq', 'doorbells_sq', 'doorbells_rq', 'doorbells_cq', 'doorbells_bad',
+  'admin_commands',
+  'admin_errors',
+  'admin_cqes',
+  'eq_events',
+  'cq_arms',
+  'doorbells_aq',
+  'doorbells_sq',
+  'doorbells_rq',
+  'doorbells_cq',
+  'doorbells_bad',
   // objects alive when read
-  'qps_active', 'cqs_active', 'mrs_active', 'ahs_active', 'srqs_active',
+  'qps_active',
+  'cqs_active',
+  'mrs_active',
+  'ahs_active',
+  'srqs_active',
   // data path
-  'tx_wqes', 'rx_wqes', 'cqes', 'send_msgs', 'recv_msgs', 'tx_bytes', 'rx_bytes',
-  'rdma_write_bytes', 'rdma_read_bytes', 'atomic_ops', 'flushed_wqes',
-  'local_length_errors', 'local_prot_errors', 'local_qp_errors', 'remote_access_errors',
-  'remote_inv_req_errors', 'rnr_retry_exceeded', 'retry_exceeded', 'mem_mgmt_errors',
-  'rnr_naks', 'cq_full_waits', 'reg_mr_wqes', 'local_inv_wqes', 'remote_invalidates',
+  'tx_wqes',
+  'rx_wqes',
+  'cqes',
+  'send_msgs',
+  'recv_msgs',
+  'tx_bytes',
+  'rx_bytes',
+  'rdma_write_bytes',
+  'rdma_read_bytes',
+  'atomic_ops',
+  'flushed_wqes',
+  'local_length_errors',
+  'local_prot_errors',
+  'local_qp_errors',
+  'remote_access_errors',
+  'remote_inv_req_errors',
+  'rnr_retry_exceeded',
+  'retry_exceeded',
+  'mem_mgmt_errors',
+  'rnr_naks',
+  'cq_full_waits',
+  'reg_mr_wqes',
+  'local_inv_wqes',
+  'remote_invalidates',
   // mesh: requests from a node that is not the QP's peer, or of another wire version
   'mesh_refused_requests',
 ] as const;
@@ -33,16 +64,26 @@ export const DEVICE_COUNTER_NAMES = [
 export type DeviceCounterName = (typeof DEVICE_COUNTER_NAMES)[number];
 
 export const QP_COUNTER_NAMES = [
-  'doorbell_send', 'doorbell_recv', 'wqes_processed', 'cqes_posted',
-  'bytes_sent', 'bytes_received', 'bytes_rdma_read', 'bytes_rdma_write', 'errors',
-  'rnr_naks', 'flushed_wqes',
+  'doorbell_send',
+  'doorbell_recv',
+  'wqes_processed',
+  'cqes_posted',
+  'bytes_sent',
+  'bytes_received',
+  'bytes_rdma_read',
+  'bytes_rdma_write',
+  'errors',
+  'rnr_naks',
+  'flushed_wqes',
 ] as const;
 
 export type QpCounterName = (typeof QP_COUNTER_NAMES)[number];
 
 function indexOf<N extends string>(names: readonly N[]): Readonly<Record<N, number>> {
   const o = {} as Record<N, number>;
-  names.forEach((n, i) => { o[n] = i; });
+  names.forEach((n, i) => {
+    o[n] = i;
+  });
   return o;
 }
 
@@ -79,7 +120,9 @@ export class CounterSet {
   /** name -> value, for logs, the stats file and tests. */
   snapshot(): Record<string, number> {
     const o: Record<string, number> = {};
-    this.names.forEach((n, i) => { o[n] = this.values[i]!; });
+    this.names.forEach((n, i) => {
+      o[n] = this.values[i]!;
+    });
     return o;
   }
 }

@@ -86,11 +86,16 @@ export interface TranslateOptions {
 export function mrKindOf(flags: number): MrKind | null {
   const type = flags & (MrFlag.UKEY_EN | MrFlag.IS_MW | MrFlag.INV_EN);
   switch (type) {
-    case 0: return MrKind.USER;
-    case MrFlag.UKEY_EN | MrFlag.INV_EN: return MrKind.FRMR;
-    case MrFlag.UKEY_EN | MrFlag.IS_MW: return MrKind.MW1;
-    case MrFlag.UKEY_EN | MrFlag.IS_MW | MrFlag.INV_EN: return MrKind.MW2;
-    default: return null;
+    case 0:
+      return MrKind.USER;
+    case MrFlag.UKEY_EN | MrFlag.INV_EN:
+      return MrKind.FRMR;
+    case MrFlag.UKEY_EN | MrFlag.IS_MW:
+      return MrKind.MW1;
+    case MrFlag.UKEY_EN | MrFlag.IS_MW | MrFlag.INV_EN:
+      return MrKind.MW2;
+    default:
+      return null;
   }
 }
 
@@ -131,12 +136,27 @@ export class MemoryKeys {
   createMr(spec: MrSpec, table: PageTable | null): RmResult<MrRecord> {
     const err = this.checkMr(spec);
     const kind = mrKindOf(spec.flags);
-    if (err || kind === null) { this.#release(table); return rmFail(err ?? 'bad-type'); }
-    if ((kind === MrKind.USER) !== (table !== null)) { this.#release(table); return rmFail('bad-attr'); }
+    if (err || kind === null) {
+      this.#release(table);
+      return rmFail(err ?? 'bad-type');
+    }
+    if ((kind === MrKind.USER) !== (table !== null)) {
+      this.#release(table);
+      return rmFail('bad-attr');
+    }
     const mr: MrRecord = {
-      index: keyIndex(spec.key), key: spec.key >>> 0, kind, pdId: spec.pdId, handle: this.#serial.take(),
-      access: spec.flags & MR_ACCESS_MASK, valid: kind === MrKind.USER, iova: spec.iova, length: spec.length,
-      zeroBased: (spec.flags & MrFlag.ZERO_BASED) !== 0, table, boundTo: null,
+      index: keyIndex(spec.key),
+      key: spec.key >>> 0,
+      kind,
+      pdId: spec.pdId,
+      handle: this.#serial.take(),
+      access: spec.flags & MR_ACCESS_MASK,
+      valid: kind === MrKind.USER,
+      iova: spec.iova,
+      length: spec.length,
+      zeroBased: (spec.flags & MrFlag.ZERO_BASED) !== 0,
+      table,
+      boundTo: null,
     };
     this.mrs.set(mr.index, mr);
     return rmOk(mr);
@@ -184,7 +204,8 @@ export class MemoryKeys {
     if (mr.boundTo) {
       // A window: its range lies within the MR it was bound to, at the same addresses.
       const target = mr.boundTo.mr;
-      if (target.handle !== mr.boundTo.handle || !target.valid || this.mrs.get(target.index) !== target) return KeyStatus.INVALID;
+      if (target.handle !== mr.boundTo.handle || !target.valid || this.mrs.get(target.index) !== target)
+        return KeyStatus.INVALID;
       const tst = this.#bounds(target, va, len);
       if (tst !== KeyStatus.OK) return tst;
       return this.#walk(target, va, len, out);
@@ -214,10 +235,21 @@ export class MemoryKeys {
    * The FRMR must be unmapped. The table's runs must be charged already; on
    * failure they are given back.
    */
-  fastRegister(key: number, newKey: number, iova: number, length: number, access: number, zeroBased: boolean, table: PageTable): KeyStatus {
+  fastRegister(
+    key: number,
+    newKey: number,
+    iova: number,
+    length: number,
+    access: number,
+    zeroBased: boolean,
+    table: PageTable,
+  ): KeyStatus {
     const index = keyIndex(key);
     const mr = index === 0 ? undefined : this.mrs.get(index);
-    const refuse = (s: KeyStatus): KeyStatus => { this.#release(table); return s; };
+    const refuse = (s: KeyStatus): KeyStatus => {
+      this.#release(table);
+      return s;
+    };
     if (!mr) return refuse(KeyStatus.NO_KEY);
     if (mr.kind !== MrKind.FRMR || keyIndex(newKey) !== mr.index) return refuse(KeyStatus.NO_KEY);
     if (mr.valid) return refuse(KeyStatus.INVALID);
@@ -263,7 +295,8 @@ export class MemoryKeys {
     if (typeof mr === 'number') return mr;
     if (!mr.valid || mr.boundTo || mr.kind === MrKind.MW1 || mr.kind === MrKind.MW2) return KeyStatus.INVALID;
     if (!(mr.access & MrFlag.MW_BIND)) return KeyStatus.ACCESS;
-    if ((access & (MrFlag.REMOTE_WRITE | MrFlag.REMOTE_ATOMIC)) && !(mr.access & MrFlag.LOCAL_WRITE)) return KeyStatus.ACCESS;
+    if (access & (MrFlag.REMOTE_WRITE | MrFlag.REMOTE_ATOMIC) && !(mr.access & MrFlag.LOCAL_WRITE))
+      return KeyStatus.ACCESS;
     if (mr.pdId !== mw.pdId && mw.kind === MrKind.MW1) return KeyStatus.PD;
     const st = this.#bounds(mr, va, length);
     if (st !== KeyStatus.OK) return st;

@@ -109,7 +109,8 @@ export class PageTable {
     let hi = off.length - 1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
-      if (off[mid]! <= offset) lo = mid; else hi = mid - 1;
+      if (off[mid]! <= offset) lo = mid;
+      else hi = mid - 1;
     }
     let at = offset;
     let left = len;
@@ -138,7 +139,13 @@ export class PageTable {
 
 /** A guest address range [addr, addr + len) that neither wraps nor passes 2^53. */
 export function isAddrRange(addr: number, len: number): boolean {
-  return Number.isSafeInteger(addr) && Number.isSafeInteger(len) && addr >= 0 && len >= 0 && addr <= Number.MAX_SAFE_INTEGER - len;
+  return (
+    Number.isSafeInteger(addr) &&
+    Number.isSafeInteger(len) &&
+    addr >= 0 &&
+    len >= 0 &&
+    addr <= Number.MAX_SAFE_INTEGER - len
+  );
 }
 
 /** Builds a PageTable from page addresses, merging adjacent pages as they come. */
@@ -157,7 +164,11 @@ export class PageTableBuilder {
    * @param pageShift  log2 of the page size
    * @param firstOffset byte offset of logical 0 within the first page
    */
-  constructor(readonly length: number, readonly pageShift: number, readonly firstOffset: number) {
+  constructor(
+    readonly length: number,
+    readonly pageShift: number,
+    readonly firstOffset: number,
+  ) {
     this.#pageSize = 2 ** pageShift;
   }
 
@@ -172,7 +183,13 @@ export class PageTableBuilder {
 
   /** Add the next page. False if it is misaligned or past 2^53 (the table is then unusable). */
   addPage(page: number): boolean {
-    if (!Number.isSafeInteger(page) || page < 0 || page % this.#pageSize !== 0 || page > Number.MAX_SAFE_INTEGER - this.#pageSize) return false;
+    if (
+      !Number.isSafeInteger(page) ||
+      page < 0 ||
+      page % this.#pageSize !== 0 ||
+      page > Number.MAX_SAFE_INTEGER - this.#pageSize
+    )
+      return false;
     const skip = this.#pages === 0 ? this.firstOffset : 0;
     this.#pages++;
     const start = this.#next;

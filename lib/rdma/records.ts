@@ -125,8 +125,25 @@ export interface QpAttrs {
 /** The attributes of a new QP. */
 export function defaultQpAttrs(): QpAttrs {
   return {
-    sqPsn: 0, rqPsn: 0, pmtu: 10, qkey: null, destQpn: 0, access: 0, sqdNotify: false, retryCnt: 0, rnrRetry: 0, rnrTimer: 0,
-    timeout: 0, rrqDepth: 0, rsqDepth: 0, rateLimitKbps: 0, av: null, ahId: -1, pcp: 0, dscp: 0, csumProfile: 0,
+    sqPsn: 0,
+    rqPsn: 0,
+    pmtu: 10,
+    qkey: null,
+    destQpn: 0,
+    access: 0,
+    sqdNotify: false,
+    retryCnt: 0,
+    rnrRetry: 0,
+    rnrTimer: 0,
+    timeout: 0,
+    rrqDepth: 0,
+    rsqDepth: 0,
+    rateLimitKbps: 0,
+    av: null,
+    ahId: -1,
+    pcp: 0,
+    dscp: 0,
+    csumProfile: 0,
   };
 }
 

@@ -26,14 +26,34 @@
 import type { AddressVector } from './address';
 import { opcodeCounts, qpCounters } from './counters';
 import {
-  GSI_QPN, RDMA_AH_COUNT, RDMA_CQ_COUNT, RDMA_MAX_PT_RUNS, RDMA_MR_COUNT, RDMA_QP_COUNT, RDMA_SRQ_BASE, RDMA_SRQ_COUNT,
+  GSI_QPN,
+  RDMA_AH_COUNT,
+  RDMA_CQ_COUNT,
+  RDMA_MAX_PT_RUNS,
+  RDMA_MR_COUNT,
+  RDMA_QP_COUNT,
+  RDMA_SRQ_BASE,
+  RDMA_SRQ_COUNT,
   SCRUBBED_QPN,
 } from './limits';
 import { KeyStatus, MemoryKeys, MrRecord, MrSpec, TranslateOptions } from './memory-keys';
 import { PageTable, RunBudget } from './page-table';
 import {
-  AhRecord, CqRecord, CqSpec, defaultQpAttrs, HandleSerial, PdRecord, QpChanges, QpRecord, QpSpec, RingSpec, RmError,
-  RmResult, rmFail as fail, rmOk as ok, SrqRecord,
+  AhRecord,
+  CqRecord,
+  CqSpec,
+  defaultQpAttrs,
+  HandleSerial,
+  PdRecord,
+  QpChanges,
+  QpRecord,
+  QpSpec,
+  RingSpec,
+  RmError,
+  RmResult,
+  rmFail as fail,
+  rmOk as ok,
+  SrqRecord,
 } from './records';
 import { QP_ACCESS_MASK, QpFlag, qpTransitionAllowed, QpState, QpType } from './types';
 
@@ -51,7 +71,12 @@ export interface ResourceLimits {
 }
 
 export const DEFAULT_LIMITS: ResourceLimits = {
-  qps: RDMA_QP_COUNT, cqs: RDMA_CQ_COUNT, mrs: RDMA_MR_COUNT, ahs: RDMA_AH_COUNT, srqs: RDMA_SRQ_COUNT, ptRuns: RDMA_MAX_PT_RUNS,
+  qps: RDMA_QP_COUNT,
+  cqs: RDMA_CQ_COUNT,
+  mrs: RDMA_MR_COUNT,
+  ahs: RDMA_AH_COUNT,
+  srqs: RDMA_SRQ_COUNT,
+  ptRuns: RDMA_MAX_PT_RUNS,
 };
 
 export class ResourceManager {
@@ -123,7 +148,15 @@ export class ResourceManager {
   }
 
   /** A REG_MR WQE (MemoryKeys.fastRegister). */
-  fastRegister(key: number, newKey: number, iova: number, length: number, access: number, zeroBased: boolean, table: PageTable): KeyStatus {
+  fastRegister(
+    key: number,
+    newKey: number,
+    iova: number,
+    length: number,
+    access: number,
+    zeroBased: boolean,
+    table: PageTable,
+  ): KeyStatus {
     return this.keys.fastRegister(key, newKey, iova, length, access, zeroBased, table);
   }
 
@@ -147,10 +180,25 @@ export class ResourceManager {
 
   createCq(spec: CqSpec, table: PageTable): RmResult<CqRecord> {
     const err = this.checkCq(spec);
-    if (err) { this.releaseTable(table); return fail(err); }
+    if (err) {
+      this.releaseTable(table);
+      return fail(err);
+    }
     const cq: CqRecord = {
-      id: spec.id, handle: this.#serial.take(), eqId: spec.eqId, depthLog2: spec.depthLog2, strideLog2: spec.strideLog2, table,
-      dbid: spec.dbid, admin: spec.admin, refs: 0, prod: 0, color: 1, cons: 0, armed: 0, overflowed: false,
+      id: spec.id,
+      handle: this.#serial.take(),
+      eqId: spec.eqId,
+      depthLog2: spec.depthLog2,
+      strideLog2: spec.strideLog2,
+      table,
+      dbid: spec.dbid,
+      admin: spec.admin,
+      refs: 0,
+      prod: 0,
+      color: 1,
+      cons: 0,
+      armed: 0,
+      overflowed: false,
     };
     this.cqs.set(cq.id, cq);
     return ok(cq);
@@ -169,7 +217,8 @@ export class ResourceManager {
   // ---- QP ------------------------------------------------------------------------------------
 
   checkQp(spec: QpSpec): RmError | null {
-    if (!Number.isInteger(spec.id) || spec.id <= 0 || spec.id >= this.limits.qps || spec.id === SCRUBBED_QPN) return 'bad-id';
+    if (!Number.isInteger(spec.id) || spec.id <= 0 || spec.id >= this.limits.qps || spec.id === SCRUBBED_QPN)
+      return 'bad-id';
     if (this.qps.has(spec.id)) return 'exists';
     if (spec.type !== QpType.RC && spec.type !== QpType.UC && spec.type !== QpType.UD) return 'bad-type';
     if (spec.id === GSI_QPN && spec.type !== QpType.UD) return 'bad-type';
@@ -186,15 +235,33 @@ export class ResourceManager {
   /** Create a QP in RESET. The ring tables' runs must be charged; on failure they are given back. */
   createQp(spec: QpSpec, sqTable: PageTable, rqTable: PageTable | null): RmResult<QpRecord> {
     const err = this.checkQp(spec) ?? ((spec.rq === null) !== (rqTable === null) ? 'bad-attr' : null);
-    if (err) { this.releaseTable(sqTable); this.releaseTable(rqTable); return fail(err); }
+    if (err) {
+      this.releaseTable(sqTable);
+      this.releaseTable(rqTable);
+      return fail(err);
+    }
     const qp: QpRecord = {
-      id: spec.id, handle: this.#serial.take(), type: spec.type, pdId: spec.pdId, flags: spec.flags & ~QP_ACCESS_MASK,
-      privileged: (spec.flags & QpFlag.PRIVILEGED) !== 0, remotePrivileged: (spec.flags & QpFlag.REMOTE_PRIVILEGED) !== 0,
-      state: QpState.RESET, sqCqId: spec.sqCqId, rqCqId: spec.rqCqId,
+      id: spec.id,
+      handle: this.#serial.take(),
+      type: spec.type,
+      pdId: spec.pdId,
+      flags: spec.flags & ~QP_ACCESS_MASK,
+      privileged: (spec.flags & QpFlag.PRIVILEGED) !== 0,
+      remotePrivileged: (spec.flags & QpFlag.REMOTE_PRIVILEGED) !== 0,
+      state: QpState.RESET,
+      sqCqId: spec.sqCqId,
+      rqCqId: spec.rqCqId,
       sq: { depthLog2: spec.sq.depthLog2, strideLog2: spec.sq.strideLog2, table: sqTable, pi: 0, ci: 0 },
-      rq: spec.rq && rqTable ? { depthLog2: spec.rq.depthLog2, strideLog2: spec.rq.strideLog2, table: rqTable, pi: 0, ci: 0 } : null,
-      srqId: spec.srqId, dbid: spec.dbid, attrs: defaultQpAttrs(), stats: qpCounters(),
-      opcodes: opcodeCounts(), dp: undefined,
+      rq:
+        spec.rq && rqTable
+          ? { depthLog2: spec.rq.depthLog2, strideLog2: spec.rq.strideLog2, table: rqTable, pi: 0, ci: 0 }
+          : null,
+      srqId: spec.srqId,
+      dbid: spec.dbid,
+      attrs: defaultQpAttrs(),
+      stats: qpCounters(),
+      opcodes: opcodeCounts(),
+      dp: undefined,
     };
     this.cqs.get(spec.sqCqId)!.refs++;
     this.cqs.get(spec.rqCqId)!.refs++;
@@ -281,12 +348,29 @@ export class ResourceManager {
   }
 
   /** Create an SRQ with a device-assigned id (above the QP range). */
-  createSrq(pdId: number, udma: number, ring: RingSpec, table: PageTable, limit: number, dbid: number): RmResult<SrqRecord> {
+  createSrq(
+    pdId: number,
+    udma: number,
+    ring: RingSpec,
+    table: PageTable,
+    limit: number,
+    dbid: number,
+  ): RmResult<SrqRecord> {
     const id = this.nextSrqId();
-    if (id < 0) { this.releaseTable(table); return fail('no-space'); }
+    if (id < 0) {
+      this.releaseTable(table);
+      return fail('no-space');
+    }
     const srq: SrqRecord = {
-      id, handle: this.#serial.take(), pdId, udma, ring: { depthLog2: ring.depthLog2, strideLog2: ring.strideLog2, table, pi: 0, ci: 0 },
-      limit, dbid, refs: 0, dp: undefined,
+      id,
+      handle: this.#serial.take(),
+      pdId,
+      udma,
+      ring: { depthLog2: ring.depthLog2, strideLog2: ring.strideLog2, table, pi: 0, ci: 0 },
+      limit,
+      dbid,
+      refs: 0,
+      dp: undefined,
     };
     this.srqs.set(id, srq);
     return ok(srq);
@@ -310,6 +394,13 @@ export class ResourceManager {
 
   /** Object counts, for logs, gauges and tests. */
   counts(): { qps: number; cqs: number; mrs: number; ahs: number; srqs: number; ptRuns: number } {
-    return { qps: this.qps.size, cqs: this.cqs.size, mrs: this.mrs.size, ahs: this.ahs.size, srqs: this.srqs.size, ptRuns: this.budget.used };
+    return {
+      qps: this.qps.size,
+      cqs: this.cqs.size,
+      mrs: this.mrs.size,
+      ahs: this.ahs.size,
+      srqs: this.srqs.size,
+      ptRuns: this.budget.used,
+    };
   }
 }

@@ -40,13 +40,20 @@ export const QP_STATE_NAMES: readonly string[] = ['RESET', 'INIT', 'RTR', 'RTS',
 export function qpTransitionAllowed(from: QpState, to: QpState): boolean {
   if (to === QpState.RESET || to === QpState.ERR) return true;
   switch (from) {
-    case QpState.RESET: return to === QpState.INIT;
-    case QpState.INIT: return to === QpState.INIT || to === QpState.RTR;
-    case QpState.RTR: return to === QpState.RTS;
-    case QpState.RTS: return to === QpState.RTS || to === QpState.SQD;
-    case QpState.SQD: return to === QpState.SQD || to === QpState.RTS;
-    case QpState.SQE: return to === QpState.RTS;
-    default: return false;
+    case QpState.RESET:
+      return to === QpState.INIT;
+    case QpState.INIT:
+      return to === QpState.INIT || to === QpState.RTR;
+    case QpState.RTR:
+      return to === QpState.RTS;
+    case QpState.RTS:
+      return to === QpState.RTS || to === QpState.SQD;
+    case QpState.SQD:
+      return to === QpState.SQD || to === QpState.RTS;
+    case QpState.SQE:
+      return to === QpState.RTS;
+    default:
+      return false;
   }
 }
 
@@ -77,7 +84,7 @@ export const enum QpAttrMask {
 }
 
 /** Every mask bit a MODIFY_QP may carry (IB_QP_ATTR_STANDARD_BITS plus RATE_LIMIT); CAP is refused separately. */
-export const QP_ATTR_MASK_KNOWN = (1 << 21) - 1 | QpAttrMask.RATE_LIMIT;
+export const QP_ATTR_MASK_KNOWN = ((1 << 21) - 1) | QpAttrMask.RATE_LIMIT;
 
 /** QP flags (CREATE_QP priv_flags, MODIFY_QP access_flags; ionic RDMA R5.4). */
 export const enum QpFlag {
@@ -117,8 +124,14 @@ export const enum MrFlag {
 /** Bits 0..11 of MrFlag are access bits. */
 export const MR_ACCESS_MASK = (1 << 12) - 1;
 /** The access bits this device honours (ON_DEMAND is refused: no ODP). */
-export const MR_ACCESS_SUPPORTED = MrFlag.LOCAL_WRITE | MrFlag.REMOTE_WRITE | MrFlag.REMOTE_READ | MrFlag.REMOTE_ATOMIC
-  | MrFlag.MW_BIND | MrFlag.ZERO_BASED | MrFlag.PB;
+export const MR_ACCESS_SUPPORTED =
+  MrFlag.LOCAL_WRITE |
+  MrFlag.REMOTE_WRITE |
+  MrFlag.REMOTE_READ |
+  MrFlag.REMOTE_ATOMIC |
+  MrFlag.MW_BIND |
+  MrFlag.ZERO_BASED |
+  MrFlag.PB;
 
 /** What a key names. */
 export const enum MrKind {

@@ -35,9 +35,32 @@ export const DROP_NOT_OUR_GID = 25;
 
 /** Names of the drop reasons, by number (stats keys). */
 export const DROP_REASON_NAMES: readonly string[] = [
-  'none', 'too_short', 'not_ip', 'ip_header', 'ip_length', 'ip_checksum', 'not_udp', 'not_roce_port', 'udp_length',
-  'truncated', 'bad_opcode', 'bad_tver', 'bad_pad', 'icrc', 'unknown_qpn', 'qp_state', 'wrong_peer', 'psn_out_of_window',
-  'bad_pkey', 'bad_qkey', 'oversized', 'opcode_sequence', 'unexpected_response', 'no_recv', 'wrong_transport', 'not_our_gid',
+  'none',
+  'too_short',
+  'not_ip',
+  'ip_header',
+  'ip_length',
+  'ip_checksum',
+  'not_udp',
+  'not_roce_port',
+  'udp_length',
+  'truncated',
+  'bad_opcode',
+  'bad_tver',
+  'bad_pad',
+  'icrc',
+  'unknown_qpn',
+  'qp_state',
+  'wrong_peer',
+  'psn_out_of_window',
+  'bad_pkey',
+  'bad_qkey',
+  'oversized',
+  'opcode_sequence',
+  'unexpected_response',
+  'no_recv',
+  'wrong_transport',
+  'not_our_gid',
 ];
 
 /** Kinds of NAK, as counters index them: the four NAK codes we send and receive, then RNR. */
@@ -46,7 +69,13 @@ export const NAK_KIND_INVALID_REQUEST = 1;
 export const NAK_KIND_REMOTE_ACCESS = 2;
 export const NAK_KIND_REMOTE_OPERATIONAL = 3;
 export const NAK_KIND_RNR = 4;
-export const NAK_KIND_NAMES: readonly string[] = ['psn_sequence', 'invalid_request', 'remote_access', 'remote_operational', 'rnr'];
+export const NAK_KIND_NAMES: readonly string[] = [
+  'psn_sequence',
+  'invalid_request',
+  'remote_access',
+  'remote_operational',
+  'rnr',
+];
 
 export class RoceCounters {
   txPackets = 0;
@@ -79,9 +108,16 @@ export class RoceCounters {
   /** Every counter as a flat name -> value map (stats file, /metrics); zero drop reasons included, so the set of keys is fixed. */
   snapshot(): Record<string, number> {
     const out: Record<string, number> = {
-      tx_packets: this.txPackets, rx_packets: this.rxPackets, tx_bytes: this.txBytes, rx_bytes: this.rxBytes,
-      retransmits: this.retransmits, timeouts: this.timeouts, duplicates: this.duplicates, acks_tx: this.acksTx,
-      acks_rx: this.acksRx, icrc_errors: this.icrcErrors,
+      tx_packets: this.txPackets,
+      rx_packets: this.rxPackets,
+      tx_bytes: this.txBytes,
+      rx_bytes: this.rxBytes,
+      retransmits: this.retransmits,
+      timeouts: this.timeouts,
+      duplicates: this.duplicates,
+      acks_tx: this.acksTx,
+      acks_rx: this.acksRx,
+      icrc_errors: this.icrcErrors,
     };
     for (let k = 0; k < NAK_KIND_NAMES.length; k++) {
       out[`naks_tx_${NAK_KIND_NAMES[k]}`] = this.naksTx[k]!;

@@ -7,12 +7,35 @@
 import { getField, setField } from '../../protocol/field';
 import { checksumOf, onesComplementSum } from '../net/checksum';
 import {
-  ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ethhdr, IP_DF, iphdr, IPPROTO_UDP, IPV4_IHL_MASK, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT,
-  IPV6_FLOW_MASK, IPV6_TC_MASK, IPV6_TC_SHIFT, IPV6_VERSION_SHIFT, ipv6hdr, udphdr, vlan_ethhdr,
+  ETH_P_8021Q,
+  ETH_P_IP,
+  ETH_P_IPV6,
+  ethhdr,
+  IP_DF,
+  iphdr,
+  IPPROTO_UDP,
+  IPV4_IHL_MASK,
+  IPV4_IHL_UNIT,
+  IPV4_VERSION_SHIFT,
+  IPV6_FLOW_MASK,
+  IPV6_TC_MASK,
+  IPV6_TC_SHIFT,
+  IPV6_VERSION_SHIFT,
+  ipv6hdr,
+  udphdr,
+  vlan_ethhdr,
 } from '../net/headers';
 import {
-  DROP_ICRC, DROP_IP_CHECKSUM, DROP_IP_HEADER, DROP_IP_LENGTH, DROP_NONE, DROP_NOT_IP, DROP_NOT_ROCE_PORT, DROP_NOT_UDP,
-  DROP_TOO_SHORT, DROP_UDP_LENGTH,
+  DROP_ICRC,
+  DROP_IP_CHECKSUM,
+  DROP_IP_HEADER,
+  DROP_IP_LENGTH,
+  DROP_NONE,
+  DROP_NOT_IP,
+  DROP_NOT_ROCE_PORT,
+  DROP_NOT_UDP,
+  DROP_TOO_SHORT,
+  DROP_UDP_LENGTH,
 } from './counters';
 import { ROCE_V2_UDP_PORT } from './headers';
 import { icrcMatches, writeIcrc } from './icrc';
@@ -89,7 +112,10 @@ export function gidFromIpv4(out: Buffer, a: number, b: number, c: number, d: num
   out.fill(0, 0, 10);
   out[10] = 0xff;
   out[11] = 0xff;
-  out[12] = a; out[13] = b; out[14] = c; out[15] = d;
+  out[12] = a;
+  out[13] = b;
+  out[14] = c;
+  out[15] = d;
 }
 
 /**
@@ -134,8 +160,15 @@ export function encodeFrame(buf: Buffer, path: RocePath, h: TransportHeaders, pa
     path.dstGid.copy(buf, ipOff + iphdr.daddr.off, V4_IN_GID, 16);
     setField(buf, ipOff, iphdr.check, checksumOf(onesComplementSum(buf, ipOff, ipOff + iphdr.SIZE)));
   } else {
-    setField(buf, ipOff, ipv6hdr.version_tc_flow, ((IPV6_VERSION << IPV6_VERSION_SHIFT)
-      | ((path.trafficClass & IPV6_TC_MASK) << IPV6_TC_SHIFT) | (path.flowLabel & IPV6_FLOW_MASK)) >>> 0);
+    setField(
+      buf,
+      ipOff,
+      ipv6hdr.version_tc_flow,
+      ((IPV6_VERSION << IPV6_VERSION_SHIFT) |
+        ((path.trafficClass & IPV6_TC_MASK) << IPV6_TC_SHIFT) |
+        (path.flowLabel & IPV6_FLOW_MASK)) >>>
+        0,
+    );
     setField(buf, ipOff, ipv6hdr.payload_len, udpLen);
     setField(buf, ipOff, ipv6hdr.nexthdr, IPPROTO_UDP);
     setField(buf, ipOff, ipv6hdr.hop_limit, path.hopLimit & 0xff);
@@ -195,9 +228,11 @@ export function decodeFrame(buf: Buffer, len: number, f: RoceFrame): number {
     f.hopLimit = getField(buf, ipOff, iphdr.ttl);
     f.flowLabel = 0;
     f.srcGid.fill(0, 0, V4_MAPPED_PREFIX_BYTES - 2);
-    f.srcGid[10] = 0xff; f.srcGid[11] = 0xff;
+    f.srcGid[10] = 0xff;
+    f.srcGid[11] = 0xff;
     f.dstGid.fill(0, 0, V4_MAPPED_PREFIX_BYTES - 2);
-    f.dstGid[10] = 0xff; f.dstGid[11] = 0xff;
+    f.dstGid[10] = 0xff;
+    f.dstGid[11] = 0xff;
     buf.copy(f.srcGid, V4_IN_GID, ipOff + iphdr.saddr.off, ipOff + iphdr.saddr.off + 4);
     buf.copy(f.dstGid, V4_IN_GID, ipOff + iphdr.daddr.off, ipOff + iphdr.daddr.off + 4);
     udpOff = ipOff + iphdr.SIZE;

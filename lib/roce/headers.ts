@@ -7,7 +7,9 @@ import { be } from '../../protocol/field';
 
 /** Base Transport Header. flags: SE (bit 7), MigReq (6), PadCnt (5..4), TVer (3..0). */
 export const bth = {
-  opcode: be(0, 1), flags: be(1, 1), pkey: be(2, 2),
+  opcode: be(0, 1),
+  flags: be(1, 1),
+  pkey: be(2, 2),
   /** FECN (bit 7), BECN (bit 6), then reserved; the 24-bit destination QP below shares the word. */
   ecn_dest_qp: be(4, 4),
   /** AckReq (bit 31), reserved (30..24), PSN (23..0). */
@@ -30,7 +32,14 @@ export const DEFAULT_PKEY = 0xffff;
 export const PKEY_FULL_MEMBER = 0x8000;
 
 /** RDMA Extended Transport Header (WRITE first/only, READ request). */
-export const reth = { va: be(0, 8), va_hi: be(0, 4), va_lo: be(4, 4), rkey: be(8, 4), dma_len: be(12, 4), SIZE: 16 } as const;
+export const reth = {
+  va: be(0, 8),
+  va_hi: be(0, 4),
+  va_lo: be(4, 4),
+  rkey: be(8, 4),
+  dma_len: be(12, 4),
+  SIZE: 16,
+} as const;
 
 /** ACK Extended Transport Header: syndrome (8 bits) and MSN (24) in one word. */
 export const aeth = { syn_msn: be(0, 4), SIZE: 4 } as const;
@@ -47,8 +56,14 @@ export const ieth = { rkey: be(0, 4), SIZE: 4 } as const;
 
 /** Atomic Extended Transport Header: 64-bit operands kept as two words each. */
 export const atomiceth = {
-  va: be(0, 8), va_hi: be(0, 4), va_lo: be(4, 4), rkey: be(8, 4),
-  swap_add_hi: be(12, 4), swap_add_lo: be(16, 4), compare_hi: be(20, 4), compare_lo: be(24, 4),
+  va: be(0, 8),
+  va_hi: be(0, 4),
+  va_lo: be(4, 4),
+  rkey: be(8, 4),
+  swap_add_hi: be(12, 4),
+  swap_add_lo: be(16, 4),
+  compare_hi: be(20, 4),
+  compare_lo: be(24, 4),
   SIZE: 28,
 } as const;
 

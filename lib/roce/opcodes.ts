@@ -88,7 +88,10 @@ const OPERATION: ReadonlyArray<readonly [number, number]> = [
   [OP_WRITE_LAST, F_PAYLOAD | F_REQUEST | F_WRITE | F_END],
   [OP_WRITE_LAST_IMM, F_IMMDT | F_PAYLOAD | F_REQUEST | F_WRITE | F_END | F_RECV_WQE | F_RECV_COMPLETES],
   [OP_WRITE_ONLY, F_RETH | F_PAYLOAD | F_REQUEST | F_WRITE | F_START | F_END],
-  [OP_WRITE_ONLY_IMM, F_RETH | F_IMMDT | F_PAYLOAD | F_REQUEST | F_WRITE | F_START | F_END | F_RECV_WQE | F_RECV_COMPLETES],
+  [
+    OP_WRITE_ONLY_IMM,
+    F_RETH | F_IMMDT | F_PAYLOAD | F_REQUEST | F_WRITE | F_START | F_END | F_RECV_WQE | F_RECV_COMPLETES,
+  ],
 ];
 
 /** RC only: reads, atomics, their responses, acknowledges and the invalidating sends. */
@@ -109,7 +112,10 @@ const RC_ONLY: ReadonlyArray<readonly [number, number]> = [
 /** UD: only SEND ONLY (with or without immediate), with a DETH. */
 const UD_OPS: ReadonlyArray<readonly [number, number]> = [
   [OP_SEND_ONLY, F_DETH | F_PAYLOAD | F_REQUEST | F_SEND | F_START | F_END | F_RECV_WQE | F_RECV_COMPLETES],
-  [OP_SEND_ONLY_IMM, F_DETH | F_IMMDT | F_PAYLOAD | F_REQUEST | F_SEND | F_START | F_END | F_RECV_WQE | F_RECV_COMPLETES],
+  [
+    OP_SEND_ONLY_IMM,
+    F_DETH | F_IMMDT | F_PAYLOAD | F_REQUEST | F_SEND | F_START | F_END | F_RECV_WQE | F_RECV_COMPLETES,
+  ],
 ];
 
 /** OPCODE_FLAGS[opcode]: the F_* bits, 0 for an opcode outside RC, UC and UD SEND. */
@@ -133,19 +139,44 @@ function buildHeaderBytes(): Uint8Array {
   for (let op = 0; op < 256; op++) {
     const f = OPCODE_FLAGS[op]!;
     if (!f) continue;
-    t[op] = BTH_BYTES + (f & F_RETH ? RETH_BYTES : 0) + (f & F_AETH ? AETH_BYTES : 0) + (f & F_DETH ? DETH_BYTES : 0)
-      + (f & F_IMMDT ? IMMDT_BYTES : 0) + (f & F_IETH ? IETH_BYTES : 0) + (f & F_ATOMICETH ? ATOMICETH_BYTES : 0)
-      + (f & F_ATOMICACKETH ? ATOMICACKETH_BYTES : 0);
+    t[op] =
+      BTH_BYTES +
+      (f & F_RETH ? RETH_BYTES : 0) +
+      (f & F_AETH ? AETH_BYTES : 0) +
+      (f & F_DETH ? DETH_BYTES : 0) +
+      (f & F_IMMDT ? IMMDT_BYTES : 0) +
+      (f & F_IETH ? IETH_BYTES : 0) +
+      (f & F_ATOMICETH ? ATOMICETH_BYTES : 0) +
+      (f & F_ATOMICACKETH ? ATOMICACKETH_BYTES : 0);
   }
   return t;
 }
 
 const OPERATION_NAMES = [
-  'SEND_FIRST', 'SEND_MIDDLE', 'SEND_LAST', 'SEND_LAST_WITH_IMMEDIATE', 'SEND_ONLY', 'SEND_ONLY_WITH_IMMEDIATE',
-  'RDMA_WRITE_FIRST', 'RDMA_WRITE_MIDDLE', 'RDMA_WRITE_LAST', 'RDMA_WRITE_LAST_WITH_IMMEDIATE', 'RDMA_WRITE_ONLY',
-  'RDMA_WRITE_ONLY_WITH_IMMEDIATE', 'RDMA_READ_REQUEST', 'RDMA_READ_RESPONSE_FIRST', 'RDMA_READ_RESPONSE_MIDDLE',
-  'RDMA_READ_RESPONSE_LAST', 'RDMA_READ_RESPONSE_ONLY', 'ACKNOWLEDGE', 'ATOMIC_ACKNOWLEDGE', 'COMPARE_SWAP', 'FETCH_ADD',
-  'RESERVED', 'SEND_LAST_WITH_INVALIDATE', 'SEND_ONLY_WITH_INVALIDATE',
+  'SEND_FIRST',
+  'SEND_MIDDLE',
+  'SEND_LAST',
+  'SEND_LAST_WITH_IMMEDIATE',
+  'SEND_ONLY',
+  'SEND_ONLY_WITH_IMMEDIATE',
+  'RDMA_WRITE_FIRST',
+  'RDMA_WRITE_MIDDLE',
+  'RDMA_WRITE_LAST',
+  'RDMA_WRITE_LAST_WITH_IMMEDIATE',
+  'RDMA_WRITE_ONLY',
+  'RDMA_WRITE_ONLY_WITH_IMMEDIATE',
+  'RDMA_READ_REQUEST',
+  'RDMA_READ_RESPONSE_FIRST',
+  'RDMA_READ_RESPONSE_MIDDLE',
+  'RDMA_READ_RESPONSE_LAST',
+  'RDMA_READ_RESPONSE_ONLY',
+  'ACKNOWLEDGE',
+  'ATOMIC_ACKNOWLEDGE',
+  'COMPARE_SWAP',
+  'FETCH_ADD',
+  'RESERVED',
+  'SEND_LAST_WITH_INVALIDATE',
+  'SEND_ONLY_WITH_INVALIDATE',
 ];
 
 /** A readable name for an opcode ("RC_SEND_ONLY"), for logs and test titles. */

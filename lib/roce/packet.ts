@@ -5,15 +5,39 @@
 // throws: bytes from the wire that do not make a packet give a drop reason.
 
 import { getField, getSplitU64, setField } from '../../protocol/field';
+import { DROP_BAD_OPCODE, DROP_BAD_PAD, DROP_BAD_TVER, DROP_NONE, DROP_TRUNCATED } from './counters';
 import {
-  DROP_BAD_OPCODE, DROP_BAD_PAD, DROP_BAD_TVER, DROP_NONE, DROP_TRUNCATED,
-} from './counters';
-import {
-  aeth, AETH_SYNDROME_SHIFT, atomicacketh, atomiceth, bth, BTH_ACK_REQ, BTH_BECN, BTH_FECN, BTH_MIG_REQ, BTH_PAD_MASK,
-  BTH_PAD_SHIFT, BTH_SE, BTH_TVER_MASK, DEFAULT_PKEY, deth, ieth, immdt, MASK_24, reth,
+  aeth,
+  AETH_SYNDROME_SHIFT,
+  atomicacketh,
+  atomiceth,
+  bth,
+  BTH_ACK_REQ,
+  BTH_BECN,
+  BTH_FECN,
+  BTH_MIG_REQ,
+  BTH_PAD_MASK,
+  BTH_PAD_SHIFT,
+  BTH_SE,
+  BTH_TVER_MASK,
+  DEFAULT_PKEY,
+  deth,
+  ieth,
+  immdt,
+  MASK_24,
+  reth,
 } from './headers';
 import {
-  F_AETH, F_ATOMICACKETH, F_ATOMICETH, F_DETH, F_IETH, F_IMMDT, F_PAYLOAD, F_RETH, OPCODE_FLAGS, OPCODE_HEADER_BYTES,
+  F_AETH,
+  F_ATOMICACKETH,
+  F_ATOMICETH,
+  F_DETH,
+  F_IETH,
+  F_IMMDT,
+  F_PAYLOAD,
+  F_RETH,
+  OPCODE_FLAGS,
+  OPCODE_HEADER_BYTES,
 } from './opcodes';
 
 /** The transport headers of one packet, field by field; fields its opcode does not carry are left as they were. */

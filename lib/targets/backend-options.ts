@@ -28,7 +28,8 @@ export function parseByteCount(text: string): number | undefined {
 
 /** A decimal integer option in [min, max]. */
 export function integerOption(min: number, max: number) {
-  return z.string()
+  return z
+    .string()
     .regex(/^[0-9]+$/, `a decimal integer from ${min} to ${max}`)
     .transform(Number)
     .pipe(z.number().int().min(min, `at least ${min}`).max(max, `at most ${max}`));
@@ -39,7 +40,10 @@ export function byteCountOption(max?: number) {
   return z.string().transform((s, ctx) => {
     const n = parseByteCount(s);
     if (n === undefined) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a byte count: digits with K, M, G or T (binary: 1K = 1024), e.g. 64M or 4G' });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: 'a byte count: digits with K, M, G or T (binary: 1K = 1024), e.g. 64M or 4G',
+      });
       return z.NEVER;
     }
     if (max !== undefined && n > max) {
@@ -56,7 +60,10 @@ export function byteCountOption(max?: number) {
  * one line naming them; `check` then judges the options together.
  */
 export function parseBackendOptions<T extends object>(
-  name: string, text: string, schemas: Readonly<Record<string, z.ZodTypeAny>>, defaults: T,
+  name: string,
+  text: string,
+  schemas: Readonly<Record<string, z.ZodTypeAny>>,
+  defaults: T,
   check: (v: T, bad: (why: string) => ConfigResult<T>) => ConfigResult<T> | null = () => null,
 ): ConfigResult<T> {
   const bad = (why: string): ConfigResult<T> => ({ ok: false, error: `${name} backend: ${why}` });

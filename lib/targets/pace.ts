@@ -100,7 +100,8 @@ export class Pacer {
         job.reject(e);
         continue;
       }
-      if (done) job.resolve(); else this.#jobs.push(job);
+      if (done) job.resolve();
+      else this.#jobs.push(job);
     }
     const took = this.#now() - end + this.#budgetMs;
     if (took > this.counts.longestTurnMs) this.counts.longestTurnMs = took;
@@ -119,7 +120,9 @@ export class Serial {
 
   run<T>(job: () => Promise<T>): Promise<T> {
     this.#waiting++;
-    const next = this.#tail.then(job).finally(() => { this.#waiting--; });
+    const next = this.#tail.then(job).finally(() => {
+      this.#waiting--;
+    });
     this.#tail = next.catch(() => undefined);
     return next;
   }
@@ -134,7 +137,9 @@ export function fillPaced(buf: Buffer, value: number, start: number, end: number
     buf.fill(value, start, end);
     return Promise.resolve();
   }
-  return p.each(end - start, SLICE.fill, (a, b) => { buf.fill(value, start + a, start + b); });
+  return p.each(end - start, SLICE.fill, (a, b) => {
+    buf.fill(value, start + a, start + b);
+  });
 }
 
 /** Buffer.concat in slices: one allocation, then the copies. */
@@ -155,7 +160,10 @@ export async function concatPaced(list: readonly Buffer[], p: Pacer = pacer): Pr
       at += n;
       inner += n;
       room -= n;
-      if (inner >= src.length) { i++; inner = 0; }
+      if (inner >= src.length) {
+        i++;
+        inner = 0;
+      }
       // Many tiny buffers cost per call, not per byte: count each as a small copy.
       room -= 64;
     }

@@ -5,7 +5,11 @@
 import { GuestMemory, MemStatus } from './guest-memory';
 
 export class BufferMemory implements GuestMemory {
-  constructor(readonly buffer: Buffer, readonly base = 0, readonly readOnly = false) {}
+  constructor(
+    readonly buffer: Buffer,
+    readonly base = 0,
+    readonly readOnly = false,
+  ) {}
 
   view(iova: number, len: number, write: boolean): Buffer | null {
     const at = this.#offset(iova, len);
@@ -39,7 +43,14 @@ export class BufferMemory implements GuestMemory {
   }
 
   #check(iova: number, len: number, write: boolean): MemStatus {
-    if (!Number.isInteger(iova) || !Number.isInteger(len) || iova < 0 || len < 0 || iova > Number.MAX_SAFE_INTEGER - len) return MemStatus.BAD_RANGE;
+    if (
+      !Number.isInteger(iova) ||
+      !Number.isInteger(len) ||
+      iova < 0 ||
+      len < 0 ||
+      iova > Number.MAX_SAFE_INTEGER - len
+    )
+      return MemStatus.BAD_RANGE;
     if (this.#offset(iova, len) < 0) return MemStatus.UNMAPPED;
     if (write && this.readOnly) return MemStatus.READ_ONLY;
     return MemStatus.OK;

@@ -49,12 +49,20 @@ function stop(): void {
   native.busGuard(-1, status);
   watcher.close();
   watcher = null;
-  try { fs.closeSync(notifyFd); } catch { /* already closed */ }
+  try {
+    fs.closeSync(notifyFd);
+  } catch {
+    /* already closed */
+  }
   notifyFd = -1;
 }
 
 function onNotify(): void {
-  try { fs.readSync(notifyFd, drain, 0, 8, null); } catch { /* EAGAIN: already drained */ }
+  try {
+    fs.readSync(notifyFd, drain, 0, 8, null);
+  } catch {
+    /* EAGAIN: already drained */
+  }
   native.busGuardStatus(status);
   if (status[0]! <= seen) return;
   seen = status[0]!;

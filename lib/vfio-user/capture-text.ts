@@ -3,10 +3,29 @@
 // direction, connection, id, command, type, size, flags, error, then for
 // non-error messages the fds and a short decode of the payload.
 
-import { Command, errnoName, HeaderFlag, SetIrqsFlag, DeviceFeatureFlag, DmaMapFlag, RegionInfoFlag } from '../../protocol/constants';
 import {
-  Field, getField, vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_user_device_feature, vfio_user_device_info,
-  vfio_user_dma_map, vfio_user_dma_rw, vfio_user_dma_unmap, vfio_user_header, vfio_user_mig_data, vfio_user_region_access,
+  Command,
+  errnoName,
+  HeaderFlag,
+  SetIrqsFlag,
+  DeviceFeatureFlag,
+  DmaMapFlag,
+  RegionInfoFlag,
+} from '../../protocol/constants';
+import {
+  Field,
+  getField,
+  vfio_irq_info,
+  vfio_irq_set,
+  vfio_region_info,
+  vfio_user_device_feature,
+  vfio_user_device_info,
+  vfio_user_dma_map,
+  vfio_user_dma_rw,
+  vfio_user_dma_unmap,
+  vfio_user_header,
+  vfio_user_mig_data,
+  vfio_user_region_access,
   vfio_user_version,
 } from '../../protocol/layouts';
 import { getFieldBig } from '../../protocol/field';
@@ -47,8 +66,11 @@ function fdsText(fds: readonly CapturedFd[]): string {
 }
 
 function regionFlags(f: number): string {
-  const s = (f & RegionInfoFlag.READ ? 'R' : '') + (f & RegionInfoFlag.WRITE ? 'W' : '') +
-    (f & RegionInfoFlag.MMAP ? 'M' : '') + (f & RegionInfoFlag.CAPS ? 'C' : '');
+  const s =
+    (f & RegionInfoFlag.READ ? 'R' : '') +
+    (f & RegionInfoFlag.WRITE ? 'W' : '') +
+    (f & RegionInfoFlag.MMAP ? 'M' : '') +
+    (f & RegionInfoFlag.CAPS ? 'C' : '');
   return s || '0';
 }
 
@@ -60,7 +82,8 @@ function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
     case Command.VERSION: {
       const L = vfio_user_version;
       if (!has(L.SIZE)) return '';
-      const json = p.length > L.SIZE ? ' ' + p.toString('utf8', L.SIZE, p[p.length - 1] === 0 ? p.length - 1 : p.length) : '';
+      const json =
+        p.length > L.SIZE ? ' ' + p.toString('utf8', L.SIZE, p[p.length - 1] === 0 ? p.length - 1 : p.length) : '';
       return `v${u(p, L.major)}.${u(p, L.minor)}${json}`;
     }
     case Command.DMA_MAP: {
@@ -76,7 +99,9 @@ function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
     }
     case Command.DEVICE_GET_INFO: {
       const L = vfio_user_device_info;
-      return reply && has(L.SIZE) ? `flags=${hex(u(p, L.flags))} regions=${u(p, L.num_regions)} irqs=${u(p, L.num_irqs)}` : '';
+      return reply && has(L.SIZE)
+        ? `flags=${hex(u(p, L.flags))} regions=${u(p, L.num_regions)} irqs=${u(p, L.num_irqs)}`
+        : '';
     }
     case Command.DEVICE_GET_REGION_INFO: {
       const L = vfio_region_info;
@@ -127,7 +152,13 @@ function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
       const L = vfio_user_device_feature;
       if (!has(L.SIZE)) return '';
       const f = u(p, L.flags);
-      const ops = [f & DeviceFeatureFlag.GET ? 'GET' : '', f & DeviceFeatureFlag.SET ? 'SET' : '', f & DeviceFeatureFlag.PROBE ? 'PROBE' : ''].filter(Boolean).join('|');
+      const ops = [
+        f & DeviceFeatureFlag.GET ? 'GET' : '',
+        f & DeviceFeatureFlag.SET ? 'SET' : '',
+        f & DeviceFeatureFlag.PROBE ? 'PROBE' : '',
+      ]
+        .filter(Boolean)
+        .join('|');
       return `feature=${f & DeviceFeatureFlag.FEATURE_MASK} ${ops}${p.length > L.SIZE ? ' ' + dataHex(p, L.SIZE, p.length - L.SIZE) : ''}`;
     }
     case Command.MIG_DATA_READ:
@@ -142,7 +173,7 @@ function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
 
 /** The short decode at the end of a listing line; '' for raw, incomplete and error messages, or when there is nothing to say. */
 export function captureDecode(c: PacketComment, bytes: Buffer): string {
-  if (c.raw || c.incomplete || (c.flags & HeaderFlag.ERROR) || c.cmd === null) return '';
+  if (c.raw || c.incomplete || c.flags & HeaderFlag.ERROR || c.cmd === null) return '';
   return decodeSummary(c.cmd, c.type === 'reply', bytes);
 }
 
@@ -157,7 +188,8 @@ export function formatCaptureLine(frame: number, seconds: number, c: PacketComme
   const err = c.error ? `${c.error}(${errnoName(c.error)})` : '0';
   const fields = `size=${c.size} flags=${hex(c.flags)} err=${err}`;
   const S = vfio_user_header.msg_size;
-  if (c.incomplete) return `${head} ${fields} INCOMPLETE(msg_size=${bytes.length >= S.off + S.size ? getField(bytes, 0, S) : '?'})`;
+  if (c.incomplete)
+    return `${head} ${fields} INCOMPLETE(msg_size=${bytes.length >= S.off + S.size ? getField(bytes, 0, S) : '?'})`;
   if (c.flags & HeaderFlag.ERROR) return `${head} ${fields}`;
   return `${head} ${fields} fds=${fdsText(c.fds)} ${captureDecode(c, bytes)}`;
 }

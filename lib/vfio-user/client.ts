@@ -5,7 +5,12 @@
 import * as fs from 'fs';
 import { Command, DmaMapFlag, Errno, HeaderFlag, SetIrqsFlag } from '../../protocol/constants';
 import {
-  vfio_irq_info, vfio_irq_set, vfio_region_info, vfio_user_device_info, vfio_user_dma_map, vfio_user_dma_unmap,
+  vfio_irq_info,
+  vfio_irq_set,
+  vfio_region_info,
+  vfio_user_device_info,
+  vfio_user_dma_map,
+  vfio_user_dma_unmap,
 } from '../../protocol/layouts';
 import { MAX_FDS_PER_MSG, MAX_MSG_SIZE } from '../../protocol/limits';
 import type { Body, Header, Message, Reply, Request } from '../../protocol/messages';
@@ -19,7 +24,11 @@ import { RawHeader, Transport, TransportHandler } from './transport';
 
 /** An error reply from the server, or a reply that did not decode. */
 export class VfioUserError extends Error {
-  constructor(message: string, readonly errno: number, readonly command: number) {
+  constructor(
+    message: string,
+    readonly errno: number,
+    readonly command: number,
+  ) {
     super(message);
   }
 }
@@ -32,8 +41,12 @@ export interface ClientOptions {
 
 /** The capabilities QEMU 11.1 proposes (docs/vfio-user-protocol.md 3.3). */
 export const QEMU_CAPABILITIES = {
-  pgsizes: 4096, max_msg_fds: 16, max_dma_maps: 65535, max_data_xfer_size: 1048576,
-  migration: { max_bitmap_size: 268435456, pgsize: 4096 }, write_multiple: true,
+  pgsizes: 4096,
+  max_msg_fds: 16,
+  max_dma_maps: 65535,
+  max_data_xfer_size: 1048576,
+  migration: { max_bitmap_size: 268435456, pgsize: 4096 },
+  write_multiple: true,
 };
 
 interface Pending {
@@ -138,8 +151,17 @@ export class VfioUserClient implements TransportHandler {
 
   // ---- typed helpers -----------------------------------------------------------------
 
-  async dmaMap(address: number, size: number, fd: number, offset = 0, flags = DmaMapFlag.READ | DmaMapFlag.WRITE): Promise<void> {
-    await this.request({ kind: 'dmaMap', argsz: vfio_user_dma_map.SIZE, flags, offset: fd >= 0 ? offset : 0, address, size }, fd >= 0 ? [fd] : []);
+  async dmaMap(
+    address: number,
+    size: number,
+    fd: number,
+    offset = 0,
+    flags = DmaMapFlag.READ | DmaMapFlag.WRITE,
+  ): Promise<void> {
+    await this.request(
+      { kind: 'dmaMap', argsz: vfio_user_dma_map.SIZE, flags, offset: fd >= 0 ? offset : 0, address, size },
+      fd >= 0 ? [fd] : [],
+    );
   }
 
   async dmaUnmap(address: number, size: number, flags = 0): Promise<void> {
@@ -147,13 +169,30 @@ export class VfioUserClient implements TransportHandler {
   }
 
   async getInfo(): Promise<{ flags: number; numRegions: number; numIrqs: number }> {
-    const r = await this.request({ kind: 'deviceGetInfo', argsz: vfio_user_device_info.SIZE, flags: 0, numRegions: 0, numIrqs: 0 });
+    const r = await this.request({
+      kind: 'deviceGetInfo',
+      argsz: vfio_user_device_info.SIZE,
+      flags: 0,
+      numRegions: 0,
+      numIrqs: 0,
+    });
     if (r.body.kind !== 'deviceGetInfoReply') throw new Error('unexpected reply');
     return r.body;
   }
 
-  async getRegionInfo(index: number, argsz: number = vfio_region_info.SIZE): Promise<{ flags: number; size: number; offset: number; argsz: number }> {
-    const r = await this.request({ kind: 'deviceGetRegionInfo', argsz, flags: 0, index, capOffset: 0, size: 0, offset: 0 });
+  async getRegionInfo(
+    index: number,
+    argsz: number = vfio_region_info.SIZE,
+  ): Promise<{ flags: number; size: number; offset: number; argsz: number }> {
+    const r = await this.request({
+      kind: 'deviceGetRegionInfo',
+      argsz,
+      flags: 0,
+      index,
+      capOffset: 0,
+      size: 0,
+      offset: 0,
+    });
     if (r.body.kind !== 'deviceGetRegionInfoReply') throw new Error('unexpected reply');
     return r.body;
   }
@@ -166,11 +205,30 @@ export class VfioUserClient implements TransportHandler {
 
   /** Wire eventfds to vectors start.. (QEMU style: argsz the bare vfio_irq_set, fds in SCM_RIGHTS). Empty `fds` with count de-assigns. */
   async setIrqEventfds(index: number, start: number, fds: readonly number[], count = fds.length): Promise<void> {
-    await this.request({ kind: 'deviceSetIrqs', argsz: vfio_irq_set.SIZE, flags: SetIrqsFlag.DATA_EVENTFD | SetIrqsFlag.ACTION_TRIGGER, index, start, count, data: EMPTY }, fds);
+    await this.request(
+      {
+        kind: 'deviceSetIrqs',
+        argsz: vfio_irq_set.SIZE,
+        flags: SetIrqsFlag.DATA_EVENTFD | SetIrqsFlag.ACTION_TRIGGER,
+        index,
+        start,
+        count,
+        data: EMPTY,
+      },
+      fds,
+    );
   }
 
   async setIrqs(index: number, flags: number, start: number, count: number, data: Buffer = EMPTY): Promise<void> {
-    await this.request({ kind: 'deviceSetIrqs', argsz: vfio_irq_set.SIZE + data.length, flags, index, start, count, data });
+    await this.request({
+      kind: 'deviceSetIrqs',
+      argsz: vfio_irq_set.SIZE + data.length,
+      flags,
+      index,
+      start,
+      count,
+      data,
+    });
   }
 
   async regionRead(region: number, offset: number, count: number): Promise<Buffer> {
@@ -195,7 +253,13 @@ export class VfioUserClient implements TransportHandler {
   // ---- TransportHandler -----------------------------------------------------------------
 
   message(h: RawHeader, payload: Buffer, fds: number[]): void {
-    for (const fd of fds) { try { fs.closeSync(fd); } catch { /* ignore */ } }
+    for (const fd of fds) {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* ignore */
+      }
+    }
     if ((h.flags & HeaderFlag.TYPE_MASK) !== HeaderFlag.TYPE_REPLY) {
       this.onServerCommand?.(h);
       if (!(h.flags & HeaderFlag.NO_REPLY)) writeErrorReply(this.transport.writer, h.id, h.command, Errno.ENOTSUP);
@@ -271,7 +335,11 @@ export class GuestRam {
   readonly #ab: ArrayBuffer;
 
   /** `sealed` false leaves the memfd shrinkable (as a hostile or careless client might share it). */
-  constructor(readonly size: number, name = 'guest-ram', sealed = true) {
+  constructor(
+    readonly size: number,
+    name = 'guest-ram',
+    sealed = true,
+  ) {
     if (size > 1 << 30) throw new RangeError('GuestRam maps at most 1 GiB');
     this.fd = native.memfdCreate(name, size, sealed);
     this.#ab = native.mmap(this.fd, 0, size, true);
@@ -279,7 +347,15 @@ export class GuestRam {
   }
 
   close(): void {
-    try { native.munmap(this.#ab); } catch { /* already unmapped */ }
-    try { fs.closeSync(this.fd); } catch { /* already closed */ }
+    try {
+      native.munmap(this.#ab);
+    } catch {
+      /* already unmapped */
+    }
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      /* already closed */
+    }
   }
 }

@@ -18,7 +18,11 @@ export interface CompareResult {
  * Each direction is compared as its own sequence: how a client's pipelined
  * commands interleave with the replies in the file is timing, not behaviour.
  */
-export function compareCaptures(reference: readonly CapturedMessage[], ours: readonly CapturedMessage[], conn = 0): CompareResult {
+export function compareCaptures(
+  reference: readonly CapturedMessage[],
+  ours: readonly CapturedMessage[],
+  conn = 0,
+): CompareResult {
   const differences: ReplayDifference[] = [];
   const allowed: ReplayAllowance[] = [];
   let identical = 0;
@@ -34,7 +38,13 @@ export function compareCaptures(reference: readonly CapturedMessage[], ours: rea
       let best: Buffer | undefined;
       for (const m of reference) {
         if (m.frame >= reply.frame) break;
-        if (m.comment.conn === conn && m.comment.dir !== reply.comment.dir && m.comment.type === 'command' && m.comment.id === reply.comment.id) best = m.bytes;
+        if (
+          m.comment.conn === conn &&
+          m.comment.dir !== reply.comment.dir &&
+          m.comment.type === 'command' &&
+          m.comment.id === reply.comment.id
+        )
+          best = m.bytes;
       }
       return best;
     };
@@ -47,16 +57,30 @@ export function compareCaptures(reference: readonly CapturedMessage[], ours: rea
       const where = { frame: y.frame, conn, index: indexOf.get(y) ?? null, command };
       if (x.comment.type !== y.comment.type || x.comment.cmd !== y.comment.cmd) {
         differences.push({
-          ...where, what: `${dir} message ${i}: reference ${x.comment.name} ${x.comment.type}, ours ${y.comment.name} ${y.comment.type}`,
-          fields: [{ field: 'message', expected: `${x.comment.name} ${x.comment.type}`, actual: `${y.comment.name} ${y.comment.type}` }],
+          ...where,
+          what: `${dir} message ${i}: reference ${x.comment.name} ${x.comment.type}, ours ${y.comment.name} ${y.comment.type}`,
+          fields: [
+            {
+              field: 'message',
+              expected: `${x.comment.name} ${x.comment.type}`,
+              actual: `${y.comment.name} ${y.comment.type}`,
+            },
+          ],
         });
         break;
       }
       const kinds = (m: CapturedMessage): string => m.comment.fds.map((f) => f.kind).join(',');
       if (kinds(x) !== kinds(y)) {
-        differences.push({ ...where, what: `fds: reference [${kinds(x)}], ours [${kinds(y)}]`, fields: [{ field: 'fds', expected: kinds(x), actual: kinds(y) }] });
+        differences.push({
+          ...where,
+          what: `fds: reference [${kinds(x)}], ours [${kinds(y)}]`,
+          fields: [{ field: 'fds', expected: kinds(x), actual: kinds(y) }],
+        });
       }
-      if (x.bytes.equals(y.bytes)) { identical++; continue; }
+      if (x.bytes.equals(y.bytes)) {
+        identical++;
+        continue;
+      }
       const req = x.comment.type === 'reply' ? reqFor(x) : undefined;
       const rule = req ? REPLAY_RULES.find((r) => r.allows(req, x.bytes, y.bytes)) : undefined;
       if (rule) allowed.push({ ...where, rule: rule.name });
@@ -67,7 +91,11 @@ export function compareCaptures(reference: readonly CapturedMessage[], ours: rea
     }
     if (a.length !== b.length) {
       differences.push({
-        frame: 0, conn, index: null, command: '-', what: `${dir}: reference has ${a.length} messages, ours ${b.length}`,
+        frame: 0,
+        conn,
+        index: null,
+        command: '-',
+        what: `${dir}: reference has ${a.length} messages, ours ${b.length}`,
         fields: [{ field: `${dir} messages`, expected: a.length, actual: b.length }],
       });
     }

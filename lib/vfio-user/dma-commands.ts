@@ -17,9 +17,16 @@ import type { RawHeader } from './transport';
 /** DMA_MAP carries at most one fd (the file behind the region). */
 const DMA_MAP_MAX_FDS = 1;
 
-export function dmaMap(s: SessionState, h: RawHeader, req: DmaMap, fds: number[], noReply: boolean): ProtocolError | null {
+export function dmaMap(
+  s: SessionState,
+  h: RawHeader,
+  req: DmaMap,
+  fds: number[],
+  noReply: boolean,
+): ProtocolError | null {
   const L = vfio_user_dma_map;
-  if (fds.length > DMA_MAP_MAX_FDS) return protocolError('FD_COUNT', `DMA_MAP with ${fds.length} fds (at most ${DMA_MAP_MAX_FDS})`);
+  if (fds.length > DMA_MAP_MAX_FDS)
+    return protocolError('FD_COUNT', `DMA_MAP with ${fds.length} fds (at most ${DMA_MAP_MAX_FDS})`);
   if (req.argsz < L.SIZE) return protocolError('ARGSZ_TOO_SMALL', `DMA_MAP argsz ${req.argsz} < ${L.SIZE}`);
   const fd = fds.length ? fds[0]! : -1;
   const r = s.dma.add({ address: req.address, size: req.size, flags: req.flags, offset: req.offset, fd });
@@ -29,7 +36,10 @@ export function dmaMap(s: SessionState, h: RawHeader, req: DmaMap, fds: number[]
   } else {
     if (r.region.mapped) watchBusFaults(s);
     s.device.dmaMapped?.(r.region);
-    if (s.log.debugEnabled) s.log.debug(`vfio-user: DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)}${fd >= 0 ? ' (fd)' : ''}`);
+    if (s.log.debugEnabled)
+      s.log.debug(
+        `vfio-user: DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)}${fd >= 0 ? ' (fd)' : ''}`,
+      );
   }
   if (!noReply) s.headerOnly(h);
   return null;
@@ -39,16 +49,23 @@ export function dmaUnmap(s: SessionState, h: RawHeader, req: DmaUnmap, noReply: 
   const L = vfio_user_dma_unmap;
   if (req.argsz < L.SIZE) return protocolError('ARGSZ_TOO_SMALL', `DMA_UNMAP argsz ${req.argsz} < ${L.SIZE}`);
   if (req.argsz > s.limits.maxDataXferSize) return protocolError('ARGSZ_TOO_LARGE', `DMA_UNMAP argsz ${req.argsz}`);
-  if (req.flags & DmaUnmapFlag.GET_DIRTY_BITMAP) return protocolError('NOT_SUPPORTED', 'DMA_UNMAP dirty bitmap: dirty logging is not active');
+  if (req.flags & DmaUnmapFlag.GET_DIRTY_BITMAP)
+    return protocolError('NOT_SUPPORTED', 'DMA_UNMAP dirty bitmap: dirty logging is not active');
   if (req.flags & ~DmaUnmapFlag.ALL) return protocolError('BAD_FLAGS', `DMA_UNMAP flags 0x${req.flags.toString(16)}`);
   if (req.flags & DmaUnmapFlag.ALL) {
-    if (req.address !== 0 || req.size !== 0) return protocolError('BAD_FLAGS', 'DMA_UNMAP ALL needs address and size 0');
+    if (req.address !== 0 || req.size !== 0)
+      return protocolError('BAD_FLAGS', 'DMA_UNMAP ALL needs address and size 0');
     const all = [...s.dma.regions];
     for (const r of all) s.device.dmaUnmapped?.(r);
     s.dma.clear();
   } else {
     const r = s.dma.findExact(req.address, req.size);
-    if (!r) return protocolError('NOT_FOUND', `DMA_UNMAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} matches no mapping`, Errno.ENOENT);
+    if (!r)
+      return protocolError(
+        'NOT_FOUND',
+        `DMA_UNMAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} matches no mapping`,
+        Errno.ENOENT,
+      );
     // The device drops its references first; then the windows are detached and unmapped.
     s.device.dmaUnmapped?.(r);
     s.dma.remove(r);
@@ -56,7 +73,10 @@ export function dmaUnmap(s: SessionState, h: RawHeader, req: DmaUnmap, noReply: 
   if (!noReply) {
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
     const at = w.reserve(L.SIZE);
-    w.field(at, L.argsz, L.SIZE).field(at, L.flags, req.flags).field(at, L.addr, req.address).field(at, L.size, req.size);
+    w.field(at, L.argsz, L.SIZE)
+      .field(at, L.flags, req.flags)
+      .field(at, L.addr, req.address)
+      .field(at, L.size, req.size);
     w.end();
   }
   return null;
@@ -73,6 +93,8 @@ function watchBusFaults(s: SessionState): void {
 /** A guarded access hit a page the client truncated away (lib/vfio-user/bus-guard.ts). */
 function busFault(s: SessionState, address: number): void {
   if (s.transport.closed || !s.dma.ownsAddress(address)) return;
-  s.log.error('vfio-user: the client shrank the file behind a DMA_MAP region (an access past its end was caught); closing the client');
+  s.log.error(
+    'vfio-user: the client shrank the file behind a DMA_MAP region (an access past its end was caught); closing the client',
+  );
   s.close('guest memory truncated under a mapping');
 }

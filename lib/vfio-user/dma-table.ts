@@ -85,22 +85,39 @@ export class DmaTable implements GuestMemory {
    */
   add(req: MapRequest): AddResult {
     const known = DmaMapFlag.READ | DmaMapFlag.WRITE;
-    if (req.flags & ~known) return { error: protocolError('BAD_FLAGS', `DMA_MAP flags 0x${req.flags.toString(16)} has unknown bits`) };
+    if (req.flags & ~known)
+      return { error: protocolError('BAD_FLAGS', `DMA_MAP flags 0x${req.flags.toString(16)} has unknown bits`) };
     if (req.size === 0) return { error: protocolError('OUT_OF_RANGE', 'DMA_MAP of size 0') };
     if (req.size > this.#limits.maxRegionSize) {
-      return { error: protocolError('TOO_BIG', `DMA_MAP size 0x${req.size.toString(16)} exceeds 0x${this.#limits.maxRegionSize.toString(16)}`, Errno.ENOSPC) };
+      return {
+        error: protocolError(
+          'TOO_BIG',
+          `DMA_MAP size 0x${req.size.toString(16)} exceeds 0x${this.#limits.maxRegionSize.toString(16)}`,
+          Errno.ENOSPC,
+        ),
+      };
     }
     if (req.address > Number.MAX_SAFE_INTEGER - req.size) {
-      return { error: protocolError('OUT_OF_RANGE', `DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} wraps`) };
+      return {
+        error: protocolError('OUT_OF_RANGE', `DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} wraps`),
+      };
     }
     const end = req.address + req.size;
     let fileKey = '';
     // Guest memory comes in whole pages (QEMU maps page-aligned sections; libvfio-user refuses the rest).
     if (req.address % DMA_PAGE_SIZE !== 0 || req.size % DMA_PAGE_SIZE !== 0) {
-      return { error: protocolError('BAD_ALIGNMENT', `DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} is not page aligned`) };
+      return {
+        error: protocolError(
+          'BAD_ALIGNMENT',
+          `DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} is not page aligned`,
+        ),
+      };
     }
     if (req.fd >= 0) {
-      if (req.offset % DMA_PAGE_SIZE !== 0) return { error: protocolError('BAD_ALIGNMENT', `DMA_MAP fd offset 0x${req.offset.toString(16)} is not page aligned`) };
+      if (req.offset % DMA_PAGE_SIZE !== 0)
+        return {
+          error: protocolError('BAD_ALIGNMENT', `DMA_MAP fd offset 0x${req.offset.toString(16)} is not page aligned`),
+        };
       let st: fs.Stats;
       try {
         st = fs.fstatSync(req.fd);
@@ -109,9 +126,15 @@ export class DmaTable implements GuestMemory {
       }
       // Mapping past the end of the file would turn a guest access into SIGBUS.
       if (st.isFile() && req.offset + req.size > st.size) {
-        return { error: protocolError('OUT_OF_RANGE', `DMA_MAP of 0x${req.size.toString(16)} at fd offset 0x${req.offset.toString(16)} runs past the file (0x${st.size.toString(16)} bytes)`) };
+        return {
+          error: protocolError(
+            'OUT_OF_RANGE',
+            `DMA_MAP of 0x${req.size.toString(16)} at fd offset 0x${req.offset.toString(16)} runs past the file (0x${st.size.toString(16)} bytes)`,
+          ),
+        };
       }
-      if (!st.isFile()) return { error: protocolError('BAD_FD', 'DMA_MAP fd is not a regular file or memfd', Errno.EBADF) };
+      if (!st.isFile())
+        return { error: protocolError('BAD_FD', 'DMA_MAP fd is not a regular file or memfd', Errno.EBADF) };
       fileKey = `${st.dev}:${st.ino}`;
     }
     const i = this.#lowerBound(req.address);
@@ -120,14 +143,26 @@ export class DmaTable implements GuestMemory {
     const next = i < this.#regions.length ? this.#regions[i]! : null;
     for (const r of [prev, next]) {
       if (r && r.iova < end && req.address < r.end) {
-        const same = r.iova === req.address && r.size === req.size && r.fdOffset === (req.fd >= 0 ? req.offset : 0) &&
-          r.fileKey === fileKey && r.readable === !!(req.flags & DmaMapFlag.READ) && r.writable === !!(req.flags & DmaMapFlag.WRITE);
+        const same =
+          r.iova === req.address &&
+          r.size === req.size &&
+          r.fdOffset === (req.fd >= 0 ? req.offset : 0) &&
+          r.fileKey === fileKey &&
+          r.readable === !!(req.flags & DmaMapFlag.READ) &&
+          r.writable === !!(req.flags & DmaMapFlag.WRITE);
         if (same) return { duplicate: r };
-        return { error: protocolError('OVERLAP', `DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} overlaps 0x${r.iova.toString(16)}+0x${r.size.toString(16)}`) };
+        return {
+          error: protocolError(
+            'OVERLAP',
+            `DMA_MAP 0x${req.address.toString(16)}+0x${req.size.toString(16)} overlaps 0x${r.iova.toString(16)}+0x${r.size.toString(16)}`,
+          ),
+        };
       }
     }
     if (this.#regions.length >= this.#limits.maxRegions) {
-      return { error: protocolError('TABLE_FULL', `DMA table holds the maximum of ${this.#limits.maxRegions} regions`) };
+      return {
+        error: protocolError('TABLE_FULL', `DMA table holds the maximum of ${this.#limits.maxRegions} regions`),
+      };
     }
     const writable = !!(req.flags & DmaMapFlag.WRITE);
     const windows: Buffer[] = [];
@@ -147,8 +182,17 @@ export class DmaTable implements GuestMemory {
       }
     }
     const region: DmaRegion = {
-      iova: req.address, size: req.size, end, readable: !!(req.flags & DmaMapFlag.READ), writable,
-      mapped: req.fd >= 0, fd: req.fd, fdOffset: req.fd >= 0 ? req.offset : 0, windows, mappings, fileKey,
+      iova: req.address,
+      size: req.size,
+      end,
+      readable: !!(req.flags & DmaMapFlag.READ),
+      writable,
+      mapped: req.fd >= 0,
+      fd: req.fd,
+      fdOffset: req.fd >= 0 ? req.offset : 0,
+      windows,
+      mappings,
+      fileKey,
     };
     this.#regions.splice(i, 0, region);
     this.#generation++;
@@ -228,9 +272,18 @@ export class DmaTable implements GuestMemory {
     let left = len;
     while (left > 0) {
       const r = this.lookup(at);
-      if (!r) { out.length = mark; return MemStatus.UNMAPPED; }
-      if (!r.mapped) { out.length = mark; return MemStatus.NO_FD; }
-      if (write ? !r.writable : !r.readable) { out.length = mark; return MemStatus.READ_ONLY; }
+      if (!r) {
+        out.length = mark;
+        return MemStatus.UNMAPPED;
+      }
+      if (!r.mapped) {
+        out.length = mark;
+        return MemStatus.NO_FD;
+      }
+      if (write ? !r.writable : !r.readable) {
+        out.length = mark;
+        return MemStatus.READ_ONLY;
+      }
       const rel = at - r.iova;
       const k = Math.floor(rel / WINDOW_SIZE);
       const inWin = rel - k * WINDOW_SIZE;
@@ -246,7 +299,10 @@ export class DmaTable implements GuestMemory {
 
   read(iova: number, dst: Buffer): MemStatus {
     const v = this.view(iova, dst.length, false);
-    if (v) { v.copy(dst); return MemStatus.OK; }
+    if (v) {
+      v.copy(dst);
+      return MemStatus.OK;
+    }
     const parts: Buffer[] = [];
     const st = this.slices(iova, dst.length, false, parts);
     if (st !== MemStatus.OK) return st;
@@ -257,19 +313,28 @@ export class DmaTable implements GuestMemory {
 
   write(iova: number, src: Buffer): MemStatus {
     const v = this.view(iova, src.length, true);
-    if (v) { src.copy(v); return MemStatus.OK; }
+    if (v) {
+      src.copy(v);
+      return MemStatus.OK;
+    }
     const parts: Buffer[] = [];
     const st = this.slices(iova, src.length, true, parts);
     if (st !== MemStatus.OK) return st;
     let o = 0;
-    for (const p of parts) { src.copy(p, 0, o, o + p.length); o += p.length; }
+    for (const p of parts) {
+      src.copy(p, 0, o, o + p.length);
+      o += p.length;
+    }
     return MemStatus.OK;
   }
 
   copy(dst: number, src: number, len: number): MemStatus {
     const s = this.view(src, len, false);
     const d = this.view(dst, len, true);
-    if (s && d) { s.copy(d); return MemStatus.OK; }
+    if (s && d) {
+      s.copy(d);
+      return MemStatus.OK;
+    }
     const sp: Buffer[] = [];
     const dp: Buffer[] = [];
     let st = this.slices(src, len, false, sp);
@@ -294,31 +359,51 @@ export class DmaTable implements GuestMemory {
 }
 
 function validRange(iova: number, len: number): boolean {
-  return Number.isInteger(iova) && Number.isInteger(len) && iova >= 0 && len >= 0 && iova <= Number.MAX_SAFE_INTEGER - len;
+  return (
+    Number.isInteger(iova) && Number.isInteger(len) && iova >= 0 && len >= 0 && iova <= Number.MAX_SAFE_INTEGER - len
+  );
 }
 
 function release(r: DmaRegion): void {
   for (const ab of r.mappings) {
     // A view lent to a socket write keeps its mapping until the write is done (lent-views.ts).
     releaseWhenReturned(ab, () => {
-      try { native.munmap(ab); } catch { /* already unmapped: nothing left to release */ }
+      try {
+        native.munmap(ab);
+      } catch {
+        /* already unmapped: nothing left to release */
+      }
     });
   }
   if (r.fd >= 0) {
-    try { fs.closeSync(r.fd); } catch { /* the fd is ours; a failure here leaves nothing to do */ }
+    try {
+      fs.closeSync(r.fd);
+    } catch {
+      /* the fd is ours; a failure here leaves nothing to do */
+    }
   }
 }
 
 /** Copy between two slice lists of equal total length (guest to guest, no bounce buffer). */
 function copySlices(dst: readonly Buffer[], src: readonly Buffer[]): void {
-  let di = 0, si = 0, doff = 0, soff = 0;
+  let di = 0,
+    si = 0,
+    doff = 0,
+    soff = 0;
   while (di < dst.length && si < src.length) {
     const d = dst[di]!;
     const s = src[si]!;
     const n = Math.min(d.length - doff, s.length - soff);
     s.copy(d, doff, soff, soff + n);
-    doff += n; soff += n;
-    if (doff === d.length) { di++; doff = 0; }
-    if (soff === s.length) { si++; soff = 0; }
+    doff += n;
+    soff += n;
+    if (doff === d.length) {
+      di++;
+      doff = 0;
+    }
+    if (soff === s.length) {
+      si++;
+      soff = 0;
+    }
   }
 }

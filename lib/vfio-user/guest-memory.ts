@@ -42,11 +42,17 @@ export interface GuestMemory {
 /** Human-readable name of a MemStatus, for logs. */
 export function memStatusName(status: MemStatus): string {
   switch (status) {
-    case MemStatus.OK: return 'ok';
-    case MemStatus.UNMAPPED: return 'unmapped';
-    case MemStatus.READ_ONLY: return 'read-only';
-    case MemStatus.BAD_RANGE: return 'bad-range';
-    case MemStatus.NO_FD: return 'no-fd';
-    default: return `status-${status as number}`;
+    case MemStatus.OK:
+      return 'ok';
+    case MemStatus.UNMAPPED:
+      return 'unmapped';
+    case MemStatus.READ_ONLY:
+      return 'read-only';
+    case MemStatus.BAD_RANGE:
+      return 'bad-range';
+    case MemStatus.NO_FD:
+      return 'no-fd';
+    default:
+      return `status-${status as number}`;
   }
 }

@@ -12,7 +12,13 @@ import { isEventfd } from './irq-table';
 import type { SessionState } from './session-state';
 import type { RawHeader } from './transport';
 
-export function setIrqs(s: SessionState, h: RawHeader, req: DeviceSetIrqs, fds: number[], noReply: boolean): ProtocolError | null {
+export function setIrqs(
+  s: SessionState,
+  h: RawHeader,
+  req: DeviceSetIrqs,
+  fds: number[],
+  noReply: boolean,
+): ProtocolError | null {
   const err = validateSetIrqs(req, fds.length, s.irqs.count(req.index));
   if (err) return err;
   const data = req.flags & SetIrqsFlag.DATA_MASK;
@@ -45,7 +51,12 @@ export function setIrqs(s: SessionState, h: RawHeader, req: DeviceSetIrqs, fds: 
   } else {
     // MASK/UNMASK. An eventfd here is a notifier (INTx resample): we do not use it.
     for (const fd of fds) s.closeFd(fd);
-    dev.irqChanged?.({ index: req.index, start: req.start, count: req.count, kind: action === SetIrqsFlag.ACTION_MASK ? 'mask' : 'unmask' });
+    dev.irqChanged?.({
+      index: req.index,
+      start: req.start,
+      count: req.count,
+      kind: action === SetIrqsFlag.ACTION_MASK ? 'mask' : 'unmask',
+    });
   }
   if (!noReply) s.headerOnly(h);
   return null;
@@ -60,22 +71,41 @@ export function validateSetIrqs(req: DeviceSetIrqs, nfds: number, irqCount: numb
   const data = req.flags & SetIrqsFlag.DATA_MASK;
   const action = req.flags & SetIrqsFlag.ACTION_MASK_ALL;
   const bad = (code: Parameters<typeof protocolError>[0], detail: string): ProtocolError =>
-    protocolError(code, `SET_IRQS index ${req.index} start ${req.start} count ${req.count} flags 0x${req.flags.toString(16)}: ${detail}`);
+    protocolError(
+      code,
+      `SET_IRQS index ${req.index} start ${req.start} count ${req.count} flags 0x${req.flags.toString(16)}: ${detail}`,
+    );
   if (req.argsz < vfio_irq_set.SIZE) return bad('ARGSZ_TOO_SMALL', `argsz ${req.argsz} < ${vfio_irq_set.SIZE}`);
   if (req.index >= PCI_NUM_IRQS) return bad('BAD_INDEX', 'no such irq index');
   if (req.flags & ~(SetIrqsFlag.DATA_MASK | SetIrqsFlag.ACTION_MASK_ALL)) return bad('BAD_FLAGS', 'unknown flag bits');
-  if (data !== SetIrqsFlag.DATA_NONE && data !== SetIrqsFlag.DATA_BOOL && data !== SetIrqsFlag.DATA_EVENTFD) return bad('BAD_FLAGS', 'needs exactly one DATA type');
-  if (action !== SetIrqsFlag.ACTION_MASK && action !== SetIrqsFlag.ACTION_UNMASK && action !== SetIrqsFlag.ACTION_TRIGGER) return bad('BAD_FLAGS', 'needs exactly one ACTION');
+  if (data !== SetIrqsFlag.DATA_NONE && data !== SetIrqsFlag.DATA_BOOL && data !== SetIrqsFlag.DATA_EVENTFD)
+    return bad('BAD_FLAGS', 'needs exactly one DATA type');
+  if (
+    action !== SetIrqsFlag.ACTION_MASK &&
+    action !== SetIrqsFlag.ACTION_UNMASK &&
+    action !== SetIrqsFlag.ACTION_TRIGGER
+  )
+    return bad('BAD_FLAGS', 'needs exactly one ACTION');
   if (data !== SetIrqsFlag.DATA_EVENTFD && nfds > 0) return bad('FD_COUNT', 'fds come only with DATA_EVENTFD');
-  if (data === SetIrqsFlag.DATA_BOOL && req.data.length !== req.count) return bad('PAYLOAD_MISMATCH', `DATA_BOOL needs ${req.count} bytes, got ${req.data.length}`);
-  if (data !== SetIrqsFlag.DATA_BOOL && req.data.length !== 0) return bad('PAYLOAD_MISMATCH', `${req.data.length} unexpected data bytes`);
+  if (data === SetIrqsFlag.DATA_BOOL && req.data.length !== req.count)
+    return bad('PAYLOAD_MISMATCH', `DATA_BOOL needs ${req.count} bytes, got ${req.data.length}`);
+  if (data !== SetIrqsFlag.DATA_BOOL && req.data.length !== 0)
+    return bad('PAYLOAD_MISMATCH', `${req.data.length} unexpected data bytes`);
   if (req.count === 0) {
-    if (req.start !== 0 || action !== SetIrqsFlag.ACTION_TRIGGER || data !== SetIrqsFlag.DATA_NONE) return bad('OUT_OF_RANGE', 'count 0 only disables the whole index (TRIGGER|NONE, start 0)');
+    if (req.start !== 0 || action !== SetIrqsFlag.ACTION_TRIGGER || data !== SetIrqsFlag.DATA_NONE)
+      return bad('OUT_OF_RANGE', 'count 0 only disables the whole index (TRIGGER|NONE, start 0)');
     return null;
   }
-  if (req.start >= irqCount || req.count > irqCount - req.start) return bad('OUT_OF_RANGE', `vectors outside the ${irqCount} of this index`);
-  if ((req.index === IrqIndex.ERR || req.index === IrqIndex.REQ) && (action !== SetIrqsFlag.ACTION_TRIGGER || req.count > 1)) return bad('BAD_FLAGS', 'ERR and REQ take only TRIGGER of one vector');
-  if (data === SetIrqsFlag.DATA_EVENTFD && action === SetIrqsFlag.ACTION_TRIGGER && nfds !== 0 && nfds !== req.count) return bad('FD_COUNT', `${nfds} fds for ${req.count} vectors`);
-  if (data === SetIrqsFlag.DATA_EVENTFD && action !== SetIrqsFlag.ACTION_TRIGGER && nfds > 1) return bad('FD_COUNT', `${nfds} notifier fds`);
+  if (req.start >= irqCount || req.count > irqCount - req.start)
+    return bad('OUT_OF_RANGE', `vectors outside the ${irqCount} of this index`);
+  if (
+    (req.index === IrqIndex.ERR || req.index === IrqIndex.REQ) &&
+    (action !== SetIrqsFlag.ACTION_TRIGGER || req.count > 1)
+  )
+    return bad('BAD_FLAGS', 'ERR and REQ take only TRIGGER of one vector');
+  if (data === SetIrqsFlag.DATA_EVENTFD && action === SetIrqsFlag.ACTION_TRIGGER && nfds !== 0 && nfds !== req.count)
+    return bad('FD_COUNT', `${nfds} fds for ${req.count} vectors`);
+  if (data === SetIrqsFlag.DATA_EVENTFD && action !== SetIrqsFlag.ACTION_TRIGGER && nfds > 1)
+    return bad('FD_COUNT', `${nfds} notifier fds`);
   return null;
 }

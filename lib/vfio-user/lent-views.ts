@@ -23,7 +23,10 @@ export function returnViews(views: readonly Uint8Array[]): void {
   for (const v of views) {
     const n = onLoan.get(v.buffer);
     if (n === undefined) continue;
-    if (n > 1) { onLoan.set(v.buffer, n - 1); continue; }
+    if (n > 1) {
+      onLoan.set(v.buffer, n - 1);
+      continue;
+    }
     onLoan.delete(v.buffer);
     const release = releaseLater.get(v.buffer);
     if (release) {

@@ -8,7 +8,13 @@ import { vfio_user_version } from '../../protocol/layouts';
 import { DMA_PAGE_SIZE } from '../../protocol/limits';
 import type { Version } from '../../protocol/messages';
 import { replyFlags } from '../../protocol/serializer';
-import { Capabilities, parseCapabilities, PeerLimits, peerLimits, serverCapabilitiesJson } from '../../protocol/version';
+import {
+  Capabilities,
+  parseCapabilities,
+  PeerLimits,
+  peerLimits,
+  serverCapabilitiesJson,
+} from '../../protocol/version';
 import type { SessionState } from './session-state';
 import type { RawHeader } from './transport';
 
@@ -34,7 +40,10 @@ export class Negotiation {
   }
 
   disarm(): void {
-    if (this.#timer) { clearTimeout(this.#timer); this.#timer = null; }
+    if (this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
   }
 }
 
@@ -47,10 +56,19 @@ type VersionOutcome =
   | { readonly kind: 'fatal'; readonly error: ProtocolError };
 
 /** VERSION: check the proposal, record the client's capabilities, answer with ours. */
-export function handleVersion(s: SessionState, n: Negotiation, h: RawHeader, req: Version, noReply: boolean): VersionOutcome {
+export function handleVersion(
+  s: SessionState,
+  n: Negotiation,
+  h: RawHeader,
+  req: Version,
+  noReply: boolean,
+): VersionOutcome {
   if (n.negotiated) return { kind: 'refused', error: protocolError('BAD_VERSION', 'VERSION sent twice') };
   if (req.major !== SUPPORTED_MAJOR) {
-    return { kind: 'fatal', error: protocolError('BAD_VERSION', `client proposes major ${req.major}; only ${SUPPORTED_MAJOR} is supported`) };
+    return {
+      kind: 'fatal',
+      error: protocolError('BAD_VERSION', `client proposes major ${req.major}; only ${SUPPORTED_MAJOR} is supported`),
+    };
   }
   const caps = parseCapabilities(req.json);
   if (!caps.ok) return { kind: 'fatal', error: caps.error };

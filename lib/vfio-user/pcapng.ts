@@ -6,8 +6,18 @@ import * as fs from 'fs';
 import { z } from 'zod';
 import { getField, le, setField, setFieldBig, setRawBytes } from '../../protocol/field';
 import {
-  ETH_P_IP, ethhdr, IP_DF, iphdr, IPPROTO_TCP, ipv4_pseudo_header, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, TCP_DOFF_SHIFT,
-  TCP_FLAG_ACK, TCP_FLAG_PSH, tcphdr,
+  ETH_P_IP,
+  ethhdr,
+  IP_DF,
+  iphdr,
+  IPPROTO_TCP,
+  ipv4_pseudo_header,
+  IPV4_IHL_UNIT,
+  IPV4_VERSION_SHIFT,
+  TCP_DOFF_SHIFT,
+  TCP_FLAG_ACK,
+  TCP_FLAG_PSH,
+  tcphdr,
 } from '../net/headers';
 
 /** How a recorded fd was recognised (FORMAT.md section 4). */
@@ -56,12 +66,22 @@ const pcapng_block = { block_type: le(0, 4), block_total_length: le(4, 4), SIZE:
 /** Block trailer: the total length again, in the block's last 4 bytes. */
 const pcapng_block_trailer = { block_total_length: le(0, 4), SIZE: 4 } as const;
 /** Section Header Block body; options follow. */
-const pcapng_shb = { byte_order_magic: le(0, 4), major_version: le(4, 2), minor_version: le(6, 2), section_length: le(8, 8), SIZE: 16 } as const;
+const pcapng_shb = {
+  byte_order_magic: le(0, 4),
+  major_version: le(4, 2),
+  minor_version: le(6, 2),
+  section_length: le(8, 8),
+  SIZE: 16,
+} as const;
 /** Interface Description Block body; options follow. */
 const pcapng_idb = { linktype: le(0, 2), reserved: le(2, 2), snaplen: le(4, 4), SIZE: 8 } as const;
 /** Enhanced Packet Block body; the packet (padded to 4 bytes) and options follow. */
 const pcapng_epb = {
-  interface_id: le(0, 4), timestamp_high: le(4, 4), timestamp_low: le(8, 4), captured_len: le(12, 4), original_len: le(16, 4),
+  interface_id: le(0, 4),
+  timestamp_high: le(4, 4),
+  timestamp_low: le(8, 4),
+  captured_len: le(12, 4),
+  original_len: le(16, 4),
   SIZE: 20,
 } as const;
 /** Option header; the value (padded to 4 bytes) follows. */
@@ -94,7 +114,10 @@ export function readCapture(path: string): CapturedMessage[] {
 }
 
 export function parseCapture(data: Buffer): CapturedMessage[] {
-  if (data.length < pcapng_block.SIZE + pcapng_shb.byte_order_magic.size || getField(data, 0, pcapng_block.block_type) !== BLOCK_SHB) {
+  if (
+    data.length < pcapng_block.SIZE + pcapng_shb.byte_order_magic.size ||
+    getField(data, 0, pcapng_block.block_type) !== BLOCK_SHB
+  ) {
     throw new CaptureFormatError('not a pcapng file (no section header)');
   }
   if (getField(data, pcapng_block.SIZE, pcapng_shb.byte_order_magic) !== BYTE_ORDER_MAGIC) {
@@ -108,17 +131,24 @@ export function parseCapture(data: Buffer): CapturedMessage[] {
     if (off + MIN_BLOCK > data.length) throw new CaptureFormatError(`truncated block at ${off}`);
     const type = getField(data, off, pcapng_block.block_type);
     const len = getField(data, off, pcapng_block.block_total_length);
-    if (len < MIN_BLOCK || len % 4 !== 0 || off + len > data.length) throw new CaptureFormatError(`bad block length ${len} at ${off}`);
+    if (len < MIN_BLOCK || len % 4 !== 0 || off + len > data.length)
+      throw new CaptureFormatError(`bad block length ${len} at ${off}`);
     if (type === BLOCK_EPB) {
       frame++;
       const body = off + pcapng_block.SIZE;
-      if (len < EPB_PACKET + pcapng_block_trailer.SIZE) throw new CaptureFormatError(`packet ${frame} overruns its block`);
+      if (len < EPB_PACKET + pcapng_block_trailer.SIZE)
+        throw new CaptureFormatError(`packet ${frame} overruns its block`);
       const tsHigh = getField(data, body, pcapng_epb.timestamp_high);
       const tsLow = getField(data, body, pcapng_epb.timestamp_low);
       const caplen = getField(data, body, pcapng_epb.captured_len);
       const pkt = data.subarray(off + EPB_PACKET, off + EPB_PACKET + caplen);
       if (EPB_PACKET + caplen > len) throw new CaptureFormatError(`packet ${frame} overruns its block`);
-      const comment = readComment(data, off + EPB_PACKET + caplen + pad4(caplen), off + len - pcapng_block_trailer.SIZE, frame);
+      const comment = readComment(
+        data,
+        off + EPB_PACKET + caplen + pad4(caplen),
+        off + len - pcapng_block_trailer.SIZE,
+        frame,
+      );
       const payload = pkt.subarray(SYNTHETIC_HEADERS);
       const timestampUs = tsHigh * 0x100000000 + tsLow;
       if (comment.seg === undefined || comment.seg === 0) {
@@ -130,7 +160,12 @@ export function parseCapture(data: Buffer): CapturedMessage[] {
       }
       const last = comment.nseg === undefined || (comment.seg ?? 0) === comment.nseg - 1;
       if (last && pending) {
-        out.push({ frame: pending.frame, timestampUs: pending.timestampUs, comment: pending.comment, bytes: Buffer.concat(pending.parts) });
+        out.push({
+          frame: pending.frame,
+          timestampUs: pending.timestampUs,
+          comment: pending.comment,
+          bytes: Buffer.concat(pending.parts),
+        });
         pending = null;
       }
     }
@@ -144,7 +179,8 @@ function readComment(data: Buffer, at: number, end: number, frame: number): Pack
     const code = getField(data, at, pcapng_option.option_code);
     const olen = getField(data, at, pcapng_option.option_length);
     if (code === OPT_END) break;
-    if (at + pcapng_option.SIZE + olen > end) throw new CaptureFormatError(`packet ${frame}: option ${code} overruns its block`);
+    if (at + pcapng_option.SIZE + olen > end)
+      throw new CaptureFormatError(`packet ${frame}: option ${code} overruns its block`);
     if (code === OPT_COMMENT) {
       const text = data.toString('utf8', at + pcapng_option.SIZE, at + pcapng_option.SIZE + olen);
       let value: unknown;
@@ -174,23 +210,27 @@ const capturedFdSchema = z.object({
   path: z.string().max(MAX_TEXT).optional(),
   link: z.string().max(MAX_TEXT).optional(),
 });
-const commentSchema = z.object({
-  dir: z.enum(['c2s', 's2c']),
-  conn: uint(MAX_CONN),
-  id: uint(0xffff),
-  cmd: uint(0xffff).nullable(),
-  // Printed by `show`: letters, digits and _ only, so a capture cannot put control characters on a terminal.
-  name: z.string().regex(/^[A-Za-z0-9_]{1,40}$/),
-  type: z.enum(['command', 'reply']),
-  size: uint(0xffffffff),
-  flags: uint(0xffffffff),
-  error: uint(0xffffffff),
-  fds: z.array(capturedFdSchema).max(MAX_FDS),
-  seg: uint(0xffff).optional(),
-  nseg: uint(0xffff).min(1).optional(),
-  incomplete: z.boolean().optional(),
-  raw: z.boolean().optional(),
-}).refine((c) => c.seg === undefined || (c.nseg !== undefined && c.seg < c.nseg), { message: 'seg must be below nseg' });
+const commentSchema = z
+  .object({
+    dir: z.enum(['c2s', 's2c']),
+    conn: uint(MAX_CONN),
+    id: uint(0xffff),
+    cmd: uint(0xffff).nullable(),
+    // Printed by `show`: letters, digits and _ only, so a capture cannot put control characters on a terminal.
+    name: z.string().regex(/^[A-Za-z0-9_]{1,40}$/),
+    type: z.enum(['command', 'reply']),
+    size: uint(0xffffffff),
+    flags: uint(0xffffffff),
+    error: uint(0xffffffff),
+    fds: z.array(capturedFdSchema).max(MAX_FDS),
+    seg: uint(0xffff).optional(),
+    nseg: uint(0xffff).min(1).optional(),
+    incomplete: z.boolean().optional(),
+    raw: z.boolean().optional(),
+  })
+  .refine((c) => c.seg === undefined || (c.nseg !== undefined && c.seg < c.nseg), {
+    message: 'seg must be below nseg',
+  });
 
 /**
  * A packet comment from a file: every field checked (type and range) before
@@ -200,7 +240,9 @@ function checkComment(value: unknown, frame: number): PacketComment {
   const r = commentSchema.safeParse(value);
   if (!r.success) {
     const i = r.error.issues[0]!;
-    throw new CaptureFormatError(`packet ${frame}: comment${i.path.length ? ` ${i.path.join('.')}` : ''}: ${i.message}`);
+    throw new CaptureFormatError(
+      `packet ${frame}: comment${i.path.length ? ` ${i.path.join('.')}` : ''}: ${i.message}`,
+    );
   }
   return value as PacketComment;
 }
@@ -304,11 +346,15 @@ export class CaptureWriter {
   #writePacket(comment: PacketComment, payload: Buffer, timestampUs: number): void {
     const conn = comment.conn;
     let s = this.#seq.get(conn);
-    if (!s) { s = { c2s: 1, s2c: 1 }; this.#seq.set(conn, s); }
+    if (!s) {
+      s = { c2s: 1, s2c: 1 };
+      this.#seq.set(conn, s);
+    }
     const c2s = comment.dir === 'c2s';
     const seq = c2s ? s.c2s : s.s2c;
     const ack = c2s ? s.s2c : s.c2s;
-    if (c2s) s.c2s = (s.c2s + payload.length) >>> 0; else s.s2c = (s.s2c + payload.length) >>> 0;
+    if (c2s) s.c2s = (s.c2s + payload.length) >>> 0;
+    else s.s2c = (s.s2c + payload.length) >>> 0;
     const frame = Buffer.alloc(SYNTHETIC_HEADERS + payload.length);
     // Ethernet II
     setRawBytes(frame, 0, ethhdr.h_dest, c2s ? SERVER_MAC : CLIENT_MAC);
@@ -351,7 +397,10 @@ export class CaptureWriter {
     setField(head, 0, pcapng_epb.timestamp_low, timestampUs % 0x100000000);
     setField(head, 0, pcapng_epb.captured_len, frame.length);
     setField(head, 0, pcapng_epb.original_len, frame.length);
-    const opts = Buffer.concat([option(OPT_COMMENT, Buffer.from(JSON.stringify(comment))), option(OPT_END, Buffer.alloc(0))]);
+    const opts = Buffer.concat([
+      option(OPT_COMMENT, Buffer.from(JSON.stringify(comment))),
+      option(OPT_END, Buffer.alloc(0)),
+    ]);
     this.#write(block(BLOCK_EPB, Buffer.concat([head, frame, Buffer.alloc(pad4(frame.length)), opts])));
     this.#packets++;
   }
@@ -364,10 +413,19 @@ export class CaptureWriter {
 /** Describe an fd the way captures do (FORMAT.md section 4): fstat and its /proc link. */
 export function describeFd(fd: number): CapturedFd {
   let link = '';
-  try { link = fs.readlinkSync(`/proc/self/fd/${fd}`); } catch { /* closed */ }
+  try {
+    link = fs.readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    /* closed */
+  }
   let st: fs.Stats | null = null;
-  try { st = fs.fstatSync(fd); } catch { /* closed */ }
-  if (link.startsWith('/memfd:')) return { kind: 'memfd', size: st ? st.size : null, name: link.slice(7).replace(/ \(deleted\)$/, '') };
+  try {
+    st = fs.fstatSync(fd);
+  } catch {
+    /* closed */
+  }
+  if (link.startsWith('/memfd:'))
+    return { kind: 'memfd', size: st ? st.size : null, name: link.slice(7).replace(/ \(deleted\)$/, '') };
   if (link === 'anon_inode:[eventfd]') return { kind: 'eventfd', size: null };
   if (st?.isSocket()) return { kind: 'socket', size: null };
   if (st?.isFile()) return { kind: 'file', size: st.size, path: link };

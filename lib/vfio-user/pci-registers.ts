@@ -81,8 +81,12 @@ export const PciStatus = {
 
 /** All W1C error bits of STATUS. */
 export const PCI_STATUS_ERROR_BITS =
-  PciStatus.PARITY | PciStatus.SIG_TARGET_ABORT | PciStatus.REC_TARGET_ABORT |
-  PciStatus.REC_MASTER_ABORT | PciStatus.SIG_SYSTEM_ERROR | PciStatus.DETECTED_PARITY;
+  PciStatus.PARITY |
+  PciStatus.SIG_TARGET_ABORT |
+  PciStatus.REC_TARGET_ABORT |
+  PciStatus.REC_MASTER_ABORT |
+  PciStatus.SIG_SYSTEM_ERROR |
+  PciStatus.DETECTED_PARITY;
 
 /** HEADER_TYPE values. */
 export const PciHeaderType = {

@@ -47,8 +47,14 @@ class Pipe {
   ended = false;
   readonly #fdsOut = new Int32Array(native.FDS_OUT_LENGTH);
 
-  constructor(readonly src: number, readonly dst: number, readonly dir: 'c2s' | 's2c', readonly conn: number,
-              readonly rec: Recorder, readonly onEnd: (why: string) => void) {}
+  constructor(
+    readonly src: number,
+    readonly dst: number,
+    readonly dir: 'c2s' | 's2c',
+    readonly conn: number,
+    readonly rec: Recorder,
+    readonly onEnd: (why: string) => void,
+  ) {}
 
   /** Read while the destination keeps up; stop at EAGAIN or when output is queued. */
   pump(): void {
@@ -68,7 +74,10 @@ class Pipe {
         return;
       }
       if (n < 0) return;
-      if (n === 0) { this.#finish('EOF'); return; }
+      if (n === 0) {
+        this.#finish('EOF');
+        return;
+      }
       const fds: number[] = [];
       for (let k = 1; k <= this.#fdsOut[0]!; k++) fds.push(this.#fdsOut[k]!);
       for (const fd of fds) this.#fds.push(describeFd(fd));
@@ -84,7 +93,12 @@ class Pipe {
       // Record before passing the last byte on (FORMAT.md: a reply always follows its request).
       if (complete) this.rec.record(this.#messageComment(), this.#buf.subarray(0, this.#have), t);
       this.#forward(at, n, fds);
-      if (complete) { this.#have = 0; this.#need = HEADER_SIZE; this.#inBody = false; this.#fds = []; }
+      if (complete) {
+        this.#have = 0;
+        this.#need = HEADER_SIZE;
+        this.#inBody = false;
+        this.#fds = [];
+      }
     }
   }
 
@@ -93,7 +107,11 @@ class Pipe {
     if (!this.#inBody && this.#have >= HEADER_SIZE) {
       const size = getField(this.#buf, 0, vfio_user_header.msg_size);
       if (size < HEADER_SIZE || size > RAW_LIMIT) {
-        this.rec.record(this.#comment('RAW', null, this.#have, { raw: true }), this.#buf.subarray(0, this.#have), nowUs());
+        this.rec.record(
+          this.#comment('RAW', null, this.#have, { raw: true }),
+          this.#buf.subarray(0, this.#have),
+          nowUs(),
+        );
         this.#raw = true;
         this.#have = 0;
         return false;
@@ -121,15 +139,31 @@ class Pipe {
         return;
       }
       if (sent < 0) return;
-      for (const fd of head.fds) { try { fs.closeSync(fd); } catch { /* already closed */ } }
+      for (const fd of head.fds) {
+        try {
+          fs.closeSync(fd);
+        } catch {
+          /* already closed */
+        }
+      }
       if (sent === head.data.length) this.pending.shift();
-      else { this.pending[0] = { data: head.data.subarray(sent), fds: [] }; return; }
+      else {
+        this.pending[0] = { data: head.data.subarray(sent), fds: [] };
+        return;
+      }
     }
   }
 
   /** Close fds of chunks never sent. */
   drop(): void {
-    for (const p of this.pending) for (const fd of p.fds) { try { fs.closeSync(fd); } catch { /* closed */ } }
+    for (const p of this.pending)
+      for (const fd of p.fds) {
+        try {
+          fs.closeSync(fd);
+        } catch {
+          /* closed */
+        }
+      }
     this.pending.length = 0;
   }
 
@@ -138,9 +172,16 @@ class Pipe {
     const flags = getField(b, 0, vfio_user_header.flags);
     const cmd = getField(b, 0, vfio_user_header.command);
     return {
-      dir: this.dir, conn: this.conn, id: getField(b, 0, vfio_user_header.msg_id), cmd, name: commandName(cmd),
+      dir: this.dir,
+      conn: this.conn,
+      id: getField(b, 0, vfio_user_header.msg_id),
+      cmd,
+      name: commandName(cmd),
       type: (flags & HeaderFlag.TYPE_MASK) === HeaderFlag.TYPE_REPLY ? 'reply' : 'command',
-      size: this.#need, flags, error: getField(b, 0, vfio_user_header.error), fds: this.#fds,
+      size: this.#need,
+      flags,
+      error: getField(b, 0, vfio_user_header.error),
+      fds: this.#fds,
     };
   }
 
@@ -148,8 +189,17 @@ class Pipe {
     const b = this.#buf;
     const haveHeader = this.#have >= HEADER_SIZE && !extra.raw;
     return {
-      dir: this.dir, conn: this.conn, id: haveHeader ? getField(b, 0, vfio_user_header.msg_id) : 0, cmd, name,
-      type: 'command', size, flags: haveHeader ? getField(b, 0, vfio_user_header.flags) : 0, error: 0, fds: this.#fds, ...extra,
+      dir: this.dir,
+      conn: this.conn,
+      id: haveHeader ? getField(b, 0, vfio_user_header.msg_id) : 0,
+      cmd,
+      name,
+      type: 'command',
+      size,
+      flags: haveHeader ? getField(b, 0, vfio_user_header.flags) : 0,
+      error: 0,
+      fds: this.#fds,
+      ...extra,
     };
   }
 
@@ -157,8 +207,15 @@ class Pipe {
     if (this.ended) return;
     this.ended = true;
     if (!this.#raw && this.#have > 0) {
-      const cmd = this.#have >= vfio_user_header.command.off + vfio_user_header.command.size ? getField(this.#buf, 0, vfio_user_header.command) : null;
-      this.rec.record(this.#comment(cmd === null ? 'RAW' : commandName(cmd), cmd, this.#have, { incomplete: true }), this.#buf.subarray(0, this.#have), nowUs());
+      const cmd =
+        this.#have >= vfio_user_header.command.off + vfio_user_header.command.size
+          ? getField(this.#buf, 0, vfio_user_header.command)
+          : null;
+      this.rec.record(
+        this.#comment(cmd === null ? 'RAW' : commandName(cmd), cmd, this.#have, { incomplete: true }),
+        this.#buf.subarray(0, this.#have),
+        nowUs(),
+      );
     }
     this.onEnd(why);
   }
@@ -181,7 +238,10 @@ export class Recorder {
     this.#log = opts.log ?? nullLogger;
     this.#writer = new CaptureWriter(opts.outPath, `vfio-user ${opts.listenPath} -> ${opts.connectPath}`);
     this.#text = fs.openSync(opts.outPath.replace(/\.pcapng$/, '') + '.txt', 'w');
-    fs.writeSync(this.#text, `# ernic-vfu record listen=${opts.listenPath} connect=${opts.connectPath} started ${new Date().toISOString()}; time = seconds since start\n`);
+    fs.writeSync(
+      this.#text,
+      `# ernic-vfu record listen=${opts.listenPath} connect=${opts.connectPath} started ${new Date().toISOString()}; time = seconds since start\n`,
+    );
   }
 
   get messages(): number {
@@ -192,27 +252,47 @@ export class Recorder {
     await prepareSocketPath(this.#opts.listenPath);
     this.#listenFd = native.listen(this.#opts.listenPath, 4);
     const self = this;
-    this.#watcher = native.watch(this.#listenFd, native.READABLE, function onRecorderAccept() { self.#accept(); });
+    this.#watcher = native.watch(this.#listenFd, native.READABLE, function onRecorderAccept() {
+      self.#accept();
+    });
   }
 
   /** Resolves when recording stops (after the first connection with `once`). */
   finished(): Promise<void> {
-    return new Promise((resolve) => { this.#done = resolve; });
+    return new Promise((resolve) => {
+      this.#done = resolve;
+    });
   }
 
   record(comment: PacketComment, bytes: Buffer, t: number): void {
     this.#writer.writeMessage(comment, bytes, t);
     this.#messages++;
-    fs.writeSync(this.#text, formatCaptureLine(this.#writer.packets - Math.max(1, Math.ceil(bytes.length / 65000)) + 1, (t - this.#t0) / 1e6, comment, bytes) + '\n');
+    fs.writeSync(
+      this.#text,
+      formatCaptureLine(
+        this.#writer.packets - Math.max(1, Math.ceil(bytes.length / 65000)) + 1,
+        (t - this.#t0) / 1e6,
+        comment,
+        bytes,
+      ) + '\n',
+    );
   }
 
   close(): void {
     this.#watcher?.close();
     this.#watcher = null;
     if (this.#listenFd >= 0) {
-      try { fs.closeSync(this.#listenFd); } catch { /* closed */ }
+      try {
+        fs.closeSync(this.#listenFd);
+      } catch {
+        /* closed */
+      }
       this.#listenFd = -1;
-      try { fs.unlinkSync(this.#opts.listenPath); } catch { /* gone */ }
+      try {
+        fs.unlinkSync(this.#opts.listenPath);
+      } catch {
+        /* gone */
+      }
     }
     this.#writer.close();
     fs.closeSync(this.#text);
@@ -243,12 +323,23 @@ export class Recorder {
       closed = true;
       this.#event(`c${n} ${dir} ended: ${why}`);
       // One side gone: the conversation is over. Pass on what is queued, then close both ends.
-      c2s.flush(); s2c.flush();
+      c2s.flush();
+      s2c.flush();
       c2s.ended = s2c.ended = true;
-      c2s.drop(); s2c.drop();
-      wc.close(); ws.close();
-      try { fs.closeSync(client); } catch { /* closed */ }
-      try { fs.closeSync(server); } catch { /* closed */ }
+      c2s.drop();
+      s2c.drop();
+      wc.close();
+      ws.close();
+      try {
+        fs.closeSync(client);
+      } catch {
+        /* closed */
+      }
+      try {
+        fs.closeSync(server);
+      } catch {
+        /* closed */
+      }
       this.#event(`c${n} closed`);
       if (this.#opts.once) this.close();
     };
@@ -261,12 +352,17 @@ export class Recorder {
       wc.update((c2s.pending.length ? 0 : native.READABLE) | (s2c.pending.length ? native.WRITABLE : 0));
       ws.update((s2c.pending.length ? 0 : native.READABLE) | (c2s.pending.length ? native.WRITABLE : 0));
     };
-    const onReady = (mine: Pipe, other: Pipe) => (status: number, events: number): void => {
-      if (status < 0) { mine.onEnd(`poll error ${status}`); return; }
-      if (events & native.WRITABLE) other.flush();
-      if (events & (native.READABLE | native.DISCONNECT)) mine.pump();
-      update();
-    };
+    const onReady =
+      (mine: Pipe, other: Pipe) =>
+      (status: number, events: number): void => {
+        if (status < 0) {
+          mine.onEnd(`poll error ${status}`);
+          return;
+        }
+        if (events & native.WRITABLE) other.flush();
+        if (events & (native.READABLE | native.DISCONNECT)) mine.pump();
+        update();
+      };
     const wc = native.watch(client, native.READABLE, onReady(c2s, s2c));
     const ws = native.watch(server, native.READABLE, onReady(s2c, c2s));
   }

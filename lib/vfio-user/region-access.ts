@@ -20,25 +20,43 @@ import { NO_FDS, SessionState } from './session-state';
 import type { RawHeader } from './transport';
 
 /** Region, bounds and direction checks shared by every region access; the handler when they pass. */
-function regionCheck(s: SessionState, region: number, offset: number, count: number, write: boolean): ProtocolError | RegionHandler {
+function regionCheck(
+  s: SessionState,
+  region: number,
+  offset: number,
+  count: number,
+  write: boolean,
+): ProtocolError | RegionHandler {
   if (offset === U64_UNSAFE) return protocolError('OUT_OF_RANGE', 'region offset above 2^53-1');
   const r = region < PCI_NUM_REGIONS ? s.regions[region] : undefined;
   if (!r || r.size === 0) return protocolError('BAD_INDEX', `region ${region} does not exist`);
-  if (count > s.limits.maxDataXferSize) return protocolError('COUNT_TOO_LARGE', `region access of ${count} bytes (limit ${s.limits.maxDataXferSize})`);
-  if (offset > r.size || count > r.size - offset) return protocolError('OUT_OF_RANGE', `region ${region} access 0x${offset.toString(16)}+${count} outside its 0x${r.size.toString(16)} bytes`);
-  if (write ? !r.writable : !r.readable) return protocolError('NOT_SUPPORTED', `region ${region} is not ${write ? 'writable' : 'readable'}`, Errno.EINVAL);
+  if (count > s.limits.maxDataXferSize)
+    return protocolError('COUNT_TOO_LARGE', `region access of ${count} bytes (limit ${s.limits.maxDataXferSize})`);
+  if (offset > r.size || count > r.size - offset)
+    return protocolError(
+      'OUT_OF_RANGE',
+      `region ${region} access 0x${offset.toString(16)}+${count} outside its 0x${r.size.toString(16)} bytes`,
+    );
+  if (write ? !r.writable : !r.readable)
+    return protocolError('NOT_SUPPORTED', `region ${region} is not ${write ? 'writable' : 'readable'}`, Errno.EINVAL);
   return r;
 }
 
 /** REGION_READ, decoded in place (hot path: no request object). */
 export function regionRead(s: SessionState, h: RawHeader, p: Buffer, noReply: boolean): void {
   const A = vfio_user_region_access;
-  if (p.length < A.SIZE) { s.reject(h, NO_FDS, protocolError('SHORT_PAYLOAD', `REGION_READ payload ${p.length} < ${A.SIZE}`)); return; }
+  if (p.length < A.SIZE) {
+    s.reject(h, NO_FDS, protocolError('SHORT_PAYLOAD', `REGION_READ payload ${p.length} < ${A.SIZE}`));
+    return;
+  }
   const offset = getField(p, 0, A.offset);
   const region = getField(p, 0, A.region);
   const count = getField(p, 0, A.count);
   const r = regionCheck(s, region, offset, count, false);
-  if (!('read' in r)) { s.reject(h, NO_FDS, r); return; }
+  if (!('read' in r)) {
+    s.reject(h, NO_FDS, r);
+    return;
+  }
   s.stats.regionReads++;
   const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
   const at = w.reserve(A.SIZE + count);
@@ -46,7 +64,16 @@ export function regionRead(s: SessionState, h: RawHeader, p: Buffer, noReply: bo
   const errno = count ? safeRead(s, region, r, offset, w.view(at + A.SIZE, count)) : 0;
   if (errno !== 0 || noReply) {
     w.abort();
-    if (errno !== 0) s.reject(h, NO_FDS, protocolError('DEVICE_ERROR', `region ${region} read at 0x${offset.toString(16)} failed: ${errnoName(errno)}`, errno));
+    if (errno !== 0)
+      s.reject(
+        h,
+        NO_FDS,
+        protocolError(
+          'DEVICE_ERROR',
+          `region ${region} read at 0x${offset.toString(16)} failed: ${errnoName(errno)}`,
+          errno,
+        ),
+      );
     return;
   }
   w.end();
@@ -55,20 +82,38 @@ export function regionRead(s: SessionState, h: RawHeader, p: Buffer, noReply: bo
 /** REGION_WRITE, decoded in place (hot path: no request object). */
 export function regionWrite(s: SessionState, h: RawHeader, p: Buffer, noReply: boolean): void {
   const A = vfio_user_region_access;
-  if (p.length < A.SIZE) { s.reject(h, NO_FDS, protocolError('SHORT_PAYLOAD', `REGION_WRITE payload ${p.length} < ${A.SIZE}`)); return; }
+  if (p.length < A.SIZE) {
+    s.reject(h, NO_FDS, protocolError('SHORT_PAYLOAD', `REGION_WRITE payload ${p.length} < ${A.SIZE}`));
+    return;
+  }
   const offset = getField(p, 0, A.offset);
   const region = getField(p, 0, A.region);
   const count = getField(p, 0, A.count);
   if (p.length - A.SIZE !== count) {
-    s.reject(h, NO_FDS, protocolError('PAYLOAD_MISMATCH', `REGION_WRITE count ${count} but ${p.length - A.SIZE} data bytes`));
+    s.reject(
+      h,
+      NO_FDS,
+      protocolError('PAYLOAD_MISMATCH', `REGION_WRITE count ${count} but ${p.length - A.SIZE} data bytes`),
+    );
     return;
   }
   const r = regionCheck(s, region, offset, count, true);
-  if (!('write' in r)) { s.reject(h, NO_FDS, r); return; }
+  if (!('write' in r)) {
+    s.reject(h, NO_FDS, r);
+    return;
+  }
   s.stats.regionWrites++;
   const errno = count ? safeWrite(s, region, r, offset, s.writeData.get(p, A.SIZE, count)) : 0;
   if (errno !== 0) {
-    s.reject(h, NO_FDS, protocolError('DEVICE_ERROR', `region ${region} write at 0x${offset.toString(16)} failed: ${errnoName(errno)}`, errno));
+    s.reject(
+      h,
+      NO_FDS,
+      protocolError(
+        'DEVICE_ERROR',
+        `region ${region} write at 0x${offset.toString(16)} failed: ${errnoName(errno)}`,
+        errno,
+      ),
+    );
     return;
   }
   if (!noReply) {
@@ -79,7 +124,12 @@ export function regionWrite(s: SessionState, h: RawHeader, p: Buffer, noReply: b
   }
 }
 
-export function writeMulti(s: SessionState, h: RawHeader, req: RegionWriteMulti, noReply: boolean): ProtocolError | null {
+export function writeMulti(
+  s: SessionState,
+  h: RawHeader,
+  req: RegionWriteMulti,
+  noReply: boolean,
+): ProtocolError | null {
   // Validate every entry before applying any, so a bad batch changes nothing.
   const handlers: RegionHandler[] = [];
   for (const e of req.entries) {
@@ -90,7 +140,8 @@ export function writeMulti(s: SessionState, h: RawHeader, req: RegionWriteMulti,
   req.entries.forEach((e, i) => {
     s.stats.regionWrites++;
     const errno = safeWrite(s, e.region, handlers[i]!, e.offset, e.data.subarray(0, e.count));
-    if (errno !== 0) warnLimited(s.log, s.limiter, 'write-multi', `REGION_WRITE_MULTI entry ${i} failed: ${errnoName(errno)}`);
+    if (errno !== 0)
+      warnLimited(s.log, s.limiter, 'write-multi', `REGION_WRITE_MULTI entry ${i} failed: ${errnoName(errno)}`);
   });
   if (!noReply) {
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));

@@ -24,8 +24,18 @@ function allowanceJson(a: ReplayAllowance): object {
 
 export function replayJson(capture: string, conn: number, r: ReplayResult): object {
   return {
-    command: 'replay', capture, conn, verdict: verdictOf(r.differences),
-    counts: { sent: r.sent, skipped: r.skipped, compared: r.compared, identical: r.identical, allowed: r.allowed.length, different: r.differences.length },
+    command: 'replay',
+    capture,
+    conn,
+    verdict: verdictOf(r.differences),
+    counts: {
+      sent: r.sent,
+      skipped: r.skipped,
+      compared: r.compared,
+      identical: r.identical,
+      allowed: r.allowed.length,
+      different: r.differences.length,
+    },
     differences: r.differences.map(differenceJson),
     allowed: r.allowed.map(allowanceJson),
   };
@@ -33,8 +43,17 @@ export function replayJson(capture: string, conn: number, r: ReplayResult): obje
 
 export function compareJson(reference: string, ours: string, conn: number, r: CompareResult): object {
   return {
-    command: 'compare', reference, ours, conn, verdict: verdictOf(r.differences),
-    counts: { compared: r.compared, identical: r.identical, allowed: r.allowed.length, different: r.differences.length },
+    command: 'compare',
+    reference,
+    ours,
+    conn,
+    verdict: verdictOf(r.differences),
+    counts: {
+      compared: r.compared,
+      identical: r.identical,
+      allowed: r.allowed.length,
+      different: r.differences.length,
+    },
     differences: r.differences.map(differenceJson),
     allowed: r.allowed.map(allowanceJson),
   };

@@ -24,8 +24,12 @@ export class SpawnedServer {
   private constructor(child: ChildProcess, pgid: number) {
     this.pgid = pgid;
     child.stderr?.setEncoding('utf8');
-    child.stderr?.on('data', (s: string) => { this.#tail = (this.#tail + s).slice(-STDERR_TAIL); });
-    child.on('exit', (code, signal) => { this.#exit = signal ? `was killed by ${signal}` : `exited with status ${code}`; });
+    child.stderr?.on('data', (s: string) => {
+      this.#tail = (this.#tail + s).slice(-STDERR_TAIL);
+    });
+    child.on('exit', (code, signal) => {
+      this.#exit = signal ? `was killed by ${signal}` : `exited with status ${code}`;
+    });
   }
 
   /**
@@ -52,11 +56,17 @@ export class SpawnedServer {
   async waitForSocket(socketPath: string, timeoutMs: number): Promise<void> {
     const end = Date.now() + timeoutMs;
     for (;;) {
-      if (this.#exit !== null) throw new SpawnError(`the spawned server ${this.#exit} before listening${this.#explain()}`);
+      if (this.#exit !== null)
+        throw new SpawnError(`the spawned server ${this.#exit} before listening${this.#explain()}`);
       try {
         if ((await fs.promises.stat(socketPath)).isSocket()) return;
-      } catch { /* not there yet */ }
-      if (Date.now() >= end) throw new SpawnError(`the spawned server did not create ${socketPath} within ${timeoutMs} ms${this.#explain()}`);
+      } catch {
+        /* not there yet */
+      }
+      if (Date.now() >= end)
+        throw new SpawnError(
+          `the spawned server did not create ${socketPath} within ${timeoutMs} ms${this.#explain()}`,
+        );
       await sleep(POLL_MS);
     }
   }

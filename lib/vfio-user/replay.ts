@@ -10,7 +10,14 @@
 
 import * as fs from 'fs';
 import { Command, commandName, HeaderFlag } from '../../protocol/constants';
-import { Field, getField, setField, U64_UNSAFE, vfio_user_header, vfio_user_region_access } from '../../protocol/layouts';
+import {
+  Field,
+  getField,
+  setField,
+  U64_UNSAFE,
+  vfio_user_header,
+  vfio_user_region_access,
+} from '../../protocol/layouts';
 import { PCI_NUM_BARS, PciHeader } from './pci-registers';
 import { PciRegionIndex } from './device';
 import { decodeMessage } from '../../protocol/parser';
@@ -80,12 +87,16 @@ export function parseCommandNames(option: string, text: unknown, extra: readonly
   const s = String(text);
   const known = knownCommandNames();
   const words = new Set(extra.map((w) => w.toUpperCase()));
-  const names = s.split(',').map((n) => n.trim().toUpperCase()).filter(Boolean);
+  const names = s
+    .split(',')
+    .map((n) => n.trim().toUpperCase())
+    .filter(Boolean);
   const list = `known: ${[...known, ...extra].join(', ')}`;
   if (names.length === 0) throw new Error(`--${option} ${s}: expected comma-separated command names; ${list}`);
   // CMDnn: how a capture names a command number protocol/constants does not know.
   const unknown = names.filter((n) => !known.includes(n) && !words.has(n) && !isNumberedCommand(n));
-  if (unknown.length) throw new Error(`--${option} ${s}: unknown command${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; ${list}`);
+  if (unknown.length)
+    throw new Error(`--${option} ${s}: unknown command${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; ${list}`);
   return new Set(names);
 }
 
@@ -131,7 +142,8 @@ function payloadField(b: Buffer, field: Field): number {
 export const REPLAY_RULES: readonly ReplayRule[] = [
   {
     name: 'version-capabilities',
-    description: 'VERSION reply: the capabilities JSON is the server\'s own (limits, migration, spacing). ' +
+    description:
+      "VERSION reply: the capabilities JSON is the server's own (limits, migration, spacing). " +
       'Both must be valid replies to the same proposal: same major, minor not above the proposal, capabilities that parse.',
     allows(request, recorded, live) {
       if (cmdOf(request) !== Command.VERSION) return false;
@@ -139,20 +151,29 @@ export const REPLAY_RULES: readonly ReplayRule[] = [
       const a = decodeMessage(recorded);
       const b = decodeMessage(live);
       if (!req.ok || !a.ok || !b.ok) return false;
-      if (req.value.body.kind !== 'version' || a.value.body.kind !== 'versionReply' || b.value.body.kind !== 'versionReply') return false;
+      if (
+        req.value.body.kind !== 'version' ||
+        a.value.body.kind !== 'versionReply' ||
+        b.value.body.kind !== 'versionReply'
+      )
+        return false;
       const p = req.value.body;
-      return checkVersionReply(p.major, p.minor, a.value.body.major, a.value.body.minor) === null &&
+      return (
+        checkVersionReply(p.major, p.minor, a.value.body.major, a.value.body.minor) === null &&
         checkVersionReply(p.major, p.minor, b.value.body.major, b.value.body.minor) === null &&
-        parseCapabilities(b.value.body.json).ok;
+        parseCapabilities(b.value.body.json).ok
+      );
     },
   },
   {
     name: 'unimplemented-bar-registers',
-    description: 'Config-space REGION_READ reply: libvfio-user reads the I/O-space bit (0x1) in BAR registers of ' +
+    description:
+      'Config-space REGION_READ reply: libvfio-user reads the I/O-space bit (0x1) in BAR registers of ' +
       'BARs that do not exist; the PCI spec (and we) read them as 0. Only bit 0 of such BAR dwords may differ.',
     allows(request, recorded, live) {
       const data = HDR.SIZE + ACCESS.SIZE;
-      if (cmdOf(request) !== Command.REGION_READ || recorded.length !== live.length || recorded.length < data) return false;
+      if (cmdOf(request) !== Command.REGION_READ || recorded.length !== live.length || recorded.length < data)
+        return false;
       if (request.length < data || payloadField(request, ACCESS.region) !== PciRegionIndex.CONFIG) return false;
       const offset = payloadField(request, ACCESS.offset);
       if (offset === U64_UNSAFE) return false;
@@ -217,7 +238,11 @@ class FdFactory {
 
   closeAll(): void {
     for (const fd of [...this.#byKey.values(), ...this.#others]) {
-      try { fs.closeSync(fd); } catch { /* already closed */ }
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* already closed */
+      }
     }
     this.#byKey.clear();
     this.#others.length = 0;
@@ -230,7 +255,13 @@ class ReplySink implements TransportHandler {
   closedReason: string | null = null;
   onClosed: (() => void) | null = null;
   message(h: RawHeader, payload: Buffer, fds: number[]): void {
-    for (const fd of fds) { try { fs.closeSync(fd); } catch { /* ignore */ } }
+    for (const fd of fds) {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* ignore */
+      }
+    }
     if ((h.flags & HeaderFlag.TYPE_MASK) !== HeaderFlag.TYPE_REPLY) return;
     const w = this.waiting.get(h.id);
     if (!w) return;
@@ -244,7 +275,9 @@ class ReplySink implements TransportHandler {
     payload.copy(full, HDR.SIZE);
     w(full, fds.length);
   }
-  badHeader(): void { /* the transport closes; closed() reports it */ }
+  badHeader(): void {
+    /* the transport closes; closed() reports it */
+  }
   closed(reason: string): void {
     this.closedReason = reason;
     this.onClosed?.();
@@ -252,7 +285,11 @@ class ReplySink implements TransportHandler {
 }
 
 /** Replay `messages` (one capture) against the server listening on `socketPath`. */
-export async function replay(messages: readonly CapturedMessage[], socketPath: string, opts: ReplayOptions = {}): Promise<ReplayResult> {
+export async function replay(
+  messages: readonly CapturedMessage[],
+  socketPath: string,
+  opts: ReplayOptions = {},
+): Promise<ReplayResult> {
   const conn = opts.conn ?? 0;
   const timeoutMs = opts.timeoutMs ?? 5000;
   const only = opts.only?.map((s) => s.toUpperCase());
@@ -261,30 +298,51 @@ export async function replay(messages: readonly CapturedMessage[], socketPath: s
   const replyOf = new Map<CapturedMessage, CapturedMessage>();
   for (let i = 0; i < mine.length; i++) {
     const m = mine[i]!;
-    if (m.comment.dir !== 'c2s' || m.comment.type !== 'command' || (m.comment.flags & HeaderFlag.NO_REPLY)) continue;
-    const r = mine.slice(i + 1).find((x) => x.comment.dir === 's2c' && x.comment.type === 'reply' && x.comment.id === m.comment.id && x.comment.cmd === m.comment.cmd);
+    if (m.comment.dir !== 'c2s' || m.comment.type !== 'command' || m.comment.flags & HeaderFlag.NO_REPLY) continue;
+    const r = mine
+      .slice(i + 1)
+      .find(
+        (x) =>
+          x.comment.dir === 's2c' &&
+          x.comment.type === 'reply' &&
+          x.comment.id === m.comment.id &&
+          x.comment.cmd === m.comment.cmd,
+      );
     if (r) replyOf.set(m, r);
   }
 
   // Where each message sits among its connection's messages: with the frame, how a report points at it.
   const indexOf = new Map<CapturedMessage, number>();
   messages.filter((m) => m.comment.conn === conn).forEach((m, i) => indexOf.set(m, i));
-  const at = (m: CapturedMessage): { frame: number; conn: number; index: number | null } => ({ frame: m.frame, conn, index: indexOf.get(m) ?? null });
+  const at = (m: CapturedMessage): { frame: number; conn: number; index: number | null } => ({
+    frame: m.frame,
+    conn,
+    index: indexOf.get(m) ?? null,
+  });
 
   const fds = new FdFactory();
   const sink = new ReplySink();
-  const transport = new Transport(native.connect(socketPath), sink, { maxMessageSize: 64 << 20, maxFdsPerMessage: 253 });
+  const transport = new Transport(native.connect(socketPath), sink, {
+    maxMessageSize: 64 << 20,
+    maxFdsPerMessage: 253,
+  });
   transport.start();
   const differences: ReplayDifference[] = [];
   const allowed: ReplayAllowance[] = [];
-  let sent = 0, compared = 0, identical = 0, skipped = 0;
+  let sent = 0,
+    compared = 0,
+    identical = 0,
+    skipped = 0;
   try {
     for (const m of mine) {
       if (m.comment.dir !== 'c2s' || m.comment.type !== 'command') continue;
       const name = m.comment.name;
       const rec = replyOf.get(m);
       const isError = rec ? (rec.comment.flags & HeaderFlag.ERROR) !== 0 : false;
-      if (only && !only.includes(name) && !(isError && only.includes('ERRORS'))) { skipped++; continue; }
+      if (only && !only.includes(name) && !(isError && only.includes('ERRORS'))) {
+        skipped++;
+        continue;
+      }
       const sendFds = m.comment.fds.map((d) => fds.get(d));
       const waiter = rec ? waitReply(sink, m.comment.id, timeoutMs) : null;
       transport.sendWithFds(m.bytes, sendFds);
@@ -296,7 +354,9 @@ export async function replay(messages: readonly CapturedMessage[], socketPath: s
       if (got === null) {
         const closed = sink.closedReason;
         differences.push({
-          ...at(m), command, what: closed ? `server closed the connection (${closed})` : `no reply within ${timeoutMs} ms`,
+          ...at(m),
+          command,
+          what: closed ? `server closed the connection (${closed})` : `no reply within ${timeoutMs} ms`,
           fields: [{ field: 'reply', expected: 'reply', actual: closed ? 'connection closed' : 'timeout' }],
         });
         if (closed) break;
@@ -304,12 +364,17 @@ export async function replay(messages: readonly CapturedMessage[], socketPath: s
       }
       if (got.fds !== rec.comment.fds.length) {
         differences.push({
-          ...at(rec), command, what: `reply carries ${got.fds} fds, recorded ${rec.comment.fds.length}`,
+          ...at(rec),
+          command,
+          what: `reply carries ${got.fds} fds, recorded ${rec.comment.fds.length}`,
           fields: [{ field: 'fds', expected: rec.comment.fds.length, actual: got.fds }],
         });
         continue;
       }
-      if (got.reply.equals(rec.bytes)) { identical++; continue; }
+      if (got.reply.equals(rec.bytes)) {
+        identical++;
+        continue;
+      }
       const rule = REPLAY_RULES.find((r) => r.allows(m.bytes, rec.bytes, got.reply));
       if (rule) allowed.push({ ...at(rec), command, rule: rule.name });
       else {
@@ -326,9 +391,18 @@ export async function replay(messages: readonly CapturedMessage[], socketPath: s
 
 function waitReply(sink: ReplySink, id: number, timeoutMs: number): Promise<{ reply: Buffer; fds: number } | null> {
   return new Promise((resolve) => {
-    const t = setTimeout(() => { sink.waiting.delete(id); resolve(null); }, timeoutMs);
-    sink.onClosed = () => { clearTimeout(t); resolve(null); };
-    sink.waiting.set(id, (reply, fds) => { clearTimeout(t); resolve({ reply, fds }); });
+    const t = setTimeout(() => {
+      sink.waiting.delete(id);
+      resolve(null);
+    }, timeoutMs);
+    sink.onClosed = () => {
+      clearTimeout(t);
+      resolve(null);
+    };
+    sink.waiting.set(id, (reply, fds) => {
+      clearTimeout(t);
+      resolve({ reply, fds });
+    });
   });
 }
 
@@ -338,7 +412,11 @@ const SHOWN_BYTES = 8;
 /** How two messages differ: header fields first, then the first differing payload bytes, else the lengths. */
 export function differingFields(recorded: Buffer, live: Buffer): FieldDifference[] {
   const out: FieldDifference[] = [];
-  const fields: readonly [string, Field][] = [['msg_size', HDR.msg_size], ['flags', HDR.flags], ['error', HDR.error]];
+  const fields: readonly [string, Field][] = [
+    ['msg_size', HDR.msg_size],
+    ['flags', HDR.flags],
+    ['error', HDR.error],
+  ];
   for (const [name, field] of fields) {
     const end = field.off + field.size;
     if (recorded.length >= end && live.length >= end && getField(recorded, 0, field) !== getField(live, 0, field)) {
@@ -347,10 +425,19 @@ export function differingFields(recorded: Buffer, live: Buffer): FieldDifference
   }
   const n = Math.min(recorded.length, live.length);
   let first = -1;
-  for (let i = HDR.SIZE; i < n; i++) if (recorded[i] !== live[i]) { first = i; break; }
+  for (let i = HDR.SIZE; i < n; i++)
+    if (recorded[i] !== live[i]) {
+      first = i;
+      break;
+    }
   if (first >= 0) {
     const end = Math.min(n, first + SHOWN_BYTES);
-    out.push({ field: 'payload', offset: first - HDR.SIZE, expected: recorded.subarray(first, end).toString('hex'), actual: live.subarray(first, end).toString('hex') });
+    out.push({
+      field: 'payload',
+      offset: first - HDR.SIZE,
+      expected: recorded.subarray(first, end).toString('hex'),
+      actual: live.subarray(first, end).toString('hex'),
+    });
   }
   if (out.length === 0) out.push({ field: 'length', expected: recorded.length, actual: live.length });
   return out;
@@ -358,11 +445,13 @@ export function differingFields(recorded: Buffer, live: Buffer): FieldDifference
 
 /** The one-line text of `differingFields`. */
 export function describeFields(fields: readonly FieldDifference[]): string {
-  return fields.map((f) => {
-    if (f.field === 'payload') return `payload byte ${f.offset}: recorded ${f.expected}, got ${f.actual}`;
-    if (f.field === 'length') return `lengths ${f.expected} vs ${f.actual}`;
-    return `${f.field} recorded ${f.expected}, got ${f.actual}`;
-  }).join('; ');
+  return fields
+    .map((f) => {
+      if (f.field === 'payload') return `payload byte ${f.offset}: recorded ${f.expected}, got ${f.actual}`;
+      if (f.field === 'length') return `lengths ${f.expected} vs ${f.actual}`;
+      return `${f.field} recorded ${f.expected}, got ${f.actual}`;
+    })
+    .join('; ');
 }
 
 /** One line saying how two replies differ: header fields first, then the first differing payload bytes. */

@@ -45,7 +45,10 @@ export class VfioUserServer {
   #session: Session | null = null;
   #closed = false;
   #sessions = 0;
-  #listeners: { client: ((s: Session) => void)[]; disconnect: ((s: Session, reason: string) => void)[] } = { client: [], disconnect: [] };
+  #listeners: { client: ((s: Session) => void)[]; disconnect: ((s: Session, reason: string) => void)[] } = {
+    client: [],
+    disconnect: [],
+  };
 
   constructor(opts: ServerOptions) {
     this.#opts = opts;
@@ -115,7 +118,11 @@ export class VfioUserServer {
     if (this.#listenFd >= 0) {
       closeQuietly(this.#listenFd);
       this.#listenFd = -1;
-      try { fs.unlinkSync(this.socketPath); } catch { /* already gone */ }
+      try {
+        fs.unlinkSync(this.socketPath);
+      } catch {
+        /* already gone */
+      }
     }
   }
 
@@ -130,7 +137,9 @@ export class VfioUserServer {
     }
     if (fd < 0) return;
     this.#sessions++;
-    const session = new Session(fd, this.#device, this.#limits, this.#log, (s, reason) => this.#onSessionClosed(s, reason));
+    const session = new Session(fd, this.#device, this.#limits, this.#log, (s, reason) =>
+      this.#onSessionClosed(s, reason),
+    );
     this.#session = session;
     // One client at a time: queue the next in the backlog until this one leaves.
     this.#watcher?.update(0);
@@ -168,7 +177,10 @@ export async function prepareSocketPath(path: string): Promise<void> {
 export function socketIsLive(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const c = net.connect(path);
-    c.once('connect', () => { c.destroy(); resolve(true); });
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
     // Only ECONNREFUSED (nobody listens) or ENOENT proves the socket stale. Any
     // other error, notably EAGAIN from a live server whose backlog is full (its
     // client is attached and others wait), must not let us unlink its socket.
@@ -179,7 +191,10 @@ export function socketIsLive(path: string): Promise<boolean> {
 function resolveGroup(group: string | number): number {
   if (typeof group === 'number') return group;
   if (/^\d+$/.test(group)) return Number(group);
-  const line = fs.readFileSync('/etc/group', 'utf8').split('\n').find((l) => l.split(':')[0] === group);
+  const line = fs
+    .readFileSync('/etc/group', 'utf8')
+    .split('\n')
+    .find((l) => l.split(':')[0] === group);
   if (!line) throw new Error(`unknown group ${group}`);
   return Number(line.split(':')[2]);
 }

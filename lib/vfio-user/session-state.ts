@@ -101,8 +101,15 @@ export class SessionState {
   /** Error reply (unless NO_REPLY), close the message's fds, log rate limited. */
   reject(h: RawHeader, fds: readonly number[], e: ProtocolError): void {
     for (const fd of fds) this.closeFd(fd);
-    warnLimited(this.log, this.limiter, e.code, `vfio-user: ${commandName(h.command)} refused: ${e.detail}`, { id: h.id, code: e.code, errno: errnoName(e.errno) });
-    if (h.flags & HeaderFlag.NO_REPLY) { this.stats.errors++; return; }
+    warnLimited(this.log, this.limiter, e.code, `vfio-user: ${commandName(h.command)} refused: ${e.detail}`, {
+      id: h.id,
+      code: e.code,
+      errno: errnoName(e.errno),
+    });
+    if (h.flags & HeaderFlag.NO_REPLY) {
+      this.stats.errors++;
+      return;
+    }
     this.error(h.id, h.command, e.errno);
   }
 

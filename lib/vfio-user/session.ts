@@ -53,7 +53,13 @@ export class Session implements TransportHandler {
   readonly #onClosed: (session: Session, reason: string) => void;
   readonly #context: DeviceContext;
 
-  constructor(fd: number, device: VfioUserDevice, limits: SessionLimits, log: Logger, onClosed: (s: Session, reason: string) => void) {
+  constructor(
+    fd: number,
+    device: VfioUserDevice,
+    limits: SessionLimits,
+    log: Logger,
+    onClosed: (s: Session, reason: string) => void,
+  ) {
     this.#device = device;
     this.#onClosed = onClosed;
     this.dma = new DmaTable({ maxRegions: limits.maxDmaRegions, maxRegionSize: MAX_DMA_REGION_SIZE });
@@ -74,7 +80,14 @@ export class Session implements TransportHandler {
       maxFdsPerMessage: limits.maxMsgFds,
     });
     this.#s = new SessionState({
-      transport: this.transport, device, limits, log, stats: this.stats, dma: this.dma, irqs: this.irqs, regions,
+      transport: this.transport,
+      device,
+      limits,
+      log,
+      stats: this.stats,
+      dma: this.dma,
+      irqs: this.irqs,
+      regions,
     });
   }
 
@@ -104,7 +117,10 @@ export class Session implements TransportHandler {
   // ---- TransportHandler --------------------------------------------------------
 
   badHeader(h: RawHeader, error: ProtocolError): void {
-    warnLimited(this.#s.log, this.#s.limiter, error.code, `vfio-user: ${error.detail}; closing the connection`, { id: h.id, command: h.command });
+    warnLimited(this.#s.log, this.#s.limiter, error.code, `vfio-user: ${error.detail}; closing the connection`, {
+      id: h.id,
+      command: h.command,
+    });
     if (!isReplyType(h.flags) && !(h.flags & HeaderFlag.NO_REPLY)) this.#s.error(h.id, h.command, error.errno);
   }
 
@@ -155,17 +171,35 @@ export class Session implements TransportHandler {
     const noReply = (h.flags & HeaderFlag.NO_REPLY) !== 0;
     if (isReplyType(h.flags)) {
       // We never send commands to the client, so any reply is unsolicited.
-      this.#s.reject(h, fds, protocolError('UNSOLICITED_REPLY', `unsolicited reply (id ${h.id}, ${commandName(h.command)})`));
+      this.#s.reject(
+        h,
+        fds,
+        protocolError('UNSOLICITED_REPLY', `unsolicited reply (id ${h.id}, ${commandName(h.command)})`),
+      );
       return;
     }
     if ((h.flags & HeaderFlag.TYPE_MASK) !== HeaderFlag.TYPE_COMMAND) {
       // Types 2-15 are neither command nor reply: refuse them rather than serve
       // them as commands (docs/vfio-user-protocol.md 4.2: only commands are taken).
-      this.#s.reject(h, fds, protocolError('BAD_FLAGS', `message type ${h.flags & HeaderFlag.TYPE_MASK} is not a command (id ${h.id}, ${commandName(h.command)})`));
+      this.#s.reject(
+        h,
+        fds,
+        protocolError(
+          'BAD_FLAGS',
+          `message type ${h.flags & HeaderFlag.TYPE_MASK} is not a command (id ${h.id}, ${commandName(h.command)})`,
+        ),
+      );
       return;
     }
     if (fds.length > this.#s.limits.maxMsgFds) {
-      this.#s.reject(h, fds, protocolError('TOO_MANY_FDS', `${fds.length} fds on ${commandName(h.command)} (limit ${this.#s.limits.maxMsgFds})`));
+      this.#s.reject(
+        h,
+        fds,
+        protocolError(
+          'TOO_MANY_FDS',
+          `${fds.length} fds on ${commandName(h.command)} (limit ${this.#s.limits.maxMsgFds})`,
+        ),
+      );
       return;
     }
     if (!this.#negotiation.negotiated && h.command !== Command.VERSION) {
@@ -175,12 +209,18 @@ export class Session implements TransportHandler {
     }
     // Hot path: region accesses are decoded in place, without building objects.
     if (h.command === Command.REGION_WRITE) {
-      if (fds.length) { this.#s.reject(h, fds, unexpectedFds(h.command)); return; }
+      if (fds.length) {
+        this.#s.reject(h, fds, unexpectedFds(h.command));
+        return;
+      }
       regionWrite(this.#s, h, payload, noReply);
       return;
     }
     if (h.command === Command.REGION_READ) {
-      if (fds.length) { this.#s.reject(h, fds, unexpectedFds(h.command)); return; }
+      if (fds.length) {
+        this.#s.reject(h, fds, unexpectedFds(h.command));
+        return;
+      }
       regionRead(this.#s, h, payload, noReply);
       return;
     }
@@ -209,16 +249,26 @@ export class Session implements TransportHandler {
     if (!takesFds && fds.length) return unexpectedFds(h.command);
     const s = this.#s;
     switch (req.kind) {
-      case 'version': return this.#version(h, req, noReply);
-      case 'dmaMap': return dmaMap(s, h, req, fds, noReply);
-      case 'dmaUnmap': return dmaUnmap(s, h, req, noReply);
-      case 'deviceGetInfo': return getDeviceInfo(s, h, req, noReply);
-      case 'deviceGetRegionInfo': return getRegionInfo(s, h, req, noReply);
-      case 'deviceGetRegionIoFds': return getRegionIoFds(s, h, req, noReply);
-      case 'deviceGetIrqInfo': return getIrqInfo(s, h, req, noReply);
-      case 'deviceSetIrqs': return setIrqs(s, h, req, fds, noReply);
-      case 'deviceReset': return resetDevice(s, h, noReply);
-      case 'regionWriteMulti': return writeMulti(s, h, req, noReply);
+      case 'version':
+        return this.#version(h, req, noReply);
+      case 'dmaMap':
+        return dmaMap(s, h, req, fds, noReply);
+      case 'dmaUnmap':
+        return dmaUnmap(s, h, req, noReply);
+      case 'deviceGetInfo':
+        return getDeviceInfo(s, h, req, noReply);
+      case 'deviceGetRegionInfo':
+        return getRegionInfo(s, h, req, noReply);
+      case 'deviceGetRegionIoFds':
+        return getRegionIoFds(s, h, req, noReply);
+      case 'deviceGetIrqInfo':
+        return getIrqInfo(s, h, req, noReply);
+      case 'deviceSetIrqs':
+        return setIrqs(s, h, req, fds, noReply);
+      case 'deviceReset':
+        return resetDevice(s, h, noReply);
+      case 'regionWriteMulti':
+        return writeMulti(s, h, req, noReply);
       case 'dmaRead':
       case 'dmaWrite':
         return protocolError('NOT_SUPPORTED', `${commandName(h.command)} goes from server to client only`);
@@ -239,8 +289,11 @@ export class Session implements TransportHandler {
   #version(h: RawHeader, req: Version, noReply: boolean): ProtocolError | null {
     const r = handleVersion(this.#s, this.#negotiation, h, req, noReply);
     switch (r.kind) {
-      case 'refused': return r.error;
-      case 'fatal': this.#s.rejectAndClose(h, r.error); return null;
+      case 'refused':
+        return r.error;
+      case 'fatal':
+        this.#s.rejectAndClose(h, r.error);
+        return null;
       case 'accepted':
         this.#attached = true;
         this.#device.attach(this.#context);

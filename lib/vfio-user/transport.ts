@@ -284,9 +284,10 @@ export class Transport {
         h.flags = getField(b, s, vfio_user_header.flags);
         h.error = getField(b, s, vfio_user_header.error);
         if (h.size < HEADER_SIZE || h.size > this.#opts.maxMessageSize) {
-          const err = h.size < HEADER_SIZE
-            ? protocolError('HEADER_TOO_SMALL', `msg_size ${h.size} is below the 16-byte header`)
-            : protocolError('MESSAGE_TOO_LARGE', `msg_size ${h.size} exceeds ${this.#opts.maxMessageSize}`);
+          const err =
+            h.size < HEADER_SIZE
+              ? protocolError('HEADER_TOO_SMALL', `msg_size ${h.size} is below the 16-byte header`)
+              : protocolError('MESSAGE_TOO_LARGE', `msg_size ${h.size} exceeds ${this.#opts.maxMessageSize}`);
           this.#handler.badHeader(h, err);
           this.flush();
           this.close(`bad header: ${err.detail}`);
@@ -385,7 +386,11 @@ export class Transport {
     // Reading may have paused for the queue: pick up what arrived meanwhile.
     if (!this.#inDispatch && !this.#paused() && this.#end - this.#start >= HEADER_SIZE) {
       this.#inDispatch = true;
-      try { this.#frame(); } finally { this.#inDispatch = false; }
+      try {
+        this.#frame();
+      } finally {
+        this.#inDispatch = false;
+      }
       this.flush();
     }
   }

@@ -84,7 +84,11 @@ const FIRST_SESSION_ROUNDS = 64;
  * device refuses an access (the plan does not fit the device) or on timeout.
  * `limits` should be the very object the server gives its sessions.
  */
-export async function warmUp(device: VfioUserDevice, plan: WarmUpPlan, limits: SessionLimits = DEFAULT_SESSION_LIMITS): Promise<WarmUpResult> {
+export async function warmUp(
+  device: VfioUserDevice,
+  plan: WarmUpPlan,
+  limits: SessionLimits = DEFAULT_SESSION_LIMITS,
+): Promise<WarmUpResult> {
   if (plan.reads.length === 0) throw new Error('warmUp: the plan has no reads');
   const t0 = process.hrtime.bigint();
   const first = await oneSession(device, plan, limits, FIRST_SESSION_ROUNDS);
@@ -140,7 +144,9 @@ function oneSession(device: VfioUserDevice, plan: WarmUpPlan, limits: SessionLim
       w.begin(nextId, command, flags);
       nextId = (nextId + 1) & 0xffff;
       const at = w.reserve(vfio_user_region_access.SIZE + data);
-      w.field(at, vfio_user_region_access.offset, a.offset).field(at, vfio_user_region_access.region, a.region).field(at, vfio_user_region_access.count, a.count);
+      w.field(at, vfio_user_region_access.offset, a.offset)
+        .field(at, vfio_user_region_access.region, a.region)
+        .field(at, vfio_user_region_access.count, a.count);
       w.end();
       requests++;
       if (!(flags & HeaderFlag.NO_REPLY)) awaiting++;
@@ -148,7 +154,10 @@ function oneSession(device: VfioUserDevice, plan: WarmUpPlan, limits: SessionLim
 
     /** Send the next step's requests; when every round is done, close. */
     function next(): void {
-      if (round >= rounds) { finish(null); return; }
+      if (round >= rounds) {
+        finish(null);
+        return;
+      }
       const r = round++;
       if (r % WRITES_EVERY === 0) {
         for (const a of writes) {
@@ -170,14 +179,24 @@ function oneSession(device: VfioUserDevice, plan: WarmUpPlan, limits: SessionLim
         }
         if (--awaiting === 0) next();
       },
-      badHeader(_h: RawHeader, e: ProtocolError): void { finish(new Error(`warmUp: ${e.detail}`)); },
-      closed(): void { /* finish() closed us, or the session went away: its callback settles */ },
+      badHeader(_h: RawHeader, e: ProtocolError): void {
+        finish(new Error(`warmUp: ${e.detail}`));
+      },
+      closed(): void {
+        /* finish() closed us, or the session went away: its callback settles */
+      },
     };
     client = new Transport(clientFd, handler, { maxMessageSize: limits.maxDataXferSize + 32, maxFdsPerMessage: 0 });
     session.start();
     client.start();
-    const json = JSON.stringify({ capabilities: { max_msg_fds: limits.maxMsgFds, max_data_xfer_size: limits.maxDataXferSize } });
-    writeMessage(client.writer, { id: nextId++, command: Command.VERSION, flags: 0, error: 0 }, { kind: 'version', major: 0, minor: 0, json });
+    const json = JSON.stringify({
+      capabilities: { max_msg_fds: limits.maxMsgFds, max_data_xfer_size: limits.maxDataXferSize },
+    });
+    writeMessage(
+      client.writer,
+      { id: nextId++, command: Command.VERSION, flags: 0, error: 0 },
+      { kind: 'version', major: 0, minor: 0, json },
+    );
     requests++;
     awaiting++;
     client.flush();

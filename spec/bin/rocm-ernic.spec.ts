@@ -10,8 +10,15 @@ import { tempSocketPath } from '../support/fds';
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'rocm-ernic.js');
 
-function run(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20000 });
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 20000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -19,7 +26,21 @@ describe('rocm-ernic command line', () => {
   it('--help teaches: options, examples, profiles and the inject grammar', () => {
     const r = run(['--help']);
     expect(r.status).to.equal(0);
-    for (const s of ['--socket', '--backend', '--tap', '--mac', '--nic-profile', '--inject', '--log-level', '--log-file', 'Examples:', 'compat', 'dsc-25', 'every:N', 'vfio-user-pci']) {
+    for (const s of [
+      '--socket',
+      '--backend',
+      '--tap',
+      '--mac',
+      '--nic-profile',
+      '--inject',
+      '--log-level',
+      '--log-file',
+      'Examples:',
+      'compat',
+      'dsc-25',
+      'every:N',
+      'vfio-user-pci',
+    ]) {
       expect(r.stdout, s).to.include(s);
     }
   });
@@ -32,23 +53,68 @@ describe('rocm-ernic command line', () => {
     ['a malformed MAC', ['--mac', 'zz'], {}, /--mac zz/],
     ['an unknown backend', ['--backend', 'rdma-magic'], {}, /--backend rdma-magic: unknown backend/],
     ['a bad nvmeof option value', ['--backend', 'nvmeof:size=bogus'], {}, /nvmeof backend: bad size 'bogus'/],
-    ['an unknown nvmeof option', ['--backend', 'nvmeof:ip=10.0.0.1,frob=1'], {}, /nvmeof backend: unknown option 'frob'/],
-    ['an nvmeof namespace file that cannot be opened', ['--backend', 'nvmeof:file=/proc/nope/ns.img'], {}, /--backend nvmeof:file=\/proc\/nope\/ns\.img: cannot open the namespace/],
+    [
+      'an unknown nvmeof option',
+      ['--backend', 'nvmeof:ip=10.0.0.1,frob=1'],
+      {},
+      /nvmeof backend: unknown option 'frob'/,
+    ],
+    [
+      'an nvmeof namespace file that cannot be opened',
+      ['--backend', 'nvmeof:file=/proc/nope/ns.img'],
+      {},
+      /--backend nvmeof:file=\/proc\/nope\/ns\.img: cannot open the namespace/,
+    ],
     ['a bad log level', ['--log-level', 'chatty'], {}, /chatty/],
     ['a bad ERNIC_LOG_LEVEL', [], { ERNIC_LOG_LEVEL: 'loud' }, /ERNIC_LOG_LEVEL=loud/],
     ['a TAP name no interface can have', ['--tap', 'x'.repeat(20)], {}, /--tap x+: no such interface/],
     ['an interface that is not a TAP', ['--tap', 'lo'], {}, /--tap lo: cannot attach/],
     ['an unknown option', ['--frobnicate'], {}, /frobnicate/],
-    ['--backend given twice', ['--backend', 'nvmeof', '--backend', 's3'], {}, /^rocm-ernic: --backend given more than once/],
-    ['--nic-profile given twice', ['--nic-profile', 'compat', '--nic-profile', 'dsc-25'], {}, /--nic-profile given more than once/],
+    [
+      '--backend given twice',
+      ['--backend', 'nvmeof', '--backend', 's3'],
+      {},
+      /^rocm-ernic: --backend given more than once/,
+    ],
+    [
+      '--nic-profile given twice',
+      ['--nic-profile', 'compat', '--nic-profile', 'dsc-25'],
+      {},
+      /--nic-profile given more than once/,
+    ],
     ['--socket given twice (once by its alias)', ['-s', '/tmp/ernic-a.sock'], {}, /--socket given more than once/],
     ['--tap given twice', ['--tap', 'a', '--tap', 'b'], {}, /--tap given more than once/],
-    ['--metrics-port given twice', ['--metrics-port', '1', '--metrics-port', '2'], {}, /--metrics-port given more than once/],
-    ['a TAP that does not exist (never a new, unconfigured one)', ['--tap', 'ernicnosuch0'], {}, /--tap ernicnosuch0: no such interface \(create it first: ip tuntap add dev ernicnosuch0 mode tap/],
-    ['a metrics port that is not a number', ['--metrics-port', 'abc'], {}, /--metrics-port abc: expected a TCP port from 0 to 65535/],
+    [
+      '--metrics-port given twice',
+      ['--metrics-port', '1', '--metrics-port', '2'],
+      {},
+      /--metrics-port given more than once/,
+    ],
+    [
+      'a TAP that does not exist (never a new, unconfigured one)',
+      ['--tap', 'ernicnosuch0'],
+      {},
+      /--tap ernicnosuch0: no such interface \(create it first: ip tuntap add dev ernicnosuch0 mode tap/,
+    ],
+    [
+      'a metrics port that is not a number',
+      ['--metrics-port', 'abc'],
+      {},
+      /--metrics-port abc: expected a TCP port from 0 to 65535/,
+    ],
     ['a metrics port out of range', ['--metrics-port', '65536'], {}, /--metrics-port 65536: expected a TCP port/],
-    ['a negotiation timeout that is not a number', ['--negotiation-timeout', '10s'], {}, /--negotiation-timeout 10s: expected milliseconds from 1 to 3600000/],
-    ['a config file that does not exist', ['--config', '/nonexistent/ernic.json'], {}, /--config \/nonexistent\/ernic\.json: cannot read/],
+    [
+      'a negotiation timeout that is not a number',
+      ['--negotiation-timeout', '10s'],
+      {},
+      /--negotiation-timeout 10s: expected milliseconds from 1 to 3600000/,
+    ],
+    [
+      'a config file that does not exist',
+      ['--config', '/nonexistent/ernic.json'],
+      {},
+      /--config \/nonexistent\/ernic\.json: cannot read/,
+    ],
     ['a bad log format', ['--log-format', 'xml'], {}, /xml/],
   ];
   for (const [what, args, env, msg] of bad) {
@@ -69,9 +135,19 @@ describe('rocm-ernic command line', () => {
   it('--help keeps every value whole: backend keys, the QEMU line and the examples are never split', () => {
     const r = run(['--help'], {});
     const lines = r.stdout.split('\n');
-    for (const v of ['nqn=nvmet-test', 'ip=192.168.200.1', 'maxpart=256M', 'listen=[HOST:]PORT', 'tcp:manager:listen:PORT', 'ERNIC_TCP_SEND_TIMEOUT_MS',
-      `'{"driver":"vfio-user-pci","socket":{"path":"/tmp/vfio-user-rocm-ernic.sock","type":"unix"}}'`]) {
-      expect(lines.some((l) => l.includes(v)), v).to.equal(true);
+    for (const v of [
+      'nqn=nvmet-test',
+      'ip=192.168.200.1',
+      'maxpart=256M',
+      'listen=[HOST:]PORT',
+      'tcp:manager:listen:PORT',
+      'ERNIC_TCP_SEND_TIMEOUT_MS',
+      `'{"driver":"vfio-user-pci","socket":{"path":"/tmp/vfio-user-rocm-ernic.sock","type":"unix"}}'`,
+    ]) {
+      expect(
+        lines.some((l) => l.includes(v)),
+        v,
+      ).to.equal(true);
     }
     // Nothing is laid out wider than the help width (yargs breaks words only when a line would be).
     expect(Math.max(...lines.map((l) => l.length))).to.be.at.most(110);
@@ -99,15 +175,28 @@ describe('rocm-ernic command line', () => {
     expect(c.stdout.trim().split('\n')).to.deep.equal(['text', 'json']);
   });
 
-  async function serveUntil(args: string[], env: Record<string, string>, until: (err: string) => boolean): Promise<{ err: string; code: number | null }> {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+  async function serveUntil(
+    args: string[],
+    env: Record<string, string>,
+    until: (err: string) => boolean,
+  ): Promise<{ err: string; code: number | null }> {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     let err = '';
     const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
     // The condition is checked as stderr grows and, for conditions on files, every 50 ms.
     await new Promise<void>((resolve, reject) => {
-      const done = (e?: Error): void => { clearTimeout(t); clearInterval(tick); e ? reject(e) : resolve(); };
+      const done = (e?: Error): void => {
+        clearTimeout(t);
+        clearInterval(tick);
+        e ? reject(e) : resolve();
+      };
       const t = setTimeout(() => done(new Error(`timed out; stderr: ${err}`)), 15000);
-      const tick = setInterval(() => { if (until(err)) done(); }, 50);
+      const tick = setInterval(() => {
+        if (until(err)) done();
+      }, 50);
       child.stderr.on('data', (d: Buffer) => {
         err += d.toString();
         if (until(err)) done();
@@ -122,8 +211,13 @@ describe('rocm-ernic command line', () => {
   it('--config FILE: options from a JSON file, the command line winning; unknown keys refused', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-cfg-'));
     const sock = tempSocketPath('cli-cfg');
-    fs.writeFileSync(path.join(dir, 'ok.json'), JSON.stringify({ socket: sock, 'nic-profile': 'dsc-25', inject: ['rx-lost=every:100'], 'log-level': 'warn' }));
-    const { err, code } = await serveUntil(['--config', path.join(dir, 'ok.json'), '-L', 'info'], {}, (e) => /serving/.test(e));
+    fs.writeFileSync(
+      path.join(dir, 'ok.json'),
+      JSON.stringify({ socket: sock, 'nic-profile': 'dsc-25', inject: ['rx-lost=every:100'], 'log-level': 'warn' }),
+    );
+    const { err, code } = await serveUntil(['--config', path.join(dir, 'ok.json'), '-L', 'info'], {}, (e) =>
+      /serving/.test(e),
+    );
     expect(code).to.equal(0);
     expect(err).to.include(`serving ${sock} (profile compat+dsc-25`);
     expect(err).to.include('inject rx-lost every 100th');
@@ -142,12 +236,17 @@ describe('rocm-ernic command line', () => {
     const sock = tempSocketPath('cli-json');
     const { err, code } = await serveUntil(['--socket', sock, '--log-format', 'json'], {}, (e) => /serving/.test(e));
     expect(code).to.equal(0);
-    const lines = err.trim().split('\n').map((l) => JSON.parse(l) as { level: string; message: string; time: string });
+    const lines = err
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: string; message: string; time: string });
     const serving = lines.find((l) => l.message.includes('serving'));
     expect(serving?.level).to.equal('info');
     expect(Number.isNaN(Date.parse(serving!.time))).to.equal(false);
     const quietSock = tempSocketPath('cli-quiet');
-    const quiet = await serveUntil(['--socket', quietSock, '-L', 'warn', '--metrics-port', '0'], {}, () => fs.existsSync(quietSock));
+    const quiet = await serveUntil(['--socket', quietSock, '-L', 'warn', '--metrics-port', '0'], {}, () =>
+      fs.existsSync(quietSock),
+    );
     expect(quiet.err).to.not.match(/serving|metrics at/);
   });
 
@@ -159,9 +258,13 @@ describe('rocm-ernic command line', () => {
     const fd = fs.openSync(file, 'w');
     const st = fs.fstatSync(fd);
     const sock = tempSocketPath('cli-journal');
-    const child = spawn(process.execPath, [BIN, '--socket', sock], { stdio: ['ignore', 'ignore', fd], env: { ...process.env, JOURNAL_STREAM: `${st.dev}:${st.ino}` } });
+    const child = spawn(process.execPath, [BIN, '--socket', sock], {
+      stdio: ['ignore', 'ignore', fd],
+      env: { ...process.env, JOURNAL_STREAM: `${st.dev}:${st.ino}` },
+    });
     fs.closeSync(fd);
-    for (let i = 0; i < 200 && !/serving/.test(fs.readFileSync(file, 'utf8')); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && !/serving/.test(fs.readFileSync(file, 'utf8')); i++)
+      await new Promise((r) => setTimeout(r, 50));
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     child.kill('SIGTERM');
     expect(await exited).to.equal(0);
@@ -175,14 +278,28 @@ describe('rocm-ernic command line', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-notify-'));
     const record = path.join(dir, 'calls');
     // A stand-in systemd-notify on PATH that records how it was called and whether the socket existed then.
-    fs.writeFileSync(path.join(dir, 'systemd-notify'), `#!/bin/sh\nfor s in "$ERNIC_TEST_SOCK"; do [ -S "$s" ] && echo socket-up >> "${record}"; done\necho "$@" >> "${record}"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(dir, 'systemd-notify'),
+      `#!/bin/sh\nfor s in "$ERNIC_TEST_SOCK"; do [ -S "$s" ] && echo socket-up >> "${record}"; done\necho "$@" >> "${record}"\n`,
+      { mode: 0o755 },
+    );
     const sock = tempSocketPath('cli-notify');
-    const env = { PATH: `${dir}:${process.env.PATH ?? ''}`, NOTIFY_SOCKET: '/run/systemd/notify', ERNIC_TEST_SOCK: sock };
-    const { code } = await serveUntil(['--socket', sock], env, () => fs.existsSync(record) && fs.readFileSync(record, 'utf8').includes('--ready'));
+    const env = {
+      PATH: `${dir}:${process.env.PATH ?? ''}`,
+      NOTIFY_SOCKET: '/run/systemd/notify',
+      ERNIC_TEST_SOCK: sock,
+    };
+    const { code } = await serveUntil(
+      ['--socket', sock],
+      env,
+      () => fs.existsSync(record) && fs.readFileSync(record, 'utf8').includes('--ready'),
+    );
     expect(code).to.equal(0);
     const calls = fs.readFileSync(record, 'utf8').trim().split('\n');
     expect(calls[0]).to.equal('socket-up');
-    expect(calls[1]).to.match(new RegExp(`^--ready --pid=\\d+ --status=serving ${sock.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} `));
+    expect(calls[1]).to.match(
+      new RegExp(`^--ready --pid=\\d+ --status=serving ${sock.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} `),
+    );
     // Without NOTIFY_SOCKET it is not called.
     fs.rmSync(record);
     await serveUntil(['--socket', tempSocketPath('cli-nonotify')], { PATH: env.PATH }, (e) => /serving/.test(e));
@@ -194,7 +311,9 @@ describe('rocm-ernic command line', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-lw-'));
     const stats = path.join(dir, 's.stats');
     const sock = tempSocketPath('cli-lw');
-    const { err, code } = await serveUntil(['--socket', sock, '--loop-watch', '-S', stats], {}, (e) => /serving/.test(e));
+    const { err, code } = await serveUntil(['--socket', sock, '--loop-watch', '-S', stats], {}, (e) =>
+      /serving/.test(e),
+    );
     expect(code).to.equal(0);
     expect(err).to.match(/SIGTERM, shutting down \(longest event-loop turn \d+\.\d ms\)/);
     expect(fs.readFileSync(stats, 'utf8')).to.match(/loop_turn_max_ms\s*:\s*\d/);
@@ -203,9 +322,13 @@ describe('rocm-ernic command line', () => {
 
   it('serves a client, then SIGTERM shuts down and removes the socket', async () => {
     const sock = tempSocketPath('cli-run');
-    const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     for (let i = 0; i < 100 && !fs.existsSync(sock); i++) await new Promise((r) => setTimeout(r, 50));
     expect(fs.existsSync(sock), err).to.equal(true);
     const c = await VfioUserClient.connect(sock);
@@ -222,13 +345,21 @@ describe('rocm-ernic command line', () => {
   it('--backend nvmeof:file=...: the namespace file is made before QEMU can connect; SIGTERM closes it and exits 0', async () => {
     const sock = tempSocketPath('cli-nvmeof');
     const img = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-ns-')), 'ns0.img');
-    const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', '--backend', `nvmeof:size=2M,bs=4096,file=${img},port=4421`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [BIN, '--socket', sock, '-L', 'info', '--backend', `nvmeof:size=2M,bs=4096,file=${img},port=4421`],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let err = '';
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     for (let i = 0; i < 100 && !fs.existsSync(sock); i++) await new Promise((r) => setTimeout(r, 50));
     expect(fs.existsSync(sock), err).to.equal(true);
     expect(fs.statSync(img).size).to.equal(2 * 1024 * 1024);
-    expect(err).to.match(/NVMe-oF target nvmet-test at 192\.168\.200\.1:4421, namespace 1: 2097152 bytes \(4096-byte blocks\)/);
+    expect(err).to.match(
+      /NVMe-oF target nvmet-test at 192\.168\.200\.1:4421, namespace 1: 2097152 bytes \(4096-byte blocks\)/,
+    );
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     child.kill('SIGTERM');
     expect(await exited).to.equal(0);

@@ -18,7 +18,14 @@ describe('fuzz targets: a short run of each', function () {
       const watch = new LoopWatch();
       const lines: string[] = [];
       try {
-        const summary = await target.run({ seed: 42, ms: 3000, log: nullLogger, progress: (l) => lines.push(l), longestTurnMs: () => watch.maxMs, turnLimitMs: 1000 });
+        const summary = await target.run({
+          seed: 42,
+          ms: 3000,
+          log: nullLogger,
+          progress: (l) => lines.push(l),
+          longestTurnMs: () => watch.maxMs,
+          turnLimitMs: 1000,
+        });
         expect(summary).to.match(/\d/); // counts of what it did
         console.log(`      ${name}: ${summary}; longest loop turn ${watch.maxMs.toFixed(1)} ms`);
       } finally {

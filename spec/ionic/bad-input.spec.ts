@@ -17,8 +17,10 @@ const PEER = Buffer.from([0x02, 0, 0, 0, 0, 0x42]);
 /** Far outside the 64 MiB of guest RAM at 4 GiB. */
 const UNMAPPED = 0x40_0000_0000;
 
-const toPeer = (len: number, tag: number): Buffer => udpFrame(PEER, DEVICE_MAC, '10.0.0.2', '10.0.0.1', 5000, 6000, len - 42, tag);
-const fromPeer = (len: number, tag: number): Buffer => udpFrame(DEVICE_MAC, PEER, '10.0.0.1', '10.0.0.2', 6000, 5000, len - 42, tag);
+const toPeer = (len: number, tag: number): Buffer =>
+  udpFrame(PEER, DEVICE_MAC, '10.0.0.2', '10.0.0.1', 5000, 6000, len - 42, tag);
+const fromPeer = (len: number, tag: number): Buffer =>
+  udpFrame(DEVICE_MAC, PEER, '10.0.0.1', '10.0.0.2', 6000, 5000, len - 42, tag);
 
 describe('ionic: bad input from the guest', () => {
   let rig: Rig;
@@ -127,7 +129,8 @@ describe('ionic: bad input from the guest', () => {
         desc(TxOp.TSO, 0, 54, 1448), // no SOT
         desc(TxOp.TSO, 0xc, 54, 8), // MSS below 64
         desc(TxOp.TSO, 0xc, 40, 1448), // hdr_len is not where the TCP header ends (the frame is UDP anyway)
-        desc(4, 0, 0, 0), desc(15, 0, 0, 0), // opcodes past TSO
+        desc(4, 0, 0, 0),
+        desc(15, 0, 0, 0), // opcodes past TSO
       ];
       for (const d of bad) await g.postTxRaw(0, d).done;
       expect(link.sent).to.have.length(0);
@@ -136,17 +139,23 @@ describe('ionic: bad input from the guest', () => {
       expect(g.lifStat('tx_ucast_drop_packets')).to.equal(bad.length);
     });
 
-    it('an SG count past the queue\'s limit (nsge 9 on a v0 queue, whose 128-byte stride holds 8): completed, dropped', async () => {
+    it("an SG count past the queue's limit (nsge 9 on a v0 queue, whose 128-byte stride holds 8): completed, dropped", async () => {
       // A second TX queue created as version 0 (the driver would use v1 with our q_identity).
       const ring = g.alloc(64 * 16);
       const cq = g.alloc(64 * 16);
       const sgRing = g.alloc(64 * 128);
-      expect((await g.qInit({ type: QT.TXQ, ver: 0, index: 1, intr: 1, flags: QF.SG, ringLog2: 6, ring, cq, sg: sgRing })).status).to.equal(0);
+      expect(
+        (await g.qInit({ type: QT.TXQ, ver: 0, index: 1, intr: 1, flags: QF.SG, ringLog2: 6, ring, cq, sg: sgRing }))
+          .status,
+      ).to.equal(0);
       expect(await g.qControl(QT.TXQ, 1, 1)).to.equal(0);
       const buf = g.txSlotBuffer(0, 5);
       toPeer(60, 1).copy(g.mem(buf, 60));
       const sg = g.mem(sgRing, 128);
-      for (let i = 0; i < 8; i++) { putU64(sg, i * 16, buf); sg.writeUInt16LE(1, i * 16 + 8); }
+      for (let i = 0; i < 8; i++) {
+        putU64(sg, i * 16, buf);
+        sg.writeUInt16LE(1, i * 16 + 8);
+      }
       g.mem(ring, 16).set(txDesc(TxOp.CSUM_NONE, 9, buf, 60));
       g.ringDoorbell(QT.TXQ, 1, 1);
       await g.sync();
@@ -162,7 +171,16 @@ describe('ionic: bad input from the guest', () => {
     it('an RX ring base outside guest memory: accepted by Q_INIT, the first frame stops the queue (rx_dma_error), later frames count as disabled', async () => {
       expect(await g.qControl(QT.RXQ, 0, 0)).to.equal(0);
       const cq = g.alloc(64 * 16);
-      const r = await g.qInit({ type: QT.RXQ, index: 1, intr: 2, flags: QF.IRQ | QF.SG, ringLog2: 6, ring: UNMAPPED, cq, sg: g.alloc(64 * 128) });
+      const r = await g.qInit({
+        type: QT.RXQ,
+        index: 1,
+        intr: 2,
+        flags: QF.IRQ | QF.SG,
+        ringLog2: 6,
+        ring: UNMAPPED,
+        cq,
+        sg: g.alloc(64 * 128),
+      });
       expect(r.status).to.equal(St.SUCCESS);
       g.ringDoorbell(QT.RXQ, 1, 10);
       expect(await g.qControl(QT.RXQ, 1, 1)).to.equal(0);
@@ -181,7 +199,9 @@ describe('ionic: bad input from the guest', () => {
       const d = g.mem(ring, 16);
       d.writeUInt16LE(2048, 6);
       putU64(d, 8, buf);
-      expect((await g.qInit({ type: QT.RXQ, index: 1, intr: 2, flags: QF.IRQ, ringLog2: 6, ring, cq: UNMAPPED })).status).to.equal(0);
+      expect(
+        (await g.qInit({ type: QT.RXQ, index: 1, intr: 2, flags: QF.IRQ, ringLog2: 6, ring, cq: UNMAPPED })).status,
+      ).to.equal(0);
       g.ringDoorbell(QT.RXQ, 1, 1);
       expect(await g.qControl(QT.RXQ, 1, 1)).to.equal(0);
       link.inject(fromPeer(80, 1));
@@ -192,7 +212,12 @@ describe('ionic: bad input from the guest', () => {
     it('Q_INIT refuses rings at or past 2^52, or running past it, with EINVAL: the device never wraps an address', async () => {
       const ring = g.alloc(64 * 16);
       const cq = g.alloc(64 * 16);
-      for (const [r, c] of [[2 ** 52 + ring, cq], [ring, 2 ** 52 + cq], [2 ** 52 - 16, cq], [ring, 2 ** 52 - 64]] as const) {
+      for (const [r, c] of [
+        [2 ** 52 + ring, cq],
+        [ring, 2 ** 52 + cq],
+        [2 ** 52 - 16, cq],
+        [ring, 2 ** 52 - 64],
+      ] as const) {
         const q = command(Op.Q_INIT);
         q[4] = QT.TXQ;
         q.writeUInt32LE(1, 8);
@@ -292,7 +317,8 @@ describe('ionic: bad input from the guest', () => {
       }
       for (const hwType of [4, 5, 100, 511]) g.ringDoorbell(hwType, 0, 1);
       // Other doorbell pages (another LIF's) and the far end of the BAR.
-      for (const page of [1, 2, 1023]) g.doorbellRaw(page * 4096 + 8 * QT.TXQ, Buffer.from([5, 0, 0, 0xff, 0xff, 0xff, 0, 0]));
+      for (const page of [1, 2, 1023])
+        g.doorbellRaw(page * 4096 + 8 * QT.TXQ, Buffer.from([5, 0, 0, 0xff, 0xff, 0xff, 0, 0]));
       await g.sync();
       expect(link.sent.length).to.equal(sent);
       expect(await g.irqCount(0)).to.equal(adminIrqs);
@@ -325,7 +351,10 @@ describe('ionic: bad input from the guest', () => {
         const width = rng.pick([1, 2, 4, 8]);
         const offset = rng.below(0x10000 / width) * width;
         g.client.postRegionWrite(Region.BAR0, offset, rng.bytes(width));
-        if (i % 256 === 255) { g.client.flush(); await g.sync(); }
+        if (i % 256 === 255) {
+          g.client.flush();
+          await g.sync();
+        }
       }
       g.client.flush();
       await g.sync();

@@ -6,13 +6,34 @@
 import { expect } from 'chai';
 import { IonicGuest, command, putU64 } from '../support/ionic/guest';
 import {
-  Bar0, Cfg, DevId, Feature, LifId, LifInfo, Op, PortCfg, PortId, PortInfo, QId, QT, Region, SIGNATURE_DEVI,
+  Bar0,
+  Cfg,
+  DevId,
+  Feature,
+  LifId,
+  LifInfo,
+  Op,
+  PortCfg,
+  PortId,
+  PortInfo,
+  QId,
+  QT,
+  Region,
+  SIGNATURE_DEVI,
 } from '../support/ionic/regs';
 import { DEVICE_MAC, Rig } from '../support/ionic/rig';
 
 /** What the compat profile offers, in driver terms (ionic Ethernet E4.6, docs/driver-contract.md). */
-const OFFERED = Feature.VLAN_TX_TAG | Feature.VLAN_RX_STRIP | Feature.RX_HASH | Feature.RX_CSUM | Feature.TX_SG | Feature.TX_CSUM
-  | Feature.TSO | Feature.TSO_IPV6 | Feature.TSO_ECN;
+const OFFERED =
+  Feature.VLAN_TX_TAG |
+  Feature.VLAN_RX_STRIP |
+  Feature.RX_HASH |
+  Feature.RX_CSUM |
+  Feature.TX_SG |
+  Feature.TX_CSUM |
+  Feature.TSO |
+  Feature.TSO_IPV6 |
+  Feature.TSO_ECN;
 
 /** Offsets of non-zero bytes of `b` outside the [start, end) ranges. */
 function strayBytes(b: Buffer, keep: ReadonlyArray<readonly [number, number]>): number[] {
@@ -45,7 +66,10 @@ describe('ionic: bring-up through the guest model', () => {
     });
 
     it('packs to bars[0] = BAR0 (64 KiB) and bars[1] = BAR2 (4 MiB doorbells), with nothing at BAR4 (no CMB)', async () => {
-      expect(g.bars).to.deep.equal([{ index: 0, size: 0x10000 }, { index: 2, size: 0x400000 }]);
+      expect(g.bars).to.deep.equal([
+        { index: 0, size: 0x10000 },
+        { index: 2, size: 0x400000 },
+      ]);
       expect((await g.client.getRegionInfo(Region.BAR4)).size).to.equal(0);
     });
 
@@ -75,7 +99,12 @@ describe('ionic: bring-up through the guest model', () => {
       const fw = d.subarray(Bar0.FW_VERSION, Bar0.FW_VERSION + 32);
       expect(fw.toString('latin1').replace(/\0+$/, '')).to.equal('1.0.0-ernic');
       expect(fw[31]).to.equal(0);
-      expect(d.subarray(Bar0.SERIAL, Bar0.SERIAL + 32).toString('latin1').replace(/\0+$/, '')).to.equal('ERNIC-00000000');
+      expect(
+        d
+          .subarray(Bar0.SERIAL, Bar0.SERIAL + 32)
+          .toString('latin1')
+          .replace(/\0+$/, ''),
+      ).to.equal('ERNIC-00000000');
     });
 
     it('reads interrupt status as zero and never all-ones anywhere in the register window', async () => {
@@ -102,7 +131,13 @@ describe('ionic: bring-up through the guest model', () => {
       expect(d.readUInt32LE(DevId.eq_count)).to.equal(0);
       expect(d.readBigUInt64LE(DevId.capabilities)).to.equal(0n);
       // The drv_identity strings the driver wrote at 8, 140 and 172 must not read back as device fields.
-      expect(strayBytes(d, [[0, 1], [4, 5], [8, 28]])).to.deep.equal([]);
+      expect(
+        strayBytes(d, [
+          [0, 1],
+          [4, 5],
+          [8, 28],
+        ]),
+      ).to.deep.equal([]);
     });
 
     it('LIF_IDENTIFY: comp.ver 1; ETH and RDMA capability, 32 filters, RSS table 128, frames 64..9018, queue counts 1/1/16/16', () => {
@@ -127,11 +162,25 @@ describe('ionic: bring-up through the guest model', () => {
       // The RDMA section (pinned field by field in rdma-bootstrap.spec.ts) ends at 486; the rest is reserved.
       expect(l.subarray(486, LifId.SIZE).every((b) => b === 0)).to.equal(true);
       // Only known fields are non-zero: eth header fields, config state/name/mtu/mac/features, the queue counts, the RDMA section.
-      expect(strayBytes(l, [[0, 1], [8, 9], [12, 30], [136, 176], [176, 192], [LifId.rdma, 486]])).to.deep.equal([]);
+      expect(
+        strayBytes(l, [
+          [0, 1],
+          [8, 9],
+          [12, 30],
+          [136, 176],
+          [176, 192],
+          [LifId.rdma, 486],
+        ]),
+      ).to.deep.equal([]);
     });
 
     it('Q_IDENTIFY: ADMINQ v0, NOTIFYQ v0, RXQ v0, TXQ v1 with sg_desc_sz 256; comp.ver echoes the version; the rest zero', () => {
-      const expected: Array<[number, number]> = [[QT.ADMINQ, 0], [QT.NOTIFYQ, 0], [QT.RXQ, 0], [QT.TXQ, 1]];
+      const expected: Array<[number, number]> = [
+        [QT.ADMINQ, 0],
+        [QT.NOTIFYQ, 0],
+        [QT.RXQ, 0],
+        [QT.TXQ, 1],
+      ];
       for (const [type, ver] of expected) {
         const q = g.qIdentity[type]!;
         expect(q, `q_identity ${type}`).to.not.equal(null);
@@ -185,8 +234,15 @@ describe('ionic: bring-up through the guest model', () => {
     it('LIF_GETATTR MAC returns the station MAC; LIF_SETATTR FEATURES answers what was asked of what is offered', () => {
       expect(g.mac.equals(DEVICE_MAC)).to.equal(true);
       // Asked: everything but RX_HASH (one queue pair); refused: VLAN_RX_FILTER and the tunnel TSOs.
-      const granted = Feature.VLAN_TX_TAG | Feature.VLAN_RX_STRIP | Feature.RX_CSUM | Feature.TX_SG | Feature.TX_CSUM
-        | Feature.TSO | Feature.TSO_IPV6 | Feature.TSO_ECN;
+      const granted =
+        Feature.VLAN_TX_TAG |
+        Feature.VLAN_RX_STRIP |
+        Feature.RX_CSUM |
+        Feature.TX_SG |
+        Feature.TX_CSUM |
+        Feature.TSO |
+        Feature.TSO_IPV6 |
+        Feature.TSO_ECN;
       expect(g.probeComps.get('lif_setattr_features')!.readBigUInt64LE(4)).to.equal(BigInt(granted));
       expect(g.features).to.equal(granted);
       expect(g.macFilterId).to.be.above(0);
@@ -196,12 +252,27 @@ describe('ionic: bring-up through the guest model', () => {
   describe('command flow', () => {
     it('probe issued the driver order, and the device executed exactly those commands', () => {
       const probeOrder = [
-        `dev:${Op.RESET}`, `dev:${Op.IDENTIFY}`, `dev:${Op.LIF_IDENTIFY}`, `dev:${Op.INIT}`, `dev:${Op.PORT_IDENTIFY}`,
-        `dev:${Op.PORT_INIT}`, `dev:${Op.PORT_SETATTR}`, `dev:${Op.LIF_IDENTIFY}`,
-        `dev:${Op.Q_IDENTIFY}`, `dev:${Op.Q_IDENTIFY}`, `dev:${Op.Q_IDENTIFY}`, `dev:${Op.Q_IDENTIFY}`,
-        `dev:${Op.LIF_INIT}`, `dev:${Op.Q_INIT}`,
-        `admin:${Op.Q_INIT}`, `admin:${Op.LIF_SETATTR}`, `admin:${Op.LIF_GETATTR}`, `admin:${Op.RX_FILTER_ADD}`,
-        `dev:${Op.PORT_IDENTIFY}`, `admin:${Op.LIF_SETATTR}`, `admin:${Op.RX_MODE_SET}`,
+        `dev:${Op.RESET}`,
+        `dev:${Op.IDENTIFY}`,
+        `dev:${Op.LIF_IDENTIFY}`,
+        `dev:${Op.INIT}`,
+        `dev:${Op.PORT_IDENTIFY}`,
+        `dev:${Op.PORT_INIT}`,
+        `dev:${Op.PORT_SETATTR}`,
+        `dev:${Op.LIF_IDENTIFY}`,
+        `dev:${Op.Q_IDENTIFY}`,
+        `dev:${Op.Q_IDENTIFY}`,
+        `dev:${Op.Q_IDENTIFY}`,
+        `dev:${Op.Q_IDENTIFY}`,
+        `dev:${Op.LIF_INIT}`,
+        `dev:${Op.Q_INIT}`,
+        `admin:${Op.Q_INIT}`,
+        `admin:${Op.LIF_SETATTR}`,
+        `admin:${Op.LIF_GETATTR}`,
+        `admin:${Op.RX_FILTER_ADD}`,
+        `dev:${Op.PORT_IDENTIFY}`,
+        `admin:${Op.LIF_SETATTR}`,
+        `admin:${Op.RX_MODE_SET}`,
       ];
       expect(g.trace.slice(0, probeOrder.length)).to.deep.equal(probeOrder);
       const counts = new Map<number, number>();
@@ -209,7 +280,9 @@ describe('ionic: bring-up through the guest model', () => {
         const op = Number(t.split(':')[1]);
         counts.set(op, (counts.get(op) ?? 0) + 1);
       }
-      expect(new Map([...rig.device.commandCounts].sort((a, b) => a[0] - b[0]))).to.deep.equal(new Map([...counts].sort((a, b) => a[0] - b[0])));
+      expect(new Map([...rig.device.commandCounts].sort((a, b) => a[0] - b[0]))).to.deep.equal(
+        new Map([...counts].sort((a, b) => a[0] - b[0])),
+      );
     });
 
     it('Q_INIT completions carry hw_type = logical type and hw_index = per-type index', async () => {

@@ -32,7 +32,10 @@ describe('ionic: device command refusals and doorbell rules', () => {
   it('knows the RDMA bootstrap commands 50-53 (RDMA is advertised; EOPCODE without it: rdma-bootstrap.spec)', async () => {
     for (const op of [Op.RDMA_RESET_LIF, Op.RDMA_CREATE_EQ, Op.RDMA_CREATE_CQ, Op.RDMA_CREATE_ADMINQ]) {
       // All-zero fields: RESET succeeds; the creates are refused for their fields, not as unknown opcodes.
-      for (const [path, st] of [['adminq', (await g.adminCmd(command(op))).status], ['devcmd', (await g.devCmd(command(op))).status]] as const) {
+      for (const [path, st] of [
+        ['adminq', (await g.adminCmd(command(op))).status],
+        ['devcmd', (await g.devCmd(command(op))).status],
+      ] as const) {
         if (op === Op.RDMA_RESET_LIF) expect(st, `${path} opcode ${op}`).to.equal(St.SUCCESS);
         else expect(st, `${path} opcode ${op}`).to.not.be.oneOf([St.SUCCESS, St.EOPCODE]);
       }
@@ -46,8 +49,14 @@ describe('ionic: device command refusals and doorbell rules', () => {
     }
   });
 
-  it('refuses Q_INIT with an index past the LIF\'s queue count with EQID (5)', async () => {
-    const cases: Array<[number, number]> = [[QT.TXQ, 16], [QT.RXQ, 16], [QT.TXQ, 0xffffffff], [QT.ADMINQ, 1], [QT.NOTIFYQ, 1]];
+  it("refuses Q_INIT with an index past the LIF's queue count with EQID (5)", async () => {
+    const cases: Array<[number, number]> = [
+      [QT.TXQ, 16],
+      [QT.RXQ, 16],
+      [QT.TXQ, 0xffffffff],
+      [QT.ADMINQ, 1],
+      [QT.NOTIFYQ, 1],
+    ];
     for (const [type, index] of cases) {
       const r = await g.qInit({ type, index, ringLog2: 6, ring, cq });
       expect(r.status, `type ${type} index ${index}`).to.equal(St.EQID);
@@ -69,7 +78,9 @@ describe('ionic: device command refusals and doorbell rules', () => {
       const r = await g.qInit({ type: QT.RXQ, index: 2, intr, flags: QF.IRQ | QF.SG, ringLog2: 6, ring, cq });
       expect(r.status, `intr_index ${intr}`).to.equal(St.EINVAL);
     }
-    expect((await g.qInit({ type: QT.RXQ, index: 2, intr: 31, flags: QF.IRQ | QF.SG, ringLog2: 6, ring, cq })).status).to.equal(St.SUCCESS);
+    expect(
+      (await g.qInit({ type: QT.RXQ, index: 2, intr: 31, flags: QF.IRQ | QF.SG, ringLog2: 6, ring, cq })).status,
+    ).to.equal(St.SUCCESS);
   });
 
   it('refuses a data queue without a completion ring (cq_ring_base 0) with EINVAL', async () => {

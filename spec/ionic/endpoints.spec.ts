@@ -9,7 +9,8 @@ import { DEVICE_MAC, Rig } from '../support/ionic/rig';
 import { FakeLink, udpFrame } from '../support/ionic/wire';
 
 const PEER = Buffer.from([0x02, 0, 0, 0, 0, 0x42]);
-const toPeer = (port: number, tag: number): Buffer => udpFrame(PEER, DEVICE_MAC, '10.0.0.2', '10.0.0.1', 5000, port, 100, tag);
+const toPeer = (port: number, tag: number): Buffer =>
+  udpFrame(PEER, DEVICE_MAC, '10.0.0.2', '10.0.0.1', 5000, port, 100, tag);
 const fromPeer = (tag: number): Buffer => udpFrame(DEVICE_MAC, PEER, '10.0.0.1', '10.0.0.2', 6000, 5000, 100, tag);
 
 describe('ionic: in-process endpoints on the Ethernet segment', () => {
@@ -24,8 +25,16 @@ describe('ionic: in-process endpoints on the Ethernet segment', () => {
     rig = await Rig.start({ link });
     // An endpoint that owns UDP port 7777 in both directions.
     const endpoint: FrameEndpoint = {
-      claimTx(frame) { if (frame.readUInt16BE(36) !== 7777) return false; claimedTx.push(Buffer.from(frame)); return true; },
-      claimRx(frame) { if (frame.readUInt16BE(34) !== 7777) return false; claimedRx.push(Buffer.from(frame)); return true; },
+      claimTx(frame) {
+        if (frame.readUInt16BE(36) !== 7777) return false;
+        claimedTx.push(Buffer.from(frame));
+        return true;
+      },
+      claimRx(frame) {
+        if (frame.readUInt16BE(34) !== 7777) return false;
+        claimedRx.push(Buffer.from(frame));
+        return true;
+      },
     };
     rig.device.addEndpoint(endpoint);
     g = await rig.probed(1, {});

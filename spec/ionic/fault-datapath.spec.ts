@@ -48,7 +48,9 @@ describe('ionic: fault injection on the data path', () => {
     const comps = [];
     for (let i = 1; i <= 6; i++) comps.push(await g.sendFrame(toPeer(i)));
     expect(comps.map((c) => c.status)).to.deep.equal([0, 0, 0, 0, 0, 0]);
-    expect(link.sent.map((f) => f.equals(toPeer(1)) ? 1 : f.equals(toPeer(3)) ? 3 : f.equals(toPeer(5)) ? 5 : -1)).to.deep.equal([1, 3, 5]);
+    expect(
+      link.sent.map((f) => (f.equals(toPeer(1)) ? 1 : f.equals(toPeer(3)) ? 3 : f.equals(toPeer(5)) ? 5 : -1)),
+    ).to.deep.equal([1, 3, 5]);
     expect(stat(faults, 'tx-drop')).to.deep.equal({ seen: 6, failed: 3 });
   });
 
@@ -87,7 +89,9 @@ describe('ionic: fault injection on the data path', () => {
     let tapLink: TapLink | null = null;
 
     function tapRxPackets(): number {
-      const j = JSON.parse(run('ip', ['-s', '-j', 'link', 'show', 'dev', tap])) as Array<{ stats64: { rx: { packets: number } } }>;
+      const j = JSON.parse(run('ip', ['-s', '-j', 'link', 'show', 'dev', tap])) as Array<{
+        stats64: { rx: { packets: number } };
+      }>;
       return j[0]!.stats64.rx.packets;
     }
 

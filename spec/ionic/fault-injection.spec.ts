@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import {
-  FAULT_EVENTS, FaultInjector, INJECT_HELP, InjectSpecError, MAX_AT_ENTRIES, isFaultEvent,
+  FAULT_EVENTS,
+  FaultInjector,
+  INJECT_HELP,
+  InjectSpecError,
+  MAX_AT_ENTRIES,
+  isFaultEvent,
 } from '../../lib/ionic/fault-injection';
 import type { FaultEvent } from '../../lib/ionic/fault-injection';
 
@@ -47,8 +52,13 @@ describe('ionic/fault-injection', () => {
 
     it('isFaultEvent accepts exactly those names', () => {
       expect(FAULT_EVENTS.map(isFaultEvent)).to.deep.equal([true, true, true, true]);
-      expect(['rx-lots', 'RX-LOST', '', 'rx-lost ', 'stats'].map(isFaultEvent))
-        .to.deep.equal([false, false, false, false, false]);
+      expect(['rx-lots', 'RX-LOST', '', 'rx-lost ', 'stats'].map(isFaultEvent)).to.deep.equal([
+        false,
+        false,
+        false,
+        false,
+        false,
+      ]);
     });
   });
 
@@ -59,14 +69,12 @@ describe('ionic/fault-injection', () => {
 
     it('every:1 fails every event', () => {
       expect(failingFor(['tx-drop=every:1'], 'tx-drop', 30)).to.deep.equal([
-        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-        21, 22, 23, 24, 25, 26, 27, 28, 29, 30,
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30,
       ]);
     });
 
     it('every:3 over 31 events', () => {
-      expect(failingFor(['rx-nobuf=every:3'], 'rx-nobuf', 31))
-        .to.deep.equal([3, 6, 9, 12, 15, 18, 21, 24, 27, 30]);
+      expect(failingFor(['rx-nobuf=every:3'], 'rx-nobuf', 31)).to.deep.equal([3, 6, 9, 12, 15, 18, 21, 24, 27, 30]);
     });
 
     it('every:2^53-1 is accepted and fails nothing in the first 30', () => {
@@ -95,8 +103,7 @@ describe('ionic/fault-injection', () => {
     });
 
     it('run:28- fails every event from 28 on', () => {
-      expect(failingFor(['rx-lost=run:28-'], 'rx-lost', 35))
-        .to.deep.equal([28, 29, 30, 31, 32, 33, 34, 35]);
+      expect(failingFor(['rx-lost=run:28-'], 'rx-lost', 35)).to.deep.equal([28, 29, 30, 31, 32, 33, 34, 35]);
     });
 
     it('run:1- fails everything', () => {
@@ -110,8 +117,9 @@ describe('ionic/fault-injection', () => {
 
   describe('burst:K/M', () => {
     it('burst:2/5 over 30 events', () => {
-      expect(failingFor(['rx-lost=burst:2/5'], 'rx-lost', 30))
-        .to.deep.equal([1, 2, 6, 7, 11, 12, 16, 17, 21, 22, 26, 27]);
+      expect(failingFor(['rx-lost=burst:2/5'], 'rx-lost', 30)).to.deep.equal([
+        1, 2, 6, 7, 11, 12, 16, 17, 21, 22, 26, 27,
+      ]);
     });
 
     it('burst:1/10 over 35 events', () => {
@@ -119,8 +127,9 @@ describe('ionic/fault-injection', () => {
     });
 
     it('burst:3/7 over 32 events (last window partial)', () => {
-      expect(failingFor(['tx-drop=burst:3/7'], 'tx-drop', 32))
-        .to.deep.equal([1, 2, 3, 8, 9, 10, 15, 16, 17, 22, 23, 24, 29, 30, 31]);
+      expect(failingFor(['tx-drop=burst:3/7'], 'tx-drop', 32)).to.deep.equal([
+        1, 2, 3, 8, 9, 10, 15, 16, 17, 22, 23, 24, 29, 30, 31,
+      ]);
     });
 
     it('burst:4/4 fails everything', () => {
@@ -134,8 +143,7 @@ describe('ionic/fault-injection', () => {
 
   describe('at:N1/N2/...', () => {
     it('at:1/4/9/16/25/31 over 40 events', () => {
-      expect(failingFor(['rx-nobuf=at:1/4/9/16/25/31'], 'rx-nobuf', 40))
-        .to.deep.equal([1, 4, 9, 16, 25, 31]);
+      expect(failingFor(['rx-nobuf=at:1/4/9/16/25/31'], 'rx-nobuf', 40)).to.deep.equal([1, 4, 9, 16, 25, 31]);
     });
 
     it('at:2 fails only event 2', () => {
@@ -158,8 +166,7 @@ describe('ionic/fault-injection', () => {
 
   describe('several patterns for one event', () => {
     it('every:10 + run:4-6 given as two elements', () => {
-      expect(failingFor(['rx-lost=every:10', 'rx-lost=run:4-6'], 'rx-lost', 32))
-        .to.deep.equal([4, 5, 6, 10, 20, 30]);
+      expect(failingFor(['rx-lost=every:10', 'rx-lost=run:4-6'], 'rx-lost', 32)).to.deep.equal([4, 5, 6, 10, 20, 30]);
     });
 
     it('every:5 + overlapping at:5/7/10/11 in one comma list (at cursor keeps step)', () => {
@@ -169,8 +176,9 @@ describe('ionic/fault-injection', () => {
     });
 
     it('burst:2/10 + run:15-16', () => {
-      expect(failingFor(['tx-drop=burst:2/10', 'tx-drop=run:15-16'], 'tx-drop', 30))
-        .to.deep.equal([1, 2, 11, 12, 15, 16, 21, 22]);
+      expect(failingFor(['tx-drop=burst:2/10', 'tx-drop=run:15-16'], 'tx-drop', 30)).to.deep.equal([
+        1, 2, 11, 12, 15, 16, 21, 22,
+      ]);
     });
 
     it('a comma list equals the same specs given as repeated --inject', () => {
@@ -197,9 +205,23 @@ describe('ionic/fault-injection', () => {
         }
       }
       expect(fails).to.deep.equal([
-        'tx-drop#1', 'rx-lost#2', 'tx-drop#3', 'rx-lost#4', 'rx-lost#6', 'rx-lost#8', 'rx-lost#10',
-        'rx-lost#12', 'rx-lost#14', 'rx-lost#16', 'rx-lost#18', 'rx-lost#20', 'rx-lost#22',
-        'rx-lost#24', 'rx-lost#26', 'rx-lost#28', 'rx-lost#30',
+        'tx-drop#1',
+        'rx-lost#2',
+        'tx-drop#3',
+        'rx-lost#4',
+        'rx-lost#6',
+        'rx-lost#8',
+        'rx-lost#10',
+        'rx-lost#12',
+        'rx-lost#14',
+        'rx-lost#16',
+        'rx-lost#18',
+        'rx-lost#20',
+        'rx-lost#22',
+        'rx-lost#24',
+        'rx-lost#26',
+        'rx-lost#28',
+        'rx-lost#30',
       ]);
     });
 
@@ -323,11 +345,23 @@ describe('ionic/fault-injection', () => {
     });
 
     it('ordinals', () => {
-      expect(['1', '2', '3', '4', '11', '12', '13', '21', '22', '23', '101', '102', '112']
-        .map((n) => d(`rx-lost=every:${n}`))).to.deep.equal([
-        'rx-lost every event', 'rx-lost every 2nd', 'rx-lost every 3rd', 'rx-lost every 4th',
-        'rx-lost every 11th', 'rx-lost every 12th', 'rx-lost every 13th', 'rx-lost every 21st',
-        'rx-lost every 22nd', 'rx-lost every 23rd', 'rx-lost every 101st', 'rx-lost every 102nd',
+      expect(
+        ['1', '2', '3', '4', '11', '12', '13', '21', '22', '23', '101', '102', '112'].map((n) =>
+          d(`rx-lost=every:${n}`),
+        ),
+      ).to.deep.equal([
+        'rx-lost every event',
+        'rx-lost every 2nd',
+        'rx-lost every 3rd',
+        'rx-lost every 4th',
+        'rx-lost every 11th',
+        'rx-lost every 12th',
+        'rx-lost every 13th',
+        'rx-lost every 21st',
+        'rx-lost every 22nd',
+        'rx-lost every 23rd',
+        'rx-lost every 101st',
+        'rx-lost every 102nd',
         'rx-lost every 112th',
       ]);
     });
@@ -345,18 +379,19 @@ describe('ionic/fault-injection', () => {
       expect(d('stats-vals-error=at:3')).to.equal('stats-vals-error event 3');
       expect(d('rx-lost=at:1/2/30')).to.equal('rx-lost events 1, 2, 30');
       expect(d('rx-lost=at:1/2/3/4/5/6/7/8')).to.equal('rx-lost events 1, 2, 3, 4, 5, 6, 7, 8');
-      expect(d('rx-lost=at:1/2/3/4/5/6/7/8/9/10'))
-        .to.equal('rx-lost events 1, 2, 3, 4, 5, 6, 7, 8, ... (10 listed)');
+      expect(d('rx-lost=at:1/2/3/4/5/6/7/8/9/10')).to.equal('rx-lost events 1, 2, 3, 4, 5, 6, 7, 8, ... (10 listed)');
     });
 
     it('several patterns for one event are joined with "or"', () => {
-      expect(d('rx-nobuf=every:5,rx-nobuf=at:7/9', 'tx-drop=burst:1/3'))
-        .to.equal('rx-nobuf every 5th or events 7, 9; tx-drop first 1 of every 3');
+      expect(d('rx-nobuf=every:5,rx-nobuf=at:7/9', 'tx-drop=burst:1/3')).to.equal(
+        'rx-nobuf every 5th or events 7, 9; tx-drop first 1 of every 3',
+      );
     });
 
     it('all four events', () => {
       expect(d('stats-vals-error=every:2,tx-drop=every:3,rx-nobuf=every:4,rx-lost=every:5')).to.equal(
-        'rx-lost every 5th; rx-nobuf every 4th; tx-drop every 3rd; stats-vals-error every 2nd');
+        'rx-lost every 5th; rx-nobuf every 4th; tx-drop every 3rd; stats-vals-error every 2nd',
+      );
     });
   });
 
@@ -371,13 +406,12 @@ describe('ionic/fault-injection', () => {
     });
 
     it('unknown event', () => {
-      expect(errorMessage('rx-lots=every:3'))
-        .to.equal(`--inject 'rx-lots=every:3': unknown event 'rx-lots' ${EVENTS}`);
-      expect(errorMessage('RX-LOST=every:3'))
-        .to.equal(`--inject 'RX-LOST=every:3': unknown event 'RX-LOST' ${EVENTS}`);
+      expect(errorMessage('rx-lots=every:3')).to.equal(`--inject 'rx-lots=every:3': unknown event 'rx-lots' ${EVENTS}`);
+      expect(errorMessage('RX-LOST=every:3')).to.equal(`--inject 'RX-LOST=every:3': unknown event 'RX-LOST' ${EVENTS}`);
       expect(errorMessage('=every:3')).to.equal(`--inject '=every:3': unknown event '' ${EVENTS}`);
-      expect(errorMessage('rx-lost =every:3'))
-        .to.equal(`--inject 'rx-lost =every:3': unknown event 'rx-lost ' ${EVENTS}`);
+      expect(errorMessage('rx-lost =every:3')).to.equal(
+        `--inject 'rx-lost =every:3': unknown event 'rx-lost ' ${EVENTS}`,
+      );
     });
 
     it("missing '='", () => {
@@ -386,11 +420,13 @@ describe('ionic/fault-injection', () => {
     });
 
     it('unknown pattern', () => {
-      expect(errorMessage('rx-lost=sometimes:3'))
-        .to.equal(`--inject 'rx-lost=sometimes:3': unknown pattern 'sometimes:3' ${PATTERNS}`);
+      expect(errorMessage('rx-lost=sometimes:3')).to.equal(
+        `--inject 'rx-lost=sometimes:3': unknown pattern 'sometimes:3' ${PATTERNS}`,
+      );
       expect(errorMessage('rx-lost=')).to.equal(`--inject 'rx-lost=': unknown pattern '' ${PATTERNS}`);
-      expect(errorMessage('rx-lost=EVERY:3'))
-        .to.equal(`--inject 'rx-lost=EVERY:3': unknown pattern 'EVERY:3' ${PATTERNS}`);
+      expect(errorMessage('rx-lost=EVERY:3')).to.equal(
+        `--inject 'rx-lost=EVERY:3': unknown pattern 'EVERY:3' ${PATTERNS}`,
+      );
       expect(errorMessage('rx-lost=3')).to.equal(`--inject 'rx-lost=3': unknown pattern '3' ${PATTERNS}`);
     });
 
@@ -409,21 +445,23 @@ describe('ionic/fault-injection', () => {
       expect(errorMessage('rx-lost=run:0-')).to.equal("--inject 'rx-lost=run:0-': N must be at least 1");
       expect(errorMessage('rx-lost=burst:0/3')).to.equal("--inject 'rx-lost=burst:0/3': K must be at least 1");
       expect(errorMessage('rx-lost=burst:1/0')).to.equal("--inject 'rx-lost=burst:1/0': M must be at least 1");
-      expect(errorMessage('rx-lost=at:0/4'))
-        .to.equal("--inject 'rx-lost=at:0/4': event number must be at least 1");
+      expect(errorMessage('rx-lost=at:0/4')).to.equal("--inject 'rx-lost=at:0/4': event number must be at least 1");
     });
 
     it('negative numbers', () => {
-      expect(errorMessage('rx-lost=every:-1'))
-        .to.equal("--inject 'rx-lost=every:-1': N must be a decimal integer, got '-1'");
-      expect(errorMessage('rx-lost=run:-5'))
-        .to.equal("--inject 'rx-lost=run:-5': N must be a decimal integer, got ''");
-      expect(errorMessage('rx-lost=run:3--5'))
-        .to.equal("--inject 'rx-lost=run:3--5': M must be a decimal integer, got '-5'");
-      expect(errorMessage('rx-lost=burst:2/-1'))
-        .to.equal("--inject 'rx-lost=burst:2/-1': M must be a decimal integer, got '-1'");
-      expect(errorMessage('rx-lost=at:-2/3'))
-        .to.equal("--inject 'rx-lost=at:-2/3': event number must be a decimal integer, got '-2'");
+      expect(errorMessage('rx-lost=every:-1')).to.equal(
+        "--inject 'rx-lost=every:-1': N must be a decimal integer, got '-1'",
+      );
+      expect(errorMessage('rx-lost=run:-5')).to.equal("--inject 'rx-lost=run:-5': N must be a decimal integer, got ''");
+      expect(errorMessage('rx-lost=run:3--5')).to.equal(
+        "--inject 'rx-lost=run:3--5': M must be a decimal integer, got '-5'",
+      );
+      expect(errorMessage('rx-lost=burst:2/-1')).to.equal(
+        "--inject 'rx-lost=burst:2/-1': M must be a decimal integer, got '-1'",
+      );
+      expect(errorMessage('rx-lost=at:-2/3')).to.equal(
+        "--inject 'rx-lost=at:-2/3': event number must be a decimal integer, got '-2'",
+      );
     });
 
     it('non-integers and non-decimal forms', () => {
@@ -462,8 +500,7 @@ describe('ionic/fault-injection', () => {
         expect(errorMessage(spec)).to.equal(`--inject '${spec}': ${problem}`);
       }
       // The largest allowed values parse.
-      expect(FaultInjector.parse([`rx-lost=run:${max}-${max}`, `tx-drop=burst:${max}/${max}`]).active)
-        .to.equal(true);
+      expect(FaultInjector.parse([`rx-lost=run:${max}-${max}`, `tx-drop=burst:${max}/${max}`]).active).to.equal(true);
     });
 
     it('run with M < N', () => {
@@ -477,12 +514,15 @@ describe('ionic/fault-injection', () => {
     });
 
     it('at not strictly increasing', () => {
-      expect(errorMessage('rx-lost=at:3/2'))
-        .to.equal("--inject 'rx-lost=at:3/2': event numbers must be strictly increasing (2 after 3)");
-      expect(errorMessage('rx-lost=at:1/5/5'))
-        .to.equal("--inject 'rx-lost=at:1/5/5': event numbers must be strictly increasing (5 after 5)");
-      expect(errorMessage('rx-lost=at:1/10/20/15'))
-        .to.equal("--inject 'rx-lost=at:1/10/20/15': event numbers must be strictly increasing (15 after 20)");
+      expect(errorMessage('rx-lost=at:3/2')).to.equal(
+        "--inject 'rx-lost=at:3/2': event numbers must be strictly increasing (2 after 3)",
+      );
+      expect(errorMessage('rx-lost=at:1/5/5')).to.equal(
+        "--inject 'rx-lost=at:1/5/5': event numbers must be strictly increasing (5 after 5)",
+      );
+      expect(errorMessage('rx-lost=at:1/10/20/15')).to.equal(
+        "--inject 'rx-lost=at:1/10/20/15': event numbers must be strictly increasing (15 after 20)",
+      );
     });
 
     it('too many at entries', () => {
@@ -496,16 +536,17 @@ describe('ionic/fault-injection', () => {
       expect(errorMessage('   ')).to.equal("--inject '   ': empty spec");
       expect(errorMessage('rx-lost=every:3,')).to.equal("--inject 'rx-lost=every:3,': empty spec");
       expect(errorMessage(',rx-lost=every:3')).to.equal("--inject ',rx-lost=every:3': empty spec");
-      expect(errorMessage('rx-lost=every:3,,tx-drop=at:1'))
-        .to.equal("--inject 'rx-lost=every:3,,tx-drop=at:1': empty spec");
+      expect(errorMessage('rx-lost=every:3,,tx-drop=at:1')).to.equal(
+        "--inject 'rx-lost=every:3,,tx-drop=at:1': empty spec",
+      );
     });
 
     it('a bad piece of a comma list is named alone; a later bad element is still found', () => {
-      expect(errorMessage('rx-lost=every:3,tx-drop=every:0'))
-        .to.equal("--inject 'tx-drop=every:0': N must be at least 1");
+      expect(errorMessage('rx-lost=every:3,tx-drop=every:0')).to.equal(
+        "--inject 'tx-drop=every:0': N must be at least 1",
+      );
       const err = parseError(['rx-lost=every:3', 'rx-nobuf=at:2/1']);
-      expect(err.message)
-        .to.equal("--inject 'rx-nobuf=at:2/1': event numbers must be strictly increasing (1 after 2)");
+      expect(err.message).to.equal("--inject 'rx-nobuf=at:2/1': event numbers must be strictly increasing (1 after 2)");
     });
 
     it('no error message spans more than one line', () => {
@@ -519,8 +560,19 @@ describe('ionic/fault-injection', () => {
       const lines = INJECT_HELP.split('\n');
       expect(lines.length).to.equal(15);
       for (const needle of [
-        'EVENT=PATTERN', 'every:N', 'run:N-M', 'run:N-', 'burst:K/M', 'at:N1/N2/...', 'at most 1000',
-        'rx-lost', 'rx-nobuf', 'tx-drop', 'stats-vals-error', '2^53-1', 'commas',
+        'EVENT=PATTERN',
+        'every:N',
+        'run:N-M',
+        'run:N-',
+        'burst:K/M',
+        'at:N1/N2/...',
+        'at most 1000',
+        'rx-lost',
+        'rx-nobuf',
+        'tx-drop',
+        'stats-vals-error',
+        '2^53-1',
+        'commas',
       ]) {
         expect(INJECT_HELP.includes(needle), needle).to.equal(true);
       }

@@ -17,7 +17,16 @@ const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_AT
 /** A logger that keeps its error lines. */
 function errorLog(): Logger & { errors: string[] } {
   const errors: string[] = [];
-  return { errors, error: (m: string) => { errors.push(m); }, warn() {}, info() {}, debug() {}, debugEnabled: false };
+  return {
+    errors,
+    error: (m: string) => {
+      errors.push(m);
+    },
+    warn() {},
+    info() {},
+    debug() {},
+    debugEnabled: false,
+  };
 }
 
 describe('the last-resort guard: a bug costs its unit of work, never the process', function () {
@@ -56,7 +65,9 @@ describe('the last-resort guard: a bug costs its unit of work, never the process
     v.postSend(a, { op: WOp.SEND, id: 2, sges: [mr.sge(100, 16)] });
     await v.settle();
     expect(guardStats.contained).to.equal(before + 1);
-    expect(log.errors.some((l) => /internal error in RDMA data path \(QP 1[23]\).*planted bug in memory/s.test(l))).to.equal(true);
+    expect(
+      log.errors.some((l) => /internal error in RDMA data path \(QP 1[23]\).*planted bug in memory/s.test(l)),
+    ).to.equal(true);
     // The QP whose visit threw is in ERR; the device itself is fine.
     expect([v.qpState(a), v.qpState(b)]).to.include(QpS.ERR);
     v.drain(cq);
@@ -66,18 +77,26 @@ describe('the last-resort guard: a bug costs its unit of work, never the process
     v.postSend(c, { op: WOp.SEND, id: 4, sges: [mr.sge(200, 13)] });
     await v.settle();
     const done = v.drain(cq);
-    expect(done.map((e) => [e.qid, e.error])).to.deep.include.members([[c.id, false], [d.id, false]]);
+    expect(done.map((e) => [e.qid, e.error])).to.deep.include.members([
+      [c.id, false],
+      [d.id, false],
+    ]);
     expect(mr.read(400, 13).toString()).to.equal('after the bug');
   });
 
-  it('a throw in a vfio-user handler (the device\'s DMA_MAP hook): that command fails with EIO, the session goes on', async () => {
+  it("a throw in a vfio-user handler (the device's DMA_MAP hook): that command fails with EIO, the session goes on", async () => {
     const before = guardStats.contained;
     sinon.stub(v.rig.device.pci, 'dmaMapped').throws(new Error('planted bug in dmaMapped'));
-    const err = await v.g.client.dmaMap(0x7000_0000, 0x1000, -1).then(() => null, (e: unknown) => e);
+    const err = await v.g.client.dmaMap(0x7000_0000, 0x1000, -1).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err, 'DMA_MAP must fail').to.be.an('error');
     expect((err as { errno?: number }).errno).to.equal(Errno.EIO);
     expect(guardStats.contained).to.equal(before + 1);
-    expect(log.errors.some((l) => /internal error in vfio-user DMA_MAP handler.*planted bug in dmaMapped/s.test(l))).to.equal(true);
+    expect(
+      log.errors.some((l) => /internal error in vfio-user DMA_MAP handler.*planted bug in dmaMapped/s.test(l)),
+    ).to.equal(true);
     sinon.restore();
     // Still attached, still answering: config space reads the ionic vendor id.
     const id = await v.g.client.regionRead(7, 0, 2);

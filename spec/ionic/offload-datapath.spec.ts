@@ -10,14 +10,37 @@ import { IonicGuest, command, putU64, txCmd } from '../support/ionic/guest';
 import { Attr, DRIVER_FEATURES, Feature, Op, TxOp } from '../support/ionic/regs';
 import { DEVICE_MAC, Rig, testProfile } from '../support/ionic/rig';
 import { FakeLink } from '../support/ionic/wire';
-import { ipv4ChecksumOk, pattern, pseudo, rfc1071Sum, TCP_ACK, TCP_FIN, TCP_PSH, tcpChecksumOk, tcpFrame } from '../support/ionic/tcp-frames';
+import {
+  ipv4ChecksumOk,
+  pattern,
+  pseudo,
+  rfc1071Sum,
+  TCP_ACK,
+  TCP_FIN,
+  TCP_PSH,
+  tcpChecksumOk,
+  tcpFrame,
+} from '../support/ionic/tcp-frames';
 import { FrameOffload, VirtioGso } from '../../lib/net/vnet';
 import { COMPAT_PROFILE } from '../../lib/ionic/profile';
 
-const SOT = 0x4, EOT = 0x8, VLAN = 0x1, L3 = 0x4, L4 = 0x8;
+const SOT = 0x4,
+  EOT = 0x8,
+  VLAN = 0x1,
+  L3 = 0x4,
+  L4 = 0x8;
 
 /** A TX descriptor: opcode, flags, address, first length, SG elements, and the csum/TSO fields. */
-function desc(op: number, flags: number, addr: number, len: number, sg: { addr: number; len: number }[], start = 0, offset = 0, vlan = 0): { desc: Buffer; sg: Buffer } {
+function desc(
+  op: number,
+  flags: number,
+  addr: number,
+  len: number,
+  sg: { addr: number; len: number }[],
+  start = 0,
+  offset = 0,
+  vlan = 0,
+): { desc: Buffer; sg: Buffer } {
   const d = Buffer.alloc(16);
   d.writeBigUInt64LE(txCmd(op, flags, sg.length, addr), 0);
   d.writeUInt16LE(len, 8);
@@ -25,7 +48,10 @@ function desc(op: number, flags: number, addr: number, len: number, sg: { addr: 
   d.writeUInt16LE(start, 12);
   d.writeUInt16LE(offset, 14);
   const list = Buffer.alloc(256);
-  sg.forEach((e, i) => { putU64(list, i * 16, e.addr); list.writeUInt16LE(e.len, i * 16 + 8); });
+  sg.forEach((e, i) => {
+    putU64(list, i * 16, e.addr);
+    list.writeUInt16LE(e.len, i * 16 + 8);
+  });
   return { desc: d, sg: list };
 }
 
@@ -40,10 +66,24 @@ function tsoRun(g: IonicGuest, frame: Buffer, hdrLen: number, mss: number): { de
     const take = Math.min(frame.length - off, i === 0 ? hdrLen + mss : mss);
     const cuts = [Math.ceil(take / 3), Math.ceil(take / 3)];
     const lens = [cuts[0]!, cuts[1]!, take - cuts[0]! - cuts[1]!].filter((n) => n > 0);
-    const addrs = lens.map((n, k) => { const a = g.alloc(n + 64) + 8 * k + 2; frame.copy(g.mem(a, n), 0, off + lens.slice(0, k).reduce((x, y) => x + y, 0)); return a; });
+    const addrs = lens.map((n, k) => {
+      const a = g.alloc(n + 64) + 8 * k + 2;
+      frame.copy(g.mem(a, n), 0, off + lens.slice(0, k).reduce((x, y) => x + y, 0));
+      return a;
+    });
     off += take;
     const flags = (i === 0 ? SOT : 0) | (off >= frame.length ? EOT : 0);
-    run.push(desc(TxOp.TSO, flags, addrs[0]!, lens[0]!, lens.slice(1).map((len, k) => ({ addr: addrs[k + 1]!, len })), hdrLen, mss));
+    run.push(
+      desc(
+        TxOp.TSO,
+        flags,
+        addrs[0]!,
+        lens[0]!,
+        lens.slice(1).map((len, k) => ({ addr: addrs[k + 1]!, len })),
+        hdrLen,
+        mss,
+      ),
+    );
   }
   return run;
 }
@@ -77,13 +117,25 @@ for (const offloadLink of [false, true]) {
       frame.writeUInt16BE(rfc1071Sum(pseudo(frame, l3, frame.length - l4)), l4 + 16); // the stack's seed
       const seed = frame.readUInt16BE(l4 + 16);
       const a = place(g, frame);
-      expect((await g.postTxRaw(0, desc(TxOp.CSUM_PARTIAL, 0, a, 100, [{ addr: a + 100, len: frame.length - 100 }], l4, 16).desc,
-        desc(TxOp.CSUM_PARTIAL, 0, a, 100, [{ addr: a + 100, len: frame.length - 100 }]).sg).done).status).to.equal(0);
+      expect(
+        (
+          await g.postTxRaw(
+            0,
+            desc(TxOp.CSUM_PARTIAL, 0, a, 100, [{ addr: a + 100, len: frame.length - 100 }], l4, 16).desc,
+            desc(TxOp.CSUM_PARTIAL, 0, a, 100, [{ addr: a + 100, len: frame.length - 100 }]).sg,
+          ).done
+        ).status,
+      ).to.equal(0);
       expect(link.sent).to.have.length(1);
       const sent = link.sent[0]!;
       if (offloadLink) {
         const o = link.sentOffloads[0]!;
-        expect({ needs: o.needsCsum, start: o.csumStart, off: o.csumOffset, gso: o.gsoType }).to.deep.equal({ needs: true, start: l4, off: 16, gso: VirtioGso.NONE });
+        expect({ needs: o.needsCsum, start: o.csumStart, off: o.csumOffset, gso: o.gsoType }).to.deep.equal({
+          needs: true,
+          start: l4,
+          off: 16,
+          gso: VirtioGso.NONE,
+        });
         expect(sent.readUInt16BE(l4 + 16)).to.equal(seed);
       } else {
         expect(tcpChecksumOk(sent, l3, l4)).to.equal(true);
@@ -113,8 +165,19 @@ for (const offloadLink of [false, true]) {
         if (offloadLink) {
           expect(link.sent).to.have.length(1);
           const o = link.sentOffloads[0]!;
-          expect({ gso: o.gsoType, size: o.gsoSize, hdr: o.hdrLen, start: o.csumStart, needs: o.needsCsum })
-            .to.deep.equal({ gso: v6 ? VirtioGso.TCPV6 : VirtioGso.TCPV4, size: mss, hdr: hdrLen, start: l4, needs: true });
+          expect({
+            gso: o.gsoType,
+            size: o.gsoSize,
+            hdr: o.hdrLen,
+            start: o.csumStart,
+            needs: o.needsCsum,
+          }).to.deep.equal({
+            gso: v6 ? VirtioGso.TCPV6 : VirtioGso.TCPV4,
+            size: mss,
+            hdr: hdrLen,
+            start: l4,
+            needs: true,
+          });
           expect(link.sent[0]!.subarray(hdrLen).equals(payload)).to.equal(true);
         } else {
           expect(link.sent).to.have.length(5);
@@ -122,7 +185,13 @@ for (const offloadLink of [false, true]) {
             expect(tcpChecksumOk(s, l3, l4)).to.equal(true);
             if (!v6) expect(ipv4ChecksumOk(s, l3)).to.equal(true);
           }
-          expect(link.sent.map((s) => s[l4 + 13])).to.deep.equal([TCP_ACK, TCP_ACK, TCP_ACK, TCP_ACK, TCP_ACK | TCP_PSH | TCP_FIN]);
+          expect(link.sent.map((s) => s[l4 + 13])).to.deep.equal([
+            TCP_ACK,
+            TCP_ACK,
+            TCP_ACK,
+            TCP_ACK,
+            TCP_ACK | TCP_PSH | TCP_FIN,
+          ]);
           expect(Buffer.concat(link.sent.map((s) => s.subarray(hdrLen))).equals(payload)).to.equal(true);
         }
       });
@@ -143,7 +212,7 @@ for (const offloadLink of [false, true]) {
       expect(link.sent.length).to.equal(offloadLink ? 1 : 3);
     });
 
-    it('VLAN_TX_TAG: the descriptor\'s vlan_tci is inserted after the addresses (and a TSO run keeps it on every segment)', async () => {
+    it("VLAN_TX_TAG: the descriptor's vlan_tci is inserted after the addresses (and a TSO run keeps it on every segment)", async () => {
       const { frame, l4 } = tcpFrame({ payload: pattern(200) });
       const a = place(g, frame);
       await g.postTxRaw(0, desc(TxOp.CSUM_NONE, VLAN, a, frame.length, [], 0, 0, 0x2064).desc).done;
@@ -154,7 +223,11 @@ for (const offloadLink of [false, true]) {
       link.sent.length = 0;
       link.sentOffloads.length = 0;
       const big = tcpFrame({ payload: pattern(3000), tsoSeed: true });
-      const run = tsoRun(g, big.frame, big.hdrLen, 1448).map((r) => { r.desc[0] = r.desc[0]! | VLAN; r.desc.writeUInt16LE(100, 10); return r; });
+      const run = tsoRun(g, big.frame, big.hdrLen, 1448).map((r) => {
+        r.desc[0] = r.desc[0]! | VLAN;
+        r.desc.writeUInt16LE(100, 10);
+        return r;
+      });
       await g.postTxRun(0, run);
       for (const f of link.sent) {
         expect(f.readUInt16BE(14)).to.equal(100);
@@ -180,9 +253,15 @@ describe('ionic offloads: RX checksum, packet type, VLAN strip, host GSO frames'
     expect(Number((await g.adminCmd(set)).comp.readBigUInt64LE(4)) & Feature.RX_HASH).to.equal(Feature.RX_HASH);
   });
   after(async () => rig.close());
-  afterEach(() => { expect(g.violations).to.deep.equal([]); g.takeRx(); });
+  afterEach(() => {
+    expect(g.violations).to.deep.equal([]);
+    g.takeRx();
+  });
 
-  const toGuest = (f: Buffer): Buffer => { DEVICE_MAC.copy(f, 0); return f; };
+  const toGuest = (f: Buffer): Buffer => {
+    DEVICE_MAC.copy(f, 0);
+    return f;
+  };
 
   it('a TCP frame: CALC with the complete sum after the Ethernet header (big-endian), packet type IPv4/TCP', async () => {
     const f = toGuest(tcpFrame({ payload: pattern(1001) }).frame);
@@ -205,13 +284,18 @@ describe('ionic offloads: RX checksum, packet type, VLAN strip, host GSO frames'
     expect(r.pktType).to.equal(0x18);
   });
 
-  it('a host GSO super-frame (partial checksum) is cut into segments of the guest\'s MTU, each with valid checksums', async () => {
+  it("a host GSO super-frame (partial checksum) is cut into segments of the guest's MTU, each with valid checksums", async () => {
     const payload = pattern(20000, 7);
     const { frame, l3, l4, hdrLen } = tcpFrame({ payload, flags: TCP_ACK | TCP_PSH });
     toGuest(frame);
     frame.writeUInt16BE(rfc1071Sum(pseudo(frame, l3, frame.length - l4)), l4 + 16); // partial, as the kernel leaves it
     const o = new FrameOffload();
-    o.needsCsum = true; o.csumStart = l4; o.csumOffset = 16; o.gsoType = VirtioGso.TCPV4; o.gsoSize = 8948; o.hdrLen = hdrLen;
+    o.needsCsum = true;
+    o.csumStart = l4;
+    o.csumOffset = 16;
+    o.gsoType = VirtioGso.TCPV4;
+    o.gsoSize = 8948;
+    o.hdrLen = hdrLen;
     link.inject(frame, o);
     // The guest's MTU is 1500: segments of 1460, not the host's 8948.
     const n = Math.ceil(payload.length / 1460);
@@ -241,10 +325,15 @@ describe('ionic offloads: RX checksum, packet type, VLAN strip, host GSO frames'
 describe('ionic offloads: a profile withholds them', () => {
   it('offload_tso = off and offload_rx_csum = off: the driver is not granted TSO or RX_CSUM, and RX frames carry no sum', async () => {
     const link = new FakeLink(true);
-    const rig = await Rig.start({ link, profile: testProfile({ offloads: { ...COMPAT_PROFILE.offloads, tso: false, rxCsum: false } }) });
+    const rig = await Rig.start({
+      link,
+      profile: testProfile({ offloads: { ...COMPAT_PROFILE.offloads, tso: false, rxCsum: false } }),
+    });
     try {
       const g = await rig.probed(1);
-      const TSO = 1 << 8, RX_CSUM = 1 << 4, TX_CSUM = 1 << 7;
+      const TSO = 1 << 8,
+        RX_CSUM = 1 << 4,
+        TX_CSUM = 1 << 7;
       expect(g.features & (TSO | RX_CSUM)).to.equal(0);
       expect(g.features & TX_CSUM).to.equal(TX_CSUM);
       const f = tcpFrame({ payload: pattern(100) }).frame;
@@ -262,9 +351,16 @@ describe('ionic offloads: a profile withholds them', () => {
 class PausableLink extends FakeLink {
   paused = false;
   pauses = 0;
-  constructor() { super(true); }
-  pause(): void { this.paused = true; this.pauses++; }
-  resume(): void { this.paused = false; }
+  constructor() {
+    super(true);
+  }
+  pause(): void {
+    this.paused = true;
+    this.pauses++;
+  }
+  resume(): void {
+    this.paused = false;
+  }
   override inject(frame: Buffer, offload: FrameOffload | null = null): void {
     if (this.paused) throw new Error('inject while paused: a paused TAP is not read');
     super.inject(frame, offload);
@@ -272,7 +368,7 @@ class PausableLink extends FakeLink {
 }
 
 describe('ionic offloads: RX backpressure toward a host link that pauses', () => {
-  it('a frame with no RX buffer is held and the link paused; the guest\'s next buffers take it and the link resumes', async () => {
+  it("a frame with no RX buffer is held and the link paused; the guest's next buffers take it and the link resumes", async () => {
     const link = new PausableLink();
     const rig = await Rig.start({ link });
     try {
@@ -284,7 +380,9 @@ describe('ionic offloads: RX backpressure toward a host link that pauses', () =>
       const { frame, l3, l4, hdrLen } = tcpFrame({ payload });
       DEVICE_MAC.copy(frame, 0);
       const o = new FrameOffload();
-      o.gsoType = VirtioGso.TCPV4; o.gsoSize = 1460; o.hdrLen = hdrLen;
+      o.gsoType = VirtioGso.TCPV4;
+      o.gsoSize = 1460;
+      o.hdrLen = hdrLen;
       link.inject(frame, o);
       await g.sync();
       expect(g.takeRx()).to.have.length(2);

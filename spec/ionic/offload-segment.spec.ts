@@ -7,11 +7,26 @@
 import { expect } from 'chai';
 import { PacketInfo, rxPktType, RxPktType } from '../../lib/ionic/offload/packet';
 import {
-  finishPartialChecksum, fillL4Checksum, prepareGso, segmentCount, tsoCapable, writeTcpSegment,
+  finishPartialChecksum,
+  fillL4Checksum,
+  prepareGso,
+  segmentCount,
+  tsoCapable,
+  writeTcpSegment,
 } from '../../lib/ionic/offload/segment';
 import { onesSum } from '../../lib/ionic/offload/checksum';
 import {
-  ipv4ChecksumOk, pattern, pseudo, rfc1071Sum, TCP_ACK, TCP_CWR, TCP_FIN, TCP_PSH, tcpChecksumOk, tcpFrame, TcpSpec,
+  ipv4ChecksumOk,
+  pattern,
+  pseudo,
+  rfc1071Sum,
+  TCP_ACK,
+  TCP_CWR,
+  TCP_FIN,
+  TCP_PSH,
+  tcpChecksumOk,
+  tcpFrame,
+  TcpSpec,
 } from '../support/ionic/tcp-frames';
 
 /** Cut a TSO-seeded super-frame and check every segment; returns them. */
@@ -23,7 +38,8 @@ function segmentAndCheck(spec: TcpSpec, mss: number): Buffer[] {
   expect(count).to.equal(Math.max(1, Math.ceil(spec.payload.length / mss)));
   const out = Buffer.alloc(hdrLen + mss);
   const segs: Buffer[] = [];
-  for (let i = 0; i < count; i++) segs.push(Buffer.from(out.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, out))));
+  for (let i = 0; i < count; i++)
+    segs.push(Buffer.from(out.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, out))));
   const flags = spec.flags ?? TCP_ACK | TCP_PSH;
   segs.forEach((s, i) => {
     const last = i === count - 1;
@@ -42,7 +58,9 @@ function segmentAndCheck(spec: TcpSpec, mss: number): Buffer[] {
     expect(s[l4 + 13], `segment ${i} flags`).to.equal(want);
     expect(tcpChecksumOk(s, l3, l4), `segment ${i} TCP checksum`).to.equal(true);
     expect(s.subarray(0, l3).equals(frame.subarray(0, l3)), `segment ${i} link header`).to.equal(true);
-    expect(s.subarray(l4 + 20, hdrLen).equals(frame.subarray(l4 + 20, hdrLen)), `segment ${i} TCP options`).to.equal(true);
+    expect(s.subarray(l4 + 20, hdrLen).equals(frame.subarray(l4 + 20, hdrLen)), `segment ${i} TCP options`).to.equal(
+      true,
+    );
   });
   expect(Buffer.concat(segs.map((s) => s.subarray(hdrLen))).equals(spec.payload)).to.equal(true);
   return segs;
@@ -96,7 +114,10 @@ describe('ionic offloads: TCP segmentation (TSO) and checksum completion', () =>
       expect(prepareGso(frame, frame.length, p, out)).to.equal(true);
       expect(out.ecn).to.equal(true);
       if (v6) expect(frame.readUInt16BE(l3 + 4)).to.equal(frame.length - l3 - 40);
-      else { expect(frame.readUInt16BE(l3 + 2)).to.equal(frame.length - l3); expect(ipv4ChecksumOk(frame, l3)).to.equal(true); }
+      else {
+        expect(frame.readUInt16BE(l3 + 2)).to.equal(frame.length - l3);
+        expect(ipv4ChecksumOk(frame, l3)).to.equal(true);
+      }
       expect(frame.readUInt16BE(l4 + 16)).to.equal(rfc1071Sum(pseudo(frame, l3, frame.length - l4)));
       // What the kernel then does: finish the partial checksum over the L4 bytes.
       expect(finishPartialChecksum(frame, frame.length, l4, 16)).to.equal(true);
@@ -117,7 +138,9 @@ describe('ionic offloads: TCP segmentation (TSO) and checksum completion', () =>
     // An IPv4/UDP frame whose payload is chosen to make the sum 0xffff (checksum 0).
     const f = Buffer.alloc(14 + 20 + 8 + 2);
     f.writeUInt16BE(0x0800, 12);
-    f[14] = 0x45; f.writeUInt16BE(30, 16); f[23] = 17;
+    f[14] = 0x45;
+    f.writeUInt16BE(30, 16);
+    f[23] = 17;
     f.writeUInt16BE(8 + 2, 38);
     const p = new PacketInfo().parse(f, f.length);
     const rest = onesSum(f, 34, 8, onesSum(f, 26, 8, 17 + 10));
@@ -131,7 +154,8 @@ describe('ionic offloads: TCP segmentation (TSO) and checksum completion', () =>
     const t6 = tcpFrame({ v6: true, payload: pattern(10) }).frame;
     expect(rxPktType(new PacketInfo().parse(t4, t4.length))).to.equal(RxPktType.IPV4_TCP);
     expect(rxPktType(new PacketInfo().parse(t6, t6.length))).to.equal(RxPktType.IPV6_TCP);
-    const arp = Buffer.alloc(60); arp.writeUInt16BE(0x0806, 12);
+    const arp = Buffer.alloc(60);
+    arp.writeUInt16BE(0x0806, 12);
     expect(rxPktType(new PacketInfo().parse(arp, arp.length))).to.equal(RxPktType.NON_IP);
     // Truncated headers never read past the length.
     expect(new PacketInfo().parse(t4, 30).ipVersion).to.equal(0);

@@ -3,9 +3,25 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import {
-  COMPAT_PROFILE, IonicXcvrPid, LINK_SPEEDS_MBPS, NicProfile, PROFILE_KEYS, ProfileError, ProfileErrorCode,
-  builtinProfile, formatLinkSpeed, formatProfile, isProfilePath, listProfiles, maxFrameSize, nicProfileSchema,
-  parseLinkSpeed, parseProfileIni, planVectors, resolveProfile, validateProfile,
+  COMPAT_PROFILE,
+  IonicXcvrPid,
+  LINK_SPEEDS_MBPS,
+  NicProfile,
+  PROFILE_KEYS,
+  ProfileError,
+  ProfileErrorCode,
+  builtinProfile,
+  formatLinkSpeed,
+  formatProfile,
+  isProfilePath,
+  listProfiles,
+  maxFrameSize,
+  nicProfileSchema,
+  parseLinkSpeed,
+  parseProfileIni,
+  planVectors,
+  resolveProfile,
+  validateProfile,
 } from '../../lib/ionic/profile';
 
 // dist/spec/ionic/profile.spec.js -> repo root
@@ -109,7 +125,8 @@ describe('ionic/profile', () => {
         // The card profiles need no halving even with a CPU per queue. compat's
         // fixed numbers (1 + 16 + 32 > 32) rely on the driver halving its EQs.
         if (name !== 'compat') expect(1 + p.ethQueues + p.rdmaEqs, name).to.be.at.most(p.msixVectors);
-        for (const cpus of [4, 8, 16, 64, 256]) expect(planVectors(p, cpus).rdmaUsable, `${name} ${cpus}`).to.equal(true);
+        for (const cpus of [4, 8, 16, 64, 256])
+          expect(planVectors(p, cpus).rdmaUsable, `${name} ${cpus}`).to.equal(true);
         expect(p.asicType, name).to.be.oneOf([1, 3, 4]);
       }
     });
@@ -144,7 +161,10 @@ describe('ionic/profile', () => {
     }
 
     it('profiles/ holds no ini file without a built-in', () => {
-      const files = fs.readdirSync(PROFILES_DIR).filter((f) => f.endsWith('.ini')).map((f) => f.slice(0, -4));
+      const files = fs
+        .readdirSync(PROFILES_DIR)
+        .filter((f) => f.endsWith('.ini'))
+        .map((f) => f.slice(0, -4));
       expect(files).to.have.members(names);
     });
   });
@@ -164,7 +184,10 @@ describe('ionic/profile', () => {
     });
 
     it('writes one key = value line per key', () => {
-      const keys = formatProfile(COMPAT_PROFILE).split('\n').filter((l) => / = /.test(l) && !l.startsWith('#')).map((l) => l.split(' = ')[0]);
+      const keys = formatProfile(COMPAT_PROFILE)
+        .split('\n')
+        .filter((l) => / = /.test(l) && !l.startsWith('#'))
+        .map((l) => l.split(' = ')[0]);
       expect(keys).to.deep.equal([...PROFILE_KEYS]);
     });
   });
@@ -183,7 +206,12 @@ describe('ionic/profile', () => {
     it('an ini changes only its keys; a later built-in replaces everything', () => {
       const x = ini('x.ini', 'msix_vectors = 64\nmax_mtu = 1500\n');
       const p = resolveIn(`dsc-25,${x}`);
-      expect(p).to.deep.equal({ ...builtinProfile('dsc-25'), name: 'compat+dsc-25+./x.ini', msixVectors: 64, maxMtu: 1500 });
+      expect(p).to.deep.equal({
+        ...builtinProfile('dsc-25'),
+        name: 'compat+dsc-25+./x.ini',
+        msixVectors: 64,
+        maxMtu: 1500,
+      });
       const q = resolveIn(`${x},dsc-25`);
       expect(q).to.deep.equal({ ...builtinProfile('dsc-25'), name: 'compat+./x.ini+dsc-25' });
     });
@@ -225,7 +253,8 @@ describe('ionic/profile', () => {
 
   describe('ini syntax', () => {
     it('accepts comments, blank lines, CRLF, a BOM, [PROFILE], spacing and quotes', () => {
-      const text = '\uFEFF# c1\r\n; c2\r\n\r\n  [ PROFILE ]  \r\n  eth_queues=8  \r\nserial_number = " SN 1 "\r\ntransceiver_phy = Fiber\r\n';
+      const text =
+        '\uFEFF# c1\r\n; c2\r\n\r\n  [ PROFILE ]  \r\n  eth_queues=8  \r\nserial_number = " SN 1 "\r\ntransceiver_phy = Fiber\r\n';
       const p = resolveIn(ini('syntax.ini', text));
       expect(p).to.include({ ethQueues: 8, serialNumber: ' SN 1 ' });
       expect(p.transceiver.phy).to.equal('fiber');
@@ -248,8 +277,18 @@ describe('ionic/profile', () => {
 
   describe('link_speed', () => {
     const forms: Array<[string, number]> = [
-      ['1G', 1000], ['10G', 10000], ['25G', 25000], ['40G', 40000], ['50G', 50000], ['100G', 100000],
-      ['200G', 200000], ['400G', 400000], ['100g', 100000], ['25 G', 25000], ['100000', 100000], ['1000', 1000],
+      ['1G', 1000],
+      ['10G', 10000],
+      ['25G', 25000],
+      ['40G', 40000],
+      ['50G', 50000],
+      ['100G', 100000],
+      ['200G', 200000],
+      ['400G', 400000],
+      ['100g', 100000],
+      ['25 G', 25000],
+      ['100000', 100000],
+      ['1000', 1000],
     ];
     for (const [text, mbps] of forms) {
       it(`reads ${text} as ${mbps} Mbps`, () => {
@@ -263,7 +302,9 @@ describe('ionic/profile', () => {
 
     for (const bad of ['30G', '100', '2.5G', 'fast', '100 Gbps', '-100G', '']) {
       it(`refuses '${bad}'`, () => {
-        expect(badValue('link_speed', bad)).to.match(/^profile \.\/bad\.ini line 4: link_speed = .*: must be one of 1G, 10G, 25G, 40G, 50G, 100G, 200G, 400G \(or the same in Mbps\)$/);
+        expect(badValue('link_speed', bad)).to.match(
+          /^profile \.\/bad\.ini line 4: link_speed = .*: must be one of 1G, 10G, 25G, 40G, 50G, 100G, 200G, 400G \(or the same in Mbps\)$/,
+        );
       });
     }
   });
@@ -271,8 +312,9 @@ describe('ionic/profile', () => {
   describe('errors', () => {
     it('names file, line, key and range for an out-of-range value', () => {
       const file = ini('x.ini', '# header\n[profile]\neth_queues = 4\nmsix_vectors = 500\n');
-      expect(profileError(() => resolveIn(file), 'BAD_VALUE'))
-        .to.equal('profile ./x.ini line 4: msix_vectors = 500: must be between 2 and 128');
+      expect(profileError(() => resolveIn(file), 'BAD_VALUE')).to.equal(
+        'profile ./x.ini line 4: msix_vectors = 500: must be between 2 and 128',
+      );
     });
 
     const cases: Array<[string, string, RegExp]> = [
@@ -313,10 +355,14 @@ describe('ionic/profile', () => {
     }
 
     it('accepts the edges of each range', () => {
-      const edges = 'msix_vectors = 128\neth_queues = 64\nrdma_eqs = 64\nmax_mtu = 9194\nstats_interval_ms = 60000\n'
-        + 'asic_type = 4\nasic_rev = 255\ntransceiver_pid = 65535\nfirmware_version = ' + 'v'.repeat(31) + '\n';
+      const edges =
+        'msix_vectors = 128\neth_queues = 64\nrdma_eqs = 64\nmax_mtu = 9194\nstats_interval_ms = 60000\n' +
+        'asic_type = 4\nasic_rev = 255\ntransceiver_pid = 65535\nfirmware_version = ' +
+        'v'.repeat(31) +
+        '\n';
       expect(resolveIn(ini('edges.ini', edges))).to.include({ msixVectors: 128, rdmaEqs: 64, asicRev: 255 });
-      const low = 'msix_vectors = 3\neth_queues = 1\nrdma_eqs = 4\nmax_mtu = 1500\nstats_interval_ms = 100\nasic_type = 3\n';
+      const low =
+        'msix_vectors = 3\neth_queues = 1\nrdma_eqs = 4\nmax_mtu = 1500\nstats_interval_ms = 100\nasic_type = 3\n';
       expect(resolveIn(ini('low.ini', low))).to.include({ msixVectors: 3, rdmaEqs: 4, asicType: 3 });
     });
 
@@ -325,41 +371,59 @@ describe('ionic/profile', () => {
       const msg = profileError(() => resolveIn(file), 'UNKNOWN_KEY');
       expect(msg).to.match(/^profile \.\/x\.ini line 2: unknown key 'msix'/);
       expect(msg).to.include("did you mean 'msix_vectors'");
-      expect(profileError(() => resolveIn(ini('y.ini', 'msixVectors = 8\n')), 'UNKNOWN_KEY')).to.include("did you mean 'msix_vectors'");
-      expect(profileError(() => resolveIn(ini('z.ini', 'colour = blue\n')), 'UNKNOWN_KEY'))
-        .to.match(/^profile \.\/z\.ini line 1: unknown key 'colour' \(keys: name, description, msix_vectors/);
+      expect(profileError(() => resolveIn(ini('y.ini', 'msixVectors = 8\n')), 'UNKNOWN_KEY')).to.include(
+        "did you mean 'msix_vectors'",
+      );
+      expect(profileError(() => resolveIn(ini('z.ini', 'colour = blue\n')), 'UNKNOWN_KEY')).to.match(
+        /^profile \.\/z\.ini line 1: unknown key 'colour' \(keys: name, description, msix_vectors/,
+      );
     });
 
     it('sections other than [profile]', () => {
       const file = ini('x.ini', 'msix_vectors = 8\n[device]\n');
-      expect(profileError(() => resolveIn(file), 'BAD_SECTION'))
-        .to.equal('profile ./x.ini line 2: unknown section [device] (only [profile] is allowed)');
-      expect(profileError(() => resolveIn(ini('y.ini', '[profile]\n[profile]\n')), 'BAD_SECTION')).to.match(/^profile \.\/y\.ini line 2: second \[profile\]/);
-      expect(profileError(() => resolveIn(ini('z.ini', '[profile\n')), 'SYNTAX')).to.match(/^profile \.\/z\.ini line 1: malformed section header/);
+      expect(profileError(() => resolveIn(file), 'BAD_SECTION')).to.equal(
+        'profile ./x.ini line 2: unknown section [device] (only [profile] is allowed)',
+      );
+      expect(profileError(() => resolveIn(ini('y.ini', '[profile]\n[profile]\n')), 'BAD_SECTION')).to.match(
+        /^profile \.\/y\.ini line 2: second \[profile\]/,
+      );
+      expect(profileError(() => resolveIn(ini('z.ini', '[profile\n')), 'SYNTAX')).to.match(
+        /^profile \.\/z\.ini line 1: malformed section header/,
+      );
     });
 
     it('lines that are not key = value', () => {
-      expect(profileError(() => resolveIn(ini('x.ini', '\nmsix_vectors 8\n')), 'SYNTAX'))
-        .to.equal("profile ./x.ini line 2: expected 'key = value', got 'msix_vectors 8'");
-      expect(profileError(() => resolveIn(ini('y.ini', '= 8\n')), 'SYNTAX')).to.equal("profile ./y.ini line 1: missing key before '='");
+      expect(profileError(() => resolveIn(ini('x.ini', '\nmsix_vectors 8\n')), 'SYNTAX')).to.equal(
+        "profile ./x.ini line 2: expected 'key = value', got 'msix_vectors 8'",
+      );
+      expect(profileError(() => resolveIn(ini('y.ini', '= 8\n')), 'SYNTAX')).to.equal(
+        "profile ./y.ini line 1: missing key before '='",
+      );
     });
 
     it('duplicate keys in one file', () => {
       const file = ini('x.ini', 'msix_vectors = 8\neth_queues = 2\nmsix_vectors = 16\n');
-      expect(profileError(() => resolveIn(file), 'DUPLICATE_KEY'))
-        .to.equal("profile ./x.ini line 3: duplicate key 'msix_vectors' (first set on line 1)");
+      expect(profileError(() => resolveIn(file), 'DUPLICATE_KEY')).to.equal(
+        "profile ./x.ini line 3: duplicate key 'msix_vectors' (first set on line 1)",
+      );
     });
 
     it('unknown built-in name', () => {
       const msg = profileError(() => resolveProfile('dsc-99'), 'UNKNOWN_PROFILE');
-      expect(msg).to.match(/^unknown NIC profile 'dsc-99' \(built-ins: compat, dsc-25, dsc-100, pollara-400, low-vectors/);
+      expect(msg).to.match(
+        /^unknown NIC profile 'dsc-99' \(built-ins: compat, dsc-25, dsc-100, pollara-400, low-vectors/,
+      );
       expect(profileError(() => resolveProfile('compat,nope'), 'UNKNOWN_PROFILE')).to.include("'nope'");
     });
 
     it('missing, unreadable and oversized files', () => {
-      expect(profileError(() => resolveIn('./missing.ini'), 'READ_FAILED')).to.equal('profile ./missing.ini: cannot read: ENOENT');
+      expect(profileError(() => resolveIn('./missing.ini'), 'READ_FAILED')).to.equal(
+        'profile ./missing.ini: cannot read: ENOENT',
+      );
       fs.mkdirSync(path.join(dir, 'adir.ini'), { recursive: true });
-      expect(profileError(() => resolveIn('./adir.ini'), 'READ_FAILED')).to.equal('profile ./adir.ini: cannot read: EISDIR');
+      expect(profileError(() => resolveIn('./adir.ini'), 'READ_FAILED')).to.equal(
+        'profile ./adir.ini: cannot read: EISDIR',
+      );
       const big = ini('big.ini', '#'.repeat(64 * 1024) + '\n');
       expect(profileError(() => resolveIn(big), 'TOO_LARGE')).to.match(/^profile \.\/big\.ini: too large/);
     });
@@ -373,8 +437,9 @@ describe('ionic/profile', () => {
     it('an error in the second file names the second file', () => {
       const good = ini('good.ini', 'msix_vectors = 8\n');
       const bad = ini('second.ini', '\n\nmax_mtu = 10000\n');
-      expect(profileError(() => resolveIn(`${good},${bad}`), 'BAD_VALUE'))
-        .to.equal('profile ./second.ini line 3: max_mtu = 10000: must be between 1500 and 9194');
+      expect(profileError(() => resolveIn(`${good},${bad}`), 'BAD_VALUE')).to.equal(
+        'profile ./second.ini line 3: max_mtu = 10000: must be between 1500 and 9194',
+      );
     });
   });
 
@@ -382,24 +447,33 @@ describe('ionic/profile', () => {
     it('RDMA event queues need at least 3 vectors; 2 is fine without RDMA', () => {
       const two = ini('two.ini', '# tiny\nmsix_vectors = 2\n');
       expect(profileError(() => resolveIn(two), 'CROSS_FIELD')).to.equal(
-        "profile ./two.ini line 2: rdma_eqs = 32 needs msix_vectors >= 3 (the driver never cuts RDMA event queues below 1), "
-        + "but msix_vectors = 2 (rdma_eqs from built-in 'compat')");
+        'profile ./two.ini line 2: rdma_eqs = 32 needs msix_vectors >= 3 (the driver never cuts RDMA event queues below 1), ' +
+          "but msix_vectors = 2 (rdma_eqs from built-in 'compat')",
+      );
       const noRdma = ini('nordma.ini', 'msix_vectors = 2\nrdma_eqs = 0\n');
       expect(resolveIn(noRdma)).to.include({ msixVectors: 2, rdmaEqs: 0 });
-      expect(planVectors(resolveIn(noRdma), 8)).to.deep.equal({ nxqs: 1, neqs: 0, nintrs: 2, probeFails: false, rdmaUsable: false });
+      expect(planVectors(resolveIn(noRdma), 8)).to.deep.equal({
+        nxqs: 1,
+        neqs: 0,
+        nintrs: 2,
+        probeFails: false,
+        rdmaUsable: false,
+      });
     });
 
     it('blames the key set last, across files', () => {
       const a = ini('a.ini', 'msix_vectors = 2\nrdma_eqs = 0\n');
       const b = ini('b.ini', '\nrdma_eqs = 4\n');
       expect(profileError(() => resolveIn(`${a},${b}`), 'CROSS_FIELD')).to.match(
-        /^profile \.\/b\.ini line 2: rdma_eqs = 4 needs msix_vectors >= 3 .* \(msix_vectors from \.\/a\.ini line 1\)$/);
+        /^profile \.\/b\.ini line 2: rdma_eqs = 4 needs msix_vectors >= 3 .* \(msix_vectors from \.\/a\.ini line 1\)$/,
+      );
     });
 
     it('transceiver_phy = none needs pid 0', () => {
       const none = ini('none.ini', 'transceiver_phy = none\n');
       expect(profileError(() => resolveIn(none), 'CROSS_FIELD')).to.equal(
-        "profile ./none.ini line 1: transceiver_phy = none needs transceiver_pid = 0, but transceiver_pid = 1 (transceiver_pid from built-in 'compat')");
+        "profile ./none.ini line 1: transceiver_phy = none needs transceiver_pid = 0, but transceiver_pid = 1 (transceiver_pid from built-in 'compat')",
+      );
       const ok = ini('none0.ini', 'transceiver_phy = none\ntransceiver_pid = 0\n');
       expect(resolveIn(ok).transceiver).to.include({ phy: 'none', pid: 0 });
     });
@@ -407,11 +481,18 @@ describe('ionic/profile', () => {
     it('the schema and validateProfile enforce them on whole objects too', () => {
       const bad = { ...COMPAT_PROFILE, msixVectors: 2 };
       expect(nicProfileSchema.safeParse(bad).success).to.equal(false);
-      expect(profileError(() => validateProfile(bad, 'mine'), 'CROSS_FIELD')).to.match(/^profile mine: rdma_eqs = 32 needs msix_vectors >= 3/);
-      expect(profileError(() => validateProfile({ ...COMPAT_PROFILE, rdmaEqs: 2 }, 'mine'), 'BAD_VALUE'))
-        .to.match(/^profile mine: rdma_eqs: must be 0 \(no RDMA\) or between 4 and 64/);
-      expect(profileError(() => validateProfile({ ...COMPAT_PROFILE, transceiver: { ...COMPAT_PROFILE.transceiver, pid: -1 } }, 'mine'), 'BAD_VALUE'))
-        .to.match(/^profile mine: transceiver_pid: must be between 0 and 65535/);
+      expect(profileError(() => validateProfile(bad, 'mine'), 'CROSS_FIELD')).to.match(
+        /^profile mine: rdma_eqs = 32 needs msix_vectors >= 3/,
+      );
+      expect(profileError(() => validateProfile({ ...COMPAT_PROFILE, rdmaEqs: 2 }, 'mine'), 'BAD_VALUE')).to.match(
+        /^profile mine: rdma_eqs: must be 0 \(no RDMA\) or between 4 and 64/,
+      );
+      expect(
+        profileError(
+          () => validateProfile({ ...COMPAT_PROFILE, transceiver: { ...COMPAT_PROFILE.transceiver, pid: -1 } }, 'mine'),
+          'BAD_VALUE',
+        ),
+      ).to.match(/^profile mine: transceiver_pid: must be between 0 and 65535/);
       expect(() => validateProfile({ ...COMPAT_PROFILE, extra: 1 }, 'mine')).to.throw(ProfileError);
       expect(() => validateProfile({ ...COMPAT_PROFILE, msixVectors: '32' }, 'mine')).to.throw(ProfileError);
     });
@@ -419,12 +500,24 @@ describe('ionic/profile', () => {
 
   describe('planVectors (ionic_lif_size)', () => {
     it('gives compat one queue pair and one EQ per CPU on a small guest', () => {
-      expect(planVectors(COMPAT_PROFILE, 4)).to.deep.equal({ nxqs: 4, neqs: 4, nintrs: 9, probeFails: false, rdmaUsable: true });
+      expect(planVectors(COMPAT_PROFILE, 4)).to.deep.equal({
+        nxqs: 4,
+        neqs: 4,
+        nintrs: 9,
+        probeFails: false,
+        rdmaUsable: true,
+      });
     });
 
     it('halves EQs before queue pairs on a large guest', () => {
       // 1 + 16 + 32 = 49 > 32, then 1 + 16 + 16 = 33 > 32, then 1 + 16 + 8 = 25.
-      expect(planVectors(COMPAT_PROFILE, 64)).to.deep.equal({ nxqs: 16, neqs: 8, nintrs: 25, probeFails: false, rdmaUsable: true });
+      expect(planVectors(COMPAT_PROFILE, 64)).to.deep.equal({
+        nxqs: 16,
+        neqs: 8,
+        nintrs: 25,
+        probeFails: false,
+        rdmaUsable: true,
+      });
     });
 
     it('fits low-vectors exactly and leaves RDMA unusable below 4 CPUs', () => {
@@ -437,7 +530,12 @@ describe('ionic/profile', () => {
     it('shows why the cross-field rule exists: 2 vectors with RDMA EQs fail probe', () => {
       const unchecked: NicProfile = { ...COMPAT_PROFILE, msixVectors: 2 };
       expect(planVectors(unchecked, 8).probeFails).to.equal(true);
-      expect(planVectors({ ...COMPAT_PROFILE, msixVectors: 3 }, 8)).to.include({ nxqs: 1, neqs: 1, nintrs: 3, probeFails: false });
+      expect(planVectors({ ...COMPAT_PROFILE, msixVectors: 3 }, 8)).to.include({
+        nxqs: 1,
+        neqs: 1,
+        nintrs: 3,
+        probeFails: false,
+      });
     });
   });
 });

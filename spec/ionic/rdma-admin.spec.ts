@@ -11,7 +11,16 @@ import { Rig } from '../support/ionic/rig';
 import { RdmaCompletion, RdmaGuest } from '../support/ionic/rdma-guest';
 import { AOp, ASt, MrF, QpF, QpS, QpT } from '../support/ionic/rdma-regs';
 import {
-  contiguousRing, createAhBody, createCqBody, createMrBody, createQpBody, headerTemplate, idBody, pagedRing, pageList, placeTemplate,
+  contiguousRing,
+  createAhBody,
+  createCqBody,
+  createMrBody,
+  createQpBody,
+  headerTemplate,
+  idBody,
+  pagedRing,
+  pageList,
+  placeTemplate,
   QpBody,
 } from '../support/ionic/rdma-cmds';
 import { KeyStatus } from '../../lib/rdma/resources';
@@ -41,8 +50,12 @@ describe('ionic rdma: admin queue objects', () => {
     const sq = contiguousRing(g, PAGE);
     const rq = contiguousRing(g, PAGE);
     return createQpBody({
-      id, type, flags: QpF.PRIVILEGED | QpF.SQ_SPEC | QpF.RQ_SPEC,
-      sq: { cqId, depthLog2: 6, strideLog2: 6, dma: sq.dma }, rq: { cqId, depthLog2: 6, strideLog2: 6, dma: rq.dma }, ...over,
+      id,
+      type,
+      flags: QpF.PRIVILEGED | QpF.SQ_SPEC | QpF.RQ_SPEC,
+      sq: { cqId, depthLog2: 6, strideLog2: 6, dma: sq.dma },
+      rq: { cqId, depthLog2: 6, strideLog2: 6, dma: rq.dma },
+      ...over,
     });
   };
 
@@ -63,7 +76,8 @@ describe('ionic rdma: admin queue objects', () => {
     });
 
     it('refuses unknown and reserved opcodes with BAD_CMD', async () => {
-      for (const op of [AOp.RSVD_7, 19, 20, 25, 30, 99, 255]) await refused(op, Buffer.alloc(8), ASt.BAD_CMD, `op ${op}`);
+      for (const op of [AOp.RSVD_7, 19, 20, 25, 30, 99, 255])
+        await refused(op, Buffer.alloc(8), ASt.BAD_CMD, `op ${op}`);
     });
 
     it('refuses a body shorter than its command with BAD_CMD', async () => {
@@ -87,15 +101,27 @@ describe('ionic rdma: admin queue objects', () => {
       await kernelCq(200);
       expect(rm.cqs.get(200)).to.include({ eqId: 2, depthLog2: 7, strideLog2: 5, admin: false });
       const paged = pagedRing(g, 2 * PAGE);
-      await ok(AOp.CREATE_CQ, createCqBody({ id: 201, eqId: 3, depthLog2: 8, pageSizeLog2: 12, mapCount: 2, dma: paged.dma, dbid: 5 }));
+      await ok(
+        AOp.CREATE_CQ,
+        createCqBody({ id: 201, eqId: 3, depthLog2: 8, pageSizeLog2: 12, mapCount: 2, dma: paged.dma, dbid: 5 }),
+      );
       const t = rm.cqs.get(201)!.table;
       expect(t.runs).to.equal(2);
-      expect([t.run(0), t.run(1)]).to.deep.equal([{ addr: paged.pages[0], len: PAGE }, { addr: paged.pages[1], len: PAGE }]);
+      expect([t.run(0), t.run(1)]).to.deep.equal([
+        { addr: paged.pages[0], len: PAGE },
+        { addr: paged.pages[1], len: PAGE },
+      ]);
       const one = pagedRing(g, PAGE);
-      await ok(AOp.CREATE_CQ, createCqBody({ id: 202, eqId: 3, depthLog2: 7, pageSizeLog2: 12, mapCount: 1, dma: one.dma }));
+      await ok(
+        AOp.CREATE_CQ,
+        createCqBody({ id: 202, eqId: 3, depthLog2: 7, pageSizeLog2: 12, mapCount: 1, dma: one.dma }),
+      );
       // Adjacent pages merge into one run.
       const adj = pagedRing(g, 4 * PAGE, { adjacent: true });
-      await ok(AOp.CREATE_CQ, createCqBody({ id: 203, eqId: 3, depthLog2: 9, pageSizeLog2: 12, mapCount: 4, dma: adj.dma }));
+      await ok(
+        AOp.CREATE_CQ,
+        createCqBody({ id: 203, eqId: 3, depthLog2: 9, pageSizeLog2: 12, mapCount: 4, dma: adj.dma }),
+      );
       expect(rm.cqs.get(203)!.table.runs).to.equal(1);
     });
 
@@ -121,14 +147,46 @@ describe('ionic rdma: admin queue objects', () => {
         ['map_count 0', createCqBody({ ...base, mapCount: 0 }), ASt.BAD_ATTR],
         ['dma_addr 0', createCqBody({ ...base, dma: 0 }), ASt.BAD_ATTR],
         ['a contiguous ring outside guest RAM', createCqBody({ ...base, dma: 0x100000 }), ASt.BAD_ATTR],
-        ['a ring running off the end of guest RAM', createCqBody({ ...base, dma: g.base + g.ram.size - 2048 }), ASt.BAD_ATTR],
-        ['more pages than the ring needs', createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 3, dma: two.dma }), ASt.BAD_ATTR],
-        ['fewer pages than the ring needs', createCqBody({ ...base, depthLog2: 9, pageSizeLog2: 12, mapCount: 2, dma: two.dma }), ASt.BAD_ATTR],
-        ['a page list outside guest RAM', createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 2, dma: 0x200000 }), ASt.BAD_ATTR],
-        ['a misaligned page', createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 2, dma: misaligned }), ASt.BAD_ATTR],
-        ['a page outside guest RAM', createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 2, dma: outside }), ASt.BAD_ATTR],
-        ['a page size of 2^11', createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 11, mapCount: 2, dma: two.dma }), ASt.BAD_ATTR],
-        ['one user page smaller than the ring', createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 1, dma: two.pages[0]! }), ASt.BAD_ATTR],
+        [
+          'a ring running off the end of guest RAM',
+          createCqBody({ ...base, dma: g.base + g.ram.size - 2048 }),
+          ASt.BAD_ATTR,
+        ],
+        [
+          'more pages than the ring needs',
+          createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 3, dma: two.dma }),
+          ASt.BAD_ATTR,
+        ],
+        [
+          'fewer pages than the ring needs',
+          createCqBody({ ...base, depthLog2: 9, pageSizeLog2: 12, mapCount: 2, dma: two.dma }),
+          ASt.BAD_ATTR,
+        ],
+        [
+          'a page list outside guest RAM',
+          createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 2, dma: 0x200000 }),
+          ASt.BAD_ATTR,
+        ],
+        [
+          'a misaligned page',
+          createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 2, dma: misaligned }),
+          ASt.BAD_ATTR,
+        ],
+        [
+          'a page outside guest RAM',
+          createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 2, dma: outside }),
+          ASt.BAD_ATTR,
+        ],
+        [
+          'a page size of 2^11',
+          createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 11, mapCount: 2, dma: two.dma }),
+          ASt.BAD_ATTR,
+        ],
+        [
+          'one user page smaller than the ring',
+          createCqBody({ ...base, depthLog2: 8, pageSizeLog2: 12, mapCount: 1, dma: two.pages[0]! }),
+          ASt.BAD_ATTR,
+        ],
       ];
       for (const [what, body, status] of cases) await refused(AOp.CREATE_CQ, body, status, what);
       expect(rm.cqs.size).to.equal(before);
@@ -158,22 +216,41 @@ describe('ionic rdma: admin queue objects', () => {
       const rm = rig.device.rdma!.rm;
       await ok(AOp.CREATE_QP, kernelQp(310, QpT.RC, 220));
       const qp = rm.qps.get(310)!;
-      expect(qp).to.include({ type: QpT.RC, state: QpS.RESET, sqCqId: 220, rqCqId: 220, privileged: true, remotePrivileged: false, pdId: 1 });
+      expect(qp).to.include({
+        type: QpT.RC,
+        state: QpS.RESET,
+        sqCqId: 220,
+        rqCqId: 220,
+        privileged: true,
+        remotePrivileged: false,
+        pdId: 1,
+      });
       expect(qp.sq).to.include({ depthLog2: 6, strideLog2: 6, pi: 0, ci: 0 });
       expect(rm.cqs.get(220)!.refs).to.equal(2);
       await ok(AOp.CREATE_QP, kernelQp(311, QpT.UC, 221));
-      await ok(AOp.CREATE_QP, kernelQp(312, QpT.UD, 220, { rq: { cqId: 221, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma } }));
+      await ok(
+        AOp.CREATE_QP,
+        kernelQp(312, QpT.UD, 220, {
+          rq: { cqId: 221, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
+        }),
+      );
       expect(rm.qps.get(312)).to.include({ sqCqId: 220, rqCqId: 221 });
       // The GSI QP is id 1 and UD.
       await ok(AOp.CREATE_QP, kernelQp(1, QpT.UD, 220));
       // A user QP on paged rings, stride 2^7, not privileged.
       const sq = pagedRing(g, 2 * PAGE);
       const rq = pagedRing(g, PAGE);
-      await ok(AOp.CREATE_QP, createQpBody({
-        id: 313, type: QpT.RC, flags: 0, dbid: 3,
-        sq: { cqId: 221, depthLog2: 6, strideLog2: 7, pageSizeLog2: 12, mapCount: 2, dma: sq.dma },
-        rq: { cqId: 221, depthLog2: 6, strideLog2: 6, pageSizeLog2: 12, mapCount: 1, dma: rq.dma },
-      }));
+      await ok(
+        AOp.CREATE_QP,
+        createQpBody({
+          id: 313,
+          type: QpT.RC,
+          flags: 0,
+          dbid: 3,
+          sq: { cqId: 221, depthLog2: 6, strideLog2: 7, pageSizeLog2: 12, mapCount: 2, dma: sq.dma },
+          rq: { cqId: 221, depthLog2: 6, strideLog2: 6, pageSizeLog2: 12, mapCount: 1, dma: rq.dma },
+        }),
+      );
       expect(rm.qps.get(313)).to.include({ privileged: false, dbid: 3 });
       expect(rm.qps.get(313)!.sq.table.runs).to.equal(2);
     });
@@ -235,11 +312,27 @@ describe('ionic rdma: admin queue objects', () => {
       scattered[2] = g.alloc(PAGE); // adjacent to scattered[1]
       const va = 0x7f0000000123;
       const length = 2 * PAGE + 100;
-      await ok(AOp.CREATE_MR, createMrBody({
-        key: key(5, 1), va, length, flags: MrF.LOCAL_WRITE | MrF.REMOTE_READ, mapCount: 3, dma: pageList(g, scattered), pageSizeLog2: 12,
-      }));
+      await ok(
+        AOp.CREATE_MR,
+        createMrBody({
+          key: key(5, 1),
+          va,
+          length,
+          flags: MrF.LOCAL_WRITE | MrF.REMOTE_READ,
+          mapCount: 3,
+          dma: pageList(g, scattered),
+          pageSizeLog2: 12,
+        }),
+      );
       const mr = rm.mrs.get(5)!;
-      expect(mr).to.include({ key: key(5, 1), kind: 'user', valid: true, iova: va, length, access: MrF.LOCAL_WRITE | MrF.REMOTE_READ });
+      expect(mr).to.include({
+        key: key(5, 1),
+        kind: 'user',
+        valid: true,
+        iova: va,
+        length,
+        access: MrF.LOCAL_WRITE | MrF.REMOTE_READ,
+      });
       expect(mr.table!.runs).to.equal(2);
       const out: number[] = [];
       expect(rm.translate(key(5, 1), va, length, MrF.LOCAL_WRITE, { dmaKey: false }, out)).to.equal(KeyStatus.OK);
@@ -247,7 +340,9 @@ describe('ionic rdma: admin queue objects', () => {
       // Out of bounds, wrapping, access, stale tag.
       expect(rm.translate(key(5, 1), va + length - 4, 8, 0, { dmaKey: false }, out)).to.equal(KeyStatus.BOUNDS);
       expect(rm.translate(key(5, 1), va - 1, 8, 0, { dmaKey: false }, out)).to.equal(KeyStatus.BOUNDS);
-      expect(rm.translate(key(5, 1), Number.MAX_SAFE_INTEGER, 8, 0, { dmaKey: false }, out)).to.equal(KeyStatus.BAD_RANGE);
+      expect(rm.translate(key(5, 1), Number.MAX_SAFE_INTEGER, 8, 0, { dmaKey: false }, out)).to.equal(
+        KeyStatus.BAD_RANGE,
+      );
       expect(rm.translate(key(5, 1), va, 8, MrF.REMOTE_WRITE, { dmaKey: false }, out)).to.equal(KeyStatus.ACCESS);
       expect(rm.translate(key(5, 2), va, 8, 0, { dmaKey: false }, out)).to.equal(KeyStatus.TAG);
       expect(rm.translate(0, 0x1000, 8, 0, { dmaKey: false }, out)).to.equal(KeyStatus.NO_KEY);
@@ -258,22 +353,50 @@ describe('ionic rdma: admin queue objects', () => {
     it('registers a one-page MR (dma_addr already offset), a 2 MiB-page MR, an FRMR and both window types', async () => {
       const rm = rig.device.rdma!.rm;
       const page = g.alloc(PAGE);
-      await ok(AOp.CREATE_MR, createMrBody({ key: key(6, 7), va: 0x1000_0040, length: 64, flags: 0, mapCount: 1, dma: page + 0x40, pageSizeLog2: 12 }));
+      await ok(
+        AOp.CREATE_MR,
+        createMrBody({
+          key: key(6, 7),
+          va: 0x1000_0040,
+          length: 64,
+          flags: 0,
+          mapCount: 1,
+          dma: page + 0x40,
+          pageSizeLog2: 12,
+        }),
+      );
       const out: number[] = [];
       expect(rm.translate(key(6, 7), 0x1000_0040, 64, 0, { dmaKey: false }, out)).to.equal(KeyStatus.OK);
       expect(out).to.deep.equal([page + 0x40, 64]);
       // 2 MiB pages: the table entries are 2 MiB aligned; they need not be guest RAM to register.
       const big = 2 ** 21;
-      await ok(AOp.CREATE_MR, createMrBody({
-        key: key(7, 0), va: 3 * big + 10, length: 2 * big, flags: MrF.REMOTE_WRITE | MrF.LOCAL_WRITE, mapCount: 3,
-        dma: pageList(g, [2 ** 40, 2 ** 40 + big, 2 ** 41]), pageSizeLog2: 21,
-      }));
+      await ok(
+        AOp.CREATE_MR,
+        createMrBody({
+          key: key(7, 0),
+          va: 3 * big + 10,
+          length: 2 * big,
+          flags: MrF.REMOTE_WRITE | MrF.LOCAL_WRITE,
+          mapCount: 3,
+          dma: pageList(g, [2 ** 40, 2 ** 40 + big, 2 ** 41]),
+          pageSizeLog2: 21,
+        }),
+      );
       expect(rm.mrs.get(7)!.table!.runs).to.equal(2);
-      await ok(AOp.CREATE_MR, createMrBody({ key: key(8, 1), va: 0, length: 0, flags: MrF.PHYS, mapCount: 0, dma: 0, pageSizeLog2: 12 }));
+      await ok(
+        AOp.CREATE_MR,
+        createMrBody({ key: key(8, 1), va: 0, length: 0, flags: MrF.PHYS, mapCount: 0, dma: 0, pageSizeLog2: 12 }),
+      );
       expect(rm.mrs.get(8)).to.include({ kind: 'frmr', valid: false });
       expect(rm.translate(key(8, 1), 0, 0, 0, { dmaKey: false }, out)).to.equal(KeyStatus.INVALID);
-      await ok(AOp.CREATE_MR, createMrBody({ key: key(9, 1), va: 0, length: 0, flags: MrF.MW_1, mapCount: 0, dma: 0, pageSizeLog2: 0 }));
-      await ok(AOp.CREATE_MR, createMrBody({ key: key(10, 1), va: 0, length: 0, flags: MrF.MW_2, mapCount: 0, dma: 0, pageSizeLog2: 0 }));
+      await ok(
+        AOp.CREATE_MR,
+        createMrBody({ key: key(9, 1), va: 0, length: 0, flags: MrF.MW_1, mapCount: 0, dma: 0, pageSizeLog2: 0 }),
+      );
+      await ok(
+        AOp.CREATE_MR,
+        createMrBody({ key: key(10, 1), va: 0, length: 0, flags: MrF.MW_2, mapCount: 0, dma: 0, pageSizeLog2: 0 }),
+      );
       expect([rm.mrs.get(9)!.kind, rm.mrs.get(10)!.kind]).to.deep.equal(['mw1', 'mw2']);
     });
 
@@ -283,7 +406,15 @@ describe('ionic rdma: admin queue objects', () => {
       const runs = rm.budget.used;
       const p = [g.alloc(PAGE), g.alloc(PAGE)];
       const list = pageList(g, p);
-      const good = { key: key(20, 1), va: 0x10000, length: 2 * PAGE, flags: MrF.LOCAL_WRITE, mapCount: 2, dma: list, pageSizeLog2: 12 };
+      const good = {
+        key: key(20, 1),
+        va: 0x10000,
+        length: 2 * PAGE,
+        flags: MrF.LOCAL_WRITE,
+        mapCount: 2,
+        dma: list,
+        pageSizeLog2: 12,
+      };
       const cases: Array<[string, Buffer, number]> = [
         ['key index 0 (the DMA key)', createMrBody({ ...good, key: key(0, 5) }), ASt.BAD_INDEX],
         ['key index past nmrs_per_lif', createMrBody({ ...good, key: key(16384, 1) }), ASt.BAD_INDEX],
@@ -305,7 +436,11 @@ describe('ionic rdma: admin queue objects', () => {
         ['a page list running off guest RAM', createMrBody({ ...good, dma: g.base + g.ram.size - 8 }), ASt.BAD_ATTR],
         ['a misaligned page', createMrBody({ ...good, dma: pageList(g, [p[0]!, p[1]! + 1]) }), ASt.BAD_ATTR],
         ['a page address past 2^53', createMrBody({ ...good, dma: pageList(g, [p[0]!, 2n ** 60n]) }), ASt.BAD_ATTR],
-        ['one page whose offset is not the va\'s', createMrBody({ ...good, length: 64, mapCount: 1, dma: p[0]! + 8 }), ASt.BAD_ATTR],
+        [
+          "one page whose offset is not the va's",
+          createMrBody({ ...good, length: 64, mapCount: 1, dma: p[0]! + 8 }),
+          ASt.BAD_ATTR,
+        ],
         ['an FRMR with pages', createMrBody({ ...good, flags: MrF.PHYS }), ASt.BAD_ATTR],
         ['a window with a length', createMrBody({ ...good, flags: MrF.MW_1, mapCount: 0 }), ASt.BAD_ATTR],
         ['a 4 PiB MR', createMrBody({ ...good, length: 2 ** 52, mapCount: 2 ** 40 }), ASt.BAD_ATTR],
@@ -337,12 +472,23 @@ describe('ionic rdma: admin queue objects', () => {
       const ah = rm.ahs.get(3)!;
       expect(gidToString(ah.av.dgid)).to.equal('::ffff:10.0.0.2');
       expect(gidToString(ah.av.sgid)).to.equal('::ffff:10.0.0.1');
-      expect(ah.av).to.include({ ipVersion: 4, hopLimit: 64, trafficClass: 0x68, vlanTci: -1, udpSrcPort: 28272, udpDstPort: 4791 });
+      expect(ah.av).to.include({
+        ipVersion: 4,
+        hopLimit: 64,
+        trafficClass: 0x68,
+        vlanTci: -1,
+        udpSrcPort: 28272,
+        udpDstPort: 4791,
+      });
       const sip = Buffer.from('fe800000000000000211223344556677', 'hex');
       const dip = Buffer.from('fe8000000000000002aabbccddeeff00', 'hex');
       const t6 = headerTemplate({ ipv6: true, vlan: (3 << 13) | 42, sip, dip, ttl: 1, tos: 0, flow: 0x12345 });
       expect(t6.length).to.equal(66);
-      const c = await r.post(AOp.CREATE_AH, createAhBody({ id: 4, dma: placeTemplate(g, t6), length: t6.length, csum: 3 }), { mode: 'busy' });
+      const c = await r.post(
+        AOp.CREATE_AH,
+        createAhBody({ id: 4, dma: placeTemplate(g, t6), length: t6.length, csum: 3 }),
+        { mode: 'busy' },
+      );
       expect(c.error).to.equal(false);
       const av6 = rm.ahs.get(4)!.av;
       expect(av6.dgid.equals(dip)).to.equal(true);
@@ -358,7 +504,11 @@ describe('ionic rdma: admin queue objects', () => {
       const t4 = headerTemplate({ sip: v4('10.0.0.1'), dip: v4('10.0.0.2') });
       const at = placeTemplate(g, t4);
       const good = { id: 10, dma: at, length: t4.length };
-      const bad = (mutate: (t: Buffer) => void): number => { const t = Buffer.from(t4); mutate(t); return placeTemplate(g, t); };
+      const bad = (mutate: (t: Buffer) => void): number => {
+        const t = Buffer.from(t4);
+        mutate(t);
+        return placeTemplate(g, t);
+      };
       await ok(AOp.CREATE_AH, createAhBody({ ...good, id: 11 }));
       const cases: Array<[string, Buffer, number]> = [
         ['an AH id past nahs_per_lif', createAhBody({ ...good, id: 16384 }), ASt.BAD_INDEX],
@@ -369,8 +519,26 @@ describe('ionic rdma: admin queue objects', () => {
         ['csum_profile 4', createAhBody({ ...good, csum: 4 }), ASt.BAD_ATTR],
         ['crypto set', createAhBody({ ...good, crypto: 1 }), ASt.BAD_ATTR],
         ['an ARP ethertype', createAhBody({ ...good, dma: bad((t) => t.writeUInt16BE(0x0806, 12)) }), ASt.BAD_ATTR],
-        ['IP version 5', createAhBody({ ...good, dma: bad((t) => { t[14] = 0x55; }) }), ASt.BAD_ATTR],
-        ['TCP, not UDP', createAhBody({ ...good, dma: bad((t) => { t[23] = 6; }) }), ASt.BAD_ATTR],
+        [
+          'IP version 5',
+          createAhBody({
+            ...good,
+            dma: bad((t) => {
+              t[14] = 0x55;
+            }),
+          }),
+          ASt.BAD_ATTR,
+        ],
+        [
+          'TCP, not UDP',
+          createAhBody({
+            ...good,
+            dma: bad((t) => {
+              t[23] = 6;
+            }),
+          }),
+          ASt.BAD_ATTR,
+        ],
       ];
       for (const [what, body, status] of cases) await refused(AOp.CREATE_AH, body, status, what);
       expect(rm.ahs.has(10)).to.equal(false);
@@ -382,7 +550,10 @@ describe('ionic rdma: admin queue objects', () => {
       const rm = rig.device.rdma!.rm;
       const before = rm.budget.used;
       const p = pagedRing(g, 4 * PAGE);
-      await ok(AOp.CREATE_MR, createMrBody({ key: 0x4001, va: 0, length: 4 * PAGE, flags: 0, mapCount: 4, dma: p.dma, pageSizeLog2: 12 }));
+      await ok(
+        AOp.CREATE_MR,
+        createMrBody({ key: 0x4001, va: 0, length: 4 * PAGE, flags: 0, mapCount: 4, dma: p.dma, pageSizeLog2: 12 }),
+      );
       expect(rm.budget.used).to.equal(before + 4);
       await ok(AOp.DESTROY_MR, idBody(0x4001));
       expect(rm.budget.used).to.equal(before);

@@ -37,7 +37,7 @@ describe('ionic rdma: identity', () => {
     expect(id.adminOpcodes).to.equal(19); // every upstream op, QP stats included
     expect(g.lifIdentity[RdmaId.minor_version]).to.equal(0);
     // max_mr_size = npts * 4096 / 2 = 4 TiB.
-    expect(id.npts * 4096 / 2).to.equal(4 * 2 ** 40);
+    expect((id.npts * 4096) / 2).to.equal(4 * 2 ** 40);
     expect(id.nmrs).to.be.at.least(2);
     expect(id.nahs).to.be.at.least(id.sq.count); // RC QPs take AH ids too
     expect(id.maxStride).to.equal(11);
@@ -133,7 +133,7 @@ describe('ionic rdma: bootstrap', () => {
     expect(await g.irqCount(11)).to.be.above(before);
   });
 
-  it('takes RDMA_RESET_LIF through dev cmd too (the driver\'s fallback) and forgets the queues', async () => {
+  it("takes RDMA_RESET_LIF through dev cmd too (the driver's fallback) and forgets the queues", async () => {
     const dev = rig.device.rdma!;
     const res = await g.devCmd(r.resetCmd());
     expect(res.status).to.equal(St.SUCCESS);
@@ -166,8 +166,14 @@ describe('ionic rdma: bootstrap', () => {
   it('refuses bad CREATE_EQ fields with the status the driver checks (non-zero) and creates nothing', async () => {
     const dev = rig.device.rdma!;
     const ring = g.alloc(4096);
-    const eq = (qid: number, vector: number, depth: number, stride: number, dma: number, o: { lif?: number; dbid?: number } = {}): Buffer =>
-      r.queueCmd(BootOp.CREATE_EQ, qid, vector, depth, stride, dma, o);
+    const eq = (
+      qid: number,
+      vector: number,
+      depth: number,
+      stride: number,
+      dma: number,
+      o: { lif?: number; dbid?: number } = {},
+    ): Buffer => r.queueCmd(BootOp.CREATE_EQ, qid, vector, depth, stride, dma, o);
     const cases: Array<[string, Buffer, number]> = [
       ['eq id past eq_qtype count', eq(32, 20, 10, 2, ring), S.EQID],
       ['eq id 2^32-1', eq(0xffffffff, 20, 10, 2, ring), S.EQID],
@@ -198,7 +204,8 @@ describe('ionic rdma: bootstrap', () => {
   it('refuses bad CREATE_CQ (52) fields and creates nothing', async () => {
     const dev = rig.device.rdma!;
     const cqRing = g.alloc(8192);
-    const cq = (qid: number, eq: number, depth = 8, stride = 5, dma = cqRing): Buffer => r.queueCmd(BootOp.CREATE_CQ, qid, eq, depth, stride, dma);
+    const cq = (qid: number, eq: number, depth = 8, stride = 5, dma = cqRing): Buffer =>
+      r.queueCmd(BootOp.CREATE_CQ, qid, eq, depth, stride, dma);
     const cases: Array<[string, Buffer, number]> = [
       ['cq id past cq_qtype count', cq(8192, 2), S.EQID],
       ['an existing cq id', cq(r.aqs[0]!.cq.id, 2), S.EEXIST],
@@ -234,8 +241,11 @@ describe('ionic rdma: CREATE_ADMINQ refusals', () => {
     const aqRing = g.alloc(32768);
     expect((await g.adminCmd(r.queueCmd(BootOp.CREATE_CQ, 100, 2, 8, 5, g.alloc(8192)))).status).to.equal(St.SUCCESS);
     const data = contiguousRing(g, 4096);
-    expect((await r.post(AOp.CREATE_CQ, createCqBody({ id: 101, eqId: 2, depthLog2: 7, dma: data.dma }))).error).to.equal(false);
-    const aq = (qid: number, cqId: number, depth = 9, stride = 6, dma = aqRing): Buffer => r.queueCmd(BootOp.CREATE_ADMINQ, qid, cqId, depth, stride, dma);
+    expect(
+      (await r.post(AOp.CREATE_CQ, createCqBody({ id: 101, eqId: 2, depthLog2: 7, dma: data.dma }))).error,
+    ).to.equal(false);
+    const aq = (qid: number, cqId: number, depth = 9, stride = 6, dma = aqRing): Buffer =>
+      r.queueCmd(BootOp.CREATE_ADMINQ, qid, cqId, depth, stride, dma);
     const cases: Array<[string, Buffer, number]> = [
       ['aq id past aq_qtype count', aq(2, 100), S.EQID],
       ['an existing aq id', aq(0, 100), S.EEXIST],

@@ -58,7 +58,9 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
   let nextAh = 100;
   const outcomes = new Map<string, number>();
 
-  const count = (k: string): void => { outcomes.set(k, (outcomes.get(k) ?? 0) + 1); };
+  const count = (k: string): void => {
+    outcomes.set(k, (outcomes.get(k) ?? 0) + 1);
+  };
 
   before(async () => {
     v = await VerbsGuest.boot({ arenaPages: 48 });
@@ -69,9 +71,17 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       await v.createMr({ key: 0x303, pages: 1, flags: MrF.REMOTE_READ }),
       await v.createMr({ key: 0x404, pages: 2, flags: ALL | MrF.ZERO_BASED, va: 0 }),
       await v.createMr({ key: 0x505, pages: 1, flags: ALL, pdId: 2 }),
-      await v.createMr({ key: 0x606, pages: 2, offset: 0x7f8, length: PAGE, flags: MrF.REMOTE_WRITE | MrF.LOCAL_WRITE | MrF.REMOTE_READ }),
+      await v.createMr({
+        key: 0x606,
+        pages: 2,
+        offset: 0x7f8,
+        length: PAGE,
+        flags: MrF.REMOTE_WRITE | MrF.LOCAL_WRITE | MrF.REMOTE_READ,
+      }),
     ];
-    writable = mrs.filter((m) => m.key !== 0x505 && (m.flags & (MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_ATOMIC)) !== 0).flatMap((m) => m.all());
+    writable = mrs
+      .filter((m) => m.key !== 0x505 && (m.flags & (MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_ATOMIC)) !== 0)
+      .flatMap((m) => m.all());
     await v.createAh(1, { sip: v4('10.0.0.1'), dip: v4('10.0.0.2') });
     await v.createAh(2, { ipv6: true, sip: v6('fe80:0:0:0:0:0:0:1'), dip: v6('fe80:0:0:0:0:0:0:2'), vlan: 0x2007 });
     const mk = async (id: number, type: number, sq: number, rq: number, peer: number): Promise<Qp> => {
@@ -79,7 +89,12 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       models.set(id, { qp, peer, sends: [], recvs: [], msn: 0 });
       return qp;
     };
-    const rc = [await mk(10, QpT.RC, 0, 1, 11), await mk(11, QpT.RC, 1, 0, 10), await mk(12, QpT.RC, 2, 2, 13), await mk(13, QpT.RC, 0, 2, 12)];
+    const rc = [
+      await mk(10, QpT.RC, 0, 1, 11),
+      await mk(11, QpT.RC, 1, 0, 10),
+      await mk(12, QpT.RC, 2, 2, 13),
+      await mk(13, QpT.RC, 0, 2, 12),
+    ];
     const ro = [await mk(14, QpT.RC, 1, 1, 15), await mk(15, QpT.RC, 2, 0, 14)];
     const uc = [await mk(16, QpT.UC, 0, 0, 17), await mk(17, QpT.UC, 1, 2, 16)];
     await v.connectPair(rc[0]!, rc[1]!);
@@ -87,12 +102,19 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
     // Remote read only, and RNR NAKs not retried (RNR_RETRY_EXCEEDED at once).
     await v.connectPair(ro[0]!, ro[1]!, { access: QpF.REMOTE_READ, rnrRetry: 0 });
     await v.connectPair(uc[0]!, uc[1]!);
-    for (const [id, sq, rq] of [[20, 0, 1], [21, 1, 2], [22, 2, 0], [23, 0, 0]] as const) {
+    for (const [id, sq, rq] of [
+      [20, 0, 1],
+      [21, 1, 2],
+      [22, 2, 0],
+      [23, 0, 0],
+    ] as const) {
       const qp = await mk(id, QpT.UD, sq, rq, -1);
       await v.readyUd(qp, id === 23 ? QKEY + 1 : QKEY);
     }
-    rings = [...models.values()].flatMap((m) => [[m.qp.sq.at, 1 << (m.qp.sq.depthLog2 + m.qp.sq.strideLog2)] as Range,
-      [m.qp.rq!.at, 1 << (m.qp.rq!.depthLog2 + m.qp.rq!.strideLog2)] as Range]);
+    rings = [...models.values()].flatMap((m) => [
+      [m.qp.sq.at, 1 << (m.qp.sq.depthLog2 + m.qp.sq.strideLog2)] as Range,
+      [m.qp.rq!.at, 1 << (m.qp.rq!.depthLog2 + m.qp.rq!.strideLog2)] as Range,
+    ]);
     const hcq = await v.createCq(403);
     const h1 = await v.createQp(90, QpT.RC, { sqCq: hcq, rqCq: hcq });
     const h2 = await v.createQp(91, QpT.RC, { sqCq: hcq, rqCq: hcq });
@@ -114,25 +136,33 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
     await v.settle();
     const c = v.drain(cq);
     expect(c.map((x) => [x.type, x.qid, x.error, x.statusLength])).to.deep.equal([
-      [CqeT.RECV, 91, false, `alive ${id}`.length], [CqeT.SEND_MSN, 90, false, 0]]);
+      [CqeT.RECV, 91, false, `alive ${id}`.length],
+      [CqeT.SEND_MSN, 90, false, 0],
+    ]);
     expect(mr.read(100, `alive ${id}`.length).toString()).to.equal(`alive ${id}`);
   }
 
   // ---- random WQEs -------------------------------------------------------------------------
 
-  function fuzzer(rnd: Prng): { send: (m: QpModel) => { wr: SendWr | null; raw: Buffer | null }; recv: (m: QpModel) => { sges: Sge[]; raw: Buffer | null } } {
+  function fuzzer(rnd: Prng): {
+    send: (m: QpModel) => { wr: SendWr | null; raw: Buffer | null };
+    recv: (m: QpModel) => { sges: Sge[]; raw: Buffer | null };
+  } {
     const chance = (p: number): boolean => rnd.below(1000) < p * 1000;
-    const LENS = [0, 1, 7, 8, 16, 63, 64, 100, 255, 1000, 4095, 4096, 4097, 8195, 0x7fffffff, 0x80000000, 0x80000001, 0xffffffff];
+    const LENS = [
+      0, 1, 7, 8, 16, 63, 64, 100, 255, 1000, 4095, 4096, 4097, 8195, 0x7fffffff, 0x80000000, 0x80000001, 0xffffffff,
+    ];
     const pickKey = (): number => {
       const r = rnd.below(100);
       const m = rnd.pick(mrs);
       if (r < 62) return m.key;
       if (r < 72) return (m.key & ~0xff) | ((m.key + 1 + rnd.below(254)) & 0xff); // right index, wrong tag
-      if (r < 80) return ((0x300 + rnd.below(0x3000)) << 8 | 1) >>> 0; // unknown index
+      if (r < 80) return (((0x300 + rnd.below(0x3000)) << 8) | 1) >>> 0; // unknown index
       if (r < 90) return 0;
       return rnd.next();
     };
-    const pickLen = (small: boolean): number => (small ? rnd.pick([0, 1, 8, 16, 33, 64, 100, 200, 512]) : rnd.pick(LENS));
+    const pickLen = (small: boolean): number =>
+      small ? rnd.pick([0, 1, 8, 16, 33, 64, 100, 200, 512]) : rnd.pick(LENS);
     const pickVa = (key: number, len: number): number | bigint => {
       const m = mrs.find((x) => x.key === key) ?? (chance(0.7) ? rnd.pick(mrs) : null);
       const r = rnd.below(100);
@@ -144,11 +174,12 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       if (r < 92) return m.va - 1 - rnd.below(64); // before
       return v.arena.at + rnd.below(v.arena.bytes); // a bus address, not an iova
     };
-    const sgl = (n: number, small: boolean): Sge[] => Array.from({ length: n }, () => {
-      const lkey = pickKey();
-      const len = pickLen(small || chance(0.6));
-      return { va: pickVa(lkey, len), len, lkey };
-    });
+    const sgl = (n: number, small: boolean): Sge[] =>
+      Array.from({ length: n }, () => {
+        const lkey = pickKey();
+        const len = pickLen(small || chance(0.6));
+        return { va: pickVa(lkey, len), len, lkey };
+      });
     const rawBytes = (): Buffer => {
       const b = rnd.bytes(256);
       if (chance(0.8)) b[8] = rnd.below(14);
@@ -163,46 +194,92 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       o -= (mr.va + o) % align;
       return mr.va + (o < 0 ? o + align : o);
     };
-    const goodSgl = (n: number, bits: number): Sge[] => Array.from({ length: n }, () => {
-      const mr = goodMr(bits);
-      const len = rnd.pick([0, 1, 8, 33, 64, 100, 200, 512]);
-      return { va: inside(mr, len), len, lkey: mr.key };
-    });
+    const goodSgl = (n: number, bits: number): Sge[] =>
+      Array.from({ length: n }, () => {
+        const mr = goodMr(bits);
+        const len = rnd.pick([0, 1, 8, 33, 64, 100, 200, 512]);
+        return { va: inside(mr, len), len, lkey: mr.key };
+      });
     const goodSend = (m: QpModel): SendWr => {
       if (m.qp.type === QpT.UD) {
-        const wr: SendWr = { op: rnd.pick([WOp.SEND, WOp.SEND_IMM]), imm: rnd.next(),
-          ud: { ah: rnd.pick([1, 2]), qpn: rnd.pick([20, 21, 22]), qkey: rnd.pick([QKEY, 0x80000000]) } };
+        const wr: SendWr = {
+          op: rnd.pick([WOp.SEND, WOp.SEND_IMM]),
+          imm: rnd.next(),
+          ud: { ah: rnd.pick([1, 2]), qpn: rnd.pick([20, 21, 22]), qkey: rnd.pick([QKEY, 0x80000000]) },
+        };
         if (chance(0.2)) wr.inline = rnd.bytes(rnd.below(200));
         else wr.sges = goodSgl(rnd.below(3), 0);
         return wr;
       }
-      const op = rnd.pick([WOp.SEND, WOp.SEND_IMM, WOp.SEND_INV, WOp.RDMA_WRITE, WOp.RDMA_WRITE_IMM, WOp.RDMA_READ, WOp.ATOMIC_CS, WOp.ATOMIC_FA]);
+      const op = rnd.pick([
+        WOp.SEND,
+        WOp.SEND_IMM,
+        WOp.SEND_INV,
+        WOp.RDMA_WRITE,
+        WOp.RDMA_WRITE_IMM,
+        WOp.RDMA_READ,
+        WOp.ATOMIC_CS,
+        WOp.ATOMIC_FA,
+      ]);
       const wr: SendWr = { op, imm: rnd.next() };
       if (op === WOp.ATOMIC_CS || op === WOp.ATOMIC_FA) {
         const t = goodMr(MrF.REMOTE_ATOMIC);
         const l = goodMr(MrF.LOCAL_WRITE);
         wr.remote = { va: inside(t, 8, 8), rkey: t.key };
-        wr.atomic = { swapAdd: BigInt(rnd.next()), compare: BigInt(rnd.below(2)), local: { va: inside(l, 8), len: 8, lkey: l.key } };
+        wr.atomic = {
+          swapAdd: BigInt(rnd.next()),
+          compare: BigInt(rnd.below(2)),
+          local: { va: inside(l, 8), len: 8, lkey: l.key },
+        };
         return wr;
       }
       const t = goodMr(op === WOp.RDMA_READ ? MrF.REMOTE_READ : MrF.REMOTE_WRITE);
       wr.sges = goodSgl(rnd.below(4), op === WOp.RDMA_READ ? MrF.LOCAL_WRITE : 0);
       const len = wr.sges.reduce((x, g) => x + g.len, 0);
       wr.remote = { va: inside(t, len), rkey: t.key };
-      if (op !== WOp.RDMA_READ && chance(0.15)) { wr.sges = []; wr.inline = rnd.bytes(rnd.below(225)); }
+      if (op !== WOp.RDMA_READ && chance(0.15)) {
+        wr.sges = [];
+        wr.inline = rnd.bytes(rnd.below(225));
+      }
       return wr;
     };
     const send = (m: QpModel): { wr: SendWr | null; raw: Buffer | null } => {
       if (chance(0.55)) return { wr: goodSend(m), raw: null };
       if (chance(0.1)) return { wr: null, raw: rawBytes() };
       const ud = m.qp.type === QpT.UD;
-      const op = ud && chance(0.9) ? rnd.pick([WOp.SEND, WOp.SEND_IMM])
-        : rnd.pick([WOp.SEND, WOp.SEND, WOp.SEND_IMM, WOp.SEND_INV, WOp.RDMA_WRITE, WOp.RDMA_WRITE, WOp.RDMA_WRITE_IMM, WOp.RDMA_READ,
-          WOp.RDMA_READ, WOp.ATOMIC_CS, WOp.ATOMIC_FA, WOp.LOCAL_INV, WOp.REG_MR, WOp.BIND_MW, 11]);
-      const wr: SendWr = { op, signaled: chance(0.9), solicited: chance(0.1), imm: chance(0.5) ? pickKey() : rnd.next() };
+      const op =
+        ud && chance(0.9)
+          ? rnd.pick([WOp.SEND, WOp.SEND_IMM])
+          : rnd.pick([
+              WOp.SEND,
+              WOp.SEND,
+              WOp.SEND_IMM,
+              WOp.SEND_INV,
+              WOp.RDMA_WRITE,
+              WOp.RDMA_WRITE,
+              WOp.RDMA_WRITE_IMM,
+              WOp.RDMA_READ,
+              WOp.RDMA_READ,
+              WOp.ATOMIC_CS,
+              WOp.ATOMIC_FA,
+              WOp.LOCAL_INV,
+              WOp.REG_MR,
+              WOp.BIND_MW,
+              11,
+            ]);
+      const wr: SendWr = {
+        op,
+        signaled: chance(0.9),
+        solicited: chance(0.1),
+        imm: chance(0.5) ? pickKey() : rnd.next(),
+      };
       if (ud) {
         const qpn = chance(0.8) ? rnd.pick([20, 21, 22, 23]) : rnd.pick([10, 11, 16, 1, 999, rnd.next()]);
-        wr.ud = { ah: chance(0.9) ? rnd.pick([1, 2]) : rnd.pick([0, 77, rnd.next()]), qpn, qkey: rnd.pick([QKEY, QKEY, 0x80000000, QKEY + 1, rnd.next()]) };
+        wr.ud = {
+          ah: chance(0.9) ? rnd.pick([1, 2]) : rnd.pick([0, 77, rnd.next()]),
+          qpn,
+          qkey: rnd.pick([QKEY, QKEY, 0x80000000, QKEY + 1, rnd.next()]),
+        };
       } else {
         const rkey = pickKey();
         wr.remote = { va: pickVa(rkey, 64), rkey };
@@ -213,19 +290,35 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
         let va = pickVa(rkey, 8);
         if (typeof va === 'number' && chance(0.8)) va -= va % 8;
         wr.remote = { va, rkey };
-        wr.atomic = { swapAdd: BigInt(rnd.next()) << BigInt(rnd.below(33)), compare: BigInt(rnd.below(4)), local: { va: pickVa(lkey, 8), len: chance(0.9) ? 8 : rnd.pick([0, 4, 16]), lkey } };
+        wr.atomic = {
+          swapAdd: BigInt(rnd.next()) << BigInt(rnd.below(33)),
+          compare: BigInt(rnd.below(4)),
+          local: { va: pickVa(lkey, 8), len: chance(0.9) ? 8 : rnd.pick([0, 4, 16]), lkey },
+        };
         return { wr, raw: null };
       }
       if (op === WOp.REG_MR) {
         const m2 = rnd.pick(mrs);
         wr.numSge = rnd.below(256);
-        wr.regMr = { va: rnd.pick([0, m2.va, rnd.next()]), length: rnd.pick([0, 64, PAGE, 3 * PAGE]), offset: rnd.below(2) * rnd.below(PAGE),
-          dma: rnd.pick([m2.pages[0]!, v.arena.at + rnd.below(v.arena.bytes), 0]), mapCount: rnd.pick([0, 1, 2, 3, 1000]), flags: rnd.below(1 << 16), pageSizeLog2: rnd.pick([12, 12, 13, 0, 40]) };
+        wr.regMr = {
+          va: rnd.pick([0, m2.va, rnd.next()]),
+          length: rnd.pick([0, 64, PAGE, 3 * PAGE]),
+          offset: rnd.below(2) * rnd.below(PAGE),
+          dma: rnd.pick([m2.pages[0]!, v.arena.at + rnd.below(v.arena.bytes), 0]),
+          mapCount: rnd.pick([0, 1, 2, 3, 1000]),
+          flags: rnd.below(1 << 16),
+          pageSizeLog2: rnd.pick([12, 12, 13, 0, 40]),
+        };
         return { wr, raw: null };
       }
       if (op === WOp.BIND_MW) {
         wr.numSge = rnd.below(256);
-        wr.bindMw = { va: rnd.pick(mrs).va, length: rnd.pick([0, 8, PAGE]), lkey: pickKey(), flags: rnd.below(1 << 16) };
+        wr.bindMw = {
+          va: rnd.pick(mrs).va,
+          length: rnd.pick([0, 8, PAGE]),
+          lkey: pickKey(),
+          flags: rnd.below(1 << 16),
+        };
         return { wr, raw: null };
       }
       if (op !== WOp.RDMA_READ && chance(0.15)) {
@@ -243,11 +336,14 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
     const recv = (m: QpModel): { sges: Sge[]; raw: Buffer | null } => {
       if (chance(0.03)) return { sges: [], raw: rawBytes() };
       if (chance(0.7)) {
-        return { sges: Array.from({ length: 1 + rnd.below(3) }, () => {
-          const mr = goodMr(MrF.LOCAL_WRITE);
-          const len = (m.qp.type === QpT.UD ? 40 : 0) + 64 + rnd.below(900);
-          return { va: inside(mr, len), len, lkey: mr.key };
-        }), raw: null };
+        return {
+          sges: Array.from({ length: 1 + rnd.below(3) }, () => {
+            const mr = goodMr(MrF.LOCAL_WRITE);
+            const len = (m.qp.type === QpT.UD ? 40 : 0) + 64 + rnd.below(900);
+            return { va: inside(mr, len), len, lkey: mr.key };
+          }),
+          raw: null,
+        };
       }
       const n = rnd.below(4);
       const sges: Sge[] = [];
@@ -255,7 +351,14 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
         const mr = chance(0.8) ? rnd.pick(mrs.filter((x) => x.flags & MrF.LOCAL_WRITE)) : null;
         const lkey = mr && chance(0.85) ? mr.key : pickKey();
         const len = m.qp.type === QpT.UD && chance(0.7) ? 40 + rnd.below(300) : pickLen(chance(0.8));
-        sges.push({ va: mr && lkey === mr.key ? mr.va + rnd.below(Math.max(1, mr.length - Math.min(len, mr.length) + 1)) : pickVa(lkey, len), len, lkey });
+        sges.push({
+          va:
+            mr && lkey === mr.key
+              ? mr.va + rnd.below(Math.max(1, mr.length - Math.min(len, mr.length) + 1))
+              : pickVa(lkey, len),
+          len,
+          lkey,
+        });
       }
       return { sges, raw: null };
     };
@@ -291,13 +394,19 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
         } else {
           i = m!.sends.findIndex((s) => s.id === c.wqeIdLo);
           expect(i, `${where}: NPG for wqe_id ${c.wqeIdLo} not posted on QP ${qp.id}`).to.be.at.least(0);
-          if (!c.error) expect(m!.sends[i]!.seq, `${where}: a successful NPG for a remote WQE (op ${m!.sends[i]!.op})`).to.equal(-1);
+          if (!c.error)
+            expect(m!.sends[i]!.seq, `${where}: a successful NPG for a remote WQE (op ${m!.sends[i]!.op})`).to.equal(
+              -1,
+            );
         }
         const rec = m!.sends[i]!;
         expect(rec.done, `${where}: a second CQE for WQE ${rec.id}`).to.equal(false);
         // In SQ order: everything before it completed, or covered by the cumulative MSN.
         const open = m!.sends.slice(0, i).filter((s) => !s.done && !(s.seq >= 0 && s.seq < m!.msn));
-        expect(open.map((s) => s.id), `${where}: completed out of order`).to.deep.equal([]);
+        expect(
+          open.map((s) => s.id),
+          `${where}: completed out of order`,
+        ).to.deep.equal([]);
         rec.done = true;
         return;
       }
@@ -334,7 +443,10 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       let n = 0;
       for (const cq of v.cqs.values()) {
         if (cq.id === health.cq.id) continue;
-        for (const c of v.drain(cq)) { check(cq, c, where); n++; }
+        for (const c of v.drain(cq)) {
+          check(cq, c, where);
+          n++;
+        }
       }
       await v.settle();
       if (n === 0) return;
@@ -401,7 +513,12 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
           } else {
             v.postSend(m.qp, { ...x.wr!, id }, rnd.below(3) === 0);
           }
-          m.sends.push({ id, op: (x.raw ? x.raw[8] : x.wr!.op)!, seq: m.qp.remote > remoteBefore ? remoteBefore : -1, done: false });
+          m.sends.push({
+            id,
+            op: (x.raw ? x.raw[8] : x.wr!.op)!,
+            seq: m.qp.remote > remoteBefore ? remoteBefore : -1,
+            done: false,
+          });
           wqes++;
         }
         v.ringSq(m.qp);
@@ -410,7 +527,9 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       const ringSnap = new Snapshot(v.g, rings);
       await v.settle();
       await collect(where);
-      expect(snap.changedOutside(writable), `${where}: guest memory written outside the writable MRs`).to.deep.equal([]);
+      expect(snap.changedOutside(writable), `${where}: guest memory written outside the writable MRs`).to.deep.equal(
+        [],
+      );
       expect(ringSnap.changed(), `${where}: the device wrote into an SQ/RQ ring`).to.deep.equal([]);
       // Reset what the device put in ERR, what waits (RNR) with work left, what is full of receives, and now and then anything.
       for (const m of all) {
@@ -422,7 +541,11 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       if (batch % 100 === 0) await healthy();
     }
     expect(v.rm.qps.size, 'QPs still there').to.equal(models.size + 2);
-    for (const mr of mrs) expect(v.rm.mrs.get(mr.key >>> 8), `MR ${mr.key.toString(16)} unchanged`).to.include({ key: mr.key, valid: true });
+    for (const mr of mrs)
+      expect(v.rm.mrs.get(mr.key >>> 8), `MR ${mr.key.toString(16)} unchanged`).to.include({
+        key: mr.key,
+        valid: true,
+      });
     await healthy();
   }
 
@@ -431,7 +554,8 @@ describe('ionic rdma: seeded fuzz of the live data path', function () {
       await run(seed);
       const statuses = [...outcomes.keys()].filter((k) => k !== 'reset');
       // The fuzz must reach successes of every CQE type and a spread of error statuses, not just decode failures.
-      for (const k of [`${CqeT.SEND_MSN}:0`, `${CqeT.SEND_NPG}:0`, `${CqeT.RECV}:0`]) expect(outcomes.get(k) ?? 0, `${k} in ${JSON.stringify([...outcomes])}`).to.be.greaterThan(10);
+      for (const k of [`${CqeT.SEND_MSN}:0`, `${CqeT.SEND_NPG}:0`, `${CqeT.RECV}:0`])
+        expect(outcomes.get(k) ?? 0, `${k} in ${JSON.stringify([...outcomes])}`).to.be.greaterThan(10);
       expect(new Set(statuses.map((k) => k.split(':')[1])).size, JSON.stringify([...outcomes])).to.be.at.least(8);
     });
   }

@@ -50,10 +50,15 @@ describe('ionic rdma: admin completions, events and interrupts', () => {
     });
     // A CREATE_QP (64-byte body) whose second stride is slot 0: its id is in that stride.
     while (aq.prod !== 7) expect((await r.post(AOp.NOOP, Buffer.alloc(0))).error).to.equal(false);
-    expect((await r.post(AOp.CREATE_CQ, createCqBody({ id: 300, eqId: 2, depthLog2: 7, dma: contiguousRing(g, PAGE).dma }))).error).to.equal(false);
+    expect(
+      (await r.post(AOp.CREATE_CQ, createCqBody({ id: 300, eqId: 2, depthLog2: 7, dma: contiguousRing(g, PAGE).dma })))
+        .error,
+    ).to.equal(false);
     while (aq.prod !== 7) expect((await r.post(AOp.NOOP, Buffer.alloc(0))).error).to.equal(false);
     const body = createQpBody({
-      id: 0x345, type: QpT.UD, sq: { cqId: 300, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
+      id: 0x345,
+      type: QpT.UD,
+      sq: { cqId: 300, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
       rq: { cqId: 300, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
     });
     const c = await r.post(AOp.CREATE_QP, body);
@@ -136,7 +141,7 @@ describe('ionic rdma: admin completions, events and interrupts', () => {
     expect(cq.cons).to.equal(aq.cq.prod);
   });
 
-  it('holds the queue while the admin CQ is full and resumes on the host\'s ring-0 doorbell', async () => {
+  it("holds the queue while the admin CQ is full and resumes on the host's ring-0 doorbell", async () => {
     const r = await RdmaGuest.boot(g, { cpus: 8, cqDepthLog2: 2, aqDepthLog2: 4 });
     const aq = r.aqs[0]!;
     const eq = r.eqs.find((e) => e.id === aq.cq.eqId)!;
@@ -160,7 +165,9 @@ describe('ionic rdma: admin completions, events and interrupts', () => {
 
   it('runs a batch longer than one pass (64) in order, the rest on later turns of the event loop', async () => {
     const r = await RdmaGuest.boot(g, { cpus: 8 });
-    const done = await r.postMany(Array.from({ length: 150 }, (_, i) => ({ op: i % 2 ? AOp.NOOP : AOp.DEBUG, body: Buffer.alloc(0) })));
+    const done = await r.postMany(
+      Array.from({ length: 150 }, (_, i) => ({ op: i % 2 ? AOp.NOOP : AOp.DEBUG, body: Buffer.alloc(0) })),
+    );
     expect(done.map((c) => c.cmdIdx)).to.deep.equal(Array.from({ length: 150 }, (_, i) => i));
     expect(done.every((c) => !c.error)).to.equal(true);
     expect(r.completions.map((c) => c.cmdIdx)).to.deep.equal(Array.from({ length: 150 }, (_, i) => i));

@@ -22,9 +22,23 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
 
   const counter = (i: number): number => v.rig.device.rdma!.counters.get(i);
 
-  async function pair(o: { rnrRetry: number; rnrTimer: number; sqCq?: Cq; rqCq?: Cq; depthLog2?: number }): Promise<[Qp, Qp]> {
-    const a = await v.createQp(nextQp++, QpT.RC, { sqCq: o.sqCq ?? scq, rqCq: o.rqCq ?? rcq, depthLog2: o.depthLog2 ?? 4 });
-    const b = await v.createQp(nextQp++, QpT.RC, { sqCq: o.sqCq ?? scq, rqCq: o.rqCq ?? rcq, depthLog2: o.depthLog2 ?? 4 });
+  async function pair(o: {
+    rnrRetry: number;
+    rnrTimer: number;
+    sqCq?: Cq;
+    rqCq?: Cq;
+    depthLog2?: number;
+  }): Promise<[Qp, Qp]> {
+    const a = await v.createQp(nextQp++, QpT.RC, {
+      sqCq: o.sqCq ?? scq,
+      rqCq: o.rqCq ?? rcq,
+      depthLog2: o.depthLog2 ?? 4,
+    });
+    const b = await v.createQp(nextQp++, QpT.RC, {
+      sqCq: o.sqCq ?? scq,
+      rqCq: o.rqCq ?? rcq,
+      depthLog2: o.depthLog2 ?? 4,
+    });
     await v.connectPair(a, b, { rnrRetry: o.rnrRetry, rnrTimer: o.rnrTimer });
     return [a, b];
   }
@@ -47,7 +61,9 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
     // Only setTimeout and Date are faked; the guest model's I/O and
     // setImmediate stay real.
     let clock: sinon.SinonFakeTimers;
-    beforeEach(() => { clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] }); });
+    beforeEach(() => {
+      clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    });
     afterEach(() => clock.restore());
     /** Moves the fake clock by `ms`, running the timers due, then lets the device finish what they started. */
     const advance = async (ms: number): Promise<void> => {
@@ -60,7 +76,9 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       const naks = counter(DeviceCounter.rnr_naks);
       v.postSend(a, { op: WOp.SEND, id: 0x10, sges: [mr.sge(0, 16)] });
       await v.settle();
-      expect(v.drain(scq).map((c) => [c.type, c.qid, c.error, c.statusLength])).to.deep.equal([[CqeT.SEND_MSN, a.id, true, WSt.RNR_RETRY_EXCEEDED]]);
+      expect(v.drain(scq).map((c) => [c.type, c.qid, c.error, c.statusLength])).to.deep.equal([
+        [CqeT.SEND_MSN, a.id, true, WSt.RNR_RETRY_EXCEEDED],
+      ]);
       expect(v.qpState(a)).to.equal(QpS.ERR);
       expect(v.qpState(b)).to.equal(QpS.RTS);
       expect(counter(DeviceCounter.rnr_naks) - naks).to.equal(1);
@@ -76,7 +94,13 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       await v.settle();
       expect(counter(DeviceCounter.rnr_naks) - naks, 'the first NAK at once').to.equal(1);
       let now = 0;
-      for (const [to, nakCount] of [[4, 1], [6, 2], [9, 2], [11, 3], [14, 3]] as const) {
+      for (const [to, nakCount] of [
+        [4, 1],
+        [6, 2],
+        [9, 2],
+        [11, 3],
+        [14, 3],
+      ] as const) {
         await advance(to - now);
         now = to;
         expect(counter(DeviceCounter.rnr_naks) - naks, `NAKs by ${to} ms`).to.equal(nakCount);
@@ -106,7 +130,10 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       await v.settle();
       expect(mr.read(8192, 16).toString()).to.equal('second message..');
       expect(v.drain(scq).map((c) => [c.error, c.msn])).to.deep.equal([[false, 2]]);
-      expect(v.drain(rcq).map((c) => [c.qid, c.wqeIdLo, c.statusLength])).to.deep.equal([[b.id, 0x90, 16], [b.id, 0x91, 16]]);
+      expect(v.drain(rcq).map((c) => [c.qid, c.wqeIdLo, c.statusLength])).to.deep.equal([
+        [b.id, 0x90, 16],
+        [b.id, 0x91, 16],
+      ]);
       await advance(200); // past every timer that was armed: nothing more may appear
       expect(v.drain(scq)).to.have.length(0);
       expect(v.qpState(a)).to.equal(QpS.RTS);
@@ -118,7 +145,9 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       await advance(30);
       expect(v.drain(scq)).to.have.length(0);
       await v.toErr(a);
-      expect(v.drain(scq).map((c) => [c.type, c.error, c.statusLength])).to.deep.equal([[CqeT.SEND_NPG, true, WSt.WQE_FLUSHED]]);
+      expect(v.drain(scq).map((c) => [c.type, c.error, c.statusLength])).to.deep.equal([
+        [CqeT.SEND_NPG, true, WSt.WQE_FLUSHED],
+      ]);
     });
 
     it('a SEND waiting for ever (rnr_retry 7) fails with RETRY_EXCEEDED when its responder goes to ERR', async () => {
@@ -128,7 +157,9 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       expect(v.drain(scq)).to.have.length(0);
       await v.toErr(b);
       await v.settle();
-      expect(v.drain(scq).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[a.id, true, WSt.RETRY_EXCEEDED]]);
+      expect(v.drain(scq).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([
+        [a.id, true, WSt.RETRY_EXCEEDED],
+      ]);
       expect(v.qpState(a)).to.equal(QpS.ERR);
     });
 
@@ -139,7 +170,9 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       expect(v.drain(scq)).to.have.length(0);
       await v.ok(AOp.DESTROY_QP, idBody(b.id), 'DESTROY_QP');
       await v.settle();
-      expect(v.drain(scq).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[a.id, true, WSt.RETRY_EXCEEDED]]);
+      expect(v.drain(scq).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([
+        [a.id, true, WSt.RETRY_EXCEEDED],
+      ]);
     });
 
     it('a QP destroyed while an RNR retry is pending: the timer fires into nothing', async () => {
@@ -161,19 +194,35 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
       for (let i = 0; i < 6; i++) mr.write(12288 + i * 8, Buffer.alloc(8, 0));
       for (let i = 0; i < 6; i++) {
         mr.write(1024 + i * 8, Buffer.alloc(8, 0x30 + i));
-        v.postSend(a, { op: WOp.RDMA_WRITE, id: 0x20 + i, sges: [mr.sge(1024 + i * 8, 8)], remote: { va: mr.va + 12288 + i * 8, rkey: KEY } }, i === 5);
+        v.postSend(
+          a,
+          {
+            op: WOp.RDMA_WRITE,
+            id: 0x20 + i,
+            sges: [mr.sge(1024 + i * 8, 8)],
+            remote: { va: mr.va + 12288 + i * 8, rkey: KEY },
+          },
+          i === 5,
+        );
       }
       await v.settle();
       // Peek without reporting: 3 CQEs written, the 4th WRITE not started.
-      const peek = (): number => { let n = 0; for (let i = 0; i < 4; i++) if ((v.g.mem(small.ring + i * 32 + 31, 1)[0]! & 1) === 1) n++; return n; };
+      const peek = (): number => {
+        let n = 0;
+        for (let i = 0; i < 4; i++) if ((v.g.mem(small.ring + i * 32 + 31, 1)[0]! & 1) === 1) n++;
+        return n;
+      };
       expect(peek()).to.equal(3);
       expect(mr.read(12288 + 3 * 8, 8).equals(Buffer.alloc(8, 0)), 'the 4th WRITE has not run').to.equal(true);
       expect(counter(DeviceCounter.cq_full_waits)).to.be.above(waits);
       const first = v.drain(small); // polls and rings ring 0: room again
       await v.settle();
       const rest = v.drain(small);
-      expect([...first, ...rest].map((c) => [c.qid, c.error, c.msn])).to.deep.equal([1, 2, 3, 4, 5, 6].map((m) => [a.id, false, m]));
-      for (let i = 0; i < 6; i++) expect(mr.read(12288 + i * 8, 8).equals(Buffer.alloc(8, 0x30 + i)), `WRITE ${i}`).to.equal(true);
+      expect([...first, ...rest].map((c) => [c.qid, c.error, c.msn])).to.deep.equal(
+        [1, 2, 3, 4, 5, 6].map((m) => [a.id, false, m]),
+      );
+      for (let i = 0; i < 6; i++)
+        expect(mr.read(12288 + i * 8, 8).equals(Buffer.alloc(8, 0x30 + i)), `WRITE ${i}`).to.equal(true);
       expect(v.r.events.filter((e) => e.code === Eqe.CODE_CQ_ERR).length).to.equal(eventsBefore);
     });
 
@@ -191,7 +240,16 @@ describe('ionic rdma: flow control (RNR and CQ room)', () => {
         await v.settle();
       }
       expect(seen).to.deep.equal([0xa0, 0xa1, 0xa2]);
-      expect(v.drain(scq).filter((c) => c.qid === a.id).map((c) => [c.error, c.msn])).to.deep.equal([[false, 1], [false, 2], [false, 3]]);
+      expect(
+        v
+          .drain(scq)
+          .filter((c) => c.qid === a.id)
+          .map((c) => [c.error, c.msn]),
+      ).to.deep.equal([
+        [false, 1],
+        [false, 2],
+        [false, 3],
+      ]);
     });
   });
 });
@@ -209,7 +267,12 @@ describe('ionic rdma: --backend none', () => {
     await v.connectPair(a, b);
     const target = mr.read(4096, 16);
     v.postRecv(b, { id: 1, sges: [mr.sge(0, 64)] });
-    v.postSend(a, { op: WOp.RDMA_WRITE, id: 2, inline: Buffer.from('not moved'), remote: { va: mr.va + 4096, rkey: KEY } });
+    v.postSend(a, {
+      op: WOp.RDMA_WRITE,
+      id: 2,
+      inline: Buffer.from('not moved'),
+      remote: { va: mr.va + 4096, rkey: KEY },
+    });
     v.postSend(a, { op: WOp.SEND, id: 3, inline: Buffer.from('nor this') });
     await v.settle();
     await v.settle(); // a second round trip: anything the doorbells started has run by now

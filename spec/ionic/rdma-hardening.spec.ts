@@ -54,7 +54,9 @@ describe('ionic rdma: hardening', function () {
       }
       expect(cqes).to.have.length(chain.length);
       const failed = cqes.filter((c) => c.qid !== last.id);
-      expect(failed.every((c) => c.type === CqeT.SEND_MSN && c.error && c.statusLength === WSt.RETRY_EXCEEDED)).to.equal(true);
+      expect(
+        failed.every((c) => c.type === CqeT.SEND_MSN && c.error && c.statusLength === WSt.RETRY_EXCEEDED),
+      ).to.equal(true);
       // Down the chain, in order: each sender fails after the QP it sends to.
       expect(failed.map((c) => c.qid)).to.deep.equal(senders.map((q) => q.id).reverse());
       for (const qp of chain) expect(v.qpState(qp)).to.equal(QpS.ERR);
@@ -87,8 +89,18 @@ describe('ionic rdma: hardening', function () {
       for (let i = 0; i < count; i++) list.writeBigUInt64LE(BigInt(page), i * 8);
       const newKey = (9 << 8) | 0x02;
       v.postSend(qp, {
-        op: WOp.REG_MR, id: 0x99, imm: (9 << 8) | 0x01, numSge: newKey & 0xff,
-        regMr: { va: 0x1000_0000, length: count * PAGE, offset: 0, dma: listAt, mapCount: count, flags: MrF.LOCAL_WRITE },
+        op: WOp.REG_MR,
+        id: 0x99,
+        imm: (9 << 8) | 0x01,
+        numSge: newKey & 0xff,
+        regMr: {
+          va: 0x1000_0000,
+          length: count * PAGE,
+          offset: 0,
+          dma: listAt,
+          mapCount: count,
+          flags: MrF.LOCAL_WRITE,
+        },
       });
       // Register reads keep being answered while the list is read (each settle is a BAR0 round trip).
       let turns = 0;
@@ -98,7 +110,9 @@ describe('ionic rdma: hardening', function () {
         turns++;
         cqes = v.drain(cq);
       }
-      expect(cqes.map((c) => [c.type, c.error, c.statusLength, c.wqeIdLo])).to.deep.equal([[CqeT.SEND_NPG, false, 0, 0x99]]);
+      expect(cqes.map((c) => [c.type, c.error, c.statusLength, c.wqeIdLo])).to.deep.equal([
+        [CqeT.SEND_NPG, false, 0, 0x99],
+      ]);
       // A BAR0 round trip was answered while the list was still being read.
       expect(turns, 'register round trips answered during the registration').to.be.greaterThan(2);
       const mrRec = v.rm.mrs.get(9)!;
@@ -112,9 +126,23 @@ describe('ionic rdma: hardening', function () {
       const list = v.g.mem(listAt, count * 8);
       for (let i = 0; i < count; i++) list.writeBigUInt64LE(BigInt(page), i * 8);
       let done = false;
-      const cmd = v.admin(AOp.CREATE_MR, createMrBody({
-        key: (12 << 8) | 0x05, va: 0x2000_0000, length: count * PAGE, flags: MrF.LOCAL_WRITE, mapCount: count, dma: listAt, pageSizeLog2: 12,
-      })).then((c) => { done = true; return c; });
+      const cmd = v
+        .admin(
+          AOp.CREATE_MR,
+          createMrBody({
+            key: (12 << 8) | 0x05,
+            va: 0x2000_0000,
+            length: count * PAGE,
+            flags: MrF.LOCAL_WRITE,
+            mapCount: count,
+            dma: listAt,
+            pageSizeLog2: 12,
+          }),
+        )
+        .then((c) => {
+          done = true;
+          return c;
+        });
       let roundTrips = 0;
       while (!done && roundTrips < 1000) {
         await v.g.sync();
@@ -134,9 +162,18 @@ describe('ionic rdma: hardening', function () {
       for (let i = 0; i < count; i++) list.writeBigUInt64LE(BigInt(page + (i % 2) * 2 * PAGE), i * 8);
       list.writeBigUInt64LE(BigInt(page + 1), (count - 5) * 8); // misaligned, near the end
       const used = v.rm.budget.used;
-      const c = await v.admin(AOp.CREATE_MR, createMrBody({
-        key: (13 << 8) | 0x05, va: 0x3000_0000, length: count * PAGE, flags: MrF.LOCAL_WRITE, mapCount: count, dma: listAt, pageSizeLog2: 12,
-      }));
+      const c = await v.admin(
+        AOp.CREATE_MR,
+        createMrBody({
+          key: (13 << 8) | 0x05,
+          va: 0x3000_0000,
+          length: count * PAGE,
+          flags: MrF.LOCAL_WRITE,
+          mapCount: count,
+          dma: listAt,
+          pageSizeLog2: 12,
+        }),
+      );
       expect(c.error).to.equal(true);
       expect(v.rm.mrs.has(13)).to.equal(false);
       expect(v.rm.budget.used).to.equal(used);
@@ -162,7 +199,11 @@ describe('ionic rdma: hardening', function () {
       dest = await v.createQp(32, QpT.UD, { sqCq: cq, rqCq: cq });
       // To RTS with no QKEY in any MODIFY_QP: the QP never had a Q_Key.
       for (const state of [QpS.INIT, QpS.RTR, QpS.RTS]) {
-        await v.ok(AOp.MODIFY_QP, modifyQpBody({ id: unset.id, mask: Mask.STATE | (state === QpS.RTS ? Mask.SQ_PSN : 0), state, sqPsn: 0 }), `QP 30 to ${state}`);
+        await v.ok(
+          AOp.MODIFY_QP,
+          modifyQpBody({ id: unset.id, mask: Mask.STATE | (state === QpS.RTS ? Mask.SQ_PSN : 0), state, sqPsn: 0 }),
+          `QP 30 to ${state}`,
+        );
       }
       await v.readyUd(keyed, QKEY);
       await v.readyUd(dest, QKEY);
@@ -175,14 +216,29 @@ describe('ionic rdma: hardening', function () {
       mr.write(0, Buffer.alloc(24, 0x61));
       v.postRecv(dest, { id: 0x70, sges: [mr.sge(PAGE, 40 + 64)] });
       // The high bit asks for the sender's own Q_Key, which it does not have.
-      v.postSend(unset, { op: WOp.SEND, id: 0x71, sges: [mr.sge(0, 24)], ud: { ah: 5, qpn: dest.id, qkey: 0x80000000 } });
+      v.postSend(unset, {
+        op: WOp.SEND,
+        id: 0x71,
+        sges: [mr.sge(0, 24)],
+        ud: { ah: 5, qpn: dest.id, qkey: 0x80000000 },
+      });
       await v.settle();
-      expect(v.drain(cq).map((c) => [c.type, c.qid, c.error, c.wqeIdLo])).to.deep.equal([[CqeT.SEND_NPG, unset.id, false, 0x71]]);
+      expect(v.drain(cq).map((c) => [c.type, c.qid, c.error, c.wqeIdLo])).to.deep.equal([
+        [CqeT.SEND_NPG, unset.id, false, 0x71],
+      ]);
       // The same datagram from a QP whose Q_Key matches the destination's lands in the posted receive.
-      v.postSend(keyed, { op: WOp.SEND, id: 0x72, sges: [mr.sge(0, 24)], ud: { ah: 5, qpn: dest.id, qkey: 0x80000000 } });
+      v.postSend(keyed, {
+        op: WOp.SEND,
+        id: 0x72,
+        sges: [mr.sge(0, 24)],
+        ud: { ah: 5, qpn: dest.id, qkey: 0x80000000 },
+      });
       await v.settle();
       const c = v.drain(cq).map((x) => [x.type, x.qid, x.error, x.wqeIdLo, x.statusLength]);
-      expect(c).to.deep.include.members([[CqeT.SEND_NPG, keyed.id, false, 0x72, 0], [CqeT.RECV, dest.id, false, 0x70, 40 + 24]]);
+      expect(c).to.deep.include.members([
+        [CqeT.SEND_NPG, keyed.id, false, 0x72, 0],
+        [CqeT.RECV, dest.id, false, 0x70, 40 + 24],
+      ]);
     });
   });
 });

@@ -39,7 +39,13 @@ describe('ionic rdma: --inject stats-vals-error', () => {
       // a failed command writes nothing into the buffer; a good one overwrites it
       expect(g.mem(at, 8).equals(Buffer.alloc(8, 0xee)), `STATS_VALS ${i} buffer`).to.equal(c.error);
     }
-    expect(seen).to.deep.equal([[false, 0], [true, ASt.BAD_STATE], [false, 0], [true, ASt.BAD_STATE], [false, 0]]);
+    expect(seen).to.deep.equal([
+      [false, 0],
+      [true, ASt.BAD_STATE],
+      [false, 0],
+      [true, ASt.BAD_STATE],
+      [false, 0],
+    ]);
     const st = faults.stats().find((s) => s.event === 'stats-vals-error')!;
     expect(st).to.include({ seen: 5, failed: 2 });
     // other stats commands are not counted and still work

@@ -8,8 +8,34 @@ import { PAGE } from '../support/ionic/regs';
 import { MrF, QpS, QpT, ROp, WOp, WSt } from '../support/ionic/rdma-regs';
 import { Qp, SendWr } from '../support/ionic/rdma-verbs';
 import {
-  A, a, ALL, B, b, bWord, expectCqes, expectOnly, fresh, LWO, msn, NOAT, npg, P2, pattern, R, ranges, rcq, recv, recvErr, RO,
-  rqFlush, S, scq, snapshot, sqFlush, useOpsGuest, v,
+  A,
+  a,
+  ALL,
+  B,
+  b,
+  bWord,
+  expectCqes,
+  expectOnly,
+  fresh,
+  LWO,
+  msn,
+  NOAT,
+  npg,
+  P2,
+  pattern,
+  R,
+  ranges,
+  rcq,
+  recv,
+  recvErr,
+  RO,
+  rqFlush,
+  S,
+  scq,
+  snapshot,
+  sqFlush,
+  useOpsGuest,
+  v,
 } from '../support/ionic/rdma-ops-fixture';
 import type { Range, Row } from '../support/ionic/rdma-ops-fixture';
 
@@ -54,7 +80,12 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       await v.settle();
       snapshot();
       v.postSend(q, k.bad(), false);
-      v.postSend(q, { op: WOp.RDMA_WRITE, id: 0x7a11, sges: [A.sge(0, 16)], remote: { va: B.va + TRAIL, rkey: B.key } });
+      v.postSend(q, {
+        op: WOp.RDMA_WRITE,
+        id: 0x7a11,
+        sges: [A.sge(0, 16)],
+        remote: { va: B.va + TRAIL, rkey: B.key },
+      });
       await v.settle();
       expect(v.drain(scq).map(S), 'send CQEs').to.deep.equal([k.send()]);
       expect(v.drain(rcq).map(R), 'recv CQEs').to.deep.equal([...(k.recv?.() ?? []), rqFlush(q)]);
@@ -66,7 +97,10 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
     const cases: Case[] = [
       {
         what: 'receive too small: requester REMOTE_INV_REQ, responder RECV LOCAL_LEN (then ERR, flushing its other receive)',
-        setup: () => { v.postRecv(b, { id: 0xb1, sges: [B.sge(0, 16)] }); v.postRecv(b, { id: 0xb2, sges: [B.sge(100, 64)] }); },
+        setup: () => {
+          v.postRecv(b, { id: 0xb1, sges: [B.sge(0, 16)] });
+          v.postRecv(b, { id: 0xb2, sges: [B.sge(100, 64)] });
+        },
         bad: () => ({ op: WOp.SEND, id: 0x60, sges: [A.sge(0, 64)] }),
         send: () => msn(a, 1, WSt.REMOTE_INV_REQ),
         recv: () => [recvErr(b, WSt.LOCAL_LEN, 10, ROp.SEND, 0, 0xb1), rqFlush(b)],
@@ -74,7 +108,7 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
         responderErr: true,
       },
       {
-        what: 'SEND with a bad lkey (wrong tag): LOCAL_PROT, the responder\'s receive not consumed',
+        what: "SEND with a bad lkey (wrong tag): LOCAL_PROT, the responder's receive not consumed",
         setup: () => v.postRecv(b, { id: 0xb3, sges: [B.sge(0, 64)] }),
         bad: () => ({ op: WOp.SEND, id: 0x61, sges: [{ ...A.sge(0, 8), lkey: A.key ^ 0x80 }] }),
         send: () => msn(a, 1, WSt.LOCAL_PROT),
@@ -87,11 +121,16 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       },
       {
         what: 'WRITE with an lkey range before the MR start: LOCAL_PROT',
-        bad: () => ({ op: WOp.RDMA_WRITE, id: 0x63, sges: [{ va: A.va - 1, len: 8, lkey: A.key }], remote: { va: B.va, rkey: B.key } }),
+        bad: () => ({
+          op: WOp.RDMA_WRITE,
+          id: 0x63,
+          sges: [{ va: A.va - 1, len: 8, lkey: A.key }],
+          remote: { va: B.va, rkey: B.key },
+        }),
         send: () => msn(a, 1, WSt.LOCAL_PROT),
       },
       {
-        what: 'SEND gathering from another PD\'s MR: LOCAL_PROT',
+        what: "SEND gathering from another PD's MR: LOCAL_PROT",
         setup: () => v.postRecv(b, { id: 0xb5, sges: [B.sge(0, 64)] }),
         bad: () => ({ op: WOp.SEND, id: 0x64, sges: [P2.sge(0, 8)] }),
         send: () => msn(a, 1, WSt.LOCAL_PROT),
@@ -125,7 +164,12 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       },
       {
         what: 'RDMA_READ into lkey 0 on a user QP: LOCAL_PROT',
-        bad: () => ({ op: WOp.RDMA_READ, id: 0x69, sges: [{ va: A.at(0), len: 16, lkey: 0 }], remote: { va: B.va, rkey: B.key } }),
+        bad: () => ({
+          op: WOp.RDMA_READ,
+          id: 0x69,
+          sges: [{ va: A.at(0), len: 16, lkey: 0 }],
+          remote: { va: B.va, rkey: B.key },
+        }),
         send: () => msn(a, 1, WSt.LOCAL_PROT),
       },
       {
@@ -135,17 +179,32 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       },
       {
         what: 'READ with an unknown rkey index: REMOTE_ACC (a bad lkey too: the remote NAK wins)',
-        bad: () => ({ op: WOp.RDMA_READ, id: 0x6b, sges: [{ ...A.sge(0, 8), lkey: 0x3ff01 }], remote: { va: B.va, rkey: 0x3fe01 } }),
+        bad: () => ({
+          op: WOp.RDMA_READ,
+          id: 0x6b,
+          sges: [{ ...A.sge(0, 8), lkey: 0x3ff01 }],
+          remote: { va: B.va, rkey: 0x3fe01 },
+        }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
       },
       {
         what: 'WRITE whose range wraps past 2^64: REMOTE_ACC',
-        bad: () => ({ op: WOp.RDMA_WRITE, id: 0x6c, sges: [A.sge(0, 16)], remote: { va: 0xfffffffffffffff8n, rkey: B.key } }),
+        bad: () => ({
+          op: WOp.RDMA_WRITE,
+          id: 0x6c,
+          sges: [A.sge(0, 16)],
+          remote: { va: 0xfffffffffffffff8n, rkey: B.key },
+        }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
       },
       {
         what: 'WRITE past the remote MR end: REMOTE_ACC',
-        bad: () => ({ op: WOp.RDMA_WRITE, id: 0x6d, sges: [A.sge(0, 16)], remote: { va: B.va + B.length - 8, rkey: B.key } }),
+        bad: () => ({
+          op: WOp.RDMA_WRITE,
+          id: 0x6d,
+          sges: [A.sge(0, 16)],
+          remote: { va: B.va + B.length - 8, rkey: B.key },
+        }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
       },
       {
@@ -165,11 +224,16 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       },
       {
         what: 'ATOMIC on an MR without REMOTE_ATOMIC: REMOTE_ACC',
-        bad: () => ({ op: WOp.ATOMIC_FA, id: 0x71, remote: { va: NOAT.va + 8, rkey: NOAT.key }, atomic: { swapAdd: 1n, local: A.sge(8, 8) } }),
+        bad: () => ({
+          op: WOp.ATOMIC_FA,
+          id: 0x71,
+          remote: { va: NOAT.va + 8, rkey: NOAT.key },
+          atomic: { swapAdd: 1n, local: A.sge(8, 8) },
+        }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
       },
       {
-        what: 'WRITE to another PD\'s MR: REMOTE_ACC',
+        what: "WRITE to another PD's MR: REMOTE_ACC",
         bad: () => ({ op: WOp.RDMA_WRITE, id: 0x72, sges: [A.sge(0, 8)], remote: { va: P2.va, rkey: P2.key } }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
       },
@@ -193,22 +257,42 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       {
         what: 'ATOMIC to a responder QP without remote atomic access: REMOTE_ACC',
         req: () => c,
-        bad: () => ({ op: WOp.ATOMIC_CS, id: 0x76, remote: { va: bWord(24), rkey: B.key }, atomic: { swapAdd: 1n, local: A.sge(8, 8) } }),
+        bad: () => ({
+          op: WOp.ATOMIC_CS,
+          id: 0x76,
+          remote: { va: bWord(24), rkey: B.key },
+          atomic: { swapAdd: 1n, local: A.sge(8, 8) },
+        }),
         send: () => msn(c, 1, WSt.REMOTE_ACC),
       },
       {
         what: 'a misaligned ATOMIC target: REMOTE_INV_REQ',
-        bad: () => ({ op: WOp.ATOMIC_FA, id: 0x77, remote: { va: bWord(0) + 4, rkey: B.key }, atomic: { swapAdd: 1n, local: A.sge(8, 8) } }),
+        bad: () => ({
+          op: WOp.ATOMIC_FA,
+          id: 0x77,
+          remote: { va: bWord(0) + 4, rkey: B.key },
+          atomic: { swapAdd: 1n, local: A.sge(8, 8) },
+        }),
         send: () => msn(a, 1, WSt.REMOTE_INV_REQ),
       },
       {
         what: 'an ATOMIC whose local buffer is 4 bytes: LOCAL_LEN on an NPG CQE (the WQE is malformed)',
-        bad: () => ({ op: WOp.ATOMIC_CS, id: 0x78, remote: { va: bWord(8), rkey: B.key }, atomic: { swapAdd: 1n, local: A.sge(8, 4) } }),
+        bad: () => ({
+          op: WOp.ATOMIC_CS,
+          id: 0x78,
+          remote: { va: bWord(8), rkey: B.key },
+          atomic: { swapAdd: 1n, local: A.sge(8, 4) },
+        }),
         send: () => npg(a, 0x78, WSt.LOCAL_LEN),
       },
       {
         what: 'an ATOMIC whose local lkey is bad: LOCAL_PROT, the remote word untouched',
-        bad: () => ({ op: WOp.ATOMIC_FA, id: 0x79, remote: { va: bWord(16), rkey: B.key }, atomic: { swapAdd: 1n, local: { ...A.sge(8, 8), lkey: 0x12301 } } }),
+        bad: () => ({
+          op: WOp.ATOMIC_FA,
+          id: 0x79,
+          remote: { va: bWord(16), rkey: B.key },
+          atomic: { swapAdd: 1n, local: { ...A.sge(8, 8), lkey: 0x12301 } },
+        }),
         send: () => msn(a, 1, WSt.LOCAL_PROT),
       },
       {
@@ -223,14 +307,24 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       },
       {
         what: 'REG_MR of an unknown key: MEM_MGMT_OPER',
-        bad: () => ({ op: WOp.REG_MR, id: 0x7c, imm: 0x3ffe01, numSge: 2,
-          regMr: { va: 0x1000, length: PAGE, offset: 0, dma: B.pages[0]!, mapCount: 1, flags: MrF.REMOTE_WRITE } }),
+        bad: () => ({
+          op: WOp.REG_MR,
+          id: 0x7c,
+          imm: 0x3ffe01,
+          numSge: 2,
+          regMr: { va: 0x1000, length: PAGE, offset: 0, dma: B.pages[0]!, mapCount: 1, flags: MrF.REMOTE_WRITE },
+        }),
         send: () => npg(a, 0x7c, WSt.MEM_MGMT_OPER),
       },
       {
         what: 'REG_MR re-keying a user MR over other pages: MEM_MGMT_OPER',
-        bad: () => ({ op: WOp.REG_MR, id: 0x7d, imm: B.key, numSge: 9,
-          regMr: { va: 0x1000, length: PAGE, offset: 0, dma: LWO.pages[0]!, mapCount: 1, flags: ALL } }),
+        bad: () => ({
+          op: WOp.REG_MR,
+          id: 0x7d,
+          imm: B.key,
+          numSge: 9,
+          regMr: { va: 0x1000, length: PAGE, offset: 0, dma: LWO.pages[0]!, mapCount: 1, flags: ALL },
+        }),
         send: () => npg(a, 0x7d, WSt.MEM_MGMT_OPER),
       },
       {
@@ -250,12 +344,25 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       },
       {
         what: 'a length field that disagrees with the SGEs: LOCAL_LEN (NPG)',
-        bad: () => ({ op: WOp.RDMA_WRITE, id: 0x81, sges: [A.sge(0, 8)], length: 9, remote: { va: B.va, rkey: B.key } }),
+        bad: () => ({
+          op: WOp.RDMA_WRITE,
+          id: 0x81,
+          sges: [A.sge(0, 8)],
+          length: 9,
+          remote: { va: B.va, rkey: B.key },
+        }),
         send: () => npg(a, 0x81, WSt.LOCAL_LEN),
       },
       {
         what: 'more SGEs than the stride holds: LOCAL_QP_OPER (NPG)',
-        bad: () => ({ op: WOp.RDMA_WRITE, id: 0x82, sges: [A.sge(0, 8)], numSge: 15, length: 8, remote: { va: B.va, rkey: B.key } }),
+        bad: () => ({
+          op: WOp.RDMA_WRITE,
+          id: 0x82,
+          sges: [A.sge(0, 8)],
+          numSge: 15,
+          length: 8,
+          remote: { va: B.va, rkey: B.key },
+        }),
         send: () => npg(a, 0x82, WSt.LOCAL_QP_OPER),
       },
       {
@@ -269,7 +376,10 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
     it('a destination QP that is not ready (RESET) or does not exist: RETRY_EXCEEDED', async () => {
       const e = await v.createQp(16, QpT.RC, { sqCq: scq, rqCq: rcq });
       await v.createQp(17, QpT.RC, { sqCq: scq, rqCq: rcq }); // left in RESET
-      for (const [qp, dest] of [[e, 17], [e, 999]] as const) {
+      for (const [qp, dest] of [
+        [e, 17],
+        [e, 999],
+      ] as const) {
         if (qp.up) await v.reset(qp, dest);
         else await v.connect(qp, dest);
         await v.settle();
@@ -313,7 +423,13 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
 
     it('rnr_retry 2: RNR_RETRY_EXCEEDED once the retries (after min_rnr_timer each) are spent', async () => {
       snapshot();
-      v.postSend(r2, { op: WOp.RDMA_WRITE_IMM, id: 0x86, inline: Buffer.from('imm'), imm: 1, remote: { va: B.va, rkey: B.key } });
+      v.postSend(r2, {
+        op: WOp.RDMA_WRITE_IMM,
+        id: 0x86,
+        inline: Buffer.from('imm'),
+        imm: 1,
+        remote: { va: B.va, rkey: B.key },
+      });
       for (let i = 0; i < 50 && v.qpState(r2) !== QpS.ERR; i++) {
         await new Promise((res) => setTimeout(res, 5));
         await v.settle();
@@ -336,7 +452,6 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
   });
 
   // -------------------------------------------------------------------------------------------
-
 
   it('moving a QP with work in both queues to ERR posts one flush hint per queue', async () => {
     await fresh(a, b);

@@ -9,8 +9,27 @@ import { AOp, Mask, QpF, QpS, QpT, ROp, WOp, WSt } from '../support/ionic/rdma-r
 import { modifyQpBody } from '../support/ionic/rdma-cmds';
 import { Cq, Qp, SendWr, Srq, v4, v6 } from '../support/ionic/rdma-verbs';
 import {
-  A, B, b, expectCqes, expectOnly, fresh, GSI_QKEY, msn, npg, pattern, R, ranges, rcq, recv, recvErr, S, scq, snapshot,
-  UD_QKEY, useOpsGuest, v,
+  A,
+  B,
+  b,
+  expectCqes,
+  expectOnly,
+  fresh,
+  GSI_QKEY,
+  msn,
+  npg,
+  pattern,
+  R,
+  ranges,
+  rcq,
+  recv,
+  recvErr,
+  S,
+  scq,
+  snapshot,
+  UD_QKEY,
+  useOpsGuest,
+  v,
 } from '../support/ionic/rdma-ops-fixture';
 
 describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, UC, privileged QPs, UD and GSI', function () {
@@ -28,9 +47,15 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       await v.connectPair(p, q);
     });
 
-    it('a WQE whose CQE would find the CQ full waits for the host\'s ring-0 doorbell instead of losing the completion', async () => {
+    it("a WQE whose CQE would find the CQ full waits for the host's ring-0 doorbell instead of losing the completion", async () => {
       snapshot();
-      for (let i = 0; i < 10; i++) v.postSend(p, { op: WOp.RDMA_WRITE, id: i, inline: Buffer.from([i + 1]), remote: { va: B.va + 3 * PAGE + i, rkey: B.key } });
+      for (let i = 0; i < 10; i++)
+        v.postSend(p, {
+          op: WOp.RDMA_WRITE,
+          id: i,
+          inline: Buffer.from([i + 1]),
+          remote: { va: B.va + 3 * PAGE + i, rkey: B.key },
+        });
       await v.settle();
       // 8 slots, 7 usable (one is the hole).
       expectOnly(ranges(B, 3 * PAGE, 7));
@@ -58,7 +83,7 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       await v.connectPair(s, t);
     });
 
-    it('a SEND to a QP on an SRQ consumes the SRQ\'s receive; the RECV CQE names the QP', async () => {
+    it("a SEND to a QP on an SRQ consumes the SRQ's receive; the RECV CQE names the QP", async () => {
       snapshot();
       v.postRecv(srq, { id: 0xc1, sges: [B.sge(0, 32)] });
       v.postSend(t, { op: WOp.SEND_IMM, id: 0x88, inline: Buffer.from('via srq'), imm: 0x55 });
@@ -87,25 +112,44 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       v.postRecv(w, { id: 0xd1, sges: [B.sge(0, 32)] });
       v.postRecv(w, { id: 0xd2, sges: [] });
       v.postSend(u, { op: WOp.SEND, id: 0x89, inline: Buffer.from('uc send') });
-      v.postSend(u, { op: WOp.RDMA_WRITE_IMM, id: 0x8a, inline: Buffer.from('uc write'), imm: 9, remote: { va: B.va + 64, rkey: B.key } });
+      v.postSend(u, {
+        op: WOp.RDMA_WRITE_IMM,
+        id: 0x8a,
+        inline: Buffer.from('uc write'),
+        imm: 9,
+        remote: { va: B.va + 64, rkey: B.key },
+      });
       await v.settle();
       expect(B.read(0, 7).toString()).to.equal('uc send');
       expect(B.read(64, 8).toString()).to.equal('uc write');
       expectOnly([...ranges(B, 0, 7), ...ranges(B, 64, 8)]);
-      expectCqes([msn(u, 1), msn(u, 2)], [recv(w, 7, 32, ROp.SEND, 0, 0xd1), recv(w, 8, 32, ROp.RDMA_WRITE_IMM, 9, 0xd2)]);
+      expectCqes(
+        [msn(u, 1), msn(u, 2)],
+        [recv(w, 7, 32, ROp.SEND, 0, 0xd1), recv(w, 8, 32, ROp.RDMA_WRITE_IMM, 9, 0xd2)],
+      );
     });
 
     it('no ACKs: a SEND with no receive, a bad rkey and a dead destination all complete the requester OK, and nothing lands', async () => {
       snapshot();
       v.postSend(u, { op: WOp.SEND, id: 0x8d, inline: Buffer.from('dropped') }); // w has no receive: dropped, no RNR
-      v.postSend(u, { op: WOp.RDMA_WRITE, id: 0x8e, inline: Buffer.from('bad rkey'), remote: { va: B.va, rkey: B.key ^ 0x80 } });
+      v.postSend(u, {
+        op: WOp.RDMA_WRITE,
+        id: 0x8e,
+        inline: Buffer.from('bad rkey'),
+        remote: { va: B.va, rkey: B.key ^ 0x80 },
+      });
       await v.settle();
       expectOnly([]);
       expectCqes([msn(u, 1), msn(u, 2)], []);
       expect(v.qpState(u)).to.equal(QpS.RTS);
       await v.toErr(w);
       v.drainAll();
-      v.postSend(u, { op: WOp.RDMA_WRITE, id: 0x8f, inline: Buffer.from('to nobody'), remote: { va: B.va, rkey: B.key } });
+      v.postSend(u, {
+        op: WOp.RDMA_WRITE,
+        id: 0x8f,
+        inline: Buffer.from('to nobody'),
+        remote: { va: B.va, rkey: B.key },
+      });
       await v.settle();
       expectOnly([]);
       expectCqes([msn(u, 3)], []);
@@ -138,7 +182,15 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       const [src, dst] = v.pages(2, true);
       v.g.mem(src!, 64).set(pattern(64, 50));
       snapshot();
-      v.postSend(k1, { op: WOp.RDMA_WRITE, id: 0x8b, sges: [{ va: src!, len: 40, lkey: 0 }, { va: src! + 40, len: 24, lkey: 0 }], remote: { va: dst! + 100, rkey: 0 } });
+      v.postSend(k1, {
+        op: WOp.RDMA_WRITE,
+        id: 0x8b,
+        sges: [
+          { va: src!, len: 40, lkey: 0 },
+          { va: src! + 40, len: 24, lkey: 0 },
+        ],
+        remote: { va: dst! + 100, rkey: 0 },
+      });
       await v.settle();
       expect(v.g.mem(dst! + 100, 64).equals(pattern(64, 50))).to.equal(true);
       expectOnly([[dst! + 100, 64]]);
@@ -148,7 +200,12 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
     it('rkey 0 towards a privileged responder without REMOTE_PRIVILEGED: REMOTE_ACC', async () => {
       const [dst] = v.pages(1);
       snapshot();
-      v.postSend(k2, { op: WOp.RDMA_WRITE, id: 0x8c, sges: [{ va: A.at(0), len: 8, lkey: 0 }], remote: { va: dst!, rkey: 0 } });
+      v.postSend(k2, {
+        op: WOp.RDMA_WRITE,
+        id: 0x8c,
+        sges: [{ va: A.at(0), len: 8, lkey: 0 }],
+        remote: { va: dst!, rkey: 0 },
+      });
       await v.settle();
       expectCqes([msn(k2, 1, WSt.REMOTE_ACC)], []);
       expectOnly([]);
@@ -183,13 +240,27 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       A.write(0, pattern(100, 60));
       snapshot();
       v.postRecv(y, { id: 0xe1, sges: [B.sge(0, 40 + 256)] });
-      v.postSend(x, { op: WOp.SEND_IMM, id: 0x8d, idHi: 0x12345678, imm: 0xfeedface, sges: [A.sge(0, 60), A.sge(60, 40)], ud: { ah: 4, qpn: 21, qkey: UD_QKEY } });
+      v.postSend(x, {
+        op: WOp.SEND_IMM,
+        id: 0x8d,
+        idHi: 0x12345678,
+        imm: 0xfeedface,
+        sges: [A.sge(0, 60), A.sge(60, 40)],
+        ud: { ah: 4, qpn: 21, qkey: UD_QKEY },
+      });
       await v.settle();
       const h = B.read(0, 40);
       expect(h.subarray(0, 20).equals(Buffer.alloc(20))).to.equal(true);
       const ip = h.subarray(20);
-      expect([ip[0], ip[1], ip.readUInt16BE(2), ip.readUInt16BE(4), ip.readUInt16BE(6), ip[8], ip[9]])
-        .to.deep.equal([0x45, 0x10, 20 + 8 + 12 + 8 + 100 + 4, 0, 0x4000, 33, 17]);
+      expect([ip[0], ip[1], ip.readUInt16BE(2), ip.readUInt16BE(4), ip.readUInt16BE(6), ip[8], ip[9]]).to.deep.equal([
+        0x45,
+        0x10,
+        20 + 8 + 12 + 8 + 100 + 4,
+        0,
+        0x4000,
+        33,
+        17,
+      ]);
       let sum = 0;
       for (let i = 0; i < 20; i += 2) sum += ip.readUInt16BE(i);
       while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
@@ -202,7 +273,12 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       expect(s[0]!.wqeIdHi >>> 0).to.equal(0x12345678);
       const r = v.drain(rcq);
       expect(r.map(R)).to.deep.equal([recv(y, 140, 20, ROp.SEND_IMM, 0xfeedface, 0xe1)]);
-      expect([r[0]!.ipv4, r[0]!.vlan, r[0]!.vlanTag, r[0]!.srcMac.toString('hex')]).to.deep.equal([true, false, 0, SMAC.toString('hex')]);
+      expect([r[0]!.ipv4, r[0]!.vlan, r[0]!.vlanTag, r[0]!.srcMac.toString('hex')]).to.deep.equal([
+        true,
+        false,
+        0,
+        SMAC.toString('hex'),
+      ]);
     });
 
     it('IPv6: the 40-byte IPv6 header (version, class, flow, payload length, next header, hop limit, GIDs)', async () => {
@@ -212,7 +288,12 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       v.postSend(x, { op: WOp.SEND, id: 0x8e, sges: [A.sge(0, 33)], ud: { ah: 6, qpn: 21, qkey: UD_QKEY } });
       await v.settle();
       const h = B.read(PAGE, 40);
-      expect([h.readUInt32BE(0) >>> 0, h.readUInt16BE(4), h[6], h[7]]).to.deep.equal([((6 << 28) | (0x20 << 20) | 0x12345) >>> 0, 8 + 12 + 8 + 33 + 4, 17, 7]);
+      expect([h.readUInt32BE(0) >>> 0, h.readUInt16BE(4), h[6], h[7]]).to.deep.equal([
+        ((6 << 28) | (0x20 << 20) | 0x12345) >>> 0,
+        8 + 12 + 8 + 33 + 4,
+        17,
+        7,
+      ]);
       expect(h.subarray(8, 24).equals(SIP6)).to.equal(true);
       expect(h.subarray(24, 40).equals(DIP6)).to.equal(true);
       expect(B.read(PAGE + 40, 33).equals(pattern(33, 61))).to.equal(true);
@@ -236,7 +317,7 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       expect([r[0]!.ipv4, r[0]!.vlan, r[0]!.vlanTag]).to.deep.equal([true, true, 0x6005]);
     });
 
-    it('a controlled Q_Key (bit 31) in the WQE means the sending QP\'s own; a wrong Q_Key or a non-UD target drops (the sender completes)', async () => {
+    it("a controlled Q_Key (bit 31) in the WQE means the sending QP's own; a wrong Q_Key or a non-UD target drops (the sender completes)", async () => {
       snapshot();
       v.postRecv(y, { id: 0xe4, sges: [B.sge(0, 64)] });
       v.postRecv(b, { id: 0xe5, sges: [B.sge(100, 64)] });
@@ -256,7 +337,15 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
       v.g.mem(data!, 232).set(pattern(232, 71));
       snapshot();
       v.postRecv(gsi, { id: 0xe6, sges: [{ va: rx!, len: 40 + 256, lkey: 0 }] });
-      v.postSend(gsi, { op: WOp.SEND, id: 0x94, sges: [{ va: hdr!, len: 24, lkey: 0 }, { va: data!, len: 232, lkey: 0 }], ud: { ah: 4, qpn: 1, qkey: 0x80000000 } });
+      v.postSend(gsi, {
+        op: WOp.SEND,
+        id: 0x94,
+        sges: [
+          { va: hdr!, len: 24, lkey: 0 },
+          { va: data!, len: 232, lkey: 0 },
+        ],
+        ud: { ah: 4, qpn: 1, qkey: 0x80000000 },
+      });
       await v.settle();
       expect(v.g.mem(rx! + 40, 256).equals(Buffer.concat([pattern(24, 70), pattern(232, 71)]))).to.equal(true);
       expect(v.g.mem(rx! + 20, 1)[0]).to.equal(0x45);
@@ -278,10 +367,36 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
     });
 
     const udErrors: [string, () => SendWr, number][] = [
-      ['a bad lkey: LOCAL_PROT', () => ({ op: WOp.SEND, id: 0x96, sges: [{ ...A.sge(0, 8), lkey: 0x55501 }], ud: { ah: 4, qpn: 21, qkey: UD_QKEY } }), WSt.LOCAL_PROT],
-      ['lkey 0 on a user UD QP: LOCAL_PROT', () => ({ op: WOp.SEND, id: 0x97, sges: [{ va: A.at(0), len: 8, lkey: 0 }], ud: { ah: 4, qpn: 21, qkey: UD_QKEY } }), WSt.LOCAL_PROT],
-      ['an unknown AH: LOCAL_QP_OPER', () => ({ op: WOp.SEND, id: 0x98, inline: Buffer.from('x'), ud: { ah: 99, qpn: 21, qkey: UD_QKEY } }), WSt.LOCAL_QP_OPER],
-      ['an RDMA_WRITE on a UD QP: LOCAL_QP_OPER', () => ({ op: WOp.RDMA_WRITE, id: 0x99, sges: [A.sge(0, 8)], remote: { va: B.va, rkey: B.key } }), WSt.LOCAL_QP_OPER],
+      [
+        'a bad lkey: LOCAL_PROT',
+        () => ({
+          op: WOp.SEND,
+          id: 0x96,
+          sges: [{ ...A.sge(0, 8), lkey: 0x55501 }],
+          ud: { ah: 4, qpn: 21, qkey: UD_QKEY },
+        }),
+        WSt.LOCAL_PROT,
+      ],
+      [
+        'lkey 0 on a user UD QP: LOCAL_PROT',
+        () => ({
+          op: WOp.SEND,
+          id: 0x97,
+          sges: [{ va: A.at(0), len: 8, lkey: 0 }],
+          ud: { ah: 4, qpn: 21, qkey: UD_QKEY },
+        }),
+        WSt.LOCAL_PROT,
+      ],
+      [
+        'an unknown AH: LOCAL_QP_OPER',
+        () => ({ op: WOp.SEND, id: 0x98, inline: Buffer.from('x'), ud: { ah: 99, qpn: 21, qkey: UD_QKEY } }),
+        WSt.LOCAL_QP_OPER,
+      ],
+      [
+        'an RDMA_WRITE on a UD QP: LOCAL_QP_OPER',
+        () => ({ op: WOp.RDMA_WRITE, id: 0x99, sges: [A.sge(0, 8)], remote: { va: B.va, rkey: B.key } }),
+        WSt.LOCAL_QP_OPER,
+      ],
       ['a LOCAL_INV on a UD QP: LOCAL_QP_OPER', () => ({ op: WOp.LOCAL_INV, id: 0x9a, imm: B.key }), WSt.LOCAL_QP_OPER],
     ];
     for (const [what, wr, st] of udErrors) {
@@ -299,11 +414,17 @@ describe('ionic rdma: data-path operations through the live path: CQ room, SRQ, 
         expect(v.drain(rcq).map(R)).to.deep.equal([]);
         expectOnly([]);
         // SQE -> RTS (what the MAD layer does) and the SQ runs again.
-        await v.ok(AOp.MODIFY_QP, modifyQpBody({ id: x.id, mask: Mask.STATE | Mask.CUR_STATE, state: QpS.RTS, curState: QpS.SQE }), 'SQE -> RTS');
+        await v.ok(
+          AOp.MODIFY_QP,
+          modifyQpBody({ id: x.id, mask: Mask.STATE | Mask.CUR_STATE, state: QpS.RTS, curState: QpS.SQE }),
+          'SQE -> RTS',
+        );
         v.postSend(x, { op: WOp.SEND, id: 0x9b, inline: Buffer.from('again'), ud: { ah: 4, qpn: 21, qkey: UD_QKEY } });
         await v.settle();
         expect(v.drain(scq).map(S)).to.deep.equal([npg(x, 0x9b)]);
-        expect(v.drain(rcq).map((c) => [c.qid, c.error, c.statusLength, c.wqeIdLo])).to.deep.equal([[y.id, false, 40 + 5, 0xe9]]);
+        expect(v.drain(rcq).map((c) => [c.qid, c.error, c.statusLength, c.wqeIdLo])).to.deep.equal([
+          [y.id, false, 40 + 5, 0xe9],
+        ]);
       });
     }
   });

@@ -9,8 +9,28 @@ import { PAGE } from '../support/ionic/regs';
 import { MrF, QpS, ROp, WOp, WSt } from '../support/ionic/rdma-regs';
 import { pageList } from '../support/ionic/rdma-cmds';
 import {
-  A, a, B, b, bWord, expectCqes, expectOnly, fresh, msn, npg, pattern, R, ranges, rcq, recv, RO, S, scq, snapshot, u64,
-  useOpsGuest, v,
+  A,
+  a,
+  B,
+  b,
+  bWord,
+  expectCqes,
+  expectOnly,
+  fresh,
+  msn,
+  npg,
+  pattern,
+  R,
+  ranges,
+  rcq,
+  recv,
+  RO,
+  S,
+  scq,
+  snapshot,
+  u64,
+  useOpsGuest,
+  v,
 } from '../support/ionic/rdma-ops-fixture';
 import type { Range } from '../support/ionic/rdma-ops-fixture';
 
@@ -57,8 +77,12 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
       snapshot();
       v.postRecv(b, { id: 0x79, sges: [B.sge(0, 64)] });
       const off = PAGE - 0x123 - 300; // starts 300 bytes before B's first page boundary
-      v.postSend(a, { op: WOp.RDMA_WRITE, id: 0x44, sges: [A.sge(PAGE - 500, 1000), A.sge(2 * PAGE - 100, 3000), A.sge(3 * PAGE + 7, 200)],
-        remote: { va: B.va + off, rkey: B.key } });
+      v.postSend(a, {
+        op: WOp.RDMA_WRITE,
+        id: 0x44,
+        sges: [A.sge(PAGE - 500, 1000), A.sge(2 * PAGE - 100, 3000), A.sge(3 * PAGE + 7, 200)],
+        remote: { va: B.va + off, rkey: B.key },
+      });
       await v.settle();
       expect(B.read(off, 4200).equals(Buffer.concat(parts))).to.equal(true);
       expectOnly(ranges(B, off, 4200));
@@ -69,7 +93,13 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
       A.write(64, pattern(777, 7));
       snapshot();
       v.postRecv(b, { id: 0x7a, sges: [B.sge(3 * PAGE, 16)] });
-      v.postSend(a, { op: WOp.RDMA_WRITE_IMM, id: 0x45, sges: [A.sge(64, 777)], imm: 0x0badf00d, remote: { va: B.va + 100, rkey: B.key } });
+      v.postSend(a, {
+        op: WOp.RDMA_WRITE_IMM,
+        id: 0x45,
+        sges: [A.sge(64, 777)],
+        imm: 0x0badf00d,
+        remote: { va: B.va + 100, rkey: B.key },
+      });
       await v.settle();
       expect(B.read(100, 777).equals(pattern(777, 7))).to.equal(true);
       expectOnly(ranges(B, 100, 777));
@@ -80,8 +110,12 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
       const src = pattern(PAGE + 100, 8);
       B.write(PAGE - 0x123 - 50, src);
       snapshot();
-      v.postSend(a, { op: WOp.RDMA_READ, id: 0x46, sges: [A.sge(10, 100), A.sge(2 * PAGE + 5, PAGE)],
-        remote: { va: B.va + PAGE - 0x123 - 50, rkey: B.key } });
+      v.postSend(a, {
+        op: WOp.RDMA_READ,
+        id: 0x46,
+        sges: [A.sge(10, 100), A.sge(2 * PAGE + 5, PAGE)],
+        remote: { va: B.va + PAGE - 0x123 - 50, rkey: B.key },
+      });
       await v.settle();
       expect(Buffer.concat([A.read(10, 100), A.read(2 * PAGE + 5, PAGE)]).equals(src)).to.equal(true);
       expectOnly([...ranges(A, 10, 100), ...ranges(A, 2 * PAGE + 5, PAGE)]);
@@ -99,20 +133,46 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
     });
 
     const atomics: [string, number, bigint, bigint, bigint, bigint][] = [
-      ['ATOMIC_CS, equal: swaps', WOp.ATOMIC_CS, 0x1122334455667788n, 0xaaaabbbbccccddddn, 0x1122334455667788n, 0xaaaabbbbccccddddn],
+      [
+        'ATOMIC_CS, equal: swaps',
+        WOp.ATOMIC_CS,
+        0x1122334455667788n,
+        0xaaaabbbbccccddddn,
+        0x1122334455667788n,
+        0xaaaabbbbccccddddn,
+      ],
       ['ATOMIC_CS, different: leaves the target', WOp.ATOMIC_CS, 5n, 9n, 6n, 5n],
-      ['ATOMIC_CS, equal low halves only: leaves the target', WOp.ATOMIC_CS, 0x0000000100000005n, 9n, 5n, 0x0000000100000005n],
+      [
+        'ATOMIC_CS, equal low halves only: leaves the target',
+        WOp.ATOMIC_CS,
+        0x0000000100000005n,
+        9n,
+        5n,
+        0x0000000100000005n,
+      ],
       ['ATOMIC_FA, plain', WOp.ATOMIC_FA, 40n, 2n, 0n, 42n],
       ['ATOMIC_FA, carry across 32 bits', WOp.ATOMIC_FA, 0xffffffffn, 1n, 0n, 0x100000000n],
       ['ATOMIC_FA, both halves carry (mod 2^64)', WOp.ATOMIC_FA, 0xffffffffffffffffn, 2n, 0n, 1n],
-      ['ATOMIC_FA, carry out of both halves', WOp.ATOMIC_FA, 0x8000000080000000n, 0x8000000080000000n, 0n, 0x100000000n],
+      [
+        'ATOMIC_FA, carry out of both halves',
+        WOp.ATOMIC_FA,
+        0x8000000080000000n,
+        0x8000000080000000n,
+        0n,
+        0x100000000n,
+      ],
     ];
     for (const [what, op, old, operand, compare, want] of atomics) {
       it(`${what}; the old value comes back`, async () => {
         const target = bWord(2 * PAGE + 8 * 17) - B.va;
         B.write(target, u64(old));
         snapshot();
-        v.postSend(a, { op, id: 0x48, remote: { va: B.va + target, rkey: B.key }, atomic: { swapAdd: operand, compare, local: A.sge(PAGE + 16, 8) } });
+        v.postSend(a, {
+          op,
+          id: 0x48,
+          remote: { va: B.va + target, rkey: B.key },
+          atomic: { swapAdd: operand, compare, local: A.sge(PAGE + 16, 8) },
+        });
         await v.settle();
         expect(B.read(target, 8).readBigUInt64LE(0)).to.equal(want);
         expect(A.read(PAGE + 16, 8).readBigUInt64LE(0)).to.equal(old);
@@ -126,22 +186,56 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
       v.postRecv(b, { id: 0x7b, sges: [B.sge(0, 300)] });
       v.postRecv(b, { id: 0x7c, sges: [B.sge(400, 8)] });
       v.postSend(a, { op: WOp.SEND, id: 0x49, inline: pattern(224, 10) });
-      v.postSend(a, { op: WOp.RDMA_WRITE, id: 0x4a, inline: Buffer.from('inline-write'), remote: { va: B.va + 1000, rkey: B.key } });
-      v.postSend(a, { op: WOp.RDMA_WRITE_IMM, id: 0x4b, inline: Buffer.from('imm!'), imm: 0x01020304, remote: { va: B.va + 2000, rkey: B.key } });
+      v.postSend(a, {
+        op: WOp.RDMA_WRITE,
+        id: 0x4a,
+        inline: Buffer.from('inline-write'),
+        remote: { va: B.va + 1000, rkey: B.key },
+      });
+      v.postSend(a, {
+        op: WOp.RDMA_WRITE_IMM,
+        id: 0x4b,
+        inline: Buffer.from('imm!'),
+        imm: 0x01020304,
+        remote: { va: B.va + 2000, rkey: B.key },
+      });
       await v.settle();
       expect(B.read(0, 224).equals(pattern(224, 10))).to.equal(true);
       expect(B.read(1000, 12).toString()).to.equal('inline-write');
       expect(B.read(2000, 4).toString()).to.equal('imm!');
       expectOnly([...ranges(B, 0, 224), ...ranges(B, 1000, 12), ...ranges(B, 2000, 4)]);
-      expectCqes([msn(a, 1), msn(a, 2), msn(a, 3)],
-        [recv(b, 224, 10, ROp.SEND, 0, 0x7b), recv(b, 4, 10, ROp.RDMA_WRITE_IMM, 0x01020304, 0x7c)]);
+      expectCqes(
+        [msn(a, 1), msn(a, 2), msn(a, 3)],
+        [recv(b, 224, 10, ROp.SEND, 0, 0x7b), recv(b, 4, 10, ROp.RDMA_WRITE_IMM, 0x01020304, 0x7c)],
+      );
     });
 
     it('multi-SGE: 8 SGEs (SPEC32 format) gathered into 5 receive SGEs, and 6 plain SGEs into 8 SPEC32 receive SGEs', async () => {
       // Send pieces straddling A's page boundaries; receive pieces straddling B's.
-      const send8 = [[PAGE - 10, 30], [2 * PAGE - 1, 2], [5, 1], [3 * PAGE - 64, 200], [100, 0], [700, 333], [4 * PAGE - 8, 8], [1500, 1]] as const;
-      const recv5 = [[PAGE - 0x123 - 20, 40], [2 * PAGE, 100], [3000, 3], [3 * PAGE - 0x123 - 1, 300], [50, 400]] as const;
-      const payload = Buffer.concat(send8.map(([o, n], i) => { const p = pattern(n, 20 + i); A.write(o, p); return p; }));
+      const send8 = [
+        [PAGE - 10, 30],
+        [2 * PAGE - 1, 2],
+        [5, 1],
+        [3 * PAGE - 64, 200],
+        [100, 0],
+        [700, 333],
+        [4 * PAGE - 8, 8],
+        [1500, 1],
+      ] as const;
+      const recv5 = [
+        [PAGE - 0x123 - 20, 40],
+        [2 * PAGE, 100],
+        [3000, 3],
+        [3 * PAGE - 0x123 - 1, 300],
+        [50, 400],
+      ] as const;
+      const payload = Buffer.concat(
+        send8.map(([o, n], i) => {
+          const p = pattern(n, 20 + i);
+          A.write(o, p);
+          return p;
+        }),
+      );
       snapshot();
       v.postRecv(b, { id: 0x7d, sges: recv5.map(([o, n]) => B.sge(o, n)) });
       v.postSend(a, { op: WOp.SEND, id: 0x4c, sges: send8.map(([o, n]) => A.sge(o, n)), spec: true });
@@ -160,8 +254,21 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
       expectOnly(want);
       expectCqes([msn(a, 1)], [recv(b, payload.length, 10, ROp.SEND, 0, 0x7d)]);
 
-      const send6 = [[10, 64], [PAGE - 32, 64], [2 * PAGE + 1, 9], [3 * PAGE - 1, 1], [3 * PAGE, 1], [80, 17]] as const;
-      const payload2 = Buffer.concat(send6.map(([o, n], i) => { const p = pattern(n, 40 + i); A.write(o, p); return p; }));
+      const send6 = [
+        [10, 64],
+        [PAGE - 32, 64],
+        [2 * PAGE + 1, 9],
+        [3 * PAGE - 1, 1],
+        [3 * PAGE, 1],
+        [80, 17],
+      ] as const;
+      const payload2 = Buffer.concat(
+        send6.map(([o, n], i) => {
+          const p = pattern(n, 40 + i);
+          A.write(o, p);
+          return p;
+        }),
+      );
       // 156 bytes: seven 20-byte receive SGEs (three of them across B's page boundaries) and 16 of the eighth.
       const at8 = [0, 40, PAGE - 0x123 - 7, 2000, 2 * PAGE - 0x123 - 3, 3000, 3 * PAGE - 0x123 - 10, 3500];
       snapshot();
@@ -194,7 +301,10 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
       v.postSend(a, { op: WOp.RDMA_WRITE, id: 0x51, sges: [], remote: { va: 0xdead_beef, rkey: 0x77 } });
       await v.settle();
       expectOnly([]);
-      expectCqes([msn(a, 1), msn(a, 2), msn(a, 3)], [recv(b, 0, 10, ROp.SEND, 0, 0x80), recv(b, 0, 10, ROp.SEND_IMM, 7, 0x81)]);
+      expectCqes(
+        [msn(a, 1), msn(a, 2), msn(a, 3)],
+        [recv(b, 0, 10, ROp.SEND, 0, 0x80), recv(b, 0, 10, ROp.SEND_IMM, 7, 0x81)],
+      );
     });
 
     it('an unsignaled WQE still gets its MSN, and a RECV CQE carries the source QP of each requester', async () => {
@@ -229,8 +339,20 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
     async function register(): Promise<number> {
       const key = frKey(tag);
       tag = (tag + 1) & 0xff;
-      v.postSend(b, { op: WOp.REG_MR, id: 0x90, imm: key, numSge: tag,
-        regMr: { va: 0x9000_0000, length: 2 * PAGE, offset: 0, dma: pageList(v.g, frPages), mapCount: 2, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE } });
+      v.postSend(b, {
+        op: WOp.REG_MR,
+        id: 0x90,
+        imm: key,
+        numSge: tag,
+        regMr: {
+          va: 0x9000_0000,
+          length: 2 * PAGE,
+          offset: 0,
+          dma: pageList(v.g, frPages),
+          mapCount: 2,
+          flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE,
+        },
+      });
       await v.settle();
       expectCqes([npg(b, 0x90)], [], 'REG_MR');
       return frKey(tag);
@@ -240,12 +362,22 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
       const key = await register();
       snapshot();
       v.postRecv(b, { id: 0x84, sges: [B.sge(0, 64)] });
-      v.postSend(a, { op: WOp.RDMA_WRITE, id: 0x54, inline: Buffer.from('before'), remote: { va: 0x9000_0000 + PAGE - 3, rkey: key } });
+      v.postSend(a, {
+        op: WOp.RDMA_WRITE,
+        id: 0x54,
+        inline: Buffer.from('before'),
+        remote: { va: 0x9000_0000 + PAGE - 3, rkey: key },
+      });
       v.postSend(a, { op: WOp.SEND_INV, id: 0x55, inline: Buffer.from('inv'), imm: key });
       await v.settle();
       expect(v.g.mem(frPages[0]! + PAGE - 3, 3).toString() + v.g.mem(frPages[1]!, 3).toString()).to.equal('before');
       expectCqes([msn(a, 1), msn(a, 2)], [recv(b, 3, 10, ROp.SEND_INV, key, 0x84)]);
-      v.postSend(a, { op: WOp.RDMA_WRITE, id: 0x56, inline: Buffer.from('after!'), remote: { va: 0x9000_0000, rkey: key } });
+      v.postSend(a, {
+        op: WOp.RDMA_WRITE,
+        id: 0x56,
+        inline: Buffer.from('after!'),
+        remote: { va: 0x9000_0000, rkey: key },
+      });
       await v.settle();
       expectCqes([msn(a, 3, WSt.REMOTE_ACC)], []);
       expectOnly([[frPages[0]! + PAGE - 3, 3], [frPages[1]!, 3], ...ranges(B, 0, 3)]);
@@ -268,13 +400,23 @@ describe('ionic rdma: data-path operations through the live path: RC successes a
 
     it('REG_MR of an FRMR that is still valid is refused (MEM_MGMT_OPER) and the mapping stays', async () => {
       const key = await register();
-      v.postSend(b, { op: WOp.REG_MR, id: 0x92, imm: key, numSge: (tag + 1) & 0xff,
-        regMr: { va: 0x5000_0000, length: PAGE, offset: 0, dma: v.pages(1)[0]!, mapCount: 1, flags: MrF.REMOTE_WRITE } });
+      v.postSend(b, {
+        op: WOp.REG_MR,
+        id: 0x92,
+        imm: key,
+        numSge: (tag + 1) & 0xff,
+        regMr: { va: 0x5000_0000, length: PAGE, offset: 0, dma: v.pages(1)[0]!, mapCount: 1, flags: MrF.REMOTE_WRITE },
+      });
       await v.settle();
       expectCqes([npg(b, 0x92, WSt.MEM_MGMT_OPER)], []);
       expect(v.qpState(b)).to.equal(QpS.ERR);
       await fresh(b);
-      v.postSend(a, { op: WOp.RDMA_WRITE, id: 0x58, inline: Buffer.from('still'), remote: { va: 0x9000_0000, rkey: key } });
+      v.postSend(a, {
+        op: WOp.RDMA_WRITE,
+        id: 0x58,
+        inline: Buffer.from('still'),
+        remote: { va: 0x9000_0000, rkey: key },
+      });
       await v.settle();
       expect(v.g.mem(frPages[0]!, 5).toString()).to.equal('still');
       expectCqes([msn(a, 1)], []);

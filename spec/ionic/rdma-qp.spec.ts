@@ -13,8 +13,19 @@ import { Rig } from '../support/ionic/rig';
 import { RdmaCompletion, RdmaGuest } from '../support/ionic/rdma-guest';
 import { ALen, AOp, ASt, Mask, MrF, QpF, QpS, QpT } from '../support/ionic/rdma-regs';
 import {
-  contiguousRing, createAhBody, createCqBody, createMrBody, createQpBody, headerTemplate, idBody, modifyQpBody, ModifyBody, pagedRing,
-  placeTemplate, queryQpBody, statsBody,
+  contiguousRing,
+  createAhBody,
+  createCqBody,
+  createMrBody,
+  createQpBody,
+  headerTemplate,
+  idBody,
+  modifyQpBody,
+  ModifyBody,
+  pagedRing,
+  placeTemplate,
+  queryQpBody,
+  statsBody,
 } from '../support/ionic/rdma-cmds';
 
 const v4 = (d: string): Buffer => Buffer.from(d.split('.').map(Number));
@@ -22,9 +33,19 @@ const v4 = (d: string): Buffer => Buffer.from(d.split('.').map(Number));
 /** What the driver makes of QUERY_QP's two records (ionic_query_qp_cmd). */
 function decodeQuery(sq: Buffer, rq: Buffer): Record<string, number> {
   return {
-    state: rq[0]! >> 4, pmtu: rq[0]! & 0xf, retryCnt: rq[1]! & 0xf, rnrRetry: rq[1]! >> 4, maxRdAtomic: 2 ** rq[2]! - 1,
-    maxDestRdAtomic: 2 ** rq[3]! - 1, sqPsn: rq.readUInt32BE(4), flags: sq.readUInt16BE(2) | rq.readUInt16BE(8),
-    rnrTimer: sq[0]!, timeout: sq[1]!, pkey: sq.readUInt16BE(6), qkeyDest: sq.readUInt32BE(8), rateLimit: sq.readUInt32BE(12),
+    state: rq[0]! >> 4,
+    pmtu: rq[0]! & 0xf,
+    retryCnt: rq[1]! & 0xf,
+    rnrRetry: rq[1]! >> 4,
+    maxRdAtomic: 2 ** rq[2]! - 1,
+    maxDestRdAtomic: 2 ** rq[3]! - 1,
+    sqPsn: rq.readUInt32BE(4),
+    flags: sq.readUInt16BE(2) | rq.readUInt16BE(8),
+    rnrTimer: sq[0]!,
+    timeout: sq[1]!,
+    pkey: sq.readUInt16BE(6),
+    qkeyDest: sq.readUInt32BE(8),
+    rateLimit: sq.readUInt32BE(12),
     rqPsn: sq.readUInt32BE(16),
   };
 }
@@ -45,10 +66,17 @@ describe('ionic rdma: QP state, attributes and queries', () => {
     expect(c.status, what).to.equal(status);
   };
   const qp = async (id: number, type: number, flags = QpF.PRIVILEGED | QpF.SQ_SPEC | QpF.RQ_SPEC): Promise<void> => {
-    await ok(AOp.CREATE_QP, createQpBody({
-      id, type, flags, sq: { cqId: 200, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
-      rq: { cqId: 201, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
-    }), `CREATE_QP ${id}`);
+    await ok(
+      AOp.CREATE_QP,
+      createQpBody({
+        id,
+        type,
+        flags,
+        sq: { cqId: 200, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
+        rq: { cqId: 201, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
+      }),
+      `CREATE_QP ${id}`,
+    );
   };
   const modify = (o: ModifyBody): Buffer => modifyQpBody(o);
   const query = async (id: number): Promise<{ sq: Buffer; rq: Buffer; q: Record<string, number> }> => {
@@ -66,7 +94,10 @@ describe('ionic rdma: QP state, attributes and queries', () => {
     rig = await Rig.start();
     g = await rig.probed(0, { ramSize: 96 << 20 });
     r = await RdmaGuest.boot(g, { cpus: 8 });
-    for (const [id, eq] of [[200, 2], [201, 3]] as const) {
+    for (const [id, eq] of [
+      [200, 2],
+      [201, 3],
+    ] as const) {
       await ok(AOp.CREATE_CQ, createCqBody({ id, eqId: eq, depthLog2: 7, dma: contiguousRing(g, PAGE).dma }));
     }
   });
@@ -78,37 +109,112 @@ describe('ionic rdma: QP state, attributes and queries', () => {
     await qp(400, QpT.RC);
     const rec = rm.qps.get(400)!;
     // INIT, with garbage in every unmasked field (callers leave them uninitialised).
-    await ok(AOp.MODIFY_QP, modify({
-      id: 400, mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.ACCESS_FLAGS, state: QpS.INIT,
-      access: QpF.REMOTE_WRITE | QpF.REMOTE_READ | QpF.PRIVILEGED | QpF.SQ_SPEC, pmtu: 3, qkeyDest: 0xdeadbeef, sqPsn: 77, rqPsn: 99,
-      retry: 0xff, rnrTimer: 99, timeout: 99, rsqDepth: 40, rrqDepth: 40, hdrLen: 3, hdrDma: 8,
-    }));
+    await ok(
+      AOp.MODIFY_QP,
+      modify({
+        id: 400,
+        mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.ACCESS_FLAGS,
+        state: QpS.INIT,
+        access: QpF.REMOTE_WRITE | QpF.REMOTE_READ | QpF.PRIVILEGED | QpF.SQ_SPEC,
+        pmtu: 3,
+        qkeyDest: 0xdeadbeef,
+        sqPsn: 77,
+        rqPsn: 99,
+        retry: 0xff,
+        rnrTimer: 99,
+        timeout: 99,
+        rsqDepth: 40,
+        rrqDepth: 40,
+        hdrLen: 3,
+        hdrDma: 8,
+      }),
+    );
     expect(rec.state).to.equal(QpS.INIT);
-    expect(rec.attrs).to.include({ access: QpF.REMOTE_WRITE | QpF.REMOTE_READ, pmtu: 10, destQpn: 0, sqPsn: 0, rqPsn: 0, retryCnt: 0, rsqDepth: 0 });
+    expect(rec.attrs).to.include({
+      access: QpF.REMOTE_WRITE | QpF.REMOTE_READ,
+      pmtu: 10,
+      destQpn: 0,
+      sqPsn: 0,
+      rqPsn: 0,
+      retryCnt: 0,
+      rsqDepth: 0,
+    });
     expect(rec.attrs.av).to.equal(null);
     // RTR with the AV's header template.
     const tpl = headerTemplate({ sip: v4('10.0.0.1'), dip: v4('10.0.0.2'), tos: 0x6a, ttl: 64, sport: 49152 });
-    await ok(AOp.MODIFY_QP, modify({
-      id: 400, mask: Mask.STATE | Mask.AV | Mask.PATH_MTU | Mask.DEST_QPN | Mask.RQ_PSN | Mask.MAX_DEST_RD_ATOMIC | Mask.MIN_RNR_TIMER,
-      state: QpS.RTR, curState: QpS.INIT, pmtu: 12, qkeyDest: 0x64, rqPsn: 0x123456, rsqDepth: 4, rnrTimer: 12,
-      ahId: 77, hdrLen: tpl.length, hdrDma: placeTemplate(g, tpl), pcp: 3, dscp: 26, csum: 0, sqPsn: 0xbad,
-    }));
+    await ok(
+      AOp.MODIFY_QP,
+      modify({
+        id: 400,
+        mask:
+          Mask.STATE |
+          Mask.AV |
+          Mask.PATH_MTU |
+          Mask.DEST_QPN |
+          Mask.RQ_PSN |
+          Mask.MAX_DEST_RD_ATOMIC |
+          Mask.MIN_RNR_TIMER,
+        state: QpS.RTR,
+        curState: QpS.INIT,
+        pmtu: 12,
+        qkeyDest: 0x64,
+        rqPsn: 0x123456,
+        rsqDepth: 4,
+        rnrTimer: 12,
+        ahId: 77,
+        hdrLen: tpl.length,
+        hdrDma: placeTemplate(g, tpl),
+        pcp: 3,
+        dscp: 26,
+        csum: 0,
+        sqPsn: 0xbad,
+      }),
+    );
     expect(rec.state).to.equal(QpS.RTR);
-    expect(rec.attrs).to.include({ pmtu: 12, destQpn: 0x64, rqPsn: 0x123456, rsqDepth: 4, rnrTimer: 12, ahId: 77, pcp: 3, dscp: 26, sqPsn: 0 });
+    expect(rec.attrs).to.include({
+      pmtu: 12,
+      destQpn: 0x64,
+      rqPsn: 0x123456,
+      rsqDepth: 4,
+      rnrTimer: 12,
+      ahId: 77,
+      pcp: 3,
+      dscp: 26,
+      sqPsn: 0,
+    });
     expect(gidToString(rec.attrs.av!.dgid)).to.equal('::ffff:10.0.0.2');
     expect(rec.attrs.av!.udpSrcPort).to.equal(49152);
     // RTS; the PSN is 24 bits.
-    await ok(AOp.MODIFY_QP, modify({
-      id: 400, mask: Mask.STATE | Mask.SQ_PSN | Mask.TIMEOUT | Mask.RETRY_CNT | Mask.RNR_RETRY | Mask.MAX_QP_RD_ATOMIC,
-      state: QpS.RTS, sqPsn: 0x1abcdef, timeout: 14, retry: 7 | (6 << 4), rrqDepth: 3,
-    }));
+    await ok(
+      AOp.MODIFY_QP,
+      modify({
+        id: 400,
+        mask: Mask.STATE | Mask.SQ_PSN | Mask.TIMEOUT | Mask.RETRY_CNT | Mask.RNR_RETRY | Mask.MAX_QP_RD_ATOMIC,
+        state: QpS.RTS,
+        sqPsn: 0x1abcdef,
+        timeout: 14,
+        retry: 7 | (6 << 4),
+        rrqDepth: 3,
+      }),
+    );
     expect(rec.state).to.equal(QpS.RTS);
     expect(rec.attrs).to.include({ sqPsn: 0xabcdef, timeout: 14, retryCnt: 7, rnrRetry: 6, rrqDepth: 3 });
     // QUERY_QP, decoded as ionic_query_qp_cmd does.
     const { sq, rq, q } = await query(400);
     expect(q).to.include({
-      state: QpS.RTS, pmtu: 12, retryCnt: 7, rnrRetry: 6, maxRdAtomic: 7, maxDestRdAtomic: 15, sqPsn: 0xabcdef, rqPsn: 0x123456,
-      qkeyDest: 0x64, rnrTimer: 12, timeout: 14, pkey: 0, rateLimit: 0,
+      state: QpS.RTS,
+      pmtu: 12,
+      retryCnt: 7,
+      rnrRetry: 6,
+      maxRdAtomic: 7,
+      maxDestRdAtomic: 15,
+      sqPsn: 0xabcdef,
+      rqPsn: 0x123456,
+      qkeyDest: 0x64,
+      rnrTimer: 12,
+      timeout: 14,
+      pkey: 0,
+      rateLimit: 0,
     });
     expect(q.flags! & 7).to.equal(QpF.REMOTE_WRITE | QpF.REMOTE_READ);
     // Only the records are written: 20 and 12 bytes.
@@ -116,12 +222,18 @@ describe('ionic rdma: QP state, attributes and queries', () => {
     expect(rq.subarray(12).every((b) => b === 0xee)).to.equal(true);
   });
 
-  it('takes the GSI QP through ib_mad\'s sequence (Q_Key 0x80010000, RTR with STATE only, RTS with PSN 0)', async () => {
+  it("takes the GSI QP through ib_mad's sequence (Q_Key 0x80010000, RTR with STATE only, RTS with PSN 0)", async () => {
     const rm = rig.device.rdma!.rm;
     await qp(1, QpT.UD);
-    await ok(AOp.MODIFY_QP, modify({ id: 1, mask: Mask.STATE | Mask.PKEY_INDEX | Mask.QKEY, state: QpS.INIT, qkeyDest: 0x80010000 }));
+    await ok(
+      AOp.MODIFY_QP,
+      modify({ id: 1, mask: Mask.STATE | Mask.PKEY_INDEX | Mask.QKEY, state: QpS.INIT, qkeyDest: 0x80010000 }),
+    );
     await ok(AOp.MODIFY_QP, modify({ id: 1, mask: Mask.STATE, state: QpS.RTR, qkeyDest: 0x11111111, pmtu: 0 }));
-    await ok(AOp.MODIFY_QP, modify({ id: 1, mask: Mask.STATE | Mask.SQ_PSN, state: QpS.RTS, sqPsn: 0, qkeyDest: 0x22222222 }));
+    await ok(
+      AOp.MODIFY_QP,
+      modify({ id: 1, mask: Mask.STATE | Mask.SQ_PSN, state: QpS.RTS, sqPsn: 0, qkeyDest: 0x22222222 }),
+    );
     expect(rm.qps.get(1)).to.include({ state: QpS.RTS });
     expect(rm.qps.get(1)!.attrs).to.include({ qkey: 0x80010000, sqPsn: 0, destQpn: 0 });
     const { q } = await query(1);
@@ -146,7 +258,11 @@ describe('ionic rdma: QP state, attributes and queries', () => {
       ['INIT -> RTS (skipping RTR)', modify({ ...rtr, state: QpS.RTS }), ASt.BAD_STATE],
       ['INIT -> SQD', modify({ ...rtr, state: QpS.SQD }), ASt.BAD_STATE],
       ['state 7', modify({ ...rtr, state: 7 }), ASt.BAD_ATTR],
-      ['a current state of 9 under CUR_STATE', modify({ ...rtr, mask: rtr.mask | Mask.CUR_STATE, curState: 9 }), ASt.BAD_ATTR],
+      [
+        'a current state of 9 under CUR_STATE',
+        modify({ ...rtr, mask: rtr.mask | Mask.CUR_STATE, curState: 9 }),
+        ASt.BAD_ATTR,
+      ],
       ['IB_QP_CAP', modify({ ...rtr, mask: rtr.mask | Mask.CAP }), ASt.BAD_ATTR],
       ['an unknown mask bit', modify({ ...rtr, mask: rtr.mask | (1 << 22) }), ASt.BAD_ATTR],
       ['path MTU 128 (pmtu 7)', modify({ ...rtr, pmtu: 7 }), ASt.BAD_ATTR],
@@ -201,7 +317,10 @@ describe('ionic rdma: QP state, attributes and queries', () => {
     await refused(AOp.QUERY_QP, queryQpBody(999, rqAt, rqAt), ASt.BAD_INDEX, 'an unknown QP');
     await refused(AOp.QUERY_QP, queryQpBody(430, 0x1000, rqAt), ASt.BAD_ATTR, 'an SQ record outside guest RAM');
     await refused(AOp.QUERY_QP, queryQpBody(430, rqAt, 0), ASt.BAD_ATTR, 'no RQ record buffer');
-    expect(g.mem(rqAt, 16).every((b) => b === 0xee), 'nothing written on refusal').to.equal(true);
+    expect(
+      g.mem(rqAt, 16).every((b) => b === 0xee),
+      'nothing written on refusal',
+    ).to.equal(true);
   });
 });
 
@@ -241,7 +360,13 @@ describe('ionic rdma: hw_counters (STATS_* and QP_STATS_*)', () => {
     expect((await r.post(AOp.STATS_HDRS, statsBody(hdrAt, PAGE))).error).to.equal(false);
     const hdrs = readHeaders(g.mem(hdrAt, PAGE));
     expect(hdrs.length).to.be.within(10, 127);
-    expect(hdrs.map((h) => h.name)).to.include.members(['admin_commands', 'admin_errors', 'eq_events', 'qps_active', 'tx_bytes']);
+    expect(hdrs.map((h) => h.name)).to.include.members([
+      'admin_commands',
+      'admin_errors',
+      'eq_events',
+      'qps_active',
+      'tx_bytes',
+    ]);
     for (const h of hdrs) expect(h.name.length).to.be.within(1, 27);
     const valAt = g.alloc(PAGE);
     expect((await r.post(AOp.STATS_VALS, statsBody(valAt, PAGE))).error).to.equal(false);
@@ -257,9 +382,13 @@ describe('ionic rdma: hw_counters (STATS_* and QP_STATS_*)', () => {
 
   it('answers QP_STATS_HDRS and QP_STATS_VALS per QP, as rdma counters sum them', async () => {
     const ring = contiguousRing(g, PAGE).dma;
-    expect((await r.post(AOp.CREATE_CQ, createCqBody({ id: 300, eqId: 2, depthLog2: 7, dma: ring }))).error).to.equal(false);
+    expect((await r.post(AOp.CREATE_CQ, createCqBody({ id: 300, eqId: 2, depthLog2: 7, dma: ring }))).error).to.equal(
+      false,
+    );
     const body = createQpBody({
-      id: 500, type: QpT.RC, sq: { cqId: 300, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
+      id: 500,
+      type: QpT.RC,
+      sq: { cqId: 300, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
       rq: { cqId: 300, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
     });
     expect((await r.post(AOp.CREATE_QP, body)).error).to.equal(false);
@@ -267,7 +396,12 @@ describe('ionic rdma: hw_counters (STATS_* and QP_STATS_*)', () => {
     const hdrAt = g.alloc(PAGE);
     expect((await r.post(AOp.QP_STATS_HDRS, statsBody(hdrAt, PAGE))).error).to.equal(false);
     const hdrs = readHeaders(g.mem(hdrAt, PAGE));
-    expect(hdrs.map((h) => h.name)).to.include.members(['doorbell_send', 'doorbell_recv', 'bytes_sent', 'bytes_received']);
+    expect(hdrs.map((h) => h.name)).to.include.members([
+      'doorbell_send',
+      'doorbell_recv',
+      'bytes_sent',
+      'bytes_received',
+    ]);
     const valAt = g.alloc(PAGE);
     expect((await r.post(AOp.QP_STATS_VALS, statsBody(valAt, PAGE, 500))).error).to.equal(false);
     const vals = Buffer.from(g.mem(valAt, PAGE));
@@ -302,7 +436,14 @@ describe('ionic rdma: SRQ commands (out-of-tree series) and RDMA_RESET_LIF', () 
   let g: IonicGuest;
   let r: RdmaGuest;
 
-  const srqBody = (o: { ring: number; resp: number; limit?: number; udma?: number; respLen?: number; depth?: number }): Buffer => {
+  const srqBody = (o: {
+    ring: number;
+    resp: number;
+    limit?: number;
+    udma?: number;
+    respLen?: number;
+    depth?: number;
+  }): Buffer => {
     const b = Buffer.alloc(ALen.CREATE_SRQ);
     putU64(b, 0, o.ring);
     b.writeUInt32LE(1, 8);
@@ -334,8 +475,16 @@ describe('ionic rdma: SRQ commands (out-of-tree series) and RDMA_RESET_LIF', () 
     expect(srqId).to.be.at.least(r.id.sq.count);
     expect(g.mem(resp, 5)[4]).to.equal(0);
     expect(rm.srqs.get(srqId)!.limit).to.equal(7);
-    expect((await r.post(AOp.CREATE_CQ, createCqBody({ id: 300, eqId: 2, depthLog2: 7, dma: contiguousRing(g, PAGE).dma }))).error).to.equal(false);
-    const qpBody = createQpBody({ id: 600, type: QpT.RC, sq: { cqId: 300, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma }, srqId });
+    expect(
+      (await r.post(AOp.CREATE_CQ, createCqBody({ id: 300, eqId: 2, depthLog2: 7, dma: contiguousRing(g, PAGE).dma })))
+        .error,
+    ).to.equal(false);
+    const qpBody = createQpBody({
+      id: 600,
+      type: QpT.RC,
+      sq: { cqId: 300, depthLog2: 6, strideLog2: 6, dma: contiguousRing(g, PAGE).dma },
+      srqId,
+    });
     expect((await r.post(AOp.CREATE_QP, qpBody)).error).to.equal(false);
     expect(rm.qps.get(600)).to.include({ srqId, rq: null });
     g.ringDoorbell(r.id.rq.qtype, srqId, 12);
@@ -367,14 +516,43 @@ describe('ionic rdma: SRQ commands (out-of-tree series) and RDMA_RESET_LIF', () 
     const dev = rig.device.rdma!;
     const ring = (): number => contiguousRing(g, PAGE).dma;
     const objects = async (): Promise<void> => {
-      expect((await r.post(AOp.CREATE_CQ, createCqBody({ id: 700, eqId: 2, depthLog2: 7, dma: ring() }))).error).to.equal(false);
-      expect((await r.post(AOp.CREATE_QP, createQpBody({
-        id: 701, type: QpT.UD, sq: { cqId: 700, depthLog2: 6, strideLog2: 6, dma: ring() }, rq: { cqId: 700, depthLog2: 6, strideLog2: 6, dma: ring() },
-      }))).error).to.equal(false);
+      expect(
+        (await r.post(AOp.CREATE_CQ, createCqBody({ id: 700, eqId: 2, depthLog2: 7, dma: ring() }))).error,
+      ).to.equal(false);
+      expect(
+        (
+          await r.post(
+            AOp.CREATE_QP,
+            createQpBody({
+              id: 701,
+              type: QpT.UD,
+              sq: { cqId: 700, depthLog2: 6, strideLog2: 6, dma: ring() },
+              rq: { cqId: 700, depthLog2: 6, strideLog2: 6, dma: ring() },
+            }),
+          )
+        ).error,
+      ).to.equal(false);
       const p = pagedRing(g, 2 * PAGE);
-      expect((await r.post(AOp.CREATE_MR, createMrBody({ key: 0x702, va: 0, length: 2 * PAGE, flags: MrF.LOCAL_WRITE, mapCount: 2, dma: p.dma, pageSizeLog2: 12 }))).error).to.equal(false);
+      expect(
+        (
+          await r.post(
+            AOp.CREATE_MR,
+            createMrBody({
+              key: 0x702,
+              va: 0,
+              length: 2 * PAGE,
+              flags: MrF.LOCAL_WRITE,
+              mapCount: 2,
+              dma: p.dma,
+              pageSizeLog2: 12,
+            }),
+          )
+        ).error,
+      ).to.equal(false);
       const tpl = headerTemplate({ sip: v4('10.0.0.1'), dip: v4('10.0.0.9') });
-      expect((await r.post(AOp.CREATE_AH, createAhBody({ id: 703, dma: placeTemplate(g, tpl), length: tpl.length }))).error).to.equal(false);
+      expect(
+        (await r.post(AOp.CREATE_AH, createAhBody({ id: 703, dma: placeTemplate(g, tpl), length: tpl.length }))).error,
+      ).to.equal(false);
     };
     await objects();
     expect(dev.rm.counts()).to.include({ qps: 1, mrs: 1, ahs: 1, cqs: 4 }); // with the SRQ test's CQ 300

@@ -61,19 +61,37 @@ describe('rdma resources: page tables', () => {
     for (let i = 0; i < n; i++) list.writeBigUInt64LE(BigInt(0x10000000 + i * 2 * PAGE), i * 8); // never adjacent
     list.copy(ram.buffer, 0);
     const budget = new RunBudget(1 << 20);
-    const t = loadPageList(ram, { listAddr: 0x100000, count: n, pageShift: 12, firstOffset: 0, length: n * PAGE }, budget);
+    const t = loadPageList(
+      ram,
+      { listAddr: 0x100000, count: n, pageShift: 12, firstOffset: 0, length: n * PAGE },
+      budget,
+    );
     expect(t).to.be.instanceOf(PageTable);
     expect((t as PageTable).runs).to.equal(n);
     expect(budget.used).to.equal(n);
     const small = new RunBudget(100);
-    expect(loadPageList(ram, { listAddr: 0x100000, count: n, pageShift: 12, firstOffset: 0, length: n * PAGE }, small)).to.equal('too-many-runs');
+    expect(
+      loadPageList(ram, { listAddr: 0x100000, count: n, pageShift: 12, firstOffset: 0, length: n * PAGE }, small),
+    ).to.equal('too-many-runs');
     expect(small.used).to.equal(0);
-    expect(loadPageList(ram, { listAddr: 0x1f8000, count: n, pageShift: 12, firstOffset: 0, length: n * PAGE }, small)).to.equal('unreadable');
+    expect(
+      loadPageList(ram, { listAddr: 0x1f8000, count: n, pageShift: 12, firstOffset: 0, length: n * PAGE }, small),
+    ).to.equal('unreadable');
     ram.buffer.writeBigUInt64LE(0x123n, 8);
-    expect(loadPageList(ram, { listAddr: 0x100000, count: 4, pageShift: 12, firstOffset: 0, length: 4 * PAGE }, small)).to.equal('misaligned');
+    expect(
+      loadPageList(ram, { listAddr: 0x100000, count: 4, pageShift: 12, firstOffset: 0, length: 4 * PAGE }, small),
+    ).to.equal('misaligned');
     ram.buffer.writeBigUInt64LE(2n ** 63n, 8);
-    expect(loadPageList(ram, { listAddr: 0x100000, count: 4, pageShift: 12, firstOffset: 0, length: 4 * PAGE }, small)).to.equal('misaligned');
-    expect(loadPageList(ram, { listAddr: Number.MAX_SAFE_INTEGER - 8, count: 4, pageShift: 12, firstOffset: 0, length: 4 * PAGE }, small)).to.equal('bad-range');
+    expect(
+      loadPageList(ram, { listAddr: 0x100000, count: 4, pageShift: 12, firstOffset: 0, length: 4 * PAGE }, small),
+    ).to.equal('misaligned');
+    expect(
+      loadPageList(
+        ram,
+        { listAddr: Number.MAX_SAFE_INTEGER - 8, count: 4, pageShift: 12, firstOffset: 0, length: 4 * PAGE },
+        small,
+      ),
+    ).to.equal('bad-range');
     expect(small.used).to.equal(0);
   });
 });
@@ -126,19 +144,30 @@ describe('rdma resources: keys and translation', () => {
     mr(2, 1, 0, 0, 16, 0x1000);
     expect(rm.checkMr({ key: key(2, 2), pdId: 1, flags: 0, iova: 0, length: 1 })).to.equal('exists');
     expect(rm.checkMr({ key: key(3, 2), pdId: 1, flags: 0x4000, iova: 0, length: 0 })).to.equal('bad-type');
-    expect(rm.checkMr({ key: key(3, 2), pdId: 1, flags: 0, iova: Number.MAX_SAFE_INTEGER, length: 2 })).to.equal('bad-attr');
+    expect(rm.checkMr({ key: key(3, 2), pdId: 1, flags: 0, iova: Number.MAX_SAFE_INTEGER, length: 2 })).to.equal(
+      'bad-attr',
+    );
     // A user MR needs a table, an FRMR must not have one.
     expect(rm.createMr({ key: key(3, 1), pdId: 1, flags: 0, iova: 0, length: 16 }, null).ok).to.equal(false);
-    expect(rm.createMr({ key: key(3, 1), pdId: 1, flags: MrFlag.UKEY_EN | MrFlag.INV_EN, iova: 0, length: 0 }, PageTable.contiguous(0, 16)).ok).to.equal(false);
+    expect(
+      rm.createMr(
+        { key: key(3, 1), pdId: 1, flags: MrFlag.UKEY_EN | MrFlag.INV_EN, iova: 0, length: 0 },
+        PageTable.contiguous(0, 16),
+      ).ok,
+    ).to.equal(false);
   });
 
   it('fast-registers an FRMR with a new tag, invalidates it, and registers it again', () => {
-    expect(rm.createMr({ key: key(7, 1), pdId: 1, flags: MrFlag.UKEY_EN | MrFlag.INV_EN, iova: 0, length: 0 }, null).ok).to.equal(true);
+    expect(
+      rm.createMr({ key: key(7, 1), pdId: 1, flags: MrFlag.UKEY_EN | MrFlag.INV_EN, iova: 0, length: 0 }, null).ok,
+    ).to.equal(true);
     const out: number[] = [];
     expect(rm.translate(key(7, 1), 0, 0, 0, { dmaKey: false }, out)).to.equal(KeyStatus.INVALID);
     const t = PageTable.contiguous(0x500000, 0x3000)!;
     rm.budget.take(1);
-    expect(rm.fastRegister(key(7, 1), key(7, 2), 0xa000, 0x3000, MrFlag.LOCAL_WRITE | MrFlag.REMOTE_WRITE, false, t)).to.equal(KeyStatus.OK);
+    expect(
+      rm.fastRegister(key(7, 1), key(7, 2), 0xa000, 0x3000, MrFlag.LOCAL_WRITE | MrFlag.REMOTE_WRITE, false, t),
+    ).to.equal(KeyStatus.OK);
     expect(rm.translate(key(7, 1), 0xa000, 8, 0, { dmaKey: false }, out)).to.equal(KeyStatus.TAG);
     expect(rm.translate(key(7, 2), 0xb000, 8, MrFlag.REMOTE_WRITE, { dmaKey: false }, out)).to.equal(KeyStatus.OK);
     expect(out).to.deep.equal([0x501000, 8]);
@@ -160,15 +189,28 @@ describe('rdma resources: keys and translation', () => {
   it('binds windows onto an MR that allows MW_BIND, translates through them, and unbinds', () => {
     mr(10, 1, MrFlag.LOCAL_WRITE | MrFlag.REMOTE_WRITE | MrFlag.MW_BIND, 0x10000, 0x4000, 0x700000);
     mr(11, 1, MrFlag.LOCAL_WRITE, 0x20000, 0x1000, 0x800000);
-    expect(rm.createMr({ key: key(12, 1), pdId: 1, flags: MrFlag.UKEY_EN | MrFlag.IS_MW, iova: 0, length: 0 }, null).ok).to.equal(true);
-    expect(rm.createMr({ key: key(13, 1), pdId: 1, flags: MrFlag.UKEY_EN | MrFlag.IS_MW | MrFlag.INV_EN, iova: 0, length: 0 }, null).ok).to.equal(true);
-    expect(rm.bindMw(key(12, 1), key(12, 2), key(11, 1), 0x20000, 0x100, MrFlag.REMOTE_READ)).to.equal(KeyStatus.ACCESS); // no MW_BIND
-    expect(rm.bindMw(key(12, 1), key(12, 2), key(10, 1), 0x13000, 0x2000, MrFlag.REMOTE_READ)).to.equal(KeyStatus.BOUNDS);
+    expect(
+      rm.createMr({ key: key(12, 1), pdId: 1, flags: MrFlag.UKEY_EN | MrFlag.IS_MW, iova: 0, length: 0 }, null).ok,
+    ).to.equal(true);
+    expect(
+      rm.createMr(
+        { key: key(13, 1), pdId: 1, flags: MrFlag.UKEY_EN | MrFlag.IS_MW | MrFlag.INV_EN, iova: 0, length: 0 },
+        null,
+      ).ok,
+    ).to.equal(true);
+    expect(rm.bindMw(key(12, 1), key(12, 2), key(11, 1), 0x20000, 0x100, MrFlag.REMOTE_READ)).to.equal(
+      KeyStatus.ACCESS,
+    ); // no MW_BIND
+    expect(rm.bindMw(key(12, 1), key(12, 2), key(10, 1), 0x13000, 0x2000, MrFlag.REMOTE_READ)).to.equal(
+      KeyStatus.BOUNDS,
+    );
     expect(rm.bindMw(key(12, 1), key(12, 2), key(10, 1), 0x11000, 0x1000, MrFlag.REMOTE_READ)).to.equal(KeyStatus.OK);
     const out: number[] = [];
     expect(rm.translate(key(12, 2), 0x11800, 16, MrFlag.REMOTE_READ, { dmaKey: false }, out)).to.equal(KeyStatus.OK);
     expect(out).to.deep.equal([0x701800, 16]);
-    expect(rm.translate(key(12, 2), 0x11800, 16, MrFlag.REMOTE_WRITE, { dmaKey: false }, out)).to.equal(KeyStatus.ACCESS);
+    expect(rm.translate(key(12, 2), 0x11800, 16, MrFlag.REMOTE_WRITE, { dmaKey: false }, out)).to.equal(
+      KeyStatus.ACCESS,
+    );
     expect(rm.translate(key(12, 2), 0x12000, 16, 0, { dmaKey: false }, out)).to.equal(KeyStatus.BOUNDS);
     // Destroying the MR kills the window's translation.
     expect(rm.destroyMr(key(10, 1)).ok).to.equal(true);
@@ -186,10 +228,29 @@ describe('rdma resources: keys and translation', () => {
 describe('rdma resources: objects and state', () => {
   it('follows the IB QP state table', () => {
     const allowed: Array<[QpState, QpState]> = [
-      [QpState.RESET, QpState.INIT], [QpState.INIT, QpState.INIT], [QpState.INIT, QpState.RTR], [QpState.RTR, QpState.RTS], [QpState.RTS, QpState.RTS], [QpState.RTS, QpState.SQD], [QpState.SQD, QpState.RTS], [QpState.SQD, QpState.SQD],
-      [QpState.SQE, QpState.RTS], [QpState.RTS, QpState.ERR], [QpState.ERR, QpState.RESET], [QpState.RESET, QpState.RESET], [QpState.ERR, QpState.ERR],
+      [QpState.RESET, QpState.INIT],
+      [QpState.INIT, QpState.INIT],
+      [QpState.INIT, QpState.RTR],
+      [QpState.RTR, QpState.RTS],
+      [QpState.RTS, QpState.RTS],
+      [QpState.RTS, QpState.SQD],
+      [QpState.SQD, QpState.RTS],
+      [QpState.SQD, QpState.SQD],
+      [QpState.SQE, QpState.RTS],
+      [QpState.RTS, QpState.ERR],
+      [QpState.ERR, QpState.RESET],
+      [QpState.RESET, QpState.RESET],
+      [QpState.ERR, QpState.ERR],
     ];
-    const refused: Array<[QpState, QpState]> = [[QpState.RESET, QpState.RTR], [QpState.RESET, QpState.RTS], [QpState.INIT, QpState.RTS], [QpState.RTR, QpState.RTR], [QpState.RTR, QpState.INIT], [QpState.ERR, QpState.RTS], [QpState.RTS, QpState.INIT]];
+    const refused: Array<[QpState, QpState]> = [
+      [QpState.RESET, QpState.RTR],
+      [QpState.RESET, QpState.RTS],
+      [QpState.INIT, QpState.RTS],
+      [QpState.RTR, QpState.RTR],
+      [QpState.RTR, QpState.INIT],
+      [QpState.ERR, QpState.RTS],
+      [QpState.RTS, QpState.INIT],
+    ];
     for (const [a, b] of allowed) expect(qpTransitionAllowed(a, b), `${a}->${b}`).to.equal(true);
     for (const [a, b] of refused) expect(qpTransitionAllowed(a, b), `${a}->${b}`).to.equal(false);
   });
@@ -199,8 +260,21 @@ describe('rdma resources: objects and state', () => {
     const ring = (): PageTable => PageTable.contiguous(0x1000, 4096)!;
     const cq = rm.createCq({ id: 3, eqId: 2, depthLog2: 7, strideLog2: 5, dbid: 0, admin: false }, ring());
     expect(cq.ok).to.equal(true);
-    expect(rm.createCq({ id: 4, eqId: 2, depthLog2: 7, strideLog2: 5, dbid: 0, admin: false }, ring())).to.deep.include({ ok: false, error: 'bad-id' });
-    const spec = { id: 2, type: QpType.RC, pdId: 1, flags: 1 << 15, sqCqId: 3, rqCqId: 3, sq: { depthLog2: 6, strideLog2: 6 }, rq: { depthLog2: 6, strideLog2: 6 }, srqId: null, dbid: 0 };
+    expect(rm.createCq({ id: 4, eqId: 2, depthLog2: 7, strideLog2: 5, dbid: 0, admin: false }, ring())).to.deep.include(
+      { ok: false, error: 'bad-id' },
+    );
+    const spec = {
+      id: 2,
+      type: QpType.RC,
+      pdId: 1,
+      flags: 1 << 15,
+      sqCqId: 3,
+      rqCqId: 3,
+      sq: { depthLog2: 6, strideLog2: 6 },
+      rq: { depthLog2: 6, strideLog2: 6 },
+      srqId: null,
+      dbid: 0,
+    };
     const qp = rm.createQp(spec, ring(), ring());
     expect(qp.ok && qp.value.privileged).to.equal(true);
     expect(rm.checkQp({ ...spec, id: 1 })).to.equal('bad-type'); // GSI must be UD
@@ -218,7 +292,10 @@ describe('rdma resources: objects and state', () => {
     // One SRQ at most; its id is above the QP range.
     const s = rm.createSrq(1, 0, { depthLog2: 6, strideLog2: 6 }, ring(), 0, 0);
     expect(s.ok && s.value.id).to.equal(4096);
-    expect(rm.createSrq(1, 0, { depthLog2: 6, strideLog2: 6 }, ring(), 0, 0)).to.deep.include({ ok: false, error: 'no-space' });
+    expect(rm.createSrq(1, 0, { depthLog2: 6, strideLog2: 6 }, ring(), 0, 0)).to.deep.include({
+      ok: false,
+      error: 'no-space',
+    });
   });
 
   it('names every counter within the 27 characters hw_counters allows', () => {
@@ -260,11 +337,15 @@ describe('rdma: header templates and CQ mechanics', () => {
   it('writes CQEs with the color word last, flips at the wrap, stops when full, and fires armed events once', () => {
     const ram = new BufferMemory(Buffer.alloc(8192), 0x10000);
     const rm = new ResourceManager();
-    const r = rm.createCq({ id: 9, eqId: 2, depthLog2: 2, strideLog2: 5, dbid: 0, admin: false }, PageTable.contiguous(0x10000, 128)!);
+    const r = rm.createCq(
+      { id: 9, eqId: 2, depthLog2: 2, strideLog2: 5, dbid: 0, admin: false },
+      PageTable.contiguous(0x10000, 128)!,
+    );
     const cq = r.ok ? r.value : null;
     const events: string[] = [];
     const ev = { notify: () => events.push('notify'), overflow: () => events.push('overflow') };
-    const cqe = () => Object.assign(newCqeRecord(), { type: CqeType.SEND_NPG, qid: 5, wqeIdLo: 0x11111111, wqeIdHi: 0x11111111 });
+    const cqe = () =>
+      Object.assign(newCqeRecord(), { type: CqeType.SEND_NPG, qid: 5, wqeIdLo: 0x11111111, wqeIdHi: 0x11111111 });
     expect(cqFree(cq!)).to.equal(3);
     cqDoorbell(cq!, 1, 7, ev); // arm (nothing waiting)
     expect(postCqe(ram, cq!, cqe(), false, ev)).to.equal(CqPost.OK);

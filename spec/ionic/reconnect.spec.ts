@@ -39,7 +39,7 @@ describe('ionic: disconnect and reconnect', () => {
   });
   afterEach(async () => rig.close());
 
-  it('drops the driver\'s queues, filters and interrupt state when the client goes away; a second client probes and passes traffic', async () => {
+  it("drops the driver's queues, filters and interrupt state when the client goes away; a second client probes and passes traffic", async () => {
     await settle();
     const fds = openFdCount();
     const g1 = await rig.probed(2);

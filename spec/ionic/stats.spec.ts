@@ -40,7 +40,8 @@ describe('ionic: statistics blocks', () => {
     }
     for (let i = 0; i < 2; i++) await g.sendFrame(arp(1, DEVICE_MAC, ip('10.0.0.2'), BROADCAST, ip('10.0.0.1')));
     const rxLens = [60, 1000, 1514];
-    for (const [i, len] of rxLens.entries()) link.inject(udpFrame(DEVICE_MAC, PEER, '10.0.0.1', '10.0.0.2', 6000, 5000, len - 42, i));
+    for (const [i, len] of rxLens.entries())
+      link.inject(udpFrame(DEVICE_MAC, PEER, '10.0.0.1', '10.0.0.2', 6000, 5000, len - 42, i));
     link.inject(arp(1, PEER, ip('10.0.0.1'), BROADCAST, ip('10.0.0.2')));
     for (let i = 0; i < 4; i++) await g.waitRxFrame();
     rig.device.stats.flush();

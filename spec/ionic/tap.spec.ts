@@ -14,7 +14,18 @@ import { pattern, TCP_PSH, tcpFrame } from '../support/ionic/tcp-frames';
 import { canUseTap, DEVICE_MAC, Rig, run, runQuiet } from '../support/ionic/rig';
 import { skipBecause } from '../support/skip';
 import {
-  arp, BROADCAST, ETH_IPV4, ethernet, icmpEcho, ip, ipv4, macText, parseArp, parseEcho, parseIpv4, parseUdp,
+  arp,
+  BROADCAST,
+  ETH_IPV4,
+  ethernet,
+  icmpEcho,
+  ip,
+  ipv4,
+  macText,
+  parseArp,
+  parseEcho,
+  parseIpv4,
+  parseUdp,
 } from '../support/ionic/wire';
 
 const HOST_IP = '10.99.0.1';
@@ -72,7 +83,7 @@ describe('ionic: frames through a host TAP in a network namespace', function () 
     if (rig) expect(g.violations).to.deep.equal([]);
   });
 
-  it('guest to host: an ARP request for 10.99.0.1 gets the kernel\'s ARP reply on the RX queue', async () => {
+  it("guest to host: an ARP request for 10.99.0.1 gets the kernel's ARP reply on the RX queue", async () => {
     expect((await g.sendFrame(arp(1, DEVICE_MAC, ip(GUEST_IP), BROADCAST, ip(HOST_IP)))).status).to.equal(0);
     const r = await g.waitRxFrame({ match: isArpReply });
     const a = parseArp(r.data)!;
@@ -89,7 +100,12 @@ describe('ionic: frames through a host TAP in a network namespace', function () 
     for (const [i, size] of sizes.entries()) {
       const data = Buffer.alloc(size);
       for (let k = 0; k < size; k++) data[k] = (k * 13 + i) & 0xff;
-      const frame = ethernet(hostMac, DEVICE_MAC, ETH_IPV4, ipv4(ip(GUEST_IP), ip(HOST_IP), 1, icmpEcho(8, 0x4e43, i + 1, data), 100 + i));
+      const frame = ethernet(
+        hostMac,
+        DEVICE_MAC,
+        ETH_IPV4,
+        ipv4(ip(GUEST_IP), ip(HOST_IP), 1, icmpEcho(8, 0x4e43, i + 1, data), 100 + i),
+      );
       const pieces = size > 1000 ? [34, 8, 700, frame.length - 742] : [frame.length];
       expect((await g.sendFrame(frame, { pieces })).status).to.equal(0);
       const r = await g.waitRxFrame({ match: (f) => parseEcho(f.data)?.type === 0 });
@@ -107,12 +123,15 @@ describe('ionic: frames through a host TAP in a network namespace', function () 
     const script = sizes.map((n) => `printf '%*s' ${n} '' > /dev/udp/${GUEST_IP}/7001`).join('; ');
     expect(await nsExec(ns, script)).to.equal(0);
     const got: RxFrame[] = [];
-    for (let i = 0; i < sizes.length; i++) got.push(await g.waitRxFrame({ match: (f) => parseUdp(f.data)?.dstPort === 7001 }));
+    for (let i = 0; i < sizes.length; i++)
+      got.push(await g.waitRxFrame({ match: (f) => parseUdp(f.data)?.dstPort === 7001 }));
     expect(got.map((r) => r.status)).to.deep.equal([0, 0, 0, 0]);
     // Frames below the 60-byte minimum are padded by nobody on a TAP: 14 + 20 + 8 + payload.
     expect(got.map((r) => r.len)).to.deep.equal(sizes.map((n) => 42 + n));
     expect(got.map((r) => parseUdp(r.data)!.data.length)).to.deep.equal(sizes);
-    expect(got.every((r) => parseUdp(r.data)!.data.equals(Buffer.alloc(parseUdp(r.data)!.data.length, 0x20)))).to.equal(true);
+    expect(got.every((r) => parseUdp(r.data)!.data.equals(Buffer.alloc(parseUdp(r.data)!.data.length, 0x20)))).to.equal(
+      true,
+    );
     for (let i = 1; i < got.length; i++) expect(got[i]!.index).to.equal((got[i - 1]!.index + 1) % 64);
     run('ip', ['-n', ns, 'neigh', 'del', GUEST_IP, 'dev', tap]);
   });
@@ -134,7 +153,15 @@ describe('ionic: frames through a host TAP in a network namespace', function () 
   it('guest to host: a TSO run reaches the kernel as one 64,000-byte TCP packet (its RST acknowledges all of it)', async () => {
     // No listener on the port: the kernel resets, acknowledging seq + the whole payload (the segment has no ACK flag).
     const seq = 0x10000000;
-    const { frame, hdrLen } = tcpFrame({ payload: pattern(64000), tsoSeed: true, flags: TCP_PSH, seq, src: ip(GUEST_IP), dst: ip(HOST_IP), dstMac: hostMac });
+    const { frame, hdrLen } = tcpFrame({
+      payload: pattern(64000),
+      tsoSeed: true,
+      flags: TCP_PSH,
+      seq,
+      src: ip(GUEST_IP),
+      dst: ip(HOST_IP),
+      dstMac: hostMac,
+    });
     DEVICE_MAC.copy(frame, 6);
     const base = g.alloc(frame.length);
     frame.copy(g.mem(base, frame.length));
@@ -142,7 +169,10 @@ describe('ionic: frames through a host TAP in a network namespace', function () 
     for (let off = 0; off < frame.length;) {
       const take = Math.min(frame.length - off, off === 0 ? hdrLen + 1448 : 1448);
       const d = Buffer.alloc(16);
-      d.writeBigUInt64LE(txCmd(TxOp.TSO, (off === 0 ? 0x4 : 0) | (off + take >= frame.length ? 0x8 : 0), 0, base + off), 0);
+      d.writeBigUInt64LE(
+        txCmd(TxOp.TSO, (off === 0 ? 0x4 : 0) | (off + take >= frame.length ? 0x8 : 0), 0, base + off),
+        0,
+      );
       d.writeUInt16LE(take, 8);
       d.writeUInt16LE(hdrLen, 12);
       d.writeUInt16LE(1448, 14);
@@ -150,14 +180,18 @@ describe('ionic: frames through a host TAP in a network namespace', function () 
       off += take;
     }
     expect((await g.postTxRun(0, run)).status).to.equal(0);
-    const rst = await g.waitRxFrame({ match: (f) => f.data.length >= 54 && f.data[23] === 6 && (f.data[47]! & 0x04) !== 0 });
+    const rst = await g.waitRxFrame({
+      match: (f) => f.data.length >= 54 && f.data[23] === 6 && (f.data[47]! & 0x04) !== 0,
+    });
     expect(rst.data.readUInt32BE(42)).to.equal(seq + 64000);
   });
 
   it('counts on both sides agree: the TAP received exactly the frames the device reports sent', async () => {
     rig!.device.stats.flush();
     const sentByDevice = g.lifStat('tx_ucast_packets') + g.lifStat('tx_bcast_packets') + g.lifStat('tx_mcast_packets');
-    const j = JSON.parse(run('ip', ['-n', ns, '-s', '-j', 'link', 'show', 'dev', tap])) as Array<{ stats64: { rx: { packets: number }; tx: { packets: number } } }>;
+    const j = JSON.parse(run('ip', ['-n', ns, '-s', '-j', 'link', 'show', 'dev', tap])) as Array<{
+      stats64: { rx: { packets: number }; tx: { packets: number } };
+    }>;
     expect(sentByDevice).to.equal(4 + 45); // ARP request, two echo requests, ARP reply, the TSO run's 45 segments
     // The TSO run crossed the TAP as one GSO packet.
     expect(j[0]!.stats64.rx.packets).to.equal(4 + 1);

@@ -33,7 +33,15 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 async function registered(port: number, n: number, from: string): Promise<{ peer: RawPeer; id: number }> {
   const peer = await RawPeer.connect(port, LOCAL, from);
-  peer.send(MsgType.REGISTER_NODE, encodeRegisterNode({ host: '', port: 0, requestedId: AUTO_NODE_ID, instance: (0xbeef00 + n).toString(16).padStart(16, '0') }));
+  peer.send(
+    MsgType.REGISTER_NODE,
+    encodeRegisterNode({
+      host: '',
+      port: 0,
+      requestedId: AUTO_NODE_ID,
+      instance: (0xbeef00 + n).toString(16).padStart(16, '0'),
+    }),
+  );
   const d = decodeRegisterResp((await peer.waitFrame(MsgType.REGISTER_RESP)).body);
   if (!d.ok || d.value.result !== 0) throw new Error(`registration ${n} refused`);
   return { peer, id: d.value.nodeId };
@@ -67,20 +75,38 @@ describe('mesh attacks: memory against a server process', function () {
     sink.peer.socket.pause();
     const before = await srv.rssMiB();
     // ACKs: small frames in the reply room, as many as the manager takes, for 8 s.
-    const ack = encodeIonicWireHeader({ op: IonicWireOp.ACK, atomicCs: 0, srcQpId: 1, dstQpId: 2, reqId: 1, rkey: 0, length: 0, immBe: 0, status: 0 });
-    const one = Buffer.concat([encodeFrameHeader({ type: MsgType.IONIC, length: ack.length, seq: 1, src: src.id, dst: sink.id }), ack]);
+    const ack = encodeIonicWireHeader({
+      op: IonicWireOp.ACK,
+      atomicCs: 0,
+      srcQpId: 1,
+      dstQpId: 2,
+      reqId: 1,
+      rkey: 0,
+      length: 0,
+      immBe: 0,
+      status: 0,
+    });
+    const one = Buffer.concat([
+      encodeFrameHeader({ type: MsgType.IONIC, length: ack.length, seq: 1, src: src.id, dst: sink.id }),
+      ack,
+    ]);
     const batch = Buffer.concat(new Array<Buffer>(2000).fill(one));
     const t0 = Date.now();
     let sent = 0;
     const pump = (): void => {
       while (Date.now() - t0 < 8000 && !src.peer.closed) {
         sent += 2000;
-        if (!src.peer.socket.write(batch)) { src.peer.socket.once('drain', pump); return; }
+        if (!src.peer.socket.write(batch)) {
+          src.peer.socket.once('drain', pump);
+          return;
+        }
       }
     };
     pump();
     const peak = await peakRss(srv, 8000);
-    console.log(`      relay to a peer that never reads: ${sent} frames offered; RSS ${before.toFixed(1)} -> peak ${peak.toFixed(1)} MiB (+${(peak - before).toFixed(1)}; bound ${SEND_QUEUE_MIB} + ${MARGIN_MIB} margin)`);
+    console.log(
+      `      relay to a peer that never reads: ${sent} frames offered; RSS ${before.toFixed(1)} -> peak ${peak.toFixed(1)} MiB (+${(peak - before).toFixed(1)}; bound ${SEND_QUEUE_MIB} + ${MARGIN_MIB} margin)`,
+    );
     expect(peak - before).to.be.at.most(SEND_QUEUE_MIB + MARGIN_MIB);
   });
 
@@ -91,14 +117,26 @@ describe('mesh attacks: memory against a server process', function () {
     for (let i = 0; i < 63; i++) {
       const p = await registered(srv.port, 100 + i, `127.0.1.${1 + (i % 8)}`);
       peers.push(p.peer);
-      const h = encodeIonicWireHeader({ op: IonicWireOp.SEND, atomicCs: 0, srcQpId: 1, dstQpId: 2, reqId: i, rkey: 0, length: FRAME - 60, immBe: 0, status: 0 });
+      const h = encodeIonicWireHeader({
+        op: IonicWireOp.SEND,
+        atomicCs: 0,
+        srcQpId: 1,
+        dstQpId: 2,
+        reqId: i,
+        rkey: 0,
+        length: FRAME - 60,
+        immBe: 0,
+        status: 0,
+      });
       p.peer.write(encodeFrameHeader({ type: MsgType.IONIC, length: FRAME, seq: 1, src: p.id, dst: 0 }));
       p.peer.write(h);
       p.peer.write(body);
     }
     const peak = await peakRss(srv, 6000);
     const bound = PARTIAL_MIB + 63 * PER_WAITING_CONNECTION_MIB;
-    console.log(`      63 partial 16 MiB frames (registered): RSS ${before.toFixed(1)} -> peak ${peak.toFixed(1)} MiB (+${(peak - before).toFixed(1)}; bound ${bound} + ${MARGIN_MIB} margin)`);
+    console.log(
+      `      63 partial 16 MiB frames (registered): RSS ${before.toFixed(1)} -> peak ${peak.toFixed(1)} MiB (+${(peak - before).toFixed(1)}; bound ${bound} + ${MARGIN_MIB} margin)`,
+    );
     expect(peak - before).to.be.at.most(bound + MARGIN_MIB);
   });
 
@@ -113,7 +151,9 @@ describe('mesh attacks: memory against a server process', function () {
       p.write(body);
     }
     const peak = await peakRss(srv, 4000);
-    console.log(`      63 partial 16 MiB frames (unregistered): RSS ${before.toFixed(1)} -> peak ${peak.toFixed(1)} MiB (+${(peak - before).toFixed(1)})`);
+    console.log(
+      `      63 partial 16 MiB frames (unregistered): RSS ${before.toFixed(1)} -> peak ${peak.toFixed(1)} MiB (+${(peak - before).toFixed(1)})`,
+    );
     expect(peak - before).to.be.at.most(63 * PER_WAITING_CONNECTION_MIB + MARGIN_MIB);
     expect(srv.log()).to.match(/before the link is established|data before registration/);
   });

@@ -30,9 +30,16 @@ interface Registered {
   readonly result: number;
 }
 
-async function register(port: number, instance: string, o: { from?: string; requestedId?: number; listenPort?: number } = {}): Promise<Registered> {
+async function register(
+  port: number,
+  instance: string,
+  o: { from?: string; requestedId?: number; listenPort?: number } = {},
+): Promise<Registered> {
   const peer = await RawPeer.connect(port, LOCAL, o.from);
-  peer.send(MsgType.REGISTER_NODE, encodeRegisterNode({ host: '', port: o.listenPort ?? 0, requestedId: o.requestedId ?? AUTO_NODE_ID, instance }));
+  peer.send(
+    MsgType.REGISTER_NODE,
+    encodeRegisterNode({ host: '', port: o.listenPort ?? 0, requestedId: o.requestedId ?? AUTO_NODE_ID, instance }),
+  );
   const f = await peer.waitFrame(MsgType.REGISTER_RESP);
   const d = decodeRegisterResp(f.body);
   if (!d.ok) throw new Error(d.error.detail);
@@ -51,7 +58,8 @@ function topologyEntries(p: RawPeer): { id: number; port: number; identity: Buff
   const out: { id: number; port: number; identity: Buffer }[] = [];
   for (let at = tcp_mesh_topology.NODES; at + tcp_node_info.SIZE <= body.length; at += tcp_node_info.SIZE) {
     out.push({
-      id: getField(body, at, tcp_node_info.node_id), port: getField(body, at, tcp_node_info.port),
+      id: getField(body, at, tcp_node_info.node_id),
+      port: getField(body, at, tcp_node_info.port),
       identity: body.subarray(at + NODE_IDENTITY_OFF, at + NODE_IDENTITY_OFF + 8),
     });
   }
@@ -70,14 +78,17 @@ describe('mesh attacks: registration against a server process', function () {
   this.timeout(60_000);
   let srv: MeshServer | undefined;
   const peers: RawPeer[] = [];
-  const keep = <T extends { peer: RawPeer }>(r: T): T => { peers.push(r.peer); return r; };
+  const keep = <T extends { peer: RawPeer }>(r: T): T => {
+    peers.push(r.peer);
+    return r;
+  };
   afterEach(async () => {
     for (const p of peers.splice(0)) p.destroy();
     await srv?.stop();
     srv = undefined;
   });
 
-  it('identity: nonces never leave the manager; a live node\'s nonce from another connection is refused and the node keeps its id, link and address', async () => {
+  it("identity: nonces never leave the manager; a live node's nonce from another connection is refused and the node keeps its id, link and address", async () => {
     srv = await startMeshServer();
     const victimNonce = nonce(1);
     const victim = keep(await register(srv.port, victimNonce, { from: '127.0.0.2', listenPort: 4000 }));
@@ -90,8 +101,10 @@ describe('mesh attacks: registration against a server process', function () {
     console.log(`      frames to another worker carrying the victim's nonce: ${leaks.length}`);
     expect(leaks).to.deep.equal([]);
     // The thief presents the nonce anyway (as if it had learned it), asking for the victim's id with another port.
-    const thief = keep(await register(srv.port, victimNonce, { from: '127.0.0.4', requestedId: victim.id, listenPort: 9999 }));
-    expect(thief.result, 'REGISTER with a live node\'s nonce').to.be.below(0);
+    const thief = keep(
+      await register(srv.port, victimNonce, { from: '127.0.0.4', requestedId: victim.id, listenPort: 9999 }),
+    );
+    expect(thief.result, "REGISTER with a live node's nonce").to.be.below(0);
     await thief.peer.waitClose();
     // The victim's link is up: its heartbeat is answered.
     victim.peer.send(MsgType.HEARTBEAT, Buffer.alloc(0), { src: victim.id });
@@ -101,8 +114,15 @@ describe('mesh attacks: registration against a server process', function () {
     const before = observer.peer.frames.length;
     const late = keep(await register(srv.port, nonce(3), { from: '127.0.0.5' }));
     expect(late.result).to.equal(0);
-    await until(() => observer.peer.frames.length > before && lastTopology(observer.peer).some((n) => n.id === late.id), 'topology after a join');
-    expect(lastTopology(observer.peer).find((n) => n.id === victim.id)).to.deep.equal({ id: victim.id, port: 4000, alive: true });
+    await until(
+      () => observer.peer.frames.length > before && lastTopology(observer.peer).some((n) => n.id === late.id),
+      'topology after a join',
+    );
+    expect(lastTopology(observer.peer).find((n) => n.id === victim.id)).to.deep.equal({
+      id: victim.id,
+      port: 4000,
+      alive: true,
+    });
   });
 
   it('peer identity: a registered node cannot handshake with a worker as another node, knowing all the topology shows', async () => {
@@ -144,10 +164,11 @@ describe('mesh attacks: registration against a server process', function () {
     expect(next.id).to.be.within(1, 63);
   });
 
-  it('table: 8 live nodes per source address; another address still registers; an evicted node\'s id is reused', async () => {
+  it("table: 8 live nodes per source address; another address still registers; an evicted node's id is reused", async () => {
     srv = await startMeshServer();
     const results: number[] = [];
-    for (let i = 0; i < 9; i++) results.push(keep(await register(srv.port, nonce(100 + i), { from: '127.0.0.7' })).result);
+    for (let i = 0; i < 9; i++)
+      results.push(keep(await register(srv.port, nonce(100 + i), { from: '127.0.0.7' })).result);
     console.log(`      9 registrations from 127.0.0.7: results ${results.join(' ')}`);
     expect(results.slice(0, 8)).to.deep.equal([0, 0, 0, 0, 0, 0, 0, 0]);
     expect(results[8]).to.equal(-87);
@@ -186,10 +207,15 @@ describe('mesh attacks: registration against a server process', function () {
     peers.push(extra);
     await extra.waitClose();
     const extraMs = Date.now() - t0;
-    expect(waiting.every((p) => !p.closed), 'the first 16 still wait').to.equal(true);
+    expect(
+      waiting.every((p) => !p.closed),
+      'the first 16 still wait',
+    ).to.equal(true);
     await silent.waitClose();
     const silentMs = Date.now() - t0;
-    console.log(`      17th pending connection from one address closed after ${extraMs} ms; a silent one after ${silentMs} ms`);
+    console.log(
+      `      17th pending connection from one address closed after ${extraMs} ms; a silent one after ${silentMs} ms`,
+    );
     expect(silentMs).to.be.below(8000);
     // Another address is not held up by them.
     expect(keep(await register(srv.port, nonce(50), { from: '127.0.0.11' })).result).to.equal(0);

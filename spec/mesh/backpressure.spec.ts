@@ -19,7 +19,17 @@ import { joinWorker, MemoryLog, RawPeer, startManager, until } from './helpers';
 const MiB = 1024 * 1024;
 
 function ionic(reqId: number, op: number = IonicWireOp.WRITE): Buffer {
-  return encodeIonicWireHeader({ op, atomicCs: 0, srcQpId: 1, dstQpId: 2, reqId, rkey: 9, length: 0, immBe: 0, status: 0 });
+  return encodeIonicWireHeader({
+    op,
+    atomicCs: 0,
+    srcQpId: 1,
+    dstQpId: 2,
+    reqId,
+    rkey: 9,
+    length: 0,
+    immBe: 0,
+    status: 0,
+  });
 }
 
 /** Register a hand-driven worker that may stop reading; port 0 so nobody dials it directly. */
@@ -35,7 +45,10 @@ async function fill(m: Mesh, to: number, payload: Buffer, reply: boolean, reqBas
   let queued = 0;
   let stuck = 0;
   for (let i = 0; i < 100_000 && stuck < 3; i++) {
-    const r = m.send(to, MsgType.IONIC, ionic(reqBase + i, reply ? IonicWireOp.ACK : IonicWireOp.WRITE), payload, { reply, tag: 5 });
+    const r = m.send(to, MsgType.IONIC, ionic(reqBase + i, reply ? IonicWireOp.ACK : IonicWireOp.WRITE), payload, {
+      reply,
+      tag: 5,
+    });
     if (r === 'queued') {
       queued++;
       stuck = 0;
@@ -106,20 +119,25 @@ describe('mesh: backpressure and bounded memory', function () {
     const payload = Buffer.alloc(4 * MiB);
     const queued = await fill(mgr, 1, payload, false);
     let writable = 0;
-    mgr.on('writable', (id) => { if (id === 1) writable++; });
+    mgr.on('writable', (id) => {
+      if (id === 1) writable++;
+    });
     const frames = (): number => peer.frames.filter((f) => f.header.type === MsgType.IONIC).length;
     peer.socket.resume();
     await until(() => frames() === queued, 'every queued frame delivered');
     expect(writable).to.be.greaterThan(0);
     await until(() => mgr.stats().outboundBytes === 0, 'queue empty');
-    expect(peer.frames.filter((f) => f.header.type === MsgType.IONIC).map((f) => getField(f.body, 0, ionic_wire_hdr.req_id)))
-      .to.deep.equal(Array.from({ length: queued }, (_, i) => i));
+    expect(
+      peer.frames.filter((f) => f.header.type === MsgType.IONIC).map((f) => getField(f.body, 0, ionic_wire_hdr.req_id)),
+    ).to.deep.equal(Array.from({ length: queued }, (_, i) => i));
   });
 
   it('a consumer that holds messages stops the reading at the inbound bound, and the sender sees queue-full', async () => {
     const mgr = await startManager();
     meshes.push(mgr);
-    const sender = await joinWorker(mgr.listenPort, { limits: { requestQueueBytes: 256 * 1024, connectionQueueBytes: 512 * 1024 } });
+    const sender = await joinWorker(mgr.listenPort, {
+      limits: { requestQueueBytes: 256 * 1024, connectionQueueBytes: 512 * 1024 },
+    });
     const receiver = await joinWorker(mgr.listenPort, { limits: { inboundQueueMessages: 8, inboundQueueBytes: MiB } });
     meshes.push(sender, receiver);
     await until(() => sender.routeTo(2) === 'direct' && receiver.routeTo(1) === 'direct', 'direct link');
@@ -152,7 +170,9 @@ describe('mesh: backpressure and bounded memory', function () {
     await until(() => pressure.length > 0, 'pressure reported');
     // Let go: reading resumes, the sender hears writable, everything arrives in order.
     let writable = 0;
-    sender.on('writable', (id) => { if (id === 2) writable++; });
+    sender.on('writable', (id) => {
+      if (id === 2) writable++;
+    });
     receiver.removeAllListeners('message');
     receiver.on('message', (m: MeshMessage) => order.push(getField(m.header, 0, ionic_wire_hdr.req_id)));
     for (const r of held.splice(0)) r();
@@ -166,7 +186,9 @@ describe('mesh: backpressure and bounded memory', function () {
   it('the manager holds a relay source while the destination has no room, and drops nothing', async () => {
     const mgr = await startManager({ limits: { requestQueueBytes: 256 * 1024, connectionQueueBytes: 512 * 1024 } });
     meshes.push(mgr);
-    const w1 = await joinWorker(mgr.listenPort, { limits: { requestQueueBytes: 256 * 1024, connectionQueueBytes: 512 * 1024 } });
+    const w1 = await joinWorker(mgr.listenPort, {
+      limits: { requestQueueBytes: 256 * 1024, connectionQueueBytes: 512 * 1024 },
+    });
     meshes.push(w1);
     const dest = await rawWorker(mgr.listenPort, '0000000000000103');
     raws.push(dest);

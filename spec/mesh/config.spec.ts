@@ -14,23 +14,40 @@ function errorOf(r: { ok: boolean; error?: string }): string {
 describe('mesh: configuration', () => {
   describe('--backend', () => {
     it('parses the three forms', () => {
-      expect(parseMeshBackend('tcp:manager:listen:5000')).to.deep.equal({ ok: true, value: { role: 'manager', listen: { port: 5000 } } });
-      expect(parseMeshBackend('tcp:manager:10.0.0.1:5000')).to.deep.equal({ ok: true, value: { role: 'manager', listen: { host: '10.0.0.1', port: 5000 } } });
-      expect(parseMeshBackend('tcp:manager:[::1]:5000')).to.deep.equal({ ok: true, value: { role: 'manager', listen: { host: '::1', port: 5000 } } });
+      expect(parseMeshBackend('tcp:manager:listen:5000')).to.deep.equal({
+        ok: true,
+        value: { role: 'manager', listen: { port: 5000 } },
+      });
+      expect(parseMeshBackend('tcp:manager:10.0.0.1:5000')).to.deep.equal({
+        ok: true,
+        value: { role: 'manager', listen: { host: '10.0.0.1', port: 5000 } },
+      });
+      expect(parseMeshBackend('tcp:manager:[::1]:5000')).to.deep.equal({
+        ok: true,
+        value: { role: 'manager', listen: { host: '::1', port: 5000 } },
+      });
       expect(parseMeshBackend('tcp:worker:10.0.0.1:5000')).to.deep.equal({
-        ok: true, value: { role: 'worker', manager: { kind: 'ipv4', host: '10.0.0.1', port: 5000 } },
+        ok: true,
+        value: { role: 'worker', manager: { kind: 'ipv4', host: '10.0.0.1', port: 5000 } },
       });
       expect(parseMeshBackend('tcp:worker:[fe80::1%eth0]:7000')).to.deep.equal({
-        ok: true, value: { role: 'worker', manager: { kind: 'ipv6', host: 'fe80::1%eth0', port: 7000 } },
+        ok: true,
+        value: { role: 'worker', manager: { kind: 'ipv6', host: 'fe80::1%eth0', port: 7000 } },
       });
       expect(parseMeshBackend('tcp:worker:mgr.example.com:6320')).to.deep.equal({
-        ok: true, value: { role: 'worker', manager: { kind: 'name', host: 'mgr.example.com', port: 6320 } },
+        ok: true,
+        value: { role: 'worker', manager: { kind: 'name', host: 'mgr.example.com', port: 6320 } },
       });
     });
 
     it('round-trips through formatMeshBackend', () => {
-      for (const s of ['tcp:manager:listen:5000', 'tcp:manager:10.0.0.1:1', 'tcp:manager:[::1]:65535',
-        'tcp:worker:[fe80::1%eth0]:7000', 'tcp:worker:host-1:6320']) {
+      for (const s of [
+        'tcp:manager:listen:5000',
+        'tcp:manager:10.0.0.1:1',
+        'tcp:manager:[::1]:65535',
+        'tcp:worker:[fe80::1%eth0]:7000',
+        'tcp:worker:host-1:6320',
+      ]) {
         const r = parseMeshBackend(s);
         if (!r.ok) throw new Error(r.error);
         expect(formatMeshBackend(r.value)).to.equal(s);
@@ -71,14 +88,28 @@ describe('mesh: configuration', () => {
   describe('environment', () => {
     it('defaults', () => {
       expect(parseMeshEnv({})).to.deep.equal({
-        ok: true, value: { sendTimeoutMs: 10000, guestGids: [], listenBacklog: 32, debugMesh: false, heartbeatMs: 5000, nodesPerAddress: 8 },
+        ok: true,
+        value: {
+          sendTimeoutMs: 10000,
+          guestGids: [],
+          listenBacklog: 32,
+          debugMesh: false,
+          heartbeatMs: 5000,
+          nodesPerAddress: 8,
+        },
       });
     });
 
     it('reads every variable', () => {
       const r = parseMeshEnv({
-        ERNIC_TCP_SEND_TIMEOUT_MS: '2500', ERNIC_TCP_GUEST_GIDS: ' fe80::1, 10.0.0.5 ,,fe80::1', ERNIC_TCP_SOCKBUF: '4194304',
-        ERNIC_TCP_LISTEN_BACKLOG: '64', ERNIC_DEBUG_MESH: '1', ERNIC_TCP_HEARTBEAT_MS: '1000', ERNIC_TCP_NODES_PER_ADDRESS: '20', UNRELATED: 'x',
+        ERNIC_TCP_SEND_TIMEOUT_MS: '2500',
+        ERNIC_TCP_GUEST_GIDS: ' fe80::1, 10.0.0.5 ,,fe80::1',
+        ERNIC_TCP_SOCKBUF: '4194304',
+        ERNIC_TCP_LISTEN_BACKLOG: '64',
+        ERNIC_DEBUG_MESH: '1',
+        ERNIC_TCP_HEARTBEAT_MS: '1000',
+        ERNIC_TCP_NODES_PER_ADDRESS: '20',
+        UNRELATED: 'x',
       });
       if (!r.ok) throw new Error(r.error);
       expect(r.value.sendTimeoutMs).to.equal(2500);
@@ -98,13 +129,22 @@ describe('mesh: configuration', () => {
 
     it('refuses bad values with one line naming the variable', () => {
       const cases: [Record<string, string>, RegExp][] = [
-        [{ ERNIC_TCP_SEND_TIMEOUT_MS: 'soon' }, /^ERNIC_TCP_SEND_TIMEOUT_MS: must be a decimal integer .*\(got 'soon'\)$/],
+        [
+          { ERNIC_TCP_SEND_TIMEOUT_MS: 'soon' },
+          /^ERNIC_TCP_SEND_TIMEOUT_MS: must be a decimal integer .*\(got 'soon'\)$/,
+        ],
         [{ ERNIC_TCP_SEND_TIMEOUT_MS: '99' }, /^ERNIC_TCP_SEND_TIMEOUT_MS: must be at least 100/],
         [{ ERNIC_TCP_SEND_TIMEOUT_MS: '-5' }, /^ERNIC_TCP_SEND_TIMEOUT_MS: must be a decimal integer/],
         [{ ERNIC_TCP_SEND_TIMEOUT_MS: '1.5' }, /^ERNIC_TCP_SEND_TIMEOUT_MS/],
-        [{ ERNIC_TCP_GUEST_GIDS: 'fe80::1,nonsense' }, /^ERNIC_TCP_GUEST_GIDS: 'nonsense' is not an IPv6 or IPv4 address/],
+        [
+          { ERNIC_TCP_GUEST_GIDS: 'fe80::1,nonsense' },
+          /^ERNIC_TCP_GUEST_GIDS: 'nonsense' is not an IPv6 or IPv4 address/,
+        ],
         [{ ERNIC_TCP_GUEST_GIDS: 'fe80::1%eth0' }, /^ERNIC_TCP_GUEST_GIDS: /],
-        [{ ERNIC_TCP_GUEST_GIDS: Array.from({ length: 9 }, (_, i) => `10.0.0.${i + 1}`).join(',') }, /9 GIDs, at most 8/],
+        [
+          { ERNIC_TCP_GUEST_GIDS: Array.from({ length: 9 }, (_, i) => `10.0.0.${i + 1}`).join(',') },
+          /9 GIDs, at most 8/,
+        ],
         [{ ERNIC_TCP_SOCKBUF: '100' }, /^ERNIC_TCP_SOCKBUF: must be at least 4096/],
         [{ ERNIC_TCP_LISTEN_BACKLOG: '0' }, /^ERNIC_TCP_LISTEN_BACKLOG: must be at least 1/],
         [{ ERNIC_DEBUG_MESH: 'yes' }, /^ERNIC_DEBUG_MESH: must be 0 or 1/],
@@ -116,13 +156,18 @@ describe('mesh: configuration', () => {
     });
 
     it('meshOptionsFromCli combines both and reports the first problem', () => {
-      const r = meshOptionsFromCli('tcp:worker:10.0.0.1:5000', { ERNIC_TCP_GUEST_GIDS: '10.0.0.2', ERNIC_TCP_SEND_TIMEOUT_MS: '4000' });
+      const r = meshOptionsFromCli('tcp:worker:10.0.0.1:5000', {
+        ERNIC_TCP_GUEST_GIDS: '10.0.0.2',
+        ERNIC_TCP_SEND_TIMEOUT_MS: '4000',
+      });
       if (!r.ok) throw new Error(r.error);
       expect(r.value.config.role).to.equal('worker');
       expect(r.value.sendTimeoutMs).to.equal(4000);
       expect(r.value.guestGids!.length).to.equal(1);
       expect(errorOf(meshOptionsFromCli('tcp:worker:x', {}))).to.match(/^--backend/);
-      expect(errorOf(meshOptionsFromCli('tcp:worker:h:1', { ERNIC_TCP_LISTEN_BACKLOG: 'x' }))).to.match(/^ERNIC_TCP_LISTEN_BACKLOG/);
+      expect(errorOf(meshOptionsFromCli('tcp:worker:h:1', { ERNIC_TCP_LISTEN_BACKLOG: 'x' }))).to.match(
+        /^ERNIC_TCP_LISTEN_BACKLOG/,
+      );
     });
   });
 
@@ -135,7 +180,18 @@ describe('mesh: configuration', () => {
       expect(hex('1:2:3:4:5:6:7:8')).to.equal('00010002000300040005000600070008');
       expect(hex('::ffff:10.1.2.3')).to.equal('00000000000000000000ffff0a010203');
       expect(hex('64:ff9b::192.0.2.33')).to.equal('0064ff9b0000000000000000c0000221');
-      for (const badText of [':', ':::', '1::2::3', '1:2:3:4:5:6:7:8:9', '1:2:3:4:5:6:7', '12345::', 'g::', '::1.2.3', '1.2.3.4::', '1::2:3:4:5:6:7:8']) {
+      for (const badText of [
+        ':',
+        ':::',
+        '1::2::3',
+        '1:2:3:4:5:6:7:8:9',
+        '1:2:3:4:5:6:7',
+        '12345::',
+        'g::',
+        '::1.2.3',
+        '1.2.3.4::',
+        '1::2:3:4:5:6:7:8',
+      ]) {
         expect(parseIPv6(badText), badText).to.equal(undefined);
       }
     });

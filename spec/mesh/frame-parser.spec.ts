@@ -45,7 +45,14 @@ describe('mesh: frame parser', () => {
       p.push(stream.subarray(0, cut));
       p.push(stream.subarray(cut));
       expect(sink.errors, `cut ${cut}`).to.deep.equal([]);
-      expect(sink.got.map((g) => [g.header.seq, g.body.length]), `cut ${cut}`).to.deep.equal([[1, 11], [2, 0], [3, 300]]);
+      expect(
+        sink.got.map((g) => [g.header.seq, g.body.length]),
+        `cut ${cut}`,
+      ).to.deep.equal([
+        [1, 11],
+        [2, 0],
+        [3, 300],
+      ]);
       expect(sink.got[0]!.body.toString()).to.equal('hello, mesh');
       expect(p.bufferedBytes).to.equal(0);
     }
@@ -121,7 +128,11 @@ describe('mesh: frame parser', () => {
 
   it('transient chunks (a socket reading into one reused buffer): bodies, a held tail and the backlog survive the reuse', () => {
     const sink = new Sink();
-    const p = new FrameParser({ onFrame: (h, b) => sink.onFrame(h, b), onError: (e) => sink.onError(e) }, undefined, true);
+    const p = new FrameParser(
+      { onFrame: (h, b) => sink.onFrame(h, b), onError: (e) => sink.onError(e) },
+      undefined,
+      true,
+    );
     const reused = Buffer.alloc(4096);
     const feed = (bytes: Buffer): void => {
       bytes.copy(reused);
@@ -145,7 +156,11 @@ describe('mesh: frame parser', () => {
 
   it('reads the rest of a large body in place: the target is the unfilled body, and the frame is whole after the last in-place read', () => {
     const sink = new Sink();
-    const p = new FrameParser({ onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) }, undefined, true);
+    const p = new FrameParser(
+      { onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) },
+      undefined,
+      true,
+    );
     const body = Buffer.alloc(3 * IN_PLACE_MIN);
     for (let i = 0; i < body.length; i++) body[i] = (i * 13) & 0xff;
     const big = frame(MsgType.DATA, body, 4);
@@ -179,7 +194,11 @@ describe('mesh: frame parser', () => {
 
   it('limits the next read to a head only at a clean boundary after a frame read in place; a body under IN_PLACE_MIN is never read in place', () => {
     const sink = new Sink();
-    const p = new FrameParser({ onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) }, undefined, true);
+    const p = new FrameParser(
+      { onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) },
+      undefined,
+      true,
+    );
     expect(p.headReadLimit(), 'nothing read in place yet').to.equal(0);
     const mid = frame(MsgType.DATA, Buffer.alloc(IN_PLACE_MIN - 1, 3), 1);
     p.push(Buffer.from(mid.subarray(0, 100)));
@@ -214,7 +233,11 @@ describe('mesh: frame parser', () => {
 
   it('a body completed in place is delivered at once; a refused one is held, and nothing is read in place meanwhile', () => {
     const sink = new Sink();
-    const p = new FrameParser({ onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) }, undefined, true);
+    const p = new FrameParser(
+      { onFrame: (h, body) => sink.onFrame(h, body), onError: (e) => sink.onError(e) },
+      undefined,
+      true,
+    );
     const body = Buffer.alloc(2 * IN_PLACE_MIN, 9);
     const big = frame(MsgType.DATA, body, 6);
     p.push(Buffer.from(big.subarray(0, 40)));
@@ -244,11 +267,30 @@ describe('mesh: frame parser', () => {
     const got: { head: Buffer; placed: number }[] = [];
     let done = 0;
     let asked = 0;
-    const p = new FrameParser({
-      onFrame: (_h, b, placed) => { got.push({ head: Buffer.from(b), placed }); return true; },
-      onError: (e) => { throw new Error(e.detail); },
-      place: (h, head) => { asked++; expect(h.length).to.equal(body.length); expect(head.equals(body.subarray(0, PLACE_HEAD))).to.equal(true); return { views, done: () => { done++; } }; },
-    }, undefined, true);
+    const p = new FrameParser(
+      {
+        onFrame: (_h, b, placed) => {
+          got.push({ head: Buffer.from(b), placed });
+          return true;
+        },
+        onError: (e) => {
+          throw new Error(e.detail);
+        },
+        place: (h, head) => {
+          asked++;
+          expect(h.length).to.equal(body.length);
+          expect(head.equals(body.subarray(0, PLACE_HEAD))).to.equal(true);
+          return {
+            views,
+            done: () => {
+              done++;
+            },
+          };
+        },
+      },
+      undefined,
+      true,
+    );
     // The header and 100 body bytes, in two pieces (the head completes inside the second).
     p.push(Buffer.from(big.subarray(0, 50)));
     expect(p.inPlaceTarget(), 'no target while the head is gathered').to.equal(null);
@@ -274,26 +316,50 @@ describe('mesh: frame parser', () => {
     const body = Buffer.alloc(PLACE_HEAD + rest, 3);
     const big = frame(MsgType.DATA, body, 9);
     const sink = new Sink();
-    const p1 = new FrameParser({ onFrame: (h, b) => sink.onFrame(h, b), onError: (e) => sink.onError(e), place: () => null }, undefined, true);
+    const p1 = new FrameParser(
+      { onFrame: (h, b) => sink.onFrame(h, b), onError: (e) => sink.onError(e), place: () => null },
+      undefined,
+      true,
+    );
     p1.push(Buffer.from(big.subarray(0, 200)));
     p1.push(Buffer.from(big.subarray(200)));
     expect(sink.got).to.have.length(1);
     expect(sink.got[0]!.body.equals(body)).to.equal(true);
     let done = 0;
-    const p2 = new FrameParser({
-      onFrame: () => true, onError: () => undefined,
-      place: () => ({ views: [Buffer.alloc(rest)], done: () => { done++; } }),
-    }, undefined, true);
+    const p2 = new FrameParser(
+      {
+        onFrame: () => true,
+        onError: () => undefined,
+        place: () => ({
+          views: [Buffer.alloc(rest)],
+          done: () => {
+            done++;
+          },
+        }),
+      },
+      undefined,
+      true,
+    );
     p2.push(Buffer.from(big.subarray(0, 500)));
     p2.destroy();
     expect(done).to.equal(1);
     // Views that do not add up to the rest are not used.
     let done3 = 0;
     const sink3 = new Sink();
-    const p3 = new FrameParser({
-      onFrame: (h, b) => sink3.onFrame(h, b), onError: (e) => sink3.onError(e),
-      place: () => ({ views: [Buffer.alloc(rest - 1)], done: () => { done3++; } }),
-    }, undefined, true);
+    const p3 = new FrameParser(
+      {
+        onFrame: (h, b) => sink3.onFrame(h, b),
+        onError: (e) => sink3.onError(e),
+        place: () => ({
+          views: [Buffer.alloc(rest - 1)],
+          done: () => {
+            done3++;
+          },
+        }),
+      },
+      undefined,
+      true,
+    );
     p3.push(Buffer.from(big.subarray(0, 500)));
     p3.push(Buffer.from(big.subarray(500)));
     expect(done3).to.equal(1);

@@ -4,9 +4,20 @@
 
 import { expect } from 'chai';
 import {
-  decodeFrameHeader, decodeHandshake, decodeIonicWireHeader, decodeNodeGids, decodeRegisterNode, decodeRegisterResp,
-  decodeTopology, encodeFrameHeader, encodeHandshake, encodeIonicWireHeader, encodeNodeGids, encodeRegisterNode,
-  encodeRegisterResp, encodeTopology,
+  decodeFrameHeader,
+  decodeHandshake,
+  decodeIonicWireHeader,
+  decodeNodeGids,
+  decodeRegisterNode,
+  decodeRegisterResp,
+  decodeTopology,
+  encodeFrameHeader,
+  encodeHandshake,
+  encodeIonicWireHeader,
+  encodeNodeGids,
+  encodeRegisterNode,
+  encodeRegisterResp,
+  encodeTopology,
 } from '../../lib/mesh/codec';
 import { FrameParser } from '../../lib/mesh/frame-parser';
 import { AUTO_NODE_ID } from '../../lib/mesh/limits';
@@ -23,9 +34,25 @@ function samples(): Buffer[] {
     encodeRegisterNode({ host: 'node-1', port: 7000, requestedId: AUTO_NODE_ID, instance: I }),
     encodeRegisterResp({ nodeId: 1, numNodes: 2, result: 0, managerInstance: I }),
     encodeHandshake({ nodeId: 1, result: 0, incarnation: I, peerIncarnation: I, linkKey: Buffer.alloc(16, 7) }),
-    encodeTopology([{ id: 0, host: '', port: 1, alive: true, incarnation: I, linkKey: Buffer.alloc(16) }, { id: 1, host: '10.0.0.1', port: 2, alive: false, incarnation: I, linkKey: Buffer.alloc(16, 9) }]),
-    encodeNodeGids([{ nodeId: 1, gids: [g, g] }, { nodeId: 2, gids: [] }]),
-    encodeIonicWireHeader({ op: 4, atomicCs: 0, srcQpId: 1, dstQpId: 2, reqId: 3, rkey: 4, length: 5, immBe: 6, status: 0 }),
+    encodeTopology([
+      { id: 0, host: '', port: 1, alive: true, incarnation: I, linkKey: Buffer.alloc(16) },
+      { id: 1, host: '10.0.0.1', port: 2, alive: false, incarnation: I, linkKey: Buffer.alloc(16, 9) },
+    ]),
+    encodeNodeGids([
+      { nodeId: 1, gids: [g, g] },
+      { nodeId: 2, gids: [] },
+    ]),
+    encodeIonicWireHeader({
+      op: 4,
+      atomicCs: 0,
+      srcQpId: 1,
+      dstQpId: 2,
+      reqId: 3,
+      rkey: 4,
+      length: 5,
+      immBe: 6,
+      status: 0,
+    }),
   ];
 }
 
@@ -48,7 +75,14 @@ describe('mesh: mutated input', function () {
 
   it('decoders return values or errors for any bytes, never throw', () => {
     const next = rng(0x5eed);
-    const decoders = [decodeRegisterNode, decodeRegisterResp, decodeHandshake, decodeTopology, decodeNodeGids, decodeIonicWireHeader];
+    const decoders = [
+      decodeRegisterNode,
+      decodeRegisterResp,
+      decodeHandshake,
+      decodeTopology,
+      decodeNodeGids,
+      decodeIonicWireHeader,
+    ];
     let accepted = 0;
     for (let i = 0; i < 20_000; i++) {
       const base = samples()[next() % 6]!;
@@ -64,7 +98,12 @@ describe('mesh: mutated input', function () {
 
   // What the parser gives out for a stream, read in chunks of random sizes with
   // random refusals (each refused frame is offered again on resume()).
-  interface Parsed { frames: { type: number; seq: number; body: string }[]; error: string | null; stoppedAfterError: boolean; buffered: number }
+  interface Parsed {
+    frames: { type: number; seq: number; body: string }[];
+    error: string | null;
+    stoppedAfterError: boolean;
+    buffered: number;
+  }
   function parse(stream: Buffer, next: (() => number) | null): Parsed {
     const out: Parsed = { frames: [], error: null, stoppedAfterError: true, buffered: 0 };
     const p = new FrameParser({
@@ -100,7 +139,10 @@ describe('mesh: mutated input', function () {
     let withFrames = 0;
     for (let i = 0; i < 2000; i++) {
       const body = mutate(samples()[next() % 6]!, next);
-      const frame = Buffer.concat([encodeFrameHeader({ type: 1 + (next() % 26), length: body.length, seq: i, src: 0, dst: 0 }), body]);
+      const frame = Buffer.concat([
+        encodeFrameHeader({ type: 1 + (next() % 26), length: body.length, seq: i, src: 0, dst: 0 }),
+        body,
+      ]);
       const stream = mutate(Buffer.concat([frame, frame]), next);
       const whole = parse(stream, null);
       const chunked = parse(stream, next);
@@ -126,7 +168,14 @@ describe('mesh: mutated input', function () {
       for (let k = 0, n = 1 + (next() % 5); k < n; k++) {
         const t = next() % 6;
         const body = samples()[t]!;
-        const type = [MsgType.REGISTER_NODE, MsgType.REGISTER_RESP, MsgType.HANDSHAKE, MsgType.MESH_TOPOLOGY, MsgType.NODE_GIDS, MsgType.IONIC][t]!;
+        const type = [
+          MsgType.REGISTER_NODE,
+          MsgType.REGISTER_RESP,
+          MsgType.HANDSHAKE,
+          MsgType.MESH_TOPOLOGY,
+          MsgType.NODE_GIDS,
+          MsgType.IONIC,
+        ][t]!;
         frames.push(Buffer.concat([encodeFrameHeader({ type, length: body.length, seq: k, src: 0, dst: 0 }), body]));
         expected.push({ type, seq: k, body: body.toString('hex') });
       }
@@ -155,10 +204,26 @@ describe('mesh: mutated input', function () {
       for (let i = 0; i < 40; i++) {
         const target = i % 2 === 0 ? mgr.listenPort : w1.listenPort;
         const peer = await RawPeer.connect(target);
-        const types = [MsgType.REGISTER_NODE, MsgType.HANDSHAKE, MsgType.NODE_GIDS, MsgType.MESH_TOPOLOGY, MsgType.IONIC, MsgType.HEARTBEAT];
+        const types = [
+          MsgType.REGISTER_NODE,
+          MsgType.HANDSHAKE,
+          MsgType.NODE_GIDS,
+          MsgType.MESH_TOPOLOGY,
+          MsgType.IONIC,
+          MsgType.HEARTBEAT,
+        ];
         for (let k = 0; k < 4; k++) {
           const body = mutate(samples()[next() % 6]!, next);
-          const frame = Buffer.concat([encodeFrameHeader({ type: types[next() % types.length]!, length: body.length, seq: k, src: next() % 4, dst: next() % 4 }), body]);
+          const frame = Buffer.concat([
+            encodeFrameHeader({
+              type: types[next() % types.length]!,
+              length: body.length,
+              seq: k,
+              src: next() % 4,
+              dst: next() % 4,
+            }),
+            body,
+          ]);
           peer.write(next() % 4 === 0 ? mutate(frame, next) : frame);
         }
         await new Promise((r) => setTimeout(r, 2));
@@ -167,7 +232,12 @@ describe('mesh: mutated input', function () {
       const w2 = await joinWorker(mgr.listenPort);
       meshes.push(w2);
       await until(() => w1.routeTo(w2.nodeId!) === 'direct', 'the real workers still link');
-      expect(mgr.topology().filter((n) => n.alive).map((n) => n.id)).to.include.members([0, w1.nodeId!, w2.nodeId!]);
+      expect(
+        mgr
+          .topology()
+          .filter((n) => n.alive)
+          .map((n) => n.id),
+      ).to.include.members([0, w1.nodeId!, w2.nodeId!]);
     } finally {
       await Promise.all(meshes.map((m) => m.close()));
     }

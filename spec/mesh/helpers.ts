@@ -19,22 +19,45 @@ import { MeshBackend } from '../../lib/backends/mesh';
 
 export class Be {
   private readonly parts: number[] = [];
-  u8(v: number): this { this.parts.push(v & 0xff); return this; }
-  u16(v: number): this { return this.u8(v >>> 8).u8(v); }
-  u32(v: number): this { return this.u16((v >>> 16) & 0xffff).u16(v & 0xffff); }
-  le16(v: number): this { return this.u8(v).u8(v >>> 8); }
-  le32(v: number): this { return this.le16(v & 0xffff).le16((v >>> 16) & 0xffff); }
-  le64(v: bigint): this { return this.le32(Number(v & 0xffffffffn)).le32(Number((v >> 32n) & 0xffffffffn)); }
-  raw(bytes: Iterable<number>): this { for (const x of bytes) this.u8(x); return this; }
-  hex(h: string): this { return this.raw(Buffer.from(h, 'hex')); }
+  u8(v: number): this {
+    this.parts.push(v & 0xff);
+    return this;
+  }
+  u16(v: number): this {
+    return this.u8(v >>> 8).u8(v);
+  }
+  u32(v: number): this {
+    return this.u16((v >>> 16) & 0xffff).u16(v & 0xffff);
+  }
+  le16(v: number): this {
+    return this.u8(v).u8(v >>> 8);
+  }
+  le32(v: number): this {
+    return this.le16(v & 0xffff).le16((v >>> 16) & 0xffff);
+  }
+  le64(v: bigint): this {
+    return this.le32(Number(v & 0xffffffffn)).le32(Number((v >> 32n) & 0xffffffffn));
+  }
+  raw(bytes: Iterable<number>): this {
+    for (const x of bytes) this.u8(x);
+    return this;
+  }
+  hex(h: string): this {
+    return this.raw(Buffer.from(h, 'hex'));
+  }
   text(s: string, width: number): this {
     const b = Buffer.from(s, 'ascii');
     this.raw(b);
     for (let i = b.length; i < width; i++) this.u8(0);
     return this;
   }
-  zeros(n: number): this { for (let i = 0; i < n; i++) this.u8(0); return this; }
-  build(): Buffer { return Buffer.from(this.parts); }
+  zeros(n: number): this {
+    for (let i = 0; i < n; i++) this.u8(0);
+    return this;
+  }
+  build(): Buffer {
+    return Buffer.from(this.parts);
+  }
 }
 
 interface LogLine {
@@ -52,17 +75,30 @@ export class MemoryLog implements Logger {
     if (this.lines.length > 5000) this.lines.splice(0, 1000);
     if (process.env['MESH_TEST_LOG'] === '1') process.stderr.write(`[${this.name}] ${level}: ${message}\n`);
   }
-  error(m: string): void { this.#add('error', m); }
-  warn(m: string): void { this.#add('warn', m); }
-  info(m: string): void { this.#add('info', m); }
-  debug(m: string): void { this.#add('debug', m); }
+  error(m: string): void {
+    this.#add('error', m);
+  }
+  warn(m: string): void {
+    this.#add('warn', m);
+  }
+  info(m: string): void {
+    this.#add('info', m);
+  }
+  debug(m: string): void {
+    this.#add('debug', m);
+  }
   has(re: RegExp, level?: LogLine['level']): boolean {
     return this.lines.some((l) => re.test(l.message) && (level === undefined || l.level === level));
   }
 }
 
 /** Resolve on the first `event` whose arguments pass `pred`; reject after `ms` (wall clock, only as a hang guard). */
-export function waitFor<A extends unknown[]>(emitter: EventEmitter, event: string, pred: (...args: A) => boolean = () => true, ms = 8000): Promise<A> {
+export function waitFor<A extends unknown[]>(
+  emitter: EventEmitter,
+  event: string,
+  pred: (...args: A) => boolean = () => true,
+  ms = 8000,
+): Promise<A> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       emitter.removeListener(event, on);
@@ -89,7 +125,14 @@ export async function until(cond: () => boolean, what: string, ms = 8000): Promi
 
 /** Wait until `cq` of guest `v` has given `n` CQEs (appended to `got`; the model is polled after each turn of I/O; a hang guard only). */
 export async function cqesOf(v: VerbsGuest, cq: Cq, n: number, got: Cqe[] = []): Promise<Cqe[]> {
-  await until(() => { got.push(...v.drain(cq)); return got.length >= n; }, `${n} CQEs on CQ ${cq.id}`, 10_000);
+  await until(
+    () => {
+      got.push(...v.drain(cq));
+      return got.length >= n;
+    },
+    `${n} CQEs on CQ ${cq.id}`,
+    10_000,
+  );
   return got;
 }
 
@@ -103,7 +146,11 @@ export async function startManager(extra: Partial<MeshStartOptions> = {}, host =
   });
 }
 
-export async function startWorker(managerPort: number, extra: Partial<MeshStartOptions> = {}, host = LOCAL): Promise<Mesh> {
+export async function startWorker(
+  managerPort: number,
+  extra: Partial<MeshStartOptions> = {},
+  host = LOCAL,
+): Promise<Mesh> {
   return Mesh.start({
     config: { role: 'worker', manager: { kind: host.includes(':') ? 'ipv6' : 'ipv4', host, port: managerPort } },
     peerListen: { host },
@@ -129,19 +176,36 @@ export interface MeshGuests {
  * deadline 1.5 s, RNR 1 s, so the specs reach them quickly). Whatever was
  * started is closed again if a later step fails.
  */
-export async function meshGuests(ipA: string, ipB: string, arenaPages?: number, credentials: MeshCredentials | null = null): Promise<MeshGuests> {
+export async function meshGuests(
+  ipA: string,
+  ipB: string,
+  arenaPages?: number,
+  credentials: MeshCredentials | null = null,
+): Promise<MeshGuests> {
   const made: { close(): Promise<void> }[] = [];
-  const closeAll = async (): Promise<void> => { for (const m of made.reverse()) await m.close(); made.length = 0; };
+  const closeAll = async (): Promise<void> => {
+    for (const m of made.reverse()) await m.close();
+    made.length = 0;
+  };
   try {
     const manager = await startManager({ guestGids: [ipv4Gid(v4(ipA))], credentials });
     made.push(manager);
     const worker = await startWorker(manager.listenPort, { guestGids: [ipv4Gid(v4(ipB))], credentials });
     made.push(worker);
-    await until(() => manager.lookupGid(ipv4Gid(v4(ipB))) === 1 && worker.lookupGid(ipv4Gid(v4(ipA))) === 0, 'GIDs fanned out');
+    await until(
+      () => manager.lookupGid(ipv4Gid(v4(ipB))) === 1 && worker.lookupGid(ipv4Gid(v4(ipA))) === 0,
+      'GIDs fanned out',
+    );
     const options = { lostPeerMs: 1500, rnrMs: 1000 };
-    const a = await VerbsGuest.boot({ rdmaBackend: new MeshBackend(manager, options), ...(arenaPages ? { arenaPages } : {}) });
+    const a = await VerbsGuest.boot({
+      rdmaBackend: new MeshBackend(manager, options),
+      ...(arenaPages ? { arenaPages } : {}),
+    });
     made.push(a);
-    const b = await VerbsGuest.boot({ rdmaBackend: new MeshBackend(worker, options), ...(arenaPages ? { arenaPages } : {}) });
+    const b = await VerbsGuest.boot({
+      rdmaBackend: new MeshBackend(worker, options),
+      ...(arenaPages ? { arenaPages } : {}),
+    });
     made.push(b);
     return { manager, worker, a, b, close: closeAll };
   } catch (e) {
@@ -172,7 +236,9 @@ export class RawPeer {
         this.events.emit('frame', header, body);
         return true;
       },
-      onError: (e) => { this.error = e; },
+      onError: (e) => {
+        this.error = e;
+      },
     });
     socket.on('data', (c: Buffer) => this.parser.push(c));
     socket.on('close', () => {
@@ -194,7 +260,10 @@ export class RawPeer {
       const s = net.connect({ host, port, ...(localAddress ? { localAddress } : {}) }, () => {
         if (!credentials) return resolve(new RawPeer(s));
         const t = new MeshTls(credentials).connect(s);
-        t.once('secureConnect', () => { t.off('error', reject); resolve(new RawPeer(t)); });
+        t.once('secureConnect', () => {
+          t.off('error', reject);
+          resolve(new RawPeer(t));
+        });
         t.once('error', reject);
       });
       s.once('error', reject);
@@ -202,9 +271,18 @@ export class RawPeer {
   }
 
   send(type: number, body: Buffer, fields: { src?: number; dst?: number; seq?: number } = {}): void {
-    this.socket.write(Buffer.concat([encodeFrameHeader({
-      type, length: body.length, seq: fields.seq ?? 1, src: fields.src ?? 0, dst: fields.dst ?? 0,
-    }), body]));
+    this.socket.write(
+      Buffer.concat([
+        encodeFrameHeader({
+          type,
+          length: body.length,
+          seq: fields.seq ?? 1,
+          src: fields.src ?? 0,
+          dst: fields.dst ?? 0,
+        }),
+        body,
+      ]),
+    );
   }
 
   write(bytes: Buffer): void {
@@ -214,8 +292,10 @@ export class RawPeer {
   waitFrame(type: number): Promise<{ header: FrameHeader; body: Buffer }> {
     const have = this.frames.find((f) => f.header.type === type);
     if (have) return Promise.resolve(have);
-    return waitFor<[FrameHeader, Buffer]>(this.events, 'frame', (h) => h.type === type)
-      .then(([header, body]) => ({ header, body: Buffer.from(body) }));
+    return waitFor<[FrameHeader, Buffer]>(this.events, 'frame', (h) => h.type === type).then(([header, body]) => ({
+      header,
+      body: Buffer.from(body),
+    }));
   }
 
   waitClose(): Promise<void> {

@@ -12,14 +12,26 @@ import { HostPlanOptions, managerBackend, meshKeyPath, planInstances } from '../
 import { loadMeshCredentials } from '../../lib/mesh/tls';
 
 const base: HostPlanOptions = {
-  count: 3, runDir: '/run/rocm-ernic', logDir: '/var/log/rocm-ernic', tcpPort: 6320, managerIp: '127.0.0.1',
-  backend: 'loopback', tapPrefix: null, bridge: null, profile: 'compat', socketMode: null,
-  socketGroup: null, logLevel: 'warn', machineId: 'f00dfeed',
+  count: 3,
+  runDir: '/run/rocm-ernic',
+  logDir: '/var/log/rocm-ernic',
+  tcpPort: 6320,
+  managerIp: '127.0.0.1',
+  backend: 'loopback',
+  tapPrefix: null,
+  bridge: null,
+  profile: 'compat',
+  socketMode: null,
+  socketGroup: null,
+  logLevel: 'warn',
+  machineId: 'f00dfeed',
 };
 
-describe('ops: the host\'s mesh key', function () {
+describe("ops: the host's mesh key", function () {
   let dir: string;
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-key-')); });
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-key-'));
+  });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('is made once: 32 random bytes, mode 0600, then reused as is; the server takes it', () => {
@@ -44,7 +56,9 @@ describe('ops: the host\'s mesh key', function () {
     fs.writeFileSync(file, Buffer.alloc(32, 1), { mode: 0o644 });
     fs.chmodSync(file, 0o644);
     expect(ensureMeshKey(file)).to.deep.include({ ok: false });
-    expect((ensureMeshKey(file) as { error: string }).error).to.match(/mesh\.psk: open to group or others \(mode 644\); chmod 600 it, or remove it for a new one$/);
+    expect((ensureMeshKey(file) as { error: string }).error).to.match(
+      /mesh\.psk: open to group or others \(mode 644\); chmod 600 it, or remove it for a new one$/,
+    );
     fs.chmodSync(file, 0o600);
     fs.truncateSync(file, 8);
     expect((ensureMeshKey(file) as { error: string }).error).to.match(/mesh\.psk: 8 bytes, not a key/);
@@ -73,9 +87,14 @@ describe('ops: the host\'s mesh key', function () {
     expect(managerBackend('fd00::5', 6320)).to.equal('tcp:manager:[fd00::5]:6320');
     const r = planInstances({ ...base, managerIp: '10.0.0.5', meshPsk: '/run/rocm-ernic/mesh.psk' });
     if (!r.ok) throw new Error(r.error);
-    expect(r.instances.map((i) => i.backend)).to.deep.equal(['tcp:manager:10.0.0.5:6320', 'tcp:worker:10.0.0.5:6320', 'tcp:worker:10.0.0.5:6320']);
+    expect(r.instances.map((i) => i.backend)).to.deep.equal([
+      'tcp:manager:10.0.0.5:6320',
+      'tcp:worker:10.0.0.5:6320',
+      'tcp:worker:10.0.0.5:6320',
+    ]);
     expect(planInstances({ ...base, managerIp: '10.0.0.5' })).to.deep.equal({
-      ok: false, error: '--manager-ip 10.0.0.5: a mesh off loopback needs its key (--mesh-psk); ernicctl start passes one',
+      ok: false,
+      error: '--manager-ip 10.0.0.5: a mesh off loopback needs its key (--mesh-psk); ernicctl start passes one',
     });
   });
 });

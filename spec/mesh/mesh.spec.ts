@@ -8,7 +8,13 @@ import { expect } from 'chai';
 import * as net from 'node:net';
 import { getField } from '../../protocol/field';
 import {
-  encodeIonicWireHeader, encodeNodeGids, encodeRegisterNode, encodeHandshake, decodeRegisterResp, decodeHandshake, incarnationOf,
+  encodeIonicWireHeader,
+  encodeNodeGids,
+  encodeRegisterNode,
+  encodeHandshake,
+  decodeRegisterResp,
+  decodeHandshake,
+  incarnationOf,
 } from '../../lib/mesh/codec';
 import { gidFromText } from '../../lib/mesh/address';
 import { AUTO_NODE_ID, MAX_NODES } from '../../lib/mesh/limits';
@@ -22,7 +28,17 @@ import { skipBecause } from '../support/skip';
 const gid = (t: string): Buffer => gidFromText(t)!;
 
 function ionic(reqId: number, op: number = IonicWireOp.WRITE): Buffer {
-  return encodeIonicWireHeader({ op, atomicCs: 0, srcQpId: 1, dstQpId: 2, reqId, rkey: 9, length: 0, immBe: 0, status: 0 });
+  return encodeIonicWireHeader({
+    op,
+    atomicCs: 0,
+    srcQpId: 1,
+    dstQpId: 2,
+    reqId,
+    rkey: 9,
+    length: 0,
+    immBe: 0,
+    status: 0,
+  });
 }
 
 function collect(m: Mesh): MeshMessage[] {
@@ -31,7 +47,13 @@ function collect(m: Mesh): MeshMessage[] {
   return got;
 }
 
-async function registerRaw(port: number, instance: string, requestedId = AUTO_NODE_ID, listenPort = 0, from?: string): Promise<{ peer: RawPeer; id: number; result: number }> {
+async function registerRaw(
+  port: number,
+  instance: string,
+  requestedId = AUTO_NODE_ID,
+  listenPort = 0,
+  from?: string,
+): Promise<{ peer: RawPeer; id: number; result: number }> {
   const peer = await RawPeer.connect(port, LOCAL, from);
   peer.send(MsgType.REGISTER_NODE, encodeRegisterNode({ host: '', port: listenPort, requestedId, instance }));
   const f = await peer.waitFrame(MsgType.REGISTER_RESP);
@@ -46,7 +68,10 @@ describe('mesh: nodes over TCP', function () {
   this.timeout(20000);
   const meshes: Mesh[] = [];
   const raws: RawPeer[] = [];
-  const track = <T extends Mesh>(m: T): T => { meshes.push(m); return m; };
+  const track = <T extends Mesh>(m: T): T => {
+    meshes.push(m);
+    return m;
+  };
   afterEach(async () => {
     for (const r of raws.splice(0)) r.destroy();
     await Promise.all(meshes.splice(0).map((m) => m.close()));
@@ -58,12 +83,23 @@ describe('mesh: nodes over TCP', function () {
     const w2 = track(await joinWorker(mgr.listenPort));
     const w3 = track(await joinWorker(mgr.listenPort));
     expect([mgr.nodeId, w1.nodeId, w2.nodeId, w3.nodeId]).to.deep.equal([0, 1, 2, 3]);
-    await until(() => w1.routeTo(2) === 'direct' && w1.routeTo(3) === 'direct' && w2.routeTo(3) === 'direct', 'direct links');
-    await until(() => w3.routeTo(1) === 'direct' && w3.routeTo(2) === 'direct' && w2.routeTo(1) === 'direct', 'accepted links');
+    await until(
+      () => w1.routeTo(2) === 'direct' && w1.routeTo(3) === 'direct' && w2.routeTo(3) === 'direct',
+      'direct links',
+    );
+    await until(
+      () => w3.routeTo(1) === 'direct' && w3.routeTo(2) === 'direct' && w2.routeTo(1) === 'direct',
+      'accepted links',
+    );
     for (const w of [w1, w2, w3]) {
       expect(w.routeTo(0)).to.equal('direct');
       await until(() => w.topology().length === 4, 'full topology');
-      expect(w.topology().map((n) => [n.id, n.alive])).to.deep.equal([[0, true], [1, true], [2, true], [3, true]]);
+      expect(w.topology().map((n) => [n.id, n.alive])).to.deep.equal([
+        [0, true],
+        [1, true],
+        [2, true],
+        [3, true],
+      ]);
     }
     expect(mgr.topology().map((n) => n.id)).to.deep.equal([0, 1, 2, 3]);
     expect([1, 2, 3].map((id) => mgr.routeTo(id))).to.deep.equal(['direct', 'direct', 'direct']);
@@ -77,7 +113,12 @@ describe('mesh: nodes over TCP', function () {
     const at0 = collect(mgr);
     const at1 = collect(w1);
     const at2 = collect(w2);
-    expect(w1.send(2, MsgType.IONIC, ionic(11), [Buffer.from('part one,'), Buffer.from(' part two')], { srcQpn: 5, dstQpn: 6 })).to.equal('queued');
+    expect(
+      w1.send(2, MsgType.IONIC, ionic(11), [Buffer.from('part one,'), Buffer.from(' part two')], {
+        srcQpn: 5,
+        dstQpn: 6,
+      }),
+    ).to.equal('queued');
     expect(w2.send(1, MsgType.IONIC, ionic(12), Buffer.from('back'))).to.equal('queued');
     expect(w2.send(0, MsgType.DATA, Buffer.alloc(0), Buffer.from('to the manager'))).to.equal('queued');
     expect(mgr.send(1, MsgType.RDMA_WRITE, Buffer.alloc(16, 1), Buffer.from('from the manager'))).to.equal('queued');
@@ -86,8 +127,13 @@ describe('mesh: nodes over TCP', function () {
     expect([m.from, m.type, m.srcQpn, m.dstQpn]).to.deep.equal([1, MsgType.IONIC, 5, 6]);
     expect(getField(m.header, 0, ionic_wire_hdr.req_id)).to.equal(11);
     expect(m.payload.toString()).to.equal('part one, part two');
-    const byFrom = at1.map((x) => [x.from, x.type, x.payload.toString()]).sort((a, b) => (a[0] as number) - (b[0] as number));
-    expect(byFrom).to.deep.equal([[0, MsgType.RDMA_WRITE, 'from the manager'], [2, MsgType.IONIC, 'back']]);
+    const byFrom = at1
+      .map((x) => [x.from, x.type, x.payload.toString()])
+      .sort((a, b) => (a[0] as number) - (b[0] as number));
+    expect(byFrom).to.deep.equal([
+      [0, MsgType.RDMA_WRITE, 'from the manager'],
+      [2, MsgType.IONIC, 'back'],
+    ]);
     expect([at0[0]!.from, at0[0]!.payload.toString()]).to.deep.equal([2, 'to the manager']);
   });
 
@@ -158,7 +204,7 @@ describe('mesh: nodes over TCP', function () {
     expect(original.id).to.equal(1);
   });
 
-  it('a second registration with a live node\'s nonce is refused (EBUSY) and leaves the live node alone; once its link is gone it rejoins', async () => {
+  it("a second registration with a live node's nonce is refused (EBUSY) and leaves the live node alone; once its link is gone it rejoins", async () => {
     const mgr = track(await startManager());
     const first = await registerRaw(mgr.listenPort, inst(1));
     raws.push(first.peer);
@@ -191,7 +237,9 @@ describe('mesh: nodes over TCP', function () {
     await mgr.close();
     await lost;
     expect(w1.routeTo(2)).to.equal('direct');
-    const mgr2 = track(await Mesh.start({ config: { role: 'manager', listen: { host: LOCAL, port } }, log: new MemoryLog('mgr2') }));
+    const mgr2 = track(
+      await Mesh.start({ config: { role: 'manager', listen: { host: LOCAL, port } }, log: new MemoryLog('mgr2') }),
+    );
     await until(() => mgr2.topology().filter((n) => n.alive).length === 3, 'workers back');
     expect(mgr2.topology().map((n) => n.id)).to.deep.equal([0, 1, 2]);
     expect([w1.nodeId, w2.nodeId]).to.deep.equal([1, 2]);
@@ -210,15 +258,26 @@ describe('mesh: nodes over TCP', function () {
     expect(w1.lookupGid(gid('fe80::1'))).to.equal(1);
     expect(w1.lookupGid(gid('fe80::99'))).to.equal(undefined);
     const late = track(await joinWorker(mgr.listenPort, { guestGids: [gid('fe80::3')] }));
-    await until(() => late.lookupGid(gid('10.0.0.100')) === 0 && late.lookupGid(gid('fe80::1')) === 1 &&
-      late.lookupGid(gid('fe80::2')) === 2, 'late joiner has the whole table');
+    await until(
+      () =>
+        late.lookupGid(gid('10.0.0.100')) === 0 &&
+        late.lookupGid(gid('fe80::1')) === 1 &&
+        late.lookupGid(gid('fe80::2')) === 2,
+      'late joiner has the whole table',
+    );
     await until(() => w1.lookupGid(gid('fe80::3')) === 3, 'others learn the late joiner');
     expect(w2.addLocalGid(gid('fe80::22'))).to.equal(true);
     expect(w2.addLocalGid(gid('fe80::22'))).to.equal(false);
-    await until(() => w1.lookupGid(gid('fe80::22')) === 2 && late.lookupGid(gid('fe80::22')) === 2, 'learned GID fanned out');
+    await until(
+      () => w1.lookupGid(gid('fe80::22')) === 2 && late.lookupGid(gid('fe80::22')) === 2,
+      'learned GID fanned out',
+    );
     // Two claimants: the GID names neither.
     late.addLocalGid(gid('fe80::2'));
-    await until(() => mgr.lookupGid(gid('fe80::2')) === undefined && w1.lookupGid(gid('fe80::2')) === undefined, 'conflict');
+    await until(
+      () => mgr.lookupGid(gid('fe80::2')) === undefined && w1.lookupGid(gid('fe80::2')) === undefined,
+      'conflict',
+    );
     mgr.addLocalGid(gid('10.0.0.101'));
     await until(() => w1.lookupGid(gid('10.0.0.101')) === 0, 'manager GID learned later');
   });
@@ -270,7 +329,7 @@ describe('mesh: nodes over TCP', function () {
     expect(mgr.topology().length).to.equal(1);
   });
 
-  it('a worker refuses a handshake of another version, from a higher id, meant for another instance, or without the pair\'s link key', async () => {
+  it("a worker refuses a handshake of another version, from a higher id, meant for another instance, or without the pair's link key", async () => {
     const mgr = track(await startManager());
     const w1 = track(await joinWorker(mgr.listenPort));
     const w2 = track(await joinWorker(mgr.listenPort));
@@ -288,12 +347,43 @@ describe('mesh: nodes over TCP', function () {
     const inc2 = incarnationOf(w2.instance);
     const key = w1.topology().find((n) => n.id === 2)!.linkKey;
     expect(await ask(new Be().u32(1).u32(4).build(), 1)).to.equal(-71);
-    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, incarnation: inc1, peerIncarnation: inc2, linkKey: key, version: 5 }), 1)).to.equal(-71);
-    expect(await ask(encodeHandshake({ nodeId: 3, result: 0, incarnation: inst(3), peerIncarnation: inc2, linkKey: key }), 3)).to.equal(-22);
-    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, incarnation: inc1, peerIncarnation: inst(77), linkKey: key }), 1)).to.equal(-116);
-    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, incarnation: inst(78), peerIncarnation: inc2, linkKey: key }), 1)).to.equal(-116);
+    expect(
+      await ask(
+        encodeHandshake({ nodeId: 1, result: 0, incarnation: inc1, peerIncarnation: inc2, linkKey: key, version: 5 }),
+        1,
+      ),
+    ).to.equal(-71);
+    expect(
+      await ask(
+        encodeHandshake({ nodeId: 3, result: 0, incarnation: inst(3), peerIncarnation: inc2, linkKey: key }),
+        3,
+      ),
+    ).to.equal(-22);
+    expect(
+      await ask(
+        encodeHandshake({ nodeId: 1, result: 0, incarnation: inc1, peerIncarnation: inst(77), linkKey: key }),
+        1,
+      ),
+    ).to.equal(-116);
+    expect(
+      await ask(
+        encodeHandshake({ nodeId: 1, result: 0, incarnation: inst(78), peerIncarnation: inc2, linkKey: key }),
+        1,
+      ),
+    ).to.equal(-116);
     // Everything public right, but not the pair's key: whoever it is, it is not node 1.
-    expect(await ask(encodeHandshake({ nodeId: 1, result: 0, incarnation: inc1, peerIncarnation: inc2, linkKey: Buffer.alloc(16, 1) }), 1)).to.equal(-22);
+    expect(
+      await ask(
+        encodeHandshake({
+          nodeId: 1,
+          result: 0,
+          incarnation: inc1,
+          peerIncarnation: inc2,
+          linkKey: Buffer.alloc(16, 1),
+        }),
+        1,
+      ),
+    ).to.equal(-22);
     // The real link is unaffected.
     await until(() => w1.routeTo(2) === 'direct', 'direct link');
   });
@@ -309,17 +399,42 @@ describe('mesh: nodes over TCP', function () {
       { name: 'retired type', registered: true, bytes: () => hdr(19, 0), log: /UNSUPPORTED_TYPE/ },
       { name: 'oversized frame', registered: true, bytes: () => hdr(24, 0x7fffffff), log: /FRAME_TOO_LARGE/ },
       { name: 'short ionic frame', registered: true, bytes: () => hdr(24, 8), log: /BAD_LENGTH/ },
-      { name: 'data before registering', registered: false, bytes: () => Buffer.concat([hdr(6, 1), Buffer.alloc(1)]), log: /data before registration/ },
-      { name: 'short GID record', registered: true, bytes: () => Buffer.concat([hdr(25, 100), Buffer.alloc(100)]), log: /BAD_LENGTH/ },
-      { name: 'bad GID record', registered: true, bytes: () => Buffer.concat([hdr(25, 136), new Be().u32(0).u32(9).zeros(128).build()]), log: /TOO_MANY|claims 9 GIDs/ },
       {
-        name: 'spoofed source', registered: true,
-        bytes: () => Buffer.concat([new Be().u32(0x52444d41).u32(24).u32(60).u32(1).u32(55).u32(0).u32(0).u32(0).build(), ionic(1)]),
+        name: 'data before registering',
+        registered: false,
+        bytes: () => Buffer.concat([hdr(6, 1), Buffer.alloc(1)]),
+        log: /data before registration/,
+      },
+      {
+        name: 'short GID record',
+        registered: true,
+        bytes: () => Buffer.concat([hdr(25, 100), Buffer.alloc(100)]),
+        log: /BAD_LENGTH/,
+      },
+      {
+        name: 'bad GID record',
+        registered: true,
+        bytes: () => Buffer.concat([hdr(25, 136), new Be().u32(0).u32(9).zeros(128).build()]),
+        log: /TOO_MANY|claims 9 GIDs/,
+      },
+      {
+        name: 'spoofed source',
+        registered: true,
+        bytes: () =>
+          Buffer.concat([
+            new Be().u32(0x52444d41).u32(24).u32(60).u32(1).u32(55).u32(0).u32(0).u32(0).build(),
+            ionic(1),
+          ]),
         log: /claims to be from node 55/,
       },
       {
-        name: 'ionic without its magic', registered: true,
-        bytes: (id) => Buffer.concat([new Be().u32(0x52444d41).u32(24).u32(60).u32(1).u32(id).u32(0).u32(0).u32(0).build(), Buffer.alloc(60)]),
+        name: 'ionic without its magic',
+        registered: true,
+        bytes: (id) =>
+          Buffer.concat([
+            new Be().u32(0x52444d41).u32(24).u32(60).u32(1).u32(id).u32(0).u32(0).u32(0).build(),
+            Buffer.alloc(60),
+          ]),
         log: /without the ionic magic/,
       },
     ];
@@ -355,11 +470,21 @@ describe('mesh: nodes over TCP', function () {
     const p = await RawPeer.connect(w2.listenPort);
     raws.push(p);
     // Speak as node 1 with what node 1 knows (its incarnation, the pair's key), then misaddress a message.
-    p.send(MsgType.HANDSHAKE, encodeHandshake({
-      nodeId: 1, result: 0, incarnation: w1.incarnation, peerIncarnation: incarnationOf(w2.instance), linkKey: w1.linkKey,
-    }), { src: 1, dst: 2 });
+    p.send(
+      MsgType.HANDSHAKE,
+      encodeHandshake({
+        nodeId: 1,
+        result: 0,
+        incarnation: w1.incarnation,
+        peerIncarnation: incarnationOf(w2.instance),
+        linkKey: w1.linkKey,
+      }),
+      { src: 1, dst: 2 },
+    );
     await p.waitFrame(MsgType.HANDSHAKE_RESP);
-    p.write(Buffer.concat([new Be().u32(0x52444d41).u32(24).u32(60).u32(1).u32(1).u32(7).u32(0).u32(0).build(), ionic(1)]));
+    p.write(
+      Buffer.concat([new Be().u32(0x52444d41).u32(24).u32(60).u32(1).u32(1).u32(7).u32(0).u32(0).build(), ionic(1)]),
+    );
     await p.waitClose();
   });
 
@@ -414,12 +539,17 @@ describe('mesh: nodes over TCP', function () {
   it('tries each address a host name resolves to', async () => {
     const mgr = track(await startManager());
     const tried: string[] = [];
-    const w = track(await Mesh.start({
-      config: { role: 'worker', manager: { kind: 'name', host: 'manager.test', port: mgr.listenPort } },
-      peerListen: { host: LOCAL },
-      resolve: async (name) => { tried.push(name); return ['127.0.0.3', LOCAL]; },
-      log: new MemoryLog('w'),
-    }));
+    const w = track(
+      await Mesh.start({
+        config: { role: 'worker', manager: { kind: 'name', host: 'manager.test', port: mgr.listenPort } },
+        peerListen: { host: LOCAL },
+        resolve: async (name) => {
+          tried.push(name);
+          return ['127.0.0.3', LOCAL];
+        },
+        log: new MemoryLog('w'),
+      }),
+    );
     await waitFor(w, 'registered');
     expect(tried).to.deep.equal(['manager.test']);
     expect(w.nodeId).to.equal(1);

@@ -29,13 +29,19 @@ function ip(...args: string[]): void {
 }
 
 function quietly(f: () => void): void {
-  try { f(); } catch { /* already gone */ }
+  try {
+    f();
+  } catch {
+    /* already gone */
+  }
 }
 
 /** The mesh node a stats file reports, once it does (fs.watch on its directory, as ernicctl waits). */
 async function meshNodeOf(file: string, server: ServerProcess, ms = 20_000): Promise<number> {
-  const node = await waitForState(() => (server.exited ? -1 : readInstanceState(file)?.meshNode ?? null), {
-    dirs: [path.dirname(file)], timeoutMs: ms, also: (wake) => server.proc.once('exit', wake),
+  const node = await waitForState(() => (server.exited ? -1 : (readInstanceState(file)?.meshNode ?? null)), {
+    dirs: [path.dirname(file)],
+    timeoutMs: ms,
+    also: (wake) => server.proc.once('exit', wake),
   });
   if (node === null || node < 0) throw new Error(`no mesh_node in ${file} after ${ms} ms: ${server.output}`);
   return node;
@@ -65,7 +71,10 @@ describe('mesh: across two network namespaces over TLS (root)', function () {
       ip('link', 'set', VETH_B, 'netns', NS_B);
       ip('-n', NS_A, 'addr', 'add', `${IP_A}/24`, 'dev', VETH_A);
       ip('-n', NS_B, 'addr', 'add', `${IP_B}/24`, 'dev', VETH_B);
-      for (const [ns, dev] of [[NS_A, VETH_A], [NS_B, VETH_B]] as const) {
+      for (const [ns, dev] of [
+        [NS_A, VETH_A],
+        [NS_B, VETH_B],
+      ] as const) {
         ip('-n', ns, 'link', 'set', 'lo', 'up');
         ip('-n', ns, 'link', 'set', dev, 'up');
       }
@@ -89,27 +98,44 @@ describe('mesh: across two network namespaces over TLS (root)', function () {
     const sock = tempSocketPath(`netns-${ns}`);
     const stats = path.join(pki.dir, `${ns}-${servers.length}.stats`);
     files.push(sock, stats);
-    const s = new ServerProcess(['--socket', sock, '-S', stats, '-L', 'info', ...args], { netns: ns, env: { ...process.env, ERNIC_MESH_PSK_FILE: '', CREDENTIALS_DIRECTORY: '' } });
+    const s = new ServerProcess(['--socket', sock, '-S', stats, '-L', 'info', ...args], {
+      netns: ns,
+      env: { ...process.env, ERNIC_MESH_PSK_FILE: '', CREDENTIALS_DIRECTORY: '' },
+    });
     servers.push(s);
     return { s, stats };
   }
 
   it('a worker in the other namespace registers over TLS; another key is refused on both sides; no credentials, no dial', async () => {
     const mgr = server(NS_A, ['--backend', `tcp:manager:${IP_A}:${PORT}`, '--mesh-psk', pki.psk1]);
-    await mgr.s.waitFor(new RegExp(`mesh: manager listening on port ${PORT} at ${IP_A.replace(/\./g, '\\.')} .*TLS 1\\.3, pre-shared key`));
+    await mgr.s.waitFor(
+      new RegExp(
+        `mesh: manager listening on port ${PORT} at ${IP_A.replace(/\./g, '\\.')} .*TLS 1\\.3, pre-shared key`,
+      ),
+    );
 
     const w = server(NS_B, ['--backend', `tcp:worker:${IP_A}:${PORT}`, '--mesh-psk', pki.psk1]);
     expect(await meshNodeOf(w.stats, w.s)).to.equal(1);
     await mgr.s.waitFor(new RegExp(`mesh: node 1 registered from ${IP_B.replace(/\./g, '\\.')}`));
 
     const bad = server(NS_B, ['--backend', `tcp:worker:${IP_A}:${PORT}`, '--mesh-psk', pki.psk2]);
-    await bad.s.waitFor(new RegExp(`warn: mesh: TLS with ${IP_A.replace(/\./g, '\\.')}:${PORT} failed: the peer refused our pre-shared key`));
-    await mgr.s.waitFor(new RegExp(`warn: mesh: refused ${IP_B.replace(/\./g, '\\.')}:\\d+: wrong pre-shared key: the peer holds key [0-9a-f]{16}, we hold key [0-9a-f]{16}`));
+    await bad.s.waitFor(
+      new RegExp(
+        `warn: mesh: TLS with ${IP_A.replace(/\./g, '\\.')}:${PORT} failed: the peer refused our pre-shared key`,
+      ),
+    );
+    await mgr.s.waitFor(
+      new RegExp(
+        `warn: mesh: refused ${IP_B.replace(/\./g, '\\.')}:\\d+: wrong pre-shared key: the peer holds key [0-9a-f]{16}, we hold key [0-9a-f]{16}`,
+      ),
+    );
     expect(readInstanceState(bad.stats)?.meshNode ?? null).to.equal(null);
     expect(mgr.s.output).to.not.match(/node 2 registered/);
 
     const open = server(NS_B, ['--backend', `tcp:worker:${IP_A}:${PORT}`]);
     expect(await open.s.exitCode()).to.equal(2);
-    expect(open.s.output).to.match(/no mesh credentials, so the mesh stays on loopback .* the manager at 10\.201\.0\.1 is not; give it a key/);
+    expect(open.s.output).to.match(
+      /no mesh credentials, so the mesh stays on loopback .* the manager at 10\.201\.0\.1 is not; give it a key/,
+    );
   });
 });

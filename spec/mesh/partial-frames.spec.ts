@@ -19,7 +19,10 @@ class W implements Waiter {
   closed = false;
   woken = 0;
   onWake: () => void = () => undefined;
-  unhold(): void { this.woken++; this.onWake(); }
+  unhold(): void {
+    this.woken++;
+    this.onWake();
+  }
 }
 
 const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -29,10 +32,21 @@ function frame(type: number, body: Buffer): Buffer {
 }
 
 /** A parser whose sink keeps what it gets, gated by `allows`, woken through `waiter`. */
-function gated(waiter: W, allows: (h: FrameHeader) => boolean = () => true): { p: FrameParser; got: Buffer[]; errors: MeshError[] } {
+function gated(
+  waiter: W,
+  allows: (h: FrameHeader) => boolean = () => true,
+): { p: FrameParser; got: Buffer[]; errors: MeshError[] } {
   const got: Buffer[] = [];
   const errors: MeshError[] = [];
-  const p = new FrameParser({ onFrame: (_h, b) => { got.push(Buffer.from(b)); return true; }, onError: (e) => { errors.push(e); } });
+  const p = new FrameParser({
+    onFrame: (_h, b) => {
+      got.push(Buffer.from(b));
+      return true;
+    },
+    onError: (e) => {
+      errors.push(e);
+    },
+  });
   p.setGate({ waiter, allows });
   waiter.onWake = () => p.resume();
   return { p, got, errors };
@@ -40,7 +54,9 @@ function gated(waiter: W, allows: (h: FrameHeader) => boolean = () => true): { p
 
 describe('mesh: partial frames against the process-wide budget', () => {
   let start = 0;
-  beforeEach(() => { start = partialFrames.bytes; });
+  beforeEach(() => {
+    start = partialFrames.bytes;
+  });
   afterEach(() => {
     partialFrames.setLimit(PARTIAL_FRAME_BYTES);
     expect(partialFrames.bytes, 'every charge given back').to.equal(start);
@@ -56,8 +72,12 @@ describe('mesh: partial frames against the process-wide budget', () => {
     // A small body does not overtake the queue.
     expect(b.take(1, new W())).to.equal(false);
     b.give(500);
-    w2.onWake = () => { expect(b.take(10, w2)).to.equal(true); };
-    w3.onWake = () => { expect(b.take(10, w3)).to.equal(true); };
+    w2.onWake = () => {
+      expect(b.take(10, w2)).to.equal(true);
+    };
+    w3.onWake = () => {
+      expect(b.take(10, w3)).to.equal(true);
+    };
     await turn();
     expect([w2.woken, w3.woken]).to.deep.equal([1, 1]);
     // Bytes already here are charged whatever the room.
@@ -117,23 +137,41 @@ describe('mesh: partial frames against the process-wide budget', () => {
 
   describe('the health check', () => {
     let clock: sinon.SinonFakeTimers;
-    beforeEach(() => { clock = sinon.useFakeTimers({ now: 1_000_000, toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] }); });
+    beforeEach(() => {
+      clock = sinon.useFakeTimers({
+        now: 1_000_000,
+        toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'],
+      });
+    });
     afterEach(() => clock.restore());
 
     it('closes a connection whose partial frame holds room for PARTIAL_FRAME_MS while others wait, and only then', () => {
       const HB = 1000;
       const closed: string[] = [];
-      const conn = (partialSince: number): MeshConnection => ({
-        established: true, outgoing: true, closed: false, kind: 'peer', lastHeardAt: Date.now(), openedAt: Date.now(),
-        remoteAddress: '127.0.0.1', parser: { partialSince, charged: 4096, setGate: () => undefined },
-        close: (why: string) => { closed.push(why); },
-      }) as unknown as MeshConnection;
+      const conn = (partialSince: number): MeshConnection =>
+        ({
+          established: true,
+          outgoing: true,
+          closed: false,
+          kind: 'peer',
+          lastHeardAt: Date.now(),
+          openedAt: Date.now(),
+          remoteAddress: '127.0.0.1',
+          parser: { partialSince, charged: 4096, setGate: () => undefined },
+          close: (why: string) => {
+            closed.push(why);
+          },
+        }) as unknown as MeshConnection;
       const slow = conn(Date.now());
       const conns = new Set<MeshConnection>([slow]);
       // Its peer answers every ping (it is alive, only its frame is slow).
       const hc = new HealthCheck(HB, {
-        role: 'worker', connections: conns, onTick: () => undefined,
-        ping: (c) => { (c as unknown as { lastHeardAt: number }).lastHeardAt = Date.now(); },
+        role: 'worker',
+        connections: conns,
+        onTick: () => undefined,
+        ping: (c) => {
+          (c as unknown as { lastHeardAt: number }).lastHeardAt = Date.now();
+        },
       });
       hc.start();
       // Nobody waits: a slow frame is left alone.

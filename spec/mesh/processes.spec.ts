@@ -23,7 +23,10 @@ class Child {
   readonly reports: Report[] = [];
   readonly proc: ChildProcess;
 
-  constructor(port: number, readonly gid: string) {
+  constructor(
+    port: number,
+    readonly gid: string,
+  ) {
     this.proc = fork(path.join(__dirname, 'fixtures', 'worker-process.js'), [String(port), gid, String(HB)], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       execArgv: [],
@@ -104,7 +107,9 @@ describe('mesh: workers in separate processes', function () {
 
     // SIGKILL process 2: the manager notices at once (the kernel closes its socket); the others carry on.
     const dead2 = waitFor<[number, string]>(mgr, 'peer-down', (id) => id === 2);
-    const topo1 = c1.fresh((r) => r.ev === 'topology' && (r.nodes as [number, boolean][]).some(([id, alive]) => id === 2 && !alive));
+    const topo1 = c1.fresh(
+      (r) => r.ev === 'topology' && (r.nodes as [number, boolean][]).some(([id, alive]) => id === 2 && !alive),
+    );
     c2.kill('SIGKILL');
     await dead2;
     await topo1;

@@ -6,7 +6,13 @@ import { expect } from 'chai';
 import * as sinon from 'sinon';
 import { GidTable } from '../../lib/mesh/gid-table';
 import { InboundBudget, Waiter } from '../../lib/mesh/inbound-budget';
-import { AUTO_NODE_ID, INBOUND_STALL_MS, LOST_PEER_MS, NO_CONSUMER_DROP_MS, resolveLimits } from '../../lib/mesh/limits';
+import {
+  AUTO_NODE_ID,
+  INBOUND_STALL_MS,
+  LOST_PEER_MS,
+  NO_CONSUMER_DROP_MS,
+  resolveLimits,
+} from '../../lib/mesh/limits';
 import { FRAME_OVERHEAD, OutboundQueue, OutFrame } from '../../lib/mesh/outbound-queue';
 import { PendingRequests } from '../../lib/mesh/pending';
 import { Errno, NodeRegistry } from '../../lib/mesh/registry';
@@ -14,7 +20,12 @@ import { incarnationOf } from '../../lib/mesh/codec';
 
 const inst = (n: number): string => n.toString(16).padStart(16, '0');
 
-function reg(r: NodeRegistry, instance: number, requestedId = AUTO_NODE_ID, source = '10.0.0.1'): ReturnType<NodeRegistry['register']> {
+function reg(
+  r: NodeRegistry,
+  instance: number,
+  requestedId = AUTO_NODE_ID,
+  source = '10.0.0.1',
+): ReturnType<NodeRegistry['register']> {
   return r.register({ instance: inst(instance), requestedId, host: '10.0.0.1', port: 1, source });
 }
 
@@ -59,16 +70,19 @@ describe('mesh: tables', () => {
       expect(reg(r, 13).ok).to.equal(false);
     });
 
-    it('refuses a live node\'s nonce from another connection (EBUSY) and does not touch the live node', () => {
+    it("refuses a live node's nonce from another connection (EBUSY) and does not touch the live node", () => {
       const r = new NodeRegistry(64, { instance: inst(1000), host: '', port: 5000 });
-      const one = idOf(r.register({ instance: inst(1), requestedId: AUTO_NODE_ID, host: 'victim', port: 7000, source: '10.0.0.1' }));
+      const one = idOf(
+        r.register({ instance: inst(1), requestedId: AUTO_NODE_ID, host: 'victim', port: 7000, source: '10.0.0.1' }),
+      );
       const thief = r.register({ instance: inst(1), requestedId: one, host: 'thief', port: 9999, source: '10.0.0.66' });
       expect(thief).to.deep.include({ ok: false, errno: Errno.EBUSY, busy: one });
       expect(r.get(one)).to.deep.include({ alive: true, host: 'victim', port: 7000 });
       // Once its link is gone, the same process comes back under its id.
       r.markDead(one, 5);
-      expect(r.register({ instance: inst(1), requestedId: AUTO_NODE_ID, host: 'victim', port: 7001, source: '10.0.0.1' }))
-        .to.deep.equal({ ok: true, id: one, rejoined: true });
+      expect(
+        r.register({ instance: inst(1), requestedId: AUTO_NODE_ID, host: 'victim', port: 7001, source: '10.0.0.1' }),
+      ).to.deep.equal({ ok: true, id: one, rejoined: true });
     });
 
     it('gives incarnations, not nonces, to be shown; a new process on a reused id has a new one', () => {
@@ -120,7 +134,8 @@ describe('mesh: tables', () => {
   });
 
   describe('GID table', () => {
-    const g = (n: number): Buffer => Buffer.from(`fe80000000000000000000000000${n.toString(16).padStart(4, '0')}`, 'hex');
+    const g = (n: number): Buffer =>
+      Buffer.from(`fe80000000000000000000000000${n.toString(16).padStart(4, '0')}`, 'hex');
 
     it('looks GIDs up exactly; a replaced set forgets the old GIDs', () => {
       const t = new GidTable();
@@ -144,7 +159,7 @@ describe('mesh: tables', () => {
       expect(t.lookup(g(1))).to.equal(1);
     });
 
-    it('keeps copies, not the caller\'s buffers', () => {
+    it("keeps copies, not the caller's buffers", () => {
       const t = new GidTable();
       const mine = g(9);
       t.set(1, [mine]);
@@ -156,7 +171,9 @@ describe('mesh: tables', () => {
   describe('send queue', () => {
     const limits = { requestBytes: 2500, connectionBytes: 5000, controlBytes: 500 };
     const f = (cls: OutFrame['cls'], bytes: number, tag?: number): OutFrame =>
-      tag === undefined ? { parts: [Buffer.alloc(bytes)], bytes, cls } : { parts: [Buffer.alloc(bytes)], bytes, cls, tag };
+      tag === undefined
+        ? { parts: [Buffer.alloc(bytes)], bytes, cls }
+        : { parts: [Buffer.alloc(bytes)], bytes, cls, tag };
 
     it('bounds requests, then replies at twice the room, control apart', () => {
       const q = new OutboundQueue(limits);
@@ -217,14 +234,19 @@ describe('mesh: tables', () => {
 
   describe('inbound queue room', () => {
     let clock: sinon.SinonFakeTimers;
-    beforeEach(() => { clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'Date'] }); });
+    beforeEach(() => {
+      clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'Date'] });
+    });
     afterEach(() => clock.restore());
 
     class W implements Waiter {
       closed = false;
       woken = 0;
       constructor(private readonly onWake: () => void = () => undefined) {}
-      unhold(): void { this.woken++; this.onWake(); }
+      unhold(): void {
+        this.woken++;
+        this.onWake();
+      }
     }
 
     it('bounds bytes and messages, an empty queue taking any one message', () => {
@@ -245,8 +267,12 @@ describe('mesh: tables', () => {
       const holder = new W();
       b.charge(100, holder);
       const order: string[] = [];
-      const w1: W = new W(() => { if (b.charge(50, w1) === 'charged') order.push('w1'); });
-      const w2: W = new W(() => { if (b.charge(50, w2) === 'charged') order.push('w2'); });
+      const w1: W = new W(() => {
+        if (b.charge(50, w1) === 'charged') order.push('w1');
+      });
+      const w2: W = new W(() => {
+        if (b.charge(50, w2) === 'charged') order.push('w2');
+      });
       expect(b.charge(50, w1)).to.equal('wait');
       expect(b.charge(50, w2)).to.equal('wait');
       b.release(100);
@@ -290,7 +316,9 @@ describe('mesh: tables', () => {
 
   describe('pending requests (lost peer)', () => {
     let clock: sinon.SinonFakeTimers;
-    beforeEach(() => { clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] }); });
+    beforeEach(() => {
+      clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    });
     afterEach(() => clock.restore());
 
     it('expires a request whose reply never comes after LOST_PEER_MS, one timer for the table', () => {
@@ -308,12 +336,15 @@ describe('mesh: tables', () => {
       clock.tick(1);
       expect(expired).to.deep.equal([[a, 'a']]);
       clock.tick(1000);
-      expect(expired).to.deep.equal([[a, 'a'], [b, 'b']]);
+      expect(expired).to.deep.equal([
+        [a, 'a'],
+        [b, 'b'],
+      ]);
       expect(clock.countTimers()).to.equal(0);
       expect(p.take(a)).to.equal(undefined);
     });
 
-    it('drops a destroyed QP\'s requests silently, and fails those of an unreachable peer at once', () => {
+    it("drops a destroyed QP's requests silently, and fails those of an unreachable peer at once", () => {
       const expired: string[] = [];
       const p = new PendingRequests<{ qp: number; node: number }>((_id, v) => expired.push(`${v.qp}@${v.node}`));
       p.add({ qp: 1, node: 1 });

@@ -7,7 +7,13 @@
 import { expect } from 'chai';
 import * as net from 'node:net';
 import * as sinon from 'sinon';
-import { decodeRegisterNode, encodeFrameHeader, encodeIonicWireHeader, encodeRegisterNode, encodeRegisterResp } from '../../lib/mesh/codec';
+import {
+  decodeRegisterNode,
+  encodeFrameHeader,
+  encodeIonicWireHeader,
+  encodeRegisterNode,
+  encodeRegisterResp,
+} from '../../lib/mesh/codec';
 import { FrameParser } from '../../lib/mesh/frame-parser';
 import { AUTO_NODE_ID, DEAD_AFTER_INTERVALS, RECONNECT_MIN_MS } from '../../lib/mesh/limits';
 import { Mesh } from '../../lib/mesh/mesh';
@@ -37,7 +43,10 @@ function count(peer: RawPeer, type: number): number {
 
 async function registerRaw(port: number): Promise<RawPeer> {
   const peer = await RawPeer.connect(port);
-  peer.send(MsgType.REGISTER_NODE, encodeRegisterNode({ host: '', port: 0, requestedId: AUTO_NODE_ID, instance: INSTANCE }));
+  peer.send(
+    MsgType.REGISTER_NODE,
+    encodeRegisterNode({ host: '', port: 0, requestedId: AUTO_NODE_ID, instance: INSTANCE }),
+  );
   await ioUntil(() => count(peer, MsgType.REGISTER_RESP) === 1, 'registration reply');
   return peer;
 }
@@ -66,7 +75,12 @@ class FakeManager {
           if (!d.ok) throw new Error(d.error.detail);
           this.registrations.push({ requestedId: d.value.requestedId, instance: d.value.instance });
           const resp = encodeRegisterResp({ nodeId: 7, numNodes: 2, result: 0, managerInstance: '00000000000000bb' });
-          s.write(Buffer.concat([encodeFrameHeader({ type: MsgType.REGISTER_RESP, length: resp.length, seq: 1, src: 0, dst: 7 }), resp]));
+          s.write(
+            Buffer.concat([
+              encodeFrameHeader({ type: MsgType.REGISTER_RESP, length: resp.length, seq: 1, src: 0, dst: 7 }),
+              resp,
+            ]),
+          );
         }
         return true;
       },
@@ -196,13 +210,27 @@ describe('mesh: deadlines (fake timers)', function () {
   });
 
   it('shuts a connection down when nothing goes out for the send timeout; the manager waits half as long', async () => {
-    const mgr = await startManager({ heartbeatMs: 600_000, sendTimeoutMs: 4000, limits: { requestQueueBytes: 1 << 20 } });
+    const mgr = await startManager({
+      heartbeatMs: 600_000,
+      sendTimeoutMs: 4000,
+      limits: { requestQueueBytes: 1 << 20 },
+    });
     meshes.push(mgr);
     expect(mgr.sendTimeoutMs).to.equal(2000);
     const peer = await registerRaw(mgr.listenPort);
     cleanups.push(() => peer.destroy());
     peer.socket.pause();
-    const hdr = encodeIonicWireHeader({ op: IonicWireOp.WRITE, atomicCs: 0, srcQpId: 1, dstQpId: 1, reqId: 1, rkey: 1, length: 0, immBe: 0, status: 0 });
+    const hdr = encodeIonicWireHeader({
+      op: IonicWireOp.WRITE,
+      atomicCs: 0,
+      srcQpId: 1,
+      dstQpId: 1,
+      reqId: 1,
+      rkey: 1,
+      length: 0,
+      immBe: 0,
+      status: 0,
+    });
     const payload = Buffer.alloc(256 * 1024);
     let queued = 0;
     // Fill the kernel's buffers and then the send queue.

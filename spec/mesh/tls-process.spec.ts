@@ -37,7 +37,11 @@ function fdCount(pid: number): number {
 }
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, '--socket', tempSocketPath('meshcli'), ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20000 });
+  const r = spawnSync(process.execPath, [BIN, '--socket', tempSocketPath('meshcli'), ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 20000,
+  });
   return { status: r.status, stderr: r.stderr };
 }
 
@@ -48,7 +52,9 @@ describe('rocm-ernic: the mesh over TLS, a server in its own process', function 
   const meshes: Mesh[] = [];
   const sockets: net.Socket[] = [];
 
-  before(() => { pki = makeTestPki(); });
+  before(() => {
+    pki = makeTestPki();
+  });
   after(() => pki?.remove());
   afterEach(async () => {
     for (const s of sockets.splice(0)) s.destroy();
@@ -56,7 +62,10 @@ describe('rocm-ernic: the mesh over TLS, a server in its own process', function 
     await Promise.all(servers.splice(0).map((s) => s.stop()));
   });
 
-  async function serve(args: string[], ready = /rocm-ernic: serving /): Promise<{ server: ServerProcess; sock: string }> {
+  async function serve(
+    args: string[],
+    ready = /rocm-ernic: serving /,
+  ): Promise<{ server: ServerProcess; sock: string }> {
     const sock = tempSocketPath('meshtls');
     const server = new ServerProcess(['--socket', sock, '-L', 'debug', ...args]);
     servers.push(server);
@@ -70,17 +79,26 @@ describe('rocm-ernic: the mesh over TLS, a server in its own process', function 
     const s = net.connect(port, LOCAL);
     sockets.push(s);
     let back = 0;
-    s.on('data', (d: Buffer) => { back += d.length; });
+    s.on('data', (d: Buffer) => {
+      back += d.length;
+    });
     s.on('error', () => undefined);
     await new Promise<void>((r) => s.once('connect', () => r()));
     const body = encodeRegisterNode({ host: '', port: 0, requestedId: AUTO_NODE_ID, instance: '00000000000000aa' });
-    s.write(Buffer.concat([encodeFrameHeader({ type: MsgType.REGISTER_NODE, length: body.length, seq: 1, src: 0, dst: 0 }), body]));
+    s.write(
+      Buffer.concat([
+        encodeFrameHeader({ type: MsgType.REGISTER_NODE, length: body.length, seq: 1, src: 0, dst: 0 }),
+        body,
+      ]),
+    );
     await new Promise<void>((r) => s.once('close', () => r()));
     expect(back).to.equal(0);
     await server.waitFor(/warn: mesh: refused 127\.0\.0\.1:\d+: it sent a plaintext mesh frame/);
     // A worker with the key is the first to register: node 1.
     const w = await Mesh.start({
-      config: { role: 'worker', manager: { kind: 'ipv4', host: LOCAL, port } }, credentials: creds({ psk: pki.psk1 }), log: new MemoryLog('w'),
+      config: { role: 'worker', manager: { kind: 'ipv4', host: LOCAL, port } },
+      credentials: creds({ psk: pki.psk1 }),
+      log: new MemoryLog('w'),
     });
     meshes.push(w);
     const [id] = await waitFor<[number]>(w, 'registered');
@@ -94,7 +112,11 @@ describe('rocm-ernic: the mesh over TLS, a server in its own process', function 
     const { server } = await serve(['--backend', `tcp:manager:listen:${port}`]);
     expect(listeningOf(server.proc.pid!)).to.include(`127.0.0.1:${port}`);
     expect(listeningOf(server.proc.pid!)).to.not.include(`0.0.0.0:${port}`);
-    expect(server.output).to.match(new RegExp(`mesh: manager listening on port ${port} at 127\\.0\\.0\\.1 \\(instance [0-9a-f]+; no credentials: plaintext, loopback only\\)`));
+    expect(server.output).to.match(
+      new RegExp(
+        `mesh: manager listening on port ${port} at 127\\.0\\.0\\.1 \\(instance [0-9a-f]+; no credentials: plaintext, loopback only\\)`,
+      ),
+    );
     const port2 = await freePort();
     const { server: s2 } = await serve(['--backend', `tcp:manager:0.0.0.0:${port2}`, '--mesh-psk', pki.psk1]);
     expect(listeningOf(s2.proc.pid!)).to.include(`0.0.0.0:${port2}`);
@@ -113,7 +135,9 @@ describe('rocm-ernic: the mesh over TLS, a server in its own process', function 
       expect(r.status, r.stderr).to.equal(2);
       expect(r.stderr.trim().split('\n'), r.stderr).to.have.length(1);
       expect(r.stderr).to.match(re);
-      expect(r.stderr).to.match(/^rocm-ernic: --backend \S+: no mesh credentials, so the mesh stays on loopback .*give it a key \(--mesh-psk FILE, ERNIC_MESH_PSK_FILE=FILE or the systemd credential mesh-psk\) or certificates \(--mesh-cert, --mesh-key and --mesh-ca\)/);
+      expect(r.stderr).to.match(
+        /^rocm-ernic: --backend \S+: no mesh credentials, so the mesh stays on loopback .*give it a key \(--mesh-psk FILE, ERNIC_MESH_PSK_FILE=FILE or the systemd credential mesh-psk\) or certificates \(--mesh-cert, --mesh-key and --mesh-ca\)/,
+      );
     }
   });
 
@@ -121,10 +145,26 @@ describe('rocm-ernic: the mesh over TLS, a server in its own process', function 
     const open = writeKeyFile(path.join(pki.dir, 'cli-open.psk'), fs.readFileSync(pki.psk1), 0o644);
     const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
       [['--backend', 'loopback', '--mesh-psk', pki.psk1], {}, /^rocm-ernic: --mesh-psk: only with a mesh backend/],
-      [['--backend', 'tcp:manager:listen:7000', '--mesh-psk', open], {}, /--mesh-psk .*cli-open\.psk: open to group or others \(mode 644\); chmod 600/],
-      [['--backend', 'tcp:manager:listen:7000'], { ERNIC_MESH_PSK_FILE: path.join(pki.dir, 'missing') }, /ERNIC_MESH_PSK_FILE .*missing: cannot open: ENOENT/],
-      [['--backend', 'tcp:manager:listen:7000', '--mesh-cert', pki.nodeA.cert], {}, /--mesh-cert, --mesh-key and --mesh-ca go together/],
-      [['--backend', 'tcp:manager:listen:7000', '--mesh-psk', pki.psk1, '--mesh-advertise', '10.0.0.1'], {}, /--mesh-advertise 10\.0\.0\.1: only a worker advertises/],
+      [
+        ['--backend', 'tcp:manager:listen:7000', '--mesh-psk', open],
+        {},
+        /--mesh-psk .*cli-open\.psk: open to group or others \(mode 644\); chmod 600/,
+      ],
+      [
+        ['--backend', 'tcp:manager:listen:7000'],
+        { ERNIC_MESH_PSK_FILE: path.join(pki.dir, 'missing') },
+        /ERNIC_MESH_PSK_FILE .*missing: cannot open: ENOENT/,
+      ],
+      [
+        ['--backend', 'tcp:manager:listen:7000', '--mesh-cert', pki.nodeA.cert],
+        {},
+        /--mesh-cert, --mesh-key and --mesh-ca go together/,
+      ],
+      [
+        ['--backend', 'tcp:manager:listen:7000', '--mesh-psk', pki.psk1, '--mesh-advertise', '10.0.0.1'],
+        {},
+        /--mesh-advertise 10\.0\.0\.1: only a worker advertises/,
+      ],
     ];
     for (const [args, env, re] of cases) {
       const r = run(args, env);
@@ -142,19 +182,29 @@ describe('rocm-ernic: the mesh over TLS, a server in its own process', function 
     const fds0 = fdCount(pid);
     let settled = 0;
     let connected = 0;
-    const openOne = (): Promise<void> => new Promise((resolve) => {
-      const s = net.connect(port, LOCAL);
-      sockets.push(s);
-      s.on('error', () => undefined);
-      s.once('connect', () => { connected++; settled++; resolve(); });
-      s.once('close', () => { if (s.connecting) settled++; resolve(); });
-    });
+    const openOne = (): Promise<void> =>
+      new Promise((resolve) => {
+        const s = net.connect(port, LOCAL);
+        sockets.push(s);
+        s.on('error', () => undefined);
+        s.once('connect', () => {
+          connected++;
+          settled++;
+          resolve();
+        });
+        s.once('close', () => {
+          if (s.connecting) settled++;
+          resolve();
+        });
+      });
     // In waves of 100, as fast as the kernel takes them (past the listen backlog the kernel
     // itself holds some back; they reach the server as it drains its queue).
     for (let wave = 0; wave < 10; wave++) await Promise.all(Array.from({ length: 100 }, openOne));
     expect(settled).to.equal(1000);
     expect(connected).to.be.greaterThan(0);
-    await server.waitFor(/warn: mesh: refused a connection from 127\.0\.0\.1: 32 connections from 127\.0\.0\.1 already waiting to register \(the most from one address\)/);
+    await server.waitFor(
+      /warn: mesh: refused a connection from 127\.0\.0\.1: 32 connections from 127\.0\.0\.1 already waiting to register \(the most from one address\)/,
+    );
     // The server holds at most its pending room from one address (32); the rest it closes unread.
     const fds = fdCount(pid);
     expect(fds - fds0, `server fds ${fds0} -> ${fds}`).to.be.at.most(40);

@@ -35,8 +35,26 @@ function openssl(args: string[], cwd: string): void {
 function makeCa(dir: string, name: string): { cert: string; key: string } {
   const key = path.join(dir, `${name}-ca.key`);
   const cert = path.join(dir, `${name}-ca.pem`);
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert,
-    '-days', '2', '-subj', `/CN=${name} mesh CA`], dir);
+  openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name} mesh CA`,
+    ],
+    dir,
+  );
   return { cert, key };
 }
 
@@ -44,8 +62,27 @@ function makeNode(dir: string, name: string, ca: { cert: string; key: string }):
   const key = path.join(dir, `${name}.key`);
   const csr = path.join(dir, `${name}.csr`);
   const cert = path.join(dir, `${name}.pem`);
-  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${name}`], dir);
-  openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', '2'], dir);
+  openssl(
+    [
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      csr,
+      '-subj',
+      `/CN=${name}`,
+    ],
+    dir,
+  );
+  openssl(
+    ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', '2'],
+    dir,
+  );
   fs.chmodSync(key, 0o600);
   return { cert, key };
 }
@@ -103,7 +140,10 @@ export class ServerProcess {
   constructor(args: readonly string[], opts: { netns?: string; env?: NodeJS.ProcessEnv } = {}) {
     const argv = [BIN, ...args];
     this.proc = opts.netns
-      ? spawn('ip', ['netns', 'exec', opts.netns, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env })
+      ? spawn('ip', ['netns', 'exec', opts.netns, process.execPath, ...argv], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: opts.env ?? process.env,
+        })
       : spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env });
     const take = (d: Buffer): void => {
       this.#out += d.toString();
@@ -111,7 +151,9 @@ export class ServerProcess {
     };
     this.proc.stdout!.on('data', take);
     this.proc.stderr!.on('data', take);
-    this.proc.on('exit', () => { for (const w of this.#waiters.splice(0)) w(); });
+    this.proc.on('exit', () => {
+      for (const w of this.#waiters.splice(0)) w();
+    });
   }
 
   get output(): string {
@@ -128,12 +170,18 @@ export class ServerProcess {
     for (;;) {
       const m = re.exec(this.#out);
       if (m) return m;
-      if (this.exited) throw new Error(`server exited (${this.proc.exitCode ?? this.proc.signalCode}) before ${re}: ${this.#out.trim()}`);
+      if (this.exited)
+        throw new Error(
+          `server exited (${this.proc.exitCode ?? this.proc.signalCode}) before ${re}: ${this.#out.trim()}`,
+        );
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${re} in: ${this.#out.trim()}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
-        this.#waiters.push(() => { clearTimeout(t); resolve(); });
+        this.#waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
       });
     }
   }
@@ -143,7 +191,10 @@ export class ServerProcess {
     if (this.exited) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(() => this.proc.kill('SIGKILL'), 5000);
-      this.proc.once('exit', () => { clearTimeout(t); resolve(); });
+      this.proc.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
       this.proc.kill('SIGTERM');
     });
   }

@@ -55,7 +55,9 @@ describe('native addon: watch, eventfd, TAP, lifetime', () => {
     it('close is idempotent and stops callbacks', async () => {
       const [a, b] = native.socketPair();
       let calls = 0;
-      const w = native.watch(b, READABLE, () => { calls++; });
+      const w = native.watch(b, READABLE, () => {
+        calls++;
+      });
       w.close();
       w.close();
       native.sendmsg(a, Buffer.from('x'), 0, 1, null);
@@ -84,7 +86,10 @@ describe('native addon: watch, eventfd, TAP, lifetime', () => {
     it('a watcher created with events 0 is started by update()', async () => {
       const [a, b] = native.socketPair();
       let calls = 0;
-      const w = native.watch(a, 0, () => { calls++; w.update(0); });
+      const w = native.watch(a, 0, () => {
+        calls++;
+        w.update(0);
+      });
       await delay(30);
       expect(calls).to.equal(0);
       w.update(WRITABLE);
@@ -100,8 +105,7 @@ describe('native addon: watch, eventfd, TAP, lifetime', () => {
       expectNative(() => native.watch(a, READABLE, () => undefined), 'EEXIST', 'uv_poll_init');
       w.close();
       expect(() => native.watch(a, 64, () => undefined)).to.throw(RangeError);
-      expect(() => (native.watch as unknown as (...x: unknown[]) => Watcher)(a, READABLE, 'f'))
-        .to.throw(TypeError);
+      expect(() => (native.watch as unknown as (...x: unknown[]) => Watcher)(a, READABLE, 'f')).to.throw(TypeError);
       const file = path.join(scratch.dir, 'regular');
       fs.writeFileSync(file, 'x');
       const fd = fs.openSync(file, 'r');
@@ -147,7 +151,8 @@ describe('native addon: watch, eventfd, TAP, lifetime', () => {
         tap = native.openTap('erntest%d');
       } catch (e) {
         // root without CAP_NET_ADMIN (containers): nothing to test.
-        if (isNativeError(e) && (e.code === 'EPERM' || e.code === 'EACCES')) skipBecause(this, `root without CAP_NET_ADMIN (${e.code})`);
+        if (isNativeError(e) && (e.code === 'EPERM' || e.code === 'EACCES'))
+          skipBecause(this, `root without CAP_NET_ADMIN (${e.code})`);
         throw e;
       }
       expect(tap.name.startsWith('erntest'), tap.name).to.equal(true);

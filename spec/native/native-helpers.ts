@@ -52,7 +52,10 @@ export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-interface PollEvent { status: number; events: number }
+interface PollEvent {
+  status: number;
+  events: number;
+}
 
 /** Resolves with the first callback of a fresh watcher (closed afterwards). */
 export function nextEvent(fd: number, events: number, timeoutMs = 2000): Promise<PollEvent> {

@@ -37,10 +37,10 @@ describe('native addon: errors, memfd, mmap', () => {
       expect(() => call('3')).to.throw(TypeError);
       expect(() => call(1.5)).to.throw(TypeError);
       expect(() => call(-1)).to.throw(RangeError);
-      expect(() => (native.memfdCreate as unknown as (n: unknown, s: number, x: boolean) => number)(
-        5, 1, false)).to.throw(TypeError);
-      expect(() => (native.eventfd as unknown as (i: number, nb: unknown) => number)(0, 1))
-        .to.throw(TypeError);
+      expect(() =>
+        (native.memfdCreate as unknown as (n: unknown, s: number, x: boolean) => number)(5, 1, false),
+      ).to.throw(TypeError);
+      expect(() => (native.eventfd as unknown as (i: number, nb: unknown) => number)(0, 1)).to.throw(TypeError);
     });
   });
 
@@ -170,8 +170,7 @@ describe('native addon: errors, memfd, mmap', () => {
       expect(() => native.munmap(ab)).to.throw(Error, /not a live mapping/);
       expect(() => native.munmap(new ArrayBuffer(16))).to.throw(Error, /not a live mapping/);
       expect(() => native.munmap(Buffer.alloc(16).buffer)).to.throw(Error, /not a live mapping/);
-      expect(() => (native.munmap as unknown as (x: unknown) => void)(new Uint8Array(4)))
-        .to.throw(TypeError);
+      expect(() => (native.munmap as unknown as (x: unknown) => void)(new Uint8Array(4))).to.throw(TypeError);
     });
 
     it('unmaps immediately: many map/unmap cycles do not grow /proc/self/maps', () => {

@@ -128,8 +128,12 @@ describe('native addon: sockets and fd passing', () => {
       expect(total).to.be.greaterThan(0);
       let drained = 0;
       const buf = Buffer.alloc(64 * 1024);
-      for (let n = native.recvmsg(b, buf, 0, buf.length, fdsOut); n > 0;
-        n = native.recvmsg(b, buf, 0, buf.length, fdsOut)) drained += n;
+      for (
+        let n = native.recvmsg(b, buf, 0, buf.length, fdsOut);
+        n > 0;
+        n = native.recvmsg(b, buf, 0, buf.length, fdsOut)
+      )
+        drained += n;
       expect(drained).to.equal(total);
       closeAll(a, b);
     });
@@ -145,18 +149,19 @@ describe('native addon: sockets and fd passing', () => {
       const [a, b] = native.socketPair();
       const buf = Buffer.alloc(8);
       expect(() => native.recvmsg(b, buf, 0, 8, new Int32Array(10))).to.throw(TypeError);
-      expect(() => native.recvmsg(b, buf, 0, 8, new Uint32Array(FDS_OUT_LENGTH) as unknown as Int32Array))
-        .to.throw(TypeError);
+      expect(() => native.recvmsg(b, buf, 0, 8, new Uint32Array(FDS_OUT_LENGTH) as unknown as Int32Array)).to.throw(
+        TypeError,
+      );
       expect(() => native.recvmsg(b, buf, 4, 5, fdsOut)).to.throw(RangeError);
       expect(() => native.recvmsg(b, buf, 9, 0, fdsOut)).to.throw(RangeError);
       expect(() => native.recvmsg(b, buf, 0, 0, fdsOut)).to.throw(RangeError);
       expect(() => native.sendmsg(a, buf, 0, 9, null)).to.throw(RangeError);
       expect(() => native.sendmsg(a, buf, 0, 0, [a])).to.throw(RangeError);
       expect(() => native.sendmsg(a, buf, 0, 1, [-1])).to.throw(RangeError);
-      expect(() => (native.sendmsg as unknown as (...x: unknown[]) => number)(a, 'str', 0, 1, null))
-        .to.throw(TypeError);
-      expect(() => (native.sendmsg as unknown as (...x: unknown[]) => number)(a, buf, 0, 1, 5))
-        .to.throw(TypeError);
+      expect(() => (native.sendmsg as unknown as (...x: unknown[]) => number)(a, 'str', 0, 1, null)).to.throw(
+        TypeError,
+      );
+      expect(() => (native.sendmsg as unknown as (...x: unknown[]) => number)(a, buf, 0, 1, 5)).to.throw(TypeError);
       expect(native.sendmsg(a, buf, 0, 0, [])).to.equal(0);
       closeAll(a, b);
     });

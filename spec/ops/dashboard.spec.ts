@@ -30,13 +30,23 @@ function allPanels(list: Panel[]): Panel[] {
 }
 
 describe('ops: the Grafana dashboard', () => {
-  const dash = JSON.parse(fs.readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[]; templating: { list: { name: string }[] }; refresh: string };
+  const dash = JSON.parse(fs.readFileSync(DASHBOARD, 'utf8')) as {
+    panels: Panel[];
+    templating: { list: { name: string }[] };
+    refresh: string;
+  };
   const panels = allPanels(dash.panels);
   const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
 
   it('has the rows of the C rocm-ernic, unique ids, a place for every panel, and its variables', () => {
     const rows = dash.panels.filter((p) => p.type === 'row').map((p) => p.title);
-    expect(rows.slice(0, 5)).to.deep.equal(['Cluster Overview', 'Network Traffic', 'RDMA Detail', 'Device Health', 'VM Lifecycle']);
+    expect(rows.slice(0, 5)).to.deep.equal([
+      'Cluster Overview',
+      'Network Traffic',
+      'RDMA Detail',
+      'Device Health',
+      'VM Lifecycle',
+    ]);
     const ids = panels.map((p) => p.id);
     expect(new Set(ids).size).to.equal(ids.length);
     for (const p of panels) {
@@ -51,10 +61,22 @@ describe('ops: the Grafana dashboard', () => {
     const d = new IonicDevice({ profile: testProfile(), mac: DEVICE_MAC });
     const known = new Set([
       ...exporterFamilies(() => ({ instances: [], manifestError: null })).map((f) => f.name),
-      ...serverFamilies({ device: d, socket: '', backend: 'loopback', mac: '', connection: { connected: false, state: '' } }).map((f) => f.name),
+      ...serverFamilies({
+        device: d,
+        socket: '',
+        backend: 'loopback',
+        mac: '',
+        connection: { connected: false, state: '' },
+      }).map((f) => f.name),
     ]);
     // Metric names: what is left once label matchers and by (...) groupings are taken out.
-    const names = (e: string): string[] => [...e.replace(/\{[^}]*\}/g, '').replace(/\bby \([^)]*\)/g, '').matchAll(/\b((?:rocm_)?ernic_[a-z0-9_]+)\b/g)].map((m) => m[1]!);
+    const names = (e: string): string[] =>
+      [
+        ...e
+          .replace(/\{[^}]*\}/g, '')
+          .replace(/\bby \([^)]*\)/g, '')
+          .matchAll(/\b((?:rocm_)?ernic_[a-z0-9_]+)\b/g),
+      ].map((m) => m[1]!);
     const used = new Set(exprs.flatMap(names));
     expect(used.size).to.be.greaterThan(20);
     for (const name of used) expect(known.has(name), name).to.equal(true);
@@ -63,13 +85,15 @@ describe('ops: the Grafana dashboard', () => {
   it('every expression parses (promtool check rules)', function () {
     needPromtool(this);
     const rules = {
-      groups: [{
-        name: 'grafana-ernic',
-        rules: exprs.map((e, i) => ({
-          record: `dashboard:expr_${i}`,
-          expr: e.replace(/\$__rate_interval/g, '1m').replace(/\$instance|\$server_job/g, '.*'),
-        })),
-      }],
+      groups: [
+        {
+          name: 'grafana-ernic',
+          rules: exprs.map((e, i) => ({
+            record: `dashboard:expr_${i}`,
+            expr: e.replace(/\$__rate_interval/g, '1m').replace(/\$instance|\$server_job/g, '.*'),
+          })),
+        },
+      ],
     };
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-dash-'));
     try {

@@ -19,7 +19,11 @@ const isRoot = process.getuid?.() === 0;
 const hasTun = fs.existsSync('/dev/net/tun');
 const hasIp = spawnSync('ip', ['-V']).status === 0;
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 function ernicctl(...args: string[]): Promise<Run> {
   return ernicctlEnv({}, ...args);
@@ -27,11 +31,18 @@ function ernicctl(...args: string[]): Promise<Run> {
 
 function ernicctlEnv(extra: Record<string, string>, ...args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [ERNICCTL, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...extra } });
+    const p = spawn(process.execPath, [ERNICCTL, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...extra },
+    });
     let stdout = '';
     let stderr = '';
-    p.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    p.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    p.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     p.on('error', reject);
     p.on('close', (code) => resolve({ code, stdout, stderr }));
   });
@@ -71,7 +82,14 @@ function manifestOf(dir: string): Manifest {
 /** Last resort after a failed test: kill what the manifest lists, delete our links. */
 function forceCleanUp(dir: string, links: string[]): void {
   const r = readManifest(dir);
-  if (r.ok && r.manifest) for (const i of r.manifest.instances) { try { process.kill(i.pid, 'SIGKILL'); } catch { /* gone */ } }
+  if (r.ok && r.manifest)
+    for (const i of r.manifest.instances) {
+      try {
+        process.kill(i.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
   for (const l of links) if (linkExists(l)) spawnSync('ip', ['link', 'del', l]);
   fs.rmSync(dir, { recursive: true, force: true });
 }
@@ -90,7 +108,10 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
 
   before(function () {
     if (!isRoot || !hasTun || !hasIp) {
-      skipBecause(this, `ernicctl with TAPs needs root, /dev/net/tun and iproute2 (uid ${process.getuid?.()}, tun ${hasTun}, ip ${hasIp})`);
+      skipBecause(
+        this,
+        `ernicctl with TAPs needs root, /dev/net/tun and iproute2 (uid ${process.getuid?.()}, tun ${hasTun}, ip ${hasIp})`,
+      );
     }
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernicctl-'));
   });
@@ -102,13 +123,33 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
   });
 
   it('starts a manager and two workers; each listens, has its TAP in the bridge and registers with the mesh', async function () {
-    const r = await ernicctl('start', '3', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(1)),
-      '--tap-prefix', prefix, '--bridge', bridge, '--log-level', 'info', '--socket-mode', '660');
+    const r = await ernicctl(
+      'start',
+      '3',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--tcp-port',
+      String(portFor(1)),
+      '--tap-prefix',
+      prefix,
+      '--bridge',
+      bridge,
+      '--log-level',
+      'info',
+      '--socket-mode',
+      '660',
+    );
     expect(r.code, r.stderr + r.stdout).to.equal(0);
     expect(r.stdout).to.include(`bridge ${bridge} created`);
     started = manifestOf(dir);
     const m = started;
-    expect(m.instances.map((i) => [i.id, i.role, i.mesh_node])).to.deep.equal([[0, 'manager', 0], [1, 'worker', 1], [2, 'worker', 2]]);
+    expect(m.instances.map((i) => [i.id, i.role, i.mesh_node])).to.deep.equal([
+      [0, 'manager', 0],
+      [1, 'worker', 1],
+      [2, 'worker', 2],
+    ]);
     expect(m.bridge).to.deep.equal({ name: bridge, created: true });
     for (const i of m.instances) {
       expect(i.socket).to.equal(path.join(dir, `${i.id}.sock`));
@@ -139,10 +180,24 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
     if (!started) skipBecause(this, 'the instances did not start (see the failure above)');
     const r = await ernicctl('status', '--json', '--run-dir', dir);
     expect(r.code, r.stderr).to.equal(0);
-    const s = JSON.parse(r.stdout) as { bridge: string; instances: { id: number; running: boolean; mesh_node: number; tap_up: boolean; socket_file: { mode: string }; clients: number }[] };
+    const s = JSON.parse(r.stdout) as {
+      bridge: string;
+      instances: {
+        id: number;
+        running: boolean;
+        mesh_node: number;
+        tap_up: boolean;
+        socket_file: { mode: string };
+        clients: number;
+      }[];
+    };
     expect(s.bridge).to.equal(bridge);
-    expect(s.instances.map((i) => [i.id, i.running, i.mesh_node, i.tap_up, i.socket_file.mode, i.clients])).to.deep.equal([
-      [0, true, 0, true, '0660', 0], [1, true, 1, true, '0660', 0], [2, true, 2, true, '0660', 0],
+    expect(
+      s.instances.map((i) => [i.id, i.running, i.mesh_node, i.tap_up, i.socket_file.mode, i.clients]),
+    ).to.deep.equal([
+      [0, true, 0, true, '0660', 0],
+      [1, true, 1, true, '0660', 0],
+      [2, true, 2, true, '0660', 0],
     ]);
     const table = await ernicctl('status', '--run-dir', dir);
     expect(table.stdout).to.include('3 of 3 running');
@@ -152,7 +207,12 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
     if (!started) skipBecause(this, 'the instances did not start (see the failure above)');
     const s = await ernicctl('stats', '1', '--json', '--run-dir', dir);
     expect(s.code, s.stderr).to.equal(0);
-    const [one] = JSON.parse(s.stdout) as { id: number; running: boolean; rss_bytes: number; tap: Record<string, number> }[];
+    const [one] = JSON.parse(s.stdout) as {
+      id: number;
+      running: boolean;
+      rss_bytes: number;
+      tap: Record<string, number>;
+    }[];
     expect(one!.id).to.equal(1);
     expect(one!.running).to.equal(true);
     expect(one!.rss_bytes).to.be.greaterThan(1 << 20);
@@ -166,7 +226,20 @@ describe('ernicctl: three instances forming a mesh, TAPs in a bridge (root)', fu
 
   it('refuses a second start while the instances run', async function () {
     if (!started) skipBecause(this, 'the instances did not start (see the failure above)');
-    const r = await ernicctl('start', '2', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(2)), '--tap-prefix', prefix, '--bridge', bridge);
+    const r = await ernicctl(
+      'start',
+      '2',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--tcp-port',
+      String(portFor(2)),
+      '--tap-prefix',
+      prefix,
+      '--bridge',
+      bridge,
+    );
     expect(r.code).to.equal(1);
     expect(r.stderr).to.match(/lists 3 running instance\(s\).*ernicctl stop first/);
     expect(manifestOf(dir).instances.map((i) => i.pid)).to.deep.equal(started!.instances.map((i) => i.pid));
@@ -198,17 +271,32 @@ describe('ernicctl: instances without TAPs (any user)', function () {
   this.timeout(60000);
   let dir = '';
 
-  before(function () { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernicctl-notap-')); });
+  before(function () {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernicctl-notap-'));
+  });
   after(async function () {
     await ernicctl('stop', '--run-dir', dir, '--timeout', '3000');
     forceCleanUp(dir, []);
   });
 
   it('starts a mesh of two; a server that died is reported by status and cleaned up by stop', async function () {
-    const r = await ernicctl('start', '2', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(3)));
+    const r = await ernicctl(
+      'start',
+      '2',
+      '--no-tap',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--tcp-port',
+      String(portFor(3)),
+    );
     expect(r.code, r.stderr + r.stdout).to.equal(0);
     const m = manifestOf(dir);
-    expect(m.instances.map((i) => [i.tap, i.mesh_node])).to.deep.equal([[null, 0], [null, 1]]);
+    expect(m.instances.map((i) => [i.tap, i.mesh_node])).to.deep.equal([
+      [null, 0],
+      [null, 1],
+    ]);
     expect(m.bridge).to.equal(null);
     process.kill(m.instances[1]!.pid, 'SIGKILL');
     for (let t = 0; t < 50 && alive(m.instances[1]!.pid); t++) await new Promise((res) => setTimeout(res, 100));
@@ -226,7 +314,19 @@ describe('ernicctl: instances without TAPs (any user)', function () {
   });
 
   it('reports a server that cannot start (bad profile) in one line with its log, and leaves nothing behind', async function () {
-    const r = await ernicctl('start', '2', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(4)), '--nic-profile', 'no-such-card');
+    const r = await ernicctl(
+      'start',
+      '2',
+      '--no-tap',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--tcp-port',
+      String(portFor(4)),
+      '--nic-profile',
+      'no-such-card',
+    );
     expect(r.code).to.equal(1);
     expect(r.stderr).to.match(/^ernicctl: instance 0: rocm-ernic exited with status 2/);
     expect(r.stderr).to.include('no-such-card');
@@ -235,7 +335,19 @@ describe('ernicctl: instances without TAPs (any user)', function () {
   });
 
   it('says so when the server program cannot be run at all', async function () {
-    const r = await ernicctl('start', '1', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--backend', 'loopback', '--server', '/nonexistent/rocm-ernic');
+    const r = await ernicctl(
+      'start',
+      '1',
+      '--no-tap',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--backend',
+      'loopback',
+      '--server',
+      '/nonexistent/rocm-ernic',
+    );
     expect(r.code).to.equal(1);
     expect(r.stderr).to.match(/^ernicctl: instance 0: cannot run \/nonexistent\/rocm-ernic/);
     expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);
@@ -249,11 +361,22 @@ describe('ernicctl: instances without TAPs (any user)', function () {
     expect(unknown.code).to.equal(2);
     const help = await ernicctl('--help');
     expect(help.code).to.equal(0);
-    for (const w of ['start [count]', 'stop', 'status', 'stats [id]', 'logs [id]', 'instances.json', 'vfio-user-pci']) expect(help.stdout).to.include(w);
+    for (const w of ['start [count]', 'stop', 'status', 'stats [id]', 'logs [id]', 'instances.json', 'vfio-user-pci'])
+      expect(help.stdout).to.include(w);
   });
 
   it('takes the count from ERNIC_INSTANCES when none is typed, and names the variable when it is not a number', async function () {
-    const r = await ernicctlEnv({ ERNIC_INSTANCES: '1' }, 'start', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--backend', 'loopback');
+    const r = await ernicctlEnv(
+      { ERNIC_INSTANCES: '1' },
+      'start',
+      '--no-tap',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--backend',
+      'loopback',
+    );
     expect(r.code, r.stderr + r.stdout).to.equal(0);
     expect(manifestOf(dir).instances.map((i) => i.id)).to.deep.equal([0]);
     expect((await ernicctl('stop', '--run-dir', dir)).code).to.equal(0);
@@ -267,16 +390,33 @@ describe('ernicctl: instances without TAPs (any user)', function () {
     const port = await ernicctl('start', '1', '--tcp-port', 'abc', '--run-dir', dir);
     expect(port.stderr).to.equal('ernicctl: --tcp-port abc: expected a TCP port from 0 to 65535\n');
     const twice = await ernicctl('stop', '--timeout', '1', '--timeout', '2', '--run-dir', dir);
-    expect([twice.code, twice.stderr]).to.deep.equal([2, 'ernicctl: --timeout given more than once (it takes one value)\n']);
+    expect([twice.code, twice.stderr]).to.deep.equal([
+      2,
+      'ernicctl: --timeout given more than once (it takes one value)\n',
+    ]);
     expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);
   });
 
-  it('learns registration from the stats file whatever the servers\' log level', async function () {
-    const r = await ernicctl('start', '2', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--tcp-port', String(portFor(5)), '--log-level', 'error');
+  it("learns registration from the stats file whatever the servers' log level", async function () {
+    const r = await ernicctl(
+      'start',
+      '2',
+      '--no-tap',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--tcp-port',
+      String(portFor(5)),
+      '--log-level',
+      'error',
+    );
     expect(r.code, r.stderr + r.stdout).to.equal(0);
     expect(manifestOf(dir).instances.map((i) => i.mesh_node)).to.deep.equal([0, 1]);
     const s = await ernicctl('status', '--json', '--run-dir', dir);
-    expect((JSON.parse(s.stdout) as { instances: { mesh_node: number }[] }).instances.map((i) => i.mesh_node)).to.deep.equal([0, 1]);
+    expect(
+      (JSON.parse(s.stdout) as { instances: { mesh_node: number }[] }).instances.map((i) => i.mesh_node),
+    ).to.deep.equal([0, 1]);
     expect((await ernicctl('stop', '--run-dir', dir)).code).to.equal(0);
   });
 });
@@ -326,24 +466,47 @@ describe('ernicctl: state from the stats file, logs -f (a stand-in server)', fun
   });
 
   it('waits for state listening and takes the node id from the stats file, not the socket or the log', async function () {
-    const r = await ernicctl('start', '2', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--server', `${process.execPath} ${fake}`, '--tcp-port', String(portFor(6)));
+    const r = await ernicctl(
+      'start',
+      '2',
+      '--no-tap',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--server',
+      `${process.execPath} ${fake}`,
+      '--tcp-port',
+      String(portFor(6)),
+    );
     expect(r.code, r.stderr + r.stdout).to.equal(0);
     expect(manifestOf(dir).instances.map((i) => i.mesh_node)).to.deep.equal([0, 4]);
     expect(fs.readFileSync(path.join(dir, '1.log'), 'utf8')).to.include('mesh node 9');
     const s = await ernicctl('status', '--json', '--run-dir', dir);
-    expect((JSON.parse(s.stdout) as { instances: { state: string }[] }).instances.map((i) => i.state)).to.deep.equal(['listening', 'listening']);
+    expect((JSON.parse(s.stdout) as { instances: { state: string }[] }).instances.map((i) => i.state)).to.deep.equal([
+      'listening',
+      'listening',
+    ]);
   });
 
   it('logs -f prints what is appended, for every instance or one, and ends on SIGINT', async function () {
-    if (!fs.existsSync(path.join(dir, 'instances.json'))) skipBecause(this, 'the instances did not start (see the failure above)');
+    if (!fs.existsSync(path.join(dir, 'instances.json')))
+      skipBecause(this, 'the instances did not start (see the failure above)');
     const follow = async (args: string[], write: () => void, want: string): Promise<string> => {
-      const p = spawn(process.execPath, [ERNICCTL, 'logs', '-f', '-n', '0', '--run-dir', dir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const p = spawn(process.execPath, [ERNICCTL, 'logs', '-f', '-n', '0', '--run-dir', dir, ...args], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       let err = '';
       const seen = new Promise<void>((resolve) => {
-        p.stdout.on('data', (d: Buffer) => { out += d.toString(); if (out.includes(want)) resolve(); });
+        p.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes(want)) resolve();
+        });
       });
-      p.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+      p.stderr.on('data', (d: Buffer) => {
+        err += d.toString();
+      });
       const exited = new Promise<number | null>((resolve) => p.once('exit', (code) => resolve(code)));
       // Written once the follower has had time to start watching; what it prints comes from the watch.
       await new Promise((res) => setTimeout(res, 700));
@@ -353,24 +516,46 @@ describe('ernicctl: state from the stats file, logs -f (a stand-in server)', fun
       expect(await exited, err).to.equal(0);
       return out;
     };
-    const all = await follow([], () => {
-      fs.appendFileSync(path.join(dir, '0.log'), 'line for zero\n');
-      fs.appendFileSync(path.join(dir, '1.log'), 'line for one, ');
-      fs.appendFileSync(path.join(dir, '1.log'), 'in two writes\n');
-    }, 'in two writes');
+    const all = await follow(
+      [],
+      () => {
+        fs.appendFileSync(path.join(dir, '0.log'), 'line for zero\n');
+        fs.appendFileSync(path.join(dir, '1.log'), 'line for one, ');
+        fs.appendFileSync(path.join(dir, '1.log'), 'in two writes\n');
+      },
+      'in two writes',
+    );
     expect(all).to.include(`==> instance 0 (manager) ${path.join(dir, '0.log')} <==\nline for zero\n`);
     expect(all).to.include(`==> instance 1 (worker) ${path.join(dir, '1.log')} <==\nline for one, in two writes\n`);
-    const one = await follow(['--id', '1'], () => {
-      fs.appendFileSync(path.join(dir, '0.log'), 'not this one\n');
-      fs.appendFileSync(path.join(dir, '1.log'), 'only one\n');
-    }, 'only one');
+    const one = await follow(
+      ['--id', '1'],
+      () => {
+        fs.appendFileSync(path.join(dir, '0.log'), 'not this one\n');
+        fs.appendFileSync(path.join(dir, '1.log'), 'only one\n');
+      },
+      'only one',
+    );
     expect(one).to.equal('only one\n');
   });
 
   it('fails a server whose stats file never says listening, though its socket exists', async function () {
     expect((await ernicctl('stop', '--run-dir', dir)).code).to.equal(0);
-    const r = await ernicctlEnv({ FAKE_NEVER_LISTEN: '1' }, 'start', '1', '--no-tap', '--run-dir', dir, '--log-dir', dir, '--backend', 'loopback',
-      '--server', `${process.execPath} ${fake}`, '--start-timeout', '800');
+    const r = await ernicctlEnv(
+      { FAKE_NEVER_LISTEN: '1' },
+      'start',
+      '1',
+      '--no-tap',
+      '--run-dir',
+      dir,
+      '--log-dir',
+      dir,
+      '--backend',
+      'loopback',
+      '--server',
+      `${process.execPath} ${fake}`,
+      '--start-timeout',
+      '800',
+    );
     expect(r.code, r.stdout).to.equal(1);
     expect(r.stderr).to.match(/^ernicctl: instance 0: not listening on \S+0\.sock after 800 ms/);
     expect(fs.existsSync(path.join(dir, 'instances.json'))).to.equal(false);

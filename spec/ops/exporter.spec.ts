@@ -26,7 +26,7 @@ const BIN = path.join(ROOT, 'dist', 'bin', 'ernic-exporter.js');
 /** 1001 (instance 0), 2001 (its VM) and 1003 (instance 2) run; 1002 is gone. */
 const probe: ProcessProbe = {
   alive: (pid) => pid === 1001 || pid === 2001 || pid === 1003,
-  uptime: (pid) => ({ 1001: 120, 2001: 60, 1003: 5 } as Record<number, number>)[pid] ?? null,
+  uptime: (pid) => (({ 1001: 120, 2001: 60, 1003: 5 }) as Record<number, number>)[pid] ?? null,
 };
 
 function tempRun(): string {
@@ -36,17 +36,20 @@ function tempRun(): string {
 }
 
 describe('ops: ernic-exporter', () => {
-  it('sees the manifest\'s instances and the stats files without an entry, ignoring other files', async () => {
+  it("sees the manifest's instances and the stats files without an entry, ignoring other files", async () => {
     const v = await readRunDir(RUN, probe);
     expect(v.manifestError).to.equal(null);
     expect(v.instances.map((i) => [i.id, i.role, i.up, i.stats !== null])).to.deep.equal([
-      ['0', 'manager', true, true], ['1', 'worker', false, true], ['2', 'worker', true, false], ['3', 'unknown', true, true],
+      ['0', 'manager', true, true],
+      ['1', 'worker', false, true],
+      ['2', 'worker', true, false],
+      ['3', 'unknown', true, true],
     ]);
     expect(v.instances[0]!.vm).to.deep.equal({ name: 'vm0', attached: true, uptimeSeconds: 60, gpuPassthrough: true });
     expect(v.instances[3]!.mac).to.equal('72:6f:63:6d:2d:03');
   });
 
-  it('serves the C rocm-ernic\'s ernic_* metrics from them', async () => {
+  it("serves the C rocm-ernic's ernic_* metrics from them", async () => {
     const m = await new ErnicExporter(RUN, { probe }).scrape();
     const i0 = { ernic_id: '0', role: 'manager' };
     const i1 = { ernic_id: '1', role: 'worker' };
@@ -101,7 +104,12 @@ describe('ops: ernic-exporter', () => {
     try {
       const ex = new ErnicExporter(dir, { probe });
       expect(sample(await ex.scrape(), 'ernic_commands_total', { ernic_id: '3' })).to.equal(1);
-      fs.writeFileSync(path.join(dir, '3.stats'), fs.readFileSync(path.join(dir, '3.stats'), 'utf8').replace('commands                : 1', 'commands                : 9'));
+      fs.writeFileSync(
+        path.join(dir, '3.stats'),
+        fs
+          .readFileSync(path.join(dir, '3.stats'), 'utf8')
+          .replace('commands                : 1', 'commands                : 9'),
+      );
       fs.rmSync(path.join(dir, '1.stats'));
       const m = await ex.scrape();
       expect(sample(m, 'ernic_commands_total', { ernic_id: '3' })).to.equal(9);
@@ -116,7 +124,11 @@ describe('ops: ernic-exporter', () => {
     try {
       fs.writeFileSync(path.join(dir, 'instances.json'), JSON.stringify([{ id: 3, role: 'worker', pid: 1003 }]));
       let v = await readRunDir(dir, probe);
-      expect(v.instances.map((i) => [i.id, i.role])).to.deep.equal([['3', 'worker'], ['0', 'unknown'], ['1', 'unknown']]);
+      expect(v.instances.map((i) => [i.id, i.role])).to.deep.equal([
+        ['3', 'worker'],
+        ['0', 'unknown'],
+        ['1', 'unknown'],
+      ]);
       fs.writeFileSync(path.join(dir, 'instances.json'), '{"instances": [{"id": "x"}]');
       v = await readRunDir(dir, probe);
       expect(v.manifestError).to.match(/instances\.json: .*JSON/);
@@ -140,7 +152,13 @@ describe('ops: ernic-exporter', () => {
       d.counters.bar0Reads = 77;
       d.counters.bar0Writes = 5;
       d.counters.doorbells = 6;
-      const src = { device: d, socket: '/tmp/n.sock', backend: 'loopback', mac: '02:00:00:00:00:01', connection: { connected: true, state: 'connected' } };
+      const src = {
+        device: d,
+        socket: '/tmp/n.sock',
+        backend: 'loopback',
+        mac: '02:00:00:00:00:01',
+        connection: { connected: true, state: 'connected' },
+      };
       const w = new StatsFileWriter({ path: path.join(dir, '4.stats'), snapshot: (n) => collectStats(src, n) });
       w.writeNow(true);
       w.writeNow(true);
@@ -166,11 +184,14 @@ describe('ops: ernic-exporter', () => {
   });
 
   it('the connection state label: stopped from the state line or the text a stopping server wrote, nothing for text it does not know', () => {
-    const parsed = (instance: string): ReturnType<typeof parseStatsFile> => parseStatsFile(`=== ROCm ERNIC Statistics ===\nInstance:\n${instance}\n`);
+    const parsed = (instance: string): ReturnType<typeof parseStatsFile> =>
+      parseStatsFile(`=== ROCm ERNIC Statistics ===\nInstance:\n${instance}\n`);
     expect(connectionStateOf(parsed('  connection  : connected (FLR)'))).to.equal('connected');
     expect(connectionStateOf(parsed('  connection  : disconnected (no client yet)'))).to.equal('disconnected');
     expect(connectionStateOf(parsed('  connection  : disconnected (server stopped: SIGTERM)'))).to.equal('stopped');
-    expect(connectionStateOf(parsed('  connection  : disconnected (lost connection)\n  state       : stopped'))).to.equal('stopped');
+    expect(
+      connectionStateOf(parsed('  connection  : disconnected (lost connection)\n  state       : stopped')),
+    ).to.equal('stopped');
     expect(connectionStateOf(parsed('  connection  : reconnecting soon'))).to.equal(null);
     expect(connectionStateOf(parsed('  socket      : /x'))).to.equal(null);
   });
@@ -179,7 +200,23 @@ describe('ops: ernic-exporter', () => {
     it('--help teaches the run directory, the manifest, the metrics and the Prometheus config', () => {
       const r = spawnSync(process.execPath, [BIN, '--help'], { encoding: 'utf8' });
       expect(r.status).to.equal(0);
-      for (const s of ['--run-dir', '--metrics-port', '--metrics-host', '--metrics-port, --port', '--metrics-host, --host', '9840', '127.0.0.1', '--once', 'instances.json', '<id>.stats', 'rocm-ernic -S', 'ernic_rdma_qps', 'wqes_processed', 'scrape_configs', 'grafana-ernic.json']) {
+      for (const s of [
+        '--run-dir',
+        '--metrics-port',
+        '--metrics-host',
+        '--metrics-port, --port',
+        '--metrics-host, --host',
+        '9840',
+        '127.0.0.1',
+        '--once',
+        'instances.json',
+        '<id>.stats',
+        'rocm-ernic -S',
+        'ernic_rdma_qps',
+        'wqes_processed',
+        'scrape_configs',
+        'grafana-ernic.json',
+      ]) {
         expect(r.stdout, s).to.include(s);
       }
       expect(r.stdout).to.not.match(/-p,/);
@@ -187,7 +224,10 @@ describe('ops: ernic-exporter', () => {
 
     it('refuses bad options with one line and status 2, naming the text typed', () => {
       const cases: [string[], RegExp][] = [
-        [['--run-dir', RUN, '--metrics-port', '70000'], /^ernic-exporter: --metrics-port 70000: expected a TCP port from 0 to 65535$/],
+        [
+          ['--run-dir', RUN, '--metrics-port', '70000'],
+          /^ernic-exporter: --metrics-port 70000: expected a TCP port from 0 to 65535$/,
+        ],
         [['--run-dir', RUN, '--port', 'abc'], /^ernic-exporter: --metrics-port abc: expected a TCP port/],
         [['--run-dir', RUN, '-p', '9841'], /^ernic-exporter: .*\bp\b/],
         [['--run-dir', RUN, '--metrics-port', '1', '--metrics-port', '2'], /given more than once/],
@@ -205,9 +245,13 @@ describe('ops: ernic-exporter', () => {
     it('starts without its run directory, serves zero instances, and picks them up once it appears', async () => {
       const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-late-'));
       const dir = path.join(parent, 'run');
-      const child = spawn(process.execPath, [BIN, '--run-dir', dir, '--metrics-port', '0', '-L', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, '--run-dir', dir, '--metrics-port', '0', '-L', 'info'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let err = '';
-      child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+      child.stderr.on('data', (d: Buffer) => {
+        err += d.toString();
+      });
       try {
         let port = 0;
         for (let i = 0; i < 200 && !port; i++) {
@@ -231,7 +275,9 @@ describe('ops: ernic-exporter', () => {
         fs.rmSync(parent, { recursive: true, force: true });
       }
       expect(err).to.match(/ info: ernic-exporter: SIGTERM, shutting down/);
-      const once = spawnSync(process.execPath, [BIN, '--run-dir', '/nonexistent/ernic', '--once'], { encoding: 'utf8' });
+      const once = spawnSync(process.execPath, [BIN, '--run-dir', '/nonexistent/ernic', '--once'], {
+        encoding: 'utf8',
+      });
       expect(once.status, once.stderr).to.equal(0);
       expect(sample(once.stdout, 'ernic_instances')).to.equal(0);
     });
@@ -244,9 +290,13 @@ describe('ops: ernic-exporter', () => {
     });
 
     it('serves /metrics over HTTP on 127.0.0.1 by default, logs its address at info, and stops on SIGTERM', async () => {
-      const child = spawn(process.execPath, [BIN, '--run-dir', RUN, '--metrics-port', '0', '-L', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, '--run-dir', RUN, '--metrics-port', '0', '-L', 'info'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let err = '';
-      child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+      child.stderr.on('data', (d: Buffer) => {
+        err += d.toString();
+      });
       let port = 0;
       for (let i = 0; i < 200 && !port; i++) {
         await new Promise((r) => setTimeout(r, 25));

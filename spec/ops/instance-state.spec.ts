@@ -16,30 +16,64 @@ import { DEVICE_MAC, testProfile } from '../support/ionic/rig';
 
 const head = (lines: string): string => `=== ROCm ERNIC Statistics ===\nInstance:\n${lines}\n\nWrite count : 1\n`;
 
-describe('ops: an instance\'s state from its stats file', function () {
+describe("ops: an instance's state from its stats file", function () {
   this.timeout(10000);
   let dir = '';
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-state-')); });
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-state-'));
+  });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('reads state and mesh_node; a value outside its set or range is absent', () => {
-    expect(instanceStateOf(head('  state       : listening\n  mesh_node   : 3'))).to.deep.equal({ phase: 'listening', meshNode: 3 });
-    expect(instanceStateOf(head('  state       : stopped\n  mesh_node   : unregistered'))).to.deep.equal({ phase: 'stopped', meshNode: null });
+    expect(instanceStateOf(head('  state       : listening\n  mesh_node   : 3'))).to.deep.equal({
+      phase: 'listening',
+      meshNode: 3,
+    });
+    expect(instanceStateOf(head('  state       : stopped\n  mesh_node   : unregistered'))).to.deep.equal({
+      phase: 'stopped',
+      meshNode: null,
+    });
     expect(instanceStateOf(head('  connection  : connected'))).to.deep.equal({ phase: null, meshNode: null });
-    for (const bad of ['  state       : __proto__', '  state       : LISTENING', '  mesh_node   : -1', '  mesh_node   : 99999999999999999999', '  mesh_node   : 4294967296']) {
+    for (const bad of [
+      '  state       : __proto__',
+      '  state       : LISTENING',
+      '  mesh_node   : -1',
+      '  mesh_node   : 99999999999999999999',
+      '  mesh_node   : 4294967296',
+    ]) {
       const st = instanceStateOf(head(bad));
       expect([st.phase, st.meshNode], bad).to.deep.equal([null, null]);
     }
   });
 
-  it('reads what the server\'s writer writes, and nothing through a symlink', () => {
+  it("reads what the server's writer writes, and nothing through a symlink", () => {
     const file = path.join(dir, '1.stats');
     const activity = new DeviceActivity();
     const node: { id: number | undefined } = { id: undefined };
     const mesh: MeshStatsSource = {
-      stats: () => ({ nodeId: node.id, role: 'worker', connections: 1, established: 1, outboundBytes: 0, inboundBytes: 0, inboundMessages: 0, heldConnections: 0, parserBytes: 0, inboundDropped: 0, relayDropped: 0, protocolErrors: 0 }),
+      stats: () => ({
+        nodeId: node.id,
+        role: 'worker',
+        connections: 1,
+        established: 1,
+        outboundBytes: 0,
+        inboundBytes: 0,
+        inboundMessages: 0,
+        heldConnections: 0,
+        parserBytes: 0,
+        inboundDropped: 0,
+        relayDropped: 0,
+        protocolErrors: 0,
+      }),
     };
-    const src = { device: new IonicDevice({ profile: testProfile(), mac: DEVICE_MAC }), socket: '/s', backend: 'tcp:worker:127.0.0.1:1', mac: 'm', connection: activity, mesh };
+    const src = {
+      device: new IonicDevice({ profile: testProfile(), mac: DEVICE_MAC }),
+      socket: '/s',
+      backend: 'tcp:worker:127.0.0.1:1',
+      mac: 'm',
+      connection: activity,
+      mesh,
+    };
     const w = new StatsFileWriter({ path: file, snapshot: (n) => collectStats(src, n) });
     w.follow(activity);
     activity.setPhase('starting');
@@ -64,8 +98,17 @@ describe('ops: an instance\'s state from its stats file', function () {
 
     let wake: (() => void) | null = null;
     let gone = false;
-    const exited = waitFor(() => (gone ? 'exited' : null), { dirs: [dir], timeoutMs: 5000, also: (fn) => { wake = fn; } });
-    setTimeout(() => { gone = true; wake!(); }, 30);
+    const exited = waitFor(() => (gone ? 'exited' : null), {
+      dirs: [dir],
+      timeoutMs: 5000,
+      also: (fn) => {
+        wake = fn;
+      },
+    });
+    setTimeout(() => {
+      gone = true;
+      wake!();
+    }, 30);
     expect(await exited).to.equal('exited');
 
     const t1 = Date.now();

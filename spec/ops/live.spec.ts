@@ -35,7 +35,7 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-describe('ops: a live server\'s stats file and /metrics', function () {
+describe("ops: a live server's stats file and /metrics", function () {
   this.timeout(30000);
   let dir: string;
   let file: string;
@@ -85,7 +85,10 @@ describe('ops: a live server\'s stats file and /metrics', function () {
     writer.follow(activity);
     const reg = serverRegistry(src);
     http = new MetricsHttpServer({
-      host: '127.0.0.1', port: 0, title: 'test', render: async () => ({ contentType: reg.contentType, body: await reg.metrics() }),
+      host: '127.0.0.1',
+      port: 0,
+      title: 'test',
+      render: async () => ({ contentType: reg.contentType, body: await reg.metrics() }),
     });
     url = `http://127.0.0.1:${(await http.listen()).port}/metrics`;
     server = new VfioUserServer({ socketPath: socket, device: activity.wrap(device.pci) });
@@ -135,7 +138,7 @@ describe('ops: a live server\'s stats file and /metrics', function () {
     expect(p.instance.internal_errors).to.equal(guardStats.contained);
   });
 
-  it('moves with the guest\'s traffic: a SEND, an RDMA WRITE and an Ethernet frame, counted exactly', async () => {
+  it("moves with the guest's traffic: a SEND, an RDMA WRITE and an Ethernet frame, counted exactly", async () => {
     await idle();
     const before = await scrape();
     const writes = writer.writes;
@@ -156,14 +159,20 @@ describe('ops: a live server\'s stats file and /metrics', function () {
     expect(dev(p, 'total_bytes_rdma_write')).to.equal(4096);
     expect(dev(p, 'total_ip_bytes_tx')).to.equal(frame.length);
     expect(p.qps.get('10')).to.include({
-      wqes_processed: 2, doorbell_send: 2, bytes_sent: 300, bytes_rdma_write: 4096, opcode_SEND: 1, opcode_RDMA_WRITE: 1,
+      wqes_processed: 2,
+      doorbell_send: 2,
+      bytes_sent: 300,
+      bytes_rdma_write: 4096,
+      opcode_SEND: 1,
+      opcode_RDMA_WRITE: 1,
     });
     expect(p.qps.get('11')).to.include({ bytes_received: 300, doorbell_recv: 1, wqes_processed: 0 });
     expect(p.qps.get('11')!.opcode_SEND).to.equal(undefined); // zeros are not listed
     expect(p.sections['RDMA WQEs by Opcode']).to.include({ SEND: 1, RDMA_WRITE: 1, RDMA_READ: 0 });
 
     const m = await scrape();
-    const delta = (name: string, labels: Record<string, string> = {}): number => (sample(m, name, labels) ?? NaN) - (sample(before, name, labels) ?? 0);
+    const delta = (name: string, labels: Record<string, string> = {}): number =>
+      (sample(m, name, labels) ?? NaN) - (sample(before, name, labels) ?? 0);
     const ib = { device: 'ionic_0', port: '1' };
     expect(delta('rocm_ernic_port_data_transmitted_bytes_total', ib)).to.equal(300 + 4096);
     expect(delta('rocm_ernic_port_data_received_bytes_total', ib)).to.equal(300);
@@ -197,7 +206,7 @@ describe('ops: a live server\'s stats file and /metrics', function () {
 
   it('answers / with a pointer, other paths with 404, other methods with 405', async () => {
     const base = url.replace(/\/metrics$/, '');
-    expect((await (await fetch(`${base}/`)).text())).to.include('/metrics');
+    expect(await (await fetch(`${base}/`)).text()).to.include('/metrics');
     expect((await fetch(`${base}/nope`)).status).to.equal(404);
     expect((await fetch(url, { method: 'POST' })).status).to.equal(405);
     expect((await fetch(url, { method: 'HEAD' })).status).to.equal(200);

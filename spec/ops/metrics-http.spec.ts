@@ -18,7 +18,10 @@ function connect(port: number): Promise<net.Socket> {
 function closedWithin(s: net.Socket, ms: number): Promise<'closed' | 'open'> {
   return new Promise((resolve) => {
     const t = setTimeout(() => resolve('open'), ms);
-    s.once('close', () => { clearTimeout(t); resolve('closed'); });
+    s.once('close', () => {
+      clearTimeout(t);
+      resolve('closed');
+    });
     s.on('error', () => {});
     s.resume();
   });
@@ -32,7 +35,13 @@ describe('ops: the metrics HTTP listener is bounded', function () {
   });
 
   it('closes connections past the cap, and serves again once there is room', async () => {
-    const http = new MetricsHttpServer({ host: '127.0.0.1', port: 0, title: 't', maxConnections: 4, render: async () => ({ contentType: 'text/plain', body: 'x 1\n' }) });
+    const http = new MetricsHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      title: 't',
+      maxConnections: 4,
+      render: async () => ({ contentType: 'text/plain', body: 'x 1\n' }),
+    });
     const { port } = await http.listen();
     const held: net.Socket[] = [];
     try {
@@ -54,7 +63,13 @@ describe('ops: the metrics HTTP listener is bounded', function () {
   });
 
   it('closes a connection that sends nothing once its idle time is up', async () => {
-    const http = new MetricsHttpServer({ host: '127.0.0.1', port: 0, title: 't', idleTimeoutMs: 300, render: async () => ({ contentType: 'text/plain', body: '' }) });
+    const http = new MetricsHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      title: 't',
+      idleTimeoutMs: 300,
+      render: async () => ({ contentType: 'text/plain', body: '' }),
+    });
     const { port } = await http.listen();
     try {
       const s = await connect(port);

@@ -24,12 +24,26 @@ function table(): PageTable {
 function withQps(n: number): IonicDevice {
   const d = new IonicDevice({ profile: testProfile(), mac: DEVICE_MAC });
   const rm = d.rdma!.rm;
-  expect(rm.createCq({ id: 3, eqId: 0, depthLog2: 4, strideLog2: 5, dbid: 0, admin: false }, table()).ok).to.equal(true);
+  expect(rm.createCq({ id: 3, eqId: 0, depthLog2: 4, strideLog2: 5, dbid: 0, admin: false }, table()).ok).to.equal(
+    true,
+  );
   for (let i = 0; i < n; i++) {
-    const r = rm.createQp({
-      id: 100 - i, type: i % 2 ? QpType.UD : QpType.RC, pdId: 0, flags: 0, sqCqId: 3, rqCqId: 3,
-      sq: { depthLog2: 4, strideLog2: 6 }, rq: { depthLog2: 4, strideLog2: 6 }, srqId: null, dbid: 0,
-    }, table(), table());
+    const r = rm.createQp(
+      {
+        id: 100 - i,
+        type: i % 2 ? QpType.UD : QpType.RC,
+        pdId: 0,
+        flags: 0,
+        sqCqId: 3,
+        rqCqId: 3,
+        sq: { depthLog2: 4, strideLog2: 6 },
+        rq: { depthLog2: 4, strideLog2: 6 },
+        srqId: null,
+        dbid: 0,
+      },
+      table(),
+      table(),
+    );
     expect(r.ok).to.equal(true);
   }
   return d;
@@ -38,17 +52,34 @@ function withQps(n: number): IonicDevice {
 const connection = { connected: false, state: 'disconnected (no client yet)' };
 
 function sources(d: IonicDevice, mesh?: MeshStatsSource): OpsSources {
-  return { device: d, socket: '/tmp/x.sock', backend: mesh ? 'tcp:manager:listen:6320' : 'loopback', mac: '72:6f:63:6d:2d:6e', connection, mesh: mesh ?? null };
+  return {
+    device: d,
+    socket: '/tmp/x.sock',
+    backend: mesh ? 'tcp:manager:listen:6320' : 'loopback',
+    mac: '72:6f:63:6d:2d:6e',
+    connection,
+    mesh: mesh ?? null,
+  };
 }
 
 const fakeMesh: MeshStatsSource = {
   stats: () => ({
-    nodeId: 2, role: 'worker', connections: 3, established: 2, outboundBytes: 4096, inboundBytes: 100, inboundMessages: 1,
-    heldConnections: 0, parserBytes: 12, inboundDropped: 5, relayDropped: 0, protocolErrors: 1,
+    nodeId: 2,
+    role: 'worker',
+    connections: 3,
+    established: 2,
+    outboundBytes: 4096,
+    inboundBytes: 100,
+    inboundMessages: 1,
+    heldConnections: 0,
+    parserBytes: 12,
+    inboundDropped: 5,
+    relayDropped: 0,
+    protocolErrors: 1,
   }),
 };
 
-describe('ops: the server\'s metric families', () => {
+describe("ops: the server's metric families", () => {
   it('keeps per-QP series to the lowest ids however many QPs there are, and aggregates the rest by type and state', async () => {
     const d = withQps(6);
     const m = await serverRegistry(sources(d), { qpMax: 4 }).metrics();
@@ -63,7 +94,7 @@ describe('ops: the server\'s metric families', () => {
     expect(lines(m60) - lines(m)).to.equal(0);
   });
 
-  it('counts WQEs by opcode over every QP the device has had (a destroyed QP\'s stay)', async () => {
+  it("counts WQEs by opcode over every QP the device has had (a destroyed QP's stay)", async () => {
     const d = withQps(2);
     const rm = d.rdma!.rm;
     rm.qps.get(100)!.opcodes[SendVerb.RDMA_WRITE] += 5;
@@ -119,7 +150,10 @@ describe('ops: the server\'s metric families', () => {
       [{ name: 'x_total', type: 'gauge', help: 'h', read: () => {} }],
       [{ name: 'x_count', type: 'gauge', help: 'h', read: () => {} }],
     ];
-    for (const specs of bad) expect(() => registerFamilies(new Registry(), specs), specs[0]!.name).to.throw(new RegExp(`^metric ${specs[0]!.name}: `));
+    for (const specs of bad)
+      expect(() => registerFamilies(new Registry(), specs), specs[0]!.name).to.throw(
+        new RegExp(`^metric ${specs[0]!.name}: `),
+      );
   });
 
   it('serves each shared quantity under the one name the exporter uses too', () => {
@@ -130,7 +164,8 @@ describe('ops: the server\'s metric families', () => {
       expect(exporter.has(`ernic_${q.name}`), `ernic_${q.name}`).to.equal(true);
     }
     // The quantities of the C rocm-ernic that used other names are gone from both.
-    for (const old of ['ernic_flr_reset_total', 'ernic_qp_count', 'ernic_rdma_bytes_sent_total']) expect(exporter.has(old), old).to.equal(false);
+    for (const old of ['ernic_flr_reset_total', 'ernic_qp_count', 'ernic_rdma_bytes_sent_total'])
+      expect(exporter.has(old), old).to.equal(false);
     expect(server.has('rocm_ernic_client_connected')).to.equal(false);
   });
 

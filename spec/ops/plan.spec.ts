@@ -12,9 +12,19 @@ import { isValidIfName } from '../../lib/ops/netdev';
 import { deriveMac, HostPlanOptions, linkLocalGidText, planInstances } from '../../lib/ops/plan';
 
 const base: HostPlanOptions = {
-  count: 3, runDir: '/run/rocm-ernic', logDir: '/var/log/rocm-ernic', tcpPort: 6320, managerIp: '127.0.0.1',
-  backend: 'loopback', tapPrefix: 'ernic-tap', bridge: 'ernicbr0', profile: 'compat', socketMode: '660',
-  socketGroup: null, logLevel: 'warn', machineId: 'f00dfeed',
+  count: 3,
+  runDir: '/run/rocm-ernic',
+  logDir: '/var/log/rocm-ernic',
+  tcpPort: 6320,
+  managerIp: '127.0.0.1',
+  backend: 'loopback',
+  tapPrefix: 'ernic-tap',
+  bridge: 'ernicbr0',
+  profile: 'compat',
+  socketMode: '660',
+  socketGroup: null,
+  logLevel: 'warn',
+  machineId: 'f00dfeed',
 };
 
 describe('ops: instance plan', function () {
@@ -22,25 +32,48 @@ describe('ops: instance plan', function () {
     const r = planInstances(base);
     if (!r.ok) throw new Error(r.error);
     expect(r.instances.map((i) => i.role)).to.deep.equal(['manager', 'worker', 'worker']);
-    expect(r.instances.map((i) => i.backend)).to.deep.equal(['tcp:manager:listen:6320', 'tcp:worker:127.0.0.1:6320', 'tcp:worker:127.0.0.1:6320']);
-    expect(r.instances.map((i) => i.socket)).to.deep.equal(['/run/rocm-ernic/0.sock', '/run/rocm-ernic/1.sock', '/run/rocm-ernic/2.sock']);
+    expect(r.instances.map((i) => i.backend)).to.deep.equal([
+      'tcp:manager:listen:6320',
+      'tcp:worker:127.0.0.1:6320',
+      'tcp:worker:127.0.0.1:6320',
+    ]);
+    expect(r.instances.map((i) => i.socket)).to.deep.equal([
+      '/run/rocm-ernic/0.sock',
+      '/run/rocm-ernic/1.sock',
+      '/run/rocm-ernic/2.sock',
+    ]);
     expect(r.instances.map((i) => i.tap)).to.deep.equal(['ernic-tap0', 'ernic-tap1', 'ernic-tap2']);
     expect(r.instances[2]!.pidFile).to.equal('/run/rocm-ernic/2.pid');
     expect(r.instances[2]!.stats).to.equal('/run/rocm-ernic/2.stats');
     expect(r.instances[2]!.log).to.equal('/var/log/rocm-ernic/2.log');
     expect(new Set(r.instances.map((i) => i.mac)).size).to.equal(3);
     expect(r.instances[1]!.args).to.deep.equal([
-      '--socket', '/run/rocm-ernic/1.sock', '--backend', 'tcp:worker:127.0.0.1:6320', '--mac', r.instances[1]!.mac,
-      '--nic-profile', 'compat', '--log-level', 'warn', '--tap', 'ernic-tap1', '--socket-mode', '660',
+      '--socket',
+      '/run/rocm-ernic/1.sock',
+      '--backend',
+      'tcp:worker:127.0.0.1:6320',
+      '--mac',
+      r.instances[1]!.mac,
+      '--nic-profile',
+      'compat',
+      '--log-level',
+      'warn',
+      '--tap',
+      'ernic-tap1',
+      '--socket-mode',
+      '660',
     ]);
     expect(r.instances[1]!.env).to.deep.equal({ ERNIC_TCP_GUEST_GIDS: r.instances[1]!.gid });
     expect(r.instances[0]!.env).to.deep.equal({ ERNIC_TCP_GUEST_GIDS: r.instances[0]!.gid });
   });
 
-  it('past the manager\'s per-address default, lets it take every worker of the host (they all register from one address)', function () {
+  it("past the manager's per-address default, lets it take every worker of the host (they all register from one address)", function () {
     const r = planInstances({ ...base, count: 12 });
     if (!r.ok) throw new Error(r.error);
-    expect(r.instances[0]!.env).to.deep.equal({ ERNIC_TCP_GUEST_GIDS: r.instances[0]!.gid, ERNIC_TCP_NODES_PER_ADDRESS: '11' });
+    expect(r.instances[0]!.env).to.deep.equal({
+      ERNIC_TCP_GUEST_GIDS: r.instances[0]!.gid,
+      ERNIC_TCP_NODES_PER_ADDRESS: '11',
+    });
     expect(r.instances[5]!.env).to.deep.equal({ ERNIC_TCP_GUEST_GIDS: r.instances[5]!.gid });
   });
 
@@ -59,13 +92,22 @@ describe('ops: instance plan', function () {
 
   it('takes MACs and GIDs given per instance, adds --socket-group and --stats-file when asked', function () {
     const r = planInstances({
-      ...base, count: 2, macs: new Map([[1, '02:AA:BB:CC:DD:01']]), gids: new Map([[0, '::ffff:10.0.0.1']]),
-      socketGroup: 'kvm', statsFile: true,
+      ...base,
+      count: 2,
+      macs: new Map([[1, '02:AA:BB:CC:DD:01']]),
+      gids: new Map([[0, '::ffff:10.0.0.1']]),
+      socketGroup: 'kvm',
+      statsFile: true,
     });
     if (!r.ok) throw new Error(r.error);
     expect(r.instances[1]!.mac).to.equal('02:aa:bb:cc:dd:01');
     expect(r.instances[0]!.gid).to.equal('::ffff:10.0.0.1');
-    expect(r.instances[0]!.args).to.include.members(['--socket-group', 'kvm', '--stats-file', '/run/rocm-ernic/0.stats']);
+    expect(r.instances[0]!.args).to.include.members([
+      '--socket-group',
+      'kvm',
+      '--stats-file',
+      '/run/rocm-ernic/0.stats',
+    ]);
   });
 
   it('runs every instance on one backend, without the mesh, when there is no port', function () {
@@ -87,7 +129,15 @@ describe('ops: instance plan', function () {
       [{ bridge: 'bad/name' }, /--bridge bad\/name/],
       [{ tapPrefix: null }, /--bridge needs TAPs/],
       [{ macs: new Map([[0, '01:00:5e:00:00:01']]) }, /unicast/],
-      [{ macs: new Map([[0, '02:00:00:00:00:01'], [1, '02:00:00:00:00:01']]) }, /given to two instances/],
+      [
+        {
+          macs: new Map([
+            [0, '02:00:00:00:00:01'],
+            [1, '02:00:00:00:00:01'],
+          ]),
+        },
+        /given to two instances/,
+      ],
     ];
     for (const [o, re] of refusals) {
       const r = planInstances({ ...base, ...o });
@@ -102,23 +152,51 @@ describe('ops: instance plan', function () {
   it('knows a Linux interface name when it sees one', function () {
     expect(isValidIfName('ernic-tap0')).to.equal(true);
     expect(isValidIfName('x'.repeat(15))).to.equal(true);
-    for (const bad of ['', 'x'.repeat(16), 'a b', 'a/b', 'a:b', '.', '..']) expect(isValidIfName(bad), bad).to.equal(false);
+    for (const bad of ['', 'x'.repeat(16), 'a b', 'a/b', 'a:b', '.', '..'])
+      expect(isValidIfName(bad), bad).to.equal(false);
   });
 });
 
 describe('ops: instances.json', function () {
   let dir: string;
-  beforeEach(function () { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-manifest-')); });
-  afterEach(function () { fs.rmSync(dir, { recursive: true, force: true }); });
+  beforeEach(function () {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-manifest-'));
+  });
+  afterEach(function () {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
   const manifest = (): Manifest => ({
-    format: MANIFEST_FORMAT, created: '2026-01-01T00:00:00.000Z', host: 'h', run_dir: dir, log_dir: dir,
-    tcp_port: 6320, manager_ip: '127.0.0.1', bridge: { name: 'ernicbr0', created: true }, socket_mode: '660', socket_group: null,
-    instances: [{
-      id: 0, role: 'manager', pid: 42, mac: '02:00:00:00:00:01', gid: 'fe80::ff:fe00:1', socket: `${dir}/0.sock`,
-      tap: 'ernic-tap0', tap_created: true, backend: 'tcp:manager:listen:6320', profile: 'compat',
-      pid_file: `${dir}/0.pid`, stats: `${dir}/0.stats`, log: `${dir}/0.log`, mesh_node: 0, started: '2026-01-01T00:00:00.000Z', vm: null,
-    }],
+    format: MANIFEST_FORMAT,
+    created: '2026-01-01T00:00:00.000Z',
+    host: 'h',
+    run_dir: dir,
+    log_dir: dir,
+    tcp_port: 6320,
+    manager_ip: '127.0.0.1',
+    bridge: { name: 'ernicbr0', created: true },
+    socket_mode: '660',
+    socket_group: null,
+    instances: [
+      {
+        id: 0,
+        role: 'manager',
+        pid: 42,
+        mac: '02:00:00:00:00:01',
+        gid: 'fe80::ff:fe00:1',
+        socket: `${dir}/0.sock`,
+        tap: 'ernic-tap0',
+        tap_created: true,
+        backend: 'tcp:manager:listen:6320',
+        profile: 'compat',
+        pid_file: `${dir}/0.pid`,
+        stats: `${dir}/0.stats`,
+        log: `${dir}/0.log`,
+        mesh_node: 0,
+        started: '2026-01-01T00:00:00.000Z',
+        vm: null,
+      },
+    ],
   });
 
   it('reads back what was written; no file is "none", not an error', function () {

@@ -19,12 +19,14 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-describe('ops: promtool check metrics on the server\'s /metrics and ernic-exporter --once', function () {
+describe("ops: promtool check metrics on the server's /metrics and ernic-exporter --once", function () {
   this.timeout(60000);
 
-  it('the exporter over the fixture run directory (every family, the C rocm-ernic\'s files included)', function () {
+  it("the exporter over the fixture run directory (every family, the C rocm-ernic's files included)", function () {
     needPromtool(this);
-    const r = spawnSync(process.execPath, [EXPORTER, '--run-dir', path.join(ROOT, 'fixtures', 'ernic-run'), '--once'], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [EXPORTER, '--run-dir', path.join(ROOT, 'fixtures', 'ernic-run'), '--once'], {
+      encoding: 'utf8',
+    });
     expect(r.status, r.stderr).to.equal(0);
     expect(samples(r.stdout, 'ernic_rdma_qps').length).to.be.greaterThan(0);
     const c = promtoolCheck(r.stdout);
@@ -32,13 +34,19 @@ describe('ops: promtool check metrics on the server\'s /metrics and ernic-export
     expect(c.status).to.equal(0);
   });
 
-  it('a running server\'s /metrics, and the exporter reading its stats file', async function () {
+  it("a running server's /metrics, and the exporter reading its stats file", async function () {
     needPromtool(this);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-promtool-'));
     const sock = tempSocketPath('ops-promtool');
-    const child = spawn(process.execPath, [SERVER, '--socket', sock, '-S', path.join(dir, '0.stats'), '--metrics-port', '0', '-L', 'info'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [SERVER, '--socket', sock, '-S', path.join(dir, '0.stats'), '--metrics-port', '0', '-L', 'info'],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let err = '';
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     try {
       let port = 0;
       for (let i = 0; i < 400 && !port; i++) {

@@ -24,14 +24,26 @@ function sleep(ms: number): Promise<void> {
 class Fake {
   value = 0;
   snapshot = (writeCount: number): StatsSnapshot => ({
-    instance: [['connection', 'connected']], writeCount,
-    sections: [{ title: 'Device Statistics', rows: [['commands', this.value]] }], qpSummary: [], qps: [],
+    instance: [['connection', 'connected']],
+    writeCount,
+    sections: [{ title: 'Device Statistics', rows: [['commands', this.value]] }],
+    qpSummary: [],
+    qps: [],
   });
 }
 
 function memoryLog(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
-  return { warnings, error() {}, warn(m: string) { warnings.push(m); }, info() {}, debug() {}, debugEnabled: false };
+  return {
+    warnings,
+    error() {},
+    warn(m: string) {
+      warnings.push(m);
+    },
+    info() {},
+    debug() {},
+    debugEnabled: false,
+  };
 }
 
 function read(file: string): { commands: unknown; writeCount: number | null } {
@@ -107,13 +119,32 @@ describe('ops: stats file writer', () => {
     w.follow(activity);
     const calls: string[] = [];
     const region: RegionHandler = {
-      size: 16, readable: true, writable: true,
-      read(_o, dst) { calls.push('read'); dst.fill(7); return 0; },
-      write() { calls.push('write'); return 0; },
+      size: 16,
+      readable: true,
+      writable: true,
+      read(_o, dst) {
+        calls.push('read');
+        dst.fill(7);
+        return 0;
+      },
+      write() {
+        calls.push('write');
+        return 0;
+      },
     };
     const inner: VfioUserDevice = {
-      resetSupported: true, region: (i) => (i === 0 ? region : undefined), irqCount: () => 0,
-      attach() { calls.push('attach'); }, detach() { calls.push('detach'); }, reset(r) { calls.push(`reset ${r}`); },
+      resetSupported: true,
+      region: (i) => (i === 0 ? region : undefined),
+      irqCount: () => 0,
+      attach() {
+        calls.push('attach');
+      },
+      detach() {
+        calls.push('detach');
+      },
+      reset(r) {
+        calls.push(`reset ${r}`);
+      },
     };
     const dev = activity.wrap(inner);
     expect(dev.region(0)).to.equal(dev.region(0)); // one wrapper, kept
@@ -135,7 +166,11 @@ describe('ops: stats file writer', () => {
   });
 
   it('refuses a path it cannot write at startup (strict), later only warns (rate limited)', () => {
-    const bad = new StatsFileWriter({ path: path.join(dir, 'no-such-dir', '0.stats'), snapshot: fake.snapshot, log: memoryLog() });
+    const bad = new StatsFileWriter({
+      path: path.join(dir, 'no-such-dir', '0.stats'),
+      snapshot: fake.snapshot,
+      log: memoryLog(),
+    });
     expect(() => bad.writeNow(true)).to.throw(/ENOENT/);
     const log = memoryLog();
     const later = new StatsFileWriter({ path: path.join(dir, 'no-such-dir', '0.stats'), snapshot: fake.snapshot, log });
@@ -155,7 +190,9 @@ describe('ops: stats file writer', () => {
     w.writeNow(true);
     w.writeNow(true);
     expect(fs.readFileSync(victim, 'utf8')).to.equal('precious\n');
-    expect(fs.lstatSync(file).isSymbolicLink(), 'the symlink at the stats path is replaced, not followed').to.equal(false);
+    expect(fs.lstatSync(file).isSymbolicLink(), 'the symlink at the stats path is replaced, not followed').to.equal(
+      false,
+    );
     expect(read(file)).to.deep.equal({ commands: 3, writeCount: 2 });
     expect(fs.lstatSync(oldTmp).isSymbolicLink(), 'a planted link is left alone').to.equal(true);
     expect(fs.readdirSync(dir).sort()).to.deep.equal(['.0.stats.' + process.pid + '.tmp', '0.stats', 'victim']);
@@ -171,13 +208,18 @@ describe('ops: stats file writer', () => {
     expect(fs.readdirSync(dir)).to.deep.equal(['0.stats']);
   });
 
-  it('writes at once when the server\'s phase changes, with the state line (what ernicctl waits for)', () => {
+  it("writes at once when the server's phase changes, with the state line (what ernicctl waits for)", () => {
     const activity = new DeviceActivity();
-    const snap = (n: number): StatsSnapshot => ({ ...fake.snapshot(n), instance: instanceRows({ device: {} as never, socket: '/s', backend: 'b', mac: 'm', connection: activity }) });
+    const snap = (n: number): StatsSnapshot => ({
+      ...fake.snapshot(n),
+      instance: instanceRows({ device: {} as never, socket: '/s', backend: 'b', mac: 'm', connection: activity }),
+    });
     const pw = new StatsFileWriter({ path: file, snapshot: snap, intervalMs: INTERVAL });
     pw.follow(activity);
     pw.writeNow(true);
-    expect(parseStatsFile(fs.readFileSync(file, 'utf8')).instance.state, 'no phase reported: no line').to.equal(undefined);
+    expect(parseStatsFile(fs.readFileSync(file, 'utf8')).instance.state, 'no phase reported: no line').to.equal(
+      undefined,
+    );
     activity.setPhase('starting');
     activity.setPhase('listening');
     expect(pw.writes).to.equal(3);

@@ -5,22 +5,64 @@
 
 import { expect } from 'chai';
 import {
-  formatStatsFile, HISTOGRAM_ORDER, OPCODE_NAMES, parseStatsFile, SEP, StatsSnapshot, STATS_TITLE,
+  formatStatsFile,
+  HISTOGRAM_ORDER,
+  OPCODE_NAMES,
+  parseStatsFile,
+  SEP,
+  StatsSnapshot,
+  STATS_TITLE,
 } from '../../lib/ops/stats-format';
 
 function snapshot(over: Partial<StatsSnapshot> = {}): StatsSnapshot {
   return {
-    instance: [['socket', '/tmp/nic0.sock'], ['backend', 'loopback'], ['pci', '0x1dd8:0x1002'], ['mac', '72:6f:63:6d:2d:6e'], ['connection', 'connected']],
+    instance: [
+      ['socket', '/tmp/nic0.sock'],
+      ['backend', 'loopback'],
+      ['pci', '0x1dd8:0x1002'],
+      ['mac', '72:6f:63:6d:2d:6e'],
+      ['connection', 'connected'],
+    ],
     writeCount: 7,
     sections: [
-      { title: 'Device Statistics', rows: [['commands', 42], ['bar0_reads', 1000], ['total_bytes_rdma_write', 2 ** 40]] },
+      {
+        title: 'Device Statistics',
+        rows: [
+          ['commands', 42],
+          ['bar0_reads', 1000],
+          ['total_bytes_rdma_write', 2 ** 40],
+        ],
+      },
       { title: 'RDMA Counters', rows: [['a_counter_name_of_27_chars_x', 5]] },
     ],
-    qpSummary: [['qp_count', 2], ['qps_shown', 2]],
+    qpSummary: [
+      ['qp_count', 2],
+      ['qps_shown', 2],
+    ],
     qps: [
-      { id: 10, rows: [['type', 'RC'], ['state', 'RTS'], ['doorbell_send', 3], ['bytes_rdma_write', 4096]],
-        opcodes: [['SEND', 2], ['RDMA_WRITE', 1], ['RDMA_READ', 0]] },
-      { id: 11, rows: [['type', 'RC'], ['state', 'RTS'], ['doorbell_send', 0]], opcodes: [] },
+      {
+        id: 10,
+        rows: [
+          ['type', 'RC'],
+          ['state', 'RTS'],
+          ['doorbell_send', 3],
+          ['bytes_rdma_write', 4096],
+        ],
+        opcodes: [
+          ['SEND', 2],
+          ['RDMA_WRITE', 1],
+          ['RDMA_READ', 0],
+        ],
+      },
+      {
+        id: 11,
+        rows: [
+          ['type', 'RC'],
+          ['state', 'RTS'],
+          ['doorbell_send', 0],
+        ],
+        opcodes: [],
+      },
     ],
     ...over,
   };
@@ -71,11 +113,13 @@ describe('ops: stats file text', () => {
 
   it('puts " : " on every value line, however long the label (a label never swallows the space)', () => {
     const long = 'x'.repeat(40);
-    const text = formatStatsFile(snapshot({
-      instance: [[long, 'v']],
-      sections: [{ title: 'Device Statistics', rows: [[long, 1]] }],
-      qps: [{ id: 1, rows: [[long, 2]], opcodes: [['MASKED_ATOMIC_CMP_SWP', 3]] }],
-    }));
+    const text = formatStatsFile(
+      snapshot({
+        instance: [[long, 'v']],
+        sections: [{ title: 'Device Statistics', rows: [[long, 1]] }],
+        qps: [{ id: 1, rows: [[long, 2]], opcodes: [['MASKED_ATOMIC_CMP_SWP', 3]] }],
+      }),
+    );
     for (const line of text.split('\n')) {
       if (line === '' || line.endsWith(':') || line === STATS_TITLE) continue;
       expect(line, line).to.include(SEP);
@@ -87,10 +131,25 @@ describe('ops: stats file text', () => {
     expect(p.qps.get('1')!.opcode_MASKED_ATOMIC_CMP_SWP).to.equal(3);
   });
 
-  it('lists the histogram in the C rocm-ernic\'s order, non-zero only, and sums unknown names as (other opcodes)', () => {
-    const text = formatStatsFile(snapshot({
-      qps: [{ id: 5, rows: [], opcodes: [['SEND', 1], ['BIND_MW', 4], ['RDMA_WRITE', 2], ['FANCY_OP', 3], ['ODD_OP', 1], ['LOCAL_INV', 0]] }],
-    }));
+  it("lists the histogram in the C rocm-ernic's order, non-zero only, and sums unknown names as (other opcodes)", () => {
+    const text = formatStatsFile(
+      snapshot({
+        qps: [
+          {
+            id: 5,
+            rows: [],
+            opcodes: [
+              ['SEND', 1],
+              ['BIND_MW', 4],
+              ['RDMA_WRITE', 2],
+              ['FANCY_OP', 3],
+              ['ODD_OP', 1],
+              ['LOCAL_INV', 0],
+            ],
+          },
+        ],
+      }),
+    );
     const hist = text.split('\n').filter((l) => l.startsWith('      '));
     expect(hist).to.deep.equal([
       '      RDMA_WRITE            : 2',
@@ -109,15 +168,26 @@ describe('ops: stats file text', () => {
     expect(p.titled).to.equal(true);
     expect(p.writeCount).to.equal(7);
     expect(p.instance).to.deep.equal(Object.fromEntries(s.instance));
-    expect(p.sections['Device Statistics']).to.deep.equal({ commands: 42, bar0_reads: 1000, total_bytes_rdma_write: 2 ** 40 });
+    expect(p.sections['Device Statistics']).to.deep.equal({
+      commands: 42,
+      bar0_reads: 1000,
+      total_bytes_rdma_write: 2 ** 40,
+    });
     expect(p.sections['RDMA Counters']).to.deep.equal({ a_counter_name_of_27_chars_x: 5 });
     expect(p.sections['Per-QP Statistics']).to.deep.equal({ qp_count: 2, qps_shown: 2 });
     expect([...p.qps.keys()]).to.deep.equal(['10', '11']);
-    expect(p.qps.get('10')).to.deep.equal({ type: 'RC', state: 'RTS', doorbell_send: 3, bytes_rdma_write: 4096, opcode_SEND: 2, opcode_RDMA_WRITE: 1 });
+    expect(p.qps.get('10')).to.deep.equal({
+      type: 'RC',
+      state: 'RTS',
+      doorbell_send: 3,
+      bytes_rdma_write: 4096,
+      opcode_SEND: 2,
+      opcode_RDMA_WRITE: 1,
+    });
     expect(p.qps.get('11')).to.deep.equal({ type: 'RC', state: 'RTS', doorbell_send: 0 });
   });
 
-  it('reads a file in the C rocm-ernic\'s shape (no summary rows, QPs by handle, integers and text)', () => {
+  it("reads a file in the C rocm-ernic's shape (no summary rows, QPs by handle, integers and text)", () => {
     const c = [
       '=== ROCm ERNIC Statistics ===',
       'Instance:',

@@ -48,7 +48,11 @@ describe('systemd: rocm-ernic@.service', function () {
     fs.mkdirSync(bin);
     fs.mkdirSync(units);
     for (const name of ['rocm-ernic', 'ernicctl']) {
-      fs.writeFileSync(path.join(bin, name), `#!/bin/sh\nexec ${process.execPath} ${path.join(DIST_BIN, `${name}.js`)} "$@"\n`, { mode: 0o755 });
+      fs.writeFileSync(
+        path.join(bin, name),
+        `#!/bin/sh\nexec ${process.execPath} ${path.join(DIST_BIN, `${name}.js`)} "$@"\n`,
+        { mode: 0o755 },
+      );
     }
     fs.writeFileSync(path.join(units, 'rocm-ernic@.service'), unitText.replaceAll('/usr/local/bin/', `${bin}/`));
     fs.copyFileSync(path.join(UNIT_DIR, 'rocm-ernic.target'), path.join(units, 'rocm-ernic.target'));
@@ -61,7 +65,11 @@ describe('systemd: rocm-ernic@.service', function () {
   it('passes systemd-analyze verify without a word, as a template, an instance and with its target', function () {
     const units = path.join(scratch, 'units');
     fs.copyFileSync(path.join(units, 'rocm-ernic@.service'), path.join(units, 'rocm-ernic@3.service'));
-    for (const files of [['rocm-ernic@.service'], ['rocm-ernic@3.service'], ['rocm-ernic@.service', 'rocm-ernic.target']]) {
+    for (const files of [
+      ['rocm-ernic@.service'],
+      ['rocm-ernic@3.service'],
+      ['rocm-ernic@.service', 'rocm-ernic.target'],
+    ]) {
       const r = analyze('verify', ...files.map((f) => path.join(units, f)));
       expect(r.out, files.join(' ')).to.equal('');
       expect(r.code, files.join(' ')).to.equal(0);
@@ -94,7 +102,15 @@ describe('systemd: rocm-ernic@.service', function () {
     expect(s.get('Restart')).to.deep.equal(['on-failure']);
     expect(s.get('EnvironmentFile')).to.include('/etc/rocm-ernic/%i.env');
     const exec = s.get('ExecStart')![0]!;
-    for (const v of ['--socket ${ERNIC_SOCKET}', '--backend ${ERNIC_BACKEND}', '--tap ${ERNIC_TAP}', '--mac ${ERNIC_MAC}', '--nic-profile ${ERNIC_PROFILE}', '--socket-mode ${ERNIC_SOCKET_MODE}', '$ERNIC_ARGS']) {
+    for (const v of [
+      '--socket ${ERNIC_SOCKET}',
+      '--backend ${ERNIC_BACKEND}',
+      '--tap ${ERNIC_TAP}',
+      '--mac ${ERNIC_MAC}',
+      '--nic-profile ${ERNIC_PROFILE}',
+      '--socket-mode ${ERNIC_SOCKET_MODE}',
+      '$ERNIC_ARGS',
+    ]) {
       expect(exec).to.include(v);
     }
   });
@@ -114,10 +130,14 @@ describe('systemd: rocm-ernic@.service', function () {
   });
 
   it('names only options rocm-ernic and ernicctl really have', function () {
-    const help = spawnSync(process.execPath, [path.join(DIST_BIN, 'rocm-ernic.js'), '--help'], { encoding: 'utf8' }).stdout;
+    const help = spawnSync(process.execPath, [path.join(DIST_BIN, 'rocm-ernic.js'), '--help'], {
+      encoding: 'utf8',
+    }).stdout;
     const exec = settings(unitText).get('ExecStart')![0]!;
     for (const opt of exec.match(/--[a-z-]+/g)!) expect(help, opt).to.include(opt);
-    const tap = spawnSync(process.execPath, [path.join(DIST_BIN, 'ernicctl.js'), 'tap', '--help'], { encoding: 'utf8' }).stdout;
+    const tap = spawnSync(process.execPath, [path.join(DIST_BIN, 'ernicctl.js'), 'tap', '--help'], {
+      encoding: 'utf8',
+    }).stdout;
     expect(tap).to.include('--bridge');
   });
 });
@@ -134,8 +154,15 @@ describe('systemd: ernic-exporter.service', function () {
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-exporter-unit-'));
     fs.mkdirSync(path.join(scratch, 'bin'));
     fs.mkdirSync(path.join(scratch, 'units'));
-    fs.writeFileSync(path.join(scratch, 'bin', 'ernic-exporter'), `#!/bin/sh\nexec ${process.execPath} ${path.join(DIST_BIN, 'ernic-exporter.js')} "$@"\n`, { mode: 0o755 });
-    fs.writeFileSync(path.join(scratch, 'units', 'ernic-exporter.service'), unitText.replaceAll('/usr/local/bin/', `${path.join(scratch, 'bin')}/`));
+    fs.writeFileSync(
+      path.join(scratch, 'bin', 'ernic-exporter'),
+      `#!/bin/sh\nexec ${process.execPath} ${path.join(DIST_BIN, 'ernic-exporter.js')} "$@"\n`,
+      { mode: 0o755 },
+    );
+    fs.writeFileSync(
+      path.join(scratch, 'units', 'ernic-exporter.service'),
+      unitText.replaceAll('/usr/local/bin/', `${path.join(scratch, 'bin')}/`),
+    );
   });
 
   after(function () {
@@ -162,19 +189,39 @@ describe('systemd: ernic-exporter.service', function () {
     const server = settings(fs.readFileSync(path.join(UNIT_DIR, 'rocm-ernic@.service'), 'utf8'));
     expect(s.get('Type')).to.deep.equal(['exec']);
     expect(s.get('Restart')).to.deep.equal(['on-failure']);
-    for (const k of ['DynamicUser', 'NoNewPrivileges', 'ProtectSystem', 'ProtectHome', 'PrivateTmp', 'ProtectKernelTunables', 'ProtectKernelModules',
-      'ProtectKernelLogs', 'ProtectControlGroups', 'ProtectClock', 'ProtectHostname', 'RestrictNamespaces', 'RestrictRealtime', 'RestrictSUIDSGID',
-      'LockPersonality', 'RemoveIPC', 'SystemCallArchitectures', 'SystemCallErrorNumber', 'DevicePolicy']) {
+    for (const k of [
+      'DynamicUser',
+      'NoNewPrivileges',
+      'ProtectSystem',
+      'ProtectHome',
+      'PrivateTmp',
+      'ProtectKernelTunables',
+      'ProtectKernelModules',
+      'ProtectKernelLogs',
+      'ProtectControlGroups',
+      'ProtectClock',
+      'ProtectHostname',
+      'RestrictNamespaces',
+      'RestrictRealtime',
+      'RestrictSUIDSGID',
+      'LockPersonality',
+      'RemoveIPC',
+      'SystemCallArchitectures',
+      'SystemCallErrorNumber',
+      'DevicePolicy',
+    ]) {
       expect(s.get(k), k).to.deep.equal(server.get(k));
     }
     expect(s.get('CapabilityBoundingSet')).to.deep.equal(['']);
     expect(s.get('PrivateDevices')).to.deep.equal(['yes']);
-    expect(s.get('ProtectProc'), 'it reads the servers\' /proc/PID/stat').to.equal(undefined);
+    expect(s.get('ProtectProc'), "it reads the servers' /proc/PID/stat").to.equal(undefined);
     expect(s.get('RestrictAddressFamilies')![0]!.split(' ')).to.include.members(['AF_INET', 'AF_INET6']);
   });
 
-  it('names only options ernic-exporter really has, on this host\'s address by default', function () {
-    const help = spawnSync(process.execPath, [path.join(DIST_BIN, 'ernic-exporter.js'), '--help'], { encoding: 'utf8' }).stdout;
+  it("names only options ernic-exporter really has, on this host's address by default", function () {
+    const help = spawnSync(process.execPath, [path.join(DIST_BIN, 'ernic-exporter.js'), '--help'], {
+      encoding: 'utf8',
+    }).stdout;
     const exec = settings(unitText).get('ExecStart')![0]!;
     const opts = exec.match(/--[a-z-]+/g)!;
     expect(opts).to.include.members(['--run-dir', '--metrics-host', '--metrics-port', '--log-level']);

@@ -55,7 +55,11 @@ export class GuestP4 {
     this.#cmd[0] = op;
     const status = this.control.execute(op, this.#cmd, this.#comp, this.#data, this.memory);
     const nul = this.#data.indexOf(0);
-    return { status, out: this.#data.subarray(0, nul < 0 ? this.#data.length : nul).toString('latin1'), handle: this.#comp.readUInt32LE(4) };
+    return {
+      status,
+      out: this.#data.subarray(0, nul < 0 ? this.#data.length : nul).toString('latin1'),
+      handle: this.#comp.readUInt32LE(4),
+    };
   }
 
   /** P4_LOAD of `program` (text, or an object as JSON); bytes past 1 MiB are cut. */

@@ -92,7 +92,16 @@ export function tcp(srcPort: number, dstPort: number, seq: number, payload: Buff
 const STD_META = {
   name: 'standard_metadata_t',
   id: 0,
-  fields: [['ingress_port', 9], ['packet_length', 32], ['egress_spec', 9], ['egress_port', 9], ['egress_instance', 32], ['instance_type', 32], ['clone_spec', 32], ['_padding', 5]],
+  fields: [
+    ['ingress_port', 9],
+    ['packet_length', 32],
+    ['egress_spec', 9],
+    ['egress_port', 9],
+    ['egress_instance', 32],
+    ['instance_type', 32],
+    ['clone_spec', 32],
+    ['_padding', 5],
+  ],
 };
 
 /**
@@ -101,9 +110,24 @@ const STD_META = {
  * writes ethernet.srcAddr (so the winning entry shows in the output frame),
  * plus `extra` actions and objects merged in.
  */
-export function syntheticProgram(keys: { match_type: string; target: unknown }[], tableMatchType: string, extra: any = {}): any {
+export function syntheticProgram(
+  keys: { match_type: string; target: unknown }[],
+  tableMatchType: string,
+  extra: any = {},
+): any {
   return {
-    header_types: [STD_META, { name: 'ethernet_t', id: 1, fields: [['dstAddr', 48], ['srcAddr', 48], ['etherType', 16]] }],
+    header_types: [
+      STD_META,
+      {
+        name: 'ethernet_t',
+        id: 1,
+        fields: [
+          ['dstAddr', 48],
+          ['srcAddr', 48],
+          ['etherType', 16],
+        ],
+      },
+    ],
     headers: [
       { name: 'standard_metadata', id: 0, header_type: 'standard_metadata_t', metadata: true },
       { name: 'ethernet', id: 1, header_type: 'ethernet_t', metadata: false },
@@ -114,13 +138,32 @@ export function syntheticProgram(keys: { match_type: string; target: unknown }[]
         id: 0,
         init_state: 'start',
         parse_states: [
-          { name: 'start', id: 0, parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'ethernet' }] }], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: null }] },
+          {
+            name: 'start',
+            id: 0,
+            parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'ethernet' }] }],
+            transition_key: [],
+            transitions: [{ type: 'default', value: null, mask: null, next_state: null }],
+          },
         ],
       },
     ],
     deparsers: [{ name: 'deparser', id: 0, order: ['ethernet'] }],
     actions: [
-      { name: 'set_src', id: 0, runtime_data: [{ name: 'smac', bitwidth: 48 }], primitives: [{ op: 'modify_field', parameters: [{ type: 'field', value: ['ethernet', 'srcAddr'] }, { type: 'runtime_data', value: 0 }] }] },
+      {
+        name: 'set_src',
+        id: 0,
+        runtime_data: [{ name: 'smac', bitwidth: 48 }],
+        primitives: [
+          {
+            op: 'modify_field',
+            parameters: [
+              { type: 'field', value: ['ethernet', 'srcAddr'] },
+              { type: 'runtime_data', value: 0 },
+            ],
+          },
+        ],
+      },
       ...(extra.actions ?? []),
     ],
     pipelines: [
@@ -138,7 +181,9 @@ export function syntheticProgram(keys: { match_type: string; target: unknown }[]
             with_counters: extra.withCounters ?? false,
             key: keys.map((k) => ({ ...k, mask: null })),
             actions: ['set_src', ...(extra.actions ?? []).map((a: any) => a.name)],
-            next_tables: Object.fromEntries(['set_src', ...(extra.actions ?? []).map((a: any) => a.name)].map((a) => [a, null])),
+            next_tables: Object.fromEntries(
+              ['set_src', ...(extra.actions ?? []).map((a: any) => a.name)].map((a) => [a, null]),
+            ),
             base_default_next: null,
           },
         ],

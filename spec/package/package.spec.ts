@@ -15,10 +15,19 @@ const ROOT = path.join(__dirname, '..', '..', '..');
 const DIST = path.join(ROOT, 'dist');
 const NO_ADDON = { [ADDON_ENV]: path.join(os.tmpdir(), 'rocm-ernic-no-such-addon', 'ernic_native.node') };
 
-interface Run { status: number | null; stdout: string; stderr: string }
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 function node(args: string[], env: Record<string, string> = {}, cwd = ROOT): Run {
-  const r = spawnSync(process.execPath, args, { cwd, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30000 });
+  const r = spawnSync(process.execPath, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 30000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -27,18 +36,33 @@ describe('package: npm pack', function () {
   let files: string[] = [];
 
   before(() => {
-    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'],
-      { cwd: ROOT, encoding: 'utf8', timeout: 60000, env: { ...process.env, npm_config_loglevel: 'silent' } });
+    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60000,
+      env: { ...process.env, npm_config_loglevel: 'silent' },
+    });
     expect(r.status, r.stderr).to.equal(0);
     const parsed = JSON.parse(r.stdout) as { files: { path: string }[] }[];
     files = parsed[0]!.files.map((f) => f.path);
   });
 
   it('ships the commands, the library, the codec, the profiles and the native sources', () => {
-    for (const f of ['package.json', 'README.md', 'dist/bin/rocm-ernic.js', 'dist/bin/ernic-exporter.js',
-      'dist/lib/index.js', 'dist/lib/index.d.ts', 'dist/protocol/index.js', 'dist/protocol/index.d.ts',
-      'dist/lib/examples/idio16.js', 'lib/native/ernic_native.c', 'lib/native/binding.gyp', 'lib/native/install.js',
-      'docs/embedding.md']) {
+    for (const f of [
+      'package.json',
+      'README.md',
+      'dist/bin/rocm-ernic.js',
+      'dist/bin/ernic-exporter.js',
+      'dist/lib/index.js',
+      'dist/lib/index.d.ts',
+      'dist/protocol/index.js',
+      'dist/protocol/index.d.ts',
+      'dist/lib/examples/idio16.js',
+      'lib/native/ernic_native.c',
+      'lib/native/binding.gyp',
+      'lib/native/install.js',
+      'docs/embedding.md',
+    ]) {
       expect(files, f).to.include(f);
     }
     const inis = fs.readdirSync(path.join(ROOT, 'profiles')).filter((f) => f.endsWith('.ini'));
@@ -47,14 +71,23 @@ describe('package: npm pack', function () {
   });
 
   it('leaves out the specs, benches, CI, fixtures, TypeScript sources, source maps and the native build', () => {
-    const unwanted = files.filter((f) => /^(dist\/spec|dist\/bench|spec|bench|\.ci|fixtures|lib\/native\/build)\//.test(f)
-      || f.endsWith('.map') || (f.endsWith('.ts') && !f.endsWith('.d.ts')) || f.startsWith('.'));
+    const unwanted = files.filter(
+      (f) =>
+        /^(dist\/spec|dist\/bench|spec|bench|\.ci|fixtures|lib\/native\/build)\//.test(f) ||
+        f.endsWith('.map') ||
+        (f.endsWith('.ts') && !f.endsWith('.d.ts')) ||
+        f.startsWith('.'),
+    );
     expect(unwanted).to.deep.equal([]);
   });
 
   it('points every bin, main and export at a shipped file', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
-      main: string; types: string; bin: Record<string, string>; exports: Record<string, string | Record<string, string>>; os: string[];
+      main: string;
+      types: string;
+      bin: Record<string, string>;
+      exports: Record<string, string | Record<string, string>>;
+      os: string[];
     };
     const targets = [pkg.main, pkg.types, ...Object.values(pkg.bin)];
     for (const e of Object.values(pkg.exports)) targets.push(...(typeof e === 'string' ? [e] : Object.values(e)));
@@ -97,8 +130,14 @@ describe('package: without the native helper', function () {
   });
 
   it('the library entry point loads (the addon is needed only when a server starts)', () => {
-    const r = node(['-e', `const m = require(${JSON.stringify(path.join(DIST, 'lib', 'index.js'))});
-      process.stdout.write(typeof m.VfioUserServer + ' ' + typeof m.protocol.decodeMessage);`], NO_ADDON);
+    const r = node(
+      [
+        '-e',
+        `const m = require(${JSON.stringify(path.join(DIST, 'lib', 'index.js'))});
+      process.stdout.write(typeof m.VfioUserServer + ' ' + typeof m.protocol.decodeMessage);`,
+      ],
+      NO_ADDON,
+    );
     expect(r.status, r.stderr).to.equal(0);
     expect(r.stdout).to.equal('function function');
   });
@@ -126,16 +165,24 @@ describe('package: without the native helper', function () {
   });
 
   it('advises `npm rebuild rocm-ernic` where the package is an installed dependency', () => {
-    expect(buildAdvice(path.join('/srv', 'app', 'node_modules', 'rocm-ernic'))).to.match(/^build it with `npm rebuild rocm-ernic` \(needs g\+\+, make and python3\)$/);
-    expect(buildAdvice(path.join('/home', 'me', 'rocm-ernic'))).to.include('`npm ci` or `npm run build` in /home/me/rocm-ernic');
+    expect(buildAdvice(path.join('/srv', 'app', 'node_modules', 'rocm-ernic'))).to.match(
+      /^build it with `npm rebuild rocm-ernic` \(needs g\+\+, make and python3\)$/,
+    );
+    expect(buildAdvice(path.join('/home', 'me', 'rocm-ernic'))).to.include(
+      '`npm ci` or `npm run build` in /home/me/rocm-ernic',
+    );
   });
 });
 
 describe('package: install step (lib/native/install.js) without build tools', function () {
   this.timeout(30000);
   let tmp = '';
-  before(() => { tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-install-')); });
-  after(() => { fs.rmSync(tmp, { recursive: true, force: true }); });
+  before(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-install-'));
+  });
+  after(() => {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
 
   /** install.js copied into `<tmp>/<root>/lib/native`, run with a PATH that holds no compiler, make or python. */
   function installIn(root: string): Run {

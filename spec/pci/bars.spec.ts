@@ -78,8 +78,20 @@ describe('pci/bars', () => {
       ['mem32 of 4 GiB', [{ index: 0, size: 2 ** 32, kind: 'mem32' }]],
       ['prefetchable io', [{ index: 0, size: 16, kind: 'io', prefetchable: true }]],
       ['mem64 in slot 5', [{ index: 5, size: 16, kind: 'mem64' }]],
-      ['slot used twice', [{ index: 1, size: 16, kind: 'mem32' }, { index: 1, size: 16, kind: 'io' }]],
-      ['upper half reused', [{ index: 0, size: 16, kind: 'mem64' }, { index: 1, size: 16, kind: 'mem32' }]],
+      [
+        'slot used twice',
+        [
+          { index: 1, size: 16, kind: 'mem32' },
+          { index: 1, size: 16, kind: 'io' },
+        ],
+      ],
+      [
+        'upper half reused',
+        [
+          { index: 0, size: 16, kind: 'mem64' },
+          { index: 1, size: 16, kind: 'mem32' },
+        ],
+      ],
       ['index 6', [{ index: 6 as 0, size: 16, kind: 'mem32' }]],
       ['size 0', [{ index: 0, size: 0, kind: 'mem32' }]],
     ];
@@ -91,7 +103,10 @@ describe('pci/bars', () => {
 
     it('throws for MSI-X structures outside a memory BAR or overlapping', () => {
       const msix = { vectors: 4, tableBar: 0, tableOffset: 0, pbaBar: 0, pbaOffset: 0x40 };
-      const bars: BarSpec[] = [{ index: 0, size: 0x1000, kind: 'mem32' }, { index: 1, size: 0x100, kind: 'io' }];
+      const bars: BarSpec[] = [
+        { index: 0, size: 0x1000, kind: 'mem32' },
+        { index: 1, size: 0x100, kind: 'io' },
+      ];
       expect(() => withBars(bars, { msix })).to.not.throw();
       expect(() => withBars(bars, { msix: { ...msix, pbaOffset: 0x38 } })).to.throw(/overlap/);
       expect(() => withBars(bars, { msix: { ...msix, tableBar: 1 } })).to.throw(/memory BAR/);
@@ -107,12 +122,14 @@ describe('pci/bars', () => {
     function nic(): { fn: PciFunction; bar0: RecordingBar; bar2: RecordingBar } {
       const bar0 = new RecordingBar(0x10000);
       const bar2 = new RecordingBar(0x400000);
-      const fn = new PciFunction(nicSpec({
-        bars: [
-          { index: 0, size: 0x10000, kind: 'mem64', handler: bar0 },
-          { index: 2, size: 0x400000, kind: 'mem32', handler: bar2 },
-        ],
-      }));
+      const fn = new PciFunction(
+        nicSpec({
+          bars: [
+            { index: 0, size: 0x10000, kind: 'mem64', handler: bar0 },
+            { index: 2, size: 0x400000, kind: 'mem32', handler: bar2 },
+          ],
+        }),
+      );
       return { fn, bar0, bar2 };
     }
 
@@ -121,7 +138,10 @@ describe('pci/bars', () => {
       regionWrite(fn.region(0), 0x800, hex('01020304'));
       expect(regionRead(fn.region(0), 0x800, 4)).to.deep.equal(hex('01020304'));
       regionWrite(fn.region(2), 0x3ffff8, hex('aabbccddeeff0011'));
-      expect(bar0.accesses).to.deep.equal([{ op: 'w', offset: 0x800, len: 4 }, { op: 'r', offset: 0x800, len: 4 }]);
+      expect(bar0.accesses).to.deep.equal([
+        { op: 'w', offset: 0x800, len: 4 },
+        { op: 'r', offset: 0x800, len: 4 },
+      ]);
       expect(bar2.accesses).to.deep.equal([{ op: 'w', offset: 0x3ffff8, len: 8 }]);
     });
 

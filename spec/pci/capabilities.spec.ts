@@ -31,7 +31,8 @@ describe('pci/capabilities', () => {
   });
 
   it('leaves out what is not declared', () => {
-    const ids = (spec: Parameters<typeof nicSpec>[0]): number[] => walk(new Cfg(new PciFunction(nicSpec(spec)))).map((c) => c.id);
+    const ids = (spec: Parameters<typeof nicSpec>[0]): number[] =>
+      walk(new Cfg(new PciFunction(nicSpec(spec)))).map((c) => c.id);
     expect(ids({ powerManagement: false })).to.deep.equal([0x11, 0x10]);
     expect(ids({ msix: undefined })).to.deep.equal([0x01, 0x10]);
     expect(ids({ pcie: undefined })).to.deep.equal([0x01, 0x11]);
@@ -65,9 +66,13 @@ describe('pci/capabilities', () => {
     });
 
     it('encodes the BIR in the low bits', () => {
-      const c = new Cfg(new PciFunction(nicSpec({
-        msix: { vectors: 128, tableBar: 2, tableOffset: 0x1000, pbaBar: 0, pbaOffset: 0x3000 },
-      })));
+      const c = new Cfg(
+        new PciFunction(
+          nicSpec({
+            msix: { vectors: 128, tableBar: 2, tableOffset: 0x1000, pbaBar: 0, pbaOffset: 0x3000 },
+          }),
+        ),
+      );
       expect(c.r16(0x4a)).to.equal(127);
       expect(c.r32(0x4c)).to.equal(0x1002);
       expect(c.r32(0x50)).to.equal(0x3000);
@@ -87,22 +92,29 @@ describe('pci/capabilities', () => {
 
   describe('PCI Express', () => {
     it('is a version 2 endpoint with FLR, 256-byte payload, x16 at 16 GT/s', () => {
-      expect(cfg.bytes(0x54, 0x3c)).to.deep.equal(hex(
-        '10 00 0200' + // id, next, flags: version 2, type endpoint
-        '21800010' + // DevCap: MPS 256, ext tag, RBER, FLR
-        '1028 0000' + // DevCtl: relaxed ordering, no snoop, MRRS 512; DevSta
-        '04010000' + // LnkCap: 16 GT/s, x16
-        '0000 0411' + // LnkCtl; LnkSta: 16 GT/s, x16, slot clock
-        '00000000 0000 0000' + // slot
-        '0000 0000 00000000' + // root
-        '00000000 0000 0000' + // DevCap2, DevCtl2, DevSta2
-        '1e000000 0400 0000' + // LnkCap2: 2.5..16 GT/s; LnkCtl2 target 16 GT/s; LnkSta2
-        '00000000 0000 0000', // slot 2
-      ));
+      expect(cfg.bytes(0x54, 0x3c)).to.deep.equal(
+        hex(
+          '10 00 0200' + // id, next, flags: version 2, type endpoint
+            '21800010' + // DevCap: MPS 256, ext tag, RBER, FLR
+            '1028 0000' + // DevCtl: relaxed ordering, no snoop, MRRS 512; DevSta
+            '04010000' + // LnkCap: 16 GT/s, x16
+            '0000 0411' + // LnkCtl; LnkSta: 16 GT/s, x16, slot clock
+            '00000000 0000 0000' + // slot
+            '0000 0000 00000000' + // root
+            '00000000 0000 0000' + // DevCap2, DevCtl2, DevSta2
+            '1e000000 0400 0000' + // LnkCap2: 2.5..16 GT/s; LnkCtl2 target 16 GT/s; LnkSta2
+            '00000000 0000 0000', // slot 2
+        ),
+      );
     });
 
     it('reports the declared speed and width in LnkCap and LnkSta', () => {
-      for (const [speed, width] of [[1, 1], [3, 8], [5, 32], [6, 4]] as const) {
+      for (const [speed, width] of [
+        [1, 1],
+        [3, 8],
+        [5, 32],
+        [6, 4],
+      ] as const) {
         const c = new Cfg(new PciFunction(nicSpec({ pcie: { maxLinkSpeed: speed, maxLinkWidth: width } })));
         expect(c.r32(0x54 + 0x0c) & 0x3ff).to.equal(speed | (width << 4));
         expect(c.r16(0x54 + 0x12) & 0x3ff).to.equal(speed | (width << 4));

@@ -39,7 +39,12 @@ function run(spec: PciFunctionSpec, seed: number, iterations: number): { resets:
   const random = prng(seed);
   const int = (n: number): number => Math.floor(random() * n);
   let resets = 0;
-  const fn = new PciFunction({ ...spec, onReset: () => { resets++; } });
+  const fn = new PciFunction({
+    ...spec,
+    onReset: () => {
+      resets++;
+    },
+  });
   const fake = fakeContext(true);
   fn.attach(fake.ctx);
   const cfg = new Cfg(fn);
@@ -56,13 +61,19 @@ function run(spec: PciFunctionSpec, seed: number, iterations: number): { resets:
       fake.signalIrq.returns(random() < 0.7);
       expect(() => {
         fn.raiseMsix(v);
-        if (random() < 0.3) fn.intx.assert(); else fn.intx.deassert();
-        fn.irqChanged({ index: int(6), start: wild[int(wild.length)] ?? 0, count: int(100), kind: KINDS[int(KINDS.length)] ?? 'wired' });
+        if (random() < 0.3) fn.intx.assert();
+        else fn.intx.deassert();
+        fn.irqChanged({
+          index: int(6),
+          start: wild[int(wild.length)] ?? 0,
+          count: int(100),
+          kind: KINDS[int(KINDS.length)] ?? 'wired',
+        });
       }).to.not.throw();
       continue;
     }
     // Mostly config space (where the guarded state is), the rest BARs and absent regions.
-    const index = pick < 6 ? 7 : [0, 1, 2, 4, 6, 8][int(6)] ?? 0;
+    const index = pick < 6 ? 7 : ([0, 1, 2, 4, 6, 8][int(6)] ?? 0);
     const region = fn.region(index);
     const len = SIZES[int(SIZES.length)] ?? 4;
     const limit = region?.size ?? 0;
@@ -85,11 +96,17 @@ function run(spec: PciFunctionSpec, seed: number, iterations: number): { resets:
 describe('pci/fuzz', () => {
   it('PCIe function: 20000 random config, BAR and interrupt operations', () => {
     const bar0 = new RecordingBar(0x10000);
-    const { resets } = run(nicSpec({ bars: [
-      { index: 0, size: 0x10000, kind: 'mem64', handler: bar0 },
-      { index: 2, size: 0x400000, kind: 'mem32', prefetchable: true },
-      { index: 4, size: 0x100, kind: 'io' },
-    ] }), 0x5eed_0001, 20000);
+    const { resets } = run(
+      nicSpec({
+        bars: [
+          { index: 0, size: 0x10000, kind: 'mem64', handler: bar0 },
+          { index: 2, size: 0x400000, kind: 'mem32', prefetchable: true },
+          { index: 4, size: 0x100, kind: 'io' },
+        ],
+      }),
+      0x5eed_0001,
+      20000,
+    );
     expect(resets).to.be.greaterThan(0); // random DevCtl writes hit FLR: resets are exercised too
   });
 
@@ -99,10 +116,17 @@ describe('pci/fuzz', () => {
 
   it('several seeds with a small BAR and every kind of access', () => {
     for (let seed = 1; seed <= 5; seed++) {
-      run(nicSpec({
-        bars: [{ index: 0, size: 0x4000, kind: 'mem32' }, { index: 2, size: 0x100, kind: 'io' }],
-        msix: { vectors: 64, tableBar: 0, tableOffset: 0x2000, pbaBar: 0, pbaOffset: 0x3000 },
-      }), seed, 4000);
+      run(
+        nicSpec({
+          bars: [
+            { index: 0, size: 0x4000, kind: 'mem32' },
+            { index: 2, size: 0x100, kind: 'io' },
+          ],
+          msix: { vectors: 64, tableBar: 0, tableOffset: 0x2000, pbaBar: 0, pbaOffset: 0x3000 },
+        }),
+        seed,
+        4000,
+      );
     }
   });
 });

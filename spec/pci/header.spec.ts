@@ -8,9 +8,9 @@ import { Cfg, hex, nicSpec } from './helpers';
 
 const NIC_HEADER = hex(
   'f41a f510 0000 1000 03 000002 00 00 00 00' + // ids, command, status (CAP_LIST), rev, class, cls, lat, hdr, bist
-  '04000000 00000000 08000000 00000000 01000000 00000000' + // BAR0 mem64, BAR1 upper, BAR2 mem32 pf, BAR3, BAR4 io, BAR5
-  '00000000 f51a 0154 00000000 40 000000 00000000' + // cardbus, subsystem, ROM, cap ptr, reserved
-  '00 01 00 00', // line, pin INTA, min_gnt, max_lat
+    '04000000 00000000 08000000 00000000 01000000 00000000' + // BAR0 mem64, BAR1 upper, BAR2 mem32 pf, BAR3, BAR4 io, BAR5
+    '00000000 f51a 0154 00000000 40 000000 00000000' + // cardbus, subsystem, ROM, cap ptr, reserved
+    '00 01 00 00', // line, pin INTA, min_gnt, max_lat
 );
 
 describe('pci/header', () => {
@@ -79,12 +79,14 @@ describe('pci/header', () => {
     cfg.bytes(0, 0x40);
     const ones = Buffer.alloc(0x40, 0xff);
     expect(fn.region(7)?.write(0, ones)).to.equal(0);
-    expect(cfg.bytes(0, 0x40)).to.deep.equal(hex(
-      'f41a f510 4705 1000 03 000002 ff 00 00 00' + // COMMAND = IO|MEM|MASTER|PARITY|SERR|INTX_DISABLE, PCIe latency 0
-      '0400ffff ffffffff 0800c0ff 00000000 01ffffff 00000000' + // sized BARs
-      '00000000 f51a 0154 00000000 40 000000 00000000' +
-      'ff 01 00 00',
-    ));
+    expect(cfg.bytes(0, 0x40)).to.deep.equal(
+      hex(
+        'f41a f510 4705 1000 03 000002 ff 00 00 00' + // COMMAND = IO|MEM|MASTER|PARITY|SERR|INTX_DISABLE, PCIe latency 0
+          '0400ffff ffffffff 0800c0ff 00000000 01ffffff 00000000' + // sized BARs
+          '00000000 f51a 0154 00000000 40 000000 00000000' +
+          'ff 01 00 00',
+      ),
+    );
     // Same through 1-, 2- and 4-byte writes at every offset.
     const fn2 = new PciFunction(nicSpec());
     const cfg2 = new Cfg(fn2);
@@ -122,7 +124,10 @@ describe('pci/header', () => {
       cfg.w16(0x04, 0x0006);
       cfg.w16(0x04, 0x0006); // no change, no call
       cfg.w16(0x04, 0x0002);
-      expect(seen).to.deep.equal([[0x0006, 0], [0x0002, 0x0006]]);
+      expect(seen).to.deep.equal([
+        [0x0006, 0],
+        [0x0002, 0x0006],
+      ]);
     });
   });
 

@@ -77,7 +77,7 @@ export class Cfg {
 
   w8(offset: number, v: number): void {
     const b = Buffer.alloc(1);
-    b.writeUInt8(v >>> 0 & 0xff);
+    b.writeUInt8((v >>> 0) & 0xff);
     regionWrite(this.region, offset, b);
   }
 

@@ -52,7 +52,10 @@ describe('pci/intx', () => {
     fn.intx.assert();
     fake.signalIrq.returns(true);
     fn.irqChanged({ index: INTX, start: 0, count: 1, kind: 'wired' });
-    expect(fake.signalIrq.args).to.deep.equal([[INTX, 0], [INTX, 0]]);
+    expect(fake.signalIrq.args).to.deep.equal([
+      [INTX, 0],
+      [INTX, 0],
+    ]);
   });
 
   it('holds the line while COMMAND.INTX_DISABLE is set and signals when it clears', () => {

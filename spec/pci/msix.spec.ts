@@ -25,7 +25,7 @@ function pba(fn: PciFunction): Buffer {
 
 /** Program vector `v` the way a guest driver does on a table the client forwards. */
 function writeEntry(fn: PciFunction, v: number, masked: boolean): void {
-  regionWrite(fn.region(0), TABLE + 16 * v, hex('00e0 fffe 0000 0000 2140 0000') );
+  regionWrite(fn.region(0), TABLE + 16 * v, hex('00e0 fffe 0000 0000 2140 0000'));
   regionWrite(fn.region(0), TABLE + 16 * v + 12, hex(masked ? '01000000' : '00000000'));
 }
 
@@ -60,7 +60,10 @@ describe('pci/msix', () => {
     expect(fake.signalIrq.callCount).to.equal(0);
     expect(pba(fn)).to.deep.equal(hex('8000008000000000'));
     cfg.w16(CTRL, ENABLE);
-    expect(fake.signalIrq.args).to.deep.equal([[MSIX, 7], [MSIX, 31]]);
+    expect(fake.signalIrq.args).to.deep.equal([
+      [MSIX, 7],
+      [MSIX, 31],
+    ]);
     expect(pba(fn)).to.deep.equal(hex('0000000000000000'));
   });
 
@@ -74,7 +77,10 @@ describe('pci/msix', () => {
     fn.irqChanged({ index: MSIX, start: 2, count: 4, kind: 'wired' }); // not covering vector 1
     expect(fake.signalIrq.callCount).to.equal(1);
     fn.irqChanged({ index: MSIX, start: 0, count: 2, kind: 'wired' });
-    expect(fake.signalIrq.args).to.deep.equal([[MSIX, 1], [MSIX, 1]]);
+    expect(fake.signalIrq.args).to.deep.equal([
+      [MSIX, 1],
+      [MSIX, 1],
+    ]);
     expect(pba(fn)).to.deep.equal(hex('0000000000000000'));
   });
 
@@ -138,9 +144,11 @@ describe('pci/msix', () => {
   });
 
   it('shows pending bits in the PBA and ignores PBA writes', () => {
-    const fn = new PciFunction(nicSpec({
-      msix: { vectors: 128, tableBar: 0, tableOffset: 0x8000, pbaBar: 0, pbaOffset: 0xa000 },
-    }));
+    const fn = new PciFunction(
+      nicSpec({
+        msix: { vectors: 128, tableBar: 0, tableOffset: 0x8000, pbaBar: 0, pbaOffset: 0xa000 },
+      }),
+    );
     fn.raiseMsix(0);
     fn.raiseMsix(100);
     fn.raiseMsix(127);
@@ -168,7 +176,10 @@ describe('pci/msix', () => {
     fn.intx.deassert();
     cfg.w16(CTRL, ENABLE);
     expect(fn.raise(4)).to.equal(true);
-    expect(fake.signalIrq.args).to.deep.equal([[0, 0], [MSIX, 4]]);
+    expect(fake.signalIrq.args).to.deep.equal([
+      [0, 0],
+      [MSIX, 4],
+    ]);
     const noIntx = new PciFunction(nicSpec({ intx: false }));
     expect(noIntx.raise(4)).to.equal(false); // latched for MSI-X enable
     expect(noIntx.msix?.isPending(4)).to.equal(true);

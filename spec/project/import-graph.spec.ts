@@ -7,7 +7,6 @@ import { figures, floorOf, ImportGraph, readImportGraph, roomOf, stronglyConnect
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 
-
 describe('project: the import graph', () => {
   const g = readImportGraph(ROOT);
   const f = figures(g);
@@ -24,7 +23,9 @@ describe('project: the import graph', () => {
   });
 
   it('no import runs back up a floor', () => {
-    const lines = [...f.arrowsUp].map(([rooms, edges]) => `${rooms}: ${edges.map((e) => `${e.from} -> ${e.to}`).join(', ')}`);
+    const lines = [...f.arrowsUp].map(
+      ([rooms, edges]) => `${rooms}: ${edges.map((e) => `${e.from} -> ${e.to}`).join(', ')}`,
+    );
     expect(lines, lines.join('\n')).to.deep.equal([]);
   });
 
@@ -41,7 +42,11 @@ describe('project: the import graph', () => {
         { from: 'lib/rdma/c.ts', to: 'lib/rdma/b.ts' },
         { from: 'lib/rdma/c.ts', to: 'lib/ionic/a.ts' },
       ],
-      lines: new Map([['lib/ionic/a.ts', 3], ['lib/rdma/b.ts', 700], ['lib/rdma/c.ts', 1]]),
+      lines: new Map([
+        ['lib/ionic/a.ts', 3],
+        ['lib/rdma/b.ts', 700],
+        ['lib/rdma/c.ts', 1],
+      ]),
     };
     const p = figures(planted);
     expect([...p.arrowsUp.keys()]).to.deep.equal(['lib/rdma -> lib/ionic']);

@@ -111,7 +111,10 @@ export function floorOf(file: string): number {
   FLOORS.forEach((floor, i) => {
     for (const p of floor) {
       const hit = p.endsWith('/') ? file.startsWith(p) : file === p;
-      if (hit && p.length > bestLen) { best = i; bestLen = p.length; }
+      if (hit && p.length > bestLen) {
+        best = i;
+        bestLen = p.length;
+      }
     }
   });
   return best;
@@ -135,16 +138,22 @@ export function stronglyConnected(nodes: readonly string[], next: ReadonlyMap<st
   for (const start of nodes) {
     if (index.has(start)) continue;
     const work: { node: string; i: number }[] = [{ node: start, i: 0 }];
-    index.set(start, counter); low.set(start, counter); counter++;
-    stack.push(start); onStack.add(start);
+    index.set(start, counter);
+    low.set(start, counter);
+    counter++;
+    stack.push(start);
+    onStack.add(start);
     while (work.length > 0) {
       const top = work[work.length - 1]!;
       const succ = next.get(top.node) ?? [];
       if (top.i < succ.length) {
         const w = succ[top.i++]!;
         if (!index.has(w)) {
-          index.set(w, counter); low.set(w, counter); counter++;
-          stack.push(w); onStack.add(w);
+          index.set(w, counter);
+          low.set(w, counter);
+          counter++;
+          stack.push(w);
+          onStack.add(w);
           work.push({ node: w, i: 0 });
         } else if (onStack.has(w)) low.set(top.node, Math.min(low.get(top.node)!, index.get(w)!));
         continue;
@@ -187,7 +196,9 @@ function roomDepth(g: ImportGraph): number {
   const crossing = g.edges.filter((e) => roomOf(e.from) !== roomOf(e.to));
   const comps = stronglyConnected(rooms, adjacency(crossing, roomOf));
   const compOf = new Map<string, number>();
-  comps.forEach((c, i) => { for (const r of c) compOf.set(r, i); });
+  comps.forEach((c, i) => {
+    for (const r of c) compOf.set(r, i);
+  });
   const next = adjacency(crossing, (f) => String(compOf.get(roomOf(f))));
   // Tarjan emits components callees first: each one's depth is known before its callers'.
   const depth: number[] = [];
@@ -237,5 +248,7 @@ export function describe(f: GraphFigures): string {
 }
 
 if (require.main === module) {
-  process.stdout.write(`${describe(figures(readImportGraph(process.argv[2] ?? path.join(__dirname, '..', '..', '..'))))}\n`);
+  process.stdout.write(
+    `${describe(figures(readImportGraph(process.argv[2] ?? path.join(__dirname, '..', '..', '..'))))}\n`,
+  );
 }

@@ -12,13 +12,17 @@ const ROOT = path.join(__dirname, '..', '..', '..');
 /** The files of the repository: git's list when this is a checkout, else a walk that skips build output. */
 function repoFiles(): string[] {
   try {
-    return execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\0').filter(Boolean);
+    return execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      .split('\0')
+      .filter(Boolean);
   } catch {
     const out: string[] = [];
     const walk = (rel: string): void => {
       for (const e of fs.readdirSync(path.join(ROOT, rel), { withFileTypes: true })) {
         const p = rel ? `${rel}/${e.name}` : e.name;
-        if (e.isDirectory()) { if (!['node_modules', 'dist', '.git', 'build'].includes(e.name)) walk(p); } else out.push(p);
+        if (e.isDirectory()) {
+          if (!['node_modules', 'dist', '.git', 'build'].includes(e.name)) walk(p);
+        } else out.push(p);
       }
     };
     walk('');
@@ -37,13 +41,17 @@ describe('project: a clone stands alone', () => {
   });
 
   it('no file refers to a sibling ../shared folder or to the machine it was built on', () => {
-    const self = path.relative(ROOT, path.join(__dirname, '..', '..', '..', 'spec', 'project', 'self-contained.spec.ts'));
+    const self = path.relative(
+      ROOT,
+      path.join(__dirname, '..', '..', '..', 'spec', 'project', 'self-contained.spec.ts'),
+    );
     const offenders: string[] = [];
     for (const f of files) {
       if (f === self) continue;
       const text = fs.readFileSync(path.join(ROOT, f), 'utf8');
       text.split('\n').forEach((line, i) => {
-        if (/\.\.\/shared\b|'\.\.', 'shared'|\/work\/shared\b|\/work\/main\b/.test(line)) offenders.push(`${f}:${i + 1}: ${line.trim().slice(0, 120)}`);
+        if (/\.\.\/shared\b|'\.\.', 'shared'|\/work\/shared\b|\/work\/main\b/.test(line))
+          offenders.push(`${f}:${i + 1}: ${line.trim().slice(0, 120)}`);
       });
     }
     expect(offenders, offenders.join('\n')).to.deep.equal([]);
@@ -80,9 +88,12 @@ describe('project: a clone stands alone', () => {
     const offenders: string[] = [];
     for (const f of files) {
       if (f === self || f.startsWith('fixtures/')) continue;
-      fs.readFileSync(path.join(ROOT, f), 'utf8').split('\n').forEach((line, i) => {
-        for (const [re, what] of cites) if (re.test(line)) offenders.push(`${f}:${i + 1}: ${what}: ${line.trim().slice(0, 100)}`);
-      });
+      fs.readFileSync(path.join(ROOT, f), 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          for (const [re, what] of cites)
+            if (re.test(line)) offenders.push(`${f}:${i + 1}: ${what}: ${line.trim().slice(0, 100)}`);
+        });
     }
     expect(offenders, offenders.join('\n')).to.deep.equal([]);
   });
@@ -93,11 +104,13 @@ describe('project: a clone stands alone', () => {
     expect(sections.size).to.be.greaterThan(20);
     const unknown: string[] = [];
     for (const f of files.filter((x) => !x.startsWith('fixtures/'))) {
-      fs.readFileSync(path.join(ROOT, f), 'utf8').split('\n').forEach((line, i) => {
-        for (const m of line.matchAll(/\bionic (?:RDMA|Ethernet) ([ER][0-9]+(?:\.[0-9]+)?)\b/g)) {
-          if (!sections.has(m[1]!)) unknown.push(`${f}:${i + 1}: ${m[0]}`);
-        }
-      });
+      fs.readFileSync(path.join(ROOT, f), 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          for (const m of line.matchAll(/\bionic (?:RDMA|Ethernet) ([ER][0-9]+(?:\.[0-9]+)?)\b/g)) {
+            if (!sections.has(m[1]!)) unknown.push(`${f}:${i + 1}: ${m[0]}`);
+          }
+        });
     }
     expect(unknown, unknown.join('\n')).to.deep.equal([]);
   });
@@ -105,9 +118,11 @@ describe('project: a clone stands alone', () => {
   it('every skip in the specs says why (skipBecause, never a bare mocha skip)', () => {
     const bare: string[] = [];
     for (const f of files.filter((x) => x.startsWith('spec/') && x.endsWith('.ts') && x !== 'spec/support/skip.ts')) {
-      fs.readFileSync(path.join(ROOT, f), 'utf8').split('\n').forEach((line, i) => {
-        if (/\b(this|ctx)\.skip\(\)|\b(it|describe)\.skip\(/.test(line)) bare.push(`${f}:${i + 1}: ${line.trim()}`);
-      });
+      fs.readFileSync(path.join(ROOT, f), 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if (/\b(this|ctx)\.skip\(\)|\b(it|describe)\.skip\(/.test(line)) bare.push(`${f}:${i + 1}: ${line.trim()}`);
+        });
     }
     expect(bare, bare.join('\n')).to.deep.equal([]);
   });
@@ -121,7 +136,17 @@ describe('project: a clone stands alone', () => {
   });
 
   it('the P4 fixtures the specs read are in fixtures/p4, with their upstream license', () => {
-    for (const f of ['simple_router.json', 'commands.txt', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json', 'LICENSE', 'README.md']) {
+    for (const f of [
+      'simple_router.json',
+      'commands.txt',
+      'l2_switch.json',
+      'exact_match_1.json',
+      'LPM_match_1.json',
+      'ternary_match_1.json',
+      'parser_deparser_1.json',
+      'LICENSE',
+      'README.md',
+    ]) {
       expect(fs.existsSync(path.join(ROOT, 'fixtures', 'p4', f)), f).to.equal(true);
     }
     expect(fs.readFileSync(path.join(ROOT, 'fixtures', 'p4', 'LICENSE'), 'utf8')).to.include('Apache License');

@@ -6,11 +6,28 @@ import { expect } from 'chai';
 import { checkHeader, decodeHeader, decodeMessage, MAX_MSG_SIZE } from '../../protocol';
 import { Bytes, msg } from '../support/bytes';
 import {
-  CMD, decodeErr, decodeOk, EINVAL, FLAG_COMMAND, FLAG_ERROR_REPLY, FLAG_NO_REPLY, FLAG_REPLY, SAFE_MAX, SAFE_MAX_PLUS_1,
+  CMD,
+  decodeErr,
+  decodeOk,
+  EINVAL,
+  FLAG_COMMAND,
+  FLAG_ERROR_REPLY,
+  FLAG_NO_REPLY,
+  FLAG_REPLY,
+  SAFE_MAX,
+  SAFE_MAX_PLUS_1,
   U64_MAX,
 } from './codec-helpers';
 import {
-  dmaAccess, dmaMapPayload, dmaUnmapPayload, multiEntry, QEMU_VERSION_JSON, regionAccess, regionInfo, SPARSE_AREAS, sparseCap,
+  dmaAccess,
+  dmaMapPayload,
+  dmaUnmapPayload,
+  multiEntry,
+  QEMU_VERSION_JSON,
+  regionAccess,
+  regionInfo,
+  SPARSE_AREAS,
+  sparseCap,
   typeCap,
 } from './codec-payloads';
 
@@ -155,7 +172,10 @@ describe('protocol codec: bad input', () => {
 
   describe('region-info capability chain', () => {
     it('a cap whose next points to itself (a loop) gives BAD_CAP_CHAIN', () => {
-      expectError(msg(1, 5, FLAG_REPLY, sparseCap(regionInfo(80, 0xf, 1, 32, 0x3000, 0), 32, SPARSE_AREAS).build()), 'BAD_CAP_CHAIN');
+      expectError(
+        msg(1, 5, FLAG_REPLY, sparseCap(regionInfo(80, 0xf, 1, 32, 0x3000, 0), 32, SPARSE_AREAS).build()),
+        'BAD_CAP_CHAIN',
+      );
     });
 
     it('a second cap that points back to the first gives BAD_CAP_CHAIN', () => {
@@ -208,7 +228,13 @@ describe('protocol codec: bad input', () => {
 
   describe('REGION_WRITE_MULTI', () => {
     const two = (wrCnt: number | bigint): Buffer =>
-      multiEntry(multiEntry(new Bytes().u64(wrCnt), 0, 0, 4, [1, 2, 3, 4, 0, 0, 0, 0]), 8, 0, 4, [5, 6, 7, 8, 0, 0, 0, 0]).build();
+      multiEntry(
+        multiEntry(new Bytes().u64(wrCnt), 0, 0, 4, [1, 2, 3, 4, 0, 0, 0, 0]),
+        8,
+        0,
+        4,
+        [5, 6, 7, 8, 0, 0, 0, 0],
+      ).build();
 
     it('wr_cnt that does not match the entries gives PAYLOAD_MISMATCH', () => {
       expectError(msg(1, 15, FLAG_NO_REPLY, two(3)), 'PAYLOAD_MISMATCH');
@@ -249,7 +275,11 @@ describe('protocol codec: bad input', () => {
 
     it('msg_size above the limit gives MESSAGE_TOO_LARGE', () => {
       expect(MAX_MSG_SIZE).to.equal((1 << 20) + 32);
-      for (const [size, limit] of [[MAX_MSG_SIZE + 1, MAX_MSG_SIZE], [0xffffffff, MAX_MSG_SIZE], [49, 48]] as const) {
+      for (const [size, limit] of [
+        [MAX_MSG_SIZE + 1, MAX_MSG_SIZE],
+        [0xffffffff, MAX_MSG_SIZE],
+        [49, 48],
+      ] as const) {
         const e = checkHeader(decodeHeader(hdr(size)), limit);
         expect(e?.code, `msg_size ${size} limit ${limit}`).to.equal('MESSAGE_TOO_LARGE');
         expect(e?.errno).to.equal(EINVAL);
@@ -262,7 +292,10 @@ describe('protocol codec: bad input', () => {
     });
 
     it('decodeHeader reads the fields at the reference offsets (header at a non-zero offset)', () => {
-      const buf = Buffer.concat([Buffer.alloc(3), Buffer.from('3412' + '0a00' + '28000000' + '10000000' + '5f000000', 'hex')]);
+      const buf = Buffer.concat([
+        Buffer.alloc(3),
+        Buffer.from('3412' + '0a00' + '28000000' + '10000000' + '5f000000', 'hex'),
+      ]);
       expect(decodeHeader(buf, 3)).to.deep.equal({ id: 0x1234, command: 10, size: 40, flags: 0x10, error: 95 });
     });
 

@@ -6,7 +6,15 @@ import type { Body, Header } from '../../protocol';
 import { Bytes, msg } from '../support/bytes';
 import { CMD, FLAG_COMMAND, FLAG_ERROR_REPLY, FLAG_NO_REPLY, FLAG_REPLY, SAFE_MAX } from './codec-helpers';
 import {
-  dmaAccess, dmaMapPayload, dmaUnmapPayload, multiEntry, QEMU_VERSION_JSON, regionAccess, regionInfo, SPARSE_AREAS, sparseCap,
+  dmaAccess,
+  dmaMapPayload,
+  dmaUnmapPayload,
+  multiEntry,
+  QEMU_VERSION_JSON,
+  regionAccess,
+  regionInfo,
+  SPARSE_AREAS,
+  sparseCap,
   typeCap,
 } from './codec-payloads';
 
@@ -23,10 +31,16 @@ function head(id: number, command: number, flags: number, error = 0): Head {
   return { id, command, flags, error };
 }
 
-
 const SERVER_VERSION_JSON = '{"capabilities":{"max_msg_fds":8,"max_data_xfer_size":1048576}}';
 
-const SPARSE_BODY = { id: 1, version: 1, areas: [{ offset: 0x0, size: 0x1000 }, { offset: 0x2000, size: 0x1000 }] } as const;
+const SPARSE_BODY = {
+  id: 1,
+  version: 1,
+  areas: [
+    { offset: 0x0, size: 0x1000 },
+    { offset: 0x2000, size: 0x1000 },
+  ],
+} as const;
 
 // 40-byte ioeventfd entry of docs/vfio-user-protocol.md 2.6: offset, size, fd_index, type, flags (DATAMATCH), padding, datamatch.
 const IOEVENTFD_ENTRY = new Bytes().u64(0x100).u64(4).u32(0).u32(0).u32(1).u32(0).u64(0xabcd).build();
@@ -50,7 +64,19 @@ export const CASES: Case[] = [
     header: head(1, CMD.VERSION, FLAG_REPLY),
     body: { kind: 'versionReply', major: 0, minor: 0, json: '{"vendor":"caf\u00e9 \u2713"}' },
     // é = c3 a9, ✓ = e2 9c 93
-    bytes: msg(1, 1, 0x1, new Bytes().u16(0).u16(0).text('{"vendor":"caf').raw([0xc3, 0xa9, 0x20, 0xe2, 0x9c, 0x93]).text('"}').u8(0).build()),
+    bytes: msg(
+      1,
+      1,
+      0x1,
+      new Bytes()
+        .u16(0)
+        .u16(0)
+        .text('{"vendor":"caf')
+        .raw([0xc3, 0xa9, 0x20, 0xe2, 0x9c, 0x93])
+        .text('"}')
+        .u8(0)
+        .build(),
+    ),
   },
   {
     name: 'VERSION reply with a short server JSON',
@@ -94,23 +120,49 @@ export const CASES: Case[] = [
     name: 'DMA_UNMAP request with UNMAP_ALL (address = size = 0)',
     header: head(4, CMD.DMA_UNMAP, FLAG_COMMAND),
     body: { kind: 'dmaUnmap', argsz: 24, flags: 0x2, address: 0, size: 0 },
-    bytes: Buffer.from('0400' + '0300' + '28000000' + '00000000' + '00000000' +
-      '18000000' + '02000000' + '0000000000000000' + '0000000000000000', 'hex'),
+    bytes: Buffer.from(
+      '0400' +
+        '0300' +
+        '28000000' +
+        '00000000' +
+        '00000000' +
+        '18000000' +
+        '02000000' +
+        '0000000000000000' +
+        '0000000000000000',
+      'hex',
+    ),
   },
   {
     name: 'DMA_UNMAP request with GET_DIRTY_BITMAP (bitmap struct, no data)',
     header: head(5, CMD.DMA_UNMAP, FLAG_COMMAND),
-    body: { kind: 'dmaUnmap', argsz: 48, flags: 0x1, address: 0x10000, size: 0x10000, bitmap: { pgsize: 4096, size: 8, data: Buffer.alloc(0) } },
+    body: {
+      kind: 'dmaUnmap',
+      argsz: 48,
+      flags: 0x1,
+      address: 0x10000,
+      size: 0x10000,
+      bitmap: { pgsize: 4096, size: 8, data: Buffer.alloc(0) },
+    },
     bytes: msg(5, 3, 0, dmaUnmapPayload(48, 0x1, 0x10000, 0x10000).u64(4096).u64(8).build()),
   },
   {
     name: 'DMA_UNMAP reply with GET_DIRTY_BITMAP (bitmap struct + 8 bitmap bytes)',
     header: head(5, CMD.DMA_UNMAP, FLAG_REPLY),
     body: {
-      kind: 'dmaUnmapReply', argsz: 48, flags: 0x1, address: 0x10000, size: 0x10000,
+      kind: 'dmaUnmapReply',
+      argsz: 48,
+      flags: 0x1,
+      address: 0x10000,
+      size: 0x10000,
       bitmap: { pgsize: 4096, size: 8, data: Buffer.from([0x05, 0x80, 0, 0, 0, 0, 0, 0]) },
     },
-    bytes: msg(5, 3, 1, dmaUnmapPayload(48, 0x1, 0x10000, 0x10000).u64(4096).u64(8).raw([0x05, 0x80, 0, 0, 0, 0, 0, 0]).build()),
+    bytes: msg(
+      5,
+      3,
+      1,
+      dmaUnmapPayload(48, 0x1, 0x10000, 0x10000).u64(4096).u64(8).raw([0x05, 0x80, 0, 0, 0, 0, 0, 0]).build(),
+    ),
   },
   // 2.4 DEVICE_GET_INFO
   {
@@ -123,8 +175,10 @@ export const CASES: Case[] = [
     name: 'DEVICE_GET_INFO reply (PCI|RESET, 9 regions, 5 irqs)',
     header: head(6, CMD.DEVICE_GET_INFO, FLAG_REPLY),
     body: { kind: 'deviceGetInfoReply', argsz: 16, flags: 0x3, numRegions: 9, numIrqs: 5 },
-    bytes: Buffer.from('0600' + '0400' + '20000000' + '01000000' + '00000000' +
-      '10000000' + '03000000' + '09000000' + '05000000', 'hex'),
+    bytes: Buffer.from(
+      '0600' + '0400' + '20000000' + '01000000' + '00000000' + '10000000' + '03000000' + '09000000' + '05000000',
+      'hex',
+    ),
   },
   // 2.5 DEVICE_GET_REGION_INFO
   {
@@ -136,30 +190,68 @@ export const CASES: Case[] = [
   {
     name: 'DEVICE_GET_REGION_INFO request padded to argsz (trailing bytes kept)',
     header: head(9, CMD.DEVICE_GET_REGION_INFO, FLAG_COMMAND),
-    body: { kind: 'deviceGetRegionInfo', argsz: 80, flags: 0, index: 1, capOffset: 0, size: 0, offset: 0, trailing: Buffer.alloc(48) },
+    body: {
+      kind: 'deviceGetRegionInfo',
+      argsz: 80,
+      flags: 0,
+      index: 1,
+      capOffset: 0,
+      size: 0,
+      offset: 0,
+      trailing: Buffer.alloc(48),
+    },
     bytes: msg(9, 5, 0, regionInfo(80, 0, 1, 0, 0, 0).zeros(48).build()),
   },
   {
     name: 'DEVICE_GET_REGION_INFO reply without caps (client argsz too small: argsz 80 needed, CAPS clear, cap_offset 0)',
     header: head(8, CMD.DEVICE_GET_REGION_INFO, FLAG_REPLY),
-    body: { kind: 'deviceGetRegionInfoReply', argsz: 80, flags: 0x7, index: 1, capOffset: 0, size: 0x3000, offset: 0, caps: [] },
+    body: {
+      kind: 'deviceGetRegionInfoReply',
+      argsz: 80,
+      flags: 0x7,
+      index: 1,
+      capOffset: 0,
+      size: 0x3000,
+      offset: 0,
+      caps: [],
+    },
     bytes: msg(8, 5, 1, regionInfo(80, 0x7, 1, 0, 0x3000, 0).build()),
   },
   {
     name: 'DEVICE_GET_REGION_INFO reply with a SPARSE_MMAP cap of 2 areas',
     header: head(9, CMD.DEVICE_GET_REGION_INFO, FLAG_REPLY),
-    body: { kind: 'deviceGetRegionInfoReply', argsz: 80, flags: 0xf, index: 1, capOffset: 32, size: 0x3000, offset: 0, caps: [SPARSE_BODY] },
+    body: {
+      kind: 'deviceGetRegionInfoReply',
+      argsz: 80,
+      flags: 0xf,
+      index: 1,
+      capOffset: 32,
+      size: 0x3000,
+      offset: 0,
+      caps: [SPARSE_BODY],
+    },
     bytes: msg(9, 5, 1, sparseCap(regionInfo(80, 0xf, 1, 32, 0x3000, 0), 0, SPARSE_AREAS).build()),
   },
   {
     name: 'DEVICE_GET_REGION_INFO reply with SPARSE_MMAP then a chained TYPE cap',
     header: head(10, CMD.DEVICE_GET_REGION_INFO, FLAG_REPLY),
     body: {
-      kind: 'deviceGetRegionInfoReply', argsz: 96, flags: 0xf, index: 9, capOffset: 32, size: 0x3000, offset: 0x10000,
+      kind: 'deviceGetRegionInfoReply',
+      argsz: 96,
+      flags: 0xf,
+      index: 9,
+      capOffset: 32,
+      size: 0x3000,
+      offset: 0x10000,
       caps: [SPARSE_BODY, { id: 2, version: 1, type: 0x8086, subtype: 3 }],
     },
     // sparse cap at 32 (48 bytes) -> next = 80; TYPE cap at 80 (16 bytes), next 0; argsz 96.
-    bytes: msg(10, 5, 1, typeCap(sparseCap(regionInfo(96, 0xf, 9, 32, 0x3000, 0x10000), 80, SPARSE_AREAS), 0, 0x8086, 3).build()),
+    bytes: msg(
+      10,
+      5,
+      1,
+      typeCap(sparseCap(regionInfo(96, 0xf, 9, 32, 0x3000, 0x10000), 80, SPARSE_AREAS), 0, 0x8086, 3).build(),
+    ),
   },
   // 2.6 DEVICE_GET_REGION_IO_FDS
   {
@@ -198,8 +290,19 @@ export const CASES: Case[] = [
     name: 'DEVICE_SET_IRQS request, TRIGGER|EVENTFD as QEMU sends it (argsz 20, msg_size 36, no data)',
     header: head(14, CMD.DEVICE_SET_IRQS, FLAG_COMMAND),
     body: { kind: 'deviceSetIrqs', argsz: 20, flags: 0x24, index: 0, start: 0, count: 1, data: Buffer.alloc(0) },
-    bytes: Buffer.from('0e00' + '0800' + '24000000' + '00000000' + '00000000' +
-      '14000000' + '24000000' + '00000000' + '00000000' + '01000000', 'hex'),
+    bytes: Buffer.from(
+      '0e00' +
+        '0800' +
+        '24000000' +
+        '00000000' +
+        '00000000' +
+        '14000000' +
+        '24000000' +
+        '00000000' +
+        '00000000' +
+        '01000000',
+      'hex',
+    ),
   },
   {
     name: 'DEVICE_SET_IRQS reply (header only)',
@@ -223,15 +326,23 @@ export const CASES: Case[] = [
   {
     name: 'REGION_WRITE request (posted, NO_REPLY, 8 bytes to BAR0 above 4 GiB)',
     header: head(16, CMD.REGION_WRITE, FLAG_NO_REPLY),
-    body: { kind: 'regionWrite', offset: 0x1_0000_0008, region: 0, count: 8, data: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]) },
+    body: {
+      kind: 'regionWrite',
+      offset: 0x1_0000_0008,
+      region: 0,
+      count: 8,
+      data: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]),
+    },
     bytes: msg(16, 10, 0x10, regionAccess(0x1_0000_0008, 0, 8, [1, 2, 3, 4, 5, 6, 7, 8])),
   },
   {
     name: 'REGION_WRITE reply (16 bytes, no data)',
     header: head(17, CMD.REGION_WRITE, FLAG_REPLY),
     body: { kind: 'regionWriteReply', offset: 0x4, region: 7, count: 2 },
-    bytes: Buffer.from('1100' + '0a00' + '20000000' + '01000000' + '00000000' +
-      '0400000000000000' + '07000000' + '02000000', 'hex'),
+    bytes: Buffer.from(
+      '1100' + '0a00' + '20000000' + '01000000' + '00000000' + '0400000000000000' + '07000000' + '02000000',
+      'hex',
+    ),
   },
   // 2.10 DMA_READ / DMA_WRITE (server to client, spec layout)
   {
@@ -275,13 +386,23 @@ export const CASES: Case[] = [
   {
     name: 'DIRTY_PAGES request (legacy, GET_BITMAP with its range)',
     header: head(24, CMD.DIRTY_PAGES, FLAG_COMMAND),
-    body: { kind: 'dirtyPages', argsz: 48, flags: 4, data: new Bytes().u64(0x100000).u64(0x2000).u64(4096).u64(8).build() },
+    body: {
+      kind: 'dirtyPages',
+      argsz: 48,
+      flags: 4,
+      data: new Bytes().u64(0x100000).u64(0x2000).u64(4096).u64(8).build(),
+    },
     bytes: msg(24, 14, 0, new Bytes().u32(48).u32(4).u64(0x100000).u64(0x2000).u64(4096).u64(8).build()),
   },
   {
     name: 'DIRTY_PAGES reply (legacy, with the bitmap)',
     header: head(24, CMD.DIRTY_PAGES, FLAG_REPLY),
-    body: { kind: 'dirtyPagesReply', argsz: 48, flags: 4, data: new Bytes().u64(0x100000).u64(0x2000).u64(4096).u64(8).u64(3).build() },
+    body: {
+      kind: 'dirtyPagesReply',
+      argsz: 48,
+      flags: 4,
+      data: new Bytes().u64(0x100000).u64(0x2000).u64(4096).u64(8).u64(3).build(),
+    },
     bytes: msg(24, 14, 1, new Bytes().u32(48).u32(4).u64(0x100000).u64(0x2000).u64(4096).u64(8).u64(3).build()),
   },
   // 2.12 REGION_WRITE_MULTI
@@ -295,8 +416,18 @@ export const CASES: Case[] = [
         { offset: 0x108, region: 2, count: 8, data: Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]) },
       ],
     },
-    bytes: msg(21, 15, 0x10, multiEntry(multiEntry(new Bytes().u64(2), 0x100, 0, 4, [0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0]),
-      0x108, 2, 8, [1, 2, 3, 4, 5, 6, 7, 8]).build()),
+    bytes: msg(
+      21,
+      15,
+      0x10,
+      multiEntry(
+        multiEntry(new Bytes().u64(2), 0x100, 0, 4, [0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0]),
+        0x108,
+        2,
+        8,
+        [1, 2, 3, 4, 5, 6, 7, 8],
+      ).build(),
+    ),
   },
   {
     name: 'REGION_WRITE_MULTI reply (wr_cnt u64)',
@@ -309,25 +440,64 @@ export const CASES: Case[] = [
     name: 'DEVICE_FEATURE request: PROBE|GET MIGRATION (flags 0x50001)',
     header: head(22, CMD.DEVICE_FEATURE, FLAG_COMMAND),
     body: { kind: 'deviceFeature', argsz: 16, flags: 0x50001, data: Buffer.alloc(8) },
-    bytes: msg(22, 16, 0, new Bytes().u32(16).u32((1 << 18) | (1 << 16) | 1).u64(0).build()),
+    bytes: msg(
+      22,
+      16,
+      0,
+      new Bytes()
+        .u32(16)
+        .u32((1 << 18) | (1 << 16) | 1)
+        .u64(0)
+        .build(),
+    ),
   },
   {
     name: 'DEVICE_FEATURE reply: GET MIGRATION = STOP_COPY|PRE_COPY',
     header: head(23, CMD.DEVICE_FEATURE, FLAG_REPLY),
     body: { kind: 'deviceFeatureReply', argsz: 16, flags: 0x10001, data: Buffer.from([5, 0, 0, 0, 0, 0, 0, 0]) },
-    bytes: msg(23, 16, 1, new Bytes().u32(16).u32((1 << 16) | 1).u64(5).build()),
+    bytes: msg(
+      23,
+      16,
+      1,
+      new Bytes()
+        .u32(16)
+        .u32((1 << 16) | 1)
+        .u64(5)
+        .build(),
+    ),
   },
   {
     name: 'DEVICE_FEATURE request: SET MIG_DEVICE_STATE = PRE_COPY',
     header: head(24, CMD.DEVICE_FEATURE, FLAG_COMMAND),
     body: { kind: 'deviceFeature', argsz: 16, flags: 0x20002, data: Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]) },
-    bytes: msg(24, 16, 0, new Bytes().u32(16).u32((1 << 17) | 2).u32(6).u32(0).build()),
+    bytes: msg(
+      24,
+      16,
+      0,
+      new Bytes()
+        .u32(16)
+        .u32((1 << 17) | 2)
+        .u32(6)
+        .u32(0)
+        .build(),
+    ),
   },
   {
     name: 'DEVICE_FEATURE reply: DMA_LOGGING_START echo (24 bytes)',
     header: head(25, CMD.DEVICE_FEATURE, FLAG_REPLY),
     body: { kind: 'deviceFeatureReply', argsz: 24, flags: 0x20006, data: new Bytes().u64(4096).u32(0).u32(0).build() },
-    bytes: msg(25, 16, 1, new Bytes().u32(24).u32((1 << 17) | 6).u64(4096).u32(0).u32(0).build()),
+    bytes: msg(
+      25,
+      16,
+      1,
+      new Bytes()
+        .u32(24)
+        .u32((1 << 17) | 6)
+        .u64(4096)
+        .u32(0)
+        .u32(0)
+        .build(),
+    ),
   },
   // 2.14 MIG_DATA_READ / MIG_DATA_WRITE
   {

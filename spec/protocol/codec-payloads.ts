@@ -10,7 +10,13 @@ export const QEMU_VERSION_JSON =
   '"migration": {"max_bitmap_size": 268435456, "pgsize": 4096}, "write_multiple": true}}';
 
 /** 2.2 DMA_MAP request: argsz @0, flags @4, offset @8, address @16, size @24. */
-export function dmaMapPayload(argsz: number, flags: number, offset: number | bigint, address: number | bigint, size: number | bigint): Buffer {
+export function dmaMapPayload(
+  argsz: number,
+  flags: number,
+  offset: number | bigint,
+  address: number | bigint,
+  size: number | bigint,
+): Buffer {
   return new Bytes().u32(argsz).u32(flags).u64(offset).u64(address).u64(size).build();
 }
 
@@ -20,12 +26,24 @@ export function dmaUnmapPayload(argsz: number, flags: number, address: number | 
 }
 
 /** 2.5 region info: argsz @0, flags @4, index @8, cap_offset @12, size @16, offset @24. */
-export function regionInfo(argsz: number, flags: number, index: number, capOffset: number, size: number | bigint, offset: number | bigint): Bytes {
+export function regionInfo(
+  argsz: number,
+  flags: number,
+  index: number,
+  capOffset: number,
+  size: number | bigint,
+  offset: number | bigint,
+): Bytes {
   return new Bytes().u32(argsz).u32(flags).u32(index).u32(capOffset).u64(size).u64(offset);
 }
 
 /** 2.5 SPARSE_MMAP capability: id 1, version 1, next; nr_areas @+8, reserved @+12, areas @+16. */
-export function sparseCap(b: Bytes, next: number, areas: ReadonlyArray<readonly [number, number]>, nrAreas = areas.length): Bytes {
+export function sparseCap(
+  b: Bytes,
+  next: number,
+  areas: ReadonlyArray<readonly [number, number]>,
+  nrAreas = areas.length,
+): Bytes {
   b.u16(1).u16(1).u32(next).u32(nrAreas).u32(0);
   for (const [off, size] of areas) b.u64(off).u64(size);
   return b;
@@ -37,7 +55,12 @@ export function typeCap(b: Bytes, next: number, type: number, subtype: number): 
 }
 
 /** 2.9 region access: offset u64 @0, region u32 @8, count u32 @12, data @16. */
-export function regionAccess(offset: number | bigint, region: number, count: number, data: readonly number[] = []): Buffer {
+export function regionAccess(
+  offset: number | bigint,
+  region: number,
+  count: number,
+  data: readonly number[] = [],
+): Buffer {
   return new Bytes().u64(offset).u32(region).u32(count).raw(data).build();
 }
 
@@ -52,5 +75,7 @@ export function multiEntry(b: Bytes, offset: number, region: number, count: numb
   return b.u64(offset).u32(region).u32(count).raw(data8);
 }
 
-
-export const SPARSE_AREAS: ReadonlyArray<readonly [number, number]> = [[0x0, 0x1000], [0x2000, 0x1000]];
+export const SPARSE_AREAS: ReadonlyArray<readonly [number, number]> = [
+  [0x0, 0x1000],
+  [0x2000, 0x1000],
+];

@@ -76,11 +76,20 @@ describe('protocol codec: QEMU VERSION request', () => {
     const caps = parseCapabilities(m.body.json);
     if (!caps.ok) throw new Error(caps.error.detail);
     expect(caps.value).to.deep.equal({
-      pgsizes: 4096, max_msg_fds: 16, max_dma_maps: 65535, max_data_xfer_size: 1048576,
-      migration: { max_bitmap_size: 268435456, pgsize: 4096 }, write_multiple: true,
+      pgsizes: 4096,
+      max_msg_fds: 16,
+      max_dma_maps: 65535,
+      max_data_xfer_size: 1048576,
+      migration: { max_bitmap_size: 268435456, pgsize: 4096 },
+      write_multiple: true,
     });
     expect(peerLimits(caps.value)).to.deep.equal({
-      maxMsgFds: 16, maxDataXferSize: 1048576, maxDmaMaps: 65535, pgsizes: 4096, twinSocket: false, writeMultiple: true,
+      maxMsgFds: 16,
+      maxDataXferSize: 1048576,
+      maxDmaMaps: 65535,
+      pgsizes: 4096,
+      twinSocket: false,
+      writeMultiple: true,
     });
   });
 });

@@ -3,7 +3,18 @@
 // u64 addresses, whole u64s as bigint and opaque fields.
 import { expect } from 'chai';
 import {
-  be, getField, getFieldBig, getRawWord, getSplitU64, le, raw, setField, setFieldBig, setRawBytes, setRawWord, U64_UNSAFE,
+  be,
+  getField,
+  getFieldBig,
+  getRawWord,
+  getSplitU64,
+  le,
+  raw,
+  setField,
+  setFieldBig,
+  setRawBytes,
+  setRawWord,
+  U64_UNSAFE,
   viewRaw,
 } from '../../protocol/field';
 

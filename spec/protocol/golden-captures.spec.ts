@@ -8,10 +8,17 @@ import { readCapture } from '../../lib/vfio-user/pcapng';
 const FIXTURES = path.join(__dirname, '..', '..', '..', 'fixtures', 'vfio-user');
 
 describe('protocol: golden captures', () => {
-  const files = fs.readdirSync(FIXTURES).filter((f) => f.endsWith('.pcapng')).sort();
+  const files = fs
+    .readdirSync(FIXTURES)
+    .filter((f) => f.endsWith('.pcapng'))
+    .sort();
 
   it('finds the three recorded sessions', () => {
-    expect(files).to.include.members(['client-lvu-sample.pcapng', 'qemu-boot-lvu-gpio.pcapng', 'qemu-boot-lvu-sample.pcapng']);
+    expect(files).to.include.members([
+      'client-lvu-sample.pcapng',
+      'qemu-boot-lvu-gpio.pcapng',
+      'qemu-boot-lvu-sample.pcapng',
+    ]);
   });
 
   for (const file of files) {
@@ -32,10 +39,15 @@ describe('protocol: golden captures', () => {
         let n = 0;
         for (const m of messages) {
           const d = decodeMessage(m.bytes);
-          if (!d.ok) throw new Error(`frame ${m.frame} (${m.comment.name} ${m.comment.type}): ${d.error.code} ${d.error.detail}`);
+          if (!d.ok)
+            throw new Error(
+              `frame ${m.frame} (${m.comment.name} ${m.comment.type}): ${d.error.code} ${d.error.detail}`,
+            );
           expect(isReply(d.value.header)).to.equal(m.comment.type === 'reply');
           const again = encodeMessage(d.value.header, d.value.body);
-          expect(again.toString('hex'), `frame ${m.frame} ${m.comment.name} ${m.comment.type}`).to.equal(m.bytes.toString('hex'));
+          expect(again.toString('hex'), `frame ${m.frame} ${m.comment.name} ${m.comment.type}`).to.equal(
+            m.bytes.toString('hex'),
+          );
           n++;
         }
         expect(n).to.equal(messages.length);
@@ -46,7 +58,8 @@ describe('protocol: golden captures', () => {
         expect(versions.length).to.equal(2);
         for (const v of versions) {
           const d = decodeMessage(v.bytes);
-          if (!d.ok || (d.value.body.kind !== 'version' && d.value.body.kind !== 'versionReply')) throw new Error('VERSION did not decode');
+          if (!d.ok || (d.value.body.kind !== 'version' && d.value.body.kind !== 'versionReply'))
+            throw new Error('VERSION did not decode');
           const caps = parseCapabilities(d.value.body.json);
           expect(caps.ok, JSON.stringify(caps)).to.equal(true);
         }

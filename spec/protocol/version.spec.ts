@@ -2,8 +2,16 @@
 // libvfio-user negotiation conditions of its section 5.
 import { expect } from 'chai';
 import {
-  checkVersionReply, DEFAULT_PEER_CAPABILITIES, DMA_PAGE_SIZE, MAX_DATA_XFER_SIZE, MAX_DMA_REGIONS, MAX_FDS_PER_MSG,
-  MAX_VERSION_JSON, parseCapabilities, peerLimits, serverCapabilitiesJson,
+  checkVersionReply,
+  DEFAULT_PEER_CAPABILITIES,
+  DMA_PAGE_SIZE,
+  MAX_DATA_XFER_SIZE,
+  MAX_DMA_REGIONS,
+  MAX_FDS_PER_MSG,
+  MAX_VERSION_JSON,
+  parseCapabilities,
+  peerLimits,
+  serverCapabilitiesJson,
 } from '../../protocol';
 import type { Capabilities, ProtocolError } from '../../protocol';
 import { EINVAL } from './codec-helpers';
@@ -29,9 +37,19 @@ describe('protocol version: parseCapabilities', () => {
     const caps = capsOk(undefined);
     expect(caps).to.deep.equal({});
     expect(peerLimits(caps)).to.deep.equal({
-      maxMsgFds: 1, maxDataXferSize: 1048576, maxDmaMaps: 65535, pgsizes: 4096, twinSocket: false, writeMultiple: false,
+      maxMsgFds: 1,
+      maxDataXferSize: 1048576,
+      maxDmaMaps: 65535,
+      pgsizes: 4096,
+      twinSocket: false,
+      writeMultiple: false,
     });
-    expect(DEFAULT_PEER_CAPABILITIES).to.deep.equal({ max_msg_fds: 1, max_data_xfer_size: 1048576, max_dma_maps: 65535, pgsizes: 4096 });
+    expect(DEFAULT_PEER_CAPABILITIES).to.deep.equal({
+      max_msg_fds: 1,
+      max_data_xfer_size: 1048576,
+      max_dma_maps: 65535,
+      pgsizes: 4096,
+    });
   });
 
   it("'{}' gives {}", () => {
@@ -41,8 +59,12 @@ describe('protocol version: parseCapabilities', () => {
 
   it('the full QEMU JSON gives every capability, typed', () => {
     expect(capsOk(QEMU_VERSION_JSON)).to.deep.equal({
-      pgsizes: 4096, max_msg_fds: 16, max_dma_maps: 65535, max_data_xfer_size: 1048576,
-      migration: { max_bitmap_size: 268435456, pgsize: 4096 }, write_multiple: true,
+      pgsizes: 4096,
+      max_msg_fds: 16,
+      max_dma_maps: 65535,
+      max_data_xfer_size: 1048576,
+      migration: { max_bitmap_size: 268435456, pgsize: 4096 },
+      write_multiple: true,
     });
   });
 
@@ -95,7 +117,9 @@ describe('protocol version: parseCapabilities', () => {
   });
 
   it('unknown keys pass, at the top level, in capabilities and in migration', () => {
-    const caps = capsOk('{"capabilities": {"max_msg_fds": 8, "future_cap": {"x": 1}, "migration": {"pgsize": 4096, "extra": true}}, "other": [1]}');
+    const caps = capsOk(
+      '{"capabilities": {"max_msg_fds": 8, "future_cap": {"x": 1}, "migration": {"pgsize": 4096, "extra": true}}, "other": [1]}',
+    );
     expect(caps.max_msg_fds).to.equal(8);
     expect(caps.migration?.pgsize).to.equal(4096);
     expect(peerLimits(caps).maxMsgFds).to.equal(8);
@@ -109,24 +133,35 @@ describe('protocol version: parseCapabilities', () => {
 
 describe('protocol version: serverCapabilitiesJson', () => {
   const json = serverCapabilitiesJson({
-    maxMsgFds: MAX_FDS_PER_MSG, maxDataXferSize: MAX_DATA_XFER_SIZE, maxDmaMaps: MAX_DMA_REGIONS, pgsizes: DMA_PAGE_SIZE,
+    maxMsgFds: MAX_FDS_PER_MSG,
+    maxDataXferSize: MAX_DATA_XFER_SIZE,
+    maxDmaMaps: MAX_DMA_REGIONS,
+    pgsizes: DMA_PAGE_SIZE,
   });
 
-  it('is short: under 150 bytes, so the reply fits QEMU\'s 214-byte VERSION buffer', () => {
+  it("is short: under 150 bytes, so the reply fits QEMU's 214-byte VERSION buffer", () => {
     expect(Buffer.byteLength(json, 'utf8')).to.be.below(150);
     expect(16 + 4 + Buffer.byteLength(json, 'utf8') + 1).to.be.at.most(214);
   });
 
   it('parses back to the values given, with nothing else', () => {
     expect(capsOk(json)).to.deep.equal({
-      max_msg_fds: MAX_FDS_PER_MSG, max_data_xfer_size: MAX_DATA_XFER_SIZE, max_dma_maps: MAX_DMA_REGIONS, pgsizes: DMA_PAGE_SIZE,
+      max_msg_fds: MAX_FDS_PER_MSG,
+      max_data_xfer_size: MAX_DATA_XFER_SIZE,
+      max_dma_maps: MAX_DMA_REGIONS,
+      pgsizes: DMA_PAGE_SIZE,
     });
-    expect(capsOk(serverCapabilitiesJson({ maxMsgFds: 8, maxDataXferSize: 4096, maxDmaMaps: 1, pgsizes: 8192 }))).to.deep.equal({
-      max_msg_fds: 8, max_data_xfer_size: 4096, max_dma_maps: 1, pgsizes: 8192,
+    expect(
+      capsOk(serverCapabilitiesJson({ maxMsgFds: 8, maxDataXferSize: 4096, maxDmaMaps: 1, pgsizes: 8192 })),
+    ).to.deep.equal({
+      max_msg_fds: 8,
+      max_data_xfer_size: 4096,
+      max_dma_maps: 1,
+      pgsizes: 8192,
     });
   });
 
-  it('meets QEMU\'s acceptance rules (vfio-user-protocol.md 3.3) and never advertises twin_socket (samples/client.c would crash)', () => {
+  it("meets QEMU's acceptance rules (vfio-user-protocol.md 3.3) and never advertises twin_socket (samples/client.c would crash)", () => {
     const caps = capsOk(json);
     expect(caps.max_msg_fds).to.be.at.most(16);
     expect(caps.max_data_xfer_size).to.be.within(4096, 64 << 20);
@@ -146,13 +181,17 @@ describe('protocol version: checkVersionReply', () => {
   });
 
   it('refuses a different major', () => {
-    expect(checkVersionReply(0, 0, 1, 0)).to.be.a('string').and.contain('major');
+    expect(checkVersionReply(0, 0, 1, 0))
+      .to.be.a('string')
+      .and.contain('major');
     expect(checkVersionReply(0, 2, 999, 0)).to.be.a('string');
     expect(checkVersionReply(1, 0, 0, 0)).to.be.a('string');
   });
 
   it('refuses a minor above the proposed one (QEMU proposes 0.0, so a reply minor 1 fails)', () => {
-    expect(checkVersionReply(0, 0, 0, 1)).to.be.a('string').and.contain('minor');
+    expect(checkVersionReply(0, 0, 0, 1))
+      .to.be.a('string')
+      .and.contain('minor');
     expect(checkVersionReply(0, 2, 0, 3)).to.be.a('string');
   });
 });

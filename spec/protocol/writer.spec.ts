@@ -23,7 +23,11 @@ function split(batch: Buffer): Buffer[] {
   return out;
 }
 
-const RESET: [Head, Body, Buffer] = [{ id: 1, command: 13, flags: 0, error: 0 }, { kind: 'deviceReset' }, msg(1, 13, 0)];
+const RESET: [Head, Body, Buffer] = [
+  { id: 1, command: 13, flags: 0, error: 0 },
+  { kind: 'deviceReset' },
+  msg(1, 13, 0),
+];
 const READ: [Head, Body, Buffer] = [
   { id: 2, command: 9, flags: 1, error: 0 },
   { kind: 'regionReadReply', offset: 0x10, region: 7, count: 4, data: Buffer.from([1, 2, 3, 4]) },
@@ -47,7 +51,12 @@ describe('protocol writer: MessageWriter', () => {
     expect(batch.toString('hex')).to.equal(expected.toString('hex'));
     const parts = split(batch);
     expect(parts.map((p) => p.length)).to.deep.equal([16, 36, 40, 16]);
-    expect(parts.map((p) => decodeOk(p).body.kind)).to.deep.equal(['deviceReset', 'regionReadReply', 'dmaUnmapReply', 'error']);
+    expect(parts.map((p) => decodeOk(p).body.kind)).to.deep.equal([
+      'deviceReset',
+      'regionReadReply',
+      'dmaUnmapReply',
+      'error',
+    ]);
   });
 
   it('end() returns the size of the message it closed', () => {
@@ -82,8 +91,13 @@ describe('protocol writer: MessageWriter', () => {
     const w = new MessageWriter();
     writeMessage(w, RESET[0], RESET[1]);
     // major does not fit its u16 field: the encoder throws half way (a programmer error).
-    expect(() => writeMessage(w, { id: 6, command: 1, flags: 0, error: 0 }, { kind: 'version', major: 0x10000, minor: 0, json: '{}' }))
-      .to.throw(RangeError);
+    expect(() =>
+      writeMessage(
+        w,
+        { id: 6, command: 1, flags: 0, error: 0 },
+        { kind: 'version', major: 0x10000, minor: 0, json: '{}' },
+      ),
+    ).to.throw(RangeError);
     expect(w.length).to.equal(16);
     writeMessage(w, UNMAP[0], UNMAP[1]);
     expect(w.take().toString('hex')).to.equal(Buffer.concat([RESET[2], UNMAP[2]]).toString('hex'));
@@ -94,7 +108,11 @@ describe('protocol writer: MessageWriter', () => {
     writeMessage(w, READ[0], READ[1]); // 36 bytes: grows once already
     const data = Buffer.alloc(5000);
     for (let i = 0; i < data.length; i++) data[i] = (i * 7) & 0xff;
-    writeMessage(w, { id: 8, command: 10, flags: 0, error: 0 }, { kind: 'regionWrite', offset: 0x40, region: 2, count: data.length, data });
+    writeMessage(
+      w,
+      { id: 8, command: 10, flags: 0, error: 0 },
+      { kind: 'regionWrite', offset: 0x40, region: 2, count: data.length, data },
+    );
     writeMessage(w, UNMAP[0], UNMAP[1]);
     const expected = Buffer.concat([
       READ[2],
@@ -166,7 +184,15 @@ const REFERENCE_LAYOUTS: Readonly<Record<string, Pinned>> = {
   vfio_user_dma_unmap: { argsz: [0, 4], flags: [4, 4], addr: [8, 8], size: [16, 8], SIZE: 24 },
   vfio_user_bitmap: { pgsize: [0, 8], size: [8, 8], SIZE: 16 },
   vfio_user_device_info: { argsz: [0, 4], flags: [4, 4], num_regions: [8, 4], num_irqs: [12, 4], SIZE: 16 },
-  vfio_region_info: { argsz: [0, 4], flags: [4, 4], index: [8, 4], cap_offset: [12, 4], size: [16, 8], offset: [24, 8], SIZE: 32 },
+  vfio_region_info: {
+    argsz: [0, 4],
+    flags: [4, 4],
+    index: [8, 4],
+    cap_offset: [12, 4],
+    size: [16, 8],
+    offset: [24, 8],
+    SIZE: 32,
+  },
   vfio_info_cap_header: { id: [0, 2], version: [2, 2], next: [4, 4], SIZE: 8 },
   vfio_region_info_cap_sparse_mmap: { nr_areas: [8, 4], reserved: [12, 4], SIZE: 16 },
   vfio_region_sparse_mmap_area: { offset: [0, 8], size: [8, 8], SIZE: 16 },
@@ -191,7 +217,8 @@ function isField(v: unknown): v is Field {
 function exportedTables(): Map<string, Readonly<Record<string, unknown>>> {
   const out = new Map<string, Readonly<Record<string, unknown>>>();
   for (const [name, value] of Object.entries(layouts)) {
-    if (typeof value === 'object' && value !== null && 'SIZE' in value) out.set(name, value as Readonly<Record<string, unknown>>);
+    if (typeof value === 'object' && value !== null && 'SIZE' in value)
+      out.set(name, value as Readonly<Record<string, unknown>>);
   }
   return out;
 }
@@ -219,8 +246,10 @@ describe('protocol layouts: tables pinned to docs/vfio-user-protocol.md', () => 
     it(`${name}: fields lie inside SIZE and do not overlap`, () => {
       const size = pinned['SIZE'];
       if (typeof size !== 'number') throw new Error('SIZE missing');
-      const spans = Object.entries(pinned).filter((e): e is [string, readonly [number, number]] => typeof e[1] !== 'number')
-        .map(([, span]) => span).sort((a, b) => a[0] - b[0]);
+      const spans = Object.entries(pinned)
+        .filter((e): e is [string, readonly [number, number]] => typeof e[1] !== 'number')
+        .map(([, span]) => span)
+        .sort((a, b) => a[0] - b[0]);
       let end = 0;
       for (const [off, len] of spans) {
         expect(off, `${name} field at ${off}`).to.be.at.least(end);

@@ -6,14 +6,31 @@ import { expect } from 'chai';
 import type { AddressVector } from '../../lib/rdma/address';
 import { ipv4Gid } from '../../lib/rdma/address';
 import { copySlices } from '../../lib/rdma/datapath/copy';
-import { CONTROLLED_QKEY_BIT, datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../../lib/rdma/datapath/datagram';
+import {
+  CONTROLLED_QKEY_BIT,
+  datagramAccepted,
+  effectiveQkey,
+  GRH_SIZE,
+  writeGrh,
+} from '../../lib/rdma/datapath/datagram';
 import { rnrDelayMs } from '../../lib/rdma/executor/rnr';
 import { hex } from './datapath-helpers';
 
 function av(o: Partial<AddressVector>): AddressVector {
   return {
-    ipVersion: 4, dmac: Buffer.alloc(6), smac: Buffer.alloc(6), vlanTci: -1, sgid: Buffer.alloc(16), dgid: Buffer.alloc(16),
-    hopLimit: 64, trafficClass: 0, flowLabel: 0, udpSrcPort: 0, udpDstPort: 4791, template: Buffer.alloc(0), ...o,
+    ipVersion: 4,
+    dmac: Buffer.alloc(6),
+    smac: Buffer.alloc(6),
+    vlanTci: -1,
+    sgid: Buffer.alloc(16),
+    dgid: Buffer.alloc(16),
+    hopLimit: 64,
+    trafficClass: 0,
+    flowLabel: 0,
+    udpSrcPort: 0,
+    udpDstPort: 4791,
+    template: Buffer.alloc(0),
+    ...o,
   };
 }
 
@@ -28,7 +45,7 @@ describe('rdma data path: copies and datagrams', () => {
     expect(copySlices(dst, 0, src, 0, 0)).to.equal(0);
   });
 
-  it('a controlled Q_Key in the WQE means the sending QP\'s own', () => {
+  it("a controlled Q_Key in the WQE means the sending QP's own", () => {
     expect(effectiveQkey(0x80000000, 0x80010000)).to.equal(0x80010000);
     expect(effectiveQkey(0xffffffff, 0x1234)).to.equal(0x1234);
     expect(effectiveQkey(0x80000000, null)).to.equal(-1);
@@ -46,7 +63,16 @@ describe('rdma data path: copies and datagrams', () => {
 
   it('IPv4: 20 zero bytes, then the IPv4 header with its checksum', () => {
     const out = Buffer.alloc(GRH_SIZE, 0xaa);
-    writeGrh(av({ sgid: ipv4Gid(Buffer.from([192, 168, 0, 1])), dgid: ipv4Gid(Buffer.from([192, 168, 0, 199])), hopLimit: 64, trafficClass: 0 }), 100, out);
+    writeGrh(
+      av({
+        sgid: ipv4Gid(Buffer.from([192, 168, 0, 1])),
+        dgid: ipv4Gid(Buffer.from([192, 168, 0, 199])),
+        hopLimit: 64,
+        trafficClass: 0,
+      }),
+      100,
+      out,
+    );
     expect(out.subarray(0, 20).equals(Buffer.alloc(20))).to.equal(true);
     // total length 20 + 8 (UDP) + 12 (BTH) + 8 (DETH) + 100 + 4 (ICRC) = 152 = 0x98; DF; TTL 64; UDP.
     // Checksum by hand: 4500+0098+0000+4000+4011+c0a8+0001+c0a8+00c7 = 0x247c1 -> 47c3 -> ~ = b83c.

@@ -8,14 +8,39 @@ import { expect } from 'chai';
 import { Field, getField, RawField, U64_UNSAFE } from '../../protocol/field';
 import { RDMA_MAX_MSG_BYTES as MAX_MSG_BYTES } from '../../lib/rdma/limits';
 import {
-  CqeType, decodeCqe, encodeCqe, ionic_v1_cqe, IonicStatus, ionicStatusName, newCqeRecord, RecvOp,
+  CqeType,
+  decodeCqe,
+  encodeCqe,
+  ionic_v1_cqe,
+  IonicStatus,
+  ionicStatusName,
+  newCqeRecord,
+  RecvOp,
 } from '../../lib/rdma/datapath/cqe';
 import {
-  decodeRecvWqe, decodeSendWqe, newRecvWqe, newSendWqe, RecvWqe, SendWqe, WqeError, WqeErrorCode,
+  decodeRecvWqe,
+  decodeSendWqe,
+  newRecvWqe,
+  newSendWqe,
+  RecvWqe,
+  SendWqe,
+  WqeError,
+  WqeErrorCode,
 } from '../../lib/rdma/datapath/wqe-decode';
 import {
-  ionic_sge, ionic_v1_atomic_bdy, ionic_v1_base_hdr, ionic_v1_bind_mw_bdy, ionic_v1_common_bdy, ionic_v1_recv_bdy,
-  ionic_v1_reg_mr_bdy, ionic_v2_atomic_bdy, opcodeOf, SendVerb, SpecFormat, V2_OPCODES, verbOf,
+  ionic_sge,
+  ionic_v1_atomic_bdy,
+  ionic_v1_base_hdr,
+  ionic_v1_bind_mw_bdy,
+  ionic_v1_common_bdy,
+  ionic_v1_recv_bdy,
+  ionic_v1_reg_mr_bdy,
+  ionic_v2_atomic_bdy,
+  opcodeOf,
+  SendVerb,
+  SpecFormat,
+  V2_OPCODES,
+  verbOf,
 } from '../../lib/rdma/datapath/wqe-layout';
 import { hex, Poke } from './datapath-helpers';
 
@@ -126,7 +151,19 @@ describe('rdma datapath: layouts', () => {
 
   describe('opcodes', () => {
     it('v1 numbering is the verb; v2 uses the OUT/IMM/INV bits', () => {
-      const v2: Record<number, number> = { 0: 0x20, 1: 0xa0, 2: 0x60, 3: 0x02, 4: 0x21, 5: 0x61, 6: 0x04, 7: 0x05, 8: 0x06, 9: 0x07, 10: 0x08 };
+      const v2: Record<number, number> = {
+        0: 0x20,
+        1: 0xa0,
+        2: 0x60,
+        3: 0x02,
+        4: 0x21,
+        5: 0x61,
+        6: 0x04,
+        7: 0x05,
+        8: 0x06,
+        9: 0x07,
+        10: 0x08,
+      };
       for (let verb = 0; verb <= 10; verb++) {
         expect(opcodeOf(verb as SendVerb, 1)).to.equal(verb);
         expect(opcodeOf(verb as SendVerb, 2)).to.equal(v2[verb]);
@@ -154,11 +191,18 @@ describe('rdma datapath: layouts', () => {
       expect(w.length).to.equal(128);
       expect(w.sgeTotal).to.equal(128);
       expect(w.sges.slice(0, w.sgeCount)).to.deep.equal([
-        { va: 0x1000, len: 100, lkey: 0x101 }, { va: 0x2000, len: 28, lkey: 0x201 }]);
+        { va: 0x1000, len: 100, lkey: 0x101 },
+        { va: 0x2000, len: 28, lkey: 0x201 },
+      ]);
     });
 
     it('SEND_IMM (v2 0x60) keeps the immediate in wire order', () => {
-      const p = new Poke(64).u8(8, 0x60).u8(9, 1).bytes(12, [0xde, 0xad, 0xbe, 0xef]).be32(28, 4).sge(32, 0x5000, 4, 0x301);
+      const p = new Poke(64)
+        .u8(8, 0x60)
+        .u8(9, 1)
+        .bytes(12, [0xde, 0xad, 0xbe, 0xef])
+        .be32(28, 4)
+        .sge(32, 0x5000, 4, 0x301);
       const w = ok(decodeSendWqe(p.buf, RC2));
       expect(w.verb).to.equal(SendVerb.SEND_IMM);
       expect(w.immDataKey).to.equal(0xdeadbeef);
@@ -173,7 +217,14 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('RDMA_WRITE: remote va from BE32 halves, rkey', () => {
-      const p = new Poke(64).u8(8, 4).u8(9, 1).be32(16, 0x1).be32(20, 0x23456780).be32(24, 0x305).be32(28, 16).sge(32, 0x3000, 16, 0x101);
+      const p = new Poke(64)
+        .u8(8, 4)
+        .u8(9, 1)
+        .be32(16, 0x1)
+        .be32(20, 0x23456780)
+        .be32(24, 0x305)
+        .be32(28, 16)
+        .sge(32, 0x3000, 16, 0x101);
       const w = ok(decodeSendWqe(p.buf, RC));
       expect(w.verb).to.equal(SendVerb.RDMA_WRITE);
       expect(w.rdma).to.deep.equal({ remoteVa: 0x123456780, rkey: 0x305 });
@@ -182,7 +233,13 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('RDMA_WRITE_IMM inline (v2 0x61): payload in the WQE', () => {
-      const p = new Poke(64).u8(8, 0x61).u8(9, 0).be16(10, 0x4 | 0x8).be32(12, 0x01020304).be32(28, 5).bytes(32, Buffer.from('hello'));
+      const p = new Poke(64)
+        .u8(8, 0x61)
+        .u8(9, 0)
+        .be16(10, 0x4 | 0x8)
+        .be32(12, 0x01020304)
+        .be32(28, 5)
+        .bytes(32, Buffer.from('hello'));
       const w = ok(decodeSendWqe(p.buf, RC2));
       expect(w.verb).to.equal(SendVerb.RDMA_WRITE_IMM);
       expect(w.inline).to.equal(true);
@@ -194,7 +251,14 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('RDMA_READ (v1 3 / v2 0x02)', () => {
-      const p = new Poke(64).u8(8, 3).u8(9, 1).be32(16, 0).be32(20, 0x8000).be32(24, 0x405).be32(28, 64).sge(32, 0x9000, 64, 0x101);
+      const p = new Poke(64)
+        .u8(8, 3)
+        .u8(9, 1)
+        .be32(16, 0)
+        .be32(20, 0x8000)
+        .be32(24, 0x405)
+        .be32(28, 64)
+        .sge(32, 0x9000, 64, 0x101);
       const w = ok(decodeSendWqe(p.buf, RC));
       expect(w.verb).to.equal(SendVerb.RDMA_READ);
       expect(w.rdma.remoteVa).to.equal(0x8000);
@@ -204,24 +268,52 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('ATOMIC_CS v1: operands as BE32 halves, local SGE at 48', () => {
-      const p = new Poke(64).u8(8, 6).u8(9, 1).be32(16, 0).be32(20, 0x7000).be32(24, 0x505)
-        .be32(28, 0xaaaaaaaa).be32(32, 0xbbbbbbbb).be32(36, 0xcccccccc).be32(40, 0xdddddddd).sge(48, 0x4000, 8, 0x101);
+      const p = new Poke(64)
+        .u8(8, 6)
+        .u8(9, 1)
+        .be32(16, 0)
+        .be32(20, 0x7000)
+        .be32(24, 0x505)
+        .be32(28, 0xaaaaaaaa)
+        .be32(32, 0xbbbbbbbb)
+        .be32(36, 0xcccccccc)
+        .be32(40, 0xdddddddd)
+        .sge(48, 0x4000, 8, 0x101);
       const w = ok(decodeSendWqe(p.buf, RC));
       expect(w.verb).to.equal(SendVerb.ATOMIC_CS);
       expect(w.atomic).to.deep.equal({
-        swapAddHi: 0xaaaaaaaa, swapAddLo: 0xbbbbbbbb, compareHi: 0xcccccccc, compareLo: 0xdddddddd,
-        localVa: 0x4000, localLkey: 0x101, localLen: 8,
+        swapAddHi: 0xaaaaaaaa,
+        swapAddLo: 0xbbbbbbbb,
+        compareHi: 0xcccccccc,
+        compareLo: 0xdddddddd,
+        localVa: 0x4000,
+        localLkey: 0x101,
+        localLen: 8,
       });
       expect(w.rdma).to.deep.equal({ remoteVa: 0x7000, rkey: 0x505 });
     });
 
     it('ATOMIC_FA v2 (0x05): lkey at 44, local va BE64 at 48, no length', () => {
-      const p = new Poke(64).u8(8, 0x05).u8(9, 1).be32(16, 0x2).be32(20, 0x10).be32(24, 0x505)
-        .be32(28, 0).be32(32, 1).be32(44, 0x101).be64(48, 0x4008);
+      const p = new Poke(64)
+        .u8(8, 0x05)
+        .u8(9, 1)
+        .be32(16, 0x2)
+        .be32(20, 0x10)
+        .be32(24, 0x505)
+        .be32(28, 0)
+        .be32(32, 1)
+        .be32(44, 0x101)
+        .be64(48, 0x4008);
       const w = ok(decodeSendWqe(p.buf, RC2));
       expect(w.verb).to.equal(SendVerb.ATOMIC_FA);
       expect(w.rdma.remoteVa).to.equal(0x200000010);
-      expect([w.atomic.swapAddHi, w.atomic.swapAddLo, w.atomic.localLkey, w.atomic.localVa, w.atomic.localLen]).to.deep.equal([0, 1, 0x101, 0x4008, 8]);
+      expect([
+        w.atomic.swapAddHi,
+        w.atomic.swapAddLo,
+        w.atomic.localLkey,
+        w.atomic.localVa,
+        w.atomic.localLen,
+      ]).to.deep.equal([0, 1, 0x101, 0x4008, 8]);
       p.u8(8, 0x04);
       expect(ok(decodeSendWqe(p.buf, RC2)).verb).to.equal(SendVerb.ATOMIC_CS);
       const v1 = new Poke(64).u8(8, 7).u8(9, 1).be32(20, 0x10).be32(32, 3).sge(48, 0x4000, 8, 0x101);
@@ -230,15 +322,31 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('REG_MR: every field big-endian, new tag in num_sge_key', () => {
-      const p = new Poke(64).u8(8, 8).u8(9, 0x42).be32(12, 0x501).be64(16, 0x7f0000001000n).be64(24, 0x3000)
-        .be64(32, 0x10).be64(40, 0x12345000).be32(48, 3).be16(52, 0xa007).u8(54, 0).u8(55, 12);
+      const p = new Poke(64)
+        .u8(8, 8)
+        .u8(9, 0x42)
+        .be32(12, 0x501)
+        .be64(16, 0x7f0000001000n)
+        .be64(24, 0x3000)
+        .be64(32, 0x10)
+        .be64(40, 0x12345000)
+        .be32(48, 3)
+        .be16(52, 0xa007)
+        .u8(54, 0)
+        .u8(55, 12);
       const w = ok(decodeSendWqe(p.buf, RC));
       expect(w.verb).to.equal(SendVerb.REG_MR);
       expect(w.numSgeKey).to.equal(0x42);
       expect(w.immDataKey).to.equal(0x501);
       expect(w.regMr).to.deep.equal({
-        va: 0x7f0000001000, length: 0x3000, offset: 0x10, dmaAddr: 0x12345000, mapCount: 3,
-        flags: 0xa007, dirSizeLog2: 0, pageSizeLog2: 12,
+        va: 0x7f0000001000,
+        length: 0x3000,
+        offset: 0x10,
+        dmaAddr: 0x12345000,
+        mapCount: 3,
+        flags: 0xa007,
+        dirSizeLog2: 0,
+        pageSizeLog2: 12,
       });
       p.u8(8, 0x06);
       expect(ok(decodeSendWqe(p.buf, RC2)).verb).to.equal(SendVerb.REG_MR);
@@ -254,7 +362,14 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('BIND_MW (v1 10 / v2 0x08)', () => {
-      const p = new Poke(64).u8(8, 10).u8(9, 0x11).be32(12, 0x610).be64(16, 0x9000).be64(24, 0x100).be32(32, 0x101).be16(36, 0xc002);
+      const p = new Poke(64)
+        .u8(8, 10)
+        .u8(9, 0x11)
+        .be32(12, 0x610)
+        .be64(16, 0x9000)
+        .be64(24, 0x100)
+        .be32(32, 0x101)
+        .be16(36, 0xc002);
       const w = ok(decodeSendWqe(p.buf, RC));
       expect(w.verb).to.equal(SendVerb.BIND_MW);
       expect(w.numSgeKey).to.equal(0x11);
@@ -265,8 +380,16 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('UD SEND: AH id, dest QPN, Q_Key (a GSI MAD with two lkey-0 SGEs)', () => {
-      const p = new Poke(64).u8(8, 0).u8(9, 2).be16(10, 0x8).be32(16, 5).be32(20, 1).be32(24, 0x80000000).be32(28, 24 + 232)
-        .sge(32, 0x1_0000_0000n, 24, 0).sge(48, 0x1_0000_1000n, 232, 0);
+      const p = new Poke(64)
+        .u8(8, 0)
+        .u8(9, 2)
+        .be16(10, 0x8)
+        .be32(16, 5)
+        .be32(20, 1)
+        .be32(24, 0x80000000)
+        .be32(28, 24 + 232)
+        .sge(32, 0x1_0000_0000n, 24, 0)
+        .sge(48, 0x1_0000_1000n, 232, 0);
       const w = ok(decodeSendWqe(p.buf, UD));
       expect(w.verb).to.equal(SendVerb.SEND);
       expect(w.ud).to.deep.equal({ ahId: 5, destQpn: 1, destQkey: 0x80000000 });
@@ -302,7 +425,13 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('64-bit addresses above 2^53 decode as U64_UNSAFE, never as a wrong number', () => {
-      const p = new Poke(64).u8(8, 4).u8(9, 1).be32(16, 0xffffffff).be32(20, 0).be32(28, 1).sge(32, 0xffff800000000000n, 1, 0x101);
+      const p = new Poke(64)
+        .u8(8, 4)
+        .u8(9, 1)
+        .be32(16, 0xffffffff)
+        .be32(20, 0)
+        .be32(28, 1)
+        .sge(32, 0xffff800000000000n, 1, 0x101);
       const w = ok(decodeSendWqe(p.buf, RC));
       expect(w.rdma.remoteVa).to.equal(U64_UNSAFE);
       expect(w.sges[0]!.va).to.equal(U64_UNSAFE);
@@ -320,21 +449,87 @@ describe('rdma datapath: layouts', () => {
       ['shorter than a WQE', Buffer.alloc(63), RC, WqeErrorCode.TRUNCATED, IonicStatus.LOCAL_QP_OPER],
       ['empty', Buffer.alloc(0), RC, WqeErrorCode.TRUNCATED, IonicStatus.LOCAL_QP_OPER],
       ['v1 opcode 11', new Poke(64).u8(8, 11).buf, RC, WqeErrorCode.BAD_OPCODE, IonicStatus.LOCAL_QP_OPER],
-      ['v2 opcode 0x00 (v1 SEND) on a v2 device', new Poke(64).u8(8, 0).buf, RC2, WqeErrorCode.BAD_OPCODE, IonicStatus.LOCAL_QP_OPER],
+      [
+        'v2 opcode 0x00 (v1 SEND) on a v2 device',
+        new Poke(64).u8(8, 0).buf,
+        RC2,
+        WqeErrorCode.BAD_OPCODE,
+        IonicStatus.LOCAL_QP_OPER,
+      ],
       ['RDMA WRITE on a UD QP', new Poke(64).u8(8, 4).buf, UD, WqeErrorCode.BAD_OPCODE, IonicStatus.LOCAL_QP_OPER],
-      ['spec format 3', new Poke(64).u8(9, 1).be16(10, 0x3000).buf, RC, WqeErrorCode.BAD_SPEC, IonicStatus.LOCAL_QP_OPER],
-      ['3 SGEs in a 64-byte stride', new Poke(64).u8(9, 3).buf, RC, WqeErrorCode.TOO_MANY_SGES, IonicStatus.LOCAL_QP_OPER],
-      ['spec SGL past the stride', new Poke(64).u8(9, 1).be16(10, 0x1000).buf, RC, WqeErrorCode.TOO_MANY_SGES, IonicStatus.LOCAL_QP_OPER],
-      ['inline longer than the payload area', new Poke(64).be16(10, 4).be32(28, 33).buf, RC, WqeErrorCode.INLINE_TOO_LONG, IonicStatus.LOCAL_LEN],
+      [
+        'spec format 3',
+        new Poke(64).u8(9, 1).be16(10, 0x3000).buf,
+        RC,
+        WqeErrorCode.BAD_SPEC,
+        IonicStatus.LOCAL_QP_OPER,
+      ],
+      [
+        '3 SGEs in a 64-byte stride',
+        new Poke(64).u8(9, 3).buf,
+        RC,
+        WqeErrorCode.TOO_MANY_SGES,
+        IonicStatus.LOCAL_QP_OPER,
+      ],
+      [
+        'spec SGL past the stride',
+        new Poke(64).u8(9, 1).be16(10, 0x1000).buf,
+        RC,
+        WqeErrorCode.TOO_MANY_SGES,
+        IonicStatus.LOCAL_QP_OPER,
+      ],
+      [
+        'inline longer than the payload area',
+        new Poke(64).be16(10, 4).be32(28, 33).buf,
+        RC,
+        WqeErrorCode.INLINE_TOO_LONG,
+        IonicStatus.LOCAL_LEN,
+      ],
       ['inline READ', new Poke(64).u8(8, 3).be16(10, 4).buf, RC, WqeErrorCode.BAD_INLINE, IonicStatus.LOCAL_QP_OPER],
       ['inline atomic', new Poke(64).u8(8, 6).be16(10, 4).buf, RC, WqeErrorCode.BAD_INLINE, IonicStatus.LOCAL_QP_OPER],
-      ['inline LOCAL_INV', new Poke(64).u8(8, 9).be16(10, 4).buf, RC, WqeErrorCode.BAD_INLINE, IonicStatus.LOCAL_QP_OPER],
+      [
+        'inline LOCAL_INV',
+        new Poke(64).u8(8, 9).be16(10, 4).buf,
+        RC,
+        WqeErrorCode.BAD_INLINE,
+        IonicStatus.LOCAL_QP_OPER,
+      ],
       ['inline REG_MR', new Poke(64).u8(8, 8).be16(10, 4).buf, RC, WqeErrorCode.BAD_INLINE, IonicStatus.LOCAL_QP_OPER],
-      ['inline BIND_MW', new Poke(64).u8(8, 10).be16(10, 4).buf, RC, WqeErrorCode.BAD_INLINE, IonicStatus.LOCAL_QP_OPER],
-      ['SGEs adding up past 2^31', new Poke(64).u8(9, 2).be32(28, 0).sge(32, 0, 0x80000000, 0).sge(48, 0, 1, 0).buf, RC, WqeErrorCode.MSG_TOO_LONG, IonicStatus.LOCAL_LEN],
-      ['SGEs adding up past 4 GiB', new Poke(64).u8(9, 2).sge(32, 0, 0xffffffff, 0).sge(48, 0, 0xffffffff, 0).buf, RC, WqeErrorCode.MSG_TOO_LONG, IonicStatus.LOCAL_LEN],
-      ['length field disagreeing with the SGEs', new Poke(64).u8(9, 1).be32(28, 9).sge(32, 0, 8, 0).buf, RC, WqeErrorCode.LENGTH_MISMATCH, IonicStatus.LOCAL_LEN],
-      ['v1 atomic with a 16-byte local SGE', new Poke(64).u8(8, 6).u8(9, 1).sge(48, 0, 16, 0).buf, RC, WqeErrorCode.ATOMIC_LENGTH, IonicStatus.LOCAL_LEN],
+      [
+        'inline BIND_MW',
+        new Poke(64).u8(8, 10).be16(10, 4).buf,
+        RC,
+        WqeErrorCode.BAD_INLINE,
+        IonicStatus.LOCAL_QP_OPER,
+      ],
+      [
+        'SGEs adding up past 2^31',
+        new Poke(64).u8(9, 2).be32(28, 0).sge(32, 0, 0x80000000, 0).sge(48, 0, 1, 0).buf,
+        RC,
+        WqeErrorCode.MSG_TOO_LONG,
+        IonicStatus.LOCAL_LEN,
+      ],
+      [
+        'SGEs adding up past 4 GiB',
+        new Poke(64).u8(9, 2).sge(32, 0, 0xffffffff, 0).sge(48, 0, 0xffffffff, 0).buf,
+        RC,
+        WqeErrorCode.MSG_TOO_LONG,
+        IonicStatus.LOCAL_LEN,
+      ],
+      [
+        'length field disagreeing with the SGEs',
+        new Poke(64).u8(9, 1).be32(28, 9).sge(32, 0, 8, 0).buf,
+        RC,
+        WqeErrorCode.LENGTH_MISMATCH,
+        IonicStatus.LOCAL_LEN,
+      ],
+      [
+        'v1 atomic with a 16-byte local SGE',
+        new Poke(64).u8(8, 6).u8(9, 1).sge(48, 0, 16, 0).buf,
+        RC,
+        WqeErrorCode.ATOMIC_LENGTH,
+        IonicStatus.LOCAL_LEN,
+      ],
     ];
     for (const [what, buf, opts, code, status] of cases) {
       it(what, () => {
@@ -349,7 +544,9 @@ describe('rdma datapath: layouts', () => {
     it('kernel GSI receive: one lkey-0 SGE of 40 + 256 bytes', () => {
       const p = new Poke(64).le64(0, 3).u8(8, 0).u8(9, 1).be32(12, 296).sge(32, 0xabc0000, 296, 0);
       const r = ok(decodeRecvWqe(p.buf));
-      expect([r.wqeIdLo, r.wqeIdHi, r.op, r.postedLength, r.sgeCount, r.sgeTotal]).to.deep.equal([3, 0, 0, 296, 1, 296]);
+      expect([r.wqeIdLo, r.wqeIdHi, r.op, r.postedLength, r.sgeCount, r.sgeTotal]).to.deep.equal([
+        3, 0, 0, 296, 1, 296,
+      ]);
       expect(r.sges[0]).to.deep.equal({ va: 0xabc0000, len: 296, lkey: 0 });
     });
 
@@ -366,7 +563,9 @@ describe('rdma datapath: layouts', () => {
       expect(err(decodeRecvWqe(Buffer.alloc(32))).code).to.equal(WqeErrorCode.TRUNCATED);
       expect(err(decodeRecvWqe(new Poke(64).be16(10, 0xf000).buf)).code).to.equal(WqeErrorCode.BAD_SPEC);
       expect(err(decodeRecvWqe(new Poke(64).u8(9, 255).buf)).code).to.equal(WqeErrorCode.TOO_MANY_SGES);
-      expect(err(decodeRecvWqe(new Poke(64).u8(9, 2).sge(32, 0, 0xffffffff, 0).sge(48, 0, 2, 0).buf)).status).to.equal(IonicStatus.LOCAL_LEN);
+      expect(err(decodeRecvWqe(new Poke(64).u8(9, 2).sge(32, 0, 0xffffffff, 0).sge(48, 0, 2, 0).buf)).status).to.equal(
+        IonicStatus.LOCAL_LEN,
+      );
     });
   });
 
@@ -374,17 +573,39 @@ describe('rdma datapath: layouts', () => {
     it('RECV: wqe_id verbatim, src QPN/op/IPv4/VLAN, MAC, TCI, immediate, byte count', () => {
       const rec = newCqeRecord();
       Object.assign(rec, {
-        type: CqeType.RECV, qid: 7, color: true, statusLength: 296, wqeIdLo: 3, wqeIdHi: 0,
-        srcQpn: 1, recvOp: RecvOp.SEND_IMM, ipv4: true, vlan: true, srcMac: Buffer.from([2, 0, 0, 0, 0, 0x42]),
-        vlanTag: 0x6005, immDataRkey: 0xdeadbeef,
+        type: CqeType.RECV,
+        qid: 7,
+        color: true,
+        statusLength: 296,
+        wqeIdLo: 3,
+        wqeIdHi: 0,
+        srcQpn: 1,
+        recvOp: RecvOp.SEND_IMM,
+        ipv4: true,
+        vlan: true,
+        srcMac: Buffer.from([2, 0, 0, 0, 0, 0x42]),
+        vlanTag: 0x6005,
+        immDataRkey: 0xdeadbeef,
       });
       const out = Buffer.alloc(32, 0xee);
       expect(encodeCqe(rec, out)).to.equal(true);
-      expect(out.toString('hex')).to.equal(hex('03000000 00000000 c2000001 020000000042 6005 deadbeef 00000128 00000721').toString('hex'));
+      expect(out.toString('hex')).to.equal(
+        hex('03000000 00000000 c2000001 020000000042 6005 deadbeef 00000128 00000721').toString('hex'),
+      );
       const back = newCqeRecord();
       expect(decodeCqe(out, 0, back)).to.equal(true);
-      expect([back.type, back.qid, back.color, back.error, back.srcQpn, back.recvOp, back.ipv4, back.vlan, back.vlanTag, back.immDataRkey])
-        .to.deep.equal([CqeType.RECV, 7, true, false, 1, RecvOp.SEND_IMM, true, true, 0x6005, 0xdeadbeef]);
+      expect([
+        back.type,
+        back.qid,
+        back.color,
+        back.error,
+        back.srcQpn,
+        back.recvOp,
+        back.ipv4,
+        back.vlan,
+        back.vlanTag,
+        back.immDataRkey,
+      ]).to.deep.equal([CqeType.RECV, 7, true, false, 1, RecvOp.SEND_IMM, true, true, 0x6005, 0xdeadbeef]);
     });
 
     it('SEND_MSN: msn at 4, rsvd zero', () => {
@@ -396,7 +617,13 @@ describe('rdma datapath: layouts', () => {
 
     it('SEND_NPG error: npg_wqe_id verbatim at 16, status in status_length, error bit', () => {
       const rec = Object.assign(newCqeRecord(), {
-        type: CqeType.SEND_NPG, qid: 0x123456, color: true, error: true, statusLength: IonicStatus.REMOTE_ACC, wqeIdLo: 12, wqeIdHi: 0xa0b0c0d0,
+        type: CqeType.SEND_NPG,
+        qid: 0x123456,
+        color: true,
+        error: true,
+        statusLength: IonicStatus.REMOTE_ACC,
+        wqeIdLo: 12,
+        wqeIdHi: 0xa0b0c0d0,
       });
       const out = Buffer.alloc(32);
       encodeCqe(rec, out);
@@ -437,8 +664,18 @@ describe('rdma datapath: layouts', () => {
 
     it('never throws on garbage records or short buffers', () => {
       const rec = Object.assign(newCqeRecord(), {
-        type: 99 as CqeType, qid: -1, statusLength: Number.NaN, wqeIdLo: Infinity, wqeIdHi: -5, srcQpn: 2 ** 40,
-        recvOp: 77 as RecvOp, vlanTag: -1, immDataRkey: 1.5, msn: -0, srcMac: Buffer.alloc(20, 1), cmdIdx: 1e30,
+        type: 99 as CqeType,
+        qid: -1,
+        statusLength: Number.NaN,
+        wqeIdLo: Infinity,
+        wqeIdHi: -5,
+        srcQpn: 2 ** 40,
+        recvOp: 77 as RecvOp,
+        vlanTag: -1,
+        immDataRkey: 1.5,
+        msn: -0,
+        srcMac: Buffer.alloc(20, 1),
+        cmdIdx: 1e30,
       });
       for (const t of [0, 1, 2, 3, 4, 7, 99]) {
         rec.type = t as CqeType;

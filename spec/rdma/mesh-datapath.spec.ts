@@ -30,7 +30,6 @@ function pattern(n: number, seed: number): Buffer {
   return b;
 }
 
-
 describe('rdma over the TCP mesh: two servers, two guests', function () {
   this.timeout(60_000);
   let pair: MeshGuests | undefined;
@@ -76,7 +75,7 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     expect(b.qpState(qb)).to.equal(QpS.RTS);
   });
 
-  it('SEND with immediate: the bytes land in B\'s receive; A completes only after B\'s ACK', async () => {
+  it("SEND with immediate: the bytes land in B's receive; A completes only after B's ACK", async () => {
     const data = pattern(3000, 7);
     A.write(100, data);
     b.postRecv(qb, { id: 0x99, sges: [B.sge(0, 4096)] });
@@ -93,22 +92,27 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     expect(sc.map((c) => [c.type, c.error, c.msn])).to.deep.equal([[CqeT.SEND_MSN, false, 1]]);
   });
 
-  it('RDMA WRITE (across pages, 20 KiB) by B\'s rkey, then RDMA READ it back into another range of A', async () => {
+  it("RDMA WRITE (across pages, 20 KiB) by B's rkey, then RDMA READ it back into another range of A", async () => {
     const data = pattern(20_000, 3);
     A.write(0, data);
     a.postSend(qa, { op: WOp.RDMA_WRITE, id: 2, sges: [A.sge(0, 20_000)], remote: { va: B.va + 5, rkey: B.key } });
     a.postSend(qa, { op: WOp.RDMA_READ, id: 3, sges: [A.sge(24_000, 20_000)], remote: { va: B.va + 5, rkey: B.key } });
     const sc = await cqes(a, acq, 2);
-    expect(sc.map((c) => [c.error, c.msn])).to.deep.equal([[false, 2], [false, 3]]);
+    expect(sc.map((c) => [c.error, c.msn])).to.deep.equal([
+      [false, 2],
+      [false, 3],
+    ]);
     expect(B.read(5, 20_000).equals(data)).to.equal(true);
     expect(A.read(24_000, 20_000).equals(data)).to.equal(true);
   });
 
-  it('a large WRITE goes out of A\'s guest memory and B\'s socket reads it straight into the MR; a large READ_RESP goes out of B\'s MR into A\'s accepted socket; every loan is back', async () => {
+  it("a large WRITE goes out of A's guest memory and B's socket reads it straight into the MR; a large READ_RESP goes out of B's MR into A's accepted socket; every loan is back", async () => {
     // 192 KiB: lent by A (>= LEND_MIN_BYTES), and B (the worker: it dialled, so its socket reads
     // where the parser asks) reads most of the body straight into the frame buffer (>= IN_PLACE_MIN).
     const n = 192 * 1024;
-    expect(n).to.be.at.least(LEND_MIN_BYTES).and.at.least(2 * IN_PLACE_MIN);
+    expect(n)
+      .to.be.at.least(LEND_MIN_BYTES)
+      .and.at.least(2 * IN_PLACE_MIN);
     const A2 = await a.createMr({ key: 0x901, pages: n / PAGE, flags: ALL });
     const B2 = await b.createMr({ key: 0xa02, pages: n / PAGE, flags: ALL });
     const data = pattern(n, 9);
@@ -117,7 +121,12 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     const lend = sinon.spy(lentViews, 'lendViews');
     const inPlace = sinon.spy(FrameParser.prototype, 'filledInPlace');
     try {
-      a.postSend(qa, { op: WOp.RDMA_WRITE, id: 21, sges: [A2.sge(0, 16_384), A2.sge(16_384, n - 16_384)], remote: { va: B2.va, rkey: B2.key } });
+      a.postSend(qa, {
+        op: WOp.RDMA_WRITE,
+        id: 21,
+        sges: [A2.sge(0, 16_384), A2.sge(16_384, n - 16_384)],
+        remote: { va: B2.va, rkey: B2.key },
+      });
       const sc = await cqes(a, acq, 1);
       expect(sc[0]!.error).to.equal(false);
       // Lent twice: by A (its payload written from guest memory) and by B (the MR's range, placed as it arrives).
@@ -176,10 +185,20 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
     }
   });
 
-  it('atomics: fetch-and-add and compare-and-swap on B\'s memory return the old value to A', async () => {
+  it("atomics: fetch-and-add and compare-and-swap on B's memory return the old value to A", async () => {
     B.write(64, Buffer.from('0100000000000000', 'hex'));
-    a.postSend(qa, { op: WOp.ATOMIC_FA, id: 4, remote: { va: B.va + 64, rkey: B.key }, atomic: { swapAdd: 41n, local: A.sge(200, 8) } });
-    a.postSend(qa, { op: WOp.ATOMIC_CS, id: 5, remote: { va: B.va + 64, rkey: B.key }, atomic: { swapAdd: 7n, compare: 42n, local: A.sge(208, 8) } });
+    a.postSend(qa, {
+      op: WOp.ATOMIC_FA,
+      id: 4,
+      remote: { va: B.va + 64, rkey: B.key },
+      atomic: { swapAdd: 41n, local: A.sge(200, 8) },
+    });
+    a.postSend(qa, {
+      op: WOp.ATOMIC_CS,
+      id: 5,
+      remote: { va: B.va + 64, rkey: B.key },
+      atomic: { swapAdd: 7n, compare: 42n, local: A.sge(208, 8) },
+    });
     const sc = await cqes(a, acq, 2);
     expect(sc.every((c) => !c.error)).to.equal(true);
     expect(A.read(200, 8).readBigUInt64LE(0)).to.equal(1n);
@@ -228,7 +247,13 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
   it('a QP destroyed right after an unsignaled WRITE: the WRITE still reaches the peer', async () => {
     const [qa6] = await crossPair(26, 36);
     A.write(600, Buffer.from('last words'));
-    a.postSend(qa6, { op: WOp.RDMA_WRITE, id: 14, signaled: false, sges: [A.sge(600, 10)], remote: { va: B.va + 30_000, rkey: B.key } });
+    a.postSend(qa6, {
+      op: WOp.RDMA_WRITE,
+      id: 14,
+      signaled: false,
+      sges: [A.sge(600, 10)],
+      remote: { va: B.va + 30_000, rkey: B.key },
+    });
     await a.ok(AOp.DESTROY_QP, idBody(qa6.id));
     await until(() => B.read(30_000, 10).toString() === 'last words', 'the WRITE landed on B');
     expect((a.rig.device.backend as MeshBackend).dataPath!.stats.pending).to.equal(0);
@@ -246,12 +271,29 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
 
   it('MODIFY_QP of a connected QP to a GID no node owns fails; an AH to one is created (and is local)', async () => {
     const q = await a.createQp(23, QpT.RC, { sqCq: acq, rqCq: acq });
-    await a.ok(AOp.MODIFY_QP, modifyQpBody({ id: q.id, mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.ACCESS_FLAGS, state: QpS.INIT, access: 0 }));
+    await a.ok(
+      AOp.MODIFY_QP,
+      modifyQpBody({
+        id: q.id,
+        mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.ACCESS_FLAGS,
+        state: QpS.INIT,
+        access: 0,
+      }),
+    );
     const tpl = headerTemplate({ sip: v4(IP_A), dip: v4('10.9.0.77') });
-    const r = await a.admin(AOp.MODIFY_QP, modifyQpBody({
-      id: q.id, mask: Mask.STATE | Mask.AV | Mask.PATH_MTU | Mask.DEST_QPN, state: QpS.RTR, qkeyDest: 5, pmtu: 10,
-      ahId: q.id, hdrLen: tpl.length, hdrDma: placeTemplate(a.g, tpl),
-    }));
+    const r = await a.admin(
+      AOp.MODIFY_QP,
+      modifyQpBody({
+        id: q.id,
+        mask: Mask.STATE | Mask.AV | Mask.PATH_MTU | Mask.DEST_QPN,
+        state: QpS.RTR,
+        qkeyDest: 5,
+        pmtu: 10,
+        ahId: q.id,
+        hdrLen: tpl.length,
+        hdrDma: placeTemplate(a.g, tpl),
+      }),
+    );
     expect(r.error).to.equal(true);
     expect(a.qpState(q)).to.equal(QpS.INIT);
     const ah = await a.admin(AOp.CREATE_AH, createAhBody({ id: 9, dma: placeTemplate(a.g, tpl), length: tpl.length }));
@@ -281,11 +323,22 @@ describe('rdma over the TCP mesh: two servers, two guests', function () {
 
   it('GIDs learned from transmitted frames: ARP sender, IPv4 and IPv6 sources, link-local from the MAC', () => {
     const mac = Buffer.from('02aabbccddee', 'hex');
-    const arp = Buffer.concat([Buffer.alloc(6, 0xff), mac, Buffer.from('0806', 'hex'),
-      Buffer.from('0001080006040001', 'hex'), mac, v4('10.1.2.3'), Buffer.alloc(6), v4('10.1.2.4')]);
+    const arp = Buffer.concat([
+      Buffer.alloc(6, 0xff),
+      mac,
+      Buffer.from('0806', 'hex'),
+      Buffer.from('0001080006040001', 'hex'),
+      mac,
+      v4('10.1.2.3'),
+      Buffer.alloc(6),
+      v4('10.1.2.4'),
+    ]);
     const out: Buffer[] = [];
     gidsFromFrame(arp, out);
-    expect(out.map((g) => g.toString('hex'))).to.deep.equal([linkLocalGid(mac).toString('hex'), ipv4Gid(v4('10.1.2.3')).toString('hex')]);
+    expect(out.map((g) => g.toString('hex'))).to.deep.equal([
+      linkLocalGid(mac).toString('hex'),
+      ipv4Gid(v4('10.1.2.3')).toString('hex'),
+    ]);
     expect(linkLocalGid(mac).toString('hex')).to.equal('fe80000000000000' + '00aabbfffeccddee');
     out.length = 0;
     gidsFromFrame(Buffer.alloc(10), out);

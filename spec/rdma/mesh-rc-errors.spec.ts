@@ -52,7 +52,14 @@ describe('rdma over the TCP mesh: responder errors end both QPs', function () {
 
   /** The QP event B's guest got for `qp` (its EQ "ISR" run until it shows). */
   function eventOf(qp: Qp): Promise<{ code: number; qid: number }> {
-    return b.g.waitFor(`a QP event for ${qp.id}`, () => { b.r.service(); return b.r.events.find((e) => e.type === EQE_QP && e.qid === qp.id); }, 10_000);
+    return b.g.waitFor(
+      `a QP event for ${qp.id}`,
+      () => {
+        b.r.service();
+        return b.r.events.find((e) => e.type === EQE_QP && e.qid === qp.id);
+      },
+      10_000,
+    );
   }
 
   it('a WRITE with a wrong rkey: REMOTE_ACC on A, both QPs in ERR, ERR_ACCESS on B', async () => {
@@ -61,7 +68,11 @@ describe('rdma over the TCP mesh: responder errors end both QPs', function () {
     A.write(0, Buffer.alloc(64, 0xee));
     a.postSend(qa, { op: WOp.RDMA_WRITE, id: 1, sges: [A.sge(0, 64)], remote: { va: B.va, rkey: B.key + 0x100 } });
     const sc = await cqes(a, acq, 1);
-    expect([sc[0]!.type, sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([CqeT.SEND_MSN, true, IonicStatus.REMOTE_ACC]);
+    expect([sc[0]!.type, sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([
+      CqeT.SEND_MSN,
+      true,
+      IonicStatus.REMOTE_ACC,
+    ]);
     expect(a.qpState(qa)).to.equal(QpS.ERR);
     expect(b.qpState(qb)).to.equal(QpS.ERR);
     expect(await eventOf(qb)).to.deep.include({ code: ERR_ACCESS, qid: qb.id });
@@ -70,7 +81,12 @@ describe('rdma over the TCP mesh: responder errors end both QPs', function () {
 
   it('a READ of an MR without remote read: REMOTE_ACC on A, both QPs in ERR, ERR_ACCESS on B', async () => {
     const [qa, qb] = await crossPair(21, 31);
-    a.postSend(qa, { op: WOp.RDMA_READ, id: 2, sges: [A.sge(0, 64)], remote: { va: writeOnly.va, rkey: writeOnly.key } });
+    a.postSend(qa, {
+      op: WOp.RDMA_READ,
+      id: 2,
+      sges: [A.sge(0, 64)],
+      remote: { va: writeOnly.va, rkey: writeOnly.key },
+    });
     const sc = await cqes(a, acq, 1);
     expect([sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([true, IonicStatus.REMOTE_ACC]);
     expect(a.qpState(qa)).to.equal(QpS.ERR);

@@ -13,7 +13,14 @@
 //   the old wire format (no version) is dropped even with the right Q_Key.
 
 import { expect } from 'chai';
-import { decodeIonicWireHeader, encodeFrameHeader, encodeIonicWireHeader, encodeNodeGids, encodeRegisterNode, decodeRegisterResp } from '../../lib/mesh/codec';
+import {
+  decodeIonicWireHeader,
+  encodeFrameHeader,
+  encodeIonicWireHeader,
+  encodeNodeGids,
+  encodeRegisterNode,
+  decodeRegisterResp,
+} from '../../lib/mesh/codec';
 import { AUTO_NODE_ID } from '../../lib/mesh/limits';
 import { IonicWireOp, MsgType } from '../../lib/mesh/messages';
 import { ipv4Gid } from '../../lib/rdma/address';
@@ -43,11 +50,22 @@ const RSVD = 6;
 
 /** A raw worker: registered, its guest's GID advertised, answers collected. */
 class Rogue {
-  private constructor(readonly peer: RawPeer, readonly id: number) {}
+  private constructor(
+    readonly peer: RawPeer,
+    readonly id: number,
+  ) {}
 
   static async join(port: number, n: number, gidIp: string, from: string): Promise<Rogue> {
     const peer = await RawPeer.connect(port, LOCAL, from);
-    peer.send(MsgType.REGISTER_NODE, encodeRegisterNode({ host: '', port: 0, requestedId: AUTO_NODE_ID, instance: (0xa77ac0 + n).toString(16).padStart(16, '0') }));
+    peer.send(
+      MsgType.REGISTER_NODE,
+      encodeRegisterNode({
+        host: '',
+        port: 0,
+        requestedId: AUTO_NODE_ID,
+        instance: (0xa77ac0 + n).toString(16).padStart(16, '0'),
+      }),
+    );
     const d = decodeRegisterResp((await peer.waitFrame(MsgType.REGISTER_RESP)).body);
     if (!d.ok || d.value.result !== 0) throw new Error('registration refused');
     const r = new Rogue(peer, d.value.nodeId);
@@ -60,18 +78,46 @@ class Rogue {
   async sync(): Promise<void> {
     const n = this.peer.frames.filter((f) => f.header.type === MsgType.HEARTBEAT_RESP).length;
     this.peer.send(MsgType.HEARTBEAT, Buffer.alloc(0), { src: this.id });
-    await until(() => this.peer.frames.filter((f) => f.header.type === MsgType.HEARTBEAT_RESP).length > n, 'heartbeat answer');
+    await until(
+      () => this.peer.frames.filter((f) => f.header.type === MsgType.HEARTBEAT_RESP).length > n,
+      'heartbeat answer',
+    );
   }
 
   /** Send an ionic message to node 0; `rsvd` overrides the header's rsvd word. */
-  send(h: { op: number; srcQp: number; dstQp: number; reqId: number; rkey: number; va?: bigint }, payload: Buffer, rsvd?: number): void {
+  send(
+    h: { op: number; srcQp: number; dstQp: number; reqId: number; rkey: number; va?: bigint },
+    payload: Buffer,
+    rsvd?: number,
+  ): void {
     const hdr = encodeIonicWireHeader({
-      op: h.op, atomicCs: 0, srcQpId: h.srcQp, dstQpId: h.dstQp, reqId: h.reqId, rkey: h.rkey, length: payload.length, immBe: 0, status: 0,
+      op: h.op,
+      atomicCs: 0,
+      srcQpId: h.srcQp,
+      dstQpId: h.dstQp,
+      reqId: h.reqId,
+      rkey: h.rkey,
+      length: payload.length,
+      immBe: 0,
+      status: 0,
       remoteVa: h.va ?? 0n,
     });
     if (rsvd !== undefined) hdr.writeUInt16LE(rsvd, RSVD);
     const body = Buffer.concat([hdr, payload]);
-    this.peer.write(Buffer.concat([encodeFrameHeader({ type: MsgType.IONIC, length: body.length, seq: 1, src: this.id, dst: 0, srcQpn: h.srcQp, dstQpn: h.dstQp }), body]));
+    this.peer.write(
+      Buffer.concat([
+        encodeFrameHeader({
+          type: MsgType.IONIC,
+          length: body.length,
+          seq: 1,
+          src: this.id,
+          dst: 0,
+          srcQpn: h.srcQp,
+          dstQpn: h.dstQp,
+        }),
+        body,
+      ]),
+    );
   }
 
   /** The status of the answer to `reqId`. */
@@ -122,7 +168,10 @@ describe('rdma over the mesh: RC rules at the responder, attacked from the netwo
     mr = await v.createMr({ key: 0x4242, pages: 1, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
     original = Buffer.from(mr.read(0, 64));
     qp = await v.createQp(QP_RC, QpT.RC, { sqCq: cq, rqCq: cq });
-    await v.connect(qp, PEER_QPN, { access: QpF.REMOTE_WRITE | QpF.REMOTE_READ, tpl: { sip: v4(IP_GUEST), dip: v4(IP_PEER) } });
+    await v.connect(qp, PEER_QPN, {
+      access: QpF.REMOTE_WRITE | QpF.REMOTE_READ,
+      tpl: { sip: v4(IP_GUEST), dip: v4(IP_PEER) },
+    });
   });
 
   after(async () => {
@@ -132,13 +181,15 @@ describe('rdma over the mesh: RC rules at the responder, attacked from the netwo
     await srv?.stop();
   });
 
-  it('executes nothing from a node that is not the QP\'s peer, nor from the peer node\'s other QPs', async () => {
+  it("executes nothing from a node that is not the QP's peer, nor from the peer node's other QPs", async () => {
     const write = { op: IonicWireOp.WRITE, dstQp: QP_RC, rkey: mr.key, va: BigInt(mr.va) };
     other.send({ ...write, srcQp: PEER_QPN, reqId: 1 }, Buffer.alloc(64, 0xee));
     const fromOther = await other.answer(1);
     peer.send({ ...write, srcQp: PEER_QPN + 1, reqId: 2 }, Buffer.alloc(64, 0xdd));
     const fromOtherQp = await peer.answer(2);
-    console.log(`      a WRITE with the live rkey from another node: status ${fromOther}; from the peer node's QP ${PEER_QPN + 1}: status ${fromOtherQp}`);
+    console.log(
+      `      a WRITE with the live rkey from another node: status ${fromOther}; from the peer node's QP ${PEER_QPN + 1}: status ${fromOtherQp}`,
+    );
     expect([fromOther, fromOtherQp]).to.deep.equal([ST.RETRY_EXCEEDED, ST.RETRY_EXCEEDED]);
     expect(mr.read(0, 64).equals(original), 'the MR is untouched').to.equal(true);
     expect(await qpState(QP_RC)).to.equal(QpS.RTS);
@@ -154,11 +205,20 @@ describe('rdma over the mesh: RC rules at the responder, attacked from the netwo
       statuses.push(await peer.answer(100 + i));
     }
     const naks = statuses.filter((s) => s === ST.REMOTE_ACC).length;
-    console.log(`      key guesses answered ${statuses.join(' ')}: ${naks} try before the QP refused everything (the live key included)`);
+    console.log(
+      `      key guesses answered ${statuses.join(' ')}: ${naks} try before the QP refused everything (the live key included)`,
+    );
     expect(statuses).to.deep.equal([ST.REMOTE_ACC, ST.RETRY_EXCEEDED, ST.RETRY_EXCEEDED, ST.RETRY_EXCEEDED]);
     expect(mr.read(0, 64).equals(original), 'the MR is untouched').to.equal(true);
     expect(await qpState(QP_RC)).to.equal(QpS.ERR);
-    const ev = await g.waitFor('the QP event', () => { r.service(); return r.events.find((e) => e.type === EQE_QP && e.qid === QP_RC); }, 10_000);
+    const ev = await g.waitFor(
+      'the QP event',
+      () => {
+        r.service();
+        return r.events.find((e) => e.type === EQE_QP && e.qid === QP_RC);
+      },
+      10_000,
+    );
     expect([ev.code, ev.qid]).to.deep.equal([ERR_ACCESS, QP_RC]);
   });
 
@@ -169,9 +229,9 @@ describe('rdma over the mesh: RC rules at the responder, attacked from the netwo
     v.postRecv(ud, { id: 0x51, sges: [buf] });
     const dgram = (tag: number): Buffer => Buffer.concat([Buffer.alloc(40), Buffer.alloc(100, tag)]);
     const to = { op: IonicWireOp.SEND, srcQp: 9, dstQp: QP_UD, reqId: 0 };
-    peer.send({ ...to, rkey: QKEY + 1 }, dgram(1), 0x0101);   // wrong Q_Key
-    peer.send({ ...to, rkey: QKEY }, dgram(2), 0x0001);       // right Q_Key, no version (the old format)
-    peer.send({ ...to, rkey: QKEY }, dgram(3), 0x0101);       // right Q_Key, version 1
+    peer.send({ ...to, rkey: QKEY + 1 }, dgram(1), 0x0101); // wrong Q_Key
+    peer.send({ ...to, rkey: QKEY }, dgram(2), 0x0001); // right Q_Key, no version (the old format)
+    peer.send({ ...to, rkey: QKEY }, dgram(3), 0x0101); // right Q_Key, version 1
     await peer.sync();
     const got = await cqesOf(v, cq, 1);
     await peer.sync();

@@ -22,16 +22,34 @@ const ENTRIES = new Set(['constructor', 'doorbell', 'bootstrap', 'reset', 'hooks
 
 /** Wraps every method and getter of `target` (own and inherited) with a counter in `counts`. */
 function countCalls(target: object, prefix: string, counts: Map<string, number>): void {
-  const bump = (name: string): void => { counts.set(name, (counts.get(name) ?? 0) + 1); };
-  for (let proto = Object.getPrototypeOf(target); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+  const bump = (name: string): void => {
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+  };
+  for (
+    let proto = Object.getPrototypeOf(target);
+    proto && proto !== Object.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
     for (const [name, d] of Object.entries(Object.getOwnPropertyDescriptors(proto))) {
       if (ENTRIES.has(name) || Object.prototype.hasOwnProperty.call(target, name)) continue;
       if (typeof d.value === 'function') {
         const fn = d.value as (...a: unknown[]) => unknown;
-        Object.defineProperty(target, name, { configurable: true, value(this: unknown, ...a: unknown[]) { bump(`${prefix}${name}`); return fn.apply(this, a); } });
+        Object.defineProperty(target, name, {
+          configurable: true,
+          value(this: unknown, ...a: unknown[]) {
+            bump(`${prefix}${name}`);
+            return fn.apply(this, a);
+          },
+        });
       } else if (d.get) {
         const get = d.get;
-        Object.defineProperty(target, name, { configurable: true, get(this: unknown) { bump(`${prefix}${name}`); return get.call(this); } });
+        Object.defineProperty(target, name, {
+          configurable: true,
+          get(this: unknown) {
+            bump(`${prefix}${name}`);
+            return get.call(this);
+          },
+        });
       }
     }
   }
@@ -50,7 +68,12 @@ describe('rdma: how often a WQE leaves the data path (loopback)', () => {
     v = await VerbsGuest.boot();
     scq = await v.createCq(300, 7);
     rcq = await v.createCq(301, 7);
-    mr = await v.createMr({ key: MR_KEY, pages: 4, contiguous: true, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
+    mr = await v.createMr({
+      key: MR_KEY,
+      pages: 4,
+      contiguous: true,
+      flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ,
+    });
     a = await v.createQp(10, QpT.RC, { sqCq: scq, rqCq: rcq });
     b = await v.createQp(11, QpT.RC, { sqCq: scq, rqCq: rcq });
     await v.connectPair(a, b);
@@ -75,12 +98,38 @@ describe('rdma: how often a WQE leaves the data path (loopback)', () => {
   }
 
   const walks: [string, () => void, number][] = [
-    ['SEND', () => {
-      v.postRecv(b, { id: 1, sges: [mr.sge(PAGE, 64)] });
-      v.postSend(a, { op: WOp.SEND, id: 2, sges: [mr.sge(0, 64)] });
-    }, 2],
-    ['RDMA WRITE', () => { v.postSend(a, { op: WOp.RDMA_WRITE, id: 3, sges: [mr.sge(0, 64)], remote: { va: mr.va + 2 * PAGE, rkey: MR_KEY } }); }, 1],
-    ['RDMA READ', () => { v.postSend(a, { op: WOp.RDMA_READ, id: 4, sges: [mr.sge(0, 64)], remote: { va: mr.va + 2 * PAGE, rkey: MR_KEY } }); }, 1],
+    [
+      'SEND',
+      () => {
+        v.postRecv(b, { id: 1, sges: [mr.sge(PAGE, 64)] });
+        v.postSend(a, { op: WOp.SEND, id: 2, sges: [mr.sge(0, 64)] });
+      },
+      2,
+    ],
+    [
+      'RDMA WRITE',
+      () => {
+        v.postSend(a, {
+          op: WOp.RDMA_WRITE,
+          id: 3,
+          sges: [mr.sge(0, 64)],
+          remote: { va: mr.va + 2 * PAGE, rkey: MR_KEY },
+        });
+      },
+      1,
+    ],
+    [
+      'RDMA READ',
+      () => {
+        v.postSend(a, {
+          op: WOp.RDMA_READ,
+          id: 4,
+          sges: [mr.sge(0, 64)],
+          remote: { va: mr.va + 2 * PAGE, rkey: MR_KEY },
+        });
+      },
+      1,
+    ],
   ];
   for (const [name, post, cqes] of walks) {
     it(`${name}: leaves the data path only to find guest memory, once for the WQE and once per CQE`, async () => {

@@ -13,7 +13,14 @@ import { readPcap, writePcap } from '../../lib/net/pcap';
 import { decodeFrame, RoceFrame } from '../../lib/roce/frame';
 import { computeIcrc } from '../../lib/roce/icrc';
 import {
-  F_AETH, F_ATOMICACKETH, F_ATOMICETH, F_DETH, F_IETH, F_IMMDT, F_RETH, OPCODE_FLAGS,
+  F_AETH,
+  F_ATOMICACKETH,
+  F_ATOMICETH,
+  F_DETH,
+  F_IETH,
+  F_IMMDT,
+  F_RETH,
+  OPCODE_FLAGS,
 } from '../../lib/roce/opcodes';
 import { skipBecause } from '../support/skip';
 import { captureTraffic } from './capture-traffic';
@@ -25,21 +32,57 @@ const TSV = path.join(DIR, 'roce-v2.tshark.tsv');
 
 /** The fields asked of tshark, in column order. */
 const FIELDS = [
-  'frame.number', 'vlan.id', 'ip.src', 'ipv6.src', 'udp.srcport', 'udp.dstport', 'infiniband.bth.opcode', 'infiniband.bth.se',
-  'infiniband.bth.padcnt', 'infiniband.bth.p_key', 'infiniband.bth.destqp', 'infiniband.bth.a', 'infiniband.bth.psn',
-  'infiniband.reth.va', 'infiniband.reth.r_key', 'infiniband.reth.dmalen', 'infiniband.aeth.syndrome', 'infiniband.aeth.msn',
-  'infiniband.deth.q_key', 'infiniband.deth.srcqp', 'infiniband.immdt', 'infiniband.ieth', 'infiniband.atomiceth.swapdt',
-  'infiniband.atomiceth.cmpdt', 'infiniband.atomicacketh.origremdt', 'infiniband.invariant.crc', '_ws.malformed',
+  'frame.number',
+  'vlan.id',
+  'ip.src',
+  'ipv6.src',
+  'udp.srcport',
+  'udp.dstport',
+  'infiniband.bth.opcode',
+  'infiniband.bth.se',
+  'infiniband.bth.padcnt',
+  'infiniband.bth.p_key',
+  'infiniband.bth.destqp',
+  'infiniband.bth.a',
+  'infiniband.bth.psn',
+  'infiniband.reth.va',
+  'infiniband.reth.r_key',
+  'infiniband.reth.dmalen',
+  'infiniband.aeth.syndrome',
+  'infiniband.aeth.msn',
+  'infiniband.deth.q_key',
+  'infiniband.deth.srcqp',
+  'infiniband.immdt',
+  'infiniband.ieth',
+  'infiniband.atomiceth.swapdt',
+  'infiniband.atomiceth.cmpdt',
+  'infiniband.atomicacketh.origremdt',
+  'infiniband.invariant.crc',
+  '_ws.malformed',
 ];
 
 function tshark(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync('tshark', args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } });
+  const r = spawnSync('tshark', args, {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, LC_ALL: 'C' },
+  });
   if (r.error) throw r.error;
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 function tsharkDissection(file: string): string {
-  const r = tshark(['-r', file, '-T', 'fields', '-E', 'header=y', '-E', 'separator=/t', ...FIELDS.flatMap((f) => ['-e', f])]);
+  const r = tshark([
+    '-r',
+    file,
+    '-T',
+    'fields',
+    '-E',
+    'header=y',
+    '-E',
+    'separator=/t',
+    ...FIELDS.flatMap((f) => ['-e', f]),
+  ]);
   expect(r.status, r.stderr).to.equal(0);
   return r.stdout;
 }
@@ -68,15 +111,33 @@ function codecRow(n: number, buf: Buffer): string[] {
   const ip = buf.subarray(f.ipOff);
   const addrOrAtomic = fl & (F_RETH | F_ATOMICETH);
   return [
-    String(n), f.vlanTci >= 0 ? String(f.vlanTci & 0xfff) : '', f.ipVersion === 4 ? [...ip.subarray(12, 16)].join('.') : '',
-    f.ipVersion === 6 ? ipv6Text(f.srcGid) : '', String(f.udpSrcPort), '4791', String(h.opcode), h.solicited ? '1' : '0',
-    String(h.padCount), String(h.pkey), hex(h.destQp, 6), h.ackReq ? '1' : '0', String(h.psn),
-    addrOrAtomic ? hex(h.va, 16) : '', addrOrAtomic ? hex(h.rkey, 8) : '', fl & F_RETH ? String(h.dmaLen) : '',
-    fl & F_AETH ? String(h.syndrome) : '', fl & F_AETH ? String(h.msn) : '',
-    fl & F_DETH ? hex(h.qkey, 16) : '', fl & F_DETH ? hex(h.srcQp, 8) : '',
-    fl & F_IMMDT ? h.imm.toString(16).padStart(8, '0') : '', fl & F_IETH ? h.invRkey.toString(16).padStart(8, '0') : '',
-    fl & F_ATOMICETH ? u64(h.swapHi, h.swapLo) : '', fl & F_ATOMICETH ? u64(h.cmpHi, h.cmpLo) : '',
-    fl & F_ATOMICACKETH ? u64(h.origHi, h.origLo) : '', hex(buf.readUInt32BE(f.icrcOff), 8), '',
+    String(n),
+    f.vlanTci >= 0 ? String(f.vlanTci & 0xfff) : '',
+    f.ipVersion === 4 ? [...ip.subarray(12, 16)].join('.') : '',
+    f.ipVersion === 6 ? ipv6Text(f.srcGid) : '',
+    String(f.udpSrcPort),
+    '4791',
+    String(h.opcode),
+    h.solicited ? '1' : '0',
+    String(h.padCount),
+    String(h.pkey),
+    hex(h.destQp, 6),
+    h.ackReq ? '1' : '0',
+    String(h.psn),
+    addrOrAtomic ? hex(h.va, 16) : '',
+    addrOrAtomic ? hex(h.rkey, 8) : '',
+    fl & F_RETH ? String(h.dmaLen) : '',
+    fl & F_AETH ? String(h.syndrome) : '',
+    fl & F_AETH ? String(h.msn) : '',
+    fl & F_DETH ? hex(h.qkey, 16) : '',
+    fl & F_DETH ? hex(h.srcQp, 8) : '',
+    fl & F_IMMDT ? h.imm.toString(16).padStart(8, '0') : '',
+    fl & F_IETH ? h.invRkey.toString(16).padStart(8, '0') : '',
+    fl & F_ATOMICETH ? u64(h.swapHi, h.swapLo) : '',
+    fl & F_ATOMICETH ? u64(h.cmpHi, h.cmpLo) : '',
+    fl & F_ATOMICACKETH ? u64(h.origHi, h.origLo) : '',
+    hex(buf.readUInt32BE(f.icrcOff), 8),
+    '',
   ];
 }
 
@@ -86,7 +147,11 @@ function normalise(row: string[]): string[] {
 }
 
 function tsvRows(text: string): string[][] {
-  return text.replace(/\n+$/, '').split('\n').slice(1).map((l) => normalise(l.split('\t')));
+  return text
+    .replace(/\n+$/, '')
+    .split('\n')
+    .slice(1)
+    .map((l) => normalise(l.split('\t')));
 }
 
 describe('roce/capture fixture', () => {
@@ -109,8 +174,13 @@ describe('roce/capture fixture', () => {
 
   it('holds SEND, WRITE, READ, atomics, ACK, every kind of NAK here, UD and QP1', () => {
     const ops = new Set(tsvRows(fs.readFileSync(TSV, 'utf8')).map((r) => Number(r[6])));
-    for (const op of [0, 1, 2, 4, 5, 10, 11, 12, 13, 15, 17, 18, 19, 20, 23, 36, 42, 100, 101]) expect(ops.has(op), `opcode ${op}`).to.equal(true);
-    const syndromes = new Set(tsvRows(fs.readFileSync(TSV, 'utf8')).map((r) => r[16]).filter((s) => s));
+    for (const op of [0, 1, 2, 4, 5, 10, 11, 12, 13, 15, 17, 18, 19, 20, 23, 36, 42, 100, 101])
+      expect(ops.has(op), `opcode ${op}`).to.equal(true);
+    const syndromes = new Set(
+      tsvRows(fs.readFileSync(TSV, 'utf8'))
+        .map((r) => r[16])
+        .filter((s) => s),
+    );
     expect([...syndromes].map(Number).sort((a, b) => a - b)).to.deep.equal([31, 46, 96, 98]); // ACK, RNR NAK, PSN sequence NAK, remote access NAK
   });
 

@@ -1,9 +1,26 @@
 import { expect } from 'chai';
 import {
-  DROP_BAD_OPCODE, DROP_ICRC, DROP_IP_CHECKSUM, DROP_IP_HEADER, DROP_IP_LENGTH, DROP_NONE, DROP_NOT_IP,
-  DROP_NOT_ROCE_PORT, DROP_NOT_UDP, DROP_TOO_SHORT, DROP_UDP_LENGTH,
+  DROP_BAD_OPCODE,
+  DROP_ICRC,
+  DROP_IP_CHECKSUM,
+  DROP_IP_HEADER,
+  DROP_IP_LENGTH,
+  DROP_NONE,
+  DROP_NOT_IP,
+  DROP_NOT_ROCE_PORT,
+  DROP_NOT_UDP,
+  DROP_TOO_SHORT,
+  DROP_UDP_LENGTH,
 } from '../../lib/roce/counters';
-import { decodeFrame, encodeFrame, frameBytes, frameHeaderBytes, isRoceV2, RoceFrame, RocePath } from '../../lib/roce/frame';
+import {
+  decodeFrame,
+  encodeFrame,
+  frameBytes,
+  frameHeaderBytes,
+  isRoceV2,
+  RoceFrame,
+  RocePath,
+} from '../../lib/roce/frame';
 import { computeIcrc } from '../../lib/roce/icrc';
 import { F_PAYLOAD, knownOpcodes, OPCODE_FLAGS, opcodeName } from '../../lib/roce/opcodes';
 import { TransportHeaders } from '../../lib/roce/packet';
@@ -12,8 +29,18 @@ import { ipv4Path, ipv6Path, vlanPath } from './paths';
 
 function frameOf(path: RocePath, opcode: number, payload: Buffer): { buf: Buffer; len: number; h: TransportHeaders } {
   const h = new TransportHeaders();
-  h.opcode = opcode; h.destQp = 0x11; h.psn = 0xfffffe; h.ackReq = true; h.va = 0x1000; h.rkey = 0x42; h.dmaLen = payload.length;
-  h.qkey = 0x1234; h.srcQp = 7; h.imm = 0xdeadbeef; h.syndrome = 0x1f; h.msn = 9;
+  h.opcode = opcode;
+  h.destQp = 0x11;
+  h.psn = 0xfffffe;
+  h.ackReq = true;
+  h.va = 0x1000;
+  h.rkey = 0x42;
+  h.dmaLen = payload.length;
+  h.qkey = 0x1234;
+  h.srcQp = 7;
+  h.imm = 0xdeadbeef;
+  h.syndrome = 0x1f;
+  h.msn = 9;
   const buf = Buffer.alloc(frameBytes(path, opcode, payload.length) + 32, 0xcc);
   payload.copy(buf, frameHeaderBytes(path, opcode));
   const len = encodeFrame(buf, path, h, payload.length);
@@ -21,7 +48,11 @@ function frameOf(path: RocePath, opcode: number, payload: Buffer): { buf: Buffer
 }
 
 describe('roce/frame', () => {
-  const paths: ReadonlyArray<readonly [string, RocePath]> = [['IPv4', ipv4Path(1, 2)], ['IPv6', ipv6Path(1, 2)], ['VLAN', vlanPath(1, 2)]];
+  const paths: ReadonlyArray<readonly [string, RocePath]> = [
+    ['IPv4', ipv4Path(1, 2)],
+    ['IPv6', ipv6Path(1, 2)],
+    ['VLAN', vlanPath(1, 2)],
+  ];
   for (const [name, path] of paths) {
     it(`${name}: every opcode round-trips with its payload, addresses and ICRC`, () => {
       const f = new RoceFrame();
@@ -32,7 +63,9 @@ describe('roce/frame', () => {
         expect(decodeFrame(buf, len, f), opcodeName(op)).to.equal(DROP_NONE);
         expect(f.headers.opcode).to.equal(op);
         expect(f.headers.psn).to.equal(0xfffffe);
-        expect(buf.subarray(f.headers.payloadOff, f.headers.payloadOff + f.headers.payloadLen).equals(payload)).to.equal(true);
+        expect(
+          buf.subarray(f.headers.payloadOff, f.headers.payloadOff + f.headers.payloadLen).equals(payload),
+        ).to.equal(true);
         expect(f.srcGid.equals(path.srcGid)).to.equal(true);
         expect(f.dstGid.equals(path.dstGid)).to.equal(true);
         expect(f.ipVersion).to.equal(path.ipVersion);
@@ -58,7 +91,8 @@ describe('roce/frame', () => {
     for (const [, path] of paths) {
       for (const op of [0x04, 0x0a, 0x0c, 0x11, 0x12, 0x13, 0x64]) {
         const { buf, len } = frameOf(path, op, OPCODE_FLAGS[op]! & F_PAYLOAD ? Buffer.alloc(8, 1) : Buffer.alloc(0));
-        for (let cut = 0; cut < len; cut++) expect(decodeFrame(buf, cut, f), `${opcodeName(op)} cut at ${cut}`).to.not.equal(DROP_NONE);
+        for (let cut = 0; cut < len; cut++)
+          expect(decodeFrame(buf, cut, f), `${opcodeName(op)} cut at ${cut}`).to.not.equal(DROP_NONE);
       }
     }
   });
@@ -73,18 +107,48 @@ describe('roce/frame', () => {
     };
     expect(decodeFrame(base.buf, base.len + 40, f), 'length past the buffer').to.equal(DROP_TOO_SHORT);
     expect(with_((b) => b.writeUInt16BE(0x0806, 12))).to.equal(DROP_NOT_IP);
-    expect(with_((b) => { b[14] = 0x46; })).to.equal(DROP_IP_HEADER); // options
-    expect(with_((b) => { b[14] = 0x55; })).to.equal(DROP_IP_HEADER); // version 5
+    expect(
+      with_((b) => {
+        b[14] = 0x46;
+      }),
+    ).to.equal(DROP_IP_HEADER); // options
+    expect(
+      with_((b) => {
+        b[14] = 0x55;
+      }),
+    ).to.equal(DROP_IP_HEADER); // version 5
     expect(with_((b) => b.writeUInt16BE(0x2001, 20))).to.equal(DROP_IP_HEADER); // a fragment
     expect(with_((b) => b.writeUInt16BE(0xffff, 16))).to.equal(DROP_IP_LENGTH);
     expect(with_((b) => b.writeUInt16BE(20, 16))).to.equal(DROP_IP_LENGTH);
-    expect(with_((b) => { b[23] = 6; })).to.equal(DROP_NOT_UDP);
-    expect(with_((b) => { b[25] ^= 1; })).to.equal(DROP_IP_CHECKSUM);
+    expect(
+      with_((b) => {
+        b[23] = 6;
+      }),
+    ).to.equal(DROP_NOT_UDP);
+    expect(
+      with_((b) => {
+        b[25] ^= 1;
+      }),
+    ).to.equal(DROP_IP_CHECKSUM);
     expect(with_((b) => b.writeUInt16BE(4792, 36))).to.equal(DROP_NOT_ROCE_PORT);
     expect(with_((b) => b.writeUInt16BE(b.readUInt16BE(38) + 4, 38))).to.equal(DROP_UDP_LENGTH);
-    expect(with_((b) => { b[42] = 0x15; })).to.equal(DROP_BAD_OPCODE);
-    expect(with_((b) => { b[base.len - 6] ^= 0x80; }), 'payload bit flip').to.equal(DROP_ICRC);
-    expect(with_((b) => { b[base.len - 1] ^= 1; }), 'ICRC bit flip').to.equal(DROP_ICRC);
+    expect(
+      with_((b) => {
+        b[42] = 0x15;
+      }),
+    ).to.equal(DROP_BAD_OPCODE);
+    expect(
+      with_((b) => {
+        b[base.len - 6] ^= 0x80;
+      }),
+      'payload bit flip',
+    ).to.equal(DROP_ICRC);
+    expect(
+      with_((b) => {
+        b[base.len - 1] ^= 1;
+      }),
+      'ICRC bit flip',
+    ).to.equal(DROP_ICRC);
     const v6 = frameOf(ipv6Path(1, 2), 0x04, Buffer.alloc(4));
     const b6 = Buffer.from(v6.buf);
     b6[20] = 0; // a hop-by-hop extension header instead of UDP
@@ -134,7 +198,12 @@ describe('roce/icrc', () => {
   // hex dump in scapy's RoCE tests): an ICRC computed by hardware.
   const CNP = Buffer.from(
     'e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a001201' +
-    '000012b70028000081' + '00ffff40000118' + '0'.repeat(40) + '82fd002a', 'hex');
+      '000012b70028000081' +
+      '00ffff40000118' +
+      '0'.repeat(40) +
+      '82fd002a',
+    'hex',
+  );
 
   it('matches the ICRC a ConnectX-4 Lx put on a real packet', () => {
     expect(CNP.length).to.equal(74);

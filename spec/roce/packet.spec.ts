@@ -1,10 +1,18 @@
 import { expect } from 'chai';
+import { DROP_BAD_OPCODE, DROP_BAD_PAD, DROP_BAD_TVER, DROP_NONE, DROP_TRUNCATED } from '../../lib/roce/counters';
 import {
-  DROP_BAD_OPCODE, DROP_BAD_PAD, DROP_BAD_TVER, DROP_NONE, DROP_TRUNCATED,
-} from '../../lib/roce/counters';
-import {
-  F_AETH, F_ATOMICACKETH, F_ATOMICETH, F_DETH, F_IETH, F_IMMDT, F_PAYLOAD, F_RETH, knownOpcodes, OPCODE_FLAGS,
-  OPCODE_HEADER_BYTES, opcodeName,
+  F_AETH,
+  F_ATOMICACKETH,
+  F_ATOMICETH,
+  F_DETH,
+  F_IETH,
+  F_IMMDT,
+  F_PAYLOAD,
+  F_RETH,
+  knownOpcodes,
+  OPCODE_FLAGS,
+  OPCODE_HEADER_BYTES,
+  opcodeName,
 } from '../../lib/roce/opcodes';
 import { decodeTransport, encodeTransport, TransportHeaders } from '../../lib/roce/packet';
 import { xorshift } from '../support/rng';
@@ -30,18 +38,36 @@ function randomHeaders(next: () => number, opcode: number, payloadLen: number): 
   h.srcQp = next() & 0xffffff;
   h.imm = next();
   h.invRkey = next();
-  h.swapHi = next(); h.swapLo = next(); h.cmpHi = next(); h.cmpLo = next();
-  h.origHi = next(); h.origLo = next();
+  h.swapHi = next();
+  h.swapLo = next();
+  h.cmpHi = next();
+  h.cmpLo = next();
+  h.origHi = next();
+  h.origLo = next();
   h.payloadLen = payloadLen;
   return h;
 }
 
 const FIELDS_BY_HEADER: ReadonlyArray<readonly [number, readonly (keyof TransportHeaders)[]]> = [
-  [F_RETH, ['va', 'rkey', 'dmaLen']], [F_AETH, ['syndrome', 'msn']], [F_DETH, ['qkey', 'srcQp']], [F_IMMDT, ['imm']],
-  [F_IETH, ['invRkey']], [F_ATOMICETH, ['va', 'rkey', 'swapHi', 'swapLo', 'cmpHi', 'cmpLo']],
+  [F_RETH, ['va', 'rkey', 'dmaLen']],
+  [F_AETH, ['syndrome', 'msn']],
+  [F_DETH, ['qkey', 'srcQp']],
+  [F_IMMDT, ['imm']],
+  [F_IETH, ['invRkey']],
+  [F_ATOMICETH, ['va', 'rkey', 'swapHi', 'swapLo', 'cmpHi', 'cmpLo']],
   [F_ATOMICACKETH, ['origHi', 'origLo']],
 ];
-const BTH_FIELDS: readonly (keyof TransportHeaders)[] = ['opcode', 'solicited', 'migReq', 'pkey', 'fecn', 'becn', 'destQp', 'ackReq', 'psn'];
+const BTH_FIELDS: readonly (keyof TransportHeaders)[] = [
+  'opcode',
+  'solicited',
+  'migReq',
+  'pkey',
+  'fecn',
+  'becn',
+  'destQp',
+  'ackReq',
+  'psn',
+];
 
 describe('roce/packet', () => {
   for (const op of knownOpcodes()) {
@@ -70,8 +96,15 @@ describe('roce/packet', () => {
 
   it('writes the BTH bit fields where the IBTA puts them', () => {
     const h = new TransportHeaders();
-    h.opcode = 0x04; h.solicited = true; h.migReq = true; h.pkey = 0xffff; h.becn = true; h.destQp = 0x123456;
-    h.ackReq = true; h.psn = 0xabcdef; h.payloadLen = 3;
+    h.opcode = 0x04;
+    h.solicited = true;
+    h.migReq = true;
+    h.pkey = 0xffff;
+    h.becn = true;
+    h.destQp = 0x123456;
+    h.ackReq = true;
+    h.psn = 0xabcdef;
+    h.payloadLen = 3;
     const buf = Buffer.alloc(12);
     encodeTransport(buf, 0, h);
     // opcode, SE|M|pad 1|tver 0, P_Key, BECN, QPN, A, PSN.

@@ -50,7 +50,12 @@ export interface RawRequest {
   readonly body?: Buffer;
 }
 
-function split(r: RawRequest): { hostname: string; port: number | undefined; path: string; query: Record<string, string> } {
+function split(r: RawRequest): {
+  hostname: string;
+  port: number | undefined;
+  path: string;
+  query: Record<string, string>;
+} {
   const at = r.path.indexOf('?');
   const query: Record<string, string> = {};
   if (at >= 0) for (const [k, v] of new URLSearchParams(r.path.slice(at + 1))) query[k] = v;
@@ -64,15 +69,27 @@ function split(r: RawRequest): { hostname: string; port: number | undefined; pat
 }
 
 function signer(creds: SigningCredentials): SignatureV4 {
-  return new SignatureV4({ credentials: creds, region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: true });
+  return new SignatureV4({
+    credentials: creds,
+    region: 'us-east-1',
+    service: 's3',
+    sha256: Sha256,
+    uriEscapePath: true,
+  });
 }
 
 /** Every header of `r` (host included) plus the signature's: all of them are signed. */
 export async function signHeaders(r: RawRequest, creds: SigningCredentials): Promise<Record<string, string>> {
   const { hostname, port, path, query } = split(r);
   const signed = await signer(creds).sign({
-    method: r.method, protocol: 'http:', hostname, ...(port !== undefined ? { port } : {}), path, query,
-    headers: { host: r.host, ...r.headers }, ...(r.body ? { body: r.body } : {}),
+    method: r.method,
+    protocol: 'http:',
+    hostname,
+    ...(port !== undefined ? { port } : {}),
+    path,
+    query,
+    headers: { host: r.host, ...r.headers },
+    ...(r.body ? { body: r.body } : {}),
   });
   return signed.headers as Record<string, string>;
 }
@@ -83,7 +100,15 @@ export async function presignPath(r: RawRequest, creds: SigningCredentials, expi
   const headers = { host: r.host, ...r.headers };
   const p = await signer(creds).presign(
     // A presigned URL's payload is unsigned (what S3 and the store expect): the hash the signer takes, neither signed nor sent.
-    { method: r.method, protocol: 'http:', hostname, ...(port !== undefined ? { port } : {}), path, query, headers: { ...headers, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' } },
+    {
+      method: r.method,
+      protocol: 'http:',
+      hostname,
+      ...(port !== undefined ? { port } : {}),
+      path,
+      query,
+      headers: { ...headers, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
+    },
     // The given headers stay headers (signed), not moved into the query as x-amz-* headers are by default.
     {
       expiresIn,

@@ -3,7 +3,14 @@
 // plain memory, with INTx, 4 MSI-X vectors and ERR. It records every call so
 // tests can check what the server told it.
 
-import type { DeviceContext, DmaRange, IrqEvent, RegionHandler, ResetReason, VfioUserDevice } from '../../lib/vfio-user/device';
+import type {
+  DeviceContext,
+  DmaRange,
+  IrqEvent,
+  RegionHandler,
+  ResetReason,
+  VfioUserDevice,
+} from '../../lib/vfio-user/device';
 
 class MemoryRegion implements RegionHandler {
   readonly bytes: Buffer;
@@ -41,7 +48,9 @@ export class ScratchDevice implements VfioUserDevice {
       const bar = this.bar0;
       const self = this;
       return {
-        size: bar.size, readable: true, writable: true,
+        size: bar.size,
+        readable: true,
+        writable: true,
         read(offset, dst) {
           if (offset === self.throwAt) throw new TypeError('planted bug in a read handler');
           return offset === self.failReadAt ? 5 : bar.read(offset, dst);

@@ -12,7 +12,9 @@ import { mergeRanges } from '../../lib/targets/nvmeof/io';
 /** Spin for `ms` of wall time (a step that costs that much). */
 function spin(ms: number): void {
   const end = performance.now() + ms;
-  while (performance.now() < end) { /* busy */ }
+  while (performance.now() < end) {
+    /* busy */
+  }
 }
 
 describe('targets: the pacer', () => {
@@ -20,8 +22,13 @@ describe('targets: the pacer', () => {
     const p = new Pacer(4);
     let steps = 0;
     let timerRanAfter = -1;
-    setTimeout(() => { timerRanAfter = steps; }, 1);
-    await p.run(() => { spin(1); return ++steps >= 40; });
+    setTimeout(() => {
+      timerRanAfter = steps;
+    }, 1);
+    await p.run(() => {
+      spin(1);
+      return ++steps >= 40;
+    });
     expect(steps).to.equal(40);
     expect(p.counts.turns).to.be.at.least(8); // 40 ms of steps, ~4 ms a turn
     expect(timerRanAfter, 'the timer ran before the job was done').to.be.within(1, 39);
@@ -33,14 +40,22 @@ describe('targets: the pacer', () => {
     const order: string[] = [];
     const mk = (name: string, n: number): (() => boolean) => {
       let i = 0;
-      return () => { order.push(`${name}${i}`); return ++i >= n; };
+      return () => {
+        order.push(`${name}${i}`);
+        return ++i >= n;
+      };
     };
     const a = p.run(mk('a', 3));
-    const b = p.run(() => { throw new Error('boom'); });
+    const b = p.run(() => {
+      throw new Error('boom');
+    });
     const c = p.run(mk('c', 2));
     await a;
     await c;
-    const err = await b.then(() => null, (e: unknown) => e);
+    const err = await b.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(String(err)).to.match(/boom/);
     expect(order).to.deep.equal(['a0', 'c0', 'a1', 'c1', 'a2']);
   });
@@ -48,7 +63,10 @@ describe('targets: the pacer', () => {
   it('start(): a job of one step is done at once, without waiting for a turn', async () => {
     const p = new Pacer();
     let ran = false;
-    const done = p.start(() => { ran = true; return true; });
+    const done = p.start(() => {
+      ran = true;
+      return true;
+    });
     expect(ran).to.equal(true);
     await done;
     expect(p.counts.turns).to.equal(0);
@@ -66,20 +84,25 @@ describe('targets: the pacer', () => {
     const md5 = createHash('md5');
     const sha = createHash('sha256');
     await digestPaced(data, [md5, sha], p);
-    expect([md5.digest('hex'), sha.digest('hex')]).to.deep.equal([createHash('md5').update(data).digest('hex'), createHash('sha256').update(data).digest('hex')]);
+    expect([md5.digest('hex'), sha.digest('hex')]).to.deep.equal([
+      createHash('md5').update(data).digest('hex'),
+      createHash('sha256').update(data).digest('hex'),
+    ]);
     expect(p.counts.steps).to.be.greaterThan(10);
   });
 
   it('Serial runs jobs one after another, in order, a failure not stopping the next', async () => {
     const s = new Serial();
     const seen: number[] = [];
-    const job = (n: number, fail = false) => async (): Promise<number> => {
-      seen.push(n);
-      await new Promise((r) => setImmediate(r));
-      seen.push(-n);
-      if (fail) throw new Error(`job ${n}`);
-      return n;
-    };
+    const job =
+      (n: number, fail = false) =>
+      async (): Promise<number> => {
+        seen.push(n);
+        await new Promise((r) => setImmediate(r));
+        seen.push(-n);
+        if (fail) throw new Error(`job ${n}`);
+        return n;
+      };
     const r = await Promise.allSettled([s.run(job(1)), s.run(job(2, true)), s.run(job(3))]);
     expect(seen).to.deep.equal([1, -1, 2, -2, 3, -3]);
     expect(r.map((x) => x.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
@@ -88,8 +111,19 @@ describe('targets: the pacer', () => {
 
 describe('nvmeof: Dataset Management ranges merged', () => {
   it('sorted, overlapping and adjacent ranges joined, gaps kept', () => {
-    expect(mergeRanges([{ slba: 10, nlb: 5 }, { slba: 0, nlb: 4 }, { slba: 4, nlb: 2 }, { slba: 12, nlb: 10 }, { slba: 30, nlb: 1 }]))
-      .to.deep.equal([{ slba: 0, nlb: 6 }, { slba: 10, nlb: 12 }, { slba: 30, nlb: 1 }]);
+    expect(
+      mergeRanges([
+        { slba: 10, nlb: 5 },
+        { slba: 0, nlb: 4 },
+        { slba: 4, nlb: 2 },
+        { slba: 12, nlb: 10 },
+        { slba: 30, nlb: 1 },
+      ]),
+    ).to.deep.equal([
+      { slba: 0, nlb: 6 },
+      { slba: 10, nlb: 12 },
+      { slba: 30, nlb: 1 },
+    ]);
     const whole = Array.from({ length: 256 }, () => ({ slba: 0, nlb: 131072 }));
     expect(mergeRanges(whole)).to.deep.equal([{ slba: 0, nlb: 131072 }]);
     expect(mergeRanges([])).to.deep.equal([]);

@@ -72,7 +72,11 @@ import { PciFunction } from 'rocm-ernic/dist/lib/pci/function';
 export const fn: typeof PciFunction = PciFunction;
 `;
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promise<Run> {
   return new Promise((resolve) => {
@@ -85,8 +89,20 @@ function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promi
 
 function tscArgs(file: string, emit: boolean): string[] {
   return [
-    TSC, '--pretty', 'false', '--strict', '--target', 'es2022', '--module', 'node16', '--moduleResolution', 'node16',
-    '--types', 'node', '--typeRoots', TYPE_ROOTS,
+    TSC,
+    '--pretty',
+    'false',
+    '--strict',
+    '--target',
+    'es2022',
+    '--module',
+    'node16',
+    '--moduleResolution',
+    'node16',
+    '--types',
+    'node',
+    '--typeRoots',
+    TYPE_ROOTS,
     ...(emit ? ['--outDir', 'out'] : ['--noEmit']),
     file,
   ];
@@ -103,10 +119,19 @@ describe('embedder: a project that installs rocm-ernic by path', function () {
       expect(fs.existsSync(path.join(ROOT, built)), `${built} (npm ci builds it)`).to.equal(true);
     }
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-embedder-'));
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({
-      name: 'embedder-example', version: '1.0.0', private: true,
-      dependencies: { 'rocm-ernic': `file:${ROOT}` },
-    }, null, 2));
+    fs.writeFileSync(
+      path.join(dir, 'package.json'),
+      JSON.stringify(
+        {
+          name: 'embedder-example',
+          version: '1.0.0',
+          private: true,
+          dependencies: { 'rocm-ernic': `file:${ROOT}` },
+        },
+        null,
+        2,
+      ),
+    );
     const npmArgs = ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--no-package-lock'];
     // A file: dependency is a link, so nothing needs the registry; ask it only if offline mode refuses.
     let npm = await run('npm', [...npmArgs, '--offline'], dir, 60000);
@@ -143,7 +168,9 @@ describe('embedder: a project that installs rocm-ernic by path', function () {
 
   it('tsc refuses a deep import that package.json exports does not list', function () {
     expect(tscDeep.code).to.not.equal(0);
-    expect(tscDeep.stdout).to.match(/deep\.ts\(2,\d+\): error TS2307: Cannot find module 'rocm-ernic\/dist\/lib\/pci\/function'/);
+    expect(tscDeep.stdout).to.match(
+      /deep\.ts\(2,\d+\): error TS2307: Cannot find module 'rocm-ernic\/dist\/lib\/pci\/function'/,
+    );
   });
 
   it('node refuses the same deep import at run time', async function () {
@@ -153,11 +180,19 @@ describe('embedder: a project that installs rocm-ernic by path', function () {
   });
 
   it('node resolves the three entry points to dist/', async function () {
-    const script = "console.log(JSON.stringify(['rocm-ernic', 'rocm-ernic/vfio-user', 'rocm-ernic/protocol', 'rocm-ernic/package.json'].map((m) => require.resolve(m))))";
+    const script =
+      "console.log(JSON.stringify(['rocm-ernic', 'rocm-ernic/vfio-user', 'rocm-ernic/protocol', 'rocm-ernic/package.json'].map((m) => require.resolve(m))))";
     const r = await run(process.execPath, ['-e', script], dir, 10000);
     expect(r.code, r.stderr).to.equal(0);
-    const resolved = (JSON.parse(r.stdout) as string[]).map((p) => path.relative(fs.realpathSync(ROOT), fs.realpathSync(p)));
-    expect(resolved).to.deep.equal(['dist/lib/index.js', 'dist/lib/vfio-user/index.js', 'dist/protocol/index.js', 'package.json']);
+    const resolved = (JSON.parse(r.stdout) as string[]).map((p) =>
+      path.relative(fs.realpathSync(ROOT), fs.realpathSync(p)),
+    );
+    expect(resolved).to.deep.equal([
+      'dist/lib/index.js',
+      'dist/lib/vfio-user/index.js',
+      'dist/protocol/index.js',
+      'package.json',
+    ]);
   });
 });
 

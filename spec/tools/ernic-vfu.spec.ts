@@ -20,15 +20,28 @@ const DEMO = path.join(ROOT, 'dist', 'bin', 'vfu-demo.js');
 const NODE = process.execPath;
 const GPIO = path.join(FIX, 'qemu-boot-lvu-gpio.pcapng');
 
-interface Run { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+interface Run {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs ernic-vfu without blocking the test's event loop; `started` sees the child (to signal it). */
-function run(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; nodeArgs?: readonly string[]; started?: (pid: number) => void } = {}): Promise<Run> {
+function run(
+  args: readonly string[],
+  opts: { env?: NodeJS.ProcessEnv; nodeArgs?: readonly string[]; started?: (pid: number) => void } = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const c = spawn(NODE, [...(opts.nodeArgs ?? []), BIN, ...args], { env: opts.env ?? process.env });
-    let stdout = '', stderr = '';
-    c.stdout.setEncoding('utf8').on('data', (s: string) => { stdout += s; });
-    c.stderr.setEncoding('utf8').on('data', (s: string) => { stderr += s; });
+    let stdout = '',
+      stderr = '';
+    c.stdout.setEncoding('utf8').on('data', (s: string) => {
+      stdout += s;
+    });
+    c.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr += s;
+    });
     c.on('error', reject);
     c.on('spawn', () => opts.started?.(c.pid!));
     c.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
@@ -69,29 +82,50 @@ function pids(file: string): [number, number] {
 }
 
 function reap(...ps: number[]): void {
-  for (const p of ps) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }
+  for (const p of ps) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
 }
 
 describe('ernic-vfu command line', function () {
   this.timeout(60000);
   let dir: string;
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-vfu-spec-')); });
-  afterEach(() => { fs.rmSync(dir, { recursive: true, force: true }); });
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-vfu-spec-'));
+  });
+  afterEach(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
   describe('replay --spawn', () => {
     it('exits 0 and prints the summary', async () => {
       const r = await run(['replay', GPIO, '--spawn', `${NODE} ${IDIO16} --socket {socket}`]);
       expect(r.status, r.stderr).to.equal(0);
-      expect(r.stdout).to.match(/replayed 234 commands: 234 replies compared, 232 identical, 2 allowed by rules, 0 different/);
+      expect(r.stdout).to.match(
+        /replayed 234 commands: 234 replies compared, 232 identical, 2 allowed by rules, 0 different/,
+      );
     });
 
     it('takes a compound shell command', async () => {
-      const r = await run(['replay', GPIO, '--only', 'VERSION', '--spawn', `cd ${path.dirname(IDIO16)} && ${NODE} ${path.basename(IDIO16)} --socket {socket}`]);
+      const r = await run([
+        'replay',
+        GPIO,
+        '--only',
+        'VERSION',
+        '--spawn',
+        `cd ${path.dirname(IDIO16)} && ${NODE} ${path.basename(IDIO16)} --socket {socket}`,
+      ]);
       expect(r.status, r.stderr).to.equal(0);
-      expect(r.stdout).to.match(/replayed 1 commands \(233 filtered out\): 1 replies compared, 0 identical, 1 allowed by rules, 0 different/);
+      expect(r.stdout).to.match(
+        /replayed 1 commands \(233 filtered out\): 1 replies compared, 0 identical, 1 allowed by rules, 0 different/,
+      );
     });
 
-    it('ends the whole process group: a wrapper\'s child does not outlive the replay', async () => {
+    it("ends the whole process group: a wrapper's child does not outlive the replay", async () => {
       const pidFile = path.join(dir, 'pids');
       // Like `npm run start -- ...`: a wrapper whose child is the server; SIGTERM to the wrapper alone leaves the server running.
       const wrapper = `sh -c '${NODE} ${IDIO16} --socket {socket} & echo $$ $! > ${pidFile}; wait'`;
@@ -115,7 +149,11 @@ describe('ernic-vfu command line', function () {
       fs.writeFileSync(silent, 'require("net").createServer(() => {}).listen(process.argv[2]);\n');
       const wrapper = `sh -c '${NODE} ${silent} {socket} & echo $$ $! > ${pidFile}; wait'`;
       let cli = 0;
-      const done = run(['replay', GPIO, '--connect', socket, '--spawn', wrapper, '--timeout', '60000'], { started: (pid) => { cli = pid; } });
+      const done = run(['replay', GPIO, '--connect', socket, '--spawn', wrapper, '--timeout', '60000'], {
+        started: (pid) => {
+          cli = pid;
+        },
+      });
       const end = Date.now() + 20000;
       while (!(fs.existsSync(socket) && fs.existsSync(pidFile)) && Date.now() < end) await sleep(20);
       await sleep(300);
@@ -132,11 +170,18 @@ describe('ernic-vfu command line', function () {
 
     it('ends the group when the server stops before listening: status 2 and why', async () => {
       const pidFile = path.join(dir, 'pids');
-      const r = await run(['replay', GPIO, '--spawn', `sh -c 'sleep 60 & echo $$ $! > ${pidFile}; echo bad config >&2; exit 3'`]);
+      const r = await run([
+        'replay',
+        GPIO,
+        '--spawn',
+        `sh -c 'sleep 60 & echo $$ $! > ${pidFile}; echo bad config >&2; exit 3'`,
+      ]);
       const [pgid, child] = pids(pidFile);
       try {
         expect(r.status).to.equal(2);
-        expect(r.stderr).to.match(/^ernic-vfu: the spawned server exited with status 3 before listening; its stderr ended with:\nbad config\n$/);
+        expect(r.stderr).to.match(
+          /^ernic-vfu: the spawned server exited with status 3 before listening; its stderr ended with:\nbad config\n$/,
+        );
         expect(await gone(pgid, child), `process group ${pgid} (sleep ${child}) still runs`).to.equal(true);
       } finally {
         reap(child);
@@ -148,11 +193,14 @@ describe('ernic-vfu command line', function () {
       const socket = path.join(dir, 'dead.sock');
       const dead = path.join(dir, 'dead.js');
       // A socket file nobody listens on: listen, keep a second name for the file, close, then give it the awaited name.
-      fs.writeFileSync(dead, [
-        'const net = require("net"), fs = require("fs"); const p = process.argv[2];',
-        'const s = net.createServer().listen(p + ".real", () => { fs.linkSync(p + ".real", p + ".keep");',
-        '  s.close(() => { fs.renameSync(p + ".keep", p); setInterval(() => {}, 1000); }); });',
-      ].join('\n'));
+      fs.writeFileSync(
+        dead,
+        [
+          'const net = require("net"), fs = require("fs"); const p = process.argv[2];',
+          'const s = net.createServer().listen(p + ".real", () => { fs.linkSync(p + ".real", p + ".keep");',
+          '  s.close(() => { fs.renameSync(p + ".keep", p); setInterval(() => {}, 1000); }); });',
+        ].join('\n'),
+      );
       const wrapper = `sh -c '${NODE} ${dead} {socket} & echo $$ $! > ${pidFile}; wait'`;
       const r = await run(['replay', GPIO, '--connect', socket, '--spawn', wrapper]);
       const [pgid, child] = pids(pidFile);
@@ -171,9 +219,18 @@ describe('ernic-vfu command line', function () {
       const socket = path.join(dir, 'there.sock');
       const marker = path.join(dir, 'started');
       fs.writeFileSync(socket, '');
-      const r = await run(['replay', GPIO, '--connect', socket, '--spawn', `touch ${marker}; ${NODE} ${IDIO16} --socket {socket}`]);
+      const r = await run([
+        'replay',
+        GPIO,
+        '--connect',
+        socket,
+        '--spawn',
+        `touch ${marker}; ${NODE} ${IDIO16} --socket {socket}`,
+      ]);
       expect(r.status).to.equal(2);
-      expect(r.stderr).to.match(/^ernic-vfu: --connect .*there\.sock exists already; with --spawn it must be the new server's/);
+      expect(r.stderr).to.match(
+        /^ernic-vfu: --connect .*there\.sock exists already; with --spawn it must be the new server's/,
+      );
       expect(fs.existsSync(marker)).to.equal(false);
     });
 
@@ -200,16 +257,31 @@ describe('ernic-vfu command line', function () {
 
     // Status 2 and one line for each: bad usage, and asking for what the capture does not have.
     for (const [args, why] of [
-      [['show', GPIO, '--command', 'FOO'], /--command FOO: unknown command FOO; known: VERSION, DMA_MAP, .*MIG_DATA_WRITE$/],
-      [['show', GPIO, '--command', 'dma_map,Nope,x'], /--command dma_map,Nope,x: unknown commands NOPE, X; known: VERSION/],
-      [['replay', GPIO, '--connect', 'x.sock', '--only', 'VERSION,BOGUS'], /--only VERSION,BOGUS: unknown command BOGUS; known: VERSION, .*, errors$/],
+      [
+        ['show', GPIO, '--command', 'FOO'],
+        /--command FOO: unknown command FOO; known: VERSION, DMA_MAP, .*MIG_DATA_WRITE$/,
+      ],
+      [
+        ['show', GPIO, '--command', 'dma_map,Nope,x'],
+        /--command dma_map,Nope,x: unknown commands NOPE, X; known: VERSION/,
+      ],
+      [
+        ['replay', GPIO, '--connect', 'x.sock', '--only', 'VERSION,BOGUS'],
+        /--only VERSION,BOGUS: unknown command BOGUS; known: VERSION, .*, errors$/,
+      ],
       [['replay', GPIO, '--connect', 'x.sock', '--only', ','], /--only ,: expected comma-separated command names/],
-      [['replay', GPIO, '--connect', 'x.sock', '--timeout', 'abc'], /--timeout abc: expected milliseconds from 1 to 3600000/],
+      [
+        ['replay', GPIO, '--connect', 'x.sock', '--timeout', 'abc'],
+        /--timeout abc: expected milliseconds from 1 to 3600000/,
+      ],
       [['replay', GPIO, '--connect', 'x.sock', '--timeout', '0'], /--timeout 0: expected milliseconds from 1/],
       [['show', GPIO, '--conn', '-1'], /--conn -1: expected a connection index from 0 to 65535/],
       [['compare', GPIO, GPIO, '--conn', '1x'], /--conn 1x: expected a connection index/],
       [['show', GPIO, '--conn', '1', '--conn', '2'], /--conn given more than once/],
-      [['replay', GPIO, '--connect', 'x.sock', '--conn', '3'], /qemu-boot-lvu-gpio\.pcapng: no connection 3 \(it has 0\)$/],
+      [
+        ['replay', GPIO, '--connect', 'x.sock', '--conn', '3'],
+        /qemu-boot-lvu-gpio\.pcapng: no connection 3 \(it has 0\)$/,
+      ],
       [['compare', GPIO, GPIO, '--conn', '1'], /qemu-boot-lvu-gpio\.pcapng: no connection 1 \(it has 0\)$/],
       [['show', GPIO, '--conn', '2'], /qemu-boot-lvu-gpio\.pcapng: no connection 2 \(it has 0\)$/],
       [['replay', GPIO], /replay needs --connect SOCKET or --spawn COMMAND/],
@@ -232,9 +304,19 @@ describe('ernic-vfu command line', function () {
       const msgs = readCapture(path.join(FIX, 'client-lvu-sample.pcapng'));
       const want = msgs.filter((m) => m.comment.name === 'DMA_UNMAP').map((m) => m.frame);
       expect(want.length).to.be.greaterThan(0);
-      const r = await run(['show', path.join(FIX, 'client-lvu-sample.pcapng'), '--command', 'dma_unmap', '--conn', '0']);
+      const r = await run([
+        'show',
+        path.join(FIX, 'client-lvu-sample.pcapng'),
+        '--command',
+        'dma_unmap',
+        '--conn',
+        '0',
+      ]);
       expect(r.status, r.stderr).to.equal(0);
-      const frames = r.stdout.trim().split('\n').map((l) => Number(l.trim().split(/\s+/)[0]));
+      const frames = r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => Number(l.trim().split(/\s+/)[0]));
       expect(frames).to.deep.equal(want);
     });
   });
@@ -242,7 +324,10 @@ describe('ernic-vfu command line', function () {
   describe('--json', () => {
     const HDR = vfio_user_header.SIZE;
 
-    function checkPointsAt(messages: readonly CapturedMessage[], d: { conn: number; index: number | null; frame: number; command: string }): CapturedMessage {
+    function checkPointsAt(
+      messages: readonly CapturedMessage[],
+      d: { conn: number; index: number | null; frame: number; command: string },
+    ): CapturedMessage {
       const m = messages.find((x) => x.frame === d.frame);
       expect(m, `frame ${d.frame}`).to.not.equal(undefined);
       expect(m!.comment.name).to.equal(d.command);
@@ -256,15 +341,31 @@ describe('ernic-vfu command line', function () {
       expect(r.status, r.stderr).to.equal(0);
       const j = JSON.parse(r.stdout);
       expect(j).to.include({ command: 'replay', capture: GPIO, conn: 0, verdict: 'same' });
-      expect(j.counts).to.deep.equal({ sent: 234, skipped: 0, compared: 234, identical: 232, allowed: 2, different: 0 });
+      expect(j.counts).to.deep.equal({
+        sent: 234,
+        skipped: 0,
+        compared: 234,
+        identical: 232,
+        allowed: 2,
+        different: 0,
+      });
       expect(j.differences).to.deep.equal([]);
       const messages = readCapture(GPIO);
-      expect(j.allowed.map((a: { rule: string }) => a.rule).sort()).to.deep.equal(['unimplemented-bar-registers', 'version-capabilities']);
+      expect(j.allowed.map((a: { rule: string }) => a.rule).sort()).to.deep.equal([
+        'unimplemented-bar-registers',
+        'version-capabilities',
+      ]);
       for (const a of j.allowed) checkPointsAt(messages, a);
     });
 
     it('replay against another device: status 1, each difference with where, what and the recorded bytes', async () => {
-      const json = await run(['replay', GPIO, '--json', '--spawn', `${NODE} ${DEMO} --log-level none --socket {socket}`]);
+      const json = await run([
+        'replay',
+        GPIO,
+        '--json',
+        '--spawn',
+        `${NODE} ${DEMO} --log-level none --socket {socket}`,
+      ]);
       const text = await run(['replay', GPIO, '--spawn', `${NODE} ${DEMO} --log-level none --socket {socket}`]);
       expect(json.status, json.stderr).to.equal(1);
       expect(text.status, text.stderr).to.equal(1);
@@ -274,7 +375,11 @@ describe('ernic-vfu command line', function () {
       expect(j.counts.compared).to.equal(j.counts.identical + j.counts.allowed + j.counts.different);
       // The same differences as the text output, line for line.
       const diffLines = text.stdout.split('\n').filter((l) => l.startsWith('DIFF '));
-      expect(j.differences.map((d: { frame: number; command: string; what: string }) => `DIFF frame ${d.frame} ${d.command}: ${d.what}`)).to.deep.equal(diffLines);
+      expect(
+        j.differences.map(
+          (d: { frame: number; command: string; what: string }) => `DIFF frame ${d.frame} ${d.command}: ${d.what}`,
+        ),
+      ).to.deep.equal(diffLines);
       expect(text.stdout).to.contain(`${j.counts.different} different`);
       const messages = readCapture(GPIO);
       let payloads = 0;
@@ -330,10 +435,14 @@ describe('ernic-vfu command line', function () {
       const d = j.differences[0];
       expect(d).to.include({ conn: 0, frame: target.frame, command: 'REGION_READ' });
       checkPointsAt(readCapture(changed), d);
-      expect(d.fields).to.deep.equal([{
-        field: 'payload', offset: at - HDR,
-        expected: target.bytes.toString('hex', at), actual: (target.bytes[at]! ^ 0xff).toString(16).padStart(2, '0'),
-      }]);
+      expect(d.fields).to.deep.equal([
+        {
+          field: 'payload',
+          offset: at - HDR,
+          expected: target.bytes.toString('hex', at),
+          actual: (target.bytes[at]! ^ 0xff).toString(16).padStart(2, '0'),
+        },
+      ]);
     });
 
     it('show: one document with the messages, as the capture has them', async () => {
@@ -347,7 +456,18 @@ describe('ernic-vfu command line', function () {
       expect(j.messages.map((m: { frame: number }) => m.frame)).to.deep.equal(want.map((m) => m.frame));
       j.messages.forEach((m: Record<string, unknown>, i: number) => {
         const c = want[i]!.comment;
-        expect(m).to.include({ dir: c.dir, conn: c.conn, id: c.id, cmd: c.cmd, name: c.name, type: c.type, size: c.size, flags: c.flags, error: c.error, length: want[i]!.bytes.length });
+        expect(m).to.include({
+          dir: c.dir,
+          conn: c.conn,
+          id: c.id,
+          cmd: c.cmd,
+          name: c.name,
+          type: c.type,
+          size: c.size,
+          flags: c.flags,
+          error: c.error,
+          length: want[i]!.bytes.length,
+        });
         expect(m.fds).to.deep.equal(c.fds);
         expect(m.decode).to.equal(captureDecode(c, want[i]!.bytes));
       });
@@ -357,7 +477,9 @@ describe('ernic-vfu command line', function () {
     it('a reader that stops early (| head) does not turn the status into a crash', async () => {
       const c = spawn(NODE, [BIN, 'show', GPIO, '--json']);
       let stderr = '';
-      c.stderr.setEncoding('utf8').on('data', (t: string) => { stderr += t; });
+      c.stderr.setEncoding('utf8').on('data', (t: string) => {
+        stderr += t;
+      });
       c.once('spawn', () => c.stdout.destroy()); // like `| head -c 1`: the reader is gone before the output
       const status = await new Promise<number | null>((r) => c.on('close', r));
       expect(stderr).to.equal('');
@@ -367,7 +489,9 @@ describe('ernic-vfu command line', function () {
     it('without --json the output is text', async () => {
       const r = await run(['compare', GPIO, path.join(FIX, 'qemu-boot-ernic-idio16.pcapng')]);
       expect(r.status).to.equal(0);
-      expect(r.stdout).to.match(/^allowed by rule .*\n.*\ncompared 468 messages: 466 identical, 2 allowed by rules, 0 different\n$/);
+      expect(r.stdout).to.match(
+        /^allowed by rule .*\n.*\ncompared 468 messages: 466 identical, 2 allowed by rules, 0 different\n$/,
+      );
     });
   });
 
@@ -393,7 +517,8 @@ describe('ernic-vfu command line', function () {
         '--spawn "npm run -s example:idio16 -- --socket {socket}"',
         '--spawn "npm run -s start -- --socket {socket}"',
         '1  differences found (replay, compare)',
-      ]) expect(lines, whole).to.include(whole);
+      ])
+        expect(lines, whole).to.include(whole);
     });
   });
 });

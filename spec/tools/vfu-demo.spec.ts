@@ -14,24 +14,38 @@ const BIN = path.join(ROOT, 'dist', 'bin', 'vfu-demo.js');
 /** The environment without ERNIC_LOG_LEVEL, so that the default level (info) applies. */
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'ERNIC_LOG_LEVEL'));
 
-interface Run { status: number | null; stdout: string; stderr: string }
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 function run(args: readonly string[], nodeArgs: readonly string[] = []): Promise<Run> {
   return new Promise((resolve, reject) => {
     const c = spawn(process.execPath, [...nodeArgs, BIN, ...args], { env: ENV });
-    let stdout = '', stderr = '';
-    c.stdout.setEncoding('utf8').on('data', (s: string) => { stdout += s; });
-    c.stderr.setEncoding('utf8').on('data', (s: string) => { stderr += s; });
+    let stdout = '',
+      stderr = '';
+    c.stdout.setEncoding('utf8').on('data', (s: string) => {
+      stdout += s;
+    });
+    c.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr += s;
+    });
     c.on('error', reject);
     c.on('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
 
 /** Starts the server, waits for its socket; stop() sends SIGTERM and gives back its status and stderr. */
-async function serve(args: readonly string[], socket: string): Promise<{ child: ChildProcess; stop: () => Promise<Run> }> {
+async function serve(
+  args: readonly string[],
+  socket: string,
+): Promise<{ child: ChildProcess; stop: () => Promise<Run> }> {
   const child = spawn(process.execPath, [BIN, '--socket', socket, ...args], { env: ENV });
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => { stderr += s; });
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+    stderr += s;
+  });
   const closed = new Promise<number | null>((r) => child.on('close', r));
   const end = Date.now() + 15000;
   while (!fs.existsSync(socket)) {
@@ -50,8 +64,12 @@ async function serve(args: readonly string[], socket: string): Promise<{ child: 
 describe('vfu-demo command line', function () {
   this.timeout(60000);
   let dir: string;
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vfu-demo-spec-')); });
-  afterEach(() => { fs.rmSync(dir, { recursive: true, force: true }); });
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vfu-demo-spec-'));
+  });
+  afterEach(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
   for (const [flags, label] of [
     [['--socket-mode', '600', '--socket-group', String(process.getgid!())], 'the new names'],
@@ -72,7 +90,9 @@ describe('vfu-demo command line', function () {
     const socket = path.join(dir, 'demo.sock');
     const s = await serve([], socket);
     const r = await s.stop();
-    expect(r.stderr).to.match(new RegExp(` info: vfu-demo: serving on ${socket.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`));
+    expect(r.stderr).to.match(
+      new RegExp(` info: vfu-demo: serving on ${socket.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`),
+    );
     expect(r.stderr).to.match(/ info: vfu-demo: SIGTERM, shutting down\n/);
     expect(r.stderr).to.not.match(/ (warn|error): /);
     expect(r.status).to.equal(0);

@@ -5,7 +5,13 @@
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as path from 'path';
-import { CaptureFormatError, CaptureWriter, parseCapture, readCapture, CapturedMessage } from '../../lib/vfio-user/pcapng';
+import {
+  CaptureFormatError,
+  CaptureWriter,
+  parseCapture,
+  readCapture,
+  CapturedMessage,
+} from '../../lib/vfio-user/pcapng';
 import { formatCaptureLine } from '../../lib/vfio-user/capture-text';
 import { replay, REPLAY_RULES } from '../../lib/vfio-user/replay';
 import { compareCaptures } from '../../lib/vfio-user/compare';
@@ -35,7 +41,10 @@ function epbs(d: Buffer): Buffer[] {
   return out;
 }
 
-async function withServer<T>(device: PciFunction | ScratchDevice, fn: (socket: string, server: VfioUserServer) => Promise<T>): Promise<T> {
+async function withServer<T>(
+  device: PciFunction | ScratchDevice,
+  fn: (socket: string, server: VfioUserServer) => Promise<T>,
+): Promise<T> {
   const socket = tempSocketPath('cap');
   const server = new VfioUserServer({ socketPath: socket, device });
   await server.listen();
@@ -69,7 +78,22 @@ describe('captures', () => {
       const w = new CaptureWriter(out, 'test');
       const big = Buffer.alloc(150000, 7);
       big.writeUInt32LE(big.length, 4);
-      w.writeMessage({ dir: 's2c', conn: 0, id: 1, cmd: 9, name: 'REGION_READ', type: 'reply', size: big.length, flags: 1, error: 0, fds: [{ kind: 'eventfd', size: null }] }, big, 1);
+      w.writeMessage(
+        {
+          dir: 's2c',
+          conn: 0,
+          id: 1,
+          cmd: 9,
+          name: 'REGION_READ',
+          type: 'reply',
+          size: big.length,
+          flags: 1,
+          error: 0,
+          fds: [{ kind: 'eventfd', size: null }],
+        },
+        big,
+        1,
+      );
       w.close();
       const data = fs.readFileSync(out);
       fs.unlinkSync(out);
@@ -90,7 +114,11 @@ describe('captures', () => {
       const out = `/tmp/ernic-badcomment-${process.pid}.pcapng`;
       const w = new CaptureWriter(out, 'test');
       const good = parseCapture(fs.readFileSync(path.join(FIX, 'client-lvu-sample.pcapng')))[2]!;
-      w.writeMessage({ ...good.comment, ...comment } as unknown as CapturedMessage['comment'], good.bytes, good.timestampUs);
+      w.writeMessage(
+        { ...good.comment, ...comment } as unknown as CapturedMessage['comment'],
+        good.bytes,
+        good.timestampUs,
+      );
       w.close();
       const data = fs.readFileSync(out);
       fs.unlinkSync(out);
@@ -106,7 +134,10 @@ describe('captures', () => {
       [{ flags: '0' }, /packet 1: comment flags: Expected number, received string/],
       [{ fds: 'memfd' }, /packet 1: comment fds: Expected array/],
       [{ fds: [{ kind: 'pipe' }] }, /packet 1: comment fds.0.kind: Invalid enum value/],
-      [{ fds: [{ kind: 'memfd', size: 1, name: 'x'.repeat(5000) }] }, /packet 1: comment fds.0.name: String must contain at most 4096/],
+      [
+        { fds: [{ kind: 'memfd', size: 1, name: 'x'.repeat(5000) }] },
+        /packet 1: comment fds.0.name: String must contain at most 4096/,
+      ],
       [{ seg: 0, nseg: 0 }, /packet 1: comment nseg: Number must be greater than or equal to 1/],
       [{ incomplete: 'yes' }, /packet 1: comment incomplete: Expected boolean/],
     ] as const) {
@@ -132,26 +163,38 @@ describe('captures', () => {
     for (const name of REFERENCE) {
       it(`matches the recorded sidecar ${name}.txt line for line (time column aside)`, () => {
         const msgs = readCapture(path.join(FIX, `${name}.pcapng`));
-        const want = fs.readFileSync(path.join(FIX, `${name}.txt`), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+        const want = fs
+          .readFileSync(path.join(FIX, `${name}.txt`), 'utf8')
+          .split('\n')
+          .filter((l) => l && !l.startsWith('#'));
         expect(want).to.have.length(msgs.length);
         const strip = (s: string): string => (s.slice(0, 6) + s.slice(17)).trimEnd();
-        msgs.forEach((m, i) => expect(strip(formatCaptureLine(m.frame, 0, m.comment, m.bytes))).to.equal(strip(want[i]!)));
+        msgs.forEach((m, i) =>
+          expect(strip(formatCaptureLine(m.frame, 0, m.comment, m.bytes))).to.equal(strip(want[i]!)),
+        );
       });
     }
   });
 
   describe('replay', () => {
     it('replays QEMU booting the libvfio-user gpio sample against the idio16 example: only the documented rules differ', async () => {
-      const r = await withServer(createIdio16(), (s) => replay(readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng')), s));
+      const r = await withServer(createIdio16(), (s) =>
+        replay(readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng')), s),
+      );
       expect(r.differences).to.deep.equal([]);
       expect(r.compared).to.equal(234);
       expect(r.identical).to.equal(232);
-      expect(r.allowed.map((a) => a.rule).sort()).to.deep.equal(['unimplemented-bar-registers', 'version-capabilities']);
+      expect(r.allowed.map((a) => a.rule).sort()).to.deep.equal([
+        'unimplemented-bar-registers',
+        'version-capabilities',
+      ]);
     });
 
     for (const name of ['qemu-boot-lvu-sample', 'client-lvu-sample']) {
       it(`replays the protocol-level part of ${name} against the idio16 example`, async () => {
-        const r = await withServer(createIdio16(), (s) => replay(readCapture(path.join(FIX, `${name}.pcapng`)), s, { only: PROTOCOL_ONLY }));
+        const r = await withServer(createIdio16(), (s) =>
+          replay(readCapture(path.join(FIX, `${name}.pcapng`)), s, { only: PROTOCOL_ONLY }),
+        );
         expect(r.differences).to.deep.equal([]);
         expect(r.compared).to.be.greaterThan(20);
         expect(r.allowed.map((a) => a.rule)).to.deep.equal(['version-capabilities']);
@@ -159,8 +202,16 @@ describe('captures', () => {
     }
 
     it('reports a difference when the device answers differently', async () => {
-      const wrong = new PciFunction({ vendorId: 0x494f, deviceId: 0x0dc9, subsystemVendorId: 0, subsystemId: 0, classCode: 0,
-        bars: [{ index: 2, size: 0x100, kind: 'io', handler: new Idio16Registers() }], intx: true, powerManagement: false });
+      const wrong = new PciFunction({
+        vendorId: 0x494f,
+        deviceId: 0x0dc9,
+        subsystemVendorId: 0,
+        subsystemId: 0,
+        classCode: 0,
+        bars: [{ index: 2, size: 0x100, kind: 'io', handler: new Idio16Registers() }],
+        intx: true,
+        powerManagement: false,
+      });
       const r = await withServer(wrong, (s) => replay(readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng')), s));
       expect(r.differences.length).to.be.greaterThan(0);
       expect(r.differences[0]!.command).to.equal('REGION_READ');
@@ -184,10 +235,16 @@ describe('captures', () => {
 
   describe('compare', () => {
     it('our server recorded under QEMU with the gpio driver matches the libvfio-user recording', () => {
-      const r = compareCaptures(readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng')), readCapture(path.join(FIX, 'qemu-boot-ernic-idio16.pcapng')));
+      const r = compareCaptures(
+        readCapture(path.join(FIX, 'qemu-boot-lvu-gpio.pcapng')),
+        readCapture(path.join(FIX, 'qemu-boot-ernic-idio16.pcapng')),
+      );
       expect(r.differences).to.deep.equal([]);
       expect(r.compared).to.equal(468);
-      expect(r.allowed.map((a) => a.rule).sort()).to.deep.equal(['unimplemented-bar-registers', 'version-capabilities']);
+      expect(r.allowed.map((a) => a.rule).sort()).to.deep.equal([
+        'unimplemented-bar-registers',
+        'version-capabilities',
+      ]);
     });
 
     it('finds a changed reply', () => {
@@ -230,8 +287,16 @@ describe('captures', () => {
         fs.closeSync(efd);
         const msgs = readCapture(out);
         expect(msgs.map((m) => `${m.comment.dir} ${m.comment.name}`)).to.deep.equal([
-          'c2s VERSION', 's2c VERSION', 'c2s DMA_MAP', 's2c DMA_MAP', 'c2s DEVICE_SET_IRQS', 's2c DEVICE_SET_IRQS',
-          'c2s REGION_WRITE', 's2c REGION_WRITE', 'c2s REGION_READ', 's2c REGION_READ',
+          'c2s VERSION',
+          's2c VERSION',
+          'c2s DMA_MAP',
+          's2c DMA_MAP',
+          'c2s DEVICE_SET_IRQS',
+          's2c DEVICE_SET_IRQS',
+          'c2s REGION_WRITE',
+          's2c REGION_WRITE',
+          'c2s REGION_READ',
+          's2c REGION_READ',
         ]);
         expect(msgs[2]!.comment.fds).to.deep.equal([{ kind: 'memfd', size: 1 << 20, name: 'test-ram' }]);
         expect(msgs[4]!.comment.fds).to.deep.equal([{ kind: 'eventfd', size: null }]);

@@ -29,11 +29,17 @@ interface Server {
 
 async function startServer(args: string[] = []): Promise<Server> {
   const sock = tempSocketPath('attack');
-  const proc = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   let gone = false;
-  proc.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
-  proc.once('exit', () => { gone = true; });
+  proc.stderr!.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  proc.once('exit', () => {
+    gone = true;
+  });
   for (let i = 0; i < 200 && !fs.existsSync(sock); i++) await new Promise((r) => setTimeout(r, 25));
   if (!fs.existsSync(sock)) throw new Error(`server did not start: ${err}`);
   return { proc, sock, stderr: () => err, exited: () => gone };

@@ -29,9 +29,19 @@ describe('vfio-user client against the server', () => {
     const ram = new GuestRam(1 << 16);
     try {
       // A negative u64 cannot be encoded: our bug-or-misuse, reported to the caller.
-      const withFd = await Promise.resolve().then(() => c.request({ kind: 'dmaMap', argsz: 32, flags: 3, offset: -1, address: 0, size: 1 << 16 }, [ram.fd])).then(() => null, (e: unknown) => e);
+      const withFd = await Promise.resolve()
+        .then(() => c.request({ kind: 'dmaMap', argsz: 32, flags: 3, offset: -1, address: 0, size: 1 << 16 }, [ram.fd]))
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(withFd).to.be.instanceOf(RangeError);
-      const noFd = await Promise.resolve().then(() => c.request({ kind: 'dmaUnmap', argsz: 24, flags: 0, address: -5, size: 0 })).then(() => null, (e: unknown) => e);
+      const noFd = await Promise.resolve()
+        .then(() => c.request({ kind: 'dmaUnmap', argsz: 24, flags: 0, address: -5, size: 0 }))
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(noFd).to.be.instanceOf(RangeError);
       // The next requests are encoded and answered normally.
       await c.dmaMap(0x100000, 1 << 16, ram.fd);
@@ -43,10 +53,16 @@ describe('vfio-user client against the server', () => {
   });
 
   it('turns error replies into VfioUserError with the errno', async () => {
-    const e1 = await c.dmaUnmap(0x1000, 0x1000).then(() => null, (e: unknown) => e);
+    const e1 = await c.dmaUnmap(0x1000, 0x1000).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(e1).to.be.instanceOf(VfioUserError);
     expect((e1 as VfioUserError).errno).to.equal(ENOENT);
-    const e2 = await c.getRegionInfo(9).then(() => null, (e: unknown) => e);
+    const e2 = await c.getRegionInfo(9).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect((e2 as VfioUserError).errno).to.equal(EINVAL);
     expect((await c.getInfo()).numRegions).to.equal(9);
   });

@@ -10,9 +10,27 @@ import type { Session } from '../../lib/vfio-user/session';
 import { Bytes, msg } from '../support/bytes';
 import { openFdCount, settle } from '../support/fds';
 import {
-  CMD, describeMsg, EINVAL, EIO, eventfdRead, FLAG_NO_REPLY, FLAG_REPLY, info16, IRQ, isErrorReply, Msg,
-  RawPeer, regionAccessPayload, regionInfoPayload, setIrqsPayload, startServer, TestServer, waitDetached,
-  dmaMapPayload, dmaUnmapPayload, ENOENT,
+  CMD,
+  describeMsg,
+  EINVAL,
+  EIO,
+  eventfdRead,
+  FLAG_NO_REPLY,
+  FLAG_REPLY,
+  info16,
+  IRQ,
+  isErrorReply,
+  Msg,
+  RawPeer,
+  regionAccessPayload,
+  regionInfoPayload,
+  setIrqsPayload,
+  startServer,
+  TestServer,
+  waitDetached,
+  dmaMapPayload,
+  dmaUnmapPayload,
+  ENOENT,
 } from './raw-peer';
 
 const BAR0_SIZE = 4096;
@@ -37,11 +55,21 @@ describe('vfio-user server: commands', () => {
     return fd;
   }
 
-  async function req(command: number, payload: Buffer = Buffer.alloc(0), fds: readonly number[] = [], flags = 0): Promise<Msg> {
+  async function req(
+    command: number,
+    payload: Buffer = Buffer.alloc(0),
+    fds: readonly number[] = [],
+    flags = 0,
+  ): Promise<Msg> {
     return peer.request(++id, command, payload, fds, flags);
   }
 
-  async function expectError(command: number, payload: Buffer, errno: number, fds: readonly number[] = []): Promise<void> {
+  async function expectError(
+    command: number,
+    payload: Buffer,
+    errno: number,
+    fds: readonly number[] = [],
+  ): Promise<void> {
     const r = await req(command, payload, fds);
     expect(isErrorReply(r, id, command, errno), describeMsg(r)).to.equal(true);
   }
@@ -106,7 +134,14 @@ describe('vfio-user server: commands', () => {
         const r = await req(CMD.DEVICE_GET_REGION_INFO, regionInfoPayload(32, index));
         expect(r.flags, `index ${index}`).to.equal(FLAG_REPLY);
         expect(r.size).to.equal(48);
-        const expected = new Bytes().u32(32).u32(sizes[index] ? 3 : 0).u32(index).u32(0).u64(sizes[index]!).u64(0).build();
+        const expected = new Bytes()
+          .u32(32)
+          .u32(sizes[index] ? 3 : 0)
+          .u32(index)
+          .u32(0)
+          .u64(sizes[index]!)
+          .u64(0)
+          .build();
         expect(r.payload, `index ${index}`).to.deep.equal(expected);
       }
     });
@@ -174,10 +209,20 @@ describe('vfio-user server: commands', () => {
     const T = IRQ.ACTION_TRIGGER;
     const invalid: { what: string; payload: Buffer; fds?: number }[] = [
       { what: 'no payload', payload: Buffer.alloc(0) },
-      { what: 'a short payload (12 bytes)', payload: new Bytes().u32(20).u32(T | IRQ.DATA_NONE).u32(2).build() },
+      {
+        what: 'a short payload (12 bytes)',
+        payload: new Bytes()
+          .u32(20)
+          .u32(T | IRQ.DATA_NONE)
+          .u32(2)
+          .build(),
+      },
       { what: 'argsz 16 (< 20)', payload: setIrqsPayload(T | IRQ.DATA_NONE, 2, 0, 1, [], 16) },
       { what: 'index 5', payload: setIrqsPayload(T | IRQ.DATA_NONE, 5, 0, 1) },
-      { what: 'MASK|UNMASK together', payload: setIrqsPayload(IRQ.ACTION_MASK | IRQ.ACTION_UNMASK | IRQ.DATA_NONE, 0, 0, 1) },
+      {
+        what: 'MASK|UNMASK together',
+        payload: setIrqsPayload(IRQ.ACTION_MASK | IRQ.ACTION_UNMASK | IRQ.DATA_NONE, 0, 0, 1),
+      },
       { what: 'NONE|BOOL together', payload: setIrqsPayload(T | IRQ.DATA_NONE | IRQ.DATA_BOOL, 2, 0, 1, [1]) },
       { what: 'no data type', payload: setIrqsPayload(T, 2, 0, 1) },
       { what: 'no action', payload: setIrqsPayload(IRQ.DATA_NONE, 2, 0, 1) },
@@ -244,7 +289,7 @@ describe('vfio-user server: commands', () => {
       expect(t.device.irqEvents.at(-1)).to.deep.equal({ index: 2, start: 0, count: 4, kind: 'unwired' });
     });
 
-    it('de-assigns with QEMU\'s fd-less TRIGGER|EVENTFD and keeps the other vectors', async () => {
+    it("de-assigns with QEMU's fd-less TRIGGER|EVENTFD and keeps the other vectors", async () => {
       const fds = [efd(), efd(), efd(), efd()];
       await req(CMD.DEVICE_SET_IRQS, setIrqsPayload(T | IRQ.DATA_EVENTFD, 2, 0, 4), fds);
       const before = openFdCount();
@@ -269,7 +314,7 @@ describe('vfio-user server: commands', () => {
       expect(t.device.irqEvents.at(-1)).to.deep.equal({ index: 2, start: 0, count: 4, kind: 'trigger' });
     });
 
-    it('passes MASK/UNMASK to the device and closes an UNMASK resample eventfd (QEMU\'s INTx sequence)', async () => {
+    it("passes MASK/UNMASK to the device and closes an UNMASK resample eventfd (QEMU's INTx sequence)", async () => {
       const trigger = efd();
       const resample = efd();
       await req(CMD.DEVICE_SET_IRQS, setIrqsPayload(T | IRQ.DATA_EVENTFD, 0, 0, 1), [trigger]);
@@ -283,8 +328,12 @@ describe('vfio-user server: commands', () => {
         expect(r.flags, describeMsg(r)).to.equal(FLAG_REPLY);
       }
       expect(openFdCount(), 'the resample fd is not kept').to.equal(before);
-      expect(t.device.irqEvents.map((e) => `${e.kind}:${e.index}:${e.start}:${e.count}`))
-        .to.deep.equal(['wired:0:0:1', 'mask:0:0:1', 'unmask:0:0:1', 'unmask:0:0:1']);
+      expect(t.device.irqEvents.map((e) => `${e.kind}:${e.index}:${e.start}:${e.count}`)).to.deep.equal([
+        'wired:0:0:1',
+        'mask:0:0:1',
+        'unmask:0:0:1',
+        'unmask:0:0:1',
+      ]);
       expect(session().irqs.fd(0, 0), 'the trigger fd stays wired').to.be.at.least(0);
     });
 
@@ -337,8 +386,22 @@ describe('vfio-user server: commands', () => {
 
   describe('unsupported commands', () => {
     const cases: [string, number, Buffer][] = [
-      ['DEVICE_FEATURE (PROBE MIGRATION)', CMD.DEVICE_FEATURE, new Bytes().u32(8).u32((1 << 18) | (1 << 16) | 1).build()],
-      ['MIG_DATA_READ', CMD.MIG_DATA_READ, new Bytes().u32(8 + 64).u32(64).build()],
+      [
+        'DEVICE_FEATURE (PROBE MIGRATION)',
+        CMD.DEVICE_FEATURE,
+        new Bytes()
+          .u32(8)
+          .u32((1 << 18) | (1 << 16) | 1)
+          .build(),
+      ],
+      [
+        'MIG_DATA_READ',
+        CMD.MIG_DATA_READ,
+        new Bytes()
+          .u32(8 + 64)
+          .u32(64)
+          .build(),
+      ],
       ['MIG_DATA_WRITE', CMD.MIG_DATA_WRITE, new Bytes().u32(12).u32(4).u32(0xabcd).build()],
       ['DMA_READ sent by the client', CMD.DMA_READ, new Bytes().u64(0).u64(4).build()],
       ['DMA_WRITE sent by the client', CMD.DMA_WRITE, new Bytes().u64(0).u64(4).u32(1).build()],
@@ -386,14 +449,26 @@ describe('vfio-user server: commands', () => {
 
     const bad: [string, number, Buffer][] = [
       ['offset 0xFFFFFFFFFFFFFFFF', CMD.REGION_READ, regionAccessPayload(0xffffffffffffffffn, 0, 4)],
-      ['offset 0xFFFFFFFFFFFFFFFF (write)', CMD.REGION_WRITE, regionAccessPayload(0xffffffffffffffffn, 0, 4, Buffer.alloc(4))],
+      [
+        'offset 0xFFFFFFFFFFFFFFFF (write)',
+        CMD.REGION_WRITE,
+        regionAccessPayload(0xffffffffffffffffn, 0, 4, Buffer.alloc(4)),
+      ],
       ['offset 2^53-1', CMD.REGION_READ, regionAccessPayload(2 ** 53 - 1, 0, 4)],
       ['offset + count past the region', CMD.REGION_READ, regionAccessPayload(BAR0_SIZE - 2, 0, 4)],
-      ['offset + count past the region (write)', CMD.REGION_WRITE, regionAccessPayload(BAR0_SIZE - 2, 0, 4, Buffer.alloc(4))],
+      [
+        'offset + count past the region (write)',
+        CMD.REGION_WRITE,
+        regionAccessPayload(BAR0_SIZE - 2, 0, 4, Buffer.alloc(4)),
+      ],
       ['offset = region size', CMD.REGION_READ, regionAccessPayload(BAR0_SIZE, 0, 1)],
       ['count > 1 MiB', CMD.REGION_READ, regionAccessPayload(0, 0, (1 << 20) + 1)],
       ['count 0xFFFFFFFF', CMD.REGION_READ, regionAccessPayload(0, 0, 0xffffffff)],
-      ['count > 1 MiB (write, short data)', CMD.REGION_WRITE, regionAccessPayload(0, 0, (1 << 20) + 1, Buffer.alloc(4))],
+      [
+        'count > 1 MiB (write, short data)',
+        CMD.REGION_WRITE,
+        regionAccessPayload(0, 0, (1 << 20) + 1, Buffer.alloc(4)),
+      ],
       ['region 0xdeadbeef', CMD.REGION_READ, regionAccessPayload(0, 0xdeadbeef, 4)],
       ['region 9', CMD.REGION_READ, regionAccessPayload(0, 9, 4)],
       ['an absent BAR (region 1)', CMD.REGION_READ, regionAccessPayload(0, 1, 4)],
@@ -418,7 +493,7 @@ describe('vfio-user server: commands', () => {
       expect((await req(CMD.REGION_READ, regionAccessPayload(0x84, 0, 4))).flags).to.equal(FLAG_REPLY);
     });
 
-    it('never replies to a posted (NO_REPLY) write: the next message is the following read\'s reply', async () => {
+    it("never replies to a posted (NO_REPLY) write: the next message is the following read's reply", async () => {
       peer.send(msg(100, CMD.REGION_WRITE, FLAG_NO_REPLY, regionAccessPayload(0x200, 0, 4, Buffer.from('post'))));
       const r = await peer.request(101, CMD.REGION_READ, regionAccessPayload(0x200, 0, 4));
       expect(r.payload.subarray(16).toString()).to.equal('post');
@@ -438,7 +513,8 @@ describe('vfio-user server: commands', () => {
       const burst = Buffer.concat(parts);
       // Half in one write, the rest in odd-sized writes.
       peer.send(burst.subarray(0, burst.length >> 1));
-      for (let at = burst.length >> 1; at < burst.length; at += 777) peer.send(burst.subarray(at, Math.min(at + 777, burst.length)));
+      for (let at = burst.length >> 1; at < burst.length; at += 777)
+        peer.send(burst.subarray(at, Math.min(at + 777, burst.length)));
       const r = await peer.request(3000, CMD.REGION_READ, regionAccessPayload(0x300, 0, 4));
       expect(r.payload.readUInt32LE(16)).to.equal(199);
       for (let i = 0; i < 200; i++) expect(t.device.bar0.bytes.readUInt32LE(0x400 + 4 * i)).to.equal(i);
@@ -453,7 +529,10 @@ describe('vfio-user server: commands', () => {
       peer.send(msg(200, CMD.REGION_WRITE, FLAG_NO_REPLY, regionAccessPayload(0, 0xdeadbeef, 4, Buffer.alloc(4))));
       peer.send(msg(201, CMD.REGION_WRITE, FLAG_NO_REPLY, regionAccessPayload(0, 0, 8, Buffer.alloc(4))));
       peer.send(msg(202, CMD.DMA_UNMAP, FLAG_NO_REPLY, dmaUnmapPayload(0, 0x1000, 0x1000)));
-      peer.send(msg(203, CMD.DEVICE_SET_IRQS, FLAG_NO_REPLY, setIrqsPayload(IRQ.ACTION_TRIGGER | IRQ.DATA_NONE, 2, 0, 1)), [fd]);
+      peer.send(
+        msg(203, CMD.DEVICE_SET_IRQS, FLAG_NO_REPLY, setIrqsPayload(IRQ.ACTION_TRIGGER | IRQ.DATA_NONE, 2, 0, 1)),
+        [fd],
+      );
       peer.send(msg(204, 999, FLAG_NO_REPLY, Buffer.alloc(8)));
       peer.send(msg(205, CMD.REGION_READ, FLAG_NO_REPLY, regionAccessPayload(0, 0, 4)));
       t.device.failReadAt = 0x80;
@@ -468,8 +547,16 @@ describe('vfio-user server: commands', () => {
 
     it('applies REGION_WRITE_MULTI entries and answers wr_cnt', async () => {
       const entry = (offset: number, count: number, data: number[]): Bytes =>
-        new Bytes().u64(offset).u32(0).u32(count).raw([...data, ...new Array<number>(8 - data.length).fill(0)]);
-      const payload = Buffer.concat([new Bytes().u64(2).build(), entry(0x500, 4, [1, 2, 3, 4]).build(), entry(0x508, 2, [9, 9]).build()]);
+        new Bytes()
+          .u64(offset)
+          .u32(0)
+          .u32(count)
+          .raw([...data, ...new Array<number>(8 - data.length).fill(0)]);
+      const payload = Buffer.concat([
+        new Bytes().u64(2).build(),
+        entry(0x500, 4, [1, 2, 3, 4]).build(),
+        entry(0x508, 2, [9, 9]).build(),
+      ]);
       const r = await req(CMD.REGION_WRITE_MULTI, payload);
       expect(r.flags).to.equal(FLAG_REPLY);
       expect(r.payload).to.deep.equal(new Bytes().u64(2).build());

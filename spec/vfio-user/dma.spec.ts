@@ -11,8 +11,21 @@ import type { Session } from '../../lib/vfio-user/session';
 import { Bytes } from '../support/bytes';
 import { openFdCount, settle } from '../support/fds';
 import {
-  CMD, describeMsg, dmaMapPayload, dmaUnmapPayload, EINVAL, ENOENT, ENOSPC, FLAG_REPLY, isErrorReply, Msg,
-  RawPeer, regionAccessPayload, startServer, TestServer, waitDetached,
+  CMD,
+  describeMsg,
+  dmaMapPayload,
+  dmaUnmapPayload,
+  EINVAL,
+  ENOENT,
+  ENOSPC,
+  FLAG_REPLY,
+  isErrorReply,
+  Msg,
+  RawPeer,
+  regionAccessPayload,
+  startServer,
+  TestServer,
+  waitDetached,
 } from './raw-peer';
 
 const R = 1;
@@ -23,13 +36,26 @@ const GiB = 1 << 30;
 
 /** Permissions ("rw-s") of this process's mappings of the memfd called `name`. */
 function mappingPerms(name: string): string[] {
-  return fs.readFileSync('/proc/self/maps', 'utf8').split('\n')
-    .filter((l) => l.includes(`/memfd:${name} `) || l.endsWith(`/memfd:${name}`) || l.includes(`/memfd:${name} (deleted)`))
+  return fs
+    .readFileSync('/proc/self/maps', 'utf8')
+    .split('\n')
+    .filter(
+      (l) => l.includes(`/memfd:${name} `) || l.endsWith(`/memfd:${name}`) || l.includes(`/memfd:${name} (deleted)`),
+    )
     .map((l) => l.split(/\s+/)[1]!);
 }
 
 function fdList(): string {
-  return fs.readdirSync('/proc/self/fd').map((f) => { try { return `${f}:${fs.readlinkSync('/proc/self/fd/' + f)}`; } catch { return f; } }).join(' ');
+  return fs
+    .readdirSync('/proc/self/fd')
+    .map((f) => {
+      try {
+        return `${f}:${fs.readlinkSync('/proc/self/fd/' + f)}`;
+      } catch {
+        return f;
+      }
+    })
+    .join(' ');
 }
 
 describe('vfio-user server: DMA_MAP and DMA_UNMAP', () => {
@@ -55,7 +81,12 @@ describe('vfio-user server: DMA_MAP and DMA_UNMAP', () => {
     return r;
   }
 
-  async function expectError(command: number, payload: Buffer, errno: number, fds: readonly number[] = []): Promise<void> {
+  async function expectError(
+    command: number,
+    payload: Buffer,
+    errno: number,
+    fds: readonly number[] = [],
+  ): Promise<void> {
     const r = await req(command, payload, fds);
     expect(isErrorReply(r, id, command, errno), describeMsg(r)).to.equal(true);
   }
@@ -100,7 +131,9 @@ describe('vfio-user server: DMA_MAP and DMA_UNMAP', () => {
     expect(t.device.ctx!.memory.write(0x4000_0000 + MiB - 4, Buffer.from('tail'))).to.equal(MemStatus.OK);
     expect(g.buffer.toString('utf8', 2 * MiB - 4)).to.equal('tail');
     expect(t.device.ctx!.memory.read(0x4000_0000 + MiB - 2, Buffer.alloc(4))).to.equal(MemStatus.UNMAPPED);
-    expect(t.device.mapped.map((m) => [m.iova, m.size, m.mapped, m.readable, m.writable])).to.deep.equal([[0x4000_0000, MiB, true, true, true]]);
+    expect(t.device.mapped.map((m) => [m.iova, m.size, m.mapped, m.readable, m.writable])).to.deep.equal([
+      [0x4000_0000, MiB, true, true, true],
+    ]);
   });
 
   it('knows a range mapped without fd but cannot reach it (view null, NO_FD)', async () => {
@@ -133,7 +166,12 @@ describe('vfio-user server: DMA_MAP and DMA_UNMAP', () => {
     const a = ram(0x20000);
     await ok(CMD.DMA_MAP, dmaMapPayload(RW, 0, 0x100000, 0x20000), [a.fd]);
     const before = openFdCount();
-    for (const [addr, size] of [[0x110000, 0x20000], [0xf0000, 0x20000], [0x108000, 0x1000], [0xf0000, 0x40000]] as const) {
+    for (const [addr, size] of [
+      [0x110000, 0x20000],
+      [0xf0000, 0x20000],
+      [0x108000, 0x1000],
+      [0xf0000, 0x40000],
+    ] as const) {
       await expectError(CMD.DMA_MAP, dmaMapPayload(RW, 0, addr, size), EINVAL, [a.fd]);
       expect(openFdCount(), `overlap at 0x${addr.toString(16)}`).to.equal(before);
     }
@@ -213,16 +251,17 @@ describe('vfio-user server: DMA_MAP and DMA_UNMAP', () => {
   describe('DMA_UNMAP', () => {
     async function mapThree(): Promise<void> {
       const g = ram(0x30000);
-      for (let i = 0; i < 3; i++) await ok(CMD.DMA_MAP, dmaMapPayload(RW, i * 0x10000, 0x1000000 + i * 0x10000, 0x10000), [g.fd]);
+      for (let i = 0; i < 3; i++)
+        await ok(CMD.DMA_MAP, dmaMapPayload(RW, i * 0x10000, 0x1000000 + i * 0x10000, 0x10000), [g.fd]);
     }
 
-    it('unmaps an exact range, echoes the 24-byte struct (msg_size 40) and closes the server\'s fd', async () => {
+    it("unmaps an exact range, echoes the 24-byte struct (msg_size 40) and closes the server's fd", async () => {
       await mapThree();
       const before = openFdCount();
       const r = await ok(CMD.DMA_UNMAP, dmaUnmapPayload(0, 0x1010000, 0x10000));
       expect(r.size).to.equal(40);
       expect(r.payload).to.deep.equal(dmaUnmapPayload(0, 0x1010000, 0x10000));
-      expect(openFdCount(), 'the region\'s fd is closed').to.equal(before - 1);
+      expect(openFdCount(), "the region's fd is closed").to.equal(before - 1);
       expect(session().dma.regions.map((x) => x.iova)).to.deep.equal([0x1000000, 0x1020000]);
       expect(t.device.events.filter((e) => e.startsWith('unmap'))).to.deep.equal(['unmap:1010000']);
       expect(t.device.ctx!.memory.read(0x1010000, Buffer.alloc(1))).to.equal(MemStatus.UNMAPPED);
@@ -230,7 +269,13 @@ describe('vfio-user server: DMA_MAP and DMA_UNMAP', () => {
 
     it('refuses partial and unknown ranges with ENOENT and keeps the mapping', async () => {
       await mapThree();
-      for (const [addr, size] of [[0x1000000, 0x8000], [0x1008000, 0x8000], [0x1000000, 0x20000], [0x2000000, 0x10000], [0, 0]] as const) {
+      for (const [addr, size] of [
+        [0x1000000, 0x8000],
+        [0x1008000, 0x8000],
+        [0x1000000, 0x20000],
+        [0x2000000, 0x10000],
+        [0, 0],
+      ] as const) {
         await expectError(CMD.DMA_UNMAP, dmaUnmapPayload(0, addr, size), ENOENT);
       }
       expect(session().dma.regions).to.have.length(3);
@@ -250,7 +295,13 @@ describe('vfio-user server: DMA_MAP and DMA_UNMAP', () => {
       ['UNMAP_ALL with another flag', dmaUnmapPayload(2 | 4, 0, 0)],
       ['an unknown flag', dmaUnmapPayload(4, 0x1000000, 0x10000)],
       ['GET_DIRTY_BITMAP (not logging)', dmaUnmapPayload(1, 0x1000000, 0x10000)],
-      ['GET_DIRTY_BITMAP with a bitmap struct', Buffer.concat([dmaUnmapPayload(1, 0x1000000, 0x10000, 24 + 16 + 8), new Bytes().u64(4096).u64(8).u64(0).build()])],
+      [
+        'GET_DIRTY_BITMAP with a bitmap struct',
+        Buffer.concat([
+          dmaUnmapPayload(1, 0x1000000, 0x10000, 24 + 16 + 8),
+          new Bytes().u64(4096).u64(8).u64(0).build(),
+        ]),
+      ],
       ['argsz 16', dmaUnmapPayload(0, 0x1000000, 0x10000, 16)],
       ['argsz 2 MiB', dmaUnmapPayload(0, 0x1000000, 0x10000, 2 * MiB)],
       ['a short payload', new Bytes().u32(24).u32(0).u64(0x1000000).build()],
@@ -315,7 +366,7 @@ describe('DmaTable guest-memory API (direct, memfd-backed)', () => {
     if (!('region' in r)) throw new Error(`add failed: ${JSON.stringify(r)}`);
   }
 
-  it('a view lent to the kernel keeps its mapping through the region\'s removal until it comes back', () => {
+  it("a view lent to the kernel keeps its mapping through the region's removal until it comes back", () => {
     const a = guest(0x4000);
     add(0x40000, 0x4000, a.fd);
     a.mem.write('lent', 0x1000);
@@ -428,7 +479,15 @@ describe('DmaTable guest-memory API (direct, memfd-backed)', () => {
   it('answers BAD_RANGE for negative, fractional and wrapping ranges', () => {
     const a = guest(0x1000);
     add(0x1000, 0x1000, a.fd);
-    const bad: [number, number][] = [[-1, 4], [0x1000, -1], [4096.5, 4], [0x1000, 2.5], [Number.MAX_SAFE_INTEGER, 2], [NaN, 1], [0x1000, Infinity]];
+    const bad: [number, number][] = [
+      [-1, 4],
+      [0x1000, -1],
+      [4096.5, 4],
+      [0x1000, 2.5],
+      [Number.MAX_SAFE_INTEGER, 2],
+      [NaN, 1],
+      [0x1000, Infinity],
+    ];
     for (const [iova, len] of bad) {
       expect(table.view(iova, len, false), `view ${iova}+${len}`).to.equal(null);
       expect(table.slices(iova, len, false, []), `slices ${iova}+${len}`).to.equal(MemStatus.BAD_RANGE);

@@ -79,7 +79,9 @@ describe('vfio-user transport: framing over a socketpair', () => {
 
   function expectTheThree(got: Got[], mapFds: number): void {
     expect(got.map((g) => [g.header.id, g.header.command, g.header.size, g.fds])).to.deep.equal([
-      [1, CMD.REGION_WRITE, write.length, 0], [2, CMD.DMA_MAP, map.length, mapFds], [3, CMD.VERSION, version.length, 0],
+      [1, CMD.REGION_WRITE, write.length, 0],
+      [2, CMD.DMA_MAP, map.length, mapFds],
+      [3, CMD.VERSION, version.length, 0],
     ]);
     expect(got[0]!.bytes).to.deep.equal(write.subarray(16));
     expect(got[1]!.bytes).to.deep.equal(map.subarray(16));
@@ -102,7 +104,9 @@ describe('vfio-user transport: framing over a socketpair', () => {
             if (cuts[i + 1] === k) {
               // Let the event loop turn between the first k bytes and the rest.
               await readUpTo(total + k);
-              expect(rec.got.length, `k=${k}: only complete messages`).to.equal(k >= mapEnd ? 2 : k >= mapStart ? 1 : 0);
+              expect(rec.got.length, `k=${k}: only complete messages`).to.equal(
+                k >= mapEnd ? 2 : k >= mapStart ? 1 : 0,
+              );
             }
           }
           total += stream.length;
@@ -116,7 +120,7 @@ describe('vfio-user transport: framing over a socketpair', () => {
     expect(rec.bad).to.deep.equal([]);
   });
 
-  it('decodes the same stream sent one byte per write, with the fd on a byte in the middle of DMA_MAP\'s body', async () => {
+  it("decodes the same stream sent one byte per write, with the fd on a byte in the middle of DMA_MAP's body", async () => {
     const fd = memfdOf(4096);
     try {
       for (let i = 0; i < stream.length; i++) {
@@ -152,7 +156,15 @@ describe('vfio-user transport: framing over a socketpair', () => {
   });
 
   it('refuses msg_size above the limit as soon as the header is in, before any body', async () => {
-    send(new Bytes().u16(1).u16(CMD.REGION_READ).u32(64 << 20).u32(0).u32(0).build());
+    send(
+      new Bytes()
+        .u16(1)
+        .u16(CMD.REGION_READ)
+        .u32(64 << 20)
+        .u32(0)
+        .u32(0)
+        .build(),
+    );
     await until(() => rec.closedReason !== null, 'close');
     expect(rec.bad).to.deep.equal(['MESSAGE_TOO_LARGE']);
     expect(rec.got).to.deep.equal([]);

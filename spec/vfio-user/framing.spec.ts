@@ -11,8 +11,25 @@ import type { Session } from '../../lib/vfio-user/session';
 import { Bytes, msg } from '../support/bytes';
 import { openFdCount, settle, until } from '../support/fds';
 import {
-  CMD, describeMsg, dmaMapPayload, dmaUnmapPayload, EINVAL, FLAG_ERROR, FLAG_NO_REPLY, FLAG_REPLY, info16, isErrorReply, Msg,
-  QEMU_VERSION_JSON, RawPeer, regionAccessPayload, setIrqsPayload, startServer, TestServer, versionPayload, waitDetached,
+  CMD,
+  describeMsg,
+  dmaMapPayload,
+  dmaUnmapPayload,
+  EINVAL,
+  FLAG_ERROR,
+  FLAG_NO_REPLY,
+  FLAG_REPLY,
+  info16,
+  isErrorReply,
+  Msg,
+  QEMU_VERSION_JSON,
+  RawPeer,
+  regionAccessPayload,
+  setIrqsPayload,
+  startServer,
+  TestServer,
+  versionPayload,
+  waitDetached,
 } from './raw-peer';
 
 const MiB = 1 << 20;
@@ -138,7 +155,10 @@ describe('vfio-user server: framing', () => {
         p().send(m.subarray(k), fdOnFirst ? [] : [fd]);
         const r = await p().next();
         expect(r.flags, `k=${k} ${describeMsg(r)}`).to.equal(FLAG_REPLY);
-        expect(session().dma.regions.map((x) => x.mapped), `k=${k} fd on first: ${fdOnFirst}`).to.deep.equal([true]);
+        expect(
+          session().dma.regions.map((x) => x.mapped),
+          `k=${k} fd on first: ${fdOnFirst}`,
+        ).to.deep.equal([true]);
         const u = await p().request(k, CMD.DMA_UNMAP, dmaUnmapPayload(0, 0x800000, 0x10000));
         expect(u.flags).to.equal(FLAG_REPLY);
       }
@@ -174,9 +194,15 @@ describe('vfio-user server: framing', () => {
       ids.push(r.id);
     }
     expect(ids).to.deep.equal([1, 2, 3, 4]);
-    expect(session().dma.regions.map((r) => [r.iova, r.mapped])).to.deep.equal([[0x900000, true], [0xa00000, false]]);
+    expect(session().dma.regions.map((r) => [r.iova, r.mapped])).to.deep.equal([
+      [0x900000, true],
+      [0xa00000, false],
+    ]);
     // Both in one sendmsg (the fd on the write that ends with DMA_MAP) also works.
-    const both = Buffer.concat([msg(5, CMD.REGION_READ, 0, regionAccessPayload(0, 0, 4)), msg(6, CMD.DMA_MAP, 0, dmaMapPayload(3, 0, 0xb00000, 0x10000))]);
+    const both = Buffer.concat([
+      msg(5, CMD.REGION_READ, 0, regionAccessPayload(0, 0, 4)),
+      msg(6, CMD.DMA_MAP, 0, dmaMapPayload(3, 0, 0xb00000, 0x10000)),
+    ]);
     p().send(both, [fd]);
     expect((await p().next()).flags).to.equal(FLAG_REPLY);
     expect((await p().next()).flags).to.equal(FLAG_REPLY);
@@ -208,7 +234,13 @@ describe('vfio-user server: framing', () => {
     await probe();
   });
 
-  for (const [what, size] of [['8', 8], ['0', 0], ['64 MiB', 64 << 20], ['1 MiB + 33', MiB + 33], ['0xFFFFFFFF', 0xffffffff]] as const) {
+  for (const [what, size] of [
+    ['8', 8],
+    ['0', 0],
+    ['64 MiB', 64 << 20],
+    ['1 MiB + 33', MiB + 33],
+    ['0xFFFFFFFF', 0xffffffff],
+  ] as const) {
     it(`answers msg_size ${what} with EINVAL, then closes`, async () => {
       p().send(new Bytes().u16(9).u16(CMD.REGION_WRITE).u32(size).u32(0).u32(0).build());
       const r = await p().next();
@@ -262,7 +294,12 @@ describe('vfio-user server: framing', () => {
     });
   }
 
-  for (const [what, flags] of [['reply (1)', FLAG_REPLY], ['error reply (1 + ERROR)', FLAG_REPLY | FLAG_ERROR], ['2', 2], ['15', 15]] as const) {
+  for (const [what, flags] of [
+    ['reply (1)', FLAG_REPLY],
+    ['error reply (1 + ERROR)', FLAG_REPLY | FLAG_ERROR],
+    ['2', 2],
+    ['15', 15],
+  ] as const) {
     it(`answers an unsolicited message of type ${what} with EINVAL and stays up`, async () => {
       const r = await p().request(5, CMD.REGION_READ, regionAccessPayload(0, 0, 4), [], flags);
       // Only commands are accepted (vfio-user-protocol.md 4.2); type 2 is neither.
@@ -297,11 +334,13 @@ describe('vfio-user server: framing', () => {
     await new Promise((r) => c.once('connect', r));
     const chunks: Buffer[] = [];
     c.on('data', (d: Buffer) => chunks.push(d));
-    c.end(Buffer.concat([
-      msg(1, CMD.VERSION, 0, versionPayload(0, 0, QEMU_VERSION_JSON)),
-      msg(2, CMD.REGION_WRITE, 0, regionAccessPayload(0, 0, 4, Buffer.from('half'))),
-      msg(3, CMD.REGION_READ, 0, regionAccessPayload(0, 0, 4)),
-    ]));
+    c.end(
+      Buffer.concat([
+        msg(1, CMD.VERSION, 0, versionPayload(0, 0, QEMU_VERSION_JSON)),
+        msg(2, CMD.REGION_WRITE, 0, regionAccessPayload(0, 0, 4, Buffer.from('half'))),
+        msg(3, CMD.REGION_READ, 0, regionAccessPayload(0, 0, 4)),
+      ]),
+    );
     await new Promise((r) => c.once('end', r));
     c.destroy();
     const all = Buffer.concat(chunks);
@@ -373,19 +412,38 @@ describe('vfio-user server: framing', () => {
       while (body.length + 4 <= len) body.u32(word());
       while (body.length < len) body.u8(byte());
       const command = rand() < 0.9 ? 1 + Math.floor(rand() * 18) : Math.floor(rand() * 0x10000);
-      const flagChoices = [0, 0, 0, FLAG_NO_REPLY, FLAG_REPLY, FLAG_REPLY | FLAG_ERROR, Math.floor(rand() * 0x100000000)];
+      const flagChoices = [
+        0,
+        0,
+        0,
+        FLAG_NO_REPLY,
+        FLAG_REPLY,
+        FLAG_REPLY | FLAG_ERROR,
+        Math.floor(rand() * 0x100000000),
+      ];
       const flags = flagChoices[Math.floor(rand() * flagChoices.length)]!;
       const fds = rand() < 0.15 ? [rand() < 0.5 ? eventfd() : memfd(0x2000)] : [];
-      const m = new Bytes().u16(Math.floor(rand() * 0x6000)).u16(command).u32(16 + len).u32(flags).u32(word()).raw(body.build()).build();
+      const m = new Bytes()
+        .u16(Math.floor(rand() * 0x6000))
+        .u16(command)
+        .u32(16 + len)
+        .u32(flags)
+        .u32(word())
+        .raw(body.build())
+        .build();
       p().send(m, fds);
       // Probe with a unique id and skip whatever answered the random message.
       const probeId = 0x7000 + (probes++ % 0x1000);
       p().send(msg(probeId, CMD.REGION_READ, 0, regionAccessPayload(0, 0, 4)));
       for (;;) {
-        const r = await p().next().catch(() => null);
+        const r = await p()
+          .next()
+          .catch(() => null);
         if (!r) {
           // Only a broken header may close a negotiated connection; msg_size was right here.
-          throw new Error(`connection closed after random message ${i} (cmd ${command} flags 0x${flags.toString(16)} len ${len})`);
+          throw new Error(
+            `connection closed after random message ${i} (cmd ${command} flags 0x${flags.toString(16)} len ${len})`,
+          );
         }
         if (r.id === probeId && r.command === CMD.REGION_READ) {
           // The random message may have been a DMA_MAP/RESET; the probe must still be served.
@@ -429,7 +487,10 @@ describe('vfio-user server: framing', () => {
     const pump = (): number => {
       let n = 0;
       while (sent < total) {
-        if (!cur) { cur = chunk(sent / MiB); curAt = 0; }
+        if (!cur) {
+          cur = chunk(sent / MiB);
+          curAt = 0;
+        }
         const w = native.sendmsg(p().fd, cur, curAt, cur.length - curAt, null);
         if (w < 0) break;
         n += w;
@@ -464,7 +525,13 @@ describe('vfio-user server: framing', () => {
     p().sink = (m: Msg): void => {
       if (!bad) {
         const off = m.payload.length === 20 ? m.payload.readUInt32LE(0) : -1;
-        if (m.id !== (received & 0xffff) || m.command !== CMD.REGION_READ || m.flags !== FLAG_REPLY || m.size !== 36 || off !== (received % 1024) * 4) {
+        if (
+          m.id !== (received & 0xffff) ||
+          m.command !== CMD.REGION_READ ||
+          m.flags !== FLAG_REPLY ||
+          m.size !== 36 ||
+          off !== (received % 1024) * 4
+        ) {
           bad = `reply ${received}: ${describeMsg(m)} offset ${off}`;
         }
       }

@@ -9,12 +9,25 @@ import { guardStats } from '../../lib/guard';
 import type { Logger } from '../../lib/log';
 import { msg } from '../support/bytes';
 import { settle } from '../support/fds';
-import { CMD, describeMsg, EIO, FLAG_NO_REPLY, FLAG_REPLY, isErrorReply, RawPeer, regionAccessPayload, startServer, TestServer } from './raw-peer';
+import {
+  CMD,
+  describeMsg,
+  EIO,
+  FLAG_NO_REPLY,
+  FLAG_REPLY,
+  isErrorReply,
+  RawPeer,
+  regionAccessPayload,
+  startServer,
+  TestServer,
+} from './raw-peer';
 
 class Lines implements Logger {
   readonly errors: string[] = [];
   readonly debugEnabled = false;
-  error(m: string): void { this.errors.push(m); }
+  error(m: string): void {
+    this.errors.push(m);
+  }
   warn(): void {}
   info(): void {}
   debug(): void {}
@@ -41,7 +54,9 @@ describe('vfio-user server: a throwing region handler', () => {
     expect(isErrorReply(r, 1, CMD.REGION_READ, EIO), describeMsg(r)).to.equal(true);
     expect(guardStats.contained - before).to.equal(1);
     expect(log.errors).to.have.length(1);
-    expect(log.errors[0]).to.match(/internal error in region 0 read handler \(offset 0x40\), contained as a device error: TypeError: planted bug in a read handler\n\s+at /);
+    expect(log.errors[0]).to.match(
+      /internal error in region 0 read handler \(offset 0x40\), contained as a device error: TypeError: planted bug in a read handler\n\s+at /,
+    );
     const ok = await peer.request(2, CMD.REGION_READ, regionAccessPayload(0x44, 0, 4));
     expect(ok.flags, describeMsg(ok)).to.equal(FLAG_REPLY);
   });

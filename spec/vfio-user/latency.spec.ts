@@ -15,20 +15,44 @@ import { MessageWriter } from '../../protocol/serializer';
 import { openFdCount, settle, tempSocketPath } from '../support/fds';
 
 /** A device with one 4 KiB memory BAR that counts what it sees. */
-function countingDevice(): VfioUserDevice & { reads: number; writes: number; attached: number; detached: number; mem: Buffer } {
+function countingDevice(): VfioUserDevice & {
+  reads: number;
+  writes: number;
+  attached: number;
+  detached: number;
+  mem: Buffer;
+} {
   const mem = Buffer.alloc(4096, 0xaa);
   const bar: RegionHandler = {
-    size: mem.length, readable: true, writable: true,
-    read(offset, dst) { dev.reads++; mem.copy(dst, 0, offset, offset + dst.length); return 0; },
-    write(offset, src) { dev.writes++; src.copy(mem, offset); return 0; },
+    size: mem.length,
+    readable: true,
+    writable: true,
+    read(offset, dst) {
+      dev.reads++;
+      mem.copy(dst, 0, offset, offset + dst.length);
+      return 0;
+    },
+    write(offset, src) {
+      dev.writes++;
+      src.copy(mem, offset);
+      return 0;
+    },
   };
   const dev = {
-    reads: 0, writes: 0, attached: 0, detached: 0, mem,
+    reads: 0,
+    writes: 0,
+    attached: 0,
+    detached: 0,
+    mem,
     resetSupported: true,
     region: (i: number) => (i === 0 ? bar : undefined),
     irqCount: () => 0,
-    attach(_ctx: DeviceContext) { dev.attached++; },
-    detach() { dev.detached++; },
+    attach(_ctx: DeviceContext) {
+      dev.attached++;
+    },
+    detach() {
+      dev.detached++;
+    },
     reset() {},
   };
   return dev;
@@ -38,7 +62,11 @@ describe('vfio-user latency: warm-up', () => {
   it('drives the device through sessions (attach, the reads and writes of the plan, detach) and leaves no fd open', async () => {
     const before = openFdCount();
     const dev = countingDevice();
-    const r = await warmUp(dev, { reads: [{ region: 0, offset: 8, count: 4 }], writes: [{ region: 0, offset: 64, count: 8 }], rounds: 100 });
+    const r = await warmUp(dev, {
+      reads: [{ region: 0, offset: 8, count: 4 }],
+      writes: [{ region: 0, offset: 64, count: 8 }],
+      rounds: 100,
+    });
     await settle(2);
     expect(dev.attached).to.equal(dev.detached);
     expect(dev.attached).to.be.at.least(1);
@@ -56,7 +84,9 @@ describe('vfio-user latency: warm-up', () => {
     const before = openFdCount();
     const dev = countingDevice();
     let error: Error | null = null;
-    await warmUp(dev, { reads: [{ region: 3, offset: 0, count: 4 }], rounds: 10 }).catch((e: Error) => { error = e; });
+    await warmUp(dev, { reads: [{ region: 3, offset: 0, count: 4 }], rounds: 10 }).catch((e: Error) => {
+      error = e;
+    });
     await settle(2);
     expect(String(error)).to.match(/refused command 9/);
     expect(dev.detached).to.equal(dev.attached);
@@ -65,14 +95,20 @@ describe('vfio-user latency: warm-up', () => {
 
   it('a plan without reads is refused', async () => {
     let error: Error | null = null;
-    await warmUp(countingDevice(), { reads: [] }).catch((e: Error) => { error = e; });
+    await warmUp(countingDevice(), { reads: [] }).catch((e: Error) => {
+      error = e;
+    });
     expect(String(error)).to.match(/no reads/);
   });
 
   it('listen() with warmUp warms up, then serves a client as usual', async () => {
     const dev = countingDevice();
     const sock = tempSocketPath('warm');
-    const server = new VfioUserServer({ socketPath: sock, device: dev, warmUp: { reads: [{ region: 0, offset: 0, count: 4 }], rounds: 50 } });
+    const server = new VfioUserServer({
+      socketPath: sock,
+      device: dev,
+      warmUp: { reads: [{ region: 0, offset: 0, count: 4 }], rounds: 50 },
+    });
     try {
       await server.listen();
       const warmReads = dev.reads;
@@ -144,7 +180,9 @@ describe('vfio-user latency: views made once', () => {
     const [a, b] = native.socketPair();
     const got: Buffer[] = [];
     const handler: TransportHandler = {
-      message(_h: RawHeader, payload: Buffer) { got.push(Buffer.from(payload)); },
+      message(_h: RawHeader, payload: Buffer) {
+        got.push(Buffer.from(payload));
+      },
       badHeader() {},
       closed() {},
     };

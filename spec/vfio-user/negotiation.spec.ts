@@ -6,8 +6,18 @@ import { parseCapabilities } from '../../protocol/version';
 import { msg } from '../support/bytes';
 import { openFdCount, settle } from '../support/fds';
 import {
-  CMD, describeMsg, EINVAL, FLAG_REPLY, isErrorReply, QEMU_VERSION_JSON, RawPeer, regionAccessPayload,
-  startServer, TestServer, versionPayload, waitDetached,
+  CMD,
+  describeMsg,
+  EINVAL,
+  FLAG_REPLY,
+  isErrorReply,
+  QEMU_VERSION_JSON,
+  RawPeer,
+  regionAccessPayload,
+  startServer,
+  TestServer,
+  versionPayload,
+  waitDetached,
 } from './raw-peer';
 
 /** major, minor and the JSON text (NUL checked and stripped) of a VERSION reply. */
@@ -15,7 +25,11 @@ function versionReply(payload: Buffer): { major: number; minor: number; json: st
   expect(payload.length).to.be.greaterThan(4);
   expect(payload[payload.length - 1], 'JSON ends with NUL').to.equal(0);
   expect(payload.indexOf(0, 4), 'exactly one NUL, at the end').to.equal(payload.length - 1);
-  return { major: payload.readUInt16LE(0), minor: payload.readUInt16LE(2), json: payload.toString('utf8', 4, payload.length - 1) };
+  return {
+    major: payload.readUInt16LE(0),
+    minor: payload.readUInt16LE(2),
+    json: payload.toString('utf8', 4, payload.length - 1),
+  };
 }
 
 describe('vfio-user server: VERSION negotiation', () => {
@@ -65,7 +79,10 @@ describe('vfio-user server: VERSION negotiation', () => {
     if (!caps.ok) return;
     const c = caps.value;
     expect(c.max_msg_fds).to.be.a('number').and.to.be.at.most(16).and.at.least(1);
-    expect(c.max_data_xfer_size).to.be.a('number').and.to.be.at.least(4096).and.at.most(64 << 20);
+    expect(c.max_data_xfer_size)
+      .to.be.a('number')
+      .and.to.be.at.least(4096)
+      .and.at.most(64 << 20);
     if (c.max_dma_maps !== undefined) expect(c.max_dma_maps).to.be.at.most(65535);
     if (c.pgsizes !== undefined) expect(c.pgsizes & 0xfff, 'no page size below 4096').to.equal(0);
     // QEMU never gets a twin socket (it does not implement it) nor fds with the reply.
@@ -74,10 +91,18 @@ describe('vfio-user server: VERSION negotiation', () => {
     expect(t.device.events).to.deep.equal(['attach']);
   });
 
-  it('answers libvfio-user\'s client (0.2) with minor 2, and 0.7 with minor 2', async () => {
-    for (const [minor, expected] of [[2, 2], [7, 2], [1, 1]] as const) {
+  it("answers libvfio-user's client (0.2) with minor 2, and 0.7 with minor 2", async () => {
+    for (const [minor, expected] of [
+      [2, 2],
+      [7, 2],
+      [1, 1],
+    ] as const) {
       const p = RawPeer.connect(t.path);
-      const r = await p.request(1, CMD.VERSION, versionPayload(0, minor, '{"capabilities":{"max_msg_fds":32,"max_data_xfer_size":1024}}'));
+      const r = await p.request(
+        1,
+        CMD.VERSION,
+        versionPayload(0, minor, '{"capabilities":{"max_msg_fds":32,"max_data_xfer_size":1024}}'),
+      );
       expect(r.flags).to.equal(FLAG_REPLY);
       const v = versionReply(r.payload);
       expect(v.major).to.equal(0);

@@ -25,8 +25,12 @@ export const EIO = 5;
 export const ENOSPC = 28;
 
 export const IRQ = {
-  DATA_NONE: 0x1, DATA_BOOL: 0x2, DATA_EVENTFD: 0x4,
-  ACTION_MASK: 0x8, ACTION_UNMASK: 0x10, ACTION_TRIGGER: 0x20,
+  DATA_NONE: 0x1,
+  DATA_BOOL: 0x2,
+  DATA_EVENTFD: 0x4,
+  ACTION_MASK: 0x8,
+  ACTION_UNMASK: 0x10,
+  ACTION_TRIGGER: 0x20,
 } as const;
 
 /** The JSON QEMU 10.1-11.x sends with VERSION (vfio-user-protocol.md 3.3): QEMU's spaced compact form. */
@@ -45,7 +49,13 @@ export function versionPayload(major: number, minor: number, json?: string, nul 
   return b.build();
 }
 
-export function dmaMapPayload(flags: number, offset: number | bigint, address: number | bigint, size: number | bigint, argsz = 32): Buffer {
+export function dmaMapPayload(
+  flags: number,
+  offset: number | bigint,
+  address: number | bigint,
+  size: number | bigint,
+  argsz = 32,
+): Buffer {
   return new Bytes().u32(argsz).u32(flags).u64(offset).u64(address).u64(size).build();
 }
 
@@ -62,7 +72,14 @@ export function regionInfoPayload(argsz: number, index: number): Buffer {
   return new Bytes().u32(argsz).u32(0).u32(index).u32(0).u64(0).u64(0).build();
 }
 
-export function setIrqsPayload(flags: number, index: number, start: number, count: number, data: number[] = [], argsz = 20 + data.length): Buffer {
+export function setIrqsPayload(
+  flags: number,
+  index: number,
+  start: number,
+  count: number,
+  data: number[] = [],
+  argsz = 20 + data.length,
+): Buffer {
   return new Bytes().u32(argsz).u32(flags).u32(index).u32(start).u32(count).raw(data).build();
 }
 
@@ -107,7 +124,9 @@ export class RawPeer {
   constructor(fd: number) {
     this.fd = fd;
     const self = this;
-    this.#watcher = native.watch(fd, native.READABLE, function onPeerReadable() { self.#read(); });
+    this.#watcher = native.watch(fd, native.READABLE, function onPeerReadable() {
+      self.#read();
+    });
   }
 
   static connect(path: string): RawPeer {
@@ -153,7 +172,13 @@ export class RawPeer {
   }
 
   /** Send a command and wait for the next message, which must answer it. */
-  async request(id: number, command: number, payload: Buffer = Buffer.alloc(0), fds: readonly number[] = [], flags = 0): Promise<Msg> {
+  async request(
+    id: number,
+    command: number,
+    payload: Buffer = Buffer.alloc(0),
+    fds: readonly number[] = [],
+    flags = 0,
+  ): Promise<Msg> {
     this.send(msg(id, command, flags, payload), fds);
     const m = await this.next();
     if (m.id !== id || m.command !== command) {
@@ -182,7 +207,10 @@ export class RawPeer {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 5);
-        this.#wake.push(() => { clearTimeout(t); resolve(); });
+        this.#wake.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
       });
     }
   }
@@ -235,7 +263,10 @@ export class RawPeer {
         return;
       }
       const m: Msg = {
-        id: b.readUInt16LE(s), command: b.readUInt16LE(s + 2), size, flags: b.readUInt32LE(s + 8),
+        id: b.readUInt16LE(s),
+        command: b.readUInt16LE(s + 2),
+        size,
+        flags: b.readUInt32LE(s + 8),
         error: b.readUInt32LE(s + 12),
         payload: this.sink ? b.subarray(s + 16, s + size) : Buffer.from(b.subarray(s + 16, s + size)),
       };
@@ -264,7 +295,9 @@ export class RawPeer {
 
 /** True for a header-only error reply to (id, command) with this errno. */
 export function isErrorReply(m: Msg, id: number, command: number, errno: number): boolean {
-  return m.id === id && m.command === command && m.size === 16 && m.flags === (FLAG_REPLY | FLAG_ERROR) && m.error === errno;
+  return (
+    m.id === id && m.command === command && m.size === 16 && m.flags === (FLAG_REPLY | FLAG_ERROR) && m.error === errno
+  );
 }
 
 export function describeMsg(m: Msg): string {
@@ -294,7 +327,12 @@ export interface TestServer {
 export async function startServer(tag: string, limits?: Partial<SessionLimits>, log?: Logger): Promise<TestServer> {
   const path = tempSocketPath(tag);
   const device = new ScratchDevice();
-  const server = new VfioUserServer({ socketPath: path, device, ...(limits ? { limits } : {}), ...(log ? { log } : {}) });
+  const server = new VfioUserServer({
+    socketPath: path,
+    device,
+    ...(limits ? { limits } : {}),
+    ...(log ? { log } : {}),
+  });
   await server.listen();
   return { server, device, path };
 }

@@ -7,7 +7,13 @@ import { SocketInUseError, VfioUserServer } from '../../lib/vfio-user/server';
 import { openFdCount, settle, tempSocketPath } from '../support/fds';
 import { ScratchDevice } from '../support/scratch-device';
 import {
-  CMD, FLAG_REPLY, QEMU_VERSION_JSON, RawPeer, regionAccessPayload, versionPayload, waitDetached,
+  CMD,
+  FLAG_REPLY,
+  QEMU_VERSION_JSON,
+  RawPeer,
+  regionAccessPayload,
+  versionPayload,
+  waitDetached,
 } from './raw-peer';
 import { msg } from '../support/bytes';
 
@@ -23,7 +29,11 @@ describe('vfio-user server: the listening socket', () => {
   }
 
   function server(socketPath: string, mode?: number): VfioUserServer {
-    const s = new VfioUserServer(mode === undefined ? { socketPath, device: new ScratchDevice() } : { socketPath, device: new ScratchDevice(), mode });
+    const s = new VfioUserServer(
+      mode === undefined
+        ? { socketPath, device: new ScratchDevice() }
+        : { socketPath, device: new ScratchDevice(), mode },
+    );
     servers.push(s);
     return s;
   }
@@ -43,7 +53,10 @@ describe('vfio-user server: the listening socket', () => {
     const first = server(p);
     await first.listen();
     const second = server(p);
-    const err = await second.listen().then(() => null, (e: unknown) => e);
+    const err = await second.listen().then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).to.be.instanceOf(SocketInUseError);
     expect((err as SocketInUseError).code).to.equal('ESOCKETINUSE');
     const c = await RawPeer.negotiated(p);
@@ -54,7 +67,7 @@ describe('vfio-user server: the listening socket', () => {
     await waitDetached(first);
   });
 
-  it('refuses a live server\'s path even while its backlog is full', async () => {
+  it("refuses a live server's path even while its backlog is full", async () => {
     const p = path('backlog');
     const first = server(p);
     await first.listen();
@@ -72,7 +85,12 @@ describe('vfio-user server: the listening socket', () => {
     }
     expect(refused, 'the backlog filled up').to.equal('EAGAIN');
     try {
-      const err = await server(p).listen().then(() => null, (e: unknown) => e);
+      const err = await server(p)
+        .listen()
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(err).to.be.instanceOf(SocketInUseError);
       expect(fs.lstatSync(p).isSocket(), 'the live socket file is still there').to.equal(true);
     } finally {
@@ -99,7 +117,12 @@ describe('vfio-user server: the listening socket', () => {
     const p = path('file');
     fs.writeFileSync(p, 'precious data');
     fs.chmodSync(p, 0o600);
-    const err = await server(p).listen().then(() => null, (e: unknown) => e);
+    const err = await server(p)
+      .listen()
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).to.be.instanceOf(SocketInUseError);
     expect(fs.readFileSync(p, 'utf8')).to.equal('precious data');
     expect(fs.statSync(p).mode & 0o777).to.equal(0o600);
@@ -108,14 +131,28 @@ describe('vfio-user server: the listening socket', () => {
   it('refuses a directory and a symlink at the path', async () => {
     const dir = path('dir');
     fs.mkdirSync(dir);
-    expect(await server(dir).listen().then(() => null, (e: unknown) => e)).to.be.instanceOf(SocketInUseError);
+    expect(
+      await server(dir)
+        .listen()
+        .then(
+          () => null,
+          (e: unknown) => e,
+        ),
+    ).to.be.instanceOf(SocketInUseError);
     expect(fs.statSync(dir).isDirectory()).to.equal(true);
     fs.rmdirSync(dir);
     const target = path('target');
     fs.writeFileSync(target, 'x');
     const link = path('link');
     fs.symlinkSync(target, link);
-    expect(await server(link).listen().then(() => null, (e: unknown) => e)).to.be.instanceOf(SocketInUseError);
+    expect(
+      await server(link)
+        .listen()
+        .then(
+          () => null,
+          (e: unknown) => e,
+        ),
+    ).to.be.instanceOf(SocketInUseError);
     expect(fs.readFileSync(target, 'utf8')).to.equal('x');
   });
 

@@ -14,8 +14,11 @@ export function onesSum(buf: Uint8Array, at: number, len: number, initial = 0): 
   const end = at + len;
   let i = at;
   for (const end8 = end - 7; i < end8; i += 8) {
-    sum += ((buf[i]! << 8) | buf[i + 1]!) + ((buf[i + 2]! << 8) | buf[i + 3]!)
-      + ((buf[i + 4]! << 8) | buf[i + 5]!) + ((buf[i + 6]! << 8) | buf[i + 7]!);
+    sum +=
+      ((buf[i]! << 8) | buf[i + 1]!) +
+      ((buf[i + 2]! << 8) | buf[i + 3]!) +
+      ((buf[i + 4]! << 8) | buf[i + 5]!) +
+      ((buf[i + 6]! << 8) | buf[i + 7]!);
   }
   for (; i + 1 < end; i += 2) sum += (buf[i]! << 8) | buf[i + 1]!;
   if (i < end) sum += buf[i]! << 8;

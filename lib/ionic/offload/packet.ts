@@ -5,8 +5,19 @@
 // One reusable record per caller: parsing allocates nothing.
 
 import {
-  ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, IPPROTO_TCP, IPPROTO_UDP, IPV4_IHL_MASK, IPV4_IHL_UNIT, ipv6hdr,
-  tcphdr, udphdr, vlan_ethhdr,
+  ETH_P_8021Q,
+  ETH_P_IP,
+  ETH_P_IPV6,
+  ethhdr,
+  iphdr,
+  IPPROTO_TCP,
+  IPPROTO_UDP,
+  IPV4_IHL_MASK,
+  IPV4_IHL_UNIT,
+  ipv6hdr,
+  tcphdr,
+  udphdr,
+  vlan_ethhdr,
 } from '../../net/headers';
 
 /** IPv4 flag and offset bits that mark a fragment (MF and the 13-bit offset). */
@@ -36,7 +47,12 @@ export class PacketInfo {
 
   /** Parse frame[0, len). Never reads past len. */
   parse(frame: Buffer, len: number): this {
-    this.l3 = 0; this.ipVersion = 0; this.vlan = false; this.proto = -1; this.l4 = 0; this.l4HdrLen = 0;
+    this.l3 = 0;
+    this.ipVersion = 0;
+    this.vlan = false;
+    this.proto = -1;
+    this.l4 = 0;
+    this.l4HdrLen = 0;
     if (len < ethhdr.SIZE) return this;
     let type = frame.readUInt16BE(ethhdr.h_proto.off);
     let l3: number = ethhdr.SIZE;
@@ -51,12 +67,14 @@ export class PacketInfo {
     if (type === ETH_P_IP && len >= l3 + iphdr.SIZE && frame[l3]! >>> 4 === 4) {
       const ihl = (frame[l3]! & IPV4_IHL_MASK) * IPV4_IHL_UNIT;
       if (ihl < iphdr.SIZE || len < l3 + ihl) return this;
-      this.l3 = l3; this.ipVersion = 4;
+      this.l3 = l3;
+      this.ipVersion = 4;
       if (frame.readUInt16BE(l3 + iphdr.frag_off.off) & IPV4_FRAGMENT_MASK) return this;
       proto = frame[l3 + iphdr.protocol.off]!;
       l4 = l3 + ihl;
     } else if (type === ETH_P_IPV6 && len >= l3 + ipv6hdr.SIZE && frame[l3]! >>> 4 === 6) {
-      this.l3 = l3; this.ipVersion = 6;
+      this.l3 = l3;
+      this.ipVersion = 6;
       proto = frame[l3 + ipv6hdr.nexthdr.off]!;
       l4 = l3 + ipv6hdr.SIZE;
     } else {
@@ -65,9 +83,13 @@ export class PacketInfo {
     if (proto === IPPROTO_TCP && len >= l4 + tcphdr.SIZE) {
       const doff = (frame[l4 + tcphdr.doff_res.off]! >>> TCP_DOFF_SHIFT) * TCP_DOFF_UNIT;
       if (doff < tcphdr.SIZE || len < l4 + doff) return this;
-      this.proto = proto; this.l4 = l4; this.l4HdrLen = doff;
+      this.proto = proto;
+      this.l4 = l4;
+      this.l4HdrLen = doff;
     } else if (proto === IPPROTO_UDP && len >= l4 + udphdr.SIZE) {
-      this.proto = proto; this.l4 = l4; this.l4HdrLen = udphdr.SIZE;
+      this.proto = proto;
+      this.l4 = l4;
+      this.l4HdrLen = udphdr.SIZE;
     }
     return this;
   }
@@ -85,7 +107,9 @@ export const enum RxPktType {
 }
 
 export function rxPktType(p: PacketInfo): RxPktType {
-  if (p.ipVersion === 4) return p.proto === IPPROTO_TCP ? RxPktType.IPV4_TCP : p.proto === IPPROTO_UDP ? RxPktType.IPV4_UDP : RxPktType.IPV4;
-  if (p.ipVersion === 6) return p.proto === IPPROTO_TCP ? RxPktType.IPV6_TCP : p.proto === IPPROTO_UDP ? RxPktType.IPV6_UDP : RxPktType.IPV6;
+  if (p.ipVersion === 4)
+    return p.proto === IPPROTO_TCP ? RxPktType.IPV4_TCP : p.proto === IPPROTO_UDP ? RxPktType.IPV4_UDP : RxPktType.IPV4;
+  if (p.ipVersion === 6)
+    return p.proto === IPPROTO_TCP ? RxPktType.IPV6_TCP : p.proto === IPPROTO_UDP ? RxPktType.IPV6_UDP : RxPktType.IPV6;
   return RxPktType.NON_IP;
 }

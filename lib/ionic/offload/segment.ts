@@ -9,7 +9,16 @@
 // Linux's own GSO does). The TCP checksum field of the super-frame is ignored
 // (the driver seeds it with a pseudo-header) and computed whole.
 
-import { iphdr, IPPROTO_TCP, IPV4_IHL_MASK, IPV4_IHL_UNIT, IPPROTO_UDP, ipv6hdr, tcphdr, udphdr } from '../../net/headers';
+import {
+  iphdr,
+  IPPROTO_TCP,
+  IPV4_IHL_MASK,
+  IPV4_IHL_UNIT,
+  IPPROTO_UDP,
+  ipv6hdr,
+  tcphdr,
+  udphdr,
+} from '../../net/headers';
 import { checksumOf, ipv4PseudoSum, ipv6PseudoSum, onesSum } from './checksum';
 import type { PacketInfo } from './packet';
 
@@ -68,7 +77,14 @@ export function segmentCount(len: number, p: PacketInfo, mss: number): number {
  * hold headersEnd + mss bytes. Payload offsets are even (TCP headers are
  * whole words), so every checksum span starts on a word.
  */
-export function writeTcpSegment(src: Buffer, len: number, p: PacketInfo, mss: number, index: number, out: Buffer): number {
+export function writeTcpSegment(
+  src: Buffer,
+  len: number,
+  p: PacketInfo,
+  mss: number,
+  index: number,
+  out: Buffer,
+): number {
   const hdr = p.headersEnd;
   const count = segmentCount(len, p, mss);
   const from = hdr + index * mss;

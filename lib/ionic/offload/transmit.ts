@@ -12,7 +12,15 @@ import { TxFlag, TX_HEADROOM } from '../queues';
 import type { TxPacket } from '../queues';
 import { PacketInfo } from './packet';
 import {
-  fillIpv4Checksum, fillL4Checksum, finishPartialChecksum, GsoPrep, l4Known, MIN_MSS, prepareGso, segmentCount, tsoCapable,
+  fillIpv4Checksum,
+  fillL4Checksum,
+  finishPartialChecksum,
+  GsoPrep,
+  l4Known,
+  MIN_MSS,
+  prepareGso,
+  segmentCount,
+  tsoCapable,
   writeTcpSegment,
 } from './segment';
 import { FrameOffload, VirtioGso } from '../../net/vnet';
@@ -113,7 +121,8 @@ export class TxOffload {
       sink.offload(frame, o, count);
       return TxVerdict.SENT;
     }
-    for (let i = 0; i < count; i++) sink.frame(this.#seg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#seg)));
+    for (let i = 0; i < count; i++)
+      sink.frame(this.#seg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#seg)));
     return TxVerdict.SENT;
   }
 }

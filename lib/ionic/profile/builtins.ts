@@ -32,7 +32,11 @@ const BUILTIN_LIST: readonly NicProfile[] = [
     ethQueues: 16,
     rdmaEqs: 16,
     linkSpeedMbps: 25000,
-    transceiver: { phy: 'copper', pid: IonicXcvrPid.SFP_25GBASE_CR_S, description: '25 Gb/s copper SFP28 DAC (25GBASE-CR-S)' },
+    transceiver: {
+      phy: 'copper',
+      pid: IonicXcvrPid.SFP_25GBASE_CR_S,
+      description: '25 Gb/s copper SFP28 DAC (25GBASE-CR-S)',
+    },
     maxMtu: 9194,
     firmwareVersion: '1.0.0-ernic-dsc25',
     serialNumber: 'ERNIC-D25-0001',

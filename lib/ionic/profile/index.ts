@@ -1,8 +1,16 @@
 // NIC profiles (see model.ts for what a profile is and how this folder is cut).
 
 export {
-  FRAME_OVERHEAD, formatLinkSpeed, IonicAsicType, IonicPhyType, IonicXcvrPid, LINK_SPEEDS_MBPS, maxFrameSize,
-  parseLinkSpeed, ProfileError, ProfileLimits,
+  FRAME_OVERHEAD,
+  formatLinkSpeed,
+  IonicAsicType,
+  IonicPhyType,
+  IonicXcvrPid,
+  LINK_SPEEDS_MBPS,
+  maxFrameSize,
+  parseLinkSpeed,
+  ProfileError,
+  ProfileLimits,
 } from './model';
 export type { IniKey, NicOffloads, NicProfile, ProfileErrorCode, Transceiver, TransceiverPhy } from './model';
 export { nicProfileSchema, validateProfile } from './schema';

@@ -17,9 +17,23 @@
 import type { z } from 'zod';
 import { formatLinkSpeed, IniKey, NicProfile, parseLinkSpeed, ProfileError } from './model';
 import {
-  asicRevSchema, asicTypeSchema, descriptionSchema, ethQueuesSchema, firmwareVersionSchema, LINK_SPEED_FORMS,
-  linkSpeedSchema, maxMtuSchema, msixVectorsSchema, nameSchema, onOffSchema, phySchema, pidSchema, rdmaEqsSchema,
-  serialNumberSchema, statsIntervalSchema, transceiverDescriptionSchema,
+  asicRevSchema,
+  asicTypeSchema,
+  descriptionSchema,
+  ethQueuesSchema,
+  firmwareVersionSchema,
+  LINK_SPEED_FORMS,
+  linkSpeedSchema,
+  maxMtuSchema,
+  msixVectorsSchema,
+  nameSchema,
+  onOffSchema,
+  phySchema,
+  pidSchema,
+  rdmaEqsSchema,
+  serialNumberSchema,
+  statsIntervalSchema,
+  transceiverDescriptionSchema,
 } from './schema';
 
 type ValueKind = 'integer' | 'text' | 'speed' | 'phy' | 'switch';
@@ -38,48 +52,153 @@ interface KeySpec {
 }
 
 const KEY_SPECS: readonly KeySpec[] = [
-  { key: 'name', kind: 'text', schema: nameSchema, get: (p) => p.name,
-    comment: 'informational: a resolved profile is named after its layer list' },
-  { key: 'description', kind: 'text', schema: descriptionSchema, get: (p) => p.description,
-    comment: 'free text for --nic-profile list/show' },
-  { key: 'msix_vectors', kind: 'integer', schema: msixVectorsSchema, get: (p) => p.msixVectors,
-    comment: 'MSI-X table size = dev_identity.nintrs (2..128)' },
-  { key: 'eth_queues', kind: 'integer', schema: ethQueuesSchema, get: (p) => p.ethQueues,
-    comment: 'Ethernet queue pairs: lif_identity queue_count[TXQ] and [RXQ] (1..64)' },
-  { key: 'rdma_eqs', kind: 'integer', schema: rdmaEqsSchema, get: (p) => p.rdmaEqs,
-    comment: 'RDMA event queues: lif_identity rdma.eq_qtype.qid_count (0, or 4..64)' },
-  { key: 'link_speed', kind: 'speed', schema: linkSpeedSchema, get: (p) => p.linkSpeedMbps,
-    comment: 'lif_status.link_speed and port_info speed: 1G 10G 25G 40G 50G 100G 200G 400G, or Mbps' },
-  { key: 'transceiver_phy', kind: 'phy', schema: phySchema, get: (p) => p.transceiver.phy,
-    comment: 'port_info xcvr.phy: copper, fiber or none' },
-  { key: 'transceiver_pid', kind: 'integer', schema: pidSchema, get: (p) => p.transceiver.pid,
-    comment: 'port_info xcvr.pid: an enum ionic_xcvr_pid code (0..65535)' },
-  { key: 'transceiver', kind: 'text', schema: transceiverDescriptionSchema, get: (p) => p.transceiver.description,
-    comment: 'transceiver description, for logs' },
-  { key: 'max_mtu', kind: 'integer', schema: maxMtuSchema, get: (p) => p.maxMtu,
-    comment: 'largest MTU (1500..9194): lif_identity max_frame_size = max_mtu + 18' },
-  { key: 'firmware_version', kind: 'text', schema: firmwareVersionSchema, get: (p) => p.firmwareVersion,
-    comment: 'dev_info.fw_version (1..31 printable ASCII characters)' },
-  { key: 'stats_interval_ms', kind: 'integer', schema: statsIntervalSchema, get: (p) => p.statsIntervalMs,
-    comment: 'rewrite changed statistics blocks at most this often (100..60000 ms)' },
-  { key: 'asic_type', kind: 'integer', schema: asicTypeSchema, get: (p) => p.asicType,
-    comment: 'dev_info.asic_type: 1 CAPRI, 3 GIGLIO, 4 SALINA' },
-  { key: 'asic_rev', kind: 'integer', schema: asicRevSchema, get: (p) => p.asicRev,
-    comment: 'dev_info.asic_rev (0..255)' },
-  { key: 'serial_number', kind: 'text', schema: serialNumberSchema, get: (p) => p.serialNumber,
-    comment: 'dev_info.serial_num (at most 31 printable ASCII characters)' },
-  { key: 'offload_tx_sg', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.txSg),
-    comment: 'offer TX scatter-gather (lif feature TX_SG): on or off' },
-  { key: 'offload_tx_csum', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.txCsum),
-    comment: 'offer TX checksum offload (TX_CSUM): on or off' },
-  { key: 'offload_tso', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.tso),
-    comment: 'offer TCP segmentation, IPv4 and IPv6 (TSO, TSO_IPV6, TSO_ECN; needs TX SG and checksum): on or off' },
-  { key: 'offload_rx_csum', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.rxCsum),
-    comment: 'offer RX checksum (RX_CSUM: a complete sum with every frame): on or off' },
-  { key: 'offload_rx_hash', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.rxHash),
-    comment: 'offer the RX flow hash (RX_HASH): on or off' },
-  { key: 'offload_vlan', kind: 'switch', schema: onOffSchema, get: (p) => onOff(p.offloads.vlan),
-    comment: 'offer VLAN tag insert on TX and strip on RX (VLAN_TX_TAG, VLAN_RX_STRIP): on or off' },
+  {
+    key: 'name',
+    kind: 'text',
+    schema: nameSchema,
+    get: (p) => p.name,
+    comment: 'informational: a resolved profile is named after its layer list',
+  },
+  {
+    key: 'description',
+    kind: 'text',
+    schema: descriptionSchema,
+    get: (p) => p.description,
+    comment: 'free text for --nic-profile list/show',
+  },
+  {
+    key: 'msix_vectors',
+    kind: 'integer',
+    schema: msixVectorsSchema,
+    get: (p) => p.msixVectors,
+    comment: 'MSI-X table size = dev_identity.nintrs (2..128)',
+  },
+  {
+    key: 'eth_queues',
+    kind: 'integer',
+    schema: ethQueuesSchema,
+    get: (p) => p.ethQueues,
+    comment: 'Ethernet queue pairs: lif_identity queue_count[TXQ] and [RXQ] (1..64)',
+  },
+  {
+    key: 'rdma_eqs',
+    kind: 'integer',
+    schema: rdmaEqsSchema,
+    get: (p) => p.rdmaEqs,
+    comment: 'RDMA event queues: lif_identity rdma.eq_qtype.qid_count (0, or 4..64)',
+  },
+  {
+    key: 'link_speed',
+    kind: 'speed',
+    schema: linkSpeedSchema,
+    get: (p) => p.linkSpeedMbps,
+    comment: 'lif_status.link_speed and port_info speed: 1G 10G 25G 40G 50G 100G 200G 400G, or Mbps',
+  },
+  {
+    key: 'transceiver_phy',
+    kind: 'phy',
+    schema: phySchema,
+    get: (p) => p.transceiver.phy,
+    comment: 'port_info xcvr.phy: copper, fiber or none',
+  },
+  {
+    key: 'transceiver_pid',
+    kind: 'integer',
+    schema: pidSchema,
+    get: (p) => p.transceiver.pid,
+    comment: 'port_info xcvr.pid: an enum ionic_xcvr_pid code (0..65535)',
+  },
+  {
+    key: 'transceiver',
+    kind: 'text',
+    schema: transceiverDescriptionSchema,
+    get: (p) => p.transceiver.description,
+    comment: 'transceiver description, for logs',
+  },
+  {
+    key: 'max_mtu',
+    kind: 'integer',
+    schema: maxMtuSchema,
+    get: (p) => p.maxMtu,
+    comment: 'largest MTU (1500..9194): lif_identity max_frame_size = max_mtu + 18',
+  },
+  {
+    key: 'firmware_version',
+    kind: 'text',
+    schema: firmwareVersionSchema,
+    get: (p) => p.firmwareVersion,
+    comment: 'dev_info.fw_version (1..31 printable ASCII characters)',
+  },
+  {
+    key: 'stats_interval_ms',
+    kind: 'integer',
+    schema: statsIntervalSchema,
+    get: (p) => p.statsIntervalMs,
+    comment: 'rewrite changed statistics blocks at most this often (100..60000 ms)',
+  },
+  {
+    key: 'asic_type',
+    kind: 'integer',
+    schema: asicTypeSchema,
+    get: (p) => p.asicType,
+    comment: 'dev_info.asic_type: 1 CAPRI, 3 GIGLIO, 4 SALINA',
+  },
+  {
+    key: 'asic_rev',
+    kind: 'integer',
+    schema: asicRevSchema,
+    get: (p) => p.asicRev,
+    comment: 'dev_info.asic_rev (0..255)',
+  },
+  {
+    key: 'serial_number',
+    kind: 'text',
+    schema: serialNumberSchema,
+    get: (p) => p.serialNumber,
+    comment: 'dev_info.serial_num (at most 31 printable ASCII characters)',
+  },
+  {
+    key: 'offload_tx_sg',
+    kind: 'switch',
+    schema: onOffSchema,
+    get: (p) => onOff(p.offloads.txSg),
+    comment: 'offer TX scatter-gather (lif feature TX_SG): on or off',
+  },
+  {
+    key: 'offload_tx_csum',
+    kind: 'switch',
+    schema: onOffSchema,
+    get: (p) => onOff(p.offloads.txCsum),
+    comment: 'offer TX checksum offload (TX_CSUM): on or off',
+  },
+  {
+    key: 'offload_tso',
+    kind: 'switch',
+    schema: onOffSchema,
+    get: (p) => onOff(p.offloads.tso),
+    comment: 'offer TCP segmentation, IPv4 and IPv6 (TSO, TSO_IPV6, TSO_ECN; needs TX SG and checksum): on or off',
+  },
+  {
+    key: 'offload_rx_csum',
+    kind: 'switch',
+    schema: onOffSchema,
+    get: (p) => onOff(p.offloads.rxCsum),
+    comment: 'offer RX checksum (RX_CSUM: a complete sum with every frame): on or off',
+  },
+  {
+    key: 'offload_rx_hash',
+    kind: 'switch',
+    schema: onOffSchema,
+    get: (p) => onOff(p.offloads.rxHash),
+    comment: 'offer the RX flow hash (RX_HASH): on or off',
+  },
+  {
+    key: 'offload_vlan',
+    kind: 'switch',
+    schema: onOffSchema,
+    get: (p) => onOff(p.offloads.vlan),
+    comment: 'offer VLAN tag insert on TX and strip on RX (VLAN_TX_TAG, VLAN_RX_STRIP): on or off',
+  },
 ];
 
 function onOff(v: boolean): string {
@@ -116,8 +235,12 @@ export function assemble(v: FlatProfile): unknown {
     asicRev: v.asic_rev,
     serialNumber: v.serial_number,
     offloads: {
-      txSg: v.offload_tx_sg === 'on', txCsum: v.offload_tx_csum === 'on', tso: v.offload_tso === 'on',
-      rxCsum: v.offload_rx_csum === 'on', rxHash: v.offload_rx_hash === 'on', vlan: v.offload_vlan === 'on',
+      txSg: v.offload_tx_sg === 'on',
+      txCsum: v.offload_tx_csum === 'on',
+      tso: v.offload_tso === 'on',
+      rxCsum: v.offload_rx_csum === 'on',
+      rxHash: v.offload_rx_hash === 'on',
+      vlan: v.offload_vlan === 'on',
     },
   };
 }
@@ -132,14 +255,25 @@ function parseWholeNumber(text: string): number | undefined {
 function parseValue(spec: KeySpec, text: string): { ok: true; value: ProfileValue } | { ok: false; problem: string } {
   let value: ProfileValue | undefined;
   switch (spec.kind) {
-    case 'integer': value = parseWholeNumber(text); break;
-    case 'speed': value = parseLinkSpeed(text); break;
-    case 'phy': value = text.toLowerCase(); break;
-    case 'switch': value = text.toLowerCase(); break;
-    case 'text': value = text; break;
+    case 'integer':
+      value = parseWholeNumber(text);
+      break;
+    case 'speed':
+      value = parseLinkSpeed(text);
+      break;
+    case 'phy':
+      value = text.toLowerCase();
+      break;
+    case 'switch':
+      value = text.toLowerCase();
+      break;
+    case 'text':
+      value = text;
+      break;
   }
   if (value === undefined) {
-    const problem = spec.kind === 'speed' ? `must be ${LINK_SPEED_FORMS}` : `must be a whole number, ${rangeText(spec)}`;
+    const problem =
+      spec.kind === 'speed' ? `must be ${LINK_SPEED_FORMS}` : `must be a whole number, ${rangeText(spec)}`;
     return { ok: false, problem };
   }
   const r = spec.schema.safeParse(value);
@@ -150,7 +284,7 @@ function parseValue(spec: KeySpec, text: string): { ok: true; value: ProfileValu
 /** An integer key's range as its schema words it ("between 2 and 128"): every integer schema refuses -1. */
 function rangeText(spec: KeySpec): string {
   const r = spec.schema.safeParse(-1);
-  const msg = r.success ? '' : r.error.issues[0]?.message ?? '';
+  const msg = r.success ? '' : (r.error.issues[0]?.message ?? '');
   return msg.replace(/^must be /, '');
 }
 
@@ -189,7 +323,8 @@ export function parseProfileIni(text: string, source: string): ProfileLayer {
       if (section.toLowerCase() !== 'profile') {
         throw new ProfileError(`${where}: unknown section [${section}] (only [profile] is allowed)`, 'BAD_SECTION');
       }
-      if (sawSection) throw new ProfileError(`${where}: second [profile] section (one profile per file)`, 'BAD_SECTION');
+      if (sawSection)
+        throw new ProfileError(`${where}: second [profile] section (one profile per file)`, 'BAD_SECTION');
       sawSection = true;
       continue;
     }
@@ -229,7 +364,10 @@ export function clip(s: string): string {
 }
 
 function suggestKey(key: string): string | undefined {
-  const snake = key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/-/g, '_').toLowerCase();
+  const snake = key
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/-/g, '_')
+    .toLowerCase();
   if (KEY_BY_NAME.has(snake)) return snake;
   if (snake.length >= 3) {
     const prefixed = PROFILE_KEYS.find((k) => k.startsWith(snake));
@@ -239,7 +377,10 @@ function suggestKey(key: string): string | undefined {
   let bestDistance = 3;
   for (const k of PROFILE_KEYS) {
     const d = editDistance(snake, k);
-    if (d < bestDistance) { best = k; bestDistance = d; }
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
   }
   return best;
 }

@@ -71,10 +71,27 @@ export interface NicProfile {
 
 /** The ini keys, one per NicProfile field (ini.ts describes each). */
 export type IniKey =
-  | 'name' | 'description' | 'msix_vectors' | 'eth_queues' | 'rdma_eqs' | 'link_speed'
-  | 'transceiver_phy' | 'transceiver_pid' | 'transceiver' | 'max_mtu' | 'firmware_version'
-  | 'stats_interval_ms' | 'asic_type' | 'asic_rev' | 'serial_number'
-  | 'offload_tx_sg' | 'offload_tx_csum' | 'offload_tso' | 'offload_rx_csum' | 'offload_rx_hash' | 'offload_vlan';
+  | 'name'
+  | 'description'
+  | 'msix_vectors'
+  | 'eth_queues'
+  | 'rdma_eqs'
+  | 'link_speed'
+  | 'transceiver_phy'
+  | 'transceiver_pid'
+  | 'transceiver'
+  | 'max_mtu'
+  | 'firmware_version'
+  | 'stats_interval_ms'
+  | 'asic_type'
+  | 'asic_rev'
+  | 'serial_number'
+  | 'offload_tx_sg'
+  | 'offload_tx_csum'
+  | 'offload_tso'
+  | 'offload_rx_csum'
+  | 'offload_rx_hash'
+  | 'offload_vlan';
 
 /** `enum ionic_xcvr_pid` codes (ionic_if.h) that the built-ins use or that are handy in an ini. */
 export const IonicXcvrPid = {
@@ -144,7 +161,10 @@ export type ProfileErrorCode =
 /** A profile that cannot be used. The message is one line naming the file, line and key where relevant. */
 export class ProfileError extends Error {
   override readonly name = 'ProfileError';
-  constructor(message: string, readonly code: ProfileErrorCode) {
+  constructor(
+    message: string,
+    readonly code: ProfileErrorCode,
+  ) {
     super(message);
   }
 }

@@ -59,7 +59,10 @@ export function resolveProfile(spec: string, opts: ResolveOptions = {}): NicProf
     } else {
       const p = BUILTINS.get(entry);
       if (p === undefined) {
-        throw new ProfileError(`unknown NIC profile '${clip(entry)}' (built-ins: ${builtinNames}; a file needs a '/' or '.ini')`, 'UNKNOWN_PROFILE');
+        throw new ProfileError(
+          `unknown NIC profile '${clip(entry)}' (built-ins: ${builtinNames}; a file needs a '/' or '.ini')`,
+          'UNKNOWN_PROFILE',
+        );
       }
       const flat = flatten(p);
       for (const k of PROFILE_KEYS) {
@@ -134,7 +137,7 @@ function readProfileFile(entry: string, baseDir: string | undefined): string {
 function errnoCode(e: unknown): string {
   if (e instanceof Error) {
     const code = (e as NodeJS.ErrnoException).code;
-    return typeof code === 'string' ? code : e.message.split('\n')[0] ?? 'error';
+    return typeof code === 'string' ? code : (e.message.split('\n')[0] ?? 'error');
   }
   return String(e);
 }

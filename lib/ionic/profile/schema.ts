@@ -4,7 +4,14 @@
 
 import { z } from 'zod';
 import {
-  formatLinkSpeed, IniKey, IonicAsicType, IonicXcvrPid, LINK_SPEEDS_MBPS, NicProfile, ProfileError, ProfileLimits,
+  formatLinkSpeed,
+  IniKey,
+  IonicAsicType,
+  IonicXcvrPid,
+  LINK_SPEEDS_MBPS,
+  NicProfile,
+  ProfileError,
+  ProfileLimits,
 } from './model';
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
@@ -19,7 +26,9 @@ function between(lo: number, hi: number): z.ZodType<number> {
 
 function printable(min: number, max: number): z.ZodType<string> {
   const what = min > 0 ? `${min} to ${max} printable ASCII characters` : `at most ${max} printable ASCII characters`;
-  return z.string().refine((s) => s.length >= min && s.length <= max && PRINTABLE_ASCII.test(s), { message: `must be ${what}` });
+  return z
+    .string()
+    .refine((s) => s.length >= min && s.length <= max && PRINTABLE_ASCII.test(s), { message: `must be ${what}` });
 }
 
 const L = ProfileLimits;
@@ -34,14 +43,16 @@ export const rdmaEqsSchema = wholeNumber(
 );
 export const LINK_SPEED_FORMS = `one of ${LINK_SPEEDS_MBPS.map(formatLinkSpeed).join(', ')} (or the same in Mbps)`;
 export const linkSpeedSchema = wholeNumber(LINK_SPEED_FORMS, (v) => LINK_SPEEDS_MBPS.includes(v));
-export const phySchema = z.enum(['copper', 'fiber', 'none'], { errorMap: () => ({ message: 'must be copper, fiber or none' }) });
+export const phySchema = z.enum(['copper', 'fiber', 'none'], {
+  errorMap: () => ({ message: 'must be copper, fiber or none' }),
+});
 export const pidSchema = between(0, 0xffff);
 export const transceiverDescriptionSchema = printable(1, L.TRANSCEIVER_MAX_CHARS);
 export const maxMtuSchema = between(L.MAX_MTU_MIN, L.MAX_MTU_MAX);
 export const firmwareVersionSchema = printable(1, L.FIRMWARE_VERSION_MAX_CHARS);
 export const statsIntervalSchema = between(L.STATS_INTERVAL_MIN_MS, L.STATS_INTERVAL_MAX_MS);
 export const asicTypeSchema = wholeNumber(
-  '1 (CAPRI), 3 (GIGLIO) or 4 (SALINA): 0 and 2 turn on the driver\'s doorbell-polling workaround',
+  "1 (CAPRI), 3 (GIGLIO) or 4 (SALINA): 0 and 2 turn on the driver's doorbell-polling workaround",
   (v) => v === IonicAsicType.CAPRI || v === IonicAsicType.GIGLIO || v === IonicAsicType.SALINA,
 );
 export const asicRevSchema = between(0, 0xff);
@@ -62,7 +73,8 @@ export const CROSS_RULES: readonly CrossRule[] = [
     // and probe fails with "Can't get minimum 2 intrs".
     keys: ['rdma_eqs', 'msix_vectors'],
     broken: (p) => p.rdmaEqs > 0 && p.msixVectors < 3,
-    message: (p) => `rdma_eqs = ${p.rdmaEqs} needs msix_vectors >= 3 (the driver never cuts RDMA event queues below 1), but msix_vectors = ${p.msixVectors}`,
+    message: (p) =>
+      `rdma_eqs = ${p.rdmaEqs} needs msix_vectors >= 3 (the driver never cuts RDMA event queues below 1), but msix_vectors = ${p.msixVectors}`,
   },
   {
     keys: ['transceiver_phy', 'transceiver_pid'],
@@ -87,9 +99,16 @@ export const profileShape = z
     asicType: asicTypeSchema,
     asicRev: asicRevSchema,
     serialNumber: serialNumberSchema,
-    offloads: z.object({
-      txSg: z.boolean(), txCsum: z.boolean(), tso: z.boolean(), rxCsum: z.boolean(), rxHash: z.boolean(), vlan: z.boolean(),
-    }).strict(),
+    offloads: z
+      .object({
+        txSg: z.boolean(),
+        txCsum: z.boolean(),
+        tso: z.boolean(),
+        rxCsum: z.boolean(),
+        rxHash: z.boolean(),
+        vlan: z.boolean(),
+      })
+      .strict(),
   })
   .strict();
 
@@ -102,12 +121,27 @@ export const nicProfileSchema: z.ZodType<NicProfile> = profileShape.superRefine(
 
 /** Ini key for each path into NicProfile, as zod reports it. */
 const KEY_FOR_PATH: Readonly<Record<string, IniKey>> = {
-  name: 'name', description: 'description', msixVectors: 'msix_vectors', ethQueues: 'eth_queues',
-  rdmaEqs: 'rdma_eqs', linkSpeedMbps: 'link_speed', 'transceiver.phy': 'transceiver_phy',
-  'transceiver.pid': 'transceiver_pid', 'transceiver.description': 'transceiver', maxMtu: 'max_mtu',
-  firmwareVersion: 'firmware_version', statsIntervalMs: 'stats_interval_ms', asicType: 'asic_type',
-  asicRev: 'asic_rev', serialNumber: 'serial_number', 'offloads.txSg': 'offload_tx_sg', 'offloads.txCsum': 'offload_tx_csum',
-  'offloads.tso': 'offload_tso', 'offloads.rxCsum': 'offload_rx_csum', 'offloads.rxHash': 'offload_rx_hash', 'offloads.vlan': 'offload_vlan',
+  name: 'name',
+  description: 'description',
+  msixVectors: 'msix_vectors',
+  ethQueues: 'eth_queues',
+  rdmaEqs: 'rdma_eqs',
+  linkSpeedMbps: 'link_speed',
+  'transceiver.phy': 'transceiver_phy',
+  'transceiver.pid': 'transceiver_pid',
+  'transceiver.description': 'transceiver',
+  maxMtu: 'max_mtu',
+  firmwareVersion: 'firmware_version',
+  statsIntervalMs: 'stats_interval_ms',
+  asicType: 'asic_type',
+  asicRev: 'asic_rev',
+  serialNumber: 'serial_number',
+  'offloads.txSg': 'offload_tx_sg',
+  'offloads.txCsum': 'offload_tx_csum',
+  'offloads.tso': 'offload_tso',
+  'offloads.rxCsum': 'offload_rx_csum',
+  'offloads.rxHash': 'offload_rx_hash',
+  'offloads.vlan': 'offload_vlan',
 };
 
 function keyForPath(p: readonly (string | number)[]): string {
@@ -124,7 +158,8 @@ function deepFreeze(p: NicProfile): NicProfile {
 /** Checks a whole profile object; throws ProfileError naming `source` and the first bad key. */
 export function validateProfile(value: unknown, source = 'value'): NicProfile {
   const r = nicProfileSchema.safeParse(value);
-  if (r.success) return deepFreeze({ ...r.data, transceiver: { ...r.data.transceiver }, offloads: { ...r.data.offloads } });
+  if (r.success)
+    return deepFreeze({ ...r.data, transceiver: { ...r.data.transceiver }, offloads: { ...r.data.offloads } });
   const issue = r.error.issues[0];
   if (issue === undefined) throw new ProfileError(`profile ${source}: invalid`, 'BAD_VALUE');
   if (issue.path.length === 0) {

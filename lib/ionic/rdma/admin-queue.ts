@@ -73,7 +73,12 @@ export class RdmaAdminQueue {
   readonly #body = Buffer.alloc(ADMIN_MAX_BODY);
   readonly #cqe = newCqeRecord();
 
-  constructor(readonly id: number, readonly base: number, readonly depthLog2: number, readonly cq: CqRecord) {
+  constructor(
+    readonly id: number,
+    readonly base: number,
+    readonly depthLog2: number,
+    readonly cq: CqRecord,
+  ) {
     this.size = 2 ** depthLog2;
     this.mask = this.size - 1;
   }
@@ -144,13 +149,18 @@ export class RdmaAdminQueue {
   #later(ctx: AdminQueueContext): void {
     if (this.#scheduled) return;
     this.#scheduled = true;
-    guardedImmediate(ctx.log, `RDMA admin queue ${this.id}`, () => {
-      this.#scheduled = false;
-      this.run(ctx);
-    }, () => {
-      this.dead = true;
-      this.abort();
-    });
+    guardedImmediate(
+      ctx.log,
+      `RDMA admin queue ${this.id}`,
+      () => {
+        this.#scheduled = false;
+        this.run(ctx);
+      },
+      () => {
+        this.dead = true;
+        this.abort();
+      },
+    );
   }
 
   #one(mem: GuestMemory, ctx: AdminQueueContext): 'done' | 'wait' | 'dead' | 'later' {
@@ -194,7 +204,14 @@ export class RdmaAdminQueue {
   }
 
   /** Post a command's CQE and consume its strides. */
-  #complete(ctx: AdminQueueContext, first: number, op: number, consumed: number, status: AdminStatus, length: number): 'done' | 'dead' {
+  #complete(
+    ctx: AdminQueueContext,
+    first: number,
+    op: number,
+    consumed: number,
+    status: AdminStatus,
+    length: number,
+  ): 'done' | 'dead' {
     const c = this.#cqe;
     c.type = CqeType.ADMIN;
     c.qid = this.id;

@@ -18,7 +18,16 @@ import type { Logger } from '../../log';
 import { nullLogger, RateLimiter, warnLimited } from '../../log';
 import { DeviceCounter, deviceCounters, QpCounter } from '../../rdma/counters';
 import type { DataPathDevice, DataPathHooks } from '../../rdma/hooks';
-import { RDMA_AQ_COUNT, RDMA_AQ_STRIDE_LOG2, RDMA_CQE_STRIDE_LOG2, RDMA_EQE_STRIDE_LOG2, RDMA_MAX_DEPTH_LOG2, RDMA_MIN_DEPTH_LOG2, RDMA_NDBPGS_PER_LIF, RDMA_SRQ_BASE } from '../../rdma/limits';
+import {
+  RDMA_AQ_COUNT,
+  RDMA_AQ_STRIDE_LOG2,
+  RDMA_CQE_STRIDE_LOG2,
+  RDMA_EQE_STRIDE_LOG2,
+  RDMA_MAX_DEPTH_LOG2,
+  RDMA_MIN_DEPTH_LOG2,
+  RDMA_NDBPGS_PER_LIF,
+  RDMA_SRQ_BASE,
+} from '../../rdma/limits';
 import { isAddrRange, PageTable } from '../../rdma/page-table';
 import { ResourceManager } from '../../rdma/resources';
 import type { CqRecord } from '../../rdma/resources';
@@ -77,12 +86,23 @@ export class RdmaEngine implements DataPathDevice {
     this.#log = opts.log ?? nullLogger;
     const self = this;
     this.cqEvents = {
-      notify(cq) { self.#cqEvent(cq, EqeCode.CQ_NOTIFY); },
-      overflow(cq) { self.#cqEvent(cq, EqeCode.CQ_ERR); },
+      notify(cq) {
+        self.#cqEvent(cq, EqeCode.CQ_NOTIFY);
+      },
+      overflow(cq) {
+        self.#cqEvent(cq, EqeCode.CQ_ERR);
+      },
     };
     this.#env = {
-      rm: this.rm, eqs: this.eqs, counters: this.counters, faults: this.#faults, log: this.#log, limiter: this.#limiter,
-      get hooks() { return self.#safe; },
+      rm: this.rm,
+      eqs: this.eqs,
+      counters: this.counters,
+      faults: this.#faults,
+      log: this.#log,
+      limiter: this.#limiter,
+      get hooks() {
+        return self.#safe;
+      },
     };
     this.#aqCtx = {
       budget: ADMIN_BUDGET,
@@ -100,7 +120,8 @@ export class RdmaEngine implements DataPathDevice {
         return r;
       },
       alive: (aq) => this.aqs.get(aq.id) === aq,
-      failed: (aq, why) => warnLimited(this.#log, this.#limiter, 'rdma-aq-dead', `ionic rdma: admin queue ${aq.id} stopped: ${why}`),
+      failed: (aq, why) =>
+        warnLimited(this.#log, this.#limiter, 'rdma-aq-dead', `ionic rdma: admin queue ${aq.id} stopped: ${why}`),
     };
   }
 
@@ -154,10 +175,14 @@ export class RdmaEngine implements DataPathDevice {
         this.#log.debug('ionic rdma: RDMA_RESET_LIF');
         this.reset();
         return Status.SUCCESS;
-      case Opcode.RDMA_CREATE_EQ: return this.#createEq(cmd);
-      case Opcode.RDMA_CREATE_CQ: return this.#createAdminCq(cmd);
-      case Opcode.RDMA_CREATE_ADMINQ: return this.#createAdminQueue(cmd);
-      default: return Status.EOPCODE;
+      case Opcode.RDMA_CREATE_EQ:
+        return this.#createEq(cmd);
+      case Opcode.RDMA_CREATE_CQ:
+        return this.#createAdminCq(cmd);
+      case Opcode.RDMA_CREATE_ADMINQ:
+        return this.#createAdminQueue(cmd);
+      default:
+        return Status.EOPCODE;
     }
   }
 
@@ -165,7 +190,12 @@ export class RdmaEngine implements DataPathDevice {
   #queueRing(cmd: Buffer, strideLog2: number, write: boolean): { readonly addr: number } | { readonly status: number } {
     if (getField(cmd, 0, ionic_rdma_queue_cmd.dbid) >= RDMA_NDBPGS_PER_LIF) return { status: Status.EINVAL };
     const depth = getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2);
-    if (depth < RDMA_MIN_DEPTH_LOG2 || depth > RDMA_MAX_DEPTH_LOG2 || getField(cmd, 0, ionic_rdma_queue_cmd.stride_log2) !== strideLog2) return { status: Status.EINVAL };
+    if (
+      depth < RDMA_MIN_DEPTH_LOG2 ||
+      depth > RDMA_MAX_DEPTH_LOG2 ||
+      getField(cmd, 0, ionic_rdma_queue_cmd.stride_log2) !== strideLog2
+    )
+      return { status: Status.EINVAL };
     const addr = getField(cmd, 0, ionic_rdma_queue_cmd.dma_addr);
     const size = 2 ** (depth + strideLog2);
     if (addr === U64_UNSAFE || addr <= 0 || !isAddrRange(addr, size)) return { status: Status.BAD_ADDR };
@@ -185,14 +215,23 @@ export class RdmaEngine implements DataPathDevice {
     const ring = this.#queueRing(cmd, RDMA_EQE_STRIDE_LOG2, true);
     if ('status' in ring) return ring.status;
     this.eqs.set(id, new EventQueue(id, vector, ring.addr, getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2)));
-    this.#log.debug(`ionic rdma: EQ ${id} on vector ${vector}, ${2 ** getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2)} entries`);
+    this.#log.debug(
+      `ionic rdma: EQ ${id} on vector ${vector}, ${2 ** getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2)} entries`,
+    );
     return Status.SUCCESS;
   }
 
   #createAdminCq(cmd: Buffer): number {
     const id = getField(cmd, 0, ionic_rdma_queue_cmd.qid_ver);
     const eqId = getField(cmd, 0, ionic_rdma_queue_cmd.cid);
-    const spec = { id, eqId, depthLog2: getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2), strideLog2: RDMA_CQE_STRIDE_LOG2, dbid: getField(cmd, 0, ionic_rdma_queue_cmd.dbid), admin: true };
+    const spec = {
+      id,
+      eqId,
+      depthLog2: getField(cmd, 0, ionic_rdma_queue_cmd.depth_log2),
+      strideLog2: RDMA_CQE_STRIDE_LOG2,
+      dbid: getField(cmd, 0, ionic_rdma_queue_cmd.dbid),
+      admin: true,
+    };
     if (getField(cmd, 0, ionic_rdma_queue_cmd.lif_index) !== 0) return Status.ENOENT;
     const err = this.rm.checkCq(spec);
     if (err === 'bad-id') return Status.EQID;
@@ -228,13 +267,22 @@ export class RdmaEngine implements DataPathDevice {
   #execute(aq: RdmaAdminQueue, mem: GuestMemory, op: number, body: Buffer): AdminOutcome {
     let r: AdminOutcome = BUG_RESULT;
     // Our bug, not the guest's: the command is refused, the device stays up.
-    contain(this.#log, `RDMA admin command ${op} (queue ${aq.id})`, () => { r = executeAdmin(this.#env, mem, op, body); });
+    contain(this.#log, `RDMA admin command ${op} (queue ${aq.id})`, () => {
+      r = executeAdmin(this.#env, mem, op, body);
+    });
     if (isAdminWork(r)) {
       const work = r;
       return {
         step: (m) => {
           let s: AdminResult | null = BUG_RESULT;
-          contain(this.#log, `RDMA admin command ${op} (queue ${aq.id}, continued)`, () => { s = work.step(m); }, () => work.abort());
+          contain(
+            this.#log,
+            `RDMA admin command ${op} (queue ${aq.id}, continued)`,
+            () => {
+              s = work.step(m);
+            },
+            () => work.abort(),
+          );
           return s;
         },
         abort: () => work.abort(),
@@ -305,7 +353,8 @@ export class RdmaEngine implements DataPathDevice {
       this.counters.inc(DeviceCounter.doorbells_bad);
       // Quiet: a driver unloading after RDMA_RESET_LIF still arms the CQs the device has
       // forgotten (seen with the stock ionic_rdma). Counted in doorbells_bad either way.
-      if (this.#log.debugEnabled && this.#limiter.allow('rdma-db') >= 0) this.#log.debug(`ionic rdma: doorbell type ${qtype} qid ${qid} ring ${ring} index ${index} ignored`);
+      if (this.#log.debugEnabled && this.#limiter.allow('rdma-db') >= 0)
+        this.#log.debug(`ionic rdma: doorbell type ${qtype} qid ${qid} ring ${ring} index ${index} ignored`);
     }
   }
 
@@ -325,7 +374,13 @@ export class RdmaEngine implements DataPathDevice {
     const mem = this.#memory();
     if (!eq || !mem) return;
     if (eq.post(mem, this.#interrupts, EqeType.CQ, code, cq.id)) this.counters.inc(DeviceCounter.eq_events);
-    else warnLimited(this.#log, this.#limiter, 'rdma-eq-dead', `ionic rdma: EQ ${eq.id} ring is not guest memory; events lost`);
+    else
+      warnLimited(
+        this.#log,
+        this.#limiter,
+        'rdma-eq-dead',
+        `ionic rdma: EQ ${eq.id} ring is not guest memory; events lost`,
+      );
   }
 
   /** An asynchronous QP event on the first EQ (EQs 0 and 1 are the driver's async ones; any EQ works). */

@@ -27,7 +27,12 @@ export class EventQueue {
   readonly size: number;
   readonly #eqe = Buffer.alloc(ionic_v1_eqe.SIZE);
 
-  constructor(readonly id: number, readonly vector: number, readonly base: number, readonly depthLog2: number) {
+  constructor(
+    readonly id: number,
+    readonly vector: number,
+    readonly base: number,
+    readonly depthLog2: number,
+  ) {
     this.size = 2 ** depthLog2;
   }
 

@@ -11,8 +11,22 @@ import { getField, viewRaw } from '../../../protocol/field';
 import type { AddressVector } from '../../rdma/address';
 import { ipv4Gid } from '../../rdma/address';
 import {
-  ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, IPPROTO_UDP, IPV4_IHL_MASK, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IPV6_FLOW_MASK,
-  IPV6_TC_MASK, IPV6_TC_SHIFT, IPV6_VERSION_SHIFT, ipv6hdr, udphdr, vlan_ethhdr,
+  ETH_P_8021Q,
+  ETH_P_IP,
+  ETH_P_IPV6,
+  ethhdr,
+  iphdr,
+  IPPROTO_UDP,
+  IPV4_IHL_MASK,
+  IPV4_IHL_UNIT,
+  IPV4_VERSION_SHIFT,
+  IPV6_FLOW_MASK,
+  IPV6_TC_MASK,
+  IPV6_TC_SHIFT,
+  IPV6_VERSION_SHIFT,
+  ipv6hdr,
+  udphdr,
+  vlan_ethhdr,
 } from '../../net/headers';
 
 /** Why a template was refused. */
@@ -43,10 +57,18 @@ export function parseHeaderTemplate(tpl: Buffer): AddressVector | TemplateError 
     const l4 = l3 + ihl;
     if (tpl.length < l4 + udphdr.SIZE) return 'short';
     return {
-      ipVersion: 4, dmac, smac, vlanTci,
-      sgid: ipv4Gid(viewRaw(tpl, l3, ip.saddr)), dgid: ipv4Gid(viewRaw(tpl, l3, ip.daddr)),
-      hopLimit: getField(tpl, l3, ip.ttl), trafficClass: getField(tpl, l3, ip.tos), flowLabel: 0,
-      udpSrcPort: getField(tpl, l4, udphdr.source), udpDstPort: getField(tpl, l4, udphdr.dest), template: Buffer.from(tpl),
+      ipVersion: 4,
+      dmac,
+      smac,
+      vlanTci,
+      sgid: ipv4Gid(viewRaw(tpl, l3, ip.saddr)),
+      dgid: ipv4Gid(viewRaw(tpl, l3, ip.daddr)),
+      hopLimit: getField(tpl, l3, ip.ttl),
+      trafficClass: getField(tpl, l3, ip.tos),
+      flowLabel: 0,
+      udpSrcPort: getField(tpl, l4, udphdr.source),
+      udpDstPort: getField(tpl, l4, udphdr.dest),
+      template: Buffer.from(tpl),
     };
   }
   if (type === ETH_P_IPV6) {
@@ -58,10 +80,18 @@ export function parseHeaderTemplate(tpl: Buffer): AddressVector | TemplateError 
     const l4 = l3 + ip.SIZE;
     if (tpl.length < l4 + udphdr.SIZE) return 'short';
     return {
-      ipVersion: 6, dmac, smac, vlanTci,
-      sgid: Buffer.from(viewRaw(tpl, l3, ip.saddr)), dgid: Buffer.from(viewRaw(tpl, l3, ip.daddr)),
-      hopLimit: getField(tpl, l3, ip.hop_limit), trafficClass: (w >>> IPV6_TC_SHIFT) & IPV6_TC_MASK, flowLabel: w & IPV6_FLOW_MASK,
-      udpSrcPort: getField(tpl, l4, udphdr.source), udpDstPort: getField(tpl, l4, udphdr.dest), template: Buffer.from(tpl),
+      ipVersion: 6,
+      dmac,
+      smac,
+      vlanTci,
+      sgid: Buffer.from(viewRaw(tpl, l3, ip.saddr)),
+      dgid: Buffer.from(viewRaw(tpl, l3, ip.daddr)),
+      hopLimit: getField(tpl, l3, ip.hop_limit),
+      trafficClass: (w >>> IPV6_TC_SHIFT) & IPV6_TC_MASK,
+      flowLabel: w & IPV6_FLOW_MASK,
+      udpSrcPort: getField(tpl, l4, udphdr.source),
+      udpDstPort: getField(tpl, l4, udphdr.dest),
+      template: Buffer.from(tpl),
     };
   }
   return 'ethertype';

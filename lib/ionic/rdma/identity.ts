@@ -3,7 +3,13 @@
 // device refuses ids past them), the event queue count from the NIC profile.
 
 import {
-  RDMA_AH_COUNT, RDMA_AQ_COUNT, RDMA_CQ_COUNT, RDMA_MAX_STRIDE_LOG2, RDMA_MR_COUNT, RDMA_NPTS_PER_LIF, RDMA_QP_COUNT,
+  RDMA_AH_COUNT,
+  RDMA_AQ_COUNT,
+  RDMA_CQ_COUNT,
+  RDMA_MAX_STRIDE_LOG2,
+  RDMA_MR_COUNT,
+  RDMA_NPTS_PER_LIF,
+  RDMA_QP_COUNT,
   RDMA_UDMA_SHIFT,
 } from '../../rdma/limits';
 import type { NicProfile } from '../profile';

@@ -4,10 +4,15 @@
 // aligned, nothing wraps or passes 2^53, and a ring's pages are guest memory
 // the device can reach. Failures are an AdminStatus, never a throw.
 
+import { RDMA_MAX_DEPTH_LOG2, RDMA_MAX_MR_PAGES, RDMA_MIN_DEPTH_LOG2, RDMA_MR_PAGE_SHIFTS } from '../../rdma/limits';
 import {
-  RDMA_MAX_DEPTH_LOG2, RDMA_MAX_MR_PAGES, RDMA_MIN_DEPTH_LOG2, RDMA_MR_PAGE_SHIFTS,
-} from '../../rdma/limits';
-import { isAddrRange, loadPageList, PageListSource, PageTable, PageTableBuilder, RunBudget } from '../../rdma/page-table';
+  isAddrRange,
+  loadPageList,
+  PageListSource,
+  PageTable,
+  PageTableBuilder,
+  RunBudget,
+} from '../../rdma/page-table';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import { AdminStatus } from './constants';
@@ -45,7 +50,13 @@ function tableReachable(mem: GuestMemory, t: PageTable, write: boolean): boolean
  * the stride (exact for CQ/EQ/AQ, a range for SQ/RQ). The runs are charged to
  * `budget`; the caller owns the table (and gives the runs back if it drops it).
  */
-export function loadRing(mem: GuestMemory, d: RingDesc, strides: readonly [number, number], write: boolean, budget: RunBudget): PageTable | AdminStatus {
+export function loadRing(
+  mem: GuestMemory,
+  d: RingDesc,
+  strides: readonly [number, number],
+  write: boolean,
+  budget: RunBudget,
+): PageTable | AdminStatus {
   if (d.depthLog2 < RDMA_MIN_DEPTH_LOG2 || d.depthLog2 > RDMA_MAX_DEPTH_LOG2) return AdminStatus.BAD_ATTR;
   if (d.strideLog2 < strides[0] || d.strideLog2 > strides[1]) return AdminStatus.BAD_ATTR;
   if (d.mapCount < 1 || d.dmaAddr === U64_UNSAFE || d.dmaAddr <= 0) return AdminStatus.BAD_ATTR;
@@ -63,7 +74,11 @@ export function loadRing(mem: GuestMemory, d: RingDesc, strides: readonly [numbe
   } else {
     if (d.pageSizeLog2 < RING_PAGE_SHIFT_MIN || d.pageSizeLog2 > RING_PAGE_SHIFT_MAX) return AdminStatus.BAD_ATTR;
     if (d.mapCount !== PageTableBuilder.pagesNeeded(size, d.pageSizeLog2, 0)) return AdminStatus.BAD_ATTR;
-    const r = loadPageList(mem, { listAddr: d.dmaAddr, count: d.mapCount, pageShift: d.pageSizeLog2, firstOffset: 0, length: size }, budget);
+    const r = loadPageList(
+      mem,
+      { listAddr: d.dmaAddr, count: d.mapCount, pageShift: d.pageSizeLog2, firstOffset: 0, length: size },
+      budget,
+    );
     if (typeof r === 'string') return AdminStatus.BAD_ATTR;
     t = r;
   }

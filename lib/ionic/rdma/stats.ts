@@ -25,8 +25,16 @@ export function buildStatHeaders(names: readonly string[], size: number): Buffer
   names.forEach((name, i) => {
     const at = i * ionic_v1_stat.SIZE;
     if (at + ionic_v1_stat.SIZE > b.length) return;
-    setField(b, at, ionic_v1_stat.type_off, ((StatType.LE64 << STAT_TYPE_SHIFT) | (i * ionic_v1_stat_value.SIZE)) >>> 0);
-    viewRaw(b, at, ionic_v1_stat.name).write(name.slice(0, Math.min(COUNTER_NAME_MAX, ionic_v1_stat.name.size - 1)), 'latin1');
+    setField(
+      b,
+      at,
+      ionic_v1_stat.type_off,
+      ((StatType.LE64 << STAT_TYPE_SHIFT) | (i * ionic_v1_stat_value.SIZE)) >>> 0,
+    );
+    viewRaw(b, at, ionic_v1_stat.name).write(
+      name.slice(0, Math.min(COUNTER_NAME_MAX, ionic_v1_stat.name.size - 1)),
+      'latin1',
+    );
   });
   return b;
 }

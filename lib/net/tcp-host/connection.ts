@@ -26,7 +26,14 @@ export const enum TcpState {
 
 /** What a connection needs from its stack: emit a segment, and forget the connection. */
 export interface ConnectionHost {
-  emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number, wscale?: number): void;
+  emitSegment(
+    c: TcpConnection,
+    seq: number,
+    flags: number,
+    payload: Buffer | undefined,
+    mss?: number,
+    wscale?: number,
+  ): void;
   forget(c: TcpConnection): void;
   /** Run `fn` with output held until it returns (no re-entry through an answering peer). */
   run<T>(fn: () => T): T;
@@ -99,8 +106,20 @@ export class TcpConnection extends Duplex {
   /** Counters for tests and stats. */
   readonly counts = { segmentsIn: 0, segmentsOut: 0, retransmits: 0, dropped: 0 };
 
-  constructor(host: ConnectionHost, limits: ConnectionLimits, peerMac: Buffer, peerIp: Buffer, peerPort: number, localIp: Buffer,
-    localPort: number, iss: number, peerSeq: number, peerMss: number, peerWindow: number, peerWscale = -1) {
+  constructor(
+    host: ConnectionHost,
+    limits: ConnectionLimits,
+    peerMac: Buffer,
+    peerIp: Buffer,
+    peerPort: number,
+    localIp: Buffer,
+    localPort: number,
+    iss: number,
+    peerSeq: number,
+    peerMss: number,
+    peerWindow: number,
+    peerWscale = -1,
+  ) {
     super({ allowHalfOpen: true, readableHighWaterMark: limits.rxLimit, writableHighWaterMark: limits.txLimit });
     this.#host = host;
     this.#limits = limits;
@@ -121,11 +140,17 @@ export class TcpConnection extends Duplex {
     this.#sendSynAck();
   }
 
-  get sendMss(): number { return this.#sendMss; }
+  get sendMss(): number {
+    return this.#sendMss;
+  }
 
   // net.Socket look-alikes that http.Server calls.
-  setNoDelay(): this { return this; }
-  setKeepAlive(): this { return this; }
+  setNoDelay(): this {
+    return this;
+  }
+  setKeepAlive(): this {
+    return this;
+  }
   /** net.Socket's idle timeout: 'timeout' after `ms` without a segment in or data written (0 turns it off). http.Server's keep-alive and request timeouts use it. */
   setTimeout(ms: number, cb?: () => void): this {
     this.#idleMs = ms > 0 ? ms : 0;
@@ -144,8 +169,12 @@ export class TcpConnection extends Duplex {
     }, this.#idleMs);
     this.#idleTimer.unref();
   }
-  ref(): this { return this; }
-  unref(): this { return this; }
+  ref(): this {
+    return this;
+  }
+  unref(): this {
+    return this;
+  }
 
   #window(): number {
     return Math.max(0, Math.min(0xffff, this.#limits.rxLimit - this.readableLength));
@@ -158,8 +187,12 @@ export class TcpConnection extends Duplex {
   }
 
   /** The acknowledgment number and window we send. */
-  get rcvNxt(): number { return this.#rcvNxt; }
-  get advertisedWindow(): number { return this.#lastAdvertised; }
+  get rcvNxt(): number {
+    return this.#rcvNxt;
+  }
+  get advertisedWindow(): number {
+    return this.#lastAdvertised;
+  }
 
   #sendSynAck(): void {
     // Scaling is on only when both SYNs carry the option: ours says shift 0 (our window stays within 64 KiB).
@@ -178,7 +211,8 @@ export class TcpConnection extends Duplex {
     if (flags & TCP_FLAG_RST) {
       // Accept a reset only inside the window (RFC 5961's simple form: exactly at rcvNxt or within the window).
       const off = seqDiff(seq, this.#rcvNxt);
-      if (off >= 0 && off <= Math.max(1, this.#window())) this.#teardown(Object.assign(new Error('connection reset by peer'), { code: 'ECONNRESET' }));
+      if (off >= 0 && off <= Math.max(1, this.#window()))
+        this.#teardown(Object.assign(new Error('connection reset by peer'), { code: 'ECONNRESET' }));
       return;
     }
     if (flags & TCP_FLAG_SYN) {
@@ -196,13 +230,15 @@ export class TcpConnection extends Duplex {
   #onAck(ack: number, window: number): boolean {
     const acked = seqDiff(ack, this.#sndUna);
     const ahead = seqDiff(ack, this.#sndNxt);
-    if (ahead > 0) { // acknowledges something never sent
+    if (ahead > 0) {
+      // acknowledges something never sent
       this.#sendAck();
       return false;
     }
     this.#sndWnd = window * 2 ** this.#sndShift; // what is in flight stays bounded by txLimit (the writable side)
     if (this.state === TcpState.SYN_RCVD) {
-      if (acked !== 1) { // not our SYN-ACK's acknowledgment: a reset at the sequence it names (RFC 793, SYN-RECEIVED)
+      if (acked !== 1) {
+        // not our SYN-ACK's acknowledgment: a reset at the sequence it names (RFC 793, SYN-RECEIVED)
         this.#host.emitSegment(this, ack, TCP_FLAG_RST, undefined);
         return false;
       }
@@ -220,7 +256,8 @@ export class TcpConnection extends Duplex {
       this.#retries = 0;
       this.#rtoNow = this.#limits.rto;
       // New data acknowledged: restart the timer for what is still out (RFC 6298 5.3).
-      if (this.#sndUna === this.#sndNxt) this.#clearTimer(); else this.#armTimer();
+      if (this.#sndUna === this.#sndNxt) this.#clearTimer();
+      else this.#armTimer();
       if (finAcked) {
         this.#finAcked = true;
         this.#onFinAcked();
@@ -249,10 +286,15 @@ export class TcpConnection extends Duplex {
 
   #onFinAcked(): void {
     switch (this.state) {
-      case TcpState.FIN_WAIT_1: this.state = TcpState.FIN_WAIT_2; break;
+      case TcpState.FIN_WAIT_1:
+        this.state = TcpState.FIN_WAIT_2;
+        break;
       case TcpState.CLOSING:
-      case TcpState.LAST_ACK: this.#teardown(null); break;
-      default: break;
+      case TcpState.LAST_ACK:
+        this.#teardown(null);
+        break;
+      default:
+        break;
     }
     const cb = this.#finalCallback;
     this.#finalCallback = null;
@@ -260,21 +302,25 @@ export class TcpConnection extends Duplex {
   }
 
   #onData(flags: number, seq: number, payload: Buffer): void {
-    const receiving = this.state === TcpState.ESTABLISHED || this.state === TcpState.FIN_WAIT_1 || this.state === TcpState.FIN_WAIT_2;
+    const receiving =
+      this.state === TcpState.ESTABLISHED || this.state === TcpState.FIN_WAIT_1 || this.state === TcpState.FIN_WAIT_2;
     const fin = (flags & TCP_FLAG_FIN) !== 0;
     if (payload.length === 0 && !fin) return;
-    if (!receiving) { // data or FIN after the peer's FIN: a retransmission; acknowledge again
+    if (!receiving) {
+      // data or FIN after the peer's FIN: a retransmission; acknowledge again
       this.#sendAck();
       return;
     }
     let data = payload;
     let off = seqDiff(this.#rcvNxt, seq);
-    if (off < 0) { // a gap: in-order only
+    if (off < 0) {
+      // a gap: in-order only
       this.counts.dropped++;
       this.#sendAck();
       return;
     }
-    if (off > data.length || (off === data.length && !fin)) { // entirely old
+    if (off > data.length || (off === data.length && !fin)) {
+      // entirely old
       this.#sendAck();
       return;
     }
@@ -341,7 +387,10 @@ export class TcpConnection extends Duplex {
   #slice(from: number, n: number): Buffer {
     let at0 = from;
     for (const b of this.#txQueue) {
-      if (at0 >= b.length) { at0 -= b.length; continue; }
+      if (at0 >= b.length) {
+        at0 -= b.length;
+        continue;
+      }
       if (at0 + n <= b.length) return b.subarray(at0, at0 + n);
       break;
     }
@@ -349,7 +398,10 @@ export class TcpConnection extends Duplex {
     let skip = from;
     let at = 0;
     for (const b of this.#txQueue) {
-      if (skip >= b.length) { skip -= b.length; continue; }
+      if (skip >= b.length) {
+        skip -= b.length;
+        continue;
+      }
       const take = Math.min(b.length - skip, n - at);
       b.copy(out, at, skip, skip + take);
       at += take;
@@ -412,7 +464,8 @@ export class TcpConnection extends Duplex {
     this.#txQueue.push(chunk);
     this.#txBytes += chunk.length;
     if (this.#idleTimer) this.#touch();
-    if (this.#txBytes <= this.#limits.txLimit) cb(); else this.#pendingWrite = () => cb();
+    if (this.#txBytes <= this.#limits.txLimit) cb();
+    else this.#pendingWrite = () => cb();
     this.#host.run(() => this.#pump());
   }
 

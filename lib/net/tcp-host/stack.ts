@@ -11,7 +11,15 @@ import { randomInt } from 'crypto';
 import { getField, viewRaw } from '../../../protocol/field';
 import { arpAnswer, echoAnswer } from '../arp-echo';
 import {
-  ETH_P_ARP, ETH_P_IP, ethhdr, IPPROTO_ICMP, IPPROTO_TCP, TCP_FLAG_ACK, TCP_FLAG_FIN, TCP_FLAG_RST, TCP_FLAG_SYN,
+  ETH_P_ARP,
+  ETH_P_IP,
+  ethhdr,
+  IPPROTO_ICMP,
+  IPPROTO_TCP,
+  TCP_FLAG_ACK,
+  TCP_FLAG_FIN,
+  TCP_FLAG_RST,
+  TCP_FLAG_SYN,
 } from '../headers';
 import { ConnectionHost, ConnectionLimits, TcpConnection } from './connection';
 import { buildTcpFrame, endpointMac, parseIpv4, parseTcp, TcpSegment } from './wire';
@@ -33,7 +41,12 @@ export interface TcpStackOptions {
 }
 
 export const TCP_DEFAULT_LIMITS: ConnectionLimits = {
-  mss: 1460, rxLimit: 65535, txLimit: 256 * 1024, rto: 200, rtoMax: 3200, retries: 8,
+  mss: 1460,
+  rxLimit: 65535,
+  txLimit: 256 * 1024,
+  rto: 200,
+  rtoMax: 3200,
+  retries: 8,
 };
 export const DEFAULT_MAX_CONNECTIONS = 8;
 const MAX_RX_WINDOW = 0xffff;
@@ -83,7 +96,8 @@ export class TcpStack implements ConnectionHost {
     this.#onConnection = opts.onConnection;
     this.#max = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     this.#limits = { ...TCP_DEFAULT_LIMITS, ...opts.limits };
-    if (this.#limits.rxLimit > MAX_RX_WINDOW || this.#limits.rxLimit < this.#limits.mss) throw new RangeError('TcpStack: rxLimit must be in [mss, 65535]');
+    if (this.#limits.rxLimit > MAX_RX_WINDOW || this.#limits.rxLimit < this.#limits.mss)
+      throw new RangeError('TcpStack: rxLimit must be in [mss, 65535]');
     this.#iss = opts.iss ?? (() => randomInt(0, 0x100000000 - 1));
   }
 
@@ -190,7 +204,20 @@ export class TcpStack implements ConnectionHost {
       if (this.#conns.size >= this.#max) {
         this.counts.refused++;
       } else {
-        const conn = new TcpConnection(this, this.#limits, peerMac, peerIp, seg.sport, this.ip, seg.dport, this.#iss(), seg.seq, seg.mss, seg.window, seg.wscale);
+        const conn = new TcpConnection(
+          this,
+          this.#limits,
+          peerMac,
+          peerIp,
+          seg.sport,
+          this.ip,
+          seg.dport,
+          this.#iss(),
+          seg.seq,
+          seg.mss,
+          seg.window,
+          seg.wscale,
+        );
         this.#conns.set(key, conn);
         conn.once('tcp-established', () => this.#onConnection(conn));
         return;
@@ -206,21 +233,54 @@ export class TcpStack implements ConnectionHost {
     let flags = TCP_FLAG_RST;
     if (seg.flags & TCP_FLAG_ACK) seq = seg.ack;
     else {
-      ack = (seg.seq + seg.payload.length + (seg.flags & TCP_FLAG_SYN ? 1 : 0) + (seg.flags & TCP_FLAG_FIN ? 1 : 0)) >>> 0;
+      ack =
+        (seg.seq + seg.payload.length + (seg.flags & TCP_FLAG_SYN ? 1 : 0) + (seg.flags & TCP_FLAG_FIN ? 1 : 0)) >>> 0;
       flags |= TCP_FLAG_ACK;
     }
     this.counts.resetsSent++;
-    this.#out(buildTcpFrame({
-      dmac: peerMac, smac: this.mac, saddr: this.ip, daddr: peerIp, sport: seg.dport, dport: seg.sport, seq, ack, flags, window: 0,
-      ipId: this.#ipId++,
-    }));
+    this.#out(
+      buildTcpFrame({
+        dmac: peerMac,
+        smac: this.mac,
+        saddr: this.ip,
+        daddr: peerIp,
+        sport: seg.dport,
+        dport: seg.sport,
+        seq,
+        ack,
+        flags,
+        window: 0,
+        ipId: this.#ipId++,
+      }),
+    );
   }
 
-  emitSegment(c: TcpConnection, seq: number, flags: number, payload: Buffer | undefined, mss?: number, wscale?: number): void {
-    this.#out(buildTcpFrame({
-      dmac: c.peerMac, smac: this.mac, saddr: this.ip, daddr: c.peerIp, sport: c.localPort, dport: c.remotePort, seq,
-      ack: c.rcvNxt, flags, window: c.advertisedWindow, mss, wscale, payload, ipId: this.#ipId++,
-    }));
+  emitSegment(
+    c: TcpConnection,
+    seq: number,
+    flags: number,
+    payload: Buffer | undefined,
+    mss?: number,
+    wscale?: number,
+  ): void {
+    this.#out(
+      buildTcpFrame({
+        dmac: c.peerMac,
+        smac: this.mac,
+        saddr: this.ip,
+        daddr: c.peerIp,
+        sport: c.localPort,
+        dport: c.remotePort,
+        seq,
+        ack: c.rcvNxt,
+        flags,
+        window: c.advertisedWindow,
+        mss,
+        wscale,
+        payload,
+        ipId: this.#ipId++,
+      }),
+    );
   }
 
   forget(c: TcpConnection): void {

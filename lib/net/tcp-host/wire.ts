@@ -5,7 +5,18 @@
 
 import { be, getField, setField, setRawBytes } from '../../../protocol/field';
 import { inetChecksum, pseudoSum } from '../checksum';
-import { ETH_P_IP, ethhdr, iphdr, IPPROTO_TCP, IPV4_ALEN, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IP_DF, tcphdr, TCP_DOFF_SHIFT } from '../headers';
+import {
+  ETH_P_IP,
+  ethhdr,
+  iphdr,
+  IPPROTO_TCP,
+  IPV4_ALEN,
+  IPV4_IHL_UNIT,
+  IPV4_VERSION_SHIFT,
+  IP_DF,
+  tcphdr,
+  TCP_DOFF_SHIFT,
+} from '../headers';
 
 /** TCP options: end, no-op, MSS (kind 2, length 4, value) and window scale (RFC 7323: kind 3, length 3, shift). */
 export const TCPOPT_EOL = 0;
@@ -43,18 +54,31 @@ export function parseIpv4(frame: Buffer): Ipv4View | null {
   const vihl = getField(frame, l3, iphdr.version_ihl);
   const ihl = (vihl & 0xf) * IPV4_IHL_UNIT;
   const total = getField(frame, l3, iphdr.tot_len);
-  if (vihl >>> IPV4_VERSION_SHIFT !== IPV4_VERSION || ihl < iphdr.SIZE || total < ihl || l3 + total > frame.length) return null;
+  if (vihl >>> IPV4_VERSION_SHIFT !== IPV4_VERSION || ihl < iphdr.SIZE || total < ihl || l3 + total > frame.length)
+    return null;
   if ((getField(frame, l3, iphdr.frag_off) & ~IP_DF) !== 0) return null; // fragments are not reassembled
   if (inetChecksum(frame, l3, ihl) !== 0) return null;
   return {
-    l3, ihl, total, protocol: getField(frame, l3, iphdr.protocol),
+    l3,
+    ihl,
+    total,
+    protocol: getField(frame, l3, iphdr.protocol),
     saddr: frame.subarray(l3 + iphdr.saddr.off, l3 + iphdr.saddr.off + IPV4_ALEN),
     daddr: frame.subarray(l3 + iphdr.daddr.off, l3 + iphdr.daddr.off + IPV4_ALEN),
   };
 }
 
 /** Write an Ethernet + IPv4 header (no options) at the start of `out`, checksum included. */
-export function writeEthIpv4(out: Buffer, dmac: Buffer, smac: Buffer, saddr: Buffer, daddr: Buffer, protocol: number, l4len: number, id: number): void {
+export function writeEthIpv4(
+  out: Buffer,
+  dmac: Buffer,
+  smac: Buffer,
+  saddr: Buffer,
+  daddr: Buffer,
+  protocol: number,
+  l4len: number,
+  id: number,
+): void {
   setRawBytes(out, 0, ethhdr.h_dest, dmac);
   setRawBytes(out, 0, ethhdr.h_source, smac);
   setField(out, 0, ethhdr.h_proto, ETH_P_IP);
@@ -155,18 +179,27 @@ export function parseTcp(frame: Buffer, ip: Ipv4View): TcpSegment | null {
   for (let o = l4 + tcphdr.SIZE, end = l4 + doff; o < end;) {
     const kind = frame[o]!;
     if (kind === TCPOPT_EOL) break;
-    if (kind === TCPOPT_NOP) { o++; continue; }
+    if (kind === TCPOPT_NOP) {
+      o++;
+      continue;
+    }
     if (o + 1 >= end) break;
     const len = frame[o + 1]!;
     if (len < 2 || o + len > end) break;
     if (kind === TCPOPT_MSS && len === tcp_opt_mss.SIZE) mss = getField(frame, o, tcp_opt_mss.mss);
-    if (kind === TCPOPT_WSCALE && len === tcp_opt_wscale.SIZE) wscale = Math.min(TCP_MAX_WSCALE, getField(frame, o, tcp_opt_wscale.shift));
+    if (kind === TCPOPT_WSCALE && len === tcp_opt_wscale.SIZE)
+      wscale = Math.min(TCP_MAX_WSCALE, getField(frame, o, tcp_opt_wscale.shift));
     o += len;
   }
   return {
-    sport: getField(frame, l4, tcphdr.source), dport: getField(frame, l4, tcphdr.dest),
-    seq: getField(frame, l4, tcphdr.seq), ack: getField(frame, l4, tcphdr.ack_seq),
-    flags: getField(frame, l4, tcphdr.flags), window: getField(frame, l4, tcphdr.window), mss, wscale,
+    sport: getField(frame, l4, tcphdr.source),
+    dport: getField(frame, l4, tcphdr.dest),
+    seq: getField(frame, l4, tcphdr.seq),
+    ack: getField(frame, l4, tcphdr.ack_seq),
+    flags: getField(frame, l4, tcphdr.flags),
+    window: getField(frame, l4, tcphdr.window),
+    mss,
+    wscale,
     payload: frame.subarray(l4 + doff, ip.l3 + ip.total),
   };
 }

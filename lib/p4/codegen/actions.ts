@@ -48,8 +48,10 @@ export function actionSource(gen: GenContext, ca: CompiledAction, args: string):
         const m = POW2[dst.width]!;
         const t = gen.r(dst.slot);
         const c = ps[1]!.type === 'hexstr' ? sg * Number(hexToBig(ps[1]!.value as string)) : NaN;
-        if (Math.abs(c) < m) src += `{ const r = ${t} + ${int(c)}; ${t} = r < 0 ? r + ${int(m)} : r >= ${int(m)} ? r - ${int(m)} : r;${gen.m(dst.slot)} }\n`;
-        else src += `{ const r = (${t} + ${int(sg)} * ${x}) % ${int(m)}; ${t} = r < 0 ? r + ${int(m)} : r;${gen.m(dst.slot)} }\n`;
+        if (Math.abs(c) < m)
+          src += `{ const r = ${t} + ${int(c)}; ${t} = r < 0 ? r + ${int(m)} : r >= ${int(m)} ? r - ${int(m)} : r;${gen.m(dst.slot)} }\n`;
+        else
+          src += `{ const r = (${t} + ${int(sg)} * ${x}) % ${int(m)}; ${t} = r < 0 ? r + ${int(m)} : r;${gen.m(dst.slot)} }\n`;
         break;
       }
       case 'drop':
@@ -131,7 +133,8 @@ function bigValue(gen: GenContext, tv: TypeValue): string {
     if (!fi || fi.wide) no('a learn list field of no number field');
     return `BigInt(${gen.r(fi.slot)})`;
   }
-  if (tv.type === 'hexstr' && typeof tv.value === 'string' && /^-?0x[0-9a-fA-F]+$/.test(tv.value)) return gen.cap(hexToBig(tv.value));
+  if (tv.type === 'hexstr' && typeof tv.value === 'string' && /^-?0x[0-9a-fA-F]+$/.test(tv.value))
+    return gen.cap(hexToBig(tv.value));
   if (tv.type === 'bool' && typeof tv.value === 'boolean') return tv.value ? '1n' : '0n';
   return no('a learn list element outside the subset');
 }

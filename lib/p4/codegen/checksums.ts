@@ -73,7 +73,9 @@ function intTerms(gen: GenContext, plan: Csum16Plan, written: boolean): string {
   const residue = (k: number) => (k === 0 ? 0 : k % 65535 === 0 ? 65535 : k % 65535);
   let src = '';
   for (const run of plan.runs) {
-    const terms = run.slots.flatMap((sl, i) => (gen.writes.has(sl) === written ? [` + ${intTerm(gen, sl, run.muls[i]!)}`] : [])).join('');
+    const terms = run.slots
+      .flatMap((sl, i) => (gen.writes.has(sl) === written ? [` + ${intTerm(gen, sl, run.muls[i]!)}`] : []))
+      .join('');
     const k = written ? '' : int(residue(run.constant));
     if (terms === '' && (written || run.constant === 0)) continue;
     if (run.header < 0) src += ` s += ${k || '0'};`;
@@ -96,7 +98,12 @@ function intForm(gen: GenContext, plan: Csum16Plan): boolean {
     gen.withinWidths &&
     plan.phase < 0 &&
     plan.runs.length <= 64 &&
-    plan.runs.every((r) => r.slots.length <= 64 && r.split.every((x) => !x) && r.slots.every((sl, i) => gen.widths[sl]! + bits(r.muls[i]!) <= 32))
+    plan.runs.every(
+      (r) =>
+        r.slots.length <= 64 &&
+        r.split.every((x) => !x) &&
+        r.slots.every((sl, i) => gen.widths[sl]! + bits(r.muls[i]!) <= 32),
+    )
   );
 }
 
@@ -111,7 +118,8 @@ function intForm(gen: GenContext, plan: Csum16Plan): boolean {
  * the sum then stays below 2^31 and two folds finish it.
  */
 function csum(gen: GenContext, plan: Csum16Plan): string {
-  const fold = ' while (s > 0xffff) { const q = Math.floor(s / 0x10000); s = s - q * 0x10000 + q; } const x = ~s & 0xffff;';
+  const fold =
+    ' while (s > 0xffff) { const q = Math.floor(s / 0x10000); s = s - q * 0x10000 + q; } const x = ~s & 0xffff;';
   if (intForm(gen, plan)) return `let s = 0;${intTerms(gen, plan, false)}${intTerms(gen, plan, true)}${INT_FOLD}`;
   const term = (slot: number, mul: number, split: boolean): string =>
     split
@@ -126,7 +134,10 @@ function csum(gen: GenContext, plan: Csum16Plan): string {
     s = 'let s = 0;';
     for (const run of plan.runs) {
       const terms = run.slots.map((sl, i) => ` + ${term(sl, run.muls[i]!, run.split[i]!)}`).join('');
-      s += run.header < 0 ? ` s += ${int(run.constant)};` : ` if (${v(run.header)} !== 0) s += ${int(run.constant)}${terms};`;
+      s +=
+        run.header < 0
+          ? ` s += ${int(run.constant)};`
+          : ` if (${v(run.header)} !== 0) s += ${int(run.constant)}${terms};`;
     }
     if (plan.phase >= 0) s += ` s += ${gen.cap(payloadSum)}(frame, off, ${plan.phase === 8 ? 'true' : 'false'});`;
   }

@@ -29,7 +29,14 @@ export interface CodegenInput {
   readonly ingress: number;
   readonly egress: number;
   /** Number slots of the standard fields the engine sets and reads (-1: none). */
-  readonly slots: { readonly ingressPort: number; readonly packetLength: number; readonly egressSpec: number; readonly egressPort: number; readonly mgid: number; readonly mcastGrp: number };
+  readonly slots: {
+    readonly ingressPort: number;
+    readonly packetLength: number;
+    readonly egressSpec: number;
+    readonly egressPort: number;
+    readonly mgid: number;
+    readonly mcastGrp: number;
+  };
   /** Some action writes egress_spec (egress_port := egress_spec after ingress). */
   readonly specWritten: boolean;
   readonly maxFrame: number;
@@ -41,7 +48,14 @@ export interface CodegenInput {
 }
 
 /** Limits of the subset: past them the interpreter runs the program (the source stays small). */
-export const CODEGEN_LIMITS = { slots: 256, headers: 64, states: 64, nodes: 64, actionsPerTable: 64, source: 1 << 19 } as const;
+export const CODEGEN_LIMITS = {
+  slots: 256,
+  headers: 64,
+  states: 64,
+  nodes: 64,
+  actionsPerTable: 64,
+  source: 1 << 19,
+} as const;
 
 /** Thrown (and caught in generateProgram) for a program outside the subset. */
 export class Unsupported extends Error {}
@@ -109,7 +123,11 @@ export class GenContext {
     const sl = input.slots;
     const wide = (slot: number, bits: number) => slot < 0 || this.widths[slot]! >= bits;
     const spec = sl.egressSpec < 0 ? 0 : Math.max(9, this.widths[sl.egressSpec]!);
-    this.withinWidths = wide(sl.ingressPort, 9) && wide(sl.packetLength, 32) && wide(sl.egressSpec, 9) && (!input.specWritten || wide(sl.egressPort, spec));
+    this.withinWidths =
+      wide(sl.ingressPort, 9) &&
+      wide(sl.packetLength, 32) &&
+      wide(sl.egressSpec, 9) &&
+      (!input.specWritten || wide(sl.egressPort, spec));
   }
 
   /** A field's local, read. */

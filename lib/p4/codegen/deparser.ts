@@ -32,8 +32,10 @@ export function deparseSource(gen: GenContext, p: Program): string {
         const first = e.plan.first[g]!;
         const slot = e.plan.slot[first]!;
         let copy = '';
-        for (let k = 0; k < e.plan.len[g]!; k++) copy += ` ${b}[${base} + ${int(e.plan.at[g]! + k)}] = frame[${o(e.h.index)} + ${int(e.plan.at[g]! + k)}];`;
-        if (e.plan.fields.slice(first, first + e.plan.count[g]!).every((fi) => !gen.writes.has(fi.slot))) return moved ? `{${copy} }\n` : '';
+        for (let k = 0; k < e.plan.len[g]!; k++)
+          copy += ` ${b}[${base} + ${int(e.plan.at[g]! + k)}] = frame[${o(e.h.index)} + ${int(e.plan.at[g]! + k)}];`;
+        if (e.plan.fields.slice(first, first + e.plan.count[g]!).every((fi) => !gen.writes.has(fi.slot)))
+          return moved ? `{${copy} }\n` : '';
         const w = writeWindow(e.plan, g, b, base);
         if (e.plan.count[g] !== 1 || !gen.lazy.has(slot)) return w;
         return moved ? `if (m${int(slot)}) ${w}else {${copy} }\n` : `if (m${int(slot)}) ${w}`;
@@ -44,10 +46,12 @@ export function deparseSource(gen: GenContext, p: Program): string {
   src += 'const olen = len - off + hb;\nlet ip = false;\n';
   // in place: every valid header where it was extracted, the lengths equal; only the windows the program may write
   let check = 'let at = 0; ip = true;\n';
-  for (const e of order) check += `if (${v(e.h.index)} !== 0) { if (${o(e.h.index)} !== at) ip = false; at += ${int(e.h.bytes)}; }\n`;
+  for (const e of order)
+    check += `if (${v(e.h.index)} !== 0) { if (${o(e.h.index)} !== at) ip = false; at += ${int(e.h.bytes)}; }\n`;
   check += 'if (at !== off) ip = false;\n';
   let inPlace = '';
-  for (const e of order) inPlace += `if (${v(e.h.index)} !== 0) { const q = ${o(e.h.index)};\n${windows(e, e.only, 'frame', 'q', false)}}\n`;
+  for (const e of order)
+    inPlace += `if (${v(e.h.index)} !== 0) { const q = ${o(e.h.index)};\n${windows(e, e.only, 'frame', 'q', false)}}\n`;
   src += `if (mode === ${int(GenMode.IN_PLACE)}) { ${check}if (ip) {\n${inPlace}r.frame = frame; } }\n`;
   let emit = '';
   for (const e of order) {

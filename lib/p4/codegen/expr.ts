@@ -47,7 +47,8 @@ export function num(gen: GenContext, tv: unknown, ctx: NumCtx, depth = 0): strin
   const e = value as ExpressionValue;
   if (e.op === 'valid') {
     const rr = e.right as TypeValue | null;
-    const h = rr && rr.type === 'header' && typeof rr.value === 'string' ? layout.headerByName.get(rr.value) : undefined;
+    const h =
+      rr && rr.type === 'header' && typeof rr.value === 'string' ? layout.headerByName.get(rr.value) : undefined;
     if (!h) no('valid() of no header');
     return v(h.index);
   }

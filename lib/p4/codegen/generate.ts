@@ -58,7 +58,8 @@ function build(gen: GenContext): { run: GeneratedRun; source: string } {
   let mid = gen.input.ingress >= 0 ? pipelineSource(gen, gen.input.ingress) : '';
   const es = sl.egressSpec >= 0 ? ` || ${gen.r(sl.egressSpec)} === ${int(DROP_PORT)}` : '';
   mid += `if (dropped${es}) { ${drop(gen, 'program', 'perr')} }\n`;
-  if (sl.egressPort >= 0 && sl.egressSpec >= 0 && gen.input.specWritten) mid += `${f(sl.egressPort)} = ${gen.r(sl.egressSpec)};${gen.m(sl.egressPort)}\n`;
+  if (sl.egressPort >= 0 && sl.egressSpec >= 0 && gen.input.specWritten)
+    mid += `${f(sl.egressPort)} = ${gen.r(sl.egressSpec)};${gen.m(sl.egressPort)}\n`;
   mid += 'ex = false;\n';
   if (gen.input.egress >= 0) mid += pipelineSource(gen, gen.input.egress);
   mid += `if (dropped) { ${drop(gen, 'program', 'perr')} }\n`;

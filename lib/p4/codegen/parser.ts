@@ -69,7 +69,8 @@ export function parserSource(gen: GenContext): string {
     // acyclic: each reachable state once, in an order where every transition goes forward, so a
     // frame visits at most all of them (<= MAX_PARSE_STEPS: the budget cannot run out)
     let src = `let s = ${int(init)};\n`;
-    for (const si of order) src += `st${int(si)}: if (s === ${int(si)}) {\n${bodies[si]!.split(`BRK${si}`).join(`break st${int(si)};`)}}\n`;
+    for (const si of order)
+      src += `st${int(si)}: if (s === ${int(si)}) {\n${bodies[si]!.split(`BRK${si}`).join(`break st${int(si)};`)}}\n`;
     return `${src}const pr = s;\n`;
   }
   let cases = '';
@@ -87,7 +88,11 @@ if (s < 0) { pr = s; break; }
 }
 
 /** A state's transition on the number path (fields only: a key of <= 32 bits, or <= 48 without masks). */
-function transition(gen: GenContext, s: Program['parsers'][number]['parse_states'][number], index: Map<string, number>): { src: string; next: number[] } {
+function transition(
+  gen: GenContext,
+  s: Program['parsers'][number]['parse_states'][number],
+  index: Map<string, number>,
+): { src: string; next: number[] } {
   const layout = gen.layout;
   let key = '';
   let keyBits = 0;
@@ -105,10 +110,12 @@ function transition(gen: GenContext, s: Program['parsers'][number]['parse_states
     if (next === undefined) no('no such parse state');
     const mask = t.mask === null || t.mask === undefined ? null : hexToBig(t.mask);
     if (kind === 'default') return { kind: 0, value: 0n, mask: null, next };
-    if (kind !== 'hexstr' || t.value === null || !/^0x[0-9a-fA-F]+$/.test(t.value)) no('a transition outside the subset');
+    if (kind !== 'hexstr' || t.value === null || !/^0x[0-9a-fA-F]+$/.test(t.value))
+      no('a transition outside the subset');
     return { kind: 1, value: BigInt(t.value), mask, next };
   });
-  if (!(keyBits <= NARROW_BITS || (keyBits <= 48 && arms.every((a) => a.mask === null)))) no('a transition key off the number path');
+  if (!(keyBits <= NARROW_BITS || (keyBits <= 48 && arms.every((a) => a.mask === null))))
+    no('a transition key off the number path');
   const next = arms.map((a) => a.next).filter((n) => n >= 0);
   if (arms.length === 0) return { src: `s = ${int(ACCEPT)};\n`, next };
   let src = key === '' ? '' : `{ const key = ${key};\n`;

@@ -13,7 +13,11 @@ import { tableSource } from './tables';
 export function pipelineSource(gen: GenContext, pi: number): string {
   const pl = gen.input.program.pipelines[pi]!;
   const index = new Map<string, number>();
-  const names = [...pl.tables.map((t) => t.name), ...pl.conditionals.map((c) => c.name), ...(pl.action_calls ?? []).map((c) => c.name)];
+  const names = [
+    ...pl.tables.map((t) => t.name),
+    ...pl.conditionals.map((c) => c.name),
+    ...(pl.action_calls ?? []).map((c) => c.name),
+  ];
   names.forEach((n, i) => index.set(n, i));
   if (names.length > CODEGEN_LIMITS.nodes) no('too many control nodes');
   if ((pl.action_profiles ?? []).length > 0) no('action profiles');
@@ -45,7 +49,13 @@ export function pipelineSource(gen: GenContext, pi: number): string {
     edges.push([n]);
   });
   const init = next(pl.init_table);
-  const order = init === END ? [] : topoOrder(init, edges.map((e) => e.filter((n) => n !== END)));
+  const order =
+    init === END
+      ? []
+      : topoOrder(
+          init,
+          edges.map((e) => e.filter((n) => n !== END)),
+        );
   if (order) {
     // acyclic (every well-formed pipeline): each node once, in an order where every edge goes forward,
     // so at most all of them run (the budget, the node count + 1, cannot run out); an exit ends it

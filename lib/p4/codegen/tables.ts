@@ -10,7 +10,11 @@ import { actionSource } from './actions';
 import { CODEGEN_LIMITS, GenContext, int, no, v } from './context';
 
 /** A table node: the lookup, the direct counter, the entry's or the default's action by index, the next node. */
-export function tableSource(gen: GenContext, t: Program['pipelines'][number]['tables'][number], next: (n: string | null | undefined) => number): { src: string; next: number[] } {
+export function tableSource(
+  gen: GenContext,
+  t: Program['pipelines'][number]['tables'][number],
+  next: (n: string | null | undefined) => number,
+): { src: string; next: number[] } {
   const mt = gen.input.tables.get(t.name);
   if (!mt || mt.profile || mt.meter) no('a table outside the subset');
   const view = mt.numberView();
@@ -51,7 +55,12 @@ export function tableSource(gen: GenContext, t: Program['pipelines'][number]['ta
 }
 
 /** The lookup into `e`: one-part number tables written out as MatchTable.directNode does, the others through lookupNumbers. */
-function lookupSource(gen: GenContext, mt: MatchTable, view: NonNullable<ReturnType<MatchTable['numberView']>>, T: string): string {
+function lookupSource(
+  gen: GenContext,
+  mt: MatchTable,
+  view: NonNullable<ReturnType<MatchTable['numberView']>>,
+  T: string,
+): string {
   const keys = mt.keys;
   if (keys.length === 0) return '';
   const k0 = keys[0]!;
@@ -63,7 +72,10 @@ function lookupSource(gen: GenContext, mt: MatchTable, view: NonNullable<ReturnT
     // the short array's scan written out (it holds at most small.keys.length entries): no loop, so
     // no interrupt check per entry, and the first match wins as in the loop
     const scan = (match: (i: string) => string): string =>
-      Array.from({ length: view.small.keys.length }, (_, i) => `if (n0 > ${int(i)} && ${match(int(i))}) e = ${se}[${int(i)}];`).join('\nelse ');
+      Array.from(
+        { length: view.small.keys.length },
+        (_, i) => `if (n0 > ${int(i)} && ${match(int(i))}) e = ${se}[${int(i)}];`,
+      ).join('\nelse ');
     const x = gen.r(k0.slot);
     if (view.mode === 'exact') {
       return `{ const k = ${i32 ? `${x} | 0` : x}; const n0 = ${sm}.n;
@@ -75,9 +87,10 @@ else {\n${scan((i) => `${i32 ? gen.cap(view.small.pre) : sk}[${i}] === k`)} } }
     const q = (x: string) => (i32 ? `${x} | 0` : x);
     // the short array's entries: for an int32 table (the key below 2^32) the prefix test is
     // ((k ^ value) & mask) === 0 on int32s, the same match as floor(k / 2^(w - len)) === prefix
-    const prefix = i32 && gen.withinWidths
-      ? `{ const pre = ${gen.cap(view.small.pre)}; const msk = ${gen.cap(view.small.msk)};\n${scan((i) => `((k ^ pre[${i}]) & msk[${i}]) === 0`)} }`
-      : `{ const dv = ${gen.cap(view.small.divs)};\n${scan((i) => `(${q(`Math.floor(k / dv[${i}])`)}) === ${sk}[${i}]`)} }`;
+    const prefix =
+      i32 && gen.withinWidths
+        ? `{ const pre = ${gen.cap(view.small.pre)}; const msk = ${gen.cap(view.small.msk)};\n${scan((i) => `((k ^ pre[${i}]) & msk[${i}]) === 0`)} }`
+        : `{ const dv = ${gen.cap(view.small.divs)};\n${scan((i) => `(${q(`Math.floor(k / dv[${i}])`)}) === ${sk}[${i}]`)} }`;
     return `{ const k = ${x}; const n0 = ${sm}.n;
 if (n0 >= 0) ${prefix}
 else for (let j = 0; j < ${ps}.length; j++) { const pm = ${ps}[j]; const q = Math.floor(k / pm.div); e = pm.map.get(${q('q')}); if (e !== undefined) break; } }

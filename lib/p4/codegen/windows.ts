@@ -9,7 +9,12 @@ import { f, GenContext, int, no } from './context';
  * length, first field, field count and first field's slot, and `by(k)`, the
  * source text of its k-th byte in `b` at `base`.
  */
-function windowOf(plan: Plan, g: number, b: string, base: string): { l: number; f0: number; c: number; s0: number; by: (k: number) => string } {
+function windowOf(
+  plan: Plan,
+  g: number,
+  b: string,
+  base: string,
+): { l: number; f0: number; c: number; s0: number; by: (k: number) => string } {
   const f0 = plan.first[g]!;
   const at = plan.at[g]!;
   return { l: plan.len[g]!, f0, c: plan.count[g]!, s0: plan.slot[f0]!, by: (k) => `${b}[${base} + ${int(at + k)}]` };
@@ -36,7 +41,8 @@ export function readWindow(gen: GenContext, plan: Plan, g: number, b: string, ba
   if (plan.kind[g] === W.WORD && c === 1 && plan.shift[f0] === 0) return `${f(s0)} = ${word(l)};\n`;
   if (plan.kind[g] === W.WORD) {
     let s = `{ const w = ${word(l)};`;
-    for (let i = f0; i < f0 + c; i++) s += ` ${f(plan.slot[i]!)} = ((w >>> ${int(plan.shift[i])}) & ${int(plan.mask[i])}) >>> 0;`;
+    for (let i = f0; i < f0 + c; i++)
+      s += ` ${f(plan.slot[i]!)} = ((w >>> ${int(plan.shift[i])}) & ${int(plan.mask[i])}) >>> 0;`;
     return `${s} }\n`;
   }
   if (plan.kind[g] === W.BYTES && l === 6) {

@@ -40,7 +40,8 @@ export class ActionProfile {
     this.maxSize = ap.max_size;
     if (ap.selector) {
       ap.selector.input.forEach((inp, i) => {
-        if (inp.type !== 'field') refuse([...path, 'selector', 'input', i, 'type'], 'selector inputs must be fields', inp.type);
+        if (inp.type !== 'field')
+          refuse([...path, 'selector', 'input', i, 'type'], 'selector inputs must be fields', inp.type);
       });
       this.selector = compileCalculation(ap.selector, [...path, 'selector'], ctx);
     }

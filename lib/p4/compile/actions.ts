@@ -44,7 +44,8 @@ function dest(ctx: ExprContext, tv: TypeValue | undefined, path: JsonPath): Fiel
 }
 
 function arity(params: readonly TypeValue[], min: number, max: number, path: JsonPath, op: string): void {
-  if (params.length < min || params.length > max) refuse([...path, 'parameters'], `${op} takes ${min === max ? min : `${min}-${max}`} parameters`, params.length);
+  if (params.length < min || params.length > max)
+    refuse([...path, 'parameters'], `${op} takes ${min === max ? min : `${min}-${max}`} parameters`, params.length);
 }
 
 function named<T>(map: Map<string, T>, tv: TypeValue | undefined, type: string, path: JsonPath): T {
@@ -66,17 +67,27 @@ function assign(dst: FieldInfo, src: TypeValue, v: Value, ctx: ExprContext): Pri
     if (src.type === 'runtime_data' || src.type === 'local') {
       const i = src.value as number;
       const w = ctx.runtimeWidths?.[i] ?? Infinity;
-      if (w <= dst.width) return (st, rd) => { st.num[slot] = rd.num[i]!; };
+      if (w <= dst.width)
+        return (st, rd) => {
+          st.num[slot] = rd.num[i]!;
+        };
       const mask = dst.mask;
-      return (st, rd) => { st.num[slot] = Number(rd.big[i]! & mask); };
+      return (st, rd) => {
+        st.num[slot] = Number(rd.big[i]! & mask);
+      };
     }
     if (src.type === 'field') {
       const hv = ctx.layout.hiddenValid(src.value);
       const f = hv === undefined ? ctx.layout.field(src.value, []) : undefined;
       if (f && !f.wide) {
         const from = f.slot;
-        if (f.width <= dst.width) return (st) => { st.num[slot] = st.num[from]!; };
-        return (st) => { st.num[slot] = st.num[from]! % m; };
+        if (f.width <= dst.width)
+          return (st) => {
+            st.num[slot] = st.num[from]!;
+          };
+        return (st) => {
+          st.num[slot] = st.num[from]! % m;
+        };
       }
     }
     const nv: NumValue | undefined = compileNum(src, ctx);
@@ -169,7 +180,9 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
       };
     }
     case 'exit':
-      return (st) => { st.exited = true; };
+      return (st) => {
+        st.exited = true;
+      };
     case 'no_op':
     case 'log_msg':
       return () => {};
@@ -179,7 +192,10 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
       const tv = params[0]!;
       if (tv.type !== 'header') refuse(pp(0), `${op} takes a header`, tv);
       const h = ctx.layout.header(tv.value, [...pp(0), 'value']);
-      if (op === 'remove_header') return (st) => { st.valid[h.index] = 0; };
+      if (op === 'remove_header')
+        return (st) => {
+          st.valid[h.index] = 0;
+        };
       return (st) => {
         if (st.valid[h.index]) return;
         st.valid[h.index] = 1;
@@ -190,7 +206,8 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
     case 'assign_header': {
       arity(params, 2, 2, path, op);
       const [d, s] = [params[0]!, params[1]!];
-      if (d.type !== 'header' || s.type !== 'header') refuse([...path, 'parameters'], `${op} takes two headers`, params);
+      if (d.type !== 'header' || s.type !== 'header')
+        refuse([...path, 'parameters'], `${op} takes two headers`, params);
       const hd = ctx.layout.header(d.value, [...pp(0), 'value']);
       const hs = ctx.layout.header(s.value, [...pp(1), 'value']);
       if (hd.fields.length !== hs.fields.length || hd.fields.some((f, i) => f.width !== hs.fields[i]!.width)) {
@@ -248,7 +265,8 @@ function compilePrimitive(op: string, params: TypeValue[], ctx: ExprContext, env
     case 'generate_digest': {
       arity(params, 2, 2, path, op);
       const tv = params[1]!;
-      if (tv.type !== 'hexstr' || typeof tv.value !== 'string' || !/^0x[0-9a-fA-F]+$/.test(tv.value)) refuse(pp(1), 'generate_digest takes a learn list id (a hexstring)', tv);
+      if (tv.type !== 'hexstr' || typeof tv.value !== 'string' || !/^0x[0-9a-fA-F]+$/.test(tv.value))
+        refuse(pp(1), 'generate_digest takes a learn list id (a hexstring)', tv);
       const id = Number(BigInt(tv.value));
       const list = env.learnLists.get(id);
       if (!list) refuse([...pp(1), 'value'], 'no learn list with this id', tv.value);
@@ -270,7 +288,12 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
     if (ids.has(a.id)) refuse([...path, 'id'], 'duplicate action id', a.id);
     seen.add(a.name);
     ids.add(a.id);
-    const ctx: ExprContext = { ...ctx0, runtimeData: a.runtime_data.length, runtimeWidths: a.runtime_data.map((r) => r.bitwidth), parser: false };
+    const ctx: ExprContext = {
+      ...ctx0,
+      runtimeData: a.runtime_data.length,
+      runtimeWidths: a.runtime_data.map((r) => r.bitwidth),
+      parser: false,
+    };
     const prims: Prim[] = [];
     // _jump / _jump_if_zero (p4c's if/else inside actions): only forward jumps, so an action ends
     const jumps: { cond: Value | undefined; target: number }[] = [];
@@ -278,10 +301,15 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
       const pp: JsonPath = [...path, 'primitives', pi];
       if (pr.op === '_jump' || pr.op === '_jump_if_zero') {
         const n = pr.op === '_jump' ? 1 : 2;
-        if (pr.parameters.length !== n) refuse([...pp, 'parameters'], `${pr.op} takes ${n} parameters`, pr.parameters.length);
+        if (pr.parameters.length !== n)
+          refuse([...pp, 'parameters'], `${pr.op} takes ${n} parameters`, pr.parameters.length);
         const off = pr.parameters[n - 1]!;
-        const target = off.type === 'hexstr' && typeof off.value === 'string' && /^0x[0-9a-fA-F]+$/.test(off.value) ? Number(BigInt(off.value)) : NaN;
-        if (!(target > pi && target <= a.primitives.length)) refuse([...pp, 'parameters', n - 1], 'only forward jumps within the action', off.value);
+        const target =
+          off.type === 'hexstr' && typeof off.value === 'string' && /^0x[0-9a-fA-F]+$/.test(off.value)
+            ? Number(BigInt(off.value))
+            : NaN;
+        if (!(target > pi && target <= a.primitives.length))
+          refuse([...pp, 'parameters', n - 1], 'only forward jumps within the action', off.value);
         const cond = n === 2 ? compileValue(pr.parameters[0], ctx, [...pp, 'parameters', 0]) : undefined;
         jumps[pi] = { cond, target };
         prims.push(() => {});
@@ -292,7 +320,8 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
     let run: ActionFn;
     const [p0, p1, p2] = prims;
     if (prims.length === 0) run = () => {};
-    else if (jumps.length === 0 && prims.length === 1) run = p0!; // nothing follows an exit
+    else if (jumps.length === 0 && prims.length === 1)
+      run = p0!; // nothing follows an exit
     else if (jumps.length === 0 && prims.length === 2) {
       run = (st, rd) => {
         p0!(st, rd);
@@ -327,6 +356,12 @@ export function compileActions(p: Program, ctx0: ExprContext, env: ActionEnv): C
         }
       };
     }
-    return { id: a.id, index: ai, name: a.name, params: a.runtime_data.map((r) => ({ name: r.name, bitwidth: r.bitwidth })), run };
+    return {
+      id: a.id,
+      index: ai,
+      name: a.name,
+      params: a.runtime_data.map((r) => ({ name: r.name, bitwidth: r.bitwidth })),
+      run,
+    };
   });
 }

@@ -65,7 +65,11 @@ export function compileCalculation(c: { algo: string; input: TypeValue[] }, path
 }
 
 /** The general path: the inputs written into a bit image, the algorithm run over its bytes. */
-export function compileImageCalculation(c: { algo: string; input: TypeValue[] }, path: JsonPath, ctx: ExprContext): Calc {
+export function compileImageCalculation(
+  c: { algo: string; input: TypeValue[] },
+  path: JsonPath,
+  ctx: ExprContext,
+): Calc {
   const algo = Object.hasOwn(ALGORITHMS, c.algo) ? ALGORITHMS[c.algo] : undefined; // the name comes from the program file
   if (!algo) refuse([...path, 'algo'], 'unsupported hash algorithm', c.algo);
   const w = new BitWriter();
@@ -76,9 +80,10 @@ export function compileImageCalculation(c: { algo: string; input: TypeValue[] },
       case 'field': {
         const f = ctx.layout.field(inp.value, [...ip, 'value']);
         const h = f.header;
-        if (!f.wide) return (st) => {
-          if (st.valid[h]) w.putNum(st.num[f.slot]!, f.width);
-        };
+        if (!f.wide)
+          return (st) => {
+            if (st.valid[h]) w.putNum(st.num[f.slot]!, f.width);
+          };
         return (st) => {
           if (st.valid[h]) w.put(st.big[f.slot]!, f.width);
         };

@@ -14,7 +14,13 @@ import type { Program } from '../program/schema';
 export type ChecksumStep = (st: PacketState) => void;
 
 /** Each checksum's verify and update steps, in program order; `calcs`/`numCalcs`: the calculations by name. */
-export function compileChecksums(p: Program, ctx: ExprContext, layout: Layout, calcs: ReadonlyMap<string, Calc>, numCalcs: ReadonlyMap<string, NumCalc>): { verify: ChecksumStep[]; update: ChecksumStep[] } {
+export function compileChecksums(
+  p: Program,
+  ctx: ExprContext,
+  layout: Layout,
+  calcs: ReadonlyMap<string, Calc>,
+  numCalcs: ReadonlyMap<string, NumCalc>,
+): { verify: ChecksumStep[]; update: ChecksumStep[] } {
   const verify: ChecksumStep[] = [];
   const update: ChecksumStep[] = [];
   p.checksums.forEach((c, ci) => {
@@ -32,24 +38,28 @@ export function compileChecksums(p: Program, ctx: ExprContext, layout: Layout, c
     if (num && !target.wide && target.width >= 16 && !cond) {
       // the number path, unconditional (P4_14's and simple_router's): a 16-bit sum into the field
       const slot = target.slot;
-      if (c.verify !== false) verify.push((st) => {
-        if (st.valid[h] === 1 && num(st) !== st.num[slot]) st.checksumError = true;
-      });
-      if (c.update !== false) update.push((st) => {
-        if (st.valid[h] === 1) st.num[slot] = num(st);
-      });
+      if (c.verify !== false)
+        verify.push((st) => {
+          if (st.valid[h] === 1 && num(st) !== st.num[slot]) st.checksumError = true;
+        });
+      if (c.update !== false)
+        update.push((st) => {
+          if (st.valid[h] === 1) st.num[slot] = num(st);
+        });
       return;
     }
     if (num && !target.wide) {
       // the number path: a 16-bit sum into a number-stored field
       const slot = target.slot;
       const m = 2 ** Math.min(target.width, 16);
-      if (c.verify !== false) verify.push((st) => {
-        if (applies(st) && num(st) % m !== st.num[slot]) st.checksumError = true;
-      });
-      if (c.update !== false) update.push((st) => {
-        if (applies(st)) st.num[slot] = num(st) % m;
-      });
+      if (c.verify !== false)
+        verify.push((st) => {
+          if (applies(st) && num(st) % m !== st.num[slot]) st.checksumError = true;
+        });
+      if (c.update !== false)
+        update.push((st) => {
+          if (applies(st)) st.num[slot] = num(st) % m;
+        });
       return;
     }
     if (c.verify !== false) {

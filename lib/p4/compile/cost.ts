@@ -56,7 +56,11 @@ class Estimator {
   ) {
     for (const r of p.register_arrays) this.#registers.set(r.name, r.bitwidth);
     for (const c of p.calculations) this.#calcs.set(c.name, this.calc(c.input));
-    for (const l of p.learn_lists) this.#learnLists.set(l.id, l.elements.reduce((n, e) => n + DIGEST_VALUE + this.value(e, undefined).cost, 8));
+    for (const l of p.learn_lists)
+      this.#learnLists.set(
+        l.id,
+        l.elements.reduce((n, e) => n + DIGEST_VALUE + this.value(e, undefined).cost, 8),
+      );
     for (const a of p.actions) this.#actions.set(a.name, this.action(a));
   }
 
@@ -79,7 +83,10 @@ class Estimator {
         return { cost: 1 + digits(bits), bits };
       }
       case 'hexstr':
-        return { cost: 1, bits: typeof value === 'string' ? Math.max(1, value.replace(/^-?0x0*/, '').length * 4) : (bitwidth ?? 1) };
+        return {
+          cost: 1,
+          bits: typeof value === 'string' ? Math.max(1, value.replace(/^-?0x0*/, '').length * 4) : (bitwidth ?? 1),
+        };
       case 'runtime_data':
       case 'local': {
         const bits = (typeof value === 'number' ? widths?.[value] : undefined) ?? MAX_VALUE_BITS;
@@ -106,7 +113,8 @@ class Estimator {
     const e = ev as ExpressionValue;
     const none: Costed = { cost: 0, bits: 0 };
     const l = e.left === null || e.left === undefined ? none : this.value(e.left, widths);
-    const r = e.right === null || e.right === undefined || typeof e.right === 'number' ? none : this.value(e.right, widths);
+    const r =
+      e.right === null || e.right === undefined || typeof e.right === 'number' ? none : this.value(e.right, widths);
     const c = e.cond === undefined ? none : this.value(e.cond, widths);
     const sub = l.cost + r.cost + c.cost + NODE - 1;
     const wide = Math.max(l.bits, r.bits);
@@ -114,7 +122,10 @@ class Estimator {
     if (ONE_BIT.has(e.op)) return { cost: 1 + sub + digits(wide), bits: 1 };
     switch (e.op) {
       case '*':
-        return { cost: 1 + sub + Math.max(1, digits(l.bits)) * Math.max(1, digits(r.bits)), bits: Math.min(l.bits + r.bits, MAX_VALUE_BITS) };
+        return {
+          cost: 1 + sub + Math.max(1, digits(l.bits)) * Math.max(1, digits(r.bits)),
+          bits: Math.min(l.bits + r.bits, MAX_VALUE_BITS),
+        };
       case '/':
       case '%':
         return { cost: 1 + sub + Math.max(1, digits(l.bits)) * Math.max(1, digits(r.bits)), bits: l.bits };
@@ -182,7 +193,10 @@ class Estimator {
           cost += (typeof p2?.value === 'string' ? this.#calcs.get(p2.value) : undefined) ?? 1;
           break;
         case 'generate_digest':
-          cost += p1?.type === 'hexstr' && typeof p1.value === 'string' && /^0x[0-9a-fA-F]+$/.test(p1.value) ? (this.#learnLists.get(Number(BigInt(p1.value))) ?? 1) : 1;
+          cost +=
+            p1?.type === 'hexstr' && typeof p1.value === 'string' && /^0x[0-9a-fA-F]+$/.test(p1.value)
+              ? (this.#learnLists.get(Number(BigInt(p1.value))) ?? 1)
+              : 1;
           break;
         default:
           if (p0?.type === 'field') cost += digits(this.#fieldBits(p0.value));
@@ -216,7 +230,10 @@ class Estimator {
       for (const op of s.parser_ops) {
         const prm = op.parameters as { type?: string; value?: unknown }[];
         if (op.op === 'extract') {
-          const h = prm[0]?.type === 'stack' ? this.layout.stackByName.get(prm[0].value as string)?.headers[0] : this.layout.headerByName.get(prm[0]?.value as string)?.index;
+          const h =
+            prm[0]?.type === 'stack'
+              ? this.layout.stackByName.get(prm[0].value as string)?.headers[0]
+              : this.layout.headerByName.get(prm[0]?.value as string)?.index;
           cost += 1 + (h === undefined ? 0 : (this.layout.headers[h]?.fields.length ?? 0));
         } else {
           cost += 1;
@@ -238,7 +255,11 @@ class Estimator {
 
   pipeline(pl: Pipeline): number {
     const index = new Map<string, number>();
-    const names = [...pl.tables.map((t) => t.name), ...pl.conditionals.map((c) => c.name), ...(pl.action_calls ?? []).map((c) => c.name)];
+    const names = [
+      ...pl.tables.map((t) => t.name),
+      ...pl.conditionals.map((c) => c.name),
+      ...(pl.action_calls ?? []).map((c) => c.name),
+    ];
     names.forEach((n, i) => index.set(n, i));
     const at = (n: string | null | undefined): number => (n === null || n === undefined ? -1 : (index.get(n) ?? -1));
     const profiles = new Map<string, number>();
@@ -300,7 +321,10 @@ export function checkFrameCost(p: Program, layout: Layout, maxFrame: number): nu
   const total = parts.reduce((n, [, c]) => n + c, 0);
   if (total > MAX_FRAME_COST) {
     const [where, most] = parts.reduce((a, b) => (b[1] > a[1] ? b : a));
-    refuse(where, `a frame could cost about ${total} operations (${most} here); a program may cost at most ${MAX_FRAME_COST} per frame`);
+    refuse(
+      where,
+      `a frame could cost about ${total} operations (${most} here); a program may cost at most ${MAX_FRAME_COST} per frame`,
+    );
   }
   return total;
 }

@@ -69,7 +69,13 @@ export function csum16Plan(c: { algo: string; input: TypeValue[] }, ctx: ExprCon
       slot = f.slot;
       width = f.width;
     } else if (inp.type === 'hexstr') {
-      if (typeof inp.value !== 'string' || !/^0x[0-9a-fA-F]+$/.test(inp.value) || !inp.bitwidth || inp.bitwidth > MAX_WIDTH) return undefined;
+      if (
+        typeof inp.value !== 'string' ||
+        !/^0x[0-9a-fA-F]+$/.test(inp.value) ||
+        !inp.bitwidth ||
+        inp.bitwidth > MAX_WIDTH
+      )
+        return undefined;
       header = -1;
       width = inp.bitwidth;
       value = Number(hexToBig(inp.value) & ((1n << BigInt(width)) - 1n));
@@ -124,7 +130,12 @@ export function compileCsum16Num(c: { algo: string; input: TypeValue[] }, ctx: E
     const slots = Int32Array.from(single.slots);
     const muls = Float64Array.from(single.muls);
     const n = slots.length;
-    if (n <= 12 && Number.isSafeInteger(k) && single.slots.every(Number.isSafeInteger) && single.muls.every(Number.isSafeInteger)) {
+    if (
+      n <= 12 &&
+      Number.isSafeInteger(k) &&
+      single.slots.every(Number.isSafeInteger) &&
+      single.muls.every(Number.isSafeInteger)
+    ) {
       // generated: the slots, multipliers and constant written in as integers (nothing else from the program)
       let sum = '';
       for (let i = 0; i < n; i++) sum += ` + m[${slots[i]!}] * ${muls[i]!}`;
@@ -138,8 +149,12 @@ return ~s & 0xffff;
     }
     if (n <= 12) {
       // written out: up to 12 fields (IPv4 has 11), the rest padded with slot 0 times 0
-      const [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11] = Array.from({ length: 12 }, (_, i) => (i < n ? slots[i]! : 0));
-      const [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11] = Array.from({ length: 12 }, (_, i) => (i < n ? muls[i]! : 0));
+      const [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11] = Array.from({ length: 12 }, (_, i) =>
+        i < n ? slots[i]! : 0,
+      );
+      const [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11] = Array.from({ length: 12 }, (_, i) =>
+        i < n ? muls[i]! : 0,
+      );
       return (st) => {
         let s = k;
         if (st.valid[h] !== 0) {

@@ -63,7 +63,8 @@ const MAX_LOOKAHEAD_BITS = 1 << 20;
 const MAX_EXPRESSION_PATH = 256;
 
 export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Value {
-  if (path.length > MAX_EXPRESSION_PATH) refuse(path.slice(0, 8), `expression nested deeper than ${MAX_EXPRESSION_PATH} path elements`);
+  if (path.length > MAX_EXPRESSION_PATH)
+    refuse(path.slice(0, 8), `expression nested deeper than ${MAX_EXPRESSION_PATH} path elements`);
   if (tv === null || typeof tv !== 'object' || typeof (tv as TypeValue).type !== 'string') {
     refuse(path, 'expected a {type, value} object', tv);
   }
@@ -77,8 +78,10 @@ export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Val
       return f.wide ? (st) => st.big[slot]! : (st) => BigInt(st.num[slot]!);
     }
     case 'hexstr': {
-      if (typeof value !== 'string' || !/^-?0x[0-9a-fA-F]+$/.test(value)) refuse([...path, 'value'], 'not a hexstring', value);
-      if (value.replace(/^-?0x0*/, '').length * 4 > MAX_VALUE_BITS) refuse([...path, 'value'], `a constant wider than ${MAX_VALUE_BITS} bits`, value);
+      if (typeof value !== 'string' || !/^-?0x[0-9a-fA-F]+$/.test(value))
+        refuse([...path, 'value'], 'not a hexstring', value);
+      if (value.replace(/^-?0x0*/, '').length * 4 > MAX_VALUE_BITS)
+        refuse([...path, 'value'], `a constant wider than ${MAX_VALUE_BITS} bits`, value);
       const c = hexToBig(value);
       return () => c;
     }
@@ -97,16 +100,23 @@ export function compileValue(tv: unknown, ctx: ExprContext, path: JsonPath): Val
     }
     case 'lookahead': {
       if (!ctx.parser) refuse(path, 'lookahead outside a parser', tv);
-      if (!Array.isArray(value) || value.length !== 2 || !value.every((x) => Number.isInteger(x) && x >= 0) || value[1] === 0) {
+      if (
+        !Array.isArray(value) ||
+        value.length !== 2 ||
+        !value.every((x) => Number.isInteger(x) && x >= 0) ||
+        value[1] === 0
+      ) {
         refuse([...path, 'value'], 'lookahead must be [bit offset, bitwidth]', value);
       }
-      if (value[0] > MAX_LOOKAHEAD_BITS || value[1] > MAX_FIELD_BITS) refuse([...path, 'value'], `lookahead past ${MAX_LOOKAHEAD_BITS} bits or wider than ${MAX_FIELD_BITS}`, value);
+      if (value[0] > MAX_LOOKAHEAD_BITS || value[1] > MAX_FIELD_BITS)
+        refuse([...path, 'value'], `lookahead past ${MAX_LOOKAHEAD_BITS} bits or wider than ${MAX_FIELD_BITS}`, value);
       const [off, width] = value as [number, number];
       // a lookahead past the end reads as 0 here; the parser checks lengths before it uses one (see parser.ts)
       return (st) => peekBits(st.frame, st.offset * 8 + off, width) ?? 0n;
     }
     case 'register': {
-      if (!Array.isArray(value) || value.length !== 2) refuse([...path, 'value'], 'register must be [array, index expression]', value);
+      if (!Array.isArray(value) || value.length !== 2)
+        refuse([...path, 'value'], 'register must be [array, index expression]', value);
       const reg = ctx.registers?.get(value[0] as string);
       if (!reg) refuse([...path, 'value', 0], 'no such register array', value[0]);
       const idx = compileValue(value[1], ctx, [...path, 'value', 1]);
@@ -296,7 +306,8 @@ export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue |
   const e = value as ExpressionValue;
   if (e.op === 'valid') {
     const r = e.right as TypeValue | null;
-    const h = r && r.type === 'header' && typeof r.value === 'string' ? ctx.layout.headerByName.get(r.value) : undefined;
+    const h =
+      r && r.type === 'header' && typeof r.value === 'string' ? ctx.layout.headerByName.get(r.value) : undefined;
     if (!h) return undefined;
     const hi = h.index;
     return (st) => st.valid[hi]!;
@@ -316,7 +327,10 @@ export function compileNum(tv: unknown, ctx: ExprContext, depth = 0): NumValue |
   if (e.op === 'and' && lv >= 0) {
     // valid(h) and field <op> constant (a header's guard: valid(ipv4) and ttl > 0): one closure
     const rv = e.right as TypeValue | null;
-    const re = rv && rv.type === 'expression' && rv.value !== null && typeof rv.value === 'object' ? (rv.value as ExpressionValue) : undefined;
+    const re =
+      rv && rv.type === 'expression' && rv.value !== null && typeof rv.value === 'object'
+        ? (rv.value as ExpressionValue)
+        : undefined;
     const rs = re ? plainField(re.left, ctx) : -1;
     const rc = re ? constant(re.right) : undefined;
     if (re && rs >= 0 && rc !== undefined) {

@@ -9,7 +9,10 @@ const MAX_ARRAY_SIZE = 1 << 20;
 class CounterArray {
   readonly packets: Float64Array;
   readonly bytes: Float64Array;
-  constructor(readonly name: string, size: number) {
+  constructor(
+    readonly name: string,
+    size: number,
+  ) {
     this.packets = new Float64Array(size);
     this.bytes = new Float64Array(size);
   }
@@ -38,7 +41,12 @@ export class MeterArray {
   readonly last: Float64Array;
   /** Direct meters: the table they are bound to and the field that gets the color (resolved by the table). */
   direct: { binding: string; resultTarget: unknown; index: number } | undefined;
-  constructor(readonly name: string, readonly size: number, readonly bytesMode: boolean, readonly now: () => number) {
+  constructor(
+    readonly name: string,
+    readonly size: number,
+    readonly bytesMode: boolean,
+    readonly now: () => number,
+  ) {
     this.rates = new Float64Array(size * 4).fill(NaN);
     this.tokens = new Float64Array(size * 2);
     this.last = new Float64Array(size);
@@ -77,7 +85,11 @@ export class MeterArray {
 class RegisterArray {
   readonly cells: bigint[];
   readonly mask: bigint;
-  constructor(readonly name: string, size: number, readonly bitwidth: number) {
+  constructor(
+    readonly name: string,
+    size: number,
+    readonly bitwidth: number,
+  ) {
     this.cells = new Array<bigint>(size).fill(0n);
     this.mask = (1n << BigInt(bitwidth)) - 1n;
   }
@@ -96,11 +108,13 @@ export class Externs {
     });
     p.meter_arrays.forEach((m, i) => {
       if (m.size > MAX_ARRAY_SIZE) refuse(['meter_arrays', i, 'size'], `larger than ${MAX_ARRAY_SIZE}`, m.size);
-      if (m.rate_count !== 2) refuse(['meter_arrays', i, 'rate_count'], 'only 2-rate meters are supported', m.rate_count);
+      if (m.rate_count !== 2)
+        refuse(['meter_arrays', i, 'rate_count'], 'only 2-rate meters are supported', m.rate_count);
       const ma = new MeterArray(m.name, m.size, m.type === 'bytes', now);
       if (m.is_direct) {
         if (!m.binding) refuse(['meter_arrays', i, 'binding'], 'a direct meter names its table', null);
-        if (!m.result_target) refuse(['meter_arrays', i, 'result_target'], 'a direct meter names its result field', null);
+        if (!m.result_target)
+          refuse(['meter_arrays', i, 'result_target'], 'a direct meter names its result field', null);
         ma.direct = { binding: m.binding, resultTarget: m.result_target, index: i };
       }
       this.meters.set(m.name, ma);

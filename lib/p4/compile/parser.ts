@@ -13,7 +13,6 @@ import { Layout, NARROW_BITS } from '../program/layout';
 import { PacketState, ParserError } from '../frame/packet-state';
 import { declareVsets, MAX_VSET_MASKS, ValueSet, VsetView } from './vsets';
 
-
 /** Parse states one frame may pass through (loops end here). */
 export const MAX_PARSE_STEPS = 64;
 export const ACCEPT = -1;
@@ -29,7 +28,6 @@ export interface ParseVsets {
 }
 
 export type CompiledParser = (st: PacketState) => number;
-
 
 /** Reads `width` (<= 32) bits at bit offset `bit` of `buf` as a number; the caller checked the length. */
 function peekNum(buf: Buffer, bit: number, width: number): number {
@@ -67,15 +65,18 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
       // Each parameter is an object {type, value}: a null or a number here would
       // otherwise reach a property read below (found by the p4 fuzz target).
       params.forEach((p, i) => {
-        if (typeof p !== 'object' || p === null || Array.isArray(p)) refuse([...opPath, 'parameters', i], 'a parameter is an object {type, value}', p);
+        if (typeof p !== 'object' || p === null || Array.isArray(p))
+          refuse([...opPath, 'parameters', i], 'a parameter is an object {type, value}', p);
       });
       switch (op.op) {
         case 'extract': {
           const prm = params[0];
-          if (params.length !== 1 || !prm) refuse([...opPath, 'parameters'], 'extract takes one parameter', op.parameters);
+          if (params.length !== 1 || !prm)
+            refuse([...opPath, 'parameters'], 'extract takes one parameter', op.parameters);
           if (prm.type === 'regular') {
             const h = layout.header(prm.value, [...opPath, 'parameters', 0, 'value']);
-            if (h.metadata) refuse([...opPath, 'parameters', 0, 'value'], 'cannot extract a metadata header', prm.value);
+            if (h.metadata)
+              refuse([...opPath, 'parameters', 0, 'value'], 'cannot extract a metadata header', prm.value);
             return extracts[h.index]!;
           }
           if (prm.type === 'stack') {
@@ -134,13 +135,25 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
     });
 
     // transition key: each part byte-padded, concatenated (JSON_format.md)
-    type KeyPart = { v: Value; n: ((st: PacketState) => number) | undefined; slot: number; bytes: number; lookBits: number };
+    type KeyPart = {
+      v: Value;
+      n: ((st: PacketState) => number) | undefined;
+      slot: number;
+      bytes: number;
+      lookBits: number;
+    };
     const keyParts: KeyPart[] = s.transition_key.map((k, ki) => {
       const kp: JsonPath = [...sp, 'transition_key', ki];
       if (k.type === 'field') {
         const f = layout.field(k.value, [...kp, 'value']);
         const slot = f.slot;
-        return { v: compileValue(k, ctx, kp), n: f.wide ? undefined : (st: PacketState) => st.num[slot]!, slot: f.wide ? -1 : slot, bytes: Math.ceil(f.width / 8), lookBits: 0 };
+        return {
+          v: compileValue(k, ctx, kp),
+          n: f.wide ? undefined : (st: PacketState) => st.num[slot]!,
+          slot: f.wide ? -1 : slot,
+          bytes: Math.ceil(f.width / 8),
+          lookBits: 0,
+        };
       }
       if (k.type === 'lookahead') {
         const lv = k.value as [number, number];
@@ -165,7 +178,8 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
         if (n === undefined) refuse([...tp, 'next_state'], 'no such parse state', t.next_state);
         next = n;
       }
-      if (t.mask !== null && t.mask !== undefined && !/^0x[0-9a-fA-F]+$/.test(t.mask)) refuse([...tp, 'mask'], 'not a hexstring', t.mask);
+      if (t.mask !== null && t.mask !== undefined && !/^0x[0-9a-fA-F]+$/.test(t.mask))
+        refuse([...tp, 'mask'], 'not a hexstring', t.mask);
       const mask = t.mask === null || t.mask === undefined ? null : hexToBig(t.mask);
       if (kind === 'default') return { kind: 0, value: 0n, mask: null, next };
       if (kind === 'parse_vset') {
@@ -182,23 +196,34 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
     });
 
     // The number path: a key of at most 32 bits, or at most 48 without masks.
-    const numeric = keyParts.every((k) => k.n !== undefined) && (keyBits <= NARROW_BITS || (keyBits <= 48 && arms.every((a) => a.mask === null)));
+    const numeric =
+      keyParts.every((k) => k.n !== undefined) &&
+      (keyBits <= NARROW_BITS || (keyBits <= 48 && arms.every((a) => a.mask === null)));
     if (numeric) {
       const parts = keyParts.map((k) => ({ n: k.n!, mul: POW2[k.bytes * 8]! }));
       // a masked value arm compares (key & mask) with (value & mask), both below 2^32 here; one whose
       // (value & mask) has higher bits never matches (kind 3)
-      const kinds = Uint8Array.from(arms, (a) => (a.kind === 1 && a.mask !== null && (a.value & a.mask) >> 32n !== 0n ? 3 : a.kind));
+      const kinds = Uint8Array.from(arms, (a) =>
+        a.kind === 1 && a.mask !== null && (a.value & a.mask) >> 32n !== 0n ? 3 : a.kind,
+      );
       const values = Float64Array.from(arms, (a) => Number(a.mask === null ? a.value : a.value & a.mask));
       const masks = Int32Array.from(arms, (a) => (a.mask === null ? 0 : Number(a.mask & 0xffffffffn) | 0));
       const masked = Uint8Array.from(arms, (a) => (a.mask === null ? 0 : 1));
       const nexts = Int32Array.from(arms, (a) => a.next);
       const views = arms.map((a) => a.vset);
       // The common state: extracts, then one key part (a field) against plain values, or no key at all.
-      const simple = keyParts.length <= 1 && lookNeed === 0 && arms.every((a) => a.kind === 0 || (a.kind === 1 && a.mask === null));
+      const simple =
+        keyParts.length <= 1 && lookNeed === 0 && arms.every((a) => a.kind === 0 || (a.kind === 1 && a.mask === null));
       if (simple) {
         const [op0, op1] = ops;
         const run: (st: PacketState) => boolean =
-          ops.length === 0 ? () => true : ops.length === 1 ? op0! : ops.length === 2 ? (st) => op0!(st) && op1!(st) : (st) => ops.every((o) => o(st));
+          ops.length === 0
+            ? () => true
+            : ops.length === 1
+              ? op0!
+              : ops.length === 2
+                ? (st) => op0!(st) && op1!(st)
+                : (st) => ops.every((o) => o(st));
         const dflt = arms.findIndex((a) => a.kind === 0);
         const n = dflt < 0 ? arms.length : dflt; // value arms before the default
         const vals = values.subarray(0, n);
@@ -245,7 +270,7 @@ export function compileParser(p: Program, layout: Layout, vsets: ParseVsets): Co
           const kind = kinds[i]!;
           if (kind === 0) return nexts[i]!;
           if (kind === 1) {
-            if (masked[i] === 0 ? key === values[i] : ((key & masks[i]!) >>> 0) === values[i]) return nexts[i]!;
+            if (masked[i] === 0 ? key === values[i] : (key & masks[i]!) >>> 0 === values[i]) return nexts[i]!;
           } else if (kind === 2) {
             // one probe of the set's view under this arm's mask (numbers: the key is below 2^48)
             if (views[i]!.num.has(masked[i] === 0 ? key : (key & masks[i]!) >>> 0)) return nexts[i]!;

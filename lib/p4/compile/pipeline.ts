@@ -44,8 +44,12 @@ export function compilePipeline(
   pl.conditionals.forEach((c, i) => addName(c.name, [...path, 'conditionals', i, 'name']));
   (pl.action_calls ?? []).forEach((c, i) => addName(c.name, [...path, 'action_calls', i, 'name']));
   (pl.action_profiles ?? []).forEach((ap, i) => {
-    if (profilesOut.has(ap.name)) refuse([...path, 'action_profiles', i, 'name'], 'duplicate action profile name', ap.name);
-    profilesOut.set(ap.name, new ActionProfile(ap, [...path, 'action_profiles', i], { ...ctx, runtimeData: 0, parser: false }));
+    if (profilesOut.has(ap.name))
+      refuse([...path, 'action_profiles', i, 'name'], 'duplicate action profile name', ap.name);
+    profilesOut.set(
+      ap.name,
+      new ActionProfile(ap, [...path, 'action_profiles', i], { ...ctx, runtimeData: 0, parser: false }),
+    );
   });
 
   const next = (n: string | null | undefined, p: JsonPath): number => {

@@ -82,7 +82,8 @@ export function declareVsets(p: Program): Map<string, ValueSet> {
   p.parse_vsets.forEach((d, i) => {
     const path: JsonPath = ['parse_vsets', i];
     if (sets.has(d.name)) refuse([...path, 'name'], 'duplicate parse value set name', d.name);
-    if (d.max_size !== undefined && d.max_size > MAX_VSET_SIZE) refuse([...path, 'max_size'], `larger than ${MAX_VSET_SIZE}`, d.max_size);
+    if (d.max_size !== undefined && d.max_size > MAX_VSET_SIZE)
+      refuse([...path, 'max_size'], `larger than ${MAX_VSET_SIZE}`, d.max_size);
     sets.set(d.name, new ValueSet(d.name, d.compressed_bitwidth, vsetLimit(d.max_size)));
   });
   return sets;

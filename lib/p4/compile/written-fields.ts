@@ -6,7 +6,20 @@ import type { FieldInfo, Layout } from '../program/layout';
 import type { Program } from '../program/schema';
 
 /** Primitives that write no field (their field operands are only read; remove_header changes only validity). */
-const READ_ONLY_PRIMITIVES = new Set(['count', 'register_write', 'generate_digest', 'log_msg', 'drop', 'mark_to_drop', 'mark_for_drop', 'exit', 'no_op', '_jump', '_jump_if_zero', 'remove_header']);
+const READ_ONLY_PRIMITIVES = new Set([
+  'count',
+  'register_write',
+  'generate_digest',
+  'log_msg',
+  'drop',
+  'mark_to_drop',
+  'mark_for_drop',
+  'exit',
+  'no_op',
+  '_jump',
+  '_jump_if_zero',
+  'remove_header',
+]);
 
 /**
  * The fields the program may write, over-approximated: every field operand

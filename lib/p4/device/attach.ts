@@ -27,7 +27,6 @@ import { runCommands } from '../engine/commands';
 import { P4Segment } from './segment';
 import { P4WqeFilter, wqeProgram } from './wqe';
 
-
 interface P4CliOptions {
   p4?: boolean;
   program?: string;
@@ -47,14 +46,18 @@ interface P4Setup {
 type P4SetupResult = { ok: true; value: P4Setup | null } | { ok: false; error: string };
 
 /** Checks and loads the --p4 options; value null when none was given (no engine). Errors are one line. */
-export function p4FromCli(o: P4CliOptions, read: (file: string) => string = (f) => fs.readFileSync(f, 'utf8')): P4SetupResult {
+export function p4FromCli(
+  o: P4CliOptions,
+  read: (file: string) => string = (f) => fs.readFileSync(f, 'utf8'),
+): P4SetupResult {
   const given = o.p4 === true || o.program !== undefined || o.commands !== undefined || o.guestScope !== undefined;
   if (!given) return { ok: true, value: null };
   const scope = o.guestScope ?? 'none';
   if (!(P4_GUEST_SCOPES as readonly string[]).includes(scope)) {
     return { ok: false, error: `--p4-guest-scope ${scope}: not a scope (available: ${P4_GUEST_SCOPES.join(', ')})` };
   }
-  if (o.commands !== undefined && o.program === undefined) return { ok: false, error: `--p4-commands ${o.commands}: needs --p4-program (table entries need a program)` };
+  if (o.commands !== undefined && o.program === undefined)
+    return { ok: false, error: `--p4-commands ${o.commands}: needs --p4-program (table entries need a program)` };
   let engine: P4Engine | null = null;
   if (o.program !== undefined) {
     let text: string;
@@ -153,7 +156,12 @@ export class P4Attachment implements P4EngineSlot {
  * `scope`. With no program every frame and WQE passes until a guest with
  * scope `program` loads one.
  */
-export function attachP4(device: IonicDevice, engine: P4Engine | null, scope: P4GuestScope = 'none', programPath: string | null = null): P4Attachment {
+export function attachP4(
+  device: IonicDevice,
+  engine: P4Engine | null,
+  scope: P4GuestScope = 'none',
+  programPath: string | null = null,
+): P4Attachment {
   return new P4Attachment(device, engine, scope, programPath);
 }
 

@@ -107,7 +107,10 @@ export class P4Control implements P4DeviceControl {
   readonly stats = { commands: 0, refused: 0, loads: 0 };
   #text = Buffer.alloc(P4_MAX_COMMAND_BYTES);
 
-  constructor(private readonly slot: P4EngineSlot, readonly scope: P4GuestScope) {
+  constructor(
+    private readonly slot: P4EngineSlot,
+    readonly scope: P4GuestScope,
+  ) {
     this.#level = P4_GUEST_SCOPES.indexOf(scope);
     this.advertised = this.#level > 0;
   }
@@ -122,10 +125,14 @@ export class P4Control implements P4DeviceControl {
   #run(opcode: number, cmd: Buffer, comp: Buffer, data: Buffer | null, mem: GuestMemory | undefined): number {
     if (this.#level === 0) return Status.EOPCODE;
     switch (opcode) {
-      case P4Opcode.IDENTIFY: return this.#identify(comp, data);
-      case P4Opcode.COMMAND: return this.#command(cmd, comp, data, mem);
-      case P4Opcode.LOAD: return this.#level < 3 ? Status.EPERM : this.#load(cmd, data, mem);
-      default: return Status.EOPCODE;
+      case P4Opcode.IDENTIFY:
+        return this.#identify(comp, data);
+      case P4Opcode.COMMAND:
+        return this.#command(cmd, comp, data, mem);
+      case P4Opcode.LOAD:
+        return this.#level < 3 ? Status.EPERM : this.#load(cmd, data, mem);
+      default:
+        return Status.EOPCODE;
     }
   }
 
@@ -259,18 +266,22 @@ export const P4_GUEST_LIMITS = { headers: 256, fields: 4096, nodes: 256, states:
 function overBudget(json: unknown): string | null {
   if (typeof json !== 'object' || json === null) return null; // the loader refuses it with its path
   let cells = 0;
-  for (const k of ['counter_arrays', 'meter_arrays', 'register_arrays']) for (const a of list(json, k)) cells += count(a, 'size');
-  if (cells > P4_GUEST_MAX_CELLS) return `counter, meter and register arrays of ${cells} cells: a guest's program may have at most ${P4_GUEST_MAX_CELLS}`;
+  for (const k of ['counter_arrays', 'meter_arrays', 'register_arrays'])
+    for (const a of list(json, k)) cells += count(a, 'size');
+  if (cells > P4_GUEST_MAX_CELLS)
+    return `counter, meter and register arrays of ${cells} cells: a guest's program may have at most ${P4_GUEST_MAX_CELLS}`;
   let tables = 0;
   let profiles = 0;
   let nodes = 0;
   for (const pl of list(json, 'pipelines')) {
     for (const t of list(pl, 'tables')) tables += count(t, 'max_size');
-    for (const ap of list(pl, 'action_profiles')) profiles += count(ap, 'max_size') * (own(ap, 'selector') === undefined ? 1 : 2);
+    for (const ap of list(pl, 'action_profiles'))
+      profiles += count(ap, 'max_size') * (own(ap, 'selector') === undefined ? 1 : 2);
     nodes += list(pl, 'tables').length + list(pl, 'conditionals').length + list(pl, 'action_calls').length;
   }
   let vsets = 0;
-  for (const v of list(json, 'parse_vsets')) vsets += own(v, 'max_size') === undefined ? vsetLimit(undefined) : count(v, 'max_size') || vsetLimit(0);
+  for (const v of list(json, 'parse_vsets'))
+    vsets += own(v, 'max_size') === undefined ? vsetLimit(undefined) : count(v, 'max_size') || vsetLimit(0);
   const entries = tables + profiles + vsets;
   if (entries > P4_GUEST_MAX_TABLE_ENTRIES) {
     return `${entries} entries in all (tables ${tables}, action profile members and groups ${profiles}, parse value sets ${vsets}): a guest's program may have at most ${P4_GUEST_MAX_TABLE_ENTRIES}`;
@@ -292,7 +303,8 @@ function overBudget(json: unknown): string | null {
   const have = { headers: list(json, 'headers').length, fields, nodes, states, primitives };
   for (const [k, limit] of Object.entries(P4_GUEST_LIMITS)) {
     const n = have[k as keyof typeof have];
-    if (n > limit) return `${n} ${k === 'nodes' ? 'tables, conditionals and action calls' : k === 'primitives' ? 'primitives and parser operations' : k}: a guest's program may have at most ${limit}`;
+    if (n > limit)
+      return `${n} ${k === 'nodes' ? 'tables, conditionals and action calls' : k === 'primitives' ? 'primitives and parser operations' : k}: a guest's program may have at most ${limit}`;
   }
   return null;
 }

@@ -48,7 +48,14 @@ function spec(bytes: number, exp: number, man: number, ieee: boolean, nan: numbe
   const allOnes = signBit - 1;
   const expOnes = (2 ** exp - 1) * 2 ** man;
   return {
-    bytes, man, exp, bias, ieee, nan, canSaturate, signBit,
+    bytes,
+    man,
+    exp,
+    bias,
+    ieee,
+    nan,
+    canSaturate,
+    signBit,
     inf: ieee ? expOnes : allOnes,
     maxFinite: ieee ? expOnes - 1 : allOnes - 1,
   };
@@ -144,11 +151,16 @@ function table(f: NumFormat): Float64Array {
 /** Reads one element of format `f` from `b` (little-endian). */
 export function readElement(f: NumFormat, b: Buffer, at: number): number {
   switch (f) {
-    case NumFormat.E4M3: return E4M3_VALUES[b[at]!]!;
-    case NumFormat.E5M2: return E5M2_VALUES[b[at]!]!;
-    case NumFormat.FP16: return decodeValue(f, b.readUInt16LE(at));
-    case NumFormat.BF16: return decodeValue(f, b.readUInt16LE(at));
-    default: return b.readFloatLE(at);
+    case NumFormat.E4M3:
+      return E4M3_VALUES[b[at]!]!;
+    case NumFormat.E5M2:
+      return E5M2_VALUES[b[at]!]!;
+    case NumFormat.FP16:
+      return decodeValue(f, b.readUInt16LE(at));
+    case NumFormat.BF16:
+      return decodeValue(f, b.readUInt16LE(at));
+    default:
+      return b.readFloatLE(at);
   }
 }
 
@@ -157,10 +169,16 @@ export function writeElement(f: NumFormat, b: Buffer, at: number, v: number, sat
   const code = encodeValue(f, v, saturate);
   switch (f) {
     case NumFormat.E4M3:
-    case NumFormat.E5M2: b[at] = code; break;
+    case NumFormat.E5M2:
+      b[at] = code;
+      break;
     case NumFormat.FP16:
-    case NumFormat.BF16: b.writeUInt16LE(code, at); break;
-    default: b.writeUInt32LE(code, at); break;
+    case NumFormat.BF16:
+      b.writeUInt16LE(code, at);
+      break;
+    default:
+      b.writeUInt32LE(code, at);
+      break;
   }
 }
 
@@ -181,7 +199,8 @@ export function addTable(src: NumFormat, dst: NumFormat, saturate: boolean): Uin
     t = new Uint8Array(65536);
     const sv = src === NumFormat.E4M3 ? E4M3_VALUES : E5M2_VALUES;
     const dv = dst === NumFormat.E4M3 ? E4M3_VALUES : E5M2_VALUES;
-    for (let d = 0; d < 256; d++) for (let s = 0; s < 256; s++) t[(d << 8) | s] = encodeValue(dst, dv[d]! + sv[s]!, saturate);
+    for (let d = 0; d < 256; d++)
+      for (let s = 0; s < 256; s++) t[(d << 8) | s] = encodeValue(dst, dv[d]! + sv[s]!, saturate);
     addTables.set(key, t);
   }
   return t;

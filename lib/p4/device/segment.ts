@@ -41,7 +41,16 @@ interface P4SegmentStats {
 }
 
 export class P4Segment implements FrameEndpoint {
-  readonly stats: P4SegmentStats = { fromGuest: 0, fromHost: 0, dropped: 0, toHost: 0, toHostErrors: 0, toGuest: 0, passed: 0, unknownPort: 0 };
+  readonly stats: P4SegmentStats = {
+    fromGuest: 0,
+    fromHost: 0,
+    dropped: 0,
+    toHost: 0,
+    toHostErrors: 0,
+    toGuest: 0,
+    passed: 0,
+    unknownPort: 0,
+  };
   readonly guestPort: number;
   readonly hostPort: number;
 
@@ -81,7 +90,14 @@ export class P4Segment implements FrameEndpoint {
     const out = r.frame;
     const dropped = r.dropped || !out;
     // multicast: both sides but the one the frame came from (the other one; none if both are one port)
-    const port = r.multicastGroup === 0 ? r.egressPort : this.guestPort === this.hostPort ? NO_PORT : inPort === this.guestPort ? this.hostPort : this.guestPort;
+    const port =
+      r.multicastGroup === 0
+        ? r.egressPort
+        : this.guestPort === this.hostPort
+          ? NO_PORT
+          : inPort === this.guestPort
+            ? this.hostPort
+            : this.guestPort;
     if (digests.length > 0) this.opts.onDigest?.(digests);
     if (dropped) {
       this.stats.dropped++;

@@ -56,14 +56,43 @@ const ERNIC_WQE_HEADER = 'ernic_wqe';
 
 /** Field names and widths of `ernic_wqe_t`, in order (44 bytes). */
 const ERNIC_WQE_FIELDS: readonly (readonly [string, number])[] = [
-  ['verb', 8], ['qp_type', 8], ['flags', 8], ['sge_count', 8], ['qpn', 32], ['dest_qpn', 32], ['pd', 32], ['length', 32],
-  ['lkey', 32], ['rkey', 32], ['remote_va', 64], ['imm', 32], ['op', 8], ['src_fmt', 8], ['dst_fmt', 8], ['op_flags', 8],
+  ['verb', 8],
+  ['qp_type', 8],
+  ['flags', 8],
+  ['sge_count', 8],
+  ['qpn', 32],
+  ['dest_qpn', 32],
+  ['pd', 32],
+  ['length', 32],
+  ['lkey', 32],
+  ['rkey', 32],
+  ['remote_va', 64],
+  ['imm', 32],
+  ['op', 8],
+  ['src_fmt', 8],
+  ['dst_fmt', 8],
+  ['op_flags', 8],
 ];
 
 /** Byte offsets of the `ernic_wqe` header (big-endian fields). */
 const ernic_wqe = {
-  verb: 0, qp_type: 1, flags: 2, sge_count: 3, qpn: 4, dest_qpn: 8, pd: 12, length: 16, lkey: 20, rkey: 24, remote_va: 28,
-  imm: 36, op: 40, src_fmt: 41, dst_fmt: 42, op_flags: 43, SIZE: 44,
+  verb: 0,
+  qp_type: 1,
+  flags: 2,
+  sge_count: 3,
+  qpn: 4,
+  dest_qpn: 8,
+  pd: 12,
+  length: 16,
+  lkey: 20,
+  rkey: 24,
+  remote_va: 28,
+  imm: 36,
+  op: 40,
+  src_fmt: 41,
+  dst_fmt: 42,
+  op_flags: 43,
+  SIZE: 44,
 } as const;
 
 /** ernic_wqe.flags bits. */
@@ -123,7 +152,13 @@ interface P4WqeStats {
   elements: number;
 }
 
-const RDMA_VERBS = new Set<number>([SendVerb.RDMA_READ, SendVerb.RDMA_WRITE, SendVerb.RDMA_WRITE_IMM, SendVerb.ATOMIC_CS, SendVerb.ATOMIC_FA]);
+const RDMA_VERBS = new Set<number>([
+  SendVerb.RDMA_READ,
+  SendVerb.RDMA_WRITE,
+  SendVerb.RDMA_WRITE_IMM,
+  SendVerb.ATOMIC_CS,
+  SendVerb.ATOMIC_FA,
+]);
 const IMM_VERBS = new Set<number>([SendVerb.SEND_IMM, SendVerb.SEND_INV, SendVerb.RDMA_WRITE_IMM]);
 const TWO_32 = 0x100000000;
 
@@ -156,7 +191,13 @@ export class P4WqeFilter implements SendFilter {
       this.stats.passed++;
       return SEND_FILTER_PASS;
     }
-    const st = this.#extern(x, op, out![ernic_wqe.src_fmt]!, out![ernic_wqe.dst_fmt]!, (out![ernic_wqe.op_flags]! & WQE_OP_SATURATE) !== 0);
+    const st = this.#extern(
+      x,
+      op,
+      out![ernic_wqe.src_fmt]!,
+      out![ernic_wqe.dst_fmt]!,
+      (out![ernic_wqe.op_flags]! & WQE_OP_SATURATE) !== 0,
+    );
     if (st !== IonicStatus.OK) this.stats.refused++;
     return st;
   }
@@ -168,7 +209,11 @@ export class P4WqeFilter implements SendFilter {
     const E = ernic_wqe;
     d[E.verb] = w.verb;
     d[E.qp_type] = x.qp.type & 0xff;
-    d[E.flags] = (w.signaled ? WqeFlag.SIGNALED : 0) | (w.solicited ? WqeFlag.SOLICITED : 0) | (w.fence ? WqeFlag.FENCE : 0) | (w.inline ? WqeFlag.INLINE : 0);
+    d[E.flags] =
+      (w.signaled ? WqeFlag.SIGNALED : 0) |
+      (w.solicited ? WqeFlag.SOLICITED : 0) |
+      (w.fence ? WqeFlag.FENCE : 0) |
+      (w.inline ? WqeFlag.INLINE : 0);
     d[E.sge_count] = w.inline ? 0 : w.sgeCount & 0xff;
     d.writeUInt32BE(x.qp.id >>> 0, E.qpn);
     d.writeUInt32BE((x.datagram ? w.ud.destQpn : x.qp.attrs.destQpn) >>> 0, E.dest_qpn);
@@ -197,11 +242,12 @@ export class P4WqeFilter implements SendFilter {
       if (!isFp8(srcFmt) || !isFp8(dstFmt)) return IonicStatus.LOCAL_QP_OPER;
     } else if (op !== WqeOp.CONVERT) return IonicStatus.LOCAL_QP_OPER;
     const len = messageLength(w);
-    if (len % sb !== 0 || len > (sb === 4 ? P4_EXTERN_MAX_FP32_BYTES : P4_EXTERN_MAX_BYTES)) return IonicStatus.LOCAL_LEN;
+    if (len % sb !== 0 || len > (sb === 4 ? P4_EXTERN_MAX_FP32_BYTES : P4_EXTERN_MAX_BYTES))
+      return IonicStatus.LOCAL_LEN;
     if (!w.inline) {
       for (let i = 0; i < w.sgeCount; i++) {
         const g = w.sges[i]!;
-        if (g.len > 0 && (g.lkey >>> 0) === 0) return IonicStatus.LOCAL_PROT;
+        if (g.len > 0 && g.lkey >>> 0 === 0) return IonicStatus.LOCAL_PROT;
       }
     }
     const n = len / sb;
@@ -220,7 +266,17 @@ export class P4WqeFilter implements SendFilter {
    * buffers, CHUNK elements at a time: by lookup table (./fp8.ts) from 8- and
    * 16-bit sources, by encodeValue from FP32.
    */
-  #apply(add: boolean, sf: NumFormat, df: NumFormat, sat: boolean, src: readonly Buffer[], dst: readonly Buffer[], n: number, sb: number, db: number): void {
+  #apply(
+    add: boolean,
+    sf: NumFormat,
+    df: NumFormat,
+    sat: boolean,
+    src: readonly Buffer[],
+    dst: readonly Buffer[],
+    n: number,
+    sb: number,
+    db: number,
+  ): void {
     const a = this.#a;
     const b = this.#b;
     const sum = add ? addTable(sf, df, sat) : null;

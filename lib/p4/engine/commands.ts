@@ -29,7 +29,8 @@ type CommandResult = { ok: true; output: string; handle?: number } | { ok: false
 const MAX_COMMAND_LENGTH = 4096;
 
 const fail = (error: string): CommandResult => ({ ok: false, error });
-const ok = (output = '', handle?: number): CommandResult => (handle === undefined ? { ok: true, output } : { ok: true, output, handle });
+const ok = (output = '', handle?: number): CommandResult =>
+  handle === undefined ? { ok: true, output } : { ok: true, output, handle };
 
 /** Parses one value token into a bigint no wider than `width` bits; undefined if malformed or too wide. */
 function parseValue(tok: string, width: number): bigint | undefined {
@@ -61,7 +62,8 @@ function actionData(a: CompiledAction, toks: string[]): bigint[] | string {
   const out: bigint[] = [];
   for (let i = 0; i < toks.length; i++) {
     const v = parseValue(toks[i]!, a.params[i]!.bitwidth);
-    if (v === undefined) return `bad value ${JSON.stringify(toks[i])} for ${a.params[i]!.name} (${a.params[i]!.bitwidth} bits)`;
+    if (v === undefined)
+      return `bad value ${JSON.stringify(toks[i])} for ${a.params[i]!.name} (${a.params[i]!.bitwidth} bits)`;
     out.push(v);
   }
   return out;
@@ -115,10 +117,12 @@ function tableAdd(engine: P4Engine, args: string[], o: CommandOptions): CommandR
   const arrow = rest.indexOf('=>');
   const keyToks = arrow < 0 ? rest : rest.slice(0, arrow);
   let dataToks = arrow < 0 ? [] : rest.slice(arrow + 1);
-  if (keyToks.length !== t.keys.length) return fail(`table ${t.name} has ${t.keys.length} key parts, got ${keyToks.length}`);
+  if (keyToks.length !== t.keys.length)
+    return fail(`table ${t.name} has ${t.keys.length} key parts, got ${keyToks.length}`);
   let priority = 0;
   if (t.needsPriority) {
-    if (dataToks.length !== a.params.length + 1) return fail(`table ${t.name} needs a priority after ${a.params.length} action parameters`);
+    if (dataToks.length !== a.params.length + 1)
+      return fail(`table ${t.name} needs a priority after ${a.params.length} action parameters`);
     const p = dataToks[dataToks.length - 1]!;
     if (!/^\d{1,9}$/.test(p)) return fail(`bad priority ${JSON.stringify(p)}`);
     priority = Number(p);
@@ -150,11 +154,15 @@ function tableIndirectAdd(engine: P4Engine, args: string[], group: boolean, o: C
   if (arrow < 0) return fail('missing "=>"');
   const keyToks = rest.slice(0, arrow);
   const after = rest.slice(arrow + 1);
-  if (keyToks.length !== t.keys.length) return fail(`table ${t.name} has ${t.keys.length} key parts, got ${keyToks.length}`);
-  if (after.length !== (t.needsPriority ? 2 : 1)) return fail(t.needsPriority ? 'want a handle and a priority after "=>"' : 'want one handle after "=>"');
-  if (!after.every((x) => /^\d{1,9}$/.test(x))) return fail(`bad handle or priority ${JSON.stringify(after.join(' '))}`);
+  if (keyToks.length !== t.keys.length)
+    return fail(`table ${t.name} has ${t.keys.length} key parts, got ${keyToks.length}`);
+  if (after.length !== (t.needsPriority ? 2 : 1))
+    return fail(t.needsPriority ? 'want a handle and a priority after "=>"' : 'want one handle after "=>"');
+  if (!after.every((x) => /^\d{1,9}$/.test(x)))
+    return fail(`bad handle or priority ${JSON.stringify(after.join(' '))}`);
   const ref = Number(after[0]);
-  if (group ? !ap.groups.has(ref) : !ap.members.has(ref)) return fail(`action profile ${ap.name} has no ${group ? 'group' : 'member'} ${ref}`);
+  if (group ? !ap.groups.has(ref) : !ap.members.has(ref))
+    return fail(`action profile ${ap.name} has no ${group ? 'group' : 'member'} ${ref}`);
   const key: MatchSpec[] = [];
   for (let i = 0; i < keyToks.length; i++) {
     const s = keySpec(t, i, keyToks[i]!);
@@ -188,7 +196,8 @@ function profileCommand(engine: P4Engine, cmd: string, args: string[], o: Comman
     return typeof h === 'string' ? fail(h) : ok(`Group has been created with handle ${h}`, h);
   }
   const [m, g] = [args[1], args[2]];
-  if (m === undefined || g === undefined || !/^\d{1,9}$/.test(m) || !/^\d{1,9}$/.test(g)) return fail('want MEMBER GROUP');
+  if (m === undefined || g === undefined || !/^\d{1,9}$/.test(m) || !/^\d{1,9}$/.test(g))
+    return fail('want MEMBER GROUP');
   const why = ap.checkAddToGroup(Number(m), Number(g)) ?? room(engine, o);
   if (why) return fail(why);
   const err = ap.addToGroup(Number(m), Number(g));
@@ -209,7 +218,8 @@ function tableSetDefault(engine: P4Engine, args: string[]): CommandResult {
 }
 
 function index(tok: string | undefined, size: number): number | string {
-  if (tok === undefined || !/^\d{1,9}$/.test(tok) || Number(tok) >= size) return `bad index ${JSON.stringify(tok ?? '')} (size ${size})`;
+  if (tok === undefined || !/^\d{1,9}$/.test(tok) || Number(tok) >= size)
+    return `bad index ${JSON.stringify(tok ?? '')} (size ${size})`;
   return Number(tok);
 }
 
@@ -232,7 +242,10 @@ function room(engine: P4Engine, o: CommandOptions): string | undefined {
 /** Runs one command line against the engine. */
 export function runCommand(engine: P4Engine, line: string, o: CommandOptions = {}): CommandResult {
   if (line.length > MAX_COMMAND_LENGTH) return fail(`command longer than ${MAX_COMMAND_LENGTH} characters`);
-  const toks = line.trim().split(/\s+/).filter((x) => x !== '');
+  const toks = line
+    .trim()
+    .split(/\s+/)
+    .filter((x) => x !== '');
   const [cmd, ...args] = toks;
   switch (cmd) {
     case undefined:
@@ -305,7 +318,10 @@ export function runCommand(engine: P4Engine, line: string, o: CommandOptions = {
       let i: number | string;
       if (m.direct) {
         // a direct meter is addressed by the entry handle of its table
-        const e = args[1] !== undefined && /^\d{1,9}$/.test(args[1]) ? engine.tables.get(m.direct.binding)?.entries.get(Number(args[1])) : undefined;
+        const e =
+          args[1] !== undefined && /^\d{1,9}$/.test(args[1])
+            ? engine.tables.get(m.direct.binding)?.entries.get(Number(args[1]))
+            : undefined;
         i = e ? e.slot : `table ${m.direct.binding} has no entry ${JSON.stringify(args[1] ?? '')}`;
       } else i = index(args[1], m.size);
       if (typeof i === 'string') return fail(i);
@@ -347,7 +363,11 @@ export function runCommands(engine: P4Engine, text: string): { ok: boolean; resu
 }
 
 /** A table entry's direct counters (tables with with_counters). */
-export function readEntryCounters(engine: P4Engine, tableName: string, handle: number): { packets: number; bytes: number } | undefined {
+export function readEntryCounters(
+  engine: P4Engine,
+  tableName: string,
+  handle: number,
+): { packets: number; bytes: number } | undefined {
   const e = engine.tables.get(tableName)?.entries.get(handle);
   return e ? { packets: e.packets, bytes: e.bytes } : undefined;
 }

@@ -115,7 +115,14 @@ export class P4Engine {
   readonly #views = new Map<number, Buffer>();
   #last: Buffer = this.#out.subarray(0, 0);
   /** Slots of the standard fields process() sets and reads (-1: the program has none). */
-  readonly #slots: { ingressPort: number; packetLength: number; egressSpec: number; egressPort: number; mgid: number; mcastGrp: number };
+  readonly #slots: {
+    ingressPort: number;
+    packetLength: number;
+    egressSpec: number;
+    egressPort: number;
+    mgid: number;
+    mcastGrp: number;
+  };
   /** The program as one generated function (../codegen/); undefined: the closures run it. */
   readonly #gen: GeneratedRun | undefined;
   /** The load's estimate of the most a frame may cost (../compile/cost.ts; at most MAX_FRAME_COST). */
@@ -158,18 +165,29 @@ export class P4Engine {
     });
     const learnLists = new Map<number, Value[]>();
     p.learn_lists.forEach((l, li) => {
-      learnLists.set(l.id, l.elements.map((e, ei) => compileValue(e, ctx, ['learn_lists', li, 'elements', ei])));
+      learnLists.set(
+        l.id,
+        l.elements.map((e, ei) => compileValue(e, ctx, ['learn_lists', li, 'elements', ei])),
+      );
     });
     const env: ActionEnv = { externs: this.externs, calcs, learnLists, egressSpec: this.#f.egressSpec };
     for (const a of compileActions(p, ctx, env)) this.actions.set(a.name, a);
     this.#specWritten = p.actions.some((a) =>
-      a.primitives.some((pr) => pr.parameters[0]?.type === 'field' && JSON.stringify(pr.parameters[0].value) === '["standard_metadata","egress_spec"]'),
+      a.primitives.some(
+        (pr) =>
+          pr.parameters[0]?.type === 'field' &&
+          JSON.stringify(pr.parameters[0].value) === '["standard_metadata","egress_spec"]',
+      ),
     );
 
-    if (p.pipelines.length > 2) refuse(['pipelines', 2], 'at most two pipelines (ingress, egress)', p.pipelines[2]!.name);
-    const compiled = p.pipelines.map((pl, i) => compilePipeline(pl, i, ctx, this.actions, this.tables, this.profiles, this.externs.meters));
+    if (p.pipelines.length > 2)
+      refuse(['pipelines', 2], 'at most two pipelines (ingress, egress)', p.pipelines[2]!.name);
+    const compiled = p.pipelines.map((pl, i) =>
+      compilePipeline(pl, i, ctx, this.actions, this.tables, this.profiles, this.externs.meters),
+    );
     this.#ingress = compiled.find((c) => c.name === 'ingress') ?? compiled[0];
-    this.#egress = compiled.find((c) => c.name === 'egress') ?? (compiled[1] !== this.#ingress ? compiled[1] : undefined);
+    this.#egress =
+      compiled.find((c) => c.name === 'egress') ?? (compiled[1] !== this.#ingress ? compiled[1] : undefined);
     const ingressIndex = this.#ingress ? compiled.indexOf(this.#ingress) : -1;
     const egressIndex = this.#egress ? compiled.indexOf(this.#egress) : -1;
 

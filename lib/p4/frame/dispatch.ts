@@ -28,7 +28,12 @@ function cases(count: number, to: string): string {
  * The parser's driver: from state `init`, each state returns the next one's
  * index or a negative end code; stops after `maxSteps` states with `budget`.
  */
-export function parserLoop(states: readonly IndexedFn[], init: number, maxSteps: number, budget: number): (st: PacketState) => number {
+export function parserLoop(
+  states: readonly IndexedFn[],
+  init: number,
+  maxSteps: number,
+  budget: number,
+): (st: PacketState) => number {
   checkInt(init, 'init');
   checkInt(maxSteps, 'maxSteps');
   checkInt(budget, 'budget');
@@ -42,7 +47,9 @@ export function parserLoop(states: readonly IndexedFn[], init: number, maxSteps:
       return budget;
     };
   }
-  return fromSource(states, `return function parse(st) {
+  return fromSource(
+    states,
+    `return function parse(st) {
   let s = ${init};
   for (let steps = 0; steps < ${maxSteps}; steps++) {
     switch (s) {
@@ -51,7 +58,8 @@ ${cases(states.length, 's')}    default: return s;
     if (s < 0) return s;
   }
   return ${budget};
-};`);
+};`,
+  );
 }
 
 /**
@@ -59,7 +67,12 @@ ${cases(states.length, 's')}    default: return s;
  * returns the next one's index or `end`; at most `maxSteps` nodes, and it
  * stops when the frame has exited.
  */
-export function nodeLoop(nodes: readonly IndexedFn[], init: number, end: number, maxSteps: number): (st: PacketState) => void {
+export function nodeLoop(
+  nodes: readonly IndexedFn[],
+  init: number,
+  end: number,
+  maxSteps: number,
+): (st: PacketState) => void {
   checkInt(init, 'init');
   checkInt(end, 'end');
   checkInt(maxSteps, 'maxSteps');
@@ -69,12 +82,15 @@ export function nodeLoop(nodes: readonly IndexedFn[], init: number, end: number,
       for (let steps = 0; n !== end && steps < maxSteps && !st.exited; steps++) n = nodes[n]!(st);
     };
   }
-  return fromSource(nodes, `return function run(st) {
+  return fromSource(
+    nodes,
+    `return function run(st) {
   let n = ${init};
   for (let steps = 0; n !== ${end} && steps < ${maxSteps} && !st.exited; steps++) {
     switch (n) {
 ${cases(nodes.length, 'n')}    default: return;
     }
   }
-};`);
+};`,
+  );
 }

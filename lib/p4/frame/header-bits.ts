@@ -321,10 +321,22 @@ function extractOps(h: HeaderInfo): { ops: WinOp[]; at: Int32Array } {
     const s0 = slot[f0]!;
     if (kind[g] === W.WORD && c === 1 && shift[f0] === 0) {
       // one whole field of 1 to 4 bytes
-      if (l === 1) ops.push((num, b, p) => { num[s0] = b[p]!; });
-      else if (l === 2) ops.push((num, b, p) => { num[s0] = (b[p]! << 8) | b[p + 1]!; });
-      else if (l === 4) ops.push((num, b, p) => { num[s0] = ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) >>> 0; });
-      else ops.push((num, b, p) => { num[s0] = readWord(b, p, l); });
+      if (l === 1)
+        ops.push((num, b, p) => {
+          num[s0] = b[p]!;
+        });
+      else if (l === 2)
+        ops.push((num, b, p) => {
+          num[s0] = (b[p]! << 8) | b[p + 1]!;
+        });
+      else if (l === 4)
+        ops.push((num, b, p) => {
+          num[s0] = ((b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!) >>> 0;
+        });
+      else
+        ops.push((num, b, p) => {
+          num[s0] = readWord(b, p, l);
+        });
     } else if (kind[g] === W.WORD) {
       const sl = slot.subarray(f0, f0 + c);
       const sh = shift.subarray(f0, f0 + c);
@@ -362,7 +374,9 @@ function extractOps(h: HeaderInfo): { ops: WinOp[]; at: Int32Array } {
       }
     } else if (kind[g] === W.BYTES && l === 6) {
       ops.push((num, b, p) => {
-        num[s0] = ((b[p]! << 8) | b[p + 1]!) * 0x100000000 + (((b[p + 2]! << 24) | (b[p + 3]! << 16) | (b[p + 4]! << 8) | b[p + 5]!) >>> 0);
+        num[s0] =
+          ((b[p]! << 8) | b[p + 1]!) * 0x100000000 +
+          (((b[p + 2]! << 24) | (b[p + 3]! << 16) | (b[p + 4]! << 8) | b[p + 5]!) >>> 0);
       });
     } else if (kind[g] === W.BYTES) {
       ops.push((num, b, p) => {
@@ -401,7 +415,10 @@ export function compileEmit(h: HeaderInfo, only?: ReadonlySet<FieldInfo>): Heade
     const c = count[g]!;
     const s0 = slot[f0]!;
     if (kind[g] === W.WORD && c === 1 && shift[f0] === 0) {
-      if (l === 1) ops.push((num, b, p) => { b[p] = num[s0]!; });
+      if (l === 1)
+        ops.push((num, b, p) => {
+          b[p] = num[s0]!;
+        });
       else if (l === 2) {
         ops.push((num, b, p) => {
           const v = num[s0]!;
@@ -423,8 +440,12 @@ export function compileEmit(h: HeaderInfo, only?: ReadonlySet<FieldInfo>): Heade
       const [t0, t1, t2, t3] = sl;
       const [h0, h1, h2, h3] = sh;
       if (c === 2) ops.push((num, b, p) => writeWord(b, p, l, (num[t0!]! << h0!) | (num[t1!]! << h1!)));
-      else if (c === 3) ops.push((num, b, p) => writeWord(b, p, l, (num[t0!]! << h0!) | (num[t1!]! << h1!) | (num[t2!]! << h2!)));
-      else if (c === 4) ops.push((num, b, p) => writeWord(b, p, l, (num[t0!]! << h0!) | (num[t1!]! << h1!) | (num[t2!]! << h2!) | (num[t3!]! << h3!)));
+      else if (c === 3)
+        ops.push((num, b, p) => writeWord(b, p, l, (num[t0!]! << h0!) | (num[t1!]! << h1!) | (num[t2!]! << h2!)));
+      else if (c === 4)
+        ops.push((num, b, p) =>
+          writeWord(b, p, l, (num[t0!]! << h0!) | (num[t1!]! << h1!) | (num[t2!]! << h2!) | (num[t3!]! << h3!)),
+        );
       else {
         ops.push((num, b, p) => {
           let w = 0;

@@ -39,7 +39,13 @@ export class PacketState {
     this.stackNext = new Uint16Array(layout.stacks.length);
     this.hdrOffset = new Int32Array(layout.headers.length).fill(-1);
     this.#initialValid = layout.initialValid;
-    this.#unrolled = resetFunction(layout.numSlots, layout.bigSlots, layout.initialValid, layout.stacks.length, NO_DIGESTS);
+    this.#unrolled = resetFunction(
+      layout.numSlots,
+      layout.bigSlots,
+      layout.initialValid,
+      layout.stacks.length,
+      NO_DIGESTS,
+    );
   }
 
   /** reset() written out for this layout (./reset.ts), when it is not too large. */

@@ -83,8 +83,16 @@ export class Layout {
         fields.push(info);
         byName.set(f[0], info);
       });
-      if (!h.metadata && bit % 8 !== 0) refuse(['header_types', ti, 'fields'], `header is ${bit} bits, not whole bytes`, t.name);
-      const info: HeaderInfo = { index: hi, name: h.name, metadata: h.metadata, fields, byName, bytes: h.metadata ? 0 : bit / 8 };
+      if (!h.metadata && bit % 8 !== 0)
+        refuse(['header_types', ti, 'fields'], `header is ${bit} bits, not whole bytes`, t.name);
+      const info: HeaderInfo = {
+        index: hi,
+        name: h.name,
+        metadata: h.metadata,
+        fields,
+        byName,
+        bytes: h.metadata ? 0 : bit / 8,
+      };
       if (this.headerByName.has(h.name)) refuse(['headers', hi, 'name'], 'duplicate header name', h.name);
       this.headers.push(info);
       this.headerByName.set(h.name, info);

@@ -63,7 +63,8 @@ const MAX_PROGRAM_BYTES = 16 * 1024 * 1024;
 export function validateProgram(input: string | unknown): Program {
   let raw: unknown = input;
   if (typeof input === 'string') {
-    if (input.length > MAX_PROGRAM_BYTES) throw new P4LoadError('(root)', `program larger than ${MAX_PROGRAM_BYTES} bytes`);
+    if (input.length > MAX_PROGRAM_BYTES)
+      throw new P4LoadError('(root)', `program larger than ${MAX_PROGRAM_BYTES} bytes`);
     try {
       raw = JSON.parse(input);
     } catch (e) {
@@ -78,7 +79,8 @@ export function validateProgram(input: string | unknown): Program {
   }
   const p = r.data as Program & Record<string, unknown>;
   const version = p.__meta__?.version;
-  if (version && version[0] !== 2) refuse(['__meta__', 'version'], 'only bmv2 JSON format version 2.x is supported', version);
+  if (version && version[0] !== 2)
+    refuse(['__meta__', 'version'], 'only bmv2 JSON format version 2.x is supported', version);
   // Top-level sections we read; those listed in IGNORED carry only names for logs and tools.
   for (const [k, v] of Object.entries(p)) {
     if (KNOWN.has(k) || IGNORED.has(k)) continue;
@@ -89,8 +91,22 @@ export function validateProgram(input: string | unknown): Program {
 }
 
 const KNOWN = new Set([
-  '__meta__', 'header_types', 'headers', 'header_stacks', 'parsers', 'parse_vsets', 'deparsers', 'meter_arrays',
-  'counter_arrays', 'register_arrays', 'actions', 'pipelines', 'calculations', 'checksums', 'learn_lists', 'field_lists',
+  '__meta__',
+  'header_types',
+  'headers',
+  'header_stacks',
+  'parsers',
+  'parse_vsets',
+  'deparsers',
+  'meter_arrays',
+  'counter_arrays',
+  'register_arrays',
+  'actions',
+  'pipelines',
+  'calculations',
+  'checksums',
+  'learn_lists',
+  'field_lists',
   'force_arith',
 ]);
 /** Sections that do not change what a frame goes through (names, aliases, source info). */

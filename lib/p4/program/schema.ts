@@ -52,13 +52,9 @@ const headerTypeSchema = z
   })
   .passthrough();
 
-const headerSchema = z
-  .object({ name, id, header_type: name, metadata: z.boolean() })
-  .passthrough();
+const headerSchema = z.object({ name, id, header_type: name, metadata: z.boolean() }).passthrough();
 
-const headerStackSchema = z
-  .object({ name, id, header_type: name, header_ids: z.array(id) })
-  .passthrough();
+const headerStackSchema = z.object({ name, id, header_type: name, header_ids: z.array(id) }).passthrough();
 
 const parserOpSchema = z.object({ op: z.string(), parameters: z.array(z.unknown()) }).passthrough();
 
@@ -82,9 +78,7 @@ const parseStateSchema = z
   })
   .passthrough();
 
-const parserSchema = z
-  .object({ name, id, init_state: name, parse_states: z.array(parseStateSchema) })
-  .passthrough();
+const parserSchema = z.object({ name, id, init_state: name, parse_states: z.array(parseStateSchema) }).passthrough();
 
 const parseVsetSchema = z
   .object({ name, id, compressed_bitwidth: width, max_size: z.number().int().nonnegative().optional() })
@@ -155,7 +149,8 @@ const nextTablesSchema = z.unknown().transform((raw, ctx): Map<string, string | 
     return out;
   }
   for (const [k, v] of Object.entries(raw)) {
-    if (v !== null && typeof v !== 'string') ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a node name or null', path: [k] });
+    if (v !== null && typeof v !== 'string')
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a node name or null', path: [k] });
     else out.set(k, v);
   }
   return out;
@@ -186,7 +181,10 @@ export const actionProfileSchema = z
     name,
     id,
     max_size: z.number().int().nonnegative(),
-    selector: z.object({ algo: z.string(), input: z.array(typeValue) }).passthrough().optional(),
+    selector: z
+      .object({ algo: z.string(), input: z.array(typeValue) })
+      .passthrough()
+      .optional(),
   })
   .passthrough();
 
@@ -200,9 +198,7 @@ const conditionalSchema = z
   })
   .passthrough();
 
-const actionCallSchema = z
-  .object({ name, id, action_id: id, next_node: z.string().nullable() })
-  .passthrough();
+const actionCallSchema = z.object({ name, id, action_id: id, next_node: z.string().nullable() }).passthrough();
 
 const pipelineSchema = z
   .object({
@@ -239,13 +235,9 @@ const meterArraySchema = z
   })
   .passthrough();
 
-const registerArraySchema = z
-  .object({ name, id, size: z.number().int().nonnegative(), bitwidth: width })
-  .passthrough();
+const registerArraySchema = z.object({ name, id, size: z.number().int().nonnegative(), bitwidth: width }).passthrough();
 
-const calculationSchema = z
-  .object({ name, id, algo: z.string(), input: z.array(typeValue) })
-  .passthrough();
+const calculationSchema = z.object({ name, id, algo: z.string(), input: z.array(typeValue) }).passthrough();
 
 const checksumSchema = z
   .object({
@@ -260,13 +252,14 @@ const checksumSchema = z
   })
   .passthrough();
 
-const fieldListSchema = z
-  .object({ name, id, elements: z.array(typeValue) })
-  .passthrough();
+const fieldListSchema = z.object({ name, id, elements: z.array(typeValue) }).passthrough();
 
 export const programSchema = z
   .object({
-    __meta__: z.object({ version: z.array(z.number().int()) }).passthrough().optional(),
+    __meta__: z
+      .object({ version: z.array(z.number().int()) })
+      .passthrough()
+      .optional(),
     header_types: z.array(headerTypeSchema),
     headers: z.array(headerSchema),
     header_stacks: z.array(headerStackSchema).default([]),

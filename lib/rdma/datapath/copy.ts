@@ -7,13 +7,25 @@
  * views `dst` (starting `dstOff` bytes in). Answers the bytes copied (less
  * than `len` only if either side runs out).
  */
-export function copySlices(dst: readonly Buffer[], dstOff: number, src: readonly Buffer[], srcOff: number, len: number): number {
+export function copySlices(
+  dst: readonly Buffer[],
+  dstOff: number,
+  src: readonly Buffer[],
+  srcOff: number,
+  len: number,
+): number {
   let di = 0;
   let si = 0;
   let doff = dstOff;
   let soff = srcOff;
-  while (di < dst.length && doff >= dst[di]!.length) { doff -= dst[di]!.length; di++; }
-  while (si < src.length && soff >= src[si]!.length) { soff -= src[si]!.length; si++; }
+  while (di < dst.length && doff >= dst[di]!.length) {
+    doff -= dst[di]!.length;
+    di++;
+  }
+  while (si < src.length && soff >= src[si]!.length) {
+    soff -= src[si]!.length;
+    si++;
+  }
   let left = len;
   while (left > 0 && di < dst.length && si < src.length) {
     const d = dst[di]!;
@@ -23,8 +35,14 @@ export function copySlices(dst: readonly Buffer[], dstOff: number, src: readonly
     doff += n;
     soff += n;
     left -= n;
-    if (doff >= d.length) { di++; doff = 0; }
-    if (soff >= s.length) { si++; soff = 0; }
+    if (doff >= d.length) {
+      di++;
+      doff = 0;
+    }
+    if (soff >= s.length) {
+      si++;
+      soff = 0;
+    }
   }
   return len - left;
 }

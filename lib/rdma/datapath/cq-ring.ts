@@ -166,7 +166,10 @@ export function postDataCqe(dev: CqDevice, cqId: number, cqe: CqeRecord, solicit
   const mem = dev.memory();
   if (!mem) return 'dma-error';
   const r = postCqe(mem, cq, cqe, solicited, dev.cqEvents);
-  if (r === CqPost.OK) { dev.counters.inc(DeviceCounter.cqes); return 'ok'; }
+  if (r === CqPost.OK) {
+    dev.counters.inc(DeviceCounter.cqes);
+    return 'ok';
+  }
   return r === CqPost.FULL ? 'full' : 'dma-error';
 }
 

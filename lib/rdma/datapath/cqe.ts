@@ -56,8 +56,21 @@ export const enum IonicStatus {
 }
 
 const STATUS_NAMES = [
-  'ok', 'local-len', 'local-qp-oper', 'local-prot', 'wqe-flushed', 'mem-mgmt-oper', 'bad-resp', 'local-acc',
-  'remote-inv-req', 'remote-acc', 'remote-oper', 'retry-exceeded', 'rnr-retry-exceeded', 'xrc-vio', 'local-sgl-inv',
+  'ok',
+  'local-len',
+  'local-qp-oper',
+  'local-prot',
+  'wqe-flushed',
+  'mem-mgmt-oper',
+  'bad-resp',
+  'local-acc',
+  'remote-inv-req',
+  'remote-acc',
+  'remote-oper',
+  'retry-exceeded',
+  'rnr-retry-exceeded',
+  'xrc-vio',
+  'local-sgl-inv',
 ] as const;
 
 /** Name of an IonicStatus, for logs and test messages. */
@@ -133,26 +146,46 @@ export interface CqeRecord {
 /** A fresh zeroed CQE record. */
 export function newCqeRecord(): CqeRecord {
   return {
-    type: CqeType.RECV, qid: 0, color: false, error: false, statusLength: 0, wqeIdLo: 0, wqeIdHi: 0,
-    srcQpn: 0, recvOp: RecvOp.SEND, ipv4: false, vlan: false, srcMac: null, vlanTag: 0, immDataRkey: 0,
-    msn: 0, cmdIdx: 0, cmdOp: 0,
+    type: CqeType.RECV,
+    qid: 0,
+    color: false,
+    error: false,
+    statusLength: 0,
+    wqeIdLo: 0,
+    wqeIdHi: 0,
+    srcQpn: 0,
+    recvOp: RecvOp.SEND,
+    ipv4: false,
+    vlan: false,
+    srcMac: null,
+    vlanTag: 0,
+    immDataRkey: 0,
+    msn: 0,
+    cmdIdx: 0,
+    cmdOp: 0,
   };
 }
 
 /** The qid_type_flags word of a record (color included). */
 export function cqeQtf(rec: CqeRecord): number {
-  return (((rec.qid & CqeBits.QID_MASK) << CqeBits.QID_SHIFT)
-    | ((rec.type & CqeBits.TYPE_MASK) << CqeBits.TYPE_SHIFT)
-    | (rec.error ? CqeBits.ERROR : 0)
-    | (rec.color ? CqeBits.COLOR : 0)) >>> 0;
+  return (
+    (((rec.qid & CqeBits.QID_MASK) << CqeBits.QID_SHIFT) |
+      ((rec.type & CqeBits.TYPE_MASK) << CqeBits.TYPE_SHIFT) |
+      (rec.error ? CqeBits.ERROR : 0) |
+      (rec.color ? CqeBits.COLOR : 0)) >>>
+    0
+  );
 }
 
 /** The src_qpn_op word of a RECV record. */
 export function cqeSrcQpnOp(rec: CqeRecord): number {
-  return ((rec.srcQpn & CqeBits.RECV_QPN_MASK)
-    | ((rec.recvOp & CqeBits.RECV_OP_MASK) << CqeBits.RECV_OP_SHIFT)
-    | (rec.vlan ? 1 << CqeBits.RECV_IS_VLAN_BIT : 0)
-    | (rec.ipv4 ? 1 << CqeBits.RECV_IS_IPV4_BIT : 0)) >>> 0;
+  return (
+    ((rec.srcQpn & CqeBits.RECV_QPN_MASK) |
+      ((rec.recvOp & CqeBits.RECV_OP_MASK) << CqeBits.RECV_OP_SHIFT) |
+      (rec.vlan ? 1 << CqeBits.RECV_IS_VLAN_BIT : 0) |
+      (rec.ipv4 ? 1 << CqeBits.RECV_IS_IPV4_BIT : 0)) >>>
+    0
+  );
 }
 
 /**

@@ -7,7 +7,16 @@ import { inetChecksum } from '../../net/checksum';
 import { ipv4_mapped_gid } from '../address';
 import type { AddressVector } from '../address';
 import {
-  IP_DF, iphdr, IPPROTO_UDP, IPV4_IHL_UNIT, IPV4_VERSION_SHIFT, IPV6_FLOW_MASK, IPV6_TC_MASK, IPV6_TC_SHIFT, IPV6_VERSION_SHIFT, ipv6hdr,
+  IP_DF,
+  iphdr,
+  IPPROTO_UDP,
+  IPV4_IHL_UNIT,
+  IPV4_VERSION_SHIFT,
+  IPV6_FLOW_MASK,
+  IPV6_TC_MASK,
+  IPV6_TC_SHIFT,
+  IPV6_VERSION_SHIFT,
+  ipv6hdr,
 } from '../../net/headers';
 
 /** Bytes of network header (GRH) that start every UD receive; counted in the byte count. */
@@ -25,14 +34,14 @@ const UD_OVERHEAD = 8 + 12 + 8 + 4;
  * (the datagram is refused).
  */
 export function effectiveQkey(wqeQkey: number, senderQkey: number | null): number {
-  if ((wqeQkey >>> 0) >= CONTROLLED_QKEY_BIT) return senderQkey === null ? -1 : senderQkey >>> 0;
+  if (wqeQkey >>> 0 >= CONTROLLED_QKEY_BIT) return senderQkey === null ? -1 : senderQkey >>> 0;
   return wqeQkey >>> 0;
 }
 
 /** Whether a destination takes a datagram: it must be UD/GSI and, if it has a Q_Key, match. */
 export function datagramAccepted(destIsDatagram: boolean, destQkey: number | null, qkey: number): boolean {
   if (!destIsDatagram || qkey < 0) return false;
-  return destQkey === null || (destQkey >>> 0) === qkey;
+  return destQkey === null || destQkey >>> 0 === qkey;
 }
 
 /** Where the IPv4 header sits in the GRH area (RoCEv2: after 20 zero bytes). */
@@ -65,8 +74,15 @@ export function writeGrh(av: AddressVector, payloadLen: number, out: Buffer): vo
     return;
   }
   const h = ipv6hdr;
-  setField(out, 0, h.version_tc_flow,
-    ((IPV6_VERSION << IPV6_VERSION_SHIFT) | ((av.trafficClass & IPV6_TC_MASK) << IPV6_TC_SHIFT) | (av.flowLabel & IPV6_FLOW_MASK)) >>> 0);
+  setField(
+    out,
+    0,
+    h.version_tc_flow,
+    ((IPV6_VERSION << IPV6_VERSION_SHIFT) |
+      ((av.trafficClass & IPV6_TC_MASK) << IPV6_TC_SHIFT) |
+      (av.flowLabel & IPV6_FLOW_MASK)) >>>
+      0,
+  );
   setField(out, 0, h.payload_len, (UD_OVERHEAD + payloadLen) & 0xffff);
   setField(out, 0, h.nexthdr, IPPROTO_UDP);
   setField(out, 0, h.hop_limit, av.hopLimit & 0xff);

@@ -8,9 +8,21 @@ import { getField, getRawWord, getSplitU64 } from '../../../protocol/field';
 import { RDMA_MAX_MSG_BYTES } from '../limits';
 import { IonicStatus } from './cqe';
 import {
-  ATOMIC_SIZE, ionic_sge, ionic_v1_atomic_bdy, ionic_v1_base_hdr, ionic_v1_bind_mw_bdy, ionic_v1_common_bdy,
-  ionic_v1_reg_mr_bdy, ionic_v2_atomic_bdy, MIN_WQE_SIZE, SendVerb, SpecFormat, verbOf, WQE_PLD_OFFSET,
-  WQE_SPEC_SGL_OFFSET, WqeFlag,
+  ATOMIC_SIZE,
+  ionic_sge,
+  ionic_v1_atomic_bdy,
+  ionic_v1_base_hdr,
+  ionic_v1_bind_mw_bdy,
+  ionic_v1_common_bdy,
+  ionic_v1_reg_mr_bdy,
+  ionic_v2_atomic_bdy,
+  MIN_WQE_SIZE,
+  SendVerb,
+  SpecFormat,
+  verbOf,
+  WQE_PLD_OFFSET,
+  WQE_SPEC_SGL_OFFSET,
+  WqeFlag,
 } from './wqe-layout';
 
 // ---------------------------------------------------------------------------
@@ -111,13 +123,24 @@ export interface SendWqe extends SglRecord {
   rdma: { remoteVa: number; rkey: number };
   /** Atomics: operands as 32-bit halves, and the local 8-byte result buffer. */
   atomic: {
-    swapAddHi: number; swapAddLo: number; compareHi: number; compareLo: number;
-    localVa: number; localLkey: number; localLen: number;
+    swapAddHi: number;
+    swapAddLo: number;
+    compareHi: number;
+    compareLo: number;
+    localVa: number;
+    localLkey: number;
+    localLen: number;
   };
   /** REG_MR body. */
   regMr: {
-    va: number; length: number; offset: number; dmaAddr: number; mapCount: number;
-    flags: number; dirSizeLog2: number; pageSizeLog2: number;
+    va: number;
+    length: number;
+    offset: number;
+    dmaAddr: number;
+    mapCount: number;
+    flags: number;
+    dirSizeLog2: number;
+    pageSizeLog2: number;
   };
   /** BIND_MW body. */
   bindMw: { va: number; length: number; lkey: number; flags: number };
@@ -137,10 +160,25 @@ export interface RecvWqe extends SglRecord {
 /** A fresh reusable send-WQE record. */
 export function newSendWqe(): SendWqe {
   return {
-    ok: true, verb: SendVerb.SEND, opcode: 0, wqeIdLo: 0, wqeIdHi: 0, flags: 0,
-    fence: false, solicited: false, signaled: false, inline: false,
-    numSgeKey: 0, immDataKey: 0, length: 0, inlineOffset: 0, inlineLength: 0,
-    specFormat: SpecFormat.NONE, sgeCount: 0, sges: [], sgeTotal: 0,
+    ok: true,
+    verb: SendVerb.SEND,
+    opcode: 0,
+    wqeIdLo: 0,
+    wqeIdHi: 0,
+    flags: 0,
+    fence: false,
+    solicited: false,
+    signaled: false,
+    inline: false,
+    numSgeKey: 0,
+    immDataKey: 0,
+    length: 0,
+    inlineOffset: 0,
+    inlineLength: 0,
+    specFormat: SpecFormat.NONE,
+    sgeCount: 0,
+    sges: [],
+    sgeTotal: 0,
     ud: { ahId: 0, destQpn: 0, destQkey: 0 },
     rdma: { remoteVa: 0, rkey: 0 },
     atomic: { swapAddHi: 0, swapAddLo: 0, compareHi: 0, compareLo: 0, localVa: 0, localLkey: 0, localLen: 0 },
@@ -152,8 +190,16 @@ export function newSendWqe(): SendWqe {
 /** A fresh reusable receive-WQE record. */
 export function newRecvWqe(): RecvWqe {
   return {
-    ok: true, wqeIdLo: 0, wqeIdHi: 0, op: 0, flags: 0, postedLength: 0,
-    specFormat: SpecFormat.NONE, sgeCount: 0, sges: [], sgeTotal: 0,
+    ok: true,
+    wqeIdLo: 0,
+    wqeIdHi: 0,
+    op: 0,
+    flags: 0,
+    postedLength: 0,
+    specFormat: SpecFormat.NONE,
+    sgeCount: 0,
+    sges: [],
+    sgeTotal: 0,
   };
 }
 
@@ -324,4 +370,3 @@ export function decodeRecvWqe(buf: Buffer, out: RecvWqe = newRecvWqe()): RecvWqe
   const err = decodeSgl(buf, getField(buf, 0, h.num_sge_key), out.flags >>> WqeFlag.SPEC_SHIFT, out);
   return err ?? out;
 }
-

@@ -157,7 +157,9 @@ export const V2_OPCODES: readonly number[] = [0x20, 0xa0, 0x60, 0x02, 0x21, 0x61
 
 const V2_TO_VERB: Int8Array = (() => {
   const t = new Int8Array(256).fill(-1);
-  V2_OPCODES.forEach((op, verb) => { t[op] = verb; });
+  V2_OPCODES.forEach((op, verb) => {
+    t[op] = verb;
+  });
   return t;
 })();
 

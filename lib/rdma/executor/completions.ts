@@ -57,8 +57,18 @@ export class Completions {
    * error status, the status), who sent it, and for datagrams what the
    * address vector says (IPv4, source MAC, VLAN).
    */
-  recv(dest: QpRecord, srcQpn: number, status: number, total: number, idLo: number, idHi: number, op: RecvOp, imm: number,
-    solicited: boolean, av: AddressVector | null): void {
+  recv(
+    dest: QpRecord,
+    srcQpn: number,
+    status: number,
+    total: number,
+    idLo: number,
+    idHi: number,
+    op: RecvOp,
+    imm: number,
+    solicited: boolean,
+    av: AddressVector | null,
+  ): void {
     const c = this.#cqe;
     c.type = CqeType.RECV;
     c.qid = dest.id;
@@ -133,15 +143,32 @@ export class Completions {
     const c = this.#dev.counters;
     qp.stats.inc(QpCounter.errors);
     switch (status) {
-      case IonicStatus.LOCAL_LEN: c.inc(DeviceCounter.local_length_errors); break;
-      case IonicStatus.LOCAL_PROT: c.inc(DeviceCounter.local_prot_errors); break;
-      case IonicStatus.LOCAL_QP_OPER: c.inc(DeviceCounter.local_qp_errors); break;
-      case IonicStatus.REMOTE_ACC: c.inc(DeviceCounter.remote_access_errors); break;
-      case IonicStatus.REMOTE_INV_REQ: c.inc(DeviceCounter.remote_inv_req_errors); break;
-      case IonicStatus.RNR_RETRY_EXCEEDED: c.inc(DeviceCounter.rnr_retry_exceeded); break;
-      case IonicStatus.RETRY_EXCEEDED: c.inc(DeviceCounter.retry_exceeded); break;
-      case IonicStatus.MEM_MGMT_OPER: c.inc(DeviceCounter.mem_mgmt_errors); break;
-      default: break;
+      case IonicStatus.LOCAL_LEN:
+        c.inc(DeviceCounter.local_length_errors);
+        break;
+      case IonicStatus.LOCAL_PROT:
+        c.inc(DeviceCounter.local_prot_errors);
+        break;
+      case IonicStatus.LOCAL_QP_OPER:
+        c.inc(DeviceCounter.local_qp_errors);
+        break;
+      case IonicStatus.REMOTE_ACC:
+        c.inc(DeviceCounter.remote_access_errors);
+        break;
+      case IonicStatus.REMOTE_INV_REQ:
+        c.inc(DeviceCounter.remote_inv_req_errors);
+        break;
+      case IonicStatus.RNR_RETRY_EXCEEDED:
+        c.inc(DeviceCounter.rnr_retry_exceeded);
+        break;
+      case IonicStatus.RETRY_EXCEEDED:
+        c.inc(DeviceCounter.retry_exceeded);
+        break;
+      case IonicStatus.MEM_MGMT_OPER:
+        c.inc(DeviceCounter.mem_mgmt_errors);
+        break;
+      default:
+        break;
     }
   }
 }

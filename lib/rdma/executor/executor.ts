@@ -47,8 +47,12 @@ export interface DataPathEngine extends DataPathDevice {
 
 /** Responder-side outcomes a UC requester never learns of (there is no ACK/NAK). */
 function ucSilent(status: number): boolean {
-  return status === IonicStatus.REMOTE_ACC || status === IonicStatus.REMOTE_INV_REQ || status === IonicStatus.REMOTE_OPER
-    || status === IonicStatus.RETRY_EXCEEDED;
+  return (
+    status === IonicStatus.REMOTE_ACC ||
+    status === IonicStatus.REMOTE_INV_REQ ||
+    status === IonicStatus.REMOTE_OPER ||
+    status === IonicStatus.RETRY_EXCEEDED
+  );
 }
 
 export class WqeExecutor implements QpRunner, QpFailures {
@@ -87,7 +91,8 @@ export class WqeExecutor implements QpRunner, QpFailures {
     const sched = this.#sched;
     this.#dev.hooks = {
       ...prev,
-      modifyAllowed: (qp, changes) => (prev.modifyAllowed?.(qp, changes) ?? true) && (this.#remote?.modifyAllowed(qp, changes) ?? true),
+      modifyAllowed: (qp, changes) =>
+        (prev.modifyAllowed?.(qp, changes) ?? true) && (this.#remote?.modifyAllowed(qp, changes) ?? true),
       sqDoorbell: (qp) => sched.schedule(qp),
       rqDoorbell: (qp) => {
         sched.wake(WaitKind.RNR, qp.id);
@@ -151,8 +156,14 @@ export class WqeExecutor implements QpRunner, QpFailures {
   release(qp: QpRecord, s: QpDp): void {
     const q = s.inflight;
     while (q.length > 0 && q[0]!.status !== 'pending') {
-      if (this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) { q.length = 0; return; }
-      if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) { this.#blocked.add(qp); return; }
+      if (this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) {
+        q.length = 0;
+        return;
+      }
+      if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) {
+        this.#blocked.add(qp);
+        return;
+      }
       const e = q.shift()!;
       const status = e.status as number;
       this.#cqes.count(qp, status);
@@ -171,7 +182,8 @@ export class WqeExecutor implements QpRunner, QpFailures {
     if (this.#blocked.size === 0) return;
     for (const qp of [...this.#blocked]) {
       const s = qpStateIfAny(qp);
-      if (s) this.release(qp, s); else this.#blocked.delete(qp);
+      if (s) this.release(qp, s);
+      else this.#blocked.delete(qp);
     }
   }
 
@@ -210,11 +222,20 @@ export class WqeExecutor implements QpRunner, QpFailures {
   run(qp: QpRecord, s: QpDp, budget: number): number {
     let used = 0;
     for (;;) {
-      if (this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) { s.scheduled = false; return used; }
-      if (qp.state !== QpState.RTS && qp.state !== QpState.SQD) { s.scheduled = false; return used; }
+      if (this.#dev.rm.qps.get(qp.id) !== qp || qp.dp !== s) {
+        s.scheduled = false;
+        return used;
+      }
+      if (qp.state !== QpState.RTS && qp.state !== QpState.SQD) {
+        s.scheduled = false;
+        return used;
+      }
       const ring = qp.sq;
       const mask = (1 << ring.depthLog2) - 1;
-      if (ring.ci === ring.pi) { s.scheduled = false; return used; }
+      if (ring.ci === ring.pi) {
+        s.scheduled = false;
+        return used;
+      }
       if (used >= budget) return used;
       used++;
       this.#sched.clearWaitFor();
@@ -228,7 +249,10 @@ export class WqeExecutor implements QpRunner, QpFailures {
       // The head WQE is finished: its RNR state and its filter mark go with it.
       this.#rnr.clear(s);
       s.filtered = -1;
-      if (r === 'stop') { s.scheduled = false; return used; }
+      if (r === 'stop') {
+        s.scheduled = false;
+        return used;
+      }
       ring.ci = (ring.ci + 1) & mask;
     }
   }
@@ -237,19 +261,29 @@ export class WqeExecutor implements QpRunner, QpFailures {
   #cqRoom(qp: QpRecord, w: SendWqe, datagram: boolean, dest: QpRecord | undefined): boolean {
     const dev = this.#dev;
     let sqNeed = 1;
-    const consumesRecv = w.verb === SendVerb.SEND || w.verb === SendVerb.SEND_IMM
-      || (!datagram && (w.verb === SendVerb.SEND_INV || w.verb === SendVerb.RDMA_WRITE_IMM));
+    const consumesRecv =
+      w.verb === SendVerb.SEND ||
+      w.verb === SendVerb.SEND_IMM ||
+      (!datagram && (w.verb === SendVerb.SEND_INV || w.verb === SendVerb.RDMA_WRITE_IMM));
     if (consumesRecv) {
       if (dest) {
         if (dest.rqCqId === qp.sqCqId) sqNeed = 2;
         else {
           const room = cqRoom(dev.rm, dest.rqCqId);
-          if (room === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, dest.rqCqId); return false; }
+          if (room === 0) {
+            dev.counters.inc(DeviceCounter.cq_full_waits);
+            this.#sched.waitFor(WaitKind.CQ, dest.rqCqId);
+            return false;
+          }
         }
       }
     }
     const room = cqRoom(dev.rm, qp.sqCqId);
-    if (room >= 0 && room < sqNeed) { dev.counters.inc(DeviceCounter.cq_full_waits); this.#sched.waitFor(WaitKind.CQ, qp.sqCqId); return false; }
+    if (room >= 0 && room < sqNeed) {
+      dev.counters.inc(DeviceCounter.cq_full_waits);
+      this.#sched.waitFor(WaitKind.CQ, qp.sqCqId);
+      return false;
+    }
     return true;
   }
 
@@ -272,7 +306,10 @@ export class WqeExecutor implements QpRunner, QpFailures {
     }
     const dec = decodeSendWqe(buf, { version: RDMA_VERSION, datagram }, this.#wqe);
     if (!dec.ok) {
-      if (cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
+      if (cqRoom(dev.rm, qp.sqCqId) === 0) {
+        dev.counters.inc(DeviceCounter.cq_full_waits);
+        return 'wait';
+      }
       const id = ionic_v1_base_hdr.wqe_id;
       return this.#finish(qp, s, false, getRawWord(buf, 0, id, 0), getRawWord(buf, 0, id, 1), dec.status);
     }
@@ -333,7 +370,15 @@ export class WqeExecutor implements QpRunner, QpFailures {
    * else the WQE is finished here: dropped (RC: RETRY_EXCEEDED, as a request
    * the wire lost; UC and datagrams complete OK) or executed by the filter.
    */
-  #filterStep(filter: SendFilter, mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, datagram: boolean): StepResult | null {
+  #filterStep(
+    filter: SendFilter,
+    mem: GuestMemory,
+    qp: QpRecord,
+    s: QpDp,
+    w: SendWqe,
+    buf: Buffer,
+    datagram: boolean,
+  ): StepResult | null {
     const dev = this.#dev;
     // Whatever it decides may complete the WQE now: room for that completion first.
     if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) {
@@ -359,10 +404,21 @@ export class WqeExecutor implements QpRunner, QpFailures {
   }
 
   /** A WQE whose destination is on another node: sent by the remote path, completed now or when the peer answers. */
-  #stepRemote(mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, node: number, datagram: boolean): StepResult {
+  #stepRemote(
+    mem: GuestMemory,
+    qp: QpRecord,
+    s: QpDp,
+    w: SendWqe,
+    buf: Buffer,
+    node: number,
+    datagram: boolean,
+  ): StepResult {
     const dev = this.#dev;
     // Only the send CQE is ours (the receive is the peer's); a completion queued behind others needs no room yet.
-    if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
+    if (s.inflight.length === 0 && cqRoom(dev.rm, qp.sqCqId) === 0) {
+      dev.counters.inc(DeviceCounter.cq_full_waits);
+      return 'wait';
+    }
     this.#verbs.clear();
     const r = this.#remote!.execute(mem, qp, s, w, buf, node, datagram);
     this.#verbs.clear();
@@ -406,8 +462,12 @@ export class WqeExecutor implements QpRunner, QpFailures {
    */
   responderError(qp: QpRecord, status: number): void {
     this.#deviceError(qp);
-    const code = status === IonicStatus.REMOTE_ACC ? QpEventCode.ERR_ACCESS
-      : status === IonicStatus.REMOTE_INV_REQ ? QpEventCode.ERR_REQUEST : QpEventCode.QP_ERR;
+    const code =
+      status === IonicStatus.REMOTE_ACC
+        ? QpEventCode.ERR_ACCESS
+        : status === IonicStatus.REMOTE_INV_REQ
+          ? QpEventCode.ERR_REQUEST
+          : QpEventCode.QP_ERR;
     this.#dev.qpEvent(qp.id, code);
   }
 

@@ -45,7 +45,17 @@ export class GuestViews {
   }
 
   /** Views of (key, va, len) with `need` under the QP's PD, appended to `out`; KeyStatus, or -1 for unusable guest memory. */
-  views(mem: GuestMemory, key: number, va: number, len: number, need: number, dmaKey: boolean, pdId: number, write: boolean, out: Buffer[]): number {
+  views(
+    mem: GuestMemory,
+    key: number,
+    va: number,
+    len: number,
+    need: number,
+    dmaKey: boolean,
+    pdId: number,
+    write: boolean,
+    out: Buffer[],
+  ): number {
     if (len === 0) return KeyStatus.OK;
     const p = this.#pairs;
     p.length = 0;
@@ -61,13 +71,31 @@ export class GuestViews {
   }
 
   /** Views of the first `len` bytes of an SGL (a QP's own buffers: lkeys). */
-  sgl(mem: GuestMemory, qp: QpRecord, sges: readonly Sge[], count: number, len: number, write: boolean, out: Buffer[]): number {
+  sgl(
+    mem: GuestMemory,
+    qp: QpRecord,
+    sges: readonly Sge[],
+    count: number,
+    len: number,
+    write: boolean,
+    out: Buffer[],
+  ): number {
     let left = len;
     for (let i = 0; i < count && left > 0; i++) {
       const sge = sges[i]!;
       const n = Math.min(sge.len, left);
       if (n === 0) continue;
-      const st = this.views(mem, sge.lkey, sge.va, n, write ? MrFlag.LOCAL_WRITE : 0, qp.privileged, qp.pdId, write, out);
+      const st = this.views(
+        mem,
+        sge.lkey,
+        sge.va,
+        n,
+        write ? MrFlag.LOCAL_WRITE : 0,
+        qp.privileged,
+        qp.pdId,
+        write,
+        out,
+      );
       if (st !== KeyStatus.OK) return st;
       left -= n;
     }

@@ -86,8 +86,20 @@ export function qpState(qp: QpRecord): QpDp {
   let s = qp.dp as QpDp | undefined;
   if (!s || s.handle !== qp.handle) {
     s = {
-      handle: qp.handle, label: `RDMA data path (QP ${qp.id})`, msn: 0, scheduled: false, waiting: false,
-      waitKind: WaitKind.NONE, waitKey: -1, rnrLeft: -1, rnrTimer: null, regMr: null, node: -1, inflight: [], filtered: -1, filteredSig: 0,
+      handle: qp.handle,
+      label: `RDMA data path (QP ${qp.id})`,
+      msn: 0,
+      scheduled: false,
+      waiting: false,
+      waitKind: WaitKind.NONE,
+      waitKey: -1,
+      rnrLeft: -1,
+      rnrTimer: null,
+      regMr: null,
+      node: -1,
+      inflight: [],
+      filtered: -1,
+      filteredSig: 0,
     };
     qp.dp = s;
   }

@@ -41,8 +41,10 @@ export class FastRegistration {
     const r = w.regMr;
     const newKey = retagKey(w.immDataKey, w.numSgeKey);
     const shift = r.pageSizeLog2;
-    if (shift < REG_MR_MIN_PAGE_SHIFT || shift > REG_MR_MAX_PAGE_SHIFT || r.dirSizeLog2 !== 0) return IonicStatus.MEM_MGMT_OPER;
-    if (r.length < 1 || !Number.isSafeInteger(r.va) || r.va < 0 || !Number.isSafeInteger(r.dmaAddr) || r.dmaAddr <= 0) return IonicStatus.MEM_MGMT_OPER;
+    if (shift < REG_MR_MIN_PAGE_SHIFT || shift > REG_MR_MAX_PAGE_SHIFT || r.dirSizeLog2 !== 0)
+      return IonicStatus.MEM_MGMT_OPER;
+    if (r.length < 1 || !Number.isSafeInteger(r.va) || r.va < 0 || !Number.isSafeInteger(r.dmaAddr) || r.dmaAddr <= 0)
+      return IonicStatus.MEM_MGMT_OPER;
     if (r.mapCount < 1 || r.mapCount > RDMA_MAX_MR_PAGES) return IonicStatus.MEM_MGMT_OPER;
     const pageSize = 2 ** shift;
     if (r.mapCount === 1) {
@@ -54,12 +56,23 @@ export class FastRegistration {
     }
     if (!Number.isSafeInteger(r.offset) || r.offset < 0 || r.offset >= pageSize) return IonicStatus.MEM_MGMT_OPER;
     if (PageTableBuilder.pagesNeeded(r.length, shift, r.offset) !== r.mapCount) return IonicStatus.MEM_MGMT_OPER;
-    const loader = new PageListLoader({ listAddr: r.dmaAddr, count: r.mapCount, pageShift: shift, firstOffset: r.offset, length: r.length }, rm.budget);
+    const loader = new PageListLoader(
+      { listAddr: r.dmaAddr, count: r.mapCount, pageShift: shift, firstOffset: r.offset, length: r.length },
+      rm.budget,
+    );
     const t = loader.step(mem, RDMA_PT_ENTRIES_PER_TURN);
     if (t === null) {
       s.regMr = {
-        generation: this.#sched.generation, loader, key: w.immDataKey, newKey, va: r.va, length: r.length, flags: r.flags,
-        wqeIdLo: w.wqeIdLo, wqeIdHi: w.wqeIdHi, table: null,
+        generation: this.#sched.generation,
+        loader,
+        key: w.immDataKey,
+        newKey,
+        va: r.va,
+        length: r.length,
+        flags: r.flags,
+        wqeIdLo: w.wqeIdLo,
+        wqeIdHi: w.wqeIdHi,
+        table: null,
       };
       return 'yield';
     }
@@ -79,7 +92,10 @@ export class FastRegistration {
       if (typeof t !== 'string') p.table = t;
     }
     // The CQ may have filled while the list was read: keep the table and wait for room.
-    if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) { this.#dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
+    if (cqRoom(this.#dev.rm, qp.sqCqId) === 0) {
+      this.#dev.counters.inc(DeviceCounter.cq_full_waits);
+      return 'wait';
+    }
     s.regMr = null;
     return p.table ? this.#register(p.key, p.newKey, p.va, p.length, p.flags, p.table) : IonicStatus.MEM_MGMT_OPER;
   }
@@ -99,6 +115,7 @@ export class FastRegistration {
     const zeroBased = (flags & MrFlag.ZERO_BASED) !== 0;
     // fastRegister finds the FRMR by index and gives the table back itself when it refuses.
     return this.#dev.rm.fastRegister(key, newKey, va, length, flags, zeroBased, table) === KeyStatus.OK
-      ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
+      ? IonicStatus.OK
+      : IonicStatus.MEM_MGMT_OPER;
   }
 }

@@ -21,7 +21,15 @@ export interface RemotePath {
   /** The node a datagram through AH `ahId` goes to, or -1: this device. */
   datagramNode(ahId: number): number;
   /** Send WQE `w` of `qp` to `node` (the scheduler's waitFor is set on 'wait'). */
-  execute(mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, node: number, datagram: boolean): RemoteResult;
+  execute(
+    mem: GuestMemory,
+    qp: QpRecord,
+    s: QpDp,
+    w: SendWqe,
+    buf: Buffer,
+    node: number,
+    datagram: boolean,
+  ): RemoteResult;
   /** The QP went to ERR or RESET: take back what is still queued, forget the answers still due. */
   flushed(qp: QpRecord, s: QpDp): void;
   /** The QP is gone: its queued requests still go out, their answers are ignored. */

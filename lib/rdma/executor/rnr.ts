@@ -16,8 +16,8 @@ const RNR_RETRY_INFINITE = 7;
 
 /** IBTA table 45: the min_rnr_timer code (0..31) as milliseconds. */
 const RNR_TIMER_MS = [
-  655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
-  2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52,
+  655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12,
+  7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52,
 ];
 
 /** The wait an RNR NAK asks for, given the responder's min_rnr_timer code. */
@@ -65,6 +65,9 @@ export class RnrWaits {
   /** The head WQE is finished (or gone): its RNR state goes with it. */
   clear(s: QpDp): void {
     s.rnrLeft = -1;
-    if (s.rnrTimer) { clearTimeout(s.rnrTimer); s.rnrTimer = null; }
+    if (s.rnrTimer) {
+      clearTimeout(s.rnrTimer);
+      s.rnrTimer = null;
+    }
   }
 }

@@ -151,7 +151,10 @@ export class Scheduler {
     this.#waitKey = -1;
     const map = this.#waiters(kind);
     let set = map.get(key);
-    if (!set) { set = new Set(); map.set(key, set); }
+    if (!set) {
+      set = new Set();
+      map.set(key, set);
+    }
     set.add(qp);
     s.waiting = true;
     s.waitKind = kind;
@@ -214,7 +217,10 @@ export class Scheduler {
     this.#peerWaiters.clear();
     for (let i = this.#readyHead; i < this.#ready.length; i++) {
       const s = qpStateIfAny(this.#ready[i]!);
-      if (s) { s.scheduled = false; s.regMr = null; }
+      if (s) {
+        s.scheduled = false;
+        s.regMr = null;
+      }
     }
     this.#ready.length = 0;
     this.#readyHead = 0;

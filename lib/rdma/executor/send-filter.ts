@@ -32,15 +32,28 @@ class Input implements SendFilterInput {
   resolveRemoteWrite(len: number): number {
     this.dst.length = 0;
     const w = this.wqe;
-    if (this.remoteNode || (w.rdma.rkey >>> 0) === 0 || !this.mem) return IonicStatus.REMOTE_ACC;
+    if (this.remoteNode || w.rdma.rkey >>> 0 === 0 || !this.mem) return IonicStatus.REMOTE_ACC;
     const dest = this.dest;
     // As rcOp: a missing or unready responder never answers.
-    if (!dest || dest.type !== this.qp.type || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) {
+    if (
+      !dest ||
+      dest.type !== this.qp.type ||
+      (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)
+    ) {
       return IonicStatus.RETRY_EXCEEDED;
     }
     const v = this.verbs;
     v.clear();
-    const st = v.remote(this.mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
+    const st = v.remote(
+      this.mem,
+      dest,
+      w.rdma.rkey,
+      w.rdma.remoteVa,
+      len,
+      MrFlag.REMOTE_WRITE,
+      QpFlag.REMOTE_WRITE,
+      true,
+    );
     if (st === IonicStatus.OK) for (const b of v.dst) this.dst.push(b);
     v.clear();
     return st;
@@ -74,7 +87,16 @@ export class SendFiltering {
    * the checks fail (the WQE fails in its own path) or the filter passes it,
    * else what the filter answered.
    */
-  run(filter: SendFilter, mem: GuestMemory, qp: QpRecord, w: SendWqe, buf: Buffer, datagram: boolean, dest: QpRecord | undefined, remoteNode: boolean): number {
+  run(
+    filter: SendFilter,
+    mem: GuestMemory,
+    qp: QpRecord,
+    w: SendWqe,
+    buf: Buffer,
+    datagram: boolean,
+    dest: QpRecord | undefined,
+    remoteNode: boolean,
+  ): number {
     const x = this.#input;
     x.release();
     if (!this.#ownMemory(mem, qp, w, buf, x.src)) {
@@ -106,8 +128,20 @@ export class SendFiltering {
       case SendVerb.ATOMIC_CS:
       case SendVerb.ATOMIC_FA: {
         const a = w.atomic;
-        st = a.localLen !== ATOMIC_SIZE ? KeyStatus.BOUNDS
-          : this.#views.views(mem, a.localLkey, a.localVa, ATOMIC_SIZE, MrFlag.LOCAL_WRITE, qp.privileged, qp.pdId, true, scratch);
+        st =
+          a.localLen !== ATOMIC_SIZE
+            ? KeyStatus.BOUNDS
+            : this.#views.views(
+                mem,
+                a.localLkey,
+                a.localVa,
+                ATOMIC_SIZE,
+                MrFlag.LOCAL_WRITE,
+                qp.privileged,
+                qp.pdId,
+                true,
+                scratch,
+              );
         break;
       }
       default:

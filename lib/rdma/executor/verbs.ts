@@ -83,8 +83,9 @@ export class Verbs {
   recvRing(qp: QpRecord): QueueRing | null {
     if (qp.rq) return qp.rq;
     if (qp.srqId === null) return null;
-    const srq: SrqRecord | undefined = this.#dev.rm.srqs.get(qp.srqId >= RDMA_SRQ_BASE ? qp.srqId : qp.srqId + RDMA_SRQ_BASE)
-      ?? this.#dev.rm.srqs.get(qp.srqId);
+    const srq: SrqRecord | undefined =
+      this.#dev.rm.srqs.get(qp.srqId >= RDMA_SRQ_BASE ? qp.srqId : qp.srqId + RDMA_SRQ_BASE) ??
+      this.#dev.rm.srqs.get(qp.srqId);
     return srq ? srq.ring : null;
   }
 
@@ -98,7 +99,9 @@ export class Verbs {
       case SendVerb.BIND_MW: {
         const b = w.bindMw;
         const newKey = retagKey(w.immDataKey, w.numSgeKey);
-        return rm.bindMw(w.immDataKey, newKey, b.lkey, b.va, b.length, b.flags) === KeyStatus.OK ? IonicStatus.OK : IonicStatus.MEM_MGMT_OPER;
+        return rm.bindMw(w.immDataKey, newKey, b.lkey, b.va, b.length, b.flags) === KeyStatus.OK
+          ? IonicStatus.OK
+          : IonicStatus.MEM_MGMT_OPER;
       }
       default:
         return IonicStatus.MEM_MGMT_OPER;
@@ -108,10 +111,17 @@ export class Verbs {
   /** An RC/UC WQE against `dest`: its status, or 'wait' when a SEND found no receive (RNR). `buf` is the WQE slot. */
   rcOp(mem: GuestMemory, qp: QpRecord, dest: QpRecord | undefined, w: SendWqe, buf: Buffer): number | 'wait' {
     // UC has no responder resources: RDMA READ and atomics are RC only (IBTA table 38).
-    if (qp.type === QpType.UC && (w.verb === SendVerb.RDMA_READ || w.verb === SendVerb.ATOMIC_CS || w.verb === SendVerb.ATOMIC_FA)) {
+    if (
+      qp.type === QpType.UC &&
+      (w.verb === SendVerb.RDMA_READ || w.verb === SendVerb.ATOMIC_CS || w.verb === SendVerb.ATOMIC_FA)
+    ) {
       return IonicStatus.LOCAL_QP_OPER;
     }
-    if (!dest || dest.type !== qp.type || (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)) {
+    if (
+      !dest ||
+      dest.type !== qp.type ||
+      (dest.state !== QpState.RTR && dest.state !== QpState.RTS && dest.state !== QpState.SQD)
+    ) {
       return IonicStatus.RETRY_EXCEEDED;
     }
     switch (w.verb) {
@@ -131,7 +141,16 @@ export class Verbs {
         if (rr === 'bad') return IonicStatus.REMOTE_OPER;
         const len = msgLen(w);
         if (isWrite) {
-          const x = this.remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
+          const x = this.remote(
+            mem,
+            dest,
+            w.rdma.rkey,
+            w.rdma.remoteVa,
+            len,
+            MrFlag.REMOTE_WRITE,
+            QpFlag.REMOTE_WRITE,
+            true,
+          );
           if (x !== IonicStatus.OK) return x;
           copySlices(this.#dst, 0, this.#src, 0, len);
           this.written(qp, len);
@@ -141,8 +160,20 @@ export class Verbs {
           this.deliver(mem, qp, dest, rr, len, null, RecvOp.RDMA_WRITE_IMM, w.immDataKey, w.solicited, null, true);
           return IonicStatus.OK;
         }
-        const op = w.verb === SendVerb.SEND ? RecvOp.SEND : w.verb === SendVerb.SEND_IMM ? RecvOp.SEND_IMM : RecvOp.SEND_INV;
-        const st = this.deliver(mem, qp, dest, rr, len, null, op, w.verb === SendVerb.SEND ? 0 : w.immDataKey, w.solicited, null);
+        const op =
+          w.verb === SendVerb.SEND ? RecvOp.SEND : w.verb === SendVerb.SEND_IMM ? RecvOp.SEND_IMM : RecvOp.SEND_INV;
+        const st = this.deliver(
+          mem,
+          qp,
+          dest,
+          rr,
+          len,
+          null,
+          op,
+          w.verb === SendVerb.SEND ? 0 : w.immDataKey,
+          w.solicited,
+          null,
+        );
         if (st === IonicStatus.LOCAL_LEN) return IonicStatus.REMOTE_INV_REQ;
         if (st !== IonicStatus.OK) return IonicStatus.REMOTE_OPER;
         // The invalidation takes effect with the message, not when it fails.
@@ -155,7 +186,16 @@ export class Verbs {
         const g = this.#gather(mem, qp, w, buf);
         if (g !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
         const len = msgLen(w);
-        const x = this.remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_WRITE, QpFlag.REMOTE_WRITE, true);
+        const x = this.remote(
+          mem,
+          dest,
+          w.rdma.rkey,
+          w.rdma.remoteVa,
+          len,
+          MrFlag.REMOTE_WRITE,
+          QpFlag.REMOTE_WRITE,
+          true,
+        );
         if (x !== IonicStatus.OK) return x;
         copySlices(this.#dst, 0, this.#src, 0, len);
         this.written(qp, len);
@@ -164,11 +204,21 @@ export class Verbs {
       case SendVerb.RDMA_READ: {
         const len = w.sgeTotal;
         // The remote side is checked first (a bad rkey NAKs before data returns); its views go to #dst, then swap.
-        const x = this.remote(mem, dest, w.rdma.rkey, w.rdma.remoteVa, len, MrFlag.REMOTE_READ, QpFlag.REMOTE_READ, false);
+        const x = this.remote(
+          mem,
+          dest,
+          w.rdma.rkey,
+          w.rdma.remoteVa,
+          len,
+          MrFlag.REMOTE_READ,
+          QpFlag.REMOTE_READ,
+          false,
+        );
         if (x !== IonicStatus.OK) return x;
         this.#src.push(...this.#dst);
         this.#dst.length = 0;
-        if (this.#views.sgl(mem, qp, w.sges, w.sgeCount, len, true, this.#dst) !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
+        if (this.#views.sgl(mem, qp, w.sges, w.sgeCount, len, true, this.#dst) !== KeyStatus.OK)
+          return IonicStatus.LOCAL_PROT;
         copySlices(this.#dst, 0, this.#src, 0, len);
         this.#dev.counters.inc(DeviceCounter.rdma_read_bytes, len);
         qp.stats.inc(QpCounter.bytes_rdma_read, len);
@@ -199,13 +249,32 @@ export class Verbs {
     const len = msgLen(w);
     const grh = this.#grh;
     writeGrh(av, len, grh);
-    this.deliver(mem, qp, dest, rr, len, grh, w.verb === SendVerb.SEND ? RecvOp.SEND : RecvOp.SEND_IMM,
-      w.verb === SendVerb.SEND_IMM ? w.immDataKey : 0, w.solicited, av);
+    this.deliver(
+      mem,
+      qp,
+      dest,
+      rr,
+      len,
+      grh,
+      w.verb === SendVerb.SEND ? RecvOp.SEND : RecvOp.SEND_IMM,
+      w.verb === SendVerb.SEND_IMM ? w.immDataKey : 0,
+      w.solicited,
+      av,
+    );
     return IonicStatus.OK;
   }
 
   /** Views of a remote range into `dst`, with the responder's QP and MR checks; IonicStatus. */
-  remote(mem: GuestMemory, dest: QpRecord, rkey: number, va: number, len: number, need: number, qpBit: number, write: boolean): number {
+  remote(
+    mem: GuestMemory,
+    dest: QpRecord,
+    rkey: number,
+    va: number,
+    len: number,
+    need: number,
+    qpBit: number,
+    write: boolean,
+  ): number {
     if (len === 0) return IonicStatus.OK;
     if (!(dest.attrs.access & qpBit)) return IonicStatus.REMOTE_ACC;
     const st = this.#views.views(mem, rkey, va, len, need, dest.remotePrivileged, dest.pdId, write, this.#dst);
@@ -225,7 +294,19 @@ export class Verbs {
     if (x !== IonicStatus.OK) return x;
     const a = w.atomic;
     if (a.localLen !== ATOMIC_SIZE) return IonicStatus.LOCAL_LEN;
-    if (this.#views.views(mem, a.localLkey, a.localVa, ATOMIC_SIZE, MrFlag.LOCAL_WRITE, qp.privileged, qp.pdId, true, this.#dst) !== KeyStatus.OK) {
+    if (
+      this.#views.views(
+        mem,
+        a.localLkey,
+        a.localVa,
+        ATOMIC_SIZE,
+        MrFlag.LOCAL_WRITE,
+        qp.privileged,
+        qp.pdId,
+        true,
+        this.#dst,
+      ) !== KeyStatus.OK
+    ) {
       return IonicStatus.LOCAL_PROT;
     }
     const old = this.atomicApply(w.verb === SendVerb.ATOMIC_CS, a.swapAddLo, a.swapAddHi, a.compareLo, a.compareHi);
@@ -313,7 +394,12 @@ export class Verbs {
   #badRecv(dest: QpRecord, ring: QueueRing, buf: Buffer | null): void {
     advance(ring);
     const id = ionic_v1_base_hdr.wqe_id;
-    this.#cqes.recvError(dest, IonicStatus.LOCAL_QP_OPER, buf ? getRawWord(buf, 0, id, 0) : 0, buf ? getRawWord(buf, 0, id, 1) : 0);
+    this.#cqes.recvError(
+      dest,
+      IonicStatus.LOCAL_QP_OPER,
+      buf ? getRawWord(buf, 0, id, 0) : 0,
+      buf ? getRawWord(buf, 0, id, 1) : 0,
+    );
     dest.stats.inc(QpCounter.cqes_posted);
     dest.stats.inc(QpCounter.errors);
     if (dest.type !== QpType.UD && dest.id !== GSI_QPN) this.#failures.deviceError(dest);
@@ -324,15 +410,29 @@ export class Verbs {
    * `dest`, and post its RECV CQE (with `av`, a datagram's address vector).
    * Answers the responder status.
    */
-  deliver(mem: GuestMemory, from: QpRecord | number, dest: QpRecord, ring: QueueRing, len: number, prefix: Buffer | null,
-    op: RecvOp, imm: number, solicited: boolean, av: AddressVector | null, countOnly = false): number {
+  deliver(
+    mem: GuestMemory,
+    from: QpRecord | number,
+    dest: QpRecord,
+    ring: QueueRing,
+    len: number,
+    prefix: Buffer | null,
+    op: RecvOp,
+    imm: number,
+    solicited: boolean,
+    av: AddressVector | null,
+    countOnly = false,
+  ): number {
     const r = this.#recv;
     const pre = prefix ? prefix.length : 0;
     const total = pre + len;
     let st: number = IonicStatus.OK;
     this.#dst.length = 0;
-    if (countOnly) { /* WRITE_IMM: the data went to the rkey; only the count is reported */ } else if (total > r.sgeTotal) st = IonicStatus.LOCAL_LEN;
-    else if (this.#views.sgl(mem, dest, r.sges, r.sgeCount, total, true, this.#dst) !== KeyStatus.OK) st = IonicStatus.LOCAL_PROT;
+    if (countOnly) {
+      /* WRITE_IMM: the data went to the rkey; only the count is reported */
+    } else if (total > r.sgeTotal) st = IonicStatus.LOCAL_LEN;
+    else if (this.#views.sgl(mem, dest, r.sges, r.sgeCount, total, true, this.#dst) !== KeyStatus.OK)
+      st = IonicStatus.LOCAL_PROT;
     if (st === IonicStatus.OK && !countOnly) {
       if (prefix && pre > 0) {
         this.#wordList[0] = prefix;
@@ -349,7 +449,18 @@ export class Verbs {
     }
     this.#dev.counters.inc(DeviceCounter.rx_wqes);
     advance(ring);
-    this.#cqes.recv(dest, typeof from === 'number' ? from : from.id, st, total, r.wqeIdLo, r.wqeIdHi, op, imm, solicited, av);
+    this.#cqes.recv(
+      dest,
+      typeof from === 'number' ? from : from.id,
+      st,
+      total,
+      r.wqeIdLo,
+      r.wqeIdHi,
+      op,
+      imm,
+      solicited,
+      av,
+    );
     this.#dst.length = 0;
     if (st !== IonicStatus.OK && dest.type !== QpType.UD) this.#failures.deviceError(dest);
     return st;

@@ -8,12 +8,25 @@
 // the PSNs in flight is dropped and counted.
 
 import {
-  DROP_NONE, DROP_UNEXPECTED_RESPONSE, NAK_KIND_INVALID_REQUEST, NAK_KIND_REMOTE_ACCESS, NAK_KIND_REMOTE_OPERATIONAL,
-  NAK_KIND_RNR, NAK_KIND_SEQUENCE, type RoceCounters,
+  DROP_NONE,
+  DROP_UNEXPECTED_RESPONSE,
+  NAK_KIND_INVALID_REQUEST,
+  NAK_KIND_REMOTE_ACCESS,
+  NAK_KIND_REMOTE_OPERATIONAL,
+  NAK_KIND_RNR,
+  NAK_KIND_SEQUENCE,
+  type RoceCounters,
 } from '../counters';
 import {
-  NAK_INVALID_REQUEST, NAK_PSN_SEQUENCE_ERROR, NAK_REMOTE_ACCESS_ERROR, NAK_REMOTE_OPERATIONAL_ERROR, SYNDROME_ACK,
-  SYNDROME_KIND_MASK, SYNDROME_NAK, SYNDROME_RNR_NAK, SYNDROME_VALUE_MASK,
+  NAK_INVALID_REQUEST,
+  NAK_PSN_SEQUENCE_ERROR,
+  NAK_REMOTE_ACCESS_ERROR,
+  NAK_REMOTE_OPERATIONAL_ERROR,
+  SYNDROME_ACK,
+  SYNDROME_KIND_MASK,
+  SYNDROME_NAK,
+  SYNDROME_RNR_NAK,
+  SYNDROME_VALUE_MASK,
 } from '../headers';
 import { F_ACK, F_ATOMICACKETH, F_END, F_READ_RESPONSE, F_START, OPCODE_FLAGS } from '../opcodes';
 import type { TransportHeaders } from '../packet';
@@ -21,16 +34,26 @@ import { psnAdd, psnDiff } from '../psn';
 import { KIND_ATOMIC, KIND_READ, type PendingWqe, type Requester } from './requester';
 import { scatter } from './sgl';
 import {
-  type RoceQpConfig, type RoceQpDeps, WC_BAD_RESP_ERR, WC_LOC_PROT_ERR, WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR,
-  WC_REM_OP_ERR, WC_SUCCESS,
+  type RoceQpConfig,
+  type RoceQpDeps,
+  WC_BAD_RESP_ERR,
+  WC_LOC_PROT_ERR,
+  WC_REM_ACCESS_ERR,
+  WC_REM_INV_REQ_ERR,
+  WC_REM_OP_ERR,
+  WC_SUCCESS,
 } from './types';
 
 export class Completer {
   /** The original remote data of an atomic, big-endian, on its way to the WQE's SGL. */
   readonly #atomicResult = Buffer.alloc(8);
 
-  constructor(private readonly cfg: RoceQpConfig, private readonly deps: RoceQpDeps, private readonly counters: RoceCounters,
-    private readonly req: Requester) {}
+  constructor(
+    private readonly cfg: RoceQpConfig,
+    private readonly deps: RoceQpDeps,
+    private readonly counters: RoceCounters,
+    private readonly req: Requester,
+  ) {}
 
   /** A response packet (READ response, ACK, atomic ACK) for this QP; returns DROP_NONE or why it was dropped. */
   onResponse(buf: Buffer, h: TransportHeaders): number {
@@ -102,7 +125,10 @@ export class Completer {
       if (p.kind === KIND_READ || p.kind === KIND_ATOMIC) {
         const missing = psnAdd(p.firstPsn, p.responses);
         if (psnDiff(psn, missing) >= 0) {
-          if (psnDiff(missing, req.ackedPsn) > 1) { req.ackedPsn = psnAdd(missing, -1); progressed = true; }
+          if (psnDiff(missing, req.ackedPsn) > 1) {
+            req.ackedPsn = psnAdd(missing, -1);
+            progressed = true;
+          }
           if (progressed) req.progress();
           req.retry(missing);
           return;

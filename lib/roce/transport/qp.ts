@@ -4,9 +4,7 @@
 // move to ERROR that flushes both queues. The work itself is the requester,
 // the completer and the responder.
 
-import {
-  DROP_BAD_PKEY, DROP_QP_STATE, DROP_WRONG_PEER, DROP_WRONG_TRANSPORT, type RoceCounters,
-} from '../counters';
+import { DROP_BAD_PKEY, DROP_QP_STATE, DROP_WRONG_PEER, DROP_WRONG_TRANSPORT, type RoceCounters } from '../counters';
 import type { RoceFrame } from '../frame';
 import { PKEY_FULL_MEMBER } from '../headers';
 import { F_REQUEST, OPCODE_FLAGS, TRANSPORT_MASK, TRANSPORT_RC, TRANSPORT_UC, TRANSPORT_UD } from '../opcodes';
@@ -14,8 +12,21 @@ import { Completer } from './completer';
 import { Requester } from './requester';
 import { Responder } from './responder';
 import {
-  Completion, EVENT_COMM_EST, type QpControl, QPS_ERR, QPS_RESET, QPS_RTR, QPS_RTS, QPS_SQD, QPT_GSI, QPT_RC, QPT_UC,
-  type RoceQpConfig, type RoceQpDeps, WC_RECV, WC_WR_FLUSH_ERR,
+  Completion,
+  EVENT_COMM_EST,
+  type QpControl,
+  QPS_ERR,
+  QPS_RESET,
+  QPS_RTR,
+  QPS_RTS,
+  QPS_SQD,
+  QPT_GSI,
+  QPT_RC,
+  QPT_UC,
+  type RoceQpConfig,
+  type RoceQpDeps,
+  WC_RECV,
+  WC_WR_FLUSH_ERR,
 } from './types';
 
 /** A frame buffer big enough for any packet: 4096 bytes of payload plus every header and the ICRC. */
@@ -32,7 +43,11 @@ export class RoceQp implements QpControl {
   #established = false;
   readonly #flushCompletion = new Completion();
 
-  constructor(readonly cfg: RoceQpConfig, private readonly deps: RoceQpDeps, counters: RoceCounters) {
+  constructor(
+    readonly cfg: RoceQpConfig,
+    private readonly deps: RoceQpDeps,
+    counters: RoceCounters,
+  ) {
     checkPmtu(cfg.pmtu);
     // One frame buffer each for the two directions' senders: a READ response can be built while a request is.
     this.requester = new Requester(cfg, deps, counters, Buffer.alloc(TX_BUFFER_BYTES), this);

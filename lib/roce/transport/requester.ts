@@ -11,19 +11,63 @@ import type { RoceCounters } from '../counters';
 import { encodeFrame, frameHeaderBytes } from '../frame';
 import { GSI_QKEY, MASK_24 } from '../headers';
 import {
-  OP_COMPARE_SWAP, OP_FETCH_ADD, OP_READ_REQUEST, OP_SEND_FIRST, OP_SEND_LAST, OP_SEND_LAST_IMM, OP_SEND_LAST_INV,
-  OP_SEND_MIDDLE, OP_SEND_ONLY, OP_SEND_ONLY_IMM, OP_SEND_ONLY_INV, OP_WRITE_FIRST, OP_WRITE_LAST, OP_WRITE_LAST_IMM,
-  OP_WRITE_MIDDLE, OP_WRITE_ONLY, OP_WRITE_ONLY_IMM, TRANSPORT_RC, TRANSPORT_UC, TRANSPORT_UD,
+  OP_COMPARE_SWAP,
+  OP_FETCH_ADD,
+  OP_READ_REQUEST,
+  OP_SEND_FIRST,
+  OP_SEND_LAST,
+  OP_SEND_LAST_IMM,
+  OP_SEND_LAST_INV,
+  OP_SEND_MIDDLE,
+  OP_SEND_ONLY,
+  OP_SEND_ONLY_IMM,
+  OP_SEND_ONLY_INV,
+  OP_WRITE_FIRST,
+  OP_WRITE_LAST,
+  OP_WRITE_LAST_IMM,
+  OP_WRITE_MIDDLE,
+  OP_WRITE_ONLY,
+  OP_WRITE_ONLY_IMM,
+  TRANSPORT_RC,
+  TRANSPORT_UC,
+  TRANSPORT_UD,
 } from '../opcodes';
 import { TransportHeaders } from '../packet';
 import { psnAdd, psnDiff } from '../psn';
 import { ackTimeoutMs, RNR_RETRY_INFINITE, rnrTimerMs, timerDelayMs } from '../timers';
 import { gather } from './sgl';
 import {
-  Completion, type QpControl, QPS_RTS, QPS_SQD, QPT_GSI, QPT_RC, QPT_UC, QPT_UD, type RoceQpConfig, type RoceQpDeps, type SendWqe,
-  WC_COMP_SWAP, WC_FETCH_ADD, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR, WC_RDMA_READ, WC_RDMA_WRITE,
-  WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_SEND, WC_SUCCESS, WC_WR_FLUSH_ERR, WR_ATOMIC_CMP_AND_SWP,
-  WR_ATOMIC_FETCH_AND_ADD, WR_RDMA_READ, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_SEND_WITH_INV,
+  Completion,
+  type QpControl,
+  QPS_RTS,
+  QPS_SQD,
+  QPT_GSI,
+  QPT_RC,
+  QPT_UC,
+  QPT_UD,
+  type RoceQpConfig,
+  type RoceQpDeps,
+  type SendWqe,
+  WC_COMP_SWAP,
+  WC_FETCH_ADD,
+  WC_LOC_LEN_ERR,
+  WC_LOC_PROT_ERR,
+  WC_LOC_QP_OP_ERR,
+  WC_RDMA_READ,
+  WC_RDMA_WRITE,
+  WC_RETRY_EXC_ERR,
+  WC_RNR_RETRY_EXC_ERR,
+  WC_SEND,
+  WC_SUCCESS,
+  WC_WR_FLUSH_ERR,
+  WR_ATOMIC_CMP_AND_SWP,
+  WR_ATOMIC_FETCH_AND_ADD,
+  WR_RDMA_READ,
+  WR_RDMA_WRITE,
+  WR_RDMA_WRITE_WITH_IMM,
+  WR_SEND,
+  WR_SEND_WITH_IMM,
+  WR_SEND_WITH_INV,
 } from './types';
 
 export const KIND_SEND = 0;
@@ -81,8 +125,13 @@ export class Requester {
   #resentFrom = -1;
   readonly #free: PendingWqe[] = [];
 
-  constructor(private readonly cfg: RoceQpConfig, private readonly deps: RoceQpDeps, private readonly counters: RoceCounters,
-    private readonly tx: Buffer, private readonly qp: QpControl) {}
+  constructor(
+    private readonly cfg: RoceQpConfig,
+    private readonly deps: RoceQpDeps,
+    private readonly counters: RoceCounters,
+    private readonly tx: Buffer,
+    private readonly qp: QpControl,
+  ) {}
 
   /** Entering RTS: PSNs start at the configured sq_psn. */
   start(): void {
@@ -161,7 +210,8 @@ export class Requester {
     }
     if (kind === KIND_ATOMIC && wqe.length < 8) return WC_LOC_LEN_ERR;
     // Remote addresses travel as numbers: one past 2^53 (or unreadable) cannot be sent exactly.
-    if (kind !== KIND_SEND && !(wqe.remoteAddr >= 0 && wqe.remoteAddr + wqe.length <= Number.MAX_SAFE_INTEGER)) return WC_LOC_QP_OP_ERR;
+    if (kind !== KIND_SEND && !(wqe.remoteAddr >= 0 && wqe.remoteAddr + wqe.length <= Number.MAX_SAFE_INTEGER))
+      return WC_LOC_QP_OP_ERR;
     return 0;
   }
 
@@ -198,7 +248,10 @@ export class Requester {
       h.opcode = TRANSPORT_RC | (wqe.opcode === WR_ATOMIC_CMP_AND_SWP ? OP_COMPARE_SWAP : OP_FETCH_ADD);
       h.va = wqe.remoteAddr;
       h.rkey = wqe.rkey;
-      h.swapHi = wqe.swapHi; h.swapLo = wqe.swapLo; h.cmpHi = wqe.cmpHi; h.cmpLo = wqe.cmpLo;
+      h.swapHi = wqe.swapHi;
+      h.swapLo = wqe.swapLo;
+      h.cmpHi = wqe.cmpHi;
+      h.cmpLo = wqe.cmpLo;
       h.ackReq = true;
       p.sent = 1;
     } else {
@@ -256,7 +309,12 @@ export class Requester {
     c.wrId = wqe.wrId;
     c.status = status;
     c.opcode = wcOpcode(wqe.opcode);
-    c.byteLen = status === WC_SUCCESS && (p.kind === KIND_READ || p.kind === KIND_ATOMIC) ? (p.kind === KIND_READ ? wqe.length : 8) : wqe.length;
+    c.byteLen =
+      status === WC_SUCCESS && (p.kind === KIND_READ || p.kind === KIND_ATOMIC)
+        ? p.kind === KIND_READ
+          ? wqe.length
+          : 8
+        : wqe.length;
     c.signaled = wqe.signaled || status !== WC_SUCCESS;
     c.hasImm = false;
     c.hasInv = false;
@@ -348,11 +406,14 @@ export class Requester {
     this.rewind(psn);
     this.rnrWaiting = true;
     if (this.#rnrTimer) clearTimeout(this.#rnrTimer);
-    this.#rnrTimer = setTimeout(() => {
-      this.#rnrTimer = null;
-      this.rnrWaiting = false;
-      this.pump();
-    }, timerDelayMs(rnrTimerMs(timerCode)));
+    this.#rnrTimer = setTimeout(
+      () => {
+        this.#rnrTimer = null;
+        this.rnrWaiting = false;
+        this.pump();
+      },
+      timerDelayMs(rnrTimerMs(timerCode)),
+    );
   }
 
   /** The responder acknowledged something new: retries start over and the timer restarts. */
@@ -412,21 +473,36 @@ export class Requester {
 /** KIND_* of a work request opcode, or -1 for one this transport does not send. */
 function kindOf(op: number): number {
   switch (op) {
-    case WR_SEND: case WR_SEND_WITH_IMM: case WR_SEND_WITH_INV: return KIND_SEND;
-    case WR_RDMA_WRITE: case WR_RDMA_WRITE_WITH_IMM: return KIND_WRITE;
-    case WR_RDMA_READ: return KIND_READ;
-    case WR_ATOMIC_CMP_AND_SWP: case WR_ATOMIC_FETCH_AND_ADD: return KIND_ATOMIC;
-    default: return -1;
+    case WR_SEND:
+    case WR_SEND_WITH_IMM:
+    case WR_SEND_WITH_INV:
+      return KIND_SEND;
+    case WR_RDMA_WRITE:
+    case WR_RDMA_WRITE_WITH_IMM:
+      return KIND_WRITE;
+    case WR_RDMA_READ:
+      return KIND_READ;
+    case WR_ATOMIC_CMP_AND_SWP:
+    case WR_ATOMIC_FETCH_AND_ADD:
+      return KIND_ATOMIC;
+    default:
+      return -1;
   }
 }
 
 function wcOpcode(op: number): number {
   switch (op) {
-    case WR_RDMA_WRITE: case WR_RDMA_WRITE_WITH_IMM: return WC_RDMA_WRITE;
-    case WR_RDMA_READ: return WC_RDMA_READ;
-    case WR_ATOMIC_CMP_AND_SWP: return WC_COMP_SWAP;
-    case WR_ATOMIC_FETCH_AND_ADD: return WC_FETCH_ADD;
-    default: return WC_SEND;
+    case WR_RDMA_WRITE:
+    case WR_RDMA_WRITE_WITH_IMM:
+      return WC_RDMA_WRITE;
+    case WR_RDMA_READ:
+      return WC_RDMA_READ;
+    case WR_ATOMIC_CMP_AND_SWP:
+      return WC_COMP_SWAP;
+    case WR_ATOMIC_FETCH_AND_ADD:
+      return WC_FETCH_ADD;
+    default:
+      return WC_SEND;
   }
 }
 

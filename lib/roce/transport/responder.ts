@@ -11,27 +11,76 @@
 // of the payload.
 
 import {
-  DROP_BAD_QKEY, DROP_NO_RECV, DROP_NONE, DROP_OPCODE_SEQUENCE, DROP_OVERSIZED, DROP_PSN_OUT_OF_WINDOW,
-  NAK_KIND_INVALID_REQUEST, NAK_KIND_REMOTE_ACCESS, NAK_KIND_REMOTE_OPERATIONAL, NAK_KIND_RNR, NAK_KIND_SEQUENCE,
+  DROP_BAD_QKEY,
+  DROP_NO_RECV,
+  DROP_NONE,
+  DROP_OPCODE_SEQUENCE,
+  DROP_OVERSIZED,
+  DROP_PSN_OUT_OF_WINDOW,
+  NAK_KIND_INVALID_REQUEST,
+  NAK_KIND_REMOTE_ACCESS,
+  NAK_KIND_REMOTE_OPERATIONAL,
+  NAK_KIND_RNR,
+  NAK_KIND_SEQUENCE,
   type RoceCounters,
 } from '../counters';
 import { encodeFrame, frameHeaderBytes, type RoceFrame } from '../frame';
 import {
-  CREDITS_INVALID, GSI_QKEY, GSI_QPN, MASK_24, NAK_INVALID_REQUEST, NAK_PSN_SEQUENCE_ERROR, NAK_REMOTE_ACCESS_ERROR,
-  NAK_REMOTE_OPERATIONAL_ERROR, SYNDROME_NAK, SYNDROME_RNR_NAK,
+  CREDITS_INVALID,
+  GSI_QKEY,
+  GSI_QPN,
+  MASK_24,
+  NAK_INVALID_REQUEST,
+  NAK_PSN_SEQUENCE_ERROR,
+  NAK_REMOTE_ACCESS_ERROR,
+  NAK_REMOTE_OPERATIONAL_ERROR,
+  SYNDROME_NAK,
+  SYNDROME_RNR_NAK,
 } from '../headers';
 import {
-  F_ATOMIC, F_END, F_IETH, F_IMMDT, F_READ, F_RECV_COMPLETES, F_RECV_WQE, F_SEND, F_START, F_WRITE, OP_ACKNOWLEDGE,
-  OP_ATOMIC_ACKNOWLEDGE, OP_COMPARE_SWAP, OP_READ_RESPONSE_FIRST, OP_READ_RESPONSE_LAST, OP_READ_RESPONSE_MIDDLE,
-  OP_READ_RESPONSE_ONLY, OPCODE_FLAGS, TRANSPORT_RC,
+  F_ATOMIC,
+  F_END,
+  F_IETH,
+  F_IMMDT,
+  F_READ,
+  F_RECV_COMPLETES,
+  F_RECV_WQE,
+  F_SEND,
+  F_START,
+  F_WRITE,
+  OP_ACKNOWLEDGE,
+  OP_ATOMIC_ACKNOWLEDGE,
+  OP_COMPARE_SWAP,
+  OP_READ_RESPONSE_FIRST,
+  OP_READ_RESPONSE_LAST,
+  OP_READ_RESPONSE_MIDDLE,
+  OP_READ_RESPONSE_ONLY,
+  OPCODE_FLAGS,
+  TRANSPORT_RC,
 } from '../opcodes';
 import { TransportHeaders } from '../packet';
 import { psnAdd, psnDiff } from '../psn';
 import { scatter } from './sgl';
 import {
-  ACCESS_REMOTE_ATOMIC, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, Completion, EVENT_ERR_ACCESS, EVENT_ERR_REQUEST,
-  EVENT_QP_ERR, type QpControl, QPT_GSI, QPT_RC, QPT_UD, type RecvWqe, type RoceQpConfig, type RoceQpDeps, WC_LOC_LEN_ERR,
-  WC_LOC_PROT_ERR, WC_RECV, WC_RECV_RDMA_WITH_IMM, WC_SUCCESS,
+  ACCESS_REMOTE_ATOMIC,
+  ACCESS_REMOTE_READ,
+  ACCESS_REMOTE_WRITE,
+  Completion,
+  EVENT_ERR_ACCESS,
+  EVENT_ERR_REQUEST,
+  EVENT_QP_ERR,
+  type QpControl,
+  QPT_GSI,
+  QPT_RC,
+  QPT_UD,
+  type RecvWqe,
+  type RoceQpConfig,
+  type RoceQpDeps,
+  WC_LOC_LEN_ERR,
+  WC_LOC_PROT_ERR,
+  WC_RECV,
+  WC_RECV_RDMA_WITH_IMM,
+  WC_SUCCESS,
 } from './types';
 
 /** Bytes of GRH in front of a UD receive. */
@@ -86,8 +135,13 @@ export class Responder {
   readonly #completion = new Completion();
   readonly #atomicBuf = Buffer.alloc(8);
 
-  constructor(private readonly cfg: RoceQpConfig, private readonly deps: RoceQpDeps, private readonly counters: RoceCounters,
-    private readonly tx: Buffer, private readonly qp: QpControl) {}
+  constructor(
+    private readonly cfg: RoceQpConfig,
+    private readonly deps: RoceQpDeps,
+    private readonly counters: RoceCounters,
+    private readonly tx: Buffer,
+    private readonly qp: QpControl,
+  ) {}
 
   /** Entering RTR: the first PSN expected, and an empty cache. */
   start(): void {
@@ -147,12 +201,14 @@ export class Responder {
       return this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_OPCODE_SEQUENCE);
     }
     // A packet that does not end its message carries exactly one MTU.
-    if (!(flags & F_END) && (flags & (F_SEND | F_WRITE)) && h.payloadLen !== this.cfg.pmtu) {
-      return rc ? this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_OPCODE_SEQUENCE) : this.#ucDrop(h, DROP_OPCODE_SEQUENCE);
+    if (!(flags & F_END) && flags & (F_SEND | F_WRITE) && h.payloadLen !== this.cfg.pmtu) {
+      return rc
+        ? this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_OPCODE_SEQUENCE)
+        : this.#ucDrop(h, DROP_OPCODE_SEQUENCE);
     }
     if (flags & F_READ) return this.#read(h);
     if (flags & F_ATOMIC) return this.#atomic(h);
-    if ((flags & F_RECV_WQE) && !this.#recv) {
+    if (flags & F_RECV_WQE && !this.#recv) {
       const wqe = this.deps.queues.nextRecv();
       if (!wqe) {
         if (!rc) return this.#ucDrop(h, DROP_NO_RECV);
@@ -164,19 +220,31 @@ export class Responder {
     }
     if (flags & F_WRITE) {
       if (flags & F_START) {
-        const ok = (this.cfg.accessFlags & ACCESS_REMOTE_WRITE) !== 0 && h.va >= 0
-          && this.deps.memory.check(h.rkey, h.va, h.dmaLen, true, ACCESS_REMOTE_WRITE);
+        const ok =
+          (this.cfg.accessFlags & ACCESS_REMOTE_WRITE) !== 0 &&
+          h.va >= 0 &&
+          this.deps.memory.check(h.rkey, h.va, h.dmaLen, true, ACCESS_REMOTE_WRITE);
         if (!ok) return rc ? this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE) : this.#ucDrop(h, DROP_NONE);
         this.#writeVa = h.va;
         this.#writeRkey = h.rkey;
         this.#writeLeft = h.dmaLen;
         this.#writeLen = h.dmaLen;
       }
-      if (h.payloadLen > this.#writeLeft || ((flags & F_END) && h.payloadLen !== this.#writeLeft)) {
+      if (h.payloadLen > this.#writeLeft || (flags & F_END && h.payloadLen !== this.#writeLeft)) {
         return rc ? this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_NONE) : this.#ucDrop(h, DROP_NONE);
       }
-      if (h.payloadLen > 0 && !this.deps.memory.write(this.#writeRkey, this.#writeVa, h.payloadLen, true, ACCESS_REMOTE_WRITE,
-        buf, h.payloadOff)) {
+      if (
+        h.payloadLen > 0 &&
+        !this.deps.memory.write(
+          this.#writeRkey,
+          this.#writeVa,
+          h.payloadLen,
+          true,
+          ACCESS_REMOTE_WRITE,
+          buf,
+          h.payloadOff,
+        )
+      ) {
         return rc ? this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE) : this.#ucDrop(h, DROP_NONE);
       }
       this.#writeVa += h.payloadLen;
@@ -240,8 +308,10 @@ export class Responder {
   }
 
   #read(h: TransportHeaders): number {
-    const ok = (this.cfg.accessFlags & ACCESS_REMOTE_READ) !== 0 && h.va >= 0
-      && this.deps.memory.check(h.rkey, h.va, h.dmaLen, true, ACCESS_REMOTE_READ);
+    const ok =
+      (this.cfg.accessFlags & ACCESS_REMOTE_READ) !== 0 &&
+      h.va >= 0 &&
+      this.deps.memory.check(h.rkey, h.va, h.dmaLen, true, ACCESS_REMOTE_READ);
     if (!ok) return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
     const r = this.#takeResource();
     if (!r) return this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_NONE);
@@ -270,11 +340,13 @@ export class Responder {
   }
 
   #atomic(h: TransportHeaders): number {
-    if ((this.cfg.accessFlags & ACCESS_REMOTE_ATOMIC) === 0 || h.va < 0) return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
+    if ((this.cfg.accessFlags & ACCESS_REMOTE_ATOMIC) === 0 || h.va < 0)
+      return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
     if (h.va % 8 !== 0) return this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_NONE);
     const mem = this.deps.memory;
     const b = this.#atomicBuf;
-    if (!mem.read(h.rkey, h.va, 8, true, ACCESS_REMOTE_ATOMIC, b, 0)) return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
+    if (!mem.read(h.rkey, h.va, 8, true, ACCESS_REMOTE_ATOMIC, b, 0))
+      return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
     const r = this.#takeResource();
     if (!r) return this.#fatalNak(NAK_INVALID_REQUEST, h.psn, DROP_NONE);
     this.#flushAck();
@@ -284,7 +356,10 @@ export class Responder {
     let newHi = hi;
     let newLo = lo;
     if (h.opcode === (TRANSPORT_RC | OP_COMPARE_SWAP)) {
-      if (hi === h.cmpHi >>> 0 && lo === h.cmpLo >>> 0) { newHi = h.swapHi >>> 0; newLo = h.swapLo >>> 0; }
+      if (hi === h.cmpHi >>> 0 && lo === h.cmpLo >>> 0) {
+        newHi = h.swapHi >>> 0;
+        newLo = h.swapLo >>> 0;
+      }
     } else {
       const sumLo = lo + (h.swapLo >>> 0);
       newLo = sumLo >>> 0;
@@ -292,7 +367,8 @@ export class Responder {
     }
     b.writeUInt32LE(newLo, 0);
     b.writeUInt32LE(newHi, 4);
-    if (!mem.write(h.rkey, h.va, 8, true, ACCESS_REMOTE_ATOMIC, b, 0)) return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
+    if (!mem.write(h.rkey, h.va, 8, true, ACCESS_REMOTE_ATOMIC, b, 0))
+      return this.#fatalNak(NAK_REMOTE_ACCESS_ERROR, h.psn, DROP_NONE);
     r.kind = RES_ATOMIC;
     r.firstPsn = h.psn;
     r.npkts = 1;
@@ -311,7 +387,7 @@ export class Responder {
     if (flags & (F_READ | F_ATOMIC)) {
       for (const r of this.#resources) {
         const k = psnDiff(h.psn, r.firstPsn);
-        if (r.kind === RES_READ && (flags & F_READ) && k >= 0 && k < r.npkts) {
+        if (r.kind === RES_READ && flags & F_READ && k >= 0 && k < r.npkts) {
           // A resent READ (perhaps for its remainder): answer from the PSN it names with what it asks.
           const ok = this.deps.memory.check(h.rkey, h.va, h.dmaLen, true, ACCESS_REMOTE_READ);
           if (!ok) return DROP_PSN_OUT_OF_WINDOW;
@@ -322,7 +398,7 @@ export class Responder {
           this.#sendResponses();
           return DROP_NONE;
         }
-        if (r.kind === RES_ATOMIC && (flags & F_ATOMIC) && k === 0) {
+        if (r.kind === RES_ATOMIC && flags & F_ATOMIC && k === 0) {
           this.#sendAtomicAck(r);
           return DROP_NONE;
         }
@@ -358,8 +434,15 @@ export class Responder {
     const first = k === r.start;
     const last = k === r.npkts - 1;
     const o = this.#out;
-    o.opcode = TRANSPORT_RC | (first && last ? OP_READ_RESPONSE_ONLY : first ? OP_READ_RESPONSE_FIRST
-      : last ? OP_READ_RESPONSE_LAST : OP_READ_RESPONSE_MIDDLE);
+    o.opcode =
+      TRANSPORT_RC |
+      (first && last
+        ? OP_READ_RESPONSE_ONLY
+        : first
+          ? OP_READ_RESPONSE_FIRST
+          : last
+            ? OP_READ_RESPONSE_LAST
+            : OP_READ_RESPONSE_MIDDLE);
     this.#fillResponse(psnAdd(r.firstPsn, k), CREDITS_INVALID);
     const len = last ? r.len - k * pmtu : pmtu;
     const at = frameHeaderBytes(this.cfg.path, o.opcode);
@@ -411,10 +494,11 @@ export class Responder {
       this.#flushAck();
       return;
     }
-    if (!this.#ackScheduled) this.#ackScheduled = setImmediate(() => {
-      this.#ackScheduled = null;
-      this.#flushAck();
-    });
+    if (!this.#ackScheduled)
+      this.#ackScheduled = setImmediate(() => {
+        this.#ackScheduled = null;
+        this.#flushAck();
+      });
   }
 
   /** Send the coalesced ACK now, if one is owed: it covers every PSN before the expected one. */
@@ -443,10 +527,20 @@ export class Responder {
 
   /** NAK a request the QP cannot take, then fail the QP and raise the event that says why. */
   #fatalNak(code: number, psn: number, reason: number): number {
-    const kind = code === NAK_REMOTE_ACCESS_ERROR ? NAK_KIND_REMOTE_ACCESS
-      : code === NAK_REMOTE_OPERATIONAL_ERROR ? NAK_KIND_REMOTE_OPERATIONAL : NAK_KIND_INVALID_REQUEST;
+    const kind =
+      code === NAK_REMOTE_ACCESS_ERROR
+        ? NAK_KIND_REMOTE_ACCESS
+        : code === NAK_REMOTE_OPERATIONAL_ERROR
+          ? NAK_KIND_REMOTE_OPERATIONAL
+          : NAK_KIND_INVALID_REQUEST;
     this.#sendNak(SYNDROME_NAK | code, psn, kind);
-    this.qp.toError(code === NAK_REMOTE_ACCESS_ERROR ? EVENT_ERR_ACCESS : code === NAK_INVALID_REQUEST ? EVENT_ERR_REQUEST : EVENT_QP_ERR);
+    this.qp.toError(
+      code === NAK_REMOTE_ACCESS_ERROR
+        ? EVENT_ERR_ACCESS
+        : code === NAK_INVALID_REQUEST
+          ? EVENT_ERR_REQUEST
+          : EVENT_QP_ERR,
+    );
     return reason;
   }
 
@@ -462,8 +556,10 @@ export class Responder {
     const mem = this.deps.memory;
     const grh = this.#grhFrom(buf, f);
     if (GRH_BYTES + h.payloadLen > wqe.length) return this.#datagramError(h, WC_LOC_LEN_ERR);
-    if (!scatter(mem, wqe.sgl, 0, GRH_BYTES, grh, 0)
-      || (h.payloadLen > 0 && !scatter(mem, wqe.sgl, GRH_BYTES, h.payloadLen, buf, h.payloadOff))) {
+    if (
+      !scatter(mem, wqe.sgl, 0, GRH_BYTES, grh, 0) ||
+      (h.payloadLen > 0 && !scatter(mem, wqe.sgl, GRH_BYTES, h.payloadLen, buf, h.payloadOff))
+    ) {
       return this.#datagramError(h, WC_LOC_PROT_ERR);
     }
     this.#recvOffset = GRH_BYTES + h.payloadLen;

@@ -10,8 +10,15 @@ import { ACCESS_LOCAL_WRITE, type RoceMemory, type Sge } from './types';
  * Copy message bytes [offset, offset + len) out of `sgl` (or `inline`) into
  * dst[dstOff..]. False when the range runs past the list or a key refuses.
  */
-export function gather(mem: RoceMemory, sgl: readonly Sge[], inline: Buffer | null, offset: number, len: number,
-  dst: Buffer, dstOff: number): boolean {
+export function gather(
+  mem: RoceMemory,
+  sgl: readonly Sge[],
+  inline: Buffer | null,
+  offset: number,
+  len: number,
+  dst: Buffer,
+  dstOff: number,
+): boolean {
   if (inline) {
     if (offset + len > inline.length) return false;
     inline.copy(dst, dstOff, offset, offset + len);
@@ -21,11 +28,26 @@ export function gather(mem: RoceMemory, sgl: readonly Sge[], inline: Buffer | nu
 }
 
 /** Copy src[srcOff, srcOff + len) into message bytes [offset, offset + len) of `sgl` (local write rights needed). */
-export function scatter(mem: RoceMemory, sgl: readonly Sge[], offset: number, len: number, src: Buffer, srcOff: number): boolean {
+export function scatter(
+  mem: RoceMemory,
+  sgl: readonly Sge[],
+  offset: number,
+  len: number,
+  src: Buffer,
+  srcOff: number,
+): boolean {
   return walk(mem, sgl, offset, len, src, srcOff, true);
 }
 
-function walk(mem: RoceMemory, sgl: readonly Sge[], offset: number, len: number, buf: Buffer, bufOff: number, toSgl: boolean): boolean {
+function walk(
+  mem: RoceMemory,
+  sgl: readonly Sge[],
+  offset: number,
+  len: number,
+  buf: Buffer,
+  bufOff: number,
+  toSgl: boolean,
+): boolean {
   let skip = offset;
   let left = len;
   let at = bufOff;

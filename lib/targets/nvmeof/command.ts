@@ -9,9 +9,7 @@
 // would do. A null descriptor (length 0) moves nothing and may carry key 0.
 
 import { getField, RawField, setField, U64_UNSAFE } from '../../../protocol/field';
-import {
-  nvme_cqe, nvme_keyed_sgl_desc, nvme_sgl_desc, nvme_sqe, NvmeStatus, SGL,
-} from './layouts';
+import { nvme_cqe, nvme_keyed_sgl_desc, nvme_sgl_desc, nvme_sqe, NvmeStatus, SGL } from './layouts';
 
 /** What a DMA callback returns: OK, or any other value for a failure (the transport's own code). */
 export const DmaStatus = {
@@ -37,7 +35,13 @@ export interface TargetDma {
 
 /** The data descriptor of a command, decoded. */
 export type Sgl =
-  | { readonly kind: 'keyed'; readonly addr: number; readonly length: number; readonly key: number; readonly invalidate: boolean }
+  | {
+      readonly kind: 'keyed';
+      readonly addr: number;
+      readonly length: number;
+      readonly key: number;
+      readonly invalidate: boolean;
+    }
   | { readonly kind: 'in-capsule'; readonly offset: number; readonly length: number }
   | { readonly kind: 'bad'; readonly status: number };
 
@@ -125,8 +129,10 @@ function decodeSgl(sqe: Buffer): Sgl {
   const kind = type >>> SGL.TYPE_SHIFT;
   const sub = type & SGL.SUBTYPE_MASK;
   if (kind === SGL.TYPE_KEYED_DATA_BLOCK) {
-    if (sub !== SGL.SUBTYPE_ADDRESS && sub !== SGL.SUBTYPE_INVALIDATE) return { kind: 'bad', status: NvmeStatus.INVALID_FIELD };
-    const length = getField(sqe, DPTR, nvme_keyed_sgl_desc.length_lo) + getField(sqe, DPTR, nvme_keyed_sgl_desc.length_hi) * 0x10000;
+    if (sub !== SGL.SUBTYPE_ADDRESS && sub !== SGL.SUBTYPE_INVALIDATE)
+      return { kind: 'bad', status: NvmeStatus.INVALID_FIELD };
+    const length =
+      getField(sqe, DPTR, nvme_keyed_sgl_desc.length_lo) + getField(sqe, DPTR, nvme_keyed_sgl_desc.length_hi) * 0x10000;
     const addr = getField(sqe, DPTR, nvme_keyed_sgl_desc.addr);
     const key = getField(sqe, DPTR, nvme_keyed_sgl_desc.key);
     return { kind: 'keyed', addr, length, key, invalidate: sub === SGL.SUBTYPE_INVALIDATE };
@@ -156,7 +162,9 @@ export function decodeCommand(capsule: Buffer): NvmeCommand | null {
 
 /** The command id of a capsule too short to decode (0 when even that is missing). */
 export function capsuleCid(capsule: Buffer): number {
-  return capsule.length >= nvme_sqe.command_id.off + nvme_sqe.command_id.size ? getField(capsule, 0, nvme_sqe.command_id) : 0;
+  return capsule.length >= nvme_sqe.command_id.off + nvme_sqe.command_id.size
+    ? getField(capsule, 0, nvme_sqe.command_id)
+    : 0;
 }
 
 /** Read a field of the SQE through a table. */
@@ -174,18 +182,26 @@ export function rawView(buf: Buffer, base: number, f: RawField): Buffer {
  * `expected` bytes (as the Linux target does), or with `atLeast` at least that
  * many (of which the command uses the first `expected`). Returns null when usable.
  */
-export function checkSgl(cmd: NvmeCommand, expected: number, hostToController: boolean, atLeast = false): CmdResult | null {
+export function checkSgl(
+  cmd: NvmeCommand,
+  expected: number,
+  hostToController: boolean,
+  atLeast = false,
+): CmdResult | null {
   const sgl = cmd.sgl;
   if (sgl.kind === 'bad') return fail(sgl.status, SGL_TYPE_FIELD);
-  if (atLeast ? sgl.length < expected : sgl.length !== expected) return fail(NvmeStatus.SGL_INVALID_DATA, SGL_ADDR_FIELD);
+  if (atLeast ? sgl.length < expected : sgl.length !== expected)
+    return fail(NvmeStatus.SGL_INVALID_DATA, SGL_ADDR_FIELD);
   if (expected === 0) return null;
   if (sgl.kind === 'in-capsule') {
     if (!hostToController) return fail(NvmeStatus.INVALID_FIELD, SGL_TYPE_FIELD);
-    if (sgl.offset === U64_UNSAFE || sgl.offset + sgl.length > cmd.inCapsule.length) return fail(NvmeStatus.SGL_INVALID_OFFSET, SGL_ADDR_FIELD);
+    if (sgl.offset === U64_UNSAFE || sgl.offset + sgl.length > cmd.inCapsule.length)
+      return fail(NvmeStatus.SGL_INVALID_OFFSET, SGL_ADDR_FIELD);
     return null;
   }
   if (sgl.key === 0) return fail(NvmeStatus.SGL_INVALID_DATA, SGL_KEY_FIELD);
-  if (sgl.addr === U64_UNSAFE || sgl.addr + sgl.length > Number.MAX_SAFE_INTEGER) return fail(NvmeStatus.SGL_INVALID_DATA, SGL_ADDR_FIELD);
+  if (sgl.addr === U64_UNSAFE || sgl.addr + sgl.length > Number.MAX_SAFE_INTEGER)
+    return fail(NvmeStatus.SGL_INVALID_DATA, SGL_ADDR_FIELD);
   return null;
 }
 

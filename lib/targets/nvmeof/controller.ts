@@ -13,21 +13,61 @@
 
 import { Logger, nullLogger } from '../../log';
 import {
-  checkSgl, CmdResult, dataToHost, done, fail, failRetry, NvmeCommand, sqeField, SUCCESS, TargetDma,
+  checkSgl,
+  CmdResult,
+  dataToHost,
+  done,
+  fail,
+  failRetry,
+  NvmeCommand,
+  sqeField,
+  SUCCESS,
+  TargetDma,
 } from './command';
 import { FeatureHost, getFeature, roundKato, setFeature } from './features';
 import {
-  activeNamespaceList, identifyController, identifyNamespace, identifyNvmController, namespaceDescriptors,
+  activeNamespaceList,
+  identifyController,
+  identifyNamespace,
+  identifyNvmController,
+  namespaceDescriptors,
 } from './identify';
 import { executeIo } from './io';
 import {
-  AdminOpcode, AER_RESULT, AerNotice, AerType, CAP, CC, Cns, CSI_NVM, CSTS, GET_LOG_RAE, ID_CTRL, IDENTIFY_DATA_SIZE,
-  LogPageId, NSID_ALL,
-  NVM_CQES_LOG2, NVM_SQES_LOG2, nvme_abort, nvme_changed_ns_log, nvme_get_log_page, nvme_identify, nvme_properties, nvme_sqe,
-  NVME_VS_1_3, NvmeStatus, nvmf_property_command, PROPERTY_ATTRIB_8_BYTES, PROPERTY_ATTRIB_SIZE_MASK,
+  AdminOpcode,
+  AER_RESULT,
+  AerNotice,
+  AerType,
+  CAP,
+  CC,
+  Cns,
+  CSI_NVM,
+  CSTS,
+  GET_LOG_RAE,
+  ID_CTRL,
+  IDENTIFY_DATA_SIZE,
+  LogPageId,
+  NSID_ALL,
+  NVM_CQES_LOG2,
+  NVM_SQES_LOG2,
+  nvme_abort,
+  nvme_changed_ns_log,
+  nvme_get_log_page,
+  nvme_identify,
+  nvme_properties,
+  nvme_sqe,
+  NVME_VS_1_3,
+  NvmeStatus,
+  nvmf_property_command,
+  PROPERTY_ATTRIB_8_BYTES,
+  PROPERTY_ATTRIB_SIZE_MASK,
 } from './layouts';
 import {
-  ASYNC_EVENT_LIMIT, CAP_TIMEOUT_500MS, ERROR_LOG_ENTRIES, MAX_PENDING_EVENTS, MAX_TRANSFER_BYTES,
+  ASYNC_EVENT_LIMIT,
+  CAP_TIMEOUT_500MS,
+  ERROR_LOG_ENTRIES,
+  MAX_PENDING_EVENTS,
+  MAX_TRANSFER_BYTES,
   QUEUE_ENTRIES,
 } from './limits';
 import { changedNamespaceLog, discoveryLog, ErrorEntry, errorLog, firmwareSlotLog, smartLog } from './log-pages';
@@ -60,7 +100,7 @@ interface AsyncEvent {
 }
 
 /** CAP: MQES (0's based), TO, the NVM command set, MPSMIN 0 (4 KiB pages). */
-const CAP_VALUE = (QUEUE_ENTRIES - 1) + CAP_TIMEOUT_500MS * 2 ** CAP.TO_SHIFT + CAP.CSS_NVM;
+const CAP_VALUE = QUEUE_ENTRIES - 1 + CAP_TIMEOUT_500MS * 2 ** CAP.TO_SHIFT + CAP.CSS_NVM;
 const TWO_32 = 2 ** 32;
 
 export class NvmeofController implements FeatureHost {
@@ -100,16 +140,34 @@ export class NvmeofController implements FeatureHost {
     this.#armKeepAlive();
   }
 
-  get discovery(): boolean { return this.subsystem.kind === 'discovery'; }
-  get maxIoQueues(): number { return this.subsystem.maxIoQueues; }
-  get alive(): boolean { return this.#alive; }
-  get cc(): number { return this.#cc; }
-  get csts(): number { return this.#csts; }
-  get kato(): number { return this.#kato; }
+  get discovery(): boolean {
+    return this.subsystem.kind === 'discovery';
+  }
+  get maxIoQueues(): number {
+    return this.subsystem.maxIoQueues;
+  }
+  get alive(): boolean {
+    return this.#alive;
+  }
+  get cc(): number {
+    return this.#cc;
+  }
+  get csts(): number {
+    return this.#csts;
+  }
+  get kato(): number {
+    return this.#kato;
+  }
   /** Enabled and ready: admin (other than Fabrics) and I/O commands may run. */
-  get ready(): boolean { return this.#alive && (this.#cc & CC.EN) !== 0 && (this.#csts & CSTS.RDY) !== 0; }
-  get heldAers(): number { return this.#aers.length; }
-  get errorCount(): number { return this.#errorCount; }
+  get ready(): boolean {
+    return this.#alive && (this.#cc & CC.EN) !== 0 && (this.#csts & CSTS.RDY) !== 0;
+  }
+  get heldAers(): number {
+    return this.#aers.length;
+  }
+  get errorCount(): number {
+    return this.#errorCount;
+  }
 
   // ---- keep alive
 
@@ -128,7 +186,11 @@ export class NvmeofController implements FeatureHost {
 
   #keepAliveExpired(): void {
     this.#timer = null;
-    this.#log.warn('nvmeof: keep-alive timeout, controller torn down', { cntlid: this.cntlid, kato: this.#kato, hostnqn: this.hostnqn });
+    this.#log.warn('nvmeof: keep-alive timeout, controller torn down', {
+      cntlid: this.cntlid,
+      kato: this.#kato,
+      hostnqn: this.hostnqn,
+    });
     this.#csts |= CSTS.CFS;
     this.destroy('keep-alive timeout');
   }
@@ -178,10 +240,14 @@ export class NvmeofController implements FeatureHost {
     if (!p) return fail(NvmeStatus.INVALID_FIELD, nvmf_property_command.offset);
     if (eight !== (p.size === 8)) return fail(NvmeStatus.INVALID_FIELD, nvmf_property_command.attrib);
     switch (p) {
-      case nvme_properties.CAP: return done(CAP_VALUE % TWO_32, Math.floor(CAP_VALUE / TWO_32));
-      case nvme_properties.VS: return done(NVME_VS_1_3);
-      case nvme_properties.CC: return done(this.#cc);
-      default: return done(this.#csts);
+      case nvme_properties.CAP:
+        return done(CAP_VALUE % TWO_32, Math.floor(CAP_VALUE / TWO_32));
+      case nvme_properties.VS:
+        return done(NVME_VS_1_3);
+      case nvme_properties.CC:
+        return done(this.#cc);
+      default:
+        return done(this.#csts);
     }
   }
 
@@ -189,7 +255,8 @@ export class NvmeofController implements FeatureHost {
     if ((sqeField(cmd, nvmf_property_command.attrib) & PROPERTY_ATTRIB_SIZE_MASK) !== 0) {
       return fail(NvmeStatus.INVALID_FIELD, nvmf_property_command.attrib);
     }
-    if (sqeField(cmd, nvmf_property_command.offset) !== nvme_properties.CC.off) return fail(NvmeStatus.INVALID_FIELD, nvmf_property_command.offset);
+    if (sqeField(cmd, nvmf_property_command.offset) !== nvme_properties.CC.off)
+      return fail(NvmeStatus.INVALID_FIELD, nvmf_property_command.offset);
     const value = sqeField(cmd, nvmf_property_command.value);
     if (value >= TWO_32) return fail(NvmeStatus.INVALID_FIELD, nvmf_property_command.value);
     await this.#updateCc(value);
@@ -200,12 +267,16 @@ export class NvmeofController implements FeatureHost {
     const old = this.#cc;
     this.#cc = next;
     const field = (v: number, shift: number, mask: number): number => (v >>> shift) & mask;
-    if ((next & CC.EN) && !(old & CC.EN)) {
-      const ok = field(next, CC.IOSQES_SHIFT, CC.IOSQES_MASK) === NVM_SQES_LOG2 && field(next, CC.IOCQES_SHIFT, CC.IOCQES_MASK) === NVM_CQES_LOG2
-        && field(next, CC.MPS_SHIFT, CC.MPS_MASK) === 0 && field(next, CC.AMS_SHIFT, CC.AMS_MASK) === 0 && field(next, CC.CSS_SHIFT, CC.CSS_MASK) === 0;
+    if (next & CC.EN && !(old & CC.EN)) {
+      const ok =
+        field(next, CC.IOSQES_SHIFT, CC.IOSQES_MASK) === NVM_SQES_LOG2 &&
+        field(next, CC.IOCQES_SHIFT, CC.IOCQES_MASK) === NVM_CQES_LOG2 &&
+        field(next, CC.MPS_SHIFT, CC.MPS_MASK) === 0 &&
+        field(next, CC.AMS_SHIFT, CC.AMS_MASK) === 0 &&
+        field(next, CC.CSS_SHIFT, CC.CSS_MASK) === 0;
       this.#csts = ok ? this.#csts | CSTS.RDY : this.#csts | CSTS.CFS;
     }
-    if (!(next & CC.EN) && (old & CC.EN)) this.#reset();
+    if (!(next & CC.EN) && old & CC.EN) this.#reset();
     const shn = field(next, CC.SHN_SHIFT, CC.SHN_MASK);
     const oldShn = field(old, CC.SHN_SHIFT, CC.SHN_MASK);
     if (shn && !oldShn) {
@@ -242,12 +313,14 @@ export class NvmeofController implements FeatureHost {
       if (this.#changedNs.length >= nvme_changed_ns_log.MAX) this.#changedOverflow = true;
       else this.#changedNs.push(nsid);
     }
-    if (this.aec & ID_CTRL.OAES_NS_ATTR) this.#raise({ type: AerType.NOTICE, info: AerNotice.NS_CHANGED, logPage: LogPageId.CHANGED_NS });
+    if (this.aec & ID_CTRL.OAES_NS_ATTR)
+      this.#raise({ type: AerType.NOTICE, info: AerNotice.NS_CHANGED, logPage: LogPageId.CHANGED_NS });
   }
 
   /** The discovery log changed (discovery controllers). */
   discoveryChanged(): void {
-    if (this.aec & ID_CTRL.OAES_DISC_CHANGE) this.#raise({ type: AerType.NOTICE, info: AerNotice.DISC_CHANGED, logPage: LogPageId.DISCOVERY });
+    if (this.aec & ID_CTRL.OAES_DISC_CHANGE)
+      this.#raise({ type: AerType.NOTICE, info: AerNotice.DISC_CHANGED, logPage: LogPageId.DISCOVERY });
   }
 
   #raise(e: AsyncEvent): void {
@@ -275,14 +348,22 @@ export class NvmeofController implements FeatureHost {
   /** Run an admin command (not Fabrics; the controller is ready). */
   executeAdmin(cmd: NvmeCommand, dma: TargetDma): Promise<CmdResult> | CmdResult {
     switch (cmd.opcode) {
-      case AdminOpcode.IDENTIFY: return this.#identify(cmd, dma);
-      case AdminOpcode.GET_LOG_PAGE: return this.#getLogPage(cmd, dma);
-      case AdminOpcode.SET_FEATURES: return setFeature(this, cmd);
-      case AdminOpcode.GET_FEATURES: return getFeature(this, cmd, dma);
-      case AdminOpcode.KEEP_ALIVE: return this.#keepAlive(cmd);
-      case AdminOpcode.ASYNC_EVENT: return this.#asyncEvent(cmd);
-      case AdminOpcode.ABORT: return this.#abort(cmd);
-      default: return fail(NvmeStatus.INVALID_OPCODE, nvme_sqe.opcode);
+      case AdminOpcode.IDENTIFY:
+        return this.#identify(cmd, dma);
+      case AdminOpcode.GET_LOG_PAGE:
+        return this.#getLogPage(cmd, dma);
+      case AdminOpcode.SET_FEATURES:
+        return setFeature(this, cmd);
+      case AdminOpcode.GET_FEATURES:
+        return getFeature(this, cmd, dma);
+      case AdminOpcode.KEEP_ALIVE:
+        return this.#keepAlive(cmd);
+      case AdminOpcode.ASYNC_EVENT:
+        return this.#asyncEvent(cmd);
+      case AdminOpcode.ABORT:
+        return this.#abort(cmd);
+      default:
+        return fail(NvmeStatus.INVALID_OPCODE, nvme_sqe.opcode);
     }
   }
 
@@ -330,7 +411,8 @@ export class NvmeofController implements FeatureHost {
         data = identifyController(sub, this.cntlid);
         break;
       case Cns.NS:
-        if (cmd.nsid === 0 || cmd.nsid === NSID_ALL || cmd.nsid > sub.nn) return fail(NvmeStatus.INVALID_NS, nvme_sqe.nsid);
+        if (cmd.nsid === 0 || cmd.nsid === NSID_ALL || cmd.nsid > sub.nn)
+          return fail(NvmeStatus.INVALID_NS, nvme_sqe.nsid);
         data = identifyNamespace(sub, cmd.nsid);
         break;
       case Cns.NS_ACTIVE_LIST:
@@ -355,16 +437,23 @@ export class NvmeofController implements FeatureHost {
 
   #logPage(lid: number, nsid: number): Buffer | CmdResult {
     if (this.discovery) {
-      return lid === LogPageId.DISCOVERY ? discoveryLog(this.subsystem) : fail(NvmeStatus.INVALID_LOG_PAGE, nvme_get_log_page.lid);
+      return lid === LogPageId.DISCOVERY
+        ? discoveryLog(this.subsystem)
+        : fail(NvmeStatus.INVALID_LOG_PAGE, nvme_get_log_page.lid);
     }
     switch (lid) {
-      case LogPageId.ERROR: return errorLog(this.#errors);
+      case LogPageId.ERROR:
+        return errorLog(this.#errors);
       case LogPageId.SMART:
-        if (nsid !== 0 && nsid !== NSID_ALL && !this.subsystem.namespaces.has(nsid)) return fail(NvmeStatus.INVALID_NS, nvme_sqe.nsid);
+        if (nsid !== 0 && nsid !== NSID_ALL && !this.subsystem.namespaces.has(nsid))
+          return fail(NvmeStatus.INVALID_NS, nvme_sqe.nsid);
         return smartLog(this.subsystem.stats, this.#errorCount, this.#now());
-      case LogPageId.FW_SLOT: return firmwareSlotLog(this.subsystem.firmware);
-      case LogPageId.CHANGED_NS: return changedNamespaceLog(this.#changedNs, this.#changedOverflow);
-      default: return fail(NvmeStatus.INVALID_LOG_PAGE, nvme_get_log_page.lid);
+      case LogPageId.FW_SLOT:
+        return firmwareSlotLog(this.subsystem.firmware);
+      case LogPageId.CHANGED_NS:
+        return changedNamespaceLog(this.#changedNs, this.#changedOverflow);
+      default:
+        return fail(NvmeStatus.INVALID_LOG_PAGE, nvme_get_log_page.lid);
     }
   }
 

@@ -70,40 +70,87 @@ function queuesGranted(h: FeatureHost): number {
 }
 
 export const FEATURES: ReadonlyMap<number, FeatureDef> = new Map<number, FeatureDef>([
-  [FeatureId.ARBITRATION, { name: 'arbitration', dflt: () => 0, discovery: false, set: storePlain(FeatureId.ARBITRATION, 0xffffffff) }],
-  [FeatureId.POWER_MGMT, {
-    name: 'power management', dflt: () => 0, discovery: false,
-    // One power state (NPSS 0): only state 0 exists.
-    set: (h, dw11) => ((dw11 & POWER_STATE_MASK) !== 0 ? fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11) : storePlain(FeatureId.POWER_MGMT, 0xff)(h, dw11)),
-  }],
-  [FeatureId.TEMP_THRESH, { name: 'temperature threshold', dflt: () => TEMP_THRESHOLD_DEFAULT, discovery: false, set: storePlain(FeatureId.TEMP_THRESH, 0xffff) }],
-  [FeatureId.ERR_RECOVERY, { name: 'error recovery', dflt: () => 0, discovery: false, set: storePlain(FeatureId.ERR_RECOVERY, 0x1ffff) }],
-  [FeatureId.VOLATILE_WC, { name: 'volatile write cache', dflt: () => WCE, discovery: false, set: storePlain(FeatureId.VOLATILE_WC, WCE) }],
-  [FeatureId.NUM_QUEUES, {
-    name: 'number of queues', dflt: queuesGranted, discovery: false, current: queuesGranted,
-    set: (h, dw11) => {
-      if ((dw11 & 0xffff) === NQ_RESERVED || dw11 >>> NQ_NCQR_SHIFT === NQ_RESERVED) return fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11);
-      return done(queuesGranted(h));
+  [
+    FeatureId.ARBITRATION,
+    { name: 'arbitration', dflt: () => 0, discovery: false, set: storePlain(FeatureId.ARBITRATION, 0xffffffff) },
+  ],
+  [
+    FeatureId.POWER_MGMT,
+    {
+      name: 'power management',
+      dflt: () => 0,
+      discovery: false,
+      // One power state (NPSS 0): only state 0 exists.
+      set: (h, dw11) =>
+        (dw11 & POWER_STATE_MASK) !== 0
+          ? fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11)
+          : storePlain(FeatureId.POWER_MGMT, 0xff)(h, dw11),
     },
-  }],
-  [FeatureId.WRITE_ATOMIC, { name: 'write atomicity', dflt: () => 0, discovery: false, set: storePlain(FeatureId.WRITE_ATOMIC, 0x1) }],
-  [FeatureId.ASYNC_EVENT, {
-    name: 'asynchronous event configuration', dflt: () => 0, discovery: true, current: (h) => h.aec,
-    set: (h, dw11) => {
-      const supported = h.discovery ? AEC_SUPPORTED_DISCOVERY : AEC_SUPPORTED_NVM;
-      if ((dw11 & ~supported) !== 0) return fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11);
-      h.aec = dw11 >>> 0;
-      return SUCCESS;
+  ],
+  [
+    FeatureId.TEMP_THRESH,
+    {
+      name: 'temperature threshold',
+      dflt: () => TEMP_THRESHOLD_DEFAULT,
+      discovery: false,
+      set: storePlain(FeatureId.TEMP_THRESH, 0xffff),
     },
-  }],
-  [FeatureId.KATO, {
-    name: 'keep alive timer', dflt: () => 0, discovery: true, current: (h) => h.kato,
-    set: (h, dw11) => {
-      if (dw11 > MAX_KATO_MS) return fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11);
-      h.setKato(roundKato(dw11));
-      return SUCCESS;
+  ],
+  [
+    FeatureId.ERR_RECOVERY,
+    { name: 'error recovery', dflt: () => 0, discovery: false, set: storePlain(FeatureId.ERR_RECOVERY, 0x1ffff) },
+  ],
+  [
+    FeatureId.VOLATILE_WC,
+    { name: 'volatile write cache', dflt: () => WCE, discovery: false, set: storePlain(FeatureId.VOLATILE_WC, WCE) },
+  ],
+  [
+    FeatureId.NUM_QUEUES,
+    {
+      name: 'number of queues',
+      dflt: queuesGranted,
+      discovery: false,
+      current: queuesGranted,
+      set: (h, dw11) => {
+        if ((dw11 & 0xffff) === NQ_RESERVED || dw11 >>> NQ_NCQR_SHIFT === NQ_RESERVED)
+          return fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11);
+        return done(queuesGranted(h));
+      },
     },
-  }],
+  ],
+  [
+    FeatureId.WRITE_ATOMIC,
+    { name: 'write atomicity', dflt: () => 0, discovery: false, set: storePlain(FeatureId.WRITE_ATOMIC, 0x1) },
+  ],
+  [
+    FeatureId.ASYNC_EVENT,
+    {
+      name: 'asynchronous event configuration',
+      dflt: () => 0,
+      discovery: true,
+      current: (h) => h.aec,
+      set: (h, dw11) => {
+        const supported = h.discovery ? AEC_SUPPORTED_DISCOVERY : AEC_SUPPORTED_NVM;
+        if ((dw11 & ~supported) !== 0) return fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11);
+        h.aec = dw11 >>> 0;
+        return SUCCESS;
+      },
+    },
+  ],
+  [
+    FeatureId.KATO,
+    {
+      name: 'keep alive timer',
+      dflt: () => 0,
+      discovery: true,
+      current: (h) => h.kato,
+      set: (h, dw11) => {
+        if (dw11 > MAX_KATO_MS) return fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11);
+        h.setKato(roundKato(dw11));
+        return SUCCESS;
+      },
+    },
+  ],
 ]);
 
 /** KATO rounded up to the keep-alive granularity (Identify KAS). */
@@ -118,7 +165,8 @@ export function setFeature(h: FeatureHost, cmd: NvmeCommand): CmdResult {
   if (fid === FeatureId.HOST_ID && !h.discovery) return fail(NvmeStatus.CMD_SEQ_ERROR, nvme_features.fid); // given by Connect
   const def = FEATURES.get(fid);
   if (!def || (h.discovery && !def.discovery)) return fail(NvmeStatus.INVALID_FIELD, nvme_features.fid);
-  if (sqeField(cmd, nvme_features.sv_byte) & FEATURE_SV) return fail(NvmeStatus.FEATURE_NOT_SAVEABLE, nvme_features.sv_byte);
+  if (sqeField(cmd, nvme_features.sv_byte) & FEATURE_SV)
+    return fail(NvmeStatus.FEATURE_NOT_SAVEABLE, nvme_features.sv_byte);
   if (sgl) return sgl;
   if (!def.set) return fail(NvmeStatus.FEATURE_NOT_CHANGEABLE, nvme_features.fid);
   return def.set(h, sqeField(cmd, nvme_features.dword11));
@@ -129,7 +177,8 @@ export async function getFeature(h: FeatureHost, cmd: NvmeCommand, dma: TargetDm
   const fid = sqeField(cmd, nvme_features.fid);
   const sel = sqeField(cmd, nvme_features.sel) & FEATURE_SEL_MASK;
   if (fid === FeatureId.HOST_ID && !h.discovery) {
-    if ((sqeField(cmd, nvme_features.dword11) & HOSTID_EXHID) === 0) return fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11);
+    if ((sqeField(cmd, nvme_features.dword11) & HOSTID_EXHID) === 0)
+      return fail(NvmeStatus.INVALID_FIELD, nvme_features.dword11);
     const bad = checkSgl(cmd, HOSTID_BYTES, false);
     if (bad) return bad;
     return (await dataToHost(cmd, dma, h.hostid)) ?? SUCCESS;

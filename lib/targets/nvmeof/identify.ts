@@ -6,12 +6,22 @@
 import { setField, setRawBytes } from '../../../protocol/field';
 import { setText } from './command';
 import {
-  CSI_NVM, ID_CTRL, IDENTIFY_DATA_SIZE, NMIC_SHARED, NsIdType, NVM_CQES_LOG2, NVM_SQES_LOG2, NVME_VS_1_3,
-  nvme_id_ctrl, nvme_id_ns, nvme_lbaf, nvme_ns_id_desc, nvme_ns_list, nvme_sqe,
+  CSI_NVM,
+  ID_CTRL,
+  IDENTIFY_DATA_SIZE,
+  NMIC_SHARED,
+  NsIdType,
+  NVM_CQES_LOG2,
+  NVM_SQES_LOG2,
+  NVME_VS_1_3,
+  nvme_id_ctrl,
+  nvme_id_ns,
+  nvme_lbaf,
+  nvme_ns_id_desc,
+  nvme_ns_list,
+  nvme_sqe,
 } from './layouts';
-import {
-  ABORT_LIMIT, ASYNC_EVENT_LIMIT, ERROR_LOG_ENTRIES, KAS_100MS, MDTS_LOG2, QUEUE_ENTRIES,
-} from './limits';
+import { ABORT_LIMIT, ASYNC_EVENT_LIMIT, ERROR_LOG_ENTRIES, KAS_100MS, MDTS_LOG2, QUEUE_ENTRIES } from './limits';
 import { NvmeofSubsystem } from './subsystem';
 
 /** Recommended arbitration burst (log2). */
@@ -86,7 +96,10 @@ export function identifyNamespace(sub: NvmeofSubsystem, nsid: number): Buffer {
 /** Active namespace list: the active nsids above `after`, ascending, at most 1024. */
 export function activeNamespaceList(sub: NvmeofSubsystem, after: number): Buffer {
   const b = Buffer.alloc(IDENTIFY_DATA_SIZE);
-  const nsids = [...sub.namespaces.keys()].filter((n) => n > after).sort((x, y) => x - y).slice(0, nvme_ns_list.MAX);
+  const nsids = [...sub.namespaces.keys()]
+    .filter((n) => n > after)
+    .sort((x, y) => x - y)
+    .slice(0, nvme_ns_list.MAX);
   nsids.forEach((nsid, i) => setField(b, i * nvme_ns_list.ENTRY, nvme_ns_list.nsid, nsid));
   return b;
 }

@@ -24,11 +24,16 @@ export type { PortAddress, SubsystemController } from './subsystem';
 
 /** Build the target `--backend nvmeof:...` describes (opens or creates the file namespace). */
 export async function createNvmeofTarget(o: NvmeofOptions, logger?: Logger): Promise<NvmeofTarget> {
-  const ns: NvmeofNamespace = o.file === undefined
-    ? new RamNamespace(o.nsid, o.size, o.bs)
-    : await FileNamespace.open(o.nsid, o.file, o.size, o.bs);
+  const ns: NvmeofNamespace =
+    o.file === undefined
+      ? new RamNamespace(o.nsid, o.size, o.bs)
+      : await FileNamespace.open(o.nsid, o.file, o.size, o.bs);
   const subsystem: TargetSubsystem = new NvmeofSubsystem({
-    nqn: o.nqn, model: o.model, serial: o.serial, namespaces: [ns], maxIoQueues: o.queues,
+    nqn: o.nqn,
+    model: o.model,
+    serial: o.serial,
+    namespaces: [ns],
+    maxIoQueues: o.queues,
   });
   return new NvmeofTarget({
     subsystem,

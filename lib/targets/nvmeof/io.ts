@@ -5,10 +5,26 @@
 
 import { getField, U64_UNSAFE } from '../../../protocol/field';
 import {
-  checkSgl, CmdResult, dataFromHost, dataToHost, fail, NvmeCommand, sqeField, SUCCESS, TargetDma,
+  checkSgl,
+  CmdResult,
+  dataFromHost,
+  dataToHost,
+  fail,
+  NvmeCommand,
+  sqeField,
+  SUCCESS,
+  TargetDma,
 } from './command';
 import {
-  DSM_ATTR_DEALLOCATE, IoOpcode, NSID_ALL, nvme_dsm, nvme_dsm_range, nvme_rw, nvme_sqe, NvmeStatus, RW_CONTROL_FUA,
+  DSM_ATTR_DEALLOCATE,
+  IoOpcode,
+  NSID_ALL,
+  nvme_dsm,
+  nvme_dsm_range,
+  nvme_rw,
+  nvme_sqe,
+  NvmeStatus,
+  RW_CONTROL_FUA,
 } from './layouts';
 import { MAX_TRANSFER_BYTES } from './limits';
 import { BlockRange, NvmeofNamespace } from './namespace';
@@ -135,11 +151,17 @@ async function flush(sub: NvmeofSubsystem, cmd: NvmeCommand): Promise<CmdResult>
 /** Run one I/O command of `sub`, moving data through `dma`. */
 export function executeIo(sub: NvmeofSubsystem, cmd: NvmeCommand, dma: TargetDma): Promise<CmdResult> {
   switch (cmd.opcode) {
-    case IoOpcode.READ: return readWrite(sub, cmd, dma, false);
-    case IoOpcode.WRITE: return readWrite(sub, cmd, dma, true);
-    case IoOpcode.FLUSH: return flush(sub, cmd);
-    case IoOpcode.WRITE_ZEROES: return writeZeroes(sub, cmd);
-    case IoOpcode.DSM: return datasetManagement(sub, cmd, dma);
-    default: return Promise.resolve(fail(NvmeStatus.INVALID_OPCODE, nvme_sqe.opcode));
+    case IoOpcode.READ:
+      return readWrite(sub, cmd, dma, false);
+    case IoOpcode.WRITE:
+      return readWrite(sub, cmd, dma, true);
+    case IoOpcode.FLUSH:
+      return flush(sub, cmd);
+    case IoOpcode.WRITE_ZEROES:
+      return writeZeroes(sub, cmd);
+    case IoOpcode.DSM:
+      return datasetManagement(sub, cmd, dma);
+    default:
+      return Promise.resolve(fail(NvmeStatus.INVALID_OPCODE, nvme_sqe.opcode));
   }
 }

@@ -170,12 +170,18 @@ export const CAP = {
 /** CC and CSTS bit fields. */
 export const CC = {
   EN: 0x1,
-  CSS_SHIFT: 4, CSS_MASK: 0x7,
-  MPS_SHIFT: 7, MPS_MASK: 0xf,
-  AMS_SHIFT: 11, AMS_MASK: 0x7,
-  SHN_SHIFT: 14, SHN_MASK: 0x3,
-  IOSQES_SHIFT: 16, IOSQES_MASK: 0xf,
-  IOCQES_SHIFT: 20, IOCQES_MASK: 0xf,
+  CSS_SHIFT: 4,
+  CSS_MASK: 0x7,
+  MPS_SHIFT: 7,
+  MPS_MASK: 0xf,
+  AMS_SHIFT: 11,
+  AMS_MASK: 0x7,
+  SHN_SHIFT: 14,
+  SHN_MASK: 0x3,
+  IOSQES_SHIFT: 16,
+  IOSQES_MASK: 0xf,
+  IOCQES_SHIFT: 20,
+  IOCQES_MASK: 0xf,
 } as const;
 
 export const CSTS = {

@@ -6,8 +6,14 @@
 import { setField } from '../../../protocol/field';
 import { setText } from './command';
 import {
-  Discovery, NSID_ALL, nvme_changed_ns_log, nvme_error_slot, nvme_fw_slot_info_log, nvme_smart_log,
-  nvmf_disc_rsp_page_entry, nvmf_disc_rsp_page_hdr,
+  Discovery,
+  NSID_ALL,
+  nvme_changed_ns_log,
+  nvme_error_slot,
+  nvme_fw_slot_info_log,
+  nvme_smart_log,
+  nvmf_disc_rsp_page_entry,
+  nvmf_disc_rsp_page_hdr,
 } from './layouts';
 import { ADMIN_QUEUE_MIN_ENTRIES, ERROR_LOG_ENTRIES } from './limits';
 import { SmartCounters, NvmeofSubsystem } from './subsystem';
@@ -28,16 +34,19 @@ export interface ErrorEntry {
 export function errorLog(entries: readonly ErrorEntry[]): Buffer {
   const b = Buffer.alloc(ERROR_LOG_ENTRIES * nvme_error_slot.SIZE);
   const f = nvme_error_slot;
-  entries.slice(-ERROR_LOG_ENTRIES).reverse().forEach((e, i) => {
-    const at = i * f.SIZE;
-    setField(b, at, f.error_count, e.errorCount);
-    setField(b, at, f.sqid, e.sqid);
-    setField(b, at, f.cmdid, e.cid);
-    setField(b, at, f.status_field, (e.status << 1) & 0xffff);
-    setField(b, at, f.param_error_location, e.loc < 0 ? 0xffff : e.loc);
-    setField(b, at, f.nsid, e.nsid);
-    setField(b, at, f.trtype, Discovery.TRTYPE_RDMA);
-  });
+  entries
+    .slice(-ERROR_LOG_ENTRIES)
+    .reverse()
+    .forEach((e, i) => {
+      const at = i * f.SIZE;
+      setField(b, at, f.error_count, e.errorCount);
+      setField(b, at, f.sqid, e.sqid);
+      setField(b, at, f.cmdid, e.cid);
+      setField(b, at, f.status_field, (e.status << 1) & 0xffff);
+      setField(b, at, f.param_error_location, e.loc < 0 ? 0xffff : e.loc);
+      setField(b, at, f.nsid, e.nsid);
+      setField(b, at, f.trtype, Discovery.TRTYPE_RDMA);
+    });
   return b;
 }
 
@@ -97,7 +106,12 @@ export function discoveryLog(disc: NvmeofSubsystem): Buffer {
     const at = h.SIZE + i * e.SIZE;
     setField(b, at, e.trtype, Discovery.TRTYPE_RDMA);
     setField(b, at, e.adrfam, Discovery.ADRFAM_IPV4);
-    setField(b, at, e.subtype, subsystem.kind === 'discovery' ? Discovery.SUBTYPE_DISCOVERY_REFERRAL : Discovery.SUBTYPE_NVME);
+    setField(
+      b,
+      at,
+      e.subtype,
+      subsystem.kind === 'discovery' ? Discovery.SUBTYPE_DISCOVERY_REFERRAL : Discovery.SUBTYPE_NVME,
+    );
     setField(b, at, e.treq, Discovery.TREQ_NOT_SPECIFIED);
     setField(b, at, e.portid, port.portid);
     setField(b, at, e.cntlid, Discovery.CNTLID_DYNAMIC);

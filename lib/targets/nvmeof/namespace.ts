@@ -65,7 +65,8 @@ export function namespaceIds(subnqn: string, nsid: number): NamespaceIds {
 }
 
 function checkGeometry(size: number, blockSize: number): void {
-  if (!(BLOCK_SIZES as readonly number[]).includes(blockSize)) throw new RangeError(`block size ${blockSize} is not one of ${BLOCK_SIZES.join(', ')}`);
+  if (!(BLOCK_SIZES as readonly number[]).includes(blockSize))
+    throw new RangeError(`block size ${blockSize} is not one of ${BLOCK_SIZES.join(', ')}`);
   if (!Number.isSafeInteger(size) || size < blockSize || size % blockSize !== 0) {
     throw new RangeError(`namespace size ${size} is not a whole, non-zero number of ${blockSize}-byte blocks`);
   }
@@ -80,7 +81,11 @@ export class RamNamespace implements NvmeofNamespace {
   #zeroTail: Promise<unknown> = Promise.resolve();
   #zeroing = 0;
 
-  constructor(readonly nsid: number, size: number, readonly blockSize: number) {
+  constructor(
+    readonly nsid: number,
+    size: number,
+    readonly blockSize: number,
+  ) {
     checkGeometry(size, blockSize);
     if (size > MAX_RAM_NS_BYTES) throw new RangeError(`a RAM namespace holds at most ${MAX_RAM_NS_BYTES} bytes`);
     this.#data = Buffer.alloc(size);
@@ -120,10 +125,14 @@ export class RamNamespace implements NvmeofNamespace {
       return Promise.resolve(NvmeStatus.SUCCESS);
     }
     this.#zeroing++;
-    const run = this.#zeroTail.then(async () => {
-      for (const r of ranges) await fillPaced(this.#data, 0, r.slba * bs, (r.slba + r.nlb) * bs);
-      return NvmeStatus.SUCCESS;
-    }).finally(() => { this.#zeroing--; });
+    const run = this.#zeroTail
+      .then(async () => {
+        for (const r of ranges) await fillPaced(this.#data, 0, r.slba * bs, (r.slba + r.nlb) * bs);
+        return NvmeStatus.SUCCESS;
+      })
+      .finally(() => {
+        this.#zeroing--;
+      });
     this.#zeroTail = run.catch(() => undefined);
     return run;
   }
@@ -145,8 +154,12 @@ class DepthGate {
 
   constructor(private readonly depth: number) {}
 
-  get inFlight(): number { return this.#inFlight; }
-  get waiting(): number { return this.#waiting.length; }
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+  get waiting(): number {
+    return this.#waiting.length;
+  }
 
   acquire(): Promise<void> {
     if (this.#inFlight < this.depth) {
@@ -158,7 +171,10 @@ class DepthGate {
 
   release(): void {
     const next = this.#waiting.shift();
-    if (next) { next(); return; } // the slot passes straight to the next waiter
+    if (next) {
+      next();
+      return;
+    } // the slot passes straight to the next waiter
     this.#inFlight--;
     if (this.#inFlight === 0) for (const idle of this.#idle.splice(0)) idle();
   }
@@ -178,14 +194,26 @@ export class FileNamespace implements NvmeofNamespace {
   readonly #gate: DepthGate;
   #closed = false;
 
-  private constructor(readonly nsid: number, readonly path: string, private readonly fh: fsp.FileHandle,
-    size: number, readonly blockSize: number, depth: number) {
+  private constructor(
+    readonly nsid: number,
+    readonly path: string,
+    private readonly fh: fsp.FileHandle,
+    size: number,
+    readonly blockSize: number,
+    depth: number,
+  ) {
     this.blocks = size / blockSize;
     this.#gate = new DepthGate(depth);
   }
 
   /** Open (creating it if absent) and size `path`. Throws for a bad geometry or an fs error (operator input, at start). */
-  static async open(nsid: number, path: string, size: number, blockSize: number, depth = FILE_NS_DEPTH): Promise<FileNamespace> {
+  static async open(
+    nsid: number,
+    path: string,
+    size: number,
+    blockSize: number,
+    depth = FILE_NS_DEPTH,
+  ): Promise<FileNamespace> {
     checkGeometry(size, blockSize);
     if (!Number.isInteger(depth) || depth < 1) throw new RangeError(`depth ${depth} must be a positive integer`);
     const fh = await fsp.open(path, fsConstants.O_RDWR | fsConstants.O_CREAT, 0o644);
@@ -201,8 +229,12 @@ export class FileNamespace implements NvmeofNamespace {
   }
 
   /** Operations running now, and waiting for a slot (for tests and stats). */
-  get inFlight(): number { return this.#gate.inFlight; }
-  get waiting(): number { return this.#gate.waiting; }
+  get inFlight(): number {
+    return this.#gate.inFlight;
+  }
+  get waiting(): number {
+    return this.#gate.waiting;
+  }
 
   async #run(op: () => Promise<void>, failure: number): Promise<number> {
     if (this.#closed) return NvmeStatus.NS_NOT_READY;
@@ -222,7 +254,10 @@ export class FileNamespace implements NvmeofNamespace {
       let done = 0;
       while (done < out.length) {
         const { bytesRead } = await this.fh.read(out, done, out.length - done, lba * this.blockSize + done);
-        if (bytesRead === 0) { out.fill(0, done); break; } // the file was cut short behind our back
+        if (bytesRead === 0) {
+          out.fill(0, done);
+          break;
+        } // the file was cut short behind our back
         done += bytesRead;
       }
     }, NvmeStatus.READ_ERROR);

@@ -49,7 +49,8 @@ const SERIAL_BYTES = 20;
 const MAX_NSID = 0xfffffffe;
 
 function ascii(maxBytes: number) {
-  return z.string()
+  return z
+    .string()
     .min(1, 'empty')
     .max(maxBytes, `at most ${maxBytes} characters`)
     .regex(/^[\x20-\x7e]+$/, 'printable ASCII only');
@@ -57,10 +58,12 @@ function ascii(maxBytes: number) {
 
 const sizeSchema = byteCountOption();
 
-const bsSchema = integerOption(512, 4096).refine((n) => (BLOCK_SIZES as readonly number[]).includes(n), `one of ${BLOCK_SIZES.join(', ')}`)
+const bsSchema = integerOption(512, 4096)
+  .refine((n) => (BLOCK_SIZES as readonly number[]).includes(n), `one of ${BLOCK_SIZES.join(', ')}`)
   .transform((n) => n as NvmeofOptions['bs']);
 
-const nqnSchema = z.string()
+const nqnSchema = z
+  .string()
   .refine(validNqn, `1 to ${MAX_NQN_BYTES} printable ASCII characters, no spaces`)
   .refine((s) => s !== DISCOVERY_NQN, 'that is the discovery NQN');
 
@@ -79,7 +82,12 @@ const OPTION_SCHEMAS = {
 } as const;
 
 function formatSize(n: number): string {
-  for (const [suffix, unit] of [['T', 2 ** 40], ['G', 2 ** 30], ['M', 2 ** 20], ['K', 2 ** 10]] as const) {
+  for (const [suffix, unit] of [
+    ['T', 2 ** 40],
+    ['G', 2 ** 30],
+    ['M', 2 ** 20],
+    ['K', 2 ** 10],
+  ] as const) {
     if (n % unit === 0) return `${n / unit}${suffix}`;
   }
   return String(n);
@@ -95,7 +103,9 @@ export function parseNvmeofBackend(text: string): ConfigResult<NvmeofOptions> {
       return bad(`size ${formatSize(out.size)} is not a whole number of ${out.bs}-byte blocks`);
     }
     if (out.file === undefined && out.size > MAX_RAM_NS_BYTES) {
-      return bad(`size ${formatSize(out.size)} is too big for a RAM namespace (at most ${formatSize(MAX_RAM_NS_BYTES)}); give file=`);
+      return bad(
+        `size ${formatSize(out.size)} is too big for a RAM namespace (at most ${formatSize(MAX_RAM_NS_BYTES)}); give file=`,
+      );
     }
     return null;
   });

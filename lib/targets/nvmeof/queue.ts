@@ -14,14 +14,35 @@
 import { getField } from '../../../protocol/field';
 import { Logger, nullLogger } from '../../log';
 import {
-  capsuleCid, checkSgl, CmdResult, Cqe, dataFromHost, decodeCommand, done, fail, failRetry, getText, NvmeCommand,
-  SGL_TYPE_FIELD, sqeField, SUCCESS, TargetDma,
+  capsuleCid,
+  checkSgl,
+  CmdResult,
+  Cqe,
+  dataFromHost,
+  decodeCommand,
+  done,
+  fail,
+  failRetry,
+  getText,
+  NvmeCommand,
+  SGL_TYPE_FIELD,
+  sqeField,
+  SUCCESS,
+  TargetDma,
 } from './command';
 import { NvmeofController, TeardownReason } from './controller';
 import { roundKato } from './features';
 import {
-  CONNECT_CATTR_DISABLE_SQFLOW, CONNECT_IATTR_DATA, Discovery, FabricsType, IoOpcode, nvme_sqe, NvmeStatus,
-  nvmf_connect_command, nvmf_connect_data, SQE_FLAGS,
+  CONNECT_CATTR_DISABLE_SQFLOW,
+  CONNECT_IATTR_DATA,
+  Discovery,
+  FabricsType,
+  IoOpcode,
+  nvme_sqe,
+  NvmeStatus,
+  nvmf_connect_command,
+  nvmf_connect_data,
+  SQE_FLAGS,
 } from './layouts';
 import { ADMIN_QUEUE_MIN_ENTRIES, MAX_KATO_MS, QUEUE_ENTRIES } from './limits';
 import { NvmeofSubsystem, PortAddress, validNqn } from './subsystem';
@@ -96,14 +117,26 @@ export class NvmeofQueue {
   #gone: TeardownReason | null = null;
   #unlisten: (() => void) | null = null;
 
-  constructor(private readonly target: NvmeofTarget, private readonly dma: TargetDma, private readonly opts: QueueOptions) {}
+  constructor(
+    private readonly target: NvmeofTarget,
+    private readonly dma: TargetDma,
+    private readonly opts: QueueOptions,
+  ) {}
 
-  get connected(): boolean { return this.#ctrl !== null; }
+  get connected(): boolean {
+    return this.#ctrl !== null;
+  }
   /** Queue id after Connect, else -1. */
-  get qid(): number { return this.#qid; }
-  get controller(): NvmeofController | null { return this.#ctrl; }
+  get qid(): number {
+    return this.#qid;
+  }
+  get controller(): NvmeofController | null {
+    return this.#ctrl;
+  }
   /** Commands taken and not yet completed (held AERs included). */
-  get outstanding(): number { return this.#outstanding; }
+  get outstanding(): number {
+    return this.#outstanding;
+  }
 
   /** Run one command capsule (64-byte SQE, then any in-capsule data); resolves to its completion. */
   async submit(capsule: Buffer): Promise<Cqe> {
@@ -126,16 +159,28 @@ export class NvmeofQueue {
     const ctrl = this.#ctrl;
     if (r.status !== NvmeStatus.SUCCESS && ctrl) {
       ctrl.recordError(this.#qid, cmd.cid, r, cmd.nsid);
-      if (this.target.log.debugEnabled) this.target.log.debug('nvmeof: command failed', { qid: this.#qid, cid: cmd.cid, opcode: cmd.opcode, status: r.status, loc: r.loc });
+      if (this.target.log.debugEnabled)
+        this.target.log.debug('nvmeof: command failed', {
+          qid: this.#qid,
+          cid: cmd.cid,
+          opcode: cmd.opcode,
+          status: r.status,
+          loc: r.loc,
+        });
     }
     return this.#cqe(cmd.cid, r, cmd);
   }
 
   #cqe(cid: number, r: CmdResult, cmd: NvmeCommand | null): Cqe {
     const sgl = cmd?.sgl;
-    const invalidateKey = sgl && sgl.kind === 'keyed' && sgl.invalidate && sgl.length > 0 && sgl.key !== 0 ? sgl.key : null;
+    const invalidateKey =
+      sgl && sgl.kind === 'keyed' && sgl.invalidate && sgl.length > 0 && sgl.key !== 0 ? sgl.key : null;
     return {
-      status: r.status, dw0: r.dw0, dw1: r.dw1, cid, invalidateKey,
+      status: r.status,
+      dw0: r.dw0,
+      dw1: r.dw1,
+      cid,
+      invalidateKey,
       sqhd: this.#sqflow ? this.#sqhd : SQHD_FLOW_DISABLED,
       sqid: Math.max(this.#qid, 0),
     };
@@ -180,7 +225,8 @@ export class NvmeofQueue {
     const sub = subnqn === null ? undefined : this.target.findSubsystem(subnqn);
     if (!sub) return connectInvalid(d.subsysnqn, true);
     if (hostnqn === null || !validNqn(hostnqn)) return connectInvalid(d.hostnqn, true);
-    if (!sub.hostAllowed(hostnqn)) return fail(NvmeStatus.CONNECT_INVALID_HOST, undefined, CONNECT_IATTR_DATA | d.hostnqn.off);
+    if (!sub.hostAllowed(hostnqn))
+      return fail(NvmeStatus.CONNECT_INVALID_HOST, undefined, CONNECT_IATTR_DATA | d.hostnqn.off);
     const qid = sqeField(cmd, c.qid);
     const sqsize = sqeField(cmd, c.sqsize);
     if (sqsize === 0 || sqsize >= QUEUE_ENTRIES) return connectInvalid(c.sqsize, false);
@@ -197,7 +243,13 @@ export class NvmeofQueue {
       const id = sub.allocCntlid();
       if (id === null) return fail(NvmeStatus.CONNECT_CTRL_BUSY);
       ctrl = new NvmeofController({
-        subsystem: sub, cntlid: id, hostnqn, hostid, kato: roundKato(kato), logger: this.target.log, now: this.target.now,
+        subsystem: sub,
+        cntlid: id,
+        hostnqn,
+        hostid,
+        kato: roundKato(kato),
+        logger: this.target.log,
+        now: this.target.now,
       });
       sub.addController(ctrl);
       ctrl.attachQueue(0, entries);

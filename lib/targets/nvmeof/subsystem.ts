@@ -94,8 +94,10 @@ export class NvmeofSubsystem<C extends SubsystemController = SubsystemController
   #genctr = 1;
 
   constructor(opts: SubsystemOptions, kind: 'nvm' | 'discovery' = 'nvm', now: number = Date.now()) {
-    if (!validNqn(opts.nqn)) throw new RangeError(`subsystem NQN '${opts.nqn}' is not 1..${MAX_NQN_BYTES} printable ASCII bytes`);
-    if (kind === 'nvm' && opts.nqn === DISCOVERY_NQN) throw new RangeError('an NVM subsystem cannot take the discovery NQN');
+    if (!validNqn(opts.nqn))
+      throw new RangeError(`subsystem NQN '${opts.nqn}' is not 1..${MAX_NQN_BYTES} printable ASCII bytes`);
+    if (kind === 'nvm' && opts.nqn === DISCOVERY_NQN)
+      throw new RangeError('an NVM subsystem cannot take the discovery NQN');
     const maxQ = kind === 'discovery' ? 0 : opts.maxIoQueues;
     if (kind === 'nvm' && !(Number.isInteger(maxQ) && maxQ >= 1 && maxQ <= MAX_IO_QUEUES)) {
       throw new RangeError(`maxIoQueues ${opts.maxIoQueues} is not 1..${MAX_IO_QUEUES}`);
@@ -121,9 +123,17 @@ export class NvmeofSubsystem<C extends SubsystemController = SubsystemController
 
   /** The discovery subsystem (no namespaces, no I/O queues). */
   static discovery<D extends SubsystemController>(now?: number): NvmeofSubsystem<D> {
-    return new NvmeofSubsystem<D>({
-      nqn: DISCOVERY_NQN, model: 'rocm-ernic discovery', serial: 'ERNICDISC', namespaces: [], maxIoQueues: 0,
-    }, 'discovery', now);
+    return new NvmeofSubsystem<D>(
+      {
+        nqn: DISCOVERY_NQN,
+        model: 'rocm-ernic discovery',
+        serial: 'ERNICDISC',
+        namespaces: [],
+        maxIoQueues: 0,
+      },
+      'discovery',
+      now,
+    );
   }
 
   /** Identify's NN: the largest nsid (namespaces are numbered 1..nn, some may be inactive). */

@@ -34,7 +34,14 @@ export class S3Endpoint implements FrameEndpoint {
   readonly #credentials: readonly Credentials[];
   #hostListener: http.Server | null = null;
 
-  private constructor(store: ObjectStore, server: http.Server, stack: TcpStack, rdma: RdmaPath | null, handler: S3RequestHandler, credentials: readonly Credentials[]) {
+  private constructor(
+    store: ObjectStore,
+    server: http.Server,
+    stack: TcpStack,
+    rdma: RdmaPath | null,
+    handler: S3RequestHandler,
+    credentials: readonly Credentials[],
+  ) {
     this.store = store;
     this.server = server;
     this.stack = stack;
@@ -58,7 +65,9 @@ export class S3Endpoint implements FrameEndpoint {
   /** The endpoint over an opened store, synchronously (the device builds it with its own send and DMA). */
   static create(opts: S3Options, store: ObjectStore, deps: S3EndpointDeps): S3Endpoint {
     const stack = new TcpStack({
-      ip: opts.ip, ports: [opts.port], send: deps.send,
+      ip: opts.ip,
+      ports: [opts.port],
+      send: deps.send,
       // The guest's first SYN comes after this returns, when `server` exists.
       onConnection: (c) => server.emit('connection', c),
     });

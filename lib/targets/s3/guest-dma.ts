@@ -21,10 +21,14 @@ export type DmaRefusal = 'none' | 'no-memory' | 'key-0' | 'bad-range' | 'key' | 
 
 function refusalOf(st: KeyStatus): DmaRefusal {
   switch (st) {
-    case KeyStatus.ACCESS: return 'access';
-    case KeyStatus.BOUNDS: return 'bounds';
-    case KeyStatus.BAD_RANGE: return 'bad-range';
-    default: return 'key';
+    case KeyStatus.ACCESS:
+      return 'access';
+    case KeyStatus.BOUNDS:
+      return 'bounds';
+    case KeyStatus.BAD_RANGE:
+      return 'bad-range';
+    default:
+      return 'key';
   }
 }
 
@@ -48,7 +52,8 @@ export class MrTableDma implements RdmaDma {
     const mem = this.#dev.memory();
     if (!mem) return this.#refuse('no-memory');
     if (rkey >>> 0 === 0) return this.#refuse('key-0');
-    if (addr < 0n || addr > BigInt(Number.MAX_SAFE_INTEGER) || !Number.isSafeInteger(len) || len < 0) return this.#refuse('bad-range');
+    if (addr < 0n || addr > BigInt(Number.MAX_SAFE_INTEGER) || !Number.isSafeInteger(len) || len < 0)
+      return this.#refuse('bad-range');
     const st = this.#dev.rm.translate(rkey >>> 0, Number(addr), len, need, this.#opts, this.#pairs);
     if (st !== KeyStatus.OK) return this.#refuse(refusalOf(st));
     const p = this.#pairs;
@@ -68,7 +73,8 @@ export class MrTableDma implements RdmaDma {
   check(rkey: number, addr: bigint, len: number, toHost: boolean): boolean {
     const need = toHost ? MrFlag.REMOTE_WRITE : MrFlag.REMOTE_READ;
     if (!Number.isSafeInteger(len) || len <= 0) return len === 0;
-    const good = this.#resolve(rkey, addr, 1, need, toHost) && this.#resolve(rkey, addr + BigInt(len - 1), 1, need, toHost);
+    const good =
+      this.#resolve(rkey, addr, 1, need, toHost) && this.#resolve(rkey, addr + BigInt(len - 1), 1, need, toHost);
     this.#views.length = 0;
     return good;
   }

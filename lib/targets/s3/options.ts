@@ -32,7 +32,14 @@ export interface S3Options {
 }
 
 export const S3_DEFAULTS: S3Options = {
-  bucket: 'ernic', size: 256 * 2 ** 20, objects: 256, ip: '192.168.200.1', port: 9000, maxpart: 256 * 2 ** 20, listen: undefined, dir: undefined,
+  bucket: 'ernic',
+  size: 256 * 2 ** 20,
+  objects: 256,
+  ip: '192.168.200.1',
+  port: 9000,
+  maxpart: 256 * 2 ** 20,
+  listen: undefined,
+  dir: undefined,
 };
 
 export const MAX_OBJECTS = 65536;
@@ -46,7 +53,8 @@ const integer = integerOption;
 const bytes = byteCountOption;
 
 /** An S3 bucket name: 3 to 63 lower-case letters, digits, dots and hyphens, starting and ending with a letter or digit, not an IP address. */
-const bucketSchema = z.string()
+const bucketSchema = z
+  .string()
   .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'a DNS name of 3 to 63 lower-case letters, digits, dots or hyphens')
   .refine((s) => !s.includes('..') && !isIPv4(s), 'no empty labels, not an IP address');
 
@@ -62,10 +70,15 @@ function isLoopbackHost(host: string): boolean {
  * Why the host listener may not start, or null. The token path reaches
  * guest memory, so a listener other hosts can reach needs credentials.
  */
-export function hostListenerRefusal(listen: { readonly host: string; readonly port: number }, credentialsSet: boolean): string | null {
+export function hostListenerRefusal(
+  listen: { readonly host: string; readonly port: number },
+  credentialsSet: boolean,
+): string | null {
   if (credentialsSet || isLoopbackHost(listen.host)) return null;
-  return `s3 backend: listen=${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port} is not loopback and no credentials are set: `
-    + 'set ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY (SigV4), or listen on 127.0.0.1';
+  return (
+    `s3 backend: listen=${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port} is not loopback and no credentials are set: ` +
+    'set ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY (SigV4), or listen on 127.0.0.1'
+  );
 }
 
 const listenSchema = z.string().transform((s, ctx) => {
@@ -74,8 +87,16 @@ const listenSchema = z.string().transform((s, ctx) => {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):([0-9]{1,5})$/.exec(s);
   const port = m ? Number(m[3]) : -1;
   const host = m ? (m[1] ?? m[2]!) : '';
-  if (!m || port > 65535 || (m[1] !== undefined && !isIPv6(host)) || (m[2] !== undefined && !/^[A-Za-z0-9.-]+$/.test(host))) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'PORT (on 127.0.0.1) or HOST:PORT (IPv6 in brackets), port 0 to 65535' });
+  if (
+    !m ||
+    port > 65535 ||
+    (m[1] !== undefined && !isIPv6(host)) ||
+    (m[2] !== undefined && !/^[A-Za-z0-9.-]+$/.test(host))
+  ) {
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message: 'PORT (on 127.0.0.1) or HOST:PORT (IPv6 in brackets), port 0 to 65535',
+    });
     return z.NEVER;
   }
   return { host, port };
@@ -94,6 +115,7 @@ const OPTION_SCHEMAS = {
 
 /** Parse `s3` or `s3:k=v,...`. Unknown or repeated options, and any bad value, give one line naming it. */
 export function parseS3Backend(text: string): ConfigResult<S3Options> {
-  return parseBackendOptions<S3Options>('s3', text, OPTION_SCHEMAS, S3_DEFAULTS,
-    (out, bad) => (out.maxpart > out.size ? bad(`maxpart ${out.maxpart} is larger than size ${out.size}`) : null));
+  return parseBackendOptions<S3Options>('s3', text, OPTION_SCHEMAS, S3_DEFAULTS, (out, bad) =>
+    out.maxpart > out.size ? bad(`maxpart ${out.maxpart} is larger than size ${out.size}`) : null,
+  );
 }

@@ -48,7 +48,16 @@ function serverToken(ip: Buffer, moved: number): string {
   gid[10] = 0xff;
   gid[11] = 0xff;
   ip.copy(gid, 12);
-  const t: RdmaToken = { transport: TRANSPORT_RC, qpNum: S3_SERVICE_QPN, gid, rkey: 0, remoteAddr: 0n, length: BigInt(moved), portNum: 1, lid: 0 };
+  const t: RdmaToken = {
+    transport: TRANSPORT_RC,
+    qpNum: S3_SERVICE_QPN,
+    gid,
+    rkey: 0,
+    remoteAddr: 0n,
+    length: BigInt(moved),
+    portNum: 1,
+    lid: 0,
+  };
   return encodeToken(t);
 }
 
@@ -77,7 +86,13 @@ export class RdmaPath implements RdmaHook {
   }
 
   /** Run `move(offset, length)` over [0, n) a slice per step; false as soon as one is refused. */
-  async #slices(rkey: number, addr: bigint, n: number, toHost: boolean, move: (off: number, len: number) => boolean): Promise<boolean> {
+  async #slices(
+    rkey: number,
+    addr: bigint,
+    n: number,
+    toHost: boolean,
+    move: (off: number, len: number) => boolean,
+  ): Promise<boolean> {
     if (n > 0 && this.#dma.check && !this.#dma.check(rkey, addr, n, toHost)) return false;
     let off = 0;
     let good = true;
@@ -95,7 +110,11 @@ export class RdmaPath implements RdmaHook {
     if (!t.ok) return t;
     const n = Number(t.value.length < BigInt(data.length) ? t.value.length : BigInt(data.length));
     const { rkey, remoteAddr } = t.value;
-    if (!await this.#slices(rkey, remoteAddr, n, true, (off, len) => this.#dma.toHost(rkey, remoteAddr + BigInt(off), data.subarray(off, off + len)))) {
+    if (
+      !(await this.#slices(rkey, remoteAddr, n, true, (off, len) =>
+        this.#dma.toHost(rkey, remoteAddr + BigInt(off), data.subarray(off, off + len)),
+      ))
+    ) {
       this.counts.refused++;
       return fail('AccessDenied', 'the client buffer refused the write');
     }
@@ -111,7 +130,11 @@ export class RdmaPath implements RdmaHook {
     // The object's own buffer, filled straight from guest memory (one copy).
     const data = Buffer.allocUnsafe(n);
     const { rkey, remoteAddr } = t.value;
-    if (!await this.#slices(rkey, remoteAddr, n, false, (off, len) => this.#dma.fromHost(rkey, remoteAddr + BigInt(off), data.subarray(off, off + len)))) {
+    if (
+      !(await this.#slices(rkey, remoteAddr, n, false, (off, len) =>
+        this.#dma.fromHost(rkey, remoteAddr + BigInt(off), data.subarray(off, off + len)),
+      ))
+    ) {
       this.counts.refused++;
       return fail('AccessDenied', 'the client buffer refused the read');
     }

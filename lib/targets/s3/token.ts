@@ -11,7 +11,13 @@ import { getField, getFieldBig, le, raw, setField, setFieldBig, setRawBytes, vie
 
 /** The token, field by field. */
 export const rdma_token = {
-  transport: le(0, 1), qp_num: le(1, 4), gid: raw(5, 16), rkey: le(21, 4), remote_addr: le(25, 8), length: le(33, 8), port_num: le(41, 1),
+  transport: le(0, 1),
+  qp_num: le(1, 4),
+  gid: raw(5, 16),
+  rkey: le(21, 4),
+  remote_addr: le(25, 8),
+  length: le(33, 8),
+  port_num: le(41, 1),
   lid: le(42, 2),
   SIZE: 44,
 } as const;
@@ -32,23 +38,33 @@ export interface RdmaToken {
   readonly lid: number;
 }
 
-export type TokenResult = { readonly ok: true; readonly token: RdmaToken; readonly hex: string } | { readonly ok: false; readonly error: string };
+export type TokenResult =
+  | { readonly ok: true; readonly token: RdmaToken; readonly hex: string }
+  | { readonly ok: false; readonly error: string };
 
 const HEX = /^[0-9a-fA-F]+$/;
 /** Longest addr or len override: a u64 in hex. */
 const MAX_U64_HEX = 16;
 
 function decodeHex(hex: string): TokenResult {
-  if (hex.length !== RDMA_TOKEN_HEX_LEN || !HEX.test(hex)) return { ok: false, error: `token is not ${RDMA_TOKEN_HEX_LEN} hex characters` };
+  if (hex.length !== RDMA_TOKEN_HEX_LEN || !HEX.test(hex))
+    return { ok: false, error: `token is not ${RDMA_TOKEN_HEX_LEN} hex characters` };
   const b = Buffer.from(hex, 'hex');
   const transport = getField(b, 0, rdma_token.transport);
-  if (transport !== TRANSPORT_DC && transport !== TRANSPORT_RC) return { ok: false, error: `unknown transport ${transport}` };
+  if (transport !== TRANSPORT_DC && transport !== TRANSPORT_RC)
+    return { ok: false, error: `unknown transport ${transport}` };
   return {
-    ok: true, hex: hex.toLowerCase(),
+    ok: true,
+    hex: hex.toLowerCase(),
     token: {
-      transport, qpNum: getField(b, 0, rdma_token.qp_num), gid: Buffer.from(viewRaw(b, 0, rdma_token.gid)), rkey: getField(b, 0, rdma_token.rkey),
-      remoteAddr: getFieldBig(b, 0, rdma_token.remote_addr), length: getFieldBig(b, 0, rdma_token.length),
-      portNum: getField(b, 0, rdma_token.port_num), lid: getField(b, 0, rdma_token.lid),
+      transport,
+      qpNum: getField(b, 0, rdma_token.qp_num),
+      gid: Buffer.from(viewRaw(b, 0, rdma_token.gid)),
+      rkey: getField(b, 0, rdma_token.rkey),
+      remoteAddr: getFieldBig(b, 0, rdma_token.remote_addr),
+      length: getFieldBig(b, 0, rdma_token.length),
+      portNum: getField(b, 0, rdma_token.port_num),
+      lid: getField(b, 0, rdma_token.lid),
     },
   };
 }
@@ -67,7 +83,15 @@ export function parseTokenHeader(value: string): TokenResult {
     over.push(BigInt(`0x${t}`));
   }
   const [addr, len] = over as [bigint, bigint];
-  return { ok: true, hex: r.hex, token: { ...r.token, remoteAddr: addr !== 0n ? addr : r.token.remoteAddr, length: len !== 0n ? len : r.token.length } };
+  return {
+    ok: true,
+    hex: r.hex,
+    token: {
+      ...r.token,
+      remoteAddr: addr !== 0n ? addr : r.token.remoteAddr,
+      length: len !== 0n ? len : r.token.length,
+    },
+  };
 }
 
 export function encodeToken(t: RdmaToken): string {

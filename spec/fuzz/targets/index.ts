@@ -32,7 +32,12 @@ export interface FuzzTarget {
 
 /** Something that must not happen happened; the message names the seed and the last steps. */
 export class FuzzFinding extends Error {
-  constructor(message: string, readonly seed: number, readonly epoch: number, readonly trail: readonly string[]) {
+  constructor(
+    message: string,
+    readonly seed: number,
+    readonly epoch: number,
+    readonly trail: readonly string[],
+  ) {
     super(`${message} (seed ${seed}, epoch ${epoch}; last actions: ${trail.join(' | ')})`);
   }
 }
@@ -52,8 +57,12 @@ export function registerTarget(t: FuzzTarget): void {
  */
 export class EscapeWatch {
   readonly seen: string[] = [];
-  readonly #onUncaught = (e: unknown): void => { this.seen.push(`uncaught: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
-  readonly #onRejection = (e: unknown): void => { this.seen.push(`unhandled rejection: ${e instanceof Error ? e.stack ?? e.message : String(e)}`); };
+  readonly #onUncaught = (e: unknown): void => {
+    this.seen.push(`uncaught: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  };
+  readonly #onRejection = (e: unknown): void => {
+    this.seen.push(`unhandled rejection: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  };
 
   start(): this {
     process.on('uncaughtException', this.#onUncaught);

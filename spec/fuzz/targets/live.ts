@@ -4,7 +4,9 @@ import { runLiveFuzz, LiveFuzzStats } from '../live-fuzzer';
 import { registerTarget } from './index';
 
 export function liveSummary(s: LiveFuzzStats): string {
-  const acts = Object.entries(s.actions).map(([k, n]) => `${k} ${n}`).join(', ');
+  const acts = Object.entries(s.actions)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
   const total = Object.values(s.actions).reduce((a, b) => a + b, 0);
   return `${s.epochs} epochs, ${total} actions (${acts}); guests closed by the server ${s.closedByServer}, models lost ${s.modelLost}; QPs revived ${s.revived}`;
 }
@@ -15,7 +17,10 @@ registerTarget({
   async run(o) {
     let shown = 0;
     const stats = await runLiveFuzz({
-      seed: o.seed, ms: o.ms, actionsPerEpoch: 300, log: o.log,
+      seed: o.seed,
+      ms: o.ms,
+      actionsPerEpoch: 300,
+      log: o.log,
       onEpoch: (s) => {
         if (s.elapsedMs - shown < 1000) return;
         shown = s.elapsedMs;

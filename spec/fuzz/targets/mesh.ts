@@ -14,7 +14,13 @@
 // bounds exist for (TLS only keeps out the peers without the key).
 
 import {
-  encodeFrameHeader, encodeHandshake, encodeIonicWireHeader, encodeNodeGids, encodeRegisterNode, encodeRegisterResp, encodeTopology,
+  encodeFrameHeader,
+  encodeHandshake,
+  encodeIonicWireHeader,
+  encodeNodeGids,
+  encodeRegisterNode,
+  encodeRegisterResp,
+  encodeTopology,
 } from '../../../lib/mesh/codec';
 import { randomBytes } from 'crypto';
 import * as fs from 'fs';
@@ -38,11 +44,20 @@ const I = '0123456789abcdef';
 function mutate(b: Buffer, next: () => number): Buffer {
   const out = Buffer.from(b);
   switch (next() % 5) {
-    case 0: for (let i = 0, n = 1 + (next() % 4); i < n && out.length; i++) out[next() % out.length] = next() & 0xff; return out;
-    case 1: return out.subarray(0, next() % (out.length + 1));
-    case 2: return Buffer.concat([out, Buffer.from([next() & 0xff, next() & 0xff])]);
-    case 3: return out; // unchanged: valid frames reach the roles and the responder
-    default: { const r = Buffer.alloc(next() % 300); for (let i = 0; i < r.length; i++) r[i] = next() & 0xff; return r; }
+    case 0:
+      for (let i = 0, n = 1 + (next() % 4); i < n && out.length; i++) out[next() % out.length] = next() & 0xff;
+      return out;
+    case 1:
+      return out.subarray(0, next() % (out.length + 1));
+    case 2:
+      return Buffer.concat([out, Buffer.from([next() & 0xff, next() & 0xff])]);
+    case 3:
+      return out; // unchanged: valid frames reach the roles and the responder
+    default: {
+      const r = Buffer.alloc(next() % 300);
+      for (let i = 0; i < r.length; i++) r[i] = next() & 0xff;
+      return r;
+    }
   }
 }
 
@@ -82,9 +97,14 @@ async function fuzzMesh(o: FuzzRunOptions, credentials: MeshCredentials | null):
   const { manager, worker, a, b } = pair;
   const counts = { peers: 0, frames: 0, registered: 0, rdmaRequests: 0, stalls: 0, checks: 0 };
   const trail: string[] = [];
-  const note = (s: string): void => { trail.push(s); if (trail.length > 12) trail.shift(); };
+  const note = (s: string): void => {
+    trail.push(s);
+    if (trail.length > 12) trail.shift();
+  };
   let escaped: unknown = null;
-  const onEscape = (e: unknown): void => { escaped = e; };
+  const onEscape = (e: unknown): void => {
+    escaped = e;
+  };
   process.on('uncaughtException', onEscape);
   try {
     const acq = await a.createCq(40);
@@ -111,7 +131,15 @@ async function fuzzMesh(o: FuzzRunOptions, credentials: MeshCredentials | null):
         let src = next() % 4;
         if (next() % 2 === 0) {
           // A real registration first, so what follows is judged past the framing.
-          peer.send(MsgType.REGISTER_NODE, encodeRegisterNode({ host: '127.0.0.1', port: 1 + (next() % 60000), requestedId: AUTO_NODE_ID, instance: I }));
+          peer.send(
+            MsgType.REGISTER_NODE,
+            encodeRegisterNode({
+              host: '127.0.0.1',
+              port: 1 + (next() % 60000),
+              requestedId: AUTO_NODE_ID,
+              instance: I,
+            }),
+          );
           counts.registered++;
           src = 2 + (next() % 8);
         }
@@ -122,26 +150,79 @@ async function fuzzMesh(o: FuzzRunOptions, credentials: MeshCredentials | null):
             // An RDMA request or response naming whatever it likes.
             const op = 1 + (next() % 10);
             const len = [0, 1, 8, 64, 4096, 65536, 0xffffffff][next() % 7]!;
-            const hdr = encodeIonicWireHeader({ op, atomicCs: 0, srcQpId: next() % 64, dstQpId: [qa.id, qb.id, next() % 64][next() % 3]!, reqId: next(), rkey: [A.key, B.key, next()][next() % 3]!, length: len, immBe: next(), status: next() % 4 });
-            const body = Buffer.concat([hdr, Buffer.alloc(op === IonicWireOp.WRITE || op === IonicWireOp.SEND ? Math.min(len, 4096) : 0, 0xee)]);
-            frame = Buffer.concat([encodeFrameHeader({ type: MsgType.IONIC, length: body.length, seq: k, src, dst: next() % 3 }), mutate(body, next)]);
+            const hdr = encodeIonicWireHeader({
+              op,
+              atomicCs: 0,
+              srcQpId: next() % 64,
+              dstQpId: [qa.id, qb.id, next() % 64][next() % 3]!,
+              reqId: next(),
+              rkey: [A.key, B.key, next()][next() % 3]!,
+              length: len,
+              immBe: next(),
+              status: next() % 4,
+            });
+            const body = Buffer.concat([
+              hdr,
+              Buffer.alloc(op === IonicWireOp.WRITE || op === IonicWireOp.SEND ? Math.min(len, 4096) : 0, 0xee),
+            ]);
+            frame = Buffer.concat([
+              encodeFrameHeader({ type: MsgType.IONIC, length: body.length, seq: k, src, dst: next() % 3 }),
+              mutate(body, next),
+            ]);
             counts.rdmaRequests++;
           } else {
             const samples = [
               () => encodeRegisterNode({ host: 'x', port: 1, requestedId: next() % 100, instance: I }),
               () => encodeRegisterResp({ nodeId: next() % 70, numNodes: next() % 70, result: 0, managerInstance: I }),
-              () => encodeHandshake({ nodeId: next() % 70, result: 0, incarnation: I, peerIncarnation: I, linkKey: Buffer.alloc(16, next() & 0xff) }),
-              () => encodeTopology([{ id: next() % 70, host: '10.0.0.9', port: 2, alive: true, incarnation: I, linkKey: Buffer.alloc(16) }]),
+              () =>
+                encodeHandshake({
+                  nodeId: next() % 70,
+                  result: 0,
+                  incarnation: I,
+                  peerIncarnation: I,
+                  linkKey: Buffer.alloc(16, next() & 0xff),
+                }),
+              () =>
+                encodeTopology([
+                  {
+                    id: next() % 70,
+                    host: '10.0.0.9',
+                    port: 2,
+                    alive: true,
+                    incarnation: I,
+                    linkKey: Buffer.alloc(16),
+                  },
+                ]),
               () => encodeNodeGids([{ nodeId: next() % 70, gids: [Buffer.alloc(16, next() & 0xff)] }]),
             ];
-            const types = [MsgType.REGISTER_NODE, MsgType.REGISTER_RESP, MsgType.HANDSHAKE, MsgType.MESH_TOPOLOGY, MsgType.NODE_GIDS, MsgType.HEARTBEAT, 1 + (next() % 30)];
+            const types = [
+              MsgType.REGISTER_NODE,
+              MsgType.REGISTER_RESP,
+              MsgType.HANDSHAKE,
+              MsgType.MESH_TOPOLOGY,
+              MsgType.NODE_GIDS,
+              MsgType.HEARTBEAT,
+              1 + (next() % 30),
+            ];
             const body = mutate(samples[next() % samples.length]!(), next);
-            frame = Buffer.concat([encodeFrameHeader({ type: types[next() % types.length]!, length: body.length, seq: k, src, dst: next() % 3 }), body]);
+            frame = Buffer.concat([
+              encodeFrameHeader({
+                type: types[next() % types.length]!,
+                length: body.length,
+                seq: k,
+                src,
+                dst: next() % 3,
+              }),
+              body,
+            ]);
           }
           if (next() % 10 === 0) frame = mutate(frame, next);
           if (next() % 16 === 0) {
             // A header promising a large body, then only part of it: the peer stalls.
-            frame = Buffer.concat([encodeFrameHeader({ type: MsgType.IONIC, length: 1 << (10 + (next() % 14)), seq: k, src, dst: 0 }), Buffer.alloc(next() % 512)]);
+            frame = Buffer.concat([
+              encodeFrameHeader({ type: MsgType.IONIC, length: 1 << (10 + (next() % 14)), seq: k, src, dst: 0 }),
+              Buffer.alloc(next() % 512),
+            ]);
             counts.stalls++;
           }
           peer.write(frame);
@@ -151,24 +232,50 @@ async function fuzzMesh(o: FuzzRunOptions, credentials: MeshCredentials | null):
       }
       await new Promise((r) => setTimeout(r, 2));
       for (const peer of peers) peer.socket.destroy();
-      if (escaped) throw new FuzzFinding(`an exception escaped: ${(escaped as Error).stack ?? String(escaped)}`, o.seed, round, trail);
+      if (escaped)
+        throw new FuzzFinding(
+          `an exception escaped: ${(escaped as Error).stack ?? String(escaped)}`,
+          o.seed,
+          round,
+          trail,
+        );
       // Wall time alone also counts time this thread waited for a CPU on a busy machine: its own CPU time must confirm it.
       if (o.longestTurnMs() > o.turnLimitMs && watch.maxCpuMs > o.turnLimitMs) {
-        throw new FuzzFinding(`a loop turn of ${o.longestTurnMs().toFixed(1)} ms (${watch.maxCpuMs.toFixed(1)} ms of this thread's CPU)`, o.seed, round, trail);
+        throw new FuzzFinding(
+          `a loop turn of ${o.longestTurnMs().toFixed(1)} ms (${watch.maxCpuMs.toFixed(1)} ms of this thread's CPU)`,
+          o.seed,
+          round,
+          trail,
+        );
       }
       // Every 20 rounds: the real pair still moves data.
       if (round % 20 === 0) {
         const data = Buffer.alloc(3000);
         for (let i = 0; i < data.length; i++) data[i] = (i * 7 + round) & 0xff;
         A.write(0, data);
-        a.postSend(qa, { op: WOp.RDMA_WRITE, id: round, sges: [A.sge(0, data.length)], remote: { va: B.va + 100, rkey: B.key } });
-        const c = await cqesOf(a, acq, 1).catch((e: unknown) => { throw new FuzzFinding(`the real WRITE did not complete: ${String(e)}`, o.seed, round, trail); });
-        if (c[0]!.error || !B.read(100, data.length).equals(data)) throw new FuzzFinding(`the real WRITE failed (error ${c[0]!.error}, status ${c[0]!.statusLength})`, o.seed, round, trail);
+        a.postSend(qa, {
+          op: WOp.RDMA_WRITE,
+          id: round,
+          sges: [A.sge(0, data.length)],
+          remote: { va: B.va + 100, rkey: B.key },
+        });
+        const c = await cqesOf(a, acq, 1).catch((e: unknown) => {
+          throw new FuzzFinding(`the real WRITE did not complete: ${String(e)}`, o.seed, round, trail);
+        });
+        if (c[0]!.error || !B.read(100, data.length).equals(data))
+          throw new FuzzFinding(
+            `the real WRITE failed (error ${c[0]!.error}, status ${c[0]!.statusLength})`,
+            o.seed,
+            round,
+            trail,
+          );
         counts.checks++;
       }
       if (Date.now() - shown >= 1000) {
         shown = Date.now();
-        o.progress(`${round} rounds, ${counts.peers} peers, ${counts.frames} frames (${counts.rdmaRequests} RDMA, ${counts.stalls} stalls, ${counts.registered} registered first), ${counts.checks} real WRITEs checked`);
+        o.progress(
+          `${round} rounds, ${counts.peers} peers, ${counts.frames} frames (${counts.rdmaRequests} RDMA, ${counts.stalls} stalls, ${counts.registered} registered first), ${counts.checks} real WRITEs checked`,
+        );
       }
     }
     return `${credentials ? 'over TLS, peers holding the key: ' : ''}${round} rounds, ${counts.peers} peers, ${counts.frames} frames (${counts.rdmaRequests} RDMA, ${counts.stalls} stalls, ${counts.registered} registered first), ${counts.checks} real WRITEs checked; longest turn ${watch.maxCpuMs.toFixed(1)} ms of CPU`;

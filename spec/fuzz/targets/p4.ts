@@ -31,7 +31,19 @@ import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
 import { GuestP4 } from '../../p4/guest';
 import { ethernet, fixtureText, ipv4, snapshot, tcp, udp } from '../../p4/helpers';
 import { FuzzFinding, registerTarget } from './index';
-import { breakText, COMMANDS, exprProgram, FIXTURES, heavyProgram, mutate, NUMBERS, profileProgram, PROTO_KEYS, Rnd, vsetProgram } from './p4-programs';
+import {
+  breakText,
+  COMMANDS,
+  exprProgram,
+  FIXTURES,
+  heavyProgram,
+  mutate,
+  NUMBERS,
+  profileProgram,
+  PROTO_KEYS,
+  Rnd,
+  vsetProgram,
+} from './p4-programs';
 
 /** Longest a frame may take, and a loop turn. */
 const FRAME_MS = 20;
@@ -45,28 +57,50 @@ const BIG_FLOODS = 8;
 
 function token(r: Rnd, width: number): string {
   switch (r.below(12)) {
-    case 0: return String(r.below(1 << Math.min(30, Math.max(1, width))));
-    case 1: return r.hex(Math.max(1, Math.ceil(width / 4)));
-    case 2: return `${r.below(256)}.${r.below(256)}.${r.below(256)}.${r.below(256)}`;
-    case 3: return Array.from({ length: 6 }, () => (r.below(256) + 0x100).toString(16).slice(1)).join(':');
-    case 4: return `${r.hex(4)}/${r.below(width + 2)}`;
-    case 5: return `${r.hex(4)}&&&${r.hex(4)}`;
-    case 6: return `${r.below(100)}->${r.below(1000)}`;
-    case 7: return r.pick(PROTO_KEYS);
-    case 8: return String(r.pick(NUMBERS));
-    case 9: return '*';
-    case 10: return '=>';
-    default: return String(r.below(16));
+    case 0:
+      return String(r.below(1 << Math.min(30, Math.max(1, width))));
+    case 1:
+      return r.hex(Math.max(1, Math.ceil(width / 4)));
+    case 2:
+      return `${r.below(256)}.${r.below(256)}.${r.below(256)}.${r.below(256)}`;
+    case 3:
+      return Array.from({ length: 6 }, () => (r.below(256) + 0x100).toString(16).slice(1)).join(':');
+    case 4:
+      return `${r.hex(4)}/${r.below(width + 2)}`;
+    case 5:
+      return `${r.hex(4)}&&&${r.hex(4)}`;
+    case 6:
+      return `${r.below(100)}->${r.below(1000)}`;
+    case 7:
+      return r.pick(PROTO_KEYS);
+    case 8:
+      return String(r.pick(NUMBERS));
+    case 9:
+      return '*';
+    case 10:
+      return '=>';
+    default:
+      return String(r.below(16));
   }
 }
 
 function randomCommand(r: Rnd, e: P4Engine | null): string {
   const cmd = r.chance(20) ? r.pick(PROTO_KEYS) : r.pick(COMMANDS);
-  const names = e ? [...e.tables.keys(), ...e.profiles.keys(), ...e.vsets.sets.keys(), ...e.externs.counters.keys(), ...e.externs.registers.keys(), ...e.externs.meters.keys()] : [];
+  const names = e
+    ? [
+        ...e.tables.keys(),
+        ...e.profiles.keys(),
+        ...e.vsets.sets.keys(),
+        ...e.externs.counters.keys(),
+        ...e.externs.registers.keys(),
+        ...e.externs.meters.keys(),
+      ]
+    : [];
   const actions = e ? [...e.actions.keys()] : [];
   const words: string[] = [cmd];
   words.push(names.length > 0 && !r.chance(8) ? r.pick(names) : r.pick(PROTO_KEYS));
-  if (/table_add|set_default|create_member/.test(cmd)) words.push(actions.length > 0 && !r.chance(8) ? r.pick(actions) : r.pick(PROTO_KEYS));
+  if (/table_add|set_default|create_member/.test(cmd))
+    words.push(actions.length > 0 && !r.chance(8) ? r.pick(actions) : r.pick(PROTO_KEYS));
   const n = r.below(8);
   for (let i = 0; i < n; i++) words.push(token(r, r.pick([1, 8, 9, 16, 32, 48, 128])));
   if (r.chance(3)) words.splice(2 + r.below(Math.max(1, words.length - 2)), 0, '=>');
@@ -87,12 +121,28 @@ export function* flood(r: Rnd, e: P4Engine, n: number): Generator<string> {
   for (let i = 0; i < n; i++) {
     if (kind === 0 && t) {
       const a = r.pick(tableActions);
-      const key = t.keys.map((k) => (k.kind === 'lpm' ? `${v(i, k.width)}/${k.width}` : k.kind === 'ternary' ? `${v(i, k.width)}&&&${2 ** Math.min(k.width, 30) - 1}` : k.kind === 'range' ? `0->${v(i, k.width)}` : String(v(i, k.width)))).join(' ');
+      const key = t.keys
+        .map((k) =>
+          k.kind === 'lpm'
+            ? `${v(i, k.width)}/${k.width}`
+            : k.kind === 'ternary'
+              ? `${v(i, k.width)}&&&${2 ** Math.min(k.width, 30) - 1}`
+              : k.kind === 'range'
+                ? `0->${v(i, k.width)}`
+                : String(v(i, k.width)),
+        )
+        .join(' ');
       const data = a ? a.params.map(() => '1').join(' ') : '';
-      yield t.profile ? `table_indirect_add ${t.name} ${key} => 0${t.needsPriority ? ` ${i}` : ''}` : `table_add ${t.name} ${a?.name ?? 'x'} ${key} => ${data}${t.needsPriority ? ` ${i}` : ''}`;
+      yield t.profile
+        ? `table_indirect_add ${t.name} ${key} => 0${t.needsPriority ? ` ${i}` : ''}`
+        : `table_add ${t.name} ${a?.name ?? 'x'} ${key} => ${data}${t.needsPriority ? ` ${i}` : ''}`;
     } else if (kind === 1 && ap) {
       const a = r.pick(profileActions);
-      yield r.chance(3) ? `act_prof_add_member_to_group ${ap.name} ${r.below(n)} ${r.below(4)}` : r.chance(50) ? `act_prof_create_group ${ap.name}` : `act_prof_create_member ${ap.name} ${a?.name ?? 'x'} ${a ? a.params.map(() => String(i)).join(' ') : ''}`;
+      yield r.chance(3)
+        ? `act_prof_add_member_to_group ${ap.name} ${r.below(n)} ${r.below(4)}`
+        : r.chance(50)
+          ? `act_prof_create_group ${ap.name}`
+          : `act_prof_create_member ${ap.name} ${a?.name ?? 'x'} ${a ? a.params.map(() => String(i)).join(' ') : ''}`;
     } else if (kind === 2 && vs) {
       yield `parse_vset_add ${vs.name} ${v(i, vs.width)}`;
     } else yield randomCommand(r, e);
@@ -101,12 +151,35 @@ export function* flood(r: Rnd, e: P4Engine, n: number): Generator<string> {
 
 function randomFrame(r: Rnd): Buffer {
   switch (r.below(6)) {
-    case 0: return r.bytes(r.below(120));
-    case 1: return Buffer.concat([ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', r.pick([0x0800, 0x86dd, 0x0806, r.below(0x10000)])), r.bytes(r.below(80))]);
-    case 2: return Buffer.concat([ethernet('00:aa:bb:00:00:00', '00:00:00:00:00:01', 0x0800), ipv4({ src: '10.0.9.9', dst: r.pick(['10.0.0.10', '10.0.1.10', '1.2.3.4']), ttl: r.below(4), protocol: 17, payloadLength: 12 }), udp(r.below(65536), r.below(65536), r.bytes(4))]);
-    case 3: return Buffer.concat([ethernet('00:aa:bb:00:00:00', '00:00:00:00:00:01', 0x0800), ipv4({ src: '10.0.9.9', dst: '10.0.0.10', ttl: 64, protocol: 6, payloadLength: 24 }), tcp(1, 2, 3, r.bytes(4))]);
-    case 4: return r.bytes(r.pick([0, 1, 13, 14, 44, 1500, 9000]));
-    default: return Buffer.alloc(r.below(70000));
+    case 0:
+      return r.bytes(r.below(120));
+    case 1:
+      return Buffer.concat([
+        ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', r.pick([0x0800, 0x86dd, 0x0806, r.below(0x10000)])),
+        r.bytes(r.below(80)),
+      ]);
+    case 2:
+      return Buffer.concat([
+        ethernet('00:aa:bb:00:00:00', '00:00:00:00:00:01', 0x0800),
+        ipv4({
+          src: '10.0.9.9',
+          dst: r.pick(['10.0.0.10', '10.0.1.10', '1.2.3.4']),
+          ttl: r.below(4),
+          protocol: 17,
+          payloadLength: 12,
+        }),
+        udp(r.below(65536), r.below(65536), r.bytes(4)),
+      ]);
+    case 3:
+      return Buffer.concat([
+        ethernet('00:aa:bb:00:00:00', '00:00:00:00:00:01', 0x0800),
+        ipv4({ src: '10.0.9.9', dst: '10.0.0.10', ttl: 64, protocol: 6, payloadLength: 24 }),
+        tcp(1, 2, 3, r.bytes(4)),
+      ]);
+    case 4:
+      return r.bytes(r.pick([0, 1, 13, 14, 44, 1500, 9000]));
+    default:
+      return Buffer.alloc(r.below(70000));
   }
 }
 
@@ -119,14 +192,20 @@ function knownGood(): P4Engine {
   return e;
 }
 
-const GOOD_FRAMES = ['10.0.0.10', '10.0.1.10', '10.0.2.1'].flatMap((dst, i) => [0, 1, 64].map((ttl) => Buffer.concat([
-  ethernet('00:aa:bb:00:00:00', '00:00:00:00:00:01', 0x0800),
-  ipv4({ src: '10.0.9.9', dst, ttl, protocol: 17, payloadLength: 12 }),
-  udp(1000 + i, 2000, Buffer.from('payload!')),
-])));
+const GOOD_FRAMES = ['10.0.0.10', '10.0.1.10', '10.0.2.1'].flatMap((dst, i) =>
+  [0, 1, 64].map((ttl) =>
+    Buffer.concat([
+      ethernet('00:aa:bb:00:00:00', '00:00:00:00:00:01', 0x0800),
+      ipv4({ src: '10.0.9.9', dst, ttl, protocol: 17, payloadLength: 12 }),
+      udp(1000 + i, 2000, Buffer.from('payload!')),
+    ]),
+  ),
+);
 
 function goodSnapshot(e: P4Engine): string {
-  return JSON.stringify(GOOD_FRAMES.map((f, i) => snapshot(i % 2 === 0 ? e.process(f, 1) : copyResult(e.processReused(f, 1)))));
+  return JSON.stringify(
+    GOOD_FRAMES.map((f, i) => snapshot(i % 2 === 0 ? e.process(f, 1) : copyResult(e.processReused(f, 1)))),
+  );
 }
 
 function copyResult(r: P4Result): P4Result {
@@ -164,11 +243,29 @@ const ms = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e6;
 
 registerTarget({
   name: 'p4',
-  describe: 'P4 programs (mutated fixtures, prototype-key names and operators, huge sizes), runtime and device commands 70-72, frames (lib/p4)',
+  describe:
+    'P4 programs (mutated fixtures, prototype-key names and operators, huge sizes), runtime and device commands 70-72, frames (lib/p4)',
   async run(o) {
     const r = new Rnd(o.seed);
     const start = Date.now();
-    const c: Counts = { epochs: 0, loads: 0, loaded: 0, guestLoads: 0, guestLoaded: 0, commands: 0, commandsOk: 0, devCmds: 0, frames: 0, dropped: 0, refusedByBudget: 0, longestFrameMs: 0, longestFrame: '', longestLoadMs: 0, slowTurns: 0, slowOnce: 0 };
+    const c: Counts = {
+      epochs: 0,
+      loads: 0,
+      loaded: 0,
+      guestLoads: 0,
+      guestLoaded: 0,
+      commands: 0,
+      commandsOk: 0,
+      devCmds: 0,
+      frames: 0,
+      dropped: 0,
+      refusedByBudget: 0,
+      longestFrameMs: 0,
+      longestFrame: '',
+      longestLoadMs: 0,
+      slowTurns: 0,
+      slowOnce: 0,
+    };
     const trail: string[] = [];
     const note = (s: string): void => {
       trail.push(s.length > 160 ? `${s.slice(0, 157)}...` : s);
@@ -180,9 +277,12 @@ registerTarget({
     const good = knownGood();
     const want = goodSnapshot(good);
     const checkGood = (when: string): void => {
-      if (goodSnapshot(good) !== want) throw finding(`${when}: the known-good engine loaded at the start processes frames differently`);
-      if (goodSnapshot(knownGood()) !== want) throw finding(`${when}: simple_router loaded again processes frames differently`);
-      if (Object.getOwnPropertyNames(Object.prototype).join(',') !== protoKeys) throw finding(`${when}: Object.prototype changed`);
+      if (goodSnapshot(good) !== want)
+        throw finding(`${when}: the known-good engine loaded at the start processes frames differently`);
+      if (goodSnapshot(knownGood()) !== want)
+        throw finding(`${when}: simple_router loaded again processes frames differently`);
+      if (Object.getOwnPropertyNames(Object.prototype).join(',') !== protoKeys)
+        throw finding(`${when}: Object.prototype changed`);
     };
     let engine: P4Engine | null = null;
     let guest: GuestP4 | null = null;
@@ -213,7 +313,10 @@ registerTarget({
       let gc = 0;
       for (const g of gcs) gc += Math.max(0, Math.min(g.end, t.end) - Math.max(g.start, t.start));
       const own = Math.min(t.end - t.start - gc, t.cpu);
-      if (own > TURN_MS) throw finding(`a loop turn of ${(t.end - t.start).toFixed(1)} ms (${gc.toFixed(1)} ms of it GC, ${t.cpu.toFixed(1)} ms CPU; ${t.work} actions)`);
+      if (own > TURN_MS)
+        throw finding(
+          `a loop turn of ${(t.end - t.start).toFixed(1)} ms (${gc.toFixed(1)} ms of it GC, ${t.cpu.toFixed(1)} ms CPU; ${t.work} actions)`,
+        );
       c.slowTurns++;
     };
     /** Ends the turn once 5 ms were spent in it (now: whatever was spent); `own`: it was this target's own work (making programs, an operator's load), not judged. */
@@ -221,7 +324,10 @@ registerTarget({
       const now = performance.now();
       if (now - turnAt < 5 && !o.now) return;
       const cpu = process.cpuUsage(cpuAt);
-      const t = now - turnAt > TURN_MS && !noisy && !o.own ? { start: turnAt, end: now, cpu: (cpu.user + cpu.system) / 1000, work } : undefined;
+      const t =
+        now - turnAt > TURN_MS && !noisy && !o.own
+          ? { start: turnAt, end: now, cpu: (cpu.user + cpu.system) / 1000, work }
+          : undefined;
       await new Promise((res) => setImmediate(res));
       if (pending) judge(pending);
       pending = t;
@@ -280,10 +386,19 @@ registerTarget({
         if (res.dropped) c.dropped++;
         if (t > c.longestFrameMs) {
           c.longestFrameMs = t;
-          const sizes = [...[...e.tables.values()].map((x) => `${x.name}:${x.keys.map((k) => `${k.kind}${k.width}`).join('+')}=${x.entries.size}`), ...[...e.vsets.sets.values()].map((x) => `vs ${x.name}=${x.size}`), ...[...e.profiles.values()].map((x) => `ap ${x.name}=${x.held}`)];
+          const sizes = [
+            ...[...e.tables.values()].map(
+              (x) => `${x.name}:${x.keys.map((k) => `${k.kind}${k.width}`).join('+')}=${x.entries.size}`,
+            ),
+            ...[...e.vsets.sets.values()].map((x) => `vs ${x.name}=${x.size}`),
+            ...[...e.profiles.values()].map((x) => `ap ${x.name}=${x.held}`),
+          ];
           c.longestFrame = `${f.length} bytes, ${e.generated ? 'generated' : 'closures'}, ${sizes.join(' ').slice(0, 200)}`;
         }
-        if (e.stats.faults !== faults) throw finding(`a frame threw inside the program (dropped by the frame guard): ${e.lastFault ?? '?'}${keep(e, f)}`);
+        if (e.stats.faults !== faults)
+          throw finding(
+            `a frame threw inside the program (dropped by the frame guard): ${e.lastFault ?? '?'}${keep(e, f)}`,
+          );
         // a frame's first run may compile; only a repeat is held to the bound
         if (t > FRAME_MS) {
           // slow every time, not once (a GC, this machine's other work): the fastest of three runs
@@ -293,7 +408,10 @@ registerTarget({
             e.processReused(f, port);
             again = Math.min(again, ms(t1));
           }
-          if (again > FRAME_MS) throw finding(`a frame took ${again.toFixed(1)} ms at best of three more runs (first run ${t.toFixed(1)} ms; the program's frame cost estimate ${e.frameCost}${keep(e, f)})`);
+          if (again > FRAME_MS)
+            throw finding(
+              `a frame took ${again.toFixed(1)} ms at best of three more runs (first run ${t.toFixed(1)} ms; the program's frame cost estimate ${e.frameCost}${keep(e, f)})`,
+            );
         }
       }
     };
@@ -334,7 +452,17 @@ registerTarget({
           life = r.pick(ENGINE_EPOCHS);
           const k = r.below(10);
           // a copy: the synthetic programs share objects with the spec helpers, which must not change
-          const base: any = structuredClone(k < 5 ? JSON.parse(r.pick(fixtures)) : k < 7 ? vsetProgram(r) : k < 8 ? profileProgram(r) : k < 9 ? heavyProgram(r) : exprProgram(r));
+          const base: any = structuredClone(
+            k < 5
+              ? JSON.parse(r.pick(fixtures))
+              : k < 7
+                ? vsetProgram(r)
+                : k < 8
+                  ? profileProgram(r)
+                  : k < 9
+                    ? heavyProgram(r)
+                    : exprProgram(r),
+          );
           const n = r.pick([0, 0, 1, 1, 2, 3, 5, 10]);
           for (let i = 0; i < n; i++) mutate(r, base);
           let text = JSON.stringify(base);
@@ -368,7 +496,10 @@ registerTarget({
               c.loaded++;
               guest = new GuestP4(r.pick(['tables', 'program', 'read']), engine);
             } catch (err) {
-              if (!(err instanceof P4LoadError)) throw finding(`the loader threw ${(err as Error)?.constructor?.name}, not a P4LoadError: ${(err as Error).stack ?? String(err)}`);
+              if (!(err instanceof P4LoadError))
+                throw finding(
+                  `the loader threw ${(err as Error)?.constructor?.name}, not a P4LoadError: ${(err as Error).stack ?? String(err)}`,
+                );
             }
           }
           // a guest's P4_LOAD is one device command, held to the turn limit; an operator's program

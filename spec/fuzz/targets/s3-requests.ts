@@ -23,10 +23,35 @@ export interface Req {
 
 export const HOSTILE = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype'];
 const QUERY_NAMES = [
-  'list-type', 'prefix', 'delimiter', 'max-keys', 'continuation-token', 'start-after', 'encoding-type', 'marker', 'fetch-owner',
-  'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'part-number-marker', 'max-parts', 'x-id', 'response-content-type',
-  'x-amz-checksum-crc32', 'tagging', 'acl', 'versionId', 'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires',
-  'X-Amz-SignedHeaders', 'X-Amz-Signature', ...HOSTILE,
+  'list-type',
+  'prefix',
+  'delimiter',
+  'max-keys',
+  'continuation-token',
+  'start-after',
+  'encoding-type',
+  'marker',
+  'fetch-owner',
+  'location',
+  'uploads',
+  'delete',
+  'uploadId',
+  'partNumber',
+  'part-number-marker',
+  'max-parts',
+  'x-id',
+  'response-content-type',
+  'x-amz-checksum-crc32',
+  'tagging',
+  'acl',
+  'versionId',
+  'X-Amz-Algorithm',
+  'X-Amz-Credential',
+  'X-Amz-Date',
+  'X-Amz-Expires',
+  'X-Amz-SignedHeaders',
+  'X-Amz-Signature',
+  ...HOSTILE,
 ];
 const ALGORITHMS = ['crc32', 'crc32c', 'sha1', 'sha256', 'crc64nvme', ...HOSTILE];
 
@@ -40,17 +65,26 @@ export interface KnownState {
 }
 
 export class S3Requests {
-  constructor(private readonly rnd: Prng, private readonly state: KnownState) {}
-
+  constructor(
+    private readonly rnd: Prng,
+    private readonly state: KnownState,
+  ) {}
 
   key(): string {
     const rnd = this.rnd;
     switch (rnd.below(8)) {
-      case 0: return rnd.pick(HOSTILE);
-      case 1: return `${'long/'.repeat(rnd.below(250))}x`;
-      case 2: return encodeURIComponent(String.fromCodePoint(...Array.from({ length: 1 + rnd.below(8) }, () => 0x20 + rnd.below(0x2000))));
-      case 3: return `%${rnd.pick(['zz', '2', 'C0%80', '00', 'E2%82'])}`;
-      default: return rnd.pick(this.state.keys);
+      case 0:
+        return rnd.pick(HOSTILE);
+      case 1:
+        return `${'long/'.repeat(rnd.below(250))}x`;
+      case 2:
+        return encodeURIComponent(
+          String.fromCodePoint(...Array.from({ length: 1 + rnd.below(8) }, () => 0x20 + rnd.below(0x2000))),
+        );
+      case 3:
+        return `%${rnd.pick(['zz', '2', 'C0%80', '00', 'E2%82'])}`;
+      default:
+        return rnd.pick(this.state.keys);
     }
   }
 
@@ -59,15 +93,29 @@ export class S3Requests {
     const n = rnd.below(4);
     const parts: string[] = [];
     for (let i = 0; i < n; i++) {
-      const name = rnd.below(8) === 0 ? encodeURIComponent(String.fromCharCode(0x21 + rnd.below(90)).repeat(1 + rnd.below(4))) : rnd.pick(QUERY_NAMES);
+      const name =
+        rnd.below(8) === 0
+          ? encodeURIComponent(String.fromCharCode(0x21 + rnd.below(90)).repeat(1 + rnd.below(4)))
+          : rnd.pick(QUERY_NAMES);
       let value: string;
       switch (name) {
-        case 'uploadId': value = rnd.below(3) ? rnd.pick([...this.state.uploads, 'none']) : rnd.bytes(16).toString('hex'); break;
-        case 'partNumber': case 'max-keys': case 'max-parts': case 'part-number-marker':
-          value = String(rnd.pick([0, 1, 2, 3, -1, 1000, 10_000, 10_001, 2 ** 53, 1.5, 'x', ''])); break;
-        case 'continuation-token': value = rnd.below(2) ? Buffer.from(this.key()).toString('base64url') : rnd.bytes(6).toString('base64'); break;
-        case 'encoding-type': value = rnd.pick(['url', 'xml', '']); break;
-        default: value = rnd.below(2) ? this.key() : encodeURIComponent(rnd.bytes(rnd.below(12)).toString('latin1'));
+        case 'uploadId':
+          value = rnd.below(3) ? rnd.pick([...this.state.uploads, 'none']) : rnd.bytes(16).toString('hex');
+          break;
+        case 'partNumber':
+        case 'max-keys':
+        case 'max-parts':
+        case 'part-number-marker':
+          value = String(rnd.pick([0, 1, 2, 3, -1, 1000, 10_000, 10_001, 2 ** 53, 1.5, 'x', '']));
+          break;
+        case 'continuation-token':
+          value = rnd.below(2) ? Buffer.from(this.key()).toString('base64url') : rnd.bytes(6).toString('base64');
+          break;
+        case 'encoding-type':
+          value = rnd.pick(['url', 'xml', '']);
+          break;
+        default:
+          value = rnd.below(2) ? this.key() : encodeURIComponent(rnd.bytes(rnd.below(12)).toString('latin1'));
       }
       parts.push(rnd.below(6) === 0 ? name : `${name}=${encodeURIComponent(value)}`);
     }
@@ -81,24 +129,75 @@ export class S3Requests {
     const n = rnd.below(5);
     for (let i = 0; i < n; i++) {
       switch (rnd.below(12)) {
-        case 0: h['content-md5'] = rnd.below(2) ? b64(body, 'md5') : rnd.pick(['', 'xx', b64(rnd.bytes(4), 'md5')]); break;
+        case 0:
+          h['content-md5'] = rnd.below(2) ? b64(body, 'md5') : rnd.pick(['', 'xx', b64(rnd.bytes(4), 'md5')]);
+          break;
         case 1: {
           const alg = rnd.pick(ALGORITHMS);
           const real = ['sha1', 'sha256'].includes(alg) ? b64(body, alg) : 'AAAAAA==';
           h[`x-amz-checksum-${alg}`] = rnd.below(2) ? real : rnd.bytes(6).toString('base64');
           break;
         }
-        case 2: h['x-amz-content-sha256'] = rnd.pick([createHash('sha256').update(body).digest('hex'), '0'.repeat(64), 'UNSIGNED-PAYLOAD', 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD', 'junk']); break;
-        case 3: h.range = rnd.pick(['bytes=0-0', 'bytes=-1', 'bytes=5-', 'bytes=10-2', 'bytes=0-99999999', 'bytes=-0', 'bytes=a-b', 'bytes=0-1,3-4', 'items=0-1']); break;
-        case 4: h[`x-amz-meta-${rnd.pick([...HOSTILE, 'm', 'x'.repeat(300)])}`] = rnd.pick(['v', 'x'.repeat(rnd.below(3000))]); break;
-        case 5: h['x-amz-copy-source'] = `/${BUCKET}/${this.key()}`; break;
-        case 6: h['x-amz-rdma-token'] = rnd.pick([rnd.bytes(44).toString('hex'), `${'01'.repeat(44)}:0:0`, 'zz', '']); break;
-        case 7: h['content-type'] = rnd.pick(['text/plain', 'application/xml', '', 'x'.repeat(500)]); break;
-        case 8: h.authorization = rnd.pick(['AWS4-HMAC-SHA256 Credential=FUZZKEY/20240101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=' + 'a'.repeat(64), 'AWS4-HMAC-SHA256 ', 'Basic x', `AWS4-HMAC-SHA256 ${'Credential=,'.repeat(50)}`]);
-          h['x-amz-date'] = rnd.pick(['20240101T000000Z', new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, ''), 'x']); break;
-        case 9: h['x-amz-decoded-content-length'] = String(rnd.pick([0, body.length, body.length + 1, -1, 2 ** 40])); break;
-        case 10: h['content-encoding'] = rnd.pick(['aws-chunked', 'gzip', 'gzip, aws-chunked']); break;
-        default: h[`x-${rnd.pick(HOSTILE).toLowerCase()}`] = 'y';
+        case 2:
+          h['x-amz-content-sha256'] = rnd.pick([
+            createHash('sha256').update(body).digest('hex'),
+            '0'.repeat(64),
+            'UNSIGNED-PAYLOAD',
+            'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
+            'STREAMING-AWS4-HMAC-SHA256-PAYLOAD',
+            'junk',
+          ]);
+          break;
+        case 3:
+          h.range = rnd.pick([
+            'bytes=0-0',
+            'bytes=-1',
+            'bytes=5-',
+            'bytes=10-2',
+            'bytes=0-99999999',
+            'bytes=-0',
+            'bytes=a-b',
+            'bytes=0-1,3-4',
+            'items=0-1',
+          ]);
+          break;
+        case 4:
+          h[`x-amz-meta-${rnd.pick([...HOSTILE, 'm', 'x'.repeat(300)])}`] = rnd.pick([
+            'v',
+            'x'.repeat(rnd.below(3000)),
+          ]);
+          break;
+        case 5:
+          h['x-amz-copy-source'] = `/${BUCKET}/${this.key()}`;
+          break;
+        case 6:
+          h['x-amz-rdma-token'] = rnd.pick([rnd.bytes(44).toString('hex'), `${'01'.repeat(44)}:0:0`, 'zz', '']);
+          break;
+        case 7:
+          h['content-type'] = rnd.pick(['text/plain', 'application/xml', '', 'x'.repeat(500)]);
+          break;
+        case 8:
+          h.authorization = rnd.pick([
+            'AWS4-HMAC-SHA256 Credential=FUZZKEY/20240101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=' +
+              'a'.repeat(64),
+            'AWS4-HMAC-SHA256 ',
+            'Basic x',
+            `AWS4-HMAC-SHA256 ${'Credential=,'.repeat(50)}`,
+          ]);
+          h['x-amz-date'] = rnd.pick([
+            '20240101T000000Z',
+            new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, ''),
+            'x',
+          ]);
+          break;
+        case 9:
+          h['x-amz-decoded-content-length'] = String(rnd.pick([0, body.length, body.length + 1, -1, 2 ** 40]));
+          break;
+        case 10:
+          h['content-encoding'] = rnd.pick(['aws-chunked', 'gzip', 'gzip, aws-chunked']);
+          break;
+        default:
+          h[`x-${rnd.pick(HOSTILE).toLowerCase()}`] = 'y';
       }
     }
     return h;
@@ -116,30 +215,60 @@ export class S3Requests {
       doc = `<CompleteMultipartUpload>${Array.from({ length: n }, (_, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>"${rnd.bytes(16).toString('hex')}"</ETag>${rnd.below(2) ? '<ChecksumCRC32>AAAAAA==</ChecksumCRC32>' : ''}</Part>`).join('')}</CompleteMultipartUpload>`;
     }
     switch (rnd.below(10)) {
-      case 0: case 1: case 2: return Buffer.from(doc);
-      case 3: { // bytes flipped
+      case 0:
+      case 1:
+      case 2:
+        return Buffer.from(doc);
+      case 3: {
+        // bytes flipped
         const b = Buffer.from(doc);
         for (let i = rnd.below(8); i >= 0; i--) b[rnd.below(b.length)] = rnd.next() & 0xff;
         return b;
       }
-      case 4: return Buffer.from(doc.slice(0, rnd.below(doc.length)));
-      case 5: { // a snippet spliced in
+      case 4:
+        return Buffer.from(doc.slice(0, rnd.below(doc.length)));
+      case 5: {
+        // a snippet spliced in
         const at = doc.indexOf('>', rnd.below(doc.length)) + 1 || doc.length;
-        const snippet = rnd.pick(['<!DOCTYPE x [<!ENTITY a "b">]>', '&a;', '&#0;', '&#x110000;', '<![CDATA[x]]>', '<!-- c -->', '<?pi?>',
-          '<a/>'.repeat(1 + rnd.below(5000)), '<b>'.repeat(20), '</Delete>', '<Key>x</Key>', '\u0000', '&amp;'.repeat(3000)]);
+        const snippet = rnd.pick([
+          '<!DOCTYPE x [<!ENTITY a "b">]>',
+          '&a;',
+          '&#0;',
+          '&#x110000;',
+          '<![CDATA[x]]>',
+          '<!-- c -->',
+          '<?pi?>',
+          '<a/>'.repeat(1 + rnd.below(5000)),
+          '<b>'.repeat(20),
+          '</Delete>',
+          '<Key>x</Key>',
+          '\u0000',
+          '&amp;'.repeat(3000),
+        ]);
         return Buffer.from(doc.slice(0, at) + snippet + doc.slice(at));
       }
-      case 6: return rnd.bytes(rnd.below(5000));
-      case 7: return Buffer.from(`<${kind === 'delete' ? 'Delete' : 'CompleteMultipartUpload'}>${'<a/>'.repeat(rnd.below(300_000))}</x>`);
-      case 8: return Buffer.from(`${'<x>'.repeat(rnd.below(50_000))}`);
-      default: return Buffer.from(doc.replace(/<Key>/g, '<Key> ').replace(/Object/g, rnd.pick(['Object', 'object', 'Obj', '__proto__'])));
+      case 6:
+        return rnd.bytes(rnd.below(5000));
+      case 7:
+        return Buffer.from(
+          `<${kind === 'delete' ? 'Delete' : 'CompleteMultipartUpload'}>${'<a/>'.repeat(rnd.below(300_000))}</x>`,
+        );
+      case 8:
+        return Buffer.from(`${'<x>'.repeat(rnd.below(50_000))}`);
+      default:
+        return Buffer.from(
+          doc.replace(/<Key>/g, '<Key> ').replace(/Object/g, rnd.pick(['Object', 'object', 'Obj', '__proto__'])),
+        );
     }
   }
 
   /** A random or mutated request of at most `maxBody` bytes of body (some framed aws-chunked). */
   request(maxBody = 64 * 1024): Req {
     const rnd = this.rnd;
-    const method = rnd.below(12) === 0 ? rnd.pick(['OPTIONS', 'PATCH', 'TRACE', 'PROPFIND', 'COPY']) : rnd.pick(['GET', 'GET', 'PUT', 'PUT', 'POST', 'DELETE', 'HEAD']);
+    const method =
+      rnd.below(12) === 0
+        ? rnd.pick(['OPTIONS', 'PATCH', 'TRACE', 'PROPFIND', 'COPY'])
+        : rnd.pick(['GET', 'GET', 'PUT', 'PUT', 'POST', 'DELETE', 'HEAD']);
     const bucket = rnd.below(10) === 0 ? rnd.pick(['', 'other', '%zz', 'ERNIC', 'x'.repeat(70)]) : BUCKET;
     let path = `/${bucket}`;
     if (rnd.below(5)) path += `/${this.key()}`;
@@ -170,15 +299,34 @@ export class S3Requests {
     if (rnd.below(2)) {
       const body = Buffer.alloc(rnd.below(8 * MiB + 2), rnd.next() & 0xff);
       for (let i = 0; i < 64 && body.length > 0; i++) body[rnd.below(body.length)] = rnd.next() & 0xff;
-      const headers: Record<string, string> = rnd.below(2) ? { 'content-md5': rnd.bytes(16).toString('base64'), 'x-amz-checksum-crc32c': 'AAAAAA==', 'x-amz-checksum-sha256': rnd.bytes(32).toString('base64') } : {};
+      const headers: Record<string, string> = rnd.below(2)
+        ? {
+            'content-md5': rnd.bytes(16).toString('base64'),
+            'x-amz-checksum-crc32c': 'AAAAAA==',
+            'x-amz-checksum-sha256': rnd.bytes(32).toString('base64'),
+          }
+        : {};
       return { method: 'PUT', path: `/${BUCKET}/big`, headers, body, complete: true, what: `PUT big ${body.length}` };
     }
     // 1,000 keys of up to 1,020 characters, each maybe written as an entity: up to S3's cap.
     const unit = rnd.pick(['k', '&amp;', '&apos;']);
     const stem = unit.repeat(rnd.pick([6, 296, 1020]));
-    const body = Buffer.from(`<Delete>${Array.from({ length: 1000 }, (_, i) => `<Object><Key>${stem}${i}</Key></Object>`).join('')}</Delete>`);
-    const deleteKeys = { stem: unit === 'k' ? stem : (unit === '&amp;' ? '&' : '\'').repeat(stem.length / unit.length), count: 1000 };
-    return { method: 'POST', path: `/${BUCKET}?delete`, headers: {}, body, complete: true, what: `DeleteObjects of ${body.length} bytes`, deleteKeys };
+    const body = Buffer.from(
+      `<Delete>${Array.from({ length: 1000 }, (_, i) => `<Object><Key>${stem}${i}</Key></Object>`).join('')}</Delete>`,
+    );
+    const deleteKeys = {
+      stem: unit === 'k' ? stem : (unit === '&amp;' ? '&' : "'").repeat(stem.length / unit.length),
+      count: 1000,
+    };
+    return {
+      method: 'POST',
+      path: `/${BUCKET}?delete`,
+      headers: {},
+      body,
+      complete: true,
+      what: `DeleteObjects of ${body.length} bytes`,
+      deleteKeys,
+    };
   }
 }
 
@@ -191,10 +339,18 @@ function chunked(data: Buffer, rnd: Prng): Buffer {
   const parts: Buffer[] = [];
   for (let at = 0; at < data.length;) {
     const n = Math.min(data.length - at, 1 + rnd.below(rnd.below(4) === 0 ? 16 : 20_000));
-    parts.push(Buffer.from(`${n.toString(16)}${rnd.below(4) === 0 ? `;chunk-signature=${'a'.repeat(64)}` : ''}\r\n`), data.subarray(at, at + n), Buffer.from('\r\n'));
+    parts.push(
+      Buffer.from(`${n.toString(16)}${rnd.below(4) === 0 ? `;chunk-signature=${'a'.repeat(64)}` : ''}\r\n`),
+      data.subarray(at, at + n),
+      Buffer.from('\r\n'),
+    );
     at += n;
   }
-  parts.push(Buffer.from(`0\r\n${rnd.below(2) ? `x-amz-checksum-${rnd.pick(ALGORITHMS)}:AAAAAA==\r\n` : ''}${rnd.below(8) === 0 ? '__proto__:x\r\n' : ''}\r\n`));
+  parts.push(
+    Buffer.from(
+      `0\r\n${rnd.below(2) ? `x-amz-checksum-${rnd.pick(ALGORITHMS)}:AAAAAA==\r\n` : ''}${rnd.below(8) === 0 ? '__proto__:x\r\n' : ''}\r\n`,
+    ),
+  );
   const out = Buffer.concat(parts);
   if (rnd.below(6) === 0) out[rnd.below(out.length)] = rnd.next() & 0xff;
   return out;

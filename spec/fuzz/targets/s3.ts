@@ -57,7 +57,15 @@ interface Reply {
 }
 
 class S3Fuzzer {
-  readonly stats: S3FuzzStats = { epochs: 0, host: 0, guest: 0, raw: 0, flows: 0, byClass: [0, 0, 0, 0, 0, 0], maxCpuTurnMs: 0 };
+  readonly stats: S3FuzzStats = {
+    epochs: 0,
+    host: 0,
+    guest: 0,
+    raw: 0,
+    flows: 0,
+    byClass: [0, 0, 0, 0, 0, 0],
+    maxCpuTurnMs: 0,
+  };
   readonly #rnd: Prng;
   readonly #o: FuzzRunOptions;
   readonly #trail: string[] = [];
@@ -95,7 +103,9 @@ class S3Fuzzer {
     const watch = this.#watch.start();
     // The last actions when the longest turn so far ended: what a loop-turn finding names.
     let atLongest: string[] = [];
-    watch.onMax = (cpu) => { if (cpu > 10) atLongest = [...this.#trail]; };
+    watch.onMax = (cpu) => {
+      if (cpu > 10) atLongest = [...this.#trail];
+    };
     const contained0 = guardStats.contained;
     const start = Date.now();
     let shown = 0;
@@ -108,7 +118,9 @@ class S3Fuzzer {
         if (this.#escapes.seen.length > 0) throw this.finding(`an exception escaped: ${this.#escapes.seen[0]}`);
         if (this.#o.longestTurnMs() > TURN_LIMIT_MS && watch.maxCpuMs > TURN_LIMIT_MS) {
           this.#trail.splice(0, this.#trail.length, ...atLongest);
-          throw this.finding(`a loop turn of ${this.#o.longestTurnMs().toFixed(1)} ms (${watch.maxCpuMs.toFixed(1)} ms of this thread's CPU, ending after the actions below)`);
+          throw this.finding(
+            `a loop turn of ${this.#o.longestTurnMs().toFixed(1)} ms (${watch.maxCpuMs.toFixed(1)} ms of this thread's CPU, ending after the actions below)`,
+          );
         }
         if (Date.now() - shown >= 1000) {
           shown = Date.now();
@@ -130,12 +142,22 @@ class S3Fuzzer {
     this.#known.keys = ['a', 'dir/b', 'dir/sub/c', `k-${rnd.next()}`];
     this.#known.uploads = new Set();
     this.#flowKeys = [];
-    const opts: S3Options = { ...S3_DEFAULTS, size: 64 * MiB, maxpart: 8 * MiB, objects: 128, listen: { host: '127.0.0.1', port: 0 } };
+    const opts: S3Options = {
+      ...S3_DEFAULTS,
+      size: 64 * MiB,
+      maxpart: 8 * MiB,
+      objects: 128,
+      listen: { host: '127.0.0.1', port: 0 },
+    };
     this.#guests.length = 0;
     const ep = await S3Endpoint.open(opts, {
       // On a later turn, as the device's RX ring hands frames to a guest: delivered at once, a guest client
       // answering inside the server's call would make a whole transfer one turn of microtasks.
-      send: (f) => { setImmediate(() => { for (const g of this.#guests) g.onFrame(f); }); },
+      send: (f) => {
+        setImmediate(() => {
+          for (const g of this.#guests) g.onFrame(f);
+        });
+      },
       ...(this.#signed ? { credentials: [CREDS] } : {}),
     });
     this.#ep = ep;
@@ -175,20 +197,58 @@ class S3Fuzzer {
     const ep = this.#ep!;
     if (this.#signed) {
       // Unsigned requests are refused: the books are checked from the store itself.
-      const r = await this.#send({ method: 'GET', path: `/${BUCKET}/a`, headers: {}, body: Buffer.alloc(0), complete: true, what: 'unsigned GET' }, true);
+      const r = await this.#send(
+        {
+          method: 'GET',
+          path: `/${BUCKET}/a`,
+          headers: {},
+          body: Buffer.alloc(0),
+          complete: true,
+          what: 'unsigned GET',
+        },
+        true,
+      );
       if (r.status !== 403) throw this.finding(`an unsigned GET to a signed store answered ${r.status}`);
     } else {
       const data = this.#watch.untimed(() => this.#rnd.bytes(100_000));
-      const put = await this.#send({ method: 'PUT', path: `/${BUCKET}/after`, headers: { 'content-md5': b64(data, 'md5') }, body: data, complete: true, what: 'PUT after' }, true);
-      const get = await this.#send({ method: 'GET', path: `/${BUCKET}/after`, headers: {}, body: Buffer.alloc(0), complete: true, what: 'GET after' }, true);
+      const put = await this.#send(
+        {
+          method: 'PUT',
+          path: `/${BUCKET}/after`,
+          headers: { 'content-md5': b64(data, 'md5') },
+          body: data,
+          complete: true,
+          what: 'PUT after',
+        },
+        true,
+      );
+      const get = await this.#send(
+        {
+          method: 'GET',
+          path: `/${BUCKET}/after`,
+          headers: {},
+          body: Buffer.alloc(0),
+          complete: true,
+          what: 'GET after',
+        },
+        true,
+      );
       if (put.status !== 200 || get.status !== 200 || !get.body.equals(data)) {
-        throw this.finding(`after the epoch, PUT ${put.status} / GET ${get.status} did not give the object back: ${put.body.toString('utf8', 0, 300)}`);
+        throw this.finding(
+          `after the epoch, PUT ${put.status} / GET ${get.status} did not give the object back: ${put.body.toString('utf8', 0, 300)}`,
+        );
       }
       const small = this.#rnd.bytes(3000);
       const gput = await this.#guestExchange(rawRequest('PUT', `/${BUCKET}/after-guest`, {}, small));
       const gget = await this.#guestExchange(rawRequest('GET', `/${BUCKET}/after-guest`, {}, Buffer.alloc(0)));
-      if (gput === null || gget === null || statusOf(gput) !== 200 || statusOf(gget) !== 200 || !bodyOf(gget).equals(small)) {
-        throw this.finding('after the epoch, a PUT and GET over the guest\'s wire did not give the object back');
+      if (
+        gput === null ||
+        gget === null ||
+        statusOf(gput) !== 200 ||
+        statusOf(gget) !== 200 ||
+        !bodyOf(gget).equals(small)
+      ) {
+        throw this.finding("after the epoch, a PUT and GET over the guest's wire did not give the object back");
       }
     }
     // Books: abort every upload seen, delete every object; nothing may be left counted.
@@ -230,20 +290,38 @@ class S3Fuzzer {
     this.note(`host ${r.what} body ${r.body.length}${r.complete ? '' : ' (cut)'}`);
     return new Promise((resolve, reject) => {
       let req: http.ClientRequest;
-      const timer = setTimeout(() => {
-        req?.destroy();
-        if (r.complete) reject(this.finding(`no answer in ${ANSWER_MS} ms to ${r.what}`));
-        else resolve({ status: 0, body: Buffer.alloc(0), headers: {} });
-      }, r.complete ? ANSWER_MS : 300);
-      const done = (v: Reply): void => { clearTimeout(timer); resolve(v); };
+      const timer = setTimeout(
+        () => {
+          req?.destroy();
+          if (r.complete) reject(this.finding(`no answer in ${ANSWER_MS} ms to ${r.what}`));
+          else resolve({ status: 0, body: Buffer.alloc(0), headers: {} });
+        },
+        r.complete ? ANSWER_MS : 300,
+      );
+      const done = (v: Reply): void => {
+        clearTimeout(timer);
+        resolve(v);
+      };
       try {
         const headers = { ...r.headers, ...(r.complete ? {} : { 'content-length': String(r.body.length + 10) }) };
-        req = http.request({ host: '127.0.0.1', port: this.#port, method: r.method, path: r.path, headers, agent: fresh ? false : this.#agent! }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }));
-          res.on('error', () => done({ status: 0, body: Buffer.alloc(0), headers: {} }));
-        });
+        req = http.request(
+          {
+            host: '127.0.0.1',
+            port: this.#port,
+            method: r.method,
+            path: r.path,
+            headers,
+            agent: fresh ? false : this.#agent!,
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              done({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }),
+            );
+            res.on('error', () => done({ status: 0, body: Buffer.alloc(0), headers: {} }));
+          },
+        );
       } catch {
         done({ status: 0, body: Buffer.alloc(0), headers: {} }); // Node's client refuses the method or a header
         return;
@@ -267,7 +345,8 @@ class S3Fuzzer {
     if (body.length > 0 && body.subarray(0, 5).toString('latin1') === '<?xml') {
       // (Control characters from a client's key or path are written as they are, as S3 does: not checked here.)
       // Up to 256 KiB: validating a 6 MiB answer makes garbage whose collection later would count as our turn.
-      const v = body.length > 256 * 1024 ? true : this.#watch.untimed(() => XMLValidator.validate(body.toString('utf8')));
+      const v =
+        body.length > 256 * 1024 ? true : this.#watch.untimed(() => XMLValidator.validate(body.toString('utf8')));
       if (v !== true) throw this.finding(`a malformed XML answer to ${r.what}: ${JSON.stringify(v).slice(0, 200)}`);
       // A DeleteObjects answer lists each key it was sent, in order.
       const sent = r.deleteKeys;
@@ -275,7 +354,8 @@ class S3Fuzzer {
         const bad = this.#watch.untimed(() => {
           const esc = xmlEscapeOut(sent.stem);
           let n = 0;
-          for (const m of body.toString('utf8').matchAll(/<Key>([^<]*)<\/Key>/g)) if (m[1] !== `${esc}${n++}`) return true;
+          for (const m of body.toString('utf8').matchAll(/<Key>([^<]*)<\/Key>/g))
+            if (m[1] !== `${esc}${n++}`) return true;
           return n !== sent.count;
         });
         if (bad) throw this.finding(`DeleteObjects did not answer the ${sent.count} keys it was sent, in order`);
@@ -289,16 +369,27 @@ class S3Fuzzer {
     this.stats.flows++;
     const rnd = this.#rnd;
     const key = `flow-${this.stats.flows}`; // its own keys: flows run side by side
-    const req = (method: string, path: string, body: Buffer = Buffer.alloc(0), headers: Record<string, string> = {}): Promise<Reply> =>
+    const req = (
+      method: string,
+      path: string,
+      body: Buffer = Buffer.alloc(0),
+      headers: Record<string, string> = {},
+    ): Promise<Reply> =>
       this.#send({ method, path, headers, body, complete: true, what: `flow ${method} ${path}` }, true);
     switch (rnd.below(3)) {
       case 0: {
         const data = this.#watch.untimed(() => rnd.bytes(rnd.below(300_000)));
-        const put = await req('PUT', `/${BUCKET}/${key}`, data, { 'content-md5': this.#watch.untimed(() => b64(data, 'md5')) });
+        const put = await req('PUT', `/${BUCKET}/${key}`, data, {
+          'content-md5': this.#watch.untimed(() => b64(data, 'md5')),
+        });
         this.#check(put.status, put.body, { what: 'flow PUT' } as Req);
         if (put.status !== 200) return; // the store may be full, or the key being replaced
         const get = await req('GET', `/${BUCKET}/${key}`);
-        if (get.status === 200 && !this.#watch.untimed(() => get.body.equals(data)) && !this.#known.keys.includes(key)) {
+        if (
+          get.status === 200 &&
+          !this.#watch.untimed(() => get.body.equals(data)) &&
+          !this.#known.keys.includes(key)
+        ) {
           throw this.finding(`GET ${key} gave ${get.body.length} bytes back for the ${data.length} stored`);
         }
         return;
@@ -319,22 +410,31 @@ class S3Fuzzer {
           parts.push(data);
           etags.push(up.headers.etag!);
         }
-        const xml = Buffer.from(`<CompleteMultipartUpload>${etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`).join('')}</CompleteMultipartUpload>`);
+        const xml = Buffer.from(
+          `<CompleteMultipartUpload>${etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`).join('')}</CompleteMultipartUpload>`,
+        );
         const done = await req('POST', `/${BUCKET}/${key}-mp?uploadId=${id}`, xml);
         this.#check(done.status, done.body, { what: 'flow complete' } as Req);
         if (done.status !== 200) return;
         this.#known.uploads.delete(id);
         const get = await req('GET', `/${BUCKET}/${key}-mp`);
-        if (get.status === 200 && !this.#watch.untimed(() => get.body.equals(Buffer.concat(parts)))) throw this.finding(`a completed upload read back ${get.body.length} bytes, not the ${parts.length} parts`);
+        if (get.status === 200 && !this.#watch.untimed(() => get.body.equals(Buffer.concat(parts))))
+          throw this.finding(`a completed upload read back ${get.body.length} bytes, not the ${parts.length} parts`);
         return;
       }
       default: {
         const keys = Array.from({ length: 1 + rnd.below(30) }, (_, i) => `${key}-d${i}`);
         for (const k of keys.slice(0, 3)) await req('PUT', `/${BUCKET}/${k}`, Buffer.from(k));
-        const del = await req('POST', `/${BUCKET}?delete`, Buffer.from(`<Delete>${keys.map((k) => `<Object><Key>${k}</Key></Object>`).join('')}</Delete>`));
+        const del = await req(
+          'POST',
+          `/${BUCKET}?delete`,
+          Buffer.from(`<Delete>${keys.map((k) => `<Object><Key>${k}</Key></Object>`).join('')}</Delete>`),
+        );
         this.#check(del.status, del.body, { what: 'flow delete' } as Req);
-        if (del.status === 200 && (del.body.toString().match(/<Deleted>/g) ?? []).length !== keys.length) throw this.finding('DeleteObjects did not report every key deleted');
-        for (const k of keys.slice(0, 3)) if (this.#ep!.store.get(k)) throw this.finding(`${k} is still there after DeleteObjects`);
+        if (del.status === 200 && (del.body.toString().match(/<Deleted>/g) ?? []).length !== keys.length)
+          throw this.finding('DeleteObjects did not report every key deleted');
+        for (const k of keys.slice(0, 3))
+          if (this.#ep!.store.get(k)) throw this.finding(`${k} is still there after DeleteObjects`);
       }
     }
   }
@@ -343,21 +443,32 @@ class S3Fuzzer {
   async #rawHost(): Promise<void> {
     this.stats.raw++;
     const rnd = this.#rnd;
-    const payload = this.#watch.untimed(() => rnd.pick([
-      () => rnd.bytes(rnd.below(2000)),
-      () => Buffer.from(`GET /${BUCKET} HTTP/1.1\r\nHost: x\r\n${'X-A: b\r\n'.repeat(rnd.below(3000))}\r\n`),
-      () => Buffer.from(`PUT /${BUCKET}/raw HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${rnd.pick(['zz\r\n', '5\r\nabc', 'ffffffffff\r\n'])}`),
-      () => Buffer.from(`GET /${BUCKET}?${'a=b&'.repeat(rnd.below(5000))} HTTP/1.1\r\nHost: x\r\n\r\n`),
-      () => Buffer.from(`${rnd.pick(['GET', 'PUT', '\u0000'])} ${'/'.repeat(rnd.below(20_000))} HTTP/1.1\r\n\r\n`),
-      () => Buffer.from(`POST /${BUCKET}?delete HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n<Delete>`),
-    ])());
+    const payload = this.#watch.untimed(() =>
+      rnd.pick([
+        () => rnd.bytes(rnd.below(2000)),
+        () => Buffer.from(`GET /${BUCKET} HTTP/1.1\r\nHost: x\r\n${'X-A: b\r\n'.repeat(rnd.below(3000))}\r\n`),
+        () =>
+          Buffer.from(
+            `PUT /${BUCKET}/raw HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${rnd.pick(['zz\r\n', '5\r\nabc', 'ffffffffff\r\n'])}`,
+          ),
+        () => Buffer.from(`GET /${BUCKET}?${'a=b&'.repeat(rnd.below(5000))} HTTP/1.1\r\nHost: x\r\n\r\n`),
+        () => Buffer.from(`${rnd.pick(['GET', 'PUT', '\u0000'])} ${'/'.repeat(rnd.below(20_000))} HTTP/1.1\r\n\r\n`),
+        () => Buffer.from(`POST /${BUCKET}?delete HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n<Delete>`),
+      ])(),
+    );
     this.note(`raw host ${payload.length} bytes`);
     await new Promise<void>((resolve) => {
       const s = net.connect(this.#port, '127.0.0.1');
       const t = setTimeout(() => s.destroy(), 400);
       s.on('error', () => undefined);
-      s.on('data', (d: Buffer) => { if (/^HTTP\/1\.1 500/.test(d.toString('latin1'))) this.#escapes.seen.push(`500 to raw bytes: ${d.toString('latin1', 0, 200)}`); });
-      s.on('close', () => { clearTimeout(t); resolve(); });
+      s.on('data', (d: Buffer) => {
+        if (/^HTTP\/1\.1 500/.test(d.toString('latin1')))
+          this.#escapes.seen.push(`500 to raw bytes: ${d.toString('latin1', 0, 200)}`);
+      });
+      s.on('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
       s.end(payload);
     });
   }
@@ -401,18 +512,35 @@ class S3Fuzzer {
     const junk = this.#rnd.bytes(this.#rnd.below(3000));
     this.note(`raw guest ${junk.length} bytes`);
     const answer = await this.#guestExchange(junk, 300);
-    if (answer && statusOf(answer) === 500) throw this.finding('500 to raw bytes over the guest\'s wire');
+    if (answer && statusOf(answer) === 500) throw this.finding("500 to raw bytes over the guest's wire");
   }
 }
 
 /** How the store writes a key in XML (its five escapes and CR). */
 function xmlEscapeOut(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;').replace(/\r/g, '&#xD;');
+  return s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;')
+    .replace(/\r/g, '&#xD;');
 }
 
 /** An HTTP/1.1 request as bytes, Connection: close (`short`: Content-Length 10 more than sent). */
-function rawRequest(method: string, path: string, headers: Record<string, string>, body: Buffer, short = false): Buffer {
-  const lines = [`${method} ${path} HTTP/1.1`, 'Host: 192.168.200.1:9000', 'Connection: close', `Content-Length: ${body.length + (short ? 10 : 0)}`];
+function rawRequest(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer,
+  short = false,
+): Buffer {
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    'Host: 192.168.200.1:9000',
+    'Connection: close',
+    `Content-Length: ${body.length + (short ? 10 : 0)}`,
+  ];
   for (const [k, v] of Object.entries(headers)) if (!/[\r\n]/.test(k + v)) lines.push(`${k}: ${v}`);
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]);
 }
@@ -428,13 +556,16 @@ function bodyOf(answer: Buffer): Buffer {
 
 function summary(s: S3FuzzStats): string {
   const [, , c2, c3, c4, c5] = s.byClass;
-  return `${s.epochs} epochs, ${s.host} host requests, ${s.guest} over the guest's wire, ${s.raw} raw, ${s.flows} good flows; `
-    + `answers 2xx ${c2} 3xx ${c3} 4xx ${c4} 5xx ${c5}; longest turn ${s.maxCpuTurnMs.toFixed(1)} ms of CPU`;
+  return (
+    `${s.epochs} epochs, ${s.host} host requests, ${s.guest} over the guest's wire, ${s.raw} raw, ${s.flows} good flows; ` +
+    `answers 2xx ${c2} 3xx ${c3} 4xx ${c4} 5xx ${c5}; longest turn ${s.maxCpuTurnMs.toFixed(1)} ms of CPU`
+  );
 }
 
 registerTarget({
   name: 's3',
-  describe: 'HTTP to the S3 store: host listener and the guest\'s TCP wire; random, mutated and good requests, XML bodies, big bodies',
+  describe:
+    "HTTP to the S3 store: host listener and the guest's TCP wire; random, mutated and good requests, XML bodies, big bodies",
   async run(o) {
     const f = new S3Fuzzer(o);
     return summary(await f.run());

@@ -7,7 +7,21 @@
 import { expect } from 'chai';
 import * as sinon from 'sinon';
 import { TcpConnection, TcpStack } from '../../../lib/net/tcp-host';
-import { ACK, arpRequest, decode, echoRequest, FIN, GUEST_IP, GUEST_MAC, Out, PSH, RST, STORE_MAC, SYN, tcp } from '../../targets/s3/frames';
+import {
+  ACK,
+  arpRequest,
+  decode,
+  echoRequest,
+  FIN,
+  GUEST_IP,
+  GUEST_MAC,
+  Out,
+  PSH,
+  RST,
+  STORE_MAC,
+  SYN,
+  tcp,
+} from '../../targets/s3/frames';
 
 const ISS = 1000;
 const PORT = 9000;
@@ -23,7 +37,12 @@ function rig(opts: { limits?: object; maxConnections?: number } = {}): Rig {
   const out: Out[] = [];
   const conns: TcpConnection[] = [];
   const stack = new TcpStack({
-    ip: '192.168.200.1', ports: [PORT], send: (f) => out.push(decode(f)), onConnection: (c) => conns.push(c), iss: () => ISS, ...opts,
+    ip: '192.168.200.1',
+    ports: [PORT],
+    send: (f) => out.push(decode(f)),
+    onConnection: (c) => conns.push(c),
+    iss: () => ISS,
+    ...opts,
   });
   return { stack, out, conns, take: () => out.splice(0) };
 }
@@ -111,12 +130,34 @@ describe('s3 tcp: connections', () => {
     const c = connect(r, 40001, 100);
     const got: Buffer[] = [];
     c.on('data', (d: Buffer) => got.push(d));
-    r.stack.claimTx(tcp({ sport: 40001, dport: PORT, seq: 101, ack: ISS + 1, flags: ACK | PSH, window: 65535, data: Buffer.from('hello ') }));
+    r.stack.claimTx(
+      tcp({
+        sport: 40001,
+        dport: PORT,
+        seq: 101,
+        ack: ISS + 1,
+        flags: ACK | PSH,
+        window: 65535,
+        data: Buffer.from('hello '),
+      }),
+    );
     expect(r.take().map((o) => o.ack)).to.deep.equal([107]);
-    r.stack.claimTx(tcp({ sport: 40001, dport: PORT, seq: 120, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('later') }));
+    r.stack.claimTx(
+      tcp({ sport: 40001, dport: PORT, seq: 120, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('later') }),
+    );
     expect(r.take().map((o) => [o.ack, o.flags])).to.deep.equal([[107, ACK]]);
     // A retransmission overlapping what was taken: only the new tail counts.
-    r.stack.claimTx(tcp({ sport: 40001, dport: PORT, seq: 101, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('hello world') }));
+    r.stack.claimTx(
+      tcp({
+        sport: 40001,
+        dport: PORT,
+        seq: 101,
+        ack: ISS + 1,
+        flags: ACK,
+        window: 65535,
+        data: Buffer.from('hello world'),
+      }),
+    );
     expect(r.take().map((o) => o.ack)).to.deep.equal([112]);
     await tick();
     expect(Buffer.concat(got).toString()).to.equal('hello world');
@@ -156,7 +197,9 @@ describe('s3 tcp: connections', () => {
     // A shift above 14 is taken as 14: 65535 << 14 (1 GiB). In flight stays within txLimit (256 KiB) all the same:
     // every segment of a window is built in one call, and a guest picks the window.
     const big = rig();
-    big.stack.claimTx(tcp({ sport: 40012, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 1000, mss: 1460, wscale: 30 }));
+    big.stack.claimTx(
+      tcp({ sport: 40012, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 1000, mss: 1460, wscale: 30 }),
+    );
     big.take();
     big.stack.claimTx(tcp({ sport: 40012, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 65535 }));
     big.conns[0]!.write(Buffer.alloc(400_000, 0x63));
@@ -180,7 +223,9 @@ describe('s3 tcp: connections', () => {
     c.write(src.subarray(400_000));
     c.end();
     const seen = new Map<number, Buffer>();
-    const record = (segs: Out[]): void => { for (const o of segs) if (o.data!.length) seen.set(o.seq!, o.data!); };
+    const record = (segs: Out[]): void => {
+      for (const o of segs) if (o.data!.length) seen.set(o.seq!, o.data!);
+    };
     record(r.take());
     // ACK in steps: each frees room below txLimit, releasing the writer inside the ACK's processing.
     for (let acked = 0; acked < src.length;) {
@@ -241,7 +286,9 @@ describe('s3 tcp: connections', () => {
     const r = rig({ limits: { retries: 2 } });
     const c = connect(r, 40006, 0);
     let closed = false;
-    c.on('close', () => { closed = true; });
+    c.on('close', () => {
+      closed = true;
+    });
     c.end('unanswered');
     await tick();
     clock.tick(200 + 400 + 800);
@@ -257,16 +304,31 @@ describe('s3 tcp: connections', () => {
     const r = rig();
     const c = connect(r, 40005, 0);
     let ended = false;
-    c.on('end', () => { ended = true; });
+    c.on('end', () => {
+      ended = true;
+    });
     c.resume();
-    r.stack.claimTx(tcp({ sport: 40005, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK | FIN, window: 65535, data: Buffer.from('bye') }));
+    r.stack.claimTx(
+      tcp({
+        sport: 40005,
+        dport: PORT,
+        seq: 1,
+        ack: ISS + 1,
+        flags: ACK | FIN,
+        window: 65535,
+        data: Buffer.from('bye'),
+      }),
+    );
     expect(r.take().map((o) => o.ack)).to.deep.equal([5]);
     await tick();
     expect(ended).to.equal(true);
     c.end('ok');
     await tick();
     const outs = r.take();
-    expect(outs.map((o) => [o.seq, o.flags! & FIN, o.data!.toString()])).to.deep.equal([[ISS + 1, 0, 'ok'], [ISS + 3, FIN, '']]);
+    expect(outs.map((o) => [o.seq, o.flags! & FIN, o.data!.toString()])).to.deep.equal([
+      [ISS + 1, 0, 'ok'],
+      [ISS + 3, FIN, ''],
+    ]);
     r.stack.claimTx(tcp({ sport: 40005, dport: PORT, seq: 5, ack: ISS + 4, flags: ACK, window: 65535 }));
     expect(r.stack.connectionCount).to.equal(0);
   });
@@ -314,14 +376,28 @@ describe('s3 tcp: connections', () => {
     const a = connect(r, 41000, 10);
     const b = connect(r, 41001, 20_000);
     const got = { a: '', b: '' };
-    a.on('data', (d: Buffer) => { got.a += d; });
-    b.on('data', (d: Buffer) => { got.b += d; });
-    r.stack.claimTx(tcp({ sport: 41001, dport: PORT, seq: 20_001, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('B') }));
-    r.stack.claimTx(tcp({ sport: 41000, dport: PORT, seq: 11, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('AA') }));
-    expect(r.take().map((o) => [o.dport, o.ack])).to.deep.equal([[41001, 20_002], [41000, 13]]);
+    a.on('data', (d: Buffer) => {
+      got.a += d;
+    });
+    b.on('data', (d: Buffer) => {
+      got.b += d;
+    });
+    r.stack.claimTx(
+      tcp({ sport: 41001, dport: PORT, seq: 20_001, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('B') }),
+    );
+    r.stack.claimTx(
+      tcp({ sport: 41000, dport: PORT, seq: 11, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('AA') }),
+    );
+    expect(r.take().map((o) => [o.dport, o.ack])).to.deep.equal([
+      [41001, 20_002],
+      [41000, 13],
+    ]);
     a.write('to-a');
     b.write('to-b');
-    expect(r.take().map((o) => [o.dport, o.data!.toString()])).to.deep.equal([[41000, 'to-a'], [41001, 'to-b']]);
+    expect(r.take().map((o) => [o.dport, o.data!.toString()])).to.deep.equal([
+      [41000, 'to-a'],
+      [41001, 'to-b'],
+    ]);
     await tick();
     expect(got).to.deep.equal({ a: 'AA', b: 'B' });
   });
@@ -332,11 +408,21 @@ describe('s3 tcp: connections', () => {
     r.stack.claimTx(tcp({ sport: 42001, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 65535 }));
     expect(r.take().map((o) => o.flags)).to.deep.equal([RST | ACK]);
     c.pause();
-    r.stack.claimTx(tcp({ sport: 42000, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.alloc(1460) }));
-    r.stack.claimTx(tcp({ sport: 42000, dport: PORT, seq: 1461, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.alloc(1460) }));
-    r.stack.claimTx(tcp({ sport: 42000, dport: PORT, seq: 2921, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.alloc(1460) }));
+    r.stack.claimTx(
+      tcp({ sport: 42000, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.alloc(1460) }),
+    );
+    r.stack.claimTx(
+      tcp({ sport: 42000, dport: PORT, seq: 1461, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.alloc(1460) }),
+    );
+    r.stack.claimTx(
+      tcp({ sport: 42000, dport: PORT, seq: 2921, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.alloc(1460) }),
+    );
     const acks = r.take();
-    expect(acks.map((o) => [o.ack, o.window])).to.deep.equal([[1461, 2540], [2921, 1080], [4001, 0]]);
+    expect(acks.map((o) => [o.ack, o.window])).to.deep.equal([
+      [1461, 2540],
+      [2921, 1080],
+      [4001, 0],
+    ]);
   });
 
   it('setTimeout: idle timeout as net.Socket has it (http.Server keep-alive), re-armed by traffic, off with 0', () => {
@@ -344,9 +430,13 @@ describe('s3 tcp: connections', () => {
     const r = rig();
     const c = connect(r, 43000, 0);
     let fired = 0;
-    c.setTimeout(1000, () => { fired++; });
+    c.setTimeout(1000, () => {
+      fired++;
+    });
     clock.tick(900);
-    r.stack.claimTx(tcp({ sport: 43000, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('x') }));
+    r.stack.claimTx(
+      tcp({ sport: 43000, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 65535, data: Buffer.from('x') }),
+    );
     clock.tick(900);
     expect(fired).to.equal(0);
     clock.tick(100);

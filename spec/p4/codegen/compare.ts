@@ -58,15 +58,45 @@ export function pick<T>(r: () => number, xs: readonly T[]): T {
   return xs[r() % xs.length]!;
 }
 
-export const MACS = ['00:00:00:00:00:0a', '00:00:00:00:00:0b', '00:04:00:00:00:00', '00:04:00:00:00:01', '02:aa:bb:cc:dd:ee', 'ff:ff:ff:ff:ff:ff', '80:00:00:00:00:01'];
-export const ADDRS = ['10.0.0.10', '10.0.1.10', '10.0.2.1', '10.1.0.1', '192.168.7.9', '255.255.255.255', '0.0.0.0', '128.0.0.1'];
+export const MACS = [
+  '00:00:00:00:00:0a',
+  '00:00:00:00:00:0b',
+  '00:04:00:00:00:00',
+  '00:04:00:00:00:01',
+  '02:aa:bb:cc:dd:ee',
+  'ff:ff:ff:ff:ff:ff',
+  '80:00:00:00:00:01',
+];
+export const ADDRS = [
+  '10.0.0.10',
+  '10.0.1.10',
+  '10.0.2.1',
+  '10.1.0.1',
+  '192.168.7.9',
+  '255.255.255.255',
+  '0.0.0.0',
+  '128.0.0.1',
+];
 
 /** An IPv4 frame (UDP, TCP or other), any TTL, checksum right or wrong, sometimes not version 4. */
 function ipv4Frame(r: () => number): Buffer {
   const proto = pick(r, [6, 17, 1]);
   const body = randomBytes(r, r() % 48);
-  const l4 = proto === 6 ? tcp(r() & 0xffff, r() & 0xffff, r() >>> 0, body) : proto === 17 ? udp(r() & 0xffff, r() & 0xffff, body) : body;
-  const h = ipv4({ src: pick(r, ADDRS), dst: pick(r, ADDRS), ttl: pick(r, [0, 1, 2, 3, 64, 255]), protocol: proto, payloadLength: l4.length, id: r() & 0xffff, goodChecksum: r() % 5 !== 0 });
+  const l4 =
+    proto === 6
+      ? tcp(r() & 0xffff, r() & 0xffff, r() >>> 0, body)
+      : proto === 17
+        ? udp(r() & 0xffff, r() & 0xffff, body)
+        : body;
+  const h = ipv4({
+    src: pick(r, ADDRS),
+    dst: pick(r, ADDRS),
+    ttl: pick(r, [0, 1, 2, 3, 64, 255]),
+    protocol: proto,
+    payloadLength: l4.length,
+    id: r() & 0xffff,
+    goodChecksum: r() % 5 !== 0,
+  });
   if (r() % 9 === 0) h[0] = 0x55; // version 5
   return Buffer.concat([ethernet(pick(r, MACS), pick(r, MACS), 0x0800), h, l4]);
 }

@@ -20,7 +20,6 @@ import { ADDRS, anyFrame, both, compare, MACS, noiseFrame, pair, pick, randomByt
 
 describe('p4: the generated program function against the closures', () => {
   describe('the fixture programs', () => {
-
     it('simple_router + commands.txt: 3000 frames (routed, misses, TTL 0/1, bad checksums, short, noise) alike', () => {
       const p = pair(fixtureText('simple_router.json'));
       for (const e of [p.gen, p.ref]) expect(runCommands(e, fixtureText('commands.txt')).ok).to.equal(true);
@@ -41,7 +40,11 @@ describe('p4: the generated program function against the closures', () => {
       const p = pair(fixtureText('simple_router.json'));
       for (const e of [p.gen, p.ref]) runCommands(e, fixtureText('commands.txt'));
       const payload = udp(1, 2, Buffer.alloc(10, 1));
-      const f = Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.2.1', dst: '10.0.1.10', ttl: 64, protocol: 17, payloadLength: payload.length }), payload]);
+      const f = Buffer.concat([
+        ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800),
+        ipv4({ src: '10.0.2.1', dst: '10.0.1.10', ttl: 64, protocol: 17, payloadLength: payload.length }),
+        payload,
+      ]);
       const out = compare(p, f, 1, 'routed').frame!;
       expect(out.subarray(0, 6).equals(mac('00:04:00:00:00:01'))).to.equal(true);
       expect(out.subarray(6, 12).equals(mac('00:aa:bb:00:00:01'))).to.equal(true);
@@ -66,7 +69,8 @@ describe('p4: the generated program function against the closures', () => {
         if (round % 4 === 3) for (let h = 0; h < 40; h++) both(p, `table_delete ipv4_lpm ${h}`);
         if (round % 7 === 6) both(p, 'table_clear forward');
         if (round % 7 === 0) both(p, `table_add forward set_dmac ${pick(r, ADDRS)} => ${pick(r, MACS)}`);
-        if (round % 5 === 4) both(p, `table_set_default send_frame ${pick(r, ['_drop', 'rewrite_mac 00:01:02:03:04:05'])}`);
+        if (round % 5 === 4)
+          both(p, `table_set_default send_frame ${pick(r, ['_drop', 'rewrite_mac 00:01:02:03:04:05'])}`);
         if (p.gen.tables.get('ipv4_lpm')!.entries.size > 8) mapRounds++;
         for (let i = 0; i < 40; i++) compare(p, anyFrame(r), 1 + (r() % 2), `round ${round} frame ${i}`);
       }
@@ -83,7 +87,10 @@ describe('p4: the generated program function against the closures', () => {
       let learned = 0;
       let floods = 0;
       for (let i = 0; i < 3000; i++) {
-        const f = r() % 10 === 0 ? noiseFrame(r) : Buffer.concat([ethernet(pick(r, pool), pick(r, pool), 0x88b5), randomBytes(r, r() % 60)]);
+        const f =
+          r() % 10 === 0
+            ? noiseFrame(r)
+            : Buffer.concat([ethernet(pick(r, pool), pick(r, pool), 0x88b5), randomBytes(r, r() % 60)]);
         const res = compare(p, f, r() % 8, `frame ${i}`);
         if (res.multicastGroup !== 0) floods++;
         for (const d of res.digests) {
@@ -100,7 +107,11 @@ describe('p4: the generated program function against the closures', () => {
       const p = pair(fixtureText('parser_deparser_1.json'));
       const r = xorshift(0x9d);
       for (let i = 0; i < 2000; i++) compare(p, anyFrame(r), r() % 4, `frame ${i}`);
-      const full = Buffer.concat([ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', 0x0800), ipv4({ src: '1.1.1.1', dst: '2.2.2.2', ttl: 9, protocol: 6, payloadLength: 24 }), tcp(1, 2, 3, Buffer.alloc(4, 7))]);
+      const full = Buffer.concat([
+        ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', 0x0800),
+        ipv4({ src: '1.1.1.1', dst: '2.2.2.2', ttl: 9, protocol: 6, payloadLength: 24 }),
+        tcp(1, 2, 3, Buffer.alloc(4, 7)),
+      ]);
       for (let n = 0; n <= full.length; n++) compare(p, full.subarray(0, n), 0, `length ${n}`);
     });
 
@@ -110,7 +121,11 @@ describe('p4: the generated program function against the closures', () => {
       const r = xorshift(3);
       for (let i = 0; i < 200; i++) {
         const payload = udp(1, 2, Buffer.alloc(r() % 120));
-        const f = Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.2.1', dst: '10.0.1.10', ttl: 64, protocol: 17, payloadLength: payload.length }), payload]);
+        const f = Buffer.concat([
+          ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800),
+          ipv4({ src: '10.0.2.1', dst: '10.0.1.10', ttl: 64, protocol: 17, payloadLength: payload.length }),
+          payload,
+        ]);
         const res = compare(p, f, 1, `frame ${i}`);
         if (f.length > 100) expect(res.reason).to.equal('too-long');
       }

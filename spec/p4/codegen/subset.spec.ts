@@ -38,15 +38,31 @@ describe('p4: the generated program function against the closures', () => {
         expect(ca).to.deep.equal(cb);
         if (ca.some(([n]) => n! > 0)) countedRounds++;
       }
-      for (const k of ['drop:program', 'out:true', 'digest', 'mgid', 'checksumError', 'parserError:1', 'parserError:4']) expect([...kinds]).to.include(k);
+      for (const k of ['drop:program', 'out:true', 'digest', 'mgid', 'checksumError', 'parserError:1', 'parserError:4'])
+        expect([...kinds]).to.include(k);
       expect(countedRounds).to.be.greaterThan(0);
     });
 
     it('a parser that loops is written as a bounded loop and stops at the budget alike', () => {
       const prog = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
       prog.parsers[0].parse_states = [
-        { name: 'start', id: 0, parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'ethernet' }] }], transition_key: [{ type: 'field', value: ['ethernet', 'etherType'] }], transitions: [{ type: 'hexstr', value: '0x0800', mask: null, next_state: 'again' }, { type: 'default', value: null, mask: null, next_state: null }] },
-        { name: 'again', id: 1, parser_ops: [], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: 'start' }] },
+        {
+          name: 'start',
+          id: 0,
+          parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'ethernet' }] }],
+          transition_key: [{ type: 'field', value: ['ethernet', 'etherType'] }],
+          transitions: [
+            { type: 'hexstr', value: '0x0800', mask: null, next_state: 'again' },
+            { type: 'default', value: null, mask: null, next_state: null },
+          ],
+        },
+        {
+          name: 'again',
+          id: 1,
+          parser_ops: [],
+          transition_key: [],
+          transitions: [{ type: 'default', value: null, mask: null, next_state: 'start' }],
+        },
       ];
       const p = pair(prog);
       expect(p.gen.codegenSource).to.match(/steps < 64/);
@@ -60,7 +76,22 @@ describe('p4: the generated program function against the closures', () => {
 
     it('a control graph with a cycle is written as a bounded loop and stops alike', () => {
       const prog = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact', {
-        actions: [{ name: 'bump', id: 1, runtime_data: [], primitives: [{ op: 'add_to_field', parameters: [{ type: 'field', value: ['ethernet', 'etherType'] }, { type: 'hexstr', value: '0x1' }] }] }],
+        actions: [
+          {
+            name: 'bump',
+            id: 1,
+            runtime_data: [],
+            primitives: [
+              {
+                op: 'add_to_field',
+                parameters: [
+                  { type: 'field', value: ['ethernet', 'etherType'] },
+                  { type: 'hexstr', value: '0x1' },
+                ],
+              },
+            ],
+          },
+        ],
       });
       const t = prog.pipelines[0].tables[0];
       t.next_tables = { set_src: 't', bump: 't' }; // back to itself
@@ -76,40 +107,132 @@ describe('p4: the generated program function against the closures', () => {
   describe('the subset', () => {
     /** A change to the synthetic program the generator must refuse; the engine still runs it. */
     const refusals: [string, RegExp, (prog: any) => void][] = [
-      ['a 64-bit field', /over 48 bits/, (prog) => prog.header_types.push({ name: 'w_t', id: 9, fields: [['x', 64]] }) && prog.headers.push({ name: 'w', id: 9, header_type: 'w_t', metadata: true })],
-      ['a header stack', /stacks/, (prog) => {
-        prog.headers.push({ name: 'e2', id: 8, header_type: 'ethernet_t', metadata: false });
-        prog.header_stacks = [{ name: 'st', id: 0, header_type: 'ethernet_t', size: 1, header_ids: [8] }];
-      }],
-      ['a lookahead transition key', /transition key other than fields/, (prog) => {
-        prog.parsers[0].parse_states[0].transition_key = [{ type: 'lookahead', value: [0, 8] }];
-        prog.parsers[0].parse_states[0].transitions.unshift({ type: 'hexstr', value: '0x01', mask: null, next_state: null });
-      }],
-      ['a parse value set', /transition outside the subset/, (prog) => {
-        prog.parse_vsets = [{ name: 'vs', id: 0, compressed_bitwidth: 16 }];
-        prog.parsers[0].parse_states[0].transition_key = [{ type: 'field', value: ['ethernet', 'etherType'] }];
-        prog.parsers[0].parse_states[0].transitions.unshift({ type: 'parse_vset', value: 'vs', mask: null, next_state: null });
-      }],
-      ['a register write', /primitive outside the subset/, (prog) => {
-        prog.register_arrays = [{ name: 'reg', id: 0, size: 4, bitwidth: 16 }];
-        prog.actions[0].primitives.push({ op: 'register_write', parameters: [{ type: 'register_array', value: 'reg' }, { type: 'hexstr', value: '0x1' }, { type: 'field', value: ['ethernet', 'etherType'] }] });
-      }],
-      ['a counter', /primitive outside the subset/, (prog) => {
-        prog.counter_arrays = [{ name: 'cnt', id: 0, size: 4, is_direct: false }];
-        prog.actions[0].primitives.push({ op: 'count', parameters: [{ type: 'counter_array', value: 'cnt' }, { type: 'hexstr', value: '0x1' }] });
-      }],
-      ['a multiplication (the bigint path)', /operator off the number path/, (prog) => {
-        prog.actions[0].primitives.push({ op: 'modify_field', parameters: [{ type: 'field', value: ['ethernet', 'etherType'] }, { type: 'expression', value: { op: '*', left: { type: 'field', value: ['ethernet', 'etherType'] }, right: { type: 'hexstr', value: '0x3' } } }] });
-      }],
-      ['a masked modify_field', /masked modify_field/, (prog) => {
-        prog.actions[0].primitives.push({ op: 'modify_field', parameters: [{ type: 'field', value: ['ethernet', 'etherType'] }, { type: 'hexstr', value: '0xffff' }, { type: 'hexstr', value: '0x00f0' }] });
-      }],
-      ['a bit_and primitive', /primitive outside the subset/, (prog) => {
-        prog.actions[0].primitives.push({ op: 'bit_and', parameters: [{ type: 'field', value: ['ethernet', 'etherType'] }, { type: 'field', value: ['ethernet', 'etherType'] }, { type: 'hexstr', value: '0xff' }] });
-      }],
-      ['a table on 96 bits of exact key (the bigint path)', /table off the number path/, (prog) => {
-        prog.pipelines[0].tables[0].key.push({ match_type: 'exact', target: ['ethernet', 'srcAddr'], mask: null });
-      }],
+      [
+        'a 64-bit field',
+        /over 48 bits/,
+        (prog) =>
+          prog.header_types.push({ name: 'w_t', id: 9, fields: [['x', 64]] }) &&
+          prog.headers.push({ name: 'w', id: 9, header_type: 'w_t', metadata: true }),
+      ],
+      [
+        'a header stack',
+        /stacks/,
+        (prog) => {
+          prog.headers.push({ name: 'e2', id: 8, header_type: 'ethernet_t', metadata: false });
+          prog.header_stacks = [{ name: 'st', id: 0, header_type: 'ethernet_t', size: 1, header_ids: [8] }];
+        },
+      ],
+      [
+        'a lookahead transition key',
+        /transition key other than fields/,
+        (prog) => {
+          prog.parsers[0].parse_states[0].transition_key = [{ type: 'lookahead', value: [0, 8] }];
+          prog.parsers[0].parse_states[0].transitions.unshift({
+            type: 'hexstr',
+            value: '0x01',
+            mask: null,
+            next_state: null,
+          });
+        },
+      ],
+      [
+        'a parse value set',
+        /transition outside the subset/,
+        (prog) => {
+          prog.parse_vsets = [{ name: 'vs', id: 0, compressed_bitwidth: 16 }];
+          prog.parsers[0].parse_states[0].transition_key = [{ type: 'field', value: ['ethernet', 'etherType'] }];
+          prog.parsers[0].parse_states[0].transitions.unshift({
+            type: 'parse_vset',
+            value: 'vs',
+            mask: null,
+            next_state: null,
+          });
+        },
+      ],
+      [
+        'a register write',
+        /primitive outside the subset/,
+        (prog) => {
+          prog.register_arrays = [{ name: 'reg', id: 0, size: 4, bitwidth: 16 }];
+          prog.actions[0].primitives.push({
+            op: 'register_write',
+            parameters: [
+              { type: 'register_array', value: 'reg' },
+              { type: 'hexstr', value: '0x1' },
+              { type: 'field', value: ['ethernet', 'etherType'] },
+            ],
+          });
+        },
+      ],
+      [
+        'a counter',
+        /primitive outside the subset/,
+        (prog) => {
+          prog.counter_arrays = [{ name: 'cnt', id: 0, size: 4, is_direct: false }];
+          prog.actions[0].primitives.push({
+            op: 'count',
+            parameters: [
+              { type: 'counter_array', value: 'cnt' },
+              { type: 'hexstr', value: '0x1' },
+            ],
+          });
+        },
+      ],
+      [
+        'a multiplication (the bigint path)',
+        /operator off the number path/,
+        (prog) => {
+          prog.actions[0].primitives.push({
+            op: 'modify_field',
+            parameters: [
+              { type: 'field', value: ['ethernet', 'etherType'] },
+              {
+                type: 'expression',
+                value: {
+                  op: '*',
+                  left: { type: 'field', value: ['ethernet', 'etherType'] },
+                  right: { type: 'hexstr', value: '0x3' },
+                },
+              },
+            ],
+          });
+        },
+      ],
+      [
+        'a masked modify_field',
+        /masked modify_field/,
+        (prog) => {
+          prog.actions[0].primitives.push({
+            op: 'modify_field',
+            parameters: [
+              { type: 'field', value: ['ethernet', 'etherType'] },
+              { type: 'hexstr', value: '0xffff' },
+              { type: 'hexstr', value: '0x00f0' },
+            ],
+          });
+        },
+      ],
+      [
+        'a bit_and primitive',
+        /primitive outside the subset/,
+        (prog) => {
+          prog.actions[0].primitives.push({
+            op: 'bit_and',
+            parameters: [
+              { type: 'field', value: ['ethernet', 'etherType'] },
+              { type: 'field', value: ['ethernet', 'etherType'] },
+              { type: 'hexstr', value: '0xff' },
+            ],
+          });
+        },
+      ],
+      [
+        'a table on 96 bits of exact key (the bigint path)',
+        /table off the number path/,
+        (prog) => {
+          prog.pipelines[0].tables[0].key.push({ match_type: 'exact', target: ['ethernet', 'srcAddr'], mask: null });
+        },
+      ],
     ];
     for (const [what, why, change] of refusals) {
       it(`refuses ${what} (${why.source}) and still runs it on the closures`, () => {
@@ -141,7 +264,12 @@ describe('p4: the generated program function against the closures', () => {
       const prog = subsetProgram();
       // every name of the program (the standard_metadata fields the engine looks up aside) becomes code
       const evil = new Map<string, string>();
-      const keep = new Set(['standard_metadata', ...prog.header_types[0].fields.map((x: [string, number]) => x[0]), 'ingress', 'egress']);
+      const keep = new Set([
+        'standard_metadata',
+        ...prog.header_types[0].fields.map((x: [string, number]) => x[0]),
+        'ingress',
+        'egress',
+      ]);
       const add = (n: string) => {
         if (!keep.has(n)) evil.set(n, `x'); globalThis.__p4pwned = 1; ('${n}` + '`${1}*/');
       };
@@ -149,16 +277,29 @@ describe('p4: the generated program function against the closures', () => {
         add(t.name);
         if (t.name !== 'standard_metadata_t') for (const [n] of t.fields) add(n);
       }
-      for (const list of [prog.headers, prog.parsers[0].parse_states, prog.actions, prog.pipelines[0].tables, prog.pipelines[1].tables, prog.pipelines[0].conditionals, prog.pipelines[0].action_calls, prog.calculations, prog.checksums, prog.learn_lists]) {
+      for (const list of [
+        prog.headers,
+        prog.parsers[0].parse_states,
+        prog.actions,
+        prog.pipelines[0].tables,
+        prog.pipelines[1].tables,
+        prog.pipelines[0].conditionals,
+        prog.pipelines[0].action_calls,
+        prog.calculations,
+        prog.checksums,
+        prog.learn_lists,
+      ]) {
         for (const x of list) add(x.name);
       }
       for (const a of prog.actions) for (const d of a.runtime_data) add(d.name);
       const rename = (o: any, parentKey: string): any => {
-        if (typeof o === 'string') return ['op', 'type', 'match_type', 'algo'].includes(parentKey) ? o : evil.get(o) ?? o;
+        if (typeof o === 'string')
+          return ['op', 'type', 'match_type', 'algo'].includes(parentKey) ? o : (evil.get(o) ?? o);
         if (Array.isArray(o)) return o.map((x) => rename(x, parentKey));
         if (o && typeof o === 'object') {
           const out: any = {};
-          for (const [k, val] of Object.entries(o)) out[parentKey === 'next_tables' ? evil.get(k) ?? k : k] = rename(val, k);
+          for (const [k, val] of Object.entries(o))
+            out[parentKey === 'next_tables' ? (evil.get(k) ?? k) : k] = rename(val, k);
           return out;
         }
         return o;

@@ -20,7 +20,12 @@ function profileProgram(maxSize: number, selector: boolean, tableSize = 64): any
   t.action_profile = 'ap';
   t.max_size = tableSize;
   p.pipelines[0].action_profiles = [
-    { name: 'ap', id: 0, max_size: maxSize, ...(selector ? { selector: { algo: 'crc16', input: [{ type: 'field', value: ['ethernet', 'srcAddr'] }] } } : {}) },
+    {
+      name: 'ap',
+      id: 0,
+      max_size: maxSize,
+      ...(selector ? { selector: { algo: 'crc16', input: [{ type: 'field', value: ['ethernet', 'srcAddr'] }] } } : {}),
+    },
   ];
   return p;
 }
@@ -62,7 +67,9 @@ describe('p4: action profiles in the guest budget', () => {
       created++;
     }
     const heap = (process.memoryUsage().heapUsed - heap0) / (1 << 20);
-    console.log(`      70,000 member adds asked: ${created} created in ${ms(t0).toFixed(0)} ms (longest command ${longest.toFixed(2)} ms, heap +${heap.toFixed(1)} MiB); then: ${refused}`);
+    console.log(
+      `      70,000 member adds asked: ${created} created in ${ms(t0).toFixed(0)} ms (longest command ${longest.toFixed(2)} ms, heap +${heap.toFixed(1)} MiB); then: ${refused}`,
+    );
     expect(created).to.equal(P4_GUEST_MAX_TABLE_ENTRIES);
     expect(refused).to.match(/budget/);
     // groups and memberships are in the same budget: none fits now
@@ -111,7 +118,9 @@ describe('p4: action profiles in the guest budget', () => {
     expect(g2.command('act_prof_add_member_to_group ap 0 0').status).to.equal(St.SUCCESS);
     expect(g2.command('table_indirect_add_with_group t 0x0800 => 0').status).to.equal(St.SUCCESS);
     expect(e2.process(frame('00:00:00:00:00:07')).frame!.subarray(6, 12).toString('hex')).to.equal('00000000000a');
-    console.log(`      one group: ${added} memberships added before the budget (longest command ${longest.toFixed(3)} ms)`);
+    console.log(
+      `      one group: ${added} memberships added before the budget (longest command ${longest.toFixed(3)} ms)`,
+    );
     expect(longest, 'the longest command (a GC pause included)').to.be.below(50);
   });
 

@@ -29,7 +29,8 @@ function cmd(e: P4Engine, c: string): number | undefined {
   return r.handle;
 }
 
-const frame = (src: string, type = 0x0800) => Buffer.concat([ethernet('ff:ff:ff:ff:ff:ff', src, type), Buffer.alloc(46)]);
+const frame = (src: string, type = 0x0800) =>
+  Buffer.concat([ethernet('ff:ff:ff:ff:ff:ff', src, type), Buffer.alloc(46)]);
 const srcOut = (e: P4Engine, f: Buffer) => e.process(f, 0).frame!.subarray(6, 12).toString('hex');
 
 describe('p4: action profiles', () => {
@@ -41,7 +42,13 @@ describe('p4: action profiles', () => {
     cmd(e, `table_indirect_set_default t ${m1}`);
     expect(srcOut(e, frame('02:00:00:00:00:09'))).to.equal('000000000001');
     expect(srcOut(e, frame('02:00:00:00:00:09', 0x0806))).to.equal('000000000002');
-    for (const bad of ['table_add t set_src 0x0806 => 0', 'table_indirect_add t 0x0806 => 9', 'act_prof_create_member ap nosuch', 'act_prof_create_group ap', 'table_indirect_add_with_group t 0x0806 => 0']) {
+    for (const bad of [
+      'table_add t set_src 0x0806 => 0',
+      'table_indirect_add t 0x0806 => 9',
+      'act_prof_create_member ap nosuch',
+      'act_prof_create_group ap',
+      'table_indirect_add_with_group t 0x0806 => 0',
+    ]) {
       expect(runCommand(e, bad).ok, bad).to.equal(false);
     }
   });
@@ -49,7 +56,9 @@ describe('p4: action profiles', () => {
   it('indirect_ws: a group spreads frames by the selector hash, the same frame sticks', () => {
     const e = indirect(true);
     const g = cmd(e, 'act_prof_create_group ap')!;
-    const members = ['00:00:00:00:00:0a', '00:00:00:00:00:0b', '00:00:00:00:00:0c'].map((m) => cmd(e, `act_prof_create_member ap set_src ${m}`)!);
+    const members = ['00:00:00:00:00:0a', '00:00:00:00:00:0b', '00:00:00:00:00:0c'].map((m) =>
+      cmd(e, `act_prof_create_member ap set_src ${m}`)!,
+    );
     expect(srcOut(e, frame('02:00:00:00:00:01'))).to.equal('020000000001'); // no entry, no default: nothing happens
     cmd(e, `table_indirect_add_with_group t 0x0800 => ${g}`);
     expect(srcOut(e, frame('02:00:00:00:00:01'))).to.equal('020000000001'); // empty group: no action

@@ -19,10 +19,29 @@ const FRAME = Buffer.concat([ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', 
 /** `tables` tables in a chain, each running an action of `prims` products of two 48-bit fields as its const default. */
 function chain(tables: number, prims: number): any {
   const p = syntheticProgram([], 'exact');
-  p.actions.push({ name: 'heavy', id: 9, runtime_data: [], primitives: Array.from({ length: prims }, () => ({ op: 'modify_field', parameters: [field('ethernet', 'srcAddr'), expr('*', field('ethernet', 'srcAddr'), field('ethernet', 'dstAddr'))] })) });
+  p.actions.push({
+    name: 'heavy',
+    id: 9,
+    runtime_data: [],
+    primitives: Array.from({ length: prims }, () => ({
+      op: 'modify_field',
+      parameters: [field('ethernet', 'srcAddr'), expr('*', field('ethernet', 'srcAddr'), field('ethernet', 'dstAddr'))],
+    })),
+  });
   p.pipelines[0].tables = Array.from({ length: tables }, (_, i) => {
     const next = i + 1 < tables ? `t${i + 1}` : null;
-    return { name: `t${i}`, id: i, match_type: 'exact', type: 'simple', max_size: 0, key: [], actions: ['heavy'], next_tables: { heavy: next }, base_default_next: next, default_entry: { action_id: 9, action_const: true, action_data: [], action_entry_const: true } };
+    return {
+      name: `t${i}`,
+      id: i,
+      match_type: 'exact',
+      type: 'simple',
+      max_size: 0,
+      key: [],
+      actions: ['heavy'],
+      next_tables: { heavy: next },
+      base_default_next: next,
+      default_entry: { action_id: 9, action_const: true, action_data: [], action_entry_const: true },
+    };
   });
   p.pipelines[0].init_table = 't0';
   return p;
@@ -35,7 +54,10 @@ function parserLoop(ops: number): any {
   p.parsers[0].parse_states.push({
     name: 'loop',
     id: 1,
-    parser_ops: Array.from({ length: ops }, () => ({ op: 'set', parameters: [field('ethernet', 'srcAddr'), expr('*', field('ethernet', 'srcAddr'), field('ethernet', 'dstAddr'))] })),
+    parser_ops: Array.from({ length: ops }, () => ({
+      op: 'set',
+      parameters: [field('ethernet', 'srcAddr'), expr('*', field('ethernet', 'srcAddr'), field('ethernet', 'dstAddr'))],
+    })),
     transition_key: [],
     transitions: [{ type: 'default', value: null, mask: null, next_state: 'loop' }],
   });
@@ -100,22 +122,58 @@ describe('p4: what a frame may cost', () => {
 
   it('P4_LOAD refuses a program past the guest structure limits (what a load builds), each by name', () => {
     const over: [string, (p: any) => void][] = [
-      ['headers', (p) => {
-        for (let i = 0; i < P4_GUEST_LIMITS.headers; i++) p.headers.push({ name: `m${i}`, id: 100 + i, header_type: 'ethernet_t', metadata: true });
-      }],
-      ['fields', (p) => {
-        p.header_types.push({ name: 'wide_t', id: 9, fields: Array.from({ length: P4_GUEST_LIMITS.fields }, (_, i) => [`f${i}`, 1]) });
-        p.headers.push({ name: 'wide', id: 9, header_type: 'wide_t', metadata: true });
-      }],
-      ['tables, conditionals and action calls', (p) => {
-        p.pipelines[1].conditionals = Array.from({ length: P4_GUEST_LIMITS.nodes }, (_, i) => ({ name: `c${i}`, id: i, expression: { type: 'bool', value: true }, true_next: null, false_next: null }));
-      }],
-      ['states', (p) => {
-        for (let i = 0; i < P4_GUEST_LIMITS.states; i++) p.parsers[0].parse_states.push({ name: `s${i}`, id: 10 + i, parser_ops: [], transition_key: [], transitions: [] });
-      }],
-      ['primitives and parser operations', (p) => {
-        p.actions[0].primitives = Array.from({ length: P4_GUEST_LIMITS.primitives + 1 }, () => ({ op: 'no_op', parameters: [] }));
-      }],
+      [
+        'headers',
+        (p) => {
+          for (let i = 0; i < P4_GUEST_LIMITS.headers; i++)
+            p.headers.push({ name: `m${i}`, id: 100 + i, header_type: 'ethernet_t', metadata: true });
+        },
+      ],
+      [
+        'fields',
+        (p) => {
+          p.header_types.push({
+            name: 'wide_t',
+            id: 9,
+            fields: Array.from({ length: P4_GUEST_LIMITS.fields }, (_, i) => [`f${i}`, 1]),
+          });
+          p.headers.push({ name: 'wide', id: 9, header_type: 'wide_t', metadata: true });
+        },
+      ],
+      [
+        'tables, conditionals and action calls',
+        (p) => {
+          p.pipelines[1].conditionals = Array.from({ length: P4_GUEST_LIMITS.nodes }, (_, i) => ({
+            name: `c${i}`,
+            id: i,
+            expression: { type: 'bool', value: true },
+            true_next: null,
+            false_next: null,
+          }));
+        },
+      ],
+      [
+        'states',
+        (p) => {
+          for (let i = 0; i < P4_GUEST_LIMITS.states; i++)
+            p.parsers[0].parse_states.push({
+              name: `s${i}`,
+              id: 10 + i,
+              parser_ops: [],
+              transition_key: [],
+              transitions: [],
+            });
+        },
+      ],
+      [
+        'primitives and parser operations',
+        (p) => {
+          p.actions[0].primitives = Array.from({ length: P4_GUEST_LIMITS.primitives + 1 }, () => ({
+            op: 'no_op',
+            parameters: [],
+          }));
+        },
+      ],
     ];
     for (const [what, change] of over) {
       const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
@@ -130,7 +188,10 @@ describe('p4: what a frame may cost', () => {
 
   it('the heaviest programs under the limit run a frame in a few ms (a chain of tables, a looping parser)', function () {
     this.timeout(60000);
-    for (const [what, make] of [['tables x 200 products', (n: number) => chain(n, 200)], ['looping parser state', parserLoop]] as const) {
+    for (const [what, make] of [
+      ['tables x 200 products', (n: number) => chain(n, 200)],
+      ['looping parser state', parserLoop],
+    ] as const) {
       const { n, engine } = largest(make);
       expect(engine.frameCost).to.be.at.most(MAX_FRAME_COST);
       const ms = msPerFrame(engine);
@@ -140,9 +201,19 @@ describe('p4: what a frame may cost', () => {
   });
 
   it('the fixtures cost well under 1% of the limit', () => {
-    for (const f of ['simple_router.json', 'l2_switch.json', 'rdma_fp8.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json']) {
+    for (const f of [
+      'simple_router.json',
+      'l2_switch.json',
+      'rdma_fp8.json',
+      'exact_match_1.json',
+      'LPM_match_1.json',
+      'ternary_match_1.json',
+      'parser_deparser_1.json',
+    ]) {
       const e = P4Engine.load(fixtureText(f));
-      expect(e.frameCost, f).to.be.above(0).and.below(MAX_FRAME_COST / 100);
+      expect(e.frameCost, f)
+        .to.be.above(0)
+        .and.below(MAX_FRAME_COST / 100);
     }
   });
 });

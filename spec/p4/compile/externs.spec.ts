@@ -12,18 +12,40 @@ import { ethernet, syntheticProgram } from '../helpers';
 const F = (name: string) => ({ type: 'field', value: ['ethernet', name] });
 const HEX = (v: string) => ({ type: 'hexstr', value: v });
 
-const frame = (type: number, len = 60) => Buffer.concat([ethernet('02:00:00:00:00:01', '02:00:00:00:00:02', type), Buffer.alloc(len - 14)]);
+const frame = (type: number, len = 60) =>
+  Buffer.concat([ethernet('02:00:00:00:00:01', '02:00:00:00:00:02', type), Buffer.alloc(len - 14)]);
 
 function program(extraActions: any[], extra: any = {}): any {
-  return syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact', { actions: extraActions, ...extra });
+  return syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact', {
+    actions: extraActions,
+    ...extra,
+  });
 }
 
 describe('p4: counters, registers, meters and other primitives', () => {
   it('count() adds packets and bytes at the computed index; counter_read shows them', () => {
     const e = P4Engine.load(
-      program([{ name: 'cnt', id: 1, runtime_data: [{ name: 'i', bitwidth: 8 }], primitives: [{ op: 'count', parameters: [{ type: 'counter_array', value: 'c' }, { type: 'runtime_data', value: 0 }] }] }], {
-        counter_arrays: [{ name: 'c', id: 0, size: 4, is_direct: false }],
-      }),
+      program(
+        [
+          {
+            name: 'cnt',
+            id: 1,
+            runtime_data: [{ name: 'i', bitwidth: 8 }],
+            primitives: [
+              {
+                op: 'count',
+                parameters: [
+                  { type: 'counter_array', value: 'c' },
+                  { type: 'runtime_data', value: 0 },
+                ],
+              },
+            ],
+          },
+        ],
+        {
+          counter_arrays: [{ name: 'c', id: 0, size: 4, is_direct: false }],
+        },
+      ),
     );
     expect(runCommand(e, 'table_add t cnt 0x0800 => 2').ok).to.equal(true);
     e.process(frame(0x0800, 60), 0);
@@ -52,8 +74,22 @@ describe('p4: counters, registers, meters and other primitives', () => {
     const e = P4Engine.load(
       program(
         [
-          { name: 'store', id: 1, runtime_data: [], primitives: [{ op: 'register_write', parameters: [{ type: 'register_array', value: 'r' }, HEX('0x1'), F('srcAddr')] }] },
-          { name: 'load', id: 2, runtime_data: [], primitives: [{ op: 'register_read', parameters: [F('dstAddr'), { type: 'register_array', value: 'r' }, HEX('0x1')] }] },
+          {
+            name: 'store',
+            id: 1,
+            runtime_data: [],
+            primitives: [
+              { op: 'register_write', parameters: [{ type: 'register_array', value: 'r' }, HEX('0x1'), F('srcAddr')] },
+            ],
+          },
+          {
+            name: 'load',
+            id: 2,
+            runtime_data: [],
+            primitives: [
+              { op: 'register_read', parameters: [F('dstAddr'), { type: 'register_array', value: 'r' }, HEX('0x1')] },
+            ],
+          },
         ],
         { register_arrays: [{ name: 'r', id: 0, size: 2, bitwidth: 48 }] },
       ),
@@ -72,7 +108,16 @@ describe('p4: counters, registers, meters and other primitives', () => {
     let now = 0;
     const e = P4Engine.load(
       program(
-        [{ name: 'meter', id: 1, runtime_data: [], primitives: [{ op: 'execute_meter', parameters: [{ type: 'meter_array', value: 'm' }, HEX('0x0'), F('dstAddr')] }] }],
+        [
+          {
+            name: 'meter',
+            id: 1,
+            runtime_data: [],
+            primitives: [
+              { op: 'execute_meter', parameters: [{ type: 'meter_array', value: 'm' }, HEX('0x0'), F('dstAddr')] },
+            ],
+          },
+        ],
         { meter_arrays: [{ name: 'm', id: 0, type: 'packets', rate_count: 2, size: 1, is_direct: false }] },
       ),
       { now: () => now },
@@ -94,7 +139,17 @@ describe('p4: counters, registers, meters and other primitives', () => {
 
   it('modify_field_with_hash_based_offset (crc16) keeps the result in [base, base+size)', () => {
     const p = program([
-      { name: 'hash', id: 1, runtime_data: [], primitives: [{ op: 'modify_field_with_hash_based_offset', parameters: [F('etherType'), HEX('0x100'), { type: 'calculation', value: 'h' }, HEX('0x10')] }] },
+      {
+        name: 'hash',
+        id: 1,
+        runtime_data: [],
+        primitives: [
+          {
+            op: 'modify_field_with_hash_based_offset',
+            parameters: [F('etherType'), HEX('0x100'), { type: 'calculation', value: 'h' }, HEX('0x10')],
+          },
+        ],
+      },
     ]);
     p.calculations = [{ name: 'h', id: 0, algo: 'crc16', input: [F('dstAddr'), F('srcAddr')] }];
     const e = P4Engine.load(p);
@@ -113,7 +168,17 @@ describe('p4: counters, registers, meters and other primitives', () => {
   it('a hash algorithm named after an Object property is refused as unsupported', () => {
     for (const algo of ['constructor', 'toString', '__proto__']) {
       const p = program([
-        { name: 'hash', id: 1, runtime_data: [], primitives: [{ op: 'modify_field_with_hash_based_offset', parameters: [F('etherType'), HEX('0x100'), { type: 'calculation', value: 'h' }, HEX('0x10')] }] },
+        {
+          name: 'hash',
+          id: 1,
+          runtime_data: [],
+          primitives: [
+            {
+              op: 'modify_field_with_hash_based_offset',
+              parameters: [F('etherType'), HEX('0x100'), { type: 'calculation', value: 'h' }, HEX('0x10')],
+            },
+          ],
+        },
       ]);
       p.calculations = [{ name: 'h', id: 0, algo, input: [F('dstAddr')] }];
       expect(() => P4Engine.load(p), algo).to.throw(/unsupported hash algorithm/);
@@ -123,7 +188,12 @@ describe('p4: counters, registers, meters and other primitives', () => {
   it('remove_header drops the header from the output; add_header brings back a zeroed one', () => {
     const e = P4Engine.load(
       program([
-        { name: 'strip', id: 1, runtime_data: [], primitives: [{ op: 'remove_header', parameters: [{ type: 'header', value: 'ethernet' }] }] },
+        {
+          name: 'strip',
+          id: 1,
+          runtime_data: [],
+          primitives: [{ op: 'remove_header', parameters: [{ type: 'header', value: 'ethernet' }] }],
+        },
         {
           name: 'renew',
           id: 2,
@@ -148,7 +218,16 @@ describe('p4: counters, registers, meters and other primitives', () => {
   });
 
   it('mark_to_drop drops the frame and counts it', () => {
-    const e = P4Engine.load(program([{ name: 'kill', id: 1, runtime_data: [], primitives: [{ op: 'mark_to_drop', parameters: [{ type: 'header', value: 'standard_metadata' }] }] }]));
+    const e = P4Engine.load(
+      program([
+        {
+          name: 'kill',
+          id: 1,
+          runtime_data: [],
+          primitives: [{ op: 'mark_to_drop', parameters: [{ type: 'header', value: 'standard_metadata' }] }],
+        },
+      ]),
+    );
     expect(runCommand(e, 'table_add t kill 0x0800').ok).to.equal(true);
     expect(e.process(frame(0x0800), 0).dropped).to.equal(true);
     expect(e.process(frame(0x0806), 0).dropped).to.equal(false);
@@ -171,27 +250,49 @@ describe('p4: counters, registers, meters and other primitives', () => {
       id: 1,
       runtime_data: [],
       primitives: [
-        { op: '_jump_if_zero', parameters: [{ type: 'expression', value: { op: 'b2d', left: null, right: isIp } }, HEX('0x3')] },
+        {
+          op: '_jump_if_zero',
+          parameters: [{ type: 'expression', value: { op: 'b2d', left: null, right: isIp } }, HEX('0x3')],
+        },
         { op: 'modify_field', parameters: [F('srcAddr'), HEX('0x1')] },
         { op: '_jump', parameters: [HEX('0x4')] },
         { op: 'modify_field', parameters: [F('srcAddr'), HEX('0x2')] },
       ],
     };
-    const p = syntheticProgram([{ match_type: 'range', target: ['ethernet', 'etherType'] }], 'range', { actions: [ifElse] });
+    const p = syntheticProgram([{ match_type: 'range', target: ['ethernet', 'etherType'] }], 'range', {
+      actions: [ifElse],
+    });
     const e = P4Engine.load(p);
     expect(runCommand(e, 'table_add t branch 0->0xffff => 1').ok).to.equal(true);
     expect(e.process(frame(0x0800), 0).frame!.readUIntBE(6, 6)).to.equal(1);
     expect(e.process(frame(0x86dd), 0).frame!.readUIntBE(6, 6)).to.equal(2);
-    const q = syntheticProgram([{ match_type: 'range', target: ['ethernet', 'etherType'] }], 'range', { actions: [ifElse] });
+    const q = syntheticProgram([{ match_type: 'range', target: ['ethernet', 'etherType'] }], 'range', {
+      actions: [ifElse],
+    });
     q.actions[1].primitives[2].parameters[0] = HEX('0x0');
-    expect(() => P4Engine.load(q)).to.throw(/^actions\[1\]\.primitives\[2\]\.parameters\[0\] "0x0": only forward jumps/);
+    expect(() => P4Engine.load(q)).to.throw(
+      /^actions\[1\]\.primitives\[2\]\.parameters\[0\] "0x0": only forward jumps/,
+    );
   });
 
   it('add_to_field / subtract_from_field wrap at the field width (number path) and for wide fields (bigint path)', () => {
     const e = P4Engine.load(
       program([
-        { name: 'dec', id: 1, runtime_data: [], primitives: [{ op: 'add_to_field', parameters: [F('etherType'), HEX('-0x2')] }, { op: 'subtract_from_field', parameters: [F('dstAddr'), HEX('0x3')] }] },
-        { name: 'inc', id: 2, runtime_data: [], primitives: [{ op: 'add_to_field', parameters: [F('etherType'), HEX('0xffff')] }] },
+        {
+          name: 'dec',
+          id: 1,
+          runtime_data: [],
+          primitives: [
+            { op: 'add_to_field', parameters: [F('etherType'), HEX('-0x2')] },
+            { op: 'subtract_from_field', parameters: [F('dstAddr'), HEX('0x3')] },
+          ],
+        },
+        {
+          name: 'inc',
+          id: 2,
+          runtime_data: [],
+          primitives: [{ op: 'add_to_field', parameters: [F('etherType'), HEX('0xffff')] }],
+        },
       ]),
     );
     expect(runCommand(e, 'table_add t dec 0x0001').ok).to.equal(true);
@@ -207,7 +308,18 @@ describe('p4: counters, registers, meters and other primitives', () => {
   it('a direct meter colors each entry separately and writes the color before the action runs', () => {
     const now = 0;
     const p = program([], {
-      meter_arrays: [{ name: 'dm', id: 0, type: 'packets', rate_count: 2, size: 64, is_direct: true, binding: 't', result_target: ['ethernet', 'dstAddr'] }],
+      meter_arrays: [
+        {
+          name: 'dm',
+          id: 0,
+          type: 'packets',
+          rate_count: 2,
+          size: 64,
+          is_direct: true,
+          binding: 't',
+          result_target: ['ethernet', 'dstAddr'],
+        },
+      ],
     });
     p.pipelines[0].tables[0].direct_meters = 'dm';
     const e = P4Engine.load(p, { now: () => now });
@@ -223,8 +335,23 @@ describe('p4: counters, registers, meters and other primitives', () => {
     const c = runCommand(e, 'table_add t set_src 0x86dd => 00:00:00:00:00:03') as { handle: number };
     expect(color(0x86dd)).to.equal(0); // a reused meter cell starts unset
     expect(c.handle).to.equal(2);
-    const q = program([], { meter_arrays: [{ name: 'dm', id: 0, type: 'packets', rate_count: 2, size: 64, is_direct: true, binding: 'other', result_target: ['ethernet', 'dstAddr'] }] });
+    const q = program([], {
+      meter_arrays: [
+        {
+          name: 'dm',
+          id: 0,
+          type: 'packets',
+          rate_count: 2,
+          size: 64,
+          is_direct: true,
+          binding: 'other',
+          result_target: ['ethernet', 'dstAddr'],
+        },
+      ],
+    });
     q.pipelines[0].tables[0].direct_meters = 'dm';
-    expect(() => P4Engine.load(q)).to.throw(/^pipelines\[0\]\.tables\[0\]\.direct_meters "dm": the meter is bound to other/);
+    expect(() => P4Engine.load(q)).to.throw(
+      /^pipelines\[0\]\.tables\[0\]\.direct_meters "dm": the meter is bound to other/,
+    );
   });
 });

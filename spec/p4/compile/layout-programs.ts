@@ -33,14 +33,30 @@ export function refWrite(buf: Buffer, bit: number, width: number, v: bigint): vo
   }
 }
 
-const STD_META = { name: 'standard_metadata_t', id: 0, fields: [['ingress_port', 9], ['packet_length', 32], ['egress_spec', 9], ['egress_port', 9], ['_padding', 5]] };
+const STD_META = {
+  name: 'standard_metadata_t',
+  id: 0,
+  fields: [
+    ['ingress_port', 9],
+    ['packet_length', 32],
+    ['egress_spec', 9],
+    ['egress_port', 9],
+    ['_padding', 5],
+  ],
+};
 
 /**
  * A program over one header `h` (the given fields) parsed at the frame's
  * start and deparsed; a table `t` keyed on `keys` whose action mark(v)
  * writes v into h.<markField>, so the winning entry shows in the frame.
  */
-export function layoutProgram(fields: [string, number][], keys: { match_type: string; target: unknown }[] = [], matchType = 'exact', markField = fields[0]![0], extra: any = {}): any {
+export function layoutProgram(
+  fields: [string, number][],
+  keys: { match_type: string; target: unknown }[] = [],
+  matchType = 'exact',
+  markField = fields[0]![0],
+  extra: any = {},
+): any {
   const markWidth = fields.find((f) => f[0] === markField)![1];
   return {
     header_types: [STD_META, { name: 'h_t', id: 1, fields }],
@@ -54,13 +70,32 @@ export function layoutProgram(fields: [string, number][], keys: { match_type: st
         id: 0,
         init_state: 'start',
         parse_states: [
-          { name: 'start', id: 0, parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'h' }] }], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: null }] },
+          {
+            name: 'start',
+            id: 0,
+            parser_ops: [{ op: 'extract', parameters: [{ type: 'regular', value: 'h' }] }],
+            transition_key: [],
+            transitions: [{ type: 'default', value: null, mask: null, next_state: null }],
+          },
         ],
       },
     ],
     deparsers: [{ name: 'deparser', id: 0, order: ['h'] }],
     actions: [
-      { name: 'mark', id: 0, runtime_data: [{ name: 'v', bitwidth: markWidth }], primitives: [{ op: 'modify_field', parameters: [{ type: 'field', value: ['h', markField] }, { type: 'runtime_data', value: 0 }] }] },
+      {
+        name: 'mark',
+        id: 0,
+        runtime_data: [{ name: 'v', bitwidth: markWidth }],
+        primitives: [
+          {
+            op: 'modify_field',
+            parameters: [
+              { type: 'field', value: ['h', markField] },
+              { type: 'runtime_data', value: 0 },
+            ],
+          },
+        ],
+      },
       ...(extra.actions ?? []),
     ],
     pipelines: [
@@ -80,7 +115,9 @@ export function layoutProgram(fields: [string, number][], keys: { match_type: st
                   with_counters: false,
                   key: keys.map((k) => ({ ...k, mask: null })),
                   actions: ['mark', ...(extra.actions ?? []).map((a: any) => a.name)],
-                  next_tables: Object.fromEntries(['mark', ...(extra.actions ?? []).map((a: any) => a.name)].map((a) => [a, null])),
+                  next_tables: Object.fromEntries(
+                    ['mark', ...(extra.actions ?? []).map((a: any) => a.name)].map((a) => [a, null]),
+                  ),
                   base_default_next: null,
                 },
               ]

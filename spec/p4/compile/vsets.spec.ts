@@ -20,7 +20,9 @@ import { guestControl } from '../guest';
  */
 function vsetProgram(maxSize?: number, width = 16): any {
   const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-  p.parse_vsets = [{ name: 'vs', id: 0, compressed_bitwidth: width, ...(maxSize === undefined ? {} : { max_size: maxSize }) }];
+  p.parse_vsets = [
+    { name: 'vs', id: 0, compressed_bitwidth: width, ...(maxSize === undefined ? {} : { max_size: maxSize }) },
+  ];
   const start = p.parsers[0].parse_states[0];
   start.transitions = [{ type: 'default', value: null, mask: null, next_state: 'scan' }];
   p.parsers[0].parse_states.push({
@@ -37,7 +39,8 @@ function vsetProgram(maxSize?: number, width = 16): any {
   return p;
 }
 
-const frame = (type: number) => Buffer.concat([ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', type), Buffer.alloc(46)]);
+const frame = (type: number) =>
+  Buffer.concat([ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', type), Buffer.alloc(46)]);
 const MISS = frame(0x0800);
 
 /** `n` distinct 16-bit values none of which matches 0x0800, exactly or under 0xff00. */
@@ -78,7 +81,9 @@ describe('p4: parse value sets', () => {
     expect(large.process(MISS).reason).to.equal('parser-budget');
     const s = perFrameMs(small, MISS);
     const l = perFrameMs(large, MISS);
-    console.log(`      value set, 64 parser steps x 2 lookups: 10 values ${(s * 1000).toFixed(1)} us/frame, 20,000 values ${(l * 1000).toFixed(1)} us/frame`);
+    console.log(
+      `      value set, 64 parser steps x 2 lookups: 10 values ${(s * 1000).toFixed(1)} us/frame, 20,000 values ${(l * 1000).toFixed(1)} us/frame`,
+    );
     expect(l, `20,000 values: ${l} ms per frame against ${s} ms with 10`).to.be.below(s * 4 + 0.02);
   });
 

@@ -16,10 +16,18 @@ import * as path from 'path';
 
 const body = udp(1000, 2000, Buffer.from('payload bytes stay untouched by the router'));
 function frameTo(dst: string, ttl: number): Buffer {
-  return Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.2.1', dst, ttl, protocol: 17, payloadLength: body.length }), body]);
+  return Buffer.concat([
+    ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800),
+    ipv4({ src: '10.0.2.1', dst, ttl, protocol: 17, payloadLength: body.length }),
+    body,
+  ]);
 }
 function routed(dst: string, ttl: number, dmac: string, smac: string): Buffer {
-  return Buffer.concat([ethernet(dmac, smac, 0x0800), ipv4({ src: '10.0.2.1', dst, ttl: ttl - 1, protocol: 17, payloadLength: body.length }), body]);
+  return Buffer.concat([
+    ethernet(dmac, smac, 0x0800),
+    ipv4({ src: '10.0.2.1', dst, ttl: ttl - 1, protocol: 17, payloadLength: body.length }),
+    body,
+  ]);
 }
 
 describe('p4: simple_router on the device between the guest and the host link', () => {
@@ -29,7 +37,10 @@ describe('p4: simple_router on the device between the guest and the host link', 
   let seg: P4Segment;
 
   before(async () => {
-    const setup = p4FromCli({ program: path.join(FIXTURES, 'simple_router.json'), commands: path.join(FIXTURES, 'commands.txt') });
+    const setup = p4FromCli({
+      program: path.join(FIXTURES, 'simple_router.json'),
+      commands: path.join(FIXTURES, 'commands.txt'),
+    });
     if (!setup.ok) throw new Error(setup.error);
     expect(setup.value!.commands).to.equal(9);
     expect(setup.value!.guestScope).to.equal('none');
@@ -67,7 +78,9 @@ describe('p4: simple_router on the device between the guest and the host link', 
     link.sent.length = 0;
     await g.sendFrame(frameTo('10.0.0.10', 9));
     const f = await g.waitRxFrame();
-    expect(f.data.subarray(0, f.len).toString('hex')).to.equal(routed('10.0.0.10', 9, '00:04:00:00:00:00', '00:aa:bb:00:00:00').toString('hex'));
+    expect(f.data.subarray(0, f.len).toString('hex')).to.equal(
+      routed('10.0.0.10', 9, '00:04:00:00:00:00', '00:aa:bb:00:00:00').toString('hex'),
+    );
     expect(link.sent).to.have.length(0);
   });
 
@@ -76,7 +89,9 @@ describe('p4: simple_router on the device between the guest and the host link', 
     link.inject(frameTo('10.9.9.9', 64));
     link.inject(frameTo('10.0.0.10', 33));
     const f = await g.waitRxFrame();
-    expect(f.data.subarray(0, f.len).equals(routed('10.0.0.10', 33, '00:04:00:00:00:00', '00:aa:bb:00:00:00'))).to.equal(true);
+    expect(
+      f.data.subarray(0, f.len).equals(routed('10.0.0.10', 33, '00:04:00:00:00:00', '00:aa:bb:00:00:00')),
+    ).to.equal(true);
     expect(g.takeRx()).to.have.length(0);
     expect(seg.stats.fromHost).to.equal(2);
   });

@@ -14,7 +14,10 @@ import { FIXTURES, fixtureJson } from '../helpers';
 const BIN = path.join(__dirname, '..', '..', '..', 'bin', 'rocm-ernic.js');
 
 function run(args: string[]): { status: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, '--socket', tempSocketPath('p4cli'), ...args], { encoding: 'utf8', timeout: 20000 });
+  const r = spawnSync(process.execPath, [BIN, '--socket', tempSocketPath('p4cli'), ...args], {
+    encoding: 'utf8',
+    timeout: 20000,
+  });
   return { status: r.status, stderr: r.stderr };
 }
 
@@ -27,7 +30,9 @@ function refused(args: string[], msg: RegExp): void {
 
 describe('p4: rocm-ernic --p4 options', () => {
   let dir: string;
-  before(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-p4-cli-')); });
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ernic-p4-cli-'));
+  });
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('refuses a program path that does not exist', () => {
@@ -41,7 +46,10 @@ describe('p4: rocm-ernic --p4 options', () => {
   });
 
   it('refuses an unknown guest scope, listing what exists', () => {
-    refused(['--p4', '--p4-guest-scope', 'everything'], /--p4-guest-scope everything: not a scope \(available: none, read, tables, program\)/);
+    refused(
+      ['--p4', '--p4-guest-scope', 'everything'],
+      /--p4-guest-scope everything: not a scope \(available: none, read, tables, program\)/,
+    );
   });
 
   it('refuses --p4-commands without a program', () => {
@@ -50,11 +58,11 @@ describe('p4: rocm-ernic --p4 options', () => {
 
   it('--help lists the options and the default scope', () => {
     const r = spawnSync(process.execPath, [BIN, '--help'], { encoding: 'utf8' });
-    for (const s of ['--p4', '--p4-program', '--p4-commands', '--p4-guest-scope', 'default none']) expect(r.stdout, s).to.include(s);
+    for (const s of ['--p4', '--p4-program', '--p4-commands', '--p4-guest-scope', 'default none'])
+      expect(r.stdout, s).to.include(s);
   });
 
   describe('with the fixture programs', () => {
-
     it('refuses a program with a bad value, naming its JSON path', () => {
       const p = fixtureJson('simple_router.json');
       p.pipelines[0].tables[0].match_type = 'fuzzy';
@@ -65,15 +73,37 @@ describe('p4: rocm-ernic --p4 options', () => {
 
     it('refuses a bad commands line with its line number', () => {
       const f = path.join(dir, 'commands.txt');
-      fs.writeFileSync(f, '# entries\ntable_set_default ipv4_lpm _drop\n\ntable_add ipv4_lpm set_nhop 10.0.0.10/32 => 10.0.0.10\n');
-      refused(['--p4-program', path.join(FIXTURES, 'simple_router.json'), '--p4-commands', f], /--p4-commands .*commands\.txt: line 4: /);
+      fs.writeFileSync(
+        f,
+        '# entries\ntable_set_default ipv4_lpm _drop\n\ntable_add ipv4_lpm set_nhop 10.0.0.10/32 => 10.0.0.10\n',
+      );
+      refused(
+        ['--p4-program', path.join(FIXTURES, 'simple_router.json'), '--p4-commands', f],
+        /--p4-commands .*commands\.txt: line 4: /,
+      );
     });
 
     it('starts with simple_router and its commands.txt and says so', async function () {
       const sock = tempSocketPath('p4cli-run');
-      const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', '--p4-program', path.join(FIXTURES, 'simple_router.json'), '--p4-commands', path.join(FIXTURES, 'commands.txt')], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        [
+          BIN,
+          '--socket',
+          sock,
+          '-L',
+          'info',
+          '--p4-program',
+          path.join(FIXTURES, 'simple_router.json'),
+          '--p4-commands',
+          path.join(FIXTURES, 'commands.txt'),
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
       let err = '';
-      child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+      child.stderr.on('data', (d: Buffer) => {
+        err += d.toString();
+      });
       for (let i = 0; i < 200 && !/serving/.test(err); i++) await new Promise((r) => setTimeout(r, 50));
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
@@ -85,10 +115,27 @@ describe('p4: rocm-ernic --p4 options', () => {
   it('starts with the WQE program and a guest scope and says both', async () => {
     const root = path.join(__dirname, '..', '..', '..', '..');
     const sock = tempSocketPath('p4cli-wqe');
-    const child = spawn(process.execPath, [BIN, '--socket', sock, '-L', 'info', '--p4-program', path.join(root, 'fixtures', 'p4', 'rdma_fp8.json'),
-      '--p4-commands', path.join(root, 'fixtures', 'p4', 'rdma_fp8.commands.txt'), '--p4-guest-scope', 'tables'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        '--socket',
+        sock,
+        '-L',
+        'info',
+        '--p4-program',
+        path.join(root, 'fixtures', 'p4', 'rdma_fp8.json'),
+        '--p4-commands',
+        path.join(root, 'fixtures', 'p4', 'rdma_fp8.commands.txt'),
+        '--p4-guest-scope',
+        'tables',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let err = '';
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     for (let i = 0; i < 200 && !/serving/.test(err); i++) await new Promise((r) => setTimeout(r, 50));
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');

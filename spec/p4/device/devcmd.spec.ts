@@ -59,7 +59,11 @@ async function lifCaps(g: IonicGuest): Promise<number> {
   return Number(r.data!.readBigUInt64LE(0));
 }
 
-async function run(g: IonicGuest, line: string, o: { outLen?: number; textPa?: number; outPa?: number } = {}): Promise<{ status: number; comp: Buffer; out: string }> {
+async function run(
+  g: IonicGuest,
+  line: string,
+  o: { outLen?: number; textPa?: number; outPa?: number } = {},
+): Promise<{ status: number; comp: Buffer; out: string }> {
   const t = Buffer.from(line, 'latin1');
   const r = await g.devCmd(p4Command(t.length, o), { data: t, readData: true });
   return { status: r.status, comp: r.comp, out: text(r.data) };
@@ -82,7 +86,12 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
     let rig: Rig;
     let g: IonicGuest;
     let att: P4Attachment;
-    before(async () => { const b = await boot('none'); rig = b.rig; g = b.g; att = b.att!; });
+    before(async () => {
+      const b = await boot('none');
+      rig = b.rig;
+      g = b.g;
+      att = b.att!;
+    });
     after(async () => rig?.close());
 
     it('70-72 fail as unknown opcodes through dev_cmd and the admin queue; nothing changes; LIF_IDENTIFY has no P4 bit', async () => {
@@ -103,15 +112,26 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
   describe('scope read', () => {
     let rig: Rig;
     let g: IonicGuest;
-    before(async () => { const b = await boot('read'); rig = b.rig; g = b.g; });
+    before(async () => {
+      const b = await boot('read');
+      rig = b.rig;
+      g = b.g;
+    });
     after(async () => rig?.close());
 
     it('P4_IDENTIFY: scope, flags, counts in the completion; names in the data window; LIF_IDENTIFY reports P4', async () => {
       const r = await g.devCmd(command(70), { readData: true });
       expect(r.status).to.equal(St.SUCCESS);
       expect([r.comp[4], r.comp[5], r.comp.readUInt16LE(6), r.comp.readUInt16LE(8)]).to.deep.equal([1, 3, 3, 2]);
-      expect(text(r.data).split('\n')).to.include.members(['program rdma_fp8.json', 'scope read', 'table wqe_ops 2', 'table l2_fwd 2',
-        'table count_verbs 0', 'counter wqe_verbs 16', 'counter wqe_actions 4']);
+      expect(text(r.data).split('\n')).to.include.members([
+        'program rdma_fp8.json',
+        'scope read',
+        'table wqe_ops 2',
+        'table l2_fwd 2',
+        'table count_verbs 0',
+        'counter wqe_verbs 16',
+        'counter wqe_actions 4',
+      ]);
       expect((await lifCaps(g)) & CAP_P4).to.equal(CAP_P4);
     });
 
@@ -120,7 +140,11 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
       expect(r.status).to.equal(St.SUCCESS);
       expect(r.out).to.equal('wqe_actions[2]= (0 bytes, 0 packets)');
       expect(r.comp.readUInt16LE(8)).to.equal(r.out.length);
-      for (const line of ['table_add wqe_ops drop_wqe 0&&&0 0&&&0 0&&&0 0&&&0 => 1', 'table_clear wqe_ops', 'counter_reset wqe_actions']) {
+      for (const line of [
+        'table_add wqe_ops drop_wqe 0&&&0 0&&&0 0&&&0 0&&&0 => 1',
+        'table_clear wqe_ops',
+        'counter_reset wqe_actions',
+      ]) {
         expect((await run(g, line)).status, line).to.equal(St.EPERM);
       }
       expect((await g.devCmd(p4Load(16, 0x1000))).status).to.equal(St.EPERM);
@@ -131,7 +155,12 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
     let rig: Rig;
     let g: IonicGuest;
     let att: P4Attachment;
-    before(async () => { const b = await boot('tables'); rig = b.rig; g = b.g; att = b.att!; });
+    before(async () => {
+      const b = await boot('tables');
+      rig = b.rig;
+      g = b.g;
+      att = b.att!;
+    });
     after(async () => rig?.close());
 
     it('table_add through dev_cmd: the entry is there, its handle in the completion', async () => {
@@ -184,7 +213,12 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
     let rig: Rig;
     let g: IonicGuest;
     let att: P4Attachment;
-    before(async () => { const b = await boot('program'); rig = b.rig; g = b.g; att = b.att!; });
+    before(async () => {
+      const b = await boot('program');
+      rig = b.rig;
+      g = b.g;
+      att = b.att!;
+    });
     after(async () => rig?.close());
 
     function place(s: string | Buffer): { pa: number; len: number } {
@@ -227,7 +261,12 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
       expect(text(r.data)).to.match(/header ernic_wqe must have the fields/);
       // What a guest's program may make the server hold is bounded before anything is compiled.
       const big = JSON.parse(fs.readFileSync(PROGRAM, 'utf8'));
-      big.counter_arrays = Array.from({ length: 64 }, (_, i) => ({ name: `c${i}`, id: 10 + i, size: 1 << 20, is_direct: false }));
+      big.counter_arrays = Array.from({ length: 64 }, (_, i) => ({
+        name: `c${i}`,
+        id: 10 + i,
+        size: 1 << 20,
+        is_direct: false,
+      }));
       const d = place(JSON.stringify(big));
       r = await g.devCmd(p4Load(d.len, d.pa), { readData: true });
       expect(r.status).to.equal(St.EINVAL);
@@ -250,7 +289,12 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
     let rig: Rig;
     let g: IonicGuest;
     let att: P4Attachment;
-    before(async () => { const b = await boot('read'); rig = b.rig; g = b.g; att = b.att!; });
+    before(async () => {
+      const b = await boot('read');
+      rig = b.rig;
+      g = b.g;
+      att = b.att!;
+    });
     after(async () => rig?.close());
 
     it('a P4 Statistics section and p4_* families with the segment, WQE, command and counter-array figures', async () => {
@@ -258,7 +302,14 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
       await run(g, 'table_clear wqe_ops'); // EPERM
       att.engine!.externs.counters.get('wqe_verbs')!.count(4, 44);
       att.engine!.externs.counters.get('wqe_verbs')!.count(4, 44);
-      const src = { device: rig.device, socket: 's', backend: 'loopback', mac: 'm', connection: { connected: true, state: 'connected' }, p4: att };
+      const src = {
+        device: rig.device,
+        socket: 's',
+        backend: 'loopback',
+        mac: 'm',
+        connection: { connected: true, state: 'connected' },
+        p4: att,
+      };
       const snap = collectStats(src, 1);
       const sec = snap.sections.find((s) => s.title === 'P4 Statistics')!;
       const rows = new Map(sec.rows);
@@ -269,7 +320,8 @@ describe('p4 device commands 70-72 and --p4-guest-scope', function () {
       expect(rows.get('counter_wqe_verbs[4]_packets')).to.equal(2);
       expect(rows.get('counter_wqe_verbs[4]_bytes')).to.equal(88);
       expect(rows.has('counter_wqe_verbs[0]_packets'), 'zero cells are left out').to.equal(false);
-      for (const k of ['wqe_wqes', 'wqe_adds', 'wqe_dropped', 'frames_from_guest', 'frames_dropped']) expect(rows.get(k), k).to.equal(0);
+      for (const k of ['wqe_wqes', 'wqe_adds', 'wqe_dropped', 'frames_from_guest', 'frames_dropped'])
+        expect(rows.get(k), k).to.equal(0);
       const metrics = await serverRegistry(src).metrics();
       expect(metrics).to.include('rocm_ernic_p4_counter_packets_total{counter="wqe_verbs",index="4"} 2');
       expect(metrics).to.include('rocm_ernic_p4_guest_commands_total{outcome="refused"} 1');

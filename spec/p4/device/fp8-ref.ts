@@ -46,9 +46,11 @@ export function refEncode(f: NumFormat.E4M3 | NumFormat.E5M2, v: number, sat: bo
   for (let c = 0; c <= MAXCODE[f] + 1; c++) {
     const val = c === MAXCODE[f] + 1 ? BEYOND[f] : ref(c);
     const d = Math.abs(val - a);
-    if (d < bestD || (d === bestD && c % 2 === 0)) { best = c; bestD = d; }
+    if (d < bestD || (d === bestD && c % 2 === 0)) {
+      best = c;
+      bestD = d;
+    }
   }
   if (best === MAXCODE[f] + 1) return sign | overflow;
   return sign | best;
 }
-

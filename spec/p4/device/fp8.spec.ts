@@ -7,10 +7,21 @@
 // FP16 against an exhaustive search.
 
 import { expect } from 'chai';
-import { decodeValue, E4M3_VALUES, E5M2_VALUES, encodeValue, NumFormat, readElement, writeElement } from '../../../lib/p4/device/fp8';
+import {
+  decodeValue,
+  E4M3_VALUES,
+  E5M2_VALUES,
+  encodeValue,
+  NumFormat,
+  readElement,
+  writeElement,
+} from '../../../lib/p4/device/fp8';
 import { MAXCODE, REF, refEncode } from './fp8-ref';
 
-const FP8 = [[NumFormat.E4M3, 'E4M3', E4M3_VALUES], [NumFormat.E5M2, 'E5M2', E5M2_VALUES]] as const;
+const FP8 = [
+  [NumFormat.E4M3, 'E4M3', E4M3_VALUES],
+  [NumFormat.E5M2, 'E5M2', E5M2_VALUES],
+] as const;
 
 describe('p4 number formats: OCP FP8 E4M3 / E5M2 and the wider formats', () => {
   it('every E4M3 and E5M2 code decodes to the value of its bit fields', () => {
@@ -98,14 +109,17 @@ describe('p4 number formats: OCP FP8 E4M3 / E5M2 and the wider formats', () => {
 
   it('random fp32 values encode as the exhaustive search says (seeded, 20000 per format, both modes)', () => {
     let seed = 12345;
-    const rnd = (): number => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 ** 32; };
+    const rnd = (): number => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
     const f32 = new Float32Array(1);
     const u32 = new Uint32Array(f32.buffer);
     for (const [f] of FP8) {
       for (let i = 0; i < 20000; i++) {
         // Exponents around the fp8 range, any mantissa: fp32 values as they come out of a GPU.
         const e = Math.floor(rnd() * 44) - 24;
-        u32[0] = ((rnd() < 0.5 ? 1 : 0) << 31 | ((e + 127) << 23) | Math.floor(rnd() * 2 ** 23)) >>> 0;
+        u32[0] = (((rnd() < 0.5 ? 1 : 0) << 31) | ((e + 127) << 23) | Math.floor(rnd() * 2 ** 23)) >>> 0;
         const v = f32[0]!;
         const sat = i % 2 === 0;
         expect(encodeValue(f, v, sat), `${v}`).to.equal(refEncode(f, v, sat));
@@ -130,7 +144,10 @@ describe('p4 number formats: OCP FP8 E4M3 / E5M2 and the wider formats', () => {
 
   it('FP32 encoding agrees with Float32Array rounding; BF16 with the integer RNE recipe', () => {
     let seed = 99;
-    const rnd = (): number => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 ** 32; };
+    const rnd = (): number => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
     const f32 = new Float32Array(1);
     const u32 = new Uint32Array(f32.buffer);
     for (let i = 0; i < 20000; i++) {
@@ -159,7 +176,10 @@ describe('p4 number formats: OCP FP8 E4M3 / E5M2 and the wider formats', () => {
       expect(encodeValue(NumFormat.FP16, -vals[c]!, false)).to.equal(c === 0 ? 0x8000 : 0x8000 | c);
     }
     let seed = 7;
-    const rnd = (): number => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 ** 32; };
+    const rnd = (): number => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
     for (let i = 0; i < 300; i++) {
       const lo = Math.floor(rnd() * (0x7bff - 1));
       const v = i % 3 === 0 ? (vals[lo]! + vals[lo + 1]!) / 2 : vals[lo]! + rnd() * (vals[lo + 1]! - vals[lo]!);

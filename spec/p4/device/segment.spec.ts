@@ -23,7 +23,12 @@ function rig(program: string) {
 }
 
 const body = udp(1, 2, Buffer.alloc(18, 3));
-const ipFrame = (dst: string, ttl = 64) => Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.2.1', dst, ttl, protocol: 17, payloadLength: body.length }), body]);
+const ipFrame = (dst: string, ttl = 64) =>
+  Buffer.concat([
+    ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800),
+    ipv4({ src: '10.0.2.1', dst, ttl, protocol: 17, payloadLength: body.length }),
+    body,
+  ]);
 
 describe('p4: the engine on the Ethernet segment', () => {
   it('simple_router: guest to host and host to guest, rewritten, claimed', () => {
@@ -44,7 +49,12 @@ describe('p4: the engine on the Ethernet segment', () => {
 
   it('l2_switch: unchanged frames to the natural side are left to the device; floods go to the other side', () => {
     const { engine, seg, host, guest, digests } = rig('l2_switch.json');
-    for (const c of ['table_set_default smac mac_learn', 'table_set_default dmac broadcast', 'table_add dmac forward 00:00:00:00:00:02 => 2', 'table_add dmac forward 00:00:00:00:00:05 => 7']) {
+    for (const c of [
+      'table_set_default smac mac_learn',
+      'table_set_default dmac broadcast',
+      'table_add dmac forward 00:00:00:00:00:02 => 2',
+      'table_add dmac forward 00:00:00:00:00:05 => 7',
+    ]) {
       expect(runCommand(engine, c).ok, c).to.equal(true);
     }
     const f = (dst: string) => Buffer.concat([ethernet(dst, '00:00:00:00:00:01', 0x88b5), Buffer.alloc(46)]);

@@ -15,7 +15,22 @@ import { runCommand } from '../../../lib/p4/engine/commands';
 import { Prng } from '../../support/ionic/rig';
 import { WOp, WSt } from '../../support/ionic/rdma-regs';
 import type { SendWr } from '../../support/ionic/rdma-verbs';
-import { A, B, LWO, NOAT, P2, RO, a, b, expectOnly, fresh, scq, snapshot, useOpsGuest, v } from '../../support/ionic/rdma-ops-fixture';
+import {
+  A,
+  B,
+  LWO,
+  NOAT,
+  P2,
+  RO,
+  a,
+  b,
+  expectOnly,
+  fresh,
+  scq,
+  snapshot,
+  useOpsGuest,
+  v,
+} from '../../support/ionic/rdma-ops-fixture';
 import type { GuestMr } from '../../support/ionic/rdma-verbs';
 
 const ROOT = path.join(__dirname, '..', '..', '..', '..');
@@ -48,8 +63,14 @@ describe('p4 on RDMA send WQEs: seeded fuzz', function () {
         const key = `${pick(['0&&&0', `${r.below(8)}&&&0xff`, '4&&&0xff'])} ${pick(['0&&&0', `${pick([0, 1, 2, 3, 4, 8, 16, 64, 4096])}&&&0xffffffff`])} 0&&&0 0&&&0`;
         const fmt = (): number => pick([1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 0, 6, r.below(256)]);
         const kind = r.below(4);
-        const args = kind === 0 ? `pass ${key} => ${i}` : kind === 1 ? `drop_wqe ${key} => ${i}`
-          : kind === 2 ? `fp8_add ${key} => ${fmt()} ${r.below(256)} ${i}` : `convert ${key} => ${fmt()} ${fmt()} ${r.below(256)} ${i}`;
+        const args =
+          kind === 0
+            ? `pass ${key} => ${i}`
+            : kind === 1
+              ? `drop_wqe ${key} => ${i}`
+              : kind === 2
+                ? `fp8_add ${key} => ${fmt()} ${r.below(256)} ${i}`
+                : `convert ${key} => ${fmt()} ${fmt()} ${r.below(256)} ${i}`;
         const res = runCommand(engine, `table_add wqe_ops ${args}`);
         expect(res.ok, `table_add wqe_ops ${args}: ${res.ok ? '' : res.error}`).to.equal(true);
       }
@@ -59,17 +80,34 @@ describe('p4 on RDMA send WQEs: seeded fuzz', function () {
       const n = 1 + r.below(4);
       let recvs = 0;
       for (let i = 0; i < n; i++) {
-        const op = pick([WOp.RDMA_WRITE, WOp.RDMA_WRITE, WOp.RDMA_WRITE, WOp.RDMA_WRITE, WOp.RDMA_WRITE, WOp.RDMA_WRITE_IMM, WOp.SEND, WOp.RDMA_READ]);
+        const op = pick([
+          WOp.RDMA_WRITE,
+          WOp.RDMA_WRITE,
+          WOp.RDMA_WRITE,
+          WOp.RDMA_WRITE,
+          WOp.RDMA_WRITE,
+          WOp.RDMA_WRITE_IMM,
+          WOp.SEND,
+          WOp.RDMA_READ,
+        ]);
         const src: GuestMr = pick([A, A, A, A, A, A, RO, LWO, P2]);
         const len = pick([0, 1, 2, 3, 4, 7, 8, 16, 64, 100, 256, 4096, 5000, 20000]);
         const off = pick([0, 1, 100, 4000, 16000]);
         const lkey = r.below(10) < 9 ? src.key : pick([src.key + 1, 0, r.next()]);
         const dst: GuestMr = pick([B, B, B, B, B, B, NOAT, RO, P2]);
         const rkey = r.below(10) < 9 ? dst.key : pick([dst.key ^ 0x100, 0, r.next()]);
-        const va = pick([dst.va, dst.va, dst.va + r.below(dst.length), dst.va + r.below(dst.length), dst.va + dst.length - 2, r.next() * 4096]);
-        const wr: SendWr = r.below(8) === 0 && op !== WOp.RDMA_READ
-          ? { op, id: 1000 + i, inline: r.bytes(Math.min(len, 128)), remote: { va, rkey }, imm: r.next() }
-          : { op, id: 1000 + i, sges: [{ va: src.va + off, len, lkey }], remote: { va, rkey }, imm: r.next() };
+        const va = pick([
+          dst.va,
+          dst.va,
+          dst.va + r.below(dst.length),
+          dst.va + r.below(dst.length),
+          dst.va + dst.length - 2,
+          r.next() * 4096,
+        ]);
+        const wr: SendWr =
+          r.below(8) === 0 && op !== WOp.RDMA_READ
+            ? { op, id: 1000 + i, inline: r.bytes(Math.min(len, 128)), remote: { va, rkey }, imm: r.next() }
+            : { op, id: 1000 + i, sges: [{ va: src.va + off, len, lkey }], remote: { va, rkey }, imm: r.next() };
         if ((op === WOp.SEND || op === WOp.RDMA_WRITE_IMM) && r.below(4) !== 0) {
           v.postRecv(b, { id: 2000 + recvs++, sges: [B.sge(8000, 8192)] });
         }
@@ -96,7 +134,13 @@ describe('p4 on RDMA send WQEs: seeded fuzz', function () {
     expect(posted).to.be.greaterThan(ROUNDS);
     const w = att.wqe.stats;
     console.log(`      wqe stats ${JSON.stringify(w)}, send statuses ${JSON.stringify([...statuses])}`);
-    expect([w.adds > 0, w.converts > 0, w.dropped > 0, w.refused > 0, w.passed > 0], JSON.stringify(w)).to.deep.equal([true, true, true, true, true]);
+    expect([w.adds > 0, w.converts > 0, w.dropped > 0, w.refused > 0, w.passed > 0], JSON.stringify(w)).to.deep.equal([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
     // Still a working device: a plain WRITE with no entries.
     expect(runCommand(engine, 'table_clear wqe_ops').ok).to.equal(true);
     await fresh(a, b);

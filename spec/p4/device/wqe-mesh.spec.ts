@@ -20,7 +20,6 @@ const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_AT
 const IP_A = '10.9.1.1';
 const IP_B = '10.9.1.2';
 
-
 describe('p4 on RDMA send WQEs to another node (TCP mesh)', function () {
   this.timeout(60_000);
   let pair: MeshGuests | undefined;

@@ -16,7 +16,22 @@ import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
 import { P4_EXTERN_MAX_BYTES, P4_EXTERN_MAX_FP32_BYTES } from '../../../lib/p4/device/wqe';
 import { PAGE } from '../../support/ionic/regs';
 import { MrF, QpS, QpT, WOp, WSt } from '../../support/ionic/rdma-regs';
-import { A, B, a, b, expectCqes, expectOnly, fresh, msn, ranges, rcq, scq, snapshot, useOpsGuest, v } from '../../support/ionic/rdma-ops-fixture';
+import {
+  A,
+  B,
+  a,
+  b,
+  expectCqes,
+  expectOnly,
+  fresh,
+  msn,
+  ranges,
+  rcq,
+  scq,
+  snapshot,
+  useOpsGuest,
+  v,
+} from '../../support/ionic/rdma-ops-fixture';
 import { MAXCODE, REF, refEncode } from './fp8-ref';
 import { FIXTURES } from '../helpers';
 
@@ -71,7 +86,10 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
     expect(cells('wqe_verbs')[WOp.RDMA_WRITE]).to.equal(verbs[WOp.RDMA_WRITE]! + 1);
   });
 
-  for (const [fmt, name] of [[NumFormat.E4M3, 'E4M3'], [NumFormat.E5M2, 'E5M2']] as const) {
+  for (const [fmt, name] of [
+    [NumFormat.E4M3, 'E4M3'],
+    [NumFormat.E5M2, 'E5M2'],
+  ] as const) {
     for (const sat of [0, 1]) {
       it(`a WRITE turned into an ${name} add${sat ? ' (saturating)' : ''}: every code against the table, only the target written`, async () => {
         cmd(engine, `table_add wqe_ops fp8_add 4&&&0xff 0&&&0 0&&&0 0&&&0 => ${fmt} ${sat} 10`);
@@ -80,7 +98,12 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
         A.write(100, src);
         B.write(PAGE - 0x123 - 100, dst); // the target crosses a page boundary of B
         snapshot();
-        v.postSend(a, { op: WOp.RDMA_WRITE, id: 2, sges: [A.sge(100, 200), A.sge(300, 56)], remote: { va: B.va + PAGE - 0x123 - 100, rkey: B.key } });
+        v.postSend(a, {
+          op: WOp.RDMA_WRITE,
+          id: 2,
+          sges: [A.sge(100, 200), A.sge(300, 56)],
+          remote: { va: B.va + PAGE - 0x123 - 100, rkey: B.key },
+        });
         await v.settle();
         const want = Buffer.alloc(256);
         for (let i = 0; i < 256; i++) want[i] = refEncode(fmt, REF[fmt](dst[i]!) + REF[fmt](src[i]!), sat === 1);
@@ -105,10 +128,36 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
   });
 
   it('conversions: FP32 -> E4M3 (n elements out of 4n bytes), E5M2 -> FP16 and BF16 -> E5M2, saturating where asked', async () => {
-    cmd(engine, `table_add wqe_ops convert 4&&&0xff 64&&&0xffffffff 0&&&0 0&&&0 => ${NumFormat.FP32} ${NumFormat.E4M3} 1 10`);
-    cmd(engine, `table_add wqe_ops convert 4&&&0xff 5&&&0xffffffff 0&&&0 0&&&0 => ${NumFormat.E5M2} ${NumFormat.FP16} 0 10`);
-    cmd(engine, `table_add wqe_ops convert 4&&&0xff 6&&&0xffffffff 0&&&0 0&&&0 => ${NumFormat.BF16} ${NumFormat.E5M2} 0 10`);
-    const f = [0.1, -3.3, 448, 500, 1e9, -1e9, 2 ** -9, 2 ** -10, 0.0, -0.0, 17, 1.0625 * 2 ** -6 * 1.5, NaN, Infinity, -Infinity, 300];
+    cmd(
+      engine,
+      `table_add wqe_ops convert 4&&&0xff 64&&&0xffffffff 0&&&0 0&&&0 => ${NumFormat.FP32} ${NumFormat.E4M3} 1 10`,
+    );
+    cmd(
+      engine,
+      `table_add wqe_ops convert 4&&&0xff 5&&&0xffffffff 0&&&0 0&&&0 => ${NumFormat.E5M2} ${NumFormat.FP16} 0 10`,
+    );
+    cmd(
+      engine,
+      `table_add wqe_ops convert 4&&&0xff 6&&&0xffffffff 0&&&0 0&&&0 => ${NumFormat.BF16} ${NumFormat.E5M2} 0 10`,
+    );
+    const f = [
+      0.1,
+      -3.3,
+      448,
+      500,
+      1e9,
+      -1e9,
+      2 ** -9,
+      2 ** -10,
+      0.0,
+      -0.0,
+      17,
+      1.0625 * 2 ** -6 * 1.5,
+      NaN,
+      Infinity,
+      -Infinity,
+      300,
+    ];
     expect(f.length * 4).to.equal(64);
     const src = Buffer.alloc(64);
     f.forEach((x, i) => src.writeFloatLE(x, i * 4));
@@ -140,7 +189,12 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
   it('an inline WRITE is a source too (the WQE names its bytes)', async () => {
     cmd(engine, `table_add wqe_ops fp8_add 4&&&0xff 0&&&0 0&&&0 0&&&0 => ${NumFormat.E5M2} 0 10`);
     B.write(0, Buffer.from([0x3c, 0x3c, 0x40, 0x00]));
-    v.postSend(a, { op: WOp.RDMA_WRITE, id: 8, inline: Buffer.from([0x3c, 0xbc, 0x3c, 0x80]), remote: { va: B.va, rkey: B.key } });
+    v.postSend(a, {
+      op: WOp.RDMA_WRITE,
+      id: 8,
+      inline: Buffer.from([0x3c, 0xbc, 0x3c, 0x80]),
+      remote: { va: B.va, rkey: B.key },
+    });
     await v.settle();
     // 1+1=2 (0x40), 1-1=+0, 2+1=3 (0x42), 0 + -0 = +0
     expect([...B.read(0, 4)]).to.deep.equal([0x40, 0x00, 0x42, 0x00]);
@@ -181,11 +235,43 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
     cmd(engine, `table_add wqe_ops fp8_add 0&&&0xff 0&&&0 0&&&0 0&&&0 => ${NumFormat.E4M3} 0 10`); // SEND
     cmd(engine, `table_add wqe_ops convert 4&&&0xff 0&&&0 0&&&0 0&&&0 => ${NumFormat.FP16} ${NumFormat.E4M3} 0 10`);
     const cases: { what: string; post: () => void; st: number }[] = [
-      { what: 'fp8 add on a SEND', post: () => { v.postRecv(b, { id: 1, sges: [B.sge(0, 64)] }); v.postSend(a, { op: WOp.SEND, id: 12, sges: [A.sge(0, 8)] }); }, st: WSt.LOCAL_QP_OPER },
-      { what: 'odd length for FP16', post: () => v.postSend(a, { op: WOp.RDMA_WRITE, id: 13, sges: [A.sge(0, 7)], remote: { va: B.va, rkey: B.key } }), st: WSt.LOCAL_LEN },
-      { what: 'rkey 0', post: () => v.postSend(a, { op: WOp.RDMA_WRITE, id: 14, sges: [A.sge(0, 8)], remote: { va: B.pages[0]!, rkey: 0 } }), st: WSt.REMOTE_ACC },
-      { what: 'a bad rkey', post: () => v.postSend(a, { op: WOp.RDMA_WRITE, id: 15, sges: [A.sge(0, 8)], remote: { va: B.va, rkey: B.key + 1 } }), st: WSt.REMOTE_ACC },
-      { what: 'past the end of the MR', post: () => v.postSend(a, { op: WOp.RDMA_WRITE, id: 16, sges: [A.sge(0, 8)], remote: { va: B.va + B.length - 2, rkey: B.key } }), st: WSt.REMOTE_ACC },
+      {
+        what: 'fp8 add on a SEND',
+        post: () => {
+          v.postRecv(b, { id: 1, sges: [B.sge(0, 64)] });
+          v.postSend(a, { op: WOp.SEND, id: 12, sges: [A.sge(0, 8)] });
+        },
+        st: WSt.LOCAL_QP_OPER,
+      },
+      {
+        what: 'odd length for FP16',
+        post: () =>
+          v.postSend(a, { op: WOp.RDMA_WRITE, id: 13, sges: [A.sge(0, 7)], remote: { va: B.va, rkey: B.key } }),
+        st: WSt.LOCAL_LEN,
+      },
+      {
+        what: 'rkey 0',
+        post: () =>
+          v.postSend(a, { op: WOp.RDMA_WRITE, id: 14, sges: [A.sge(0, 8)], remote: { va: B.pages[0]!, rkey: 0 } }),
+        st: WSt.REMOTE_ACC,
+      },
+      {
+        what: 'a bad rkey',
+        post: () =>
+          v.postSend(a, { op: WOp.RDMA_WRITE, id: 15, sges: [A.sge(0, 8)], remote: { va: B.va, rkey: B.key + 1 } }),
+        st: WSt.REMOTE_ACC,
+      },
+      {
+        what: 'past the end of the MR',
+        post: () =>
+          v.postSend(a, {
+            op: WOp.RDMA_WRITE,
+            id: 16,
+            sges: [A.sge(0, 8)],
+            remote: { va: B.va + B.length - 2, rkey: B.key },
+          }),
+        st: WSt.REMOTE_ACC,
+      },
     ];
     for (const c of cases) {
       await fresh(a, b);
@@ -194,7 +280,10 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
       c.post();
       await v.settle();
       expectOnly([], c.what);
-      expect(v.drain(scq).map((x) => [x.error, x.statusLength]), c.what).to.deep.equal([[true, c.st]]);
+      expect(
+        v.drain(scq).map((x) => [x.error, x.statusLength]),
+        c.what,
+      ).to.deep.equal([[true, c.st]]);
       v.drainAll();
       expect(v.qpState(a), c.what).to.equal(QpS.ERR);
       expect(att.wqe.stats.refused, c.what).to.equal(refused + 1);
@@ -206,7 +295,12 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
     const big = await v.createMr({ key: 0x901, pages, flags: MrF.LOCAL_WRITE });
     await fresh(a, b);
     snapshot();
-    v.postSend(a, { op: WOp.RDMA_WRITE, id: 17, sges: [big.sge(0, P4_EXTERN_MAX_BYTES + 1)], remote: { va: B.va, rkey: B.key } });
+    v.postSend(a, {
+      op: WOp.RDMA_WRITE,
+      id: 17,
+      sges: [big.sge(0, P4_EXTERN_MAX_BYTES + 1)],
+      remote: { va: B.va, rkey: B.key },
+    });
     await v.settle();
     expectOnly([]);
     expect(v.drain(scq).map((x) => [x.error, x.statusLength])).to.deep.equal([[true, WSt.LOCAL_LEN]]);
@@ -215,7 +309,12 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
     cmd(engine, 'table_clear wqe_ops');
     cmd(engine, `table_add wqe_ops convert 4&&&0xff 0&&&0 0&&&0 0&&&0 => ${NumFormat.FP32} ${NumFormat.E4M3} 0 10`);
     await fresh(a, b);
-    v.postSend(a, { op: WOp.RDMA_WRITE, id: 22, sges: [big.sge(0, P4_EXTERN_MAX_FP32_BYTES + 4)], remote: { va: B.va, rkey: B.key } });
+    v.postSend(a, {
+      op: WOp.RDMA_WRITE,
+      id: 22,
+      sges: [big.sge(0, P4_EXTERN_MAX_FP32_BYTES + 4)],
+      remote: { va: B.va, rkey: B.key },
+    });
     await v.settle();
     expectOnly([]);
     expect(v.drain(scq).map((x) => [x.error, x.statusLength])).to.deep.equal([[true, WSt.LOCAL_LEN]]);
@@ -229,13 +328,23 @@ describe('p4 on RDMA send WQEs: rdma_fp8.json on the live data path', function (
     const gpa = A.at(0);
     A.write(0, Buffer.from([0x38, 0x38]));
     B.write(0, Buffer.from([0, 0]));
-    v.postSend(k1, { op: WOp.RDMA_WRITE, id: 18, sges: [{ va: gpa, len: 2, lkey: 0 }], remote: { va: B.va, rkey: B.key } });
+    v.postSend(k1, {
+      op: WOp.RDMA_WRITE,
+      id: 18,
+      sges: [{ va: gpa, len: 2, lkey: 0 }],
+      remote: { va: B.va, rkey: B.key },
+    });
     await v.settle();
     expect([...B.read(0, 2)]).to.deep.equal([0x38, 0x38]);
     expect(v.drain(scq).map((x) => [x.error, x.statusLength])).to.deep.equal([[false, 0]]);
     snapshot();
     cmd(engine, `table_add wqe_ops fp8_add 4&&&0xff 0&&&0 0&&&0 0&&&0 => ${NumFormat.E4M3} 0 10`);
-    v.postSend(k1, { op: WOp.RDMA_WRITE, id: 19, sges: [{ va: gpa, len: 2, lkey: 0 }], remote: { va: B.va, rkey: B.key } });
+    v.postSend(k1, {
+      op: WOp.RDMA_WRITE,
+      id: 19,
+      sges: [{ va: gpa, len: 2, lkey: 0 }],
+      remote: { va: B.va, rkey: B.key },
+    });
     await v.settle();
     expectOnly([]);
     expect(v.drain(scq).map((x) => [x.error, x.statusLength])).to.deep.equal([[true, WSt.LOCAL_PROT]]);
@@ -339,7 +448,9 @@ describe('p4 on RDMA send WQEs: which programs run on them', () => {
     try {
       const r = p4FromCli({ program: file });
       expect(r.ok).to.equal(false);
-      expect(!r.ok && r.error).to.match(/--p4-program .*bad-wqe-\d+\.json: header ernic_wqe must have the fields verb:8 .* \(has .*length:16 pad:16/);
+      expect(!r.ok && r.error).to.match(
+        /--p4-program .*bad-wqe-\d+\.json: header ernic_wqe must have the fields verb:8 .* \(has .*length:16 pad:16/,
+      );
     } finally {
       fs.unlinkSync(file);
     }

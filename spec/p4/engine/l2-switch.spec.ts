@@ -16,7 +16,8 @@ describe('p4: l2_switch learning', () => {
   let engine: P4Engine;
   beforeEach(() => {
     engine = P4Engine.load(fixtureText('l2_switch.json'));
-    for (const c of ['table_set_default smac mac_learn', 'table_set_default dmac broadcast']) expect(runCommand(engine, c).ok, c).to.equal(true);
+    for (const c of ['table_set_default smac mac_learn', 'table_set_default dmac broadcast'])
+      expect(runCommand(engine, c).ok, c).to.equal(true);
   });
 
   const frame = (dst: string, src: string) => Buffer.concat([ethernet(dst, src, 0x88b5), Buffer.alloc(50, 0x5a)]);

@@ -57,8 +57,18 @@ describe('p4: parser_deparser_1 parse/deparse', () => {
   for (const [name, frame] of [
     ['UDP', udpFrame],
     ['TCP', tcpFrame],
-    ['ARP (Ethernet only)', Buffer.concat([ethernet('ff:ff:ff:ff:ff:ff', '02:00:00:00:00:01', 0x0806), Buffer.alloc(28, 0x11)])],
-    ['IPv4/ICMP (no L4 header parsed)', Buffer.concat([ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', 0x0800), ipv4({ src: '1.2.3.4', dst: '5.6.7.8', ttl: 1, protocol: 1, payloadLength: 8 }), Buffer.alloc(8, 0xaa)])],
+    [
+      'ARP (Ethernet only)',
+      Buffer.concat([ethernet('ff:ff:ff:ff:ff:ff', '02:00:00:00:00:01', 0x0806), Buffer.alloc(28, 0x11)]),
+    ],
+    [
+      'IPv4/ICMP (no L4 header parsed)',
+      Buffer.concat([
+        ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', 0x0800),
+        ipv4({ src: '1.2.3.4', dst: '5.6.7.8', ttl: 1, protocol: 1, payloadLength: 8 }),
+        Buffer.alloc(8, 0xaa),
+      ]),
+    ],
   ] as const) {
     it(`round-trips ${name} byte-exact through process()`, () => {
       const r = engine.process(frame, 3);

@@ -15,7 +15,16 @@ import { ethernet, fixtureText, ipv4, snapshot, syntheticProgram } from '../help
 import { xorshift } from '../../support/rng';
 import { guestControl } from '../guest';
 
-const KEYS = ['valueOf', 'hasOwnProperty', '__proto__', 'constructor', 'toString', 'isPrototypeOf', '__defineGetter__', 'toLocaleString'];
+const KEYS = [
+  'valueOf',
+  'hasOwnProperty',
+  '__proto__',
+  'constructor',
+  'toString',
+  'isPrototypeOf',
+  '__defineGetter__',
+  'toLocaleString',
+];
 
 function refusal(program: unknown): P4LoadError {
   try {
@@ -41,81 +50,159 @@ function withConditional(cond: unknown): any {
 
 /** Where an operator can be: each site with the JSON path the refusal must name. */
 const OPERATOR_SITES: [string, (op: string) => any, string][] = [
-  ['a conditional', (op) => withConditional(expr(op, field('ethernet', 'etherType'), hex('0x0800'))), 'pipelines[0].conditionals[0].expression.value.op'],
-  ['a nested operand of a conditional', (op) => withConditional(expr('==', expr(op, field('ethernet', 'etherType'), hex('0x1')), hex('0x0800'))), 'pipelines[0].conditionals[0].expression.value.left.value.op'],
-  ['an action primitive', (op) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.actions[0].primitives.push({ op: 'modify_field', parameters: [field('ethernet', 'etherType'), expr(op, field('ethernet', 'etherType'), hex('0x3'))] });
-    return p;
-  }, 'actions[0].primitives[1].parameters[1].value.op'],
-  ['a parser set', (op) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.parsers[0].parse_states[0].parser_ops.push({ op: 'set', parameters: [field('ethernet', 'etherType'), expr(op, field('ethernet', 'etherType'), hex('0x1'))] });
-    return p;
-  }, 'parsers[0].parse_states[0].parser_ops[1].parameters[1].value.op'],
-  ['a primitive name', (op) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.actions[0].primitives.push({ op, parameters: [] });
-    return p;
-  }, 'actions[0].primitives[1].op'],
-  ['a parser operation', (op) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.parsers[0].parse_states[0].parser_ops.push({ op, parameters: [] });
-    return p;
-  }, 'parsers[0].parse_states[0].parser_ops[1].op'],
-  ['a table match type', (op) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.pipelines[0].tables[0].match_type = op;
-    return p;
-  }, 'pipelines[0].tables[0].match_type'],
-  ['a key match type', (op) => syntheticProgram([{ match_type: op, target: ['ethernet', 'etherType'] }], 'exact'), 'pipelines[0].tables[0].key[0].match_type'],
+  [
+    'a conditional',
+    (op) => withConditional(expr(op, field('ethernet', 'etherType'), hex('0x0800'))),
+    'pipelines[0].conditionals[0].expression.value.op',
+  ],
+  [
+    'a nested operand of a conditional',
+    (op) => withConditional(expr('==', expr(op, field('ethernet', 'etherType'), hex('0x1')), hex('0x0800'))),
+    'pipelines[0].conditionals[0].expression.value.left.value.op',
+  ],
+  [
+    'an action primitive',
+    (op) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.actions[0].primitives.push({
+        op: 'modify_field',
+        parameters: [field('ethernet', 'etherType'), expr(op, field('ethernet', 'etherType'), hex('0x3'))],
+      });
+      return p;
+    },
+    'actions[0].primitives[1].parameters[1].value.op',
+  ],
+  [
+    'a parser set',
+    (op) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.parsers[0].parse_states[0].parser_ops.push({
+        op: 'set',
+        parameters: [field('ethernet', 'etherType'), expr(op, field('ethernet', 'etherType'), hex('0x1'))],
+      });
+      return p;
+    },
+    'parsers[0].parse_states[0].parser_ops[1].parameters[1].value.op',
+  ],
+  [
+    'a primitive name',
+    (op) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.actions[0].primitives.push({ op, parameters: [] });
+      return p;
+    },
+    'actions[0].primitives[1].op',
+  ],
+  [
+    'a parser operation',
+    (op) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.parsers[0].parse_states[0].parser_ops.push({ op, parameters: [] });
+      return p;
+    },
+    'parsers[0].parse_states[0].parser_ops[1].op',
+  ],
+  [
+    'a table match type',
+    (op) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.pipelines[0].tables[0].match_type = op;
+      return p;
+    },
+    'pipelines[0].tables[0].match_type',
+  ],
+  [
+    'a key match type',
+    (op) => syntheticProgram([{ match_type: op, target: ['ethernet', 'etherType'] }], 'exact'),
+    'pipelines[0].tables[0].key[0].match_type',
+  ],
   ['an operand type', (op) => withConditional({ type: op, value: 1 }), 'pipelines[0].conditionals[0].expression.type'],
-  ['a hash algorithm', (op) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.calculations = [{ name: 'h', id: 0, algo: op, input: [field('ethernet', 'srcAddr')] }];
-    return p;
-  }, 'calculations[0].algo'],
+  [
+    'a hash algorithm',
+    (op) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.calculations = [{ name: 'h', id: 0, algo: op, input: [field('ethernet', 'srcAddr')] }];
+      return p;
+    },
+    'calculations[0].algo',
+  ],
 ];
 
 /** References to names the program never declared. */
 const REFERENCE_SITES: [string, (n: string) => any, RegExp][] = [
-  ['a field of no header', (n) => withConditional(expr('==', field(n, 'etherType'), hex('0x0800'))), /^pipelines\[0\]\.conditionals\[0\]\.expression\.value\.left\.value /],
-  ['no field of a header', (n) => withConditional(expr('==', field('ethernet', n), hex('0x0800'))), /^pipelines\[0\]\.conditionals\[0\]\.expression\.value\.left\.value /],
-  ['a table action', (n) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.pipelines[0].tables[0].actions.push(n);
-    return p;
-  }, /^pipelines\[0\]\.tables\[0\]\.actions\[1\] /],
-  ['a next table', (n) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.pipelines[0].tables[0].base_default_next = n;
-    return p;
-  }, /^pipelines\[0\]\.tables\[0\]\.base_default_next /],
-  ['a next state', (n) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.parsers[0].parse_states[0].transitions[0].next_state = n;
-    return p;
-  }, /^parsers\[0\]\.parse_states\[0\]\.transitions\[0\]\.next_state /],
-  ['a counter', (n) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.actions[0].primitives.push({ op: 'count', parameters: [{ type: 'counter_array', value: n }, hex('0x0')] });
-    return p;
-  }, /^actions\[0\]\.primitives\[1\]\.parameters\[0\]\.value /],
-  ['an extracted header', (n) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.parsers[0].parse_states[0].parser_ops[0].parameters[0].value = n;
-    return p;
-  }, /^parsers\[0\]\.parse_states\[0\]\.parser_ops\[0\]\.parameters\[0\]\.value /],
-  ['a header type', (n) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.headers[1].header_type = n;
-    return p;
-  }, /^headers\[1\]\.header_type /],
-  ['a next_tables key', (n) => {
-    const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.pipelines[0].tables[0].next_tables = JSON.parse(`{"set_src": null, ${JSON.stringify(n)}: null}`);
-    return p;
-  }, /^pipelines\[0\]\.tables\[0\]\.next_tables\./],
+  [
+    'a field of no header',
+    (n) => withConditional(expr('==', field(n, 'etherType'), hex('0x0800'))),
+    /^pipelines\[0\]\.conditionals\[0\]\.expression\.value\.left\.value /,
+  ],
+  [
+    'no field of a header',
+    (n) => withConditional(expr('==', field('ethernet', n), hex('0x0800'))),
+    /^pipelines\[0\]\.conditionals\[0\]\.expression\.value\.left\.value /,
+  ],
+  [
+    'a table action',
+    (n) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.pipelines[0].tables[0].actions.push(n);
+      return p;
+    },
+    /^pipelines\[0\]\.tables\[0\]\.actions\[1\] /,
+  ],
+  [
+    'a next table',
+    (n) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.pipelines[0].tables[0].base_default_next = n;
+      return p;
+    },
+    /^pipelines\[0\]\.tables\[0\]\.base_default_next /,
+  ],
+  [
+    'a next state',
+    (n) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.parsers[0].parse_states[0].transitions[0].next_state = n;
+      return p;
+    },
+    /^parsers\[0\]\.parse_states\[0\]\.transitions\[0\]\.next_state /,
+  ],
+  [
+    'a counter',
+    (n) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.actions[0].primitives.push({ op: 'count', parameters: [{ type: 'counter_array', value: n }, hex('0x0')] });
+      return p;
+    },
+    /^actions\[0\]\.primitives\[1\]\.parameters\[0\]\.value /,
+  ],
+  [
+    'an extracted header',
+    (n) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.parsers[0].parse_states[0].parser_ops[0].parameters[0].value = n;
+      return p;
+    },
+    /^parsers\[0\]\.parse_states\[0\]\.parser_ops\[0\]\.parameters\[0\]\.value /,
+  ],
+  [
+    'a header type',
+    (n) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.headers[1].header_type = n;
+      return p;
+    },
+    /^headers\[1\]\.header_type /,
+  ],
+  [
+    'a next_tables key',
+    (n) => {
+      const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
+      p.pipelines[0].tables[0].next_tables = JSON.parse(`{"set_src": null, ${JSON.stringify(n)}: null}`);
+      return p;
+    },
+    /^pipelines\[0\]\.tables\[0\]\.next_tables\./,
+  ],
 ];
 
 /** simple_router with one name of each kind renamed to `k` (text replace of the quoted names). */
@@ -123,7 +210,9 @@ function renamedRouter(k: string): { program: string; commands: string } {
   const names = ['ipv4_t', 'ipv4', 'ttl', 'set_nhop', 'ipv4_lpm', 'parse_ipv4', 'ipv4_checksum'];
   let program = fixtureText('simple_router.json');
   for (const n of names) program = program.split(JSON.stringify(n)).join(JSON.stringify(k));
-  const commands = fixtureText('commands.txt').replace(/\bipv4_lpm\b/g, k).replace(/\bset_nhop\b/g, k);
+  const commands = fixtureText('commands.txt')
+    .replace(/\bipv4_lpm\b/g, k)
+    .replace(/\bset_nhop\b/g, k);
   return { program, commands };
 }
 
@@ -133,7 +222,20 @@ function routerFrames(n: number): Buffer[] {
   const out: Buffer[] = [];
   for (let i = 0; i < n; i++) {
     const payload = Buffer.alloc(r() % 40, i);
-    out.push(Buffer.concat([ethernet('00:aa:bb:00:00:00', '00:00:00:00:00:01', 0x0800), ipv4({ src: '10.0.9.9', dst: dsts[r() % dsts.length]!, ttl: r() % 4, protocol: 17, payloadLength: payload.length, goodChecksum: r() % 5 !== 0 }), payload]));
+    out.push(
+      Buffer.concat([
+        ethernet('00:aa:bb:00:00:00', '00:00:00:00:00:01', 0x0800),
+        ipv4({
+          src: '10.0.9.9',
+          dst: dsts[r() % dsts.length]!,
+          ttl: r() % 4,
+          protocol: 17,
+          payloadLength: payload.length,
+          goodChecksum: r() % 5 !== 0,
+        }),
+        payload,
+      ]),
+    );
   }
   return out;
 }
@@ -170,7 +272,9 @@ describe('p4: prototype keys as operators and names', () => {
         expect(e.tables.has(k), `${k}: a table of that name`).to.equal(true);
         const c = runCommands(e, r.commands);
         expect(c.ok, `${k}: commands ${JSON.stringify(c.results.at(-1))}`).to.equal(true);
-        frames.forEach((f, i) => expect(snapshot(e.process(f, 1)), `${k} frame ${i} (codegen ${codegen})`).to.deep.equal(want[i]));
+        frames.forEach((f, i) =>
+          expect(snapshot(e.process(f, 1)), `${k} frame ${i} (codegen ${codegen})`).to.deep.equal(want[i]),
+        );
         expect(e.stats.faults, k).to.equal(0);
       }
     }
@@ -179,10 +283,27 @@ describe('p4: prototype keys as operators and names', () => {
   it('runtime commands naming prototype keys fail as unknown names, nothing throws', () => {
     const e = P4Engine.load(fixtureText('simple_router.json'));
     const forms = [
-      'table_add K set_nhop 10.0.0.1/32 => 10.0.0.1 1', 'table_add ipv4_lpm K 10.0.0.1/32 => 10.0.0.1 1', 'table_set_default K _drop', 'table_set_default ipv4_lpm K',
-      'table_delete K 0', 'table_clear K', 'counter_read K 0', 'counter_reset K', 'register_read K 0', 'register_write K 0 1', 'register_reset K',
-      'meter_set_rates K 0 1:1 1:1', 'parse_vset_add K 1', 'act_prof_create_member K _drop', 'act_prof_create_group K', 'act_prof_add_member_to_group K 0 0',
-      'table_indirect_add K 1 => 0', 'table_indirect_add_with_group K 1 => 0', 'table_indirect_set_default K 0', 'K', 'K K K',
+      'table_add K set_nhop 10.0.0.1/32 => 10.0.0.1 1',
+      'table_add ipv4_lpm K 10.0.0.1/32 => 10.0.0.1 1',
+      'table_set_default K _drop',
+      'table_set_default ipv4_lpm K',
+      'table_delete K 0',
+      'table_clear K',
+      'counter_read K 0',
+      'counter_reset K',
+      'register_read K 0',
+      'register_write K 0 1',
+      'register_reset K',
+      'meter_set_rates K 0 1:1 1:1',
+      'parse_vset_add K 1',
+      'act_prof_create_member K _drop',
+      'act_prof_create_group K',
+      'act_prof_add_member_to_group K 0 0',
+      'table_indirect_add K 1 => 0',
+      'table_indirect_add_with_group K 1 => 0',
+      'table_indirect_set_default K 0',
+      'K',
+      'K K K',
     ];
     for (const k of KEYS) {
       for (const form of forms) {
@@ -198,7 +319,19 @@ describe('p4: prototype keys as operators and names', () => {
   it('a frame that throws inside the program is dropped and counted at the frame boundary (a meter whose clock throws)', () => {
     const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact', {
       meter_arrays: [{ name: 'm', id: 0, type: 'packets', rate_count: 2, size: 4, is_direct: false }],
-      actions: [{ name: 'meter', id: 1, runtime_data: [], primitives: [{ op: 'execute_meter', parameters: [{ type: 'meter_array', value: 'm' }, hex('0x0'), field('ethernet', 'etherType')] }] }],
+      actions: [
+        {
+          name: 'meter',
+          id: 1,
+          runtime_data: [],
+          primitives: [
+            {
+              op: 'execute_meter',
+              parameters: [{ type: 'meter_array', value: 'm' }, hex('0x0'), field('ethernet', 'etherType')],
+            },
+          ],
+        },
+      ],
     });
     let broken = false;
     const e = P4Engine.load(p, {

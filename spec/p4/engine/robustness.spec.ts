@@ -9,7 +9,14 @@ import { runCommands } from '../../../lib/p4/engine/commands';
 import { ethernet, fixtureText, ipv4, tcp } from '../helpers';
 import { xorshift } from '../../support/rng';
 
-const PROGRAMS = ['simple_router.json', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json'];
+const PROGRAMS = [
+  'simple_router.json',
+  'l2_switch.json',
+  'exact_match_1.json',
+  'LPM_match_1.json',
+  'ternary_match_1.json',
+  'parser_deparser_1.json',
+];
 
 function describeResult(r: ReturnType<P4Engine['process']>): string {
   return JSON.stringify({ d: r.dropped, p: r.egressPort, f: r.frame?.toString('hex'), e: r.parserError });
@@ -38,7 +45,11 @@ describe('p4: untrusted frames', () => {
 
   it('parser_deparser_1: every truncation of a TCP frame parses what fits and re-emits the bytes', () => {
     const e = P4Engine.load(fixtureText('parser_deparser_1.json'));
-    const full = Buffer.concat([ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', 0x0800), ipv4({ src: '1.1.1.1', dst: '2.2.2.2', ttl: 9, protocol: 6, payloadLength: 24 }), tcp(1, 2, 3, Buffer.alloc(4, 7))]);
+    const full = Buffer.concat([
+      ethernet('02:00:00:00:00:02', '02:00:00:00:00:01', 0x0800),
+      ipv4({ src: '1.1.1.1', dst: '2.2.2.2', ttl: 9, protocol: 6, payloadLength: 24 }),
+      tcp(1, 2, 3, Buffer.alloc(4, 7)),
+    ]);
     for (let n = 0; n <= full.length; n++) {
       const part = full.subarray(0, n);
       const r = e.process(part, 0);

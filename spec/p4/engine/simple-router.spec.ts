@@ -20,7 +20,11 @@ describe('p4: simple_router with commands.txt', () => {
 
   const body = udp(1000, 2000, Buffer.from('payload bytes stay untouched'));
   function frameTo(dst: string, ttl: number): Buffer {
-    return Buffer.concat([ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800), ipv4({ src: '10.0.2.1', dst, ttl, protocol: 17, payloadLength: body.length }), body]);
+    return Buffer.concat([
+      ethernet('00:00:00:00:00:99', '00:00:00:00:00:11', 0x0800),
+      ipv4({ src: '10.0.2.1', dst, ttl, protocol: 17, payloadLength: body.length }),
+      body,
+    ]);
   }
   function expected(dst: string, ttl: number, dmac: string, smac: string): Buffer {
     const ip4 = ipv4({ src: '10.0.2.1', dst, ttl: ttl - 1, protocol: 17, payloadLength: body.length });

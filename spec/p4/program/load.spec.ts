@@ -7,7 +7,14 @@ import { P4LoadError } from '../../../lib/p4/program/load';
 import { MAX_PARSE_STEPS } from '../../../lib/p4/compile/parser';
 import { ethernet, fixtureJson, fixtureText, syntheticProgram } from '../helpers';
 
-const FIXTURES = ['simple_router.json', 'l2_switch.json', 'exact_match_1.json', 'LPM_match_1.json', 'ternary_match_1.json', 'parser_deparser_1.json'];
+const FIXTURES = [
+  'simple_router.json',
+  'l2_switch.json',
+  'exact_match_1.json',
+  'LPM_match_1.json',
+  'ternary_match_1.json',
+  'parser_deparser_1.json',
+];
 
 function refusal(program: unknown): P4LoadError {
   try {
@@ -52,7 +59,9 @@ describe('p4: loading programs', () => {
   it('refuses a parser op parameter that is not an object (null, a number, an array) with its path, never a TypeError', () => {
     for (const bad of [null, 7, ['x']]) {
       const p = fixtureJson('simple_router.json');
-      const ops = p.parsers[0].parse_states.flatMap((st: { parser_ops: unknown[] }, si: number) => st.parser_ops.map((_: unknown, oi: number) => [si, oi]));
+      const ops = p.parsers[0].parse_states.flatMap((st: { parser_ops: unknown[] }, si: number) =>
+        st.parser_ops.map((_: unknown, oi: number) => [si, oi]),
+      );
       const [si, oi] = ops[0];
       p.parsers[0].parse_states[si].parser_ops[oi] = { op: 'set', parameters: [bad, { type: 'hexstr', value: '0x1' }] };
       const e = refusal(p);
@@ -128,11 +137,26 @@ describe('p4: loading programs', () => {
   it('stops a parser that loops forever at the budget and drops the frame', () => {
     const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'dstAddr'] }], 'exact');
     p.parsers[0].parse_states = [
-      { name: 'start', id: 0, parser_ops: [], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: 'again' }] },
-      { name: 'again', id: 1, parser_ops: [], transition_key: [], transitions: [{ type: 'default', value: null, mask: null, next_state: 'start' }] },
+      {
+        name: 'start',
+        id: 0,
+        parser_ops: [],
+        transition_key: [],
+        transitions: [{ type: 'default', value: null, mask: null, next_state: 'again' }],
+      },
+      {
+        name: 'again',
+        id: 1,
+        parser_ops: [],
+        transition_key: [],
+        transitions: [{ type: 'default', value: null, mask: null, next_state: 'start' }],
+      },
     ];
     const e = P4Engine.load(p);
-    const r = e.process(Buffer.concat([ethernet('00:00:00:00:00:01', '00:00:00:00:00:02', 0x88b5), Buffer.alloc(46)]), 1);
+    const r = e.process(
+      Buffer.concat([ethernet('00:00:00:00:00:01', '00:00:00:00:00:02', 0x88b5), Buffer.alloc(46)]),
+      1,
+    );
     expect(r.dropped).to.equal(true);
     expect(r.reason).to.equal('parser-budget');
     expect(e.stats.budgetDrops).to.equal(1);

@@ -9,15 +9,31 @@ import { RocePath } from '../../../lib/roce/frame';
 import { RocePort } from '../../../lib/roce/transport/port';
 import type { RoceQp } from '../../../lib/roce/transport/qp';
 import {
-  ACCESS_LOCAL_WRITE, ACCESS_REMOTE_ATOMIC, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, type Completion, QPS_INIT, QPS_RTR,
-  QPS_RTS, QPT_RC, type RecvWqe, type RoceMemory, RoceQpConfig, type SendWqe, WR_SEND,
+  ACCESS_LOCAL_WRITE,
+  ACCESS_REMOTE_ATOMIC,
+  ACCESS_REMOTE_READ,
+  ACCESS_REMOTE_WRITE,
+  type Completion,
+  QPS_INIT,
+  QPS_RTR,
+  QPS_RTS,
+  QPT_RC,
+  type RecvWqe,
+  type RoceMemory,
+  RoceQpConfig,
+  type SendWqe,
+  WR_SEND,
 } from '../../../lib/roce/transport/types';
 import { xorshift } from '../../support/rng';
 import { ipv4Path } from '../paths';
 
 export const ALL_ACCESS = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC;
 
-interface Region { base: number; buf: Buffer; access: number }
+interface Region {
+  base: number;
+  buf: Buffer;
+  access: number;
+}
 
 /** Guest memory: regions by key, each a buffer at a base address with access rights. */
 export class FakeMemory implements RoceMemory {
@@ -58,14 +74,32 @@ export class FakeMemory implements RoceMemory {
 }
 
 export interface RecordedCompletion {
-  wrId: number; status: number; opcode: number; byteLen: number; signaled: boolean;
-  hasImm: boolean; imm: number; hasInv: boolean; invRkey: number; srcQp: number; hasGrh: boolean;
+  wrId: number;
+  status: number;
+  opcode: number;
+  byteLen: number;
+  signaled: boolean;
+  hasImm: boolean;
+  imm: number;
+  hasInv: boolean;
+  invRkey: number;
+  srcQp: number;
+  hasGrh: boolean;
 }
 
 function record(c: Completion): RecordedCompletion {
   return {
-    wrId: c.wrId, status: c.status, opcode: c.opcode, byteLen: c.byteLen, signaled: c.signaled, hasImm: c.hasImm, imm: c.imm,
-    hasInv: c.hasInv, invRkey: c.invRkey, srcQp: c.srcQp, hasGrh: c.hasGrh,
+    wrId: c.wrId,
+    status: c.status,
+    opcode: c.opcode,
+    byteLen: c.byteLen,
+    signaled: c.signaled,
+    hasImm: c.hasImm,
+    imm: c.imm,
+    hasInv: c.hasInv,
+    invRkey: c.invRkey,
+    srcQp: c.srcQp,
+    hasGrh: c.hasGrh,
   };
 }
 
@@ -85,7 +119,12 @@ export class Endpoint {
   readonly cfg: RoceQpConfig;
   readonly qp: RoceQp;
 
-  constructor(readonly path: RocePath, qpn: number, type: number, tune?: (cfg: RoceQpConfig) => void) {
+  constructor(
+    readonly path: RocePath,
+    qpn: number,
+    type: number,
+    tune?: (cfg: RoceQpConfig) => void,
+  ) {
     this.cfg = new RoceQpConfig(path);
     this.cfg.type = type;
     this.cfg.qpn = qpn;
@@ -95,10 +134,18 @@ export class Endpoint {
       memory: this.mem,
       queues: { nextSend: () => this.sq.shift() ?? null, nextRecv: () => this.rq.shift() ?? null },
       completions: {
-        sendCompleted: (c) => { this.sendCqes.push(record(c)); },
-        recvCompleted: (c) => { this.recvCqes.push(record(c)); },
+        sendCompleted: (c) => {
+          this.sendCqes.push(record(c));
+        },
+        recvCompleted: (c) => {
+          this.recvCqes.push(record(c));
+        },
       },
-      events: { qpEvent: (_qpn, e) => { this.events.push(e); } },
+      events: {
+        qpEvent: (_qpn, e) => {
+          this.events.push(e);
+        },
+      },
       wire: {
         send: (b, n) => {
           const copy = Buffer.from(b.subarray(0, n));
@@ -112,8 +159,21 @@ export class Endpoint {
   /** Post a send WQE and ring the doorbell. */
   post(wqe: Partial<SendWqe> & { wrId: number }): void {
     this.sq.push({
-      opcode: WR_SEND, sgl: [], inline: null, length: 0, signaled: true, solicited: false, remoteAddr: 0, rkey: 0, imm: 0,
-      swapHi: 0, swapLo: 0, cmpHi: 0, cmpLo: 0, ud: null, ...wqe,
+      opcode: WR_SEND,
+      sgl: [],
+      inline: null,
+      length: 0,
+      signaled: true,
+      solicited: false,
+      remoteAddr: 0,
+      rkey: 0,
+      imm: 0,
+      swapHi: 0,
+      swapLo: 0,
+      cmpHi: 0,
+      cmpLo: 0,
+      ud: null,
+      ...wqe,
     });
     this.qp.kick();
   }
@@ -125,8 +185,14 @@ export class Endpoint {
 
 /** Two connected QPs (a: QPN 0x11 at 10.0.0.1, b: QPN 0x22 at 10.0.0.2), both in RTS. */
 export function connectedPair(tune?: (cfg: RoceQpConfig) => void, type = QPT_RC): { a: Endpoint; b: Endpoint } {
-  const a = new Endpoint(ipv4Path(1, 2), 0x11, type, (c) => { c.destQpn = 0x22; tune?.(c); });
-  const b = new Endpoint(ipv4Path(2, 1), 0x22, type, (c) => { c.destQpn = 0x11; tune?.(c); });
+  const a = new Endpoint(ipv4Path(1, 2), 0x11, type, (c) => {
+    c.destQpn = 0x22;
+    tune?.(c);
+  });
+  const b = new Endpoint(ipv4Path(2, 1), 0x22, type, (c) => {
+    c.destQpn = 0x11;
+    tune?.(c);
+  });
   for (const e of [a, b]) {
     e.qp.modify(QPS_INIT);
     e.qp.modify(QPS_RTR);
@@ -138,8 +204,13 @@ export function connectedPair(tune?: (cfg: RoceQpConfig) => void, type = QPT_RC)
 }
 
 /** Move frames between the two until both are quiet and no timer is left (bounded), firing timers as the clock reaches them. */
-export function settle(clock: sinon.SinonFakeTimers, a: Endpoint, b: Endpoint,
-  wire: (from: Endpoint, to: Endpoint, frames: Buffer[]) => void = deliverAll, maxSteps = 100000): void {
+export function settle(
+  clock: sinon.SinonFakeTimers,
+  a: Endpoint,
+  b: Endpoint,
+  wire: (from: Endpoint, to: Endpoint, frames: Buffer[]) => void = deliverAll,
+  maxSteps = 100000,
+): void {
   for (let step = 0; step < maxSteps; step++) {
     if (a.out.length || b.out.length) {
       wire(a, b, a.out.splice(0));
@@ -182,4 +253,3 @@ export function pattern(n: number, seed: number): Buffer {
   for (let i = 0; i < n; i++) b[i] = next() & 0xff;
   return b;
 }
-

@@ -9,8 +9,16 @@ import { PAGE } from './regs';
 import { ALen } from './rdma-regs';
 
 interface CqBody {
-  id: number; eqId: number; depthLog2: number; strideLog2?: number; pageSizeLog2?: number; mapCount?: number; dma: number;
-  dbid?: number; flags?: number; dirSize?: number;
+  id: number;
+  eqId: number;
+  depthLog2: number;
+  strideLog2?: number;
+  pageSizeLog2?: number;
+  mapCount?: number;
+  dma: number;
+  dbid?: number;
+  flags?: number;
+  dirSize?: number;
 }
 
 export function createCqBody(o: CqBody): Buffer {
@@ -29,10 +37,25 @@ export function createCqBody(o: CqBody): Buffer {
   return b;
 }
 
-interface RingBody { cqId: number; depthLog2: number; strideLog2: number; pageSizeLog2?: number; mapCount?: number; dma: number }
+interface RingBody {
+  cqId: number;
+  depthLog2: number;
+  strideLog2: number;
+  pageSizeLog2?: number;
+  mapCount?: number;
+  dma: number;
+}
 
 export interface QpBody {
-  id: number; type: number; pdId?: number; flags?: number; sq: RingBody; rq?: RingBody; srqId?: number; dbid?: number; state?: number;
+  id: number;
+  type: number;
+  pdId?: number;
+  flags?: number;
+  sq: RingBody;
+  rq?: RingBody;
+  srqId?: number;
+  dbid?: number;
+  state?: number;
 }
 
 export function createQpBody(o: QpBody): Buffer {
@@ -63,8 +86,16 @@ export function createQpBody(o: QpBody): Buffer {
 }
 
 interface MrBody {
-  key: number; va: number | bigint; length: number | bigint; pdId?: number; flags: number; mapCount: number; dma: number;
-  pageSizeLog2: number; ptType?: number; dirSize?: number;
+  key: number;
+  va: number | bigint;
+  length: number | bigint;
+  pdId?: number;
+  flags: number;
+  mapCount: number;
+  dma: number;
+  pageSizeLog2: number;
+  ptType?: number;
+  dirSize?: number;
 }
 
 export function createMrBody(o: MrBody): Buffer {
@@ -84,11 +115,30 @@ export function createMrBody(o: MrBody): Buffer {
 }
 
 export interface ModifyBody {
-  id: number; mask: number; state?: number; curState?: number; access?: number; rqPsn?: number; sqPsn?: number; qkeyDest?: number;
-  rateLimit?: number; pmtu?: number; retry?: number; rnrTimer?: number; timeout?: number; rsqDepth?: number; rrqDepth?: number;
-  ahId?: number; hdrLen?: number; hdrDma?: number; pcp?: number; dscp?: number; csum?: number;
+  id: number;
+  mask: number;
+  state?: number;
+  curState?: number;
+  access?: number;
+  rqPsn?: number;
+  sqPsn?: number;
+  qkeyDest?: number;
+  rateLimit?: number;
+  pmtu?: number;
+  retry?: number;
+  rnrTimer?: number;
+  timeout?: number;
+  rsqDepth?: number;
+  rrqDepth?: number;
+  ahId?: number;
+  hdrLen?: number;
+  hdrDma?: number;
+  pcp?: number;
+  dscp?: number;
+  csum?: number;
   /** The two nibbles of `retry` (byte 25), when `retry` itself is not given: retry_cnt low, rnr_retry high. */
-  retryCnt?: number; rnrRetry?: number;
+  retryCnt?: number;
+  rnrRetry?: number;
 }
 
 export function modifyQpBody(o: ModifyBody): Buffer {
@@ -101,7 +151,7 @@ export function modifyQpBody(o: ModifyBody): Buffer {
   b.writeUInt32LE((o.qkeyDest ?? 0) >>> 0, 16);
   b.writeUInt32LE((o.rateLimit ?? 0) >>> 0, 20);
   b[24] = o.pmtu ?? 0;
-  b[25] = o.retry ?? (((o.retryCnt ?? 0) & 0xf) | (((o.rnrRetry ?? 0) & 0xf) << 4));
+  b[25] = o.retry ?? ((o.retryCnt ?? 0) & 0xf) | (((o.rnrRetry ?? 0) & 0xf) << 4);
   b[26] = o.rnrTimer ?? 0;
   b[27] = o.timeout ?? 0;
   b[28] = o.rsqDepth ?? 0;
@@ -127,7 +177,15 @@ export function queryQpBody(id: number, sqDma: number, rqDma: number, hdrDma = 0
   return b;
 }
 
-export function createAhBody(o: { id: number; dma: number; length: number; pdId?: number; csum?: number; crypto?: number; dbid?: number }): Buffer {
+export function createAhBody(o: {
+  id: number;
+  dma: number;
+  length: number;
+  pdId?: number;
+  csum?: number;
+  crypto?: number;
+  dbid?: number;
+}): Buffer {
   const b = Buffer.alloc(ALen.CREATE_AH);
   putU64(b, 0, o.dma);
   b.writeUInt32LE(o.length >>> 0, 8);
@@ -157,7 +215,15 @@ export function statsBody(dma: number, length: number, id = 0, typeState = 0): B
 // ---- header templates (ib_ud_header_pack without BTH/DETH) ---------------------------------
 
 export interface TemplateOpts {
-  ipv6?: boolean; vlan?: number; dmac?: Buffer; smac?: Buffer; sip: Buffer; dip: Buffer; ttl?: number; tos?: number; flow?: number;
+  ipv6?: boolean;
+  vlan?: number;
+  dmac?: Buffer;
+  smac?: Buffer;
+  sip: Buffer;
+  dip: Buffer;
+  ttl?: number;
+  tos?: number;
+  flow?: number;
   sport?: number;
 }
 

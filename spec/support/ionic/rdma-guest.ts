@@ -44,12 +44,26 @@ interface RdmaIdentity {
 }
 
 export function readRdmaIdentity(l: Buffer): RdmaIdentity {
-  const qt = (at: number): { qtype: number; count: number; base: number } => ({ qtype: l[at]!, count: l.readUInt32LE(at + 4), base: l.readUInt32LE(at + 8) });
+  const qt = (at: number): { qtype: number; count: number; base: number } => ({
+    qtype: l[at]!,
+    count: l.readUInt32LE(at + 4),
+    base: l.readUInt32LE(at + 8),
+  });
   return {
-    caps: l.readBigUInt64LE(RdmaId.capabilities), version: l[RdmaId.version]!, qpOpcodes: l[RdmaId.qp_opcodes]!,
-    adminOpcodes: l[RdmaId.admin_opcodes]!, npts: l.readUInt32LE(RdmaId.npts_per_lif), nmrs: l.readUInt32LE(RdmaId.nmrs_per_lif),
-    nahs: l.readUInt32LE(RdmaId.nahs_per_lif), maxStride: l[RdmaId.max_stride]!, udmaShift: l[RdmaId.udma_shift]!,
-    aq: qt(RdmaId.aq_qtype), sq: qt(RdmaId.sq_qtype), rq: qt(RdmaId.rq_qtype), cq: qt(RdmaId.cq_qtype), eq: qt(RdmaId.eq_qtype),
+    caps: l.readBigUInt64LE(RdmaId.capabilities),
+    version: l[RdmaId.version]!,
+    qpOpcodes: l[RdmaId.qp_opcodes]!,
+    adminOpcodes: l[RdmaId.admin_opcodes]!,
+    npts: l.readUInt32LE(RdmaId.npts_per_lif),
+    nmrs: l.readUInt32LE(RdmaId.nmrs_per_lif),
+    nahs: l.readUInt32LE(RdmaId.nahs_per_lif),
+    maxStride: l[RdmaId.max_stride]!,
+    udmaShift: l[RdmaId.udma_shift]!,
+    aq: qt(RdmaId.aq_qtype),
+    sq: qt(RdmaId.sq_qtype),
+    rq: qt(RdmaId.rq_qtype),
+    cq: qt(RdmaId.cq_qtype),
+    eq: qt(RdmaId.eq_qtype),
     statsType: l.readUInt16LE(RdmaId.stats_type),
   };
 }
@@ -170,7 +184,14 @@ export class RdmaGuest {
     for (let i = 0; i < neqs; i++) {
       const vector = 1 + nxqs + i;
       const depth = opts.eqDepthLog2 ?? 10;
-      const eq: ModelEq = { id: id.eq.base + i, vector, ring: g.alloc(Math.max(PAGE, 4 << depth)), size: 1 << depth, prod: 0, color: 1 };
+      const eq: ModelEq = {
+        id: id.eq.base + i,
+        vector,
+        ring: g.alloc(Math.max(PAGE, 4 << depth)),
+        size: 1 << depth,
+        prod: 0,
+        color: 1,
+      };
       g.setMask(vector, 1);
       g.setMaskAssert(vector, 1);
       g.setCoalInit(vector, 0);
@@ -183,13 +204,28 @@ export class RdmaGuest {
     const naqs = opts.aqCount ?? Math.min(id.aq.count, 4);
     for (let i = 0; i < naqs; i++) {
       const cqDepth = opts.cqDepthLog2 ?? 8;
-      const cq: ModelCq = { id: r.allocCqId(0), eqId: r.eqForVector(i % neqs, 0), ring: g.alloc(Math.max(PAGE, 32 << cqDepth)), size: 1 << cqDepth, prod: 0, color: 1 };
+      const cq: ModelCq = {
+        id: r.allocCqId(0),
+        eqId: r.eqForVector(i % neqs, 0),
+        ring: g.alloc(Math.max(PAGE, 32 << cqDepth)),
+        size: 1 << cqDepth,
+        prod: 0,
+        color: 1,
+      };
       const cc = await g.adminCmd(r.queueCmd(BootOp.CREATE_CQ, cq.id, cq.eqId, cqDepth, 5, cq.ring));
       if (cc.status !== 0) throw new Error(`boot: CREATE_CQ ${cq.id} status ${cc.status}`);
       const aqDepth = opts.aqDepthLog2 ?? 9;
       const aq: ModelAq = {
-        id: id.aq.base + i, ring: g.alloc(Math.max(PAGE, 64 << aqDepth)), size: 1 << aqDepth, cq, prod: 0, cons: 0, armed: false, armProd: 0,
-        polledWhileArmed: false, wr: new Map(),
+        id: id.aq.base + i,
+        ring: g.alloc(Math.max(PAGE, 64 << aqDepth)),
+        size: 1 << aqDepth,
+        cq,
+        prod: 0,
+        cons: 0,
+        armed: false,
+        armProd: 0,
+        polledWhileArmed: false,
+        wr: new Map(),
       };
       const ac = await g.adminCmd(r.queueCmd(BootOp.CREATE_ADMINQ, aq.id, cq.id, aqDepth, 6, aq.ring));
       if (ac.status !== 0) throw new Error(`boot: CREATE_ADMINQ ${aq.id} status ${ac.status}`);
@@ -206,7 +242,15 @@ export class RdmaGuest {
     return c;
   }
 
-  queueCmd(op: number, qid: number, cid: number, depthLog2: number, strideLog2: number, dma: number, opts: { lif?: number; dbid?: number } = {}): Buffer {
+  queueCmd(
+    op: number,
+    qid: number,
+    cid: number,
+    depthLog2: number,
+    strideLog2: number,
+    dma: number,
+    opts: { lif?: number; dbid?: number } = {},
+  ): Buffer {
     const c = command(op);
     c.writeUInt16LE(opts.lif ?? 0, QCmd.lif_index);
     c.writeUInt32LE(qid >>> 0, QCmd.qid_ver);
@@ -228,7 +272,7 @@ export class RdmaGuest {
   /** ionic_get_eqid: (comp_vector % (E/2 - 1) + 1) * 2 + udma. */
   eqForVector(compVector: number, udma: number): number {
     const perUdma = this.eqs.length / 2 - 1;
-    return (compVector % perUdma + 1) * 2 + udma;
+    return ((compVector % perUdma) + 1) * 2 + udma;
   }
 
   // ---- the RDMA admin queue --------------------------------------------------------------------
@@ -242,7 +286,11 @@ export class RdmaGuest {
    * Post one command (op, body) on AQ `aq` and resolve with its completion.
    * `len` overrides the header's length field (bad-input tests).
    */
-  post(op: number, body: Buffer, opts: { aq?: number; mode?: PostMode; len?: number; timeoutMs?: number } = {}): Promise<RdmaCompletion> {
+  post(
+    op: number,
+    body: Buffer,
+    opts: { aq?: number; mode?: PostMode; len?: number; timeoutMs?: number } = {},
+  ): Promise<RdmaCompletion> {
     const aq = this.aqs[opts.aq ?? 0];
     if (!aq) return Promise.reject(new Error(`no AQ ${opts.aq}`));
     const slot = this.write(aq, op, body, opts.len);
@@ -252,7 +300,10 @@ export class RdmaGuest {
   }
 
   /** Post several commands with one doorbell. */
-  async postMany(cmds: readonly { op: number; body: Buffer }[], opts: { aq?: number; mode?: PostMode } = {}): Promise<RdmaCompletion[]> {
+  async postMany(
+    cmds: readonly { op: number; body: Buffer }[],
+    opts: { aq?: number; mode?: PostMode } = {},
+  ): Promise<RdmaCompletion[]> {
     const aq = this.aqs[opts.aq ?? 0]!;
     const slots = cmds.map((c) => this.write(aq, c.op, c.body));
     this.poll(aq);
@@ -292,11 +343,21 @@ export class RdmaGuest {
   wait(aq: ModelAq, slot: number, mode: PostMode, timeoutMs?: number): Promise<RdmaCompletion> {
     const done = (): RdmaCompletion | undefined => {
       const p = aq.wr.get(slot);
-      if (p?.done) { aq.wr.delete(slot); return p.done; }
+      if (p?.done) {
+        aq.wr.delete(slot);
+        return p.done;
+      }
       return undefined;
     };
     if (mode === 'event') {
-      return this.g.waitFor(`admin slot ${slot} on AQ ${aq.id}`, () => { this.service(); return done(); }, timeoutMs);
+      return this.g.waitFor(
+        `admin slot ${slot} on AQ ${aq.id}`,
+        () => {
+          this.service();
+          return done();
+        },
+        timeoutMs,
+      );
     }
     return (async () => {
       for (let i = 0; i < 2000; i++) {
@@ -344,15 +405,34 @@ export class RdmaGuest {
       const at = cq.prod;
       cq.prod = (cq.prod + 1) % cq.size;
       if (cq.prod === 0) cq.color ^= 1;
-      if (type !== 0) { this.violations.push(`admin CQ ${cq.id} index ${at}: type ${type}`); continue; }
-      if (qid !== aq.id) { this.violations.push(`admin CQ ${cq.id} index ${at}: qid ${qid}, AQ is ${aq.id}`); continue; }
-      if (aq.cons === aq.prod) { this.violations.push(`admin CQ ${cq.id} index ${at}: CQE for an empty AQ`); continue; }
-      if (cmdIdx !== aq.cons) { this.violations.push(`admin CQ ${cq.id} index ${at}: cmd_idx ${cmdIdx}, cons ${aq.cons}`); continue; }
+      if (type !== 0) {
+        this.violations.push(`admin CQ ${cq.id} index ${at}: type ${type}`);
+        continue;
+      }
+      if (qid !== aq.id) {
+        this.violations.push(`admin CQ ${cq.id} index ${at}: qid ${qid}, AQ is ${aq.id}`);
+        continue;
+      }
+      if (aq.cons === aq.prod) {
+        this.violations.push(`admin CQ ${cq.id} index ${at}: CQE for an empty AQ`);
+        continue;
+      }
+      if (cmdIdx !== aq.cons) {
+        this.violations.push(`admin CQ ${cq.id} index ${at}: cmd_idx ${cmdIdx}, cons ${aq.cons}`);
+        continue;
+      }
       const p = aq.wr.get(aq.cons);
       const error = (qtf & 2) !== 0;
       const statusLength = e.readUInt32BE(24);
       const c: RdmaCompletion = {
-        aq: aq.id, cmdIdx, op: e[2]!, error, status: error ? statusLength : 0, statusLength, cqIndex: at, color: qtf & 1,
+        aq: aq.id,
+        cmdIdx,
+        op: e[2]!,
+        error,
+        status: error ? statusLength : 0,
+        statusLength,
+        cqIndex: at,
+        color: qtf & 1,
       };
       this.completions.push(c);
       if (p) p.done = c;
@@ -372,7 +452,14 @@ export class RdmaGuest {
     for (;;) {
       const evt = this.g.mem(eq.ring + eq.prod * 4, 4).readUInt32BE(0);
       if ((evt & 1) !== eq.color) return n;
-      const rec: EventRecord = { eq: eq.id, type: (evt >>> 1) & 7, code: (evt >>> 4) & 0xf, qid: evt >>> 8, color: evt & 1, index: eq.prod };
+      const rec: EventRecord = {
+        eq: eq.id,
+        type: (evt >>> 1) & 7,
+        code: (evt >>> 4) & 0xf,
+        qid: evt >>> 8,
+        color: evt & 1,
+        index: eq.prod,
+      };
       eq.prod = (eq.prod + 1) % eq.size;
       if (eq.prod === 0) eq.color ^= 1;
       this.events.push(rec);
@@ -380,8 +467,12 @@ export class RdmaGuest {
       if (rec.type !== Eqe.TYPE_CQ) continue;
       const aq = this.aqs.find((a) => a.cq.id === rec.qid);
       if (aq) {
-        if (rec.code !== Eqe.CODE_NOTIFY) { this.violations.push(`admin CQ ${rec.qid}: event code ${rec.code}`); continue; }
-        if (aq.cq.eqId !== eq.id) this.violations.push(`admin CQ ${rec.qid}: event on EQ ${eq.id}, expected EQ ${aq.cq.eqId}`);
+        if (rec.code !== Eqe.CODE_NOTIFY) {
+          this.violations.push(`admin CQ ${rec.qid}: event code ${rec.code}`);
+          continue;
+        }
+        if (aq.cq.eqId !== eq.id)
+          this.violations.push(`admin CQ ${rec.qid}: event on EQ ${eq.id}, expected EQ ${aq.cq.eqId}`);
         if (!aq.armed) this.violations.push(`admin CQ ${rec.qid}: event while not armed`);
         aq.armed = false;
         const stale = aq.polledWhileArmed;

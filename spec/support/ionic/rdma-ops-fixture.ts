@@ -17,12 +17,45 @@ export const UD_QKEY = 0x11111111;
 export const GSI_QKEY = 0x80010000;
 
 // CQE projections: send CQEs carry the MSN (SEND_MSN) or the wqe_id (SEND_NPG).
-export const S = (c: Cqe): Row => [c.type, c.qid, c.error, c.statusLength, c.type === CqeT.SEND_MSN ? c.msn : c.wqeIdLo];
-export const R = (c: Cqe): Row => [c.type, c.qid, c.error, c.statusLength, c.srcQpn, c.recvOp, c.immDataRkey >>> 0, c.wqeIdLo];
+export const S = (c: Cqe): Row => [
+  c.type,
+  c.qid,
+  c.error,
+  c.statusLength,
+  c.type === CqeT.SEND_MSN ? c.msn : c.wqeIdLo,
+];
+export const R = (c: Cqe): Row => [
+  c.type,
+  c.qid,
+  c.error,
+  c.statusLength,
+  c.srcQpn,
+  c.recvOp,
+  c.immDataRkey >>> 0,
+  c.wqeIdLo,
+];
 export const msn = (q: Qp, n: number, st = 0): Row => [CqeT.SEND_MSN, q.id, st !== 0, st, n];
 export const npg = (q: Qp, id: number, st = 0): Row => [CqeT.SEND_NPG, q.id, st !== 0, st, id];
-export const recv = (q: Qp, len: number, src: number, op: number, imm: number, id: number): Row => [CqeT.RECV, q.id, false, len, src, op, imm, id];
-export const recvErr = (q: Qp, st: number, src: number, op: number, imm: number, id: number): Row => [CqeT.RECV, q.id, true, st, src, op, imm, id];
+export const recv = (q: Qp, len: number, src: number, op: number, imm: number, id: number): Row => [
+  CqeT.RECV,
+  q.id,
+  false,
+  len,
+  src,
+  op,
+  imm,
+  id,
+];
+export const recvErr = (q: Qp, st: number, src: number, op: number, imm: number, id: number): Row => [
+  CqeT.RECV,
+  q.id,
+  true,
+  st,
+  src,
+  op,
+  imm,
+  id,
+];
 export const sqFlush = (q: Qp): Row => [CqeT.SEND_NPG, q.id, true, WSt.WQE_FLUSHED, 0];
 export const rqFlush = (q: Qp): Row => [CqeT.RECV, q.id, true, WSt.WQE_FLUSHED, 0, ROp.SEND, 0, 0];
 

@@ -89,7 +89,15 @@ export interface SendWr {
   remote?: { va: number | bigint; rkey: number };
   ud?: { ah: number; qpn: number; qkey: number };
   atomic?: { swapAdd: bigint; compare?: bigint; local: Sge };
-  regMr?: { va: number; length: number; offset: number; dma: number; mapCount: number; flags: number; pageSizeLog2?: number };
+  regMr?: {
+    va: number;
+    length: number;
+    offset: number;
+    dma: number;
+    mapCount: number;
+    flags: number;
+    pageSizeLog2?: number;
+  };
   bindMw?: { va: number; length: number; lkey: number; flags: number };
   /** Default true. */
   signaled?: boolean;
@@ -132,17 +140,35 @@ export function decodeCqeBytes(e: Buffer): Cqe {
   const sqo = e.readUInt32BE(8);
   const idAt = type === 1 ? 0 : 16;
   return {
-    type, qid: qtf >>> 8, color: qtf & 1, error: (qtf & 2) !== 0, statusLength: e.readUInt32BE(24),
-    wqeIdLo: e.readUInt32LE(idAt), wqeIdHi: e.readUInt32LE(idAt + 4), msn: e.readUInt32BE(4),
-    srcQpn: sqo & 0xffffff, recvOp: (sqo >>> 24) & 0x1f, vlan: ((sqo >>> 30) & 1) === 1, ipv4: (sqo >>> 31) === 1,
-    srcMac: Buffer.from(e.subarray(12, 18)), vlanTag: e.readUInt16BE(18), immDataRkey: e.readUInt32BE(20),
+    type,
+    qid: qtf >>> 8,
+    color: qtf & 1,
+    error: (qtf & 2) !== 0,
+    statusLength: e.readUInt32BE(24),
+    wqeIdLo: e.readUInt32LE(idAt),
+    wqeIdHi: e.readUInt32LE(idAt + 4),
+    msn: e.readUInt32BE(4),
+    srcQpn: sqo & 0xffffff,
+    recvOp: (sqo >>> 24) & 0x1f,
+    vlan: ((sqo >>> 30) & 1) === 1,
+    ipv4: sqo >>> 31 === 1,
+    srcMac: Buffer.from(e.subarray(12, 18)),
+    vlanTag: e.readUInt16BE(18),
+    immDataRkey: e.readUInt32BE(20),
   };
 }
 
 /** An MR over guest pages: MR byte `off` lives at at(off). */
 export class GuestMr {
-  constructor(readonly g: IonicGuest, readonly key: number, readonly va: number, readonly length: number, readonly flags: number,
-    readonly pages: readonly number[], readonly offset: number) {}
+  constructor(
+    readonly g: IonicGuest,
+    readonly key: number,
+    readonly va: number,
+    readonly length: number,
+    readonly flags: number,
+    readonly pages: readonly number[],
+    readonly offset: number,
+  ) {}
 
   at(off: number): number {
     const o = off + this.offset;
@@ -189,7 +215,10 @@ export class GuestMr {
 export class Snapshot {
   readonly #parts: { at: number; data: Buffer }[];
 
-  constructor(readonly g: IonicGuest, ranges: readonly (readonly [number, number])[]) {
+  constructor(
+    readonly g: IonicGuest,
+    ranges: readonly (readonly [number, number])[],
+  ) {
     this.#parts = ranges.map(([at, len]) => ({ at, data: Buffer.from(g.mem(at, len)) }));
   }
 
@@ -201,7 +230,10 @@ export class Snapshot {
       if (now.equals(p.data)) continue;
       let i = 0;
       while (i < now.length) {
-        if (now[i] === p.data[i]) { i++; continue; }
+        if (now[i] === p.data[i]) {
+          i++;
+          continue;
+        }
         const start = i;
         while (i < now.length && now[i] !== p.data[i]) i++;
         out.push([p.at + start, i - start]);

@@ -19,15 +19,50 @@ import { Rig } from './rig';
 import { RdmaCompletion, RdmaGuest } from './rdma-guest';
 import { AOp, ALen, Mask, MrF, QpF, QpS, QpT, Ring, WOp, WqeF } from './rdma-regs';
 import {
-  contiguousRing, createAhBody, createCqBody, createMrBody, createQpBody, headerTemplate, ModifyBody, modifyQpBody, pageList,
-  placeTemplate, TemplateOpts,
+  contiguousRing,
+  createAhBody,
+  createCqBody,
+  createMrBody,
+  createQpBody,
+  headerTemplate,
+  ModifyBody,
+  modifyQpBody,
+  pageList,
+  placeTemplate,
+  TemplateOpts,
 } from './rdma-cmds';
 import {
-  ConnectOptions, Cq, Cqe, decodeCqeBytes, GuestMr, Qp, RecvWr, SendWr, Sge, Srq, v4, VerbsOptions, WorkRing,
+  ConnectOptions,
+  Cq,
+  Cqe,
+  decodeCqeBytes,
+  GuestMr,
+  Qp,
+  RecvWr,
+  SendWr,
+  Sge,
+  Srq,
+  v4,
+  VerbsOptions,
+  WorkRing,
 } from './rdma-verbs-objects';
 
 export {
-  ConnectOptions, Cq, Cqe, decodeCqeBytes, GuestMr, Qp, RecvWr, SendWr, Sge, Snapshot, Srq, v4, v6, VerbsOptions, WorkRing,
+  ConnectOptions,
+  Cq,
+  Cqe,
+  decodeCqeBytes,
+  GuestMr,
+  Qp,
+  RecvWr,
+  SendWr,
+  Sge,
+  Snapshot,
+  Srq,
+  v4,
+  v6,
+  VerbsOptions,
+  WorkRing,
 } from './rdma-verbs-objects';
 
 // ---- the verbs guest ------------------------------------------------------------------------
@@ -40,7 +75,12 @@ export class VerbsGuest {
   #arenaNext: number;
   readonly #rig: Rig | null;
 
-  private constructor(rig: Rig | null, readonly g: IonicGuest, readonly r: RdmaGuest, arenaPages: number) {
+  private constructor(
+    rig: Rig | null,
+    readonly g: IonicGuest,
+    readonly r: RdmaGuest,
+    arenaPages: number,
+  ) {
     this.#rig = rig;
     const bytes = arenaPages * PAGE;
     const at = bytes > 0 ? g.alloc(bytes) : 0;
@@ -63,7 +103,10 @@ export class VerbsGuest {
   }
 
   static async boot(o: VerbsOptions = {}): Promise<VerbsGuest> {
-    const rig = await Rig.start({ ...(o.rdmaBackend ? { rdmaBackend: o.rdmaBackend } : {}), ...(o.log ? { log: o.log } : {}) });
+    const rig = await Rig.start({
+      ...(o.rdmaBackend ? { rdmaBackend: o.rdmaBackend } : {}),
+      ...(o.log ? { log: o.log } : {}),
+    });
     try {
       const g = await rig.probed(0, o.ramSize ? { ramSize: o.ramSize } : {});
       const r = await RdmaGuest.boot(g, { cpus: 8, ...o });
@@ -124,7 +167,11 @@ export class VerbsGuest {
 
   async createCq(id: number, depthLog2 = 8): Promise<Cq> {
     const ring = contiguousRing(this.g, 32 << depthLog2).dma;
-    await this.ok(AOp.CREATE_CQ, createCqBody({ id, eqId: this.r.eqForVector(0, 0), depthLog2, strideLog2: 5, dma: ring }), `CREATE_CQ ${id}`);
+    await this.ok(
+      AOp.CREATE_CQ,
+      createCqBody({ id, eqId: this.r.eqForVector(0, 0), depthLog2, strideLog2: 5, dma: ring }),
+      `CREATE_CQ ${id}`,
+    );
     const cq: Cq = { id, ring, depthLog2, next: 0, color: 1 };
     this.cqs.set(id, cq);
     return cq;
@@ -136,8 +183,16 @@ export class VerbsGuest {
    * byte sits `offset` into the first page; va defaults to a user-looking
    * address with that in-page offset.
    */
-  async createMr(o: { key: number; pages: number | readonly number[]; flags: number; offset?: number; length?: number; va?: number;
-    pdId?: number; contiguous?: boolean }): Promise<GuestMr> {
+  async createMr(o: {
+    key: number;
+    pages: number | readonly number[];
+    flags: number;
+    offset?: number;
+    length?: number;
+    va?: number;
+    pdId?: number;
+    contiguous?: boolean;
+  }): Promise<GuestMr> {
     const offset = o.offset ?? (o.va !== undefined ? o.va % PAGE : 0);
     let pages: number[];
     if (typeof o.pages === 'number') {
@@ -148,20 +203,39 @@ export class VerbsGuest {
     const va = o.va ?? 0x7f00_0000_0000 + (o.key >>> 8) * 2 ** 24 + offset;
     if (va % PAGE !== offset) throw new Error('createMr: va and offset disagree');
     const dma = pages.length === 1 ? pages[0]! + offset : pageList(this.g, pages);
-    await this.ok(AOp.CREATE_MR, createMrBody({
-      key: o.key, va, length, flags: o.flags, mapCount: pages.length, dma, pageSizeLog2: 12, ...(o.pdId !== undefined ? { pdId: o.pdId } : {}),
-    }), `CREATE_MR ${o.key.toString(16)}`);
+    await this.ok(
+      AOp.CREATE_MR,
+      createMrBody({
+        key: o.key,
+        va,
+        length,
+        flags: o.flags,
+        mapCount: pages.length,
+        dma,
+        pageSizeLog2: 12,
+        ...(o.pdId !== undefined ? { pdId: o.pdId } : {}),
+      }),
+      `CREATE_MR ${o.key.toString(16)}`,
+    );
     return new GuestMr(this.g, o.key, va, length, o.flags, pages, offset);
   }
 
   /** A fast-registration MR (alloc_mr: flags PHYS, nothing mapped). */
   async createFrmr(key: number): Promise<void> {
-    await this.ok(AOp.CREATE_MR, createMrBody({ key, va: 0, length: 0, flags: MrF.PHYS, mapCount: 0, dma: 0, pageSizeLog2: 12 }), `CREATE_MR frmr ${key.toString(16)}`);
+    await this.ok(
+      AOp.CREATE_MR,
+      createMrBody({ key, va: 0, length: 0, flags: MrF.PHYS, mapCount: 0, dma: 0, pageSizeLog2: 12 }),
+      `CREATE_MR frmr ${key.toString(16)}`,
+    );
   }
 
   async createAh(id: number, tpl: TemplateOpts): Promise<void> {
     const t = headerTemplate(tpl);
-    await this.ok(AOp.CREATE_AH, createAhBody({ id, dma: placeTemplate(this.g, t), length: t.length }), `CREATE_AH ${id}`);
+    await this.ok(
+      AOp.CREATE_AH,
+      createAhBody({ id, dma: placeTemplate(this.g, t), length: t.length }),
+      `CREATE_AH ${id}`,
+    );
   }
 
   /** An SRQ (the out-of-tree CREATE_SRQ): the device picks the id. */
@@ -183,21 +257,42 @@ export class VerbsGuest {
     return { id: this.g.mem(resp, 4).readUInt32LE(0), ring: { at, depthLog2, strideLog2, pi: 0 } };
   }
 
-  async createQp(id: number, type: number, o: { sqCq: Cq; rqCq?: Cq; depthLog2?: number; strideLog2?: number; flags?: number;
-    pdId?: number; srq?: Srq }): Promise<Qp> {
+  async createQp(
+    id: number,
+    type: number,
+    o: { sqCq: Cq; rqCq?: Cq; depthLog2?: number; strideLog2?: number; flags?: number; pdId?: number; srq?: Srq },
+  ): Promise<Qp> {
     const depthLog2 = o.depthLog2 ?? 4;
     const strideLog2 = o.strideLog2 ?? 8;
     const bytes = 1 << (depthLog2 + strideLog2);
     // createQpBody names the SQ's CQ for the receive side of an SRQ QP.
-    const rqCq = o.srq ? o.sqCq : o.rqCq ?? o.sqCq;
+    const rqCq = o.srq ? o.sqCq : (o.rqCq ?? o.sqCq);
     const sq: WorkRing = { at: contiguousRing(this.g, bytes).dma, depthLog2, strideLog2, pi: 0 };
     const rq: WorkRing | null = o.srq ? null : { at: contiguousRing(this.g, bytes).dma, depthLog2, strideLog2, pi: 0 };
-    await this.ok(AOp.CREATE_QP, createQpBody({
-      id, type, flags: o.flags ?? 0, ...(o.pdId !== undefined ? { pdId: o.pdId } : {}),
-      sq: { cqId: o.sqCq.id, depthLog2, strideLog2, dma: sq.at },
-      ...(rq ? { rq: { cqId: rqCq.id, depthLog2, strideLog2, dma: rq.at } } : { srqId: o.srq!.id }),
-    }), `CREATE_QP ${id}`);
-    const qp: Qp = { id, type, flags: o.flags ?? 0, sq, rq, srq: o.srq ?? null, sqCq: o.sqCq, rqCq, remote: 0, up: null };
+    await this.ok(
+      AOp.CREATE_QP,
+      createQpBody({
+        id,
+        type,
+        flags: o.flags ?? 0,
+        ...(o.pdId !== undefined ? { pdId: o.pdId } : {}),
+        sq: { cqId: o.sqCq.id, depthLog2, strideLog2, dma: sq.at },
+        ...(rq ? { rq: { cqId: rqCq.id, depthLog2, strideLog2, dma: rq.at } } : { srqId: o.srq!.id }),
+      }),
+      `CREATE_QP ${id}`,
+    );
+    const qp: Qp = {
+      id,
+      type,
+      flags: o.flags ?? 0,
+      sq,
+      rq,
+      srq: o.srq ?? null,
+      sqCq: o.sqCq,
+      rqCq,
+      remote: 0,
+      up: null,
+    };
     this.qps.set(id, qp);
     return qp;
   }
@@ -215,20 +310,55 @@ export class VerbsGuest {
   async connect(qp: Qp, dest: Qp | number, o: ConnectOptions = {}): Promise<void> {
     const destId = typeof dest === 'number' ? dest : dest.id;
     const id = qp.id;
-    await this.ok(AOp.MODIFY_QP, modifyQpBody({
-      id, mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.ACCESS_FLAGS, state: QpS.INIT,
-      access: o.access ?? (QpF.REMOTE_WRITE | QpF.REMOTE_READ | QpF.REMOTE_ATOMIC),
-    }), `QP ${id} INIT`);
+    await this.ok(
+      AOp.MODIFY_QP,
+      modifyQpBody({
+        id,
+        mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.ACCESS_FLAGS,
+        state: QpS.INIT,
+        access: o.access ?? QpF.REMOTE_WRITE | QpF.REMOTE_READ | QpF.REMOTE_ATOMIC,
+      }),
+      `QP ${id} INIT`,
+    );
     const tpl = headerTemplate(o.tpl ?? { sip: v4('10.0.0.1'), dip: v4('10.0.0.1') });
-    await this.ok(AOp.MODIFY_QP, modifyQpBody({
-      id, mask: Mask.STATE | Mask.AV | Mask.PATH_MTU | Mask.DEST_QPN | Mask.RQ_PSN | Mask.MAX_DEST_RD_ATOMIC | Mask.MIN_RNR_TIMER,
-      state: QpS.RTR, qkeyDest: destId, pmtu: o.pmtu ?? 10, rqPsn: 0, rsqDepth: 1, rnrTimer: o.rnrTimer ?? 12,
-      ahId: id, hdrLen: tpl.length, hdrDma: placeTemplate(this.g, tpl),
-    }), `QP ${id} RTR`);
-    await this.ok(AOp.MODIFY_QP, modifyQpBody({
-      id, mask: Mask.STATE | Mask.SQ_PSN | Mask.TIMEOUT | Mask.RETRY_CNT | Mask.RNR_RETRY | Mask.MAX_QP_RD_ATOMIC,
-      state: QpS.RTS, sqPsn: 0, timeout: o.timeout ?? 14, retryCnt: o.retryCnt ?? 7, rnrRetry: o.rnrRetry ?? 7, rrqDepth: 1,
-    }), `QP ${id} RTS`);
+    await this.ok(
+      AOp.MODIFY_QP,
+      modifyQpBody({
+        id,
+        mask:
+          Mask.STATE |
+          Mask.AV |
+          Mask.PATH_MTU |
+          Mask.DEST_QPN |
+          Mask.RQ_PSN |
+          Mask.MAX_DEST_RD_ATOMIC |
+          Mask.MIN_RNR_TIMER,
+        state: QpS.RTR,
+        qkeyDest: destId,
+        pmtu: o.pmtu ?? 10,
+        rqPsn: 0,
+        rsqDepth: 1,
+        rnrTimer: o.rnrTimer ?? 12,
+        ahId: id,
+        hdrLen: tpl.length,
+        hdrDma: placeTemplate(this.g, tpl),
+      }),
+      `QP ${id} RTR`,
+    );
+    await this.ok(
+      AOp.MODIFY_QP,
+      modifyQpBody({
+        id,
+        mask: Mask.STATE | Mask.SQ_PSN | Mask.TIMEOUT | Mask.RETRY_CNT | Mask.RNR_RETRY | Mask.MAX_QP_RD_ATOMIC,
+        state: QpS.RTS,
+        sqPsn: 0,
+        timeout: o.timeout ?? 14,
+        retryCnt: o.retryCnt ?? 7,
+        rnrRetry: o.rnrRetry ?? 7,
+        rrqDepth: 1,
+      }),
+      `QP ${id} RTS`,
+    );
     qp.up = { kind: 'connected', dest: destId, o };
   }
 
@@ -240,9 +370,17 @@ export class VerbsGuest {
   /** UD (or GSI) to RTS with a Q_Key, as ib_mad / ibv_ud_pingpong do. */
   async readyUd(qp: Qp, qkey: number): Promise<void> {
     const id = qp.id;
-    await this.ok(AOp.MODIFY_QP, modifyQpBody({ id, mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.QKEY, state: QpS.INIT, qkeyDest: qkey }), `QP ${id} INIT`);
+    await this.ok(
+      AOp.MODIFY_QP,
+      modifyQpBody({ id, mask: Mask.STATE | Mask.PKEY_INDEX | Mask.PORT | Mask.QKEY, state: QpS.INIT, qkeyDest: qkey }),
+      `QP ${id} INIT`,
+    );
     await this.ok(AOp.MODIFY_QP, modifyQpBody({ id, mask: Mask.STATE, state: QpS.RTR }), `QP ${id} RTR`);
-    await this.ok(AOp.MODIFY_QP, modifyQpBody({ id, mask: Mask.STATE | Mask.SQ_PSN, state: QpS.RTS, sqPsn: 0 }), `QP ${id} RTS`);
+    await this.ok(
+      AOp.MODIFY_QP,
+      modifyQpBody({ id, mask: Mask.STATE | Mask.SQ_PSN, state: QpS.RTS, sqPsn: 0 }),
+      `QP ${id} RTS`,
+    );
     qp.up = { kind: 'datagram', qkey };
   }
 
@@ -308,7 +446,8 @@ export class VerbsGuest {
     b.writeUInt32LE((w.idHi ?? 0) >>> 0, 4);
     b[8] = w.op;
     const sges = w.sges ?? [];
-    let flags = (w.signaled === false ? 0 : WqeF.SIGNALED) | (w.solicited ? WqeF.SOLICITED : 0) | (w.fence ? WqeF.FENCE : 0);
+    let flags =
+      (w.signaled === false ? 0 : WqeF.SIGNALED) | (w.solicited ? WqeF.SOLICITED : 0) | (w.fence ? WqeF.FENCE : 0);
     if (w.inline) flags |= WqeF.INLINE;
     if (w.spec) flags |= WqeF.SPEC32;
     b.writeUInt16BE(flags, 10);
@@ -370,7 +509,9 @@ export class VerbsGuest {
 
   /** Whether the host counts a WQE as remote (MSN-completed): RC/UC and not a local op (ionic RDMA R4.7). */
   static isRemote(qp: Qp, op: number): boolean {
-    return (qp.type === QpT.RC || qp.type === QpT.UC) && op !== WOp.LOCAL_INV && op !== WOp.REG_MR && op !== WOp.BIND_MW;
+    return (
+      (qp.type === QpT.RC || qp.type === QpT.UC) && op !== WOp.LOCAL_INV && op !== WOp.REG_MR && op !== WOp.BIND_MW
+    );
   }
 
   /** Post a send WQE; rings the SQ doorbell unless `ring` is false. Returns the slot. */

@@ -49,11 +49,17 @@ interface RigOptions {
 export class Rig {
   readonly guests: IonicGuest[] = [];
 
-  private constructor(readonly device: IonicDevice, readonly server: VfioUserServer, readonly path: string) {}
+  private constructor(
+    readonly device: IonicDevice,
+    readonly server: VfioUserServer,
+    readonly path: string,
+  ) {}
 
   static async start(opts: RigOptions = {}): Promise<Rig> {
     const device = new IonicDevice({
-      profile: opts.profile ?? testProfile(), mac: opts.mac ?? DEVICE_MAC, link: opts.link ?? null,
+      profile: opts.profile ?? testProfile(),
+      mac: opts.mac ?? DEVICE_MAC,
+      link: opts.link ?? null,
       ...(opts.faults ? { faults: opts.faults } : {}),
       ...(opts.rdmaBackend ? { rdmaBackend: opts.rdmaBackend } : {}),
       ...(opts.log ? { log: opts.log } : {}),
@@ -104,9 +110,11 @@ export class Prng {
   }
   next(): number {
     let x = this.#s;
-    x ^= x << 13; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
     x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
+    x ^= x << 5;
+    x >>>= 0;
     this.#s = x;
     return x;
   }
@@ -137,5 +145,9 @@ export function run(cmd: string, args: string[]): string {
 
 /** Run quietly, ignoring failure (cleanup). */
 export function runQuiet(cmd: string, args: string[]): void {
-  try { execFileSync(cmd, args, { stdio: 'ignore' }); } catch { /* already gone */ }
+  try {
+    execFileSync(cmd, args, { stdio: 'ignore' });
+  } catch {
+    /* already gone */
+  }
 }

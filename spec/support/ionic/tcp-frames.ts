@@ -94,7 +94,10 @@ export function tcpFrame(s: TcpSpec): { frame: Buffer; l3: number; l4: number; h
     if (s.v6) frame.writeUInt16BE(0, l3 + 4);
   } else {
     if (!s.v6) frame.writeUInt16BE(~rfc1071Sum(frame.subarray(l3, l4)) & 0xffff, l3 + 10);
-    frame.writeUInt16BE(~rfc1071Sum(Buffer.concat([pseudo(frame, l3, frame.length - l4), frame.subarray(l4)])) & 0xffff, l4 + 16);
+    frame.writeUInt16BE(
+      ~rfc1071Sum(Buffer.concat([pseudo(frame, l3, frame.length - l4), frame.subarray(l4)])) & 0xffff,
+      l4 + 16,
+    );
   }
   return { frame, l3, l4, hdrLen: l4 + tcp.length };
 }

@@ -50,13 +50,22 @@ export function arp(op: 1 | 2, srcMac: Buffer, srcIp: Buffer, dstMac: Buffer, ds
   return ethernet(op === 1 ? BROADCAST : dstMac, srcMac, ETH_ARP, a);
 }
 
-interface ArpInfo { op: number; senderMac: Buffer; senderIp: string; targetMac: Buffer; targetIp: string }
+interface ArpInfo {
+  op: number;
+  senderMac: Buffer;
+  senderIp: string;
+  targetMac: Buffer;
+  targetIp: string;
+}
 
 export function parseArp(f: Buffer): ArpInfo | null {
   if (f.length < 42 || f.readUInt16BE(12) !== ETH_ARP) return null;
   return {
-    op: f.readUInt16BE(20), senderMac: f.subarray(22, 28), senderIp: [...f.subarray(28, 32)].join('.'),
-    targetMac: f.subarray(32, 38), targetIp: [...f.subarray(38, 42)].join('.'),
+    op: f.readUInt16BE(20),
+    senderMac: f.subarray(22, 28),
+    senderIp: [...f.subarray(28, 32)].join('.'),
+    targetMac: f.subarray(32, 38),
+    targetIp: [...f.subarray(38, 42)].join('.'),
   };
 }
 
@@ -94,39 +103,78 @@ function udp(srcPort: number, dstPort: number, data: Buffer): Buffer {
   return u;
 }
 
-interface Ipv4Info { src: string; dst: string; proto: number; payload: Buffer; headerOk: boolean }
+interface Ipv4Info {
+  src: string;
+  dst: string;
+  proto: number;
+  payload: Buffer;
+  headerOk: boolean;
+}
 
 export function parseIpv4(f: Buffer): Ipv4Info | null {
-  if (f.length < 34 || f.readUInt16BE(12) !== ETH_IPV4 || (f[14]! >> 4) !== 4) return null;
+  if (f.length < 34 || f.readUInt16BE(12) !== ETH_IPV4 || f[14]! >> 4 !== 4) return null;
   const ihl = (f[14]! & 0xf) * 4;
   const total = f.readUInt16BE(16);
   return {
-    src: [...f.subarray(26, 30)].join('.'), dst: [...f.subarray(30, 34)].join('.'), proto: f[23]!,
-    payload: f.subarray(14 + ihl, 14 + total), headerOk: inetChecksum(f.subarray(14, 14 + ihl)) === 0,
+    src: [...f.subarray(26, 30)].join('.'),
+    dst: [...f.subarray(30, 34)].join('.'),
+    proto: f[23]!,
+    payload: f.subarray(14 + ihl, 14 + total),
+    headerOk: inetChecksum(f.subarray(14, 14 + ihl)) === 0,
   };
 }
 
-interface EchoInfo { type: number; id: number; seq: number; data: Buffer; checksumOk: boolean }
+interface EchoInfo {
+  type: number;
+  id: number;
+  seq: number;
+  data: Buffer;
+  checksumOk: boolean;
+}
 
 export function parseEcho(f: Buffer): EchoInfo | null {
   const p = parseIpv4(f);
   if (!p || p.proto !== 1 || p.payload.length < 8) return null;
   return {
-    type: p.payload[0]!, id: p.payload.readUInt16BE(4), seq: p.payload.readUInt16BE(6), data: p.payload.subarray(8),
+    type: p.payload[0]!,
+    id: p.payload.readUInt16BE(4),
+    seq: p.payload.readUInt16BE(6),
+    data: p.payload.subarray(8),
     checksumOk: inetChecksum(p.payload) === 0,
   };
 }
 
-interface UdpInfo { src: string; dst: string; srcPort: number; dstPort: number; data: Buffer }
+interface UdpInfo {
+  src: string;
+  dst: string;
+  srcPort: number;
+  dstPort: number;
+  data: Buffer;
+}
 
 export function parseUdp(f: Buffer): UdpInfo | null {
   const p = parseIpv4(f);
   if (!p || p.proto !== 17 || p.payload.length < 8) return null;
-  return { src: p.src, dst: p.dst, srcPort: p.payload.readUInt16BE(0), dstPort: p.payload.readUInt16BE(2), data: p.payload.subarray(8) };
+  return {
+    src: p.src,
+    dst: p.dst,
+    srcPort: p.payload.readUInt16BE(0),
+    dstPort: p.payload.readUInt16BE(2),
+    data: p.payload.subarray(8),
+  };
 }
 
 /** A UDP/IPv4 frame whose payload is `payloadLen` bytes of a pattern seeded by `tag`. */
-export function udpFrame(dstMac: Buffer, srcMac: Buffer, srcIp: string, dstIp: string, srcPort: number, dstPort: number, payloadLen: number, tag = 0): Buffer {
+export function udpFrame(
+  dstMac: Buffer,
+  srcMac: Buffer,
+  srcIp: string,
+  dstIp: string,
+  srcPort: number,
+  dstPort: number,
+  payloadLen: number,
+  tag = 0,
+): Buffer {
   const data = Buffer.alloc(payloadLen);
   for (let i = 0; i < payloadLen; i++) data[i] = (i * 7 + tag) & 0xff;
   return ethernet(dstMac, srcMac, ETH_IPV4, ipv4(ip(srcIp), ip(dstIp), 17, udp(srcPort, dstPort, data)));

@@ -7,7 +7,21 @@
 import { expect } from 'chai';
 import * as sinon from 'sinon';
 import { RamNamespace } from '../../../lib/targets/nvmeof';
-import { ADDR, adminHost, dnr, HOSTID, HOSTNQN, HostMemory, KEY, KEYED, newTarget, sc, SC, SUBNQN, TestHost } from './helpers';
+import {
+  ADDR,
+  adminHost,
+  dnr,
+  HOSTID,
+  HOSTNQN,
+  HostMemory,
+  KEY,
+  KEYED,
+  newTarget,
+  sc,
+  SC,
+  SUBNQN,
+  TestHost,
+} from './helpers';
 
 function out(h: TestHost, len = 4096): Buffer {
   return h.mem.at(ADDR.OUT, len);
@@ -48,7 +62,9 @@ describe('nvmeof: Identify', () => {
   });
 
   it('active namespace list, ascending after the given nsid; an inactive nsid reads as zeroes', async () => {
-    const h = await adminHost(newTarget({ namespaces: [new RamNamespace(5, 1 << 16, 512), new RamNamespace(1, 1 << 16, 512)] }));
+    const h = await adminHost(
+      newTarget({ namespaces: [new RamNamespace(5, 1 << 16, 512), new RamNamespace(1, 1 << 16, 512)] }),
+    );
     await h.identify(0x02, 0);
     expect([out(h).readUInt32LE(0), out(h).readUInt32LE(4), out(h).readUInt32LE(8)]).to.deep.equal([1, 5, 0]);
     await h.identify(0x02, 1);
@@ -87,7 +103,7 @@ describe('nvmeof: Identify', () => {
 });
 
 describe('nvmeof: features', () => {
-  it('number of queues: the subsystem grants queues - 1 (0\'s based) whatever is asked; 0xffff is refused', async () => {
+  it("number of queues: the subsystem grants queues - 1 (0's based) whatever is asked; 0xffff is refused", async () => {
     const h = await adminHost(newTarget({ queues: 4 }));
     expect((await h.setFeature(0x07, 0x003f003f)).dw0).to.equal(0x00030003);
     expect((await h.getFeature(0x07)).dw0).to.equal(0x00030003);
@@ -180,7 +196,10 @@ describe('nvmeof: asynchronous events', () => {
     const h = await adminHost();
     await h.setFeature(0x0b, 0x100);
     let done = false;
-    const aer = h.submit({ opcode: 0x0c }).then((c) => { done = true; return c; });
+    const aer = h.submit({ opcode: 0x0c }).then((c) => {
+      done = true;
+      return c;
+    });
     await new Promise((r) => setImmediate(r));
     expect(done).to.equal(false);
     expect(h.queue.controller!.heldAers).to.equal(1);
@@ -200,7 +219,10 @@ describe('nvmeof: asynchronous events', () => {
     h.target.subsystem.namespaceChanged(1);
     await first;
     let second = false;
-    const aer = h.submit({ opcode: 0x0c }).then((c) => { second = true; return c; });
+    const aer = h.submit({ opcode: 0x0c }).then((c) => {
+      second = true;
+      return c;
+    });
     h.target.subsystem.namespaceChanged(1);
     await new Promise((r) => setImmediate(r));
     expect(second).to.equal(false);
@@ -216,7 +238,11 @@ describe('nvmeof: asynchronous events', () => {
   it('at most 4 are held; Abort takes a held one back, anything else is reported not aborted', async () => {
     const h = await adminHost();
     const cids: number[] = [];
-    const held = [0, 1, 2, 3].map(() => { const cid = h.nextCid(); cids.push(cid); return h.submit({ opcode: 0x0c, cid }); });
+    const held = [0, 1, 2, 3].map(() => {
+      const cid = h.nextCid();
+      cids.push(cid);
+      return h.submit({ opcode: 0x0c, cid });
+    });
     const fifth = await h.submit({ opcode: 0x0c });
     expect([sc(fifth), dnr(fifth)]).to.deep.equal([SC.ASYNC_LIMIT, true]);
     const ab = await h.submit({ opcode: 0x08, cdw10: (cids[1]! << 16) | 0 });
@@ -230,11 +256,14 @@ describe('nvmeof: asynchronous events', () => {
 });
 
 describe('nvmeof: keep alive', () => {
-  it('the timer does not hold the process open (unref\'d)', async () => {
+  it("the timer does not hold the process open (unref'd)", async () => {
     const spy = sinon.spy(global, 'setTimeout');
     try {
       const admin = await adminHost(newTarget(), 60_000);
-      const timers = spy.getCalls().filter((c) => c.args[1] === 60_000).map((c) => c.returnValue as unknown as NodeJS.Timeout);
+      const timers = spy
+        .getCalls()
+        .filter((c) => c.args[1] === 60_000)
+        .map((c) => c.returnValue as unknown as NodeJS.Timeout);
       expect(timers.length).to.equal(1);
       expect(timers[0]!.hasRef()).to.equal(false);
       admin.queue.close();
@@ -245,7 +274,9 @@ describe('nvmeof: keep alive', () => {
 
   describe('with fake timers', () => {
     let clock: sinon.SinonFakeTimers;
-    beforeEach(() => { clock = sinon.useFakeTimers(); });
+    beforeEach(() => {
+      clock = sinon.useFakeTimers();
+    });
     afterEach(() => clock.restore());
 
     it('tears the controller down when no Keep Alive arrives within KATO', async () => {

@@ -115,33 +115,75 @@ export function rej(local: number, remote: number, rejected = 1, reason = 10): B
 }
 
 /** The fields of a MAD the target sent, read at the tables' offsets. */
-export function header(m: Buffer): { base: number; cls: number; ver: number; method: number; attr: number; tid: bigint } {
+export function header(m: Buffer): {
+  base: number;
+  cls: number;
+  ver: number;
+  method: number;
+  attr: number;
+  tid: bigint;
+} {
   return { base: m[0]!, cls: m[1]!, ver: m[2]!, method: m[3]!, attr: m.readUInt16BE(16), tid: m.readBigUInt64BE(8) };
 }
 
 export interface RepFields {
-  local: number; remote: number; qkey: number; qpn: number; eecn: number; psn: number; rr: number; depth: number;
-  ackDelay: number; failover: number; flowControl: number; rnrRetry: number; srq: number; guid: bigint;
-  recfmt: number; crqsize: number;
+  local: number;
+  remote: number;
+  qkey: number;
+  qpn: number;
+  eecn: number;
+  psn: number;
+  rr: number;
+  depth: number;
+  ackDelay: number;
+  failover: number;
+  flowControl: number;
+  rnrRetry: number;
+  srq: number;
+  guid: bigint;
+  recfmt: number;
+  crqsize: number;
 }
 
 export function repFields(m: Buffer): RepFields {
   const M = 24;
   return {
-    local: m.readUInt32BE(M + 0), remote: m.readUInt32BE(M + 4), qkey: m.readUInt32BE(M + 8),
-    qpn: m.readUInt32BE(M + 12) >>> 8, eecn: m.readUInt32BE(M + 16) >>> 8, psn: m.readUInt32BE(M + 20) >>> 8,
-    rr: m[M + 24]!, depth: m[M + 25]!,
-    ackDelay: m[M + 26]! >>> 3, failover: (m[M + 26]! >>> 1) & 3, flowControl: m[M + 26]! & 1,
-    rnrRetry: m[M + 27]! >>> 5, srq: (m[M + 27]! >>> 4) & 1,
+    local: m.readUInt32BE(M + 0),
+    remote: m.readUInt32BE(M + 4),
+    qkey: m.readUInt32BE(M + 8),
+    qpn: m.readUInt32BE(M + 12) >>> 8,
+    eecn: m.readUInt32BE(M + 16) >>> 8,
+    psn: m.readUInt32BE(M + 20) >>> 8,
+    rr: m[M + 24]!,
+    depth: m[M + 25]!,
+    ackDelay: m[M + 26]! >>> 3,
+    failover: (m[M + 26]! >>> 1) & 3,
+    flowControl: m[M + 26]! & 1,
+    rnrRetry: m[M + 27]! >>> 5,
+    srq: (m[M + 27]! >>> 4) & 1,
     guid: m.readBigUInt64BE(M + 28),
-    recfmt: m.readUInt16LE(M + 36), crqsize: m.readUInt16LE(M + 38),
+    recfmt: m.readUInt16LE(M + 36),
+    crqsize: m.readUInt16LE(M + 38),
   };
 }
 
-export function rejFields(m: Buffer): { local: number; remote: number; rejected: number; infoLen: number; reason: number; recfmt: number; sts: number } {
+export function rejFields(m: Buffer): {
+  local: number;
+  remote: number;
+  rejected: number;
+  infoLen: number;
+  reason: number;
+  recfmt: number;
+  sts: number;
+} {
   const M = 24;
   return {
-    local: m.readUInt32BE(M + 0), remote: m.readUInt32BE(M + 4), rejected: m[M + 8]! >>> 6, infoLen: m[M + 9]! >>> 1,
-    reason: m.readUInt16BE(M + 10), recfmt: m.readUInt16LE(M + 84), sts: m.readUInt16LE(M + 86),
+    local: m.readUInt32BE(M + 0),
+    remote: m.readUInt32BE(M + 4),
+    rejected: m[M + 8]! >>> 6,
+    infoLen: m[M + 9]! >>> 1,
+    reason: m.readUInt16BE(M + 10),
+    recfmt: m.readUInt16LE(M + 84),
+    sts: m.readUInt16LE(M + 86),
   };
 }

@@ -5,7 +5,20 @@
 import { expect } from 'chai';
 import { RamNamespace } from '../../../lib/targets/nvmeof';
 import {
-  ADDR, adminHost, DISC_NQN, dnr, HOSTID, HOSTNQN, HostMemory, ioHost, KEY, newTarget, sc, SC, SUBNQN, TestHost,
+  ADDR,
+  adminHost,
+  DISC_NQN,
+  dnr,
+  HOSTID,
+  HOSTNQN,
+  HostMemory,
+  ioHost,
+  KEY,
+  newTarget,
+  sc,
+  SC,
+  SUBNQN,
+  TestHost,
 } from './helpers';
 
 function freshHost(target = newTarget()): TestHost {
@@ -58,12 +71,17 @@ describe('nvmeof: Connect', () => {
   });
 
   describe('refusals', () => {
-    it('every command\'s descriptor is checked, even without data (a zeroed one is not a null keyed SGL)', async () => {
+    it("every command's descriptor is checked, even without data (a zeroed one is not a null keyed SGL)", async () => {
       const h = freshHost();
       await h.connect();
       const c = await h.submit({ opcode: 0x7f, nsid: 0x04, cdw11: 0x08, sgl: { addr: 0, len: 0, key: 0, type: 0x00 } });
       expect([sc(c), dnr(c)]).to.deep.equal([SC.INVALID_FIELD, true]);
-      const seg = await h.submit({ opcode: 0x7f, nsid: 0x04, cdw11: 0x08, sgl: { addr: 0, len: 0, key: 0, type: 0x20 } });
+      const seg = await h.submit({
+        opcode: 0x7f,
+        nsid: 0x04,
+        cdw11: 0x08,
+        sgl: { addr: 0, len: 0, key: 0, type: 0x20 },
+      });
       expect(sc(seg)).to.equal(SC.SGL_INVALID_TYPE);
       expect((await h.propGet(0x08)).status).to.equal(0);
     });
@@ -130,7 +148,12 @@ describe('nvmeof: Connect', () => {
       const admin = await adminHost();
       const unknown = await new TestHost(admin.target, admin.mem).connect({ qid: 1, sqsize: 127, cntlid: 9 });
       expect([sc(unknown), unknown.dw0]).to.deep.equal([SC.CONNECT_INVALID_PARAM, 0x10000 | 16]);
-      const other = await new TestHost(admin.target, admin.mem).connect({ qid: 1, sqsize: 127, cntlid: 1, hostnqn: 'nqn.2014-08.org.nvmexpress:other' });
+      const other = await new TestHost(admin.target, admin.mem).connect({
+        qid: 1,
+        sqsize: 127,
+        cntlid: 1,
+        hostnqn: 'nqn.2014-08.org.nvmexpress:other',
+      });
       expect([sc(other), other.dw0]).to.deep.equal([SC.CONNECT_INVALID_PARAM, 0x10000 | 16]);
     });
 
@@ -170,7 +193,7 @@ describe('nvmeof: properties', () => {
     await h.connect();
     const cap = await h.propGet(0x00, true);
     expect(cap.status).to.equal(0);
-    const value = BigInt(cap.dw1) << 32n | BigInt(cap.dw0);
+    const value = (BigInt(cap.dw1) << 32n) | BigInt(cap.dw0);
     expect(Number(value & 0xffffn)).to.equal(127);
     expect(Number((value >> 24n) & 0xffn)).to.equal(15);
     expect(Number((value >> 37n) & 1n)).to.equal(1);
@@ -181,7 +204,13 @@ describe('nvmeof: properties', () => {
   it('a wrong size or an unknown offset is an invalid field; only CC is writable, and only as 4 bytes', async () => {
     const h = freshHost();
     await h.connect();
-    for (const c of [await h.propGet(0x00), await h.propGet(0x08, true), await h.propGet(0x40), await h.propSet(0x1c, 1), await h.propSet(0x14, 1, 1)]) {
+    for (const c of [
+      await h.propGet(0x00),
+      await h.propGet(0x08, true),
+      await h.propGet(0x40),
+      await h.propSet(0x1c, 1),
+      await h.propSet(0x14, 1, 1),
+    ]) {
       expect([sc(c), dnr(c)]).to.deep.equal([SC.INVALID_FIELD, true]);
     }
   });
@@ -207,7 +236,10 @@ describe('nvmeof: properties', () => {
     let flushed = 0;
     const ns = new RamNamespace(1, 1 << 20, 512);
     const flush = ns.flush.bind(ns);
-    ns.flush = () => { flushed++; return flush(); };
+    ns.flush = () => {
+      flushed++;
+      return flush();
+    };
     const h = await adminHost(newTarget({ namespaces: [ns] }));
     await h.propSet(0x14, 0x00464001);
     const csts = await h.propGet(0x1c);

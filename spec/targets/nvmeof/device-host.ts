@@ -32,7 +32,12 @@ export class DeviceHost {
   #scratchNext = 0;
   #cid = 1;
 
-  private constructor(readonly v: VerbsGuest, readonly cq: Cq, readonly gsi: Qp, readonly mr: GuestMr) {}
+  private constructor(
+    readonly v: VerbsGuest,
+    readonly cq: Cq,
+    readonly gsi: Qp,
+    readonly mr: GuestMr,
+  ) {}
 
   /** A guest booted against `target`, QP1 ready, an MR of `mrPages` pages for data. */
   static async boot(target: NvmeofTarget, mrPages = 16): Promise<DeviceHost> {
@@ -41,7 +46,11 @@ export class DeviceHost {
     const gsi = await v.createQp(1, QpT.UD, { sqCq: cq, rqCq: cq, flags: QpF.PRIVILEGED, depthLog2: 5 });
     await v.readyUd(gsi, QP1_QKEY);
     await v.createAh(AH, { sip: v4(GUEST), dip: v4(TARGET) });
-    const mr = await v.createMr({ key: 0x701, pages: mrPages, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
+    const mr = await v.createMr({
+      key: 0x701,
+      pages: mrPages,
+      flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ,
+    });
     const h = new DeviceHost(v, cq, gsi, mr);
     h.#scratch = v.pages(48);
     for (let i = 0; i < 8; i++) h.postRecv(gsi, 296);
@@ -60,12 +69,16 @@ export class DeviceHost {
 
   async take(pred: (c: Cqe) => boolean, what: string, ms = 20_000): Promise<Cqe> {
     let found: Cqe | undefined;
-    await until(() => {
-      this.seen.push(...this.v.drain(this.cq));
-      const i = this.seen.findIndex(pred);
-      if (i >= 0) found = this.seen.splice(i, 1)[0];
-      return found !== undefined;
-    }, what, ms);
+    await until(
+      () => {
+        this.seen.push(...this.v.drain(this.cq));
+        const i = this.seen.findIndex(pred);
+        if (i >= 0) found = this.seen.splice(i, 1)[0];
+        return found !== undefined;
+      },
+      what,
+      ms,
+    );
     return found!;
   }
 
@@ -80,8 +93,19 @@ export class DeviceHost {
     const at = this.page();
     mad.copy(this.v.g.mem(at, mad.length));
     const id = this.#nextId++;
-    this.v.postSend(this.gsi, { op: WOp.SEND, id, sges: [{ va: at, len: 24, lkey: 0 }, { va: at + 24, len: mad.length - 24, lkey: 0 }], ud: { ah: AH, qpn: 1, qkey: QP1_QKEY } });
-    const c = await this.take((x) => x.qid === 1 && x.type === CqeT.SEND_NPG && x.wqeIdLo === id, 'the MAD send completion');
+    this.v.postSend(this.gsi, {
+      op: WOp.SEND,
+      id,
+      sges: [
+        { va: at, len: 24, lkey: 0 },
+        { va: at + 24, len: mad.length - 24, lkey: 0 },
+      ],
+      ud: { ah: AH, qpn: 1, qkey: QP1_QKEY },
+    });
+    const c = await this.take(
+      (x) => x.qid === 1 && x.type === CqeT.SEND_NPG && x.wqeIdLo === id,
+      'the MAD send completion',
+    );
     if (c.error) throw new Error('MAD send failed');
   }
 
@@ -94,9 +118,16 @@ export class DeviceHost {
 
   /** REQ, REP, the QP to RTS, RTU, `recvs` receives posted. */
   async openQueue(qpId: number, qid: number, cntlid = 0, recvs = 16): Promise<HostQueue> {
-    const qp = await this.v.createQp(qpId, QpT.RC, { sqCq: this.cq, rqCq: this.cq, flags: QpF.PRIVILEGED, depthLog2: 6 });
+    const qp = await this.v.createQp(qpId, QpT.RC, {
+      sqCq: this.cq,
+      rqCq: this.cq,
+      flags: QpF.PRIVILEGED,
+      depthLog2: 6,
+    });
     const theirs = 0x5000 + qpId;
-    await this.sendMad(req({ commId: theirs, qpn: qpId, qid, hsqsize: qid === 0 ? 31 : 63, hrqsize: qid === 0 ? 32 : 64, cntlid }));
+    await this.sendMad(
+      req({ commId: theirs, qpn: qpId, qid, hsqsize: qid === 0 ? 31 : 63, hrqsize: qid === 0 ? 32 : 64, cntlid }),
+    );
     const mad = await this.nextMad();
     if (header(mad).attr !== ATTR.REP) throw new Error(`expected a REP, got attribute ${header(mad).attr}`);
     const f = repFields(mad);
@@ -137,7 +168,14 @@ export class DeviceHost {
   /** Connect data at `at` of the MR, the Connect capsule for `qid`. */
   connectCapsule(qid: number, sqsize: number, cntlid: number, at = 0): Buffer {
     connectData(SUBNQN, HOSTNQN, cntlid).copy(this.v.g.mem(this.mr.at(at), 1024));
-    return sqe({ opcode: 0x7f, cid: this.nextCid(), nsid: 0x01, sgl: { addr: this.mr.va + at, len: 1024, key: this.mr.key, type: KEYED }, cdw10: qid << 16, cdw11: sqsize });
+    return sqe({
+      opcode: 0x7f,
+      cid: this.nextCid(),
+      nsid: 0x01,
+      sgl: { addr: this.mr.va + at, len: 1024, key: this.mr.key, type: KEYED },
+      cdw10: qid << 16,
+      cdw11: sqsize,
+    });
   }
 
   /** Admin queue connected and enabled, then I/O queue 1: both queues. */

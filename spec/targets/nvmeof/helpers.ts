@@ -5,7 +5,13 @@
 
 import { Bytes } from '../../support/bytes';
 import {
-  Cqe, DmaStatus, NvmeofQueue, NvmeofSubsystem, NvmeofTarget, RamNamespace, TargetDma,
+  Cqe,
+  DmaStatus,
+  NvmeofQueue,
+  NvmeofSubsystem,
+  NvmeofTarget,
+  RamNamespace,
+  TargetDma,
 } from '../../../lib/targets/nvmeof';
 import type { NvmeofNamespace, QueueOptions } from '../../../lib/targets/nvmeof';
 import type { NvmeofController } from '../../../lib/targets/nvmeof';
@@ -24,11 +30,28 @@ export const PSDT_SGL = 0x40;
 
 /** Status values (SCT << 8 | SC) as the specs define them, and DNR. */
 export const SC = {
-  SUCCESS: 0, INVALID_OPCODE: 0x1, INVALID_FIELD: 0x2, DATA_XFER_ERROR: 0x4, ABORT_REQ: 0x7, ABORT_QUEUE: 0x8,
-  INVALID_NS: 0xb, CMD_SEQ_ERROR: 0xc, SGL_INVALID_DATA: 0xf, SGL_INVALID_TYPE: 0x11, SGL_INVALID_OFFSET: 0x16,
-  KA_TIMEOUT_INVALID: 0x1a, CMD_INTERRUPTED: 0x21, LBA_RANGE: 0x80, ASYNC_LIMIT: 0x105, INVALID_LOG_PAGE: 0x109,
-  FEATURE_NOT_SAVEABLE: 0x10d, CONNECT_FORMAT: 0x180, CONNECT_CTRL_BUSY: 0x181, CONNECT_INVALID_PARAM: 0x182,
-  CONNECT_INVALID_HOST: 0x184, DNR: 0x4000,
+  SUCCESS: 0,
+  INVALID_OPCODE: 0x1,
+  INVALID_FIELD: 0x2,
+  DATA_XFER_ERROR: 0x4,
+  ABORT_REQ: 0x7,
+  ABORT_QUEUE: 0x8,
+  INVALID_NS: 0xb,
+  CMD_SEQ_ERROR: 0xc,
+  SGL_INVALID_DATA: 0xf,
+  SGL_INVALID_TYPE: 0x11,
+  SGL_INVALID_OFFSET: 0x16,
+  KA_TIMEOUT_INVALID: 0x1a,
+  CMD_INTERRUPTED: 0x21,
+  LBA_RANGE: 0x80,
+  ASYNC_LIMIT: 0x105,
+  INVALID_LOG_PAGE: 0x109,
+  FEATURE_NOT_SAVEABLE: 0x10d,
+  CONNECT_FORMAT: 0x180,
+  CONNECT_CTRL_BUSY: 0x181,
+  CONNECT_INVALID_PARAM: 0x182,
+  CONNECT_INVALID_HOST: 0x184,
+  DNR: 0x4000,
 } as const;
 
 export interface SglSpec {
@@ -55,9 +78,22 @@ export interface SqeSpec {
 
 /** A 64-byte SQE, laid out by hand: opcode, flags, cid, nsid, cdw2-3, mptr, SGL (16), cdw10-15. */
 export function sqe(s: SqeSpec): Buffer {
-  const b = new Bytes().u8(s.opcode).u8(s.flags ?? PSDT_SGL).u16(s.cid).u32(s.nsid ?? 0).u32(0).u32(0).u64(0);
+  const b = new Bytes()
+    .u8(s.opcode)
+    .u8(s.flags ?? PSDT_SGL)
+    .u16(s.cid)
+    .u32(s.nsid ?? 0)
+    .u32(0)
+    .u32(0)
+    .u64(0);
   const g = s.sgl ?? { addr: 0, len: 0, key: 0, type: KEYED };
-  if ((g.type >> 4) === 4) b.u64(g.addr).u8(g.len).u8(g.len >>> 8).u8(g.len >>> 16).u32(g.key).u8(g.type);
+  if (g.type >> 4 === 4)
+    b.u64(g.addr)
+      .u8(g.len)
+      .u8(g.len >>> 8)
+      .u8(g.len >>> 16)
+      .u32(g.key)
+      .u8(g.type);
   else b.u64(g.addr).u32(g.len).zeros(3).u8(g.type);
   for (const d of [s.cdw10, s.cdw11, s.cdw12, s.cdw13, s.cdw14, s.cdw15]) b.u32((d ?? 0) >>> 0);
   const out = b.build();
@@ -135,12 +171,21 @@ export function connectData(subnqn: string, hostnqn: string, cntlid: number, hos
 
 export const KEY = 0x1234;
 /** Guest addresses the tests use. */
-export const ADDR = { CONNECT: HostMemory.BASE, DATA: HostMemory.BASE + 0x10000, OUT: HostMemory.BASE + 0x40000 } as const;
+export const ADDR = {
+  CONNECT: HostMemory.BASE,
+  DATA: HostMemory.BASE + 0x10000,
+  OUT: HostMemory.BASE + 0x40000,
+} as const;
 
-export function newTarget(opts: { namespaces?: NvmeofNamespace[]; hosts?: string[]; queues?: number } = {}): NvmeofTarget {
+export function newTarget(
+  opts: { namespaces?: NvmeofNamespace[]; hosts?: string[]; queues?: number } = {},
+): NvmeofTarget {
   const subsystem = new NvmeofSubsystem<NvmeofController>({
-    nqn: SUBNQN, model: 'rocm-ernic NVMe-oF target', serial: 'ERNIC0000000000001',
-    namespaces: opts.namespaces ?? [new RamNamespace(1, 1 << 20, 512)], maxIoQueues: opts.queues ?? 8,
+    nqn: SUBNQN,
+    model: 'rocm-ernic NVMe-oF target',
+    serial: 'ERNIC0000000000001',
+    namespaces: opts.namespaces ?? [new RamNamespace(1, 1 << 20, 512)],
+    maxIoQueues: opts.queues ?? 8,
     ...(opts.hosts ? { hosts: opts.hosts } : {}),
   });
   return new NvmeofTarget({ subsystem, port: { traddr: '192.168.200.1', trsvcid: '4420', portid: 1 } });
@@ -160,7 +205,12 @@ export class TestHost {
   #cid = 1;
 
   /** `dma` defaults to `mem` itself; a test may put another TargetDma in front of it. */
-  constructor(readonly target: NvmeofTarget, readonly mem: HostMemory, opts: QueueOptions = {}, dma: TargetDma = mem) {
+  constructor(
+    readonly target: NvmeofTarget,
+    readonly mem: HostMemory,
+    opts: QueueOptions = {},
+    dma: TargetDma = mem,
+  ) {
     this.queue = target.openQueue(dma, opts);
   }
 
@@ -174,12 +224,26 @@ export class TestHost {
   }
 
   /** Fabrics Connect on `qid` (sqsize 0's based), Connect data at ADDR.CONNECT. */
-  connect(o: { qid?: number; sqsize?: number; kato?: number; cntlid?: number; subnqn?: string; hostnqn?: string;
-    hostid?: Buffer; recfmt?: number; cattr?: number; key?: number } = {}): Promise<Cqe> {
+  connect(
+    o: {
+      qid?: number;
+      sqsize?: number;
+      kato?: number;
+      cntlid?: number;
+      subnqn?: string;
+      hostnqn?: string;
+      hostid?: Buffer;
+      recfmt?: number;
+      cattr?: number;
+      key?: number;
+    } = {},
+  ): Promise<Cqe> {
     const data = connectData(o.subnqn ?? SUBNQN, o.hostnqn ?? HOSTNQN, o.cntlid ?? 0xffff, o.hostid);
     data.copy(this.mem.at(ADDR.CONNECT, 1024));
     return this.submit({
-      opcode: 0x7f, nsid: 0x01, sgl: { addr: ADDR.CONNECT, len: 1024, key: o.key ?? KEY, type: KEYED },
+      opcode: 0x7f,
+      nsid: 0x01,
+      sgl: { addr: ADDR.CONNECT, len: 1024, key: o.key ?? KEY, type: KEYED },
       cdw10: ((o.qid ?? 0) << 16) | (o.recfmt ?? 0),
       cdw11: ((o.cattr ?? 0) << 16) | (o.sqsize ?? 31),
       cdw12: o.kato ?? 0,
@@ -204,13 +268,21 @@ export class TestHost {
     return this.submit({ opcode: 0x06, nsid, sgl: { addr, len, key: KEY, type: KEYED }, cdw10: cns, cdw11 });
   }
 
-  getLog(lid: number, bytes: number, o: { offset?: number; nsid?: number; rae?: boolean; len?: number } = {}): Promise<Cqe> {
+  getLog(
+    lid: number,
+    bytes: number,
+    o: { offset?: number; nsid?: number; rae?: boolean; len?: number } = {},
+  ): Promise<Cqe> {
     const numd = bytes / 4 - 1;
     const lpo = o.offset ?? 0;
     return this.submit({
-      opcode: 0x02, nsid: o.nsid ?? 0xffffffff, sgl: { addr: ADDR.OUT, len: o.len ?? bytes, key: KEY, type: KEYED },
-      cdw10: lid | (o.rae ? 0x8000 : 0) | ((numd & 0xffff) << 16), cdw11: numd >>> 16,
-      cdw12: lpo % 2 ** 32, cdw13: Math.floor(lpo / 2 ** 32),
+      opcode: 0x02,
+      nsid: o.nsid ?? 0xffffffff,
+      sgl: { addr: ADDR.OUT, len: o.len ?? bytes, key: KEY, type: KEYED },
+      cdw10: lid | (o.rae ? 0x8000 : 0) | ((numd & 0xffff) << 16),
+      cdw11: numd >>> 16,
+      cdw12: lpo % 2 ** 32,
+      cdw13: Math.floor(lpo / 2 ** 32),
     });
   }
 
@@ -227,10 +299,21 @@ export class TestHost {
   }
 
   /** Read or write `nlb` blocks at `slba` through the keyed SGL at `addr`. */
-  rw(opcode: 0x01 | 0x02, slba: number, nlb: number, addr: number, bs = 512, o: { nsid?: number; sgl?: SglSpec; control?: number } = {}): Promise<Cqe> {
+  rw(
+    opcode: 0x01 | 0x02,
+    slba: number,
+    nlb: number,
+    addr: number,
+    bs = 512,
+    o: { nsid?: number; sgl?: SglSpec; control?: number } = {},
+  ): Promise<Cqe> {
     return this.submit({
-      opcode, nsid: o.nsid ?? 1, sgl: o.sgl ?? { addr, len: nlb * bs, key: KEY, type: KEYED },
-      cdw10: slba % 2 ** 32, cdw11: Math.floor(slba / 2 ** 32), cdw12: ((o.control ?? 0) << 16) | (nlb - 1),
+      opcode,
+      nsid: o.nsid ?? 1,
+      sgl: o.sgl ?? { addr, len: nlb * bs, key: KEY, type: KEYED },
+      cdw10: slba % 2 ** 32,
+      cdw11: Math.floor(slba / 2 ** 32),
+      cdw12: ((o.control ?? 0) << 16) | (nlb - 1),
     });
   }
 }

@@ -8,7 +8,20 @@ import { expect } from 'chai';
 import { decodeCqe, DmaStatus, encodeCqe, RamNamespace } from '../../../lib/targets/nvmeof';
 import type { TargetDma } from '../../../lib/targets/nvmeof';
 import {
-  ADDR, adminHost, dnr, HostMemory, IN_CAPSULE, ioHost, KEY, KEYED, KEYED_INV, newTarget, PSDT_SGL, sc, SC, TestHost,
+  ADDR,
+  adminHost,
+  dnr,
+  HostMemory,
+  IN_CAPSULE,
+  ioHost,
+  KEY,
+  KEYED,
+  KEYED_INV,
+  newTarget,
+  PSDT_SGL,
+  sc,
+  SC,
+  TestHost,
 } from './helpers';
 
 function pattern(len: number, seed: number): Buffer {
@@ -48,14 +61,23 @@ describe('nvmeof: I/O', () => {
     const smart = await admin.getLog(0x02, 512);
     expect(smart.status).to.equal(0);
     const s = mem.at(ADDR.OUT, 512);
-    expect([s.readBigUInt64LE(32), s.readBigUInt64LE(48), s.readBigUInt64LE(64), s.readBigUInt64LE(80)]).to.deep.equal([1n, 1n, 2n, 1n]);
+    expect([s.readBigUInt64LE(32), s.readBigUInt64LE(48), s.readBigUInt64LE(64), s.readBigUInt64LE(80)]).to.deep.equal([
+      1n,
+      1n,
+      2n,
+      1n,
+    ]);
   });
 
   it('the last block is reachable; one past it, or a huge LBA, is out of range (and moves nothing)', async () => {
     const { io } = await ioPair();
     expect((await io.rw(0x02, 2047, 1, ADDR.OUT)).status).to.equal(0);
     const calls = io.mem.calls;
-    for (const [slba, nlb] of [[2047, 2], [2048, 1], [2 ** 60, 1]] as const) {
+    for (const [slba, nlb] of [
+      [2047, 2],
+      [2048, 1],
+      [2 ** 60, 1],
+    ] as const) {
       const c = await io.rw(0x01, slba, nlb, ADDR.DATA);
       expect([sc(c), dnr(c)], `slba ${slba}`).to.deep.equal([SC.LBA_RANGE, true]);
     }
@@ -89,7 +111,10 @@ describe('nvmeof: I/O', () => {
     for (const [status, sgl] of cases) {
       for (const op of [0x01, 0x02] as const) {
         const c = await io.rw(op, 0, 1, sgl.addr, 512, { sgl });
-        expect([sc(c), dnr(c)], `type ${sgl.type} key ${sgl.key} len ${sgl.len} op ${op}`).to.deep.equal([status, true]);
+        expect([sc(c), dnr(c)], `type ${sgl.type} key ${sgl.key} len ${sgl.len} op ${op}`).to.deep.equal([
+          status,
+          true,
+        ]);
       }
     }
     expect(io.mem.calls).to.equal(calls);
@@ -101,7 +126,8 @@ describe('nvmeof: I/O', () => {
     mem.key(KEY);
     let keyZeroCalls = 0;
     const lenient: TargetDma = {
-      fromHost: (key, addr, len, out) => (key === 0 ? (keyZeroCalls++, DmaStatus.OK) : mem.fromHost(key, addr, len, out)),
+      fromHost: (key, addr, len, out) =>
+        key === 0 ? (keyZeroCalls++, DmaStatus.OK) : mem.fromHost(key, addr, len, out),
       toHost: (key, addr, src) => (key === 0 ? (keyZeroCalls++, DmaStatus.OK) : mem.toHost(key, addr, src)),
     };
     const admin = new TestHost(target, mem, {}, lenient);
@@ -123,7 +149,9 @@ describe('nvmeof: I/O', () => {
   it('a null descriptor (length 0, key 0) is fine for commands without data', async () => {
     const { io } = await ioPair();
     const calls = io.mem.calls;
-    expect((await io.submit({ opcode: 0x00, nsid: 1, sgl: { addr: 0, len: 0, key: 0, type: KEYED } })).status).to.equal(0);
+    expect((await io.submit({ opcode: 0x00, nsid: 1, sgl: { addr: 0, len: 0, key: 0, type: KEYED } })).status).to.equal(
+      0,
+    );
     expect(io.mem.calls).to.equal(calls);
   });
 
@@ -144,14 +172,27 @@ describe('nvmeof: I/O', () => {
   it('in-capsule data for a write; past the capsule is a bad offset, and a read cannot use it', async () => {
     const { io } = await ioPair();
     const data = pattern(512, 1);
-    const write = (offset: number, len: number) => io.submit({
-      opcode: 0x01, nsid: 1, sgl: { addr: offset, len, key: 0, type: IN_CAPSULE }, cdw10: 7, cdw12: 0,
-    }, data);
+    const write = (offset: number, len: number) =>
+      io.submit(
+        {
+          opcode: 0x01,
+          nsid: 1,
+          sgl: { addr: offset, len, key: 0, type: IN_CAPSULE },
+          cdw10: 7,
+          cdw12: 0,
+        },
+        data,
+      );
     expect((await write(0, 512)).status).to.equal(0);
     await io.rw(0x02, 7, 1, ADDR.OUT);
     expect(io.mem.at(ADDR.OUT, 512).equals(data)).to.equal(true);
     expect(sc(await write(16, 512))).to.equal(SC.SGL_INVALID_OFFSET);
-    const read = await io.submit({ opcode: 0x02, nsid: 1, sgl: { addr: 0, len: 512, key: 0, type: IN_CAPSULE }, cdw10: 7 });
+    const read = await io.submit({
+      opcode: 0x02,
+      nsid: 1,
+      sgl: { addr: 0, len: 512, key: 0, type: IN_CAPSULE },
+      cdw10: 7,
+    });
     expect(sc(read)).to.equal(SC.INVALID_FIELD);
   });
 
@@ -188,24 +229,34 @@ describe('nvmeof: I/O', () => {
     expect(sc(await wz(2047, 2))).to.equal(SC.LBA_RANGE);
   });
 
-  it('Dataset Management deallocate zeroes a RAM namespace\'s ranges; a range past the end is out of range; the list may come in a longer buffer', async () => {
+  it("Dataset Management deallocate zeroes a RAM namespace's ranges; a range past the end is out of range; the list may come in a longer buffer", async () => {
     const { io } = await ioPair();
     pattern(4 * 512, 8).copy(io.mem.at(ADDR.DATA, 2048));
     await io.rw(0x01, 20, 4, ADDR.DATA);
     const ranges = Buffer.alloc(32);
-    ranges.writeUInt32LE(1, 4); ranges.writeBigUInt64LE(20n, 8); // range 0: 1 block at 20
-    ranges.writeUInt32LE(1, 16 + 4); ranges.writeBigUInt64LE(23n, 16 + 8); // range 1: 1 block at 23
+    ranges.writeUInt32LE(1, 4);
+    ranges.writeBigUInt64LE(20n, 8); // range 0: 1 block at 20
+    ranges.writeUInt32LE(1, 16 + 4);
+    ranges.writeBigUInt64LE(23n, 16 + 8); // range 1: 1 block at 23
     ranges.copy(io.mem.at(ADDR.CONNECT, 32));
-    const dsm = (attr: number, len = 32) => io.submit({
-      opcode: 0x09, nsid: 1, sgl: { addr: ADDR.CONNECT, len, key: KEY, type: KEYED }, cdw10: 1, cdw11: attr,
-    });
+    const dsm = (attr: number, len = 32) =>
+      io.submit({
+        opcode: 0x09,
+        nsid: 1,
+        sgl: { addr: ADDR.CONNECT, len, key: KEY, type: KEYED },
+        cdw10: 1,
+        cdw11: attr,
+      });
     expect((await dsm(0)).status).to.equal(0); // hints only: nothing changes
     await io.rw(0x02, 20, 4, ADDR.OUT);
     expect(io.mem.at(ADDR.OUT, 2048).equals(pattern(2048, 8))).to.equal(true);
     expect((await dsm(4)).status).to.equal(0);
     await io.rw(0x02, 20, 4, ADDR.OUT);
     const got = io.mem.at(ADDR.OUT, 2048);
-    expect([got.subarray(0, 512).equals(Buffer.alloc(512)), got.subarray(1536).equals(Buffer.alloc(512))]).to.deep.equal([true, true]);
+    expect([
+      got.subarray(0, 512).equals(Buffer.alloc(512)),
+      got.subarray(1536).equals(Buffer.alloc(512)),
+    ]).to.deep.equal([true, true]);
     expect(got.subarray(512, 1536).equals(pattern(2048, 8).subarray(512, 1536))).to.equal(true);
     ranges.writeBigUInt64LE(2048n, 8);
     ranges.copy(io.mem.at(ADDR.CONNECT, 32));
@@ -238,7 +289,10 @@ describe('nvmeof: I/O', () => {
 describe('nvmeof: CQE encoding', () => {
   it('writes result, sq head, sq id, cid and the status shifted past the phase bit', () => {
     const buf = Buffer.alloc(16);
-    encodeCqe({ dw0: 0x11223344, dw1: 0x55667788, sqhd: 0x0102, sqid: 3, cid: 0xbeef, status: 0x4182, invalidateKey: null }, buf);
+    encodeCqe(
+      { dw0: 0x11223344, dw1: 0x55667788, sqhd: 0x0102, sqid: 3, cid: 0xbeef, status: 0x4182, invalidateKey: null },
+      buf,
+    );
     expect(buf.toString('hex')).to.equal('4433221188776655' + '0201' + '0300' + 'efbe' + '0483');
     expect(decodeCqe(buf)).to.deep.include({ dw0: 0x11223344, sqhd: 0x0102, sqid: 3, cid: 0xbeef, status: 0x4182 });
   });

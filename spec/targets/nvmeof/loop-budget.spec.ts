@@ -23,7 +23,11 @@ const MiB = 1024 * 1024;
 
 function target(size: number, bs: number): NvmeofTarget {
   const subsystem = new NvmeofSubsystem<NvmeofController>({
-    nqn: SUBNQN, model: 'rocm-ernic NVMe-oF target', serial: 'ERNIC0000000000001', namespaces: [new RamNamespace(1, size, bs)], maxIoQueues: 2,
+    nqn: SUBNQN,
+    model: 'rocm-ernic NVMe-oF target',
+    serial: 'ERNIC0000000000001',
+    namespaces: [new RamNamespace(1, size, bs)],
+    maxIoQueues: 2,
   });
   return new NvmeofTarget({ subsystem, port: { traddr: '192.168.200.1', trsvcid: '4420', portid: 1 } });
 }
@@ -32,7 +36,12 @@ describe('nvmeof target: the loop stays free while a guest asks for namespace-wi
   this.timeout(120_000);
 
   for (const c of [
-    { what: 'Dataset Management: 8 commands x 256 ranges over the whole 64 MiB namespace', size: 64 * MiB, bs: 512, op: 'dsm' as const },
+    {
+      what: 'Dataset Management: 8 commands x 256 ranges over the whole 64 MiB namespace',
+      size: 64 * MiB,
+      bs: 512,
+      op: 'dsm' as const,
+    },
     { what: 'Write Zeroes: 8 commands of 65,536 blocks (256 MiB each)', size: 256 * MiB, bs: 4096, op: 'wz' as const },
   ]) {
     describe(c.what, () => {
@@ -56,7 +65,17 @@ describe('nvmeof target: the loop stays free while a guest asks for namespace-wi
         const pattern = Buffer.alloc(8 * c.bs, 0xa5);
         h.mr.write(8192, pattern);
         for (const lba of [0, blocks - 8]) {
-          const w = await h.command(io, sqe({ opcode: 0x01, cid: h.nextCid(), nsid: 1, sgl: { addr: h.mr.va + 8192, len: pattern.length, key: h.mr.key, type: KEYED }, cdw10: lba, cdw12: 7 }));
+          const w = await h.command(
+            io,
+            sqe({
+              opcode: 0x01,
+              cid: h.nextCid(),
+              nsid: 1,
+              sgl: { addr: h.mr.va + 8192, len: pattern.length, key: h.mr.key, type: KEYED },
+              cdw10: lba,
+              cdw12: 7,
+            }),
+          );
           expect(w.status, 'pattern write').to.equal(0);
         }
         // 256 ranges, every one the whole namespace (the host may send any): the DSM data, in the MR.
@@ -72,23 +91,54 @@ describe('nvmeof target: the loop stays free while a guest asks for namespace-wi
           const cid = h.nextCid();
           cids.push(cid);
           return c.op === 'dsm'
-            ? sqe({ opcode: 0x09, cid, nsid: 1, sgl: { addr: h.mr.va + 49152, len: 4096, key: h.mr.key, type: KEYED }, cdw10: 255, cdw11: 0x4 })
+            ? sqe({
+                opcode: 0x09,
+                cid,
+                nsid: 1,
+                sgl: { addr: h.mr.va + 49152, len: 4096, key: h.mr.key, type: KEYED },
+                cdw10: 255,
+                cdw11: 0x4,
+              })
             : sqe({ opcode: 0x08, cid, nsid: 1, cdw10: 0, cdw12: 0xffff });
         });
-        const r = await MmioProbe.during(() => h.v.g.bar0Read(Bar0.FW_STATUS, 1), async () => {
-          h.post(io, capsules);
-          return h.responses(io, 8, 60_000);
-        });
-        console.log(`      ${c.op}: longest MMIO round trip ${r.maxRttMs.toFixed(1)} ms (${r.maxRttCpuMs.toFixed(1)} ms of it on this thread's CPU) over ${r.reads} reads; longest loop turn ${r.maxTurnMs.toFixed(1)} ms`);
-        expect(r.value.map((x) => x.status), 'statuses').to.deep.equal(Array(8).fill(0));
-        expect(r.value.map((x) => x.cid), 'completion order').to.deep.equal(cids);
+        const r = await MmioProbe.during(
+          () => h.v.g.bar0Read(Bar0.FW_STATUS, 1),
+          async () => {
+            h.post(io, capsules);
+            return h.responses(io, 8, 60_000);
+          },
+        );
+        console.log(
+          `      ${c.op}: longest MMIO round trip ${r.maxRttMs.toFixed(1)} ms (${r.maxRttCpuMs.toFixed(1)} ms of it on this thread's CPU) over ${r.reads} reads; longest loop turn ${r.maxTurnMs.toFixed(1)} ms`,
+        );
+        expect(
+          r.value.map((x) => x.status),
+          'statuses',
+        ).to.deep.equal(Array(8).fill(0));
+        expect(
+          r.value.map((x) => x.cid),
+          'completion order',
+        ).to.deep.equal(cids);
         expect(r.reads, 'MMIO reads answered during the work').to.be.greaterThan(1);
         expect(r.maxRttCpuMs, 'CPU time of the longest MMIO round trip (ms)').to.be.below(MAX_RTT_MS);
         for (const lba of [0, blocks - 8]) {
           h.mr.write(8192, Buffer.alloc(pattern.length, 0xff));
-          const rd = await h.command(io, sqe({ opcode: 0x02, cid: h.nextCid(), nsid: 1, sgl: { addr: h.mr.va + 8192, len: pattern.length, key: h.mr.key, type: KEYED }, cdw10: lba, cdw12: 7 }));
+          const rd = await h.command(
+            io,
+            sqe({
+              opcode: 0x02,
+              cid: h.nextCid(),
+              nsid: 1,
+              sgl: { addr: h.mr.va + 8192, len: pattern.length, key: h.mr.key, type: KEYED },
+              cdw10: lba,
+              cdw12: 7,
+            }),
+          );
           expect(rd.status, 'read back').to.equal(0);
-          expect(h.mr.read(8192, pattern.length).equals(Buffer.alloc(pattern.length)), `blocks at ${lba} zeroed`).to.equal(true);
+          expect(
+            h.mr.read(8192, pattern.length).equals(Buffer.alloc(pattern.length)),
+            `blocks at ${lba} zeroed`,
+          ).to.equal(true);
         }
       });
     });

@@ -9,7 +9,11 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import {
-  createNvmeofTarget, FileNamespace, NVMEOF_DEFAULTS, NvmeofTarget, RamNamespace,
+  createNvmeofTarget,
+  FileNamespace,
+  NVMEOF_DEFAULTS,
+  NvmeofTarget,
+  RamNamespace,
 } from '../../../lib/targets/nvmeof';
 import { ADDR, adminHost, ioHost, newTarget } from './helpers';
 
@@ -21,8 +25,12 @@ function pattern(len: number, seed: number): Buffer {
 
 describe('nvmeof: file namespace', () => {
   let dir: string;
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nvmeof-ns-')); });
-  afterEach(async () => { await fsp.rm(dir, { recursive: true, force: true }); });
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nvmeof-ns-'));
+  });
+  afterEach(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
 
   it('is created at its size; a bigger file shrinks and a smaller one grows', async () => {
     const file = path.join(dir, 'a.img');
@@ -87,7 +95,8 @@ describe('nvmeof: file namespace', () => {
     expect([ns.inFlight, ns.waiting]).to.deep.equal([0, 0]);
     const out = Buffer.alloc(40 * 512);
     expect(await ns.read(0, out)).to.equal(0);
-    for (let i = 0; i < 40; i++) expect(out.subarray(i * 512, (i + 1) * 512).equals(pattern(512, i)), `block ${i}`).to.equal(true);
+    for (let i = 0; i < 40; i++)
+      expect(out.subarray(i * 512, (i + 1) * 512).equals(pattern(512, i)), `block ${i}`).to.equal(true);
     await ns.close();
   });
 
@@ -116,11 +125,23 @@ describe('nvmeof: file namespace', () => {
 
   it('refuses a directory and a bad geometry', async () => {
     let err: unknown;
-    try { await FileNamespace.open(1, dir, 1 << 16, 512); } catch (e) { err = e; }
+    try {
+      await FileNamespace.open(1, dir, 1 << 16, 512);
+    } catch (e) {
+      err = e;
+    }
     expect(String(err)).to.match(/not a regular file|EISDIR/);
-    for (const [size, bs] of [[1000, 512], [4096, 256], [0, 512]] as const) {
+    for (const [size, bs] of [
+      [1000, 512],
+      [4096, 256],
+      [0, 512],
+    ] as const) {
       let e2: unknown;
-      try { await FileNamespace.open(1, path.join(dir, 'g.img'), size, bs); } catch (e) { e2 = e; }
+      try {
+        await FileNamespace.open(1, path.join(dir, 'g.img'), size, bs);
+      } catch (e) {
+        e2 = e;
+      }
       expect(e2, `${size}/${bs}`).to.be.instanceOf(RangeError);
     }
   });

@@ -25,16 +25,34 @@ describe('nvmeof: backend options', () => {
     expect(ok('nvmeof')).to.deep.equal(NVMEOF_DEFAULTS);
     expect(ok('nvmeof:')).to.deep.equal(NVMEOF_DEFAULTS);
     expect(NVMEOF_DEFAULTS).to.deep.equal({
-      size: 64 * 2 ** 20, bs: 512, file: undefined, nqn: 'nvmet-test', ip: '192.168.200.1', port: 4420, queues: 8, nsid: 1,
-      model: 'rocm-ernic NVMe-oF target', serial: 'ERNIC0000000000001',
+      size: 64 * 2 ** 20,
+      bs: 512,
+      file: undefined,
+      nqn: 'nvmet-test',
+      ip: '192.168.200.1',
+      port: 4420,
+      queues: 8,
+      nsid: 1,
+      model: 'rocm-ernic NVMe-oF target',
+      serial: 'ERNIC0000000000001',
     });
   });
 
   it('every option, as the anchor documents them', () => {
-    const v = ok('nvmeof:size=8G,bs=4096,file=/var/tmp/ernic-ns0.img,nqn=nqn.2024-01.io.example:ns0,ip=10.0.0.9,port=4421,queues=15,nsid=3,model=My Target,serial=SN-1');
+    const v = ok(
+      'nvmeof:size=8G,bs=4096,file=/var/tmp/ernic-ns0.img,nqn=nqn.2024-01.io.example:ns0,ip=10.0.0.9,port=4421,queues=15,nsid=3,model=My Target,serial=SN-1',
+    );
     expect(v).to.deep.equal({
-      size: 8 * 2 ** 30, bs: 4096, file: '/var/tmp/ernic-ns0.img', nqn: 'nqn.2024-01.io.example:ns0', ip: '10.0.0.9',
-      port: 4421, queues: 15, nsid: 3, model: 'My Target', serial: 'SN-1',
+      size: 8 * 2 ** 30,
+      bs: 4096,
+      file: '/var/tmp/ernic-ns0.img',
+      nqn: 'nqn.2024-01.io.example:ns0',
+      ip: '10.0.0.9',
+      port: 4421,
+      queues: 15,
+      nsid: 3,
+      model: 'My Target',
+      serial: 'SN-1',
     });
   });
 
@@ -49,15 +67,39 @@ describe('nvmeof: backend options', () => {
   });
 
   it('sizes through the bytes package: any case, KB = KiB = K = 1024, nothing bytes alone would let through', () => {
-    for (const [text, n] of [['64M', 64 * 2 ** 20], ['64m', 64 * 2 ** 20], ['64MB', 64 * 2 ** 20], ['64mib', 64 * 2 ** 20],
-      ['4G', 4 * 2 ** 30], ['4gb', 4 * 2 ** 30], ['1kb', 1024], [' 256M ', 256 * 2 ** 20], ['9007199254740991', 2 ** 53 - 1]] as const) {
+    for (const [text, n] of [
+      ['64M', 64 * 2 ** 20],
+      ['64m', 64 * 2 ** 20],
+      ['64MB', 64 * 2 ** 20],
+      ['64mib', 64 * 2 ** 20],
+      ['4G', 4 * 2 ** 30],
+      ['4gb', 4 * 2 ** 30],
+      ['1kb', 1024],
+      [' 256M ', 256 * 2 ** 20],
+      ['9007199254740991', 2 ** 53 - 1],
+    ] as const) {
       expect(parseByteCount(text), text).to.equal(n);
     }
     // bytes.parse reads each of these as a number (64, 1, -1, 12, 2^53): our form check refuses them.
-    for (const text of ['64 M', '1.5M', '-1M', '12xyz', '64b', '1ib', 'M', '', '0', '9007199254740992', '99999999999999999T', 'constructor']) {
+    for (const text of [
+      '64 M',
+      '1.5M',
+      '-1M',
+      '12xyz',
+      '64b',
+      '1ib',
+      'M',
+      '',
+      '0',
+      '9007199254740992',
+      '99999999999999999T',
+      'constructor',
+    ]) {
       expect(parseByteCount(text), text).to.equal(undefined);
     }
-    expect(err('nvmeof:size=1.5M')).to.match(/^nvmeof backend: bad size '1\.5M' \(a byte count: digits with K, M, G or T \(binary: 1K = 1024\), e\.g\. 64M or 4G\)$/);
+    expect(err('nvmeof:size=1.5M')).to.match(
+      /^nvmeof backend: bad size '1\.5M' \(a byte count: digits with K, M, G or T \(binary: 1K = 1024\), e\.g\. 64M or 4G\)$/,
+    );
   });
 
   const bad: Array<[string, RegExp]> = [

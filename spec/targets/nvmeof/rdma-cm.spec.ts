@@ -5,30 +5,60 @@
 
 import { expect } from 'chai';
 import {
-  bits, cm_dreq_msg, cm_rej_msg, cm_rep_msg, cm_req_msg, cma_hdr, getBits, ib_mad_hdr, nvme_rdma_cm_rej, nvme_rdma_cm_rep,
-  nvme_rdma_cm_req, setBits,
+  bits,
+  cm_dreq_msg,
+  cm_rej_msg,
+  cm_rep_msg,
+  cm_req_msg,
+  cma_hdr,
+  getBits,
+  ib_mad_hdr,
+  nvme_rdma_cm_rej,
+  nvme_rdma_cm_rep,
+  nvme_rdma_cm_req,
+  setBits,
 } from '../../../lib/targets/nvmeof/rdma/cm-layouts';
 import { CmConnection, CmPeer, CmResponder, guidFromMac, TARGET_QPN_BASE } from '../../../lib/targets/nvmeof/rdma';
 import { ATTR, dreq, drep, header, madHeader, rej, rejFields, repFields, req, rtu } from './cm-mads';
 
-const PEER: CmPeer = { gid: Buffer.from('00000000000000000000ffffc0a8c802', 'hex'), mac: Buffer.from('726f636d2d6e', 'hex'), vlanTci: -1 };
+const PEER: CmPeer = {
+  gid: Buffer.from('00000000000000000000ffffc0a8c802', 'hex'),
+  mac: Buffer.from('726f636d2d6e', 'hex'),
+  vlanTci: -1,
+};
 const MAC = Buffer.from('0200c0a8c801', 'hex');
 
-interface Sent { mad: Buffer; peer: CmPeer }
+interface Sent {
+  mad: Buffer;
+  peer: CmPeer;
+}
 
 function responder(o: { live?: number[]; refuse?: boolean; maxIoQueues?: number } = {}): {
-  cm: CmResponder; sent: Sent[]; opened: CmConnection[]; closed: [CmConnection, string][];
+  cm: CmResponder;
+  sent: Sent[];
+  opened: CmConnection[];
+  closed: [CmConnection, string][];
 } {
   const sent: Sent[] = [];
   const opened: CmConnection[] = [];
   const closed: [CmConnection, string][] = [];
   const cm = new CmResponder({
-    ip: '192.168.200.1', port: 4420, maxIoQueues: o.maxIoQueues ?? 8, caGuid: guidFromMac(MAC),
-    cntlidLive: (id) => (o.live ?? []).includes(id), random: () => 0.5,
+    ip: '192.168.200.1',
+    port: 4420,
+    maxIoQueues: o.maxIoQueues ?? 8,
+    caGuid: guidFromMac(MAC),
+    cntlidLive: (id) => (o.live ?? []).includes(id),
+    random: () => 0.5,
     host: {
       sendMad: (mad, peer) => sent.push({ mad: Buffer.from(mad), peer }),
-      open: (c) => { if (o.refuse) return false; opened.push(c); return true; },
-      closed: (c, why) => { closed.push([c, why]); },
+      open: (c) => {
+        if (o.refuse) return false;
+        opened.push(c);
+        return true;
+      },
+      closed: (c, why) => {
+        closed.push([c, why]);
+      },
     },
   });
   return { cm, sent, opened, closed };
@@ -36,15 +66,31 @@ function responder(o: { live?: number[]; refuse?: boolean; maxIoQueues?: number 
 
 describe('nvmeof target: IB CM layouts', () => {
   it('pins the MAD header and the CM messages to IBTA vol. 1 tables 106-113 (message offset + 24)', () => {
-    expect([ib_mad_hdr.mgmt_class.off, ib_mad_hdr.tid.off, ib_mad_hdr.attr_id.off, ib_mad_hdr.SIZE]).to.deep.equal([1, 8, 16, 24]);
-    expect([cm_req_msg.local_comm_id.off, cm_req_msg.service_id.off, cm_req_msg.primary_local_port_gid.off, cm_req_msg.private_data.off,
-      cm_req_msg.private_data.size]).to.deep.equal([24, 32, 80, 164, 92]);
-    expect([cm_rep_msg.local_ca_guid.off, cm_rep_msg.private_data.off, cm_rep_msg.private_data.size]).to.deep.equal([52, 60, 196]);
-    expect([cm_rej_msg.reason.off, cm_rej_msg.private_data.off, cm_rej_msg.private_data.size]).to.deep.equal([34, 108, 148]);
+    expect([ib_mad_hdr.mgmt_class.off, ib_mad_hdr.tid.off, ib_mad_hdr.attr_id.off, ib_mad_hdr.SIZE]).to.deep.equal([
+      1, 8, 16, 24,
+    ]);
+    expect([
+      cm_req_msg.local_comm_id.off,
+      cm_req_msg.service_id.off,
+      cm_req_msg.primary_local_port_gid.off,
+      cm_req_msg.private_data.off,
+      cm_req_msg.private_data.size,
+    ]).to.deep.equal([24, 32, 80, 164, 92]);
+    expect([cm_rep_msg.local_ca_guid.off, cm_rep_msg.private_data.off, cm_rep_msg.private_data.size]).to.deep.equal([
+      52, 60, 196,
+    ]);
+    expect([cm_rej_msg.reason.off, cm_rej_msg.private_data.off, cm_rej_msg.private_data.size]).to.deep.equal([
+      34, 108, 148,
+    ]);
     expect(cm_dreq_msg.private_data.off).to.equal(36);
     expect([cma_hdr.port.off, cma_hdr.src_addr.off, cma_hdr.dst_addr.off, cma_hdr.SIZE]).to.deep.equal([2, 4, 20, 36]);
-    expect([nvme_rdma_cm_req.qid.off, nvme_rdma_cm_req.hrqsize.off, nvme_rdma_cm_req.hsqsize.off, nvme_rdma_cm_req.cntlid.off, nvme_rdma_cm_req.SIZE])
-      .to.deep.equal([2, 4, 6, 8, 32]);
+    expect([
+      nvme_rdma_cm_req.qid.off,
+      nvme_rdma_cm_req.hrqsize.off,
+      nvme_rdma_cm_req.hsqsize.off,
+      nvme_rdma_cm_req.cntlid.off,
+      nvme_rdma_cm_req.SIZE,
+    ]).to.deep.equal([2, 4, 6, 8, 32]);
     expect([nvme_rdma_cm_rep.crqsize.off, nvme_rdma_cm_rej.sts.off]).to.deep.equal([2, 2]);
   });
 
@@ -65,9 +111,12 @@ describe('nvmeof target: IB CM layouts', () => {
 });
 
 describe('nvmeof target: IB CM responder', () => {
-  it('REQ -> REP: controller QPN from 0x00c00000, the guest\'s ids, PSN, resources, crqsize; the connection is bound first', () => {
+  it("REQ -> REP: controller QPN from 0x00c00000, the guest's ids, PSN, resources, crqsize; the connection is bound first", () => {
     const { cm, sent, opened } = responder();
-    cm.receive(req({ commId: 0xa1b2c3d4, qpn: 0x42, rr: 16, depth: 0, hsqsize: 31, hrqsize: 32, tid: 0x0102030405060708n }), PEER);
+    cm.receive(
+      req({ commId: 0xa1b2c3d4, qpn: 0x42, rr: 16, depth: 0, hsqsize: 31, hrqsize: 32, tid: 0x0102030405060708n }),
+      PEER,
+    );
     expect(sent).to.have.length(1);
     const m = sent[0]!.mad;
     expect(m.length).to.equal(256);
@@ -76,13 +125,23 @@ describe('nvmeof target: IB CM responder', () => {
     expect(f.qpn).to.equal(TARGET_QPN_BASE);
     expect(f.remote).to.equal(0xa1b2c3d4);
     expect(f.local).to.not.equal(0);
-    expect([f.qkey, f.eecn, f.rr, f.depth, f.ackDelay, f.failover, f.flowControl, f.rnrRetry, f.srq]).to.deep.equal([0, 0, 0, 16, 15, 0, 1, 7, 0]);
+    expect([f.qkey, f.eecn, f.rr, f.depth, f.ackDelay, f.failover, f.flowControl, f.rnrRetry, f.srq]).to.deep.equal([
+      0, 0, 0, 16, 15, 0, 1, 7, 0,
+    ]);
     expect(f.psn).to.equal(0x800000); // random() = 0.5
     expect(f.guid).to.equal(0x0000c0fffea8c801n); // EUI-64 of 02:00:c0:a8:c8:01
     expect([f.recfmt, f.crqsize]).to.deep.equal([0, 32]);
     expect(sent[0]!.peer.gid.equals(PEER.gid)).to.equal(true);
     expect(opened).to.have.length(1);
-    expect(opened[0]).to.deep.include({ targetQpn: TARGET_QPN_BASE, guestQpn: 0x42, remoteCommId: 0xa1b2c3d4, qid: 0, hsqsize: 31, hrqsize: 32, state: 'rep-sent' });
+    expect(opened[0]).to.deep.include({
+      targetQpn: TARGET_QPN_BASE,
+      guestQpn: 0x42,
+      remoteCommId: 0xa1b2c3d4,
+      qid: 0,
+      hsqsize: 31,
+      hrqsize: 32,
+      state: 'rep-sent',
+    });
     expect(cm.byTargetQpn(TARGET_QPN_BASE)).to.equal(opened[0]);
     // The next connection gets the next QPN and a different communication id.
     cm.receive(req({ commId: 0xa1b2c3d5, qpn: 0x43, qid: 1, hsqsize: 127, hrqsize: 128 }), PEER);
@@ -91,7 +150,7 @@ describe('nvmeof target: IB CM responder', () => {
     expect(g.local).to.not.equal(f.local);
   });
 
-  it('offers at most 16 RDMA READs each way (responder resources from the guest\'s initiator depth and back)', () => {
+  it("offers at most 16 RDMA READs each way (responder resources from the guest's initiator depth and back)", () => {
     const { cm, sent } = responder();
     cm.receive(req({ rr: 255, depth: 3 }), PEER);
     const f = repFields(sent[0]!.mad);
@@ -124,7 +183,7 @@ describe('nvmeof target: IB CM responder', () => {
     expect(sent).to.have.length(2);
   });
 
-  it('DREQ -> DREP with the ids swapped and the DREQ\'s TID; the connection ends', () => {
+  it("DREQ -> DREP with the ids swapped and the DREQ's TID; the connection ends", () => {
     const { cm, sent, opened, closed } = responder();
     cm.receive(req({ commId: 0x55 }), PEER);
     const ours = repFields(sent[0]!.mad).local;
@@ -138,8 +197,12 @@ describe('nvmeof target: IB CM responder', () => {
     // A repeat, or a DREQ for a connection we never had, still gets its DREP.
     cm.receive(dreq(0x55, ours, TARGET_QPN_BASE), PEER);
     cm.receive(dreq(0x77, 0x1234, TARGET_QPN_BASE + 9), PEER);
-    expect(sent.slice(2).map((s) => [header(s.mad).attr, s.mad.readUInt32BE(24), s.mad.readUInt32BE(28)]))
-      .to.deep.equal([[ATTR.DREP, ours, 0x55], [ATTR.DREP, 0x1234, 0x77]]);
+    expect(
+      sent.slice(2).map((s) => [header(s.mad).attr, s.mad.readUInt32BE(24), s.mad.readUInt32BE(28)]),
+    ).to.deep.equal([
+      [ATTR.DREP, ours, 0x55],
+      [ATTR.DREP, 0x1234, 0x77],
+    ]);
     expect(closed).to.have.length(1);
   });
 
@@ -153,7 +216,7 @@ describe('nvmeof target: IB CM responder', () => {
     expect(header(sent[1]!.mad).attr).to.equal(ATTR.DREP);
   });
 
-  it('the guest\'s REJ of our REP ends the connection; its DREP and MRA change nothing', () => {
+  it("the guest's REJ of our REP ends the connection; its DREP and MRA change nothing", () => {
     const { cm, sent, closed } = responder();
     cm.receive(req({ commId: 0x60 }), PEER);
     const ours = repFields(sent[0]!.mad).local;
@@ -169,7 +232,7 @@ describe('nvmeof target: IB CM responder', () => {
     expect(sent).to.have.length(1);
   });
 
-  it('our disconnect: DREQ with our id, the guest\'s id and the guest\'s QPN; the connection is forgotten', () => {
+  it("our disconnect: DREQ with our id, the guest's id and the guest's QPN; the connection is forgotten", () => {
     const { cm, sent, opened, closed } = responder();
     cm.receive(req({ commId: 0x70, qpn: 0x99 }), PEER);
     const ours = repFields(sent[0]!.mad).local;
@@ -242,10 +305,26 @@ describe('nvmeof target: IB CM responder', () => {
   it('drops what is not a CM Send MAD: another class, class version, method, a short buffer, an unknown attribute', () => {
     const { cm, sent } = responder();
     const bad = [
-      (() => { const b = req(); b[1] = 0x03; return b; })(),
-      (() => { const b = req(); b[2] = 1; return b; })(),
-      (() => { const b = req(); b[3] = 0x81; return b; })(),
-      (() => { const b = req(); b[0] = 2; return b; })(),
+      (() => {
+        const b = req();
+        b[1] = 0x03;
+        return b;
+      })(),
+      (() => {
+        const b = req();
+        b[2] = 1;
+        return b;
+      })(),
+      (() => {
+        const b = req();
+        b[3] = 0x81;
+        return b;
+      })(),
+      (() => {
+        const b = req();
+        b[0] = 2;
+        return b;
+      })(),
       req().subarray(0, 200),
       madHeader(0x19),
     ];

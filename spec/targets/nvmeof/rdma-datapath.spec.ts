@@ -68,12 +68,16 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
 
   async function take(pred: (c: Cqe) => boolean, what: string): Promise<Cqe> {
     let found: Cqe | undefined;
-    await until(() => {
-      seen.push(...v.drain(cq));
-      const i = seen.findIndex(pred);
-      if (i >= 0) found = seen.splice(i, 1)[0];
-      return found !== undefined;
-    }, what, 10_000);
+    await until(
+      () => {
+        seen.push(...v.drain(cq));
+        const i = seen.findIndex(pred);
+        if (i >= 0) found = seen.splice(i, 1)[0];
+        return found !== undefined;
+      },
+      what,
+      10_000,
+    );
     return found!;
   }
 
@@ -89,7 +93,15 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const at = page();
     mad.copy(v.g.mem(at, mad.length));
     const id = nextId++;
-    v.postSend(gsi, { op: WOp.SEND, id, sges: [{ va: at, len: 24, lkey: 0 }, { va: at + 24, len: mad.length - 24, lkey: 0 }], ud: { ah: AH, qpn: 1, qkey: QP1_QKEY } });
+    v.postSend(gsi, {
+      op: WOp.SEND,
+      id,
+      sges: [
+        { va: at, len: 24, lkey: 0 },
+        { va: at + 24, len: mad.length - 24, lkey: 0 },
+      ],
+      ud: { ah: AH, qpn: 1, qkey: QP1_QKEY },
+    });
     const c = await take((x) => x.qid === 1 && x.type === CqeT.SEND_NPG && x.wqeIdLo === id, 'the MAD send completion');
     expect(c.error).to.equal(false);
   }
@@ -104,11 +116,23 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
   }
 
   /** REQ for `qid` from a new RC QP, REP, the QP to RTS towards the controller QPN, RTU, receives posted. */
-  async function openQueue(qpId: number, qid: number, o: { hsqsize?: number; hrqsize?: number; cntlid?: number; recvs?: number } = {}): Promise<HostQueue> {
+  async function openQueue(
+    qpId: number,
+    qid: number,
+    o: { hsqsize?: number; hrqsize?: number; cntlid?: number; recvs?: number } = {},
+  ): Promise<HostQueue> {
     const qp = await v.createQp(qpId, QpT.RC, { sqCq: cq, rqCq: cq, flags: QpF.PRIVILEGED, depthLog2: 5 });
     const theirs = 0x5000 + qpId;
-    await sendMad(req({ commId: theirs, qpn: qpId, qid, hsqsize: o.hsqsize ?? (qid === 0 ? 31 : 127), hrqsize: o.hrqsize ?? (qid === 0 ? 32 : 128),
-      cntlid: o.cntlid ?? 0 }));
+    await sendMad(
+      req({
+        commId: theirs,
+        qpn: qpId,
+        qid,
+        hsqsize: o.hsqsize ?? (qid === 0 ? 31 : 127),
+        hrqsize: o.hrqsize ?? (qid === 0 ? 32 : 128),
+        cntlid: o.cntlid ?? 0,
+      }),
+    );
     const { mad } = await nextMad();
     expect(header(mad).attr, 'REP').to.equal(ATTR.REP);
     const f = repFields(mad);
@@ -120,7 +144,10 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
   }
 
   /** One command capsule by SEND; resolves to the send CQE, the response CQE and the decoded NVMe completion. */
-  async function command(q: HostQueue, capsule: Buffer): Promise<{ send: Cqe; recv: Cqe; nvme: ReturnType<typeof decodeCqe> }> {
+  async function command(
+    q: HostQueue,
+    capsule: Buffer,
+  ): Promise<{ send: Cqe; recv: Cqe; nvme: ReturnType<typeof decodeCqe> }> {
     const at = page();
     capsule.copy(v.g.mem(at, capsule.length));
     const id = nextId++;
@@ -135,7 +162,15 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
   let cid = 1;
   const connectCmd = (qid: number, sqsize: number, cntlid: number, at: number): Buffer => {
     connectData(SUBNQN, HOSTNQN, cntlid).copy(v.g.mem(mr.at(at), 1024));
-    return sqe({ opcode: 0x7f, cid: cid++, nsid: 0x01, sgl: { addr: mr.va + at, len: 1024, key: mr.key, type: KEYED }, cdw10: qid << 16, cdw11: sqsize, cdw12: 0 });
+    return sqe({
+      opcode: 0x7f,
+      cid: cid++,
+      nsid: 0x01,
+      sgl: { addr: mr.va + at, len: 1024, key: mr.key, type: KEYED },
+      cdw10: qid << 16,
+      cdw11: sqsize,
+      cdw12: 0,
+    });
   };
 
   let admin: HostQueue;
@@ -161,7 +196,7 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     await target?.close();
   });
 
-  it('CM REQ through an AH to the target\'s address: the REP arrives in QP1 with a GRH from the target\'s GID', async () => {
+  it("CM REQ through an AH to the target's address: the REP arrives in QP1 with a GRH from the target's GID", async () => {
     const qp = await v.createQp(9, QpT.RC, { sqCq: cq, rqCq: cq, flags: QpF.PRIVILEGED });
     await sendMad(req({ commId: 0x77, qpn: 9 }));
     const { grh, mad, cqe } = await nextMad();
@@ -169,7 +204,12 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     expect(cqe.srcMac.toString('hex')).to.equal(TARGET_MAC);
     // RoCEv2 IPv4 GRH: 20 zero bytes, then the IPv4 header from the target to the guest.
     expect(grh.subarray(0, 20).equals(Buffer.alloc(20))).to.equal(true);
-    expect([grh[20], grh[29], [...grh.subarray(32, 36)].join('.'), [...grh.subarray(36, 40)].join('.')]).to.deep.equal([0x45, 17, TARGET, GUEST]);
+    expect([grh[20], grh[29], [...grh.subarray(32, 36)].join('.'), [...grh.subarray(36, 40)].join('.')]).to.deep.equal([
+      0x45,
+      17,
+      TARGET,
+      GUEST,
+    ]);
     expect(header(mad)).to.deep.include({ base: 1, cls: 7, ver: 2, method: 3, attr: ATTR.REP });
     const f = repFields(mad);
     expect([f.remote, f.qpn, f.crqsize]).to.deep.equal([0x77, TARGET_QPN_BASE, 32]);
@@ -192,22 +232,33 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     expect([f.remote, f.reason, f.recfmt, f.sts]).to.deep.equal([0x78, 28, 0, 3]);
   });
 
-  it('admin queue: Connect by SEND (ACKed at once), the response in the QP\'s receive; Property Set/Get; Identify through an rkey', async () => {
+  it("admin queue: Connect by SEND (ACKed at once), the response in the QP's receive; Property Set/Get; Identify through an rkey", async () => {
     admin = await openQueue(10, 0);
     const c = await command(admin, connectCmd(0, 31, 0xffff, 0));
     expect([c.send.error, c.send.msn]).to.deep.equal([false, 1]);
-    expect([c.recv.error, c.recv.statusLength, c.recv.srcQpn, c.recv.recvOp]).to.deep.equal([false, 16, admin.targetQpn, ROp.SEND]);
+    expect([c.recv.error, c.recv.statusLength, c.recv.srcQpn, c.recv.recvOp]).to.deep.equal([
+      false,
+      16,
+      admin.targetQpn,
+      ROp.SEND,
+    ]);
     expect(c.nvme.status).to.equal(0);
     cntlid = c.nvme.dw0;
     expect(cntlid).to.be.within(1, 0xffef);
     expect(c.nvme.sqid).to.equal(0);
     // CC.EN with IOSQES 6 / IOCQES 4, then CSTS.RDY.
-    const set = await command(admin, sqe({ opcode: 0x7f, cid: cid++, nsid: 0x00, cdw10: 0, cdw11: 0x14, cdw12: 0x00460001 }));
+    const set = await command(
+      admin,
+      sqe({ opcode: 0x7f, cid: cid++, nsid: 0x00, cdw10: 0, cdw11: 0x14, cdw12: 0x00460001 }),
+    );
     expect(set.nvme.status).to.equal(0);
     const get = await command(admin, sqe({ opcode: 0x7f, cid: cid++, nsid: 0x04, cdw10: 0, cdw11: 0x1c }));
     expect(get.nvme.dw0 & 1).to.equal(1);
     // Identify Controller into the MR (the controller's RDMA WRITE of guest memory).
-    const idc = await command(admin, sqe({ opcode: 0x06, cid: cid++, sgl: { addr: mr.va + 4096, len: 4096, key: mr.key, type: KEYED }, cdw10: 1 }));
+    const idc = await command(
+      admin,
+      sqe({ opcode: 0x06, cid: cid++, sgl: { addr: mr.va + 4096, len: 4096, key: mr.key, type: KEYED }, cdw10: 1 }),
+    );
     expect(idc.nvme.status).to.equal(0);
     const ident = mr.read(4096, 4096);
     expect(ident.toString('latin1', 24, 64).trim()).to.equal('rocm-ernic NVMe-oF target');
@@ -227,12 +278,28 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     v.g.mem(pages[1]!, PAGE).set(data.subarray(PAGE));
     const list = pageList(v.g, pages);
     const reg = (tag: number): void => {
-      v.postSend(io.qp, { op: WOp.REG_MR, id: nextId++, imm: frKey(tag), numSge: tag, signaled: false,
-        regMr: { va: 0x7f12_3400_0000, length: 8192, offset: 0, dma: list, mapCount: 2, flags: DATA_ACCESS } });
+      v.postSend(io.qp, {
+        op: WOp.REG_MR,
+        id: nextId++,
+        imm: frKey(tag),
+        numSge: tag,
+        signaled: false,
+        regMr: { va: 0x7f12_3400_0000, length: 8192, offset: 0, dma: list, mapCount: 2, flags: DATA_ACCESS },
+      });
     };
     const inv0 = v.rig.device.rdma!.counters.get(DeviceCounter.remote_invalidates);
     reg(2);
-    const w = await command(io, sqe({ opcode: 0x01, cid: cid++, nsid: 1, sgl: { addr: 0x7f12_3400_0000, len: 8192, key: frKey(2), type: KEYED_INV }, cdw10: 8, cdw12: 15 }));
+    const w = await command(
+      io,
+      sqe({
+        opcode: 0x01,
+        cid: cid++,
+        nsid: 1,
+        sgl: { addr: 0x7f12_3400_0000, len: 8192, key: frKey(2), type: KEYED_INV },
+        cdw10: 8,
+        cdw12: 15,
+      }),
+    );
     expect(w.nvme.status).to.equal(0);
     expect([w.recv.recvOp, w.recv.immDataRkey >>> 0]).to.deep.equal([ROp.SEND_INV, frKey(2)]);
     expect(v.rm.mrs.get(FR_INDEX)!.valid).to.equal(false);
@@ -240,12 +307,32 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     v.g.mem(pages[0]!, PAGE).fill(0);
     v.g.mem(pages[1]!, PAGE).fill(0);
     reg(3);
-    const r = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: 0x7f12_3400_0000, len: 8192, key: frKey(3), type: KEYED_INV }, cdw10: 8, cdw12: 15 }));
+    const r = await command(
+      io,
+      sqe({
+        opcode: 0x02,
+        cid: cid++,
+        nsid: 1,
+        sgl: { addr: 0x7f12_3400_0000, len: 8192, key: frKey(3), type: KEYED_INV },
+        cdw10: 8,
+        cdw12: 15,
+      }),
+    );
     expect(r.nvme.status).to.equal(0);
     expect(Buffer.concat([v.g.mem(pages[0]!, PAGE), v.g.mem(pages[1]!, PAGE)]).equals(data)).to.equal(true);
     expect(v.rig.device.rdma!.counters.get(DeviceCounter.remote_invalidates) - inv0).to.equal(2);
     // And the namespace holds it: the target read it over its own keyed SGL.
-    const rb = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: mr.va + 16384, len: 4096, key: mr.key, type: KEYED }, cdw10: 8, cdw12: 7 }));
+    const rb = await command(
+      io,
+      sqe({
+        opcode: 0x02,
+        cid: cid++,
+        nsid: 1,
+        sgl: { addr: mr.va + 16384, len: 4096, key: mr.key, type: KEYED },
+        cdw10: 8,
+        cdw12: 7,
+      }),
+    );
     expect(rb.nvme.status).to.equal(0);
     expect(rb.recv.recvOp).to.equal(ROp.SEND);
     expect(mr.read(16384, 4096).equals(data.subarray(0, 4096))).to.equal(true);
@@ -253,14 +340,54 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
 
   it('data only by rkey: key 0 is refused by the controller, a bad or invalidated rkey is a transfer error; memory untouched', async () => {
     const before = Buffer.from(mr.read(20480, 4096));
-    const k0 = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: mr.at(20480), len: 4096, key: 0, type: KEYED }, cdw10: 0, cdw12: 7 }));
+    const k0 = await command(
+      io,
+      sqe({
+        opcode: 0x02,
+        cid: cid++,
+        nsid: 1,
+        sgl: { addr: mr.at(20480), len: 4096, key: 0, type: KEYED },
+        cdw10: 0,
+        cdw12: 7,
+      }),
+    );
     expect(k0.nvme.status).to.equal(SC.SGL_INVALID_DATA | SC.DNR);
-    const bad = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: mr.va + 20480, len: 4096, key: 0x999901, type: KEYED }, cdw10: 0, cdw12: 7 }));
+    const bad = await command(
+      io,
+      sqe({
+        opcode: 0x02,
+        cid: cid++,
+        nsid: 1,
+        sgl: { addr: mr.va + 20480, len: 4096, key: 0x999901, type: KEYED },
+        cdw10: 0,
+        cdw12: 7,
+      }),
+    );
     expect(bad.nvme.status).to.equal(SC.DATA_XFER_ERROR | SC.DNR);
-    const gone = await command(io, sqe({ opcode: 0x01, cid: cid++, nsid: 1, sgl: { addr: 0x7f12_3400_0000, len: 4096, key: frKey(3), type: KEYED }, cdw10: 0, cdw12: 7 }));
+    const gone = await command(
+      io,
+      sqe({
+        opcode: 0x01,
+        cid: cid++,
+        nsid: 1,
+        sgl: { addr: 0x7f12_3400_0000, len: 4096, key: frKey(3), type: KEYED },
+        cdw10: 0,
+        cdw12: 7,
+      }),
+    );
     expect(gone.nvme.status).to.equal(SC.DATA_XFER_ERROR | SC.DNR);
     // Out of the MR's bounds.
-    const oob = await command(io, sqe({ opcode: 0x02, cid: cid++, nsid: 1, sgl: { addr: mr.va + 16 * PAGE - 512, len: 4096, key: mr.key, type: KEYED }, cdw10: 0, cdw12: 7 }));
+    const oob = await command(
+      io,
+      sqe({
+        opcode: 0x02,
+        cid: cid++,
+        nsid: 1,
+        sgl: { addr: mr.va + 16 * PAGE - 512, len: 4096, key: mr.key, type: KEYED },
+        cdw10: 0,
+        cdw12: 7,
+      }),
+    );
     expect(oob.nvme.status).to.equal(SC.DATA_XFER_ERROR | SC.DNR);
     expect(mr.read(20480, 4096).equals(before)).to.equal(true);
     expect(v.qpState(io.qp)).to.equal(QpS.RTS);
@@ -289,12 +416,20 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     expect(decodeCqe(Buffer.from(v.g.mem(recvAt.get(recv.wqeIdLo)!, 16))).cid).to.equal(0x4321);
     expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.heldResponses).to.equal(0);
     // An RDMA WRITE to a controller QP is refused (no remote access there): REMOTE_ACC, the QP to ERR.
-    v.postSend(q.qp, { op: WOp.RDMA_WRITE, id: nextId++, sges: [{ va: at, len: 8, lkey: 0 }], remote: { va: 0x1000, rkey: 0x1234 } });
+    v.postSend(q.qp, {
+      op: WOp.RDMA_WRITE,
+      id: nextId++,
+      sges: [{ va: at, len: 8, lkey: 0 }],
+      remote: { va: 0x1000, rkey: 0x1234 },
+    });
     const e = await take((x) => x.qid === q.qp.id && x.type === CqeT.SEND_MSN, 'the refused WRITE');
     expect([e.error, e.statusLength]).to.deep.equal([true, WSt.REMOTE_ACC]);
     expect(v.qpState(q.qp)).to.equal(QpS.ERR);
     // The QP's error ended its connection.
-    await until(() => (v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections === 2, 'the errored queue gone');
+    await until(
+      () => (v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections === 2,
+      'the errored queue gone',
+    );
   });
 
   it('a host that never posts receives: 512 responses are held, the next ends the connection with a DREQ', async () => {
@@ -305,12 +440,17 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const dp = (v.rig.device.backend as NvmeofBackend).dataPath!;
     for (let sent = 0; sent < 513; sent += 16) {
       const n = Math.min(16, 513 - sent);
-      for (let i = 0; i < n; i++) v.postSend(q.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at, len: 64, lkey: 0 }] }, i === n - 1);
+      for (let i = 0; i < n; i++)
+        v.postSend(q.qp, { op: WOp.SEND, id: nextId++, sges: [{ va: at, len: 64, lkey: 0 }] }, i === n - 1);
       for (let i = 0; i < n; i++) await take((x) => x.qid === q.qp.id && x.type === CqeT.SEND_MSN, 'a SEND completion');
     }
     const { mad } = await nextMad();
     expect(header(mad).attr).to.equal(ATTR.DREQ);
-    expect([mad.readUInt32BE(24), mad.readUInt32BE(28), mad.readUInt32BE(32) >>> 8]).to.deep.equal([q.ours, q.theirs, q.qp.id]);
+    expect([mad.readUInt32BE(24), mad.readUInt32BE(28), mad.readUInt32BE(32) >>> 8]).to.deep.equal([
+      q.ours,
+      q.theirs,
+      q.qp.id,
+    ]);
     expect(dp.stats.heldResponses).to.equal(0);
     expect(dp.cm.byTargetQpn(q.targetQpn)).to.equal(undefined);
   });
@@ -321,7 +461,11 @@ describe('nvmeof target over the device: CM on QP1, capsules on RC QPs', functio
     const drep = got.find((m) => header(m.mad).attr === ATTR.DREP)!;
     const ours = got.find((m) => header(m.mad).attr === ATTR.DREQ)!;
     expect([drep.mad.readUInt32BE(24), drep.mad.readUInt32BE(28)]).to.deep.equal([admin.ours, admin.theirs]);
-    expect([ours.mad.readUInt32BE(24), ours.mad.readUInt32BE(28), ours.mad.readUInt32BE(32) >>> 8]).to.deep.equal([io.ours, io.theirs, io.qp.id]);
+    expect([ours.mad.readUInt32BE(24), ours.mad.readUInt32BE(28), ours.mad.readUInt32BE(32) >>> 8]).to.deep.equal([
+      io.ours,
+      io.theirs,
+      io.qp.id,
+    ]);
     expect((v.rig.device.backend as NvmeofBackend).dataPath!.stats.connections).to.equal(0);
     const at = page();
     sqe({ opcode: 0x00, cid: cid++, nsid: 1 }).copy(v.g.mem(at, 64));
@@ -345,7 +489,11 @@ describe('nvmeof target on the Ethernet segment', () => {
         f.fill(0xff, 0, 6);
         me.copy(f, 6);
         f.writeUInt16BE(0x0806, 12);
-        f.writeUInt16BE(1, 14); f.writeUInt16BE(0x0800, 16); f[18] = 6; f[19] = 4; f.writeUInt16BE(1, 20);
+        f.writeUInt16BE(1, 14);
+        f.writeUInt16BE(0x0800, 16);
+        f[18] = 6;
+        f[19] = 4;
+        f.writeUInt16BE(1, 20);
         me.copy(f, 22);
         Buffer.from([10, 7, 0, 2]).copy(f, 28);
         Buffer.from(tip).copy(f, 38);
@@ -364,17 +512,33 @@ describe('nvmeof target on the Ethernet segment', () => {
       expect([...f.subarray(38, 42)]).to.deep.equal([10, 7, 0, 2]);
       // ping 10.7.0.1: an echo reply with the same id, sequence and data, checksums right.
       const ip = Buffer.alloc(20 + 8 + 16);
-      ip[0] = 0x45; ip.writeUInt16BE(ip.length, 2); ip[8] = 64; ip[9] = 1;
-      Buffer.from([10, 7, 0, 2]).copy(ip, 12); Buffer.from([10, 7, 0, 1]).copy(ip, 16);
-      ip[20] = 8; ip.writeUInt16BE(0xbeef, 24); ip.writeUInt16BE(3, 26); pattern(16, 1).copy(ip, 28);
-      const sum = (b: Buffer): number => { let s = 0; for (let i = 0; i < b.length; i += 2) s += b.readUInt16BE(i); while (s > 0xffff) s = (s & 0xffff) + (s >>> 16); return s; };
+      ip[0] = 0x45;
+      ip.writeUInt16BE(ip.length, 2);
+      ip[8] = 64;
+      ip[9] = 1;
+      Buffer.from([10, 7, 0, 2]).copy(ip, 12);
+      Buffer.from([10, 7, 0, 1]).copy(ip, 16);
+      ip[20] = 8;
+      ip.writeUInt16BE(0xbeef, 24);
+      ip.writeUInt16BE(3, 26);
+      pattern(16, 1).copy(ip, 28);
+      const sum = (b: Buffer): number => {
+        let s = 0;
+        for (let i = 0; i < b.length; i += 2) s += b.readUInt16BE(i);
+        while (s > 0xffff) s = (s & 0xffff) + (s >>> 16);
+        return s;
+      };
       ip.writeUInt16BE(~sum(ip.subarray(0, 20)) & 0xffff, 10);
       ip.writeUInt16BE(~sum(ip.subarray(20)) & 0xffff, 22);
       const eth = Buffer.concat([Buffer.from('02000a070001', 'hex'), me, Buffer.from([0x08, 0x00]), ip]);
       await g.sendFrame(eth);
       const e = await g.waitRxFrame();
       const pong = e.data.subarray(14, e.len);
-      expect([pong[9], [...pong.subarray(12, 16)].join('.'), [...pong.subarray(16, 20)].join('.')]).to.deep.equal([1, '10.7.0.1', '10.7.0.2']);
+      expect([pong[9], [...pong.subarray(12, 16)].join('.'), [...pong.subarray(16, 20)].join('.')]).to.deep.equal([
+        1,
+        '10.7.0.1',
+        '10.7.0.2',
+      ]);
       expect([pong[20], pong.readUInt16BE(24), pong.readUInt16BE(26)]).to.deep.equal([0, 0xbeef, 3]);
       expect(pong.subarray(28, 44).equals(pattern(16, 1))).to.equal(true);
       expect(sum(pong.subarray(0, 20))).to.equal(0xffff);

@@ -21,11 +21,19 @@ const SEED = 0x5eed53;
 function mutate(rng: Prng, f: Buffer): Buffer {
   const out = Buffer.from(f);
   switch (rng.below(5)) {
-    case 0: return out.subarray(0, rng.below(out.length + 1)); // truncated anywhere
-    case 1: for (let i = 0, n = 1 + rng.below(4); i < n; i++) out[rng.below(out.length)] = rng.next() & 0xff; return out;
-    case 2: if (out.length >= 18) out.writeUInt16BE(rng.below(0x10000), 16); return out; // IPv4 total length
-    case 3: if (out.length >= 47) out[46] = rng.next() & 0xff; return out; // TCP data offset and flags
-    default: return Buffer.concat([out, rng.bytes(rng.below(64))]); // trailing garbage
+    case 0:
+      return out.subarray(0, rng.below(out.length + 1)); // truncated anywhere
+    case 1:
+      for (let i = 0, n = 1 + rng.below(4); i < n; i++) out[rng.below(out.length)] = rng.next() & 0xff;
+      return out;
+    case 2:
+      if (out.length >= 18) out.writeUInt16BE(rng.below(0x10000), 16);
+      return out; // IPv4 total length
+    case 3:
+      if (out.length >= 47) out[46] = rng.next() & 0xff;
+      return out; // TCP data offset and flags
+    default:
+      return Buffer.concat([out, rng.bytes(rng.below(64))]); // trailing garbage
   }
 }
 
@@ -38,12 +46,20 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
 
   beforeEach(async () => {
     clients.length = 0;
-    ep = await S3Endpoint.open({ ...S3_DEFAULTS, size: 16 << 20, maxpart: 4 << 20, listen: { host: '127.0.0.1', port: 0 } }, {
-      send: (f) => { sent++; for (const c of clients) c.onFrame(f); },
-    });
+    ep = await S3Endpoint.open(
+      { ...S3_DEFAULTS, size: 16 << 20, maxpart: 4 << 20, listen: { host: '127.0.0.1', port: 0 } },
+      {
+        send: (f) => {
+          sent++;
+          for (const c of clients) c.onFrame(f);
+        },
+      },
+    );
     port = (ep.hostAddress as AddressInfo).port;
   });
-  afterEach(async () => { await ep.close(); });
+  afterEach(async () => {
+    await ep.close();
+  });
 
   async function cleanRoundTrip(sport: number): Promise<string> {
     const c = new GuestTcp((f) => ep.claimTx(f), sport, S3_DEFAULTS.port, 90000 + sport);
@@ -59,9 +75,18 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
   it('20,000 mutated and random frames: nothing throws, connections stay bounded, then a clean client is served', async () => {
     const rng = new Prng(SEED);
     const seeds = [
-      arpRequest(STORE_IP), echoRequest(1, 1, Buffer.from('ping')),
+      arpRequest(STORE_IP),
+      echoRequest(1, 1, Buffer.from('ping')),
       tcp({ sport: 5000, dport: 9000, seq: 1, ack: 0, flags: SYN, window: 65535, mss: 1460 }),
-      tcp({ sport: 5001, dport: 9000, seq: 1, ack: 1, flags: ACK | PSH, window: 65535, data: Buffer.from('GET / HTTP/1.1\r\n\r\n') }),
+      tcp({
+        sport: 5001,
+        dport: 9000,
+        seq: 1,
+        ack: 1,
+        flags: ACK | PSH,
+        window: 65535,
+        data: Buffer.from('GET / HTTP/1.1\r\n\r\n'),
+      }),
       tcp({ sport: 5002, dport: 9000, seq: 1, ack: 1, flags: FIN | ACK, window: 0 }),
       tcp({ sport: 5003, dport: 9000, seq: 1, ack: 1, flags: RST, window: 0 }),
     ];
@@ -71,7 +96,8 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
       expect(ep.stack.connectionCount).to.be.at.most(8);
     }
     // Every flag combination on a fresh port, in and out of any state.
-    for (let flags = 0; flags < 64; flags++) ep.claimTx(tcp({ sport: 6000 + flags, dport: 9000, seq: flags, ack: flags, flags, window: 1000 }));
+    for (let flags = 0; flags < 64; flags++)
+      ep.claimTx(tcp({ sport: 6000 + flags, dport: 9000, seq: flags, ack: flags, flags, window: 1000 }));
     expect(ep.stack.connectionCount).to.be.at.most(8);
     // Half-open connections from the fuzz hold slots until their timers give up; free them as a restart would.
     ep.dropGuestConnections();
@@ -83,7 +109,8 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
 
   it('a SYN flood gets at most 8 connections; the rest are refused with RST and counted', () => {
     const before = sent;
-    for (let p = 0; p < 200; p++) ep.claimTx(tcp({ sport: 10000 + p, dport: 9000, seq: p * 1000, ack: 0, flags: SYN, window: 65535, mss: 1460 }));
+    for (let p = 0; p < 200; p++)
+      ep.claimTx(tcp({ sport: 10000 + p, dport: 9000, seq: p * 1000, ack: 0, flags: SYN, window: 65535, mss: 1460 }));
     expect(ep.stack.connectionCount).to.equal(8);
     expect(ep.stack.counts.refused).to.equal(192);
     expect(sent - before).to.equal(200); // a SYN-ACK or an RST for each
@@ -94,8 +121,19 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
     // Raw bytes on fresh sockets: http.Server answers 400 or closes.
     for (let i = 0; i < 40; i++) {
       await new Promise<void>((resolve) => {
-        const s = net.connect(port, '127.0.0.1', () => { s.end(i % 2 ? rng.bytes(1 + rng.below(3000)) : Buffer.from(`${String.fromCharCode(65 + rng.below(26))} /${rng.bytes(20).toString('latin1')} HTTP/1.1\r\n\r\n`, 'latin1')); });
-        s.on('data', (d: Buffer) => { expect(d.toString('latin1')).to.not.match(/^HTTP\/1\.1 5\d\d/); });
+        const s = net.connect(port, '127.0.0.1', () => {
+          s.end(
+            i % 2
+              ? rng.bytes(1 + rng.below(3000))
+              : Buffer.from(
+                  `${String.fromCharCode(65 + rng.below(26))} /${rng.bytes(20).toString('latin1')} HTTP/1.1\r\n\r\n`,
+                  'latin1',
+                ),
+          );
+        });
+        s.on('data', (d: Buffer) => {
+          expect(d.toString('latin1')).to.not.match(/^HTTP\/1\.1 5\d\d/);
+        });
         s.on('close', () => resolve());
         s.on('error', () => resolve());
         s.setTimeout(5000, () => s.destroy());
@@ -103,20 +141,52 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
     }
     const put = await fetch(`http://127.0.0.1:${port}/ernic/kept`, { method: 'PUT', body: randomBytes(10000) });
     expect(put.status).to.equal(200);
-    const junk = (n: number): string => rng.bytes(n).toString('base64').replace(/[^A-Za-z0-9]/g, '');
-    const tokens = ['', 'zz', 'ab'.repeat(44), 'ab'.repeat(44) + ':1:2', `01${'00'.repeat(43)}:ffffffffffffffffff:1`, `${'01'.repeat(44)}::`,
-      `${'01'.repeat(44)}:${'f'.repeat(16)}:${'f'.repeat(16)}`, 'ab'.repeat(4000)];
-    const ranges = ['bytes=', 'bytes=-', 'bytes=99999999999999999999-', 'bytes=5-1', 'bytes=0-0,5-6', 'items=0-1', 'bytes=-0', 'bytes=9999-'];
-    const queries = ['?list-type=2&max-keys=-1', '?list-type=2&max-keys=99999999999999999999', '?continuation-token=%%%', '?uploadId=&partNumber=x',
-      '?partNumber=0&uploadId=00000000000000000000000000000000', '?uploads&uploadId=1', '?delete', '?acl', '?list-type=2&encoding-type=zip',
-      '?part-number-marker=-5&uploadId=x', '?' + 'a=b&'.repeat(500)];
+    const junk = (n: number): string =>
+      rng
+        .bytes(n)
+        .toString('base64')
+        .replace(/[^A-Za-z0-9]/g, '');
+    const tokens = [
+      '',
+      'zz',
+      'ab'.repeat(44),
+      'ab'.repeat(44) + ':1:2',
+      `01${'00'.repeat(43)}:ffffffffffffffffff:1`,
+      `${'01'.repeat(44)}::`,
+      `${'01'.repeat(44)}:${'f'.repeat(16)}:${'f'.repeat(16)}`,
+      'ab'.repeat(4000),
+    ];
+    const ranges = [
+      'bytes=',
+      'bytes=-',
+      'bytes=99999999999999999999-',
+      'bytes=5-1',
+      'bytes=0-0,5-6',
+      'items=0-1',
+      'bytes=-0',
+      'bytes=9999-',
+    ];
+    const queries = [
+      '?list-type=2&max-keys=-1',
+      '?list-type=2&max-keys=99999999999999999999',
+      '?continuation-token=%%%',
+      '?uploadId=&partNumber=x',
+      '?partNumber=0&uploadId=00000000000000000000000000000000',
+      '?uploads&uploadId=1',
+      '?delete',
+      '?acl',
+      '?list-type=2&encoding-type=zip',
+      '?part-number-marker=-5&uploadId=x',
+      '?' + 'a=b&'.repeat(500),
+    ];
     const methods = ['GET', 'PUT', 'HEAD', 'DELETE', 'POST', 'PATCH', 'OPTIONS'];
     for (let i = 0; i < 300; i++) {
       const method = rng.pick(methods);
       const headers: Record<string, string> = {};
       if (rng.below(2)) headers['x-amz-rdma-token'] = rng.pick(tokens);
       if (rng.below(3) === 0) headers['range'] = rng.pick(ranges);
-      if (rng.below(4) === 0) headers['x-amz-decoded-content-length'] = rng.pick(['-1', '1e400', 'x', '18446744073709551616']);
+      if (rng.below(4) === 0)
+        headers['x-amz-decoded-content-length'] = rng.pick(['-1', '1e400', 'x', '18446744073709551616']);
       if (rng.below(4) === 0) headers['content-encoding'] = 'aws-chunked';
       if (rng.below(5) === 0) headers['x-amz-checksum-crc32'] = junk(6);
       if (rng.below(5) === 0) headers['content-md5'] = junk(20);
@@ -124,7 +194,10 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
       const path = `/${rng.pick(['ernic', 'other', ''])}/${key}${rng.below(2) ? rng.pick(queries) : ''}`;
       const body = method === 'PUT' || method === 'POST' ? rng.bytes(rng.below(5000)) : undefined;
       const status = await new Promise<number>((resolve) => {
-        const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
+        const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
         req.on('error', () => resolve(-1));
         req.end(body);
       });
@@ -137,17 +210,39 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
 
   it('request bodies in progress at once are bounded by the store size: one past it is 503 SlowDown, the first still completes', async () => {
     await ep.close();
-    ep = await S3Endpoint.open({ ...S3_DEFAULTS, size: 1 << 20, maxpart: 1 << 20, listen: { host: '127.0.0.1', port: 0 } }, { send: () => undefined });
+    ep = await S3Endpoint.open(
+      { ...S3_DEFAULTS, size: 1 << 20, maxpart: 1 << 20, listen: { host: '127.0.0.1', port: 0 } },
+      { send: () => undefined },
+    );
     port = (ep.hostAddress as AddressInfo).port;
-    const answer = (req: http.ClientRequest): Promise<{ status: number; body: string }> => new Promise((resolve, reject) => {
-      req.on('response', (res) => { let b = ''; res.on('data', (c: Buffer) => { b += c; }); res.on('end', () => resolve({ status: res.statusCode!, body: b })); });
-      req.on('error', reject);
+    const answer = (req: http.ClientRequest): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        req.on('response', (res) => {
+          let b = '';
+          res.on('data', (c: Buffer) => {
+            b += c;
+          });
+          res.on('end', () => resolve({ status: res.statusCode!, body: b }));
+        });
+        req.on('error', reject);
+      });
+    const a = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'PUT',
+      path: '/ernic/a',
+      headers: { 'content-length': '600000' },
     });
-    const a = http.request({ host: '127.0.0.1', port, method: 'PUT', path: '/ernic/a', headers: { 'content-length': '600000' } });
     const aDone = answer(a);
     a.write(Buffer.alloc(500_000, 1)); // in progress: 500,000 of the 1 MiB budget held
     await new Promise((r) => setTimeout(r, 200));
-    const b = http.request({ host: '127.0.0.1', port, method: 'PUT', path: '/ernic/b', headers: { 'content-length': '600000' } });
+    const b = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'PUT',
+      path: '/ernic/b',
+      headers: { 'content-length': '600000' },
+    });
     const bDone = answer(b);
     b.end(Buffer.alloc(600_000, 2));
     const rb = await bDone;
@@ -157,7 +252,13 @@ describe('s3 store: bad input from the wire and from HTTP clients', function () 
     expect(ep.store.get('a')!.data.length).to.equal(600_000);
     expect(ep.store.get('b')).to.equal(undefined);
     // The budget came back: the same PUT now fits.
-    const again = http.request({ host: '127.0.0.1', port, method: 'PUT', path: '/ernic/b', headers: { 'content-length': '300000' } });
+    const again = http.request({
+      host: '127.0.0.1',
+      port,
+      method: 'PUT',
+      path: '/ernic/b',
+      headers: { 'content-length': '300000' },
+    });
     const againDone = answer(again);
     again.end(Buffer.alloc(300_000, 3));
     expect((await againDone).status).to.equal(200);

@@ -10,11 +10,19 @@ import { decodeAwsChunked, isAwsChunked } from '../../../lib/targets/s3/store';
 import { badChecksum } from '../../../lib/targets/s3/store/checksums';
 import { serve, Served } from './helpers';
 
-function raw(endpoint: string, method: string, path: string, headers: Record<string, string>, body?: Buffer | string): Promise<{ status: number; body: string }> {
+function raw(
+  endpoint: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer | string,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(`${endpoint}${path}`, { method, headers }, (res) => {
       let s = '';
-      res.on('data', (c: Buffer) => { s += c; });
+      res.on('data', (c: Buffer) => {
+        s += c;
+      });
       res.on('end', () => resolve({ status: res.statusCode!, body: s }));
     });
     req.on('error', reject);
@@ -24,7 +32,10 @@ function raw(endpoint: string, method: string, path: string, headers: Record<str
 
 describe('s3 aws-chunked decoding', () => {
   it('signed chunks, no trailers', () => {
-    const d = decodeAwsChunked(Buffer.from('5;chunk-signature=ab12\r\nhello\r\n6;chunk-signature=cd\r\n world\r\n0;chunk-signature=ef\r\n\r\n'), 100);
+    const d = decodeAwsChunked(
+      Buffer.from('5;chunk-signature=ab12\r\nhello\r\n6;chunk-signature=cd\r\n world\r\n0;chunk-signature=ef\r\n\r\n'),
+      100,
+    );
     expect(d && [d.data.toString(), [...d.trailers]]).to.deep.equal(['hello world', []]);
   });
 
@@ -34,7 +45,13 @@ describe('s3 aws-chunked decoding', () => {
   });
 
   it('refuses bad framing and data past the limit', () => {
-    for (const bad of ['3\r\nabcd\r\n0\r\n\r\n', 'zz\r\nabc\r\n0\r\n\r\n', '3\r\nab', '3abc', '3\r\nabc\r\n0\r\nno-colon\r\n\r\n']) {
+    for (const bad of [
+      '3\r\nabcd\r\n0\r\n\r\n',
+      'zz\r\nabc\r\n0\r\n\r\n',
+      '3\r\nab',
+      '3abc',
+      '3\r\nabc\r\n0\r\nno-colon\r\n\r\n',
+    ]) {
       expect(decodeAwsChunked(Buffer.from(bad), 100), JSON.stringify(bad)).to.equal(null);
     }
     expect(decodeAwsChunked(Buffer.from('3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n'), 5)).to.equal(null);
@@ -52,7 +69,9 @@ describe('s3 x-amz-checksum-* values', () => {
   const check = Buffer.from('123456789');
 
   it('CRC32 (zlib.crc32) and CRC32C match their check values 0xcbf43926 and 0xe3069283', () => {
-    expect(badChecksum({ 'x-amz-checksum-crc32': 'y/Q5Jg==', 'x-amz-checksum-crc32c': '4waSgw==' }, check)).to.equal(null);
+    expect(badChecksum({ 'x-amz-checksum-crc32': 'y/Q5Jg==', 'x-amz-checksum-crc32c': '4waSgw==' }, check)).to.equal(
+      null,
+    );
     expect(badChecksum({ 'x-amz-checksum-crc32': '4waSgw==' }, check)).to.equal('x-amz-checksum-crc32');
     expect(badChecksum({ 'x-amz-checksum-crc32c': 'y/Q5Jg==' }, check)).to.equal('x-amz-checksum-crc32c');
   });
@@ -67,23 +86,57 @@ describe('s3 x-amz-checksum-* values', () => {
 describe('s3 body checks over raw http', function () {
   this.timeout(60000);
   let s: Served;
-  beforeEach(async () => { s = await serve(); });
-  afterEach(async () => { await s.close(); });
+  beforeEach(async () => {
+    s = await serve();
+  });
+  afterEach(async () => {
+    await s.close();
+  });
 
   it('BadDigest for a wrong x-amz-checksum-crc32, Content-MD5 or trailer; the right ones store the object', async () => {
-    const bad = await raw(s.endpoint, 'PUT', '/ernic/k', { 'x-amz-checksum-crc32': 'AAAAAA==', 'content-length': '3' }, 'abc');
-    expect([bad.status, bad.body]).to.satisfy(([st, b]: [number, string]) => st === 400 && b.includes('<Code>BadDigest</Code>'));
-    const md5 = await raw(s.endpoint, 'PUT', '/ernic/k', { 'content-md5': 'AAAAAAAAAAAAAAAAAAAAAA==', 'content-length': '3' }, 'abc');
+    const bad = await raw(
+      s.endpoint,
+      'PUT',
+      '/ernic/k',
+      { 'x-amz-checksum-crc32': 'AAAAAA==', 'content-length': '3' },
+      'abc',
+    );
+    expect([bad.status, bad.body]).to.satisfy(
+      ([st, b]: [number, string]) => st === 400 && b.includes('<Code>BadDigest</Code>'),
+    );
+    const md5 = await raw(
+      s.endpoint,
+      'PUT',
+      '/ernic/k',
+      { 'content-md5': 'AAAAAAAAAAAAAAAAAAAAAA==', 'content-length': '3' },
+      'abc',
+    );
     expect(md5.status).to.equal(400);
-    const chunkedBad = await raw(s.endpoint, 'PUT', '/ernic/k', {
-      'content-encoding': 'aws-chunked', 'x-amz-content-sha256': 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', 'x-amz-decoded-content-length': '3',
-    }, '3\r\nabc\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n');
+    const chunkedBad = await raw(
+      s.endpoint,
+      'PUT',
+      '/ernic/k',
+      {
+        'content-encoding': 'aws-chunked',
+        'x-amz-content-sha256': 'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
+        'x-amz-decoded-content-length': '3',
+      },
+      '3\r\nabc\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n',
+    );
     expect(chunkedBad.status).to.equal(400);
     expect(s.store.get('k')).to.equal(undefined);
-    const good = await raw(s.endpoint, 'PUT', '/ernic/k', {
-      'content-encoding': 'aws-chunked', 'x-amz-content-sha256': 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', 'x-amz-decoded-content-length': '3',
-      'content-md5': 'kAFQmDzST7DWlj99KOF/cg==',
-    }, '3\r\nabc\r\n0\r\nx-amz-checksum-crc32:NSRBwg==\r\n\r\n');
+    const good = await raw(
+      s.endpoint,
+      'PUT',
+      '/ernic/k',
+      {
+        'content-encoding': 'aws-chunked',
+        'x-amz-content-sha256': 'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
+        'x-amz-decoded-content-length': '3',
+        'content-md5': 'kAFQmDzST7DWlj99KOF/cg==',
+      },
+      '3\r\nabc\r\n0\r\nx-amz-checksum-crc32:NSRBwg==\r\n\r\n',
+    );
     expect(good.status).to.equal(200);
     expect(s.store.get('k')!.data.toString()).to.equal('abc');
   });
@@ -91,7 +144,9 @@ describe('s3 body checks over raw http', function () {
   it('an Error document names the code, message, resource and request id; MethodNotAllowed', async () => {
     const r = await raw(s.endpoint, 'GET', '/ernic/no/such', {});
     expect(r.status).to.equal(404);
-    expect(r.body).to.match(/^<\?xml version="1.0" encoding="UTF-8"\?><Error><Code>NoSuchKey<\/Code><Message>[^<]+<\/Message><Resource>\/ernic\/no\/such<\/Resource><RequestId>[0-9A-F]{16}<\/RequestId><\/Error>$/);
+    expect(r.body).to.match(
+      /^<\?xml version="1.0" encoding="UTF-8"\?><Error><Code>NoSuchKey<\/Code><Message>[^<]+<\/Message><Resource>\/ernic\/no\/such<\/Resource><RequestId>[0-9A-F]{16}<\/RequestId><\/Error>$/,
+    );
     const patch = await raw(s.endpoint, 'PATCH', '/ernic/x', {});
     expect(patch.status).to.equal(405);
   });

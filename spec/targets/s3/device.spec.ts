@@ -46,20 +46,44 @@ function tokenHex(rkey: number, addr: bigint, len: bigint): string {
   return b.toString('hex');
 }
 
-interface Reply { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
 
 /** SigV4 is on (the host listener's token path takes only signed tokens): every request here is signed, its token header included. */
 const CREDS = { accessKeyId: 'DEVICEKEY', secretAccessKey: 'device-spec-secret' };
 
 /** A raw HTTP/1.1 request for the guest's wire, signed. */
 async function signedText(method: string, path: string, body?: Buffer): Promise<Buffer> {
-  const h = await signHeaders({ method, host: '192.168.200.1', path, headers: { 'content-length': String(body?.length ?? 0), connection: 'close' }, ...(body ? { body } : {}) }, CREDS);
-  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  const h = await signHeaders(
+    {
+      method,
+      host: '192.168.200.1',
+      path,
+      headers: { 'content-length': String(body?.length ?? 0), connection: 'close' },
+      ...(body ? { body } : {}),
+    },
+    CREDS,
+  );
+  const head = `${method} ${path} HTTP/1.1\r\n${Object.entries(h)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
   return Buffer.concat([Buffer.from(head), body ?? Buffer.alloc(0)]);
 }
 
-async function request(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Reply> {
-  const signed = await signHeaders({ method, host: `127.0.0.1:${port}`, path, headers, ...(body ? { body } : {}) }, CREDS);
+async function request(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: Buffer,
+): Promise<Reply> {
+  const signed = await signHeaders(
+    { method, host: `127.0.0.1:${port}`, path, headers, ...(body ? { body } : {}) },
+    CREDS,
+  );
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path, headers: signed }, (res) => {
       const chunks: Buffer[] = [];
@@ -101,7 +125,11 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
 
   before(async () => {
     const options: S3Options = { ...S3_DEFAULTS, listen: { host: '127.0.0.1', port: 0 } };
-    const store = await ObjectStore.open(options.bucket, { size: options.size, objects: options.objects, maxpart: options.maxpart });
+    const store = await ObjectStore.open(options.bucket, {
+      size: options.size,
+      objects: options.objects,
+      maxpart: options.maxpart,
+    });
     rig = await Rig.start({ rdmaBackend: new S3Backend({ options, store, credentials: [CREDS] }) });
     g = await rig.probed(1, { ramSize: 64 << 20 });
     await g.open(1, { ringLog2: 9 });
@@ -109,10 +137,21 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     v = VerbsGuest.attach(g, r, 128);
     await (rig.device.backend as S3Backend).endpoint!.listenHost(options);
     port = ((rig.device.backend as S3Backend).endpoint!.hostAddress as AddressInfo).port;
-    const later1: FrameEndpoint = { claimTx(f) { later.push(Buffer.from(f)); return false; } };
+    const later1: FrameEndpoint = {
+      claimTx(f) {
+        later.push(Buffer.from(f));
+        return false;
+      },
+    };
     rig.device.addEndpoint(later1);
     // Scattered pages in reverse order, so a copy that assumed contiguity would land wrong.
-    src = await v.createMr({ key: (40 << 8) | 7, pages: MR_BYTES / 4096, flags: RW, offset: 100, length: MR_BYTES - 100 });
+    src = await v.createMr({
+      key: (40 << 8) | 7,
+      pages: MR_BYTES / 4096,
+      flags: RW,
+      offset: 100,
+      length: MR_BYTES - 100,
+    });
     dst = await v.createMr({ key: (41 << 8) | 9, pages: MR_BYTES / 4096, flags: RW, offset: 0, length: MR_BYTES });
     readOnly = await v.createMr({ key: (42 << 8) | 1, pages: 2, flags: MrF.LOCAL_WRITE | MrF.REMOTE_READ });
   });
@@ -124,7 +163,7 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     await rig.close();
   });
 
-  it('answers ARP for its address with 02:53:<ipv4> and ping, on the guest\'s own rings', async () => {
+  it("answers ARP for its address with 02:53:<ipv4> and ping, on the guest's own rings", async () => {
     g.takeRx();
     await g.sendFrame(arpRequest(STORE_IP));
     const arp = decode((await g.waitRxFrame()).data);
@@ -146,7 +185,14 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     startPump();
     const data = randomBytes(100_000);
     const exchange = async (sport: number, req: Buffer): Promise<string> => {
-      const c = new GuestTcp((f) => { void g.sendFrame(f); return true; }, sport, 9000);
+      const c = new GuestTcp(
+        (f) => {
+          void g.sendFrame(f);
+          return true;
+        },
+        sport,
+        9000,
+      );
       clients.push(c);
       c.connect();
       await c.write(req);
@@ -168,7 +214,9 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     const pattern = randomBytes(src.length);
     src.write(0, pattern);
     const before = rig.device.rdma!.counters.get(DeviceCounter.rdma_read_bytes);
-    const put = await request(port, 'PUT', '/ernic/tok/a', { 'x-amz-rdma-token': tokenHex(src.key, BigInt(src.va), BigInt(src.length)) });
+    const put = await request(port, 'PUT', '/ernic/tok/a', {
+      'x-amz-rdma-token': tokenHex(src.key, BigInt(src.va), BigInt(src.length)),
+    });
     expect(put.status).to.equal(200);
     expect(put.headers['x-amz-rdma-bytes']).to.equal(String(src.length));
     expect(String(put.headers['x-amz-rdma-reply'])).to.match(/^200:[0-9a-f]{88}$/);
@@ -178,7 +226,9 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     const obj = randomBytes(40_000);
     expect((await request(port, 'PUT', '/ernic/tok/b', {}, obj)).status).to.equal(200);
     const snap = new Snapshot(g, dst.all());
-    const get = await request(port, 'GET', '/ernic/tok/b', { 'x-amz-rdma-token': tokenHex(dst.key, BigInt(dst.va + 1000), BigInt(MR_BYTES - 1000)) });
+    const get = await request(port, 'GET', '/ernic/tok/b', {
+      'x-amz-rdma-token': tokenHex(dst.key, BigInt(dst.va + 1000), BigInt(MR_BYTES - 1000)),
+    });
     expect([get.status, get.body.length, get.headers['x-amz-rdma-bytes']]).to.deep.equal([200, 0, '40000']);
     expect(dst.read(1000, obj.length).equals(obj)).to.equal(true);
     expect(snap.changedOutside(dst.ranges(1000, obj.length)), 'bytes outside the object').to.deep.equal([]);
@@ -208,13 +258,26 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     }
     // A PUT from an MR without REMOTE_READ, and a PUT past the MR: nothing stored.
     const noRead = await v.createMr({ key: (43 << 8) | 1, pages: 1, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE });
-    expect((await request(port, 'PUT', '/ernic/tok/d', { 'x-amz-rdma-token': tokenHex(noRead.key, BigInt(noRead.va), 4096n) })).status).to.equal(403);
-    expect((await request(port, 'PUT', '/ernic/tok/d', { 'x-amz-rdma-token': tokenHex(src.key, BigInt(src.va), BigInt(src.length + 1)) })).status)
-      .to.equal(403);
+    expect(
+      (
+        await request(port, 'PUT', '/ernic/tok/d', {
+          'x-amz-rdma-token': tokenHex(noRead.key, BigInt(noRead.va), 4096n),
+        })
+      ).status,
+    ).to.equal(403);
+    expect(
+      (
+        await request(port, 'PUT', '/ernic/tok/d', {
+          'x-amz-rdma-token': tokenHex(src.key, BigInt(src.va), BigInt(src.length + 1)),
+        })
+      ).status,
+    ).to.equal(403);
     expect((rig.device.backend as S3Backend).endpoint!.store.get('tok/d')).to.equal(undefined);
     // A destroyed MR's key is refused too.
     expect((await v.admin(AOp.DESTROY_MR, idBody(readOnly.key))).status).to.equal(0);
-    const gone = await request(port, 'PUT', '/ernic/tok/d', { 'x-amz-rdma-token': tokenHex(readOnly.key, BigInt(readOnly.va), 4096n) });
+    const gone = await request(port, 'PUT', '/ernic/tok/d', {
+      'x-amz-rdma-token': tokenHex(readOnly.key, BigInt(readOnly.va), 4096n),
+    });
     expect(gone.status).to.equal(403);
     expect(snap.changed()).to.deep.equal([]);
     expect((rig.device.backend as S3Backend).endpoint!.rdma!.counts.refused).to.be.at.least(cases.length + 2);
@@ -232,7 +295,9 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
       const addr = target.va - 8192 + rng.below(MR_BYTES + 16384);
       const len = rng.below(4) === 0 ? 0 : rng.below(2 * MR_BYTES);
       const snap = new Snapshot(g, [...src.all(), ...dst.all()]);
-      const r = await request(port, 'GET', '/ernic/tok/b', { 'x-amz-rdma-token': tokenHex(rkey, BigInt(addr), BigInt(len)) });
+      const r = await request(port, 'GET', '/ernic/tok/b', {
+        'x-amz-rdma-token': tokenHex(rkey, BigInt(addr), BigInt(len)),
+      });
       const n = Math.min(len, obj.length);
       const owner = mrs.find((m) => m.key === rkey);
       const fits = owner !== undefined && addr >= owner.va && addr + n <= owner.va + owner.length;
@@ -251,9 +316,16 @@ describe('s3 store on the device: frames on the guest rings, tokens through its 
     expect(landed, 'some tokens were good').to.be.greaterThan(5);
   });
 
-  it('the guest\'s connections end when it detaches; the store and its objects stay', async () => {
+  it("the guest's connections end when it detaches; the store and its objects stay", async () => {
     startPump();
-    const c = new GuestTcp((f) => { void g.sendFrame(f); return true; }, 40003, 9000);
+    const c = new GuestTcp(
+      (f) => {
+        void g.sendFrame(f);
+        return true;
+      },
+      40003,
+      9000,
+    );
     clients.push(c);
     c.connect();
     await until(() => (rig.device.backend as S3Backend).endpoint!.stack.connectionCount > 0, 'a connection', 5000);

@@ -7,7 +7,11 @@ export const GUEST_IP = Buffer.from([192, 168, 200, 10]);
 export const STORE_IP = Buffer.from([192, 168, 200, 1]);
 export const STORE_MAC = Buffer.from([0x02, 0x53, 192, 168, 200, 1]);
 
-export const FIN = 0x01, SYN = 0x02, RST = 0x04, PSH = 0x08, ACK = 0x10;
+export const FIN = 0x01,
+  SYN = 0x02,
+  RST = 0x04,
+  PSH = 0x08,
+  ACK = 0x10;
 
 function sum16(b: Buffer, init = 0): number {
   let s = init;
@@ -147,7 +151,10 @@ export function decode(f: Buffer): Out {
   for (let i = 20; i < doff;) {
     const kind = l4[i]!;
     if (kind === 0) break;
-    if (kind === 1) { i++; continue; }
+    if (kind === 1) {
+      i++;
+      continue;
+    }
     const len = l4[i + 1]!;
     if (kind === 2 && len === 4) o.mss = l4.readUInt16BE(i + 2);
     if (kind === 3 && len === 3) o.wscale = l4[i + 2]!;

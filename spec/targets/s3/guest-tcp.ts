@@ -53,11 +53,24 @@ export class GuestTcp {
   }
 
   #send(flags: number, data?: Buffer): void {
-    this.#claim(tcp({ sport: this.#sport, dport: this.#dport, seq: this.#seq, ack: this.#rcvNxt, flags, window: 65535, data }));
+    this.#claim(
+      tcp({ sport: this.#sport, dport: this.#dport, seq: this.#seq, ack: this.#rcvNxt, flags, window: 65535, data }),
+    );
   }
 
   connect(): void {
-    this.#claim(tcp({ sport: this.#sport, dport: this.#dport, seq: this.#seq, ack: 0, flags: SYN, window: 65535, mss: MSS, wscale: this.#wscale }));
+    this.#claim(
+      tcp({
+        sport: this.#sport,
+        dport: this.#dport,
+        seq: this.#seq,
+        ack: 0,
+        flags: SYN,
+        window: 65535,
+        mss: MSS,
+        wscale: this.#wscale,
+      }),
+    );
     this.#seq = (this.#seq + 1) >>> 0;
     this.#sndUna = this.#seq;
   }

@@ -17,14 +17,34 @@ export interface Served {
   close(): Promise<void>;
 }
 
-export async function serve(opts: { limits?: Partial<ObjectStore['limits']>; dir?: string; auth?: boolean; extra?: Partial<S3ServerOptions> } = {}): Promise<Served> {
-  const store = await ObjectStore.open('ernic', { size: 64 * MiB, objects: 256, maxpart: 16 * MiB, ...opts.limits }, opts.dir);
+export async function serve(
+  opts: {
+    limits?: Partial<ObjectStore['limits']>;
+    dir?: string;
+    auth?: boolean;
+    extra?: Partial<S3ServerOptions>;
+  } = {},
+): Promise<Served> {
+  const store = await ObjectStore.open(
+    'ernic',
+    { size: 64 * MiB, objects: 256, maxpart: 16 * MiB, ...opts.limits },
+    opts.dir,
+  );
   const server = createS3Server({ store, ...(opts.auth ? { credentials: [CREDS] } : {}), ...opts.extra });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: CREDS, maxAttempts: 1 });
+  const client = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: CREDS,
+    maxAttempts: 1,
+  });
   return {
-    store, server, endpoint, client,
+    store,
+    server,
+    endpoint,
+    client,
     close: async () => {
       client.destroy();
       server.closeAllConnections();

@@ -34,10 +34,19 @@ const CREDS = { accessKeyId: 'HOSTKEY1', secretAccessKey: 'host-listener-secret'
 const MR_BYTES = 64 * 1024;
 const BIN = path.join(__dirname, '..', '..', '..', 'bin', 'rocm-ernic.js');
 
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
 
-interface Reply { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
-
-function request(port: number, method: string, target: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Reply> {
+function request(
+  port: number,
+  method: string,
+  target: string,
+  headers: Record<string, string> = {},
+  body?: Buffer,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path: target, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
@@ -62,18 +71,32 @@ async function serve(env: NodeJS.ProcessEnv): Promise<Served> {
   const sock = tempSocketPath('s3host');
   const port = await freePort();
   const server = await startServerProcess({
-    sock, env: { ...process.env, ...env }, args: ['-L', 'info', '--backend', `s3:size=16M,maxpart=4M,listen=${port}`],
-    ready: [/serving/, /S3 store bucket/], timeoutMs: 20_000,
+    sock,
+    env: { ...process.env, ...env },
+    args: ['-L', 'info', '--backend', `s3:size=16M,maxpart=4M,listen=${port}`],
+    ready: [/serving/, /S3 store bucket/],
+    timeoutMs: 20_000,
   });
   const guest = await IonicGuest.connect(sock, { ramSize: 64 << 20, timeoutMs: 20_000 });
   try {
     await guest.probe();
     await guest.open(1, { ringLog2: 8 });
     const v = VerbsGuest.attach(guest, await RdmaGuest.boot(guest, { cpus: 4 }), 64);
-    const mr = await v.createMr({ key: (30 << 8) | 5, pages: MR_BYTES / 4096, flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ });
+    const mr = await v.createMr({
+      key: (30 << 8) | 5,
+      pages: MR_BYTES / 4096,
+      flags: MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ,
+    });
     return {
-      proc: server.proc, port, guest, mr, log: server.log,
-      stop: async () => { guest.dispose(); await stopProcess(server.proc); },
+      proc: server.proc,
+      port,
+      guest,
+      mr,
+      log: server.log,
+      stop: async () => {
+        guest.dispose();
+        await stopProcess(server.proc);
+      },
     };
   } catch (e) {
     guest.dispose();
@@ -87,8 +110,12 @@ describe('s3 host listener: the token path is closed to unsigned host clients', 
 
   describe('without credentials', () => {
     let s: Served;
-    before(async () => { s = await serve({ ERNIC_S3_ACCESS_KEY: undefined, ERNIC_S3_SECRET_KEY: undefined }); });
-    after(async () => { await s?.stop(); });
+    before(async () => {
+      s = await serve({ ERNIC_S3_ACCESS_KEY: undefined, ERNIC_S3_SECRET_KEY: undefined });
+    });
+    after(async () => {
+      await s?.stop();
+    });
 
     it('listen=PORT is bound on 127.0.0.1 only', () => {
       expect(s.log()).to.match(new RegExp(`127\\.0\\.0\\.1:${s.port}`));
@@ -102,7 +129,10 @@ describe('s3 host listener: the token path is closed to unsigned host clients', 
       const get = await request(s.port, 'GET', '/ernic/plain', { 'x-amz-rdma-token': mrTokenHex(s.mr) });
       expect([get.status, get.headers['x-amz-rdma-reply']]).to.deep.equal([403, '403']);
       expect(get.body.toString()).to.contain('AccessDenied');
-      const put = await request(s.port, 'PUT', '/ernic/stolen', { 'x-amz-rdma-token': mrTokenHex(s.mr), 'content-length': '0' });
+      const put = await request(s.port, 'PUT', '/ernic/stolen', {
+        'x-amz-rdma-token': mrTokenHex(s.mr),
+        'content-length': '0',
+      });
       expect(put.status).to.equal(403);
       expect((await request(s.port, 'GET', '/ernic/stolen')).status, 'nothing stored from guest memory').to.equal(404);
       expect(s.mr.read(0, MR_BYTES).equals(secret), 'guest memory unchanged').to.equal(true);
@@ -116,9 +146,14 @@ describe('s3 host listener: the token path is closed to unsigned host clients', 
         for (let i = 0; i < S3_HOST_MAX_CONNECTIONS + 20; i++) {
           const c = net.connect(s.port, '127.0.0.1');
           c.on('error', () => undefined);
-          c.on('close', () => { closedByServer++; });
+          c.on('close', () => {
+            closedByServer++;
+          });
           socks.push(c);
-          await new Promise<void>((r) => { c.once('connect', () => r()); c.once('error', () => r()); });
+          await new Promise<void>((r) => {
+            c.once('connect', () => r());
+            c.once('error', () => r());
+          });
         }
         const t0 = Date.now();
         while (closedByServer < 20 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
@@ -133,8 +168,12 @@ describe('s3 host listener: the token path is closed to unsigned host clients', 
 
   describe('with credentials (SigV4)', () => {
     let s: Served;
-    before(async () => { s = await serve({ ERNIC_S3_ACCESS_KEY: CREDS.accessKeyId, ERNIC_S3_SECRET_KEY: CREDS.secretAccessKey }); });
-    after(async () => { await s?.stop(); });
+    before(async () => {
+      s = await serve({ ERNIC_S3_ACCESS_KEY: CREDS.accessKeyId, ERNIC_S3_SECRET_KEY: CREDS.secretAccessKey });
+    });
+    after(async () => {
+      await s?.stop();
+    });
 
     it('a token header the signature does not cover is refused (header-signed and presigned); a signed one moves the bytes', async () => {
       const host = `127.0.0.1:${s.port}`;
@@ -155,20 +194,31 @@ describe('s3 host listener: the token path is closed to unsigned host clients', 
       expect((await request(s.port, 'GET', url)).body.equals(obj), 'the presigned URL itself works').to.equal(true);
       expect((await request(s.port, 'GET', url, { 'x-amz-rdma-token': token })).status).to.equal(403);
       // A PUT by token with the token unsigned: nothing read out of the guest.
-      const putBare = await signHeaders({ method: 'PUT', host, path: '/ernic/stolen', headers: { 'content-length': '0' } }, CREDS);
-      expect((await request(s.port, 'PUT', '/ernic/stolen', { ...putBare, 'x-amz-rdma-token': token })).status).to.equal(403);
+      const putBare = await signHeaders(
+        { method: 'PUT', host, path: '/ernic/stolen', headers: { 'content-length': '0' } },
+        CREDS,
+      );
+      expect(
+        (await request(s.port, 'PUT', '/ernic/stolen', { ...putBare, 'x-amz-rdma-token': token })).status,
+      ).to.equal(403);
       // Unsigned altogether.
       expect((await request(s.port, 'GET', '/ernic/obj', { 'x-amz-rdma-token': token })).status).to.equal(403);
       expect(s.mr.read(0, MR_BYTES).equals(before), 'guest memory unchanged by every refusal').to.equal(true);
 
       // Signed with the token: the object lands in the MR.
-      const signed = await signHeaders({ method: 'GET', host, path: '/ernic/obj', headers: { 'x-amz-rdma-token': token } }, CREDS);
+      const signed = await signHeaders(
+        { method: 'GET', host, path: '/ernic/obj', headers: { 'x-amz-rdma-token': token } },
+        CREDS,
+      );
       const ok = await request(s.port, 'GET', '/ernic/obj', signed);
       expect([ok.status, ok.headers['x-amz-rdma-bytes']]).to.deep.equal([200, String(obj.length)]);
       expect(s.mr.read(0, obj.length).equals(obj)).to.equal(true);
       // And presigned with the token among its signed headers.
       s.mr.write(0, Buffer.alloc(obj.length));
-      const pre = await presignPath({ method: 'GET', host, path: '/ernic/obj', headers: { 'x-amz-rdma-token': token } }, CREDS);
+      const pre = await presignPath(
+        { method: 'GET', host, path: '/ernic/obj', headers: { 'x-amz-rdma-token': token } },
+        CREDS,
+      );
       expect((await request(s.port, 'GET', pre, { 'x-amz-rdma-token': token })).status).to.equal(200);
       expect(s.mr.read(0, obj.length).equals(obj)).to.equal(true);
     });
@@ -178,9 +228,15 @@ describe('s3 host listener: the token path is closed to unsigned host clients', 
     const env = { ...process.env };
     delete env['ERNIC_S3_ACCESS_KEY'];
     delete env['ERNIC_S3_SECRET_KEY'];
-    const r = spawnSync(process.execPath, [BIN, '-s', tempSocketPath('s3refuse'), '--backend', 's3:listen=0.0.0.0:9123'], { env, encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(
+      process.execPath,
+      [BIN, '-s', tempSocketPath('s3refuse'), '--backend', 's3:listen=0.0.0.0:9123'],
+      { env, encoding: 'utf8', timeout: 20_000 },
+    );
     expect(r.status).to.equal(2);
     expect(r.stderr.trim().split('\n')).to.have.length(1);
-    expect(r.stderr).to.match(/listen=0\.0\.0\.0:9123 is not loopback and no credentials are set: set ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY/);
+    expect(r.stderr).to.match(
+      /listen=0\.0\.0\.0:9123 is not loopback and no credentials are set: set ERNIC_S3_ACCESS_KEY and ERNIC_S3_SECRET_KEY/,
+    );
   });
 });

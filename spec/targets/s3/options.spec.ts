@@ -16,14 +16,29 @@ describe('s3 options', () => {
       const r = parseS3Backend(t);
       expect(r.ok && r.value).to.deep.equal(S3_DEFAULTS);
     }
-    expect(S3_DEFAULTS).to.deep.include({ bucket: 'ernic', size: 268435456, objects: 256, ip: '192.168.200.1', port: 9000, maxpart: 268435456 });
+    expect(S3_DEFAULTS).to.deep.include({
+      bucket: 'ernic',
+      size: 268435456,
+      objects: 256,
+      ip: '192.168.200.1',
+      port: 9000,
+      maxpart: 268435456,
+    });
   });
 
   it('every option', () => {
-    const r = parseS3Backend('s3:bucket=my-data.set,size=1G,objects=65536,ip=10.0.0.9,port=8080,maxpart=64MiB,listen=127.0.0.1:0,dir=/var/tmp/s3');
+    const r = parseS3Backend(
+      's3:bucket=my-data.set,size=1G,objects=65536,ip=10.0.0.9,port=8080,maxpart=64MiB,listen=127.0.0.1:0,dir=/var/tmp/s3',
+    );
     expect(r.ok && r.value).to.deep.equal({
-      bucket: 'my-data.set', size: 2 ** 30, objects: 65536, ip: '10.0.0.9', port: 8080, maxpart: 64 * 2 ** 20,
-      listen: { host: '127.0.0.1', port: 0 }, dir: '/var/tmp/s3',
+      bucket: 'my-data.set',
+      size: 2 ** 30,
+      objects: 65536,
+      ip: '10.0.0.9',
+      port: 8080,
+      maxpart: 64 * 2 ** 20,
+      listen: { host: '127.0.0.1', port: 0 },
+      dir: '/var/tmp/s3',
     });
     const v6 = parseS3Backend('s3:listen=[::1]:9000');
     expect(v6.ok && v6.value.listen).to.deep.equal({ host: '::1', port: 9000 });

@@ -32,14 +32,19 @@ describe('s3 over the TCP endpoint (frames in, frames out)', function () {
   beforeEach(async () => {
     guests.length = 0;
     frames.length = 0;
-    ep = await S3Endpoint.open({ ...S3_DEFAULTS, listen: { host: '127.0.0.1', port: 0 } }, {
-      send: (f) => {
-        frames.push(f);
-        for (const g of guests) g.onFrame(f);
+    ep = await S3Endpoint.open(
+      { ...S3_DEFAULTS, listen: { host: '127.0.0.1', port: 0 } },
+      {
+        send: (f) => {
+          frames.push(f);
+          for (const g of guests) g.onFrame(f);
+        },
       },
-    });
+    );
   });
-  afterEach(async () => { await ep.close(); });
+  afterEach(async () => {
+    await ep.close();
+  });
 
   function guest(sport: number): GuestTcp {
     const g = new GuestTcp((f) => ep.claimTx(f), sport, S3_DEFAULTS.port);
@@ -60,13 +65,22 @@ describe('s3 over the TCP endpoint (frames in, frames out)', function () {
     expect(ep.claimTx(arpRequest(Buffer.from([192, 168, 200, 1])))).to.equal(true);
     expect(decode(frames[0]!).src).to.deep.equal(Buffer.from([0x02, 0x53, 192, 168, 200, 1]));
     const data = randomBytes(200_000);
-    const put = await exchange(50000, Buffer.concat([
-      Buffer.from(`PUT /ernic/guest.bin HTTP/1.1\r\nHost: 192.168.200.1:9000\r\nContent-Length: ${data.length}\r\nConnection: close\r\n\r\n`), data,
-    ]));
+    const put = await exchange(
+      50000,
+      Buffer.concat([
+        Buffer.from(
+          `PUT /ernic/guest.bin HTTP/1.1\r\nHost: 192.168.200.1:9000\r\nContent-Length: ${data.length}\r\nConnection: close\r\n\r\n`,
+        ),
+        data,
+      ]),
+    );
     const putText = put.toString('latin1');
     expect(putText).to.match(/^HTTP\/1\.1 200 /);
     expect(headerOf(putText, 'ETag')).to.equal(`"${createHash('md5').update(data).digest('hex')}"`);
-    const get = await exchange(50001, Buffer.from('GET /ernic/guest.bin HTTP/1.1\r\nHost: 192.168.200.1:9000\r\nConnection: close\r\n\r\n'));
+    const get = await exchange(
+      50001,
+      Buffer.from('GET /ernic/guest.bin HTTP/1.1\r\nHost: 192.168.200.1:9000\r\nConnection: close\r\n\r\n'),
+    );
     expect(get.toString('latin1')).to.match(/^HTTP\/1\.1 200 /);
     expect(bodyOf(get).equals(data)).to.equal(true);
     expect(ep.stack.connectionCount).to.equal(0);
@@ -74,19 +88,29 @@ describe('s3 over the TCP endpoint (frames in, frames out)', function () {
 
   it('a ranged GET and an S3 error document through the wire; the host listener sees the same store', async () => {
     await ep.store.put('r.txt', Buffer.from('hello, wire'), 'text/plain');
-    const r = await exchange(50002, Buffer.from('GET /ernic/r.txt HTTP/1.1\r\nHost: s3\r\nRange: bytes=7-10\r\nConnection: close\r\n\r\n'));
+    const r = await exchange(
+      50002,
+      Buffer.from('GET /ernic/r.txt HTTP/1.1\r\nHost: s3\r\nRange: bytes=7-10\r\nConnection: close\r\n\r\n'),
+    );
     expect(r.toString('latin1')).to.match(/^HTTP\/1\.1 206 /);
     expect(bodyOf(r).toString()).to.equal('wire');
-    const missing = await exchange(50003, Buffer.from('GET /ernic/nope HTTP/1.1\r\nHost: s3\r\nConnection: close\r\n\r\n'));
+    const missing = await exchange(
+      50003,
+      Buffer.from('GET /ernic/nope HTTP/1.1\r\nHost: s3\r\nConnection: close\r\n\r\n'),
+    );
     expect(missing.toString('latin1')).to.match(/^HTTP\/1\.1 404 /);
     expect(bodyOf(missing).toString()).to.contain('<Code>NoSuchKey</Code>');
     const port = (ep.hostAddress as AddressInfo).port;
     const body = await new Promise<string>((resolve, reject) => {
-      http.get(`http://127.0.0.1:${port}/ernic/r.txt`, (res) => {
-        let s = '';
-        res.on('data', (c: Buffer) => { s += c; });
-        res.on('end', () => resolve(s));
-      }).on('error', reject);
+      http
+        .get(`http://127.0.0.1:${port}/ernic/r.txt`, (res) => {
+          let s = '';
+          res.on('data', (c: Buffer) => {
+            s += c;
+          });
+          res.on('end', () => resolve(s));
+        })
+        .on('error', reject);
     });
     expect(body).to.equal('hello, wire');
   });

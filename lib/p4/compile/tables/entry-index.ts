@@ -155,7 +155,11 @@ export class EntryIndex {
       const pm = this.prefixes[i]!;
       pm.map.delete(this.#mapKey(e.key, len));
       if (pm.map.size === 0) this.prefixes.splice(i, 1);
-    } else this.#ordered.splice(this.#ordered.findIndex((o) => o.e === e), 1);
+    } else
+      this.#ordered.splice(
+        this.#ordered.findIndex((o) => o.e === e),
+        1,
+      );
   }
 
   clear(): void {
@@ -291,7 +295,8 @@ export class EntryIndex {
       for (let j = 0; j < this.prefixes.length; j++) {
         const pm = this.prefixes[j]!;
         let k = '';
-        for (let i = 0; i < n; i++) k += (i === 0 ? '' : ',') + (i === lpm ? vals[i]! >> (w - BigInt(pm.len)) : vals[i]!).toString(16);
+        for (let i = 0; i < n; i++)
+          k += (i === 0 ? '' : ',') + (i === lpm ? vals[i]! >> (w - BigInt(pm.len)) : vals[i]!).toString(16);
         const e = pm.map.get(k);
         if (e) return e;
       }
@@ -354,7 +359,7 @@ export class EntryIndex {
             if (v !== o.a[i]) continue outer;
             break;
           case Code.Ternary:
-            if (((v & o.b[i]!) >>> 0) !== o.a[i]) continue outer;
+            if ((v & o.b[i]!) >>> 0 !== o.a[i]) continue outer;
             break;
           case Code.Prefix:
             if (Math.floor(v / o.b[i]!) !== o.a[i]) continue outer;

@@ -28,16 +28,28 @@ export interface KeyPart {
 export function compileKeyParts(t: Table, path: JsonPath, ctx: ExprContext): KeyPart[] {
   return t.key.map((k, ki) => {
     const kp: JsonPath = [...path, 'key', ki];
-    if (!(matchKinds as readonly string[]).includes(k.match_type)) refuse([...kp, 'match_type'], 'unsupported match type', k.match_type);
+    if (!(matchKinds as readonly string[]).includes(k.match_type))
+      refuse([...kp, 'match_type'], 'unsupported match type', k.match_type);
     const kind = k.match_type as MatchKind;
-    const vh = kind === 'valid' ? ctx.layout.header(k.target, [...kp, 'target']).index : ctx.layout.hiddenValid(k.target);
+    const vh =
+      kind === 'valid' ? ctx.layout.header(k.target, [...kp, 'target']).index : ctx.layout.hiddenValid(k.target);
     if (vh !== undefined) {
-      return { kind, width: 1, read: (st: PacketState) => BigInt(st.valid[vh]!), readNum: (st: PacketState) => st.valid[vh]!, slot: -1, validHeader: vh, fieldSlot: -1, numMask: undefined };
+      return {
+        kind,
+        width: 1,
+        read: (st: PacketState) => BigInt(st.valid[vh]!),
+        readNum: (st: PacketState) => st.valid[vh]!,
+        slot: -1,
+        validHeader: vh,
+        fieldSlot: -1,
+        numMask: undefined,
+      };
     }
     const f = ctx.layout.field(k.target, [...kp, 'target']);
     let read = compileValue({ type: 'field', value: k.target }, ctx, kp);
     const slot = f.slot;
-    let readNum: ((st: PacketState) => number) | undefined = f.wide || (kind === 'ternary' && f.width > NARROW_BITS) ? undefined : (st) => st.num[slot]!;
+    let readNum: ((st: PacketState) => number) | undefined =
+      f.wide || (kind === 'ternary' && f.width > NARROW_BITS) ? undefined : (st) => st.num[slot]!;
     let plain = readNum ? slot : -1;
     let numMask: number | undefined;
     if (k.mask !== null && k.mask !== undefined) {
@@ -50,7 +62,16 @@ export function compileKeyParts(t: Table, path: JsonPath, ctx: ExprContext): Key
       readNum = readNum && f.width <= NARROW_BITS ? (st) => (st.num[slot]! & nm) >>> 0 : undefined;
       numMask = nm;
     }
-    return { kind, width: f.width, read, readNum, slot: plain, validHeader: -1, fieldSlot: f.wide ? -1 : slot, numMask };
+    return {
+      kind,
+      width: f.width,
+      read,
+      readNum,
+      slot: plain,
+      validHeader: -1,
+      fieldSlot: f.wide ? -1 : slot,
+      numMask,
+    };
   });
 }
 
@@ -58,12 +79,15 @@ type ConstEntry = NonNullable<Table['entries']>[number];
 
 /** A const entry's match_key as MatchSpecs for `keys` (at `ep` in the program). */
 export function constEntryKey(e: ConstEntry, keys: readonly KeyPart[], ep: JsonPath): MatchSpec[] {
-  if (e.match_key.length !== keys.length) refuse([...ep, 'match_key'], `the table has ${keys.length} key parts`, e.match_key.length);
+  if (e.match_key.length !== keys.length)
+    refuse([...ep, 'match_key'], `the table has ${keys.length} key parts`, e.match_key.length);
   return e.match_key.map((mk, i) => {
     const kp = keys[i]!;
-    if (mk.match_type !== kp.kind) refuse([...ep, 'match_key', i, 'match_type'], `the table's key part is ${kp.kind}`, mk.match_type);
+    if (mk.match_type !== kp.kind)
+      refuse([...ep, 'match_key', i, 'match_type'], `the table's key part is ${kp.kind}`, mk.match_type);
     const hx = (s: unknown, n: string): bigint => {
-      if (typeof s !== 'string' || !/^0x[0-9a-fA-F]+$/.test(s)) refuse([...ep, 'match_key', i, n], 'not a hexstring', s);
+      if (typeof s !== 'string' || !/^0x[0-9a-fA-F]+$/.test(s))
+        refuse([...ep, 'match_key', i, n], 'not a hexstring', s);
       return BigInt(s);
     };
     switch (kp.kind) {

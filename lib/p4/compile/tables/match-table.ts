@@ -51,21 +51,28 @@ export class MatchTable {
     this.name = t.name;
     this.maxSize = t.max_size;
     this.withCounters = t.with_counters === true;
-    if (!(matchKinds as readonly string[]).includes(t.match_type) || t.match_type === 'valid' || t.match_type === 'optional') {
+    if (
+      !(matchKinds as readonly string[]).includes(t.match_type) ||
+      t.match_type === 'valid' ||
+      t.match_type === 'optional'
+    ) {
       refuse([...path, 'match_type'], 'unsupported match type', t.match_type);
     }
     if (t.type === 'indirect' || t.type === 'indirect_ws') {
       const ap = t.action_profile === undefined ? undefined : profiles.get(t.action_profile);
       if (!ap) refuse([...path, 'action_profile'], 'no such action profile in this pipeline', t.action_profile ?? null);
-      if (t.type === 'indirect_ws' && !ap.selector) refuse([...path, 'action_profile'], 'an indirect_ws table needs a profile with a selector', t.action_profile);
-      if (t.entries) refuse([...path, 'entries'], 'const entries of indirect tables are not supported', t.entries.length);
+      if (t.type === 'indirect_ws' && !ap.selector)
+        refuse([...path, 'action_profile'], 'an indirect_ws table needs a profile with a selector', t.action_profile);
+      if (t.entries)
+        refuse([...path, 'entries'], 'const entries of indirect tables are not supported', t.entries.length);
       this.profile = ap;
     } else if (t.type !== 'simple') refuse([...path, 'type'], 'unsupported table type', t.type);
     if (t.support_timeout) refuse([...path, 'support_timeout'], 'entry ageing is not supported', true);
     if (t.direct_meters) {
       const m = meters.get(t.direct_meters);
       if (!m || !m.direct) refuse([...path, 'direct_meters'], 'no such direct meter array', t.direct_meters);
-      if (m.direct.binding !== t.name) refuse([...path, 'direct_meters'], `the meter is bound to ${m.direct.binding}`, t.direct_meters);
+      if (m.direct.binding !== t.name)
+        refuse([...path, 'direct_meters'], `the meter is bound to ${m.direct.binding}`, t.direct_meters);
       const result = ctx.layout.field(m.direct.resultTarget, ['meter_arrays', m.direct.index, 'result_target']);
       this.meter = { array: m, result };
       for (let i = Math.min(m.size, t.max_size) - 1; i >= 0; i--) this.#freeSlots.push(i);
@@ -89,7 +96,12 @@ export class MatchTable {
       const de = t.default_entry;
       const ca = [...allActions.values()].find((x) => x.id === de.action_id);
       if (!ca) refuse([...path, 'default_entry', 'action_id'], 'no action with this id', de.action_id);
-      if (de.action_data.length !== ca.params.length) refuse([...path, 'default_entry', 'action_data'], `${ca.name} takes ${ca.params.length} parameters`, de.action_data);
+      if (de.action_data.length !== ca.params.length)
+        refuse(
+          [...path, 'default_entry', 'action_data'],
+          `${ca.name} takes ${ca.params.length} parameters`,
+          de.action_data,
+        );
       const data = de.action_data.map((h, i) => hexToBig(h) & ((1n << BigInt(ca.params[i]!.bitwidth)) - 1n));
       this.defaultEntry = { action: ca, data, args: actionArgs(data) };
       this.defaultConst = de.action_const === true;
@@ -100,7 +112,9 @@ export class MatchTable {
         const ca = [...this.actions.values()].find((x) => x.id === e.action_entry.action_id);
         if (!ca) refuse([...ep, 'action_entry', 'action_id'], 'not an action of this table', e.action_entry.action_id);
         const key = constEntryKey(e, this.keys, ep);
-        const data = e.action_entry.action_data.map((h, i) => hexToBig(h) & ((1n << BigInt(ca.params[i]?.bitwidth ?? 0)) - 1n));
+        const data = e.action_entry.action_data.map(
+          (h, i) => hexToBig(h) & ((1n << BigInt(ca.params[i]?.bitwidth ?? 0)) - 1n),
+        );
         const r = this.add(key, ca, data, e.priority ?? 0);
         if (typeof r === 'string') refuse(ep, r);
       });
@@ -114,9 +128,17 @@ export class MatchTable {
   }
 
   /** Adds an entry; returns its handle or a reason it was refused. */
-  add(key: MatchSpec[], action: CompiledAction | undefined, data: RuntimeData, priority: number, ref = -1, group = false): number | string {
+  add(
+    key: MatchSpec[],
+    action: CompiledAction | undefined,
+    data: RuntimeData,
+    priority: number,
+    ref = -1,
+    group = false,
+  ): number | string {
     if (this.immutable) return `table ${this.name} has const entries`;
-    if ((action === undefined) !== (this.profile !== undefined)) return `table ${this.name} is ${this.profile ? 'indirect' : 'direct'}`;
+    if ((action === undefined) !== (this.profile !== undefined))
+      return `table ${this.name} is ${this.profile ? 'indirect' : 'direct'}`;
     if (this.entries.size >= this.maxSize) return `table ${this.name} is full (${this.maxSize})`;
     if (key.length !== this.keys.length) return `table ${this.name} has ${this.keys.length} key parts`;
     let slot = -1;
@@ -125,7 +147,19 @@ export class MatchTable {
       slot = this.#freeSlots[this.#freeSlots.length - 1]!;
     }
     const args = data.length === 0 ? NO_ARGS : actionArgs(data);
-    const e: Entry = { handle: this.#nextHandle, key, action, data, args, ref, group, priority, slot, packets: 0, bytes: 0 };
+    const e: Entry = {
+      handle: this.#nextHandle,
+      key,
+      action,
+      data,
+      args,
+      ref,
+      group,
+      priority,
+      slot,
+      packets: 0,
+      bytes: 0,
+    };
     const refused = this.#index.add(e);
     if (refused !== undefined) return refused;
     this.entries.set(e.handle, e);

@@ -8,9 +8,18 @@
 // (advertised to the other nodes; at most 8 per node).
 
 import { getField, viewRaw } from '../../../../protocol/field';
-import { arp_ipv4, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ethhdr, iphdr, ipv6hdr, vlan_ethhdr } from '../../../net/headers';
+import {
+  arp_ipv4,
+  ETH_P_8021Q,
+  ETH_P_ARP,
+  ETH_P_IP,
+  ETH_P_IPV6,
+  ethhdr,
+  iphdr,
+  ipv6hdr,
+  vlan_ethhdr,
+} from '../../../net/headers';
 import { ipv4Gid } from '../../address';
-
 
 /** fe80::/64 with the modified EUI-64 of `mac` (RFC 4291 appendix A). */
 export function linkLocalGid(mac: Buffer): Buffer {

@@ -29,7 +29,19 @@ import { wireVersionOk } from './wire';
 import { newWireHeader, readWireHeader } from '../../../mesh/ionic-header';
 
 /** What the mesh data path uses of the Mesh (a test can stand in for it). */
-export type MeshPort = Pick<Mesh, 'send' | 'takeBack' | 'lookupGid' | 'addLocalGid' | 'localGids' | 'on' | 'off' | 'nodeId' | 'setConsumerPresent' | 'setPlacer'>;
+export type MeshPort = Pick<
+  Mesh,
+  | 'send'
+  | 'takeBack'
+  | 'lookupGid'
+  | 'addLocalGid'
+  | 'localGids'
+  | 'on'
+  | 'off'
+  | 'nodeId'
+  | 'setConsumerPresent'
+  | 'setPlacer'
+>;
 
 export interface MeshDataPathOptions {
   /** Lost-peer deadline (default 30 s). */
@@ -63,7 +75,14 @@ export class MeshDataPath implements RemotePath {
     this.#mesh = mesh;
     this.#log = engine.log;
     this.#dp = installWqeExecutor(engine);
-    this.#requester = new MeshRequester(engine, mesh, this.#dp.views, this.#dp.scheduler, (qp, s) => this.#dp.release(qp, s), opts.lostPeerMs);
+    this.#requester = new MeshRequester(
+      engine,
+      mesh,
+      this.#dp.views,
+      this.#dp.scheduler,
+      (qp, s) => this.#dp.release(qp, s),
+      opts.lostPeerMs,
+    );
     this.#responder = new MeshResponder(engine, mesh, this.#dp.verbs, this.#dp, opts.rnrMs);
     this.#dp.attachRemote(this);
     mesh.on('message', this.#onMessage);
@@ -75,7 +94,9 @@ export class MeshDataPath implements RemotePath {
     // A large WRITE's payload goes straight into the MR as it arrives (no copy of ours).
     mesh.setPlacer((from, head, rest) => {
       let p: Placement | null = null;
-      contain(this.#log, 'mesh data path (placement)', () => { p = this.#responder.place(this.#engine.memory(), from, head, rest); });
+      contain(this.#log, 'mesh data path (placement)', () => {
+        p = this.#responder.place(this.#engine.memory(), from, head, rest);
+      });
       return p;
     });
   }
@@ -91,10 +112,21 @@ export class MeshDataPath implements RemotePath {
     this.reset();
   }
 
-  get stats(): { pending: number; held: number; repliesDropped: number; placedWrites: number; refused: number; answersRefused: number } {
+  get stats(): {
+    pending: number;
+    held: number;
+    repliesDropped: number;
+    placedWrites: number;
+    refused: number;
+    answersRefused: number;
+  } {
     return {
-      pending: this.#requester.pendingCount, held: this.#responder.heldCount, repliesDropped: this.#responder.repliesDropped,
-      placedWrites: this.#responder.placedWrites, refused: this.#responder.refused, answersRefused: this.#answersRefused,
+      pending: this.#requester.pendingCount,
+      held: this.#responder.heldCount,
+      repliesDropped: this.#responder.repliesDropped,
+      placedWrites: this.#responder.placedWrites,
+      refused: this.#responder.refused,
+      answersRefused: this.#answersRefused,
     };
   }
 
@@ -157,7 +189,15 @@ export class MeshDataPath implements RemotePath {
     return node === undefined || node === this.#mesh.nodeId ? -1 : node;
   }
 
-  execute(mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, node: number, datagram: boolean): RemoteResult {
+  execute(
+    mem: GuestMemory,
+    qp: QpRecord,
+    s: QpDp,
+    w: SendWqe,
+    buf: Buffer,
+    node: number,
+    datagram: boolean,
+  ): RemoteResult {
     return this.#requester.execute(mem, qp, s, w, buf, node, datagram);
   }
 
@@ -181,6 +221,10 @@ export class MeshDataPath implements RemotePath {
 }
 
 /** Plug the mesh data path into an engine. */
-export function installMeshDataPath(engine: DataPathEngine, mesh: MeshPort, opts: MeshDataPathOptions = {}): MeshDataPath {
+export function installMeshDataPath(
+  engine: DataPathEngine,
+  mesh: MeshPort,
+  opts: MeshDataPathOptions = {},
+): MeshDataPath {
   return new MeshDataPath(engine, mesh, opts);
 }

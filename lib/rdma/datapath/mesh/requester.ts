@@ -35,7 +35,13 @@ import { IONIC_WIRE_HEADER_SIZE, WireHeader, newWireHeader, writeWireHeader } fr
 
 /** What the requester needs of the mesh. */
 export interface MeshSender {
-  send(node: number, type: number, header: Buffer, payload: Buffer | readonly Buffer[], opts: { srcQpn: number; dstQpn: number; reply?: boolean; tag?: number; onDone?: () => void }): SendResult;
+  send(
+    node: number,
+    type: number,
+    header: Buffer,
+    payload: Buffer | readonly Buffer[],
+    opts: { srcQpn: number; dstQpn: number; reply?: boolean; tag?: number; onDone?: () => void },
+  ): SendResult;
   takeBack(tag: number): number;
 }
 
@@ -62,15 +68,23 @@ export const READ_REPLY_BUDGET = REQUEST_QUEUE_BYTES;
 /** The send ops of the ionic wire protocol, by verb (-1: not a remote op). */
 function wireOp(verb: SendVerb): number {
   switch (verb) {
-    case SendVerb.SEND: return IonicWireOp.SEND;
-    case SendVerb.SEND_IMM: return IonicWireOp.SEND_IMM;
-    case SendVerb.SEND_INV: return IonicWireOp.SEND_INV;
-    case SendVerb.RDMA_WRITE: return IonicWireOp.WRITE;
-    case SendVerb.RDMA_WRITE_IMM: return IonicWireOp.WRITE_IMM;
-    case SendVerb.RDMA_READ: return IonicWireOp.READ_REQ;
+    case SendVerb.SEND:
+      return IonicWireOp.SEND;
+    case SendVerb.SEND_IMM:
+      return IonicWireOp.SEND_IMM;
+    case SendVerb.SEND_INV:
+      return IonicWireOp.SEND_INV;
+    case SendVerb.RDMA_WRITE:
+      return IonicWireOp.WRITE;
+    case SendVerb.RDMA_WRITE_IMM:
+      return IonicWireOp.WRITE_IMM;
+    case SendVerb.RDMA_READ:
+      return IonicWireOp.READ_REQ;
     case SendVerb.ATOMIC_CS:
-    case SendVerb.ATOMIC_FA: return IonicWireOp.ATOMIC_REQ;
-    default: return -1;
+    case SendVerb.ATOMIC_FA:
+      return IonicWireOp.ATOMIC_REQ;
+    default:
+      return -1;
   }
 }
 
@@ -88,7 +102,14 @@ export class MeshRequester {
   /** Answers arrived or expired: the data path posts the completions (in order). */
   readonly #answered: (qp: QpRecord, s: QpDp) => void;
 
-  constructor(dev: DataPathDevice, mesh: MeshSender, views: GuestViews, sched: Scheduler, answered: (qp: QpRecord, s: QpDp) => void, lostPeerMs?: number) {
+  constructor(
+    dev: DataPathDevice,
+    mesh: MeshSender,
+    views: GuestViews,
+    sched: Scheduler,
+    answered: (qp: QpRecord, s: QpDp) => void,
+    lostPeerMs?: number,
+  ) {
     this.#dev = dev;
     this.#mesh = mesh;
     this.#views = views;
@@ -102,12 +123,21 @@ export class MeshRequester {
   }
 
   /** Send WQE `w` of `qp` to `node`. */
-  execute(mem: GuestMemory, qp: QpRecord, s: QpDp, w: SendWqe, buf: Buffer, node: number, datagram: boolean): RemoteResult {
+  execute(
+    mem: GuestMemory,
+    qp: QpRecord,
+    s: QpDp,
+    w: SendWqe,
+    buf: Buffer,
+    node: number,
+    datagram: boolean,
+  ): RemoteResult {
     if (datagram) return this.#datagram(mem, qp, w, buf, node);
     const op = wireOp(w.verb);
     if (op < 0) return IonicStatus.LOCAL_QP_OPER;
     // UC has no responder resources: RDMA READ and atomics are RC only (IBTA table 38).
-    if (qp.type === QpType.UC && (op === IonicWireOp.READ_REQ || op === IonicWireOp.ATOMIC_REQ)) return IonicStatus.LOCAL_QP_OPER;
+    if (qp.type === QpType.UC && (op === IonicWireOp.READ_REQ || op === IonicWireOp.ATOMIC_REQ))
+      return IonicStatus.LOCAL_QP_OPER;
     const h = this.#hdr;
     h.op = op;
     h.atomicCs = w.verb === SendVerb.ATOMIC_CS;
@@ -122,7 +152,11 @@ export class MeshRequester {
     let payloadLen = 0;
     let readLen = 0;
     let sges: Sge[] | null = null;
-    const remoteOp = op === IonicWireOp.WRITE || op === IonicWireOp.WRITE_IMM || op === IonicWireOp.READ_REQ || op === IonicWireOp.ATOMIC_REQ;
+    const remoteOp =
+      op === IonicWireOp.WRITE ||
+      op === IonicWireOp.WRITE_IMM ||
+      op === IonicWireOp.READ_REQ ||
+      op === IonicWireOp.ATOMIC_REQ;
     if (remoteOp) {
       // An address past 2^53 names no MR the peer can have: the answer is known.
       if (w.rdma.remoteVa === U64_UNSAFE) return IonicStatus.REMOTE_ACC;
@@ -134,16 +168,28 @@ export class MeshRequester {
     if (op === IonicWireOp.READ_REQ) {
       readLen = w.sgeTotal;
       // The local buffers must take the data: checked now, resolved again when it arrives.
-      if (this.#views.sgl(mem, qp, w.sges, w.sgeCount, readLen, true, src) !== KeyStatus.OK) { src.length = 0; return IonicStatus.LOCAL_PROT; }
+      if (this.#views.sgl(mem, qp, w.sges, w.sgeCount, readLen, true, src) !== KeyStatus.OK) {
+        src.length = 0;
+        return IonicStatus.LOCAL_PROT;
+      }
       src.length = 0;
       const out = this.#readBytes.get(node) ?? 0;
-      if (out > 0 && out + readLen > READ_REPLY_BUDGET) { this.#sched.waitFor(WaitKind.PEER, node); return 'wait'; }
+      if (out > 0 && out + readLen > READ_REPLY_BUDGET) {
+        this.#sched.waitFor(WaitKind.PEER, node);
+        return 'wait';
+      }
       h.length = readLen;
       sges = copySges(w.sges, w.sgeCount);
     } else if (op === IonicWireOp.ATOMIC_REQ) {
       const a = w.atomic;
       if (a.localLen !== ATOMIC_SIZE) return IonicStatus.LOCAL_LEN;
-      if (this.#views.views(mem, a.localLkey, a.localVa, ATOMIC_SIZE, 0, qp.privileged, qp.pdId, true, src) !== KeyStatus.OK) { src.length = 0; return IonicStatus.LOCAL_PROT; }
+      if (
+        this.#views.views(mem, a.localLkey, a.localVa, ATOMIC_SIZE, 0, qp.privileged, qp.pdId, true, src) !==
+        KeyStatus.OK
+      ) {
+        src.length = 0;
+        return IonicStatus.LOCAL_PROT;
+      }
       src.length = 0;
       h.length = ATOMIC_SIZE;
       h.swapAddLo = a.swapAddLo;
@@ -160,12 +206,19 @@ export class MeshRequester {
     const entry: InflightWqe = { status: 'pending', remote: true, wqeIdLo: w.wqeIdLo, wqeIdHi: w.wqeIdHi };
     const req: MeshRequest = { qp, s, node, entry, verb: w.verb, destQp: h.dstQp, readLen, sges };
     const reqId = this.#pending.add(req);
-    if (reqId === undefined) { src.length = 0; this.#sched.waitFor(WaitKind.PEER, node); return 'wait'; }
+    if (reqId === undefined) {
+      src.length = 0;
+      this.#sched.waitFor(WaitKind.PEER, node);
+      return 'wait';
+    }
     h.reqId = reqId;
     const r = this.#send(node, qp, h, payloadLen, null);
     if (r !== 'queued') {
       this.#pending.take(reqId);
-      if (r === 'queue-full') { this.#sched.waitFor(WaitKind.PEER, node); return 'wait'; }
+      if (r === 'queue-full') {
+        this.#sched.waitFor(WaitKind.PEER, node);
+        return 'wait';
+      }
       return r === 'too-large' ? IonicStatus.LOCAL_LEN : IonicStatus.RETRY_EXCEEDED;
     }
     if (readLen > 0) this.#readBytes.set(node, (this.#readBytes.get(node) ?? 0) + readLen);
@@ -182,7 +235,10 @@ export class MeshRequester {
     if (this.#gather(mem, qp, w, buf) !== KeyStatus.OK) return IonicStatus.LOCAL_PROT;
     const qkey = effectiveQkey(w.ud.destQkey, qp.attrs.qkey);
     // A controlled Q_Key from a QP that has none: refused here, as on this node.
-    if (qkey < 0) { this.#src.length = 0; return IonicStatus.OK; }
+    if (qkey < 0) {
+      this.#src.length = 0;
+      return IonicStatus.OK;
+    }
     const len = w.inline ? w.inlineLength : w.sgeTotal;
     const h = this.#hdr;
     h.op = w.verb === SendVerb.SEND ? IonicWireOp.SEND : IonicWireOp.SEND_IMM;
@@ -198,14 +254,23 @@ export class MeshRequester {
     h.compareLo = h.compareHi = 0;
     packDatagramAv(h, ah.av.smac, ah.av.ipVersion, ah.av.vlanTci);
     const r = this.#send(node, qp, h, len, ah.av);
-    if (r === 'queue-full') { this.#sched.waitFor(WaitKind.PEER, node); return 'wait'; }
+    if (r === 'queue-full') {
+      this.#sched.waitFor(WaitKind.PEER, node);
+      return 'wait';
+    }
     // Sent or not, a datagram completes: the wire may lose it.
     if (r === 'queued') this.#counted(w.verb, len);
     return IonicStatus.OK;
   }
 
   /** One buffer: header, [GRH], the gathered payload (#src); handed to the mesh. */
-  #send(node: number, qp: QpRecord, h: WireHeader, len: number, grhAv: Parameters<typeof writeGrh>[0] | null): SendResult {
+  #send(
+    node: number,
+    qp: QpRecord,
+    h: WireHeader,
+    len: number,
+    grhAv: Parameters<typeof writeGrh>[0] | null,
+  ): SendResult {
     if (!grhAv && len >= LEND_MIN_BYTES) return this.#sendLent(node, qp, h);
     const pre = grhAv ? GRH_SIZE : 0;
     // From the pool, back to it once the kernel has it (a large WRITE would otherwise cost a fresh buffer each).
@@ -217,8 +282,13 @@ export class MeshRequester {
       copySlices(this.#one, 0, this.#src, 0, len);
     }
     this.#src.length = 0;
-    const r = this.#mesh.send(node, MsgType.IONIC, msg.subarray(0, IONIC_WIRE_HEADER_SIZE), msg.subarray(IONIC_WIRE_HEADER_SIZE),
-      { srcQpn: qp.id, dstQpn: h.dstQp, tag: qp.handle, onDone: () => meshBufferPool.give(msg) });
+    const r = this.#mesh.send(
+      node,
+      MsgType.IONIC,
+      msg.subarray(0, IONIC_WIRE_HEADER_SIZE),
+      msg.subarray(IONIC_WIRE_HEADER_SIZE),
+      { srcQpn: qp.id, dstQpn: h.dstQp, tag: qp.handle, onDone: () => meshBufferPool.give(msg) },
+    );
     if (r !== 'queued') meshBufferPool.give(msg);
     return r;
   }
@@ -236,7 +306,12 @@ export class MeshRequester {
     const views = this.#src.slice();
     this.#src.length = 0;
     lendViews(views);
-    const r = this.#mesh.send(node, MsgType.IONIC, hdr, views, { srcQpn: qp.id, dstQpn: h.dstQp, tag: qp.handle, onDone: () => returnViews(views) });
+    const r = this.#mesh.send(node, MsgType.IONIC, hdr, views, {
+      srcQpn: qp.id,
+      dstQpn: h.dstQp,
+      tag: qp.handle,
+      onDone: () => returnViews(views),
+    });
     if (r !== 'queued') returnViews(views);
     return r;
   }
@@ -256,7 +331,10 @@ export class MeshRequester {
   #counted(verb: SendVerb, len: number): void {
     const c = this.#dev.counters;
     if (verb === SendVerb.RDMA_WRITE || verb === SendVerb.RDMA_WRITE_IMM) c.inc(DeviceCounter.rdma_write_bytes, len);
-    else { c.inc(DeviceCounter.send_msgs); c.inc(DeviceCounter.tx_bytes, len); }
+    else {
+      c.inc(DeviceCounter.send_msgs);
+      c.inc(DeviceCounter.tx_bytes, len);
+    }
   }
 
   /**
@@ -264,7 +342,15 @@ export class MeshRequester {
    * Anything that does not match a request of ours (unknown id, another
    * node's, a QP since destroyed or flushed) is ignored.
    */
-  answer(mem: GuestMemory | undefined, from: number, op: number, reqId: number, status: number, srcQp: number, payload: Buffer): void {
+  answer(
+    mem: GuestMemory | undefined,
+    from: number,
+    op: number,
+    reqId: number,
+    status: number,
+    srcQp: number,
+    payload: Buffer,
+  ): void {
     // Only the peer we asked, answering for the QP we asked, completes a request.
     const req = this.#pending.peek(reqId);
     if (!req || req.node !== from || req.destQp !== srcQp) return;
@@ -273,12 +359,20 @@ export class MeshRequester {
     if (req.entry.status !== 'pending' || req.qp.dp !== req.s) return;
     let st = status > 0xff ? IonicStatus.REMOTE_OPER : status;
     if (st === IonicStatus.OK && mem) {
-      if (req.verb === SendVerb.RDMA_READ) st = op === IonicWireOp.READ_RESP && payload.length === req.readLen ? this.#scatter(mem, req, payload) : IonicStatus.BAD_RESP;
+      if (req.verb === SendVerb.RDMA_READ)
+        st =
+          op === IonicWireOp.READ_RESP && payload.length === req.readLen
+            ? this.#scatter(mem, req, payload)
+            : IonicStatus.BAD_RESP;
       else if (req.verb === SendVerb.ATOMIC_CS || req.verb === SendVerb.ATOMIC_FA) {
-        st = op === IonicWireOp.ATOMIC_RESP && payload.length === ATOMIC_SIZE ? this.#scatter(mem, req, payload) : IonicStatus.BAD_RESP;
+        st =
+          op === IonicWireOp.ATOMIC_RESP && payload.length === ATOMIC_SIZE
+            ? this.#scatter(mem, req, payload)
+            : IonicStatus.BAD_RESP;
         if (st === IonicStatus.OK) this.#dev.counters.inc(DeviceCounter.atomic_ops);
       } else if (op !== IonicWireOp.ACK) st = IonicStatus.BAD_RESP;
-      if (st === IonicStatus.OK && req.verb === SendVerb.RDMA_READ) this.#dev.counters.inc(DeviceCounter.rdma_read_bytes, req.readLen);
+      if (st === IonicStatus.OK && req.verb === SendVerb.RDMA_READ)
+        this.#dev.counters.inc(DeviceCounter.rdma_read_bytes, req.readLen);
     }
     // UC has no ACK/NAK: what the responder refused still completes the requester well.
     if (req.qp.type === QpType.UC && ucSilent(st)) st = IonicStatus.OK;
@@ -291,7 +385,10 @@ export class MeshRequester {
     const dst = this.#src;
     dst.length = 0;
     const sges = req.sges!;
-    if (this.#views.sgl(mem, req.qp, sges, sges.length, payload.length, true, dst) !== KeyStatus.OK) { dst.length = 0; return IonicStatus.LOCAL_PROT; }
+    if (this.#views.sgl(mem, req.qp, sges, sges.length, payload.length, true, dst) !== KeyStatus.OK) {
+      dst.length = 0;
+      return IonicStatus.LOCAL_PROT;
+    }
     this.#one[0] = payload;
     copySlices(dst, 0, this.#one, 0, payload.length);
     dst.length = 0;
@@ -301,7 +398,8 @@ export class MeshRequester {
   #readDone(req: MeshRequest): void {
     if (req.readLen === 0) return;
     const left = (this.#readBytes.get(req.node) ?? 0) - req.readLen;
-    if (left > 0) this.#readBytes.set(req.node, left); else this.#readBytes.delete(req.node);
+    if (left > 0) this.#readBytes.set(req.node, left);
+    else this.#readBytes.delete(req.node);
     // READs that waited for the budget look again.
     this.#sched.wake(WaitKind.PEER, req.node);
   }
@@ -348,6 +446,11 @@ function copySges(sges: readonly Sge[], n: number): Sge[] {
 
 /** Responder-side outcomes a UC requester never learns of (there is no ACK/NAK). */
 function ucSilent(status: number): boolean {
-  return status === IonicStatus.REMOTE_ACC || status === IonicStatus.REMOTE_INV_REQ || status === IonicStatus.REMOTE_OPER
-    || status === IonicStatus.RETRY_EXCEEDED || status === IonicStatus.RNR_RETRY_EXCEEDED;
+  return (
+    status === IonicStatus.REMOTE_ACC ||
+    status === IonicStatus.REMOTE_INV_REQ ||
+    status === IonicStatus.REMOTE_OPER ||
+    status === IonicStatus.RETRY_EXCEEDED ||
+    status === IonicStatus.RNR_RETRY_EXCEEDED
+  );
 }

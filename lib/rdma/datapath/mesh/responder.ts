@@ -46,7 +46,13 @@ import type { Verbs } from '../../executor/verbs';
 import { qpStateIfAny } from '../../executor/qp-state';
 import type { MeshSender } from './requester';
 import { unpackDatagramAv, WIRE_FLAG_DATAGRAM, WIRE_FLAG_SOLICITED, WIRE_VERSION_FLAGS, wireVersionOk } from './wire';
-import { IONIC_WIRE_HEADER_SIZE, WireHeader, newWireHeader, readWireHeader, writeWireHeader } from '../../../mesh/ionic-header';
+import {
+  IONIC_WIRE_HEADER_SIZE,
+  WireHeader,
+  newWireHeader,
+  readWireHeader,
+  writeWireHeader,
+} from '../../../mesh/ionic-header';
 
 /** How a responder error fails its QP (WqeExecutor.responderError: ERR and the async event). */
 export interface ResponderFailures {
@@ -55,7 +61,9 @@ export interface ResponderFailures {
 
 /** Responder errors that end the QP (RNR and "not there" do not). */
 function endsQp(status: number): boolean {
-  return status === IonicStatus.REMOTE_ACC || status === IonicStatus.REMOTE_INV_REQ || status === IonicStatus.REMOTE_OPER;
+  return (
+    status === IonicStatus.REMOTE_ACC || status === IonicStatus.REMOTE_INV_REQ || status === IonicStatus.REMOTE_OPER
+  );
 }
 
 /** A QP that takes requests. */
@@ -113,7 +121,13 @@ export class MeshResponder {
   /** Requests refused unexecuted: not from the QP's peer node and QPN, or of another wire version. */
   refused = 0;
 
-  constructor(dev: DataPathDevice, mesh: MeshSender, verbs: Verbs, failures: ResponderFailures, rnrMs = RNR_TIMEOUT_MS) {
+  constructor(
+    dev: DataPathDevice,
+    mesh: MeshSender,
+    verbs: Verbs,
+    failures: ResponderFailures,
+    rnrMs = RNR_TIMEOUT_MS,
+  ) {
     this.#dev = dev;
     this.#mesh = mesh;
     this.#verbs = verbs;
@@ -167,7 +181,14 @@ export class MeshResponder {
     if (!mem) return null;
     const h = this.#placeHdr;
     readWireHeader(head, h);
-    if (h.op !== IonicWireOp.WRITE || (h.flags & WIRE_FLAG_DATAGRAM) || !wireVersionOk(h.flags) || h.length !== rest || h.rkey === 0) return null;
+    if (
+      h.op !== IonicWireOp.WRITE ||
+      h.flags & WIRE_FLAG_DATAGRAM ||
+      !wireVersionOk(h.flags) ||
+      h.length !== rest ||
+      h.rkey === 0
+    )
+      return null;
     const qpId = h.dstQp & RDMA_QPN_MASK;
     const dest = this.#dev.rm.qps.get(qpId);
     // Anything but the QP's own peer arrives whole and is refused by #apply.
@@ -184,14 +205,24 @@ export class MeshResponder {
   }
 
   #hold(q: Held[], m: InboundRequest, h: WireHeader): void {
-    q.push({ from: m.from, h: { ...h }, payload: m.payload, placed: m.placed ?? 0, release: m.retain(), deadline: Date.now() + this.#rnrMs });
+    q.push({
+      from: m.from,
+      h: { ...h },
+      payload: m.payload,
+      placed: m.placed ?? 0,
+      release: m.retain(),
+      deadline: Date.now() + this.#rnrMs,
+    });
     this.#arm();
   }
 
   /** Receives were posted on `qpId` (-1: on an SRQ, any QP may have them now). */
   receivesPosted(qpId: number): void {
     if (this.#held.size === 0) return;
-    if (qpId >= 0) { this.#retry(qpId, false); return; }
+    if (qpId >= 0) {
+      this.#retry(qpId, false);
+      return;
+    }
     for (const id of [...this.#held.keys()]) this.#retry(id, false);
   }
 
@@ -208,7 +239,9 @@ export class MeshResponder {
     const now = Date.now();
     while (q.length > 0) {
       const head = q[0]!;
-      let r: Applied = mem ? this.#apply(mem, head.from, head.h, head.payload, head.placed) : IonicStatus.RETRY_EXCEEDED;
+      let r: Applied = mem
+        ? this.#apply(mem, head.from, head.h, head.payload, head.placed)
+        : IonicStatus.RETRY_EXCEEDED;
       if (r === 'hold') {
         if (!giveUp && head.deadline > now) break;
         r = IonicStatus.RNR_RETRY_EXCEEDED;
@@ -243,14 +276,21 @@ export class MeshResponder {
   #fromPeer(dest: QpRecord | undefined, from: number, h: WireHeader): boolean {
     if (!dest || (dest.type !== QpType.RC && dest.type !== QpType.UC)) return false;
     const s = qpStateIfAny(dest);
-    return s !== undefined && s.handle === dest.handle && s.node === from && s.node >= 0 && h.srcQp === dest.attrs.destQpn;
+    return (
+      s !== undefined && s.handle === dest.handle && s.node === from && s.node >= 0 && h.srcQp === dest.attrs.destQpn
+    );
   }
 
   /** Count a request refused unexecuted and say so (rate limited). */
   #refuse(from: number, h: WireHeader, why: string): void {
     this.refused++;
     this.#dev.counters.inc(DeviceCounter.mesh_refused_requests);
-    warnLimited(this.#dev.log, this.#limiter, 'mesh-refused', `mesh: refused a request from node ${from} for QP ${h.dstQp & RDMA_QPN_MASK}: ${why}`);
+    warnLimited(
+      this.#dev.log,
+      this.#limiter,
+      'mesh-refused',
+      `mesh: refused a request from node ${from} for QP ${h.dstQp & RDMA_QPN_MASK}: ${why}`,
+    );
   }
 
   /** Apply one request to the guest: its status, 'hold' (no receive yet) or 'silent' (a datagram: no answer). */
@@ -266,7 +306,11 @@ export class MeshResponder {
     }
     // Not its peer: answered as if the QP were not there, and the QP is left alone.
     if (!this.#fromPeer(dest, from, h)) {
-      this.#refuse(from, h, `QP ${dest.id} is connected to node ${qpStateIfAny(dest)?.node ?? -1} QP ${dest.attrs.destQpn}, not node ${from} QP ${h.srcQp}`);
+      this.#refuse(
+        from,
+        h,
+        `QP ${dest.id} is connected to node ${qpStateIfAny(dest)?.node ?? -1} QP ${dest.attrs.destQpn}, not node ${from} QP ${h.srcQp}`,
+      );
       return IonicStatus.RETRY_EXCEEDED;
     }
     const r = this.#execute(mem, from, h, payload, placed, dest);
@@ -308,19 +352,32 @@ export class MeshResponder {
     }
     if (ring === 'bad') return IonicStatus.REMOTE_OPER;
     v.src.push(payload);
-    const op = h.op === IonicWireOp.SEND ? RecvOp.SEND : h.op === IonicWireOp.SEND_IMM ? RecvOp.SEND_IMM : RecvOp.SEND_INV;
-    const st = v.deliver(mem, h.srcQp, dest, ring, payload.length, null, op, h.op === IonicWireOp.SEND ? 0 : h.imm,
-      (h.flags & WIRE_FLAG_SOLICITED) !== 0, null);
+    const op =
+      h.op === IonicWireOp.SEND ? RecvOp.SEND : h.op === IonicWireOp.SEND_IMM ? RecvOp.SEND_IMM : RecvOp.SEND_INV;
+    const st = v.deliver(
+      mem,
+      h.srcQp,
+      dest,
+      ring,
+      payload.length,
+      null,
+      op,
+      h.op === IonicWireOp.SEND ? 0 : h.imm,
+      (h.flags & WIRE_FLAG_SOLICITED) !== 0,
+      null,
+    );
     if (st === IonicStatus.LOCAL_LEN) return IonicStatus.REMOTE_INV_REQ;
     if (st !== IonicStatus.OK) return IonicStatus.REMOTE_OPER;
-    if (h.op === IonicWireOp.SEND_INV && this.#dev.rm.invalidate(h.imm) === KeyStatus.OK) this.#dev.counters.inc(DeviceCounter.remote_invalidates);
+    if (h.op === IonicWireOp.SEND_INV && this.#dev.rm.invalidate(h.imm) === KeyStatus.OK)
+      this.#dev.counters.inc(DeviceCounter.remote_invalidates);
     return IonicStatus.OK;
   }
 
   #write(mem: GuestMemory, h: WireHeader, payload: Buffer, dest: QpRecord, placed: number): Applied {
     const v = this.#verbs;
     const len = placed > 0 ? placed : payload.length;
-    if (len !== h.length || (placed > 0 && (payload.length > 0 || h.op !== IonicWireOp.WRITE))) return IonicStatus.REMOTE_INV_REQ;
+    if (len !== h.length || (placed > 0 && (payload.length > 0 || h.op !== IonicWireOp.WRITE)))
+      return IonicStatus.REMOTE_INV_REQ;
     if (h.rkey === 0 && len > 0) return IonicStatus.REMOTE_ACC;
     const imm = h.op === IonicWireOp.WRITE_IMM;
     const ring = imm ? v.takeRecv(mem, dest) : null;
@@ -337,7 +394,20 @@ export class MeshResponder {
       copySlices(v.dst, 0, this.#one, 0, len);
     }
     v.written(null, len);
-    if (ring) v.deliver(mem, h.srcQp, dest, ring, len, null, RecvOp.RDMA_WRITE_IMM, h.imm, (h.flags & WIRE_FLAG_SOLICITED) !== 0, null, true);
+    if (ring)
+      v.deliver(
+        mem,
+        h.srcQp,
+        dest,
+        ring,
+        len,
+        null,
+        RecvOp.RDMA_WRITE_IMM,
+        h.imm,
+        (h.flags & WIRE_FLAG_SOLICITED) !== 0,
+        null,
+        true,
+      );
     return IonicStatus.OK;
   }
 
@@ -367,7 +437,12 @@ export class MeshResponder {
     const hdr = Buffer.allocUnsafe(IONIC_WIRE_HEADER_SIZE);
     writeWireHeader(hdr, r);
     lendViews(views);
-    const res = this.#mesh.send(from, MsgType.IONIC, hdr, views, { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => returnViews(views) });
+    const res = this.#mesh.send(from, MsgType.IONIC, hdr, views, {
+      srcQpn: r.srcQp,
+      dstQpn: r.dstQp,
+      reply: true,
+      onDone: () => returnViews(views),
+    });
     if (res !== 'queued') {
       this.repliesDropped++;
       returnViews(views);
@@ -402,9 +477,18 @@ export class MeshResponder {
     av.ipVersion = ipVersion === 6 ? 6 : 4;
     av.vlanTci = vlan;
     v.src.push(payload.subarray(GRH_SIZE));
-    v.deliver(mem, h.srcQp, dest, ring, payload.length - GRH_SIZE, payload.subarray(0, GRH_SIZE),
-      h.op === IonicWireOp.SEND ? RecvOp.SEND : RecvOp.SEND_IMM, h.op === IonicWireOp.SEND_IMM ? h.imm : 0,
-      (h.flags & WIRE_FLAG_SOLICITED) !== 0, av as unknown as AddressVector);
+    v.deliver(
+      mem,
+      h.srcQp,
+      dest,
+      ring,
+      payload.length - GRH_SIZE,
+      payload.subarray(0, GRH_SIZE),
+      h.op === IonicWireOp.SEND ? RecvOp.SEND : RecvOp.SEND_IMM,
+      h.op === IonicWireOp.SEND_IMM ? h.imm : 0,
+      (h.flags & WIRE_FLAG_SOLICITED) !== 0,
+      av as unknown as AddressVector,
+    );
     v.clear();
   }
 
@@ -415,8 +499,13 @@ export class MeshResponder {
     r.length = data;
     const buf = msg && data > 0 ? msg : Buffer.allocUnsafe(IONIC_WIRE_HEADER_SIZE);
     writeWireHeader(buf, r);
-    const res = this.#mesh.send(from, MsgType.IONIC, buf.subarray(0, IONIC_WIRE_HEADER_SIZE), buf.subarray(IONIC_WIRE_HEADER_SIZE, IONIC_WIRE_HEADER_SIZE + data),
-      { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => meshBufferPool.give(buf) });
+    const res = this.#mesh.send(
+      from,
+      MsgType.IONIC,
+      buf.subarray(0, IONIC_WIRE_HEADER_SIZE),
+      buf.subarray(IONIC_WIRE_HEADER_SIZE, IONIC_WIRE_HEADER_SIZE + data),
+      { srcQpn: r.srcQp, dstQpn: r.dstQp, reply: true, onDone: () => meshBufferPool.give(buf) },
+    );
     if (res !== 'queued') {
       this.repliesDropped++;
       meshBufferPool.give(buf);
@@ -426,7 +515,12 @@ export class MeshResponder {
   /** The reply header (reused) answering request `h` with `status`; length 0. */
   #replyTo(h: WireHeader, status: number): WireHeader {
     const r = this.#reply;
-    r.op = h.op === IonicWireOp.READ_REQ ? IonicWireOp.READ_RESP : h.op === IonicWireOp.ATOMIC_REQ ? IonicWireOp.ATOMIC_RESP : IonicWireOp.ACK;
+    r.op =
+      h.op === IonicWireOp.READ_REQ
+        ? IonicWireOp.READ_RESP
+        : h.op === IonicWireOp.ATOMIC_REQ
+          ? IonicWireOp.ATOMIC_RESP
+          : IonicWireOp.ACK;
     r.atomicCs = false;
     r.flags = WIRE_VERSION_FLAGS;
     r.srcQp = h.dstQp;
@@ -456,6 +550,9 @@ export class MeshResponder {
   reset(): void {
     for (const q of this.#held.values()) for (const m of q) m.release();
     this.#held.clear();
-    if (this.#timer) { clearTimeout(this.#timer); this.#timer = null; }
+    if (this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
   }
 }

@@ -12,7 +12,6 @@
 import type { WireHeader } from '../../../mesh/ionic-header';
 import { IONIC_WIRE_VERSION, IONIC_WIRE_VERSION_MASK, IONIC_WIRE_VERSION_SHIFT } from '../../../mesh/layouts';
 
-
 /** rsvd bit 0: a datagram SEND. */
 export const WIRE_FLAG_DATAGRAM = 1;
 /** rsvd bit 1: the WQE asked for a solicited event. */

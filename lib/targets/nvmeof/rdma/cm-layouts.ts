@@ -34,7 +34,8 @@ export function bits(byte: number, bit: number, width: number): IbaBits {
   const size = bit + width <= 8 ? 1 : 4;
   const off = size === 1 ? byte : byte - (byte % 4);
   const start = (byte - off) * 8 + bit;
-  if (start + width > size * 8) throw new RangeError(`IBA field at ${byte}[${bit}] width ${width} crosses its container`);
+  if (start + width > size * 8)
+    throw new RangeError(`IBA field at ${byte}[${bit}] width ${width} crosses its container`);
   return { word: be(off, size), shift: size * 8 - start - width, mask: width >= 32 ? 0xffffffff : 2 ** width - 1 };
 }
 
@@ -44,7 +45,8 @@ export function getBits(buf: Buffer, base: number, f: IbaBits): number {
 
 /** Set a bit field, keeping the container's other bits. The value must fit (our bug otherwise). */
 export function setBits(buf: Buffer, base: number, f: IbaBits, value: number): void {
-  if (!(value >= 0 && value <= f.mask)) throw new RangeError(`IBA field value ${value} does not fit ${f.mask.toString(16)}`);
+  if (!(value >= 0 && value <= f.mask))
+    throw new RangeError(`IBA field value ${value} does not fit ${f.mask.toString(16)}`);
   const word = getField(buf, base, f.word);
   const cleared = (word & ~(f.mask << f.shift)) >>> 0;
   setField(buf, base, f.word, (cleared | (value << f.shift)) >>> 0);

@@ -23,10 +23,34 @@ import type { Logger } from '../../../log';
 import { nullLogger } from '../../../log';
 import { QUEUE_ENTRIES } from '../limits';
 import {
-  cm_dreq_msg, cm_drep_msg, cm_rej_msg, cm_rep_msg, cm_req_msg, cm_rtu_msg, cma_hdr, CMA_IP4_OFFSET, CMA_IP_VERSION_SHIFT, CMA_VERSION,
-  CM_TRANSPORT_RC, CmAttr, CmMsgResponse, CmRejReason, getBits, IB_CM_CLASS_VERSION, IB_MGMT_BASE_VERSION, IB_MGMT_CLASS_CM,
-  IB_MGMT_METHOD_SEND, ib_mad_hdr, MAD_SIZE, NVME_RDMA_CM_FMT_1_0, nvme_rdma_cm_rej, nvme_rdma_cm_rep, nvme_rdma_cm_req,
-  NvmeRdmaCmStatus, RDMA_PS_TCP, setBits,
+  cm_dreq_msg,
+  cm_drep_msg,
+  cm_rej_msg,
+  cm_rep_msg,
+  cm_req_msg,
+  cm_rtu_msg,
+  cma_hdr,
+  CMA_IP4_OFFSET,
+  CMA_IP_VERSION_SHIFT,
+  CMA_VERSION,
+  CM_TRANSPORT_RC,
+  CmAttr,
+  CmMsgResponse,
+  CmRejReason,
+  getBits,
+  IB_CM_CLASS_VERSION,
+  IB_MGMT_BASE_VERSION,
+  IB_MGMT_CLASS_CM,
+  IB_MGMT_METHOD_SEND,
+  ib_mad_hdr,
+  MAD_SIZE,
+  NVME_RDMA_CM_FMT_1_0,
+  nvme_rdma_cm_rej,
+  nvme_rdma_cm_rep,
+  nvme_rdma_cm_req,
+  NvmeRdmaCmStatus,
+  RDMA_PS_TCP,
+  setBits,
 } from './cm-layouts';
 
 /** Controller QPNs: from here upward, a range no guest QP can have (guest QP ids are below 4096). */
@@ -138,7 +162,7 @@ export class CmResponder {
     this.#random = o.random ?? Math.random;
     this.#ip = Buffer.from(o.ip.split('.').map(Number));
     this.#serviceId = RDMA_PS_TCP * 0x10000 + o.port;
-    this.#nextCommId = (Math.floor(this.#random() * 0xffffffff) >>> 0) || 1;
+    this.#nextCommId = Math.floor(this.#random() * 0xffffffff) >>> 0 || 1;
   }
 
   get size(): number {
@@ -158,19 +182,35 @@ export class CmResponder {
   receive(mad: Buffer, peer: CmPeer): void {
     this.counts.received++;
     const h = ib_mad_hdr;
-    if (mad.length < MAD_SIZE || getField(mad, 0, h.base_version) !== IB_MGMT_BASE_VERSION || getField(mad, 0, h.mgmt_class) !== IB_MGMT_CLASS_CM
-      || getField(mad, 0, h.class_version) !== IB_CM_CLASS_VERSION || getField(mad, 0, h.method) !== IB_MGMT_METHOD_SEND) {
+    if (
+      mad.length < MAD_SIZE ||
+      getField(mad, 0, h.base_version) !== IB_MGMT_BASE_VERSION ||
+      getField(mad, 0, h.mgmt_class) !== IB_MGMT_CLASS_CM ||
+      getField(mad, 0, h.class_version) !== IB_CM_CLASS_VERSION ||
+      getField(mad, 0, h.method) !== IB_MGMT_METHOD_SEND
+    ) {
       this.counts.dropped++;
       return;
     }
     switch (getField(mad, 0, h.attr_id)) {
-      case CmAttr.REQ: this.#req(mad, peer); return;
-      case CmAttr.RTU: this.#rtu(mad); return;
-      case CmAttr.DREQ: this.#dreq(mad, peer); return;
-      case CmAttr.DREP: return; // the answer to a DREQ of ours: the connection is already gone
-      case CmAttr.REJ: this.#rej(mad); return;
-      case CmAttr.MRA: return;
-      default: this.counts.dropped++;
+      case CmAttr.REQ:
+        this.#req(mad, peer);
+        return;
+      case CmAttr.RTU:
+        this.#rtu(mad);
+        return;
+      case CmAttr.DREQ:
+        this.#dreq(mad, peer);
+        return;
+      case CmAttr.DREP:
+        return; // the answer to a DREQ of ours: the connection is already gone
+      case CmAttr.REJ:
+        this.#rej(mad);
+        return;
+      case CmAttr.MRA:
+        return;
+      default:
+        this.counts.dropped++;
     }
   }
 
@@ -220,15 +260,26 @@ export class CmResponder {
       return;
     }
     if (this.#byQpn.size >= MAX_CM_CONNECTIONS) {
-      this.#reject(mad, peer, { reason: CmRejReason.CONSUMER_DEFINED, nvmeStatus: NvmeRdmaCmStatus.NO_RSC, why: 'too many connections' });
+      this.#reject(mad, peer, {
+        reason: CmRejReason.CONSUMER_DEFINED,
+        nvmeStatus: NvmeRdmaCmStatus.NO_RSC,
+        why: 'too many connections',
+      });
       return;
     }
     const rep = this.#mad(CmAttr.REP, viewRaw(mad, 0, ib_mad_hdr.tid));
     const c: CmConnection = {
-      targetQpn: this.#allocQpn(), localCommId: this.#allocCommId(), remoteCommId, guestQpn: checked.guestQpn,
+      targetQpn: this.#allocQpn(),
+      localCommId: this.#allocCommId(),
+      remoteCommId,
+      guestQpn: checked.guestQpn,
       peer: { gid: Buffer.from(peer.gid), mac: Buffer.from(peer.mac), vlanTci: peer.vlanTci },
-      qid: checked.qid, hsqsize: checked.hsqsize, hrqsize: checked.hrqsize,
-      startingPsn: Math.floor(this.#random() * 0x1000000) & 0xffffff, state: 'rep-sent', rep,
+      qid: checked.qid,
+      hsqsize: checked.hsqsize,
+      hrqsize: checked.hrqsize,
+      startingPsn: Math.floor(this.#random() * 0x1000000) & 0xffffff,
+      state: 'rep-sent',
+      rep,
     };
     const r = cm_rep_msg;
     setField(rep, 0, r.local_comm_id, c.localCommId);
@@ -246,14 +297,24 @@ export class CmResponder {
     setField(rep, pd, nvme_rdma_cm_rep.recfmt, NVME_RDMA_CM_FMT_1_0);
     setField(rep, pd, nvme_rdma_cm_rep.crqsize, checked.hsqsize + 1);
     if (!this.#o.host.open(c)) {
-      this.#reject(mad, peer, { reason: CmRejReason.CONSUMER_DEFINED, nvmeStatus: NvmeRdmaCmStatus.NO_RSC, why: 'the guest QP is not there' });
+      this.#reject(mad, peer, {
+        reason: CmRejReason.CONSUMER_DEFINED,
+        nvmeStatus: NvmeRdmaCmStatus.NO_RSC,
+        why: 'the guest QP is not there',
+      });
       return;
     }
     this.#byQpn.set(c.targetQpn, c);
     this.#byCommId.set(c.localCommId, c);
     this.#byRemote.set(key, c);
     this.counts.accepted++;
-    this.#log.info('nvmeof: CM REQ accepted', { guestQpn: c.guestQpn, targetQpn: hex(c.targetQpn), qid: c.qid, hsqsize: c.hsqsize, hrqsize: c.hrqsize });
+    this.#log.info('nvmeof: CM REQ accepted', {
+      guestQpn: c.guestQpn,
+      targetQpn: hex(c.targetQpn),
+      qid: c.qid,
+      hsqsize: c.hsqsize,
+      hrqsize: c.hrqsize,
+    });
     this.#o.host.sendMad(Buffer.from(rep), c.peer);
   }
 
@@ -261,26 +322,43 @@ export class CmResponder {
   #check(mad: Buffer): Request | Refusal {
     const m = cm_req_msg;
     if (getField(mad, 0, m.service_id) !== this.#serviceId) {
-      return { reason: CmRejReason.INVALID_SERVICE_ID, nvmeStatus: 0, why: `service id ${getField(mad, 0, m.service_id)} is not rdma_cm TCP port ${this.#o.port}` };
+      return {
+        reason: CmRejReason.INVALID_SERVICE_ID,
+        nvmeStatus: 0,
+        why: `service id ${getField(mad, 0, m.service_id)} is not rdma_cm TCP port ${this.#o.port}`,
+      };
     }
-    if (getBits(mad, 0, m.transport_service_type) !== CM_TRANSPORT_RC || getBits(mad, 0, m.extended_transport_type) !== 0) {
+    if (
+      getBits(mad, 0, m.transport_service_type) !== CM_TRANSPORT_RC ||
+      getBits(mad, 0, m.extended_transport_type) !== 0
+    ) {
       return { reason: CmRejReason.INVALID_TRANSPORT_TYPE, nvmeStatus: 0, why: 'not an RC connection' };
     }
     const pd = m.private_data.off;
     const h = cma_hdr;
     const dst = mad.subarray(pd + h.dst_addr.off + CMA_IP4_OFFSET, pd + h.dst_addr.off + h.dst_addr.size);
-    if (getField(mad, pd, h.cma_version) !== CMA_VERSION || getField(mad, pd, h.ip_version) >>> CMA_IP_VERSION_SHIFT !== 4 || !dst.equals(this.#ip)) {
+    if (
+      getField(mad, pd, h.cma_version) !== CMA_VERSION ||
+      getField(mad, pd, h.ip_version) >>> CMA_IP_VERSION_SHIFT !== 4 ||
+      !dst.equals(this.#ip)
+    ) {
       return { reason: CmRejReason.INVALID_SERVICE_ID, nvmeStatus: 0, why: 'cma_hdr does not name our IPv4 address' };
     }
     const at = pd + h.SIZE;
     const q = nvme_rdma_cm_req;
-    const refuse = (nvmeStatus: number, why: string): Refusal => ({ reason: CmRejReason.CONSUMER_DEFINED, nvmeStatus, why });
-    if (getField(mad, at, q.recfmt) !== NVME_RDMA_CM_FMT_1_0) return refuse(NvmeRdmaCmStatus.INVALID_RECFMT, `recfmt ${getField(mad, at, q.recfmt)}`);
+    const refuse = (nvmeStatus: number, why: string): Refusal => ({
+      reason: CmRejReason.CONSUMER_DEFINED,
+      nvmeStatus,
+      why,
+    });
+    if (getField(mad, at, q.recfmt) !== NVME_RDMA_CM_FMT_1_0)
+      return refuse(NvmeRdmaCmStatus.INVALID_RECFMT, `recfmt ${getField(mad, at, q.recfmt)}`);
     const qid = getField(mad, at, q.qid);
     const hsqsize = getField(mad, at, q.hsqsize);
     const hrqsize = getField(mad, at, q.hrqsize);
     const cntlid = getField(mad, at, q.cntlid);
-    if (qid > this.#o.maxIoQueues) return refuse(NvmeRdmaCmStatus.INVALID_QID, `qid ${qid} above ${this.#o.maxIoQueues}`);
+    if (qid > this.#o.maxIoQueues)
+      return refuse(NvmeRdmaCmStatus.INVALID_QID, `qid ${qid} above ${this.#o.maxIoQueues}`);
     if (qid === 0 ? hsqsize + 1 > ADMIN_QUEUE_DEPTH : hsqsize === 0 || hsqsize + 1 > QUEUE_ENTRIES) {
       return refuse(NvmeRdmaCmStatus.INVALID_HSQSIZE, `hsqsize ${hsqsize} for qid ${qid}`);
     }
@@ -289,8 +367,13 @@ export class CmResponder {
       return refuse(NvmeRdmaCmStatus.INVALID_CNTLID, `cntlid ${cntlid} names no live controller`);
     }
     return {
-      remoteCommId: getField(mad, 0, m.local_comm_id), guestQpn: getBits(mad, 0, m.local_qpn), qid, hsqsize, hrqsize,
-      responderResources: getField(mad, 0, m.responder_resources), initiatorDepth: getField(mad, 0, m.initiator_depth),
+      remoteCommId: getField(mad, 0, m.local_comm_id),
+      guestQpn: getBits(mad, 0, m.local_qpn),
+      qid,
+      hsqsize,
+      hrqsize,
+      responderResources: getField(mad, 0, m.responder_resources),
+      initiatorDepth: getField(mad, 0, m.initiator_depth),
     };
   }
 
@@ -383,7 +466,7 @@ export class CmResponder {
   #allocCommId(): number {
     for (;;) {
       const id = this.#nextCommId;
-      this.#nextCommId = ((this.#nextCommId + 1) >>> 0) || 1;
+      this.#nextCommId = (this.#nextCommId + 1) >>> 0 || 1;
       if (!this.#byCommId.has(id)) return id;
     }
   }

@@ -146,8 +146,13 @@ export class NvmeofDataPath implements RemotePath {
       closed: (c) => this.#closed(c),
     };
     this.#cm = new CmResponder({
-      ip, port: Number(target.port.trsvcid), maxIoQueues: target.subsystem.maxIoQueues, caGuid: guidFromMac(this.#mac), host,
-      cntlidLive: (id) => target.subsystem.controller(id)?.alive === true, log: this.#log,
+      ip,
+      port: Number(target.port.trsvcid),
+      maxIoQueues: target.subsystem.maxIoQueues,
+      caGuid: guidFromMac(this.#mac),
+      host,
+      cntlidLive: (id) => target.subsystem.controller(id)?.alive === true,
+      log: this.#log,
     });
     this.#dp = installWqeExecutor(engine);
     this.#dp.attachRemote(this);
@@ -162,7 +167,9 @@ export class NvmeofDataPath implements RemotePath {
       qpModified: (qp, from, changes) => {
         prev.qpModified?.(qp, from, changes);
         if (qp.state !== from && (qp.state === QpState.ERR || qp.state === QpState.RESET)) {
-          contain(this.#log, 'nvmeof data path (QP state)', () => this.#guestQpGone(qp, `guest QP ${qp.id} went to ${qp.state === QpState.ERR ? 'ERR' : 'RESET'}`));
+          contain(this.#log, 'nvmeof data path (QP state)', () =>
+            this.#guestQpGone(qp, `guest QP ${qp.id} went to ${qp.state === QpState.ERR ? 'ERR' : 'RESET'}`),
+          );
         }
       },
     };
@@ -208,7 +215,15 @@ export class NvmeofDataPath implements RemotePath {
     return ah && ah.av.dgid.equals(this.#gid) ? TARGET_NODE : -1;
   }
 
-  execute(mem: GuestMemory, qp: QpRecord, _s: QpDp, w: SendWqe, buf: Buffer, _node: number, datagram: boolean): RemoteResult {
+  execute(
+    mem: GuestMemory,
+    qp: QpRecord,
+    _s: QpDp,
+    w: SendWqe,
+    buf: Buffer,
+    _node: number,
+    datagram: boolean,
+  ): RemoteResult {
     return datagram ? this.#datagram(mem, qp, w, buf) : this.#connected(mem, qp, w, buf);
   }
 
@@ -250,7 +265,8 @@ export class NvmeofDataPath implements RemotePath {
     c.inc(DeviceCounter.send_msgs);
     c.inc(DeviceCounter.tx_bytes, payload.length);
     qp.stats.inc(QpCounter.bytes_sent, payload.length);
-    const toQp1 = (w.ud.destQpn & RDMA_QPN_MASK) === GSI_QPN && effectiveQkey(w.ud.destQkey, qp.attrs.qkey) === IB_QP1_QKEY;
+    const toQp1 =
+      (w.ud.destQpn & RDMA_QPN_MASK) === GSI_QPN && effectiveQkey(w.ud.destQkey, qp.attrs.qkey) === IB_QP1_QKEY;
     if (!toQp1 || payload.length < MAD_SIZE) {
       this.counts.madsDropped++;
       return IonicStatus.OK;
@@ -261,7 +277,10 @@ export class NvmeofDataPath implements RemotePath {
     }
     this.counts.madsIn++;
     const av = ah.av;
-    this.#inbound.push({ mad: payload.subarray(0, MAD_SIZE), peer: { gid: Buffer.from(av.sgid), mac: Buffer.from(av.smac), vlanTci: av.vlanTci } });
+    this.#inbound.push({
+      mad: payload.subarray(0, MAD_SIZE),
+      peer: { gid: Buffer.from(av.sgid), mac: Buffer.from(av.smac), vlanTci: av.vlanTci },
+    });
     this.#arm();
     return IonicStatus.OK;
   }
@@ -270,7 +289,13 @@ export class NvmeofDataPath implements RemotePath {
   #connected(mem: GuestMemory, qp: QpRecord, w: SendWqe, buf: Buffer): RemoteResult {
     const link = this.#links.get(qp.attrs.destQpn & RDMA_QPN_MASK);
     // No controller QP there (or not this guest QP's): nobody acknowledges.
-    if (!link || link.closed || link.conn.guestQpn !== qp.id || link.guestHandle !== qp.handle || qp.type !== QpType.RC) {
+    if (
+      !link ||
+      link.closed ||
+      link.conn.guestQpn !== qp.id ||
+      link.guestHandle !== qp.handle ||
+      qp.type !== QpType.RC
+    ) {
       return IonicStatus.RETRY_EXCEEDED;
     }
     if (w.verb !== SendVerb.SEND && w.verb !== SendVerb.SEND_IMM && w.verb !== SendVerb.SEND_INV) {
@@ -279,7 +304,8 @@ export class NvmeofDataPath implements RemotePath {
     }
     const len = w.inline ? w.inlineLength : w.sgeTotal;
     // The controller posts receives of one capsule (SQE + in-capsule data): a longer SEND does not fit.
-    if (len > nvme_sqe.SIZE + this.#target.subsystem.inCapsuleBytes) return this.#broken(link, IonicStatus.REMOTE_INV_REQ);
+    if (len > nvme_sqe.SIZE + this.#target.subsystem.inCapsuleBytes)
+      return this.#broken(link, IonicStatus.REMOTE_INV_REQ);
     const capsule = this.#copyPayload(mem, qp, w, buf);
     if (!capsule) return this.#broken(link, IonicStatus.LOCAL_PROT);
     const c = this.#engine.counters;
@@ -299,7 +325,11 @@ export class NvmeofDataPath implements RemotePath {
    * after this step.
    */
   #broken(link: QueueLink, status: number): number {
-    queueMicrotask(() => contain(this.#log, 'nvmeof data path (QP error)', () => this.#cm.drop(link.conn, `guest QP ${link.conn.guestQpn} failed a WQE (status ${status})`)));
+    queueMicrotask(() =>
+      contain(this.#log, 'nvmeof data path (QP error)', () =>
+        this.#cm.drop(link.conn, `guest QP ${link.conn.guestQpn} failed a WQE (status ${status})`),
+      ),
+    );
     return status;
   }
 
@@ -309,7 +339,10 @@ export class NvmeofDataPath implements RemotePath {
     const views = this.#gather;
     views.length = 0;
     const st = this.#dp.views.sgl(mem, qp, w.sges, w.sgeCount, w.sgeTotal, false, views);
-    if (st !== KeyStatus.OK) { views.length = 0; return null; }
+    if (st !== KeyStatus.OK) {
+      views.length = 0;
+      return null;
+    }
     const out = Buffer.allocUnsafe(w.sgeTotal);
     this.#one[0] = out;
     copySlices(this.#one, 0, views, 0, w.sgeTotal);
@@ -320,8 +353,12 @@ export class NvmeofDataPath implements RemotePath {
   #submit(link: QueueLink, capsule: Buffer): void {
     if (link.closed) return;
     link.queue.submit(capsule).then(
-      (cqe) => { contain(this.#log, 'nvmeof data path (response)', () => this.#respond(link, cqe)); },
-      (e: unknown) => { this.#log.error('nvmeof: a command failed outside the controller', { error: String(e) }); },
+      (cqe) => {
+        contain(this.#log, 'nvmeof data path (response)', () => this.#respond(link, cqe));
+      },
+      (e: unknown) => {
+        this.#log.error('nvmeof: a command failed outside the controller', { error: String(e) });
+      },
     );
   }
 
@@ -344,7 +381,10 @@ export class NvmeofDataPath implements RemotePath {
     const mem = this.#engine.memory();
     while (link.out.length > 0 && !link.closed) {
       const r = mem ? this.#deliverResponse(mem, link, link.out[0]!) : 'wait';
-      if (r === 'wait') { this.#blocked.add(link); return; }
+      if (r === 'wait') {
+        this.#blocked.add(link);
+        return;
+      }
       if (r === 'dead') {
         const c = link.conn;
         this.#cm.drop(c, 'the guest QP cannot take responses');
@@ -359,15 +399,32 @@ export class NvmeofDataPath implements RemotePath {
     const qp = this.#guestQp(link);
     if (!qp || !receives(qp.state)) return 'dead';
     const dev = this.#engine;
-    if (cqRoom(dev.rm, qp.rqCqId) === 0) { dev.counters.inc(DeviceCounter.cq_full_waits); return 'wait'; }
+    if (cqRoom(dev.rm, qp.rqCqId) === 0) {
+      dev.counters.inc(DeviceCounter.cq_full_waits);
+      return 'wait';
+    }
     const v = this.#dp.verbs;
     v.clear();
     const ring = v.takeRecv(mem, qp);
-    if (ring === 'empty') { dev.counters.inc(DeviceCounter.rnr_naks); return 'wait'; }
+    if (ring === 'empty') {
+      dev.counters.inc(DeviceCounter.rnr_naks);
+      return 'wait';
+    }
     if (ring === 'bad') return 'dead';
     v.src.push(r.data);
     const inv = r.invalidateKey;
-    const st = v.deliver(mem, link.conn.targetQpn, qp, ring, r.data.length, null, inv === null ? RecvOp.SEND : RecvOp.SEND_INV, inv ?? 0, false, null);
+    const st = v.deliver(
+      mem,
+      link.conn.targetQpn,
+      qp,
+      ring,
+      r.data.length,
+      null,
+      inv === null ? RecvOp.SEND : RecvOp.SEND_INV,
+      inv ?? 0,
+      false,
+      null,
+    );
     v.clear();
     if (st !== IonicStatus.OK) return 'dead';
     if (inv !== null && dev.rm.invalidate(inv) === KeyStatus.OK) dev.counters.inc(DeviceCounter.remote_invalidates);
@@ -377,7 +434,10 @@ export class NvmeofDataPath implements RemotePath {
 
   /** A CM reply for the guest's QP1: delivered now if it can be, else held (bounded). */
   #queueMad(mad: Buffer, peer: CmPeer): void {
-    if (this.#mads.length >= MAX_HELD_MADS) { this.#mads.shift(); this.counts.madsDropped++; }
+    if (this.#mads.length >= MAX_HELD_MADS) {
+      this.#mads.shift();
+      this.counts.madsDropped++;
+    }
     this.#mads.push({ mad, peer });
     this.#flushMads();
   }
@@ -415,8 +475,18 @@ export class NvmeofDataPath implements RemotePath {
   /** The address facts of a datagram from the target to `peer` (what its GRH and the receive CQE say). */
   #replyAv(peer: CmPeer): AddressVector {
     return {
-      ipVersion: 4, dmac: peer.mac, smac: this.#mac, vlanTci: peer.vlanTci, sgid: this.#gid, dgid: peer.gid, hopLimit: GRH_HOP_LIMIT,
-      trafficClass: 0, flowLabel: 0, udpSrcPort: ROCE_V2_PORT, udpDstPort: ROCE_V2_PORT, template: Buffer.alloc(0),
+      ipVersion: 4,
+      dmac: peer.mac,
+      smac: this.#mac,
+      vlanTci: peer.vlanTci,
+      sgid: this.#gid,
+      dgid: peer.gid,
+      hopLimit: GRH_HOP_LIMIT,
+      trafficClass: 0,
+      flowLabel: 0,
+      udpSrcPort: ROCE_V2_PORT,
+      udpDstPort: ROCE_V2_PORT,
+      template: Buffer.alloc(0),
     };
   }
 
@@ -431,11 +501,18 @@ export class NvmeofDataPath implements RemotePath {
   #arm(): void {
     if (this.#pumpArmed) return;
     this.#pumpArmed = true;
-    guardedImmediate(this.#log, 'nvmeof data path (CM)', () => {
-      this.#pumpArmed = false;
-      const batch = this.#inbound.splice(0, this.#inbound.length);
-      for (const m of batch) this.#cm.receive(m.mad, m.peer);
-    }, () => { this.#pumpArmed = false; });
+    guardedImmediate(
+      this.#log,
+      'nvmeof data path (CM)',
+      () => {
+        this.#pumpArmed = false;
+        const batch = this.#inbound.splice(0, this.#inbound.length);
+        for (const m of batch) this.#cm.receive(m.mad, m.peer);
+      },
+      () => {
+        this.#pumpArmed = false;
+      },
+    );
   }
 
   // ---- connections -------------------------------------------------------------------------------
@@ -446,8 +523,10 @@ export class NvmeofDataPath implements RemotePath {
     if (!qp || qp.type !== QpType.RC) return false;
     const holder: { link: QueueLink | null } = { link: null };
     const dma: TargetDma = {
-      fromHost: (key, addr, len, out) => (holder.link ? this.#dma(holder.link, key, addr, len, out, false) : DmaStatus.FAILED),
-      toHost: (key, addr, src) => (holder.link ? this.#dma(holder.link, key, addr, src.length, src, true) : DmaStatus.FAILED),
+      fromHost: (key, addr, len, out) =>
+        holder.link ? this.#dma(holder.link, key, addr, len, out, false) : DmaStatus.FAILED,
+      toHost: (key, addr, src) =>
+        holder.link ? this.#dma(holder.link, key, addr, src.length, src, true) : DmaStatus.FAILED,
     };
     const queue = this.#target.openQueue(dma, { onTeardown: (reason) => this.#teardown(c, reason) });
     const link: QueueLink = { conn: c, guestHandle: qp.handle, queue, out: [], closed: false };
@@ -494,11 +573,20 @@ export class NvmeofDataPath implements RemotePath {
    */
   #dma(link: QueueLink, key: number, addr: number, len: number, buf: Buffer, toHost: boolean): number {
     if (len === 0) return DmaStatus.OK;
-    if (key === 0) { this.counts.dmaErrors++; return DmaStatus.BAD_KEY; }
+    if (key === 0) {
+      this.counts.dmaErrors++;
+      return DmaStatus.BAD_KEY;
+    }
     const mem = this.#engine.memory();
     const qp = this.#guestQp(link);
-    if (!mem || !qp || link.closed) { this.counts.dmaErrors++; return DmaStatus.FAILED; }
-    if (!Number.isSafeInteger(addr) || addr < 0) { this.counts.dmaErrors++; return DmaStatus.BOUNDS; }
+    if (!mem || !qp || link.closed) {
+      this.counts.dmaErrors++;
+      return DmaStatus.FAILED;
+    }
+    if (!Number.isSafeInteger(addr) || addr < 0) {
+      this.counts.dmaErrors++;
+      return DmaStatus.BOUNDS;
+    }
     const v = this.#dp.verbs;
     v.clear();
     const st = toHost
@@ -523,6 +611,10 @@ export class NvmeofDataPath implements RemotePath {
 }
 
 /** Plug the NVMe-oF target's data path into an engine (the loopback path comes with it). */
-export function installNvmeofDataPath(engine: DataPathEngine, target: NvmeofTarget, opts: NvmeofDataPathOptions = {}): NvmeofDataPath {
+export function installNvmeofDataPath(
+  engine: DataPathEngine,
+  target: NvmeofTarget,
+  opts: NvmeofDataPathOptions = {},
+): NvmeofDataPath {
   return new NvmeofDataPath(engine, target, opts);
 }

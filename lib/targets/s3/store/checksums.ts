@@ -38,19 +38,40 @@ export interface RunningDigest {
 
 function hashDigest(algorithm: string, encoding: 'base64' | 'hex' = 'base64'): RunningDigest {
   const h = createHash(algorithm);
-  return { update: (d) => { h.update(d); }, digest: () => h.digest(encoding) };
+  return {
+    update: (d) => {
+      h.update(d);
+    },
+    digest: () => h.digest(encoding),
+  };
 }
 
 /** Algorithm name (as in x-amz-checksum-<name>) to a new running digest; a Map, as the name comes from the client. */
 export const CHECKSUMS: ReadonlyMap<string, () => RunningDigest> = new Map<string, () => RunningDigest>([
-  ['crc32', () => {
-    let c = 0;
-    return { update: (d) => { c = crc32(d, c); }, digest: () => be32(c).toString('base64') };
-  }],
-  ['crc32c', () => {
-    let c = 0xffffffff;
-    return { update: (d) => { c = crc32cUpdate(c, d); }, digest: () => be32(c ^ 0xffffffff).toString('base64') };
-  }],
+  [
+    'crc32',
+    () => {
+      let c = 0;
+      return {
+        update: (d) => {
+          c = crc32(d, c);
+        },
+        digest: () => be32(c).toString('base64'),
+      };
+    },
+  ],
+  [
+    'crc32c',
+    () => {
+      let c = 0xffffffff;
+      return {
+        update: (d) => {
+          c = crc32cUpdate(c, d);
+        },
+        digest: () => be32(c ^ 0xffffffff).toString('base64'),
+      };
+    },
+  ],
   ['sha1', () => hashDigest('sha1')],
   ['sha256', () => hashDigest('sha256')],
 ]);
@@ -90,7 +111,10 @@ export function checksumChecks(fields: Iterable<readonly [string, unknown]>): Ch
  * Check every x-amz-checksum-* value in `fields` against `data` at once (small
  * bodies, tests). Returns the name of the first one that does not match, or null.
  */
-export function badChecksum(fields: Readonly<Record<string, string | string[] | undefined>>, data: Buffer): string | null {
+export function badChecksum(
+  fields: Readonly<Record<string, string | string[] | undefined>>,
+  data: Buffer,
+): string | null {
   for (const c of checksumChecks(Object.entries(fields))) {
     const d = CHECKSUMS.get(c.algorithm)!();
     d.update(data);

@@ -92,7 +92,10 @@ class ChunkedReader {
   #at = 0;
   #inTrailers = false;
 
-  constructor(readonly body: Buffer, private readonly limit: number) {
+  constructor(
+    readonly body: Buffer,
+    private readonly limit: number,
+  ) {
     // Sized once for the most chunks the body can hold (6 bytes each at least, the last 3): never grown, never copied.
     const most = Math.min(MAX_CHUNKS + 1, Math.floor(body.length / 6) + 2);
     this.starts = new Uint32Array(most);
@@ -124,7 +127,10 @@ class ChunkedReader {
     let semi = -1;
     for (let i = from; i + 1 < lim; i++) {
       const c = body[i]!;
-      if (c === CR && body[i + 1] === LF) { eol = i; break; }
+      if (c === CR && body[i + 1] === LF) {
+        eol = i;
+        break;
+      }
       if (c === SEMI && semi < 0) semi = i;
     }
     if (eol < 0) return false;
@@ -144,7 +150,16 @@ class ChunkedReader {
     if (semi >= 0) {
       const extEnd = trimEnd(body, semi + 1, eol);
       const ext = trimStart(body, semi + 1, extEnd);
-      if (extEnd - ext >= CHUNK_SIGNATURE_BYTES.length && body.compare(CHUNK_SIGNATURE_BYTES, 0, CHUNK_SIGNATURE_BYTES.length, ext, ext + CHUNK_SIGNATURE_BYTES.length) === 0) {
+      if (
+        extEnd - ext >= CHUNK_SIGNATURE_BYTES.length &&
+        body.compare(
+          CHUNK_SIGNATURE_BYTES,
+          0,
+          CHUNK_SIGNATURE_BYTES.length,
+          ext,
+          ext + CHUNK_SIGNATURE_BYTES.length,
+        ) === 0
+      ) {
         sigAt = ext + CHUNK_SIGNATURE_BYTES.length;
         sigLen = extEnd - sigAt;
       }
@@ -213,7 +228,11 @@ class ChunkedReader {
     const body = this.body;
     const { starts, sizes, sigAt, sigLen } = this;
     return {
-      data, trailers: this.trailers, trailerText: this.trailerText, trailerSignature: this.trailerSignature, chunkCount: this.count,
+      data,
+      trailers: this.trailers,
+      trailerText: this.trailerText,
+      trailerSignature: this.trailerSignature,
+      chunkCount: this.count,
       chunk: (i) => body.subarray(starts[i]!, starts[i]! + sizes[i]!),
       chunkSignature: (i) => (sigLen[i] ? body.toString('latin1', sigAt[i]!, sigAt[i]! + sigLen[i]!) : ''),
     };
@@ -221,7 +240,8 @@ class ChunkedReader {
 
   /** The data, whole: a view when it is one chunk. */
   dataNow(): Buffer {
-    if (this.count <= 2 && this.sizes[0] === this.total) return this.body.subarray(this.starts[0]!, this.starts[0]! + this.total);
+    if (this.count <= 2 && this.sizes[0] === this.total)
+      return this.body.subarray(this.starts[0]!, this.starts[0]! + this.total);
     const out = Buffer.allocUnsafe(this.total);
     this.copyData(out, 0, 0, this.count);
     return out;
@@ -231,13 +251,19 @@ class ChunkedReader {
 /** Decode a whole aws-chunked body at once; null when malformed or its data exceeds `limit` bytes. */
 export function decodeAwsChunked(body: Buffer, limit: number): ChunkedBody | null {
   const r = new ChunkedReader(body, limit);
-  while (!r.step()) { /* all of it now */ }
+  while (!r.step()) {
+    /* all of it now */
+  }
   if (!r.result) return null;
   return r.finish(r.dataNow());
 }
 
 /** decodeAwsChunked through the pacer: the framing a few hundred lines per step, the data joined a slice at a time. */
-export async function decodeAwsChunkedPaced(body: Buffer, limit: number, p: Pacer = pacer): Promise<ChunkedBody | null> {
+export async function decodeAwsChunkedPaced(
+  body: Buffer,
+  limit: number,
+  p: Pacer = pacer,
+): Promise<ChunkedBody | null> {
   const r = new ChunkedReader(body, limit);
   await p.start(() => r.step());
   if (!r.result) return null;

@@ -71,7 +71,14 @@ export interface Ctx {
 
 // Responses.
 
-export function sendError(res: http.ServerResponse, method: string, err: S3Error, resource: string, requestId: string, extra?: Record<string, string>): void {
+export function sendError(
+  res: http.ServerResponse,
+  method: string,
+  err: S3Error,
+  resource: string,
+  requestId: string,
+  extra?: Record<string, string>,
+): void {
   const e = S3_ERRORS[err.code];
   res.statusCode = e.status;
   res.setHeader('x-amz-request-id', requestId);
@@ -81,7 +88,10 @@ export function sendError(res: http.ServerResponse, method: string, err: S3Error
     return;
   }
   const body = xmlPlain('Error', {
-    Code: err.code, Message: err.detail ? `${e.message} (${err.detail})` : e.message, Resource: resource, RequestId: requestId,
+    Code: err.code,
+    Message: err.detail ? `${e.message} (${err.detail})` : e.message,
+    Resource: resource,
+    RequestId: requestId,
   });
   res.setHeader('Content-Type', 'application/xml');
   res.setHeader('Content-Length', body.length);

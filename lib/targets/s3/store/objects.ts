@@ -86,7 +86,8 @@ function firstAfter(keys: readonly string[], k: string, strictly: boolean): numb
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     const m = keys[mid]!;
-    if (m < k || (strictly && m === k)) lo = mid + 1; else hi = mid;
+    if (m < k || (strictly && m === k)) lo = mid + 1;
+    else hi = mid;
   }
   return lo;
 }
@@ -97,7 +98,8 @@ function firstPast(keys: readonly string[], prefix: string, from: number): numbe
   let hi = keys.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (keys[mid]!.startsWith(prefix)) lo = mid + 1; else hi = mid;
+    if (keys[mid]!.startsWith(prefix)) lo = mid + 1;
+    else hi = mid;
   }
   return lo;
 }
@@ -138,14 +140,33 @@ export class ObjectStore {
     if (d) {
       const { objects, uploads } = await d.load();
       for (const { meta, data } of objects) {
-        s.#objects.set(meta.key, { key: meta.key, data, etag: meta.etag, contentType: meta.contentType, lastModified: new Date(meta.lastModified), metadata: meta.metadata ?? {} });
+        s.#objects.set(meta.key, {
+          key: meta.key,
+          data,
+          etag: meta.etag,
+          contentType: meta.contentType,
+          lastModified: new Date(meta.lastModified),
+          metadata: meta.metadata ?? {},
+        });
         s.#used += data.length;
       }
       s.#sorted.push(...[...s.#objects.keys()].sort());
       for (const { meta, parts } of uploads) {
-        const u: Upload = { id: meta.uploadId!, key: meta.key, contentType: meta.contentType, metadata: meta.metadata ?? {}, initiated: new Date(meta.lastModified), parts: new Map() };
+        const u: Upload = {
+          id: meta.uploadId!,
+          key: meta.key,
+          contentType: meta.contentType,
+          metadata: meta.metadata ?? {},
+          initiated: new Date(meta.lastModified),
+          parts: new Map(),
+        };
         for (const p of parts) {
-          u.parts.set(p.meta.partNumber!, { partNumber: p.meta.partNumber!, data: p.data, etag: p.meta.etag, lastModified: new Date(p.meta.lastModified) });
+          u.parts.set(p.meta.partNumber!, {
+            partNumber: p.meta.partNumber!,
+            data: p.data,
+            etag: p.meta.etag,
+            lastModified: new Date(p.meta.lastModified),
+          });
           s.#used += p.data.length;
         }
         s.#uploads.set(u.id, u);
@@ -154,8 +175,12 @@ export class ObjectStore {
     return s;
   }
 
-  get used(): number { return this.#used; }
-  get count(): number { return this.#objects.size; }
+  get used(): number {
+    return this.#used;
+  }
+  get count(): number {
+    return this.#objects.size;
+  }
 
   get(key: string): StoredObject | undefined {
     return this.#objects.get(key);
@@ -172,13 +197,26 @@ export class ObjectStore {
   }
 
   /** `etag`: the data's hex MD5 when the caller computed it already (the server, while checking the body). */
-  async put(key: string, data: Buffer, contentType: string, metadata: Record<string, string> = {}, etag?: string): Promise<S3Result<StoredObject>> {
+  async put(
+    key: string,
+    data: Buffer,
+    contentType: string,
+    metadata: Record<string, string> = {},
+    etag?: string,
+  ): Promise<S3Result<StoredObject>> {
     if (!validKey(key)) return fail('InvalidArgument', 'bad key');
     if (data.length > this.limits.maxpart) return fail('EntityTooLarge');
-    return this.#store(key, data, etag ?? await md5hexPaced(data), contentType, metadata);
+    return this.#store(key, data, etag ?? (await md5hexPaced(data)), contentType, metadata);
   }
 
-  async #store(key: string, data: Buffer, etag: string, contentType: string, metadata: Record<string, string>, freed = 0): Promise<S3Result<StoredObject>> {
+  async #store(
+    key: string,
+    data: Buffer,
+    etag: string,
+    contentType: string,
+    metadata: Record<string, string>,
+    freed = 0,
+  ): Promise<S3Result<StoredObject>> {
     const old = this.#objects.get(key);
     if (!old && this.#objects.size + this.#reservedKeys >= this.limits.objects) return fail('TooManyObjects');
     if (!this.#room(data.length, (old?.data.length ?? 0) + freed)) return fail('InsufficientStorage');
@@ -233,15 +271,24 @@ export class ObjectStore {
           const cp = k.slice(0, at + q.delimiter.length);
           // Every key under this prefix is one entry: go past them all at once.
           const next = firstPast(keys, cp, i);
-          if (cp <= q.after) { i = next; continue; } // covered by an earlier page (its prefix was the page's last entry)
-          if (contents.length + prefixes.length >= q.maxKeys) { truncated = true; break; }
+          if (cp <= q.after) {
+            i = next;
+            continue;
+          } // covered by an earlier page (its prefix was the page's last entry)
+          if (contents.length + prefixes.length >= q.maxKeys) {
+            truncated = true;
+            break;
+          }
           prefixes.push(cp);
           last = cp;
           i = next;
           continue;
         }
       }
-      if (contents.length + prefixes.length >= q.maxKeys) { truncated = true; break; }
+      if (contents.length + prefixes.length >= q.maxKeys) {
+        truncated = true;
+        break;
+      }
       contents.push(this.#objects.get(k)!);
       last = k;
       i++;
@@ -251,12 +298,24 @@ export class ObjectStore {
 
   // Multipart uploads.
 
-  async createUpload(key: string, contentType: string, metadata: Record<string, string> = {}): Promise<S3Result<string>> {
+  async createUpload(
+    key: string,
+    contentType: string,
+    metadata: Record<string, string> = {},
+  ): Promise<S3Result<string>> {
     if (!validKey(key)) return fail('InvalidArgument', 'bad key');
     if (this.#uploads.size >= MAX_UPLOADS) return fail('SlowDown', 'too many uploads in progress');
     const id = randomBytes(16).toString('hex');
     const u: Upload = { id, key, contentType, metadata, initiated: new Date(), parts: new Map() };
-    if (this.#dir) await this.#dir.writeUpload({ key, etag: '', contentType, lastModified: u.initiated.getTime(), metadata, uploadId: id });
+    if (this.#dir)
+      await this.#dir.writeUpload({
+        key,
+        etag: '',
+        contentType,
+        lastModified: u.initiated.getTime(),
+        metadata,
+        uploadId: id,
+      });
     this.#uploads.set(id, u);
     return ok(id);
   }
@@ -266,12 +325,19 @@ export class ObjectStore {
     return u && u.key === key ? u : undefined;
   }
 
-  async uploadPart(id: string, key: string, partNumber: number, data: Buffer, etag?: string): Promise<S3Result<StoredPart>> {
+  async uploadPart(
+    id: string,
+    key: string,
+    partNumber: number,
+    data: Buffer,
+    etag?: string,
+  ): Promise<S3Result<StoredPart>> {
     const u = this.upload(id, key);
     if (!u) return fail('NoSuchUpload');
-    if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PART_NUMBER) return fail('InvalidArgument', 'partNumber must be 1..10000');
+    if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PART_NUMBER)
+      return fail('InvalidArgument', 'partNumber must be 1..10000');
     if (data.length > this.limits.maxpart) return fail('EntityTooLarge');
-    const tag = etag ?? await md5hexPaced(data);
+    const tag = etag ?? (await md5hexPaced(data));
     if (this.#uploads.get(id) !== u) return fail('NoSuchUpload'); // aborted meanwhile
     const old = u.parts.get(partNumber);
     if (!this.#room(data.length, old?.data.length ?? 0)) return fail('InsufficientStorage');
@@ -279,7 +345,18 @@ export class ObjectStore {
     if (this.#dir) {
       this.#reservedBytes += data.length;
       try {
-        await this.#dir.writePart({ key, etag: part.etag, contentType: '', lastModified: part.lastModified.getTime(), metadata: {}, uploadId: id, partNumber }, data);
+        await this.#dir.writePart(
+          {
+            key,
+            etag: part.etag,
+            contentType: '',
+            lastModified: part.lastModified.getTime(),
+            metadata: {},
+            uploadId: id,
+            partNumber,
+          },
+          data,
+        );
       } finally {
         this.#reservedBytes -= data.length;
       }
@@ -296,7 +373,11 @@ export class ObjectStore {
     return ok({ upload: u, parts: [...u.parts.values()].sort((a, b) => a.partNumber - b.partNumber) });
   }
 
-  async complete(id: string, key: string, list: readonly { partNumber: number; etag: string }[]): Promise<S3Result<StoredObject>> {
+  async complete(
+    id: string,
+    key: string,
+    list: readonly { partNumber: number; etag: string }[],
+  ): Promise<S3Result<StoredObject>> {
     const u = this.upload(id, key);
     if (!u) return fail('NoSuchUpload');
     const chosen: StoredPart[] = [];

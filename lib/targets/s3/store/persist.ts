@@ -154,7 +154,10 @@ export class DirStore {
   }
 
   /** Every object, then every upload with its parts; unreadable files are skipped. */
-  async load(): Promise<{ objects: { meta: FileMeta; data: Buffer }[]; uploads: { meta: FileMeta; parts: { meta: FileMeta; data: Buffer }[] }[] }> {
+  async load(): Promise<{
+    objects: { meta: FileMeta; data: Buffer }[];
+    uploads: { meta: FileMeta; parts: { meta: FileMeta; data: Buffer }[] }[];
+  }> {
     const objects: { meta: FileMeta; data: Buffer }[] = [];
     for (const f of await fs.readdir(this.#objects)) {
       const rec = DirStore.#decode(await fs.readFile(path.join(this.#objects, f)));

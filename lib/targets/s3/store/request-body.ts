@@ -50,7 +50,12 @@ export function readRaw(req: http.IncomingMessage, limit: number, budget: BodyBu
     };
     req.on('data', onData);
     // Joined a slice per step: a body may be gigabytes.
-    req.once('end', () => { void concatPaced(chunks).then((b) => finish(ok(b)), () => finish(fail('InternalError', 'body'))); });
+    req.once('end', () => {
+      void concatPaced(chunks).then(
+        (b) => finish(ok(b)),
+        () => finish(fail('InternalError', 'body')),
+      );
+    });
     req.once('aborted', () => finish(fail('IncompleteBody')));
     req.once('error', () => finish(fail('IncompleteBody')));
   });
@@ -85,7 +90,8 @@ export async function readPayload(ctx: Ctx, limit: number, wantMd5 = false): Pro
     data = dec.data;
     trailers = dec.trailers;
     const declared = h['x-amz-decoded-content-length'];
-    if (declared !== undefined && Number(declared) !== data.length) return fail('IncompleteBody', 'x-amz-decoded-content-length');
+    if (declared !== undefined && Number(declared) !== data.length)
+      return fail('IncompleteBody', 'x-amz-decoded-content-length');
   } else {
     if (data.length > limit) return fail('EntityTooLarge');
     if (ctx.payloadHash && /^[0-9a-f]{64}$/.test(ctx.payloadHash)) sha256 = CHECKSUMS.get('sha256')!();
@@ -98,7 +104,8 @@ export async function readPayload(ctx: Ctx, limit: number, wantMd5 = false): Pro
   for (const c of checks) if (!running.has(c.algorithm)) running.set(c.algorithm, CHECKSUMS.get(c.algorithm)!());
   const all = [...(sha256 ? [sha256] : []), ...(md5 ? [md5] : []), ...running.values()];
   await digestPaced(data, all);
-  if (sha256 && Buffer.from(sha256.digest(), 'base64').toString('hex') !== ctx.payloadHash) return fail('XAmzContentSHA256Mismatch');
+  if (sha256 && Buffer.from(sha256.digest(), 'base64').toString('hex') !== ctx.payloadHash)
+    return fail('XAmzContentSHA256Mismatch');
   const md5b64 = md5 ? md5.digest() : null;
   if (typeof contentMd5 === 'string' && md5b64 !== contentMd5.trim()) return fail('BadDigest', 'Content-MD5');
   const values = new Map<string, string>();

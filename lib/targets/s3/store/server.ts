@@ -13,7 +13,19 @@
 import { randomBytes } from 'crypto';
 import * as http from 'http';
 import { replyValue } from '../token';
-import { BodyBudget, Ctx, quoted, RDMA_BYTES_HEADER, RDMA_REPLY_HEADER, RDMA_TOKEN_HEADER, refuse, S3ServerOptions, sendEmpty, sendError, sendXml } from './context';
+import {
+  BodyBudget,
+  Ctx,
+  quoted,
+  RDMA_BYTES_HEADER,
+  RDMA_REPLY_HEADER,
+  RDMA_TOKEN_HEADER,
+  refuse,
+  S3ServerOptions,
+  sendEmpty,
+  sendError,
+  sendXml,
+} from './context';
 import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
 import { readPayload, readRaw } from './request-body';
 import { MAX_LIST_KEYS, MAX_METADATA_BYTES, ObjectStore, StoredObject } from './objects';
@@ -27,7 +39,11 @@ const MAX_PARTS_LISTED = 1000;
 const MAX_IGNORED_BODY = 8 * 1024;
 /** GET object's response header overrides (?response-content-type=...): the header is the name without `response-`. */
 const RESPONSE_OVERRIDES = [
-  'response-content-type', 'response-content-language', 'response-expires', 'response-cache-control', 'response-content-disposition',
+  'response-content-type',
+  'response-content-language',
+  'response-expires',
+  'response-cache-control',
+  'response-content-disposition',
   'response-content-encoding',
 ] as const;
 /**
@@ -36,12 +52,39 @@ const RESPONSE_OVERRIDES = [
  * 501 NotImplemented rather than mistaken for a plain GET or PUT.
  */
 const KNOWN_QUERY = new Set([
-  'list-type', 'prefix', 'delimiter', 'max-keys', 'continuation-token', 'start-after', 'encoding-type', 'marker', 'fetch-owner',
-  'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'part-number-marker', 'max-parts', 'x-id',
-  'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders', 'X-Amz-Signature', 'X-Amz-Security-Token',
-  'X-Amz-Content-Sha256', 'x-amz-checksum-mode', 'x-amz-sdk-checksum-algorithm',
+  'list-type',
+  'prefix',
+  'delimiter',
+  'max-keys',
+  'continuation-token',
+  'start-after',
+  'encoding-type',
+  'marker',
+  'fetch-owner',
+  'location',
+  'uploads',
+  'delete',
+  'uploadId',
+  'partNumber',
+  'part-number-marker',
+  'max-parts',
+  'x-id',
+  'X-Amz-Algorithm',
+  'X-Amz-Credential',
+  'X-Amz-Date',
+  'X-Amz-Expires',
+  'X-Amz-SignedHeaders',
+  'X-Amz-Signature',
+  'X-Amz-Security-Token',
+  'X-Amz-Content-Sha256',
+  'x-amz-checksum-mode',
+  'x-amz-sdk-checksum-algorithm',
   // A presigned PUT carries its checksum in the query: checked like the header (readPayload).
-  'x-amz-checksum-crc32', 'x-amz-checksum-crc32c', 'x-amz-checksum-sha1', 'x-amz-checksum-sha256', 'x-amz-checksum-crc64nvme',
+  'x-amz-checksum-crc32',
+  'x-amz-checksum-crc32c',
+  'x-amz-checksum-sha1',
+  'x-amz-checksum-sha256',
+  'x-amz-checksum-crc64nvme',
   ...RESPONSE_OVERRIDES,
 ]);
 
@@ -71,19 +114,27 @@ export function s3Handler(opts: S3ServerOptions): S3RequestHandler {
   const budget = new BodyBudget(opts.store.limits.size);
   return (req, res, origin = 'guest') => {
     const conn = req.socket;
-    const run = (): Promise<void> => handle(req, res, opts, budget, origin).catch((e: unknown) => {
-      // A safety net for our own bugs, not control flow.
-      if (!res.headersSent) sendError(res, req.method ?? 'GET', s3err('InternalError', String(e)), req.url ?? '/', 'internal');
-      else res.destroy();
-    });
+    const run = (): Promise<void> =>
+      handle(req, res, opts, budget, origin).catch((e: unknown) => {
+        // A safety net for our own bugs, not control flow.
+        if (!res.headersSent)
+          sendError(res, req.method ?? 'GET', s3err('InternalError', String(e)), req.url ?? '/', 'internal');
+        else res.destroy();
+      });
     const before = inFlight.get(conn);
     const mine = before ? before.then(run) : run();
     inFlight.set(conn, mine);
-    void mine.finally(() => { if (inFlight.get(conn) === mine) inFlight.delete(conn); });
+    void mine.finally(() => {
+      if (inFlight.get(conn) === mine) inFlight.delete(conn);
+    });
   };
 }
 
-function requestBucketAndKey(req: http.IncomingMessage, store: ObjectStore, rawPath: string): { bucket: string; key: string } | null {
+function requestBucketAndKey(
+  req: http.IncomingMessage,
+  store: ObjectStore,
+  rawPath: string,
+): { bucket: string; key: string } | null {
   const segs = rawPath.split('/').slice(1);
   let decoded: string[];
   try {
@@ -104,12 +155,25 @@ function requestBucketAndKey(req: http.IncomingMessage, store: ObjectStore, rawP
  * signature.
  */
 function tokenRefusal(origin: RequestOrigin, signed: SigV4Verified | null, credentialsSet: boolean): S3Error | null {
-  if (signed) return signed.signedHeaders.includes(RDMA_TOKEN_HEADER) ? null : s3err('AccessDenied', `${RDMA_TOKEN_HEADER} must be a signed header`);
-  if (origin === 'host' || credentialsSet) return s3err('AccessDenied', `${RDMA_TOKEN_HEADER} on the host listener needs a SigV4 request that signs it (ERNIC_S3_ACCESS_KEY, ERNIC_S3_SECRET_KEY)`);
+  if (signed)
+    return signed.signedHeaders.includes(RDMA_TOKEN_HEADER)
+      ? null
+      : s3err('AccessDenied', `${RDMA_TOKEN_HEADER} must be a signed header`);
+  if (origin === 'host' || credentialsSet)
+    return s3err(
+      'AccessDenied',
+      `${RDMA_TOKEN_HEADER} on the host listener needs a SigV4 request that signs it (ERNIC_S3_ACCESS_KEY, ERNIC_S3_SECRET_KEY)`,
+    );
   return null;
 }
 
-async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts: S3ServerOptions, budget: BodyBudget, origin: RequestOrigin): Promise<void> {
+async function handle(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  opts: S3ServerOptions,
+  budget: BodyBudget,
+  origin: RequestOrigin,
+): Promise<void> {
   const requestId = randomBytes(8).toString('hex').toUpperCase();
   const url = req.url ?? '/';
   const qAt = url.indexOf('?');
@@ -122,11 +186,24 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
     return;
   }
   const ctx: Ctx = {
-    req, res, opts, requestId, query: new Map(pairs), bucket: bk.bucket, key: bk.key,
-    resource: `/${bk.bucket}${bk.key ? `/${bk.key}` : ''}`, payloadHash: undefined, signed: null, budget,
+    req,
+    res,
+    opts,
+    requestId,
+    query: new Map(pairs),
+    bucket: bk.bucket,
+    key: bk.key,
+    resource: `/${bk.bucket}${bk.key ? `/${bk.key}` : ''}`,
+    payloadHash: undefined,
+    signed: null,
+    budget,
   };
   if (opts.credentials && opts.credentials.length > 0) {
-    const v = verifySigV4({ method, url, headers: req.headers, rawHeaders: req.rawHeaders }, opts.credentials, opts.now?.());
+    const v = verifySigV4(
+      { method, url, headers: req.headers, rawHeaders: req.rawHeaders },
+      opts.credentials,
+      opts.now?.(),
+    );
     if (!v.ok) return refuse(ctx, v.error);
     ctx.payloadHash = v.value.payloadHash;
     ctx.signed = v.value;
@@ -153,10 +230,14 @@ async function handle(req: http.IncomingMessage, res: http.ServerResponse, opts:
 function listBuckets(ctx: Ctx): void {
   if (ctx.req.method !== 'GET') return refuse(ctx, s3err('MethodNotAllowed'));
   const s = ctx.opts.store;
-  sendXml(ctx, 200, xmlDocument('ListAllMyBucketsResult', {
-    Owner: { ID: 'ernic', DisplayName: 'ernic' },
-    Buckets: { Bucket: [{ Name: s.bucket, CreationDate: s.created.toISOString() }] },
-  }));
+  sendXml(
+    ctx,
+    200,
+    xmlDocument('ListAllMyBucketsResult', {
+      Owner: { ID: 'ernic', DisplayName: 'ernic' },
+      Buckets: { Bucket: [{ Name: s.bucket, CreationDate: s.created.toISOString() }] },
+    }),
+  );
 }
 
 // Bucket operations.
@@ -164,8 +245,10 @@ function listBuckets(ctx: Ctx): void {
 async function bucketOp(ctx: Ctx): Promise<void> {
   const q = ctx.query;
   switch (ctx.req.method) {
-    case 'HEAD': return sendEmpty(ctx, 200, { 'x-amz-bucket-region': 'us-east-1' });
-    case 'PUT': return refuse(ctx, s3err('BucketAlreadyOwnedByYou'));
+    case 'HEAD':
+      return sendEmpty(ctx, 200, { 'x-amz-bucket-region': 'us-east-1' });
+    case 'PUT':
+      return refuse(ctx, s3err('BucketAlreadyOwnedByYou'));
     case 'GET':
       if (q.has('location')) return sendXml(ctx, 200, xmlDocument('LocationConstraint', {}));
       if (q.has('uploads')) return refuse(ctx, s3err('NotImplemented', 'ListMultipartUploads'));
@@ -173,7 +256,8 @@ async function bucketOp(ctx: Ctx): Promise<void> {
     case 'POST':
       if (q.has('delete')) return deleteObjects(ctx);
       return refuse(ctx, s3err('MethodNotAllowed'));
-    default: return refuse(ctx, s3err('MethodNotAllowed'));
+    default:
+      return refuse(ctx, s3err('MethodNotAllowed'));
   }
 }
 
@@ -195,7 +279,8 @@ async function listObjects(ctx: Ctx): Promise<void> {
   if (v2) {
     if (token !== undefined) {
       after = Buffer.from(token, 'base64url').toString('utf8');
-      if (token === '' || Buffer.from(after, 'utf8').toString('base64url') !== token) return refuse(ctx, s3err('InvalidArgument', 'continuation-token'));
+      if (token === '' || Buffer.from(after, 'utf8').toString('base64url') !== token)
+        return refuse(ctx, s3err('InvalidArgument', 'continuation-token'));
     } else after = q.get('start-after') ?? '';
   } else after = q.get('marker') ?? '';
   const page = ctx.opts.store.list({ prefix, delimiter, maxKeys: Math.min(maxKeys, MAX_LIST_KEYS), after });
@@ -214,7 +299,11 @@ async function listObjects(ctx: Ctx): Promise<void> {
     else body['NextMarker'] = enc(page.lastKey);
   }
   body['Contents'] = page.contents.map((o) => ({
-    Key: encLater(o.key), LastModified: o.lastModified.toISOString(), ETag: quoted(o.etag), Size: o.data.length, StorageClass: 'STANDARD',
+    Key: encLater(o.key),
+    LastModified: o.lastModified.toISOString(),
+    ETag: quoted(o.etag),
+    Size: o.data.length,
+    StorageClass: 'STANDARD',
   }));
   body['CommonPrefixes'] = page.commonPrefixes.map((p) => ({ Prefix: encLater(p) }));
   sendXml(ctx, 200, await xmlDocumentPaced('ListBucketResult', body));
@@ -226,10 +315,13 @@ async function listObjects(ctx: Ctx): Promise<void> {
  * answers more than 1,000 keys), refused before it is read when declared.
  */
 async function readXmlBody(ctx: Ctx, cap: number): Promise<S3Result<Buffer>> {
-  const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? ctx.req.headers['content-length'] ?? Number.NaN);
+  const declared = Number(
+    ctx.req.headers['x-amz-decoded-content-length'] ?? ctx.req.headers['content-length'] ?? Number.NaN,
+  );
   if (Number.isSafeInteger(declared) && declared > cap) return fail('MalformedXML', `a body of more than ${cap} bytes`);
   const body = await readPayload(ctx, cap);
-  if (!body.ok) return body.error.code === 'EntityTooLarge' ? fail('MalformedXML', `a body of more than ${cap} bytes`) : body;
+  if (!body.ok)
+    return body.error.code === 'EntityTooLarge' ? fail('MalformedXML', `a body of more than ${cap} bytes`) : body;
   return ok(body.value.data);
 }
 
@@ -239,7 +331,11 @@ async function deleteObjects(ctx: Ctx): Promise<void> {
   const d = await parseDeleteObjects(body.value);
   if (!d) return refuse(ctx, s3err('MalformedXML'));
   for (const k of d.keys) await ctx.opts.store.delete(k.toString('utf8'));
-  sendXml(ctx, 200, await xmlDocumentPaced('DeleteResult', { Deleted: d.quiet ? [] : d.keys.map((k) => ({ Key: k })) }));
+  sendXml(
+    ctx,
+    200,
+    await xmlDocumentPaced('DeleteResult', { Deleted: d.quiet ? [] : d.keys.map((k) => ({ Key: k })) }),
+  );
 }
 
 // Object operations.
@@ -251,7 +347,8 @@ async function objectOp(ctx: Ctx): Promise<void> {
     case 'GET':
       if (uploadId !== undefined) return listParts(ctx, uploadId);
       return getObject(ctx, false);
-    case 'HEAD': return getObject(ctx, true);
+    case 'HEAD':
+      return getObject(ctx, true);
     case 'PUT':
       if (ctx.req.headers['x-amz-copy-source'] !== undefined) return refuse(ctx, s3err('NotImplemented', 'CopyObject'));
       if (uploadId !== undefined) return uploadPart(ctx, uploadId);
@@ -267,7 +364,8 @@ async function objectOp(ctx: Ctx): Promise<void> {
       if (q.has('uploads')) return createUpload(ctx);
       if (uploadId !== undefined) return completeUpload(ctx, uploadId);
       return refuse(ctx, s3err('MethodNotAllowed'));
-    default: return refuse(ctx, s3err('MethodNotAllowed'));
+    default:
+      return refuse(ctx, s3err('MethodNotAllowed'));
   }
 }
 
@@ -290,7 +388,10 @@ function rdmaErrorReply(err: S3Error): Record<string, string> {
 
 function objectHeaders(o: StoredObject): Record<string, string> {
   const h = Object.assign(Object.create(null) as Record<string, string>, {
-    ETag: quoted(o.etag), 'Last-Modified': o.lastModified.toUTCString(), 'Content-Type': o.contentType, 'Accept-Ranges': 'bytes',
+    ETag: quoted(o.etag),
+    'Last-Modified': o.lastModified.toUTCString(),
+    'Content-Type': o.contentType,
+    'Accept-Ranges': 'bytes',
   });
   for (const [k, v] of Object.entries(o.metadata)) h[`x-amz-meta-${k}`] = v;
   return h;
@@ -325,7 +426,10 @@ async function getObject(ctx: Ctx, head: boolean): Promise<void> {
   const token = ctx.req.headers[RDMA_TOKEN_HEADER];
   if (typeof token === 'string' && !head) {
     if (!ctx.opts.rdma) return refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
-    const r = await ctx.opts.rdma.write(token, slice.subarray(0, Math.min(slice.length, ctx.opts.store.limits.maxpart)));
+    const r = await ctx.opts.rdma.write(
+      token,
+      slice.subarray(0, Math.min(slice.length, ctx.opts.store.limits.maxpart)),
+    );
     if (!r.ok) return refuse(ctx, r.error, rdmaErrorReply(r.error));
     headers[RDMA_REPLY_HEADER] = replyValue(status, r.value.serverToken);
     headers[RDMA_BYTES_HEADER] = r.value.bytes;
@@ -362,7 +466,9 @@ async function putObject(ctx: Ctx): Promise<void> {
       return refuse(ctx, s3err('MissingContentLength'));
     }
     // Refuse before buffering a body that could not be kept.
-    const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? ctx.req.headers['content-length'] ?? Number.NaN);
+    const declared = Number(
+      ctx.req.headers['x-amz-decoded-content-length'] ?? ctx.req.headers['content-length'] ?? Number.NaN,
+    );
     if (Number.isSafeInteger(declared)) {
       if (declared > store.limits.maxpart) return refuse(ctx, s3err('EntityTooLarge'));
       if (!store.roomFor(ctx.key, declared)) return refuse(ctx, s3err('InsufficientStorage'));
@@ -383,7 +489,10 @@ async function putObject(ctx: Ctx): Promise<void> {
  * size (x-amz-decoded-content-length) when given. On a refusal the answer is
  * already sent.
  */
-async function readByToken(ctx: Ctx, token: string): Promise<S3Result<{ data: Buffer; headers: Record<string, string | number> }>> {
+async function readByToken(
+  ctx: Ctx,
+  token: string,
+): Promise<S3Result<{ data: Buffer; headers: Record<string, string | number> }>> {
   const store = ctx.opts.store;
   if (!ctx.opts.rdma) {
     refuse(ctx, s3err('NotImplemented', 'no RDMA data path'));
@@ -395,13 +504,17 @@ async function readByToken(ctx: Ctx, token: string): Promise<S3Result<{ data: Bu
     return fail('InvalidRequest');
   }
   const declared = Number(ctx.req.headers['x-amz-decoded-content-length'] ?? Number.NaN);
-  const max = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, store.limits.maxpart) : store.limits.maxpart;
+  const max =
+    Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, store.limits.maxpart) : store.limits.maxpart;
   const r = await ctx.opts.rdma.read(token, max);
   if (!r.ok) {
     refuse(ctx, r.error, rdmaErrorReply(r.error));
     return r;
   }
-  return ok({ data: r.value.data, headers: { [RDMA_REPLY_HEADER]: replyValue(200, r.value.serverToken), [RDMA_BYTES_HEADER]: r.value.data.length } });
+  return ok({
+    data: r.value.data,
+    headers: { [RDMA_REPLY_HEADER]: replyValue(200, r.value.serverToken), [RDMA_BYTES_HEADER]: r.value.data.length },
+  });
 }
 
 async function createUpload(ctx: Ctx): Promise<void> {
@@ -412,7 +525,11 @@ async function createUpload(ctx: Ctx): Promise<void> {
   const contentType = (ctx.req.headers['content-type'] as string | undefined) ?? DEFAULT_CONTENT_TYPE;
   const r = await ctx.opts.store.createUpload(ctx.key, contentType, meta.value);
   if (!r.ok) return refuse(ctx, r.error);
-  sendXml(ctx, 200, xmlDocument('InitiateMultipartUploadResult', { Bucket: ctx.bucket, Key: ctx.key, UploadId: r.value }));
+  sendXml(
+    ctx,
+    200,
+    xmlDocument('InitiateMultipartUploadResult', { Bucket: ctx.bucket, Key: ctx.key, UploadId: r.value }),
+  );
 }
 
 async function uploadPart(ctx: Ctx, uploadId: string): Promise<void> {
@@ -448,9 +565,16 @@ async function completeUpload(ctx: Ctx, uploadId: string): Promise<void> {
   const r = await ctx.opts.store.complete(uploadId, ctx.key, parts);
   if (!r.ok) return refuse(ctx, r.error);
   const host = ctx.req.headers.host ?? 'localhost';
-  sendXml(ctx, 200, xmlDocument('CompleteMultipartUploadResult', {
-    Location: `http://${host}${ctx.resource}`, Bucket: ctx.bucket, Key: ctx.key, ETag: quoted(r.value.etag),
-  }));
+  sendXml(
+    ctx,
+    200,
+    xmlDocument('CompleteMultipartUploadResult', {
+      Location: `http://${host}${ctx.resource}`,
+      Bucket: ctx.bucket,
+      Key: ctx.key,
+      ETag: quoted(r.value.etag),
+    }),
+  );
 }
 
 async function listParts(ctx: Ctx, uploadId: string): Promise<void> {
@@ -458,14 +582,29 @@ async function listParts(ctx: Ctx, uploadId: string): Promise<void> {
   if (!r.ok) return refuse(ctx, r.error);
   const marker = Number(ctx.query.get('part-number-marker') ?? '0');
   const max = Math.min(Number(ctx.query.get('max-parts') ?? String(MAX_PARTS_LISTED)), MAX_PARTS_LISTED);
-  if (!Number.isInteger(marker) || marker < 0 || !Number.isInteger(max) || max < 0) return refuse(ctx, s3err('InvalidArgument', 'part-number-marker or max-parts'));
+  if (!Number.isInteger(marker) || marker < 0 || !Number.isInteger(max) || max < 0)
+    return refuse(ctx, s3err('InvalidArgument', 'part-number-marker or max-parts'));
   const after = r.value.parts.filter((p) => p.partNumber > marker);
   const page = after.slice(0, max);
   const truncated = after.length > page.length;
-  sendXml(ctx, 200, await xmlDocumentPaced('ListPartsResult', {
-    Bucket: ctx.bucket, Key: ctx.key, UploadId: uploadId, PartNumberMarker: marker,
-    NextPartNumberMarker: page.length ? page[page.length - 1]!.partNumber : marker, MaxParts: max, IsTruncated: truncated,
-    StorageClass: 'STANDARD',
-    Part: page.map((p) => ({ PartNumber: p.partNumber, LastModified: p.lastModified.toISOString(), ETag: quoted(p.etag), Size: p.data.length })),
-  }));
+  sendXml(
+    ctx,
+    200,
+    await xmlDocumentPaced('ListPartsResult', {
+      Bucket: ctx.bucket,
+      Key: ctx.key,
+      UploadId: uploadId,
+      PartNumberMarker: marker,
+      NextPartNumberMarker: page.length ? page[page.length - 1]!.partNumber : marker,
+      MaxParts: max,
+      IsTruncated: truncated,
+      StorageClass: 'STANDARD',
+      Part: page.map((p) => ({
+        PartNumber: p.partNumber,
+        LastModified: p.lastModified.toISOString(),
+        ETag: quoted(p.etag),
+        Size: p.data.length,
+      })),
+    }),
+  );
 }

@@ -166,7 +166,15 @@ function authFields(req: SignedRequest, query: [string, string][]): S3Result<Aut
     if (!cred || !sh || !sig || !/^\d{8}T\d{6}Z$/.test(amzDate)) return fail('AccessDenied', 'malformed Authorization');
     const payloadHash = (req.headers['x-amz-content-sha256'] as string | undefined) ?? '';
     if (!payloadHash) return fail('InvalidRequest', 'missing x-amz-content-sha256');
-    return ok({ ...cred, signedHeaders: sh.split(';'), signature: sig, amzDate, payloadHash, presigned: false, expires: 0 });
+    return ok({
+      ...cred,
+      signedHeaders: sh.split(';'),
+      signature: sig,
+      amzDate,
+      payloadHash,
+      presigned: false,
+      expires: 0,
+    });
   }
   const q = new Map(query);
   if (q.get('X-Amz-Algorithm') === SIGV4_ALGORITHM) {
@@ -175,16 +183,39 @@ function authFields(req: SignedRequest, query: [string, string][]): S3Result<Aut
     const expires = Number(q.get('X-Amz-Expires') ?? '');
     const sh = q.get('X-Amz-SignedHeaders');
     const sig = q.get('X-Amz-Signature');
-    if (!cred || !sh || !sig || !/^\d{8}T\d{6}Z$/.test(amzDate) || !Number.isInteger(expires) || expires < 1 || expires > MAX_EXPIRES) {
+    if (
+      !cred ||
+      !sh ||
+      !sig ||
+      !/^\d{8}T\d{6}Z$/.test(amzDate) ||
+      !Number.isInteger(expires) ||
+      expires < 1 ||
+      expires > MAX_EXPIRES
+    ) {
       return fail('AccessDenied', 'malformed presigned URL');
     }
-    return ok({ ...cred, signedHeaders: sh.split(';'), signature: sig, amzDate, payloadHash: UNSIGNED_PAYLOAD, presigned: true, expires });
+    return ok({
+      ...cred,
+      signedHeaders: sh.split(';'),
+      signature: sig,
+      amzDate,
+      payloadHash: UNSIGNED_PAYLOAD,
+      presigned: true,
+      expires,
+    });
   }
   return fail('AccessDenied', 'request is not signed');
 }
 
 function amzDateMs(d: string): number {
-  return Date.UTC(+d.slice(0, 4), +d.slice(4, 6) - 1, +d.slice(6, 8), +d.slice(9, 11), +d.slice(11, 13), +d.slice(13, 15));
+  return Date.UTC(
+    +d.slice(0, 4),
+    +d.slice(4, 6) - 1,
+    +d.slice(6, 8),
+    +d.slice(9, 11),
+    +d.slice(11, 13),
+    +d.slice(13, 15),
+  );
 }
 
 /**
@@ -192,7 +223,11 @@ function amzDateMs(d: string): number {
  * client declared (a hex SHA-256, UNSIGNED-PAYLOAD or a STREAMING-* value)
  * for the body check.
  */
-export function verifySigV4(req: SignedRequest, creds: readonly Credentials[], now = Date.now()): S3Result<SigV4Verified> {
+export function verifySigV4(
+  req: SignedRequest,
+  creds: readonly Credentials[],
+  now = Date.now(),
+): S3Result<SigV4Verified> {
   const qAt = req.url.indexOf('?');
   const rawPath = qAt < 0 ? req.url : req.url.slice(0, qAt);
   const query = queryPairs(qAt < 0 ? '' : req.url.slice(qAt + 1));
@@ -221,13 +256,27 @@ export function verifySigV4(req: SignedRequest, creds: readonly Credentials[], n
     .join('&');
   const values = headerValues(req.rawHeaders);
   const canonicalHeaders = a.signedHeaders.map((h) => `${h}:${values.get(h) ?? ''}\n`).join('');
-  const canonicalRequest = [req.method, canonicalUri, canonicalQuery, canonicalHeaders, a.signedHeaders.join(';'), a.payloadHash].join('\n');
+  const canonicalRequest = [
+    req.method,
+    canonicalUri,
+    canonicalQuery,
+    canonicalHeaders,
+    a.signedHeaders.join(';'),
+    a.payloadHash,
+  ].join('\n');
   const scope = `${a.date}/${a.region}/${a.service}/aws4_request`;
   const stringToSign = [SIGV4_ALGORITHM, a.amzDate, scope, sha256hex(canonicalRequest)].join('\n');
   const key = signingKey(cred.secretAccessKey, a.date, a.region, a.service);
   const expected = createHmac('sha256', key).update(stringToSign, 'utf8').digest();
   if (!sameSignature(a.signature, expected)) return fail('SignatureDoesNotMatch');
-  return ok({ payloadHash: a.payloadHash, signature: expected.toString('hex'), signingKey: key, amzDate: a.amzDate, scope, signedHeaders: a.signedHeaders });
+  return ok({
+    payloadHash: a.payloadHash,
+    signature: expected.toString('hex'),
+    signingKey: key,
+    amzDate: a.amzDate,
+    scope,
+    signedHeaders: a.signedHeaders,
+  });
 }
 
 /** Is `hex` the signature `expected`? Constant time over the bytes. */
@@ -253,7 +302,11 @@ const CHUNKS_PER_STEP = 256;
  * A body of a million chunks, or one chunk of a gigabyte, is checked a slice
  * per step through the pacer.
  */
-export async function verifyChunkSignatures(v: SigV4Verified, body: ChunkedBody, p: Pacer = pacer): Promise<S3Result<void>> {
+export async function verifyChunkSignatures(
+  v: SigV4Verified,
+  body: ChunkedBody,
+  p: Pacer = pacer,
+): Promise<S3Result<void>> {
   let previous = v.signature;
   let i = 0;
   let at = 0;

@@ -67,7 +67,8 @@ function reference(v: Buffer, amp: number, to: number): number {
   if (semi >= lim) return -1;
   const n = semi - amp - 1;
   const c1 = v[amp + 1];
-  if (c1 === 0x23) { // '#': a character reference
+  if (c1 === 0x23) {
+    // '#': a character reference
     let i = amp + 2;
     const hex = v[i] === 0x78;
     if (hex) i++;
@@ -90,13 +91,24 @@ function reference(v: Buffer, amp: number, to: number): number {
   const c2 = v[amp + 2];
   const c3 = v[amp + 3];
   const c4 = v[amp + 4];
-  if (n === 2 && c2 === 0x74 && (c1 === 0x6c || c1 === 0x67)) { refEnd = semi; return c1 === 0x6c ? 0x3c : 0x3e; } // lt gt
-  if (n === 3 && c1 === 0x61 && c2 === 0x6d && c3 === 0x70) { refEnd = semi; return AMP; } // amp
-  if (n === 4 && c1 === 0x71 && c2 === 0x75 && c3 === 0x6f && c4 === 0x74) { refEnd = semi; return 0x22; } // quot
-  if (n === 4 && c1 === 0x61 && c2 === 0x70 && c3 === 0x6f && c4 === 0x73) { refEnd = semi; return 0x27; } // apos
+  if (n === 2 && c2 === 0x74 && (c1 === 0x6c || c1 === 0x67)) {
+    refEnd = semi;
+    return c1 === 0x6c ? 0x3c : 0x3e;
+  } // lt gt
+  if (n === 3 && c1 === 0x61 && c2 === 0x6d && c3 === 0x70) {
+    refEnd = semi;
+    return AMP;
+  } // amp
+  if (n === 4 && c1 === 0x71 && c2 === 0x75 && c3 === 0x6f && c4 === 0x74) {
+    refEnd = semi;
+    return 0x22;
+  } // quot
+  if (n === 4 && c1 === 0x61 && c2 === 0x70 && c3 === 0x6f && c4 === 0x73) {
+    refEnd = semi;
+    return 0x27;
+  } // apos
   return -1;
 }
-
 
 /**
  * Character data buf[from, to) (UTF-8) with its references replaced and line
@@ -147,8 +159,22 @@ export interface XmlHandler {
 
 /** Element names of S3's request documents, kept as strings once (no string made per tag). */
 const KNOWN_NAMES: readonly string[] = [
-  'Delete', 'Quiet', 'Object', 'Key', 'VersionId', 'ETag', 'LastModifiedTime', 'Size', 'CompleteMultipartUpload', 'Part', 'PartNumber',
-  'ChecksumCRC32', 'ChecksumCRC32C', 'ChecksumCRC64NVME', 'ChecksumSHA1', 'ChecksumSHA256',
+  'Delete',
+  'Quiet',
+  'Object',
+  'Key',
+  'VersionId',
+  'ETag',
+  'LastModifiedTime',
+  'Size',
+  'CompleteMultipartUpload',
+  'Part',
+  'PartNumber',
+  'ChecksumCRC32',
+  'ChecksumCRC32C',
+  'ChecksumCRC64NVME',
+  'ChecksumSHA1',
+  'ChecksumSHA256',
 ];
 
 /** Does buf[from, to) hold the ASCII `name`? */
@@ -190,7 +216,10 @@ class XmlReader {
     const buf = this.#buf;
     while (this.#at < buf.length && this.#at < stop) {
       const ok = buf[this.#at] === LT ? this.#markup() : this.#text();
-      if (!ok) { this.#result = false; return true; }
+      if (!ok) {
+        this.#result = false;
+        return true;
+      }
     }
     if (this.#at < buf.length) return false;
     this.#result = this.#rootSeen && this.#stack.length === 0 && this.#h.end();
@@ -214,7 +243,10 @@ class XmlReader {
 
   #startsWith(prefix: Buffer): boolean {
     const buf = this.#buf;
-    return this.#at + prefix.length <= buf.length && buf.compare(prefix, 0, prefix.length, this.#at, this.#at + prefix.length) === 0;
+    return (
+      this.#at + prefix.length <= buf.length &&
+      buf.compare(prefix, 0, prefix.length, this.#at, this.#at + prefix.length) === 0
+    );
   }
 
   #text(): boolean {
@@ -299,7 +331,10 @@ class XmlReader {
       const before = i;
       i = this.#skipSpace(i);
       if (i >= buf.length || i > limit) return false;
-      if (buf[i] === GT) { i++; break; }
+      if (buf[i] === GT) {
+        i++;
+        break;
+      }
       if (buf[i] === SLASH) {
         if (buf[i + 1] !== GT) return false;
         selfClosing = true;
@@ -348,7 +383,6 @@ class XmlReader {
     return this.#h.close(this.#stack.length);
   }
 }
-
 
 /** Read `body`, feeding `h`, a step at a time; true when the document is well formed and `h` took it. */
 export async function readXml(body: Buffer, h: XmlHandler, p: Pacer): Promise<boolean> {

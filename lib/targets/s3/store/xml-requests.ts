@@ -30,7 +30,13 @@ export const MAX_COMPLETE_BODY = MAX_COMPLETE_PARTS * PART_ENTRY_BYTES + ENVELOP
 /** What S3's schema lets an <Object> or a <Part> hold (each once); anything else is MalformedXML. */
 const OBJECT_FIELDS: ReadonlySet<string> = new Set(['Key', 'VersionId', 'ETag', 'LastModifiedTime', 'Size']);
 const PART_FIELDS: ReadonlySet<string> = new Set([
-  'PartNumber', 'ETag', 'ChecksumCRC32', 'ChecksumCRC32C', 'ChecksumCRC64NVME', 'ChecksumSHA1', 'ChecksumSHA256',
+  'PartNumber',
+  'ETag',
+  'ChecksumCRC32',
+  'ChecksumCRC32C',
+  'ChecksumCRC64NVME',
+  'ChecksumSHA1',
+  'ChecksumSHA256',
 ]);
 
 /** What both documents do with text: gather the value an element opened, bounded (Value). */
@@ -170,7 +176,10 @@ class DeleteDoc extends ValueDoc {
 }
 
 /** The keys of a DeleteObjects body (UTF-8) and its Quiet flag; null when malformed or past S3's limits. */
-export async function parseDeleteObjects(body: Buffer, p: Pacer = sharedPacer): Promise<{ keys: Buffer[]; quiet: boolean } | null> {
+export async function parseDeleteObjects(
+  body: Buffer,
+  p: Pacer = sharedPacer,
+): Promise<{ keys: Buffer[]; quiet: boolean } | null> {
   if (body.length > MAX_DELETE_BODY) return null;
   const doc = new DeleteDoc();
   return (await readXml(body, doc, p)) ? { keys: doc.keys, quiet: doc.quiet } : null;

@@ -149,7 +149,9 @@ function* document(w: XmlWriter, root: string, body: XmlBody, ns: boolean): Gene
 function whole(root: string, body: XmlBody, ns: boolean): Buffer {
   const w = new XmlWriter();
   const g = document(w, root, body, ns);
-  while (!g.next().done) { /* all of it now */ }
+  while (!g.next().done) {
+    /* all of it now */
+  }
   const p = w.pieces();
   return p.length === 1 ? p[0]! : Buffer.concat(p);
 }

@@ -79,7 +79,8 @@ describe('p4: match kinds', () => {
     add(e, 'table_add t set_src 0x0800->0x08ff => 00:00:00:00:00:01 20');
     add(e, 'table_add t set_src 0x0806->0x0806 => 00:00:00:00:00:02 10');
     add(e, 'table_add t set_src 0->0xffff => 00:00:00:00:00:03 30');
-    const src = (type: number) => e.process(frame('ff:ff:ff:ff:ff:ff', '00:00:00:00:00:00', type), 0).frame!.subarray(6, 12);
+    const src = (type: number) =>
+      e.process(frame('ff:ff:ff:ff:ff:ff', '00:00:00:00:00:00', type), 0).frame!.subarray(6, 12);
     expect(src(0x0800).equals(mac('00:00:00:00:00:01'))).to.equal(true);
     expect(src(0x08ff).equals(mac('00:00:00:00:00:01'))).to.equal(true);
     expect(src(0x0806).equals(mac('00:00:00:00:00:02'))).to.equal(true);
@@ -118,7 +119,11 @@ describe('p4: match kinds', () => {
     );
     add(e, 'table_add t set_src * 0x0800 => 00:00:00:00:00:07 5');
     add(e, 'table_add t set_src 02:00:00:00:00:01 * => 00:00:00:00:00:08 1');
-    const src = (dst: string, type: number) => e.process(frame(dst, '00:00:00:00:00:00', type), 0).frame!.subarray(6, 12).toString('hex');
+    const src = (dst: string, type: number) =>
+      e
+        .process(frame(dst, '00:00:00:00:00:00', type), 0)
+        .frame!.subarray(6, 12)
+        .toString('hex');
     expect(src('02:00:00:00:00:01', 0x0800)).to.equal('000000000008');
     expect(src('02:00:00:00:00:02', 0x0800)).to.equal('000000000007');
     expect(src('02:00:00:00:00:02', 0x86dd)).to.equal('000000000000');
@@ -136,10 +141,25 @@ describe('p4: match kinds', () => {
 
   it('const entries and a default entry from the program JSON', () => {
     const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');
-    p.pipelines[0].tables[0].entries = [{ match_key: [{ match_type: 'exact', key: '0x0800' }], action_entry: { action_id: 0, action_data: ['0x000000000011'] }, priority: 1 }];
-    p.pipelines[0].tables[0].default_entry = { action_id: 0, action_const: true, action_data: ['0x000000000022'], action_entry_const: true };
+    p.pipelines[0].tables[0].entries = [
+      {
+        match_key: [{ match_type: 'exact', key: '0x0800' }],
+        action_entry: { action_id: 0, action_data: ['0x000000000011'] },
+        priority: 1,
+      },
+    ];
+    p.pipelines[0].tables[0].default_entry = {
+      action_id: 0,
+      action_const: true,
+      action_data: ['0x000000000022'],
+      action_entry_const: true,
+    };
     const e = P4Engine.load(p);
-    const src = (type: number) => e.process(frame('ff:ff:ff:ff:ff:ff', '00:00:00:00:00:00', type), 0).frame!.subarray(6, 12).toString('hex');
+    const src = (type: number) =>
+      e
+        .process(frame('ff:ff:ff:ff:ff:ff', '00:00:00:00:00:00', type), 0)
+        .frame!.subarray(6, 12)
+        .toString('hex');
     expect(src(0x0800)).to.equal('000000000011');
     expect(src(0x0806)).to.equal('000000000022');
     expect(runCommand(e, 'table_add t set_src 0x0806 => 0').ok).to.equal(false);
@@ -153,14 +173,19 @@ describe('p4: match kinds', () => {
       {
         name: 'c',
         id: 0,
-        expression: { type: 'expression', value: { op: 'd2b', left: null, right: { type: 'field', value: ['ethernet', '$valid$'] } } },
+        expression: {
+          type: 'expression',
+          value: { op: 'd2b', left: null, right: { type: 'field', value: ['ethernet', '$valid$'] } },
+        },
         true_next: 't',
         false_next: null,
       },
     ];
     const e = P4Engine.load(p);
     add(e, 'table_add t set_src 1 => 00:00:00:00:00:09');
-    expect(e.process(frame('ff:ff:ff:ff:ff:ff', '00:00:00:00:00:00'), 0).frame!.subarray(6, 12).toString('hex')).to.equal('000000000009');
+    expect(
+      e.process(frame('ff:ff:ff:ff:ff:ff', '00:00:00:00:00:00'), 0).frame!.subarray(6, 12).toString('hex'),
+    ).to.equal('000000000009');
     const q = syntheticProgram([{ match_type: 'exact', target: ['ethernet', '$valid$'] }], 'exact');
     q.actions[0].primitives[0].parameters[0].value = ['ethernet', '$valid$'];
     expect(() => P4Engine.load(q)).to.throw(/actions\[0\]\.primitives\[0\]\.parameters\[0\]\.value/);

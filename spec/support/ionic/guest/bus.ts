@@ -50,7 +50,8 @@ export abstract class GuestBus {
   /** A view of guest RAM at an IOVA. */
   mem(iova: number, len: number): Buffer {
     const off = iova - this.base;
-    if (off < 0 || off + len > this.ram.size) throw new RangeError(`0x${iova.toString(16)}+${len} is outside guest RAM`);
+    if (off < 0 || off + len > this.ram.size)
+      throw new RangeError(`0x${iova.toString(16)}+${len} is outside guest RAM`);
     return this.ram.buffer.subarray(off, off + len);
   }
 
@@ -126,7 +127,10 @@ export abstract class GuestBus {
     let at = (await this.configRead(Cfg.CAP_PTR, 1))[0]! & 0xfc;
     for (let hops = 0; at !== 0 && hops < 48; hops++) {
       const hdr = await this.configRead(at, 2);
-      if (hdr[0] === Cfg.CAP_ID_MSIX) { this.msixCap = at; break; }
+      if (hdr[0] === Cfg.CAP_ID_MSIX) {
+        this.msixCap = at;
+        break;
+      }
       at = hdr[1]! & 0xfc;
     }
     if (this.msixCap === 0) throw new Error('no MSI-X capability');

@@ -27,7 +27,12 @@ export function command(opcode: number): Buffer {
 
 /** cmd = flags (bits 0..3) | opcode (4..7) | nsge (8..11) | address (12..63). */
 export function txCmd(opcode: number, flags: number, nsge: number, addr: number): bigint {
-  return BigInt(flags & 0xf) | (BigInt(opcode & 0xf) << 4n) | (BigInt(nsge & 0xf) << 8n) | ((BigInt(addr) & ((1n << 52n) - 1n)) << 12n);
+  return (
+    BigInt(flags & 0xf) |
+    (BigInt(opcode & 0xf) << 4n) |
+    (BigInt(nsge & 0xf) << 8n) |
+    ((BigInt(addr) & ((1n << 52n) - 1n)) << 12n)
+  );
 }
 
 /** A raw 16-byte TX descriptor. */

@@ -28,7 +28,8 @@ export abstract class GuestCommands extends GuestInterrupts {
     this.trace.push(`dev:${cmd[0]}`);
     if (opts.data) this.bar0Write(Bar0.DATA, opts.data);
     // memcpy_toio of the command: 8-byte pieces, as a 64-bit guest would send them.
-    for (let i = 0; i < Bar0.CMD_LEN; i += 8) this.client.postRegionWrite(Region.BAR0, Bar0.CMD + i, cmd.subarray(i, i + 8));
+    for (let i = 0; i < Bar0.CMD_LEN; i += 8)
+      this.client.postRegionWrite(Region.BAR0, Bar0.CMD + i, cmd.subarray(i, i + 8));
     this.bar0Write32(Bar0.DONE, 0);
     this.bar0Write32(Bar0.DB, 1);
     const deadline = Date.now() + 5000; // DEVCMD_TIMEOUT
@@ -50,7 +51,11 @@ export abstract class GuestCommands extends GuestInterrupts {
     return { status, comp, data };
   }
 
-  protected async devCmdOk(step: string, cmd: Buffer, opts: { data?: Buffer; readData?: boolean } = {}): Promise<DevCmdResult> {
+  protected async devCmdOk(
+    step: string,
+    cmd: Buffer,
+    opts: { data?: Buffer; readData?: boolean } = {},
+  ): Promise<DevCmdResult> {
     const r = await this.devCmd(cmd, opts);
     if (r.status !== St.SUCCESS) throw new Error(`probe: ${step} failed with status ${r.status}`);
     this.probeComps.set(step, r.comp);
@@ -74,9 +79,16 @@ export abstract class GuestCommands extends GuestInterrupts {
         reject(new Error(`admin command ${cmd[0]} (slot ${slot}) timed out`));
       }, timeoutMs);
       timer.unref();
-      q.waiters.set(slot, { resolve: (c) => { clearTimeout(timer); resolve(c); } });
+      q.waiters.set(slot, {
+        resolve: (c) => {
+          clearTimeout(timer);
+          resolve(c);
+        },
+      });
     });
-    p.catch(() => { /* a caller that never awaits must not see an unhandled rejection */ });
+    p.catch(() => {
+      /* a caller that never awaits must not see an unhandled rejection */
+    });
     this.ringDoorbell(q.hwType, q.hwIndex, q.head);
     return p;
   }
@@ -93,14 +105,21 @@ export abstract class GuestCommands extends GuestInterrupts {
       this.trace.push(`admin:${cmd[0]}`);
       cmd.copy(this.mem(q.ring + slot * 64, 64));
       q.head = (q.head + 1) % ADMINQ_LENGTH;
-      all.push(new Promise<AdminCompletion>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          q.waiters.delete(slot);
-          reject(new Error(`admin command ${cmd[0]} (slot ${slot}) timed out`));
-        }, timeoutMs);
-        timer.unref();
-        q.waiters.set(slot, { resolve: (c) => { clearTimeout(timer); resolve(c); } });
-      }));
+      all.push(
+        new Promise<AdminCompletion>((resolve, reject) => {
+          const timer = setTimeout(() => {
+            q.waiters.delete(slot);
+            reject(new Error(`admin command ${cmd[0]} (slot ${slot}) timed out`));
+          }, timeoutMs);
+          timer.unref();
+          q.waiters.set(slot, {
+            resolve: (c) => {
+              clearTimeout(timer);
+              resolve(c);
+            },
+          });
+        }),
+      );
     }
     this.ringDoorbell(q.hwType, q.hwIndex, q.head);
     return Promise.all(all);
@@ -125,8 +144,13 @@ export abstract class GuestCommands extends GuestInterrupts {
         this.violations.push(`admin CQ ${q.cqTail}: comp_index ${ci} is not a ring index`);
         break;
       }
-      if (q.tail === q.head || (ci - q.tail + ADMINQ_LENGTH) % ADMINQ_LENGTH >= (q.head - q.tail + ADMINQ_LENGTH) % ADMINQ_LENGTH) {
-        this.violations.push(`admin CQ ${q.cqTail}: comp_index ${ci} is not outstanding (tail ${q.tail}, head ${q.head})`);
+      if (
+        q.tail === q.head ||
+        (ci - q.tail + ADMINQ_LENGTH) % ADMINQ_LENGTH >= (q.head - q.tail + ADMINQ_LENGTH) % ADMINQ_LENGTH
+      ) {
+        this.violations.push(
+          `admin CQ ${q.cqTail}: comp_index ${ci} is not outstanding (tail ${q.tail}, head ${q.head})`,
+        );
         break;
       }
       // Complete every descriptor from the tail through comp_index.

@@ -28,5 +28,11 @@
 export { command, putU64, txCmd, txDesc, u64 } from './bytes';
 export { IonicGuest } from './ionic-guest';
 export type {
-  AdminCompletion, DevCmdResult, GuestOptions, OpenOptions, RxFrame, SendOptions, TxCompletion,
+  AdminCompletion,
+  DevCmdResult,
+  GuestOptions,
+  OpenOptions,
+  RxFrame,
+  SendOptions,
+  TxCompletion,
 } from './types';

@@ -31,7 +31,11 @@ export abstract class GuestInterrupts extends GuestBus {
     }
     for (let v = 0; v < this.nvec; v++) {
       const self = this;
-      this.#watchers.push(native.watch(this.#irqFds[v]!, native.READABLE, function onVector() { self.#onIrq(v); }));
+      this.#watchers.push(
+        native.watch(this.#irqFds[v]!, native.READABLE, function onVector() {
+          self.#onIrq(v);
+        }),
+      );
     }
     // pci_enable_device_mem, then MSI-X on (QEMU forwards the config write to us).
     const cmd = (await this.configRead(Cfg.COMMAND, 2)).readUInt16LE(0);
@@ -91,7 +95,10 @@ export abstract class GuestInterrupts extends GuestBus {
 
   /** Write the credits register: return `n`, optionally unmask and restart coalescing. */
   returnCredits(v: number, n: number, unmask: boolean, resetCoalesce = true): void {
-    this.bar0Write32(this.intrReg(v, Bar0.CREDITS), (n & 0xffff) | (unmask ? CRED_UNMASK : 0) | (resetCoalesce ? CRED_RESET_COALESCE : 0));
+    this.bar0Write32(
+      this.intrReg(v, Bar0.CREDITS),
+      (n & 0xffff) | (unmask ? CRED_UNMASK : 0) | (resetCoalesce ? CRED_RESET_COALESCE : 0),
+    );
   }
 
   /** Outstanding credits: the signed 16-bit count in bits 0..15. */
@@ -146,7 +153,13 @@ export abstract class GuestInterrupts extends GuestBus {
     for (const w of this.#watchers) w.close();
     this.#watchers.length = 0;
     this.client.close();
-    for (const fd of this.#irqFds) { try { fs.closeSync(fd); } catch { /* closed */ } }
+    for (const fd of this.#irqFds) {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        /* closed */
+      }
+    }
     this.#irqFds.length = 0;
     this.ram.close();
     for (const w of [...this.#wakers]) this.#wakers.delete(w);

@@ -83,24 +83,56 @@ export class IonicGuest extends GuestProbe {
       const v = 1 + i;
       const tsize = 1 << txLog2;
       const tx: TxQ = {
-        index: i, intr: v, size: tsize, ring: this.alloc(tsize * 16), cq: this.alloc(tsize * 16), sg: this.alloc(tsize * sgDescSize),
-        bufs: this.alloc(tsize * TX_SLOT_BYTES), sgDescSize, version: txVer,
-        head: 0, tail: 0, cqTail: 0, doneColor: 1, hwType: -1, hwIndex: -1, waiters: new Map(), completed: 0,
+        index: i,
+        intr: v,
+        size: tsize,
+        ring: this.alloc(tsize * 16),
+        cq: this.alloc(tsize * 16),
+        sg: this.alloc(tsize * sgDescSize),
+        bufs: this.alloc(tsize * TX_SLOT_BYTES),
+        sgDescSize,
+        version: txVer,
+        head: 0,
+        tail: 0,
+        cqTail: 0,
+        doneColor: 1,
+        hwType: -1,
+        hwIndex: -1,
+        waiters: new Map(),
+        completed: 0,
       };
-      const tr = await this.adminOk(`q_init_tx${i}`, this.qInitCmd(QT.TXQ, txVer, i, v, QF.IRQ | QF.SG, txLog2, tx.ring, tx.cq, tx.sg));
+      const tr = await this.adminOk(
+        `q_init_tx${i}`,
+        this.qInitCmd(QT.TXQ, txVer, i, v, QF.IRQ | QF.SG, txLog2, tx.ring, tx.cq, tx.sg),
+      );
       tx.hwIndex = tr.comp.readUInt32LE(4);
       tx.hwType = tr.comp[8]!;
       this.txqs[i] = tx;
 
       const rsize = 1 << rxLog2;
       const rx: RxQ = {
-        index: i, intr: v, size: rsize, ring: this.alloc(rsize * 16), cq: this.alloc(rsize * 16), sg: this.alloc(rsize * 128),
-        head: 0, tail: 0, cqTail: 0, doneColor: 1, hwType: -1, hwIndex: -1, bufs: [], frameLen: mtu + 18,
+        index: i,
+        intr: v,
+        size: rsize,
+        ring: this.alloc(rsize * 16),
+        cq: this.alloc(rsize * 16),
+        sg: this.alloc(rsize * 128),
+        head: 0,
+        tail: 0,
+        cqTail: 0,
+        doneColor: 1,
+        hwType: -1,
+        hwIndex: -1,
+        bufs: [],
+        frameLen: mtu + 18,
         autoRefill: opts.autoRefill ?? true,
       };
       for (let s = 0; s < rsize; s++) rx.bufs.push(this.#rxBuffers(rx.frameLen));
       const rxVer = this.qIdentity[QT.RXQ]?.[QId.version] ?? 0;
-      const rr = await this.adminOk(`q_init_rx${i}`, this.qInitCmd(QT.RXQ, rxVer, i, v, QF.IRQ | QF.SG, rxLog2, rx.ring, rx.cq, rx.sg));
+      const rr = await this.adminOk(
+        `q_init_rx${i}`,
+        this.qInitCmd(QT.RXQ, rxVer, i, v, QF.IRQ | QF.SG, rxLog2, rx.ring, rx.cq, rx.sg),
+      );
       rx.hwIndex = rr.comp.readUInt32LE(4);
       rx.hwType = rr.comp[8]!;
       this.rxqs[i] = rx;
@@ -110,9 +142,9 @@ export class IonicGuest extends GuestProbe {
       const rx = this.rxqs[i]!;
       this.fillRx(i, opts.initialFill ?? rx.size - 1);
       await this.intrClean(1 + i);
-      if (await this.qControl(QT.RXQ, i, QCtl.ENABLE) !== St.SUCCESS) throw new Error(`open: enable RX ${i} failed`);
+      if ((await this.qControl(QT.RXQ, i, QCtl.ENABLE)) !== St.SUCCESS) throw new Error(`open: enable RX ${i} failed`);
       this.setMask(1 + i, 0);
-      if (await this.qControl(QT.TXQ, i, QCtl.ENABLE) !== St.SUCCESS) throw new Error(`open: enable TX ${i} failed`);
+      if ((await this.qControl(QT.TXQ, i, QCtl.ENABLE)) !== St.SUCCESS) throw new Error(`open: enable TX ${i} failed`);
     }
   }
 
@@ -187,7 +219,8 @@ export class IonicGuest extends GuestProbe {
       let data: Buffer = Buffer.alloc(0);
       if (status === 0) {
         if (len > room) this.violations.push(`RX ${q.index}: length ${len} is past the ${room} bytes posted`);
-        if (numSg > bufs.length - 1) this.violations.push(`RX ${q.index}: num_sg_elems ${numSg} but ${bufs.length - 1} posted`);
+        if (numSg > bufs.length - 1)
+          this.violations.push(`RX ${q.index}: num_sg_elems ${numSg} but ${bufs.length - 1} posted`);
         const parts: Buffer[] = [];
         let left = Math.min(len, room);
         for (const b of bufs) {
@@ -199,8 +232,17 @@ export class IonicGuest extends GuestProbe {
         data = Buffer.concat(parts);
       }
       this.rxFrames.push({
-        queue: q.index, index: ci, status, len, numSg, rssHash: e.readUInt32LE(4), pktType: e[15]! & 0x7f, data,
-        csum: e.readUInt16BE(8), csumFlags: e[14]!, vlanTci: e.readUInt16LE(10),
+        queue: q.index,
+        index: ci,
+        status,
+        len,
+        numSg,
+        rssHash: e.readUInt32LE(4),
+        pktType: e[15]! & 0x7f,
+        data,
+        csum: e.readUInt16BE(8),
+        csumFlags: e[14]!,
+        vlanTci: e.readUInt16LE(10),
       });
       q.tail = (q.tail + 1) % q.size;
       q.cqTail = (q.cqTail + 1) % q.size;
@@ -327,9 +369,14 @@ export class IonicGuest extends GuestProbe {
         reject(new Error(`TX ${q.index} slot ${slot}: no completion`));
       }, this.timeoutMs);
       timer.unref();
-      q.waiters.set(slot, (c) => { clearTimeout(timer); resolve(c); });
+      q.waiters.set(slot, (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
     });
-    p.catch(() => { /* a caller that never awaits must not see an unhandled rejection */ });
+    p.catch(() => {
+      /* a caller that never awaits must not see an unhandled rejection */
+    });
     if (ring) this.ringDoorbell(q.hwType, q.hwIndex, q.head);
     return p;
   }
@@ -348,7 +395,9 @@ export class IonicGuest extends GuestProbe {
   /** Resolve with the next received frame that matches (taking it from `rxFrames`). */
   waitRxFrame(opts: { queue?: number; match?: (f: RxFrame) => boolean; timeoutMs?: number } = {}): Promise<RxFrame> {
     const pick = (): RxFrame | undefined => {
-      const i = this.rxFrames.findIndex((f) => (opts.queue === undefined || f.queue === opts.queue) && (!opts.match || opts.match(f)));
+      const i = this.rxFrames.findIndex(
+        (f) => (opts.queue === undefined || f.queue === opts.queue) && (!opts.match || opts.match(f)),
+      );
       return i < 0 ? undefined : this.rxFrames.splice(i, 1)[0];
     };
     return this.waitFor('an RX frame', pick, opts.timeoutMs);

@@ -6,8 +6,30 @@ import { GuestCommands } from './commands';
 import { command, putU64, u64 } from './bytes';
 import type { AdminCompletion, AdminQ } from './types';
 import {
-  ADMINQ_LENGTH, Attr, Bar0, Cfg, DevId, DRIVER_FEATURES, Feature, FW_RUNNING, LifId, LifInfo, LifStatName, LifStats, Match,
-  Op, PAGE, PortCfg, PortId, PortInfo, QF, QId, QT, RxMode, SIGNATURE_DEVI, St,
+  ADMINQ_LENGTH,
+  Attr,
+  Bar0,
+  Cfg,
+  DevId,
+  DRIVER_FEATURES,
+  Feature,
+  FW_RUNNING,
+  LifId,
+  LifInfo,
+  LifStatName,
+  LifStats,
+  Match,
+  Op,
+  PAGE,
+  PortCfg,
+  PortId,
+  PortInfo,
+  QF,
+  QId,
+  QT,
+  RxMode,
+  SIGNATURE_DEVI,
+  St,
 } from '../regs';
 
 /** Statuses the driver maps to -EINVAL (a Q_IDENTIFY with one of them skips that type). */
@@ -39,7 +61,8 @@ export abstract class GuestProbe extends GuestCommands {
     if (!regs || regs.size < Bar0.MIN_SIZE) throw new Error('probe: Resource bar size too small');
     if (!this.bars[1]) throw new Error('probe: Doorbell bar missing');
     this.devInfo = await this.bar0Read(0, Bar0.SERIAL + Bar0.STRING_LEN);
-    if (this.devInfo.readUInt32LE(Bar0.SIGNATURE) !== SIGNATURE_DEVI) throw new Error('probe: Incompatible firmware signature');
+    if (this.devInfo.readUInt32LE(Bar0.SIGNATURE) !== SIGNATURE_DEVI)
+      throw new Error('probe: Incompatible firmware signature');
     const fw = this.devInfo[Bar0.FW_STATUS]!;
     if (fw === 0xff || !(fw & FW_RUNNING)) throw new Error('probe: firmware not running');
 
@@ -74,7 +97,9 @@ export abstract class GuestProbe extends GuestCommands {
     const pinit = command(Op.PORT_INIT);
     pinit[1] = 0;
     putU64(pinit, 8, this.portInfoPa);
-    await this.devCmdOk('port_init', pinit, { data: this.portIdentity.subarray(PortId.config, PortId.config + PortCfg.SIZE) });
+    await this.devCmdOk('port_init', pinit, {
+      data: this.portIdentity.subarray(PortId.config, PortId.config + PortCfg.SIZE),
+    });
 
     // 9. PORT_SETATTR STATE = UP; its error is ignored.
     const pset = command(Op.PORT_SETATTR);
@@ -93,15 +118,25 @@ export abstract class GuestProbe extends GuestCommands {
       c[5] = qver[type]!;
       const r = await this.devCmd(c, { readData: true });
       this.probeComps.set(`q_identify${type}`, r.comp);
-      if (r.status === St.SUCCESS) { this.qIdentity[type] = r.data!; continue; }
+      if (r.status === St.SUCCESS) {
+        this.qIdentity[type] = r.data!;
+        continue;
+      }
       if (EINVAL_LIKE.has(r.status)) continue; // -EINVAL: skip the type
       break; // anything else: abandon the rest
     }
     const rssSize = this.lifIdentity.readUInt16LE(LifId.rss_ind_tbl_sz);
     if (rssSize === 0) throw new Error('probe: rss_ind_tbl_sz is 0 (RSS table allocation fails)');
     const aq: AdminQ = {
-      ring: this.alloc(ADMINQ_LENGTH * 64), cq: this.alloc(ADMINQ_LENGTH * 16), head: 0, tail: 0, cqTail: 0, doneColor: 1,
-      hwType: -1, hwIndex: -1, waiters: new Map(),
+      ring: this.alloc(ADMINQ_LENGTH * 64),
+      cq: this.alloc(ADMINQ_LENGTH * 16),
+      head: 0,
+      tail: 0,
+      cqTail: 0,
+      doneColor: 1,
+      hwType: -1,
+      hwIndex: -1,
+      waiters: new Map(),
     };
     const nqBase = this.alloc(2 * PAGE);
     await this.intrClean(0);
@@ -121,7 +156,17 @@ export abstract class GuestProbe extends GuestCommands {
     this.dbPage = (this.lifHwIndex * ndbpgs + 0) * PAGE;
     if (this.dbPage + PAGE > this.bars[1]!.size) throw new Error('probe: doorbell page outside the doorbell BAR');
 
-    const aqInit = this.qInitCmd(QT.ADMINQ, this.qIdentity[QT.ADMINQ]?.[QId.version] ?? 0, 0, 0, QF.IRQ | QF.ENA, 4, aq.ring, aq.cq, 0);
+    const aqInit = this.qInitCmd(
+      QT.ADMINQ,
+      this.qIdentity[QT.ADMINQ]?.[QId.version] ?? 0,
+      0,
+      0,
+      QF.IRQ | QF.ENA,
+      4,
+      aq.ring,
+      aq.cq,
+      0,
+    );
     const ar = await this.devCmdOk('q_init_adminq', aqInit);
     aq.hwIndex = ar.comp.readUInt32LE(4);
     aq.hwType = ar.comp[8]!;
@@ -129,9 +174,26 @@ export abstract class GuestProbe extends GuestCommands {
     this.setMask(0, 0);
 
     // From here on, the AdminQ.
-    const nqInit = this.qInitCmd(QT.NOTIFYQ, this.qIdentity[QT.NOTIFYQ]?.[QId.version] ?? 0, 0, 0, QF.IRQ | QF.ENA, 6, nqBase, 0, 0);
+    const nqInit = this.qInitCmd(
+      QT.NOTIFYQ,
+      this.qIdentity[QT.NOTIFYQ]?.[QId.version] ?? 0,
+      0,
+      0,
+      QF.IRQ | QF.ENA,
+      6,
+      nqBase,
+      0,
+      0,
+    );
     const nr = await this.adminOk('q_init_notifyq', nqInit);
-    this.notifyq = { base: nqBase, events: nqBase + PAGE, lastEid: 0n, tail: 0, hwIndex: nr.comp.readUInt32LE(4), hwType: nr.comp[8]! };
+    this.notifyq = {
+      base: nqBase,
+      events: nqBase + PAGE,
+      lastEid: 0n,
+      tail: 0,
+      hwIndex: nr.comp.readUInt32LE(4),
+      hwType: nr.comp[8]!,
+    };
 
     const fset = command(Op.LIF_SETATTR);
     fset[1] = Attr.FEATURES;
@@ -166,7 +228,7 @@ export abstract class GuestProbe extends GuestCommands {
     nset.write('eth0', 4, 'latin1');
     await this.adminOk('lif_setattr_name', nset);
 
-    await this.setRxMode(opts.rxMode ?? (RxMode.UNICAST | RxMode.MULTICAST | RxMode.BROADCAST));
+    await this.setRxMode(opts.rxMode ?? RxMode.UNICAST | RxMode.MULTICAST | RxMode.BROADCAST);
   }
 
   async #lifIdentify(step: string): Promise<Buffer> {
@@ -183,7 +245,17 @@ export abstract class GuestProbe extends GuestCommands {
     return (await this.devCmdOk(step, c, { readData: true })).data!;
   }
 
-  qInitCmd(type: number, ver: number, index: number, intr: number, flags: number, ringLog2: number, ring: number, cq: number, sg: number): Buffer {
+  qInitCmd(
+    type: number,
+    ver: number,
+    index: number,
+    intr: number,
+    flags: number,
+    ringLog2: number,
+    ring: number,
+    cq: number,
+    sg: number,
+  ): Buffer {
     const c = command(Op.Q_INIT);
     c.writeUInt16LE(0, 2); // lif_index
     c[4] = type;
@@ -201,8 +273,30 @@ export abstract class GuestProbe extends GuestCommands {
   }
 
   /** Q_INIT through the admin queue with every field given (refusal tests). */
-  qInit(f: { type: number; ver?: number; index: number; intr?: number; flags?: number; ringLog2: number; ring: number; cq?: number; sg?: number }): Promise<AdminCompletion> {
-    return this.adminCmd(this.qInitCmd(f.type, f.ver ?? 0, f.index, f.intr ?? 0, f.flags ?? QF.IRQ, f.ringLog2, f.ring, f.cq ?? 0, f.sg ?? 0));
+  qInit(f: {
+    type: number;
+    ver?: number;
+    index: number;
+    intr?: number;
+    flags?: number;
+    ringLog2: number;
+    ring: number;
+    cq?: number;
+    sg?: number;
+  }): Promise<AdminCompletion> {
+    return this.adminCmd(
+      this.qInitCmd(
+        f.type,
+        f.ver ?? 0,
+        f.index,
+        f.intr ?? 0,
+        f.flags ?? QF.IRQ,
+        f.ringLog2,
+        f.ring,
+        f.cq ?? 0,
+        f.sg ?? 0,
+      ),
+    );
   }
 
   async getMac(): Promise<Buffer> {

@@ -79,24 +79,63 @@ export interface SendOptions {
 export type VectorMode = 'napi' | 'manual';
 
 export interface AdminQ {
-  ring: number; cq: number; head: number; tail: number; cqTail: number; doneColor: number;
-  hwType: number; hwIndex: number;
+  ring: number;
+  cq: number;
+  head: number;
+  tail: number;
+  cqTail: number;
+  doneColor: number;
+  hwType: number;
+  hwIndex: number;
   waiters: Map<number, { resolve(c: AdminCompletion): void }>;
 }
 
-export interface NotifyQ { base: number; events: number; lastEid: bigint; tail: number; hwType: number; hwIndex: number }
+export interface NotifyQ {
+  base: number;
+  events: number;
+  lastEid: bigint;
+  tail: number;
+  hwType: number;
+  hwIndex: number;
+}
 
 export interface TxQ {
-  index: number; intr: number; size: number; ring: number; cq: number; sg: number; bufs: number; sgDescSize: number; version: number;
-  head: number; tail: number; cqTail: number; doneColor: number; hwType: number; hwIndex: number;
+  index: number;
+  intr: number;
+  size: number;
+  ring: number;
+  cq: number;
+  sg: number;
+  bufs: number;
+  sgDescSize: number;
+  version: number;
+  head: number;
+  tail: number;
+  cqTail: number;
+  doneColor: number;
+  hwType: number;
+  hwIndex: number;
   waiters: Map<number, (c: TxCompletion) => void>;
   completed: number;
 }
 
-export interface RxBuf { iova: number; len: number }
+export interface RxBuf {
+  iova: number;
+  len: number;
+}
 export interface RxQ {
-  index: number; intr: number; size: number; ring: number; cq: number; sg: number;
-  head: number; tail: number; cqTail: number; doneColor: number; hwType: number; hwIndex: number;
+  index: number;
+  intr: number;
+  size: number;
+  ring: number;
+  cq: number;
+  sg: number;
+  head: number;
+  tail: number;
+  cqTail: number;
+  doneColor: number;
+  hwType: number;
+  hwIndex: number;
   /** Per slot: the first buffer and the SG buffers posted with it. */
   bufs: RxBuf[][];
   frameLen: number;
