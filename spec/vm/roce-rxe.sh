@@ -92,7 +92,7 @@ echo "##### ionic_0 <-> peer beside the baseline (same two VMs, TCG)"
 grep -hE '^p[0-9]-' $OA | sort | sed 's/^/  /'
 if [ -s "$PCAP" ]; then
   # Payload heuristics (RPC-over-RDMA, SMB Direct, ...) guess at test payloads and call some malformed: off.
-  noheur=(--disable-protocol rpcordma,smc,smb_direct,nvme-rdma,lnet,iser,eoib,infiniband_sdp,fcoib)
+  noheur=(); for p in rpcordma smc smb_direct nvme-rdma lnet iser infiniband.eoib infiniband_sdp fcoib; do noheur+=(--disable-protocol $p); done
   for net in 10.83.0 10.83.1; do
     total=$(tshark -r $PCAP -Y "ip.src == $net.0/24" 2>/dev/null | wc -l)
     [ "$total" = 0 ] && continue
