@@ -105,7 +105,7 @@ if [ -s "$PCAP" ]; then
   node "$ROOT/dist/spec/vm/roce-capture-check.js" $PCAP 10.83.0 || fail=1
   echo "capture: $PCAP"
 fi
-for s in $STA $STB; do [ -s $s ] && echo "stats $(basename $s): $(grep -iE 'roce|retrans|nak|dup|icrc' $s | grep -vE '\b0$' | head -30 | tr -s ' ' | tr '\n' ';')"; done
+for s in $STA $STB; do [ -s $s ] && echo "stats $(basename $s): $(grep -iE 'roce|packets|retrans|timeouts|nak|dup|icrc|drops' $s | grep -vE '\b0$' | head -30 | tr -s ' ' | tr '\n' ';')"; done
 echo "server warnings: A $(grep -c ' warn: ' $LA)$([ "$PEER" = ionic ] && echo ", B $(grep -c ' warn: ' $LB)") (logs: $LA $LB)"
 grep -h ' warn: ' $LA | head -5
 [ $fail = 0 ] && echo "ok   - RoCEv2 between two guests ($PEER peer)" || echo "FAIL - RoCEv2 between two guests ($PEER peer)"
