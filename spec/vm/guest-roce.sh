@@ -20,6 +20,14 @@ for a in $ADDRS; do
   ip addr add $addr dev $nic && ip link set $nic up
   echo "$ROLE: $drv netdev $nic $addr $(cat /sys/class/net/$nic/address)"
 done
+# A lossy wire (roce-rxe.sh NETEM=...): netem on this guest's NIC, both ways.
+if [ -n "${NETEM:-}" ]; then
+  for a in $ADDRS; do nic=$(netdev_of ${a%%=*} | head -1); done
+  modprobe -a sch_netem sch_ingress cls_matchall act_gact 2>/dev/null
+  check "$ROLE: netem $NETEM on $nic's egress" "tc qdisc add dev $nic root netem $NETEM"
+  check "$ROLE: one in ${NETEM_DROP:-100} packets dropped at random on $nic's ingress" \
+    "tc qdisc add dev $nic handle ffff: ingress && tc filter add dev $nic parent ffff: matchall action gact pass random netrand drop ${NETEM_DROP:-100}"
+fi
 if [ -n "${RXE_ON:-}" ]; then
   modprobe rdma_rxe
   check "$ROLE: rxe0 on the $RXE_ON netdev" "rdma link add rxe0 type rxe netdev $(netdev_of $RXE_ON | head -1)"
@@ -101,4 +109,7 @@ for entry in $PLAN; do
     echo "$ROLE ionic_0 hw_counters: $(cd $hw 2>/dev/null && grep -H . * 2>/dev/null | grep -v ':0$' | head -40 | tr '\n' ' ')"
   fi
 done
+if [ -n "${NETEM:-}" ]; then
+  echo "$ROLE netem: $(tc -s qdisc show dev $nic | grep -m1 -oE 'dropped [0-9]+' ) at egress; ingress: $(tc -s filter show dev $nic parent ffff: | grep -m1 -oE 'Sent [0-9]+ bytes [0-9]+ pkt \(dropped [0-9]+' )"
+fi
 exit $fail

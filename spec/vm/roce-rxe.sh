@@ -8,10 +8,11 @@
 # ibv_rc_pingpong -c, ibv_ud_pingpong, ib_{write,read,send}_bw, ib_write_lat,
 # ib_atomic_bw, ib_write_bw -R and rping -v, B serving and A connecting.
 # PEER=ionic: guest B is a second rocm-ernic server's ionic_0 instead
-# (ionic_0 <-> ionic_0 over RoCE, one phase). NETEM="loss 1% reorder 1% 50%":
-# tc netem on both guests' host TAPs (every phase then runs over a lossy
-# wire). PHASES="ionic baseline" (the default) picks the phases of the rxe
-# peer. The bridge's UDP 4791 traffic is captured and dissected by tshark
+# (ionic_0 <-> ionic_0 over RoCE, one phase). NETEM="delay 1ms loss 1% reorder
+# 1% 50%": a lossy wire made in guest B (the host kernel may lack sch_netem):
+# tc netem on its NIC's egress, and on its ingress a drop of one packet in
+# NETEM_DROP (100) at random, so both directions lose packets.
+# PHASES="ionic baseline" (the default) picks the phases of the rxe peer. The bridge's UDP 4791 traffic is captured and dissected by tshark
 # (RRoCE; malformed packets counted). Needs root and the rig's images.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,10 +40,6 @@ trap cleanup EXIT
 ip link add $BR type bridge || exit 1
 for t in $TA $TB $TV; do ip tuntap add dev $t mode tap && ip link set $t master $BR && ip link set $t up || exit 1; done
 ip link set $BR up
-if [ -n "${NETEM:-}" ]; then
-  for t in $TA $TB $TV; do tc qdisc add dev $t root netem $NETEM || exit 1; done
-  echo "netem on the guests' TAPs: $NETEM"
-fi
 if command -v tshark >/dev/null; then
   tshark -q -i $BR -f "udp port 4791" -F pcap -w $PCAP >/dev/null 2>&1 & cap=$!
 fi
@@ -74,6 +71,7 @@ else
   done
   envA="ROLE=client ADDRS=\"ionic=10.83.0.1/24 virtio_net=10.83.1.1/24\" RXE_ON=virtio_net PLAN=\"${planA# }\""
   envB="ROLE=server ADDRS=\"virtio_net=10.83.0.2/24 virtio_net=10.83.1.2/24\" RXE_ON=virtio_net PLAN=\"${planB# }\""
+  [ -n "${NETEM:-}" ] && envB+=" NETEM=\"$NETEM\" NETEM_DROP=${NETEM_DROP:-100}"
   argsB=(--virtio-tap $TB --virtio-mac 52:54:00:7a:70:0b --smp 2)
 fi
 guest $OB "${argsB[@]}" --script <(printf '#!/bin/bash\nexport %s\n' "$envB"; cat "$HERE/guest-roce.sh") & gb=$!
