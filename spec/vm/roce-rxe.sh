@@ -12,8 +12,10 @@
 # 1% 50%": a lossy wire made in guest B (the host kernel may lack sch_netem):
 # tc netem on its NIC's egress, and on its ingress a drop of one packet in
 # NETEM_DROP (100) at random, so both directions lose packets.
-# PHASES="ionic baseline" (the default) picks the phases of the rxe peer. The bridge's UDP 4791 traffic is captured and dissected by tshark
-# (RRoCE; malformed packets counted). Needs root and the rig's images.
+# PHASES="ionic baseline" (the default) picks the phases of the rxe peer.
+# The bridge's UDP 4791 traffic is captured and dissected by tshark (RRoCE;
+# malformed packets counted) and every frame's ICRC checked by our codec.
+# Needs root and the rig's images.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
