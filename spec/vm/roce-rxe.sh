@@ -11,7 +11,8 @@
 # (ionic_0 <-> ionic_0 over RoCE, one phase). NETEM="delay 1ms loss 1% reorder
 # 1% 50%": a lossy wire made in guest B (the host kernel may lack sch_netem):
 # tc netem on its NIC's egress, and on its ingress a drop of one packet in
-# NETEM_DROP (100) at random, so both directions lose packets.
+# NETEM_DROP (100) at random, so both directions lose packets (ibv_ud_pingpong
+# is left out then: a lost datagram is never resent and stalls it).
 # PHASES="ionic baseline" (the default) picks the phases of the rxe peer.
 # The bridge's UDP 4791 traffic is captured and dissected by tshark (RRoCE;
 # malformed packets counted) and every frame's ICRC checked by our codec.
@@ -73,7 +74,7 @@ else
   done
   envA="ROLE=client ADDRS=\"ionic=10.83.0.1/24 virtio_net=10.83.1.1/24\" RXE_ON=virtio_net PLAN=\"${planA# }\""
   envB="ROLE=server ADDRS=\"virtio_net=10.83.0.2/24 virtio_net=10.83.1.2/24\" RXE_ON=virtio_net PLAN=\"${planB# }\""
-  [ -n "${NETEM:-}" ] && envB+=" NETEM=\"$NETEM\" NETEM_DROP=${NETEM_DROP:-100}"
+  [ -n "${NETEM:-}" ] && envB+=" LOSSY=1 NETEM=\"$NETEM\" NETEM_DROP=${NETEM_DROP:-100}" envA+=" LOSSY=1"
   argsB=(--virtio-tap $TB --virtio-mac 52:54:00:7a:70:0b --smp 2)
 fi
 guest $OB "${argsB[@]}" --script <(printf '#!/bin/bash\nexport %s\n' "$envB"; cat "$HERE/guest-roce.sh") & gb=$!
