@@ -6,7 +6,7 @@
 # second server). Both run the same steps in the same order, one phase per
 # entry of PLAN; a client retries until its server listens.
 # Env: ROLE; ADDRS ("driver=ip/len ...": addresses per NIC, by driver name);
-# RXE_ON (a driver whose netdev gets rxe0, or empty); PLAN ("device:my-ip:peer-ip ...").
+# RXE_ON (a driver whose netdev gets rxe0, or empty); PLAN ("device:my-ip:peer-ip[:role] ...").
 set -u
 fail=0
 check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fail=1; fi; }
@@ -95,11 +95,14 @@ suite() { # device gid-index my-ip peer-ip
   report rping_$PHASE "rping -v (10 pings)" "echo \$(grep -c 'ping data' /tmp/out.rping_$PHASE) pings with data"
 }
 
+BASE_ROLE=$ROLE
 n=0
 for entry in $PLAN; do
   n=$((n + 1))
-  IFS=: read -r dev me peer_ip <<< "$entry"
-  PHASE="p$n-$dev"
+  # An entry may swap the roles for its phase (":server" on A, ":client" on B): both directions.
+  IFS=: read -r dev me peer_ip role <<< "$entry"
+  ROLE=${role:-$BASE_ROLE}
+  PHASE="p$n-$dev-$ROLE"
   for _ in $(seq 60); do ping -c 1 -W 1 $peer_ip >/dev/null 2>&1 && break; sleep 1; done
   check "$ROLE $PHASE: the peer answers ping at $peer_ip" "ping -c 3 -W 2 $peer_ip | grep -q ' 0% packet loss'"
   check "$ROLE $PHASE: $dev port active" "ibv_devinfo -d $dev | grep -q PORT_ACTIVE"

@@ -3,17 +3,19 @@
 # Guest A: the ionic NIC of a rocm-ernic server started with --backend roce
 # (its TAP on the bridge) plus a virtio-net NIC; guest B: a virtio-net NIC with
 # stock rdma_rxe (rxe0) on it. Phase 1: ionic_0 (A, 10.83.0.1) <-> rxe0 (B,
-# 10.83.0.2); phase 2, the baseline between the same two VMs: rxe0 on A's
-# virtio-net (10.83.1.1) <-> rxe0 (B, 10.83.1.2). Each phase runs
-# ibv_rc_pingpong -c, ibv_ud_pingpong, ib_{write,read,send}_bw, ib_write_lat,
-# ib_atomic_bw, ib_write_bw -R and rping -v, B serving and A connecting.
+# 10.83.0.2), B serving and A connecting; phase 2 the same with A serving;
+# phase 3, the baseline between the same two VMs: rxe0 on A's virtio-net
+# (10.83.1.1) <-> rxe0 (B, 10.83.1.2). Each phase runs ibv_rc_pingpong -c,
+# ibv_ud_pingpong, ib_{write,read,send}_bw, ib_write_lat, ib_atomic_bw,
+# ib_write_bw -R and rping -v.
 # PEER=ionic: guest B is a second rocm-ernic server's ionic_0 instead
 # (ionic_0 <-> ionic_0 over RoCE, one phase). NETEM="delay 1ms loss 1% reorder
 # 1% 50%": a lossy wire made in guest B (the host kernel may lack sch_netem):
 # tc netem on its NIC's egress, and on its ingress a drop of one packet in
 # NETEM_DROP (100) at random, so both directions lose packets (ibv_ud_pingpong
 # is left out then: a lost datagram is never resent and stalls it).
-# PHASES="ionic baseline" (the default) picks the phases of the rxe peer.
+# PHASES="ionic ionic-rev baseline" (the default) picks the phases of the rxe
+# peer: ionic-rev is phase 1 with the roles swapped (A serving, B connecting).
 # The bridge's UDP 4791 traffic is captured and dissected by tshark (RRoCE;
 # malformed packets counted) and every frame's ICRC checked by our codec.
 # Needs root and the rig's images.
@@ -22,7 +24,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 RIG=${E2E_RIG:-$HERE/rig}
 PEER=${PEER:-rxe}
-PHASES=${PHASES:-ionic baseline}
+PHASES=${PHASES:-ionic ionic-rev baseline}
 BACKEND=${ROCE_BACKEND:-roce}
 ID=$$
 BR=errbr$((ID % 10000)); TA=errta$((ID % 10000)); TB=errtb$((ID % 10000)); TV=errtv$((ID % 10000))
@@ -68,8 +70,9 @@ else
   for ph in $PHASES; do
     case $ph in
       ionic) planA+=" ionic_0:10.83.0.1:10.83.0.2" planB+=" rxe0:10.83.0.2:10.83.0.1" ;;
+      ionic-rev) planA+=" ionic_0:10.83.0.1:10.83.0.2:server" planB+=" rxe0:10.83.0.2:10.83.0.1:client" ;;
       baseline) planA+=" rxe0:10.83.1.1:10.83.1.2" planB+=" rxe0:10.83.1.2:10.83.1.1" ;;
-      *) echo "PHASES: unknown phase $ph (ionic, baseline)"; exit 2 ;;
+      *) echo "PHASES: unknown phase $ph (ionic, ionic-rev, baseline)"; exit 2 ;;
     esac
   done
   envA="ROLE=client ADDRS=\"ionic=10.83.0.1/24 virtio_net=10.83.1.1/24\" RXE_ON=virtio_net PLAN=\"${planA# }\""
@@ -90,7 +93,7 @@ fail=0
 [ $ra = 0 ] && [ $rb = 0 ] || fail=1
 for p in "${pids[@]}"; do kill -0 $p 2>/dev/null || { echo "FAIL - a server exited"; fail=1; }; done
 echo "##### ionic_0 <-> peer beside the baseline (same two VMs, TCG)"
-grep -hE '^p[0-9]-' $OA | sort | sed 's/^/  /'
+grep -hE '^p[0-9]-' $OA | sed 's/^/  /'
 if [ -s "$PCAP" ]; then
   # Payload heuristics (RPC-over-RDMA, SMB Direct, ...) guess at test payloads and call some malformed: off.
   noheur=(); for p in rpcordma smc smb_direct nvme-rdma lnet iser infiniband.eoib infiniband_sdp fcoib; do noheur+=(--disable-protocol $p); done
