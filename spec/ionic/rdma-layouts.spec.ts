@@ -1,6 +1,6 @@
 // Pins lib/ionic/rdma/layouts.ts to docs/driver-contract.md (part R): each
 // table's offsets, sizes and byte orders, written out here from the contract.
-// (The CQE is pinned in spec/rdma/datapath-layouts.spec.ts, the field codec in
+// (The CQE is pinned in spec/rdma/datapath/wqe-layout.spec.ts, the field codec in
 // spec/protocol/field.spec.ts.)
 
 import { expect } from 'chai';
