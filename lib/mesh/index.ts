@@ -13,12 +13,13 @@
 import type { Logger } from '../log';
 import { parseHost } from './address';
 import { ConfigResult, parseMeshBackend, parseMeshEnv } from './config';
-import { meshExposure, MeshStartOptions } from './mesh';
+import { meshExposure, MeshStartOptions } from './exposure';
 import type { MeshOptions } from './mesh-types';
 import { CredentialFiles, loadMeshCredentials } from './tls';
 
-export { Mesh, meshExposure } from './mesh';
-export type { MeshSecurityOptions, MeshStartOptions } from './mesh';
+export { Mesh } from './mesh';
+export { meshExposure } from './exposure';
+export type { MeshSecurityOptions, MeshStartOptions } from './exposure';
 export { CREDENTIALS_HINT, loadMeshCredentials, MESH_TLS_CIPHERS, pskKeyId, PSK_MIN_BYTES, PSK_MAX_BYTES } from './tls';
 export type { CredentialFiles, MeshCredentials } from './tls';
 export type { AdmissionLimits } from './admission';
