@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { CqeType, decodeCqe, encodeCqe, IonicStatus, newCqeRecord, RecvOp } from '../../../lib/rdma/datapath/cqe';
 import { decodeRecvWqe, decodeSendWqe, RecvWqe, SendWqe, WqeError } from '../../../lib/rdma/datapath/wqe-decode';
-import { hex, Poke } from '../datapath-helpers';
+import { hex, Poke } from './helpers';
 
 const RC = { version: 1, datagram: false } as const;
 

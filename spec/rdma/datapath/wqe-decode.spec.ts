@@ -17,7 +17,7 @@ import {
   WqeErrorCode,
 } from '../../../lib/rdma/datapath/wqe-decode';
 import { SendVerb, SpecFormat } from '../../../lib/rdma/datapath/wqe-layout';
-import { hex, Poke } from '../datapath-helpers';
+import { hex, Poke } from './helpers';
 
 const RC = { version: 1, datagram: false } as const;
 const RC2 = { version: 2, datagram: false } as const;
