@@ -67,6 +67,20 @@ describe('project: spec mirrors lib', () => {
     expect(stray).to.deep.equal([]);
   });
 
+  it('bench imports from spec/ only the shared support place, spec/support/', () => {
+    const stray = files
+      .filter((f) => f.startsWith(`bench${path.sep}`))
+      .flatMap((f) =>
+        [...fs.readFileSync(path.join(ROOT, f), 'utf8').matchAll(/from '([^']+)'/g)]
+          .map((m) => path.join(path.dirname(f), m[1]!))
+          .filter(
+            (target) => target.startsWith(`spec${path.sep}`) && !target.startsWith(`spec${path.sep}support${path.sep}`),
+          )
+          .map((target) => `${f} imports ${target}`),
+      );
+    expect(stray).to.deep.equal([]);
+  });
+
   it('the modules with a spec at their mirrored path do not fall below 84', () => {
     const { have, of } = mirroredModules(files);
     expect(have, `${have} of ${of} modules`).to.be.at.least(84);

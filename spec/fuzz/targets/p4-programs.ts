@@ -4,7 +4,7 @@
 // operators from Object.prototype's keys, huge and negative sizes and widths,
 // deep and wide expressions, deleted and duplicated parts, broken JSON text.
 
-import { syntheticProgram } from '../../p4/helpers';
+import { syntheticProgram } from '../../support/p4';
 
 export const FIXTURES = [
   'simple_router.json',

@@ -29,7 +29,7 @@ import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/device/devcmd';
 import { P4LoadError } from '../../../lib/p4/program/load';
 import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
 import { GuestP4 } from '../../p4/guest';
-import { ethernet, fixtureText, ipv4, snapshot, tcp, udp } from '../../p4/helpers';
+import { ethernet, fixtureText, ipv4, snapshot, tcp, udp } from '../../support/p4';
 import { FuzzFinding, registerTarget } from './index';
 import {
   breakText,

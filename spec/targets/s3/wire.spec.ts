@@ -1,5 +1,5 @@
 // HTTP through the TCP endpoint: a guest-side client made of hand-built
-// frames (guest-tcp.ts) sends requests to S3Endpoint.claimTx, and the same
+// frames (spec/support/s3-guest-tcp.ts) sends requests to S3Endpoint.claimTx, and the same
 // http.Server that serves host clients answers through frames out: ARP, a
 // PUT larger than the receive window, a GET of it back, a ranged GET, and a
 // host client seeing the same object through listen=.
@@ -10,8 +10,8 @@ import * as http from 'http';
 import type { AddressInfo } from 'net';
 import { S3Endpoint } from '../../../lib/targets/s3/endpoint';
 import { S3_DEFAULTS } from '../../../lib/targets/s3/options';
-import { arpRequest, decode } from './frames';
-import { GuestTcp } from './guest-tcp';
+import { arpRequest, decode } from '../../support/s3-frames';
+import { GuestTcp } from '../../support/s3-guest-tcp';
 
 function headerOf(text: string, name: string): string | undefined {
   const m = new RegExp(`^${name}: *(.*)$`, 'mi').exec(text);

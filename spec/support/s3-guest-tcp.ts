@@ -1,9 +1,9 @@
 // A test-only TCP client on the guest side of the wire: it speaks to the
-// store's endpoint with frames from frames.ts (never the code under test),
+// store's endpoint with frames from s3-frames.ts (never the code under test),
 // acknowledges what arrives in order, respects the advertised window, and
 // collects the byte stream until the endpoint's FIN.
 
-import { ACK, decode, FIN, Out, PSH, SYN, tcp } from './frames';
+import { ACK, decode, FIN, Out, PSH, SYN, tcp } from './s3-frames';
 
 const MSS = 1460;
 
