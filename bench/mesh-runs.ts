@@ -12,7 +12,7 @@ export const RESULT_TAG = '#mesh-run-result ';
 const MiB = 1024 * 1024;
 
 /** The script to run again, how many times, and the throughput message size (bytes, and as printed). */
-export interface SeveralRuns {
+interface SeveralRuns {
   script: string;
   runs: number;
   size: number;

@@ -39,7 +39,7 @@ const napCell = new Int32Array(new SharedArrayBuffer(4));
 export const LAT_SLOTS = 512;
 
 /** How the guest waits when a poll found nothing (BENCH_MESH_WAIT). */
-export function waitForCqe(cq: CqPoller): Promise<void> {
+function waitForCqe(cq: CqPoller): Promise<void> {
   if (WAIT === 'event') return cq.event(10_000);
   if (WAIT === 'nap') {
     for (let i = 0; i < NAPS && !cq.peek(); i++) Atomics.wait(napCell, 0, 0, NAP_MS);
@@ -49,7 +49,7 @@ export function waitForCqe(cq: CqPoller): Promise<void> {
 }
 
 /** Post an RDMA WRITE of A's MR bytes [off, off + len) to B's MR at the same offset (no doorbell). */
-export function postWrite(a: Side, b: Side, id: number, off: number, len: number): void {
+function postWrite(a: Side, b: Side, id: number, off: number, len: number): void {
   a.v.postSend(
     a.qp,
     { op: WOp.RDMA_WRITE, id, sges: [a.mr.sge(off, len)], remote: { va: b.mr.va + off, rkey: b.mr.key } },

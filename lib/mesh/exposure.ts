@@ -8,7 +8,7 @@ import type { MeshOptions } from './mesh-types';
 import { CREDENTIALS_HINT, MeshCredentials } from './tls';
 
 /** What Mesh.start() takes beyond MeshOptions: how links are secured and inbound connections bounded. */
-export interface MeshSecurityOptions {
+interface MeshSecurityOptions {
   /** TLS 1.3 credentials (tls.ts loadMeshCredentials); absent or null: plaintext, loopback only. */
   readonly credentials?: MeshCredentials | null;
   /** Bounds on inbound connections (admission.ts; tests lower them). */

@@ -16,8 +16,8 @@ export const virtio_net_hdr = {
 } as const;
 
 /** virtio_net_hdr.flags */
-export const VIRTIO_NET_HDR_F_NEEDS_CSUM = 0x1;
-export const VIRTIO_NET_HDR_F_DATA_VALID = 0x2;
+const VIRTIO_NET_HDR_F_NEEDS_CSUM = 0x1;
+const VIRTIO_NET_HDR_F_DATA_VALID = 0x2;
 
 /** virtio_net_hdr.gso_type */
 export const enum VirtioGso {

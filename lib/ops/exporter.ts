@@ -45,7 +45,7 @@ import {
 
 export const EXPORTER_PORT = 9840;
 /** The prefix of every family the exporter serves (the server's is rocm_ernic_). */
-export const EXPORTER_PREFIX = 'ernic_';
+const EXPORTER_PREFIX = 'ernic_';
 export const DEFAULT_RUN_DIR = '/run/rocm-ernic';
 export const MANIFEST = 'instances.json';
 /** Instance ids are small; a bigger one in the manifest is refused, not made a label. */
@@ -81,14 +81,14 @@ const entrySchema = z
 
 const manifestSchema = z.union([z.array(entrySchema), z.object({ instances: z.array(entrySchema) }).passthrough()]);
 
-export interface VmView {
+interface VmView {
   readonly name: string;
   readonly attached: boolean;
   readonly uptimeSeconds: number | null;
   readonly gpuPassthrough: boolean;
 }
 
-export interface InstanceView {
+interface InstanceView {
   readonly id: string;
   readonly role: string;
   readonly mac: string;
@@ -98,7 +98,7 @@ export interface InstanceView {
   readonly stats: ParsedStats | null;
 }
 
-export interface RunDirView {
+interface RunDirView {
   readonly instances: readonly InstanceView[];
   /** Why instances.json was not used (absent is not an error). */
   readonly manifestError: string | null;
@@ -113,7 +113,7 @@ export interface ProcessProbe {
   uptime(pid: number): number | null;
 }
 
-export const linuxProcesses: ProcessProbe = {
+const linuxProcesses: ProcessProbe = {
   alive(pid) {
     try {
       process.kill(pid, 0);

@@ -35,19 +35,17 @@ import {
   commandsTotal,
   MeshStatsSource,
   OpsSources,
-  QP_TYPE_NAMES,
   qpsById,
   qpStateName,
   qpTypeName,
 } from './stats-source';
-import { QP_STATE_NAMES } from '../rdma/types';
 
-export const METRICS_PREFIX = 'rocm_ernic_';
+const METRICS_PREFIX = 'rocm_ernic_';
 /** Per-QP series are kept for at most this many QPs (the lowest ids). */
 export const QP_METRICS_MAX = 32;
 /** The {device, port} of node_exporter's infiniband collector: the name the guest's ionic_rdma gives the device, port 1. */
-export const IB_DEVICE = 'ionic_0';
-export const IB_PORT = '1';
+const IB_DEVICE = 'ionic_0';
+const IB_PORT = '1';
 
 const RDMA_HELP: Readonly<Record<string, string>> = {
   admin_commands: 'RDMA admin queue commands completed (refused ones included)',
@@ -350,6 +348,3 @@ export function serverRegistry(src: OpsSources, opts: { qpMax?: number; profile?
   registerFamilies(reg, serverFamilies(src, opts));
   return reg;
 }
-
-/** Label values the families can take, for the docs and tests. */
-export const LABEL_SETS = { qpType: QP_TYPE_NAMES, qpState: QP_STATE_NAMES, opcode: OPCODE_NAMES } as const;

@@ -9,7 +9,7 @@ import type { IpVersion } from './types';
 
 /** A RoCEv2 GID holding an IPv4 address: ::ffff:a.b.c.d. */
 export const ipv4_mapped_gid = { zero: raw(0, 10), ffff: be(10, 2), addr: raw(12, 4), SIZE: 16 } as const;
-export const IPV4_MAPPED_MARK = 0xffff;
+const IPV4_MAPPED_MARK = 0xffff;
 
 export interface AddressVector {
   readonly ipVersion: IpVersion;
@@ -34,7 +34,7 @@ export interface AddressVector {
 }
 
 /** Whether a GID is an IPv4-mapped one (::ffff:a.b.c.d). */
-export function isIpv4Gid(gid: Buffer): boolean {
+function isIpv4Gid(gid: Buffer): boolean {
   const g = ipv4_mapped_gid;
   return (
     gid.length === g.SIZE &&

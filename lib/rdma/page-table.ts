@@ -21,7 +21,7 @@ import { getField, le, U64_UNSAFE } from '../../protocol/field';
 import { RDMA_PT_READ_CHUNK } from './limits';
 
 /** One entry of a page list in guest memory (CREATE_MR, REG_MR): a page's bus address, LE64. */
-export const page_list_entry = { addr: le(0, 8), SIZE: 8 } as const;
+const page_list_entry = { addr: le(0, 8), SIZE: 8 } as const;
 const PTE = page_list_entry;
 
 /** Result of a translation. */
@@ -34,7 +34,7 @@ export const enum PtStatus {
 }
 
 /** Why a table could not be built. */
-export type PageTableError =
+type PageTableError =
   /** The page-address array is not readable guest memory. */
   | 'unreadable'
   /** A page address is not aligned to the page size, or is past 2^53. */

@@ -26,7 +26,7 @@ import * as native from '../native';
 import type { CapturedFd, CapturedMessage } from './pcapng';
 import { RawHeader, Transport, TransportHandler } from './transport';
 
-export interface ReplayOptions {
+interface ReplayOptions {
   /** Connection index in the capture (default 0). */
   readonly conn?: number;
   /**
@@ -39,7 +39,7 @@ export interface ReplayOptions {
 }
 
 /** One field of a message that differs: a header field, `payload` (first differing bytes), `fds`, `reply`, ... */
-export interface FieldDifference {
+interface FieldDifference {
   readonly field: string;
   /** For `payload`: offset of the first differing byte in the payload (after the header). */
   readonly offset?: number;
@@ -69,7 +69,7 @@ export interface ReplayAllowance {
 }
 
 /** The command names a capture may carry (protocol/constants), in command-number order. */
-export function knownCommandNames(): string[] {
+function knownCommandNames(): string[] {
   const out: string[] = [];
   // commandName answers `CMDnn` for a number it does not know; commands are u16 but the known ones are few and low.
   for (let c = 1; c < 256; c++) if (commandName(c) !== `CMD${c}`) out.push(commandName(c));
@@ -452,9 +452,4 @@ export function describeFields(fields: readonly FieldDifference[]): string {
       return `${f.field} recorded ${f.expected}, got ${f.actual}`;
     })
     .join('; ');
-}
-
-/** One line saying how two replies differ: header fields first, then the first differing payload bytes. */
-export function describeDifference(recorded: Buffer, live: Buffer): string {
-  return describeFields(differingFields(recorded, live));
 }

@@ -5,7 +5,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 
 export const ROOT = path.join(__dirname, '..', '..', '..');
-export const SOURCE_TOPS = ['lib', 'bin', 'protocol', 'spec', 'bench'];
+const SOURCE_TOPS = ['lib', 'bin', 'protocol', 'spec', 'bench'];
 
 /** Every .ts file under the source folders, relative to the root, sorted. */
 export function sourceFiles(): string[] {

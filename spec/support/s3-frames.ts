@@ -32,7 +32,7 @@ function eth(dst: Buffer, type: number, body: Buffer): Buffer {
   return Buffer.concat([h, body]);
 }
 
-export function ipv4(proto: number, l4: Buffer, src = GUEST_IP, dst = STORE_IP): Buffer {
+function ipv4(proto: number, l4: Buffer, src = GUEST_IP, dst = STORE_IP): Buffer {
   const h = Buffer.alloc(20);
   h[0] = 0x45;
   h.writeUInt16BE(20 + l4.length, 2);
@@ -68,7 +68,7 @@ export function echoRequest(id: number, seq: number, data: Buffer): Buffer {
   return ipv4(1, m);
 }
 
-export interface Seg {
+interface Seg {
   sport: number;
   dport: number;
   seq: number;

@@ -4,7 +4,7 @@ import { NicProfile, ProfileLimits } from './model';
 
 const L = ProfileLimits;
 
-export interface VectorPlan {
+interface VectorPlan {
   /** Ethernet queue pairs the driver brings up. */
   readonly nxqs: number;
   /** RDMA event-queue vectors the driver reserves. */

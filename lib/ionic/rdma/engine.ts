@@ -51,7 +51,7 @@ import { rdmaEqCount } from './identity';
 import { ionic_rdma_queue_cmd, ionic_rdma_reset_cmd } from './layouts';
 import { getField, U64_UNSAFE } from '../../../protocol/field';
 
-export interface RdmaEngineOptions {
+interface RdmaEngineOptions {
   readonly profile: NicProfile;
   memory(): GuestMemory | undefined;
   readonly interrupts: InterruptController;

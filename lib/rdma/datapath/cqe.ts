@@ -95,7 +95,7 @@ export const enum RecvOp {
 }
 
 /** Bits of qid_type_flags and src_qpn_op. */
-export const CqeBits = {
+const CqeBits = {
   COLOR: 1 << 0,
   ERROR: 1 << 1,
   TYPE_SHIFT: 5,
@@ -167,7 +167,7 @@ export function newCqeRecord(): CqeRecord {
 }
 
 /** The qid_type_flags word of a record (color included). */
-export function cqeQtf(rec: CqeRecord): number {
+function cqeQtf(rec: CqeRecord): number {
   return (
     (((rec.qid & CqeBits.QID_MASK) << CqeBits.QID_SHIFT) |
       ((rec.type & CqeBits.TYPE_MASK) << CqeBits.TYPE_SHIFT) |
@@ -178,7 +178,7 @@ export function cqeQtf(rec: CqeRecord): number {
 }
 
 /** The src_qpn_op word of a RECV record. */
-export function cqeSrcQpnOp(rec: CqeRecord): number {
+function cqeSrcQpnOp(rec: CqeRecord): number {
   return (
     ((rec.srcQpn & CqeBits.RECV_QPN_MASK) |
       ((rec.recvOp & CqeBits.RECV_OP_MASK) << CqeBits.RECV_OP_SHIFT) |

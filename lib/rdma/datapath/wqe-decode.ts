@@ -61,7 +61,7 @@ function wqeError(code: WqeErrorCode, status: IonicStatus): WqeError {
 }
 
 /** Prebuilt decode errors (decoding allocates nothing on failure). */
-export const WqeErrors = {
+const WqeErrors = {
   TRUNCATED: wqeError(WqeErrorCode.TRUNCATED, IonicStatus.LOCAL_QP_OPER),
   BAD_OPCODE: wqeError(WqeErrorCode.BAD_OPCODE, IonicStatus.LOCAL_QP_OPER),
   BAD_SPEC: wqeError(WqeErrorCode.BAD_SPEC, IonicStatus.LOCAL_QP_OPER),
@@ -206,7 +206,7 @@ export function newRecvWqe(): RecvWqe {
 // ---------------------------------------------------------------------------
 // Decoders
 
-export interface SendDecodeOptions {
+interface SendDecodeOptions {
   /** Identity RDMA version: < 2 selects v1 opcodes and the v1 atomic layout. */
   readonly version: number;
   /** The QP is UD or GSI: the common body is {ah_id, dest_qpn, dest_qkey} and only SEND/SEND_IMM are valid. */

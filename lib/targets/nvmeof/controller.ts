@@ -73,7 +73,7 @@ import {
 import { changedNamespaceLog, discoveryLog, ErrorEntry, errorLog, firmwareSlotLog, smartLog } from './log-pages';
 import type { NvmeofSubsystem } from './subsystem';
 
-export interface ControllerOptions {
+interface ControllerOptions {
   readonly subsystem: NvmeofSubsystem<NvmeofController>;
   readonly cntlid: number;
   readonly hostnqn: string;

@@ -50,7 +50,7 @@ import { NvmeofSubsystem, PortAddress, validNqn } from './subsystem';
 /** A subsystem of the target: its controllers are NvmeofControllers. */
 export type TargetSubsystem = NvmeofSubsystem<NvmeofController>;
 
-export interface TargetOptions {
+interface TargetOptions {
   readonly subsystem: TargetSubsystem;
   /** Where the subsystem is reachable (the discovery log entry). */
   readonly port: PortAddress;

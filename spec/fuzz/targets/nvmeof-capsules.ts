@@ -28,7 +28,7 @@ export interface CapsuleEpoch {
 }
 
 /** One capsule, what it is (for the trail), and whether it may be held (an AER). */
-export interface FuzzCapsule {
+interface FuzzCapsule {
   capsule: Buffer;
   what: string;
   held: boolean;

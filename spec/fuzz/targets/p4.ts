@@ -108,7 +108,7 @@ function randomCommand(r: Rnd, e: P4Engine | null): string {
 }
 
 /** Many adds of one kind (fills tables, profiles and sets to their limits), made as they are run. */
-export function* flood(r: Rnd, e: P4Engine, n: number): Generator<string> {
+function* flood(r: Rnd, e: P4Engine, n: number): Generator<string> {
   const t = r.pick([...e.tables.values()].filter((x) => x.keys.length > 0));
   const ap = r.pick([...e.profiles.values()]);
   const vs = r.pick([...e.vsets.sets.values()]);

@@ -74,7 +74,7 @@ export interface CmPeer {
   readonly vlanTci: number;
 }
 
-export type CmState = 'rep-sent' | 'established';
+type CmState = 'rep-sent' | 'established';
 
 /** One accepted connection: a guest QP and the controller QPN it talks to. */
 export interface CmConnection {
@@ -105,7 +105,7 @@ export interface CmHost {
   closed(c: CmConnection, why: string): void;
 }
 
-export interface CmResponderOptions {
+interface CmResponderOptions {
   /** The target's IPv4 address (a.b.c.d) and rdma_cm port. */
   readonly ip: string;
   readonly port: number;

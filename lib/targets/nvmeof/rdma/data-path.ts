@@ -89,7 +89,7 @@ interface QueueLink {
 }
 
 /** The default target MAC: locally administered, then the IPv4 address. */
-export function targetMac(ip: string): Buffer {
+function targetMac(ip: string): Buffer {
   return Buffer.from([0x02, 0x00, ...ip.split('.').map(Number)]);
 }
 

@@ -94,7 +94,7 @@ const KNOWN_QUERY = new Set([
  * own memory; the host listener is anyone on the host (or past it), so the
  * token path there needs a signature that covers the token.
  */
-export type RequestOrigin = 'guest' | 'host';
+type RequestOrigin = 'guest' | 'host';
 
 /** The handler: http.Server calls it with (req, res), which is the guest's wire; the host listener passes 'host'. */
 export type S3RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse, origin?: RequestOrigin) => void;
