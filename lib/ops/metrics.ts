@@ -143,7 +143,6 @@ const MESH_FAMILIES: readonly (readonly [
 /** The families of one server. */
 export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?: string } = {}): FamilySpec[] {
   const d: IonicDevice = src.device;
-  const P = METRICS_PREFIX;
   const ib = { device: IB_DEVICE, port: IB_PORT };
   const qpMax = opts.qpMax ?? QP_METRICS_MAX;
   const f: FamilySpec[] = [];
@@ -155,7 +154,7 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
     labels?: readonly string[],
   ): void => {
     f.push({
-      name: P + (type === 'counter' ? counterName(name) : name),
+      name: METRICS_PREFIX + (type === 'counter' ? counterName(name) : name),
       type,
       help,
       read,

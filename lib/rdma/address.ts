@@ -35,11 +35,10 @@ export interface AddressVector {
 
 /** Whether a GID is an IPv4-mapped one (::ffff:a.b.c.d). */
 function isIpv4Gid(gid: Buffer): boolean {
-  const g = ipv4_mapped_gid;
   return (
-    gid.length === g.SIZE &&
-    viewRaw(gid, 0, g.zero).every((b) => b === 0) &&
-    getField(gid, 0, g.ffff) === IPV4_MAPPED_MARK
+    gid.length === ipv4_mapped_gid.SIZE &&
+    viewRaw(gid, 0, ipv4_mapped_gid.zero).every((b) => b === 0) &&
+    getField(gid, 0, ipv4_mapped_gid.ffff) === IPV4_MAPPED_MARK
   );
 }
 

@@ -22,18 +22,18 @@ import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import { AdminOp, AdminStatus, CSUM_PROFILE_MAX } from './constants';
 import {
-  ionic_admin_create_ah as AH,
-  ionic_admin_create_cq as CCQ,
-  ionic_admin_create_mr as CMR,
-  ionic_admin_create_qp as CQP,
-  ionic_admin_create_srq as CSRQ,
-  ionic_admin_create_srq_resp as SRQR,
-  ionic_admin_destroy as DESTROY,
-  ionic_admin_mod_qp as MQP,
-  ionic_admin_modify_srq as MSRQ,
-  ionic_admin_query_qp as QQP,
-  ionic_admin_query_srq as QSRQ,
-  ionic_admin_stats_hdr as STATS,
+  ionic_admin_create_ah,
+  ionic_admin_create_cq,
+  ionic_admin_create_mr,
+  ionic_admin_create_qp,
+  ionic_admin_create_srq,
+  ionic_admin_create_srq_resp,
+  ionic_admin_destroy,
+  ionic_admin_mod_qp,
+  ionic_admin_modify_srq,
+  ionic_admin_query_qp,
+  ionic_admin_query_srq,
+  ionic_admin_stats_hdr,
 } from './layouts';
 import { AdminEnv, AdminOutcome, AdminResult, dbidOk, OK, refuse, rmStatus } from './admin-outcome';
 import { createQp, modifyQp, queryQp, readTemplate } from './admin-qp';
@@ -43,24 +43,24 @@ import { buildStatHeaders, buildStatValues, headersNeeded, valuesSize } from './
 
 /** Body bytes each opcode needs at least (its struct size). */
 const MIN_LEN: ReadonlyMap<number, number> = new Map([
-  [AdminOp.CREATE_CQ, CCQ.SIZE],
-  [AdminOp.CREATE_QP, CQP.SIZE],
-  [AdminOp.CREATE_MR, CMR.SIZE],
-  [AdminOp.STATS_HDRS, STATS.SIZE],
-  [AdminOp.STATS_VALS, STATS.SIZE],
-  [AdminOp.QP_STATS_HDRS, STATS.SIZE],
-  [AdminOp.QP_STATS_VALS, STATS.SIZE],
-  [AdminOp.DESTROY_MR, DESTROY.SIZE],
-  [AdminOp.DESTROY_CQ, DESTROY.SIZE],
-  [AdminOp.DESTROY_QP, DESTROY.SIZE],
-  [AdminOp.DESTROY_AH, DESTROY.SIZE],
-  [AdminOp.MODIFY_QP, MQP.SIZE],
-  [AdminOp.QUERY_QP, QQP.SIZE],
-  [AdminOp.CREATE_AH, AH.SIZE],
-  [AdminOp.CREATE_SRQ, CSRQ.SIZE],
-  [AdminOp.MODIFY_SRQ, MSRQ.SIZE],
-  [AdminOp.QUERY_SRQ, QSRQ.SIZE],
-  [AdminOp.DESTROY_SRQ, DESTROY.SIZE],
+  [AdminOp.CREATE_CQ, ionic_admin_create_cq.SIZE],
+  [AdminOp.CREATE_QP, ionic_admin_create_qp.SIZE],
+  [AdminOp.CREATE_MR, ionic_admin_create_mr.SIZE],
+  [AdminOp.STATS_HDRS, ionic_admin_stats_hdr.SIZE],
+  [AdminOp.STATS_VALS, ionic_admin_stats_hdr.SIZE],
+  [AdminOp.QP_STATS_HDRS, ionic_admin_stats_hdr.SIZE],
+  [AdminOp.QP_STATS_VALS, ionic_admin_stats_hdr.SIZE],
+  [AdminOp.DESTROY_MR, ionic_admin_destroy.SIZE],
+  [AdminOp.DESTROY_CQ, ionic_admin_destroy.SIZE],
+  [AdminOp.DESTROY_QP, ionic_admin_destroy.SIZE],
+  [AdminOp.DESTROY_AH, ionic_admin_destroy.SIZE],
+  [AdminOp.MODIFY_QP, ionic_admin_mod_qp.SIZE],
+  [AdminOp.QUERY_QP, ionic_admin_query_qp.SIZE],
+  [AdminOp.CREATE_AH, ionic_admin_create_ah.SIZE],
+  [AdminOp.CREATE_SRQ, ionic_admin_create_srq.SIZE],
+  [AdminOp.MODIFY_SRQ, ionic_admin_modify_srq.SIZE],
+  [AdminOp.QUERY_SRQ, ionic_admin_query_srq.SIZE],
+  [AdminOp.DESTROY_SRQ, ionic_admin_destroy.SIZE],
 ]);
 
 /** Run one admin command. `body` holds exactly the WQE's `len` bytes. */
@@ -115,15 +115,19 @@ export function executeAdmin(env: AdminEnv, mem: GuestMemory, op: number, body: 
 
 function createCq(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
   const spec = {
-    id: getField(b, 0, CCQ.id_ver),
-    eqId: getField(b, 0, CCQ.eq_id),
-    depthLog2: getField(b, 0, CCQ.depth_log2),
-    strideLog2: getField(b, 0, CCQ.stride_log2),
-    dbid: getField(b, 0, CCQ.dbid_flags),
+    id: getField(b, 0, ionic_admin_create_cq.id_ver),
+    eqId: getField(b, 0, ionic_admin_create_cq.eq_id),
+    depthLog2: getField(b, 0, ionic_admin_create_cq.depth_log2),
+    strideLog2: getField(b, 0, ionic_admin_create_cq.stride_log2),
+    dbid: getField(b, 0, ionic_admin_create_cq.dbid_flags),
     admin: false,
   };
   if (!env.eqs.has(spec.eqId)) return refuse(AdminStatus.BAD_INDEX);
-  if (getField(b, 0, CCQ.dir_size_log2_rsvd) !== 0 || getField(b, 0, CCQ.cq_flags) !== 0 || !dbidOk(spec.dbid))
+  if (
+    getField(b, 0, ionic_admin_create_cq.dir_size_log2_rsvd) !== 0 ||
+    getField(b, 0, ionic_admin_create_cq.cq_flags) !== 0 ||
+    !dbidOk(spec.dbid)
+  )
     return refuse(AdminStatus.BAD_ATTR);
   const err = env.rm.checkCq(spec);
   if (err) return refuse(rmStatus(err));
@@ -132,9 +136,9 @@ function createCq(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
     {
       depthLog2: spec.depthLog2,
       strideLog2: spec.strideLog2,
-      pageSizeLog2: getField(b, 0, CCQ.page_size_log2),
-      mapCount: getField(b, 0, CCQ.map_count),
-      dmaAddr: getField(b, 0, CCQ.dma_addr),
+      pageSizeLog2: getField(b, 0, ionic_admin_create_cq.page_size_log2),
+      mapCount: getField(b, 0, ionic_admin_create_cq.map_count),
+      dmaAddr: getField(b, 0, ionic_admin_create_cq.dma_addr),
     },
     [RDMA_CQE_STRIDE_LOG2, RDMA_CQE_STRIDE_LOG2],
     true,
@@ -148,23 +152,24 @@ function createCq(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
 // ---- MR ------------------------------------------------------------------------------------
 
 function createMr(env: AdminEnv, b: Buffer): AdminOutcome {
-  const flags = getField(b, 0, CMR.dbid_flags);
+  const flags = getField(b, 0, ionic_admin_create_mr.dbid_flags);
   const spec = {
-    key: getField(b, 0, CMR.id_ver),
-    pdId: getField(b, 0, CMR.pd_id),
+    key: getField(b, 0, ionic_admin_create_mr.id_ver),
+    pdId: getField(b, 0, ionic_admin_create_mr.pd_id),
     flags,
-    iova: getField(b, 0, CMR.va),
-    length: getField(b, 0, CMR.length),
+    iova: getField(b, 0, ionic_admin_create_mr.va),
+    length: getField(b, 0, ionic_admin_create_mr.length),
   };
   const access = flags & 0xfff;
   if ((access & ~MR_ACCESS_SUPPORTED) !== 0) return refuse(AdminStatus.BAD_ATTR);
-  if (getField(b, 0, CMR.pt_type) !== 0 || getField(b, 0, CMR.dir_size_log2) !== 0) return refuse(AdminStatus.BAD_ATTR);
+  if (getField(b, 0, ionic_admin_create_mr.pt_type) !== 0 || getField(b, 0, ionic_admin_create_mr.dir_size_log2) !== 0)
+    return refuse(AdminStatus.BAD_ATTR);
   if (spec.iova === U64_UNSAFE || spec.length === U64_UNSAFE) return refuse(AdminStatus.BAD_ATTR);
   const kind = mrKindOf(flags);
   if (kind === null) return refuse(AdminStatus.BAD_TYPE);
   const err = env.rm.checkMr(spec);
   if (err) return refuse(rmStatus(err));
-  const mapCount = getField(b, 0, CMR.map_count);
+  const mapCount = getField(b, 0, ionic_admin_create_mr.map_count);
   if (kind !== MrKind.USER) {
     // FRMRs get their pages from a REG_MR WQE, windows from BIND_MW: nothing mapped yet.
     if (mapCount !== 0 || spec.length !== 0) return refuse(AdminStatus.BAD_ATTR);
@@ -175,9 +180,9 @@ function createMr(env: AdminEnv, b: Buffer): AdminOutcome {
     {
       iova: spec.iova,
       length: spec.length,
-      pageSizeLog2: getField(b, 0, CMR.page_size_log2),
+      pageSizeLog2: getField(b, 0, ionic_admin_create_mr.page_size_log2),
       mapCount,
-      dmaAddr: getField(b, 0, CMR.dma_addr),
+      dmaAddr: getField(b, 0, ionic_admin_create_mr.dma_addr),
     },
     env.rm.budget,
   );
@@ -204,22 +209,30 @@ function createMr(env: AdminEnv, b: Buffer): AdminOutcome {
 // ---- AH ------------------------------------------------------------------------------------
 
 function createAh(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
-  const id = getField(b, 0, AH.id_ver);
-  const csum = getField(b, 0, AH.csum_profile);
+  const id = getField(b, 0, ionic_admin_create_ah.id_ver);
+  const csum = getField(b, 0, ionic_admin_create_ah.csum_profile);
   if (id >= RDMA_AH_COUNT) return refuse(AdminStatus.BAD_INDEX);
   if (env.rm.ahs.has(id)) return refuse(AdminStatus.BAD_STATE);
-  if (csum > CSUM_PROFILE_MAX || getField(b, 0, AH.crypto) !== 0 || !dbidOk(getField(b, 0, AH.dbid_flags)))
+  if (
+    csum > CSUM_PROFILE_MAX ||
+    getField(b, 0, ionic_admin_create_ah.crypto) !== 0 ||
+    !dbidOk(getField(b, 0, ionic_admin_create_ah.dbid_flags))
+  )
     return refuse(AdminStatus.BAD_ATTR);
-  const av = readTemplate(mem, getField(b, 0, AH.dma_addr), getField(b, 0, AH.length));
+  const av = readTemplate(
+    mem,
+    getField(b, 0, ionic_admin_create_ah.dma_addr),
+    getField(b, 0, ionic_admin_create_ah.length),
+  );
   if (typeof av === 'number') return refuse(av);
-  const r = env.rm.createAh(id, getField(b, 0, AH.pd_id), av, csum);
+  const r = env.rm.createAh(id, getField(b, 0, ionic_admin_create_ah.pd_id), av, csum);
   return r.ok ? OK : refuse(rmStatus(r.error));
 }
 
 // ---- destroy -------------------------------------------------------------------------------
 
 function destroy(env: AdminEnv, b: Buffer, what: 'cq' | 'qp' | 'mr' | 'ah' | 'srq'): AdminResult {
-  const id = getField(b, 0, DESTROY.id);
+  const id = getField(b, 0, ionic_admin_destroy.id);
   const rm = env.rm;
   const h = env.hooks;
   switch (what) {
@@ -267,10 +280,10 @@ function refreshGauges(env: { rm: ResourceManager; counters: CounterSet }): void
 }
 
 function stats(env: AdminEnv, mem: GuestMemory, op: number, b: Buffer): AdminResult {
-  const addr = getField(b, 0, STATS.dma_addr);
-  const length = getField(b, 0, STATS.length);
-  const id = getField(b, 0, STATS.id_ver);
-  if (addr <= 0 || getField(b, 0, STATS.type_state) !== 0) return refuse(AdminStatus.BAD_ATTR);
+  const addr = getField(b, 0, ionic_admin_stats_hdr.dma_addr);
+  const length = getField(b, 0, ionic_admin_stats_hdr.length);
+  const id = getField(b, 0, ionic_admin_stats_hdr.id_ver);
+  if (addr <= 0 || getField(b, 0, ionic_admin_stats_hdr.type_state) !== 0) return refuse(AdminStatus.BAD_ATTR);
   const qpStats = op === AdminOp.QP_STATS_HDRS || op === AdminOp.QP_STATS_VALS;
   const names = qpStats ? QP_COUNTER_NAMES : DEVICE_COUNTER_NAMES;
   const headers = op === AdminOp.STATS_HDRS || op === AdminOp.QP_STATS_HDRS;
@@ -308,50 +321,61 @@ function stats(env: AdminEnv, mem: GuestMemory, op: number, b: Buffer): AdminRes
 const UDMA_MASK_ALL = 0x3;
 
 function createSrq(env: AdminEnv, mem: GuestMemory, b: Buffer): AdminResult {
-  const udmaMask = getField(b, 0, CSRQ.udma_mask);
-  const respAt = getField(b, 0, CSRQ.resp_dma_addr);
-  const respLen = getField(b, 0, CSRQ.resp_buf_len);
-  const dbid = getField(b, 0, CSRQ.dbid);
-  const limit = getField(b, 0, CSRQ.low_wqes_limit);
+  const udmaMask = getField(b, 0, ionic_admin_create_srq.udma_mask);
+  const respAt = getField(b, 0, ionic_admin_create_srq.resp_dma_addr);
+  const respLen = getField(b, 0, ionic_admin_create_srq.resp_buf_len);
+  const dbid = getField(b, 0, ionic_admin_create_srq.dbid);
+  const limit = getField(b, 0, ionic_admin_create_srq.low_wqes_limit);
   if ((udmaMask & UDMA_MASK_ALL) === 0 || (udmaMask & ~UDMA_MASK_ALL) !== 0) return refuse(AdminStatus.BAD_ATTR);
-  if (getField(b, 0, CSRQ.flags) !== 0 || !dbidOk(dbid) || respAt <= 0 || respLen < SRQR.SIZE)
+  if (
+    getField(b, 0, ionic_admin_create_srq.flags) !== 0 ||
+    !dbidOk(dbid) ||
+    respAt <= 0 ||
+    respLen < ionic_admin_create_srq_resp.SIZE
+  )
     return refuse(AdminStatus.BAD_ATTR);
   if (env.rm.nextSrqId() < 0) return refuse(AdminStatus.BAD_INDEX);
-  const ring = { depthLog2: getField(b, 0, CSRQ.depth_log2), strideLog2: getField(b, 0, CSRQ.stride_log2) };
+  const ring = {
+    depthLog2: getField(b, 0, ionic_admin_create_srq.depth_log2),
+    strideLog2: getField(b, 0, ionic_admin_create_srq.stride_log2),
+  };
   const t = loadRing(
     mem,
     {
       ...ring,
-      pageSizeLog2: getField(b, 0, CSRQ.page_size_log2),
-      mapCount: getField(b, 0, CSRQ.map_count),
-      dmaAddr: getField(b, 0, CSRQ.dma_addr),
+      pageSizeLog2: getField(b, 0, ionic_admin_create_srq.page_size_log2),
+      mapCount: getField(b, 0, ionic_admin_create_srq.map_count),
+      dmaAddr: getField(b, 0, ionic_admin_create_srq.dma_addr),
     },
     [RDMA_MIN_WQE_STRIDE_LOG2, RDMA_MAX_STRIDE_LOG2],
     false,
     env.rm.budget,
   );
   if (typeof t === 'number') return refuse(t);
-  const resp = Buffer.alloc(SRQR.SIZE);
+  const resp = Buffer.alloc(ionic_admin_create_srq_resp.SIZE);
   const probe: Buffer[] = [];
   if (mem.slices(respAt, resp.length, true, probe) !== MemStatus.OK) {
     env.rm.releaseTable(t);
     return refuse(AdminStatus.BAD_ATTR);
   }
   const udma = udmaMask & 1 ? 0 : 1;
-  const r = env.rm.createSrq(getField(b, 0, CSRQ.pd_id), udma, ring, t, limit, dbid);
+  const r = env.rm.createSrq(getField(b, 0, ionic_admin_create_srq.pd_id), udma, ring, t, limit, dbid);
   if (!r.ok) return refuse(rmStatus(r.error));
-  setField(resp, 0, SRQR.id, r.value.id);
-  setField(resp, 0, SRQR.udma_idx, udma);
+  setField(resp, 0, ionic_admin_create_srq_resp.id, r.value.id);
+  setField(resp, 0, ionic_admin_create_srq_resp.udma_idx, udma);
   mem.write(respAt, resp);
-  return { status: AdminStatus.OK, length: SRQR.SIZE };
+  return { status: AdminStatus.OK, length: ionic_admin_create_srq_resp.SIZE };
 }
 
 function modifySrq(env: AdminEnv, b: Buffer): AdminResult {
-  const r = env.rm.modifySrq(getField(b, 0, MSRQ.qid), getField(b, 0, MSRQ.low_wqes_limit));
+  const r = env.rm.modifySrq(
+    getField(b, 0, ionic_admin_modify_srq.qid),
+    getField(b, 0, ionic_admin_modify_srq.low_wqes_limit),
+  );
   return r.ok ? OK : refuse(rmStatus(r.error));
 }
 
 function querySrq(env: AdminEnv, b: Buffer): AdminResult {
-  const srq = env.rm.srqs.get(getField(b, 0, QSRQ.qid));
+  const srq = env.rm.srqs.get(getField(b, 0, ionic_admin_query_srq.qid));
   return srq ? { status: AdminStatus.OK, length: srq.limit } : refuse(AdminStatus.BAD_INDEX);
 }

@@ -4,7 +4,25 @@
 // spec/protocol/field.spec.ts.)
 
 import { expect } from 'chai';
-import * as L from '../../../lib/ionic/rdma/layouts';
+import {
+  ionic_admin_create_ah,
+  ionic_admin_create_cq,
+  ionic_admin_create_mr,
+  ionic_admin_create_qp,
+  ionic_admin_destroy,
+  ionic_admin_mod_qp,
+  ionic_admin_query_qp,
+  ionic_admin_stats_hdr,
+  ionic_lif_logical_qtype,
+  ionic_lif_rdma_identity,
+  ionic_rdma_queue_cmd,
+  ionic_rdma_reset_cmd,
+  ionic_v1_admin_query_qp_rq,
+  ionic_v1_admin_query_qp_sq,
+  ionic_v1_eqe,
+  ionic_v1_stat,
+  ionic_v1_stat_value,
+} from '../../../lib/ionic/rdma/layouts';
 import type { Field } from '../../../protocol/field';
 
 type Spec = Record<string, [number, number, 'le' | 'be' | 'raw']>;
@@ -22,8 +40,8 @@ function pin(table: Record<string, unknown>, size: number, spec: Spec): void {
 
 describe('ionic rdma: layouts match the contract', () => {
   it('bootstrap commands (R1.1, R1.2)', () => {
-    pin(L.ionic_rdma_reset_cmd, 64, { opcode: [0, 1, 'le'], lif_index: [2, 2, 'le'] });
-    pin(L.ionic_rdma_queue_cmd, 64, {
+    pin(ionic_rdma_reset_cmd, 64, { opcode: [0, 1, 'le'], lif_index: [2, 2, 'le'] });
+    pin(ionic_rdma_queue_cmd, 64, {
       opcode: [0, 1, 'le'],
       lif_index: [2, 2, 'le'],
       qid_ver: [4, 4, 'le'],
@@ -36,8 +54,7 @@ describe('ionic rdma: layouts match the contract', () => {
   });
 
   it('lif_identity RDMA section (R1.4; absolute offset = 392 + relative)', () => {
-    const R = L.ionic_lif_rdma_identity;
-    pin(R as unknown as Record<string, unknown>, 256, {
+    pin(ionic_lif_rdma_identity as unknown as Record<string, unknown>, 256, {
       version: [0, 1, 'le'],
       qp_opcodes: [1, 1, 'le'],
       admin_opcodes: [2, 1, 'le'],
@@ -55,14 +72,20 @@ describe('ionic rdma: layouts match the contract', () => {
       page_size_cap: [24, 8, 'le'],
       stats_type: [92, 2, 'le'],
     });
-    expect([R.AQ_QTYPE, R.SQ_QTYPE, R.RQ_QTYPE, R.CQ_QTYPE, R.EQ_QTYPE].map((o) => 392 + o)).to.deep.equal([
-      424, 436, 448, 460, 472,
-    ]);
-    pin(L.ionic_lif_logical_qtype, 12, { qtype: [0, 1, 'le'], qid_count: [4, 4, 'le'], qid_base: [8, 4, 'le'] });
+    expect(
+      [
+        ionic_lif_rdma_identity.AQ_QTYPE,
+        ionic_lif_rdma_identity.SQ_QTYPE,
+        ionic_lif_rdma_identity.RQ_QTYPE,
+        ionic_lif_rdma_identity.CQ_QTYPE,
+        ionic_lif_rdma_identity.EQ_QTYPE,
+      ].map((o) => 392 + o),
+    ).to.deep.equal([424, 436, 448, 460, 472]);
+    pin(ionic_lif_logical_qtype, 12, { qtype: [0, 1, 'le'], qid_count: [4, 4, 'le'], qid_base: [8, 4, 'le'] });
   });
 
   it('admin command bodies (R2.4)', () => {
-    pin(L.ionic_admin_create_cq, 34, {
+    pin(ionic_admin_create_cq, 34, {
       eq_id: [0, 4, 'le'],
       depth_log2: [4, 1, 'le'],
       stride_log2: [5, 1, 'le'],
@@ -75,7 +98,7 @@ describe('ionic rdma: layouts match the contract', () => {
       dma_addr: [24, 8, 'le'],
       dbid_flags: [32, 2, 'le'],
     });
-    pin(L.ionic_admin_create_qp, 64, {
+    pin(ionic_admin_create_qp, 64, {
       pd_id: [0, 4, 'le'],
       priv_flags: [4, 4, 'be'],
       sq_cq_id: [8, 4, 'le'],
@@ -98,7 +121,7 @@ describe('ionic rdma: layouts match the contract', () => {
       dbid_flags: [60, 2, 'le'],
       type_state: [62, 1, 'le'],
     });
-    pin(L.ionic_admin_create_mr, 45, {
+    pin(ionic_admin_create_mr, 45, {
       va: [0, 8, 'le'],
       length: [8, 8, 'le'],
       pd_id: [16, 4, 'le'],
@@ -111,8 +134,8 @@ describe('ionic rdma: layouts match the contract', () => {
       dir_size_log2: [43, 1, 'le'],
       page_size_log2: [44, 1, 'le'],
     });
-    pin(L.ionic_admin_destroy, 4, { id: [0, 4, 'le'] });
-    pin(L.ionic_admin_mod_qp, 60, {
+    pin(ionic_admin_destroy, 4, { id: [0, 4, 'le'] });
+    pin(ionic_admin_mod_qp, 60, {
       attr_mask: [0, 4, 'be'],
       dcqcn_profile: [4, 1, 'le'],
       tfp_csum_profile: [5, 1, 'le'],
@@ -138,7 +161,7 @@ describe('ionic rdma: layouts match the contract', () => {
       dma_addr: [48, 8, 'le'],
       id_ver: [56, 4, 'le'],
     });
-    pin(L.ionic_admin_query_qp, 34, {
+    pin(ionic_admin_query_qp, 34, {
       hdr_dma_addr: [0, 8, 'le'],
       sq_dma_addr: [8, 8, 'le'],
       rq_dma_addr: [16, 8, 'le'],
@@ -146,7 +169,7 @@ describe('ionic rdma: layouts match the contract', () => {
       id_ver: [28, 4, 'le'],
       dbid_flags: [32, 2, 'le'],
     });
-    pin(L.ionic_v1_admin_query_qp_sq, 20, {
+    pin(ionic_v1_admin_query_qp_sq, 20, {
       rnr_timer: [0, 1, 'le'],
       retry_timeout: [1, 1, 'le'],
       access_perms_flags: [2, 2, 'be'],
@@ -156,7 +179,7 @@ describe('ionic rdma: layouts match the contract', () => {
       rate_limit_kbps: [12, 4, 'be'],
       rq_psn: [16, 4, 'be'],
     });
-    pin(L.ionic_v1_admin_query_qp_rq, 12, {
+    pin(ionic_v1_admin_query_qp_rq, 12, {
       state_pmtu: [0, 1, 'le'],
       retry_rnrtry: [1, 1, 'le'],
       rrq_depth: [2, 1, 'le'],
@@ -165,7 +188,7 @@ describe('ionic rdma: layouts match the contract', () => {
       access_perms_flags: [8, 2, 'be'],
       rsvd: [10, 2, 'be'],
     });
-    pin(L.ionic_admin_create_ah, 24, {
+    pin(ionic_admin_create_ah, 24, {
       dma_addr: [0, 8, 'le'],
       length: [8, 4, 'le'],
       pd_id: [12, 4, 'le'],
@@ -174,7 +197,7 @@ describe('ionic rdma: layouts match the contract', () => {
       csum_profile: [22, 1, 'le'],
       crypto: [23, 1, 'le'],
     });
-    pin(L.ionic_admin_stats_hdr, 17, {
+    pin(ionic_admin_stats_hdr, 17, {
       dma_addr: [0, 8, 'le'],
       length: [8, 4, 'le'],
       id_ver: [12, 4, 'le'],
@@ -183,8 +206,8 @@ describe('ionic rdma: layouts match the contract', () => {
   });
 
   it('EQE and stat records (R4.8, R7)', () => {
-    pin(L.ionic_v1_eqe, 4, { evt: [0, 4, 'be'] });
-    pin(L.ionic_v1_stat, 32, { type_off: [0, 4, 'be'], name: [4, 28, 'raw'] });
-    pin(L.ionic_v1_stat_value, 8, { value: [0, 8, 'le'] });
+    pin(ionic_v1_eqe, 4, { evt: [0, 4, 'be'] });
+    pin(ionic_v1_stat, 32, { type_off: [0, 4, 'be'], name: [4, 28, 'raw'] });
+    pin(ionic_v1_stat_value, 8, { value: [0, 8, 'le'] });
   });
 });

@@ -38,15 +38,14 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('common (send/UD/RDMA) body and payload start', () => {
-      const b = ionic_v1_common_bdy;
-      pin(b.ah_id, 16, 4, 'be');
-      pin(b.dest_qpn, 20, 4, 'be');
-      pin(b.dest_qkey, 24, 4, 'be');
-      pin(b.remote_va_high, 16, 4, 'be');
-      pin(b.remote_va_low, 20, 4, 'be');
-      pin(b.remote_rkey, 24, 4, 'be');
-      pin(b.length, 28, 4, 'be');
-      expect(b.PLD).to.equal(32);
+      pin(ionic_v1_common_bdy.ah_id, 16, 4, 'be');
+      pin(ionic_v1_common_bdy.dest_qpn, 20, 4, 'be');
+      pin(ionic_v1_common_bdy.dest_qkey, 24, 4, 'be');
+      pin(ionic_v1_common_bdy.remote_va_high, 16, 4, 'be');
+      pin(ionic_v1_common_bdy.remote_va_low, 20, 4, 'be');
+      pin(ionic_v1_common_bdy.remote_rkey, 24, 4, 'be');
+      pin(ionic_v1_common_bdy.length, 28, 4, 'be');
+      expect(ionic_v1_common_bdy.PLD).to.equal(32);
       expect(ionic_v1_recv_bdy.PLD).to.equal(32);
       pin(ionic_v1_recv_bdy.rsvd, 16, 16, 'raw');
     });
@@ -67,38 +66,35 @@ describe('rdma datapath: layouts', () => {
     });
 
     it('REG_MR and BIND_MW bodies (dma_addr big-endian)', () => {
-      const r = ionic_v1_reg_mr_bdy;
-      pin(r.va, 16, 8, 'be');
-      pin(r.length, 24, 8, 'be');
-      pin(r.offset, 32, 8, 'be');
-      pin(r.dma_addr, 40, 8, 'be');
-      pin(r.map_count, 48, 4, 'be');
-      pin(r.flags, 52, 2, 'be');
-      pin(r.dir_size_log2, 54, 1, 'be');
-      pin(r.page_size_log2, 55, 1, 'be');
-      const m = ionic_v1_bind_mw_bdy;
-      pin(m.va, 16, 8, 'be');
-      pin(m.length, 24, 8, 'be');
-      pin(m.lkey, 32, 4, 'be');
-      pin(m.flags, 36, 2, 'be');
+      pin(ionic_v1_reg_mr_bdy.va, 16, 8, 'be');
+      pin(ionic_v1_reg_mr_bdy.length, 24, 8, 'be');
+      pin(ionic_v1_reg_mr_bdy.offset, 32, 8, 'be');
+      pin(ionic_v1_reg_mr_bdy.dma_addr, 40, 8, 'be');
+      pin(ionic_v1_reg_mr_bdy.map_count, 48, 4, 'be');
+      pin(ionic_v1_reg_mr_bdy.flags, 52, 2, 'be');
+      pin(ionic_v1_reg_mr_bdy.dir_size_log2, 54, 1, 'be');
+      pin(ionic_v1_reg_mr_bdy.page_size_log2, 55, 1, 'be');
+      pin(ionic_v1_bind_mw_bdy.va, 16, 8, 'be');
+      pin(ionic_v1_bind_mw_bdy.length, 24, 8, 'be');
+      pin(ionic_v1_bind_mw_bdy.lkey, 32, 4, 'be');
+      pin(ionic_v1_bind_mw_bdy.flags, 36, 2, 'be');
     });
 
     it('CQE heads and tail', () => {
-      const c = ionic_v1_cqe;
-      pin(c.recv_wqe_id, 0, 8, 'raw');
-      pin(c.recv_src_qpn_op, 8, 4, 'be');
-      pin(c.recv_src_mac, 12, 6, 'raw');
-      pin(c.recv_vlan_tag, 18, 2, 'be');
-      pin(c.recv_imm_data_rkey, 20, 4, 'be');
-      pin(c.send_msg_msn, 4, 4, 'be');
-      pin(c.send_npg_wqe_id, 16, 8, 'raw');
-      pin(c.admin_cmd_idx, 0, 2, 'be');
-      pin(c.admin_cmd_op, 2, 1, 'be');
-      pin(c.admin_old_sq_cindex, 20, 2, 'le');
-      pin(c.admin_old_rq_cq_cindex, 22, 2, 'le');
-      pin(c.status_length, 24, 4, 'be');
-      pin(c.qid_type_flags, 28, 4, 'be');
-      expect(c.SIZE).to.equal(32);
+      pin(ionic_v1_cqe.recv_wqe_id, 0, 8, 'raw');
+      pin(ionic_v1_cqe.recv_src_qpn_op, 8, 4, 'be');
+      pin(ionic_v1_cqe.recv_src_mac, 12, 6, 'raw');
+      pin(ionic_v1_cqe.recv_vlan_tag, 18, 2, 'be');
+      pin(ionic_v1_cqe.recv_imm_data_rkey, 20, 4, 'be');
+      pin(ionic_v1_cqe.send_msg_msn, 4, 4, 'be');
+      pin(ionic_v1_cqe.send_npg_wqe_id, 16, 8, 'raw');
+      pin(ionic_v1_cqe.admin_cmd_idx, 0, 2, 'be');
+      pin(ionic_v1_cqe.admin_cmd_op, 2, 1, 'be');
+      pin(ionic_v1_cqe.admin_old_sq_cindex, 20, 2, 'le');
+      pin(ionic_v1_cqe.admin_old_rq_cq_cindex, 22, 2, 'le');
+      pin(ionic_v1_cqe.status_length, 24, 4, 'be');
+      pin(ionic_v1_cqe.qid_type_flags, 28, 4, 'be');
+      expect(ionic_v1_cqe.SIZE).to.equal(32);
     });
 
     it('the field codec reads these tables in their byte order', () => {
