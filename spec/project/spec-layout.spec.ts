@@ -49,11 +49,14 @@ function mirroredModules(files: readonly string[]): { have: number; of: number }
 describe('project: spec mirrors lib', () => {
   const files = sourceFiles();
 
-  it('every spec/ folder with tests mirrors a folder of lib, bin or protocol, or is one of the named own folders', () => {
+  it('every spec/ folder with tests mirrors a folder or module of lib, bin or protocol, or is one of the named own folders', () => {
     const dirs = new Set(files.filter((f) => f.endsWith('.spec.ts')).map((f) => path.dirname(f)));
     const stray = [...dirs]
       .filter((d) => d !== 'spec' && !(path.relative('spec', d).split(path.sep)[0]! in OWN_FOLDERS))
-      .filter((d) => !fs.existsSync(path.join(ROOT, mirrorOf(d))))
+      // spec/x/y/ mirrors the folder lib/x/y/, or the module lib/x/y.ts when it has several specs
+      .filter(
+        (d) => !fs.existsSync(path.join(ROOT, mirrorOf(d))) && !fs.existsSync(path.join(ROOT, `${mirrorOf(d)}.ts`)),
+      )
       .map((d) => `${d} (no ${mirrorOf(d)})`)
       .sort();
     expect(stray, 'move these specs under the folder mirroring the module they test').to.deep.equal([]);
@@ -81,8 +84,8 @@ describe('project: spec mirrors lib', () => {
     expect(stray).to.deep.equal([]);
   });
 
-  it('the modules with a spec at their mirrored path do not fall below 84', () => {
+  it('the modules with a spec at their mirrored path do not fall below 87', () => {
     const { have, of } = mirroredModules(files);
-    expect(have, `${have} of ${of} modules`).to.be.at.least(84);
+    expect(have, `${have} of ${of} modules`).to.be.at.least(87);
   });
 });

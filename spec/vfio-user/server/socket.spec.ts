@@ -2,10 +2,10 @@
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as net from 'net';
-import * as native from '../../lib/native';
-import { SocketInUseError, VfioUserServer } from '../../lib/vfio-user/server';
-import { openFdCount, settle, tempSocketPath } from '../support/fds';
-import { ScratchDevice } from '../support/scratch-device';
+import * as native from '../../../lib/native';
+import { SocketInUseError, VfioUserServer } from '../../../lib/vfio-user/server';
+import { openFdCount, settle, tempSocketPath } from '../../support/fds';
+import { ScratchDevice } from '../../support/scratch-device';
 import {
   CMD,
   FLAG_REPLY,
@@ -14,8 +14,8 @@ import {
   regionAccessPayload,
   versionPayload,
   waitDetached,
-} from './raw-peer';
-import { msg } from '../support/bytes';
+} from '../raw-peer';
+import { msg } from '../../support/bytes';
 
 describe('vfio-user server: the listening socket', () => {
   const servers: VfioUserServer[] = [];

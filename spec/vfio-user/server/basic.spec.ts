@@ -1,12 +1,12 @@
 // The server through a real UNIX socket with the TypeScript client.
 import { expect } from 'chai';
 import * as fs from 'fs';
-import { VfioUserServer } from '../../lib/vfio-user/server';
-import { VfioUserClient, GuestRam, VfioUserError } from '../../lib/vfio-user/client';
-import { ScratchDevice } from '../support/scratch-device';
-import { openFdCount, settle, tempSocketPath } from '../support/fds';
-import { MemStatus } from '../../lib/vfio-user/guest-memory';
-import * as native from '../../lib/native';
+import { VfioUserServer } from '../../../lib/vfio-user/server';
+import { VfioUserClient, GuestRam, VfioUserError } from '../../../lib/vfio-user/client';
+import { ScratchDevice } from '../../support/scratch-device';
+import { openFdCount, settle, tempSocketPath } from '../../support/fds';
+import { MemStatus } from '../../../lib/vfio-user/guest-memory';
+import * as native from '../../../lib/native';
 
 describe('vfio-user server: basics', () => {
   let server: VfioUserServer;
