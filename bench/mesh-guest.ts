@@ -13,7 +13,7 @@ import { PAGE } from '../spec/support/ionic/regs';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** How a side is laid out: its MR's size, its CQ's id and ring, its SQ's depth. */
-export interface SideShape {
+interface SideShape {
   readonly mrBytes: number;
   readonly cqId: number;
   readonly cqLog2: number;

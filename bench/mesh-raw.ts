@@ -46,14 +46,14 @@ export function cpuSince(pid: number, c0: Cpu): Cpu {
 }
 
 /** Raw baseline framing: a 60-byte header (magic, type, payload length) and the payload. */
-export const RAW_HDR = 60;
-export const RAW_MAGIC = 0x52415721;
-export const RAW_PING = 1;
-export const RAW_DATA = 2;
-export const RAW_ACK = 3;
+const RAW_HDR = 60;
+const RAW_MAGIC = 0x52415721;
+const RAW_PING = 1;
+const RAW_DATA = 2;
+const RAW_ACK = 3;
 
 /** A DATA payload's place in the peer's destination buffer (byte 12), as an RDMA WRITE names its remote address. */
-export function rawHeader(type: number, len: number, offset = 0): Buffer {
+function rawHeader(type: number, len: number, offset = 0): Buffer {
   const b = Buffer.alloc(RAW_HDR);
   b.writeUInt32BE(RAW_MAGIC, 0);
   b.writeUInt32BE(type, 4);
@@ -78,7 +78,7 @@ const RAW_DROP = 0xffffffff;
  * (both stay in the CPU's caches: cheaper than any transfer that keeps its
  * data).
  */
-export type RawMode = 'buffers' | 'scratch';
+type RawMode = 'buffers' | 'scratch';
 
 // ---- the raw TCP peer (this file run with --raw-peer) ---------------------------------------
 
@@ -88,7 +88,7 @@ export type RawMode = 'buffers' | 'scratch';
  * message with an ACK, reading the stream as the mesh does (header, then the
  * payload, which it only counts). Exits when its stdin closes (the parent left).
  */
-export function rawPeer(keyFile?: string): void {
+function rawPeer(keyFile?: string): void {
   // TLS: the accepted socket goes to a TLS server (as the mesh hands its accepted sockets over);
   // the payload comes in the TLS socket's chunks and is copied into its place, as the mesh does.
   const secure = keyFile === undefined ? null : benchTls(keyFile);

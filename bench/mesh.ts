@@ -73,28 +73,21 @@
 // knob that is not a number in its range, or a WAIT that is none of the
 // four, stops the benchmark at once with a message naming it.
 
-import { ChildProcess, spawn } from 'child_process';
+import { ChildProcess } from 'child_process';
 import { randomBytes, randomFillSync } from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import type * as tls from 'tls';
 import { benchTls, Cpu, cpuOf, cpuSince, RawClient, rawLatency, rawThroughput, Rate } from './mesh-raw';
-import { envChoice, envNumber } from './support/env';
+import { envNumber } from './support/env';
+import { fmt } from './support/format';
 import { freePort } from './support/free-port';
-import { connectSide, CqPoller, guestSide, Side } from './mesh-guest';
-import {
-  cleanupSync,
-  Server,
-  startRawPeer,
-  startServer,
-  stopChild,
-  trackChild,
-  trackFile,
-  untrackChild,
-} from './mesh-processes';
+import { RESULT_TAG, RunResult, severalRuns } from './mesh-runs';
+import { LAT_SLOTS, LAT_WAIT, rdmaLatency, rdmaThroughput, verify, WAIT } from './mesh-writes';
+import { connectSide, CqPoller, guestSide } from './mesh-guest';
+import { cleanupSync, Server, startRawPeer, startServer, stopChild, trackFile } from './mesh-processes';
 import type { IonicGuest } from '../spec/support/ionic/guest';
-import { WOp } from '../spec/support/ionic/rdma-regs';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -117,44 +110,12 @@ const BIG_TEXT = BIG === MiB ? '1 MiB' : `${BIG / KiB} KiB`;
  * (the first rounds ran 10-30% below the later ones after a 32 MiB warm-up).
  */
 const WARM_SECS = envNumber('BENCH_MESH_WARM', 2, 0, 600, false);
-/**
- * How the guest waits for CQEs in the throughput runs. ib_write_bw busy-polls
- * its CQ on its own vCPU and reposts the moment a WRITE completes; a model
- * that spins here would take one of this machine's two cores from the
- * servers, so:
- * - 'nap' (default): peek at the CQ every NAP_MS, the thread asleep in
- *   between (Atomics.wait), turning the event loop after NAPS naps; it reacts
- *   within ~0.1 ms, as a busy poll does, for about a fifth of a core.
- * - 'sleep': a ~1 ms timer between polls (the old default):
- *   every completion waits ~0.5 ms on average before its slot is reposted,
- *   which left A idle 13-17% of the time against the raw sender's 2-7%.
- * - 'spin': poll again after each turn of the event loop (a busy poll that
- *   takes a core).
- * - 'event': ibv_req_notify_cq + ibv_get_cq_event (arm, sleep until the EQ
- *   interrupt), as ib_write_bw -e; A pays an interrupt and three more
- *   doorbells per wake.
- * The latency run always polls each turn.
- */
-const WAIT = envChoice('BENCH_MESH_WAIT', ['nap', 'sleep', 'spin', 'event']);
-/** BENCH_MESH_WAIT=nap: the guest thread's nap between CQ peeks (ms), and how many naps before it turns the event loop. */
-/**
- * How the guest waits for the CQE of each latency WRITE (BENCH_MESH_LAT_WAIT):
- * 'spin' (default) polls after each turn of the event loop, as ib_write_lat
- * busy-polls; 'event' arms the CQ before the doorbell and sleeps until its
- * interrupt, as ib_write_lat -e (on a 2-core machine a spinning guest takes a
- * core from the two servers; the raw ping-pong's processes both sleep).
- */
-const LAT_WAIT = envChoice('BENCH_MESH_LAT_WAIT', ['spin', 'event']);
-const NAP_MS = envNumber('BENCH_MESH_NAP_US', 100, 10, 100_000) / 1000;
-const NAPS = 10;
-const napCell = new Int32Array(new SharedArrayBuffer(4));
 /** Runs of the whole measurement, each in fresh processes (BENCH_MESH_RUNS; the verdict is the median run's). */
 const RUNS = envNumber('BENCH_MESH_RUNS', 5, 1, 50);
 /** Set in a run's child ("i/N"): print the report and a RESULT_TAG line for the parent, no verdict. */
 const RUN_OF = process.env.BENCH_MESH_RUN_OF ?? '';
 /** Also measure the mesh over TLS against raw TLS (BENCH_MESH_TLS). */
 const TLS_RUN = envNumber('BENCH_MESH_TLS', 1, 0, 1) === 1;
-const RESULT_TAG = '#mesh-run-result ';
 const IP_A = '10.9.0.1';
 const IP_B = '10.9.0.2';
 const QP_A = 20;
@@ -164,109 +125,9 @@ const CQ_LOG2 = 8;
 const SQ_LOG2 = 6;
 const MR_BYTES = WINDOW * BIG;
 const SHAPE = { mrBytes: MR_BYTES, cqId: CQ_ID, cqLog2: CQ_LOG2, sqLog2: SQ_LOG2 } as const;
-/** The latency WRITEs cycle over this many 8-byte slots at the start of the MRs. */
-const LAT_SLOTS = 512;
-
-const now = (): bigint => process.hrtime.bigint();
-const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
-
-const fmt = (v: number, digits = 0): string =>
-  v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 function pct(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
-}
-
-/** How the guest waits when a poll found nothing (BENCH_MESH_WAIT). */
-function waitForCqe(cq: CqPoller): Promise<void> {
-  if (WAIT === 'event') return cq.event(10_000);
-  if (WAIT === 'nap') {
-    for (let i = 0; i < NAPS && !cq.peek(); i++) Atomics.wait(napCell, 0, 0, NAP_MS);
-    return turn();
-  }
-  return WAIT === 'sleep' ? sleep(1) : turn();
-}
-
-/** Post an RDMA WRITE of A's MR bytes [off, off + len) to B's MR at the same offset (no doorbell). */
-function postWrite(a: Side, b: Side, id: number, off: number, len: number): void {
-  a.v.postSend(
-    a.qp,
-    { op: WOp.RDMA_WRITE, id, sges: [a.mr.sge(off, len)], remote: { va: b.mr.va + off, rkey: b.mr.key } },
-    false,
-  );
-}
-
-/** One 8-byte WRITE at a time: doorbell to CQE seen, in microseconds, sorted. */
-async function rdmaLatency(a: Side, b: Side, cq: CqPoller, n: number, id0: number): Promise<Float64Array> {
-  const out = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    postWrite(a, b, id0 + i, (i % LAT_SLOTS) * 8, 8);
-    // ib_write_lat -e re-arms the CQ after each event, before the next post.
-    if (LAT_WAIT === 'event') cq.arm();
-    const t0 = now();
-    a.v.ringSq(a.qp);
-    let got = cq.poll();
-    while (got === 0) {
-      if (LAT_WAIT === 'event') await cq.sleep(5000);
-      else await turn();
-      got = cq.poll();
-      if (got === 0 && secsSince(t0) > 5) throw new Error(`latency: no CQE 5 s after the doorbell (op ${i})`);
-    }
-    out[i] = Number(now() - t0) / 1000;
-    if (got !== 1) throw new Error('latency: more than one CQE for one WQE');
-  }
-  cq.report();
-  return out.sort();
-}
-
-/** 1 MiB WRITEs over the window's slots, `window` in flight; for `secs` and at least `minBytes` (or `maxOps` when given). */
-async function rdmaThroughput(
-  a: Side,
-  b: Side,
-  cq: CqPoller,
-  servers: number[],
-  window: number,
-  secs: number,
-  minBytes: number,
-  maxOps = Infinity,
-): Promise<Rate> {
-  let posted = 0;
-  let done = 0;
-  let stop = false;
-  const c0 = servers.map(cpuOf);
-  const s0 = cpuOf(process.pid);
-  const t0 = now();
-  let lastProgress = t0;
-  for (;;) {
-    if (!stop) {
-      const el = secsSince(t0);
-      if (posted >= maxOps || (maxOps === Infinity && ((el >= secs && done * BIG >= minBytes) || el >= MAX_SECS)))
-        stop = true;
-    }
-    if (stop && done >= posted) break;
-    if (!stop && posted - done < window) {
-      while (posted - done < window && posted < maxOps) {
-        postWrite(a, b, posted, (posted % window) * BIG, BIG);
-        posted++;
-      }
-      a.v.ringSq(a.qp);
-    }
-    const got = cq.poll();
-    done += got;
-    if (got === 0) {
-      if (secsSince(lastProgress) > 10) throw new Error(`throughput: no CQE for 10 s (${done} of ${posted} done)`);
-      await waitForCqe(cq);
-    } else lastProgress = now();
-  }
-  const el = secsSince(t0);
-  cq.report();
-  return {
-    bytes: done * BIG,
-    secs: el,
-    cpu: { self: cpuSince(process.pid, s0), peer: servers.map((p, i) => cpuSince(p, c0[i]!)) },
-  };
 }
 
 /** Rounds added up: bytes, seconds and CPU. */
@@ -280,17 +141,6 @@ function pool(rs: readonly Rate[]): Rate {
       peer: r.cpu.peer.map((c, i) => add(t.cpu.peer[i] ?? { all: 0, main: 0 }, c)),
     },
   }));
-}
-
-/** B's bytes [0, len) must equal A's. */
-function verify(a: Side, b: Side, len: number, what: string): void {
-  const sa = a.bytes.subarray(0, len);
-  const sb = b.bytes.subarray(0, len);
-  if (!sa.equals(sb)) {
-    let first = 0;
-    while (first < len && sa[first] === sb[first]) first++;
-    throw new Error(`${what}: B's MR does not hold A's bytes (first difference at offset ${first}); no figure`);
-  }
 }
 
 // ---- main -------------------------------------------------------------------------------------
@@ -354,7 +204,7 @@ async function main(): Promise<void> {
     // ---- throughput -------------------------------------------------------------------------
     // Warm both (JIT), then measure in rounds, alternating which goes first;
     // B's MR is zeroed before each of our rounds and checked after it.
-    await rdmaThroughput(a, b, cq, pids, WINDOW, WARM_SECS, 0);
+    await rdmaThroughput(a, b, cq, pids, WINDOW, WARM_SECS, 0, BIG, MAX_SECS);
     await rawThroughput(raw, [peer.proc.pid!], BIG, WINDOW, WARM_SECS / 2, 0, MAX_SECS, 'buffers');
     await rawThroughput(raw, [peer.proc.pid!], BIG, WINDOW, WARM_SECS / 2, 0, MAX_SECS, 'scratch');
     const oursRounds: Rate[] = [];
@@ -363,7 +213,7 @@ async function main(): Promise<void> {
     const runOurs = async (): Promise<void> => {
       randomFillSync(a.bytes, 0, MR_BYTES);
       b.bytes.fill(0, 0, MR_BYTES);
-      oursRounds.push(await rdmaThroughput(a, b, cq, pids, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS));
+      oursRounds.push(await rdmaThroughput(a, b, cq, pids, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, BIG, MAX_SECS));
       verify(a, b, MR_BYTES, `${BIG_TEXT} WRITEs`);
     };
     const runBase = async (): Promise<void> => {
@@ -463,14 +313,16 @@ async function main(): Promise<void> {
         await rawLatency(rt, LAT_WARM);
         tlsLat = { ours, raw: await rawLatency(rt, LAT_N) };
       }
-      await rdmaThroughput(a2, b2, cq2, pids2, WINDOW, WARM_SECS, 0);
+      await rdmaThroughput(a2, b2, cq2, pids2, WINDOW, WARM_SECS, 0, BIG, MAX_SECS);
       await rawThroughput(rt, [tp.proc.pid!], BIG, WINDOW, WARM_SECS, 0, MAX_SECS, 'buffers');
       const oursTls: Rate[] = [];
       const baseTls: Rate[] = [];
       const runOursTls = async (): Promise<void> => {
         randomFillSync(a2.bytes, 0, MR_BYTES);
         b2.bytes.fill(0, 0, MR_BYTES);
-        oursTls.push(await rdmaThroughput(a2, b2, cq2, pids2, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS));
+        oursTls.push(
+          await rdmaThroughput(a2, b2, cq2, pids2, WINDOW, SECS / ROUNDS, MIN_BYTES / ROUNDS, BIG, MAX_SECS),
+        );
         verify(a2, b2, MR_BYTES, `${BIG_TEXT} WRITEs over TLS`);
       };
       const runBaseTls = async (): Promise<void> => {
@@ -680,128 +532,11 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const)
     process.exit(130);
   });
 
-// ---- several runs ------------------------------------------------------------------------------
-
-/** What one run hands its parent (the last line of its output, after RESULT_TAG). */
-interface RunResult {
-  ratio: number;
-  ours: number;
-  raw: number;
-  lat: number | null;
-  cpuA: number;
-  cpuB: number;
-  cpuSender: number;
-  cpuReceiver: number;
-  /** Over TLS (null: BENCH_MESH_TLS=0). */
-  tlsRatio: number | null;
-  tlsOurs: number | null;
-  tlsRaw: number | null;
-  /** The 8 B round trip over TLS against raw TLS's ping-pong, medians. */
-  tlsLat: number | null;
-}
-
-/**
- * BENCH_MESH_RUNS > 1: the whole measurement again in fresh processes each
- * time (this script as a child with BENCH_MESH_RUN_OF set), a line per run as
- * it ends, the median run's report in full and the verdict on the median.
- * Fresh processes because what moves the ratio most is per process lifetime
- * (in one run raw TCP held 4,500-4,750 MB/s in all three rounds, in the next
- * 3,350-4,000), which rounds within a run cannot average out.
- */
-async function severalRuns(): Promise<void> {
-  const results: { r: RunResult; out: string }[] = [];
-  console.log(
-    `mesh benchmark: ${RUNS} runs, each in fresh processes (BENCH_MESH_RUNS); the median run's report follows them`,
-  );
-  for (let i = 1; i <= RUNS; i++) {
-    const child = spawn(process.execPath, [__filename], {
-      env: { ...process.env, BENCH_MESH_RUN_OF: `${i}/${RUNS}` },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    trackChild(child);
-    let out = '';
-    child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (d: string) => {
-      out += d;
-    });
-    const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
-    untrackChild(child);
-    const line = out.split('\n').find((l) => l.startsWith(RESULT_TAG));
-    if (code !== 0 || !line) {
-      process.stdout.write(out);
-      throw new Error(`run ${i} of ${RUNS} failed (exit ${code}); its output is above`);
-    }
-    const r = JSON.parse(line.slice(RESULT_TAG.length)) as RunResult;
-    results.push({
-      r,
-      out: out
-        .split('\n')
-        .filter((l) => !l.startsWith(RESULT_TAG))
-        .join('\n'),
-    });
-    console.log(
-      `  run ${i}/${RUNS}: ${BIG_TEXT} WRITEs ${r.ratio.toFixed(3)}x raw (${fmt(r.ours)} against ${fmt(r.raw)} MB/s), ` +
-        `CPU ms/MiB A ${fmt(r.cpuA, 2)} B ${fmt(r.cpuB, 2)}, raw sender ${fmt(r.cpuSender, 2)} receiver ${fmt(r.cpuReceiver, 2)}` +
-        (r.lat !== null ? `; 8 B round trip ${r.lat.toFixed(2)}x raw` : '') +
-        (r.tlsRatio !== null
-          ? `; TLS ${r.tlsRatio.toFixed(3)}x raw TLS (${fmt(r.tlsOurs ?? 0)} against ${fmt(r.tlsRaw ?? 0)} MB/s)`
-          : '') +
-        (r.tlsLat !== null ? `; 8 B round trip over TLS ${r.tlsLat.toFixed(2)}x raw TLS` : ''),
-    );
-  }
-  const sorted = [...results].sort((x, y) => x.r.ratio - y.r.ratio);
-  const median = sorted[(sorted.length - 1) >> 1]!;
-  console.log('');
-  console.log(`---- the median run (${median.r.ratio.toFixed(3)}x) in full ----`);
-  console.log(median.out.trimEnd());
-  console.log('');
-  const ratios = results.map((x) => x.r.ratio);
-  const met = ratios.filter((x) => x >= 0.8).length;
-  console.log(
-    `  ${BIG_TEXT} WRITE ratio over ${RUNS} runs: median ${median.r.ratio.toFixed(3)}, ` +
-      `${sorted[0]!.r.ratio.toFixed(3)}-${sorted[sorted.length - 1]!.r.ratio.toFixed(3)}; ${met} of ${RUNS} runs at >= 0.8`,
-  );
-  console.log(
-    BIG === MiB
-      ? `  goal: 1 MiB WRITEs >= 0.8x raw TCP (median run): ${median.r.ratio >= 0.8 ? 'met' : 'NOT met'} (${median.r.ratio.toFixed(3)}x)`
-      : `  (the goal is for 1 MiB WRITEs; these runs used ${BIG_TEXT})`,
-  );
-  const tls = results
-    .map((x) => x.r.tlsRatio)
-    .filter((x): x is number => x !== null)
-    .sort((x, y) => x - y);
-  if (tls.length > 0) {
-    const mid = tls[(tls.length - 1) >> 1]!;
-    console.log(
-      `  ${BIG_TEXT} WRITE ratio over TLS, ${tls.length} runs: median ${mid.toFixed(3)}, ${tls[0]!.toFixed(3)}-${tls[tls.length - 1]!.toFixed(3)}; ` +
-        `${tls.filter((x) => x >= 0.8).length} of ${tls.length} runs at >= 0.8`,
-    );
-    if (BIG === MiB)
-      console.log(
-        `  goal: 1 MiB WRITEs over TLS >= 0.8x raw TLS (median of the runs' TLS ratios): ${mid >= 0.8 ? 'met' : 'NOT met'} (${mid.toFixed(3)}x)`,
-      );
-  }
-  // The 8 B round trip against the raw ping-pong, plaintext and over TLS: goal within 3x (median of the runs' ratios).
-  for (const [what, pick] of [
-    ['', (r: RunResult) => r.lat],
-    [' over TLS', (r: RunResult) => r.tlsLat],
-  ] as const) {
-    const xs = results
-      .map((x) => pick(x.r))
-      .filter((x): x is number => x !== null)
-      .sort((x, y) => x - y);
-    if (xs.length === 0) continue;
-    const mid = xs[(xs.length - 1) >> 1]!;
-    console.log(
-      `  goal: 8 B WRITE round trip${what} within 3x the raw ping-pong (median of ${xs.length} runs' ratios, ${xs[0]!.toFixed(2)}-${xs[xs.length - 1]!.toFixed(2)}): ` +
-        `${mid <= 3 ? 'met' : 'NOT met'} (${mid.toFixed(2)}x)`,
-    );
-  }
-}
-
-(RUNS > 1 && !RUN_OF ? severalRuns() : main()).catch((e: unknown) => {
-  console.error(e);
-  process.exitCode = 1;
-  cleanupSync();
-  process.exit(1);
-});
+(RUNS > 1 && !RUN_OF ? severalRuns({ script: __filename, runs: RUNS, size: BIG, sizeText: BIG_TEXT }) : main()).catch(
+  (e: unknown) => {
+    console.error(e);
+    process.exitCode = 1;
+    cleanupSync();
+    process.exit(1);
+  },
+);

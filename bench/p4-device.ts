@@ -24,7 +24,7 @@ import * as path from 'path';
 import { TX_BATCH as BATCH, txRate } from './support/guest-tx';
 import { startServerProcess, stopProcess } from './support/server-process';
 import { IonicGuest } from '../spec/support/ionic/guest';
-import { ethernet, FIXTURES, ipv4, udp } from '../spec/p4/helpers';
+import { ethernet, FIXTURES, ipv4, udp } from '../spec/support/p4';
 
 const GOAL = 0.5;
 const N = Number(process.env.BENCH_P4_DEVICE_FRAMES ?? 20000);

@@ -15,7 +15,7 @@
 import * as os from 'os';
 import { OutputMode, P4Engine } from '../lib/p4/engine/engine';
 import { runCommands } from '../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, udp } from '../spec/p4/helpers';
+import { ethernet, fixtureText, ipv4, udp } from '../spec/support/p4';
 
 const GOAL = 0.5;
 const ROUND_MS = Number(process.env.BENCH_P4_MS ?? 700);

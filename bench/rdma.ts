@@ -37,6 +37,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import { IonicGuest } from '../spec/support/ionic/guest';
 import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
+import { fmt } from './support/format';
 import { RdmaPair } from './support/rdma-pair';
 import { ServerProcess, startServerProcess, stopProcess } from './support/server-process';
 
@@ -179,9 +180,6 @@ function startServer(sock: string): Promise<ServerProcess> {
   const nodeFlags = (process.env.BENCH_RDMA_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
   return startServerProcess({ sock, args: ['-L', 'info'], nodeFlags });
 }
-
-const fmt = (v: number, digits = 0): string =>
-  v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function main(): Promise<void> {
   const sock = `/tmp/ernic-rdma-bench-${process.pid}.sock`;

@@ -33,7 +33,7 @@ import { MrF } from '../spec/support/ionic/rdma-regs';
 import { VerbsGuest } from '../spec/support/ionic/rdma-verbs';
 import { signHeaders } from '../spec/support/s3-sign';
 import { mrTokenHex } from '../spec/support/s3-token';
-import { GuestTcp } from '../spec/targets/s3/guest-tcp';
+import { GuestTcp } from '../spec/support/s3-guest-tcp';
 import { freePort } from './support/free-port';
 import { startServerProcess, stopProcess } from './support/server-process';
 

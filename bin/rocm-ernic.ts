@@ -31,16 +31,16 @@ import { collectStats } from '../lib/ops/stats-source';
 import { attachP4, describeP4, p4FromCli } from '../lib/p4/device/attach';
 import { P4_GUEST_SCOPES } from '../lib/p4/device/devcmd';
 
-export const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
+const DEFAULT_SOCKET = '/tmp/vfio-user-rocm-ernic.sock';
 /** "rocm-n": locally administered, unicast. */
-export const DEFAULT_MAC = '72:6f:63:6d:2d:6e';
+const DEFAULT_MAC = '72:6f:63:6d:2d:6e';
 
 /**
  * What the warm-up (lib/vfio-user/warm-up.ts) may do to the NIC before QEMU
  * connects: read the BAR0 signature and the config-space IDs, and write to
  * dev_info, which is read-only (the write is dropped). No state changes.
  */
-export const IONIC_WARM_UP: WarmUpPlan = {
+const IONIC_WARM_UP: WarmUpPlan = {
   reads: [
     { region: 0, offset: 0, count: 4 },
     { region: 7, offset: 0, count: 4 },
@@ -82,7 +82,7 @@ function hostInterfaceState(name: string): 'missing' | 'down' | 'up' {
   }
 }
 
-export function parseMac(text: string): Buffer | null {
+function parseMac(text: string): Buffer | null {
   const m = /^([0-9a-f]{2})([:-])([0-9a-f]{2})\2([0-9a-f]{2})\2([0-9a-f]{2})\2([0-9a-f]{2})\2([0-9a-f]{2})$/i.exec(
     text,
   );

@@ -19,6 +19,6 @@
 
 import * as v8 from 'v8';
 
-export const LATENCY_V8_FLAGS: readonly string[] = ['--no-memory-reducer-for-small-heaps', '--no-flush-bytecode'];
+const LATENCY_V8_FLAGS: readonly string[] = ['--no-memory-reducer-for-small-heaps', '--no-flush-bytecode'];
 
 for (const flag of LATENCY_V8_FLAGS) v8.setFlagsFromString(flag);

@@ -36,16 +36,14 @@ import {
 import { HEADER_SIZE, MAX_WRITE_MULTI_ENTRIES, WRITE_MULTI_DATA_SIZE } from './limits';
 import type { Body, Header, Message, RegionCap, Reply, Request, WriteMultiEntry } from './messages';
 
-const H = vfio_user_header;
-
 /** Read the 16-byte header at `off`. The caller guarantees 16 bytes are there. */
 export function decodeHeader(buf: Buffer, off = 0): Header {
   return {
-    id: getField(buf, off, H.msg_id),
-    command: getField(buf, off, H.command),
-    size: getField(buf, off, H.msg_size),
-    flags: getField(buf, off, H.flags),
-    error: getField(buf, off, H.error),
+    id: getField(buf, off, vfio_user_header.msg_id),
+    command: getField(buf, off, vfio_user_header.command),
+    size: getField(buf, off, vfio_user_header.msg_size),
+    flags: getField(buf, off, vfio_user_header.flags),
+    error: getField(buf, off, vfio_user_header.error),
   };
 }
 
@@ -125,18 +123,17 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
       return v.ok ? ok({ kind: 'version', ...v.value }) : v;
     }
     case Command.DMA_MAP: {
-      const L = vfio_user_dma_map;
-      if (p.length < L.SIZE) return short('DMA_MAP', L.SIZE, p.length);
+      if (p.length < vfio_user_dma_map.SIZE) return short('DMA_MAP', vfio_user_dma_map.SIZE, p.length);
       const r = new Fields(p);
       const body = {
         kind: 'dmaMap' as const,
-        argsz: r.get(L.argsz, 'argsz'),
-        flags: r.get(L.flags, 'flags'),
-        offset: r.get(L.offset, 'offset'),
-        address: r.get(L.addr, 'address'),
-        size: r.get(L.size, 'size'),
+        argsz: r.get(vfio_user_dma_map.argsz, 'argsz'),
+        flags: r.get(vfio_user_dma_map.flags, 'flags'),
+        offset: r.get(vfio_user_dma_map.offset, 'offset'),
+        address: r.get(vfio_user_dma_map.addr, 'address'),
+        size: r.get(vfio_user_dma_map.size, 'size'),
       };
-      return r.bad ? u64Range('DMA_MAP', r.bad) : ok(withTrailing(body, p, L.SIZE));
+      return r.bad ? u64Range('DMA_MAP', r.bad) : ok(withTrailing(body, p, vfio_user_dma_map.SIZE));
     }
     case Command.DMA_UNMAP: {
       const u = decodeUnmapBody(p, false);
@@ -153,25 +150,31 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
         : r;
     }
     case Command.DEVICE_GET_REGION_IO_FDS: {
-      const L = vfio_user_region_io_fds_request;
-      const d = decodeIndexCount(p, L, 'DEVICE_GET_REGION_IO_FDS');
-      return d.ok ? ok(withTrailing({ kind: 'deviceGetRegionIoFds' as const, ...d.value }, p, L.SIZE)) : d;
+      const d = decodeIndexCount(p, vfio_user_region_io_fds_request, 'DEVICE_GET_REGION_IO_FDS');
+      return d.ok
+        ? ok(
+            withTrailing(
+              { kind: 'deviceGetRegionIoFds' as const, ...d.value },
+              p,
+              vfio_user_region_io_fds_request.SIZE,
+            ),
+          )
+        : d;
     }
     case Command.DEVICE_GET_IRQ_INFO: {
       const d = decodeIndexCount(p, vfio_irq_info, 'DEVICE_GET_IRQ_INFO');
       return d.ok ? ok(withTrailing({ kind: 'deviceGetIrqInfo' as const, ...d.value }, p, vfio_irq_info.SIZE)) : d;
     }
     case Command.DEVICE_SET_IRQS: {
-      const L = vfio_irq_set;
-      if (p.length < L.SIZE) return short('DEVICE_SET_IRQS', L.SIZE, p.length);
+      if (p.length < vfio_irq_set.SIZE) return short('DEVICE_SET_IRQS', vfio_irq_set.SIZE, p.length);
       return ok({
         kind: 'deviceSetIrqs',
-        argsz: getField(p, 0, L.argsz),
-        flags: getField(p, 0, L.flags),
-        index: getField(p, 0, L.index),
-        start: getField(p, 0, L.start),
-        count: getField(p, 0, L.count),
-        data: p.subarray(L.SIZE),
+        argsz: getField(p, 0, vfio_irq_set.argsz),
+        flags: getField(p, 0, vfio_irq_set.flags),
+        index: getField(p, 0, vfio_irq_set.index),
+        start: getField(p, 0, vfio_irq_set.start),
+        count: getField(p, 0, vfio_irq_set.count),
+        data: p.subarray(vfio_irq_set.SIZE),
       });
     }
     case Command.REGION_READ: {
@@ -204,13 +207,12 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
     case Command.DEVICE_RESET:
       return ok({ kind: 'deviceReset' });
     case Command.DIRTY_PAGES: {
-      const L = vfio_user_dirty_pages;
-      if (p.length < L.SIZE) return short('DIRTY_PAGES', L.SIZE, p.length);
+      if (p.length < vfio_user_dirty_pages.SIZE) return short('DIRTY_PAGES', vfio_user_dirty_pages.SIZE, p.length);
       return ok({
         kind: 'dirtyPages',
-        argsz: getField(p, 0, L.argsz),
-        flags: getField(p, 0, L.flags),
-        data: p.subarray(L.SIZE),
+        argsz: getField(p, 0, vfio_user_dirty_pages.argsz),
+        flags: getField(p, 0, vfio_user_dirty_pages.flags),
+        data: p.subarray(vfio_user_dirty_pages.SIZE),
       });
     }
     case Command.REGION_WRITE_MULTI: {
@@ -218,34 +220,36 @@ export function decodeRequest(command: number, p: Buffer): Decoded<Request> {
       return m.ok ? ok({ kind: 'regionWriteMulti', entries: m.value }) : m;
     }
     case Command.DEVICE_FEATURE: {
-      const L = vfio_user_device_feature;
-      if (p.length < L.SIZE) return short('DEVICE_FEATURE', L.SIZE, p.length);
+      if (p.length < vfio_user_device_feature.SIZE)
+        return short('DEVICE_FEATURE', vfio_user_device_feature.SIZE, p.length);
       return ok({
         kind: 'deviceFeature',
-        argsz: getField(p, 0, L.argsz),
-        flags: getField(p, 0, L.flags),
-        data: p.subarray(L.SIZE),
+        argsz: getField(p, 0, vfio_user_device_feature.argsz),
+        flags: getField(p, 0, vfio_user_device_feature.flags),
+        data: p.subarray(vfio_user_device_feature.SIZE),
       });
     }
     case Command.MIG_DATA_READ: {
-      const L = vfio_user_mig_data;
-      if (p.length < L.SIZE) return short('MIG_DATA_READ', L.SIZE, p.length);
+      if (p.length < vfio_user_mig_data.SIZE) return short('MIG_DATA_READ', vfio_user_mig_data.SIZE, p.length);
       return ok(
         withTrailing(
-          { kind: 'migDataRead' as const, argsz: getField(p, 0, L.argsz), size: getField(p, 0, L.size) },
+          {
+            kind: 'migDataRead' as const,
+            argsz: getField(p, 0, vfio_user_mig_data.argsz),
+            size: getField(p, 0, vfio_user_mig_data.size),
+          },
           p,
-          L.SIZE,
+          vfio_user_mig_data.SIZE,
         ),
       );
     }
     case Command.MIG_DATA_WRITE: {
-      const L = vfio_user_mig_data;
-      if (p.length < L.SIZE) return short('MIG_DATA_WRITE', L.SIZE, p.length);
-      const size = getField(p, 0, L.size);
-      const data = p.subarray(L.SIZE);
+      if (p.length < vfio_user_mig_data.SIZE) return short('MIG_DATA_WRITE', vfio_user_mig_data.SIZE, p.length);
+      const size = getField(p, 0, vfio_user_mig_data.size);
+      const data = p.subarray(vfio_user_mig_data.SIZE);
       if (data.length < size)
         return fail('PAYLOAD_MISMATCH', `MIG_DATA_WRITE size ${size} but ${data.length} data bytes`);
-      return ok({ kind: 'migDataWrite', argsz: getField(p, 0, L.argsz), size, data });
+      return ok({ kind: 'migDataWrite', argsz: getField(p, 0, vfio_user_mig_data.argsz), size, data });
     }
     default:
       return fail('UNKNOWN_COMMAND', `command ${command} is not a vfio-user request`);
@@ -279,11 +283,13 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
       return caps.ok ? ok({ kind: 'deviceGetRegionInfoReply', ...r.value, caps: caps.value }) : caps;
     }
     case Command.DEVICE_GET_REGION_IO_FDS: {
-      // The reply starts with the request's four fields; the sub-region array follows.
-      const L = vfio_user_region_io_fds_request;
-      const d = decodeIndexCount(p, L, 'DEVICE_GET_REGION_IO_FDS reply');
+      const d = decodeIndexCount(p, vfio_user_region_io_fds_request, 'DEVICE_GET_REGION_IO_FDS reply');
       if (!d.ok) return d;
-      return ok({ kind: 'deviceGetRegionIoFdsReply', ...d.value, entries: p.subarray(L.SIZE) });
+      return ok({
+        kind: 'deviceGetRegionIoFdsReply',
+        ...d.value,
+        entries: p.subarray(vfio_user_region_io_fds_request.SIZE),
+      });
     }
     case Command.DEVICE_GET_IRQ_INFO: {
       const d = decodeIndexCount(p, vfio_irq_info, 'DEVICE_GET_IRQ_INFO reply');
@@ -324,41 +330,40 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
         ? ok({ kind: 'deviceResetReply' })
         : fail('PAYLOAD_MISMATCH', 'DEVICE_RESET reply must be header only');
     case Command.DIRTY_PAGES: {
-      const L = vfio_user_dirty_pages;
-      if (p.length < L.SIZE) return short('DIRTY_PAGES reply', L.SIZE, p.length);
+      if (p.length < vfio_user_dirty_pages.SIZE)
+        return short('DIRTY_PAGES reply', vfio_user_dirty_pages.SIZE, p.length);
       return ok({
         kind: 'dirtyPagesReply',
-        argsz: getField(p, 0, L.argsz),
-        flags: getField(p, 0, L.flags),
-        data: p.subarray(L.SIZE),
+        argsz: getField(p, 0, vfio_user_dirty_pages.argsz),
+        flags: getField(p, 0, vfio_user_dirty_pages.flags),
+        data: p.subarray(vfio_user_dirty_pages.SIZE),
       });
     }
     case Command.REGION_WRITE_MULTI: {
-      const L = vfio_user_write_multi;
-      if (p.length < L.SIZE) return short('REGION_WRITE_MULTI reply', L.SIZE, p.length);
-      const wrCnt = getField(p, 0, L.wr_cnt);
+      if (p.length < vfio_user_write_multi.SIZE)
+        return short('REGION_WRITE_MULTI reply', vfio_user_write_multi.SIZE, p.length);
+      const wrCnt = getField(p, 0, vfio_user_write_multi.wr_cnt);
       return wrCnt === U64_UNSAFE
         ? u64Range('REGION_WRITE_MULTI reply', 'wr_cnt')
         : ok({ kind: 'regionWriteMultiReply', wrCnt });
     }
     case Command.DEVICE_FEATURE: {
-      const L = vfio_user_device_feature;
-      if (p.length < L.SIZE) return short('DEVICE_FEATURE reply', L.SIZE, p.length);
+      if (p.length < vfio_user_device_feature.SIZE)
+        return short('DEVICE_FEATURE reply', vfio_user_device_feature.SIZE, p.length);
       return ok({
         kind: 'deviceFeatureReply',
-        argsz: getField(p, 0, L.argsz),
-        flags: getField(p, 0, L.flags),
-        data: p.subarray(L.SIZE),
+        argsz: getField(p, 0, vfio_user_device_feature.argsz),
+        flags: getField(p, 0, vfio_user_device_feature.flags),
+        data: p.subarray(vfio_user_device_feature.SIZE),
       });
     }
     case Command.MIG_DATA_READ: {
-      const L = vfio_user_mig_data;
-      if (p.length < L.SIZE) return short('MIG_DATA_READ reply', L.SIZE, p.length);
-      const size = getField(p, 0, L.size);
-      const data = p.subarray(L.SIZE);
+      if (p.length < vfio_user_mig_data.SIZE) return short('MIG_DATA_READ reply', vfio_user_mig_data.SIZE, p.length);
+      const size = getField(p, 0, vfio_user_mig_data.size);
+      const data = p.subarray(vfio_user_mig_data.SIZE);
       if (data.length < size)
         return fail('PAYLOAD_MISMATCH', `MIG_DATA_READ reply size ${size} but ${data.length} data bytes`);
-      return ok({ kind: 'migDataReadReply', argsz: getField(p, 0, L.argsz), size, data });
+      return ok({ kind: 'migDataReadReply', argsz: getField(p, 0, vfio_user_mig_data.argsz), size, data });
     }
     case Command.MIG_DATA_WRITE:
       return p.length === 0
@@ -372,12 +377,11 @@ export function decodeReply(command: number, p: Buffer): Decoded<Reply> {
 // ---- shared pieces ---------------------------------------------------------
 
 function decodeVersionBody(p: Buffer): Decoded<{ major: number; minor: number; json: string | undefined }> {
-  const L = vfio_user_version;
-  if (p.length < L.SIZE) return short('VERSION', L.SIZE, p.length);
-  const major = getField(p, 0, L.major);
-  const minor = getField(p, 0, L.minor);
-  if (p.length === L.SIZE) return ok({ major, minor, json: undefined });
-  const text = p.subarray(L.SIZE);
+  if (p.length < vfio_user_version.SIZE) return short('VERSION', vfio_user_version.SIZE, p.length);
+  const major = getField(p, 0, vfio_user_version.major);
+  const minor = getField(p, 0, vfio_user_version.minor);
+  if (p.length === vfio_user_version.SIZE) return ok({ major, minor, json: undefined });
+  const text = p.subarray(vfio_user_version.SIZE);
   if (text[text.length - 1] !== 0) return fail('BAD_JSON', 'VERSION JSON is not NUL-terminated');
   const nul = text.indexOf(0);
   if (nul !== text.length - 1) return fail('BAD_JSON', 'VERSION JSON has a NUL inside');
@@ -394,17 +398,16 @@ function decodeUnmapBody(
   size: number;
   bitmap?: { pgsize: number; size: number; data: Buffer };
 }> {
-  const L = vfio_user_dma_unmap;
   const what = reply ? 'DMA_UNMAP reply' : 'DMA_UNMAP';
-  if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
+  if (p.length < vfio_user_dma_unmap.SIZE) return short(what, vfio_user_dma_unmap.SIZE, p.length);
   const r = new Fields(p);
-  const argsz = r.get(L.argsz, 'argsz');
-  const flags = r.get(L.flags, 'flags');
-  const address = r.get(L.addr, 'address');
-  const size = r.get(L.size, 'size');
+  const argsz = r.get(vfio_user_dma_unmap.argsz, 'argsz');
+  const flags = r.get(vfio_user_dma_unmap.flags, 'flags');
+  const address = r.get(vfio_user_dma_unmap.addr, 'address');
+  const size = r.get(vfio_user_dma_unmap.size, 'size');
   if (r.bad) return u64Range(what, r.bad);
-  if (flags & DmaUnmapFlag.GET_DIRTY_BITMAP && p.length >= L.SIZE + vfio_user_bitmap.SIZE) {
-    const b = new Fields(p, L.SIZE);
+  if (flags & DmaUnmapFlag.GET_DIRTY_BITMAP && p.length >= vfio_user_dma_unmap.SIZE + vfio_user_bitmap.SIZE) {
+    const b = new Fields(p, vfio_user_dma_unmap.SIZE);
     const pgsize = b.get(vfio_user_bitmap.pgsize, 'bitmap.pgsize');
     const bsize = b.get(vfio_user_bitmap.size, 'bitmap.size');
     if (b.bad) return u64Range(what, b.bad);
@@ -413,10 +416,11 @@ function decodeUnmapBody(
       flags,
       address,
       size,
-      bitmap: { pgsize, size: bsize, data: p.subarray(L.SIZE + vfio_user_bitmap.SIZE) },
+      bitmap: { pgsize, size: bsize, data: p.subarray(vfio_user_dma_unmap.SIZE + vfio_user_bitmap.SIZE) },
     });
   }
-  if (p.length !== L.SIZE) return fail('PAYLOAD_MISMATCH', `${what} has ${p.length - L.SIZE} unexpected bytes`);
+  if (p.length !== vfio_user_dma_unmap.SIZE)
+    return fail('PAYLOAD_MISMATCH', `${what} has ${p.length - vfio_user_dma_unmap.SIZE} unexpected bytes`);
   return ok({ argsz, flags, address, size });
 }
 
@@ -424,13 +428,12 @@ function decodeDeviceInfo(
   p: Buffer,
   what: string,
 ): Decoded<{ argsz: number; flags: number; numRegions: number; numIrqs: number }> {
-  const L = vfio_user_device_info;
-  if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
+  if (p.length < vfio_user_device_info.SIZE) return short(what, vfio_user_device_info.SIZE, p.length);
   return ok({
-    argsz: getField(p, 0, L.argsz),
-    flags: getField(p, 0, L.flags),
-    numRegions: getField(p, 0, L.num_regions),
-    numIrqs: getField(p, 0, L.num_irqs),
+    argsz: getField(p, 0, vfio_user_device_info.argsz),
+    flags: getField(p, 0, vfio_user_device_info.flags),
+    numRegions: getField(p, 0, vfio_user_device_info.num_regions),
+    numIrqs: getField(p, 0, vfio_user_device_info.num_irqs),
   });
 }
 
@@ -454,16 +457,15 @@ function decodeIndexCount(
 function decodeRegionInfoStruct(
   p: Buffer,
 ): Decoded<{ argsz: number; flags: number; index: number; capOffset: number; size: number; offset: number }> {
-  const L = vfio_region_info;
-  if (p.length < L.SIZE) return short('DEVICE_GET_REGION_INFO', L.SIZE, p.length);
+  if (p.length < vfio_region_info.SIZE) return short('DEVICE_GET_REGION_INFO', vfio_region_info.SIZE, p.length);
   const r = new Fields(p);
   const v = {
-    argsz: r.get(L.argsz, 'argsz'),
-    flags: r.get(L.flags, 'flags'),
-    index: r.get(L.index, 'index'),
-    capOffset: r.get(L.cap_offset, 'cap_offset'),
-    size: r.get(L.size, 'size'),
-    offset: r.get(L.offset, 'offset'),
+    argsz: r.get(vfio_region_info.argsz, 'argsz'),
+    flags: r.get(vfio_region_info.flags, 'flags'),
+    index: r.get(vfio_region_info.index, 'index'),
+    capOffset: r.get(vfio_region_info.cap_offset, 'cap_offset'),
+    size: r.get(vfio_region_info.size, 'size'),
+    offset: r.get(vfio_region_info.offset, 'offset'),
   };
   return r.bad ? u64Range('DEVICE_GET_REGION_INFO', r.bad) : ok(v);
 }
@@ -474,37 +476,43 @@ const MAX_REGION_CAPS = 16;
 function decodeRegionCaps(p: Buffer, flags: number, capOffset: number): Decoded<RegionCap[]> {
   const caps: RegionCap[] = [];
   if (!(flags & RegionInfoFlag.CAPS) || capOffset === 0) return ok(caps);
-  const C = vfio_info_cap_header;
   let at = capOffset;
   while (at !== 0) {
     if (caps.length === MAX_REGION_CAPS) return fail('BAD_CAP_CHAIN', 'region-info capability chain is too long');
-    if (at < vfio_region_info.SIZE || at + C.SIZE > p.length)
+    if (at < vfio_region_info.SIZE || at + vfio_info_cap_header.SIZE > p.length)
       return fail('BAD_CAP_CHAIN', `capability at ${at} lies outside the reply`);
-    const id = getField(p, at, C.id);
-    const version = getField(p, at, C.version);
-    const next = getField(p, at, C.next);
+    const id = getField(p, at, vfio_info_cap_header.id);
+    const version = getField(p, at, vfio_info_cap_header.version);
+    const next = getField(p, at, vfio_info_cap_header.next);
     if (next !== 0 && next <= at) return fail('BAD_CAP_CHAIN', `capability at ${at} points back to ${next}`);
     const end = next !== 0 ? next : p.length;
     if (end > p.length) return fail('BAD_CAP_CHAIN', `capability at ${at} runs past the reply`);
     if (id === RegionCapId.SPARSE_MMAP) {
-      const S = vfio_region_info_cap_sparse_mmap;
-      if (at + S.SIZE > end) return fail('BAD_CAP_CHAIN', 'sparse-mmap capability is truncated');
-      const n = getField(p, at, S.nr_areas);
-      const A = vfio_region_sparse_mmap_area;
-      if (at + S.SIZE + n * A.SIZE > end) return fail('BAD_CAP_CHAIN', `sparse-mmap capability claims ${n} areas`);
+      if (at + vfio_region_info_cap_sparse_mmap.SIZE > end)
+        return fail('BAD_CAP_CHAIN', 'sparse-mmap capability is truncated');
+      const n = getField(p, at, vfio_region_info_cap_sparse_mmap.nr_areas);
+      if (at + vfio_region_info_cap_sparse_mmap.SIZE + n * vfio_region_sparse_mmap_area.SIZE > end)
+        return fail('BAD_CAP_CHAIN', `sparse-mmap capability claims ${n} areas`);
       const areas = [];
       for (let i = 0; i < n; i++) {
-        const r = new Fields(p, at + S.SIZE + i * A.SIZE);
-        const area = { offset: r.get(A.offset, 'offset'), size: r.get(A.size, 'size') };
+        const r = new Fields(p, at + vfio_region_info_cap_sparse_mmap.SIZE + i * vfio_region_sparse_mmap_area.SIZE);
+        const area = {
+          offset: r.get(vfio_region_sparse_mmap_area.offset, 'offset'),
+          size: r.get(vfio_region_sparse_mmap_area.size, 'size'),
+        };
         if (r.bad) return u64Range('sparse-mmap area', r.bad);
         areas.push(area);
       }
       caps.push({ id: RegionCapId.SPARSE_MMAP, version, areas });
     } else if (id === RegionCapId.TYPE && at + vfio_region_info_cap_type.SIZE <= end) {
-      const T = vfio_region_info_cap_type;
-      caps.push({ id: RegionCapId.TYPE, version, type: getField(p, at, T.type), subtype: getField(p, at, T.subtype) });
+      caps.push({
+        id: RegionCapId.TYPE,
+        version,
+        type: getField(p, at, vfio_region_info_cap_type.type),
+        subtype: getField(p, at, vfio_region_info_cap_type.subtype),
+      });
     } else {
-      caps.push({ id, version, raw: p.subarray(at + C.SIZE, end) });
+      caps.push({ id, version, raw: p.subarray(at + vfio_info_cap_header.SIZE, end) });
     }
     at = next;
   }
@@ -512,43 +520,43 @@ function decodeRegionCaps(p: Buffer, flags: number, capOffset: number): Decoded<
 }
 
 function decodeRegionAccess(p: Buffer, what: string): Decoded<{ offset: number; region: number; count: number }> {
-  const L = vfio_user_region_access;
-  if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
-  const offset = getField(p, 0, L.offset);
+  if (p.length < vfio_user_region_access.SIZE) return short(what, vfio_user_region_access.SIZE, p.length);
+  const offset = getField(p, 0, vfio_user_region_access.offset);
   if (offset === U64_UNSAFE) return u64Range(what, 'offset');
-  return ok({ offset, region: getField(p, 0, L.region), count: getField(p, 0, L.count) });
+  return ok({
+    offset,
+    region: getField(p, 0, vfio_user_region_access.region),
+    count: getField(p, 0, vfio_user_region_access.count),
+  });
 }
 
 function decodeDmaAccess(p: Buffer, what: string): Decoded<{ address: number; count: number }> {
-  const L = vfio_user_dma_rw;
-  if (p.length < L.SIZE) return short(what, L.SIZE, p.length);
+  if (p.length < vfio_user_dma_rw.SIZE) return short(what, vfio_user_dma_rw.SIZE, p.length);
   const r = new Fields(p);
-  const v = { address: r.get(L.addr, 'address'), count: r.get(L.count, 'count') };
+  const v = { address: r.get(vfio_user_dma_rw.addr, 'address'), count: r.get(vfio_user_dma_rw.count, 'count') };
   return r.bad ? u64Range(what, r.bad) : ok(v);
 }
 
 function decodeWriteMulti(p: Buffer): Decoded<WriteMultiEntry[]> {
-  const L = vfio_user_write_multi;
-  const E = vfio_user_write_multi_data;
-  if (p.length < L.SIZE) return short('REGION_WRITE_MULTI', L.SIZE, p.length);
-  const n = getField(p, 0, L.wr_cnt);
+  if (p.length < vfio_user_write_multi.SIZE) return short('REGION_WRITE_MULTI', vfio_user_write_multi.SIZE, p.length);
+  const n = getField(p, 0, vfio_user_write_multi.wr_cnt);
   if (n === U64_UNSAFE || n > MAX_WRITE_MULTI_ENTRIES)
     return fail('COUNT_TOO_LARGE', `REGION_WRITE_MULTI wr_cnt ${n} is above ${MAX_WRITE_MULTI_ENTRIES}`);
-  if (p.length !== L.SIZE + n * E.SIZE)
+  if (p.length !== vfio_user_write_multi.SIZE + n * vfio_user_write_multi_data.SIZE)
     return fail('PAYLOAD_MISMATCH', `REGION_WRITE_MULTI wr_cnt ${n} but ${p.length} payload bytes`);
   const entries: WriteMultiEntry[] = [];
   for (let i = 0; i < n; i++) {
-    const base = L.SIZE + i * E.SIZE;
-    const offset = getField(p, base, E.offset);
+    const base = vfio_user_write_multi.SIZE + i * vfio_user_write_multi_data.SIZE;
+    const offset = getField(p, base, vfio_user_write_multi_data.offset);
     if (offset === U64_UNSAFE) return u64Range('REGION_WRITE_MULTI', 'offset');
-    const count = getField(p, base, E.count);
+    const count = getField(p, base, vfio_user_write_multi_data.count);
     if (count > WRITE_MULTI_DATA_SIZE)
       return fail('COUNT_TOO_LARGE', `REGION_WRITE_MULTI entry ${i} count ${count} is above 8`);
     entries.push({
       offset,
-      region: getField(p, base, E.region),
+      region: getField(p, base, vfio_user_write_multi_data.region),
       count,
-      data: p.subarray(base + E.data.off, base + E.SIZE),
+      data: p.subarray(base + vfio_user_write_multi_data.data.off, base + vfio_user_write_multi_data.SIZE),
     });
   }
   return ok(entries);

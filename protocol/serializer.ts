@@ -35,8 +35,6 @@ import {
 import { HEADER_SIZE } from './limits';
 import type { Body, Header, RegionCap } from './messages';
 
-const H = vfio_user_header;
-
 export class MessageWriter {
   #buf: Buffer;
   #len = 0;
@@ -67,10 +65,10 @@ export class MessageWriter {
     this.#ensure(HEADER_SIZE);
     const b = this.#buf;
     const s = this.#start;
-    setField(b, s, H.msg_id, id);
-    setField(b, s, H.command, command);
-    setField(b, s, H.flags, flags);
-    setField(b, s, H.error, error);
+    setField(b, s, vfio_user_header.msg_id, id);
+    setField(b, s, vfio_user_header.command, command);
+    setField(b, s, vfio_user_header.flags, flags);
+    setField(b, s, vfio_user_header.error, error);
     this.#len += HEADER_SIZE;
     return this;
   }
@@ -80,7 +78,7 @@ export class MessageWriter {
     const s = this.#start;
     if (s < 0) throw new Error('MessageWriter.end: no message begun');
     const size = this.#len - s;
-    setField(this.#buf, s, H.msg_size, size);
+    setField(this.#buf, s, vfio_user_header.msg_size, size);
     this.#start = -1;
     this.ended++;
     return size;
@@ -279,9 +277,8 @@ function writeStruct(w: MessageWriter, body: Body): void {
   switch (body.kind) {
     case 'version':
     case 'versionReply': {
-      const L = vfio_user_version;
-      const at = w.reserve(L.SIZE);
-      w.field(at, L.major, body.major).field(at, L.minor, body.minor);
+      const at = w.reserve(vfio_user_version.SIZE);
+      w.field(at, vfio_user_version.major, body.major).field(at, vfio_user_version.minor, body.minor);
       if (body.json !== undefined) {
         w.bytes(Buffer.from(body.json, 'utf8'));
         w.bytes(NUL);
@@ -289,39 +286,35 @@ function writeStruct(w: MessageWriter, body: Body): void {
       return;
     }
     case 'dmaMap': {
-      const L = vfio_user_dma_map;
-      const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz)
-        .field(at, L.flags, body.flags)
-        .field(at, L.offset, body.offset)
-        .field(at, L.addr, body.address)
-        .field(at, L.size, body.size);
+      const at = w.reserve(vfio_user_dma_map.SIZE);
+      w.field(at, vfio_user_dma_map.argsz, body.argsz)
+        .field(at, vfio_user_dma_map.flags, body.flags)
+        .field(at, vfio_user_dma_map.offset, body.offset)
+        .field(at, vfio_user_dma_map.addr, body.address)
+        .field(at, vfio_user_dma_map.size, body.size);
       return;
     }
     case 'dmaUnmap':
     case 'dmaUnmapReply': {
-      const L = vfio_user_dma_unmap;
-      const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz)
-        .field(at, L.flags, body.flags)
-        .field(at, L.addr, body.address)
-        .field(at, L.size, body.size);
+      const at = w.reserve(vfio_user_dma_unmap.SIZE);
+      w.field(at, vfio_user_dma_unmap.argsz, body.argsz)
+        .field(at, vfio_user_dma_unmap.flags, body.flags)
+        .field(at, vfio_user_dma_unmap.addr, body.address)
+        .field(at, vfio_user_dma_unmap.size, body.size);
       if (body.bitmap && body.flags & DmaUnmapFlag.GET_DIRTY_BITMAP) {
-        const B = vfio_user_bitmap;
-        const bt = w.reserve(B.SIZE);
-        w.field(bt, B.pgsize, body.bitmap.pgsize).field(bt, B.size, body.bitmap.size);
+        const bt = w.reserve(vfio_user_bitmap.SIZE);
+        w.field(bt, vfio_user_bitmap.pgsize, body.bitmap.pgsize).field(bt, vfio_user_bitmap.size, body.bitmap.size);
         w.bytes(body.bitmap.data);
       }
       return;
     }
     case 'deviceGetInfo':
     case 'deviceGetInfoReply': {
-      const L = vfio_user_device_info;
-      const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz)
-        .field(at, L.flags, body.flags)
-        .field(at, L.num_regions, body.numRegions)
-        .field(at, L.num_irqs, body.numIrqs);
+      const at = w.reserve(vfio_user_device_info.SIZE);
+      w.field(at, vfio_user_device_info.argsz, body.argsz)
+        .field(at, vfio_user_device_info.flags, body.flags)
+        .field(at, vfio_user_device_info.num_regions, body.numRegions)
+        .field(at, vfio_user_device_info.num_irqs, body.numIrqs);
       return;
     }
     case 'deviceGetRegionInfo':
@@ -345,13 +338,12 @@ function writeStruct(w: MessageWriter, body: Body): void {
       writeIndexCount(w, vfio_irq_info, body);
       return;
     case 'deviceSetIrqs': {
-      const L = vfio_irq_set;
-      const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz)
-        .field(at, L.flags, body.flags)
-        .field(at, L.index, body.index)
-        .field(at, L.start, body.start)
-        .field(at, L.count, body.count);
+      const at = w.reserve(vfio_irq_set.SIZE);
+      w.field(at, vfio_irq_set.argsz, body.argsz)
+        .field(at, vfio_irq_set.flags, body.flags)
+        .field(at, vfio_irq_set.index, body.index)
+        .field(at, vfio_irq_set.start, body.start)
+        .field(at, vfio_irq_set.count, body.count);
       w.bytes(body.data);
       return;
     }
@@ -374,13 +366,15 @@ function writeStruct(w: MessageWriter, body: Body): void {
       w.bytes(body.data);
       return;
     case 'regionWriteMulti': {
-      const L = vfio_user_write_multi;
-      const E = vfio_user_write_multi_data;
-      w.field(w.reserve(L.SIZE), L.wr_cnt, body.entries.length);
+      w.field(w.reserve(vfio_user_write_multi.SIZE), vfio_user_write_multi.wr_cnt, body.entries.length);
       for (const e of body.entries) {
-        const at = w.reserve(E.SIZE);
-        w.field(at, E.offset, e.offset).field(at, E.region, e.region).field(at, E.count, e.count);
-        w.view(at + E.data.off, E.data.size).set(e.data.subarray(0, E.data.size));
+        const at = w.reserve(vfio_user_write_multi_data.SIZE);
+        w.field(at, vfio_user_write_multi_data.offset, e.offset)
+          .field(at, vfio_user_write_multi_data.region, e.region)
+          .field(at, vfio_user_write_multi_data.count, e.count);
+        w.view(at + vfio_user_write_multi_data.data.off, vfio_user_write_multi_data.data.size).set(
+          e.data.subarray(0, vfio_user_write_multi_data.data.size),
+        );
       }
       return;
     }
@@ -402,16 +396,14 @@ function writeStruct(w: MessageWriter, body: Body): void {
       return;
     }
     case 'migDataRead': {
-      const L = vfio_user_mig_data;
-      const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz).field(at, L.size, body.size);
+      const at = w.reserve(vfio_user_mig_data.SIZE);
+      w.field(at, vfio_user_mig_data.argsz, body.argsz).field(at, vfio_user_mig_data.size, body.size);
       return;
     }
     case 'migDataReadReply':
     case 'migDataWrite': {
-      const L = vfio_user_mig_data;
-      const at = w.reserve(L.SIZE);
-      w.field(at, L.argsz, body.argsz).field(at, L.size, body.size);
+      const at = w.reserve(vfio_user_mig_data.SIZE);
+      w.field(at, vfio_user_mig_data.argsz, body.argsz).field(at, vfio_user_mig_data.size, body.size);
       w.bytes(body.data);
       return;
     }
@@ -436,14 +428,13 @@ function writeRegionInfoStruct(
   size: number,
   offset: number,
 ): number {
-  const L = vfio_region_info;
-  const at = w.reserve(L.SIZE);
-  w.field(at, L.argsz, argsz)
-    .field(at, L.flags, flags)
-    .field(at, L.index, index)
-    .field(at, L.cap_offset, capOffset)
-    .field(at, L.size, size)
-    .field(at, L.offset, offset);
+  const at = w.reserve(vfio_region_info.SIZE);
+  w.field(at, vfio_region_info.argsz, argsz)
+    .field(at, vfio_region_info.flags, flags)
+    .field(at, vfio_region_info.index, index)
+    .field(at, vfio_region_info.cap_offset, capOffset)
+    .field(at, vfio_region_info.size, size)
+    .field(at, vfio_region_info.offset, offset);
   return at;
 }
 
@@ -457,37 +448,36 @@ export function regionCapSize(cap: RegionCap): number {
 
 /** Capabilities are laid out back to back; each `next` is relative to the region-info struct at `base`. */
 function writeRegionCaps(w: MessageWriter, base: number, caps: readonly RegionCap[]): void {
-  const C = vfio_info_cap_header;
   for (let i = 0; i < caps.length; i++) {
     const cap = caps[i]!;
     const size = regionCapSize(cap);
     const at = w.reserve(size);
     const next = i + 1 < caps.length ? at - base + size : 0;
-    w.field(at, C.id, cap.id).field(at, C.version, cap.version).field(at, C.next, next);
+    w.field(at, vfio_info_cap_header.id, cap.id)
+      .field(at, vfio_info_cap_header.version, cap.version)
+      .field(at, vfio_info_cap_header.next, next);
     if ('areas' in cap) {
-      const S = vfio_region_info_cap_sparse_mmap;
-      const A = vfio_region_sparse_mmap_area;
-      w.field(at, S.nr_areas, cap.areas.length);
+      w.field(at, vfio_region_info_cap_sparse_mmap.nr_areas, cap.areas.length);
       cap.areas.forEach((a, k) => {
-        const e = at + S.SIZE + k * A.SIZE;
-        w.field(e, A.offset, a.offset).field(e, A.size, a.size);
+        const e = at + vfio_region_info_cap_sparse_mmap.SIZE + k * vfio_region_sparse_mmap_area.SIZE;
+        w.field(e, vfio_region_sparse_mmap_area.offset, a.offset).field(e, vfio_region_sparse_mmap_area.size, a.size);
       });
     } else if ('subtype' in cap) {
       w.field(at, vfio_region_info_cap_type.type, cap.type).field(at, vfio_region_info_cap_type.subtype, cap.subtype);
     } else {
-      w.view(at + C.SIZE, cap.raw.length).set(cap.raw);
+      w.view(at + vfio_info_cap_header.SIZE, cap.raw.length).set(cap.raw);
     }
   }
 }
 
 function writeRegionAccess(w: MessageWriter, offset: number, region: number, count: number): void {
-  const L = vfio_user_region_access;
-  const at = w.reserve(L.SIZE);
-  w.field(at, L.offset, offset).field(at, L.region, region).field(at, L.count, count);
+  const at = w.reserve(vfio_user_region_access.SIZE);
+  w.field(at, vfio_user_region_access.offset, offset)
+    .field(at, vfio_user_region_access.region, region)
+    .field(at, vfio_user_region_access.count, count);
 }
 
 function writeDmaAccess(w: MessageWriter, address: number, count: number): void {
-  const L = vfio_user_dma_rw;
-  const at = w.reserve(L.SIZE);
-  w.field(at, L.addr, address).field(at, L.count, count);
+  const at = w.reserve(vfio_user_dma_rw.SIZE);
+  w.field(at, vfio_user_dma_rw.addr, address).field(at, vfio_user_dma_rw.count, count);
 }

@@ -15,7 +15,7 @@ export interface ServerProcess {
   log(): string;
 }
 
-export interface ServerStart {
+interface ServerStart {
   readonly sock: string;
   /** rocm-ernic options after `-s SOCK`. */
   readonly args: readonly string[];

@@ -11,7 +11,7 @@ import { nvmeofKind } from './nvmeof';
 import { s3Kind } from './s3';
 
 /** In the order --help lists them. */
-export const BACKEND_KINDS: readonly BackendKind[] = [loopbackKind, noneKind, meshKind, nvmeofKind, s3Kind];
+const BACKEND_KINDS: readonly BackendKind[] = [loopbackKind, noneKind, meshKind, nvmeofKind, s3Kind];
 
 /** The kind that takes `spec`, or undefined. */
 export function backendKind(spec: string): BackendKind | undefined {
@@ -27,10 +27,4 @@ export function backendsHelp(): string {
 export function unknownBackend(spec: string): string {
   return `--backend ${spec}: unknown backend (available: ${BACKEND_KINDS.map((k) => k.grammar).join(', ')})`;
 }
-
-export type { BackendContext, BackendKind, Checked, PreparedBackend, ServedBackend } from './kind';
-export { LoopbackBackend } from './loopback';
-export { MeshBackend, ServedMesh } from './mesh';
-export { NoBackend } from './none';
-export { NvmeofBackend } from './nvmeof';
-export { S3Backend } from './s3';
+export { ServedMesh } from './mesh';

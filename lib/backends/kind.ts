@@ -10,7 +10,7 @@ import type { RdmaBackend } from '../rdma/backend';
 /** A value, or one line naming the problem (the CLI prints it and exits 2). */
 export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 
-export interface BackendContext {
+interface BackendContext {
   readonly log: Logger;
   readonly env: Readonly<Record<string, string | undefined>>;
   /** The mesh's security options (--mesh-psk, --mesh-cert, ...), as typed. */
@@ -25,7 +25,7 @@ export interface ServedBackend extends RdmaBackend {
   close?(): Promise<void>;
 }
 
-export interface PreparedBackend {
+interface PreparedBackend {
   /** Opens the backend; the refusal is the whole line. */
   open(ctx: BackendContext): Promise<Checked<ServedBackend>>;
 }

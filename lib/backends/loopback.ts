@@ -5,7 +5,7 @@ import type { RdmaBackend } from '../rdma/backend';
 import { DataPathEngine, installWqeExecutor } from '../rdma/executor';
 import type { BackendKind } from './kind';
 
-export class LoopbackBackend implements RdmaBackend {
+class LoopbackBackend implements RdmaBackend {
   readonly name = 'loopback';
   attach(engine: DataPathEngine | null): void {
     if (engine) installWqeExecutor(engine);

@@ -14,7 +14,7 @@ import type { S3Options } from '../targets/s3/options';
 import type { Credentials, ObjectStore } from '../targets/s3/store';
 import type { BackendKind, Checked, ServedBackend } from './kind';
 
-export interface S3BackendOptions {
+interface S3BackendOptions {
   readonly options: S3Options;
   /** An opened store (S3Endpoint.openStore). */
   readonly store: ObjectStore;

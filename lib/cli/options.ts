@@ -12,7 +12,7 @@ import type { Argv } from 'yargs';
  * layout would split command lines and key=value lists that users copy; a
  * narrow terminal soft-wraps instead, which copies whole.
  */
-export function helpWidth(): number {
+function helpWidth(): number {
   return Math.max(110, Math.min(140, process.stdout.columns || 110));
 }
 

@@ -8,7 +8,7 @@
 import { execFile } from 'child_process';
 import type { Logger } from '../log';
 
-export interface NotifyOptions {
+interface NotifyOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** The program to run (default systemd-notify, found on PATH). */
   readonly program?: string;

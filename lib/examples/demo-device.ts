@@ -13,10 +13,10 @@
 import { PciFunction } from '../index';
 import type { BarHandler } from '../index';
 
-export const DEMO_VENDOR_ID = 0x1dd8;
-export const DEMO_DEVICE_ID = 0xee01;
-export const DEMO_MAGIC = 0x45524e43;
-export const DEMO_REGS = {
+const DEMO_VENDOR_ID = 0x1dd8;
+const DEMO_DEVICE_ID = 0xee01;
+const DEMO_MAGIC = 0x45524e43;
+const DEMO_REGS = {
   ID: 0x000,
   COUNTER: 0x004,
   DOORBELL: 0x008,
@@ -24,7 +24,7 @@ export const DEMO_REGS = {
   SCRATCH: 0x100,
   SCRATCH_END: 0x1000,
 } as const;
-export const DEMO_VECTORS = 8;
+const DEMO_VECTORS = 8;
 
 export function createDemoDevice(): PciFunction {
   const scratch = Buffer.alloc(DEMO_REGS.SCRATCH_END);

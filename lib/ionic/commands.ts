@@ -201,23 +201,21 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
 
     case Opcode.LIF_GETATTR: {
       const attr = getField(cmd, 0, ionic_lif_getattr_cmd.attr);
-      const C = ionic_lif_getattr_comp;
-      if (attr === LifAttr.MAC) setRawBytes(comp, 0, C.mac, lif.mac);
-      else if (attr === LifAttr.MTU) setField(comp, 0, C.mtu, lif.mtu);
-      else if (attr === LifAttr.STATE) setField(comp, 0, C.state, lif.initialized ? 1 : 0);
-      else if (attr === LifAttr.FEATURES) setField(comp, 0, C.features, lif.features);
+      if (attr === LifAttr.MAC) setRawBytes(comp, 0, ionic_lif_getattr_comp.mac, lif.mac);
+      else if (attr === LifAttr.MTU) setField(comp, 0, ionic_lif_getattr_comp.mtu, lif.mtu);
+      else if (attr === LifAttr.STATE) setField(comp, 0, ionic_lif_getattr_comp.state, lif.initialized ? 1 : 0);
+      else if (attr === LifAttr.FEATURES) setField(comp, 0, ionic_lif_getattr_comp.features, lif.features);
       return Status.SUCCESS;
     }
 
     case Opcode.LIF_SETATTR: {
-      const S = ionic_lif_setattr_cmd;
-      const attr = getField(cmd, 0, S.attr);
+      const attr = getField(cmd, 0, ionic_lif_setattr_cmd.attr);
       if (attr === LifAttr.MAC) {
-        const mac = viewRaw(cmd, 0, S.mac);
+        const mac = viewRaw(cmd, 0, ionic_lif_setattr_cmd.mac);
         if (mac[0]! & 1) return Status.EINVAL; // a multicast address cannot be a station address
         lif.mac = Buffer.from(mac);
       } else if (attr === LifAttr.MTU) {
-        const mtu = getField(cmd, 0, S.mtu);
+        const mtu = getField(cmd, 0, ionic_lif_setattr_cmd.mtu);
         if (mtu < MIN_MTU || mtu > p.maxMtu) return Status.EINVAL;
         lif.mtu = mtu;
       } else if (attr === LifAttr.FEATURES) {
@@ -235,16 +233,18 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       return Status.SUCCESS;
 
     case Opcode.RX_FILTER_ADD: {
-      const A = ionic_rx_filter_add_cmd;
       // A bounded filter table: the driver handles ENOSPC by going promiscuous (ionic Ethernet E4.6).
       if (lif.filters.size >= MAX_UCAST_FILTERS + MAX_MCAST_FILTERS) return Status.ENOSPC;
-      const match = getField(cmd, 0, A.match);
+      const match = getField(cmd, 0, ionic_rx_filter_add_cmd.match);
       // The same MAC twice is EEXIST, which the driver tolerates (ionic Ethernet E3.1).
-      if (match === RxFilterMatch.MAC && lif.hasMacFilter(viewRaw(cmd, 0, A.mac))) return Status.EEXIST;
+      if (match === RxFilterMatch.MAC && lif.hasMacFilter(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac)))
+        return Status.EEXIST;
       let id: number;
-      if (match === RxFilterMatch.MAC) id = lif.addMacFilter(viewRaw(cmd, 0, A.mac));
-      else if (match === RxFilterMatch.VLAN) id = lif.addOtherFilter(match, getField(cmd, 0, A.vlan));
-      else if (match === RxFilterMatch.MAC_VLAN) id = lif.addMacFilter(viewRaw(cmd, 0, A.mac_vlan_mac));
+      if (match === RxFilterMatch.MAC) id = lif.addMacFilter(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac));
+      else if (match === RxFilterMatch.VLAN)
+        id = lif.addOtherFilter(match, getField(cmd, 0, ionic_rx_filter_add_cmd.vlan));
+      else if (match === RxFilterMatch.MAC_VLAN)
+        id = lif.addMacFilter(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac_vlan_mac));
       else return Status.EINVAL;
       setField(comp, 0, ionic_rx_filter_add_comp.filter_id, id);
       return Status.SUCCESS;
@@ -265,10 +265,9 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
       return qInit(ctx, cmd, comp);
 
     case Opcode.Q_CONTROL: {
-      const C = ionic_q_control_cmd;
-      const q = lif.queue(getField(cmd, 0, C.type), getField(cmd, 0, C.index));
+      const q = lif.queue(getField(cmd, 0, ionic_q_control_cmd.type), getField(cmd, 0, ionic_q_control_cmd.index));
       if (!q) return Status.ENOENT;
-      const oper = getField(cmd, 0, C.oper);
+      const oper = getField(cmd, 0, ionic_q_control_cmd.oper);
       if (oper === QControlOp.ENABLE) {
         q.enabled = true;
         if (q instanceof TxQueue) lif.runTx(q);
@@ -307,19 +306,18 @@ const QUEUE_SG_BYTES_MAX = 256;
 
 /** Q_INIT: validate type, index, ring size and vector, then create the queue. */
 function qInit(ctx: CommandContext, cmd: Buffer, comp: Buffer): number {
-  const Q = ionic_q_init_cmd;
-  const type = getField(cmd, 0, Q.type);
-  const index = getField(cmd, 0, Q.index);
-  const ringLog2 = getField(cmd, 0, Q.ring_size);
-  const flags = getField(cmd, 0, Q.flags);
-  const intr = getField(cmd, 0, Q.intr_index);
+  const type = getField(cmd, 0, ionic_q_init_cmd.type);
+  const index = getField(cmd, 0, ionic_q_init_cmd.index);
+  const ringLog2 = getField(cmd, 0, ionic_q_init_cmd.ring_size);
+  const flags = getField(cmd, 0, ionic_q_init_cmd.flags);
+  const intr = getField(cmd, 0, ionic_q_init_cmd.intr_index);
   if (type > QType.TXQ) return Status.EQTYPE;
   if (index >= queueCount(ctx.profile, type)) return Status.EQID;
   if (ringLog2 < IONIC_MIN_RING_LOG2 || ringLog2 > IONIC_MAX_RING_LOG2) return Status.EINVAL;
   if (flags & QInitFlag.IRQ && intr >= ctx.interrupts.vectors) return Status.EINVAL;
-  const ringBase = getField(cmd, 0, Q.ring_base);
-  const cqBase = getField(cmd, 0, Q.cq_ring_base);
-  const sgBase = getField(cmd, 0, Q.sg_ring_base);
+  const ringBase = getField(cmd, 0, ionic_q_init_cmd.ring_base);
+  const cqBase = getField(cmd, 0, ionic_q_init_cmd.cq_ring_base);
+  const sgBase = getField(cmd, 0, ionic_q_init_cmd.sg_ring_base);
   if (ringBase <= 0 || cqBase < 0 || sgBase < 0) return Status.EINVAL;
   if (type !== QType.NOTIFYQ && cqBase === 0) return Status.EINVAL;
   // Every ring must lie inside the 52-bit device address space: refused, never wrapped.
@@ -340,7 +338,7 @@ function qInit(ctx: CommandContext, cmd: Buffer, comp: Buffer): number {
     intr,
     irq: (flags & QInitFlag.IRQ) !== 0,
     sg: (flags & QInitFlag.SG) !== 0,
-    version: getField(cmd, 0, Q.ver),
+    version: getField(cmd, 0, ionic_q_init_cmd.ver),
   };
   const lif = ctx.lif;
   const enable = (flags & QInitFlag.ENA) !== 0;

@@ -25,8 +25,6 @@ import { installWqeExecutor } from '../rdma/executor';
 import { rdmaEnabled } from './rdma/identity';
 import { DeviceStats } from './stats';
 
-export { BAR2_SIZE } from './doorbells';
-
 export interface IonicDeviceOptions {
   readonly profile: NicProfile;
   /** Station MAC (6 bytes). */

@@ -7,13 +7,13 @@
 import { RDMA_NDBPGS_PER_LIF } from '../rdma/limits';
 import { IONIC_DEV_CMD_DATA_SIZE, IONIC_LIF_CAP_ETH, IONIC_LIF_CAP_RDMA, PortState, QType } from './constants';
 import {
-  ionic_dev_identity as D,
-  ionic_lif_config as C,
-  ionic_lif_identity as LI,
-  ionic_port_config as PC,
-  ionic_port_identity as PI,
-  ionic_port_info as PN,
-  ionic_q_identity as Q,
+  ionic_dev_identity,
+  ionic_lif_config,
+  ionic_lif_identity,
+  ionic_port_config,
+  ionic_port_identity,
+  ionic_port_info,
+  ionic_q_identity,
   setField,
   setRawBytes,
 } from './layouts';
@@ -75,15 +75,15 @@ function fecType(p: NicProfile): PortFecType {
 
 export function writeDevIdentity(w: Buffer, p: NicProfile): void {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
-  setField(w, 0, D.version, 2);
-  setField(w, 0, D.nports, 1);
-  setField(w, 0, D.nlifs, 1);
-  setField(w, 0, D.nintrs, p.msixVectors);
-  setField(w, 0, D.ndbpgs_per_lif, doorbellPagesPerLif(p));
+  setField(w, 0, ionic_dev_identity.version, 2);
+  setField(w, 0, ionic_dev_identity.nports, 1);
+  setField(w, 0, ionic_dev_identity.nlifs, 1);
+  setField(w, 0, ionic_dev_identity.nintrs, p.msixVectors);
+  setField(w, 0, ionic_dev_identity.ndbpgs_per_lif, doorbellPagesPerLif(p));
   // Coalescing: usecs * 1 / 3 device units (what the hardware reports); 0 would break ethtool -C.
-  setField(w, 0, D.intr_coal_mult, 1);
-  setField(w, 0, D.intr_coal_div, 3);
-  setField(w, 0, D.eq_count, 0);
+  setField(w, 0, ionic_dev_identity.intr_coal_mult, 1);
+  setField(w, 0, ionic_dev_identity.intr_coal_div, 3);
+  setField(w, 0, ionic_dev_identity.eq_count, 0);
 }
 
 /** Queue counts the LIF offers, per logical type. */
@@ -104,28 +104,28 @@ export function queueCount(p: NicProfile, type: number): number {
 
 export function writeLifIdentity(w: Buffer, p: NicProfile, mac: Buffer, mtu: number): void {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
-  setField(w, 0, LI.capabilities, IONIC_LIF_CAP_ETH | (rdmaEnabled(p) ? IONIC_LIF_CAP_RDMA : 0));
-  setField(w, 0, LI.eth_version, 1);
-  setField(w, 0, LI.max_ucast_filters, MAX_UCAST_FILTERS);
-  setField(w, 0, LI.max_mcast_filters, MAX_MCAST_FILTERS);
-  setField(w, 0, LI.rss_ind_tbl_sz, RSS_IND_TBL_SZ);
-  setField(w, 0, LI.min_frame_size, MIN_FRAME_SIZE);
-  setField(w, 0, LI.max_frame_size, maxFrameSize(p));
+  setField(w, 0, ionic_lif_identity.capabilities, IONIC_LIF_CAP_ETH | (rdmaEnabled(p) ? IONIC_LIF_CAP_RDMA : 0));
+  setField(w, 0, ionic_lif_identity.eth_version, 1);
+  setField(w, 0, ionic_lif_identity.max_ucast_filters, MAX_UCAST_FILTERS);
+  setField(w, 0, ionic_lif_identity.max_mcast_filters, MAX_MCAST_FILTERS);
+  setField(w, 0, ionic_lif_identity.rss_ind_tbl_sz, RSS_IND_TBL_SZ);
+  setField(w, 0, ionic_lif_identity.min_frame_size, MIN_FRAME_SIZE);
+  setField(w, 0, ionic_lif_identity.max_frame_size, maxFrameSize(p));
   // The identity's config shows what the device offers; the driver reads only TIMESTAMP from it.
-  writeLifConfig(w, LI.CONFIG, p, mac, mtu, offeredFeatures(p.offloads));
+  writeLifConfig(w, ionic_lif_identity.CONFIG, p, mac, mtu, offeredFeatures(p.offloads));
   // The RDMA section (ionic RDMA R1.4); its eq_qtype count also sizes the Ethernet driver's interrupt request.
-  if (rdmaEnabled(p)) writeRdmaIdentity(w, LI.RDMA, p);
+  if (rdmaEnabled(p)) writeRdmaIdentity(w, ionic_lif_identity.RDMA, p);
 }
 
 /** union ionic_lif_config: in lif_identity and at the start of lif_info; `features` are EthHw bits. */
 export function writeLifConfig(w: Buffer, at: number, p: NicProfile, mac: Buffer, mtu: number, features: number): void {
-  w.fill(0, at, at + C.SIZE);
-  setField(w, at, C.state, 1);
-  setField(w, at, C.mtu, mtu);
-  setRawBytes(w, at, C.mac, mac);
-  setField(w, at, C.features, features);
+  w.fill(0, at, at + ionic_lif_config.SIZE);
+  setField(w, at, ionic_lif_config.state, 1);
+  setField(w, at, ionic_lif_config.mtu, mtu);
+  setRawBytes(w, at, ionic_lif_config.mac, mac);
+  setField(w, at, ionic_lif_config.features, features);
   for (const t of [QType.ADMINQ, QType.NOTIFYQ, QType.RXQ, QType.TXQ]) {
-    setField(w, at + C.queue_count.size * t, C.queue_count, queueCount(p, t));
+    setField(w, at + ionic_lif_config.queue_count.size * t, ionic_lif_config.queue_count, queueCount(p, t));
   }
 }
 
@@ -134,38 +134,38 @@ export function writeQIdentity(w: Buffer, type: number): boolean {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
   switch (type) {
     case QType.ADMINQ:
-      setField(w, 0, Q.version, 0);
-      setField(w, 0, Q.supported, 1);
-      setField(w, 0, Q.features, QIdentFeature.CQ);
-      setField(w, 0, Q.desc_sz, 64);
-      setField(w, 0, Q.comp_sz, 16);
+      setField(w, 0, ionic_q_identity.version, 0);
+      setField(w, 0, ionic_q_identity.supported, 1);
+      setField(w, 0, ionic_q_identity.features, QIdentFeature.CQ);
+      setField(w, 0, ionic_q_identity.desc_sz, 64);
+      setField(w, 0, ionic_q_identity.comp_sz, 16);
       return true;
     case QType.NOTIFYQ:
-      setField(w, 0, Q.version, 0);
-      setField(w, 0, Q.supported, 1);
-      setField(w, 0, Q.desc_sz, 4);
-      setField(w, 0, Q.comp_sz, 64);
+      setField(w, 0, ionic_q_identity.version, 0);
+      setField(w, 0, ionic_q_identity.supported, 1);
+      setField(w, 0, ionic_q_identity.desc_sz, 4);
+      setField(w, 0, ionic_q_identity.comp_sz, 64);
       return true;
     case QType.RXQ:
-      setField(w, 0, Q.version, 0);
-      setField(w, 0, Q.supported, 1);
-      setField(w, 0, Q.features, QIdentFeature.CQ | QIdentFeature.SG);
-      setField(w, 0, Q.desc_sz, 16);
-      setField(w, 0, Q.comp_sz, 16);
-      setField(w, 0, Q.sg_desc_sz, 128);
-      setField(w, 0, Q.max_sg_elems, 8);
-      setField(w, 0, Q.sg_desc_stride, 8);
+      setField(w, 0, ionic_q_identity.version, 0);
+      setField(w, 0, ionic_q_identity.supported, 1);
+      setField(w, 0, ionic_q_identity.features, QIdentFeature.CQ | QIdentFeature.SG);
+      setField(w, 0, ionic_q_identity.desc_sz, 16);
+      setField(w, 0, ionic_q_identity.comp_sz, 16);
+      setField(w, 0, ionic_q_identity.sg_desc_sz, 128);
+      setField(w, 0, ionic_q_identity.max_sg_elems, 8);
+      setField(w, 0, ionic_q_identity.sg_desc_stride, 8);
       return true;
     case QType.TXQ:
       // Version 1 with 256-byte SG descriptors: the 16-element stride (contract section 7, trap 7).
-      setField(w, 0, Q.version, 1);
-      setField(w, 0, Q.supported, 3);
-      setField(w, 0, Q.features, QIdentFeature.CQ | QIdentFeature.SG);
-      setField(w, 0, Q.desc_sz, 16);
-      setField(w, 0, Q.comp_sz, 16);
-      setField(w, 0, Q.sg_desc_sz, 256);
-      setField(w, 0, Q.max_sg_elems, 15);
-      setField(w, 0, Q.sg_desc_stride, 16);
+      setField(w, 0, ionic_q_identity.version, 1);
+      setField(w, 0, ionic_q_identity.supported, 3);
+      setField(w, 0, ionic_q_identity.features, QIdentFeature.CQ | QIdentFeature.SG);
+      setField(w, 0, ionic_q_identity.desc_sz, 16);
+      setField(w, 0, ionic_q_identity.comp_sz, 16);
+      setField(w, 0, ionic_q_identity.sg_desc_sz, 256);
+      setField(w, 0, ionic_q_identity.max_sg_elems, 15);
+      setField(w, 0, ionic_q_identity.sg_desc_stride, 16);
       return true;
     default:
       return false;
@@ -173,39 +173,39 @@ export function writeQIdentity(w: Buffer, type: number): boolean {
 }
 
 function writePortConfig(w: Buffer, at: number, p: NicProfile, mtu: number, up: boolean): void {
-  w.fill(0, at, at + PC.SIZE);
-  setField(w, at, PC.speed, p.linkSpeedMbps);
-  setField(w, at, PC.mtu, mtu);
-  setField(w, at, PC.state, up ? PortState.UP : PortState.DOWN);
-  setField(w, at, PC.an_enable, 0);
+  w.fill(0, at, at + ionic_port_config.SIZE);
+  setField(w, at, ionic_port_config.speed, p.linkSpeedMbps);
+  setField(w, at, ionic_port_config.mtu, mtu);
+  setField(w, at, ionic_port_config.state, up ? PortState.UP : PortState.DOWN);
+  setField(w, at, ionic_port_config.an_enable, 0);
   // RS FEC at 25G and above, as those links run.
-  setField(w, at, PC.fec_type, fecType(p));
+  setField(w, at, ionic_port_config.fec_type, fecType(p));
 }
 
 export function writePortIdentity(w: Buffer, p: NicProfile): void {
   w.fill(0, 0, IONIC_DEV_CMD_DATA_SIZE);
-  setField(w, 0, PI.version, 0);
-  setField(w, 0, PI.type, IONIC_PORT_TYPE_ETH);
-  setField(w, 0, PI.num_lanes, p.linkSpeedMbps >= FOUR_LANES_MIN_MBPS ? 4 : 1);
-  setField(w, 0, PI.autoneg, 0);
-  setField(w, 0, PI.min_frame_size, MIN_FRAME_SIZE);
-  setField(w, 0, PI.max_frame_size, maxFrameSize(p));
+  setField(w, 0, ionic_port_identity.version, 0);
+  setField(w, 0, ionic_port_identity.type, IONIC_PORT_TYPE_ETH);
+  setField(w, 0, ionic_port_identity.num_lanes, p.linkSpeedMbps >= FOUR_LANES_MIN_MBPS ? 4 : 1);
+  setField(w, 0, ionic_port_identity.autoneg, 0);
+  setField(w, 0, ionic_port_identity.min_frame_size, MIN_FRAME_SIZE);
+  setField(w, 0, ionic_port_identity.max_frame_size, maxFrameSize(p));
   // One speed: the profile's (speeds[0]; the rest stay 0).
-  setField(w, 0, PI.speeds, p.linkSpeedMbps);
-  writePortConfig(w, PI.CONFIG, p, PORT_IDENTITY_MTU, true);
+  setField(w, 0, ionic_port_identity.speeds, p.linkSpeedMbps);
+  writePortConfig(w, ionic_port_identity.CONFIG, p, PORT_IDENTITY_MTU, true);
 }
 
 /** The whole port_info block (config, status with the transceiver, zero stats). */
 export function buildPortInfo(p: NicProfile, mtu: number): Buffer {
-  const b = Buffer.alloc(PN.SIZE);
-  writePortConfig(b, PN.CONFIG, p, mtu, true);
-  setField(b, 0, PN.status_id, 0);
-  setField(b, 0, PN.status_speed, p.linkSpeedMbps);
-  setField(b, 0, PN.status_status, IONIC_PORT_OPER_STATUS_UP);
-  setField(b, 0, PN.status_fec_type, fecType(p));
+  const b = Buffer.alloc(ionic_port_info.SIZE);
+  writePortConfig(b, ionic_port_info.CONFIG, p, mtu, true);
+  setField(b, 0, ionic_port_info.status_id, 0);
+  setField(b, 0, ionic_port_info.status_speed, p.linkSpeedMbps);
+  setField(b, 0, ionic_port_info.status_status, IONIC_PORT_OPER_STATUS_UP);
+  setField(b, 0, ionic_port_info.status_fec_type, fecType(p));
   // Transceiver: inserted, with its phy and pid so ethtool reports speed and port type.
-  setField(b, 0, PN.xcvr_state, p.transceiver.phy === 'none' ? XcvrState.REMOVED : XcvrState.INSERTED);
-  setField(b, 0, PN.xcvr_phy, IonicPhyType[p.transceiver.phy]);
-  setField(b, 0, PN.xcvr_pid, p.transceiver.pid);
+  setField(b, 0, ionic_port_info.xcvr_state, p.transceiver.phy === 'none' ? XcvrState.REMOVED : XcvrState.INSERTED);
+  setField(b, 0, ionic_port_info.xcvr_phy, IonicPhyType[p.transceiver.phy]);
+  setField(b, 0, ionic_port_info.xcvr_pid, p.transceiver.pid);
   return b;
 }

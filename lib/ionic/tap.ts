@@ -20,7 +20,7 @@ const TAP_OFFLOADS = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
 /** A read buffer for the largest GSO frame (64 KiB of IP packet) with its link header and virtio_net_hdr. */
 const READ_BUFFER = 65536 + 1024;
 
-export interface TapOptions {
+interface TapOptions {
   /** IFF_VNET_HDR and TUNSETOFFLOAD (default true). */
   readonly offloads?: boolean;
 }

@@ -22,11 +22,11 @@ export interface AdmissionLimits {
 }
 
 /** Inbound connections waiting to establish, all sources. */
-export const MAX_PENDING_INBOUND = 64;
+const MAX_PENDING_INBOUND = 64;
 /** Of those, from one address: every worker of a host dials from the same one, so not much lower. */
-export const MAX_PENDING_PER_SOURCE = 32;
+const MAX_PENDING_PER_SOURCE = 32;
 /** Accept to established link. A healthy peer takes milliseconds; a loaded host a second or two. */
-export const ADMISSION_TIMEOUT_MS = 10_000;
+const ADMISSION_TIMEOUT_MS = 10_000;
 
 /** The defaults for a mesh of `maxNodes`: every node linked at once, plus the pending room. */
 export function admissionLimits(maxNodes: number, partial: Partial<AdmissionLimits> = {}): AdmissionLimits {

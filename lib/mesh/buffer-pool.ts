@@ -18,7 +18,7 @@ const MiB = 1024 * KiB;
 /** Smallest frame served from the pool, and the slab size step. */
 export const MIN_POOLED = 64 * KiB;
 /** Free slabs kept at most (bytes). */
-export const MAX_POOLED_BYTES = 64 * MiB;
+const MAX_POOLED_BYTES = 64 * MiB;
 
 interface Slab {
   readonly size: number;

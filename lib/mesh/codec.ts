@@ -207,7 +207,7 @@ function writeInstance(field: Buffer, id: InstanceId): void {
 }
 
 /** Bytes of a link key (tcp_node_info.link_key, tcp_handshake.link_key). */
-export const LINK_KEY_BYTES = 16;
+const LINK_KEY_BYTES = 16;
 
 /** The all-zero link key: none. */
 export const NO_LINK_KEY: Buffer = Buffer.alloc(LINK_KEY_BYTES);
@@ -473,7 +473,7 @@ export function decodeNodeGids(body: Buffer): Decoded<NodeGids[]> {
 // ---------------------------------------------------------------------------
 // ionic_wire_hdr (the data path's; here so its layout has one home)
 
-export type IonicWireHeaderInit = Omit<IonicWireHeader, 'remoteVa' | 'swapAdd' | 'compare'> & {
+type IonicWireHeaderInit = Omit<IonicWireHeader, 'remoteVa' | 'swapAdd' | 'compare'> & {
   readonly remoteVa?: bigint;
   readonly swapAdd?: bigint;
   readonly compare?: bigint;
@@ -487,7 +487,7 @@ const scratch = newWireHeader();
 const TWO_32 = 0x100000000n;
 
 /** Write an ionic header at `at` (60 bytes), through the one writer of its layout (ionic-header.ts). */
-export function writeIonicWireHeader(out: Buffer, at: number, h: IonicWireHeaderInit): void {
+function writeIonicWireHeader(out: Buffer, at: number, h: IonicWireHeaderInit): void {
   if (at < 0 || at + ionic_wire_hdr.SIZE > out.length) throw new RangeError('ionic header does not fit');
   const r = scratch;
   r.op = h.op;

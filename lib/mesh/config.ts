@@ -72,7 +72,7 @@ export function formatMeshBackend(c: MeshBackendConfig): string {
 // ---------------------------------------------------------------------------
 // Environment
 
-export interface MeshEnv {
+interface MeshEnv {
   /** ERNIC_TCP_SEND_TIMEOUT_MS: no write progress for this long shuts a connection down (the manager uses half). */
   readonly sendTimeoutMs: number;
   /** ERNIC_TCP_GUEST_GIDS: this node's guest GIDs, 16 bytes each (IPv4 as ::ffff:a.b.c.d), at most 8, no duplicates. */

@@ -81,7 +81,7 @@ export async function dial(
 }
 
 /** Where a dialled socket's reads go (set by the connection that takes it). */
-export interface ReadSink {
+interface ReadSink {
   /** Bytes read into the socket's own reused buffer. */
   fn: ((chunk: Buffer) => void) | null;
   /** Where the next read should land instead (the rest of a large frame body), or null for the reused buffer. */

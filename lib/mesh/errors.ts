@@ -3,7 +3,7 @@
 // code for tests and logs) and a detail for people. The connection that
 // carried it is closed with that reason; the process carries on.
 
-export type MeshErrorCode =
+type MeshErrorCode =
   // framing
   | 'BAD_MAGIC'
   | 'UNKNOWN_TYPE'

@@ -18,7 +18,7 @@ import { MESH_MAGIC } from './limits';
 import { CREDENTIALS_HINT, looksLikeTls, MeshCredentials, MeshTls } from './tls';
 
 /** What the gate needs from the mesh. */
-export interface GateHost {
+interface GateHost {
   readonly log: Logger;
   readonly limiter: RateLimiter;
   closing(): boolean;

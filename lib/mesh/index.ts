@@ -13,40 +13,18 @@
 import type { Logger } from '../log';
 import { parseHost } from './address';
 import { ConfigResult, parseMeshBackend, parseMeshEnv } from './config';
-import { meshExposure, MeshStartOptions } from './mesh';
+import { meshExposure, MeshStartOptions } from './exposure';
 import type { MeshOptions } from './mesh-types';
 import { CredentialFiles, loadMeshCredentials } from './tls';
 
-export { Mesh, meshExposure } from './mesh';
-export type { MeshSecurityOptions, MeshStartOptions } from './mesh';
-export { CREDENTIALS_HINT, loadMeshCredentials, MESH_TLS_CIPHERS, pskKeyId, PSK_MIN_BYTES, PSK_MAX_BYTES } from './tls';
-export type { CredentialFiles, MeshCredentials } from './tls';
-export type { AdmissionLimits } from './admission';
+export { Mesh } from './mesh';
 export { MeshMessage } from './mesh-message';
-export type { MeshEvents, MeshOptions, MeshStats, Placer, Route, SendOptions, SendResult } from './mesh-types';
+export type { SendResult } from './mesh-types';
 export type { Placement } from './frame-parser';
-export { formatMeshBackend, parseMeshBackend, parseMeshEnv } from './config';
-export type { ConfigResult, MeshBackendConfig, MeshEnv } from './config';
-export { gidFromText, gidToText } from './address';
 export { PendingRequests } from './pending';
-export { BufferPool, meshBufferPool } from './buffer-pool';
-export { decodeIonicWireHeader, encodeIonicWireHeader, writeIonicWireHeader, isReplyFrame } from './codec';
-export type { IonicWireHeaderInit } from './codec';
-export { ionic_wire_hdr, IONIC_WIRE_MAGIC, tcp_msg_header } from './layouts';
+export { meshBufferPool } from './buffer-pool';
 export { IonicWireOp, MsgType } from './messages';
-export type { IonicWireHeader, NodeInfo } from './messages';
-export {
-  CONNECTION_QUEUE_BYTES,
-  INBOUND_QUEUE_BYTES,
-  INBOUND_QUEUE_MESSAGES,
-  LOST_PEER_MS,
-  MAX_FRAME_PAYLOAD,
-  REQUEST_QUEUE_BYTES,
-  RNR_TIMEOUT_MS,
-  INBOUND_STALL_MS,
-  NO_CONSUMER_DROP_MS,
-} from './limits';
-export type { MeshError, MeshErrorCode } from './errors';
+export { REQUEST_QUEUE_BYTES, RNR_TIMEOUT_MS } from './limits';
 
 /** True when a --backend string names the TCP mesh (the CLI routes it here). */
 export function isMeshBackend(backend: string): boolean {

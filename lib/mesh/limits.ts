@@ -57,10 +57,10 @@ export const CONNECTION_QUEUE_BYTES = 2 * REQUEST_QUEUE_BYTES;
 const CONTROL_QUEUE_BYTES = 4 * MiB;
 
 /** Node-wide inbound queue of data messages the layer above still holds: bytes. */
-export const INBOUND_QUEUE_BYTES = 64 * MiB;
+const INBOUND_QUEUE_BYTES = 64 * MiB;
 
 /** Node-wide inbound queue: messages. An empty queue takes any one message. */
-export const INBOUND_QUEUE_MESSAGES = 4096;
+const INBOUND_QUEUE_MESSAGES = 4096;
 
 /** Health-check interval (C rocm-ernic: 5 s). */
 export const DEFAULT_HEARTBEAT_MS = 5000;

@@ -23,7 +23,7 @@
 //
 // Who may connect (docs/mesh.md, "Trust model"): with credentials every link
 // is TLS 1.3 (tls.ts), authenticated both ways before its first frame is read
-// or written; without, the mesh listens on and dials loopback only, in
+// or written; without, the mesh listens on and dials loopback only (exposure.ts), in
 // plaintext. Every accepted socket takes an admission slot (admission.ts)
 // first: bounded in number, per source, and in time (gate.ts).
 
@@ -32,8 +32,7 @@ import { EventEmitter } from 'node:events';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
-import { gidToText, HostPort, isLoopbackAddress, parseHost } from './address';
-import type { AdmissionLimits } from './admission';
+import { gidToText, HostPort, parseHost } from './address';
 import { dataHeaderSize, hasIonicMagic, isDataType, isInstanceId } from './codec';
 import { ConnectionOwner, LinkKind, MeshConnection } from './connection';
 import { listen, Resolver, systemResolver } from './dial';
@@ -53,63 +52,13 @@ import {
   resolveLimits,
 } from './limits';
 import { ManagerRole } from './manager-role';
-import type { MeshEvents, MeshOptions, MeshStats, Placer, Route, SendOptions, SendResult } from './mesh-types';
+import type { MeshEvents, MeshStats, Placer, Route, SendOptions, SendResult } from './mesh-types';
 import { InstanceId, MsgType, NodeInfo } from './messages';
 import type { MeshCore, Role } from './role';
 import { MeshGate } from './gate';
-import { CREDENTIALS_HINT, MeshCredentials } from './tls';
+import { CREDENTIALS_HINT } from './tls';
 import { WorkerRole } from './worker-role';
-
-/** What Mesh.start() takes beyond MeshOptions: how links are secured and inbound connections bounded. */
-export interface MeshSecurityOptions {
-  /** TLS 1.3 credentials (tls.ts loadMeshCredentials); absent or null: plaintext, loopback only. */
-  readonly credentials?: MeshCredentials | null;
-  /** Bounds on inbound connections (admission.ts; tests lower them). */
-  readonly admission?: Partial<AdmissionLimits>;
-}
-
-export type MeshStartOptions = MeshOptions & MeshSecurityOptions;
-
-const LOOPBACK_V4 = '127.0.0.1';
-const LOOPBACK_V6 = '::1';
-
-/** Where a mesh listens: the manager's address, or a worker's peer listener (undefined: every address). */
-function listenHost(opts: MeshStartOptions): string | undefined {
-  const c = opts.config;
-  if (c.role === 'manager') return c.listen.host ?? LOOPBACK_V4;
-  if (opts.peerListen?.host !== undefined) return opts.peerListen.host;
-  const adv = opts.advertiseHost ?? '';
-  if (adv !== '' && parseHost(adv)?.kind !== 'name') return adv;
-  if (opts.credentials) return undefined;
-  return c.manager.kind === 'ipv6' ? LOOPBACK_V6 : LOOPBACK_V4;
-}
-
-/** The host a worker advertises: as given; without credentials or a listener address, the loopback it binds. */
-function advertisedHost(opts: MeshStartOptions): string {
-  if (opts.advertiseHost !== undefined && opts.advertiseHost !== '') return opts.advertiseHost;
-  if (opts.credentials || opts.peerListen?.host !== undefined) return '';
-  return listenHost(opts) ?? '';
-}
-
-/**
- * Without credentials the mesh stays on loopback: null when these options
- * keep to it, else the one line saying what does not and how to give
- * credentials. Host names are left to each dial (dial.ts admit).
- */
-export function meshExposure(opts: MeshStartOptions): string | null {
-  if (opts.credentials) return null;
-  const off = (what: string): string =>
-    `no mesh credentials, so the mesh stays on loopback (127.0.0.0/8, ::1) and ${what} is not; ${CREDENTIALS_HINT}`;
-  const host = listenHost(opts);
-  if (host === undefined) return off('listening on every address');
-  if (!isLoopbackAddress(host)) return off(`listening on ${host}`);
-  const c = opts.config;
-  if (c.role === 'worker' && c.manager.kind !== 'name' && !isLoopbackAddress(c.manager.host))
-    return off(`the manager at ${c.manager.host}`);
-  const adv = opts.advertiseHost ?? '';
-  if (adv !== '' && parseHost(adv)?.kind !== 'name' && !isLoopbackAddress(adv)) return off(`advertising ${adv}`);
-  return null;
-}
+import { advertisedHost, listenHost, meshExposure, MeshStartOptions } from './exposure';
 
 export class Mesh extends EventEmitter<MeshEvents> {
   readonly instance: InstanceId;

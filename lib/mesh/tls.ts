@@ -22,20 +22,20 @@ import type * as net from 'node:net';
 import type { ConfigResult } from './config';
 
 /** Shortest pre-shared key file (ernicctl writes 32 random bytes). */
-export const PSK_MIN_BYTES = 32;
+const PSK_MIN_BYTES = 32;
 /** Longest: OpenSSL takes at most 512 bytes of PSK; we stop well short. */
-export const PSK_MAX_BYTES = 256;
+const PSK_MAX_BYTES = 256;
 /** Largest certificate, key or CA bundle file we read. */
 const PEM_MAX_BYTES = 256 * 1024;
 /** The systemd credential the key may come as ($CREDENTIALS_DIRECTORY/mesh-psk). */
-export const PSK_CREDENTIAL = 'mesh-psk';
+const PSK_CREDENTIAL = 'mesh-psk';
 
 /**
  * TLS 1.3 suites, most wanted first. The PSK handshake runs on a SHA-256
  * suite (Node's PSK callback makes a SHA-256 session), so one must be listed;
  * AES-GCM first as it runs on the CPU's AES instructions.
  */
-export const MESH_TLS_CIPHERS = 'TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384';
+const MESH_TLS_CIPHERS = 'TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384';
 
 /** What to say whenever the mesh wants credentials it does not have. */
 export const CREDENTIALS_HINT =
@@ -250,7 +250,7 @@ export function loadMeshCredentials(
 // ---------------------------------------------------------------------------
 // Handshakes
 
-export type TlsSide = 'client' | 'server';
+type TlsSide = 'client' | 'server';
 
 /** TLS for one mesh: contexts built once, the server's options, dialled sockets wrapped, handshakes judged. */
 export class MeshTls {

@@ -20,7 +20,7 @@ export const ABI = {
   MAX_FDS: 253,
 } as const;
 
-export interface Binding {
+interface Binding {
   /** `backlog` >= 0: listening socket; -1: connected socket. */
   unixSocket(path: string, backlog: number): number;
   accept(fd: number): number;

@@ -38,7 +38,7 @@ const REPLY_TTL = 64;
 const IP_FRAGMENT_BITS = 0x3fff;
 
 /** arpAnswer: an ARP packet about our address that asks nothing (a reply or an announcement). */
-export const ARP_OURS_NO_ANSWER = 'ours';
+const ARP_OURS_NO_ANSWER = 'ours';
 
 /**
  * The answer to an ARP packet at frame[l3]: the reply to send (same framing,
@@ -75,7 +75,7 @@ export function arpAnswer(
 }
 
 /** IPv4 header length and total length of the packet at frame[l3] when the frame holds it whole, unfragmented; else null. */
-export function ipv4Extent(frame: Buffer, l3: number): { readonly ihl: number; readonly total: number } | null {
+function ipv4Extent(frame: Buffer, l3: number): { readonly ihl: number; readonly total: number } | null {
   if (frame.length < l3 + iphdr.SIZE) return null;
   const vihl = getField(frame, l3, iphdr.version_ihl);
   const ihl = (vihl & IPV4_IHL_MASK) * IPV4_IHL_UNIT;
@@ -126,7 +126,7 @@ export function echoAnswer(
 }
 
 /** Replies a host sent the guest. */
-export interface ArpEchoCounts {
+interface ArpEchoCounts {
   arpReplies: number;
   echoReplies: number;
 }

@@ -16,8 +16,8 @@ export const virtio_net_hdr = {
 } as const;
 
 /** virtio_net_hdr.flags */
-export const VIRTIO_NET_HDR_F_NEEDS_CSUM = 0x1;
-export const VIRTIO_NET_HDR_F_DATA_VALID = 0x2;
+const VIRTIO_NET_HDR_F_NEEDS_CSUM = 0x1;
+const VIRTIO_NET_HDR_F_DATA_VALID = 0x2;
 
 /** virtio_net_hdr.gso_type */
 export const enum VirtioGso {
@@ -65,26 +65,24 @@ export class FrameOffload {
   }
 
   decode(b: Buffer, at: number): this {
-    const H = virtio_net_hdr;
-    const flags = b[at + H.flags.off]!;
+    const flags = b[at + virtio_net_hdr.flags.off]!;
     this.needsCsum = (flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) !== 0;
     this.dataValid = (flags & VIRTIO_NET_HDR_F_DATA_VALID) !== 0;
-    this.gsoType = b[at + H.gso_type.off]!;
-    this.hdrLen = b.readUInt16LE(at + H.hdr_len.off);
-    this.gsoSize = b.readUInt16LE(at + H.gso_size.off);
-    this.csumStart = b.readUInt16LE(at + H.csum_start.off);
-    this.csumOffset = b.readUInt16LE(at + H.csum_offset.off);
+    this.gsoType = b[at + virtio_net_hdr.gso_type.off]!;
+    this.hdrLen = b.readUInt16LE(at + virtio_net_hdr.hdr_len.off);
+    this.gsoSize = b.readUInt16LE(at + virtio_net_hdr.gso_size.off);
+    this.csumStart = b.readUInt16LE(at + virtio_net_hdr.csum_start.off);
+    this.csumOffset = b.readUInt16LE(at + virtio_net_hdr.csum_offset.off);
     return this;
   }
 
   encode(b: Buffer, at: number): void {
-    const H = virtio_net_hdr;
-    b[at + H.flags.off] =
+    b[at + virtio_net_hdr.flags.off] =
       (this.needsCsum ? VIRTIO_NET_HDR_F_NEEDS_CSUM : 0) | (this.dataValid ? VIRTIO_NET_HDR_F_DATA_VALID : 0);
-    b[at + H.gso_type.off] = this.gsoType;
-    b.writeUInt16LE(this.hdrLen, at + H.hdr_len.off);
-    b.writeUInt16LE(this.gsoSize, at + H.gso_size.off);
-    b.writeUInt16LE(this.csumStart, at + H.csum_start.off);
-    b.writeUInt16LE(this.csumOffset, at + H.csum_offset.off);
+    b[at + virtio_net_hdr.gso_type.off] = this.gsoType;
+    b.writeUInt16LE(this.hdrLen, at + virtio_net_hdr.hdr_len.off);
+    b.writeUInt16LE(this.gsoSize, at + virtio_net_hdr.gso_size.off);
+    b.writeUInt16LE(this.csumStart, at + virtio_net_hdr.csum_start.off);
+    b.writeUInt16LE(this.csumOffset, at + virtio_net_hdr.csum_offset.off);
   }
 }

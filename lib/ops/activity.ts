@@ -23,7 +23,7 @@ import type {
 /** What happened: the writer rewrites at once on a reset and a phase change, otherwise within its interval. */
 export type ActivityKind = 'access' | 'attach' | 'detach' | 'reset' | 'phase';
 
-export type ActivityListener = (kind: ActivityKind) => void;
+type ActivityListener = (kind: ActivityKind) => void;
 
 /**
  * Where the server is in its life, for tools (ernicctl waits for

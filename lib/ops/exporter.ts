@@ -45,7 +45,7 @@ import {
 
 export const EXPORTER_PORT = 9840;
 /** The prefix of every family the exporter serves (the server's is rocm_ernic_). */
-export const EXPORTER_PREFIX = 'ernic_';
+const EXPORTER_PREFIX = 'ernic_';
 export const DEFAULT_RUN_DIR = '/run/rocm-ernic';
 export const MANIFEST = 'instances.json';
 /** Instance ids are small; a bigger one in the manifest is refused, not made a label. */
@@ -81,14 +81,14 @@ const entrySchema = z
 
 const manifestSchema = z.union([z.array(entrySchema), z.object({ instances: z.array(entrySchema) }).passthrough()]);
 
-export interface VmView {
+interface VmView {
   readonly name: string;
   readonly attached: boolean;
   readonly uptimeSeconds: number | null;
   readonly gpuPassthrough: boolean;
 }
 
-export interface InstanceView {
+interface InstanceView {
   readonly id: string;
   readonly role: string;
   readonly mac: string;
@@ -98,7 +98,7 @@ export interface InstanceView {
   readonly stats: ParsedStats | null;
 }
 
-export interface RunDirView {
+interface RunDirView {
   readonly instances: readonly InstanceView[];
   /** Why instances.json was not used (absent is not an error). */
   readonly manifestError: string | null;
@@ -113,7 +113,7 @@ export interface ProcessProbe {
   uptime(pid: number): number | null;
 }
 
-export const linuxProcesses: ProcessProbe = {
+const linuxProcesses: ProcessProbe = {
   alive(pid) {
     try {
       process.kill(pid, 0);
@@ -253,7 +253,6 @@ export function connectionStateOf(s: ParsedStats): ConnectionState | null {
 /** The exporter's metric families, reading `view()` (the current scrape's run directory). */
 export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX): FamilySpec[] {
   const f: FamilySpec[] = [];
-  const P = EXPORTER_PREFIX;
   const base = (i: InstanceView): Labels => ({ ernic_id: i.id, role: i.role });
   const each =
     (fn: (i: InstanceView, emit: (v: number, l?: Labels) => void) => void) =>
@@ -351,7 +350,7 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
       return vs.every((v) => v === undefined) ? undefined : vs.reduce<number>((a, v) => a + (v ?? 0), 0);
     };
   const shared = (q: SharedFamily, value: (d: StatRecord) => number | undefined, what: string): void => {
-    counter(P + q.name, `${q.help} (${what})`, value);
+    counter(EXPORTER_PREFIX + q.name, `${q.help} (${what})`, value);
   };
   counter('ernic_ip_bytes_tx_total', 'Ethernet bytes the guest sent (total_ip_bytes_tx)', key('total_ip_bytes_tx'));
   counter('ernic_ip_bytes_rx_total', 'Ethernet bytes the guest received (total_ip_bytes_rx)', key('total_ip_bytes_rx'));
@@ -367,7 +366,7 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
   );
   shared(SHARED_FAMILIES.resets, key('reset_count'), 'reset_count');
   add(
-    P + SHARED_FAMILIES.internalErrors.name,
+    EXPORTER_PREFIX + SHARED_FAMILIES.internalErrors.name,
     SHARED_FAMILIES.internalErrors.type,
     `${SHARED_FAMILIES.internalErrors.help} (${INTERNAL_ERRORS_KEY})`,
     L,
@@ -390,7 +389,7 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
     }),
   );
   add(
-    P + SHARED_FAMILIES.connectionUp.name,
+    EXPORTER_PREFIX + SHARED_FAMILIES.connectionUp.name,
     SHARED_FAMILIES.connectionUp.type,
     `${SHARED_FAMILIES.connectionUp.help} (the stats file's state and connection lines)`,
     ['ernic_id', 'role', 'state'],
@@ -402,7 +401,7 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
 
   // ---- per QP ------------------------------------------------------------------------------------
   add(
-    P + SHARED_FAMILIES.qps.name,
+    EXPORTER_PREFIX + SHARED_FAMILIES.qps.name,
     SHARED_FAMILIES.qps.type,
     `${SHARED_FAMILIES.qps.help} on the instance (qp_count, else the QP blocks)`,
     L,
@@ -423,7 +422,7 @@ export function exporterFamilies(view: () => RunDirView, qpMax = QP_METRICS_MAX)
   ];
   for (const [k, help] of qpCounters) {
     add(
-      P + qpCounterName(k),
+      EXPORTER_PREFIX + qpCounterName(k),
       'counter',
       `${help} (the ${qpMax} lowest QP ids of each instance)`,
       ['ernic_id', 'role', 'qp'],

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-export interface FollowedFile {
+interface FollowedFile {
   /** What the header names (e.g. "instance 1 (worker)"). */
   readonly label: string;
   readonly file: string;
@@ -17,7 +17,7 @@ const CHUNK = 1 << 16;
 /** A line longer than this is printed in pieces (a log is never held whole). */
 const MAX_LINE = 1 << 16;
 
-export interface Follower {
+interface Follower {
   /** Stop watching; what was read is printed. */
   close(): void;
 }

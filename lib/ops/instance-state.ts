@@ -14,7 +14,7 @@ import { MESH_NODE_KEY, parseStatsFile, STATE_KEY } from './stats-format';
 /** The Instance section is first: this much of the file holds it with room to spare. */
 const HEAD_BYTES = 8192;
 
-export interface InstanceState {
+interface InstanceState {
   /** The server's phase, or null when its stats file has no valid state line (an older server). */
   readonly phase: ServerPhase | null;
   /** The mesh node id once registered; null otherwise (no mesh, not yet, or a value out of range). */
@@ -51,7 +51,7 @@ export function readInstanceState(file: string): InstanceState | null {
   }
 }
 
-export interface WaitOptions {
+interface WaitOptions {
   /** Directories whose changes may change the answer (watched with fs.watch). */
   readonly dirs: readonly string[];
   readonly timeoutMs: number;

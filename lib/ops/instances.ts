@@ -23,9 +23,9 @@ import { HostPlanOptions, InstancePlan, meshKeyPath, planInstances } from './pla
 import { readInstanceState, waitFor } from './instance-state';
 import { isOurServer, processUsage, signal, Spawned, spawnDetached, tailLines, waitUntil } from './processes';
 
-export type OpResult<T> = { ok: true; value: T } | { ok: false; error: string };
+type OpResult<T> = { ok: true; value: T } | { ok: false; error: string };
 
-export interface StartOptions extends HostPlanOptions {
+interface StartOptions extends HostPlanOptions {
   /** How to run rocm-ernic: program and leading arguments. */
   readonly server: readonly string[];
   /** Owner of the TAPs ernicctl creates (ip tuntap ... user U), for servers not running as root. */
@@ -280,13 +280,13 @@ async function startOne(
   return { ok: true, value: record };
 }
 
-export interface StopOptions {
+interface StopOptions {
   /** How long the servers have to exit after SIGTERM before SIGKILL. */
   readonly timeoutMs: number;
   readonly progress?: (line: string) => void;
 }
 
-export interface StopReport {
+interface StopReport {
   readonly instances: { id: number; pid: number; ended: 'stopped' | 'killed' | 'not running' | 'would not die' }[];
   readonly tapsRemoved: string[];
   readonly bridgeRemoved: string | null;
@@ -355,7 +355,7 @@ export async function stopInstances(runDir: string, o: StopOptions): Promise<OpR
 
 // ---- status, stats, logs -------------------------------------------------------
 
-export interface InstanceStatus {
+interface InstanceStatus {
   readonly id: number;
   readonly role: InstanceRecord['role'];
   readonly pid: number;
@@ -515,7 +515,7 @@ export function hostStats(runDir: string, id?: number): OpResult<InstanceStats[]
   };
 }
 
-export interface InstanceLog {
+interface InstanceLog {
   readonly id: number;
   readonly role: InstanceRecord['role'];
   readonly file: string;

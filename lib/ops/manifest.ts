@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 
-export const MANIFEST_NAME = 'instances.json';
+const MANIFEST_NAME = 'instances.json';
 export const MANIFEST_FORMAT = 'rocm-ernic-instances/1';
 
 const VmSchema = z.object({
@@ -23,7 +23,7 @@ const VmSchema = z.object({
   vm_name: z.string().optional(),
 });
 
-export const InstanceRecordSchema = z.object({
+const InstanceRecordSchema = z.object({
   id: z.number().int().min(0),
   role: z.enum(['manager', 'worker', 'single']),
   pid: z.number().int().positive(),
@@ -46,7 +46,7 @@ export const InstanceRecordSchema = z.object({
 });
 export type InstanceRecord = z.infer<typeof InstanceRecordSchema>;
 
-export const ManifestSchema = z.object({
+const ManifestSchema = z.object({
   format: z.literal(MANIFEST_FORMAT),
   created: z.string(),
   host: z.string(),
@@ -65,7 +65,7 @@ export function manifestPath(runDir: string): string {
   return path.join(runDir, MANIFEST_NAME);
 }
 
-export type ManifestRead = { ok: true; manifest: Manifest | null } | { ok: false; error: string };
+type ManifestRead = { ok: true; manifest: Manifest | null } | { ok: false; error: string };
 
 /** The manifest in runDir: null when there is none, an error when it cannot be used. */
 export function readManifest(runDir: string): ManifestRead {

@@ -7,7 +7,7 @@ import * as http from 'http';
 import type { AddressInfo } from 'net';
 import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
 
-export interface MetricsHttpOptions {
+interface MetricsHttpOptions {
   readonly host: string;
   /** 0 picks a free port (tests). */
   readonly port: number;
@@ -25,7 +25,7 @@ export interface MetricsHttpOptions {
 /** Prometheus holds one connection per target; a few people with curl add some. */
 export const METRICS_MAX_CONNECTIONS = 64;
 /** Scrapes are short: a client that sends nothing is not kept. */
-export const METRICS_IDLE_TIMEOUT_MS = 10_000;
+const METRICS_IDLE_TIMEOUT_MS = 10_000;
 
 export class MetricsHttpServer {
   readonly #server: http.Server;

@@ -35,19 +35,17 @@ import {
   commandsTotal,
   MeshStatsSource,
   OpsSources,
-  QP_TYPE_NAMES,
   qpsById,
   qpStateName,
   qpTypeName,
 } from './stats-source';
-import { QP_STATE_NAMES } from '../rdma/types';
 
-export const METRICS_PREFIX = 'rocm_ernic_';
+const METRICS_PREFIX = 'rocm_ernic_';
 /** Per-QP series are kept for at most this many QPs (the lowest ids). */
 export const QP_METRICS_MAX = 32;
 /** The {device, port} of node_exporter's infiniband collector: the name the guest's ionic_rdma gives the device, port 1. */
-export const IB_DEVICE = 'ionic_0';
-export const IB_PORT = '1';
+const IB_DEVICE = 'ionic_0';
+const IB_PORT = '1';
 
 const RDMA_HELP: Readonly<Record<string, string>> = {
   admin_commands: 'RDMA admin queue commands completed (refused ones included)',
@@ -145,7 +143,6 @@ const MESH_FAMILIES: readonly (readonly [
 /** The families of one server. */
 export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?: string } = {}): FamilySpec[] {
   const d: IonicDevice = src.device;
-  const P = METRICS_PREFIX;
   const ib = { device: IB_DEVICE, port: IB_PORT };
   const qpMax = opts.qpMax ?? QP_METRICS_MAX;
   const f: FamilySpec[] = [];
@@ -157,7 +154,7 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
     labels?: readonly string[],
   ): void => {
     f.push({
-      name: P + (type === 'counter' ? counterName(name) : name),
+      name: METRICS_PREFIX + (type === 'counter' ? counterName(name) : name),
       type,
       help,
       read,
@@ -350,6 +347,3 @@ export function serverRegistry(src: OpsSources, opts: { qpMax?: number; profile?
   registerFamilies(reg, serverFamilies(src, opts));
   return reg;
 }
-
-/** Label values the families can take, for the docs and tests. */
-export const LABEL_SETS = { qpType: QP_TYPE_NAMES, qpState: QP_STATE_NAMES, opcode: OPCODE_NAMES } as const;

@@ -13,10 +13,10 @@ export function isValidIfName(name: string): boolean {
   return IFNAME.test(name) && name !== '.' && name !== '..';
 }
 
-export type IpResult = { ok: true } | { ok: false; error: string };
+type IpResult = { ok: true } | { ok: false; error: string };
 
 /** Run `ip ARGS`; the error is ip's own message on one line. */
-export function ip(...args: string[]): IpResult {
+function ip(...args: string[]): IpResult {
   const r = spawnSync('ip', args, { encoding: 'utf8', timeout: 10_000 });
   if (r.error) return { ok: false, error: `ip ${args.join(' ')}: ${r.error.message}` };
   if (r.status !== 0)
@@ -31,12 +31,12 @@ export function linkExists(name: string): boolean {
   return fs.existsSync(`/sys/class/net/${name}`);
 }
 
-export function isBridge(name: string): boolean {
+function isBridge(name: string): boolean {
   return fs.existsSync(`/sys/class/net/${name}/bridge`);
 }
 
 /** The bridge a link is enslaved to, or null. */
-export function masterOf(name: string): string | null {
+function masterOf(name: string): string | null {
   try {
     return fs.readlinkSync(`/sys/class/net/${name}/master`).split('/').pop() ?? null;
   } catch {
@@ -53,7 +53,7 @@ export function bridgePorts(bridge: string): string[] {
   }
 }
 
-export type EnsureResult = { ok: true; created: boolean } | { ok: false; error: string };
+type EnsureResult = { ok: true; created: boolean } | { ok: false; error: string };
 
 /** The bridge, created and up if it is missing. An existing non-bridge link of that name is an error. */
 export function ensureBridge(name: string): EnsureResult {
@@ -74,7 +74,7 @@ export function ensureBridge(name: string): EnsureResult {
   return up.ok ? { ok: true, created } : up;
 }
 
-export interface TapOptions {
+interface TapOptions {
   /** Owner user of the TAP (ip tuntap ... user U), so a server not running as root can attach. */
   readonly user?: string;
   /** Bridge to join (null: none). */

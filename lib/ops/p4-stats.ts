@@ -8,7 +8,7 @@ import type { StatRow } from './stats-format';
 import type { Emit } from './metric-families';
 
 /** Most cells of one counter array shown (non-zero ones, lowest index first). */
-export const P4_STATS_MAX_CELLS = 64;
+const P4_STATS_MAX_CELLS = 64;
 
 /** What the ops tools read of the engine on a device (lib/p4/device/attach.ts P4Attachment). */
 export interface P4StatsSource {
@@ -34,7 +34,7 @@ export interface P4StatsSource {
 }
 
 /** Counter-array cells worth showing: [array, index, packets, bytes], bounded. */
-export function p4CounterCells(p4: P4StatsSource): [string, number, number, number][] {
+function p4CounterCells(p4: P4StatsSource): [string, number, number, number][] {
   const out: [string, number, number, number][] = [];
   const e = p4.engine;
   if (!e) return out;

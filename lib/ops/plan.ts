@@ -89,9 +89,9 @@ export interface InstancePlan {
   readonly env: Readonly<Record<string, string>>;
 }
 
-export type PlanResult = { ok: true; instances: InstancePlan[] } | { ok: false; error: string };
+type PlanResult = { ok: true; instances: InstancePlan[] } | { ok: false; error: string };
 
-export function machineSeed(): string {
+function machineSeed(): string {
   for (const f of ['/etc/machine-id', '/var/lib/dbus/machine-id']) {
     try {
       const id = fs.readFileSync(f, 'utf8').trim();
@@ -109,7 +109,7 @@ export function deriveMac(seed: string, id: number): string {
   return macText(Buffer.from([0x02, h[0]!, h[1]!, h[2]!, (id >> 8) & 0xff, id & 0xff]));
 }
 
-export function macText(b: Buffer): string {
+function macText(b: Buffer): string {
   return [...b].map((x) => x.toString(16).padStart(2, '0')).join(':');
 }
 

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 
-export interface SpawnSpec {
+interface SpawnSpec {
   /** Program and leading arguments (e.g. [node, dist/bin/rocm-ernic.js]). */
   readonly command: readonly string[];
   readonly args: readonly string[];
@@ -54,7 +54,7 @@ export function spawnDetached(spec: SpawnSpec): Spawned {
 }
 
 /** The process's command line, or null when it is gone (or a zombie with none). */
-export function cmdlineOf(pid: number): string[] | null {
+function cmdlineOf(pid: number): string[] | null {
   try {
     const raw = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
     if (!raw) return null;
@@ -93,7 +93,7 @@ export function signal(pid: number, sig: NodeJS.Signals): boolean {
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Wait until check() is true or ms pass; true if it became true. Checks every

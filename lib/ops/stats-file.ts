@@ -33,9 +33,9 @@ import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
 import type { ActivityKind, DeviceActivity } from './activity';
 import { formatStatsFile, StatsSnapshot } from './stats-format';
 
-export const STATS_INTERVAL_MS = 1000;
+const STATS_INTERVAL_MS = 1000;
 
-export interface StatsFileOptions {
+interface StatsFileOptions {
   readonly path: string;
   /** A snapshot of the counters now, numbered `writeCount`. */
   readonly snapshot: (writeCount: number) => StatsSnapshot;

@@ -32,11 +32,11 @@
 /** The file's first line: tools recognise the format by it. */
 export const STATS_TITLE = '=== ROCm ERNIC Statistics ===';
 export const SEP = ' : ';
-export const SECTION_INSTANCE = 'Instance';
+const SECTION_INSTANCE = 'Instance';
 export const SECTION_DEVICE = 'Device Statistics';
 export const SECTION_QPS = 'Per-QP Statistics';
-export const HISTOGRAM_TITLE = 'WQEs by opcode';
-export const WRITE_COUNT = 'Write count';
+const HISTOGRAM_TITLE = 'WQEs by opcode';
+const WRITE_COUNT = 'Write count';
 /** Instance key of the server's phase (starting, listening, stopped): what ernicctl waits on. */
 export const STATE_KEY = 'state';
 /** Instance key of the mesh node id: an integer once registered, else MESH_UNREGISTERED. */
@@ -45,7 +45,7 @@ export const MESH_NODE_KEY = 'mesh_node';
 export const INTERNAL_ERRORS_KEY = 'internal_errors';
 export const MESH_UNREGISTERED = 'unregistered';
 /** Key prefix of a histogram entry once parsed (opcode_SEND). */
-export const OPCODE_KEY_PREFIX = 'opcode_';
+const OPCODE_KEY_PREFIX = 'opcode_';
 
 /** Label widths (padding only: a longer label still gets its " : "). */
 const WIDTH_INSTANCE = 11;
@@ -79,7 +79,7 @@ export const HISTOGRAM_ORDER: readonly string[] = [
   'SEND_DC',
 ];
 /** Opcodes outside HISTOGRAM_ORDER are summed under this name. */
-export const OTHER_OPCODES = '(other opcodes)';
+const OTHER_OPCODES = '(other opcodes)';
 
 /** Histogram name of each send verb, indexed by SendVerb (lib/rdma/datapath/wqe-layout.ts, the v1 opcode). */
 export const OPCODE_NAMES: readonly string[] = [
@@ -96,7 +96,7 @@ export const OPCODE_NAMES: readonly string[] = [
   'BIND_MW',
 ];
 
-export type StatValue = number | string;
+type StatValue = number | string;
 export type StatRow = readonly [string, StatValue];
 
 export interface StatsSection {

@@ -71,13 +71,13 @@ export interface OpsSources {
 }
 
 /** PCI vendor:device as the stats file shows it. */
-export const PCI_ID_TEXT = '0x1dd8:0x1002';
+const PCI_ID_TEXT = '0x1dd8:0x1002';
 
 /** Most QP blocks one stats file lists (lowest ids first); qp_count says how many there are. */
-export const STATS_FILE_MAX_QPS = 256;
+const STATS_FILE_MAX_QPS = 256;
 
 /** QP transport names by QpType value. */
-export const QP_TYPE_NAMES: readonly string[] = ['RC', 'UC', 'RD', 'UD', 'SRQ', 'XRC_INI', 'XRC_TGT', 'XRC_SRQ'];
+const QP_TYPE_NAMES: readonly string[] = ['RC', 'UC', 'RD', 'UD', 'SRQ', 'XRC_INI', 'XRC_TGT', 'XRC_SRQ'];
 
 export function qpTypeName(qp: QpRecord): string {
   return qp.id === GSI_QPN ? 'GSI' : (QP_TYPE_NAMES[qp.type] ?? `type${qp.type}`);
@@ -100,15 +100,15 @@ export function blockFields(layout: StatsBlock): [name: string, index: number][]
 }
 
 /** The named counters of an Ethernet stats block with their values. */
-export function blockRows(layout: StatsBlock, values: Float64Array): StatRow[] {
+function blockRows(layout: StatsBlock, values: Float64Array): StatRow[] {
   return blockFields(layout).map(([name, i]): StatRow => [name, values[i] ?? 0]);
 }
 
-export function lifRows(d: IonicDevice): StatRow[] {
+function lifRows(d: IonicDevice): StatRow[] {
   return blockRows(ionic_lif_stats, d.stats.lif);
 }
 
-export function portRows(d: IonicDevice): StatRow[] {
+function portRows(d: IonicDevice): StatRow[] {
   return blockRows(ionic_port_stats, d.stats.port);
 }
 
@@ -122,7 +122,7 @@ function sumLif(d: IonicDevice, names: readonly (keyof typeof ionic_lif_stats)[]
 }
 
 /** Bytes the LIF sent and received (every destination kind). */
-export function ipBytes(d: IonicDevice): { tx: number; rx: number } {
+function ipBytes(d: IonicDevice): { tx: number; rx: number } {
   return {
     tx: sumLif(d, ['tx_ucast_bytes', 'tx_mcast_bytes', 'tx_bcast_bytes']),
     rx: sumLif(d, ['rx_ucast_bytes', 'rx_mcast_bytes', 'rx_bcast_bytes']),
@@ -143,7 +143,7 @@ function rdma(d: IonicDevice, index: number): number {
  * The C rocm-ernic's fifteen device counters, in its order. uar_* is the
  * doorbell BAR: it is write-only (reads return 0 and are not counted).
  */
-export function deviceRows(d: IonicDevice): StatRow[] {
+function deviceRows(d: IonicDevice): StatRow[] {
   const ip = ipBytes(d);
   const c = d.counters;
   return [
@@ -166,7 +166,7 @@ export function deviceRows(d: IonicDevice): StatRow[] {
 }
 
 /** Live object counts in place of the *_active counters (which the guest's STATS read refreshes). */
-export function rdmaCounterRows(d: IonicDevice): StatRow[] {
+function rdmaCounterRows(d: IonicDevice): StatRow[] {
   const e = d.rdma;
   if (!e) return [];
   const n = e.rm.counts();
@@ -181,14 +181,14 @@ export function rdmaCounterRows(d: IonicDevice): StatRow[] {
 }
 
 /** WQEs by opcode over every QP the device has had. */
-export function opcodeTotalRows(d: IonicDevice): StatRow[] {
+function opcodeTotalRows(d: IonicDevice): StatRow[] {
   const e = d.rdma;
   if (!e) return [];
   const totals = e.rm.opcodeTotals();
   return OPCODE_NAMES.map((name, i): StatRow => [name, totals[i] ?? 0]);
 }
 
-export function meshRows(src: OpsSources): StatRow[] {
+function meshRows(src: OpsSources): StatRow[] {
   const m = src.mesh?.stats();
   const dp = src.meshDataPath?.stats;
   if (!m && !dp) return [];

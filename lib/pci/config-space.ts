@@ -13,7 +13,7 @@ import { Errno } from '../../protocol/constants';
 import type { RegionHandler } from '../vfio-user/device';
 
 /** How one register behaves. Bits in neither `rw` nor `w1c` are read-only. */
-export interface FieldSpec {
+interface FieldSpec {
   readonly reset: number;
   /** Bits software may set and clear. */
   readonly rw?: number;
@@ -24,10 +24,10 @@ export interface FieldSpec {
 }
 
 /** Called after a write that touched the hooked register; values are little-endian. */
-export type ConfigWriteHook = (oldValue: number, newValue: number) => void;
+type ConfigWriteHook = (oldValue: number, newValue: number) => void;
 
 /** What a restore puts back: everything, or everything but the FLR-preserved bits. */
-export type ConfigRestore = 'full' | 'flr';
+type ConfigRestore = 'full' | 'flr';
 
 interface HookEntry {
   readonly offset: number;

@@ -34,7 +34,7 @@ export interface MsixSpec {
 }
 
 /** 'client': the client emulates the table, our mask bits are ignored; 'device': we see the guest's table writes. */
-export type MsixTableOwner = 'client' | 'device';
+type MsixTableOwner = 'client' | 'device';
 
 /** Bytes of the table for `vectors` vectors. */
 export function msixTableSize(vectors: number): number {

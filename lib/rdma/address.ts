@@ -9,7 +9,7 @@ import type { IpVersion } from './types';
 
 /** A RoCEv2 GID holding an IPv4 address: ::ffff:a.b.c.d. */
 export const ipv4_mapped_gid = { zero: raw(0, 10), ffff: be(10, 2), addr: raw(12, 4), SIZE: 16 } as const;
-export const IPV4_MAPPED_MARK = 0xffff;
+const IPV4_MAPPED_MARK = 0xffff;
 
 export interface AddressVector {
   readonly ipVersion: IpVersion;
@@ -34,12 +34,11 @@ export interface AddressVector {
 }
 
 /** Whether a GID is an IPv4-mapped one (::ffff:a.b.c.d). */
-export function isIpv4Gid(gid: Buffer): boolean {
-  const g = ipv4_mapped_gid;
+function isIpv4Gid(gid: Buffer): boolean {
   return (
-    gid.length === g.SIZE &&
-    viewRaw(gid, 0, g.zero).every((b) => b === 0) &&
-    getField(gid, 0, g.ffff) === IPV4_MAPPED_MARK
+    gid.length === ipv4_mapped_gid.SIZE &&
+    viewRaw(gid, 0, ipv4_mapped_gid.zero).every((b) => b === 0) &&
+    getField(gid, 0, ipv4_mapped_gid.ffff) === IPV4_MAPPED_MARK
   );
 }
 

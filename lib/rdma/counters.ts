@@ -61,8 +61,6 @@ export const DEVICE_COUNTER_NAMES = [
   'mesh_refused_requests',
 ] as const;
 
-export type DeviceCounterName = (typeof DEVICE_COUNTER_NAMES)[number];
-
 export const QP_COUNTER_NAMES = [
   'doorbell_send',
   'doorbell_recv',
@@ -76,8 +74,6 @@ export const QP_COUNTER_NAMES = [
   'rnr_naks',
   'flushed_wqes',
 ] as const;
-
-export type QpCounterName = (typeof QP_COUNTER_NAMES)[number];
 
 function indexOf<N extends string>(names: readonly N[]): Readonly<Record<N, number>> {
   const o = {} as Record<N, number>;

@@ -16,7 +16,7 @@ const KEY_TAG_MASK = (1 << KEY_TAG_BITS) - 1;
 const MAX_KEY = 0xffffffff;
 
 /** The MR table index a key names. */
-export function keyIndex(key: number): number {
+function keyIndex(key: number): number {
   return key >>> KEY_TAG_BITS;
 }
 

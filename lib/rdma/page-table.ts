@@ -21,8 +21,7 @@ import { getField, le, U64_UNSAFE } from '../../protocol/field';
 import { RDMA_PT_READ_CHUNK } from './limits';
 
 /** One entry of a page list in guest memory (CREATE_MR, REG_MR): a page's bus address, LE64. */
-export const page_list_entry = { addr: le(0, 8), SIZE: 8 } as const;
-const PTE = page_list_entry;
+const page_list_entry = { addr: le(0, 8), SIZE: 8 } as const;
 
 /** Result of a translation. */
 export const enum PtStatus {
@@ -34,7 +33,7 @@ export const enum PtStatus {
 }
 
 /** Why a table could not be built. */
-export type PageTableError =
+type PageTableError =
   /** The page-address array is not readable guest memory. */
   | 'unreadable'
   /** A page address is not aligned to the page size, or is past 2^53. */
@@ -246,7 +245,7 @@ export class PageListLoader {
     this.#src = src;
     this.#budget = budget;
     this.#builder = new PageTableBuilder(src.length, src.pageShift, src.firstOffset);
-    this.#chunk = Buffer.alloc(Math.min(src.count, RDMA_PT_READ_CHUNK) * PTE.SIZE);
+    this.#chunk = Buffer.alloc(Math.min(src.count, RDMA_PT_READ_CHUNK) * page_list_entry.SIZE);
   }
 
   /** Entries read so far. */
@@ -262,15 +261,17 @@ export class PageListLoader {
   step(mem: GuestMemory, maxEntries: number): PageTable | PageTableError | null {
     const src = this.#src;
     if (this.#over) return 'bad-range';
-    if (this.#done === 0 && !isAddrRange(src.listAddr, src.count * PTE.SIZE)) return this.#fail('bad-range');
+    if (this.#done === 0 && !isAddrRange(src.listAddr, src.count * page_list_entry.SIZE))
+      return this.#fail('bad-range');
     const stop = Math.min(src.count, this.#done + Math.max(1, maxEntries));
     const b = this.#builder;
     while (this.#done < stop) {
       const n = Math.min(stop - this.#done, RDMA_PT_READ_CHUNK);
-      const view = this.#chunk.subarray(0, n * PTE.SIZE);
-      if (mem.read(src.listAddr + this.#done * PTE.SIZE, view) !== MemStatus.OK) return this.#fail('unreadable');
+      const view = this.#chunk.subarray(0, n * page_list_entry.SIZE);
+      if (mem.read(src.listAddr + this.#done * page_list_entry.SIZE, view) !== MemStatus.OK)
+        return this.#fail('unreadable');
       for (let i = 0; i < n; i++) {
-        const addr = getField(view, i * PTE.SIZE, PTE.addr);
+        const addr = getField(view, i * page_list_entry.SIZE, page_list_entry.addr);
         if (addr === U64_UNSAFE || !b.addPage(addr)) return this.#fail('misaligned');
       }
       this.#done += n;

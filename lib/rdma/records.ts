@@ -91,7 +91,7 @@ export interface QueueRing {
   ci: number;
 }
 
-export interface QpAttrs {
+interface QpAttrs {
   /** 24-bit PSNs. */
   sqPsn: number;
   rqPsn: number;

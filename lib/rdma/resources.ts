@@ -58,10 +58,10 @@ import {
 import { QP_ACCESS_MASK, QpFlag, qpTransitionAllowed, QpState, QpType } from './types';
 
 export * from './records';
-export { KeyStatus, keyIndex, MemoryKeys, mrKindOf, retagKey } from './memory-keys';
-export type { MrRecord, MrSpec, TranslateOptions } from './memory-keys';
+export { KeyStatus, mrKindOf } from './memory-keys';
+export type { MrRecord } from './memory-keys';
 
-export interface ResourceLimits {
+interface ResourceLimits {
   readonly qps: number;
   readonly cqs: number;
   readonly mrs: number;
@@ -70,7 +70,7 @@ export interface ResourceLimits {
   readonly ptRuns: number;
 }
 
-export const DEFAULT_LIMITS: ResourceLimits = {
+const DEFAULT_LIMITS: ResourceLimits = {
   qps: RDMA_QP_COUNT,
   cqs: RDMA_CQ_COUNT,
   mrs: RDMA_MR_COUNT,

@@ -69,7 +69,7 @@ export const NAK_KIND_INVALID_REQUEST = 1;
 export const NAK_KIND_REMOTE_ACCESS = 2;
 export const NAK_KIND_REMOTE_OPERATIONAL = 3;
 export const NAK_KIND_RNR = 4;
-export const NAK_KIND_NAMES: readonly string[] = [
+const NAK_KIND_NAMES: readonly string[] = [
   'psn_sequence',
   'invalid_request',
   'remote_access',

@@ -5,7 +5,7 @@
 // 0xC000-0xFFFF. Computed at create/modify QP, not per packet.
 
 /** The lowest UDP source port of a RoCEv2 flow (IB_ROCE_UDP_ENCAP_VALID_PORT_MIN). */
-export const ROCE_UDP_SPORT_MIN = 0xc000;
+const ROCE_UDP_SPORT_MIN = 0xc000;
 const FLOW_LABEL_MASK = 0xfffff;
 
 /** The flow label Linux derives from a connection's two QPNs when the GRH carries none. */

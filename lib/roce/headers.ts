@@ -84,7 +84,7 @@ export const NAK_PSN_SEQUENCE_ERROR = 0;
 export const NAK_INVALID_REQUEST = 1;
 export const NAK_REMOTE_ACCESS_ERROR = 2;
 export const NAK_REMOTE_OPERATIONAL_ERROR = 3;
-export const NAK_INVALID_RD_REQUEST = 4;
+// 4 is Invalid RD Request: there is no RD transport here.
 
 /** The UDP destination port of RoCEv2 (IANA). */
 export const ROCE_V2_UDP_PORT = 4791;

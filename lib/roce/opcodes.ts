@@ -35,7 +35,7 @@ export const OP_SEND_LAST_INV = 0x16;
 export const OP_SEND_ONLY_INV = 0x17;
 
 /** Header and role bits of an opcode (OPCODE_FLAGS[opcode]). 0: not an opcode we speak. */
-export const F_VALID = 1 << 0;
+const F_VALID = 1 << 0;
 export const F_RETH = 1 << 1;
 export const F_AETH = 1 << 2;
 export const F_DETH = 1 << 3;
@@ -66,13 +66,13 @@ export const F_RECV_COMPLETES = 1 << 19;
 
 /** Extended header sizes in bytes (IBTA Vol 1 9.3). */
 export const BTH_BYTES = 12;
-export const RETH_BYTES = 16;
-export const AETH_BYTES = 4;
-export const DETH_BYTES = 8;
-export const IMMDT_BYTES = 4;
-export const IETH_BYTES = 4;
-export const ATOMICETH_BYTES = 28;
-export const ATOMICACKETH_BYTES = 8;
+const RETH_BYTES = 16;
+const AETH_BYTES = 4;
+const DETH_BYTES = 8;
+const IMMDT_BYTES = 4;
+const IETH_BYTES = 4;
+const ATOMICETH_BYTES = 28;
+const ATOMICACKETH_BYTES = 8;
 export const ICRC_BYTES = 4;
 
 /** Flags of the five-bit operations shared by RC and UC. */

@@ -2,8 +2,8 @@
 // comparison is of the difference modulo 2^24, read as signed, so PSN
 // 0xffffff is just before 0. Half the space ahead counts as "later".
 
-export const PSN_MODULUS = 0x1000000;
-export const PSN_MASK = 0xffffff;
+const PSN_MODULUS = 0x1000000;
+const PSN_MASK = 0xffffff;
 const HALF = 0x800000;
 
 /** psn + n, wrapped. */

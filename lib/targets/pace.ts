@@ -12,7 +12,7 @@
 import { performance } from 'perf_hooks';
 
 /** Milliseconds of slices one loop turn may run (the last step may end a little past it). */
-export const TURN_BUDGET_MS = 2;
+const TURN_BUDGET_MS = 2;
 
 /** Slice sizes per kind of work: each well under a millisecond on a slow core. */
 export const SLICE = {
@@ -173,7 +173,7 @@ export async function concatPaced(list: readonly Buffer[], p: Pacer = pacer): Pr
 }
 
 /** Something fed bytes in order (a Hash, a CRC state). */
-export interface Digester {
+interface Digester {
   update(data: Buffer): void;
 }
 

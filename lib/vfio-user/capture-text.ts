@@ -80,46 +80,43 @@ function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
   const has = (n: number): boolean => p.length >= n;
   switch (cmd) {
     case Command.VERSION: {
-      const L = vfio_user_version;
-      if (!has(L.SIZE)) return '';
+      if (!has(vfio_user_version.SIZE)) return '';
       const json =
-        p.length > L.SIZE ? ' ' + p.toString('utf8', L.SIZE, p[p.length - 1] === 0 ? p.length - 1 : p.length) : '';
-      return `v${u(p, L.major)}.${u(p, L.minor)}${json}`;
+        p.length > vfio_user_version.SIZE
+          ? ' ' + p.toString('utf8', vfio_user_version.SIZE, p[p.length - 1] === 0 ? p.length - 1 : p.length)
+          : '';
+      return `v${u(p, vfio_user_version.major)}.${u(p, vfio_user_version.minor)}${json}`;
     }
     case Command.DMA_MAP: {
-      const L = vfio_user_dma_map;
-      if (reply || !has(L.SIZE)) return '';
-      const flags = u(p, L.flags);
+      if (reply || !has(vfio_user_dma_map.SIZE)) return '';
+      const flags = u(p, vfio_user_dma_map.flags);
       const prot = (flags & DmaMapFlag.READ ? 'R' : '') + (flags & DmaMapFlag.WRITE ? 'W' : '');
-      return `addr=${u64hex(p, L.addr)} size=${u64hex(p, L.size)} off=${u64hex(p, L.offset)} prot=${prot || '-'} flags=${hex(flags)}`;
+      return `addr=${u64hex(p, vfio_user_dma_map.addr)} size=${u64hex(p, vfio_user_dma_map.size)} off=${u64hex(p, vfio_user_dma_map.offset)} prot=${prot || '-'} flags=${hex(flags)}`;
     }
     case Command.DMA_UNMAP: {
-      const L = vfio_user_dma_unmap;
-      return has(L.SIZE) ? `addr=${u64hex(p, L.addr)} size=${u64hex(p, L.size)} flags=${hex(u(p, L.flags))}` : '';
+      return has(vfio_user_dma_unmap.SIZE)
+        ? `addr=${u64hex(p, vfio_user_dma_unmap.addr)} size=${u64hex(p, vfio_user_dma_unmap.size)} flags=${hex(u(p, vfio_user_dma_unmap.flags))}`
+        : '';
     }
     case Command.DEVICE_GET_INFO: {
-      const L = vfio_user_device_info;
-      return reply && has(L.SIZE)
-        ? `flags=${hex(u(p, L.flags))} regions=${u(p, L.num_regions)} irqs=${u(p, L.num_irqs)}`
+      return reply && has(vfio_user_device_info.SIZE)
+        ? `flags=${hex(u(p, vfio_user_device_info.flags))} regions=${u(p, vfio_user_device_info.num_regions)} irqs=${u(p, vfio_user_device_info.num_irqs)}`
         : '';
     }
     case Command.DEVICE_GET_REGION_INFO: {
-      const L = vfio_region_info;
-      if (!has(L.SIZE)) return '';
-      const base = `index=${region(u(p, L.index))} argsz=${u(p, L.argsz)}`;
+      if (!has(vfio_region_info.SIZE)) return '';
+      const base = `index=${region(u(p, vfio_region_info.index))} argsz=${u(p, vfio_region_info.argsz)}`;
       if (!reply) return base;
-      return `${base} flags=${regionFlags(u(p, L.flags))} size=${u64hex(p, L.size)} offset=${u64hex(p, L.offset)} cap_offset=${u(p, L.cap_offset)}`;
+      return `${base} flags=${regionFlags(u(p, vfio_region_info.flags))} size=${u64hex(p, vfio_region_info.size)} offset=${u64hex(p, vfio_region_info.offset)} cap_offset=${u(p, vfio_region_info.cap_offset)}`;
     }
     case Command.DEVICE_GET_IRQ_INFO: {
-      const L = vfio_irq_info;
-      if (!has(L.SIZE)) return '';
-      const base = `index=${irq(u(p, L.index))}`;
-      return reply ? `${base} flags=${hex(u(p, L.flags))} count=${u(p, L.count)}` : base;
+      if (!has(vfio_irq_info.SIZE)) return '';
+      const base = `index=${irq(u(p, vfio_irq_info.index))}`;
+      return reply ? `${base} flags=${hex(u(p, vfio_irq_info.flags))} count=${u(p, vfio_irq_info.count)}` : base;
     }
     case Command.DEVICE_SET_IRQS: {
-      const L = vfio_irq_set;
-      if (reply || !has(L.SIZE)) return '';
-      const f = u(p, L.flags);
+      if (reply || !has(vfio_irq_set.SIZE)) return '';
+      const f = u(p, vfio_irq_set.flags);
       const names: string[] = [];
       if (f & SetIrqsFlag.DATA_NONE) names.push('NONE');
       if (f & SetIrqsFlag.DATA_BOOL) names.push('BOOL');
@@ -127,31 +124,28 @@ function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
       if (f & SetIrqsFlag.ACTION_MASK) names.push('MASK');
       if (f & SetIrqsFlag.ACTION_UNMASK) names.push('UNMASK');
       if (f & SetIrqsFlag.ACTION_TRIGGER) names.push('TRIGGER');
-      const bools = p.length > L.SIZE ? ` data=${p.toString('hex', L.SIZE)}` : '';
-      return `index=${irq(u(p, L.index))} ${names.join('|') || hex(f)} start=${u(p, L.start)} count=${u(p, L.count)}${bools}`;
+      const bools = p.length > vfio_irq_set.SIZE ? ` data=${p.toString('hex', vfio_irq_set.SIZE)}` : '';
+      return `index=${irq(u(p, vfio_irq_set.index))} ${names.join('|') || hex(f)} start=${u(p, vfio_irq_set.start)} count=${u(p, vfio_irq_set.count)}${bools}`;
     }
     case Command.REGION_READ:
     case Command.REGION_WRITE: {
-      const L = vfio_user_region_access;
-      if (!has(L.SIZE)) return '';
-      const count = u(p, L.count);
-      const base = `region=${region(u(p, L.region))} offset=${u64hex(p, L.offset)} count=${count}`;
+      if (!has(vfio_user_region_access.SIZE)) return '';
+      const count = u(p, vfio_user_region_access.count);
+      const base = `region=${region(u(p, vfio_user_region_access.region))} offset=${u64hex(p, vfio_user_region_access.offset)} count=${count}`;
       const withData = (cmd === Command.REGION_READ) === reply;
-      return withData ? `${base} ${dataHex(p, L.SIZE, count)}` : base;
+      return withData ? `${base} ${dataHex(p, vfio_user_region_access.SIZE, count)}` : base;
     }
     case Command.DMA_READ:
     case Command.DMA_WRITE: {
-      const L = vfio_user_dma_rw;
-      if (!has(L.SIZE)) return '';
-      const count = Number(u64(p, L.count));
-      const base = `addr=${u64hex(p, L.addr)} count=${count}`;
+      if (!has(vfio_user_dma_rw.SIZE)) return '';
+      const count = Number(u64(p, vfio_user_dma_rw.count));
+      const base = `addr=${u64hex(p, vfio_user_dma_rw.addr)} count=${count}`;
       const withData = (cmd === Command.DMA_READ) === reply;
-      return withData ? `${base} ${dataHex(p, L.SIZE, count)}` : base;
+      return withData ? `${base} ${dataHex(p, vfio_user_dma_rw.SIZE, count)}` : base;
     }
     case Command.DEVICE_FEATURE: {
-      const L = vfio_user_device_feature;
-      if (!has(L.SIZE)) return '';
-      const f = u(p, L.flags);
+      if (!has(vfio_user_device_feature.SIZE)) return '';
+      const f = u(p, vfio_user_device_feature.flags);
       const ops = [
         f & DeviceFeatureFlag.GET ? 'GET' : '',
         f & DeviceFeatureFlag.SET ? 'SET' : '',
@@ -159,12 +153,13 @@ function decodeSummary(cmd: number, reply: boolean, m: Buffer): string {
       ]
         .filter(Boolean)
         .join('|');
-      return `feature=${f & DeviceFeatureFlag.FEATURE_MASK} ${ops}${p.length > L.SIZE ? ' ' + dataHex(p, L.SIZE, p.length - L.SIZE) : ''}`;
+      return `feature=${f & DeviceFeatureFlag.FEATURE_MASK} ${ops}${p.length > vfio_user_device_feature.SIZE ? ' ' + dataHex(p, vfio_user_device_feature.SIZE, p.length - vfio_user_device_feature.SIZE) : ''}`;
     }
     case Command.MIG_DATA_READ:
     case Command.MIG_DATA_WRITE: {
-      const L = vfio_user_mig_data;
-      return has(L.SIZE) ? `argsz=${u(p, L.argsz)} size=${u(p, L.size)}` : '';
+      return has(vfio_user_mig_data.SIZE)
+        ? `argsz=${u(p, vfio_user_mig_data.argsz)} size=${u(p, vfio_user_mig_data.size)}`
+        : '';
     }
     default:
       return '';

@@ -28,16 +28,16 @@ export function getDeviceInfo(
   req: DeviceGetInfo,
   noReply: boolean,
 ): ProtocolError | null {
-  const L = vfio_user_device_info;
-  if (req.argsz < L.SIZE) return protocolError('ARGSZ_TOO_SMALL', `DEVICE_GET_INFO argsz ${req.argsz} < ${L.SIZE}`);
+  if (req.argsz < vfio_user_device_info.SIZE)
+    return protocolError('ARGSZ_TOO_SMALL', `DEVICE_GET_INFO argsz ${req.argsz} < ${vfio_user_device_info.SIZE}`);
   if (!noReply) {
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
-    const at = w.reserve(L.SIZE);
+    const at = w.reserve(vfio_user_device_info.SIZE);
     const flags = DeviceInfoFlag.PCI | (s.device.resetSupported ? DeviceInfoFlag.RESET : 0);
-    w.field(at, L.argsz, L.SIZE)
-      .field(at, L.flags, flags)
-      .field(at, L.num_regions, PCI_NUM_REGIONS)
-      .field(at, L.num_irqs, PCI_NUM_IRQS);
+    w.field(at, vfio_user_device_info.argsz, vfio_user_device_info.SIZE)
+      .field(at, vfio_user_device_info.flags, flags)
+      .field(at, vfio_user_device_info.num_regions, PCI_NUM_REGIONS)
+      .field(at, vfio_user_device_info.num_irqs, PCI_NUM_IRQS);
     w.end();
   }
   return null;
@@ -49,9 +49,8 @@ export function getRegionInfo(
   req: DeviceGetRegionInfo,
   noReply: boolean,
 ): ProtocolError | null {
-  const L = vfio_region_info;
-  if (req.argsz < L.SIZE)
-    return protocolError('ARGSZ_TOO_SMALL', `DEVICE_GET_REGION_INFO argsz ${req.argsz} < ${L.SIZE}`);
+  if (req.argsz < vfio_region_info.SIZE)
+    return protocolError('ARGSZ_TOO_SMALL', `DEVICE_GET_REGION_INFO argsz ${req.argsz} < ${vfio_region_info.SIZE}`);
   if (req.index >= PCI_NUM_REGIONS)
     return protocolError('BAD_INDEX', `region index ${req.index} (device has ${PCI_NUM_REGIONS})`);
   if (!noReply) {
@@ -60,13 +59,13 @@ export function getRegionInfo(
       ? (region.readable ? RegionInfoFlag.READ : 0) | (region.writable ? RegionInfoFlag.WRITE : 0)
       : 0;
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
-    const at = w.reserve(L.SIZE);
-    w.field(at, L.argsz, L.SIZE)
-      .field(at, L.flags, region && region.size ? flags : 0)
-      .field(at, L.index, req.index)
-      .field(at, L.cap_offset, 0)
-      .field(at, L.size, region?.size ?? 0)
-      .field(at, L.offset, 0);
+    const at = w.reserve(vfio_region_info.SIZE);
+    w.field(at, vfio_region_info.argsz, vfio_region_info.SIZE)
+      .field(at, vfio_region_info.flags, region && region.size ? flags : 0)
+      .field(at, vfio_region_info.index, req.index)
+      .field(at, vfio_region_info.cap_offset, 0)
+      .field(at, vfio_region_info.size, region?.size ?? 0)
+      .field(at, vfio_region_info.offset, 0);
     w.end();
   }
   return null;
@@ -78,19 +77,24 @@ export function getRegionIoFds(
   req: DeviceGetRegionIoFds,
   noReply: boolean,
 ): ProtocolError | null {
-  // The reply starts with the same four fields as the request, then the sub-region array.
-  const L = vfio_user_region_io_fds_request;
   if (req.flags !== 0) return protocolError('BAD_FLAGS', `GET_REGION_IO_FDS flags ${req.flags} (must be 0)`);
   if (req.count !== 0) return protocolError('BAD_FLAGS', `GET_REGION_IO_FDS count ${req.count} (must be 0)`);
-  if (req.argsz < L.SIZE) return protocolError('ARGSZ_TOO_SMALL', `GET_REGION_IO_FDS argsz ${req.argsz} < ${L.SIZE}`);
+  if (req.argsz < vfio_user_region_io_fds_request.SIZE)
+    return protocolError(
+      'ARGSZ_TOO_SMALL',
+      `GET_REGION_IO_FDS argsz ${req.argsz} < ${vfio_user_region_io_fds_request.SIZE}`,
+    );
   if (req.argsz > s.limits.maxDataXferSize)
     return protocolError('ARGSZ_TOO_LARGE', `GET_REGION_IO_FDS argsz ${req.argsz}`);
   if (req.index >= PCI_NUM_REGIONS) return protocolError('BAD_INDEX', `region index ${req.index}`);
   if (!noReply) {
     // No region has ioeventfds: the answer is an empty list.
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
-    const at = w.reserve(L.SIZE);
-    w.field(at, L.argsz, L.SIZE).field(at, L.flags, 0).field(at, L.index, req.index).field(at, L.count, 0);
+    const at = w.reserve(vfio_user_region_io_fds_request.SIZE);
+    w.field(at, vfio_user_region_io_fds_request.argsz, vfio_user_region_io_fds_request.SIZE)
+      .field(at, vfio_user_region_io_fds_request.flags, 0)
+      .field(at, vfio_user_region_io_fds_request.index, req.index)
+      .field(at, vfio_user_region_io_fds_request.count, 0);
     w.end();
   }
   return null;
@@ -102,17 +106,17 @@ export function getIrqInfo(
   req: DeviceGetIrqInfo,
   noReply: boolean,
 ): ProtocolError | null {
-  const L = vfio_irq_info;
-  if (req.argsz < L.SIZE) return protocolError('ARGSZ_TOO_SMALL', `DEVICE_GET_IRQ_INFO argsz ${req.argsz} < ${L.SIZE}`);
+  if (req.argsz < vfio_irq_info.SIZE)
+    return protocolError('ARGSZ_TOO_SMALL', `DEVICE_GET_IRQ_INFO argsz ${req.argsz} < ${vfio_irq_info.SIZE}`);
   if (req.index >= PCI_NUM_IRQS)
     return protocolError('BAD_INDEX', `irq index ${req.index} (device has ${PCI_NUM_IRQS})`);
   if (!noReply) {
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
-    const at = w.reserve(L.SIZE);
-    w.field(at, L.argsz, L.SIZE)
-      .field(at, L.flags, IrqInfoFlag.EVENTFD)
-      .field(at, L.index, req.index)
-      .field(at, L.count, s.irqs.count(req.index));
+    const at = w.reserve(vfio_irq_info.SIZE);
+    w.field(at, vfio_irq_info.argsz, vfio_irq_info.SIZE)
+      .field(at, vfio_irq_info.flags, IrqInfoFlag.EVENTFD)
+      .field(at, vfio_irq_info.index, req.index)
+      .field(at, vfio_irq_info.count, s.irqs.count(req.index));
     w.end();
   }
   return null;

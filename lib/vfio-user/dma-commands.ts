@@ -24,10 +24,10 @@ export function dmaMap(
   fds: number[],
   noReply: boolean,
 ): ProtocolError | null {
-  const L = vfio_user_dma_map;
   if (fds.length > DMA_MAP_MAX_FDS)
     return protocolError('FD_COUNT', `DMA_MAP with ${fds.length} fds (at most ${DMA_MAP_MAX_FDS})`);
-  if (req.argsz < L.SIZE) return protocolError('ARGSZ_TOO_SMALL', `DMA_MAP argsz ${req.argsz} < ${L.SIZE}`);
+  if (req.argsz < vfio_user_dma_map.SIZE)
+    return protocolError('ARGSZ_TOO_SMALL', `DMA_MAP argsz ${req.argsz} < ${vfio_user_dma_map.SIZE}`);
   const fd = fds.length ? fds[0]! : -1;
   const r = s.dma.add({ address: req.address, size: req.size, flags: req.flags, offset: req.offset, fd });
   if ('error' in r) return r.error;
@@ -46,8 +46,8 @@ export function dmaMap(
 }
 
 export function dmaUnmap(s: SessionState, h: RawHeader, req: DmaUnmap, noReply: boolean): ProtocolError | null {
-  const L = vfio_user_dma_unmap;
-  if (req.argsz < L.SIZE) return protocolError('ARGSZ_TOO_SMALL', `DMA_UNMAP argsz ${req.argsz} < ${L.SIZE}`);
+  if (req.argsz < vfio_user_dma_unmap.SIZE)
+    return protocolError('ARGSZ_TOO_SMALL', `DMA_UNMAP argsz ${req.argsz} < ${vfio_user_dma_unmap.SIZE}`);
   if (req.argsz > s.limits.maxDataXferSize) return protocolError('ARGSZ_TOO_LARGE', `DMA_UNMAP argsz ${req.argsz}`);
   if (req.flags & DmaUnmapFlag.GET_DIRTY_BITMAP)
     return protocolError('NOT_SUPPORTED', 'DMA_UNMAP dirty bitmap: dirty logging is not active');
@@ -72,11 +72,11 @@ export function dmaUnmap(s: SessionState, h: RawHeader, req: DmaUnmap, noReply: 
   }
   if (!noReply) {
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
-    const at = w.reserve(L.SIZE);
-    w.field(at, L.argsz, L.SIZE)
-      .field(at, L.flags, req.flags)
-      .field(at, L.addr, req.address)
-      .field(at, L.size, req.size);
+    const at = w.reserve(vfio_user_dma_unmap.SIZE);
+    w.field(at, vfio_user_dma_unmap.argsz, vfio_user_dma_unmap.SIZE)
+      .field(at, vfio_user_dma_unmap.flags, req.flags)
+      .field(at, vfio_user_dma_unmap.addr, req.address)
+      .field(at, vfio_user_dma_unmap.size, req.size);
     w.end();
   }
   return null;

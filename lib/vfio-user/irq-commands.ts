@@ -67,7 +67,7 @@ export function setIrqs(
  * with QEMU's quirks allowed: argsz 20 whatever the fd count, and EVENTFD with no fds
  * meaning "de-assign".
  */
-export function validateSetIrqs(req: DeviceSetIrqs, nfds: number, irqCount: number): ProtocolError | null {
+function validateSetIrqs(req: DeviceSetIrqs, nfds: number, irqCount: number): ProtocolError | null {
   const data = req.flags & SetIrqsFlag.DATA_MASK;
   const action = req.flags & SetIrqsFlag.ACTION_MASK_ALL;
   const bad = (code: Parameters<typeof protocolError>[0], detail: string): ProtocolError =>

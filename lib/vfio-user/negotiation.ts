@@ -84,10 +84,9 @@ export function handleVersion(
       maxDmaMaps: s.limits.maxDmaRegions,
       pgsizes: DMA_PAGE_SIZE,
     });
-    const L = vfio_user_version;
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
-    const at = w.reserve(L.SIZE);
-    w.field(at, L.major, SUPPORTED_MAJOR).field(at, L.minor, minor);
+    const at = w.reserve(vfio_user_version.SIZE);
+    w.field(at, vfio_user_version.major, SUPPORTED_MAJOR).field(at, vfio_user_version.minor, minor);
     w.bytes(Buffer.from(json + '\0', 'utf8'));
     w.end();
   }

@@ -44,14 +44,17 @@ function regionCheck(
 
 /** REGION_READ, decoded in place (hot path: no request object). */
 export function regionRead(s: SessionState, h: RawHeader, p: Buffer, noReply: boolean): void {
-  const A = vfio_user_region_access;
-  if (p.length < A.SIZE) {
-    s.reject(h, NO_FDS, protocolError('SHORT_PAYLOAD', `REGION_READ payload ${p.length} < ${A.SIZE}`));
+  if (p.length < vfio_user_region_access.SIZE) {
+    s.reject(
+      h,
+      NO_FDS,
+      protocolError('SHORT_PAYLOAD', `REGION_READ payload ${p.length} < ${vfio_user_region_access.SIZE}`),
+    );
     return;
   }
-  const offset = getField(p, 0, A.offset);
-  const region = getField(p, 0, A.region);
-  const count = getField(p, 0, A.count);
+  const offset = getField(p, 0, vfio_user_region_access.offset);
+  const region = getField(p, 0, vfio_user_region_access.region);
+  const count = getField(p, 0, vfio_user_region_access.count);
   const r = regionCheck(s, region, offset, count, false);
   if (!('read' in r)) {
     s.reject(h, NO_FDS, r);
@@ -59,9 +62,11 @@ export function regionRead(s: SessionState, h: RawHeader, p: Buffer, noReply: bo
   }
   s.stats.regionReads++;
   const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
-  const at = w.reserve(A.SIZE + count);
-  w.field(at, A.offset, offset).field(at, A.region, region).field(at, A.count, count);
-  const errno = count ? safeRead(s, region, r, offset, w.view(at + A.SIZE, count)) : 0;
+  const at = w.reserve(vfio_user_region_access.SIZE + count);
+  w.field(at, vfio_user_region_access.offset, offset)
+    .field(at, vfio_user_region_access.region, region)
+    .field(at, vfio_user_region_access.count, count);
+  const errno = count ? safeRead(s, region, r, offset, w.view(at + vfio_user_region_access.SIZE, count)) : 0;
   if (errno !== 0 || noReply) {
     w.abort();
     if (errno !== 0)
@@ -81,19 +86,25 @@ export function regionRead(s: SessionState, h: RawHeader, p: Buffer, noReply: bo
 
 /** REGION_WRITE, decoded in place (hot path: no request object). */
 export function regionWrite(s: SessionState, h: RawHeader, p: Buffer, noReply: boolean): void {
-  const A = vfio_user_region_access;
-  if (p.length < A.SIZE) {
-    s.reject(h, NO_FDS, protocolError('SHORT_PAYLOAD', `REGION_WRITE payload ${p.length} < ${A.SIZE}`));
-    return;
-  }
-  const offset = getField(p, 0, A.offset);
-  const region = getField(p, 0, A.region);
-  const count = getField(p, 0, A.count);
-  if (p.length - A.SIZE !== count) {
+  if (p.length < vfio_user_region_access.SIZE) {
     s.reject(
       h,
       NO_FDS,
-      protocolError('PAYLOAD_MISMATCH', `REGION_WRITE count ${count} but ${p.length - A.SIZE} data bytes`),
+      protocolError('SHORT_PAYLOAD', `REGION_WRITE payload ${p.length} < ${vfio_user_region_access.SIZE}`),
+    );
+    return;
+  }
+  const offset = getField(p, 0, vfio_user_region_access.offset);
+  const region = getField(p, 0, vfio_user_region_access.region);
+  const count = getField(p, 0, vfio_user_region_access.count);
+  if (p.length - vfio_user_region_access.SIZE !== count) {
+    s.reject(
+      h,
+      NO_FDS,
+      protocolError(
+        'PAYLOAD_MISMATCH',
+        `REGION_WRITE count ${count} but ${p.length - vfio_user_region_access.SIZE} data bytes`,
+      ),
     );
     return;
   }
@@ -103,7 +114,7 @@ export function regionWrite(s: SessionState, h: RawHeader, p: Buffer, noReply: b
     return;
   }
   s.stats.regionWrites++;
-  const errno = count ? safeWrite(s, region, r, offset, s.writeData.get(p, A.SIZE, count)) : 0;
+  const errno = count ? safeWrite(s, region, r, offset, s.writeData.get(p, vfio_user_region_access.SIZE, count)) : 0;
   if (errno !== 0) {
     s.reject(
       h,
@@ -118,8 +129,10 @@ export function regionWrite(s: SessionState, h: RawHeader, p: Buffer, noReply: b
   }
   if (!noReply) {
     const w = s.transport.writer.begin(h.id, h.command, replyFlags(false));
-    const at = w.reserve(A.SIZE);
-    w.field(at, A.offset, offset).field(at, A.region, region).field(at, A.count, count);
+    const at = w.reserve(vfio_user_region_access.SIZE);
+    w.field(at, vfio_user_region_access.offset, offset)
+      .field(at, vfio_user_region_access.region, region)
+      .field(at, vfio_user_region_access.count, count);
     w.end();
   }
 }

@@ -8,9 +8,9 @@ import type { CompareResult } from './compare';
 import type { CapturedMessage } from './pcapng';
 import type { ReplayAllowance, ReplayDifference, ReplayResult } from './replay';
 
-export type Verdict = 'same' | 'different';
+type Verdict = 'same' | 'different';
 
-export function verdictOf(differences: readonly unknown[]): Verdict {
+function verdictOf(differences: readonly unknown[]): Verdict {
   return differences.length ? 'different' : 'same';
 }
 
@@ -60,7 +60,7 @@ export function compareJson(reference: string, ours: string, conn: number, r: Co
 }
 
 /** One message as `show --json` gives it; `seconds` counts from the capture's first message. */
-export function messageJson(m: CapturedMessage, t0Us: number): object {
+function messageJson(m: CapturedMessage, t0Us: number): object {
   const c = m.comment;
   return {
     frame: m.frame,

@@ -11,7 +11,7 @@ const STDERR_TAIL = 4096;
 /** How often the group and the socket are looked at. */
 const POLL_MS = 50;
 
-export class SpawnError extends Error {}
+class SpawnError extends Error {}
 
 /** A server command running in a process group of its own. */
 export class SpawnedServer {
@@ -124,7 +124,7 @@ async function waitGone(pgid: number, ms: number): Promise<boolean> {
  * and only waits for its parent (for an orphan, init, which may take its time)
  * to collect its status; no signal can do more to it.
  */
-export async function groupRuns(pgid: number): Promise<boolean> {
+async function groupRuns(pgid: number): Promise<boolean> {
   if (!signalGroup(pgid, 0)) return false;
   let entries: string[];
   try {

@@ -26,7 +26,7 @@ import * as native from '../native';
 import type { CapturedFd, CapturedMessage } from './pcapng';
 import { RawHeader, Transport, TransportHandler } from './transport';
 
-export interface ReplayOptions {
+interface ReplayOptions {
   /** Connection index in the capture (default 0). */
   readonly conn?: number;
   /**
@@ -39,7 +39,7 @@ export interface ReplayOptions {
 }
 
 /** One field of a message that differs: a header field, `payload` (first differing bytes), `fds`, `reply`, ... */
-export interface FieldDifference {
+interface FieldDifference {
   readonly field: string;
   /** For `payload`: offset of the first differing byte in the payload (after the header). */
   readonly offset?: number;
@@ -69,7 +69,7 @@ export interface ReplayAllowance {
 }
 
 /** The command names a capture may carry (protocol/constants), in command-number order. */
-export function knownCommandNames(): string[] {
+function knownCommandNames(): string[] {
   const out: string[] = [];
   // commandName answers `CMDnn` for a number it does not know; commands are u16 but the known ones are few and low.
   for (let c = 1; c < 256; c++) if (commandName(c) !== `CMD${c}`) out.push(commandName(c));
@@ -122,20 +122,17 @@ interface ReplayRule {
   /** Returns true when the two replies differ only in what this rule allows. */
   allows(request: Buffer, recorded: Buffer, live: Buffer): boolean;
 }
-
-const HDR = vfio_user_header;
-const ACCESS = vfio_user_region_access;
 /** Bit 0 of a BAR register: I/O space (PCI_BASE_ADDRESS_SPACE_IO). */
 const BAR_IO_SPACE_BIT = 0x1;
 const BAR_REGISTER = PciHeader.BASE_ADDRESS_0;
 
 function cmdOf(b: Buffer): number {
-  return getField(b, 0, HDR.command);
+  return getField(b, 0, vfio_user_header.command);
 }
 
 /** A field of the payload struct (after the header). */
 function payloadField(b: Buffer, field: Field): number {
-  return getField(b, HDR.SIZE, field);
+  return getField(b, vfio_user_header.SIZE, field);
 }
 
 /** The documented rules (docs/replay.md). Each is narrow: one command, named fields. */
@@ -171,11 +168,12 @@ export const REPLAY_RULES: readonly ReplayRule[] = [
       'Config-space REGION_READ reply: libvfio-user reads the I/O-space bit (0x1) in BAR registers of ' +
       'BARs that do not exist; the PCI spec (and we) read them as 0. Only bit 0 of such BAR dwords may differ.',
     allows(request, recorded, live) {
-      const data = HDR.SIZE + ACCESS.SIZE;
+      const data = vfio_user_header.SIZE + vfio_user_region_access.SIZE;
       if (cmdOf(request) !== Command.REGION_READ || recorded.length !== live.length || recorded.length < data)
         return false;
-      if (request.length < data || payloadField(request, ACCESS.region) !== PciRegionIndex.CONFIG) return false;
-      const offset = payloadField(request, ACCESS.offset);
+      if (request.length < data || payloadField(request, vfio_user_region_access.region) !== PciRegionIndex.CONFIG)
+        return false;
+      const offset = payloadField(request, vfio_user_region_access.offset);
       if (offset === U64_UNSAFE) return false;
       const ranges: [number, number][] = [];
       for (let bar = 0; bar < PCI_NUM_BARS; bar++) {
@@ -266,13 +264,13 @@ class ReplySink implements TransportHandler {
     const w = this.waiting.get(h.id);
     if (!w) return;
     this.waiting.delete(h.id);
-    const full = Buffer.alloc(HDR.SIZE + payload.length);
-    setField(full, 0, HDR.msg_id, h.id);
-    setField(full, 0, HDR.command, h.command);
-    setField(full, 0, HDR.msg_size, h.size);
-    setField(full, 0, HDR.flags, h.flags);
-    setField(full, 0, HDR.error, h.error);
-    payload.copy(full, HDR.SIZE);
+    const full = Buffer.alloc(vfio_user_header.SIZE + payload.length);
+    setField(full, 0, vfio_user_header.msg_id, h.id);
+    setField(full, 0, vfio_user_header.command, h.command);
+    setField(full, 0, vfio_user_header.msg_size, h.size);
+    setField(full, 0, vfio_user_header.flags, h.flags);
+    setField(full, 0, vfio_user_header.error, h.error);
+    payload.copy(full, vfio_user_header.SIZE);
     w(full, fds.length);
   }
   badHeader(): void {
@@ -413,9 +411,9 @@ const SHOWN_BYTES = 8;
 export function differingFields(recorded: Buffer, live: Buffer): FieldDifference[] {
   const out: FieldDifference[] = [];
   const fields: readonly [string, Field][] = [
-    ['msg_size', HDR.msg_size],
-    ['flags', HDR.flags],
-    ['error', HDR.error],
+    ['msg_size', vfio_user_header.msg_size],
+    ['flags', vfio_user_header.flags],
+    ['error', vfio_user_header.error],
   ];
   for (const [name, field] of fields) {
     const end = field.off + field.size;
@@ -425,7 +423,7 @@ export function differingFields(recorded: Buffer, live: Buffer): FieldDifference
   }
   const n = Math.min(recorded.length, live.length);
   let first = -1;
-  for (let i = HDR.SIZE; i < n; i++)
+  for (let i = vfio_user_header.SIZE; i < n; i++)
     if (recorded[i] !== live[i]) {
       first = i;
       break;
@@ -434,7 +432,7 @@ export function differingFields(recorded: Buffer, live: Buffer): FieldDifference
     const end = Math.min(n, first + SHOWN_BYTES);
     out.push({
       field: 'payload',
-      offset: first - HDR.SIZE,
+      offset: first - vfio_user_header.SIZE,
       expected: recorded.subarray(first, end).toString('hex'),
       actual: live.subarray(first, end).toString('hex'),
     });
@@ -452,9 +450,4 @@ export function describeFields(fields: readonly FieldDifference[]): string {
       return `${f.field} recorded ${f.expected}, got ${f.actual}`;
     })
     .join('; ');
-}
-
-/** One line saying how two replies differ: header fields first, then the first differing payload bytes. */
-export function describeDifference(recorded: Buffer, live: Buffer): string {
-  return describeFields(differingFields(recorded, live));
 }

@@ -36,7 +36,6 @@ import { RawHeader, Transport, TransportHandler } from './transport';
 
 export { DEFAULT_SESSION_LIMITS } from './session-state';
 export type { SessionLimits, SessionStats } from './session-state';
-export { validateSetIrqs } from './irq-commands';
 
 /** Largest guest-memory region one DMA_MAP may cover (8 TiB). */
 const MAX_DMA_REGION_SIZE = 2 ** 43;

@@ -24,7 +24,7 @@ import { Cq, GuestMr, Qp, SendWr, Sge, VerbsGuest } from '../support/ionic/rdma-
 import { FuzzFinding } from './targets';
 
 export const ACTIONS = ['vfio', 'bar0', 'doorbell', 'ethAdmin', 'devCmd', 'rdmaAdmin', 'wqe', 'recv'] as const;
-export type Action = (typeof ACTIONS)[number];
+type Action = (typeof ACTIONS)[number];
 /** Relative weights: mostly live-path work, sometimes the layers under it. */
 const WEIGHTS: Record<Action, number> = {
   vfio: 4,
@@ -37,7 +37,7 @@ const WEIGHTS: Record<Action, number> = {
   recv: 12,
 };
 
-export interface LiveFuzzOptions {
+interface LiveFuzzOptions {
   readonly seed: number;
   /** Wall-clock budget. */
   readonly ms: number;
@@ -61,8 +61,6 @@ export interface LiveFuzzStats {
   revived: number;
   elapsedMs: number;
 }
-
-export { FuzzFinding };
 
 const ALL = MrF.LOCAL_WRITE | MrF.REMOTE_WRITE | MrF.REMOTE_READ | MrF.REMOTE_ATOMIC;
 const RAW_ID_BASE = 0xff00; // raw messages use ids the model's client is unlikely to have in flight

@@ -124,7 +124,7 @@ describe('ionic: bring-up through the guest model', () => {
       expect(d[DevId.nports]).to.equal(1);
       expect(d.readUInt32LE(DevId.nlifs)).to.equal(1);
       expect(d.readUInt32LE(DevId.nintrs)).to.equal(32);
-      // RDMA (the profile's rdma_eqs > 0): a page per ibv_context; the kernel's is still page 0 (rdma-bootstrap.spec).
+      // RDMA (the profile's rdma_eqs > 0): a page per ibv_context; the kernel's is still page 0 (spec/ionic/rdma/bootstrap.spec.ts).
       expect(d.readUInt32LE(DevId.ndbpgs_per_lif)).to.equal(256);
       expect(d.readUInt32LE(DevId.intr_coal_mult)).to.equal(1);
       expect(d.readUInt32LE(DevId.intr_coal_div)).to.equal(3);
@@ -159,7 +159,7 @@ describe('ionic: bring-up through the guest model', () => {
       expect(l.readUInt32LE(LifId.qcount_txq)).to.equal(16);
       expect(l.readUInt32LE(LifId.qcount_eq)).to.equal(0);
       expect(l.subarray(LifId.config + 24, LifId.config + 30).equals(DEVICE_MAC)).to.equal(true);
-      // The RDMA section (pinned field by field in rdma-bootstrap.spec.ts) ends at 486; the rest is reserved.
+      // The RDMA section (pinned field by field in spec/ionic/rdma/bootstrap.spec.ts) ends at 486; the rest is reserved.
       expect(l.subarray(486, LifId.SIZE).every((b) => b === 0)).to.equal(true);
       // Only known fields are non-zero: eth header fields, config state/name/mtu/mac/features, the queue counts, the RDMA section.
       expect(

@@ -29,7 +29,7 @@ describe('ionic: device command refusals and doorbell rules', () => {
     }
   });
 
-  it('knows the RDMA bootstrap commands 50-53 (RDMA is advertised; EOPCODE without it: rdma-bootstrap.spec)', async () => {
+  it('knows the RDMA bootstrap commands 50-53 (RDMA is advertised; EOPCODE without it: spec/ionic/rdma/bootstrap.spec.ts)', async () => {
     for (const op of [Op.RDMA_RESET_LIF, Op.RDMA_CREATE_EQ, Op.RDMA_CREATE_CQ, Op.RDMA_CREATE_ADMINQ]) {
       // All-zero fields: RESET succeeds; the creates are refused for their fields, not as unknown opcodes.
       for (const [path, st] of [

@@ -76,22 +76,21 @@ describe('mesh: codec', () => {
     });
 
     it('ionic_wire_hdr: 60 bytes, little-endian except the immediate', () => {
-      const h = ionic_wire_hdr;
-      pin(h.magic, 0, 4, 'le');
-      pin(h.op, 4, 1, 'le');
-      pin(h.atomic_cs, 5, 1, 'le');
-      pin(h.rsvd, 6, 2, 'le');
-      pin(h.src_qp_id, 8, 4, 'le');
-      pin(h.dst_qp_id, 12, 4, 'le');
-      pin(h.req_id, 16, 4, 'le');
-      pin(h.rkey, 20, 4, 'le');
-      pin(h.length, 24, 4, 'le');
-      pin(h.imm_be, 28, 4, 'be');
-      pin(h.status, 32, 4, 'le');
-      pin(h.remote_va, 36, 8, 'le');
-      pin(h.swap_add, 44, 8, 'le');
-      pin(h.compare, 52, 8, 'le');
-      expect(h.SIZE).to.equal(60);
+      pin(ionic_wire_hdr.magic, 0, 4, 'le');
+      pin(ionic_wire_hdr.op, 4, 1, 'le');
+      pin(ionic_wire_hdr.atomic_cs, 5, 1, 'le');
+      pin(ionic_wire_hdr.rsvd, 6, 2, 'le');
+      pin(ionic_wire_hdr.src_qp_id, 8, 4, 'le');
+      pin(ionic_wire_hdr.dst_qp_id, 12, 4, 'le');
+      pin(ionic_wire_hdr.req_id, 16, 4, 'le');
+      pin(ionic_wire_hdr.rkey, 20, 4, 'le');
+      pin(ionic_wire_hdr.length, 24, 4, 'le');
+      pin(ionic_wire_hdr.imm_be, 28, 4, 'be');
+      pin(ionic_wire_hdr.status, 32, 4, 'le');
+      pin(ionic_wire_hdr.remote_va, 36, 8, 'le');
+      pin(ionic_wire_hdr.swap_add, 44, 8, 'le');
+      pin(ionic_wire_hdr.compare, 52, 8, 'le');
+      expect(ionic_wire_hdr.SIZE).to.equal(60);
     });
 
     it('control payloads extend the v4 layouts by appending', () => {

@@ -5,7 +5,7 @@ import { spawnSync } from 'child_process';
 import { skipBecause } from '../support/skip';
 
 /** Whether promtool runs here (Debian: apt-get install prometheus). */
-export function havePromtool(): boolean {
+function havePromtool(): boolean {
   return spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 

@@ -13,7 +13,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 
 /** Bottom first. A prefix ending in '/' is a folder; otherwise one file. */
-export const FLOORS: readonly (readonly string[])[] = [
+const FLOORS: readonly (readonly string[])[] = [
   ['protocol/'],
   ['lib/log.ts', 'lib/guard.ts', 'lib/latency-flags.ts', 'lib/native/'],
   ['lib/net/'],
@@ -33,7 +33,7 @@ export const FLOORS: readonly (readonly string[])[] = [
 /** The top-level folders the graph reads. */
 const ROOTS = ['protocol', 'lib', 'bin'];
 
-export interface ImportEdge {
+interface ImportEdge {
   readonly from: string;
   readonly to: string;
 }
@@ -45,7 +45,7 @@ export interface ImportGraph {
   readonly lines: ReadonlyMap<string, number>;
 }
 
-export interface GraphFigures {
+interface GraphFigures {
   /** Floors of FLOORS that hold at least one file. */
   readonly floors: number;
   /** The longest chain of rooms (top-level folders) importing one another, cycles of rooms collapsed. */
@@ -234,7 +234,7 @@ export function figures(g: ImportGraph): GraphFigures {
 }
 
 /** The figures as text, for the report and docs/architecture.md. */
-export function describe(f: GraphFigures): string {
+function describe(f: GraphFigures): string {
   const out = [
     `floors: ${f.floors} (rooms chained ${f.depth} deep)`,
     `arrows back up: ${f.arrowsUp.size}`,

@@ -8,25 +8,9 @@ import { ESLint } from 'eslint';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as prettier from 'prettier';
+import { ROOT, sourceFiles } from './source-files';
 
-const ROOT = path.join(__dirname, '..', '..', '..');
 const PATTERNS = ['lib/**/*.ts', 'bin/**/*.ts', 'protocol/**/*.ts', 'spec/**/*.ts', 'bench/**/*.ts'];
-const TOP = ['lib', 'bin', 'protocol', 'spec', 'bench'];
-
-/** Every .ts file under the linted folders, relative to the root. */
-function sourceFiles(): string[] {
-  const out: string[] = [];
-  const walk = (rel: string): void => {
-    for (const e of fs.readdirSync(path.join(ROOT, rel), { withFileTypes: true })) {
-      const child = path.join(rel, e.name);
-      if (e.isDirectory()) {
-        if (e.name !== 'node_modules' && e.name !== 'build') walk(child);
-      } else if (e.name.endsWith('.ts')) out.push(child);
-    }
-  };
-  for (const t of TOP) walk(t);
-  return out.sort();
-}
 
 describe('project: lint', function () {
   this.timeout(300_000);

@@ -5,7 +5,7 @@
 import { SignatureV4 } from '@smithy/signature-v4';
 import { createHash, createHmac, Hash, Hmac } from 'crypto';
 
-export interface SigningCredentials {
+interface SigningCredentials {
   readonly accessKeyId: string;
   readonly secretAccessKey: string;
 }
@@ -40,7 +40,7 @@ class Sha256 {
   }
 }
 
-export interface RawRequest {
+interface RawRequest {
   readonly method: string;
   /** host:port, as the Host header carries it. */
   readonly host: string;

@@ -13,7 +13,7 @@
 import { readFileSync } from 'fs';
 import { monitorEventLoopDelay, performance } from 'perf_hooks';
 
-export interface ProbeResult {
+interface ProbeResult {
   /** Round trips completed. */
   readonly reads: number;
   /** The longest round trip, ms (wall clock). */

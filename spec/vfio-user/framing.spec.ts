@@ -2,7 +2,7 @@
 // (docs/vfio-user-protocol.md 1.2, 1.4, 1.5, 4.2, 5; tested as ws tests its framing): splits at
 // every byte offset, several messages per write, fds attached to the right
 // message, bad headers, garbage, fd limits, and backpressure. The Transport
-// alone: ./framing-transport.spec.ts.
+// alone: ./transport.spec.ts.
 import { expect } from 'chai';
 import * as fs from 'fs';
 import * as net from 'net';

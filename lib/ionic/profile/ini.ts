@@ -39,7 +39,7 @@ import {
 type ValueKind = 'integer' | 'text' | 'speed' | 'phy' | 'switch';
 
 /** A parsed ini value: a number (link_speed in Mbps) or a string. */
-export type ProfileValue = number | string;
+type ProfileValue = number | string;
 
 interface KeySpec {
   readonly key: IniKey;
@@ -289,7 +289,7 @@ function rangeText(spec: KeySpec): string {
 }
 
 /** One `key = value` line of an ini file, already checked against its key's range. */
-export interface ProfileSetting {
+interface ProfileSetting {
   readonly key: IniKey;
   /** Parsed value: a number (link_speed in Mbps) or a string. */
   readonly value: ProfileValue;
@@ -298,7 +298,7 @@ export interface ProfileSetting {
   readonly line: number;
 }
 
-export interface ProfileLayer {
+interface ProfileLayer {
   /** How errors name the file: the path as the user wrote it. */
   readonly source: string;
   readonly settings: readonly ProfileSetting[];

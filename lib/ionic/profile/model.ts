@@ -13,10 +13,10 @@
 // profiles), resolve.ts (layering a --nic-profile list over `compat`) and
 // plan.ts (what the driver will make of a profile). index.ts is the API.
 
-export type TransceiverPhy = 'copper' | 'fiber' | 'none';
+type TransceiverPhy = 'copper' | 'fiber' | 'none';
 
 /** What port_info.status.xcvr reports. */
-export interface Transceiver {
+interface Transceiver {
   /** xcvr.phy: copper (1), fiber (2) or none (0). ethtool prints speed only for copper or fiber. */
   readonly phy: TransceiverPhy;
   /** xcvr.pid, an `enum ionic_xcvr_pid` code (u16); it selects the link modes ethtool lists. */
@@ -117,7 +117,7 @@ export const IonicAsicType = { CAPRI: 1, GIGLIO: 3, SALINA: 4 } as const;
 export const LINK_SPEEDS_MBPS: readonly number[] = [1000, 10000, 25000, 40000, 50000, 100000, 200000, 400000];
 
 /** lif max_frame_size - max MTU: the driver computes max_mtu = max_frame_size - 18. */
-export const FRAME_OVERHEAD = 18;
+const FRAME_OVERHEAD = 18;
 
 /** Ranges checked for every profile. */
 export const ProfileLimits = {

@@ -2,9 +2,7 @@
 
 import { NicProfile, ProfileLimits } from './model';
 
-const L = ProfileLimits;
-
-export interface VectorPlan {
+interface VectorPlan {
   /** Ethernet queue pairs the driver brings up. */
   readonly nxqs: number;
   /** RDMA event-queue vectors the driver reserves. */
@@ -30,7 +28,7 @@ export function planVectors(p: NicProfile, onlineCpus: number): VectorPlan {
   for (;;) {
     const nintrs = 1 + nxqs + neqs;
     if (nintrs <= p.msixVectors) {
-      return { nxqs, neqs, nintrs, probeFails: false, rdmaUsable: neqs >= L.RDMA_EQS_MIN };
+      return { nxqs, neqs, nintrs, probeFails: false, rdmaUsable: neqs >= ProfileLimits.RDMA_EQS_MIN };
     }
     if (neqs > 1) neqs >>= 1;
     else if (nxqs > 1) nxqs >>= 1;

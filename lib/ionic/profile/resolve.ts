@@ -9,8 +9,6 @@ import { assemble, clip, flatten, parseProfileIni, PROFILE_KEYS } from './ini';
 import { IniKey, NicProfile, ProfileError, ProfileLimits } from './model';
 import { CROSS_RULES, CrossRule, profileShape, validateProfile } from './schema';
 
-const L = ProfileLimits;
-
 export interface ResolveOptions {
   /** Directory relative ini paths are read from (default: process.cwd()). */
   readonly baseDir?: string;
@@ -115,14 +113,14 @@ function readProfileFile(entry: string, baseDir: string | undefined): string {
   }
   try {
     // Read at most one byte past the limit, so an endless file (a FIFO, /dev/zero) cannot hold us.
-    const buf = Buffer.alloc(L.FILE_MAX_BYTES + 1);
+    const buf = Buffer.alloc(ProfileLimits.FILE_MAX_BYTES + 1);
     let filled = 0;
     for (;;) {
       const n = fs.readSync(fd, buf, filled, buf.length - filled, null);
       if (n === 0) break;
       filled += n;
-      if (filled > L.FILE_MAX_BYTES) {
-        throw new ProfileError(`profile ${entry}: too large (over ${L.FILE_MAX_BYTES} bytes)`, 'TOO_LARGE');
+      if (filled > ProfileLimits.FILE_MAX_BYTES) {
+        throw new ProfileError(`profile ${entry}: too large (over ${ProfileLimits.FILE_MAX_BYTES} bytes)`, 'TOO_LARGE');
       }
     }
     return buf.subarray(0, filled).toString('utf8');

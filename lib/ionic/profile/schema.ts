@@ -31,15 +31,13 @@ function printable(min: number, max: number): z.ZodType<string> {
     .refine((s) => s.length >= min && s.length <= max && PRINTABLE_ASCII.test(s), { message: `must be ${what}` });
 }
 
-const L = ProfileLimits;
-
-export const nameSchema = printable(1, L.NAME_MAX_CHARS);
-export const descriptionSchema = printable(1, L.DESCRIPTION_MAX_CHARS);
-export const msixVectorsSchema = between(L.MSIX_VECTORS_MIN, L.MSIX_VECTORS_MAX);
-export const ethQueuesSchema = between(L.ETH_QUEUES_MIN, L.ETH_QUEUES_MAX);
+export const nameSchema = printable(1, ProfileLimits.NAME_MAX_CHARS);
+export const descriptionSchema = printable(1, ProfileLimits.DESCRIPTION_MAX_CHARS);
+export const msixVectorsSchema = between(ProfileLimits.MSIX_VECTORS_MIN, ProfileLimits.MSIX_VECTORS_MAX);
+export const ethQueuesSchema = between(ProfileLimits.ETH_QUEUES_MIN, ProfileLimits.ETH_QUEUES_MAX);
 export const rdmaEqsSchema = wholeNumber(
-  `0 (no RDMA) or between ${L.RDMA_EQS_MIN} and ${L.RDMA_EQS_MAX} (ionic_rdma needs at least ${L.RDMA_EQS_MIN} event queues)`,
-  (v) => v === 0 || (v >= L.RDMA_EQS_MIN && v <= L.RDMA_EQS_MAX),
+  `0 (no RDMA) or between ${ProfileLimits.RDMA_EQS_MIN} and ${ProfileLimits.RDMA_EQS_MAX} (ionic_rdma needs at least ${ProfileLimits.RDMA_EQS_MIN} event queues)`,
+  (v) => v === 0 || (v >= ProfileLimits.RDMA_EQS_MIN && v <= ProfileLimits.RDMA_EQS_MAX),
 );
 export const LINK_SPEED_FORMS = `one of ${LINK_SPEEDS_MBPS.map(formatLinkSpeed).join(', ')} (or the same in Mbps)`;
 export const linkSpeedSchema = wholeNumber(LINK_SPEED_FORMS, (v) => LINK_SPEEDS_MBPS.includes(v));
@@ -47,16 +45,16 @@ export const phySchema = z.enum(['copper', 'fiber', 'none'], {
   errorMap: () => ({ message: 'must be copper, fiber or none' }),
 });
 export const pidSchema = between(0, 0xffff);
-export const transceiverDescriptionSchema = printable(1, L.TRANSCEIVER_MAX_CHARS);
-export const maxMtuSchema = between(L.MAX_MTU_MIN, L.MAX_MTU_MAX);
-export const firmwareVersionSchema = printable(1, L.FIRMWARE_VERSION_MAX_CHARS);
-export const statsIntervalSchema = between(L.STATS_INTERVAL_MIN_MS, L.STATS_INTERVAL_MAX_MS);
+export const transceiverDescriptionSchema = printable(1, ProfileLimits.TRANSCEIVER_MAX_CHARS);
+export const maxMtuSchema = between(ProfileLimits.MAX_MTU_MIN, ProfileLimits.MAX_MTU_MAX);
+export const firmwareVersionSchema = printable(1, ProfileLimits.FIRMWARE_VERSION_MAX_CHARS);
+export const statsIntervalSchema = between(ProfileLimits.STATS_INTERVAL_MIN_MS, ProfileLimits.STATS_INTERVAL_MAX_MS);
 export const asicTypeSchema = wholeNumber(
   "1 (CAPRI), 3 (GIGLIO) or 4 (SALINA): 0 and 2 turn on the driver's doorbell-polling workaround",
   (v) => v === IonicAsicType.CAPRI || v === IonicAsicType.GIGLIO || v === IonicAsicType.SALINA,
 );
 export const asicRevSchema = between(0, 0xff);
-export const serialNumberSchema = printable(0, L.SERIAL_NUMBER_MAX_CHARS);
+export const serialNumberSchema = printable(0, ProfileLimits.SERIAL_NUMBER_MAX_CHARS);
 /** An offload key's ini value. */
 export const onOffSchema = z.enum(['on', 'off'], { errorMap: () => ({ message: 'must be on or off' }) });
 

@@ -22,7 +22,7 @@
 import type { CqRecord } from '../../rdma/resources';
 import { guardedImmediate } from '../../guard';
 import type { Logger } from '../../log';
-import { AdminOutcome, AdminResult, AdminWork, isAdminWork } from './admin-commands';
+import { AdminOutcome, AdminResult, AdminWork, isAdminWork } from './admin-outcome';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { MemStatus } from '../../vfio-user/guest-memory';
 import { CqPost, cqFree } from '../../rdma/datapath/cq-ring';

@@ -37,7 +37,8 @@ import { Opcode, Status } from '../constants';
 import { FaultInjector } from '../fault-injection';
 import type { InterruptController } from '../interrupts';
 import type { NicProfile } from '../profile';
-import { AdminEnv, AdminOutcome, AdminResult, executeAdmin, isAdminWork } from './admin-commands';
+import { executeAdmin } from './admin-commands';
+import { AdminEnv, AdminOutcome, AdminResult, isAdminWork } from './admin-outcome';
 import { contain } from '../../guard';
 
 /** What a command that threw (a bug) completes with. */
@@ -50,7 +51,7 @@ import { rdmaEqCount } from './identity';
 import { ionic_rdma_queue_cmd, ionic_rdma_reset_cmd } from './layouts';
 import { getField, U64_UNSAFE } from '../../../protocol/field';
 
-export interface RdmaEngineOptions {
+interface RdmaEngineOptions {
   readonly profile: NicProfile;
   memory(): GuestMemory | undefined;
   readonly interrupts: InterruptController;

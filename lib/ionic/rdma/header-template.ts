@@ -39,11 +39,10 @@ export function parseHeaderTemplate(tpl: Buffer): AddressVector | TemplateError 
   let l3: number = ethhdr.SIZE;
   let vlanTci = -1;
   if (type === ETH_P_8021Q) {
-    const v = vlan_ethhdr;
-    if (tpl.length < v.SIZE) return 'short';
-    vlanTci = getField(tpl, 0, v.h_vlan_TCI);
-    type = getField(tpl, 0, v.h_vlan_encapsulated_proto);
-    l3 = v.SIZE;
+    if (tpl.length < vlan_ethhdr.SIZE) return 'short';
+    vlanTci = getField(tpl, 0, vlan_ethhdr.h_vlan_TCI);
+    type = getField(tpl, 0, vlan_ethhdr.h_vlan_encapsulated_proto);
+    l3 = vlan_ethhdr.SIZE;
   }
   const dmac = Buffer.from(viewRaw(tpl, 0, ethhdr.h_dest));
   const smac = Buffer.from(viewRaw(tpl, 0, ethhdr.h_source));

@@ -42,10 +42,9 @@ export function buildStatHeaders(names: readonly string[], size: number): Buffer
 /** The values image: LE64 per counter (doubles are exact below 2^53), padded with zeros to `size` bytes. */
 export function buildStatValues(values: Float64Array, size: number): Buffer {
   const b = Buffer.alloc(Math.min(size, STATS_BUF_MAX));
-  const V = ionic_v1_stat_value;
-  for (let i = 0; i < values.length && (i + 1) * V.SIZE <= b.length; i++) {
+  for (let i = 0; i < values.length && (i + 1) * ionic_v1_stat_value.SIZE <= b.length; i++) {
     const v = Math.max(0, Math.min(values[i]!, Number.MAX_SAFE_INTEGER));
-    setField(b, i * V.SIZE, V.value, Math.floor(v));
+    setField(b, i * ionic_v1_stat_value.SIZE, ionic_v1_stat_value.value, Math.floor(v));
   }
   return b;
 }

@@ -13,7 +13,7 @@
 import { Duplex } from 'stream';
 import { TCP_FLAG_ACK, TCP_FLAG_FIN, TCP_FLAG_PSH, TCP_FLAG_RST, TCP_FLAG_SYN } from '../headers';
 
-export const enum TcpState {
+const enum TcpState {
   SYN_RCVD,
   ESTABLISHED,
   CLOSE_WAIT,
@@ -54,10 +54,10 @@ export interface ConnectionLimits {
 }
 
 /** Smallest MSS honoured from a peer (RFC 1122). */
-export const MIN_PEER_MSS = 536;
+const MIN_PEER_MSS = 536;
 
 /** a - b in sequence space, as a signed 32-bit number. */
-export function seqDiff(a: number, b: number): number {
+function seqDiff(a: number, b: number): number {
   return (a - b) | 0;
 }
 

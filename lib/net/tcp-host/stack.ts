@@ -24,7 +24,7 @@ import {
 import { ConnectionHost, ConnectionLimits, TcpConnection } from './connection';
 import { buildTcpFrame, endpointMac, parseIpv4, parseTcp, TcpSegment } from './wire';
 
-export interface TcpStackOptions {
+interface TcpStackOptions {
   /** Our IPv4 address, dotted. */
   readonly ip: string;
   /** Ports that accept connections. */
@@ -40,7 +40,7 @@ export interface TcpStackOptions {
   readonly iss?: () => number;
 }
 
-export const TCP_DEFAULT_LIMITS: ConnectionLimits = {
+const TCP_DEFAULT_LIMITS: ConnectionLimits = {
   mss: 1460,
   rxLimit: 65535,
   txLimit: 256 * 1024,
@@ -48,10 +48,10 @@ export const TCP_DEFAULT_LIMITS: ConnectionLimits = {
   rtoMax: 3200,
   retries: 8,
 };
-export const DEFAULT_MAX_CONNECTIONS = 8;
+const DEFAULT_MAX_CONNECTIONS = 8;
 const MAX_RX_WINDOW = 0xffff;
 
-export interface StackCounts {
+interface StackCounts {
   arpReplies: number;
   echoReplies: number;
   resetsSent: number;
@@ -59,7 +59,7 @@ export interface StackCounts {
   badFrames: number;
 }
 
-export function parseIpv4Address(text: string): Buffer | null {
+function parseIpv4Address(text: string): Buffer | null {
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
   if (!m) return null;
   const b = m.slice(1).map(Number);

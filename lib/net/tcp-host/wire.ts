@@ -19,16 +19,16 @@ import {
 } from '../headers';
 
 /** TCP options: end, no-op, MSS (kind 2, length 4, value) and window scale (RFC 7323: kind 3, length 3, shift). */
-export const TCPOPT_EOL = 0;
-export const TCPOPT_NOP = 1;
-export const TCPOPT_MSS = 2;
-export const TCPOPT_WSCALE = 3;
-export const tcp_opt_mss = { kind: be(0, 1), len: be(1, 1), mss: be(2, 2), SIZE: 4 } as const;
-export const tcp_opt_wscale = { kind: be(0, 1), len: be(1, 1), shift: be(2, 1), SIZE: 3 } as const;
+const TCPOPT_EOL = 0;
+const TCPOPT_NOP = 1;
+const TCPOPT_MSS = 2;
+const TCPOPT_WSCALE = 3;
+const tcp_opt_mss = { kind: be(0, 1), len: be(1, 1), mss: be(2, 2), SIZE: 4 } as const;
+const tcp_opt_wscale = { kind: be(0, 1), len: be(1, 1), shift: be(2, 1), SIZE: 3 } as const;
 /** Largest shift a peer may use (RFC 7323 2.3: larger values are taken as 14). */
-export const TCP_MAX_WSCALE = 14;
+const TCP_MAX_WSCALE = 14;
 
-export const IPV4_DEFAULT_TTL = 64;
+const IPV4_DEFAULT_TTL = 64;
 const IPV4_VERSION = 4;
 
 /** MAC of an endpoint at `ip`: 02:53 followed by the four address bytes. */
@@ -37,7 +37,7 @@ export function endpointMac(ip: Buffer): Buffer {
 }
 
 /** A parsed IPv4 packet inside an Ethernet frame (no VLAN tag; no fragments). */
-export interface Ipv4View {
+interface Ipv4View {
   readonly l3: number;
   readonly ihl: number;
   /** Total length from the header (checked against the frame). */
@@ -69,7 +69,7 @@ export function parseIpv4(frame: Buffer): Ipv4View | null {
 }
 
 /** Write an Ethernet + IPv4 header (no options) at the start of `out`, checksum included. */
-export function writeEthIpv4(
+function writeEthIpv4(
   out: Buffer,
   dmac: Buffer,
   smac: Buffer,
@@ -97,7 +97,7 @@ export function writeEthIpv4(
 }
 
 /** A TCP segment to build: addresses, ports, sequence numbers, flags, window, an optional MSS option and payload. */
-export interface TcpSegmentSpec {
+interface TcpSegmentSpec {
   readonly dmac: Buffer;
   readonly smac: Buffer;
   readonly saddr: Buffer;

@@ -154,12 +154,11 @@ export class P4Control implements P4DeviceControl {
   }
 
   #command(cmd: Buffer, comp: Buffer, data: Buffer | null, mem: GuestMemory | undefined): number {
-    const C = p4_command_cmd;
     setField(comp, 0, p4_command_comp.handle, NO_HANDLE);
-    const len = getField(cmd, 0, C.len);
-    const textPa = getField(cmd, 0, C.text_pa);
-    const outPa = getField(cmd, 0, C.out_pa);
-    const outLen = getField(cmd, 0, C.out_len);
+    const len = getField(cmd, 0, p4_command_cmd.len);
+    const textPa = getField(cmd, 0, p4_command_cmd.text_pa);
+    const outPa = getField(cmd, 0, p4_command_cmd.out_pa);
+    const outLen = getField(cmd, 0, p4_command_cmd.out_len);
     if (len === 0 || len > P4_MAX_COMMAND_BYTES) return Status.EINVAL;
     const text = this.#text.subarray(0, len);
     if (textPa === 0) {

@@ -206,28 +206,27 @@ export class P4WqeFilter implements SendFilter {
   #describe(x: SendFilterInput): Buffer {
     const d = this.#desc;
     const w = x.wqe;
-    const E = ernic_wqe;
-    d[E.verb] = w.verb;
-    d[E.qp_type] = x.qp.type & 0xff;
-    d[E.flags] =
+    d[ernic_wqe.verb] = w.verb;
+    d[ernic_wqe.qp_type] = x.qp.type & 0xff;
+    d[ernic_wqe.flags] =
       (w.signaled ? WqeFlag.SIGNALED : 0) |
       (w.solicited ? WqeFlag.SOLICITED : 0) |
       (w.fence ? WqeFlag.FENCE : 0) |
       (w.inline ? WqeFlag.INLINE : 0);
-    d[E.sge_count] = w.inline ? 0 : w.sgeCount & 0xff;
-    d.writeUInt32BE(x.qp.id >>> 0, E.qpn);
-    d.writeUInt32BE((x.datagram ? w.ud.destQpn : x.qp.attrs.destQpn) >>> 0, E.dest_qpn);
-    d.writeUInt32BE(x.qp.pdId >>> 0, E.pd);
-    d.writeUInt32BE(messageLength(w) >>> 0, E.length);
-    d.writeUInt32BE(!w.inline && w.sgeCount > 0 ? w.sges[0]!.lkey >>> 0 : 0, E.lkey);
+    d[ernic_wqe.sge_count] = w.inline ? 0 : w.sgeCount & 0xff;
+    d.writeUInt32BE(x.qp.id >>> 0, ernic_wqe.qpn);
+    d.writeUInt32BE((x.datagram ? w.ud.destQpn : x.qp.attrs.destQpn) >>> 0, ernic_wqe.dest_qpn);
+    d.writeUInt32BE(x.qp.pdId >>> 0, ernic_wqe.pd);
+    d.writeUInt32BE(messageLength(w) >>> 0, ernic_wqe.length);
+    d.writeUInt32BE(!w.inline && w.sgeCount > 0 ? w.sges[0]!.lkey >>> 0 : 0, ernic_wqe.lkey);
     const rdma = RDMA_VERBS.has(w.verb);
-    d.writeUInt32BE(rdma ? w.rdma.rkey >>> 0 : 0, E.rkey);
+    d.writeUInt32BE(rdma ? w.rdma.rkey >>> 0 : 0, ernic_wqe.rkey);
     const va = rdma && w.rdma.remoteVa >= 0 ? w.rdma.remoteVa : rdma ? Number.MAX_SAFE_INTEGER : 0;
     const hi = Math.floor(va / TWO_32);
-    d.writeUInt32BE(hi >>> 0, E.remote_va);
-    d.writeUInt32BE((va - hi * TWO_32) >>> 0, E.remote_va + 4);
-    d.writeUInt32BE(IMM_VERBS.has(w.verb) ? w.immDataKey >>> 0 : 0, E.imm);
-    d.writeUInt32BE(0, E.op); // op, src_fmt, dst_fmt, op_flags
+    d.writeUInt32BE(hi >>> 0, ernic_wqe.remote_va);
+    d.writeUInt32BE((va - hi * TWO_32) >>> 0, ernic_wqe.remote_va + 4);
+    d.writeUInt32BE(IMM_VERBS.has(w.verb) ? w.immDataKey >>> 0 : 0, ernic_wqe.imm);
+    d.writeUInt32BE(0, ernic_wqe.op); // op, src_fmt, dst_fmt, op_flags
     return d;
   }
 

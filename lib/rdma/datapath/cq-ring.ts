@@ -143,7 +143,7 @@ export function cqDoorbell(cq: CqRecord, ring: number, index: number, events: Cq
 // ---- the data path's side: completions posted by CQ id ---------------------------------------
 
 /** Result of postDataCqe. */
-export type CqePostResult = 'ok' | 'no-cq' | 'full' | 'dma-error';
+type CqePostResult = 'ok' | 'no-cq' | 'full' | 'dma-error';
 
 /** What a data CQ needs of its device: the CQs, the counters, guest memory, and where its events go (the engine's EQs). */
 export interface CqDevice {

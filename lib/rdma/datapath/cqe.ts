@@ -107,7 +107,7 @@ export const enum RecvOp {
 }
 
 /** Bits of qid_type_flags and src_qpn_op. */
-export const CqeBits = {
+const CqeBits = {
   COLOR: 1 << 0,
   ERROR: 1 << 1,
   TYPE_SHIFT: 5,
@@ -179,7 +179,7 @@ export function newCqeRecord(): CqeRecord {
 }
 
 /** The qid_type_flags word of a record (color included). */
-export function cqeQtf(rec: CqeRecord): number {
+function cqeQtf(rec: CqeRecord): number {
   return (
     (((rec.qid & CqeBits.QID_MASK) << CqeBits.QID_SHIFT) |
       ((rec.type & CqeBits.TYPE_MASK) << CqeBits.TYPE_SHIFT) |
@@ -190,7 +190,7 @@ export function cqeQtf(rec: CqeRecord): number {
 }
 
 /** The src_qpn_op word of a RECV record. */
-export function cqeSrcQpnOp(rec: CqeRecord): number {
+function cqeSrcQpnOp(rec: CqeRecord): number {
   return (
     ((rec.srcQpn & CqeBits.RECV_QPN_MASK) |
       ((rec.recvOp & CqeBits.RECV_OP_MASK) << CqeBits.RECV_OP_SHIFT) |
@@ -208,59 +208,57 @@ export function cqeSrcQpnOp(rec: CqeRecord): number {
  * memory (cq-ring.ts).
  */
 export function encodeCqe(rec: CqeRecord, out: Buffer, off = 0): boolean {
-  const c = ionic_v1_cqe;
-  if (!Number.isInteger(off) || off < 0 || off + c.SIZE > out.length) return false;
-  out.fill(0, off, off + c.status_length.off);
+  if (!Number.isInteger(off) || off < 0 || off + ionic_v1_cqe.SIZE > out.length) return false;
+  out.fill(0, off, off + ionic_v1_cqe.status_length.off);
   switch (rec.type) {
     case CqeType.RECV:
-      setRawWord(out, off, c.recv_wqe_id, 0, rec.wqeIdLo);
-      setRawWord(out, off, c.recv_wqe_id, 1, rec.wqeIdHi);
-      setField(out, off, c.recv_src_qpn_op, cqeSrcQpnOp(rec));
-      setRawBytes(out, off, c.recv_src_mac, rec.srcMac);
-      setField(out, off, c.recv_vlan_tag, rec.vlanTag & 0xffff);
-      setField(out, off, c.recv_imm_data_rkey, rec.immDataRkey >>> 0);
+      setRawWord(out, off, ionic_v1_cqe.recv_wqe_id, 0, rec.wqeIdLo);
+      setRawWord(out, off, ionic_v1_cqe.recv_wqe_id, 1, rec.wqeIdHi);
+      setField(out, off, ionic_v1_cqe.recv_src_qpn_op, cqeSrcQpnOp(rec));
+      setRawBytes(out, off, ionic_v1_cqe.recv_src_mac, rec.srcMac);
+      setField(out, off, ionic_v1_cqe.recv_vlan_tag, rec.vlanTag & 0xffff);
+      setField(out, off, ionic_v1_cqe.recv_imm_data_rkey, rec.immDataRkey >>> 0);
       break;
     case CqeType.SEND_MSN:
     case CqeType.SEND_NPG:
-      setField(out, off, c.send_msg_msn, rec.msn >>> 0);
-      setRawWord(out, off, c.send_npg_wqe_id, 0, rec.wqeIdLo);
-      setRawWord(out, off, c.send_npg_wqe_id, 1, rec.wqeIdHi);
+      setField(out, off, ionic_v1_cqe.send_msg_msn, rec.msn >>> 0);
+      setRawWord(out, off, ionic_v1_cqe.send_npg_wqe_id, 0, rec.wqeIdLo);
+      setRawWord(out, off, ionic_v1_cqe.send_npg_wqe_id, 1, rec.wqeIdHi);
       break;
     case CqeType.ADMIN:
-      setField(out, off, c.admin_cmd_idx, rec.cmdIdx & 0xffff);
-      setField(out, off, c.admin_cmd_op, rec.cmdOp & 0xff);
+      setField(out, off, ionic_v1_cqe.admin_cmd_idx, rec.cmdIdx & 0xffff);
+      setField(out, off, ionic_v1_cqe.admin_cmd_op, rec.cmdOp & 0xff);
       break;
     default:
       break;
   }
-  setField(out, off, c.status_length, rec.statusLength >>> 0);
-  setField(out, off, c.qid_type_flags, cqeQtf(rec));
+  setField(out, off, ionic_v1_cqe.status_length, rec.statusLength >>> 0);
+  setField(out, off, ionic_v1_cqe.qid_type_flags, cqeQtf(rec));
   return true;
 }
 
 /** Decode a CQE (the guest's view; used by tests and guest models). Returns false if `buf` is too short. */
 export function decodeCqe(buf: Buffer, off: number, out: CqeRecord): boolean {
-  const c = ionic_v1_cqe;
-  if (!Number.isInteger(off) || off < 0 || off + c.SIZE > buf.length) return false;
-  const qtf = getField(buf, off, c.qid_type_flags);
+  if (!Number.isInteger(off) || off < 0 || off + ionic_v1_cqe.SIZE > buf.length) return false;
+  const qtf = getField(buf, off, ionic_v1_cqe.qid_type_flags);
   out.type = ((qtf >>> CqeBits.TYPE_SHIFT) & CqeBits.TYPE_MASK) as CqeType;
   out.qid = qtf >>> CqeBits.QID_SHIFT;
   out.color = (qtf & CqeBits.COLOR) !== 0;
   out.error = (qtf & CqeBits.ERROR) !== 0;
-  out.statusLength = getField(buf, off, c.status_length);
-  const sqo = getField(buf, off, c.recv_src_qpn_op);
+  out.statusLength = getField(buf, off, ionic_v1_cqe.status_length);
+  const sqo = getField(buf, off, ionic_v1_cqe.recv_src_qpn_op);
   out.srcQpn = sqo & CqeBits.RECV_QPN_MASK;
   out.recvOp = ((sqo >>> CqeBits.RECV_OP_SHIFT) & CqeBits.RECV_OP_MASK) as RecvOp;
   out.vlan = ((sqo >>> CqeBits.RECV_IS_VLAN_BIT) & 1) === 1;
   out.ipv4 = ((sqo >>> CqeBits.RECV_IS_IPV4_BIT) & 1) === 1;
-  out.srcMac = Buffer.from(viewRaw(buf, off, c.recv_src_mac));
-  out.vlanTag = getField(buf, off, c.recv_vlan_tag);
-  out.immDataRkey = getField(buf, off, c.recv_imm_data_rkey);
-  out.msn = getField(buf, off, c.send_msg_msn);
-  const id = out.type === CqeType.RECV ? c.recv_wqe_id : c.send_npg_wqe_id;
+  out.srcMac = Buffer.from(viewRaw(buf, off, ionic_v1_cqe.recv_src_mac));
+  out.vlanTag = getField(buf, off, ionic_v1_cqe.recv_vlan_tag);
+  out.immDataRkey = getField(buf, off, ionic_v1_cqe.recv_imm_data_rkey);
+  out.msn = getField(buf, off, ionic_v1_cqe.send_msg_msn);
+  const id = out.type === CqeType.RECV ? ionic_v1_cqe.recv_wqe_id : ionic_v1_cqe.send_npg_wqe_id;
   out.wqeIdLo = getRawWord(buf, off, id, 0);
   out.wqeIdHi = getRawWord(buf, off, id, 1);
-  out.cmdIdx = getField(buf, off, c.admin_cmd_idx);
-  out.cmdOp = getField(buf, off, c.admin_cmd_op);
+  out.cmdIdx = getField(buf, off, ionic_v1_cqe.admin_cmd_idx);
+  out.cmdOp = getField(buf, off, ionic_v1_cqe.admin_cmd_op);
   return true;
 }

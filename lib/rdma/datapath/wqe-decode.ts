@@ -61,7 +61,7 @@ function wqeError(code: WqeErrorCode, status: IonicStatus): WqeError {
 }
 
 /** Prebuilt decode errors (decoding allocates nothing on failure). */
-export const WqeErrors = {
+const WqeErrors = {
   TRUNCATED: wqeError(WqeErrorCode.TRUNCATED, IonicStatus.LOCAL_QP_OPER),
   BAD_OPCODE: wqeError(WqeErrorCode.BAD_OPCODE, IonicStatus.LOCAL_QP_OPER),
   BAD_SPEC: wqeError(WqeErrorCode.BAD_SPEC, IonicStatus.LOCAL_QP_OPER),
@@ -206,7 +206,7 @@ export function newRecvWqe(): RecvWqe {
 // ---------------------------------------------------------------------------
 // Decoders
 
-export interface SendDecodeOptions {
+interface SendDecodeOptions {
   /** Identity RDMA version: < 2 selects v1 opcodes and the v1 atomic layout. */
   readonly version: number;
   /** The QP is UD or GSI: the common body is {ah_id, dest_qpn, dest_qkey} and only SEND/SEND_IMM are valid. */
@@ -279,26 +279,24 @@ export function decodeSendWqe(buf: Buffer, opts: SendDecodeOptions, out: SendWqe
       return out.inline ? WqeErrors.BAD_INLINE : decodeAtomic(buf, opts, out);
     case SendVerb.REG_MR: {
       if (out.inline) return WqeErrors.BAD_INLINE;
-      const b = ionic_v1_reg_mr_bdy;
       const r = out.regMr;
-      r.va = getField(buf, 0, b.va);
-      r.length = getField(buf, 0, b.length);
-      r.offset = getField(buf, 0, b.offset);
-      r.dmaAddr = getField(buf, 0, b.dma_addr);
-      r.mapCount = getField(buf, 0, b.map_count);
-      r.flags = getField(buf, 0, b.flags);
-      r.dirSizeLog2 = getField(buf, 0, b.dir_size_log2);
-      r.pageSizeLog2 = getField(buf, 0, b.page_size_log2);
+      r.va = getField(buf, 0, ionic_v1_reg_mr_bdy.va);
+      r.length = getField(buf, 0, ionic_v1_reg_mr_bdy.length);
+      r.offset = getField(buf, 0, ionic_v1_reg_mr_bdy.offset);
+      r.dmaAddr = getField(buf, 0, ionic_v1_reg_mr_bdy.dma_addr);
+      r.mapCount = getField(buf, 0, ionic_v1_reg_mr_bdy.map_count);
+      r.flags = getField(buf, 0, ionic_v1_reg_mr_bdy.flags);
+      r.dirSizeLog2 = getField(buf, 0, ionic_v1_reg_mr_bdy.dir_size_log2);
+      r.pageSizeLog2 = getField(buf, 0, ionic_v1_reg_mr_bdy.page_size_log2);
       return out;
     }
     case SendVerb.BIND_MW: {
       if (out.inline) return WqeErrors.BAD_INLINE;
-      const b = ionic_v1_bind_mw_bdy;
       const m = out.bindMw;
-      m.va = getField(buf, 0, b.va);
-      m.length = getField(buf, 0, b.length);
-      m.lkey = getField(buf, 0, b.lkey);
-      m.flags = getField(buf, 0, b.flags);
+      m.va = getField(buf, 0, ionic_v1_bind_mw_bdy.va);
+      m.length = getField(buf, 0, ionic_v1_bind_mw_bdy.length);
+      m.lkey = getField(buf, 0, ionic_v1_bind_mw_bdy.lkey);
+      m.flags = getField(buf, 0, ionic_v1_bind_mw_bdy.flags);
       return out;
     }
     case SendVerb.LOCAL_INV:
@@ -307,21 +305,20 @@ export function decodeSendWqe(buf: Buffer, opts: SendDecodeOptions, out: SendWqe
 }
 
 function decodeCommon(buf: Buffer, opts: SendDecodeOptions, out: SendWqe): SendWqe | WqeError {
-  const b = ionic_v1_common_bdy;
   if (opts.datagram) {
-    out.ud.ahId = getField(buf, 0, b.ah_id);
-    out.ud.destQpn = getField(buf, 0, b.dest_qpn);
-    out.ud.destQkey = getField(buf, 0, b.dest_qkey);
+    out.ud.ahId = getField(buf, 0, ionic_v1_common_bdy.ah_id);
+    out.ud.destQpn = getField(buf, 0, ionic_v1_common_bdy.dest_qpn);
+    out.ud.destQkey = getField(buf, 0, ionic_v1_common_bdy.dest_qkey);
   } else {
-    out.rdma.remoteVa = getSplitU64(buf, 0, b.remote_va_high, b.remote_va_low);
-    out.rdma.rkey = getField(buf, 0, b.remote_rkey);
+    out.rdma.remoteVa = getSplitU64(buf, 0, ionic_v1_common_bdy.remote_va_high, ionic_v1_common_bdy.remote_va_low);
+    out.rdma.rkey = getField(buf, 0, ionic_v1_common_bdy.remote_rkey);
   }
-  const length = getField(buf, 0, b.length);
+  const length = getField(buf, 0, ionic_v1_common_bdy.length);
   out.length = length;
   if (out.inline) {
     if (out.verb === SendVerb.RDMA_READ) return WqeErrors.BAD_INLINE;
-    if (length > buf.length - b.PLD) return WqeErrors.INLINE_TOO_LONG;
-    out.inlineOffset = b.PLD;
+    if (length > buf.length - ionic_v1_common_bdy.PLD) return WqeErrors.INLINE_TOO_LONG;
+    out.inlineOffset = ionic_v1_common_bdy.PLD;
     out.inlineLength = length;
     return out;
   }
@@ -331,14 +328,13 @@ function decodeCommon(buf: Buffer, opts: SendDecodeOptions, out: SendWqe): SendW
 }
 
 function decodeAtomic(buf: Buffer, opts: SendDecodeOptions, out: SendWqe): SendWqe | WqeError {
-  const b = ionic_v1_atomic_bdy;
   const a = out.atomic;
-  out.rdma.remoteVa = getSplitU64(buf, 0, b.remote_va_high, b.remote_va_low);
-  out.rdma.rkey = getField(buf, 0, b.remote_rkey);
-  a.swapAddHi = getField(buf, 0, b.swap_add_high);
-  a.swapAddLo = getField(buf, 0, b.swap_add_low);
-  a.compareHi = getField(buf, 0, b.compare_high);
-  a.compareLo = getField(buf, 0, b.compare_low);
+  out.rdma.remoteVa = getSplitU64(buf, 0, ionic_v1_atomic_bdy.remote_va_high, ionic_v1_atomic_bdy.remote_va_low);
+  out.rdma.rkey = getField(buf, 0, ionic_v1_atomic_bdy.remote_rkey);
+  a.swapAddHi = getField(buf, 0, ionic_v1_atomic_bdy.swap_add_high);
+  a.swapAddLo = getField(buf, 0, ionic_v1_atomic_bdy.swap_add_low);
+  a.compareHi = getField(buf, 0, ionic_v1_atomic_bdy.compare_high);
+  a.compareLo = getField(buf, 0, ionic_v1_atomic_bdy.compare_low);
   out.length = ATOMIC_SIZE;
   if (opts.version >= 2) {
     a.localLkey = getField(buf, 0, ionic_v2_atomic_bdy.lkey);
@@ -346,9 +342,9 @@ function decodeAtomic(buf: Buffer, opts: SendDecodeOptions, out: SendWqe): SendW
     a.localLen = ATOMIC_SIZE;
     return out;
   }
-  a.localVa = getField(buf, b.SGE, ionic_sge.va);
-  a.localLen = getField(buf, b.SGE, ionic_sge.len);
-  a.localLkey = getField(buf, b.SGE, ionic_sge.lkey);
+  a.localVa = getField(buf, ionic_v1_atomic_bdy.SGE, ionic_sge.va);
+  a.localLen = getField(buf, ionic_v1_atomic_bdy.SGE, ionic_sge.len);
+  a.localLkey = getField(buf, ionic_v1_atomic_bdy.SGE, ionic_sge.lkey);
   return a.localLen === ATOMIC_SIZE ? out : WqeErrors.ATOMIC_LENGTH;
 }
 
@@ -358,15 +354,14 @@ function decodeAtomic(buf: Buffer, opts: SendDecodeOptions, out: SendWqe): SendW
  */
 export function decodeRecvWqe(buf: Buffer, out: RecvWqe = newRecvWqe()): RecvWqe | WqeError {
   if (!Buffer.isBuffer(buf) || buf.length < MIN_WQE_SIZE) return WqeErrors.TRUNCATED;
-  const h = ionic_v1_base_hdr;
-  out.wqeIdLo = getRawWord(buf, 0, h.wqe_id, 0);
-  out.wqeIdHi = getRawWord(buf, 0, h.wqe_id, 1);
-  out.op = getField(buf, 0, h.op);
-  out.flags = getField(buf, 0, h.flags);
-  out.postedLength = getField(buf, 0, h.imm_data_key);
+  out.wqeIdLo = getRawWord(buf, 0, ionic_v1_base_hdr.wqe_id, 0);
+  out.wqeIdHi = getRawWord(buf, 0, ionic_v1_base_hdr.wqe_id, 1);
+  out.op = getField(buf, 0, ionic_v1_base_hdr.op);
+  out.flags = getField(buf, 0, ionic_v1_base_hdr.flags);
+  out.postedLength = getField(buf, 0, ionic_v1_base_hdr.imm_data_key);
   out.specFormat = SpecFormat.NONE;
   out.sgeCount = 0;
   out.sgeTotal = 0;
-  const err = decodeSgl(buf, getField(buf, 0, h.num_sge_key), out.flags >>> WqeFlag.SPEC_SHIFT, out);
+  const err = decodeSgl(buf, getField(buf, 0, ionic_v1_base_hdr.num_sge_key), out.flags >>> WqeFlag.SPEC_SHIFT, out);
   return err ?? out;
 }

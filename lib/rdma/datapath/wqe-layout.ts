@@ -119,7 +119,7 @@ export const ionic_v1_recv_bdy = {
 } as const;
 
 /** union ionic_v1_pld: the 32-byte payload head, and the "spec" SGE-length formats. */
-export const ionic_v1_pld = {
+const ionic_v1_pld = {
   SIZE: 32,
   /** SPEC32: eight BE32 copies of the SGE lengths. */
   spec32: be(0, 4),
@@ -193,9 +193,6 @@ export const enum SpecFormat {
   SPEC32 = 1,
   SPEC16 = 2,
 }
-
-// MR and QP flags (ionic RDMA R3.3, 5.4) are the resource manager's: one definition.
-export { MrFlag, QpFlag } from '../types';
 
 // ---------------------------------------------------------------------------
 // Sizes

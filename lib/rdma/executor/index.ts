@@ -1,6 +1,4 @@
 // The WQE executor: WQEs run between QPs of this device, and through a
 // RemotePath to QPs elsewhere (executor.ts says what each module does).
 
-export { DataPathEngine, installWqeExecutor, WqeExecutor } from './executor';
-export { BUDGET, TURN_BUDGET } from './scheduler';
-export { rnrDelayMs } from './rnr';
+export { DataPathEngine, installWqeExecutor } from './executor';

@@ -20,7 +20,7 @@ import { QpDp, qpState, qpStateIfAny, WaitKind } from './qp-state';
 import type { Logger } from '../../log';
 
 /** WQEs one QP runs per visit before the next ready QP gets its turn. */
-export const BUDGET = 64;
+const BUDGET = 64;
 /** WQEs all QPs together run per event-loop turn before yielding. */
 export const TURN_BUDGET = 256;
 

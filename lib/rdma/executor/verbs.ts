@@ -336,11 +336,10 @@ export class Verbs {
   atomicApply(cs: boolean, swapAddLo: number, swapAddHi: number, compareLo: number, compareHi: number): Buffer {
     const remote = this.#remoteWord;
     const word = this.#word;
-    const op = atomic_operand;
     this.#wordList[0] = word;
     copySlices(this.#wordList, 0, remote, 0, ATOMIC_SIZE);
-    const oldLo = getField(word, 0, op.lo);
-    const oldHi = getField(word, 0, op.hi);
+    const oldLo = getField(word, 0, atomic_operand.lo);
+    const oldHi = getField(word, 0, atomic_operand.hi);
     let store = true;
     let newLo = swapAddLo;
     let newHi = swapAddHi;
@@ -353,8 +352,8 @@ export class Verbs {
     }
     word.copy(this.#old);
     if (store) {
-      setField(word, 0, op.lo, newLo >>> 0);
-      setField(word, 0, op.hi, newHi >>> 0);
+      setField(word, 0, atomic_operand.lo, newLo >>> 0);
+      setField(word, 0, atomic_operand.hi, newHi >>> 0);
       copySlices(remote, 0, this.#wordList, 0, ATOMIC_SIZE);
     }
     remote.length = 0;

@@ -30,7 +30,7 @@ import {
 } from './types';
 
 /** A frame buffer big enough for any packet: 4096 bytes of payload plus every header and the ICRC. */
-export const TX_BUFFER_BYTES = 4096 + 256;
+const TX_BUFFER_BYTES = 4096 + 256;
 /** Receive WQEs flushed at most at once (an RQ is never deeper). */
 const MAX_FLUSH = 65536;
 const PKEY_BASE_MASK = 0x7fff;

@@ -70,17 +70,17 @@ import {
   WR_SEND_WITH_INV,
 } from './types';
 
-export const KIND_SEND = 0;
-export const KIND_WRITE = 1;
+const KIND_SEND = 0;
+const KIND_WRITE = 1;
 export const KIND_READ = 2;
 export const KIND_ATOMIC = 3;
 
 /** PSNs that may be sent ahead of the oldest unacknowledged one. */
-export const SEND_WINDOW_PSNS = 512;
+const SEND_WINDOW_PSNS = 512;
 /** Send WQEs the requester holds at once (sent, not yet completed). */
-export const MAX_PENDING_WQES = 1024;
+const MAX_PENDING_WQES = 1024;
 /** Ask for an ACK at least this often within a long message (always on its last packet). */
-export const ACK_REQ_EVERY = 64;
+const ACK_REQ_EVERY = 64;
 /** WQEs pulled and flushed at most per flush (an SQ is never deeper). */
 const MAX_FLUSH = 65536;
 /** The longest message (2^31 bytes, IBTA). */

@@ -82,6 +82,7 @@ import {
   WC_RECV_RDMA_WITH_IMM,
   WC_SUCCESS,
 } from './types';
+import { RES_ATOMIC, RES_READ, Resource } from './responder-resource';
 
 /** Bytes of GRH in front of a UD receive. */
 export const GRH_BYTES = 40;
@@ -89,25 +90,6 @@ export const GRH_BYTES = 40;
 const ACK_COALESCE_MAX = 32;
 /** READ response packets sent per turn before yielding to the event loop. */
 const RESPONSE_BURST = 256;
-
-const RES_READ = 1;
-const RES_ATOMIC = 2;
-
-/** One responder resource: a READ or atomic accepted, kept to answer a duplicate of it. */
-class Resource {
-  kind = 0;
-  firstPsn = 0;
-  npkts = 0;
-  /** READ: the responses still to send (next packet index, and where that stream started). */
-  next = 0;
-  start = 0;
-  va = 0;
-  rkey = 0;
-  len = 0;
-  /** Atomic: the original value, returned again to a duplicate. */
-  origHi = 0;
-  origLo = 0;
-}
 
 export class Responder {
   /** The PSN expected next. */

@@ -20,7 +20,7 @@ export const QPS_INIT = 1;
 export const QPS_RTR = 2;
 export const QPS_RTS = 3;
 export const QPS_SQD = 4;
-export const QPS_SQE = 5;
+// 5 is SQE (send queue error): no QP here enters it.
 export const QPS_ERR = 6;
 
 /** Work request opcodes (ib_wr_opcode). */
@@ -141,24 +141,24 @@ export interface RoceMemory {
 }
 
 /** Where the transport takes work requests from (the SQ and RQ rings); null when a queue is empty. */
-export interface WqeSource {
+interface WqeSource {
   nextSend(): SendWqe | null;
   nextRecv(): RecvWqe | null;
 }
 
 /** Where completions go (the CQs). */
-export interface CompletionSink {
+interface CompletionSink {
   sendCompleted(c: Completion): void;
   recvCompleted(c: Completion): void;
 }
 
 /** Where the QP's asynchronous events go (the EQ). */
-export interface EventSink {
+interface EventSink {
   qpEvent(qpn: number, event: number): void;
 }
 
 /** Where frames go (the TAP). The buffer is reused after the call returns. */
-export interface PacketSink {
+interface PacketSink {
   send(frame: Buffer, len: number): void;
 }
 

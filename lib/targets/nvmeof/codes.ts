@@ -117,13 +117,3 @@ export const NvmeStatus = {
   MORE: 0x2000,
   DNR: 0x4000,
 } as const;
-
-/** The status code and type without the flags. */
-export function statusCode(status: number): number {
-  return status & 0x7ff;
-}
-
-/** True when the Do Not Retry flag is set. */
-export function statusDnr(status: number): boolean {
-  return (status & NvmeStatus.DNR) !== 0;
-}

@@ -34,7 +34,7 @@ export interface TargetDma {
 }
 
 /** The data descriptor of a command, decoded. */
-export type Sgl =
+type Sgl =
   | {
       readonly kind: 'keyed';
       readonly addr: number;
@@ -120,8 +120,8 @@ export function decodeCqe(buf: Buffer, at = 0): Cqe {
 
 const DPTR = nvme_sqe.dptr.off;
 /** Where the key sits in the SQE (for the error log's parameter location). */
-export const SGL_KEY_FIELD = { off: DPTR + nvme_keyed_sgl_desc.key.off } as const;
-export const SGL_ADDR_FIELD = { off: DPTR } as const;
+const SGL_KEY_FIELD = { off: DPTR + nvme_keyed_sgl_desc.key.off } as const;
+const SGL_ADDR_FIELD = { off: DPTR } as const;
 export const SGL_TYPE_FIELD = { off: DPTR + nvme_keyed_sgl_desc.type.off } as const;
 
 function decodeSgl(sqe: Buffer): Sgl {
@@ -173,7 +173,7 @@ export function sqeField(cmd: NvmeCommand, f: Parameters<typeof getField>[2]): n
 }
 
 /** A view of a raw field of a buffer. */
-export function rawView(buf: Buffer, base: number, f: RawField): Buffer {
+function rawView(buf: Buffer, base: number, f: RawField): Buffer {
   return buf.subarray(base + f.off, base + f.off + f.size);
 }
 

@@ -73,7 +73,7 @@ import {
 import { changedNamespaceLog, discoveryLog, ErrorEntry, errorLog, firmwareSlotLog, smartLog } from './log-pages';
 import type { NvmeofSubsystem } from './subsystem';
 
-export interface ControllerOptions {
+interface ControllerOptions {
   readonly subsystem: NvmeofSubsystem<NvmeofController>;
   readonly cntlid: number;
   readonly hostnqn: string;
@@ -458,16 +458,15 @@ export class NvmeofController implements FeatureHost {
   }
 
   async #getLogPage(cmd: NvmeCommand, dma: TargetDma): Promise<CmdResult> {
-    const f = nvme_get_log_page;
-    const lid = sqeField(cmd, f.lid);
-    const rae = (sqeField(cmd, f.lsp) & GET_LOG_RAE) !== 0;
-    const len = (sqeField(cmd, f.numdu) * 0x10000 + sqeField(cmd, f.numdl) + 1) * 4;
-    const lpo = sqeField(cmd, f.lpo);
-    if (len > MAX_TRANSFER_BYTES) return fail(NvmeStatus.INVALID_FIELD, f.numdl);
-    if (lpo < 0 || lpo % 4 !== 0) return fail(NvmeStatus.INVALID_FIELD, f.lpo);
+    const lid = sqeField(cmd, nvme_get_log_page.lid);
+    const rae = (sqeField(cmd, nvme_get_log_page.lsp) & GET_LOG_RAE) !== 0;
+    const len = (sqeField(cmd, nvme_get_log_page.numdu) * 0x10000 + sqeField(cmd, nvme_get_log_page.numdl) + 1) * 4;
+    const lpo = sqeField(cmd, nvme_get_log_page.lpo);
+    if (len > MAX_TRANSFER_BYTES) return fail(NvmeStatus.INVALID_FIELD, nvme_get_log_page.numdl);
+    if (lpo < 0 || lpo % 4 !== 0) return fail(NvmeStatus.INVALID_FIELD, nvme_get_log_page.lpo);
     const page = this.#logPage(lid, cmd.nsid);
     if (!Buffer.isBuffer(page)) return page;
-    if (lpo > page.length) return fail(NvmeStatus.INVALID_FIELD, f.lpo);
+    if (lpo > page.length) return fail(NvmeStatus.INVALID_FIELD, nvme_get_log_page.lpo);
     const bad = checkSgl(cmd, len, false);
     if (bad) return bad;
     const out = Buffer.alloc(len);

@@ -27,9 +27,9 @@ export interface FeatureHost {
 /** SMART critical warning bits 4:0. */
 const AEC_SMART_CRITICAL = 0x1f;
 /** What Set Features may enable: the critical warnings and namespace attribute notices (bit 8), as OAES says. */
-export const AEC_SUPPORTED_NVM = AEC_SMART_CRITICAL | ID_CTRL.OAES_NS_ATTR;
+const AEC_SUPPORTED_NVM = AEC_SMART_CRITICAL | ID_CTRL.OAES_NS_ATTR;
 /** Discovery log page change notices (bit 31). */
-export const AEC_SUPPORTED_DISCOVERY = ID_CTRL.OAES_DISC_CHANGE;
+const AEC_SUPPORTED_DISCOVERY = ID_CTRL.OAES_DISC_CHANGE;
 
 /** Number of queues value meaning "as many as possible" that a host may not send. */
 const NQ_RESERVED = 0xffff;
@@ -69,7 +69,7 @@ function queuesGranted(h: FeatureHost): number {
   return (h.maxIoQueues - 1) | ((h.maxIoQueues - 1) << NQ_NCQR_SHIFT);
 }
 
-export const FEATURES: ReadonlyMap<number, FeatureDef> = new Map<number, FeatureDef>([
+const FEATURES: ReadonlyMap<number, FeatureDef> = new Map<number, FeatureDef>([
   [
     FeatureId.ARBITRATION,
     { name: 'arbitration', dflt: () => 0, discovery: false, set: storePlain(FeatureId.ARBITRATION, 0xffffffff) },

@@ -38,37 +38,41 @@ const CAPSULE_UNIT = 16;
 /** Identify Controller for a controller of `sub` numbered `cntlid`. */
 export function identifyController(sub: NvmeofSubsystem, cntlid: number): Buffer {
   const b = Buffer.alloc(IDENTIFY_DATA_SIZE);
-  const f = nvme_id_ctrl;
   const discovery = sub.kind === 'discovery';
-  setText(b, 0, f.sn, sub.serial, 0x20);
-  setText(b, 0, f.mn, sub.model, 0x20);
-  setText(b, 0, f.fr, sub.firmware, 0x20);
-  setField(b, 0, f.rab, RAB);
-  setField(b, 0, f.mdts, MDTS_LOG2);
-  setField(b, 0, f.cntlid, cntlid);
-  setField(b, 0, f.ver, NVME_VS_1_3);
-  setField(b, 0, f.cntrltype, discovery ? ID_CTRL.CNTRLTYPE_DISCOVERY : ID_CTRL.CNTRLTYPE_IO);
-  setField(b, 0, f.oaes, discovery ? ID_CTRL.OAES_DISC_CHANGE : ID_CTRL.OAES_NS_ATTR);
-  setField(b, 0, f.aerl, ASYNC_EVENT_LIMIT - 1);
-  setField(b, 0, f.lpa, ID_CTRL.LPA_EXTENDED);
-  setField(b, 0, f.elpe, ERROR_LOG_ENTRIES - 1);
-  setField(b, 0, f.kas, KAS_100MS);
-  setField(b, 0, f.maxcmd, QUEUE_ENTRIES);
+  setText(b, 0, nvme_id_ctrl.sn, sub.serial, 0x20);
+  setText(b, 0, nvme_id_ctrl.mn, sub.model, 0x20);
+  setText(b, 0, nvme_id_ctrl.fr, sub.firmware, 0x20);
+  setField(b, 0, nvme_id_ctrl.rab, RAB);
+  setField(b, 0, nvme_id_ctrl.mdts, MDTS_LOG2);
+  setField(b, 0, nvme_id_ctrl.cntlid, cntlid);
+  setField(b, 0, nvme_id_ctrl.ver, NVME_VS_1_3);
+  setField(b, 0, nvme_id_ctrl.cntrltype, discovery ? ID_CTRL.CNTRLTYPE_DISCOVERY : ID_CTRL.CNTRLTYPE_IO);
+  setField(b, 0, nvme_id_ctrl.oaes, discovery ? ID_CTRL.OAES_DISC_CHANGE : ID_CTRL.OAES_NS_ATTR);
+  setField(b, 0, nvme_id_ctrl.aerl, ASYNC_EVENT_LIMIT - 1);
+  setField(b, 0, nvme_id_ctrl.lpa, ID_CTRL.LPA_EXTENDED);
+  setField(b, 0, nvme_id_ctrl.elpe, ERROR_LOG_ENTRIES - 1);
+  setField(b, 0, nvme_id_ctrl.kas, KAS_100MS);
+  setField(b, 0, nvme_id_ctrl.maxcmd, QUEUE_ENTRIES);
   const inCapsule = sub.inCapsuleBytes;
-  setField(b, 0, f.sgls, ID_CTRL.SGLS_SUPPORTED | ID_CTRL.SGLS_KEYED | (inCapsule > 0 ? ID_CTRL.SGLS_OFFSET : 0));
-  setText(b, 0, f.subnqn, sub.nqn, 0x00);
+  setField(
+    b,
+    0,
+    nvme_id_ctrl.sgls,
+    ID_CTRL.SGLS_SUPPORTED | ID_CTRL.SGLS_KEYED | (inCapsule > 0 ? ID_CTRL.SGLS_OFFSET : 0),
+  );
+  setText(b, 0, nvme_id_ctrl.subnqn, sub.nqn, 0x00);
   if (discovery) return b; // no I/O queues: no capsule sizes, no namespaces
-  setField(b, 0, f.ioccsz, (nvme_sqe.SIZE + inCapsule) / CAPSULE_UNIT);
-  setField(b, 0, f.iorcsz, IORCSZ);
-  setField(b, 0, f.msdbd, 1);
-  setField(b, 0, f.cmic, ID_CTRL.CMIC_MULTI_CTRL);
-  setField(b, 0, f.acl, ABORT_LIMIT - 1);
-  setField(b, 0, f.frmw, FRMW_SLOT1_RO);
-  setField(b, 0, f.sqes, SQES);
-  setField(b, 0, f.cqes, CQES);
-  setField(b, 0, f.nn, sub.nn);
-  setField(b, 0, f.oncs, ID_CTRL.ONCS_DSM | ID_CTRL.ONCS_WRITE_ZEROES);
-  setField(b, 0, f.vwc, ID_CTRL.VWC_PRESENT);
+  setField(b, 0, nvme_id_ctrl.ioccsz, (nvme_sqe.SIZE + inCapsule) / CAPSULE_UNIT);
+  setField(b, 0, nvme_id_ctrl.iorcsz, IORCSZ);
+  setField(b, 0, nvme_id_ctrl.msdbd, 1);
+  setField(b, 0, nvme_id_ctrl.cmic, ID_CTRL.CMIC_MULTI_CTRL);
+  setField(b, 0, nvme_id_ctrl.acl, ABORT_LIMIT - 1);
+  setField(b, 0, nvme_id_ctrl.frmw, FRMW_SLOT1_RO);
+  setField(b, 0, nvme_id_ctrl.sqes, SQES);
+  setField(b, 0, nvme_id_ctrl.cqes, CQES);
+  setField(b, 0, nvme_id_ctrl.nn, sub.nn);
+  setField(b, 0, nvme_id_ctrl.oncs, ID_CTRL.ONCS_DSM | ID_CTRL.ONCS_WRITE_ZEROES);
+  setField(b, 0, nvme_id_ctrl.vwc, ID_CTRL.VWC_PRESENT);
   return b;
 }
 
@@ -78,18 +82,17 @@ export function identifyNamespace(sub: NvmeofSubsystem, nsid: number): Buffer {
   const ns = sub.namespaces.get(nsid);
   const ids = sub.ids(nsid);
   if (!ns || !ids) return b;
-  const f = nvme_id_ns;
-  setField(b, 0, f.nsze, ns.blocks);
-  setField(b, 0, f.ncap, ns.blocks);
-  setField(b, 0, f.nuse, ns.blocks);
-  setField(b, 0, f.nlbaf, 0);
-  setField(b, 0, f.flbas, 0);
-  setField(b, 0, f.nmic, NMIC_SHARED);
-  setField(b, 0, f.dlfeat, ns.dlfeat);
-  setField(b, 0, f.nvmcap_lo, ns.blocks * ns.blockSize);
-  setRawBytes(b, 0, f.nguid, ids.nguid);
-  setRawBytes(b, 0, f.eui64, ids.eui64);
-  setField(b, f.LBAF, nvme_lbaf.ds, Math.log2(ns.blockSize));
+  setField(b, 0, nvme_id_ns.nsze, ns.blocks);
+  setField(b, 0, nvme_id_ns.ncap, ns.blocks);
+  setField(b, 0, nvme_id_ns.nuse, ns.blocks);
+  setField(b, 0, nvme_id_ns.nlbaf, 0);
+  setField(b, 0, nvme_id_ns.flbas, 0);
+  setField(b, 0, nvme_id_ns.nmic, NMIC_SHARED);
+  setField(b, 0, nvme_id_ns.dlfeat, ns.dlfeat);
+  setField(b, 0, nvme_id_ns.nvmcap_lo, ns.blocks * ns.blockSize);
+  setRawBytes(b, 0, nvme_id_ns.nguid, ids.nguid);
+  setRawBytes(b, 0, nvme_id_ns.eui64, ids.eui64);
+  setField(b, nvme_id_ns.LBAF, nvme_lbaf.ds, Math.log2(ns.blockSize));
   return b;
 }
 

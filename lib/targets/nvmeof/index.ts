@@ -12,15 +12,13 @@ import { NvmeofSubsystem } from './subsystem';
 export { decodeCqe, DmaStatus, encodeCqe } from './command';
 export type { Cqe, TargetDma } from './command';
 export { NvmeofController } from './controller';
-export type { TeardownReason } from './controller';
 export { FileNamespace, RamNamespace } from './namespace';
-export type { BlockRange, NvmeofNamespace } from './namespace';
+export type { NvmeofNamespace } from './namespace';
 export { NVMEOF_DEFAULTS, parseNvmeofBackend } from './options';
 export type { NvmeofOptions } from './options';
 export { NvmeofQueue, NvmeofTarget } from './queue';
-export type { QueueOptions, TargetOptions, TargetSubsystem } from './queue';
-export { DISCOVERY_NQN, NvmeofSubsystem } from './subsystem';
-export type { PortAddress, SubsystemController } from './subsystem';
+export type { QueueOptions } from './queue';
+export { NvmeofSubsystem } from './subsystem';
 
 /** Build the target `--backend nvmeof:...` describes (opens or creates the file namespace). */
 export async function createNvmeofTarget(o: NvmeofOptions, logger?: Logger): Promise<NvmeofTarget> {

@@ -277,8 +277,6 @@ export const nvme_dsm_range = {
   SIZE: 16,
 } as const;
 
-export const DSM_MAX_RANGES = 256;
-
 // ---------------------------------------------------------------------------
 // Identify data structures (4096 bytes each)
 
@@ -397,7 +395,6 @@ export const nvme_id_ns = {
 } as const;
 
 export const NMIC_SHARED = 0x01;
-export const DLFEAT_READ_ZEROES = 0x01;
 
 /** struct nvme_lbaf: one LBA format (relative to LBAF + index * SIZE). */
 export const nvme_lbaf = {

@@ -7,7 +7,7 @@ export const QUEUE_ENTRIES = 128;
 /** Smallest admin queue a Connect may ask for (fabrics: 32 entries). */
 export const ADMIN_QUEUE_MIN_ENTRIES = 32;
 /** Memory page size (CAP.MPSMIN 0: 4 KiB). */
-export const PAGE_SIZE = 4096;
+const PAGE_SIZE = 4096;
 /** Maximum data transfer: 2^MDTS pages. */
 export const MDTS_LOG2 = 5;
 export const MAX_TRANSFER_BYTES = PAGE_SIZE * 2 ** MDTS_LOG2;

@@ -33,19 +33,18 @@ export interface ErrorEntry {
 /** The error log: newest first, ERROR_LOG_ENTRIES slots. */
 export function errorLog(entries: readonly ErrorEntry[]): Buffer {
   const b = Buffer.alloc(ERROR_LOG_ENTRIES * nvme_error_slot.SIZE);
-  const f = nvme_error_slot;
   entries
     .slice(-ERROR_LOG_ENTRIES)
     .reverse()
     .forEach((e, i) => {
-      const at = i * f.SIZE;
-      setField(b, at, f.error_count, e.errorCount);
-      setField(b, at, f.sqid, e.sqid);
-      setField(b, at, f.cmdid, e.cid);
-      setField(b, at, f.status_field, (e.status << 1) & 0xffff);
-      setField(b, at, f.param_error_location, e.loc < 0 ? 0xffff : e.loc);
-      setField(b, at, f.nsid, e.nsid);
-      setField(b, at, f.trtype, Discovery.TRTYPE_RDMA);
+      const at = i * nvme_error_slot.SIZE;
+      setField(b, at, nvme_error_slot.error_count, e.errorCount);
+      setField(b, at, nvme_error_slot.sqid, e.sqid);
+      setField(b, at, nvme_error_slot.cmdid, e.cid);
+      setField(b, at, nvme_error_slot.status_field, (e.status << 1) & 0xffff);
+      setField(b, at, nvme_error_slot.param_error_location, e.loc < 0 ? 0xffff : e.loc);
+      setField(b, at, nvme_error_slot.nsid, e.nsid);
+      setField(b, at, nvme_error_slot.trtype, Discovery.TRTYPE_RDMA);
     });
   return b;
 }
@@ -59,17 +58,16 @@ const MS_PER_HOUR = 3_600_000;
 /** SMART / health information for the whole subsystem. */
 export function smartLog(stats: SmartCounters, errors: number, now: number): Buffer {
   const b = Buffer.alloc(nvme_smart_log.SIZE);
-  const f = nvme_smart_log;
-  setField(b, 0, f.temperature, TEMPERATURE_K);
-  setField(b, 0, f.avail_spare, SPARE_PERCENT);
-  setField(b, 0, f.spare_thresh, SPARE_THRESHOLD);
-  setField(b, 0, f.data_units_read, SmartCounters.dataUnits(stats.bytesRead));
-  setField(b, 0, f.data_units_written, SmartCounters.dataUnits(stats.bytesWritten));
-  setField(b, 0, f.host_reads, stats.readCommands);
-  setField(b, 0, f.host_writes, stats.writeCommands);
-  setField(b, 0, f.power_cycles, 1);
-  setField(b, 0, f.power_on_hours, Math.floor(Math.max(0, now - stats.startedAt) / MS_PER_HOUR));
-  setField(b, 0, f.num_err_log_entries, errors);
+  setField(b, 0, nvme_smart_log.temperature, TEMPERATURE_K);
+  setField(b, 0, nvme_smart_log.avail_spare, SPARE_PERCENT);
+  setField(b, 0, nvme_smart_log.spare_thresh, SPARE_THRESHOLD);
+  setField(b, 0, nvme_smart_log.data_units_read, SmartCounters.dataUnits(stats.bytesRead));
+  setField(b, 0, nvme_smart_log.data_units_written, SmartCounters.dataUnits(stats.bytesWritten));
+  setField(b, 0, nvme_smart_log.host_reads, stats.readCommands);
+  setField(b, 0, nvme_smart_log.host_writes, stats.writeCommands);
+  setField(b, 0, nvme_smart_log.power_cycles, 1);
+  setField(b, 0, nvme_smart_log.power_on_hours, Math.floor(Math.max(0, now - stats.startedAt) / MS_PER_HOUR));
+  setField(b, 0, nvme_smart_log.num_err_log_entries, errors);
   return b;
 }
 
@@ -84,44 +82,43 @@ export function firmwareSlotLog(firmware: string): Buffer {
 /** Changed namespace list; `overflow`: more changed than fit (first entry 0xffffffff). */
 export function changedNamespaceLog(nsids: readonly number[], overflow: boolean): Buffer {
   const b = Buffer.alloc(nvme_changed_ns_log.SIZE);
-  const f = nvme_changed_ns_log;
   if (overflow) {
-    setField(b, 0, f.nsid, NSID_ALL);
+    setField(b, 0, nvme_changed_ns_log.nsid, NSID_ALL);
     return b;
   }
-  nsids.slice(0, f.MAX).forEach((nsid, i) => setField(b, i * f.ENTRY, f.nsid, nsid));
+  nsids
+    .slice(0, nvme_changed_ns_log.MAX)
+    .forEach((nsid, i) => setField(b, i * nvme_changed_ns_log.ENTRY, nvme_changed_ns_log.nsid, nsid));
   return b;
 }
 
 /** The discovery log page: header, then one 1024-byte entry per listed subsystem. */
 export function discoveryLog(disc: NvmeofSubsystem): Buffer {
   const listed = disc.listed;
-  const h = nvmf_disc_rsp_page_hdr;
-  const e = nvmf_disc_rsp_page_entry;
-  const b = Buffer.alloc(h.SIZE + listed.length * e.SIZE);
-  setField(b, 0, h.genctr, disc.genctr);
-  setField(b, 0, h.numrec, listed.length);
-  setField(b, 0, h.recfmt, 0);
+  const b = Buffer.alloc(nvmf_disc_rsp_page_hdr.SIZE + listed.length * nvmf_disc_rsp_page_entry.SIZE);
+  setField(b, 0, nvmf_disc_rsp_page_hdr.genctr, disc.genctr);
+  setField(b, 0, nvmf_disc_rsp_page_hdr.numrec, listed.length);
+  setField(b, 0, nvmf_disc_rsp_page_hdr.recfmt, 0);
   listed.forEach(({ subsystem, port }, i) => {
-    const at = h.SIZE + i * e.SIZE;
-    setField(b, at, e.trtype, Discovery.TRTYPE_RDMA);
-    setField(b, at, e.adrfam, Discovery.ADRFAM_IPV4);
+    const at = nvmf_disc_rsp_page_hdr.SIZE + i * nvmf_disc_rsp_page_entry.SIZE;
+    setField(b, at, nvmf_disc_rsp_page_entry.trtype, Discovery.TRTYPE_RDMA);
+    setField(b, at, nvmf_disc_rsp_page_entry.adrfam, Discovery.ADRFAM_IPV4);
     setField(
       b,
       at,
-      e.subtype,
+      nvmf_disc_rsp_page_entry.subtype,
       subsystem.kind === 'discovery' ? Discovery.SUBTYPE_DISCOVERY_REFERRAL : Discovery.SUBTYPE_NVME,
     );
-    setField(b, at, e.treq, Discovery.TREQ_NOT_SPECIFIED);
-    setField(b, at, e.portid, port.portid);
-    setField(b, at, e.cntlid, Discovery.CNTLID_DYNAMIC);
-    setField(b, at, e.asqsz, ADMIN_QUEUE_MIN_ENTRIES);
-    setText(b, at, e.trsvcid, port.trsvcid, 0x00);
-    setText(b, at, e.subnqn, subsystem.nqn, 0x00);
-    setText(b, at, e.traddr, port.traddr, 0x00);
-    setField(b, at, e.rdma_qptype, Discovery.RDMA_QPTYPE_CONNECTED);
-    setField(b, at, e.rdma_prtype, Discovery.RDMA_PRTYPE_NOT_SPECIFIED);
-    setField(b, at, e.rdma_cms, Discovery.RDMA_CMS_RDMA_CM);
+    setField(b, at, nvmf_disc_rsp_page_entry.treq, Discovery.TREQ_NOT_SPECIFIED);
+    setField(b, at, nvmf_disc_rsp_page_entry.portid, port.portid);
+    setField(b, at, nvmf_disc_rsp_page_entry.cntlid, Discovery.CNTLID_DYNAMIC);
+    setField(b, at, nvmf_disc_rsp_page_entry.asqsz, ADMIN_QUEUE_MIN_ENTRIES);
+    setText(b, at, nvmf_disc_rsp_page_entry.trsvcid, port.trsvcid, 0x00);
+    setText(b, at, nvmf_disc_rsp_page_entry.subnqn, subsystem.nqn, 0x00);
+    setText(b, at, nvmf_disc_rsp_page_entry.traddr, port.traddr, 0x00);
+    setField(b, at, nvmf_disc_rsp_page_entry.rdma_qptype, Discovery.RDMA_QPTYPE_CONNECTED);
+    setField(b, at, nvmf_disc_rsp_page_entry.rdma_prtype, Discovery.RDMA_PRTYPE_NOT_SPECIFIED);
+    setField(b, at, nvmf_disc_rsp_page_entry.rdma_cms, Discovery.RDMA_CMS_RDMA_CM);
   });
   return b;
 }

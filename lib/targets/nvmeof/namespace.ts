@@ -19,7 +19,7 @@ import { NvmeStatus } from './layouts';
 
 export const BLOCK_SIZES = [512, 1024, 2048, 4096] as const;
 /** Operations in flight per file namespace; the rest wait (bounded in turn by the queues' depth). */
-export const FILE_NS_DEPTH = 32;
+const FILE_NS_DEPTH = 32;
 /** Largest RAM namespace (one Buffer). */
 export const MAX_RAM_NS_BYTES = Math.min(bufferConstants.MAX_LENGTH, 2 ** 32);
 /** Zeroes are written in pieces of this size (Write Zeroes on a file). */

@@ -9,8 +9,6 @@ import { z } from 'zod';
 import { byteCountOption, integerOption, parseBackendOptions } from '../backend-options';
 import { BLOCK_SIZES, MAX_RAM_NS_BYTES } from './namespace';
 import { DISCOVERY_NQN, MAX_IO_QUEUES, MAX_NQN_BYTES, validNqn } from './subsystem';
-
-export type { ConfigResult } from '../../mesh/config';
 import type { ConfigResult } from '../../mesh/config';
 
 export interface NvmeofOptions {

@@ -50,7 +50,7 @@ import { NvmeofSubsystem, PortAddress, validNqn } from './subsystem';
 /** A subsystem of the target: its controllers are NvmeofControllers. */
 export type TargetSubsystem = NvmeofSubsystem<NvmeofController>;
 
-export interface TargetOptions {
+interface TargetOptions {
   readonly subsystem: TargetSubsystem;
   /** Where the subsystem is reachable (the discovery log entry). */
   readonly port: PortAddress;
@@ -212,34 +212,36 @@ export class NvmeofQueue {
   }
 
   async #connect(cmd: NvmeCommand): Promise<CmdResult> {
-    const c = nvmf_connect_command;
-    const d = nvmf_connect_data;
-    if (sqeField(cmd, c.recfmt) !== 0) return fail(NvmeStatus.CONNECT_FORMAT, c.recfmt);
-    const badSgl = checkSgl(cmd, d.SIZE, true);
+    if (sqeField(cmd, nvmf_connect_command.recfmt) !== 0)
+      return fail(NvmeStatus.CONNECT_FORMAT, nvmf_connect_command.recfmt);
+    const badSgl = checkSgl(cmd, nvmf_connect_data.SIZE, true);
     if (badSgl) return badSgl;
-    const data = Buffer.alloc(d.SIZE);
+    const data = Buffer.alloc(nvmf_connect_data.SIZE);
     const moved = await dataFromHost(cmd, this.dma, data);
     if (moved) return moved;
-    const subnqn = getText(data, 0, d.subsysnqn);
-    const hostnqn = getText(data, 0, d.hostnqn);
+    const subnqn = getText(data, 0, nvmf_connect_data.subsysnqn);
+    const hostnqn = getText(data, 0, nvmf_connect_data.hostnqn);
     const sub = subnqn === null ? undefined : this.target.findSubsystem(subnqn);
-    if (!sub) return connectInvalid(d.subsysnqn, true);
-    if (hostnqn === null || !validNqn(hostnqn)) return connectInvalid(d.hostnqn, true);
+    if (!sub) return connectInvalid(nvmf_connect_data.subsysnqn, true);
+    if (hostnqn === null || !validNqn(hostnqn)) return connectInvalid(nvmf_connect_data.hostnqn, true);
     if (!sub.hostAllowed(hostnqn))
-      return fail(NvmeStatus.CONNECT_INVALID_HOST, undefined, CONNECT_IATTR_DATA | d.hostnqn.off);
-    const qid = sqeField(cmd, c.qid);
-    const sqsize = sqeField(cmd, c.sqsize);
-    if (sqsize === 0 || sqsize >= QUEUE_ENTRIES) return connectInvalid(c.sqsize, false);
+      return fail(NvmeStatus.CONNECT_INVALID_HOST, undefined, CONNECT_IATTR_DATA | nvmf_connect_data.hostnqn.off);
+    const qid = sqeField(cmd, nvmf_connect_command.qid);
+    const sqsize = sqeField(cmd, nvmf_connect_command.sqsize);
+    if (sqsize === 0 || sqsize >= QUEUE_ENTRIES) return connectInvalid(nvmf_connect_command.sqsize, false);
     const entries = sqsize + 1;
-    const hostid = data.subarray(d.hostid.off, d.hostid.off + d.hostid.size);
-    const cntlid = getField(data, 0, d.cntlid);
+    const hostid = data.subarray(
+      nvmf_connect_data.hostid.off,
+      nvmf_connect_data.hostid.off + nvmf_connect_data.hostid.size,
+    );
+    const cntlid = getField(data, 0, nvmf_connect_data.cntlid);
     let ctrl: NvmeofController;
     let result: CmdResult;
     if (qid === 0) {
-      if (entries < ADMIN_QUEUE_MIN_ENTRIES) return connectInvalid(c.sqsize, false);
-      if (cntlid !== Discovery.CNTLID_DYNAMIC) return connectInvalid(d.cntlid, true);
-      const kato = sqeField(cmd, c.kato);
-      if (kato > MAX_KATO_MS) return connectInvalid(c.kato, false);
+      if (entries < ADMIN_QUEUE_MIN_ENTRIES) return connectInvalid(nvmf_connect_command.sqsize, false);
+      if (cntlid !== Discovery.CNTLID_DYNAMIC) return connectInvalid(nvmf_connect_data.cntlid, true);
+      const kato = sqeField(cmd, nvmf_connect_command.kato);
+      if (kato > MAX_KATO_MS) return connectInvalid(nvmf_connect_command.kato, false);
       const id = sub.allocCntlid();
       if (id === null) return fail(NvmeStatus.CONNECT_CTRL_BUSY);
       ctrl = new NvmeofController({
@@ -256,12 +258,12 @@ export class NvmeofQueue {
       result = done(id);
       this.target.log.info('nvmeof: controller created', { cntlid: id, subnqn: sub.nqn, hostnqn, kato: ctrl.kato });
     } else {
-      if (qid > sub.maxIoQueues) return connectInvalid(c.qid, false);
+      if (qid > sub.maxIoQueues) return connectInvalid(nvmf_connect_command.qid, false);
       const found = sub.controller(cntlid);
-      if (!found || !found.alive || found.hostnqn !== hostnqn) return connectInvalid(d.cntlid, true);
-      if (!found.hostid.equals(hostid)) return connectInvalid(d.hostid, true);
-      if (!found.ready) return fail(NvmeStatus.CMD_SEQ_ERROR, c.qid);
-      if (!found.attachQueue(qid, entries)) return connectInvalid(c.qid, false);
+      if (!found || !found.alive || found.hostnqn !== hostnqn) return connectInvalid(nvmf_connect_data.cntlid, true);
+      if (!found.hostid.equals(hostid)) return connectInvalid(nvmf_connect_data.hostid, true);
+      if (!found.ready) return fail(NvmeStatus.CMD_SEQ_ERROR, nvmf_connect_command.qid);
+      if (!found.attachQueue(qid, entries)) return connectInvalid(nvmf_connect_command.qid, false);
       ctrl = found;
       result = SUCCESS;
     }
@@ -269,7 +271,7 @@ export class NvmeofQueue {
     this.#qid = qid;
     this.#entries = entries;
     this.#sqhd = 1 % entries; // the Connect itself was consumed
-    this.#sqflow = (sqeField(cmd, c.cattr) & CONNECT_CATTR_DISABLE_SQFLOW) === 0;
+    this.#sqflow = (sqeField(cmd, nvmf_connect_command.cattr) & CONNECT_CATTR_DISABLE_SQFLOW) === 0;
     this.#unlisten = ctrl.onGone((reason) => this.#controllerGone(reason));
     return result;
   }

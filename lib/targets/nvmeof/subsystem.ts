@@ -10,10 +10,10 @@ export const DISCOVERY_NQN = 'nqn.2014-08.org.nvmexpress.discovery';
 /** NVMF_NQN_SIZE: the longest NQN, in bytes, without the NUL. */
 export const MAX_NQN_BYTES = 223;
 /** Controller ids a subsystem hands out (0 and 0xfff0..0xffff are reserved). */
-export const CNTLID_MIN = 1;
-export const CNTLID_MAX = 0xffef;
+const CNTLID_MIN = 1;
+const CNTLID_MAX = 0xffef;
 /** Controllers per subsystem at once (a host reconnecting leaves at most a few behind). */
-export const MAX_CONTROLLERS = 64;
+const MAX_CONTROLLERS = 64;
 /** I/O queues a subsystem may offer (the MR budget: (N + 1) x 128 regions within 2048). */
 export const MAX_IO_QUEUES = 15;
 
@@ -26,7 +26,7 @@ export interface PortAddress {
   readonly portid: number;
 }
 
-export interface SubsystemOptions {
+interface SubsystemOptions {
   readonly nqn: string;
   readonly model: string;
   readonly serial: string;
@@ -65,7 +65,7 @@ export function validNqn(nqn: string): boolean {
 }
 
 /** What a subsystem asks of its controllers (./controller.ts's NvmeofController, which imports this module). */
-export interface SubsystemController {
+interface SubsystemController {
   readonly cntlid: number;
   /** A namespace's attributes changed: log it and raise the notice. */
   namespaceChanged(nsid: number): void;

@@ -6,13 +6,13 @@
 
 import type { Credentials } from './store';
 
-export const S3_ACCESS_KEY_ENV = 'ERNIC_S3_ACCESS_KEY';
-export const S3_SECRET_KEY_ENV = 'ERNIC_S3_SECRET_KEY';
+const S3_ACCESS_KEY_ENV = 'ERNIC_S3_ACCESS_KEY';
+const S3_SECRET_KEY_ENV = 'ERNIC_S3_SECRET_KEY';
 
 /** Longest access key id and secret accepted (AWS's are 20 and 40 characters). */
 const MAX_KEY_CHARS = 128;
 
-export type CredentialsResult =
+type CredentialsResult =
   { readonly ok: true; readonly value: Credentials | null } | { readonly ok: false; readonly error: string };
 
 /** The credentials in `env`, null when neither variable is set; one line naming the mistake otherwise. */

@@ -17,7 +17,7 @@ import { TcpStack } from '../../net/tcp-host';
 /** Host clients connected at once; past it the kernel's backlog waits (the vfio-user socket needs fds too). */
 export const S3_HOST_MAX_CONNECTIONS = 64;
 
-export interface S3EndpointDeps {
+interface S3EndpointDeps {
   /** Queue a frame for the guest (the buffer is the callee's). */
   readonly send: (frame: Buffer) => void;
   /** Guest memory by rkey; without it, token requests answer 501. */

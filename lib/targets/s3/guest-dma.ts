@@ -17,7 +17,7 @@ import { MemStatus } from '../../vfio-user/guest-memory';
 import type { RdmaDma } from './rdma';
 
 /** Why the last access was refused, for tests and logs. */
-export type DmaRefusal = 'none' | 'no-memory' | 'key-0' | 'bad-range' | 'key' | 'access' | 'bounds' | 'unmapped';
+type DmaRefusal = 'none' | 'no-memory' | 'key-0' | 'bad-range' | 'key' | 'access' | 'bounds' | 'unmapped';
 
 function refusalOf(st: KeyStatus): DmaRefusal {
   switch (st) {

@@ -7,9 +7,7 @@
 import { constants as bufferConstants } from 'buffer';
 import { isIPv4, isIPv6 } from 'net';
 import { z } from 'zod';
-import { byteCountOption, integerOption, parseBackendOptions, parseByteCount } from '../backend-options';
-
-export type { ConfigResult } from '../../mesh/config';
+import { byteCountOption, integerOption, parseBackendOptions } from '../backend-options';
 import type { ConfigResult } from '../../mesh/config';
 import { isLoopbackAddress } from '../../mesh/address';
 
@@ -42,13 +40,11 @@ export const S3_DEFAULTS: S3Options = {
   dir: undefined,
 };
 
-export const MAX_OBJECTS = 65536;
+const MAX_OBJECTS = 65536;
 /** Largest RAM capacity accepted. */
-export const MAX_STORE_BYTES = 64 * 2 ** 30;
+const MAX_STORE_BYTES = 64 * 2 ** 30;
 /** Largest single transfer: S3's 5 GiB part limit, or what one Buffer can hold if smaller. */
-export const MAX_PART_BYTES = Math.min(5 * 2 ** 30, bufferConstants.MAX_LENGTH);
-
-export { parseByteCount };
+const MAX_PART_BYTES = Math.min(5 * 2 ** 30, bufferConstants.MAX_LENGTH);
 const integer = integerOption;
 const bytes = byteCountOption;
 
@@ -59,7 +55,7 @@ const bucketSchema = z
   .refine((s) => !s.includes('..') && !isIPv4(s), 'no empty labels, not an IP address');
 
 /** Where a bare `listen=PORT` binds: the host's loopback, never every address. */
-export const S3_LISTEN_DEFAULT_HOST = '127.0.0.1';
+const S3_LISTEN_DEFAULT_HOST = '127.0.0.1';
 
 /** Is `host` this machine's loopback: an address the mesh's rule calls loopback, or the name localhost? */
 function isLoopbackHost(host: string): boolean {

@@ -30,11 +30,11 @@ export interface RdmaDma {
 }
 
 /** The reserved DMA key: never accepted from a client. */
-export const RESERVED_DMA_KEY = 0;
+const RESERVED_DMA_KEY = 0;
 /** Service QP numbers of the S3 store (the 0x00d0xxxx convention). */
-export const S3_SERVICE_QPN = 0x00d00000;
+const S3_SERVICE_QPN = 0x00d00000;
 
-export interface RdmaCounts {
+interface RdmaCounts {
   gets: number;
   puts: number;
   bytesToHost: number;

@@ -10,7 +10,7 @@
 import { getField, getFieldBig, le, raw, setField, setFieldBig, setRawBytes, viewRaw } from '../../../protocol/field';
 
 /** The token, field by field. */
-export const rdma_token = {
+const rdma_token = {
   transport: le(0, 1),
   qp_num: le(1, 4),
   gid: raw(5, 16),
@@ -21,9 +21,9 @@ export const rdma_token = {
   lid: le(42, 2),
   SIZE: 44,
 } as const;
-export const RDMA_TOKEN_HEX_LEN = rdma_token.SIZE * 2;
+const RDMA_TOKEN_HEX_LEN = rdma_token.SIZE * 2;
 
-export const TRANSPORT_DC = 0;
+const TRANSPORT_DC = 0;
 export const TRANSPORT_RC = 1;
 
 /** A decoded token; addresses and lengths as bigint (a u64 need not be a safe number). */
@@ -38,7 +38,7 @@ export interface RdmaToken {
   readonly lid: number;
 }
 
-export type TokenResult =
+type TokenResult =
   | { readonly ok: true; readonly token: RdmaToken; readonly hex: string }
   | { readonly ok: false; readonly error: string };
 

@@ -23,7 +23,7 @@ export interface FuzzRunOptions {
   readonly turnLimitMs: number;
 }
 
-export interface FuzzTarget {
+interface FuzzTarget {
   readonly name: string;
   readonly describe: string;
   /** Runs until the budget is spent; resolves with a one-line summary (counts of what it did). */

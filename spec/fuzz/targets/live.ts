@@ -3,7 +3,7 @@
 import { runLiveFuzz, LiveFuzzStats } from '../live-fuzzer';
 import { registerTarget } from './index';
 
-export function liveSummary(s: LiveFuzzStats): string {
+function liveSummary(s: LiveFuzzStats): string {
   const acts = Object.entries(s.actions)
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');

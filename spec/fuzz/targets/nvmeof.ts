@@ -18,6 +18,8 @@
 // host, a CM responder whose books do not balance (a connection closed twice,
 // one left after a reset, a good REQ refused), or a loop turn over 50 ms
 // (the runner's figure, confirmed by this thread's CPU time).
+//
+// The random capsules come from ./nvmeof-capsules.ts; the CM MADs are made here.
 
 import { promises as fsp } from 'fs';
 import * as os from 'os';
@@ -35,20 +37,9 @@ import {
 import { CmConnection, CmPeer, CmResponder, guidFromMac, MAX_CM_CONNECTIONS } from '../../../lib/targets/nvmeof/rdma';
 import { Prng } from '../../support/ionic/rig';
 import { ATTR, drep, dreq, madHeader, rej, req, rtu } from '../../targets/nvmeof/cm-mads';
-import {
-  ADDR,
-  HOSTNQN,
-  HostMemory,
-  IN_CAPSULE,
-  KEY,
-  KEYED,
-  KEYED_INV,
-  SglSpec,
-  sqe,
-  SUBNQN,
-  TestHost,
-} from '../../targets/nvmeof/helpers';
+import { ADDR, HostMemory, KEY, SUBNQN, TestHost } from '../../targets/nvmeof/helpers';
 import { CpuTurnWatch } from '../../targets/turn-watch';
+import { CHECK_NSID, CapsuleEpoch, NvmeCapsules } from './nvmeof-capsules';
 import { EscapeWatch, FuzzFinding, FuzzRunOptions, registerTarget } from './index';
 import type { NvmeofController } from '../../../lib/targets/nvmeof';
 
@@ -56,8 +47,6 @@ const TURN_LIMIT_MS = 50;
 /** A command (not a held AER) must complete within this. */
 const COMPLETE_MS = 20_000;
 const ACTIONS_PER_EPOCH = 300;
-/** The namespace only good commands name (their writes are read back). */
-const CHECK_NSID = 7;
 const CHECK_BLOCKS = 256;
 
 interface NvmeFuzzStats {
@@ -109,14 +98,14 @@ class NvmeFuzzer {
   readonly #escapes = new EscapeWatch();
   readonly #watch = new CpuTurnWatch();
   readonly #log = new ErrorLog();
-  #blocks = 0;
-  #bs = 512;
-  /** This epoch's guest memory. */
-  #mem = new HostMemory(4096);
+  /** This epoch's namespace geometry and guest memory, which the capsules read. */
+  readonly #epochState: CapsuleEpoch = { blocks: 0, bs: 512, mem: new HostMemory(4096) };
+  readonly #capsules: NvmeCapsules;
 
   constructor(o: FuzzRunOptions) {
     this.#o = o;
     this.#rnd = new Prng(o.seed ^ 0x4e564d45);
+    this.#capsules = new NvmeCapsules(this.#rnd, this.#epochState, this.stats);
   }
 
   note(s: string): void {
@@ -171,11 +160,11 @@ class NvmeFuzzer {
 
   async #epoch(start: number): Promise<void> {
     const rnd = this.#rnd;
-    this.#bs = rnd.pick([512, 4096]);
+    this.#epochState.bs = rnd.pick([512, 4096]);
     const size = rnd.pick([1, 4, 16, 64]) * 1024 * 1024;
-    this.#blocks = size / this.#bs;
+    this.#epochState.blocks = size / this.#epochState.bs;
     const namespaces: NvmeofNamespace[] = [
-      new RamNamespace(1, size, this.#bs),
+      new RamNamespace(1, size, this.#epochState.bs),
       new RamNamespace(CHECK_NSID, CHECK_BLOCKS * 512, 512),
     ];
     let dir: string | null = null;
@@ -197,12 +186,12 @@ class NvmeFuzzer {
       logger: this.#log,
     });
     const mem = new HostMemory(1 << 20);
-    this.#mem = mem;
+    this.#epochState.mem = mem;
     mem.key(KEY);
     mem.key(0x5678, HostMemory.BASE + 0x1000, 0x1000); // a small window: ranges past it are refused
     mem.async = rnd.below(3) === 0;
     this.note(
-      `epoch ${this.stats.epochs}: ${size >> 20} MiB of ${this.#bs}-byte blocks${dir ? ', a file namespace' : ''}${mem.async ? ', DMA a turn later' : ''}`,
+      `epoch ${this.stats.epochs}: ${size >> 20} MiB of ${this.#epochState.bs}-byte blocks${dir ? ', a file namespace' : ''}${mem.async ? ', DMA a turn later' : ''}`,
     );
     const hosts: TestHost[] = [];
     /** Every submission in flight: its promise, and whether it may be held (an AER). */
@@ -260,7 +249,7 @@ class NvmeFuzzer {
         mem.failing = rnd.below(20) === 0; // now and then the transport fails every transfer of a batch
         for (let k = 0; k < n; k++) {
           const h = rnd.below(10) === 0 ? rogue : rnd.below(4) === 0 ? admin : rnd.pick(hosts);
-          const { capsule, what, held } = this.#watch.untimed(() => this.#capsule(h === admin || h === rogue));
+          const { capsule, what, held } = this.#watch.untimed(() => this.#capsules.capsule(h === admin || h === rogue));
           this.note(`${h === rogue ? 'rogue' : h === admin ? 'admin' : `io${h.queue.qid}`} ${what}`);
           const p = submit(h, capsule, what, held);
           if (!held) batch.push(p);
@@ -332,370 +321,13 @@ class NvmeFuzzer {
       if (ic.status !== 0) throw this.finding(`a fresh host's I/O queue could not connect (${ic.status.toString(16)})`);
       const data = Buffer.alloc(4096, 0x5a);
       data.copy(mem.at(ADDR.DATA, 4096));
-      const w = await io.rw(0x01, 0, 4096 / this.#bs, ADDR.DATA, this.#bs);
-      const r = await io.rw(0x02, 0, 4096 / this.#bs, ADDR.OUT, this.#bs);
+      const w = await io.rw(0x01, 0, 4096 / this.#epochState.bs, ADDR.DATA, this.#epochState.bs);
+      const r = await io.rw(0x02, 0, 4096 / this.#epochState.bs, ADDR.OUT, this.#epochState.bs);
       if (w.status !== 0 || r.status !== 0 || !mem.at(ADDR.OUT, 4096).equals(data))
         throw this.finding("a fresh host's write did not read back");
       io.queue.close();
     } finally {
       h.queue.close();
-    }
-  }
-
-  // ---- capsules -------------------------------------------------------------------------------
-
-  #sgl(len: number): SglSpec {
-    const rnd = this.#rnd;
-    switch (rnd.below(12)) {
-      case 0:
-        return { addr: ADDR.DATA, len, key: 0, type: KEYED };
-      case 1:
-        return { addr: ADDR.DATA, len, key: rnd.next(), type: KEYED };
-      case 2:
-        return {
-          addr: rnd.pick([0, 2 ** 52, HostMemory.BASE + (1 << 20) - 10, Number.MAX_SAFE_INTEGER]),
-          len,
-          key: KEY,
-          type: KEYED,
-        };
-      case 3:
-        return { addr: HostMemory.BASE + 0x1000, len, key: 0x5678, type: KEYED };
-      case 4:
-        return { addr: rnd.below(8192), len, key: 0, type: IN_CAPSULE };
-      case 5:
-        return {
-          addr: ADDR.DATA,
-          len: rnd.pick([0, 1, len + 1, len - 1, 0xffffff, rnd.below(0x1000000)]),
-          key: KEY,
-          type: KEYED,
-        };
-      case 6:
-        return {
-          addr: ADDR.DATA,
-          len,
-          key: KEY,
-          type: rnd.pick([0x00, 0x02, 0x30, 0x41, 0x4e, 0x50, 0xf0, rnd.below(256)]),
-        };
-      case 7:
-        return { addr: ADDR.DATA, len, key: KEY, type: KEYED_INV };
-      default:
-        return { addr: ADDR.DATA + rnd.below(0x1000) * 16, len, key: KEY, type: KEYED };
-    }
-  }
-
-  #nsid(): number {
-    const rnd = this.#rnd;
-    const n = rnd.pick([1, 1, 1, 1, 2, 3, 0, 0xffffffff, 0xfffffffe, rnd.next()]);
-    return n === CHECK_NSID ? 1 : n;
-  }
-
-  /** One capsule: an admin or I/O command with random fields, a Fabrics command, or bytes. */
-  #capsule(admin: boolean): { capsule: Buffer; what: string; held: boolean } {
-    const rnd = this.#rnd;
-    const cid = rnd.below(0x10000);
-    const blocks = this.#blocks;
-    if (rnd.below(25) === 0) {
-      this.stats.raw++;
-      const b = rnd.bytes(rnd.pick([0, 1, 16, 63, 64, 65, 100, 4160]));
-      return { capsule: b, what: `raw ${b.length} bytes`, held: false };
-    }
-    const withData = (b: Buffer): Buffer => (rnd.below(6) === 0 ? Buffer.concat([b, rnd.bytes(rnd.below(9000))]) : b);
-    const flags = rnd.below(15) === 0 ? rnd.below(256) : 0x40;
-    if (rnd.below(8) === 0) {
-      // Fabrics: Property Get/Set, Connect, Disconnect, anything
-      const fctype = rnd.pick([0x00, 0x01, 0x04, 0x08, rnd.below(256)]);
-      const offset = rnd.pick([0, 0x8, 0x14, 0x1c, 0x20, rnd.below(0x2000)]);
-      const value =
-        fctype === 0x00 && offset === 0x14
-          ? rnd.pick([0x00460001, 0x00460000, 0x00464001, 0x00468001, 0, rnd.next()])
-          : rnd.next();
-      const capsule = sqe({
-        opcode: 0x7f,
-        cid,
-        flags,
-        nsid: fctype,
-        sgl: fctype === 0x01 ? this.#sgl(1024) : undefined,
-        cdw10: rnd.below(2) ? rnd.below(8) : rnd.next(),
-        cdw11: fctype === 0x01 ? (rnd.below(5) << 16) | rnd.below(200) : offset,
-        cdw12: value,
-        cdw13: rnd.next(),
-      });
-      if (fctype === 0x01) {
-        // Connect data in guest memory, half of it plausible.
-        const d = Buffer.alloc(1024);
-        rnd.bytes(16).copy(d, 0);
-        d.writeUInt16LE(rnd.pick([0xffff, 1, 2, rnd.below(0x10000)]), 16);
-        d.write(rnd.below(2) ? SUBNQN : rnd.bytes(40).toString('latin1'), 256, 255, 'latin1');
-        d.write(rnd.below(2) ? HOSTNQN : rnd.bytes(rnd.below(300)).toString('latin1'), 512, 255, 'latin1');
-        d.copy(this.#mem.at(ADDR.DATA, d.length)); // where most of the descriptors point
-      }
-      return { capsule: withData(capsule), what: `fabrics ${fctype} cdw11 ${offset}`, held: false };
-    }
-    if (admin) {
-      const op = rnd.pick([
-        0x06,
-        0x06,
-        0x02,
-        0x02,
-        0x09,
-        0x0a,
-        0x18,
-        0x0c,
-        0x08,
-        0x00,
-        0x01,
-        0x05,
-        0x80,
-        rnd.below(256),
-      ]);
-      switch (op) {
-        case 0x06: {
-          // Identify
-          const len = rnd.pick([4096, 4096, 0, 512, 8192]);
-          return {
-            capsule: withData(
-              sqe({
-                opcode: op,
-                cid,
-                flags,
-                nsid: this.#nsid(),
-                sgl: this.#sgl(len),
-                cdw10: rnd.pick([0, 1, 2, 3, 6, 0x10, rnd.below(256)]),
-                cdw11: rnd.below(4) === 0 ? rnd.next() : 0,
-              }),
-            ),
-            what: 'identify',
-            held: false,
-          };
-        }
-        case 0x02: {
-          // Get Log Page
-          const numd = rnd.pick([127, 15, 1023, 0, 32767, rnd.below(0x10000)]);
-          const bytes = (numd + 1) * 4;
-          return {
-            capsule: withData(
-              sqe({
-                opcode: op,
-                cid,
-                flags,
-                nsid: this.#nsid(),
-                sgl: this.#sgl(bytes),
-                cdw10:
-                  rnd.pick([0x01, 0x02, 0x03, 0x04, 0x70, rnd.below(256)]) |
-                  (rnd.below(2) ? 0x8000 : 0) |
-                  ((numd & 0xffff) << 16),
-                cdw11: rnd.below(4) === 0 ? rnd.next() : 0,
-                cdw12: rnd.pick([0, 4, 512, 3, rnd.next()]),
-                cdw13: rnd.below(8) === 0 ? rnd.next() : 0,
-              }),
-            ),
-            what: `get log ${numd}`,
-            held: false,
-          };
-        }
-        case 0x09:
-        case 0x0a: // Set / Get Features
-          return {
-            capsule: withData(
-              sqe({
-                opcode: op,
-                cid,
-                flags,
-                sgl: rnd.below(3) ? undefined : this.#sgl(16),
-                cdw10:
-                  rnd.pick([1, 2, 4, 5, 6, 7, 0x0a, 0x0b, 0x0f, 0x81, rnd.below(256)]) |
-                  (rnd.below(4) === 0 ? rnd.below(8) << 8 : 0) |
-                  (rnd.below(8) === 0 ? 0x80000000 : 0),
-                cdw11: rnd.pick([0, 1, 0xffff, 5000, rnd.next()]),
-              }),
-            ),
-            what: `features ${op}`,
-            held: false,
-          };
-        case 0x0c:
-          return { capsule: sqe({ opcode: op, cid, flags }), what: 'AER', held: true };
-        case 0x08:
-          return {
-            capsule: sqe({ opcode: op, cid, flags, cdw10: (rnd.below(0x10000) << 16) | rnd.below(4) }),
-            what: 'abort',
-            held: false,
-          };
-        default:
-          return {
-            capsule: withData(
-              sqe({
-                opcode: op,
-                cid,
-                flags,
-                nsid: this.#nsid(),
-                sgl: this.#sgl(rnd.below(9000)),
-                cdw10: rnd.next(),
-                cdw11: rnd.next(),
-              }),
-            ),
-            what: `admin op ${op}`,
-            held: false,
-          };
-      }
-    }
-    const op = rnd.pick([0x01, 0x02, 0x02, 0x00, 0x08, 0x09, 0x09, rnd.below(256)]);
-    if (rnd.below(2) === 0 && op <= 0x09) return this.#goodIo(op, cid);
-    const slba = rnd.pick([0, 1, blocks - 1, blocks, blocks - 256, rnd.below(blocks), 2 ** 32, 2 ** 53 - 1]);
-    switch (op) {
-      case 0x01:
-      case 0x02: {
-        // Write / Read
-        const nlb = rnd.pick([1, 8, 256, 257, 0x10000, rnd.below(300) + 1]);
-        const len = Math.min(nlb * this.#bs, 0xffffff);
-        const control = rnd.below(4) === 0 ? rnd.below(0x10000) : 0;
-        return {
-          capsule: withData(
-            sqe({
-              opcode: op,
-              cid,
-              flags,
-              nsid: this.#nsid(),
-              sgl: this.#sgl(len),
-              cdw10: slba % 2 ** 32,
-              cdw11: Math.floor(slba / 2 ** 32) % 2 ** 32,
-              cdw12: (control << 16) | ((nlb - 1) & 0xffff),
-            }),
-          ),
-          what: `${op === 1 ? 'write' : 'read'} ${nlb} @${slba}`,
-          held: false,
-        };
-      }
-      case 0x08: {
-        // Write Zeroes: up to the whole namespace
-        const nlb = rnd.pick([1, 0x10000, blocks, rnd.below(0x10000) + 1]);
-        return {
-          capsule: sqe({
-            opcode: op,
-            cid,
-            flags,
-            nsid: this.#nsid(),
-            sgl: rnd.below(4) ? undefined : this.#sgl(rnd.below(100)),
-            cdw10: slba % 2 ** 32,
-            cdw11: Math.floor(slba / 2 ** 32) % 2 ** 32,
-            cdw12: (nlb - 1) & 0xffff,
-          }),
-          what: `write zeroes ${nlb} @${slba}`,
-          held: false,
-        };
-      }
-      case 0x09: {
-        // Dataset Management: up to 256 ranges, each up to the whole namespace
-        const nr = rnd.pick([0, 1, 255, rnd.below(256)]);
-        const ranges = Buffer.alloc((nr + 1) * 16);
-        for (let i = 0; i <= nr; i++) {
-          const s = rnd.pick([0, rnd.below(blocks), blocks, 2 ** 40]);
-          ranges.writeUInt32LE(rnd.next(), i * 16);
-          ranges.writeUInt32LE(
-            rnd.pick([blocks, blocks - s > 0 ? blocks - s : 1, 1, 0, 0xffffffff, rnd.below(blocks + 1)]),
-            i * 16 + 4,
-          );
-          ranges.writeBigUInt64LE(BigInt(s), i * 16 + 8);
-        }
-        const inCapsule = rnd.below(3) === 0;
-        if (!inCapsule) ranges.copy(this.#mem.at(ADDR.DATA, ranges.length));
-        const sgl = inCapsule
-          ? { addr: 0, len: ranges.length, key: 0, type: IN_CAPSULE }
-          : rnd.below(5)
-            ? { addr: ADDR.DATA, len: rnd.pick([ranges.length, 4096]), key: KEY, type: KEYED }
-            : this.#sgl(ranges.length);
-        const capsule = sqe({
-          opcode: op,
-          cid,
-          flags,
-          nsid: this.#nsid(),
-          sgl,
-          cdw10: nr,
-          cdw11: rnd.pick([0x4, 0x4, 0, 0x7, rnd.next()]),
-        });
-        return {
-          capsule: inCapsule ? Buffer.concat([capsule, ranges]) : capsule,
-          what: `dsm ${nr + 1} ranges`,
-          held: false,
-        };
-      }
-      default:
-        return {
-          capsule: withData(
-            sqe({
-              opcode: op,
-              cid,
-              flags,
-              nsid: this.#nsid(),
-              sgl: this.#sgl(rnd.below(0x30000)),
-              cdw10: rnd.next(),
-              cdw11: rnd.next(),
-              cdw12: rnd.next(),
-              cdw13: rnd.next(),
-              cdw14: rnd.next(),
-              cdw15: rnd.next(),
-            }),
-          ),
-          what: `io op ${op}`,
-          held: false,
-        };
-    }
-  }
-
-  /** An I/O command a host could send: nsid 1, a range inside the namespace, an exact keyed SGL within MDTS. */
-  #goodIo(op: number, cid: number): { capsule: Buffer; what: string; held: boolean } {
-    const rnd = this.#rnd;
-    const maxNlb = Math.max(1, Math.floor((128 * 1024) / this.#bs));
-    switch (op) {
-      case 0x01:
-      case 0x02: {
-        const nlb = 1 + rnd.below(maxNlb);
-        const slba = rnd.below(this.#blocks - nlb + 1);
-        return {
-          capsule: sqe({
-            opcode: op,
-            cid,
-            nsid: 1,
-            sgl: { addr: ADDR.DATA, len: nlb * this.#bs, key: KEY, type: rnd.below(4) ? KEYED : KEYED_INV },
-            cdw10: slba,
-            cdw12: nlb - 1,
-          }),
-          what: `good ${op === 1 ? 'write' : 'read'} ${nlb} @${slba}`,
-          held: false,
-        };
-      }
-      case 0x08: {
-        const nlb = 1 + rnd.below(Math.min(0x10000, this.#blocks));
-        const slba = rnd.below(this.#blocks - nlb + 1);
-        return {
-          capsule: sqe({ opcode: op, cid, nsid: 1, cdw10: slba, cdw12: nlb - 1 }),
-          what: `good write zeroes ${nlb} @${slba}`,
-          held: false,
-        };
-      }
-      case 0x09: {
-        const nr = rnd.below(256);
-        const ranges = Buffer.alloc((nr + 1) * 16);
-        for (let i = 0; i <= nr; i++) {
-          const s = rnd.below(this.#blocks);
-          ranges.writeUInt32LE(1 + rnd.below(this.#blocks - s), i * 16 + 4);
-          ranges.writeBigUInt64LE(BigInt(s), i * 16 + 8);
-        }
-        ranges.copy(this.#mem.at(ADDR.DATA, ranges.length));
-        return {
-          capsule: sqe({
-            opcode: op,
-            cid,
-            nsid: 1,
-            sgl: { addr: ADDR.DATA, len: ranges.length, key: KEY, type: KEYED },
-            cdw10: nr,
-            cdw11: 0x4,
-          }),
-          what: `good dsm ${nr + 1} ranges`,
-          held: false,
-        };
-      }
-      default:
-        return { capsule: sqe({ opcode: 0x00, cid, nsid: 1 }), what: 'good flush', held: false };
     }
   }
 

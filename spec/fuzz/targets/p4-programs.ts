@@ -4,7 +4,7 @@
 // operators from Object.prototype's keys, huge and negative sizes and widths,
 // deep and wide expressions, deleted and duplicated parts, broken JSON text.
 
-import { syntheticProgram } from '../../p4/helpers';
+import { syntheticProgram } from '../../support/p4';
 
 export const FIXTURES = [
   'simple_router.json',
@@ -25,7 +25,7 @@ export const PROTO_KEYS = [
   'apply',
   'bind',
 ];
-export const OPS = [
+const OPS = [
   '+',
   '-',
   '*',
@@ -52,7 +52,7 @@ export const OPS = [
   '?',
   'two_comp_mod',
 ];
-export const MATCH = ['exact', 'lpm', 'ternary', 'range', 'valid', 'optional'];
+const MATCH = ['exact', 'lpm', 'ternary', 'range', 'valid', 'optional'];
 export const NUMBERS = [
   0,
   1,
@@ -139,9 +139,9 @@ export class Rnd {
 
 // ---- programs ----
 
-export const field = (h: string, n: string) => ({ type: 'field', value: [h, n] });
-export const hex = (v: string) => ({ type: 'hexstr', value: v });
-export const expr = (op: string, left: unknown, right: unknown) => ({ type: 'expression', value: { op, left, right } });
+const field = (h: string, n: string) => ({ type: 'field', value: [h, n] });
+const hex = (v: string) => ({ type: 'hexstr', value: v });
+const expr = (op: string, left: unknown, right: unknown) => ({ type: 'expression', value: { op, left, right } });
 
 /** A parser state testing etherType against a value set, then a loop back (the set at every parser step). */
 export function vsetProgram(r: Rnd, big = false): any {
@@ -337,7 +337,7 @@ export function heavyProgram(r: Rnd): any {
 }
 
 /** Every string in a program (candidate names for mutations and commands). */
-export function strings(root: unknown): string[] {
+function strings(root: unknown): string[] {
   const out = new Set<string>();
   const stack: unknown[] = [root];
   while (stack.length > 0) {
@@ -354,7 +354,7 @@ export function strings(root: unknown): string[] {
 }
 
 /** Every (container, key) slot of the tree, iteratively. */
-export function slots(root: any): [any, string | number][] {
+function slots(root: any): [any, string | number][] {
   const out: [any, string | number][] = [];
   const stack: any[] = [root];
   while (stack.length > 0) {
@@ -373,7 +373,7 @@ export function slots(root: any): [any, string | number][] {
   return out;
 }
 
-export function randomValue(r: Rnd, names: string[]): unknown {
+function randomValue(r: Rnd, names: string[]): unknown {
   switch (r.below(9)) {
     case 0:
       return r.pick(PROTO_KEYS);

@@ -29,7 +29,7 @@ import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/device/devcmd';
 import { P4LoadError } from '../../../lib/p4/program/load';
 import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
 import { GuestP4 } from '../../p4/guest';
-import { ethernet, fixtureText, ipv4, snapshot, tcp, udp } from '../../p4/helpers';
+import { ethernet, fixtureText, ipv4, snapshot, tcp, udp } from '../../support/p4';
 import { FuzzFinding, registerTarget } from './index';
 import {
   breakText,
@@ -108,7 +108,7 @@ function randomCommand(r: Rnd, e: P4Engine | null): string {
 }
 
 /** Many adds of one kind (fills tables, profiles and sets to their limits), made as they are run. */
-export function* flood(r: Rnd, e: P4Engine, n: number): Generator<string> {
+function* flood(r: Rnd, e: P4Engine, n: number): Generator<string> {
   const t = r.pick([...e.tables.values()].filter((x) => x.keys.length > 0));
   const ap = r.pick([...e.profiles.values()]);
   const vs = r.pick([...e.vsets.sets.values()]);

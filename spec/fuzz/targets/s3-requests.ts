@@ -21,7 +21,7 @@ export interface Req {
   readonly deleteKeys?: { readonly stem: string; readonly count: number };
 }
 
-export const HOSTILE = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype'];
+const HOSTILE = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype'];
 const QUERY_NAMES = [
   'list-type',
   'prefix',

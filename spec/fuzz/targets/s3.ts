@@ -1,6 +1,6 @@
 // The S3 store: HTTP requests to an in-process S3Endpoint, both on the host
 // listener (listen=127.0.0.1:0, through Node's own client and raw sockets) and
-// on the guest's wire (TCP frames from spec/targets/s3/guest-tcp.ts into the
+// on the guest's wire (TCP frames from spec/support/s3-guest-tcp.ts into the
 // endpoint's frame hook). Each epoch opens a fresh store (a quarter of them
 // with SigV4 credentials, so the signature checks take random input) and
 // mixes good requests and flows (PUT/GET back, multipart upload and complete,
@@ -25,7 +25,7 @@ import { guardStats } from '../../../lib/guard';
 import { S3Endpoint } from '../../../lib/targets/s3/endpoint';
 import { S3_DEFAULTS, S3Options } from '../../../lib/targets/s3/options';
 import { Prng } from '../../support/ionic/rig';
-import { GuestTcp } from '../../targets/s3/guest-tcp';
+import { GuestTcp } from '../../support/s3-guest-tcp';
 import { CpuTurnWatch } from '../../targets/turn-watch';
 import { EscapeWatch, FuzzFinding, FuzzRunOptions, registerTarget } from './index';
 import { b64, BUCKET, KnownState, Req, S3Requests } from './s3-requests';

@@ -1,7 +1,7 @@
 // The S3 store's TCP endpoint against hand-built frame sequences: ARP, ICMP
 // echo, the handshake, data both ways with cumulative ACKs, retransmission
 // on (fake) timers, FIN both ways, RST for segments nobody owns, and two
-// connections side by side. Frames in are built by spec/targets/s3/frames.ts,
+// connections side by side. Frames in are built by spec/support/s3-frames.ts,
 // frames out decoded by it; neither uses the code under test.
 
 import { expect } from 'chai';
@@ -21,7 +21,7 @@ import {
   STORE_MAC,
   SYN,
   tcp,
-} from '../../targets/s3/frames';
+} from '../../support/s3-frames';
 
 const ISS = 1000;
 const PORT = 9000;

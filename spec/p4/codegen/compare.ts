@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { OutputMode, P4Engine } from '../../../lib/p4/engine/engine';
 import { P4Result } from '../../../lib/p4/frame/result';
 import { runCommand } from '../../../lib/p4/engine/commands';
-import { ethernet, ipv4, snapshot, tcp, udp } from '../helpers';
+import { ethernet, ipv4, snapshot, tcp, udp } from '../../support/p4';
 
 export interface Pair {
   gen: P4Engine;

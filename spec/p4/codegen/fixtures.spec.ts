@@ -14,7 +14,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { runCommands } from '../../../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, ipv4Checksum, mac, snapshot, tcp, udp } from '../helpers';
+import { ethernet, fixtureText, ipv4, ipv4Checksum, mac, snapshot, tcp, udp } from '../../support/p4';
 import { xorshift } from '../../support/rng';
 import { ADDRS, anyFrame, both, compare, MACS, noiseFrame, pair, pick, randomBytes } from './compare';
 

@@ -3,7 +3,7 @@
 
 import { expect } from 'chai';
 import { exactSpec, lpmSpec, ternarySpec } from '../../../lib/p4/compile/tables/entries';
-import { ethernet, ip, ipv4 } from '../helpers';
+import { ethernet, ip, ipv4 } from '../../support/p4';
 import { xorshift } from '../../support/rng';
 import { both, MACS, ADDRS, pick, Pair, randomBytes } from './compare';
 

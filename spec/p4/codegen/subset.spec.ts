@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { runCommand } from '../../../lib/p4/engine/commands';
-import { snapshot, syntheticProgram } from '../helpers';
+import { snapshot, syntheticProgram } from '../../support/p4';
 import { xorshift } from '../../support/rng';
 import { anyFrame, both, compare, pair } from './compare';
 import { fillSubsetTables, subsetFrame, subsetProgram } from './subset-program';

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/device/devcmd';
-import { ethernet, syntheticProgram } from '../helpers';
+import { ethernet, syntheticProgram } from '../../support/p4';
 import { guestControl } from '../guest';
 
 const St = { SUCCESS: 0, EINVAL: 14 } as const;

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { runCommand } from '../../../lib/p4/engine/commands';
-import { ethernet, syntheticProgram } from '../helpers';
+import { ethernet, syntheticProgram } from '../../support/p4';
 
 function indirect(selector: boolean): P4Engine {
   const p = syntheticProgram([{ match_type: 'exact', target: ['ethernet', 'etherType'] }], 'exact');

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { MAX_FRAME_COST } from '../../../lib/p4/compile/cost';
 import { P4LoadError } from '../../../lib/p4/program/load';
-import { ethernet, fixtureText, syntheticProgram } from '../helpers';
+import { ethernet, fixtureText, syntheticProgram } from '../../support/p4';
 import { guestControl } from '../guest';
 import { P4_GUEST_LIMITS, P4_MAX_PROGRAM_BYTES } from '../../../lib/p4/device/devcmd';
 

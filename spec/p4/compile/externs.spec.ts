@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { ALGORITHMS } from '../../../lib/p4/compile/calculations';
 import { readEntryCounters, runCommand } from '../../../lib/p4/engine/commands';
-import { ethernet, syntheticProgram } from '../helpers';
+import { ethernet, syntheticProgram } from '../../support/p4';
 
 const F = (name: string) => ({ type: 'field', value: ['ethernet', name] });
 const HEX = (v: string) => ({ type: 'hexstr', value: v });

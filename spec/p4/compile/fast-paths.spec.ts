@@ -15,7 +15,7 @@ import { compileNum, compileValue, ExprContext, NO_ARGS } from '../../../lib/p4/
 import { compileImageCalculation } from '../../../lib/p4/compile/calculations';
 import { runCommands } from '../../../lib/p4/engine/commands';
 import { FieldInfo } from '../../../lib/p4/program/layout';
-import { fixtureText, ipv4Checksum, snapshot } from '../helpers';
+import { fixtureText, ipv4Checksum, snapshot } from '../../support/p4';
 import { add, layoutProgram, randomBig, refRead, refWrite, rng } from './layout-programs';
 
 /** Two headers and actions that add, remove, copy and swap them, so headers change places and lengths. */

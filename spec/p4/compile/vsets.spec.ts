@@ -9,7 +9,7 @@ import { P4Engine } from '../../../lib/p4/engine/engine';
 import { runCommand } from '../../../lib/p4/engine/commands';
 import { MAX_VSET_DEFAULT, MAX_VSET_SIZE } from '../../../lib/p4/compile/vsets';
 import { P4_GUEST_MAX_TABLE_ENTRIES } from '../../../lib/p4/device/devcmd';
-import { ethernet, syntheticProgram } from '../helpers';
+import { ethernet, syntheticProgram } from '../../support/p4';
 import { guestControl } from '../guest';
 
 /**

@@ -11,7 +11,7 @@ import type { P4Segment } from '../../../lib/p4/device/segment';
 import { IonicGuest } from '../../support/ionic/guest';
 import { Rig } from '../../support/ionic/rig';
 import { FakeLink } from '../../support/ionic/wire';
-import { ethernet, FIXTURES, ipv4, ipv4Checksum, udp } from '../helpers';
+import { ethernet, FIXTURES, ipv4, ipv4Checksum, udp } from '../../support/p4';
 import * as path from 'path';
 
 const body = udp(1000, 2000, Buffer.from('payload bytes stay untouched by the router'));

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { tempSocketPath } from '../../support/fds';
-import { FIXTURES, fixtureJson } from '../helpers';
+import { FIXTURES, fixtureJson } from '../../support/p4';
 
 const BIN = path.join(__dirname, '..', '..', '..', 'bin', 'rocm-ernic.js');
 

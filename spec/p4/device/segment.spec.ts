@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
 import { P4Segment } from '../../../lib/p4/device/segment';
-import { ethernet, fixtureText, ipv4, udp } from '../helpers';
+import { ethernet, fixtureText, ipv4, udp } from '../../support/p4';
 
 function rig(program: string) {
   const engine = P4Engine.load(fixtureText(program));

@@ -33,7 +33,7 @@ import {
   v,
 } from '../../support/ionic/rdma-ops-fixture';
 import { MAXCODE, REF, refEncode } from './fp8-ref';
-import { FIXTURES } from '../helpers';
+import { FIXTURES } from '../../support/p4';
 
 const ROOT = path.join(__dirname, '..', '..', '..', '..');
 const PROGRAM = path.join(ROOT, 'fixtures', 'p4', 'rdma_fp8.json');

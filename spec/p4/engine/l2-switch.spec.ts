@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { runCommand } from '../../../lib/p4/engine/commands';
-import { ethernet, fixtureText } from '../helpers';
+import { ethernet, fixtureText } from '../../support/p4';
 
 const A = '00:00:00:00:00:0a';
 const B = '00:00:00:00:00:0b';

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { PacketState, ParserError } from '../../../lib/p4/frame/packet-state';
-import { ethernet, fixtureText, ipv4, tcp, udp } from '../helpers';
+import { ethernet, fixtureText, ipv4, tcp, udp } from '../../support/p4';
 
 describe('p4: parser_deparser_1 parse/deparse', () => {
   let engine: P4Engine;

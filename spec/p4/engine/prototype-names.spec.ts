@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { P4LoadError } from '../../../lib/p4/program/load';
 import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, snapshot, syntheticProgram } from '../helpers';
+import { ethernet, fixtureText, ipv4, snapshot, syntheticProgram } from '../../support/p4';
 import { xorshift } from '../../support/rng';
 import { guestControl } from '../guest';
 

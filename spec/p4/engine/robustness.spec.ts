@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { runCommands } from '../../../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, tcp } from '../helpers';
+import { ethernet, fixtureText, ipv4, tcp } from '../../support/p4';
 import { xorshift } from '../../support/rng';
 
 const PROGRAMS = [

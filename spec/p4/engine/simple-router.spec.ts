@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { runCommand, runCommands } from '../../../lib/p4/engine/commands';
-import { ethernet, fixtureText, ipv4, ipv4Checksum, udp } from '../helpers';
+import { ethernet, fixtureText, ipv4, ipv4Checksum, udp } from '../../support/p4';
 
 describe('p4: simple_router with commands.txt', () => {
   let engine: P4Engine;

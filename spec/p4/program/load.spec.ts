@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { P4Engine } from '../../../lib/p4/engine/engine';
 import { P4LoadError } from '../../../lib/p4/program/load';
 import { MAX_PARSE_STEPS } from '../../../lib/p4/compile/parser';
-import { ethernet, fixtureJson, fixtureText, syntheticProgram } from '../helpers';
+import { ethernet, fixtureJson, fixtureText, syntheticProgram } from '../../support/p4';
 
 const FIXTURES = [
   'simple_router.json',

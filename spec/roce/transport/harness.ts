@@ -27,7 +27,7 @@ import {
 import { xorshift } from '../../support/rng';
 import { ipv4Path } from '../paths';
 
-export const ALL_ACCESS = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC;
+const ALL_ACCESS = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC;
 
 interface Region {
   base: number;
@@ -36,7 +36,7 @@ interface Region {
 }
 
 /** Guest memory: regions by key, each a buffer at a base address with access rights. */
-export class FakeMemory implements RoceMemory {
+class FakeMemory implements RoceMemory {
   readonly regions = new Map<number, Region>();
 
   register(key: number, base: number, size: number, access = ALL_ACCESS): Buffer {
@@ -73,7 +73,7 @@ export class FakeMemory implements RoceMemory {
   }
 }
 
-export interface RecordedCompletion {
+interface RecordedCompletion {
   wrId: number;
   status: number;
   opcode: number;

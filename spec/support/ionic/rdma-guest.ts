@@ -23,7 +23,7 @@
 
 import { command, IonicGuest, putU64 } from './guest';
 import { PAGE } from './regs';
-import { AOp, BootOp, Eqe, QCmd, RdmaId, Ring } from './rdma-regs';
+import { BootOp, Eqe, QCmd, RdmaId, Ring } from './rdma-regs';
 
 interface RdmaIdentity {
   readonly caps: bigint;
@@ -493,5 +493,3 @@ export class RdmaGuest {
     return (await this.g.adminCmd(this.resetCmd())).status;
   }
 }
-
-export { AOp };

@@ -1,4 +1,4 @@
-// The shared fixture of the rdma-ops specs (spec/ionic/rdma-ops-*.spec.ts):
+// The shared fixture of the rdma-ops specs (spec/ionic/rdma/ops-*.spec.ts):
 // one verbs guest per spec file with scattered MRs of every access kind, an
 // RC pair on two CQs, the CQE projections the tests compare, and an arena
 // snapshot that proves nothing outside an operation's target was written.

@@ -3,12 +3,12 @@
 // offsets + 24 for the MAD header), rdma_cm's cma_hdr and nvme-rdma.h's
 // private data - never with the tables under test.
 
-export const MAD = 256;
+const MAD = 256;
 export const ATTR = { REQ: 0x10, MRA: 0x11, REJ: 0x12, REP: 0x13, RTU: 0x14, DREQ: 0x15, DREP: 0x16 } as const;
 /** rdma_cm TCP port space << 16 | 4420. */
-export const SERVICE_4420 = 0x0106_1144;
-export const GUEST_IP = [192, 168, 200, 2];
-export const TARGET_IP = [192, 168, 200, 1];
+const SERVICE_4420 = 0x0106_1144;
+const GUEST_IP = [192, 168, 200, 2];
+const TARGET_IP = [192, 168, 200, 1];
 
 /** The 24-byte MAD header: base version 1, class CM (7), class version 2, method Send (3), TID, attribute. */
 export function madHeader(attr: number, tid = 0x1122334455667788n): Buffer {
@@ -22,7 +22,7 @@ export function madHeader(attr: number, tid = 0x1122334455667788n): Buffer {
   return b;
 }
 
-export interface ReqSpec {
+interface ReqSpec {
   commId?: number;
   qpn?: number;
   /** Responder resources (what the guest takes: our RDMA READs) and initiator depth. */
@@ -126,7 +126,7 @@ export function header(m: Buffer): {
   return { base: m[0]!, cls: m[1]!, ver: m[2]!, method: m[3]!, attr: m.readUInt16BE(16), tid: m.readBigUInt64BE(8) };
 }
 
-export interface RepFields {
+interface RepFields {
   local: number;
   remote: number;
   qkey: number;

@@ -2,7 +2,7 @@
 // controller behind the device (the loop-budget specs): CM on QP1 through an
 // AH to the target's address, an RC QP per NVMe queue, Connect and CC.EN by
 // capsule, and capsules posted several to one doorbell. The same steps as
-// rdma-datapath.spec.ts, gathered in one class; MADs and capsules are built by
+// rdma/data-path.spec.ts, gathered in one class; MADs and capsules are built by
 // hand (cm-mads.ts, helpers.ts).
 
 import { decodeCqe, NvmeofTarget } from '../../../lib/targets/nvmeof';

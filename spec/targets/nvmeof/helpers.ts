@@ -61,7 +61,7 @@ export interface SglSpec {
   readonly type: number;
 }
 
-export interface SqeSpec {
+interface SqeSpec {
   readonly opcode: number;
   readonly cid: number;
   readonly flags?: number;

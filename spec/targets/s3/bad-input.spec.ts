@@ -13,8 +13,8 @@ import type { AddressInfo } from 'net';
 import { S3Endpoint } from '../../../lib/targets/s3/endpoint';
 import { S3_DEFAULTS } from '../../../lib/targets/s3/options';
 import { Prng } from '../../support/ionic/rig';
-import { ACK, arpRequest, echoRequest, FIN, PSH, RST, STORE_IP, SYN, tcp } from './frames';
-import { GuestTcp } from './guest-tcp';
+import { ACK, arpRequest, echoRequest, FIN, PSH, RST, STORE_IP, SYN, tcp } from '../../support/s3-frames';
+import { GuestTcp } from '../../support/s3-guest-tcp';
 
 const SEED = 0x5eed53;
 

@@ -8,7 +8,7 @@
 // the MR, a 2^64 address) with guest memory unchanged. The store claims its
 // frames before any endpoint added later (the P4 segment's place), and the
 // guest's connections end when it detaches. Frames and tokens are built by
-// hand (frames.ts, guest-tcp.ts), not with the code under test; SigV4 is on,
+// hand (spec/support/s3-frames.ts, s3-guest-tcp.ts), not with the code under test; SigV4 is on,
 // every request signed by the AWS SDK's signer (spec/support/s3-sign.ts).
 
 import { expect } from 'chai';
@@ -27,8 +27,8 @@ import { idBody } from '../../support/ionic/rdma-cmds';
 import { AOp, MrF } from '../../support/ionic/rdma-regs';
 import { GuestMr, Snapshot, VerbsGuest } from '../../support/ionic/rdma-verbs';
 import { Prng, Rig } from '../../support/ionic/rig';
-import { arpRequest, decode, echoRequest, GUEST_IP, STORE_IP, STORE_MAC } from './frames';
-import { GuestTcp } from './guest-tcp';
+import { arpRequest, decode, echoRequest, GUEST_IP, STORE_IP, STORE_MAC } from '../../support/s3-frames';
+import { GuestTcp } from '../../support/s3-guest-tcp';
 import { S3Backend } from '../../../lib/backends/s3';
 
 const MR_BYTES = 64 * 1024;

@@ -29,13 +29,13 @@ import { S3Backend } from '../../../lib/backends/s3';
 const MAX_RTT_MS = 100;
 const MiB = 1024 * 1024;
 
-export interface Reply {
+interface Reply {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: Buffer;
 }
 
-export function request(
+function request(
   port: number,
   method: string,
   path: string,

@@ -17,7 +17,7 @@ import * as http from 'http';
 import * as path from 'path';
 import { createS3Server, ObjectStore } from '../../../lib/targets/s3/store';
 import { TcpStack } from '../../../lib/net/tcp-host';
-import { ACK, decode, FIN, Out, RST, STORE_MAC, SYN } from './frames';
+import { ACK, decode, FIN, Out, RST, STORE_MAC, SYN } from '../../support/s3-frames';
 
 const FIXTURE = path.join(__dirname, '..', '..', '..', '..', 'fixtures', 's3', 'guest-session.pcap');
 

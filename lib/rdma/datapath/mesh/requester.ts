@@ -46,7 +46,7 @@ export interface MeshSender {
 }
 
 /** One request waiting for its answer. */
-export interface MeshRequest {
+interface MeshRequest {
   readonly qp: QpRecord;
   readonly s: QpDp;
   readonly node: number;
@@ -63,7 +63,7 @@ export interface MeshRequest {
 export const LEND_MIN_BYTES = 16 * 1024;
 
 /** Reply bytes one node may ask of one peer at once: what the peer's reply room is sure to hold. */
-export const READ_REPLY_BUDGET = REQUEST_QUEUE_BYTES;
+const READ_REPLY_BUDGET = REQUEST_QUEUE_BYTES;
 
 /** The send ops of the ionic wire protocol, by verb (-1: not a remote op). */
 function wireOp(verb: SendVerb): number {

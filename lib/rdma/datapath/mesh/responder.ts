@@ -55,7 +55,7 @@ import {
 } from '../../../mesh/ionic-header';
 
 /** How a responder error fails its QP (WqeExecutor.responderError: ERR and the async event). */
-export interface ResponderFailures {
+interface ResponderFailures {
   responderError(qp: QpRecord, status: number): void;
 }
 
@@ -65,7 +65,7 @@ function ready(state: QpState): boolean {
 }
 
 /** A request as it arrived: who sent it, its header and payload (views kept valid by `release` until called). */
-export interface InboundRequest {
+interface InboundRequest {
   readonly from: number;
   readonly header: Buffer;
   readonly payload: Buffer;

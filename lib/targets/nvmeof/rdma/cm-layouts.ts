@@ -19,7 +19,7 @@ export const MAD_SIZE = 256;
 const MAD_HDR = 24;
 
 /** A bit field as IBTA tables write it: `width` bits from bit `bit` (0 = most significant) of byte `byte`, inside a big-endian container. */
-export interface IbaBits {
+interface IbaBits {
   readonly word: Field;
   readonly shift: number;
   readonly mask: number;
@@ -128,16 +128,6 @@ export const cm_req_msg = {
   primary_local_ack_timeout: bits(MAD_HDR + 95, 0, 5),
   /** 92 bytes; rdma_cm puts its cma_hdr first, the consumer's data after it. */
   private_data: raw(MAD_HDR + 140, 92),
-  SIZE: MAD_SIZE,
-} as const;
-
-/** Table 107: MRA (the peer asks for more time; nothing for us to do). */
-export const cm_mra_msg = {
-  local_comm_id: be(MAD_HDR + 0, 4),
-  remote_comm_id: be(MAD_HDR + 4, 4),
-  message_mraed: bits(MAD_HDR + 8, 0, 2),
-  service_timeout: bits(MAD_HDR + 9, 0, 5),
-  private_data: raw(MAD_HDR + 10, 222),
   SIZE: MAD_SIZE,
 } as const;
 

@@ -74,7 +74,7 @@ export interface CmPeer {
   readonly vlanTci: number;
 }
 
-export type CmState = 'rep-sent' | 'established';
+type CmState = 'rep-sent' | 'established';
 
 /** One accepted connection: a guest QP and the controller QPN it talks to. */
 export interface CmConnection {
@@ -105,7 +105,7 @@ export interface CmHost {
   closed(c: CmConnection, why: string): void;
 }
 
-export interface CmResponderOptions {
+interface CmResponderOptions {
   /** The target's IPv4 address (a.b.c.d) and rdma_cm port. */
   readonly ip: string;
   readonly port: number;
@@ -181,18 +181,17 @@ export class CmResponder {
   /** A MAD the guest's QP1 sent to ours (`mad`: the 256 bytes after the GRH). */
   receive(mad: Buffer, peer: CmPeer): void {
     this.counts.received++;
-    const h = ib_mad_hdr;
     if (
       mad.length < MAD_SIZE ||
-      getField(mad, 0, h.base_version) !== IB_MGMT_BASE_VERSION ||
-      getField(mad, 0, h.mgmt_class) !== IB_MGMT_CLASS_CM ||
-      getField(mad, 0, h.class_version) !== IB_CM_CLASS_VERSION ||
-      getField(mad, 0, h.method) !== IB_MGMT_METHOD_SEND
+      getField(mad, 0, ib_mad_hdr.base_version) !== IB_MGMT_BASE_VERSION ||
+      getField(mad, 0, ib_mad_hdr.mgmt_class) !== IB_MGMT_CLASS_CM ||
+      getField(mad, 0, ib_mad_hdr.class_version) !== IB_CM_CLASS_VERSION ||
+      getField(mad, 0, ib_mad_hdr.method) !== IB_MGMT_METHOD_SEND
     ) {
       this.counts.dropped++;
       return;
     }
-    switch (getField(mad, 0, h.attr_id)) {
+    switch (getField(mad, 0, ib_mad_hdr.attr_id)) {
       case CmAttr.REQ:
         this.#req(mad, peer);
         return;
@@ -245,8 +244,7 @@ export class CmResponder {
   // ---- messages ------------------------------------------------------------------------------
 
   #req(mad: Buffer, peer: CmPeer): void {
-    const m = cm_req_msg;
-    const remoteCommId = getField(mad, 0, m.local_comm_id);
+    const remoteCommId = getField(mad, 0, cm_req_msg.local_comm_id);
     const key = `${peer.gid.toString('hex')}/${remoteCommId}`;
     const known = this.#byRemote.get(key);
     if (known) {
@@ -281,19 +279,18 @@ export class CmResponder {
       state: 'rep-sent',
       rep,
     };
-    const r = cm_rep_msg;
-    setField(rep, 0, r.local_comm_id, c.localCommId);
-    setField(rep, 0, r.remote_comm_id, remoteCommId);
-    setBits(rep, 0, r.local_qpn, c.targetQpn);
-    setBits(rep, 0, r.starting_psn, c.startingPsn);
+    setField(rep, 0, cm_rep_msg.local_comm_id, c.localCommId);
+    setField(rep, 0, cm_rep_msg.remote_comm_id, remoteCommId);
+    setBits(rep, 0, cm_rep_msg.local_qpn, c.targetQpn);
+    setBits(rep, 0, cm_rep_msg.starting_psn, c.startingPsn);
     // What the guest offers to take (its responder resources) is what we may issue: our RDMA READs of its memory.
-    setField(rep, 0, r.responder_resources, Math.min(checked.initiatorDepth, MAX_RD_ATOMIC));
-    setField(rep, 0, r.initiator_depth, Math.min(checked.responderResources, MAX_RD_ATOMIC));
-    setBits(rep, 0, r.target_ack_delay, REP_TARGET_ACK_DELAY);
-    setBits(rep, 0, r.end_to_end_flow_control, 1);
-    setBits(rep, 0, r.rnr_retry_count, REP_RNR_RETRY);
-    setRawBytes(rep, 0, r.local_ca_guid, this.#o.caGuid);
-    const pd = r.private_data.off;
+    setField(rep, 0, cm_rep_msg.responder_resources, Math.min(checked.initiatorDepth, MAX_RD_ATOMIC));
+    setField(rep, 0, cm_rep_msg.initiator_depth, Math.min(checked.responderResources, MAX_RD_ATOMIC));
+    setBits(rep, 0, cm_rep_msg.target_ack_delay, REP_TARGET_ACK_DELAY);
+    setBits(rep, 0, cm_rep_msg.end_to_end_flow_control, 1);
+    setBits(rep, 0, cm_rep_msg.rnr_retry_count, REP_RNR_RETRY);
+    setRawBytes(rep, 0, cm_rep_msg.local_ca_guid, this.#o.caGuid);
+    const pd = cm_rep_msg.private_data.off;
     setField(rep, pd, nvme_rdma_cm_rep.recfmt, NVME_RDMA_CM_FMT_1_0);
     setField(rep, pd, nvme_rdma_cm_rep.crqsize, checked.hsqsize + 1);
     if (!this.#o.host.open(c)) {
@@ -320,43 +317,43 @@ export class CmResponder {
 
   /** The REQ's fields, in the order nvmet checks them; a refusal names the REJ to send. */
   #check(mad: Buffer): Request | Refusal {
-    const m = cm_req_msg;
-    if (getField(mad, 0, m.service_id) !== this.#serviceId) {
+    if (getField(mad, 0, cm_req_msg.service_id) !== this.#serviceId) {
       return {
         reason: CmRejReason.INVALID_SERVICE_ID,
         nvmeStatus: 0,
-        why: `service id ${getField(mad, 0, m.service_id)} is not rdma_cm TCP port ${this.#o.port}`,
+        why: `service id ${getField(mad, 0, cm_req_msg.service_id)} is not rdma_cm TCP port ${this.#o.port}`,
       };
     }
     if (
-      getBits(mad, 0, m.transport_service_type) !== CM_TRANSPORT_RC ||
-      getBits(mad, 0, m.extended_transport_type) !== 0
+      getBits(mad, 0, cm_req_msg.transport_service_type) !== CM_TRANSPORT_RC ||
+      getBits(mad, 0, cm_req_msg.extended_transport_type) !== 0
     ) {
       return { reason: CmRejReason.INVALID_TRANSPORT_TYPE, nvmeStatus: 0, why: 'not an RC connection' };
     }
-    const pd = m.private_data.off;
-    const h = cma_hdr;
-    const dst = mad.subarray(pd + h.dst_addr.off + CMA_IP4_OFFSET, pd + h.dst_addr.off + h.dst_addr.size);
+    const pd = cm_req_msg.private_data.off;
+    const dst = mad.subarray(
+      pd + cma_hdr.dst_addr.off + CMA_IP4_OFFSET,
+      pd + cma_hdr.dst_addr.off + cma_hdr.dst_addr.size,
+    );
     if (
-      getField(mad, pd, h.cma_version) !== CMA_VERSION ||
-      getField(mad, pd, h.ip_version) >>> CMA_IP_VERSION_SHIFT !== 4 ||
+      getField(mad, pd, cma_hdr.cma_version) !== CMA_VERSION ||
+      getField(mad, pd, cma_hdr.ip_version) >>> CMA_IP_VERSION_SHIFT !== 4 ||
       !dst.equals(this.#ip)
     ) {
       return { reason: CmRejReason.INVALID_SERVICE_ID, nvmeStatus: 0, why: 'cma_hdr does not name our IPv4 address' };
     }
-    const at = pd + h.SIZE;
-    const q = nvme_rdma_cm_req;
+    const at = pd + cma_hdr.SIZE;
     const refuse = (nvmeStatus: number, why: string): Refusal => ({
       reason: CmRejReason.CONSUMER_DEFINED,
       nvmeStatus,
       why,
     });
-    if (getField(mad, at, q.recfmt) !== NVME_RDMA_CM_FMT_1_0)
-      return refuse(NvmeRdmaCmStatus.INVALID_RECFMT, `recfmt ${getField(mad, at, q.recfmt)}`);
-    const qid = getField(mad, at, q.qid);
-    const hsqsize = getField(mad, at, q.hsqsize);
-    const hrqsize = getField(mad, at, q.hrqsize);
-    const cntlid = getField(mad, at, q.cntlid);
+    if (getField(mad, at, nvme_rdma_cm_req.recfmt) !== NVME_RDMA_CM_FMT_1_0)
+      return refuse(NvmeRdmaCmStatus.INVALID_RECFMT, `recfmt ${getField(mad, at, nvme_rdma_cm_req.recfmt)}`);
+    const qid = getField(mad, at, nvme_rdma_cm_req.qid);
+    const hsqsize = getField(mad, at, nvme_rdma_cm_req.hsqsize);
+    const hrqsize = getField(mad, at, nvme_rdma_cm_req.hrqsize);
+    const cntlid = getField(mad, at, nvme_rdma_cm_req.cntlid);
     if (qid > this.#o.maxIoQueues)
       return refuse(NvmeRdmaCmStatus.INVALID_QID, `qid ${qid} above ${this.#o.maxIoQueues}`);
     if (qid === 0 ? hsqsize + 1 > ADMIN_QUEUE_DEPTH : hsqsize === 0 || hsqsize + 1 > QUEUE_ENTRIES) {
@@ -367,26 +364,25 @@ export class CmResponder {
       return refuse(NvmeRdmaCmStatus.INVALID_CNTLID, `cntlid ${cntlid} names no live controller`);
     }
     return {
-      remoteCommId: getField(mad, 0, m.local_comm_id),
-      guestQpn: getBits(mad, 0, m.local_qpn),
+      remoteCommId: getField(mad, 0, cm_req_msg.local_comm_id),
+      guestQpn: getBits(mad, 0, cm_req_msg.local_qpn),
       qid,
       hsqsize,
       hrqsize,
-      responderResources: getField(mad, 0, m.responder_resources),
-      initiatorDepth: getField(mad, 0, m.initiator_depth),
+      responderResources: getField(mad, 0, cm_req_msg.responder_resources),
+      initiatorDepth: getField(mad, 0, cm_req_msg.initiator_depth),
     };
   }
 
   #reject(req: Buffer, peer: CmPeer, r: Refusal): void {
     const m = this.#mad(CmAttr.REJ, viewRaw(req, 0, ib_mad_hdr.tid));
-    const j = cm_rej_msg;
-    setField(m, 0, j.local_comm_id, this.#allocCommId());
-    setField(m, 0, j.remote_comm_id, getField(req, 0, cm_req_msg.local_comm_id));
-    setBits(m, 0, j.message_rejected, CmMsgResponse.REQ);
-    setField(m, 0, j.reason, r.reason);
+    setField(m, 0, cm_rej_msg.local_comm_id, this.#allocCommId());
+    setField(m, 0, cm_rej_msg.remote_comm_id, getField(req, 0, cm_req_msg.local_comm_id));
+    setBits(m, 0, cm_rej_msg.message_rejected, CmMsgResponse.REQ);
+    setField(m, 0, cm_rej_msg.reason, r.reason);
     if (r.reason === CmRejReason.CONSUMER_DEFINED) {
-      setField(m, j.private_data.off, nvme_rdma_cm_rej.recfmt, NVME_RDMA_CM_FMT_1_0);
-      setField(m, j.private_data.off, nvme_rdma_cm_rej.sts, r.nvmeStatus);
+      setField(m, cm_rej_msg.private_data.off, nvme_rdma_cm_rej.recfmt, NVME_RDMA_CM_FMT_1_0);
+      setField(m, cm_rej_msg.private_data.off, nvme_rdma_cm_rej.sts, r.nvmeStatus);
     }
     this.counts.rejected++;
     this.#log.warn(`nvmeof: CM REQ rejected: ${r.why}`, { reason: r.reason, nvmeStatus: r.nvmeStatus });
@@ -400,14 +396,13 @@ export class CmResponder {
   }
 
   #dreq(mad: Buffer, peer: CmPeer): void {
-    const d = cm_dreq_msg;
-    const ours = getField(mad, 0, d.remote_comm_id);
-    const theirs = getField(mad, 0, d.local_comm_id);
+    const ours = getField(mad, 0, cm_dreq_msg.remote_comm_id);
+    const theirs = getField(mad, 0, cm_dreq_msg.local_comm_id);
     const c = this.#byCommId.get(ours);
     const m = this.#mad(CmAttr.DREP, viewRaw(mad, 0, ib_mad_hdr.tid));
     setField(m, 0, cm_drep_msg.local_comm_id, ours);
     setField(m, 0, cm_drep_msg.remote_comm_id, theirs);
-    if (c && c.remoteCommId === theirs && getBits(mad, 0, d.remote_qpn_eecn) === c.targetQpn) {
+    if (c && c.remoteCommId === theirs && getBits(mad, 0, cm_dreq_msg.remote_qpn_eecn) === c.targetQpn) {
       this.#o.host.sendMad(m, c.peer);
       this.#forget(c, 'DREQ from the guest');
       return;
@@ -435,13 +430,12 @@ export class CmResponder {
   /** A fresh 256-byte CM MAD with its header filled in. */
   #mad(attr: number, tid: Buffer): Buffer {
     const m = Buffer.alloc(MAD_SIZE);
-    const h = ib_mad_hdr;
-    setField(m, 0, h.base_version, IB_MGMT_BASE_VERSION);
-    setField(m, 0, h.mgmt_class, IB_MGMT_CLASS_CM);
-    setField(m, 0, h.class_version, IB_CM_CLASS_VERSION);
-    setField(m, 0, h.method, IB_MGMT_METHOD_SEND);
-    setField(m, 0, h.attr_id, attr);
-    setRawBytes(m, 0, h.tid, tid);
+    setField(m, 0, ib_mad_hdr.base_version, IB_MGMT_BASE_VERSION);
+    setField(m, 0, ib_mad_hdr.mgmt_class, IB_MGMT_CLASS_CM);
+    setField(m, 0, ib_mad_hdr.class_version, IB_CM_CLASS_VERSION);
+    setField(m, 0, ib_mad_hdr.method, IB_MGMT_METHOD_SEND);
+    setField(m, 0, ib_mad_hdr.attr_id, attr);
+    setRawBytes(m, 0, ib_mad_hdr.tid, tid);
     return m;
   }
 

@@ -31,12 +31,11 @@
 import { contain, guardedImmediate } from '../../../guard';
 import type { Logger } from '../../../log';
 import { ArpEchoHost } from '../../../net/arp-echo';
-import type { AddressVector } from '../../../rdma/address';
 import { ipv4Gid } from '../../../rdma/address';
 import { DeviceCounter, QpCounter } from '../../../rdma/counters';
 import { copySlices } from '../../../rdma/datapath/copy';
 import { IonicStatus, RecvOp } from '../../../rdma/datapath/cqe';
-import { datagramAccepted, effectiveQkey, GRH_SIZE, writeGrh } from '../../../rdma/datapath/datagram';
+import { effectiveQkey } from '../../../rdma/datapath/datagram';
 import { DataPathEngine, installWqeExecutor, WqeExecutor } from '../../../rdma/executor/executor';
 import type { QpDp } from '../../../rdma/executor/qp-state';
 import type { RemotePath, RemoteResult } from '../../../rdma/executor/remote-path';
@@ -53,13 +52,12 @@ import { nvme_cqe, nvme_sqe } from '../layouts';
 import { QUEUE_ENTRIES } from '../limits';
 import type { NvmeofQueue, NvmeofTarget } from '../queue';
 import { IB_QP1_QKEY, MAD_SIZE } from './cm-layouts';
-import { CmConnection, CmHost, CmPeer, CmResponder, guidFromMac } from './cm';
+import { CmConnection, CmHost, CmResponder, guidFromMac } from './cm';
 import { cqRoom } from '../../../rdma/datapath/cq-ring';
+import { HeldMad, Qp1Replies, receives } from './qp1-replies';
 
 /** The "node" the loopback path hands target-bound WQEs with (any value >= 0: there is one target). */
 const TARGET_NODE = 0;
-/** CM replies held for a QP1 receive at most; past it the oldest is dropped (the guest's CM retries). */
-const MAX_HELD_MADS = 64;
 /** MADs from the guest waiting for the next turn at most; past it they are dropped, as a busy peer's QP1 would. */
 const MAX_INBOUND_MADS = 1024;
 /**
@@ -68,10 +66,6 @@ const MAX_INBOUND_MADS = 1024;
  * for good: the connection is ended (DREQ) rather than hold without bound.
  */
 const MAX_HELD_RESPONSES = 4 * QUEUE_ENTRIES;
-/** Hop limit of the GRH our MADs arrive with. */
-const GRH_HOP_LIMIT = 64;
-const ROCE_V2_PORT = 4791;
-
 export interface NvmeofDataPathOptions {
   /** The target's MAC on the guest's segment (ARP replies, source MAC of its datagrams); default 02:00 then the IPv4 address. */
   readonly mac?: Buffer;
@@ -94,18 +88,8 @@ interface QueueLink {
   closed: boolean;
 }
 
-interface HeldMad {
-  readonly mad: Buffer;
-  readonly peer: CmPeer;
-}
-
-/** States in which a QP's receive side works. */
-function receives(state: QpState): boolean {
-  return state === QpState.RTR || state === QpState.RTS || state === QpState.SQD || state === QpState.SQE;
-}
-
 /** The default target MAC: locally administered, then the IPv4 address. */
-export function targetMac(ip: string): Buffer {
+function targetMac(ip: string): Buffer {
   return Buffer.from([0x02, 0x00, ...ip.split('.').map(Number)]);
 }
 
@@ -124,11 +108,10 @@ export class NvmeofDataPath implements RemotePath {
   /** MADs from the guest, handled on the next turn (after the send that carried them completes). */
   readonly #inbound: HeldMad[] = [];
   /** CM replies waiting for a QP1 receive. */
-  readonly #mads: HeldMad[] = [];
+  readonly #replies: Qp1Replies;
   #pumpArmed = false;
   readonly #gather: Buffer[] = [];
   readonly #one: Buffer[] = [Buffer.alloc(0)];
-  readonly #grh = Buffer.alloc(GRH_SIZE);
   /** What moved, for tests and stats. */
   readonly counts = { madsIn: 0, madsOut: 0, madsDropped: 0, capsules: 0, responses: 0, dmaErrors: 0 };
 
@@ -141,7 +124,7 @@ export class NvmeofDataPath implements RemotePath {
     this.#gid = ipv4Gid(this.#ip);
     this.#mac = Buffer.from(opts.mac ?? targetMac(ip));
     const host: CmHost = {
-      sendMad: (mad, peer) => this.#queueMad(mad, peer),
+      sendMad: (mad, peer) => this.#replies.queue(mad, peer),
       open: (c) => this.#open(c),
       closed: (c) => this.#closed(c),
     };
@@ -156,6 +139,7 @@ export class NvmeofDataPath implements RemotePath {
     });
     this.#dp = installWqeExecutor(engine);
     this.#dp.attachRemote(this);
+    this.#replies = new Qp1Replies(engine, this.#dp.verbs, this.#gid, this.#mac, this.counts);
     // Two more events matter here: CQ room (held responses) and a guest QP leaving RTS for ERR or RESET (its connection ends).
     const prev = engine.hooks;
     engine.hooks = {
@@ -191,7 +175,7 @@ export class NvmeofDataPath implements RemotePath {
   get stats(): { connections: number; heldResponses: number; heldMads: number } {
     let held = 0;
     for (const l of this.#links.values()) held += l.out.length;
-    return { connections: this.#links.size, heldResponses: held, heldMads: this.#mads.length };
+    return { connections: this.#links.size, heldResponses: held, heldMads: this.#replies.held };
   }
 
   /** The target on the Ethernet segment (ARP, ICMP echo); `send` queues a frame for the guest. */
@@ -243,7 +227,7 @@ export class NvmeofDataPath implements RemotePath {
     this.#cm.reset();
     // After the CM: closing admin queues ends controllers, whose other queues would say DREQ to nobody.
     this.#inbound.length = 0;
-    this.#mads.length = 0;
+    this.#replies.clear();
     this.#blocked.clear();
   }
 
@@ -432,67 +416,9 @@ export class NvmeofDataPath implements RemotePath {
     return 'done';
   }
 
-  /** A CM reply for the guest's QP1: delivered now if it can be, else held (bounded). */
-  #queueMad(mad: Buffer, peer: CmPeer): void {
-    if (this.#mads.length >= MAX_HELD_MADS) {
-      this.#mads.shift();
-      this.counts.madsDropped++;
-    }
-    this.#mads.push({ mad, peer });
-    this.#flushMads();
-  }
-
-  #flushMads(): void {
-    const mem = this.#engine.memory();
-    while (this.#mads.length > 0) {
-      const r = mem ? this.#deliverMad(mem, this.#mads[0]!) : 'wait';
-      if (r === 'wait') return;
-      if (r === 'drop') this.counts.madsDropped++;
-      else this.counts.madsOut++;
-      this.#mads.shift();
-    }
-  }
-
-  /** One MAD into QP1's next receive: the GRH first (from the target's GID to the guest's), then the 256 bytes. */
-  #deliverMad(mem: GuestMemory, m: HeldMad): 'done' | 'wait' | 'drop' {
-    const dev = this.#engine;
-    const qp1 = dev.rm.qps.get(GSI_QPN);
-    if (!qp1 || !receives(qp1.state) || !datagramAccepted(true, qp1.attrs.qkey, IB_QP1_QKEY)) return 'wait';
-    if (cqRoom(dev.rm, qp1.rqCqId) === 0) return 'wait';
-    const v = this.#dp.verbs;
-    v.clear();
-    const ring = v.takeRecv(mem, qp1);
-    if (ring === 'empty') return 'wait';
-    if (ring === 'bad') return 'drop';
-    const av = this.#replyAv(m.peer);
-    writeGrh(av, m.mad.length, this.#grh);
-    v.src.push(m.mad);
-    v.deliver(mem, GSI_QPN, qp1, ring, m.mad.length, this.#grh, RecvOp.SEND, 0, false, av);
-    v.clear();
-    return 'done';
-  }
-
-  /** The address facts of a datagram from the target to `peer` (what its GRH and the receive CQE say). */
-  #replyAv(peer: CmPeer): AddressVector {
-    return {
-      ipVersion: 4,
-      dmac: peer.mac,
-      smac: this.#mac,
-      vlanTci: peer.vlanTci,
-      sgid: this.#gid,
-      dgid: peer.gid,
-      hopLimit: GRH_HOP_LIMIT,
-      trafficClass: 0,
-      flowLabel: 0,
-      udpSrcPort: ROCE_V2_PORT,
-      udpDstPort: ROCE_V2_PORT,
-      template: Buffer.alloc(0),
-    };
-  }
-
   /** Receives or CQ room appeared (qpId -1: on an SRQ or a CQ, any QP): what was held goes out. */
   #retry(qpId: number): void {
-    if (this.#mads.length > 0 && (qpId === -1 || qpId === GSI_QPN)) this.#flushMads();
+    if (this.#replies.held > 0 && (qpId === -1 || qpId === GSI_QPN)) this.#replies.flush();
     if (this.#blocked.size === 0) return;
     for (const link of [...this.#blocked]) if (qpId === -1 || link.conn.guestQpn === qpId) this.#flushLink(link);
   }
@@ -554,7 +480,7 @@ export class NvmeofDataPath implements RemotePath {
   /** A guest QP left the connected states or is gone: the connections it carried end without a word. */
   #guestQpGone(qp: QpRecord, why: string): void {
     if (qp.id === GSI_QPN) {
-      if (qp.state === QpState.RESET || this.#engine.rm.qps.get(GSI_QPN) !== qp) this.#mads.length = 0;
+      if (qp.state === QpState.RESET || this.#engine.rm.qps.get(GSI_QPN) !== qp) this.#replies.clear();
       return;
     }
     for (const link of [...this.#links.values()]) {

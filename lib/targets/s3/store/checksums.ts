@@ -81,12 +81,8 @@ export function md5Digest(): RunningDigest {
   return hashDigest('md5');
 }
 
-export function md5base64(data: Buffer): string {
-  return createHash('md5').update(data).digest('base64');
-}
-
 /** One x-amz-checksum-* value to check: the field's name, its algorithm, the value sent. */
-export interface ChecksumCheck {
+interface ChecksumCheck {
   readonly field: string;
   readonly algorithm: string;
   readonly expected: string;

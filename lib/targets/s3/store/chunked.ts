@@ -29,7 +29,7 @@ const CHUNK_SIGNATURE = 'chunk-signature=';
 const TRAILER_SIGNATURE = 'x-amz-trailer-signature';
 
 /** Most chunks per body, longest chunk header or trailer line, most trailer lines. */
-export const MAX_CHUNKS = 1 << 20;
+const MAX_CHUNKS = 1 << 20;
 const MAX_LINE = 4096;
 const MAX_TRAILERS = 64;
 /** Chunk headers or trailer lines read per step (each a few hundred nanoseconds). */

@@ -54,7 +54,7 @@ export const S3_ERRORS = {
   },
 } as const;
 
-export type S3ErrorCode = keyof typeof S3_ERRORS;
+type S3ErrorCode = keyof typeof S3_ERRORS;
 
 /** An S3 error as a value: the code, and a detail for the message when there is one. */
 export interface S3Error {

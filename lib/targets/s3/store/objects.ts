@@ -10,7 +10,7 @@ import { concatPaced, digestPaced } from '../../pace';
 import { DirStore, FileMeta } from './persist';
 import { fail, ok, S3Result } from './errors';
 
-export interface StoreLimits {
+interface StoreLimits {
   /** RAM capacity in bytes: objects plus parts of uploads in progress. */
   readonly size: number;
   /** Objects the bucket may hold. */
@@ -22,7 +22,7 @@ export interface StoreLimits {
 /** S3's limits on multipart uploads and keys. */
 export const MAX_PART_NUMBER = 10_000;
 export const MAX_KEY_BYTES = 1024;
-export const MAX_UPLOADS = 64;
+const MAX_UPLOADS = 64;
 export const MAX_LIST_KEYS = 1000;
 export const MAX_METADATA_BYTES = 2048;
 
@@ -36,14 +36,14 @@ export interface StoredObject {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
-export interface StoredPart {
+interface StoredPart {
   readonly partNumber: number;
   readonly data: Buffer;
   readonly etag: string;
   readonly lastModified: Date;
 }
 
-export interface Upload {
+interface Upload {
   readonly id: string;
   readonly key: string;
   readonly contentType: string;
@@ -52,7 +52,7 @@ export interface Upload {
   readonly parts: Map<number, StoredPart>;
 }
 
-export interface ListQuery {
+interface ListQuery {
   readonly prefix: string;
   readonly delimiter: string;
   readonly maxKeys: number;
@@ -60,7 +60,7 @@ export interface ListQuery {
   readonly after: string;
 }
 
-export interface ListPage {
+interface ListPage {
   readonly contents: StoredObject[];
   readonly commonPrefixes: string[];
   readonly truncated: boolean;
@@ -68,12 +68,8 @@ export interface ListPage {
   readonly lastKey: string;
 }
 
-export function md5hex(data: Buffer): string {
-  return createHash('md5').update(data).digest('hex');
-}
-
 /** md5hex a slice per step (an object may be gigabytes). */
-export async function md5hexPaced(data: Buffer): Promise<string> {
+async function md5hexPaced(data: Buffer): Promise<string> {
   const h = createHash('md5');
   await digestPaced(data, [h]);
   return h.digest('hex');
@@ -104,7 +100,7 @@ function firstPast(keys: readonly string[], prefix: string, from: number): numbe
   return lo;
 }
 
-export function validKey(key: string): boolean {
+function validKey(key: string): boolean {
   return key.length > 0 && Buffer.byteLength(key, 'utf8') <= MAX_KEY_BYTES;
 }
 

@@ -28,7 +28,7 @@ export interface FileMeta {
   readonly partNumber?: number;
 }
 
-export function nameOf(key: string): string {
+function nameOf(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 

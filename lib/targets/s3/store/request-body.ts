@@ -17,7 +17,7 @@ const CHUNK_OVERHEAD_PER_MIB = 256;
 // Request bodies.
 
 /** Bytes on the wire for a payload of at most `limit` bytes: room for aws-chunked framing. */
-export function wireLimit(limit: number): number {
+function wireLimit(limit: number): number {
   return limit + CHUNK_OVERHEAD + Math.ceil(limit / (1 << 20)) * CHUNK_OVERHEAD_PER_MIB;
 }
 
@@ -62,7 +62,7 @@ export function readRaw(req: http.IncomingMessage, limit: number, budget: BodyBu
 }
 
 /** A request's payload, checked; `md5` is its hex MD5 (an object's or part's ETag) when asked for. */
-export interface Payload {
+interface Payload {
   readonly data: Buffer;
   readonly md5: string | null;
 }

@@ -26,12 +26,13 @@ import {
   sendError,
   sendXml,
 } from './context';
-import { fail, ok, S3_ERRORS, S3Error, s3err, S3Result } from './errors';
+import { fail, ok, S3Error, s3err, S3Result } from './errors';
 import { readPayload, readRaw } from './request-body';
-import { MAX_LIST_KEYS, MAX_METADATA_BYTES, ObjectStore, StoredObject } from './objects';
+import { MAX_LIST_KEYS, ObjectStore } from './objects';
 import { queryPairs, SigV4Verified, uriEncode, verifySigV4 } from './sigv4';
 import { MAX_COMPLETE_BODY, MAX_DELETE_BODY, parseCompleteMultipart, parseDeleteObjects } from './xml-requests';
 import { xmlDocument, xmlDocumentPaced, XmlNode } from './xml-writer';
+import { objectHeaders, parseRange, rdmaErrorReply, userMetadata } from './object-headers';
 
 const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
 const MAX_PARTS_LISTED = 1000;
@@ -93,7 +94,7 @@ const KNOWN_QUERY = new Set([
  * own memory; the host listener is anyone on the host (or past it), so the
  * token path there needs a signature that covers the token.
  */
-export type RequestOrigin = 'guest' | 'host';
+type RequestOrigin = 'guest' | 'host';
 
 /** The handler: http.Server calls it with (req, res), which is the guest's wire; the host listener passes 'host'. */
 export type S3RequestHandler = (req: http.IncomingMessage, res: http.ServerResponse, origin?: RequestOrigin) => void;
@@ -367,50 +368,6 @@ async function objectOp(ctx: Ctx): Promise<void> {
     default:
       return refuse(ctx, s3err('MethodNotAllowed'));
   }
-}
-
-function userMetadata(h: http.IncomingHttpHeaders): S3Result<Record<string, string>> {
-  // No prototype: the names are the client's (x-amz-meta-__proto__ is a name like any other).
-  const m = Object.create(null) as Record<string, string>;
-  let bytes = 0;
-  for (const [k, v] of Object.entries(h)) {
-    if (!k.startsWith('x-amz-meta-') || typeof v !== 'string') continue;
-    m[k.slice('x-amz-meta-'.length)] = v;
-    bytes += k.length - 'x-amz-meta-'.length + v.length;
-  }
-  return bytes > MAX_METADATA_BYTES ? fail('InvalidArgument', 'metadata too large') : ok(m);
-}
-
-/** A failed token request still answers x-amz-rdma-reply, with the bare status. */
-function rdmaErrorReply(err: S3Error): Record<string, string> {
-  return { [RDMA_REPLY_HEADER]: String(S3_ERRORS[err.code].status) };
-}
-
-function objectHeaders(o: StoredObject): Record<string, string> {
-  const h = Object.assign(Object.create(null) as Record<string, string>, {
-    ETag: quoted(o.etag),
-    'Last-Modified': o.lastModified.toUTCString(),
-    'Content-Type': o.contentType,
-    'Accept-Ranges': 'bytes',
-  });
-  for (const [k, v] of Object.entries(o.metadata)) h[`x-amz-meta-${k}`] = v;
-  return h;
-}
-
-/** A single `bytes=` range against `size`: [start, end] inclusive, 'all' when absent or ignorable, null when unsatisfiable. */
-export function parseRange(header: string | undefined, size: number): [number, number] | 'all' | null {
-  if (header === undefined) return 'all';
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return 'all'; // multiple or malformed ranges: the whole object, as S3 does
-  if (m[1] === '') {
-    const n = Number(m[2]);
-    if (n === 0 || size === 0) return null;
-    return [Math.max(0, size - n), size - 1];
-  }
-  const start = Number(m[1]);
-  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (start >= size || (m[2] !== '' && Number(m[2]) < start)) return null;
-  return [start, end];
 }
 
 async function getObject(ctx: Ctx, head: boolean): Promise<void> {

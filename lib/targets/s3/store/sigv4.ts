@@ -25,11 +25,11 @@ export interface Credentials {
   readonly secretAccessKey: string;
 }
 
-export const SIGV4_ALGORITHM = 'AWS4-HMAC-SHA256';
-export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
+const SIGV4_ALGORITHM = 'AWS4-HMAC-SHA256';
+const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 /** Payload hashes of a body signed chunk by chunk (aws-chunked), without and with a signed trailer. */
-export const STREAMING_SIGNED = 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD';
-export const STREAMING_SIGNED_TRAILER = 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER';
+const STREAMING_SIGNED = 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD';
+const STREAMING_SIGNED_TRAILER = 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER';
 const CHUNK_ALGORITHM = 'AWS4-HMAC-SHA256-PAYLOAD';
 const TRAILER_ALGORITHM = 'AWS4-HMAC-SHA256-TRAILER';
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -46,7 +46,7 @@ export interface SigV4Verified {
   readonly signedHeaders: readonly string[];
 }
 /** Largest clock difference accepted, ms (S3's 15 minutes). */
-export const MAX_SKEW_MS = 15 * 60 * 1000;
+const MAX_SKEW_MS = 15 * 60 * 1000;
 /** Longest presigned URL lifetime, s (7 days). */
 const MAX_EXPIRES = 7 * 24 * 3600;
 
@@ -104,7 +104,7 @@ function hmac(key: Buffer | string, data: string): Buffer {
   return createHmac('sha256', key).update(data, 'utf8').digest();
 }
 
-export function sha256hex(data: Buffer | string): string {
+function sha256hex(data: Buffer | string): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
@@ -123,7 +123,7 @@ function headerValues(rawHeaders: readonly string[]): Map<string, string> {
   return m;
 }
 
-export interface SignedRequest {
+interface SignedRequest {
   readonly method: string;
   /** The raw request target: path and query as sent. */
   readonly url: string;

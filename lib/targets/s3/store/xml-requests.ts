@@ -9,8 +9,8 @@ import { readXml, Value, XmlHandler } from './xml-reader';
 // ---- limits of the request documents ------------------------------------------------------
 
 /** S3's own limits: keys per DeleteObjects, parts per CompleteMultipartUpload. */
-export const MAX_DELETE_OBJECTS = 1000;
-export const MAX_COMPLETE_PARTS = MAX_PART_NUMBER;
+const MAX_DELETE_OBJECTS = 1000;
+const MAX_COMPLETE_PARTS = MAX_PART_NUMBER;
 /**
  * One <Object> at most: a key of MAX_KEY_BYTES bytes, every byte escaped
  * (&apos; is 6 bytes), and 256 bytes of markup, VersionId and whitespace.
@@ -58,7 +58,7 @@ abstract class ValueDoc implements XmlHandler {
 
 // ---- CompleteMultipartUpload ------------------------------------------------------------
 
-export interface CompletePart {
+interface CompletePart {
   readonly partNumber: number;
   readonly etag: string;
 }

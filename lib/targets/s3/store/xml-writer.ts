@@ -5,7 +5,7 @@
 import { pacer as sharedPacer, Pacer } from '../../pace';
 import { paced, scratch } from './xml-shared';
 
-export const S3_XMLNS = 'http://s3.amazonaws.com/doc/2006-03-01/';
+const S3_XMLNS = 'http://s3.amazonaws.com/doc/2006-03-01/';
 
 // ---- documents out ----------------------------------------------------------------------
 
@@ -15,7 +15,7 @@ export const S3_XMLNS = 'http://s3.amazonaws.com/doc/2006-03-01/';
  * element repeated).
  */
 export type XmlNode = string | number | boolean | Buffer | (() => string) | undefined | XmlBody | readonly XmlNode[];
-export interface XmlBody {
+interface XmlBody {
   readonly [name: string]: XmlNode;
 }
 

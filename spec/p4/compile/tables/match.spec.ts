@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { P4Engine } from '../../../../lib/p4/engine/engine';
 import { runCommand } from '../../../../lib/p4/engine/commands';
-import { ethernet, fixtureText, mac, syntheticProgram } from '../../helpers';
+import { ethernet, fixtureText, mac, syntheticProgram } from '../../../support/p4';
 
 function add(engine: P4Engine, cmd: string): number {
   const r = runCommand(engine, cmd);

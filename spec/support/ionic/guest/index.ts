@@ -25,14 +25,6 @@
 // commands.ts (device commands, admin and notify queues), probe.ts
 // (ionic_probe, LIF commands), ionic-guest.ts (open, TX/RX, teardown).
 
-export { command, putU64, txCmd, txDesc, u64 } from './bytes';
+export { command, putU64, txCmd, txDesc } from './bytes';
 export { IonicGuest } from './ionic-guest';
-export type {
-  AdminCompletion,
-  DevCmdResult,
-  GuestOptions,
-  OpenOptions,
-  RxFrame,
-  SendOptions,
-  TxCompletion,
-} from './types';
+export type { GuestOptions, RxFrame } from './types';
