@@ -230,11 +230,11 @@ describe('backends: --backend roce, two servers over an Ethernet wire', function
     expect(pair!.backendA.counters()!['naks_rx_remote_access']).to.be.at.least(1);
   });
 
-  it('a lossy wire (every 7th frame lost each way): 256 KiB WRITE and READ complete with the right bytes, retransmits counted', async () => {
+  it('a lossy wire (every 7th frame lost each way): 30 KB WRITE and READ complete with the right bytes, retransmits counted', async () => {
     const [x] = await crossPair(80, 81, 8);
     let n = 0;
     pair!.pipe.tap = (f) => (++n % 7 === 0 ? null : f);
-    const size = 60_000;
+    const size = 30_000;
     const data = pattern(size, 11);
     A.write(0, data);
     B.write(0, Buffer.alloc(size));
