@@ -12,6 +12,7 @@
 // numbers are small fixed sets. docs/operations.md lists every family.
 
 import { p4Families } from './p4-stats';
+import { roceFamilies } from './roce-stats';
 import { Registry } from 'prom-client';
 import type { IonicDevice } from '../ionic/device';
 import type { MeshDataPath } from '../rdma/datapath/mesh';
@@ -339,6 +340,8 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
       ['role'],
     );
   }
+  // ---- the RoCEv2 transport -----------------------------------------------------------------------
+  if (src.roce) roceFamilies(src.roce, add);
   // ---- the P4 engine -------------------------------------------------------------------------------
   if (src.p4) p4Families(src.p4, add);
   return f;

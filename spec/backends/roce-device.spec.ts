@@ -8,6 +8,8 @@
 
 import { expect } from 'chai';
 import { IonicStatus } from '../../lib/rdma/datapath/cqe';
+import { serverRegistry } from '../../lib/ops/metrics';
+import { collectStats } from '../../lib/ops/stats-source';
 import { isRoceV2 } from '../../lib/roce/frame';
 import { writeIcrc } from '../../lib/roce/icrc';
 import { cqesOf as cqes } from '../mesh/helpers';
@@ -246,5 +248,27 @@ describe('backends: --backend roce, two servers over an Ethernet wire', function
     expect(B.read(0, size).equals(data)).to.equal(true);
     expect(A.read(size, size).equals(data)).to.equal(true);
     expect(pair!.backendA.counters()!['retransmits']! - before).to.be.at.least(1);
+  });
+
+  it('the counters reach the stats file (RoCE Statistics) and /metrics (rocm_ernic_roce_*)', async () => {
+    const src = {
+      device: a.rig.device,
+      socket: a.rig.path,
+      backend: 'roce',
+      mac: '02:65:72:6e:69:63',
+      connection: { connected: true, state: 'connected' },
+      roce: pair!.backendA,
+    };
+    const snap = collectStats(src, 1);
+    const sec = snap.sections.find((x) => x.title === 'RoCE Statistics');
+    expect(sec, 'a RoCE Statistics section').to.not.equal(undefined);
+    const rows = new Map(sec!.rows);
+    expect(rows.get('tx_packets')).to.be.greaterThan(0);
+    expect(rows.has('drops_icrc')).to.equal(true);
+    const text = await serverRegistry(src).metrics();
+    expect(text).to.match(/rocm_ernic_roce_packets_total\{direction="tx"\} [1-9]/);
+    expect(text).to.match(/rocm_ernic_roce_naks_total\{direction="rx",kind="remote_access"\} [1-9]/);
+    expect(text).to.match(/rocm_ernic_roce_retransmits_total [1-9]/);
+    expect(text).to.match(/rocm_ernic_roce_drops_total\{reason="unknown_qpn"\} 0/);
   });
 });
