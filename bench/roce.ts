@@ -190,6 +190,7 @@ async function main(): Promise<void> {
   const servers: Server[] = [];
   const sides: Side[] = [];
   const statsA = `/tmp/ernic-roce-bench-${tag}-a.stats`;
+  const statsB = `/tmp/ernic-roce-bench-${tag}-b.stats`;
   process.on('exit', () => {
     cleanupSync();
     bridge.down();
@@ -200,7 +201,7 @@ async function main(): Promise<void> {
     // The RoCE pair: their TAPs on the bridge.
     for (const [i, name] of ['A', 'B'].entries()) {
       const sock = `/tmp/ernic-roce-bench-${tag}-${name.toLowerCase()}.sock`;
-      const extra = ['--tap', bridge.taps[i]!, ...(i === 0 ? ['--stats-file', statsA] : [])];
+      const extra = ['--tap', bridge.taps[i]!, '--no-tap-offloads', '--stats-file', i === 0 ? statsA : statsB];
       servers.push(await startServer(`${name} (roce)`, sock, 'roce', '', [/serving/], extra));
     }
     // The mesh pair on loopback.
@@ -269,15 +270,24 @@ async function main(): Promise<void> {
       out.push('');
       out.push(`server A's RoCE counters: ${keys.map((k) => `${k} ${fmt(c.get(k) ?? 0)}`).join(', ')}`);
     }
+    const cb = roceCounters(statsB);
+    const bKeys = ['rx_packets', 'acks_tx', 'duplicates', 'naks_tx_psn_sequence'];
+    const drops = [...cb].filter(([k, v]) => k.startsWith('drops_') && v > 0).map(([k, v]) => `${k} ${fmt(v)}`);
+    if (cb.size > 0)
+      out.push(
+        `server B's RoCE counters: ${[...bKeys.map((k) => `${k} ${fmt(cb.get(k) ?? 0)}`), ...drops].join(', ')}`,
+      );
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {
     for (const s of sides) s.g.dispose();
     for (const s of servers) await stopChild(s.proc);
     bridge.down();
-    try {
-      fs.unlinkSync(statsA);
-    } catch {
-      /* none */
+    for (const f of [statsA, statsB]) {
+      try {
+        fs.unlinkSync(f);
+      } catch {
+        /* none */
+      }
     }
   }
 }
