@@ -250,6 +250,33 @@ describe('backends: --backend roce, two servers over an Ethernet wire', function
     expect(pair!.backendA.counters()!['retransmits']! - before).to.be.at.least(1);
   });
 
+  it('RNR: a SEND with no receive posted is NAKed and retried on the RNR timer until B posts one', async () => {
+    const [x, y] = await crossPair(90, 91);
+    A.write(0, pattern(100, 4));
+    const naks = pair!.backendB.counters()!['naks_tx_rnr']!;
+    a.postSend(x, { op: WOp.SEND, id: 1, sges: [A.sge(0, 100)] });
+    await new Promise((r) => setTimeout(r, 30));
+    expect(a.drain(acq)).to.deep.equal([]);
+    expect(pair!.backendB.counters()!['naks_tx_rnr']! - naks).to.be.at.least(1);
+    b.postRecv(y, { id: 0x42, sges: [B.sge(0, 128)] });
+    const rc = await cqes(b, bcq, 1);
+    expect([rc[0]!.error, rc[0]!.statusLength, rc[0]!.wqeIdLo]).to.deep.equal([false, 100, 0x42]);
+    expect(B.read(0, 100).equals(pattern(100, 4))).to.equal(true);
+    const sc = await cqes(a, acq, 1);
+    expect(sc[0]!.error).to.equal(false);
+  });
+
+  it('RNR retries run out: RNR_RETRY_EXCEEDED on A, its QP in ERR', async () => {
+    const x = await a.createQp(92, QpT.RC, { sqCq: acq, rqCq: acq });
+    const y = await b.createQp(93, QpT.RC, { sqCq: bcq, rqCq: bcq });
+    await a.connect(x, y.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) }, rnrRetry: 2 });
+    await b.connect(y, x.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) }, rnrTimer: 1 });
+    a.postSend(x, { op: WOp.SEND, id: 1, sges: [A.sge(0, 10)] });
+    const sc = await cqes(a, acq, 1);
+    expect([sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([true, IonicStatus.RNR_RETRY_EXCEEDED]);
+    expect(a.qpState(x)).to.equal(QpS.ERR);
+  });
+
   it('the counters reach the stats file (RoCE Statistics) and /metrics (rocm_ernic_roce_*)', async () => {
     const src = {
       device: a.rig.device,

@@ -64,7 +64,10 @@ export class RoceDataPath implements RemotePath, LinkHost {
     this.cqes = new Completions(engine);
     this.wire = {
       send: (frame, len) => {
-        if (!segment.sendToHost?.(frame, len)) this.txErrors++;
+        if (segment.sendToHost?.(frame, len)) return;
+        // Said once: without a host link (--tap) every RoCE frame is lost.
+        if (this.txErrors++ === 0)
+          engine.log.warn('rocm-ernic: roce: a RoCE frame could not go out (no --tap, or the TAP refused it)');
       },
     };
     this.executor = installWqeExecutor(engine);
