@@ -208,7 +208,9 @@ async function main(): Promise<void> {
     const port = await freePort();
     const sockC = `/tmp/ernic-roce-bench-${tag}-c.sock`;
     const sockD = `/tmp/ernic-roce-bench-${tag}-d.sock`;
-    servers.push(await startServer('C (mesh manager)', sockC, `tcp:manager:listen:${port}`, `::ffff:${IP_A}`, [/serving/]));
+    servers.push(
+      await startServer('C (mesh manager)', sockC, `tcp:manager:listen:${port}`, `::ffff:${IP_A}`, [/serving/]),
+    );
     servers.push(
       await startServer('D (mesh worker)', sockD, `tcp:worker:127.0.0.1:${port}`, `::ffff:${IP_B}`, [
         /serving/,
@@ -223,8 +225,16 @@ async function main(): Promise<void> {
     ];
     sides.push(ra, rb, ma, mb);
     const access = QpF.REMOTE_WRITE | QpF.REMOTE_READ;
-    await ra.v.connect(ra.qp, QP_B, { access, pmtu: PMTU_LOG2, tpl: { sip: v4(IP_A), dip: v4(IP_B), smac: MAC_A, dmac: MAC_B } });
-    await rb.v.connect(rb.qp, QP_A, { access, pmtu: PMTU_LOG2, tpl: { sip: v4(IP_B), dip: v4(IP_A), smac: MAC_B, dmac: MAC_A } });
+    await ra.v.connect(ra.qp, QP_B, {
+      access,
+      pmtu: PMTU_LOG2,
+      tpl: { sip: v4(IP_A), dip: v4(IP_B), smac: MAC_A, dmac: MAC_B },
+    });
+    await rb.v.connect(rb.qp, QP_A, {
+      access,
+      pmtu: PMTU_LOG2,
+      tpl: { sip: v4(IP_B), dip: v4(IP_A), smac: MAC_B, dmac: MAC_A },
+    });
     await connectSide(ma, QP_B, IP_A, IP_B);
     await connectSide(mb, QP_A, IP_B, IP_A);
     const pairs: Pair[] = [
@@ -250,7 +260,9 @@ async function main(): Promise<void> {
     const lr = lat.get('RoCE')!;
     const lm = lat.get('mesh')!;
     const out: string[] = [];
-    out.push(`bench:roce  ${new Date().toISOString()}  node ${process.version}  ${os.cpus().length} CPUs, load ${fmt(load0, 2)}`);
+    out.push(
+      `bench:roce  ${new Date().toISOString()}  node ${process.version}  ${os.cpus().length} CPUs, load ${fmt(load0, 2)}`,
+    );
     out.push(
       `wire: two TAPs on Linux bridge ${bridge.br} (MTU 9000), path MTU ${1 << PMTU_LOG2}; mesh: TCP on loopback (plaintext)`,
     );
@@ -261,12 +273,30 @@ async function main(): Promise<void> {
     out.push(`  ratio RoCE/mesh (median): ${fmt(pct(lr, 0.5) / pct(lm, 0.5), 2)}x`);
     out.push('');
     out.push(`1 MiB WRITE throughput (window ${WINDOW}, ${ROUNDS} rounds of ${SECS} s each, alternating):`);
-    out.push(`  RoCE   ${fmt(mbps(roce))} MB/s   rounds: ${rates.get('RoCE')!.map((x) => fmt(mbps(x))).join(', ')}`);
-    out.push(`  mesh   ${fmt(mbps(mesh))} MB/s   rounds: ${rates.get('mesh')!.map((x) => fmt(mbps(x))).join(', ')}`);
+    out.push(
+      `  RoCE   ${fmt(mbps(roce))} MB/s   rounds: ${rates
+        .get('RoCE')!
+        .map((x) => fmt(mbps(x)))
+        .join(', ')}`,
+    );
+    out.push(
+      `  mesh   ${fmt(mbps(mesh))} MB/s   rounds: ${rates
+        .get('mesh')!
+        .map((x) => fmt(mbps(x)))
+        .join(', ')}`,
+    );
     out.push(`  ratio RoCE/mesh: ${fmt(mbps(roce) / mbps(mesh), 2)}x (goal >= 0.80x)`);
     const c = roceCounters(statsA);
     if (c.size > 0) {
-      const keys = ['tx_packets', 'rx_packets', 'acks_rx', 'retransmits', 'timeouts', 'naks_rx_psn_sequence', 'icrc_errors'];
+      const keys = [
+        'tx_packets',
+        'rx_packets',
+        'acks_rx',
+        'retransmits',
+        'timeouts',
+        'naks_rx_psn_sequence',
+        'icrc_errors',
+      ];
       out.push('');
       out.push(`server A's RoCE counters: ${keys.map((k) => `${k} ${fmt(c.get(k) ?? 0)}`).join(', ')}`);
     }

@@ -78,10 +78,30 @@ export function roceFamilies(src: RoceStatsSource, add: Add): void {
     }),
     ['direction', 'kind'],
   );
-  add('roce_retransmits_total', 'counter', 'RoCEv2 request packets sent again', each((c, e) => e(c['retransmits'] ?? 0)));
-  add('roce_timeouts_total', 'counter', 'RoCEv2 local ACK timeouts', each((c, e) => e(c['timeouts'] ?? 0)));
-  add('roce_duplicates_total', 'counter', 'RoCEv2 duplicate packets received', each((c, e) => e(c['duplicates'] ?? 0)));
-  add('roce_icrc_errors_total', 'counter', 'RoCEv2 frames dropped for a bad ICRC', each((c, e) => e(c['icrc_errors'] ?? 0)));
+  add(
+    'roce_retransmits_total',
+    'counter',
+    'RoCEv2 request packets sent again',
+    each((c, e) => e(c['retransmits'] ?? 0)),
+  );
+  add(
+    'roce_timeouts_total',
+    'counter',
+    'RoCEv2 local ACK timeouts',
+    each((c, e) => e(c['timeouts'] ?? 0)),
+  );
+  add(
+    'roce_duplicates_total',
+    'counter',
+    'RoCEv2 duplicate packets received',
+    each((c, e) => e(c['duplicates'] ?? 0)),
+  );
+  add(
+    'roce_icrc_errors_total',
+    'counter',
+    'RoCEv2 frames dropped for a bad ICRC',
+    each((c, e) => e(c['icrc_errors'] ?? 0)),
+  );
   add(
     'roce_drops_total',
     'counter',

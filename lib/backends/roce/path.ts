@@ -23,6 +23,5 @@ export function pathFromAv(av: AddressVector, localQpn: number, remoteQpn: numbe
   out.flowLabel = av.ipVersion === 6 ? av.flowLabel & 0xfffff : 0;
   // A template's source port of 4791 or 0 carries no flow entropy (some drivers leave the destination port there).
   const sport = av.udpSrcPort & 0xffff;
-  out.udpSrcPort =
-    sport !== 0 && sport !== ROCE_V2_PORT ? sport : udpSourcePort(out.flowLabel, localQpn, remoteQpn);
+  out.udpSrcPort = sport !== 0 && sport !== ROCE_V2_PORT ? sport : udpSourcePort(out.flowLabel, localQpn, remoteQpn);
 }
