@@ -142,6 +142,12 @@ export class CqPoller {
    * EQ "ISR" (RdmaGuest.service), which calls the CQ's handler.
    */
   async event(timeoutMs: number): Promise<void> {
+    this.arm();
+    await this.sleep(timeoutMs);
+  }
+
+  /** ibv_req_notify_cq: report the read position and arm the CQ (the next CQE raises its EQ's interrupt). */
+  arm(): void {
     const s = this.s;
     if (!this.#handlerSet) {
       s.r.cqHandlers.set(s.cq.id, () => {
@@ -153,6 +159,11 @@ export class CqPoller {
     this.report();
     this.#arms = (this.#arms + 1) & 0xffff;
     s.g.ringDoorbell(s.r.id.cq.qtype, s.cq.id, this.#arms, Ring.ARM);
+  }
+
+  /** ibv_get_cq_event: sleep in epoll until the armed CQ's interrupt came (at once if it already did). */
+  async sleep(timeoutMs: number): Promise<void> {
+    const s = this.s;
     await s.g.waitFor(
       'a CQ event on A',
       () => {

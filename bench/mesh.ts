@@ -10,7 +10,8 @@
 //
 //   Latency: one signaled 8-byte WRITE at a time, from the SQ doorbell to
 //     its CQE seen in A's CQ (polled after each turn of the event loop, as a
-//     busy-polling verbs consumer does), after a warm-up; median and p99, and
+//     busy-polling verbs consumer does; BENCH_MESH_LAT_WAIT=event: armed, the
+//     guest asleep until the CQ's interrupt), after a warm-up; median and p99, and
 //     each server's CPU per WRITE. Baseline: a raw TCP ping-pong of the same
 //     message (a 60-byte header and 8 bytes, each way) between this process
 //     and a child Node process on loopback (waiting in epoll), same count,
@@ -60,7 +61,8 @@
 // in the throughput runs; nap peeks at the CQ every BENCH_MESH_NAP_US (100)
 // while its thread sleeps in between, sleep yields with a ~1 ms timer, spin
 // with setImmediate, event arms the CQ and sleeps until its interrupt),
-// BENCH_MESH_WARM (warm-up seconds, 2), BENCH_MESH_LOGS (a directory: each
+// BENCH_MESH_LAT_WAIT (spin | event: how the guest waits for each latency
+// CQE), BENCH_MESH_WARM (warm-up seconds, 2), BENCH_MESH_LOGS (a directory: each
 // server's whole output is written there at the end), BENCH_MESH_RUNS (5:
 // the whole measurement is repeated with fresh processes and the verdict
 // taken on the median run, because the ratio moves by +-0.1 between runs on
@@ -135,6 +137,14 @@ const WARM_SECS = envNumber('BENCH_MESH_WARM', 2, 0, 600, false);
  */
 const WAIT = envChoice('BENCH_MESH_WAIT', ['nap', 'sleep', 'spin', 'event']);
 /** BENCH_MESH_WAIT=nap: the guest thread's nap between CQ peeks (ms), and how many naps before it turns the event loop. */
+/**
+ * How the guest waits for the CQE of each latency WRITE (BENCH_MESH_LAT_WAIT):
+ * 'spin' (default) polls after each turn of the event loop, as ib_write_lat
+ * busy-polls; 'event' arms the CQ before the doorbell and sleeps until its
+ * interrupt, as ib_write_lat -e (on a 2-core machine a spinning guest takes a
+ * core from the two servers; the raw ping-pong's processes both sleep).
+ */
+const LAT_WAIT = envChoice('BENCH_MESH_LAT_WAIT', ['spin', 'event']);
 const NAP_MS = envNumber('BENCH_MESH_NAP_US', 100, 10, 100_000) / 1000;
 const NAPS = 10;
 const napCell = new Int32Array(new SharedArrayBuffer(4));
@@ -193,11 +203,14 @@ async function rdmaLatency(a: Side, b: Side, cq: CqPoller, n: number, id0: numbe
   const out = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     postWrite(a, b, id0 + i, (i % LAT_SLOTS) * 8, 8);
+    // ib_write_lat -e re-arms the CQ after each event, before the next post.
+    if (LAT_WAIT === 'event') cq.arm();
     const t0 = now();
     a.v.ringSq(a.qp);
     let got = cq.poll();
     while (got === 0) {
-      await turn();
+      if (LAT_WAIT === 'event') await cq.sleep(5000);
+      else await turn();
       got = cq.poll();
       if (got === 0 && secsSince(t0) > 5) throw new Error(`latency: no CQE 5 s after the doorbell (op ${i})`);
     }
@@ -497,7 +510,7 @@ async function main(): Promise<void> {
     console.log('');
     if (lat && rawLat) {
       console.log(
-        `  8 B RDMA WRITE round trip, doorbell to CQE on A after B's ACK (${LAT_N} ops after ${LAT_WARM} warm-up; CQ polled after each event-loop turn)`,
+        `  8 B RDMA WRITE round trip, doorbell to CQE on A after B's ACK (${LAT_N} ops after ${LAT_WARM} warm-up; ${LAT_WAIT === 'spin' ? 'CQ polled after each event-loop turn' : 'CQ armed, the guest asleep until its interrupt'})`,
       );
       console.log(`    ${''.padEnd(44)} ${'median'.padStart(9)} ${'p99'.padStart(9)}`);
       console.log(

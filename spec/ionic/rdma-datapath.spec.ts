@@ -294,9 +294,13 @@ describe('ionic rdma: the loopback data path', () => {
       await v.settle();
       expect(v.drain(scq).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[15, true, WSt.REMOTE_ACC]]);
       expect(v.g.mem(pages[2]!, 8).equals(Buffer.alloc(8))).to.equal(true);
+      // The responder NAKed with its own error: both ends are in ERR, as on an HCA.
+      expect([v.qpState(a), v.qpState(b)]).to.deep.equal([QpS.ERR, QpS.ERR]);
     });
 
     it('a REG_MR naming an unknown key completes with MEM_MGMT_OPER and registers nothing', async () => {
+      // QP a went to ERR as the last test's responder: back to RTS first.
+      await v.reset(a);
       const page = v.g.alloc(PAGE);
       const before = v.rm.budget.used;
       v.postSend(a, {

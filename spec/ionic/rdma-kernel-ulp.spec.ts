@@ -117,9 +117,13 @@ describe('ionic rdma: kernel ULP usage (fast registration, SEND_INV, lkey 0)', (
     expect(v.drain(cq).map((c) => [c.qid, c.error, c.statusLength])).to.deep.equal([[target.id, true, WSt.REMOTE_ACC]]);
     expect(v.g.mem(io[2]!, 64).equals(before)).to.equal(true);
     expect(v.qpState(target)).to.equal(QpS.ERR);
+    // The responder NAKed with its own error: it goes to ERR too, as an HCA's does.
+    expect(v.qpState(host)).to.equal(QpS.ERR);
   });
 
   it('REG_MR over a registration still valid is refused (MEM_MGMT_OPER) and leaves it as it was', async () => {
+    // The host QP went to ERR with the last test's refused WRITE: back to RTS first (registrations outlive it).
+    await v.reset(host);
     regMr(4, 0x503);
     await v.settle();
     expect(v.drain(cq).map((c) => [c.type, c.qid, c.error, c.statusLength, c.wqeIdLo])).to.deep.equal([

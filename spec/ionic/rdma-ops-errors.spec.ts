@@ -39,6 +39,17 @@ import {
 } from '../support/ionic/rdma-ops-fixture';
 import type { Range, Row } from '../support/ionic/rdma-ops-fixture';
 
+/** The EQE type of a QP event, and the codes an HCA raises for a responder error. */
+const EQE_QP = 1;
+const QP_ERR = 8;
+const ERR_REQUEST = 9;
+const ERR_ACCESS = 10;
+function responderEvent(requesterStatus: number): number {
+  if (requesterStatus === WSt.REMOTE_ACC) return ERR_ACCESS;
+  if (requesterStatus === WSt.REMOTE_INV_REQ) return ERR_REQUEST;
+  return QP_ERR;
+}
+
 describe('ionic rdma: data-path operations through the live path: RC errors, RNR, flush hints', function () {
   this.timeout(20000);
   useOpsGuest();
@@ -79,6 +90,7 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       k.setup?.();
       await v.settle();
       snapshot();
+      const eventsBefore = v.r.events.length;
       v.postSend(q, k.bad(), false);
       v.postSend(q, {
         op: WOp.RDMA_WRITE,
@@ -92,6 +104,16 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
       expectOnly(k.allowed?.() ?? []);
       expect(v.qpState(q), 'requester state').to.equal(QpS.ERR);
       expect(v.qpState(peer), 'responder state').to.equal(k.responderErr ? QpS.ERR : QpS.RTS);
+      // A responder error no receive CQE reports is the responder QP's asynchronous event, as an HCA raises it.
+      v.r.service();
+      const events = v.r.events
+        .slice(eventsBefore)
+        .filter((e) => e.type === EQE_QP && e.qid === peer.id)
+        .map((e) => e.code);
+      const reported = k.recv !== undefined;
+      expect(events, 'responder QP events').to.deep.equal(
+        k.responderErr && !reported ? [responderEvent(k.send()[3] as number)] : [],
+      );
     }
 
     const cases: Case[] = [
@@ -176,6 +198,7 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
         what: 'WRITE with an rkey of the wrong tag: REMOTE_ACC',
         bad: () => ({ op: WOp.RDMA_WRITE, id: 0x6a, sges: [A.sge(0, 8)], remote: { va: B.va, rkey: B.key + 1 } }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'READ with an unknown rkey index: REMOTE_ACC (a bad lkey too: the remote NAK wins)',
@@ -186,6 +209,7 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
           remote: { va: B.va, rkey: 0x3fe01 },
         }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'WRITE whose range wraps past 2^64: REMOTE_ACC',
@@ -196,6 +220,7 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
           remote: { va: 0xfffffffffffffff8n, rkey: B.key },
         }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'WRITE past the remote MR end: REMOTE_ACC',
@@ -206,21 +231,25 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
           remote: { va: B.va + B.length - 8, rkey: B.key },
         }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'READ starting before the remote MR: REMOTE_ACC',
         bad: () => ({ op: WOp.RDMA_READ, id: 0x6e, sges: [A.sge(0, 16)], remote: { va: B.va - 1, rkey: B.key } }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'WRITE to an MR without REMOTE_WRITE: REMOTE_ACC',
         bad: () => ({ op: WOp.RDMA_WRITE, id: 0x6f, sges: [A.sge(0, 8)], remote: { va: LWO.va, rkey: LWO.key } }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'READ from an MR without REMOTE_READ: REMOTE_ACC',
         bad: () => ({ op: WOp.RDMA_READ, id: 0x70, sges: [A.sge(0, 8)], remote: { va: LWO.va, rkey: LWO.key } }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'ATOMIC on an MR without REMOTE_ATOMIC: REMOTE_ACC',
@@ -231,28 +260,33 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
           atomic: { swapAdd: 1n, local: A.sge(8, 8) },
         }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: "WRITE to another PD's MR: REMOTE_ACC",
         bad: () => ({ op: WOp.RDMA_WRITE, id: 0x72, sges: [A.sge(0, 8)], remote: { va: P2.va, rkey: P2.key } }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'rkey 0 to a responder without REMOTE_PRIVILEGED: REMOTE_ACC',
         bad: () => ({ op: WOp.RDMA_WRITE, id: 0x73, sges: [A.sge(0, 8)], remote: { va: B.at(0), rkey: 0 } }),
         send: () => msn(a, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'WRITE to a responder QP without remote write access: REMOTE_ACC',
         req: () => c,
         bad: () => ({ op: WOp.RDMA_WRITE, id: 0x74, sges: [A.sge(0, 8)], remote: { va: B.va, rkey: B.key } }),
         send: () => msn(c, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'READ from a responder QP without remote read access: REMOTE_ACC',
         req: () => c,
         bad: () => ({ op: WOp.RDMA_READ, id: 0x75, sges: [A.sge(0, 8)], remote: { va: B.va, rkey: B.key } }),
         send: () => msn(c, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'ATOMIC to a responder QP without remote atomic access: REMOTE_ACC',
@@ -264,6 +298,7 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
           atomic: { swapAdd: 1n, local: A.sge(8, 8) },
         }),
         send: () => msn(c, 1, WSt.REMOTE_ACC),
+        responderErr: true,
       },
       {
         what: 'a misaligned ATOMIC target: REMOTE_INV_REQ',
@@ -274,6 +309,7 @@ describe('ionic rdma: data-path operations through the live path: RC errors, RNR
           atomic: { swapAdd: 1n, local: A.sge(8, 8) },
         }),
         send: () => msn(a, 1, WSt.REMOTE_INV_REQ),
+        responderErr: true,
       },
       {
         what: 'an ATOMIC whose local buffer is 4 bytes: LOCAL_LEN on an NPG CQE (the WQE is malformed)',

@@ -73,6 +73,18 @@ const STATUS_NAMES = [
   'local-sgl-inv',
 ] as const;
 
+/**
+ * A requester status that is the responder's error (remote access, invalid
+ * request, remote operational): an RC responder that answers with one of
+ * these NAKs goes to ERR itself, as an HCA's does, so a key cannot be
+ * guessed over one connection.
+ */
+export function isResponderError(status: number): boolean {
+  return (
+    status === IonicStatus.REMOTE_ACC || status === IonicStatus.REMOTE_INV_REQ || status === IonicStatus.REMOTE_OPER
+  );
+}
+
 /** Name of an IonicStatus, for logs and test messages. */
 export function ionicStatusName(s: number): string {
   return STATUS_NAMES[s] ?? `status-${s}`;

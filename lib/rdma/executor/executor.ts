@@ -23,7 +23,7 @@ import { GSI_QPN, RDMA_QPN_MASK } from '../limits';
 import type { QpRecord, SrqRecord } from '../resources';
 import { QpState, QpType } from '../types';
 import { getRawWord } from '../../../protocol/field';
-import { IonicStatus } from '../datapath/cqe';
+import { IonicStatus, isResponderError } from '../datapath/cqe';
 import { decodeSendWqe, newSendWqe, SendWqe } from '../datapath/wqe-decode';
 import { ionic_v1_base_hdr, SendVerb } from '../datapath/wqe-layout';
 import { Completions } from './completions';
@@ -358,7 +358,14 @@ export class WqeExecutor implements QpRunner, QpFailures {
           return 'wait';
         }
         status = IonicStatus.RNR_RETRY_EXCEEDED;
-      } else status = r;
+      } else {
+        status = r;
+        // An RC responder that NAKs with its own error goes to ERR, as over the mesh
+        // (a SEND's delivery may already have moved it).
+        if (qp.type === QpType.RC && isResponderError(r) && dest && dest.state !== QpState.ERR) {
+          this.responderError(dest, r);
+        }
+      }
     }
     this.#verbs.clear();
     return this.#finish(qp, s, remote, w.wqeIdLo, w.wqeIdHi, status);

@@ -17,6 +17,7 @@
 #   --virtio-tap IFNAME   a virtio-net NIC (QEMU's userspace virtio-net, vnet
 #                         header offloads on) on the existing host TAP IFNAME,
 #                         MAC 52:54:00:7a:70:01; the guest configures it itself.
+#   --virtio-mac MAC      that NIC's MAC instead (two guests on one bridge).
 #   --coldplug            load a driver for every device before the script.
 #   --append ARGS         more kernel command line.
 #   --extra-qemu-args S   more QEMU arguments (split at spaces).
@@ -32,7 +33,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
 
-script= mem=2G smp=2 timeout=300 net=0 coldplug=0 append= extra= outdir= vtap=
+script= mem=2G smp=2 timeout=300 net=0 coldplug=0 append= extra= outdir= vtap= vmac=52:54:00:7a:70:01
 accel=${RIG_ACCEL:-auto} console=0 keep=0
 sockets=() files=()
 fail_rig() { echo "run-guest: $*" >&2; exit 125; }
@@ -47,6 +48,7 @@ while [ $# -gt 0 ]; do
         --timeout) timeout=$2; shift ;;
         --net) net=1 ;;
         --virtio-tap) vtap=$2; shift ;;
+        --virtio-mac) vmac=$2; shift ;;
         --coldplug) coldplug=1 ;;
         --append) append=$2; shift ;;
         --extra-qemu-args) extra=$2; shift ;;
@@ -67,6 +69,7 @@ for f in bzImage initramfs.img root.ext4; do
 done
 [ -x "$TOOLS/usr/bin/qemu-system-x86_64" ] || fail_rig "no QEMU in $TOOLS: run bash spec/vm/rig/build.sh"
 [[ $timeout =~ ^[0-9]+$ ]] || fail_rig "--timeout wants whole seconds"
+[[ $vmac =~ ^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$ ]] || fail_rig "--virtio-mac wants a MAC like 52:54:00:7a:70:02"
 [ -z "$script" ] || [ -r "$script" ] || fail_rig "cannot read $script"
 for f in "${files[@]+"${files[@]}"}"; do [ -e "${f%%:*}" ] || fail_rig "no file ${f%%:*}"; done
 for s in "${sockets[@]+"${sockets[@]}"}"; do
@@ -139,7 +142,7 @@ fi
 [ $net = 1 ] && qemu+=(-netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0)
 if [ -n "$vtap" ]; then
     [ -e "/sys/class/net/$vtap" ] || fail_rig "--virtio-tap $vtap: no such host interface"
-    qemu+=(-netdev "tap,id=vtap0,ifname=$vtap,script=no,downscript=no,vhost=off" -device virtio-net-pci,netdev=vtap0,mac=52:54:00:7a:70:01)
+    qemu+=(-netdev "tap,id=vtap0,ifname=$vtap,script=no,downscript=no,vhost=off" -device virtio-net-pci,netdev=vtap0,mac=$vmac)
 fi
 for s in "${sockets[@]+"${sockets[@]}"}"; do
     qemu+=(-device "{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"$s\",\"type\":\"unix\"}}")

@@ -39,7 +39,7 @@ import type { Placement } from '../../../mesh';
 import { copySlices } from '../copy';
 import { lendViews, returnViews } from '../../../vfio-user/lent-views';
 import { LEND_MIN_BYTES } from './requester';
-import { IonicStatus, RecvOp } from '../cqe';
+import { IonicStatus, isResponderError, RecvOp } from '../cqe';
 import { datagramAccepted, GRH_SIZE } from '../datagram';
 import { ATOMIC_SIZE } from '../wqe-layout';
 import type { Verbs } from '../../executor/verbs';
@@ -57,13 +57,6 @@ import {
 /** How a responder error fails its QP (WqeExecutor.responderError: ERR and the async event). */
 export interface ResponderFailures {
   responderError(qp: QpRecord, status: number): void;
-}
-
-/** Responder errors that end the QP (RNR and "not there" do not). */
-function endsQp(status: number): boolean {
-  return (
-    status === IonicStatus.REMOTE_ACC || status === IonicStatus.REMOTE_INV_REQ || status === IonicStatus.REMOTE_OPER
-  );
 }
 
 /** A QP that takes requests. */
@@ -314,7 +307,7 @@ export class MeshResponder {
       return IonicStatus.RETRY_EXCEEDED;
     }
     const r = this.#execute(mem, from, h, payload, placed, dest);
-    if (typeof r === 'number' && endsQp(r)) this.#failures.responderError(dest, r);
+    if (typeof r === 'number' && isResponderError(r)) this.#failures.responderError(dest, r);
     return r;
   }
 
