@@ -6,7 +6,6 @@
 // the packet up to the ICRC itself. It goes on the wire least significant
 // byte first, the byte order every RoCE HCA uses.
 
-import { crc32 as zlibCrc32 } from 'zlib';
 import { crc32Finish, crc32Update, CRC32_INIT } from '../net/crc32';
 import { iphdr, ipv6hdr, udphdr } from '../net/headers';
 import { BTH_BYTES } from './opcodes';
@@ -15,8 +14,6 @@ import { BTH_BYTES } from './opcodes';
 const scratch = Buffer.alloc(ipv6hdr.SIZE + udphdr.SIZE + BTH_BYTES);
 /** The CRC state after the eight 0xff bytes of the masked LRH. */
 const AFTER_LRH = crc32Update(CRC32_INIT, Buffer.alloc(8, 0xff), 0, 8);
-/** From this many bytes on, the rest of the packet goes through zlib's CRC-32 (continued from ours). */
-const ZLIB_MIN_BYTES = 256;
 /** Offset of the FECN/BECN/reserved byte in the BTH. */
 const BTH_ECN_BYTE = 4;
 
@@ -42,11 +39,9 @@ export function computeIcrc(buf: Buffer, ipOff: number, ipVersion: 4 | 6, icrcOf
   const udpAt = ipLen;
   scratch.fill(0xff, udpAt + udphdr.check.off, udpAt + udphdr.check.off + udphdr.check.size);
   scratch[udpAt + udphdr.SIZE + BTH_ECN_BYTE] = 0xff;
-  const c = crc32Update(AFTER_LRH, scratch, 0, n);
-  const at = ipOff + n;
-  if (icrcOff - at < ZLIB_MIN_BYTES) return crc32Finish(crc32Update(c, buf, at, icrcOff));
-  // A payload's worth: zlib's native CRC (three to four times the JavaScript one) is worth the view it needs.
-  return zlibCrc32(buf.subarray(at, icrcOff), crc32Finish(c)) >>> 0;
+  let c = crc32Update(AFTER_LRH, scratch, 0, n);
+  c = crc32Update(c, buf, ipOff + n, icrcOff);
+  return crc32Finish(c);
 }
 
 /** Write the ICRC of the packet into its last four bytes, buf[icrcOff, icrcOff + 4). */
