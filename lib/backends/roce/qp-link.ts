@@ -397,7 +397,18 @@ export class RoceQpLink implements CompletionSink, EventSink, RoceMemory {
     const datagram = this.cfg.type === QPT_UD || this.cfg.type === QPT_GSI;
     const av = datagram ? (this.#host.rxAddress as unknown as AddressVector) : null;
     const imm = c.hasInv ? c.invRkey : c.hasImm ? c.imm : 0;
-    this.#host.cqes.recv(qp, datagram ? c.srcQp : qp.attrs.destQpn, st, c.byteLen, r.idLo, r.idHi, op, imm, false, av);
+    this.#host.cqes.recv(
+      qp,
+      datagram ? c.srcQp : qp.attrs.destQpn,
+      st,
+      c.byteLen,
+      r.idLo,
+      r.idHi,
+      op,
+      imm,
+      c.solicited,
+      av,
+    );
     dev.counters.inc(DeviceCounter.rx_wqes);
     if (st === IonicStatus.OK) {
       dev.counters.inc(DeviceCounter.recv_msgs);

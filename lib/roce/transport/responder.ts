@@ -282,6 +282,7 @@ export class Responder {
     c.invRkey = c.hasInv ? h.invRkey : 0;
     c.srcQp = srcQp;
     c.hasGrh = hasGrh;
+    c.solicited = h.solicited;
     this.#recv = null;
     this.#recvOffset = 0;
     this.deps.completions.recvCompleted(c);

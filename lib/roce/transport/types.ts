@@ -121,6 +121,8 @@ export class Completion {
   imm = 0;
   hasInv = false;
   invRkey = 0;
+  /** A receive whose message's last packet asked for a solicited event (BTH SE). */
+  solicited = false;
   /** UD receives: the sender's QPN, and a GRH at the start of the buffer. */
   srcQp = 0;
   hasGrh = false;
