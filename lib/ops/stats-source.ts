@@ -173,6 +173,7 @@ export function deviceRows(d: IonicDevice): StatRow[] {
 export function rdmaCounterRows(d: IonicDevice): StatRow[] {
   const e = d.rdma;
   if (!e) return [];
+  e.hooks.refreshCounters?.();
   const n = e.rm.counts();
   const active: Record<string, number> = {
     qps_active: n.qps,

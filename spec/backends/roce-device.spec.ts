@@ -13,7 +13,10 @@ import { collectStats } from '../../lib/ops/stats-source';
 import { isRoceV2 } from '../../lib/roce/frame';
 import { writeIcrc } from '../../lib/roce/icrc';
 import { cqesOf as cqes } from '../mesh/helpers';
-import { CqeT, MrF, QpS, QpT, ROp, WOp } from '../support/ionic/rdma-regs';
+import { AOp, CqeT, MrF, QpS, QpT, ROp, WOp } from '../support/ionic/rdma-regs';
+import { statsBody } from '../support/ionic/rdma-cmds';
+import { PAGE } from '../support/ionic/regs';
+import { DEVICE_COUNTER_NAMES } from '../../lib/rdma/counters';
 import { Cq, GuestMr, Qp, v4, VerbsGuest } from '../support/ionic/rdma-verbs';
 import { pattern, roceGuests, RoceGuests } from './roce-helpers';
 
@@ -275,6 +278,20 @@ describe('backends: --backend roce, two servers over an Ethernet wire', function
     const sc = await cqes(a, acq, 1);
     expect([sc[0]!.error, sc[0]!.statusLength]).to.deep.equal([true, IonicStatus.RNR_RETRY_EXCEEDED]);
     expect(a.qpState(x)).to.equal(QpS.ERR);
+  });
+
+  it("the driver's hw_counters (STATS_VALS) show the RoCE counters", async () => {
+    const at = a.g.alloc(PAGE);
+    const c = await a.r.post(AOp.STATS_VALS, statsBody(at, PAGE));
+    expect(c.error).to.equal(false);
+    const values = a.g.mem(at, PAGE);
+    const value = (name: string): number =>
+      Number(values.readBigUInt64LE(8 * DEVICE_COUNTER_NAMES.indexOf(name as never)));
+    const roce = pair!.backendA.counters()!;
+    expect(value('roce_tx_packets')).to.equal(roce['tx_packets']).and.to.be.greaterThan(0);
+    expect(value('roce_rx_packets')).to.equal(roce['rx_packets']).and.to.be.greaterThan(0);
+    expect(value('roce_retransmits')).to.equal(roce['retransmits']);
+    expect(value('roce_naks_rx')).to.be.at.least(1);
   });
 
   it('the counters reach the stats file (RoCE Statistics) and /metrics (rocm_ernic_roce_*)', async () => {

@@ -25,6 +25,7 @@ import { GSI_QPN } from '../../rdma/limits';
 import type { SendWqe } from '../../rdma/datapath/wqe-decode';
 import { gidsFromFrame } from '../../rdma/datapath/mesh';
 import { IonicStatus } from '../../rdma/datapath/cqe';
+import { DeviceCounter } from '../../rdma/counters';
 import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { getField, viewRaw } from '../../../protocol/field';
 import { ETH_P_8021Q, ETH_P_IP, ethhdr, iphdr, ipv6hdr, vlan_ethhdr } from '../../net/headers';
@@ -80,6 +81,10 @@ export class RoceDataPath implements RemotePath, LinkHost {
         prev.qpModified?.(qp, from, changes);
         this.#modified(qp);
       },
+      refreshCounters: () => {
+        prev.refreshCounters?.();
+        this.#refreshDeviceCounters();
+      },
     };
     segment.addEndpoint({
       claimTx: (frame) => {
@@ -92,6 +97,27 @@ export class RoceDataPath implements RemotePath, LinkHost {
 
   get counters(): RoceCounters {
     return this.port.counters;
+  }
+
+  /** The transport's counters into the device's (what the driver's hw_counters show). */
+  #refreshDeviceCounters(): void {
+    const r = this.port.counters;
+    const d = this.dev.counters;
+    let naksTx = 0;
+    let naksRx = 0;
+    for (let k = 0; k < r.naksTx.length; k++) naksTx += r.naksTx[k]!;
+    for (let k = 0; k < r.naksRx.length; k++) naksRx += r.naksRx[k]!;
+    let drops = 0;
+    for (let k = 1; k < r.drops.length; k++) drops += r.drops[k]!;
+    d.set(DeviceCounter.roce_tx_packets, r.txPackets);
+    d.set(DeviceCounter.roce_rx_packets, r.rxPackets);
+    d.set(DeviceCounter.roce_retransmits, r.retransmits);
+    d.set(DeviceCounter.roce_timeouts, r.timeouts);
+    d.set(DeviceCounter.roce_duplicates, r.duplicates);
+    d.set(DeviceCounter.roce_naks_tx, naksTx);
+    d.set(DeviceCounter.roce_naks_rx, naksRx);
+    d.set(DeviceCounter.roce_icrc_errors, r.icrcErrors);
+    d.set(DeviceCounter.roce_rx_drops, drops);
   }
 
   /** The GIDs taken as the guest's. */

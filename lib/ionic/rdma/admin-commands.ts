@@ -554,7 +554,8 @@ function destroy(env: AdminEnv, b: Buffer, what: 'cq' | 'qp' | 'mr' | 'ah' | 'sr
 // ---- stats ---------------------------------------------------------------------------------
 
 /** Refresh the gauges (objects alive) before the values are read. */
-function refreshGauges(env: { rm: ResourceManager; counters: CounterSet }): void {
+function refreshGauges(env: { rm: ResourceManager; counters: CounterSet; hooks: DataPathHooks }): void {
+  env.hooks.refreshCounters?.();
   const n = env.rm.counts();
   env.counters.set(DeviceCounter.qps_active, n.qps);
   env.counters.set(DeviceCounter.cqs_active, n.cqs);
