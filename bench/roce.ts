@@ -35,6 +35,7 @@ import { QpF } from '../spec/support/ionic/rdma-regs';
 import { cleanupSync, Server, startServer, stopChild } from './mesh-processes';
 import { CqPoller, connectSide, guestSide, Side } from './mesh-guest';
 import { envNumber } from './support/env';
+import { cpuOf, cpuSince } from './mesh-raw';
 import { freePort } from './support/free-port';
 
 const KiB = 1024;
@@ -120,10 +121,13 @@ async function latency(a: Side, b: Side, cq: CqPoller, n: number): Promise<Float
 interface Rate {
   bytes: number;
   secs: number;
+  /** CPU ms of the sending server, the receiving server and this process (the guests). */
+  cpu: [number, number, number];
 }
 
-async function throughput(a: Side, b: Side, cq: CqPoller, secs: number): Promise<Rate> {
+async function throughput(a: Side, b: Side, cq: CqPoller, secs: number, pids: readonly number[]): Promise<Rate> {
   b.bytes.fill(0, 0, WINDOW * BIG);
+  const c0 = [...pids, process.pid].map(cpuOf);
   let posted = 0;
   let done = 0;
   let stop = false;
@@ -151,7 +155,8 @@ async function throughput(a: Side, b: Side, cq: CqPoller, secs: number): Promise
   const n = Math.min(done, WINDOW) * BIG;
   if (!a.bytes.subarray(0, n).equals(b.bytes.subarray(0, n)))
     throw new Error("throughput: the right MR does not hold the left MR's bytes; no figure");
-  return { bytes: done * BIG, secs: el };
+  const cpu = [...pids, process.pid].map((p, i) => cpuSince(p, c0[i]!).all) as [number, number, number];
+  return { bytes: done * BIG, secs: el, cpu };
 }
 
 const mbps = (r: Rate): number => r.bytes / r.secs / 1e6;
@@ -159,6 +164,8 @@ const pct = (s: Float64Array, q: number): number => s[Math.min(s.length - 1, Mat
 
 interface Pair {
   readonly name: string;
+  /** The sending and receiving servers' pids. */
+  readonly pids: readonly number[];
   readonly a: Side;
   readonly b: Side;
   readonly cq: CqPoller;
@@ -238,23 +245,30 @@ async function main(): Promise<void> {
     await connectSide(ma, QP_B, IP_A, IP_B);
     await connectSide(mb, QP_A, IP_B, IP_A);
     const pairs: Pair[] = [
-      { name: 'RoCE', a: ra, b: rb, cq: new CqPoller(ra) },
-      { name: 'mesh', a: ma, b: mb, cq: new CqPoller(ma) },
+      { name: 'RoCE', pids: [servers[0]!.proc.pid!, servers[1]!.proc.pid!], a: ra, b: rb, cq: new CqPoller(ra) },
+      { name: 'mesh', pids: [servers[2]!.proc.pid!, servers[3]!.proc.pid!], a: ma, b: mb, cq: new CqPoller(ma) },
     ];
     for (const p of pairs) randomFillSync(p.a.bytes, 0, WINDOW * BIG);
 
     // Warm-up (the servers' JIT), then the latency of each.
-    for (const p of pairs) await throughput(p.a, p.b, p.cq, 1);
+    for (const p of pairs) await throughput(p.a, p.b, p.cq, 1, p.pids);
     const lat = new Map<string, Float64Array>();
     for (const p of pairs) lat.set(p.name, await latency(p.a, p.b, p.cq, LAT_N));
     const rates = new Map<string, Rate[]>(pairs.map((p) => [p.name, []]));
     for (let r = 0; r < ROUNDS; r++) {
       const order = r % 2 === 0 ? pairs : [...pairs].reverse();
-      for (const p of order) rates.get(p.name)!.push(await throughput(p.a, p.b, p.cq, SECS));
+      for (const p of order) rates.get(p.name)!.push(await throughput(p.a, p.b, p.cq, SECS, p.pids));
     }
     await new Promise((r) => setTimeout(r, 1500)); // one more stats-file write
     const pooled = (name: string): Rate =>
-      rates.get(name)!.reduce((t, x) => ({ bytes: t.bytes + x.bytes, secs: t.secs + x.secs }), { bytes: 0, secs: 0 });
+      rates.get(name)!.reduce(
+        (t, x) => ({
+          bytes: t.bytes + x.bytes,
+          secs: t.secs + x.secs,
+          cpu: [t.cpu[0] + x.cpu[0], t.cpu[1] + x.cpu[1], t.cpu[2] + x.cpu[2]] as [number, number, number],
+        }),
+        { bytes: 0, secs: 0, cpu: [0, 0, 0] as [number, number, number] },
+      );
     const roce = pooled('RoCE');
     const mesh = pooled('mesh');
     const lr = lat.get('RoCE')!;
@@ -286,6 +300,16 @@ async function main(): Promise<void> {
         .join(', ')}`,
     );
     out.push(`  ratio RoCE/mesh: ${fmt(mbps(roce) / mbps(mesh), 2)}x (goal >= 0.80x)`);
+    const perMiB = (r: Rate, i: number): string => fmt(r.cpu[i]! / (r.bytes / MiB), 2);
+    const busy = (r: Rate, i: number): string => fmt((100 * r.cpu[i]!) / (r.secs * 1000));
+    for (const [name, r] of [
+      ['RoCE', roce],
+      ['mesh', mesh],
+    ] as const)
+      out.push(
+        `  ${name} CPU ms per MiB: sender ${perMiB(r, 0)}, receiver ${perMiB(r, 1)}, guests ${perMiB(r, 2)}` +
+          ` (busy ${busy(r, 0)}%, ${busy(r, 1)}%, ${busy(r, 2)}% of the run)`,
+      );
     const c = roceCounters(statsA);
     if (c.size > 0) {
       const keys = [
