@@ -167,6 +167,35 @@ describe('backends: --backend roce, two servers over an Ethernet wire', function
     expect(pair!.backendB.counters()!['drops_bad_qkey']).to.be.at.least(1);
   });
 
+  it('UD ping-pong (as ibv_ud_pingpong): 200 round trips, one datagram each way at a time, rings wrapping many times', async () => {
+    const cqa = await a.createCq(45, 5);
+    const cqb = await b.createCq(46, 5);
+    const ua = await a.createQp(42, QpT.UD, { sqCq: cqa, rqCq: cqa, depthLog2: 3 });
+    const ub = await b.createQp(43, QpT.UD, { sqCq: cqb, rqCq: cqb, depthLog2: 4 });
+    await a.readyUd(ua, 0x11111111);
+    await b.readyUd(ub, 0x11111111);
+    await a.createAh(5, { sip: v4(IP_A), dip: v4(IP_B) });
+    await b.createAh(6, { sip: v4(IP_B), dip: v4(IP_A) });
+    const post = (v: VerbsGuest, q: Qp, M: GuestMr, id: number): void => {
+      v.postRecv(q, { id, sges: [M.sge(20_000 + (id % 4) * 1100, 1064)] });
+    };
+    for (let i = 0; i < 4; i++) post(b, ub, B, i);
+    for (let i = 0; i < 4; i++) post(a, ua, A, i);
+    let na = 4;
+    let nb = 4;
+    for (let i = 0; i < 200; i++) {
+      a.postSend(ua, { op: WOp.SEND, id: i, sges: [A.sge(500, 1024)], ud: { ah: 5, qpn: ub.id, qkey: 0x11111111 } });
+      const gb = await cqes(b, cqb, 1);
+      expect(gb.map((c) => [c.type, c.error])).to.deep.equal([[CqeT.RECV, false]], `B's receive ${i}`);
+      post(b, ub, B, nb++);
+      b.postSend(ub, { op: WOp.SEND, id: i, sges: [B.sge(500, 1024)], ud: { ah: 6, qpn: ua.id, qkey: 0x11111111 } });
+      const ga = await cqes(a, cqa, 2);
+      expect(ga.filter((c) => c.error)).to.deep.equal([], `A's completions ${i}`);
+      post(a, ua, A, na++);
+      expect((await cqes(b, cqb, 1))[0]!.type).to.equal(CqeT.SEND_NPG);
+    }
+  });
+
   it('two QPs of the same VM stay off the wire (loopback through the executor)', async () => {
     const x = await a.createQp(50, QpT.RC, { sqCq: acq, rqCq: acq });
     const y = await a.createQp(51, QpT.RC, { sqCq: acq, rqCq: acq });
