@@ -298,6 +298,33 @@ describe('backends: --backend roce, two servers over an Ethernet wire', function
     expect(sc[0]!.error).to.equal(false);
   });
 
+  it('a receive CQ the host has not drained: the SEND is answered RNR (no CQE lost) and lands once it is drained', async () => {
+    const small = await b.createCq(47, 2); // 4 slots: 3 CQEs before the host must report
+    const x = await a.createQp(94, QpT.RC, { sqCq: acq, rqCq: acq });
+    const y = await b.createQp(95, QpT.RC, { sqCq: bcq, rqCq: small });
+    await a.connect(x, y.id, { tpl: { sip: v4(IP_A), dip: v4(IP_B) } });
+    await b.connect(y, x.id, { tpl: { sip: v4(IP_B), dip: v4(IP_A) }, rnrTimer: 1 });
+    for (let i = 0; i < 4; i++) b.postRecv(y, { id: 0x60 + i, sges: [B.sge(i * 128, 128)] });
+    const naks = pair!.backendB.counters()!['naks_tx_rnr']!;
+    for (let i = 0; i < 4; i++) {
+      A.write(i * 16, pattern(16, 40 + i));
+      a.postSend(x, { op: WOp.SEND, id: i, sges: [A.sge(i * 16, 16)] });
+    }
+    await cqes(a, acq, 3);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(a.drain(acq), 'the 4th waits: its receive CQE has no room').to.deep.equal([]);
+    expect(pair!.backendB.counters()!['naks_tx_rnr']!).to.be.greaterThan(naks);
+    const got = await cqes(b, small, 4); // draining reports the read position; the RNR retry then lands
+    expect(got.map((c) => [c.error, c.wqeIdLo])).to.deep.equal([
+      [false, 0x60],
+      [false, 0x61],
+      [false, 0x62],
+      [false, 0x63],
+    ]);
+    expect(B.read(3 * 128, 16).equals(pattern(16, 43))).to.equal(true);
+    expect((await cqes(a, acq, 1))[0]!.error).to.equal(false);
+  });
+
   it('RNR retries run out: RNR_RETRY_EXCEEDED on A, its QP in ERR', async () => {
     const x = await a.createQp(92, QpT.RC, { sqCq: acq, rqCq: acq });
     const y = await b.createQp(93, QpT.RC, { sqCq: bcq, rqCq: bcq });

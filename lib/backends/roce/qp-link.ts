@@ -19,6 +19,7 @@ import { GSI_QPN, RDMA_QPN_MASK } from '../../rdma/limits';
 import { KeyStatus, type QpRecord } from '../../rdma/resources';
 import { MrFlag, QpFlag, QpState, QpType } from '../../rdma/types';
 import { IonicStatus, RecvOp } from '../../rdma/datapath/cqe';
+import { cqRoom } from '../../rdma/datapath/cq-ring';
 import { decodeRecvWqe, newRecvWqe, type SendWqe as DeviceSendWqe } from '../../rdma/datapath/wqe-decode';
 import { ATOMIC_SIZE, SendVerb } from '../../rdma/datapath/wqe-layout';
 import type { AddressVector } from '../../rdma/address';
@@ -322,6 +323,12 @@ export class RoceQpLink implements CompletionSink, EventSink, RoceMemory {
     if (!mem) return null;
     const ring = this.#host.executor.verbs.recvRing(qp);
     if (!ring || ring.ci === ring.pi) return null;
+    // No room for its completion (as far as the host has reported): not taken, so no CQE is lost;
+    // an RC request is answered RNR and comes back, a datagram is dropped (counted as no_recv).
+    if (cqRoom(this.#host.dev.rm, qp.rqCqId) === 0) {
+      this.#host.dev.counters.inc(DeviceCounter.cq_full_waits);
+      return null;
+    }
     const buf = this.#host.views.slot(mem, ring, ring.ci, this.#rqSlot);
     const d = buf ? decodeRecvWqe(buf, this.#recvWqe) : null;
     ring.ci = (ring.ci + 1) & ((1 << ring.depthLog2) - 1);
