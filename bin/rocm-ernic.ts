@@ -21,6 +21,7 @@ import { formatProfile, listProfiles, ProfileError, resolveProfile } from '../li
 import { TapLink } from '../lib/ionic/tap';
 import { backendKind, backendsHelp, ServedMesh, unknownBackend } from '../lib/backends';
 import { MeshBackend } from '../lib/backends/mesh';
+import { RoceBackend } from '../lib/backends/roce';
 import { isMeshBackend } from '../lib/mesh';
 import { DeviceActivity } from '../lib/ops/activity';
 import { MetricsHttpServer } from '../lib/ops/metrics-http';
@@ -370,6 +371,7 @@ async function main(): Promise<void> {
     connection: activity,
     mesh,
     meshDataPath,
+    roce: backend instanceof RoceBackend ? backend : null,
     p4: p4Engine,
     loopWatch,
   };

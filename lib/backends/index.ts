@@ -8,10 +8,11 @@ import { loopbackKind } from './loopback';
 import { meshKind } from './mesh';
 import { noneKind } from './none';
 import { nvmeofKind } from './nvmeof';
+import { roceKind } from './roce';
 import { s3Kind } from './s3';
 
 /** In the order --help lists them. */
-const BACKEND_KINDS: readonly BackendKind[] = [loopbackKind, noneKind, meshKind, nvmeofKind, s3Kind];
+const BACKEND_KINDS: readonly BackendKind[] = [loopbackKind, noneKind, meshKind, roceKind, nvmeofKind, s3Kind];
 
 /** The kind that takes `spec`, or undefined. */
 export function backendKind(spec: string): BackendKind | undefined {

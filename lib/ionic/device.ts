@@ -112,6 +112,11 @@ export class IonicDevice {
         addEndpoint: (e) => {
           this.lif.endpoints.push(e);
         },
+        sendToHost: (frame, len) => {
+          const link = this.#link;
+          if (!link) return false;
+          return link.send(len === frame.length ? frame : frame.subarray(0, len));
+        },
       });
     } else if (this.rdma) installWqeExecutor(this.rdma);
     this.#ctx = {

@@ -12,6 +12,7 @@
 // numbers are small fixed sets. docs/operations.md lists every family.
 
 import { p4Families } from './p4-stats';
+import { roceFamilies } from './roce-stats';
 import { Registry } from 'prom-client';
 import type { IonicDevice } from '../ionic/device';
 import type { MeshDataPath } from '../rdma/datapath/mesh';
@@ -79,6 +80,15 @@ const RDMA_HELP: Readonly<Record<string, string>> = {
   mem_mgmt_errors: 'Memory management (REG_MR, LOCAL_INV, BIND_MW) errors',
   rnr_naks: 'Receiver-not-ready NAKs',
   cq_full_waits: 'Times a QP waited for room in a full CQ',
+  roce_tx_packets: 'RoCEv2 packets sent (--backend roce)',
+  roce_rx_packets: 'RoCEv2 packets received well-formed with a good ICRC (--backend roce)',
+  roce_retransmits: 'RoCEv2 request packets sent again (--backend roce)',
+  roce_timeouts: 'RoCEv2 local ACK timeouts (--backend roce)',
+  roce_duplicates: 'RoCEv2 duplicate packets received (--backend roce)',
+  roce_naks_tx: 'RoCEv2 NAKs sent, every kind (--backend roce)',
+  roce_naks_rx: 'RoCEv2 NAKs received, every kind (--backend roce)',
+  roce_icrc_errors: 'RoCEv2 frames dropped for a bad ICRC (--backend roce)',
+  roce_rx_drops: 'RoCEv2 frames from the wire dropped, every reason (--backend roce)',
   reg_mr_wqes: 'REG_MR (fast registration) WQEs',
   local_inv_wqes: 'LOCAL_INV WQEs',
   remote_invalidates: 'Keys invalidated by SEND with invalidate',
@@ -255,7 +265,14 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
     );
     DEVICE_COUNTER_NAMES.forEach((name, i) => {
       if (ACTIVE.has(name)) return;
-      add(rdmaCounterName(name), 'counter', RDMA_HELP[name] ?? name, (e) => e(c.get(i), ib), ['device', 'port']);
+      // The roce_* ones are copied in from the transport first (a few numbers, per scrape).
+      const read = name.startsWith('roce_')
+        ? (e: Emit): void => {
+            e0.hooks.refreshCounters?.();
+            e(c.get(i), ib);
+          }
+        : (e: Emit): void => e(c.get(i), ib);
+      add(rdmaCounterName(name), 'counter', RDMA_HELP[name] ?? name, read, ['device', 'port']);
     });
     add(
       'rdma_objects',
@@ -336,6 +353,8 @@ export function serverFamilies(src: OpsSources, opts: { qpMax?: number; profile?
       ['role'],
     );
   }
+  // ---- the RoCEv2 transport -----------------------------------------------------------------------
+  if (src.roce) roceFamilies(src.roce, add);
   // ---- the P4 engine -------------------------------------------------------------------------------
   if (src.p4) p4Families(src.p4, add);
   return f;

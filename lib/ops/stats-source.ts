@@ -9,6 +9,7 @@
 //   device.rdma.counters       RDMA device counters (lib/rdma/counters.ts)
 //   device.rdma.rm.qps         per-QP counters and WQEs by opcode
 //   meshDataPath.stats         and Mesh.stats(), with --backend tcp:...
+//   roce.counters()            the RoCEv2 transport's, with --backend roce (./roce-stats.ts)
 //   the P4 engine               with --p4 options (./p4-stats.ts)
 
 import type { IonicDevice } from '../ionic/device';
@@ -21,6 +22,7 @@ import { QP_STATE_NAMES } from '../rdma/types';
 import type { ConnectionView } from './activity';
 import { p4Rows } from './p4-stats';
 import type { P4StatsSource } from './p4-stats';
+import { roceRows, type RoceStatsSource } from './roce-stats';
 import {
   INTERNAL_ERRORS_KEY,
   MESH_NODE_KEY,
@@ -64,6 +66,8 @@ export interface OpsSources {
   readonly mesh?: MeshStatsSource | null;
   /** The mesh data path (lib/backends/mesh.ts), with --backend tcp:... */
   readonly meshDataPath?: Pick<MeshDataPath, 'stats'> | null;
+  /** The RoCEv2 transport, with --backend roce. */
+  readonly roce?: RoceStatsSource | null;
   /** The P4 engine, with --p4 options. */
   readonly p4?: P4StatsSource | null;
   /** The loop-stall watchdog, with --loop-watch. */
@@ -169,6 +173,7 @@ function deviceRows(d: IonicDevice): StatRow[] {
 function rdmaCounterRows(d: IonicDevice): StatRow[] {
   const e = d.rdma;
   if (!e) return [];
+  e.hooks.refreshCounters?.();
   const n = e.rm.counts();
   const active: Record<string, number> = {
     qps_active: n.qps,
@@ -262,6 +267,8 @@ export function collectStats(src: OpsSources, writeCount: number, maxQps = STATS
   sections.push({ title: 'Ethernet Port Statistics', rows: portRows(d) });
   const mesh = meshRows(src);
   if (mesh.length) sections.push({ title: 'Mesh Statistics', rows: mesh });
+  const roce = src.roce ? roceRows(src.roce) : [];
+  if (roce.length) sections.push({ title: 'RoCE Statistics', rows: roce });
   if (src.p4) sections.push({ title: 'P4 Statistics', rows: p4Rows(src.p4) });
   const qps = qpsById(d);
   const shown = qps.slice(0, maxQps);

@@ -14,6 +14,8 @@ export interface GuestSegment {
   send(frame: Buffer): void;
   /** Put an in-process host on the segment: it sees the guest's frames after those added before it. */
   addEndpoint(e: FrameEndpoint): void;
+  /** Put frame[0, len) on the host side of the wire (the TAP), as the port transmits; false when there is none or it failed. */
+  sendToHost?(frame: Buffer, len: number): boolean;
 }
 
 export interface RdmaBackend {

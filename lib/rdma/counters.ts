@@ -59,6 +59,16 @@ export const DEVICE_COUNTER_NAMES = [
   'remote_invalidates',
   // mesh: requests from a node that is not the QP's peer, or of another wire version
   'mesh_refused_requests',
+  // RoCEv2 on the wire (--backend roce), copied from the transport's counters when read
+  'roce_tx_packets',
+  'roce_rx_packets',
+  'roce_retransmits',
+  'roce_timeouts',
+  'roce_duplicates',
+  'roce_naks_tx',
+  'roce_naks_rx',
+  'roce_icrc_errors',
+  'roce_rx_drops',
 ] as const;
 
 export const QP_COUNTER_NAMES = [

@@ -49,6 +49,12 @@ export interface DataPathHooks {
   /** RDMA_RESET_LIF, device reset or disconnect: every object is gone. */
   reset?(): void;
   /**
+   * The device counters are about to be read (hw_counters, the stats file,
+   * /metrics): copy in the ones the data path keeps elsewhere (the RoCE
+   * transport's). Off the hot path.
+   */
+  refreshCounters?(): void;
+  /**
    * Runs on every send WQE that is not a local operation (LOCAL_INV, REG_MR,
    * BIND_MW), once, after the WQE's own memory checks (the P4 engine,
    * lib/p4/wqe.ts). A WQE whose own buffers fail their checks never reaches it.

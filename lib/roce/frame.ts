@@ -296,3 +296,17 @@ export function isRoceV2(buf: Buffer, len: number): boolean {
   }
   return len >= udpOff + udphdr.SIZE && getField(buf, udpOff, udphdr.dest) === ROCE_V2_UDP_PORT;
 }
+
+/** Bytes of GRH in front of a UD receive. */
+export const GRH_BYTES = 40;
+
+/** The 40-byte GRH of a decoded RoCEv2 datagram into `out`: the IPv6 header, or 20 zero bytes then the IPv4 header. */
+export function grhOf(buf: Buffer, f: RoceFrame, out: Buffer): Buffer {
+  if (f.ipVersion === 6) {
+    buf.copy(out, 0, f.ipOff, f.ipOff + GRH_BYTES);
+  } else {
+    out.fill(0, 0, GRH_BYTES - 20);
+    buf.copy(out, GRH_BYTES - 20, f.ipOff, f.ipOff + 20);
+  }
+  return out;
+}

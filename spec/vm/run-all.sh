@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 if [ -z "${E2E_RIG:-}" ]; then
   bash "$HERE/rig/build.sh" || { echo "the VM rig could not be built (spec/vm/rig/build.sh)"; echo "0 passed, 1 failed"; exit 1; }
 fi
-TESTS=${VM_TESTS:-vfio-user-demo idio16-record ionic-eth ionic-offloads rdma-verbs rdma-nvme nvmeof s3 mesh-two-guests ops-counters p4}
+TESTS=${VM_TESTS:-vfio-user-demo idio16-record ionic-eth ionic-offloads rdma-verbs rdma-nvme nvmeof s3 mesh-two-guests roce-rxe ops-counters p4}
 pass=0 failn=0
 for name in $TESTS; do
   t=$HERE/$name.sh

@@ -14,6 +14,7 @@ import {
   RDMA_AH_COUNT,
   RDMA_PT_ENTRIES_PER_TURN,
 } from '../../rdma/limits';
+import type { DataPathHooks } from '../../rdma/hooks';
 import type { ResourceManager } from '../../rdma/resources';
 import { mrKindOf } from '../../rdma/resources';
 import { PageListLoader, PageTable } from '../../rdma/page-table';
@@ -270,7 +271,8 @@ function destroy(env: AdminEnv, b: Buffer, what: 'cq' | 'qp' | 'mr' | 'ah' | 'sr
 // ---- stats ---------------------------------------------------------------------------------
 
 /** Refresh the gauges (objects alive) before the values are read. */
-function refreshGauges(env: { rm: ResourceManager; counters: CounterSet }): void {
+function refreshGauges(env: { rm: ResourceManager; counters: CounterSet; hooks: DataPathHooks }): void {
+  env.hooks.refreshCounters?.();
   const n = env.rm.counts();
   env.counters.set(DeviceCounter.qps_active, n.qps);
   env.counters.set(DeviceCounter.cqs_active, n.cqs);

@@ -188,7 +188,10 @@ export class Completer {
     const pmtu = this.cfg.pmtu;
     const isLast = k === p.npkts - 1;
     const wantLen = isLast ? wqe.length - k * pmtu : pmtu;
-    const startOk = ((flags & F_START) !== 0) === (k === p.responseStart);
+    // A restarted READ answers from a FIRST at the PSN asked for; the old answer may still be arriving
+    // there (a timer resent while it was on its way): its MIDDLE or LAST at the same PSN carries the same bytes.
+    // Only the very first response must start a message.
+    const startOk = (flags & F_START) !== 0 || k > 0;
     const endOk = ((flags & F_END) !== 0) === isLast;
     if (!startOk || !endOk || h.payloadLen !== wantLen) {
       req.failHead(WC_BAD_RESP_ERR);

@@ -24,7 +24,7 @@ import {
   NAK_KIND_SEQUENCE,
   type RoceCounters,
 } from '../counters';
-import { encodeFrame, frameHeaderBytes, type RoceFrame } from '../frame';
+import { encodeFrame, frameHeaderBytes, GRH_BYTES, grhOf, type RoceFrame } from '../frame';
 import {
   CREDITS_INVALID,
   GSI_QKEY,
@@ -84,8 +84,7 @@ import {
 } from './types';
 import { RES_ATOMIC, RES_READ, Resource } from './responder-resource';
 
-/** Bytes of GRH in front of a UD receive. */
-export const GRH_BYTES = 40;
+export { GRH_BYTES };
 /** Send an ACK at once when this many packets asked for one since the last. */
 const ACK_COALESCE_MAX = 32;
 /** READ response packets sent per turn before yielding to the event loop. */
@@ -264,6 +263,7 @@ export class Responder {
     c.invRkey = c.hasInv ? h.invRkey : 0;
     c.srcQp = srcQp;
     c.hasGrh = hasGrh;
+    c.solicited = h.solicited;
     this.#recv = null;
     this.#recvOffset = 0;
     this.deps.completions.recvCompleted(c);
@@ -536,7 +536,7 @@ export class Responder {
     this.#recv = wqe;
     this.#recvOffset = 0;
     const mem = this.deps.memory;
-    const grh = this.#grhFrom(buf, f);
+    const grh = grhOf(buf, f, this.#grh);
     if (GRH_BYTES + h.payloadLen > wqe.length) return this.#datagramError(h, WC_LOC_LEN_ERR);
     if (
       !scatter(mem, wqe.sgl, 0, GRH_BYTES, grh, 0) ||
@@ -556,18 +556,6 @@ export class Responder {
   }
 
   readonly #grh = Buffer.alloc(GRH_BYTES);
-
-  /** The 40-byte GRH of a RoCEv2 datagram: the IPv6 header, or 20 zero bytes then the IPv4 header. */
-  #grhFrom(buf: Buffer, f: RoceFrame): Buffer {
-    const g = this.#grh;
-    if (f.ipVersion === 6) {
-      buf.copy(g, 0, f.ipOff, f.ipOff + GRH_BYTES);
-    } else {
-      g.fill(0, 0, GRH_BYTES - 20);
-      buf.copy(g, GRH_BYTES - 20, f.ipOff, f.ipOff + 20);
-    }
-    return g;
-  }
 
   /** Cancel the deferred ACK and responses (the QP is going away or to ERROR). */
   stop(): void {

@@ -121,6 +121,8 @@ export class Completion {
   imm = 0;
   hasInv = false;
   invRkey = 0;
+  /** A receive whose message's last packet asked for a solicited event (BTH SE). */
+  solicited = false;
   /** UD receives: the sender's QPN, and a GRH at the start of the buffer. */
   srcQp = 0;
   hasGrh = false;
@@ -147,18 +149,18 @@ interface WqeSource {
 }
 
 /** Where completions go (the CQs). */
-interface CompletionSink {
+export interface CompletionSink {
   sendCompleted(c: Completion): void;
   recvCompleted(c: Completion): void;
 }
 
 /** Where the QP's asynchronous events go (the EQ). */
-interface EventSink {
+export interface EventSink {
   qpEvent(qpn: number, event: number): void;
 }
 
 /** Where frames go (the TAP). The buffer is reused after the call returns. */
-interface PacketSink {
+export interface PacketSink {
   send(frame: Buffer, len: number): void;
 }
 

@@ -4,6 +4,7 @@
 // snapshots that show every byte the device wrote.
 
 import type { Logger } from '../../../lib/log';
+import type { HostLink } from '../../../lib/net/frame-endpoint';
 import type { RdmaBackend } from '../../../lib/rdma/backend';
 import type { IonicGuest } from './guest';
 import { PAGE } from './regs';
@@ -277,4 +278,6 @@ export interface VerbsOptions extends BootOptions {
   rdmaBackend?: RdmaBackend;
   /** Where the device and server log (default: nowhere). */
   log?: Logger;
+  /** The host side of the device's Ethernet port (default: none). */
+  link?: HostLink;
 }

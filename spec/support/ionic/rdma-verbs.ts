@@ -106,6 +106,7 @@ export class VerbsGuest {
     const rig = await Rig.start({
       ...(o.rdmaBackend ? { rdmaBackend: o.rdmaBackend } : {}),
       ...(o.log ? { log: o.log } : {}),
+      ...(o.link ? { link: o.link } : {}),
     });
     try {
       const g = await rig.probed(0, o.ramSize ? { ramSize: o.ramSize } : {});

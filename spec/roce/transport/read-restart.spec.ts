@@ -1,0 +1,61 @@
+// A READ whose answer is slow: the local ACK timer resends the request for the
+// rest while the old answer is still on its way. The old answer's MIDDLE and
+// LAST packets at the PSNs the restart asked for carry the same bytes, so
+// they are taken (before the fix they failed the READ with BAD_RESP_ERR);
+// the restart's own answer then arrives as duplicates and is dropped.
+
+import { expect } from 'chai';
+import type * as sinon from 'sinon';
+import { decodeFrame, RoceFrame } from '../../../lib/roce/frame';
+import { opcodeName } from '../../../lib/roce/opcodes';
+import { WC_RDMA_READ, WC_SUCCESS, WR_RDMA_READ } from '../../../lib/roce/transport/types';
+import { connectedPair, deliverAll, fakeClock, pattern } from './harness';
+
+function names(frames: Buffer[]): string[] {
+  const f = new RoceFrame();
+  return frames.map((b) =>
+    decodeFrame(b, b.length, f) === 0 ? `${opcodeName(f.headers.opcode)}@${f.headers.psn}` : 'BAD',
+  );
+}
+
+describe('roce/transport RC: a READ restarted by the timer while its answer is on the way', () => {
+  let clock: sinon.SinonFakeTimers;
+  beforeEach(() => {
+    clock = fakeClock();
+  });
+  afterEach(() => {
+    clock.restore();
+  });
+
+  it("the old answer's later packets complete the READ with the right bytes", () => {
+    const { a, b } = connectedPair();
+    const remote = b.mem.register(0x55, 0x70000, 8192);
+    pattern(4000, 8).copy(remote);
+    const local = a.mem.register(1, 0x1000, 8192);
+    a.post({
+      wrId: 9,
+      opcode: WR_RDMA_READ,
+      sgl: [{ addr: 0x1000, length: 4000, lkey: 1 }],
+      length: 4000,
+      remoteAddr: 0x70000,
+      rkey: 0x55,
+    });
+    deliverAll(a, b, a.out.splice(0));
+    const answer = b.out.splice(0);
+    expect(names(answer)).to.deep.equal([
+      'RC_RDMA_READ_RESPONSE_FIRST@0',
+      'RC_RDMA_READ_RESPONSE_MIDDLE@1',
+      'RC_RDMA_READ_RESPONSE_MIDDLE@2',
+      'RC_RDMA_READ_RESPONSE_LAST@3',
+    ]);
+    // The first response arrives; the rest are late, and the local ACK timer (timeout 14: 67 ms) runs out.
+    deliverAll(b, a, answer.slice(0, 1));
+    clock.tick(100);
+    expect(names(a.out.splice(0))).to.deep.equal(['RC_RDMA_READ_REQUEST@1']);
+    // Now the old answer's MIDDLE and LAST come in.
+    deliverAll(b, a, answer.slice(1));
+    expect(a.sendCqes).to.have.length(1);
+    expect(a.sendCqes[0]).to.include({ wrId: 9, status: WC_SUCCESS, opcode: WC_RDMA_READ, byteLen: 4000 });
+    expect(local.subarray(0, 4000).equals(pattern(4000, 8))).to.equal(true);
+  });
+});
