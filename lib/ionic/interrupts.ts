@@ -7,8 +7,16 @@
 // runs without a second interrupt). An assertion on a masked vector is
 // latched and fires when the driver unmasks, by writing mask = 0 or by
 // returning credits with the UNMASK bit. Credits count completions posted and
-// not yet returned; the driver reads them back in "intr clean". Coalescing
-// values are stored for read-back; we deliver at once (no timers).
+// not yet returned; the driver reads them back in "intr clean".
+//
+// Moderation: with coal_init 0 a vector fires at once. With coal_init set
+// (the driver's rx/tx-usecs, `ethtool -C`) a vector fires once the device is
+// done with the work at hand: assertions (and an unmask that would replay one)
+// wait for the end of the current turn of the event loop, so every completion
+// posted in it rides on one interrupt. Every legal coal_init (at most 0x3F
+// units of intr_coal_div/intr_coal_mult us) is below a millisecond, shorter
+// than a timer can measure, and a turn is what bounds the wait here. Nothing
+// is scheduled while no vector waits.
 
 import { IONIC_INTR_CRED_COUNT_MASK, IONIC_INTR_CRED_UNMASK } from './constants';
 import { ionic_intr } from './layouts';
@@ -25,9 +33,14 @@ export class InterruptController {
   readonly #maskAssert: Uint8Array;
   readonly #credits: Int32Array;
   readonly #pending: Uint8Array;
+  /** Vectors whose firing waits for the end of the turn (moderation). */
+  readonly #held: Uint8Array;
+  #turnScheduled = false;
   readonly #sink: InterruptSink;
   /** Interrupts delivered, for stats. */
   fired = 0;
+  /** Assertions that rode on an interrupt already due (moderation), for stats. */
+  coalesced = 0;
 
   constructor(vectors: number, sink: InterruptSink) {
     this.vectors = vectors;
@@ -37,6 +50,7 @@ export class InterruptController {
     this.#maskAssert = new Uint8Array(vectors);
     this.#credits = new Int32Array(vectors);
     this.#pending = new Uint8Array(vectors);
+    this.#held = new Uint8Array(vectors);
     this.reset();
   }
 
@@ -47,6 +61,7 @@ export class InterruptController {
     this.#maskAssert.fill(0);
     this.#credits.fill(0);
     this.#pending.fill(0);
+    this.#held.fill(0); // a turn already scheduled then finds nothing to fire
   }
 
   /** A queue on `vector` posted `n` completions (events). */
@@ -57,8 +72,38 @@ export class InterruptController {
       this.#pending[vector] = 1;
       return;
     }
+    if (this.#coalInit[vector] !== 0) {
+      this.#hold(vector);
+      return;
+    }
     this.#fire(vector);
   }
+
+  /** Moderation: fire `v` at the end of this turn, with whatever else is asserted before then. */
+  #hold(v: number): void {
+    this.#pending[v] = 1;
+    if (this.#held[v]) {
+      this.coalesced++;
+      return;
+    }
+    this.#held[v] = 1;
+    if (this.#turnScheduled) return;
+    this.#turnScheduled = true;
+    setImmediate(this.#endOfTurn);
+  }
+
+  readonly #endOfTurn = (): void => {
+    this.#turnScheduled = false;
+    for (let v = 0; v < this.vectors; v++) {
+      if (!this.#held[v]) continue;
+      this.#held[v] = 0;
+      // Masked meanwhile: it stays latched for the unmask.
+      if (!this.#mask[v] && this.#pending[v]) {
+        if (this.#credits[v]! > 0) this.#fire(v);
+        else this.#pending[v] = 0;
+      }
+    }
+  };
 
   isMasked(vector: number): boolean {
     return this.#mask[vector] === 1;
@@ -127,8 +172,9 @@ export class InterruptController {
    */
   #replay(v: number): void {
     if (!this.#pending[v]) return;
-    if (this.#credits[v]! > 0) this.#fire(v);
-    else this.#pending[v] = 0;
+    if (this.#credits[v]! <= 0) this.#pending[v] = 0;
+    else if (this.#coalInit[v] !== 0) this.#hold(v);
+    else this.#fire(v);
   }
 
   #fire(v: number): void {

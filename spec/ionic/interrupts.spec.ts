@@ -4,6 +4,7 @@
 // (eventfd signal) itself instead of the model's NAPI handling it.
 
 import { expect } from 'chai';
+import { InterruptController } from '../../lib/ionic/interrupts';
 import { IonicGuest, command } from '../support/ionic/guest';
 import { Op } from '../support/ionic/regs';
 import { Rig } from '../support/ionic/rig';
@@ -88,7 +89,8 @@ describe('ionic: interrupt control', () => {
     expect(await g.readMask(1)).to.equal(0);
   });
 
-  it('with mask_assert 0, every completion fires and the vector stays unmasked', async () => {
+  it('with mask_assert 0 and coal_init 0 (no moderation), every completion fires and the vector stays unmasked', async () => {
+    g.setCoalInit(1, 0);
     g.setMaskAssert(1, 0);
     g.setMask(1, 0);
     const before = await g.irqCount(1);
@@ -99,6 +101,7 @@ describe('ionic: interrupt control', () => {
     expect(g.napi(1)).to.equal(3);
     expect(await g.readCredits(1)).to.equal(0);
     g.setMaskAssert(1, 1);
+    g.setCoalInit(1, 21);
   });
 
   it('stores coal_init for read-back', async () => {
@@ -116,5 +119,63 @@ describe('ionic: interrupt control', () => {
 
   it('keeps other vectors quiet: nothing fires on vectors 2..31', async () => {
     for (let v = 2; v < 32; v++) expect(await g.irqCount(v), `vector ${v}`).to.equal(0);
+  });
+});
+
+describe('ionic: interrupt moderation (coal_init)', () => {
+  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+  const CREDITS = 8;
+  const MASK = 4;
+  const UNMASK = 0x10000;
+  function controller(): { ic: InterruptController; fired: number[] } {
+    const fired: number[] = [];
+    const ic = new InterruptController(4, { fire: (v) => fired.push(v) });
+    ic.write32(32 + MASK, 0); // vector 1 unmasked, mask_assert 0
+    return { ic, fired };
+  }
+
+  it('coal_init 0: every assertion fires at once', () => {
+    const { ic, fired } = controller();
+    for (let i = 0; i < 3; i++) ic.assert(1);
+    expect(fired).to.deep.equal([1, 1, 1]);
+  });
+
+  it('coal_init set: the assertions of one turn ride on one interrupt, at its end; the next turn fires again', async () => {
+    const { ic, fired } = controller();
+    ic.write32(32, 21);
+    for (let i = 0; i < 5; i++) ic.assert(1);
+    expect(fired).to.deep.equal([]);
+    await turn();
+    expect(fired).to.deep.equal([1]);
+    expect([ic.credits(1), ic.coalesced]).to.deep.equal([5, 4]);
+    ic.assert(1);
+    await turn();
+    expect(fired).to.deep.equal([1, 1]);
+  });
+
+  it('masked before the turn ends: latched, and the unmask (credits with UNMASK) fires at the end of its own turn', async () => {
+    const { ic, fired } = controller();
+    ic.write32(32, 21);
+    ic.assert(1, 2);
+    ic.write32(32 + MASK, 1);
+    await turn();
+    expect(fired).to.deep.equal([]);
+    ic.write32(32 + CREDITS, 1 | UNMASK); // one of two returned: one still owed
+    expect(fired).to.deep.equal([]);
+    await turn();
+    expect(fired).to.deep.equal([1]);
+  });
+
+  it('every credit returned before the turn ends, or a reset: nothing fires, and nothing stays scheduled', async () => {
+    const { ic, fired } = controller();
+    ic.write32(32, 21);
+    ic.assert(1, 3);
+    ic.write32(32 + CREDITS, 3);
+    await turn();
+    expect(fired).to.deep.equal([]);
+    ic.assert(1);
+    ic.reset();
+    await turn();
+    expect(fired).to.deep.equal([]);
   });
 });
