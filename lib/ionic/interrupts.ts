@@ -15,8 +15,9 @@
 // wait for the end of the current turn of the event loop, so every completion
 // posted in it rides on one interrupt. Every legal coal_init (at most 0x3F
 // units of intr_coal_div/intr_coal_mult us) is below a millisecond, shorter
-// than a timer can measure, and a turn is what bounds the wait here. Nothing
-// is scheduled while no vector waits.
+// than a timer can measure, and a turn is what bounds the wait here; a BAR0
+// read is answered only after what is held has fired (the driver's hot path
+// reads nothing). Nothing is scheduled while no vector waits.
 
 import { IONIC_INTR_CRED_COUNT_MASK, IONIC_INTR_CRED_UNMASK } from './constants';
 import { ionic_intr } from './layouts';
@@ -92,7 +93,13 @@ export class InterruptController {
     setImmediate(this.#endOfTurn);
   }
 
+  /** Fire what moderation holds now (a register read is answered only after them). */
+  flushHeld(): void {
+    if (this.#turnScheduled) this.#endOfTurn();
+  }
+
   readonly #endOfTurn = (): void => {
+    if (!this.#turnScheduled) return; // flushed early by a read
     this.#turnScheduled = false;
     for (let v = 0; v < this.vectors; v++) {
       if (!this.#held[v]) continue;

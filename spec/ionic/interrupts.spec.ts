@@ -178,4 +178,14 @@ describe('ionic: interrupt moderation (coal_init)', () => {
     await turn();
     expect(fired).to.deep.equal([]);
   });
+
+  it('a register read fires what moderation holds before it is answered (PCIe ordering), and the turn then fires nothing more', async () => {
+    const { ic, fired } = controller();
+    ic.write32(32, 21);
+    ic.assert(1);
+    ic.flushHeld();
+    expect(fired).to.deep.equal([1]);
+    await turn();
+    expect(fired).to.deep.equal([1]);
+  });
 });
