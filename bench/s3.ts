@@ -17,7 +17,9 @@
 // the ionic.ko + ionic_rdma model (spec/support/ionic) over a real vfio-user
 // socket with memfd RAM; its RX buffers hold 9018-byte frames (MTU 9000), and
 // its client acknowledges once per batch of frames an interrupt brings (what
-// GRO gives a Linux receiver), not per segment. Rounds interleave the ways so load on the
+// GRO gives a Linux receiver), not per segment, and checks TCP checksums by
+// the RX completion's complete sum (CHECKSUM_COMPLETE, as Linux does) rather
+// than summing each frame again. Rounds interleave the ways so load on the
 // machine hits them alike. Bytes are checked (MR contents, wire bodies)
 // before timing. SigV4 is on (the host listener takes tokens only under a
 // signature), each request signed once before timing. The C rocm-ernic's
@@ -106,7 +108,9 @@ class Wire {
         const f = await g.waitRxFrame({ timeoutMs: 500 }).catch(() => null);
         if (!f) continue;
         // Every frame the interrupts brought so far is one batch: acknowledged once, as GRO lets Linux do.
-        for (const x of [f, ...g.takeRx()]) for (const c of this.#clients) c.onFrame(x.data);
+        // Checked by the completion's CHECKSUM_COMPLETE sum (flag 0x80), as Linux checks it: no second pass.
+        for (const x of [f, ...g.takeRx()])
+          for (const c of this.#clients) c.onFrame(x.data, x.csumFlags & 0x80 ? x.csum : -1);
         for (const c of this.#clients) c.ackBatch();
       }
     })();

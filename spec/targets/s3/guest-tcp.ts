@@ -4,7 +4,7 @@
 // frames as a Linux receiver with GRO does), respects the advertised window,
 // and collects the byte stream until the endpoint's FIN.
 
-import { ACK, decode, FIN, Out, PSH, SYN, tcp } from './frames';
+import { ACK, decodeFrame, FIN, Out, PSH, SYN, tcp, tcpOkByCompleteSum } from './frames';
 
 const MSS = 1460;
 
@@ -43,11 +43,16 @@ export class GuestTcp {
     this.#sndUna = isn;
   }
 
-  /** Feed every frame the endpoint sends through here. */
-  onFrame(f: Buffer): void {
-    const o: Out = decode(f);
+  /**
+   * Feed every frame the endpoint sends through here; `completeSum`: the RX
+   * completion's sum after the Ethernet header (CHECKSUM_COMPLETE), which
+   * checks the TCP checksum without summing the frame again, as Linux does.
+   */
+  onFrame(f: Buffer, completeSum = -1): void {
+    const o: Out = decodeFrame(f, completeSum < 0);
     if (o.proto !== 6 || o.dport !== this.#sport) return;
-    if (!o.tcpOk || !o.ipOk) throw new Error('bad checksum from the endpoint');
+    const tcpOk = completeSum < 0 ? o.tcpOk : tcpOkByCompleteSum(f, completeSum);
+    if (!tcpOk || !o.ipOk) throw new Error('bad checksum from the endpoint');
     this.#peerWnd = o.window!;
     if (o.flags! & ACK && ((o.ack! - this.#sndUna) | 0) > 0) this.#sndUna = o.ack!;
     if ((o.flags! & (SYN | ACK)) === (SYN | ACK)) {
