@@ -270,36 +270,40 @@ export class Lif {
     let done = 0;
     const endpoints = this.endpoints;
     for (const e of endpoints) e.txPass?.(true);
-    while (!q.ring.empty && done < QUEUE_BUDGET) {
-      const pkt = this.#pkt;
-      const r = q.gather(mem, pkt);
-      if (r === TxResult.INCOMPLETE) break;
-      if (r === TxResult.DMA_ERROR) {
-        stats.count(ionic_lif_stats.tx_desc_fetch_error);
-        warnLimited(
-          this.ctx.log,
-          this.#limiter,
-          'txq-dma',
-          `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
-        );
-        q.enabled = false;
-        break;
+    try {
+      while (!q.ring.empty && done < QUEUE_BUDGET) {
+        const pkt = this.#pkt;
+        const r = q.gather(mem, pkt);
+        if (r === TxResult.INCOMPLETE) break;
+        if (r === TxResult.DMA_ERROR) {
+          stats.count(ionic_lif_stats.tx_desc_fetch_error);
+          warnLimited(
+            this.ctx.log,
+            this.#limiter,
+            'txq-dma',
+            `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
+          );
+          q.enabled = false;
+          break;
+        }
+        if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
+          this.#txMalformed(q, pkt.len);
+        } else if (this.ctx.faults.fail('tx-drop')) {
+          // Injected: completed to the guest as sent, but never leaves.
+          stats.txFrame(AddrKind.UNICAST, pkt.len);
+        } else if (this.#txOffload.send(q.buf, pkt, this.#txSink) === TxVerdict.MALFORMED) {
+          this.#txMalformed(q, pkt.len);
+        }
+        if (!q.complete(mem, 0, Math.max(1, pkt.descs))) {
+          q.enabled = false;
+          break;
+        }
+        done++;
       }
-      if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
-        this.#txMalformed(q, pkt.len);
-      } else if (this.ctx.faults.fail('tx-drop')) {
-        // Injected: completed to the guest as sent, but never leaves.
-        stats.txFrame(AddrKind.UNICAST, pkt.len);
-      } else if (this.#txOffload.send(q.buf, pkt, this.#txSink) === TxVerdict.MALFORMED) {
-        this.#txMalformed(q, pkt.len);
-      }
-      if (!q.complete(mem, 0, Math.max(1, pkt.descs))) {
-        q.enabled = false;
-        break;
-      }
-      done++;
+    } finally {
+      // Always closed, or an endpoint would hold its answers for ever.
+      for (const e of endpoints) e.txPass?.(false);
     }
-    for (const e of endpoints) e.txPass?.(false);
     if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
     if (!q.ring.empty && q.enabled && !this.#txScheduled.has(q)) {
       this.#txScheduled.add(q);

@@ -189,11 +189,8 @@ export class TcpStack implements ConnectionHost {
 
   /** The device starts or ends a pass over the guest's TX ring: data segments claimed in it are acknowledged once, at its end. */
   txPass(begin: boolean): void {
-    if (begin) {
-      this.#inPass = true;
-      return;
-    }
-    this.#inPass = false;
+    this.#inPass = begin;
+    // A new pass while ACKs are owed (its end was missed): they go now all the same.
     if (this.#owing.size === 0) return;
     this.run(() => {
       for (const c of this.#owing) c.ackOwed();
