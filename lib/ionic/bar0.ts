@@ -78,8 +78,6 @@ export class Bar0Registers implements BarHandler {
 
   read(offset: number, dst: Buffer): number {
     this.#counters.bar0Reads++;
-    // A read completion never passes the interrupts raised before it (PCIe ordering): moderation ends here.
-    this.#interrupts.flushHeld();
     const intrEnd = this.#intrEnd;
     for (let i = 0; i < dst.length; i++) {
       const at = offset + i;

@@ -7,19 +7,8 @@
 // runs without a second interrupt). An assertion on a masked vector is
 // latched and fires when the driver unmasks, by writing mask = 0 or by
 // returning credits with the UNMASK bit. Credits count completions posted and
-// not yet returned; the driver reads them back in "intr clean".
-//
-// Moderation: with coal_init 0 a vector fires at once. With coal_init set
-// (the driver's rx/tx-usecs, `ethtool -C`) a vector fires at most once per
-// turn of the event loop: the first interrupt of a turn goes at once (a quiet
-// vector is never delayed: holding the first one cost a TCG guest's TCP a
-// third of its send rate, waiting on TX completions), and later assertions
-// (and unmasks that would replay one) wait for the end of the turn, so the
-// completions posted meanwhile ride on one interrupt. Every legal coal_init (at most 0x3F
-// units of intr_coal_div/intr_coal_mult us) is below a millisecond, shorter
-// than a timer can measure, and a turn is what bounds the wait here; a BAR0
-// read is answered only after what is held has fired (the driver's hot path
-// reads nothing). Nothing is scheduled while no vector waits.
+// not yet returned; the driver reads them back in "intr clean". Coalescing
+// values are stored for read-back; we deliver at once (no timers).
 
 import { IONIC_INTR_CRED_COUNT_MASK, IONIC_INTR_CRED_UNMASK } from './constants';
 import { ionic_intr } from './layouts';
@@ -36,16 +25,9 @@ export class InterruptController {
   readonly #maskAssert: Uint8Array;
   readonly #credits: Int32Array;
   readonly #pending: Uint8Array;
-  /** Vectors whose firing waits for the end of the turn (moderation). */
-  readonly #held: Uint8Array;
-  /** Vectors that fired in this turn: their next assertion waits for its end. */
-  readonly #firedInTurn: Uint8Array;
-  #turnScheduled = false;
   readonly #sink: InterruptSink;
   /** Interrupts delivered, for stats. */
   fired = 0;
-  /** Assertions that rode on an interrupt already due (moderation), for stats. */
-  coalesced = 0;
 
   constructor(vectors: number, sink: InterruptSink) {
     this.vectors = vectors;
@@ -55,8 +37,6 @@ export class InterruptController {
     this.#maskAssert = new Uint8Array(vectors);
     this.#credits = new Int32Array(vectors);
     this.#pending = new Uint8Array(vectors);
-    this.#held = new Uint8Array(vectors);
-    this.#firedInTurn = new Uint8Array(vectors);
     this.reset();
   }
 
@@ -67,8 +47,6 @@ export class InterruptController {
     this.#maskAssert.fill(0);
     this.#credits.fill(0);
     this.#pending.fill(0);
-    this.#held.fill(0); // a turn already scheduled then finds nothing to fire
-    this.#firedInTurn.fill(0);
   }
 
   /** A queue on `vector` posted `n` completions (events). */
@@ -79,57 +57,8 @@ export class InterruptController {
       this.#pending[vector] = 1;
       return;
     }
-    if (this.#coalInit[vector] !== 0) this.#moderated(vector);
-    else this.#fire(vector);
+    this.#fire(vector);
   }
-
-  /** Moderation: the first interrupt of a turn goes at once (a quiet vector is never delayed), later ones wait for its end. */
-  #moderated(v: number): void {
-    if (this.#firedInTurn[v]) {
-      this.#hold(v);
-      return;
-    }
-    this.#firedInTurn[v] = 1;
-    this.#scheduleTurn();
-    this.#fire(v);
-  }
-
-  #scheduleTurn(): void {
-    if (this.#turnScheduled) return;
-    this.#turnScheduled = true;
-    setImmediate(this.#endOfTurn);
-  }
-
-  /** Moderation: fire `v` at the end of this turn, with whatever else is asserted before then. */
-  #hold(v: number): void {
-    this.#pending[v] = 1;
-    if (this.#held[v]) {
-      this.coalesced++;
-      return;
-    }
-    this.#held[v] = 1;
-    this.#scheduleTurn();
-  }
-
-  /** Fire what moderation holds now (a register read is answered only after them). */
-  flushHeld(): void {
-    if (this.#turnScheduled) this.#endOfTurn();
-  }
-
-  readonly #endOfTurn = (): void => {
-    if (!this.#turnScheduled) return; // flushed early by a read
-    this.#turnScheduled = false;
-    this.#firedInTurn.fill(0);
-    for (let v = 0; v < this.vectors; v++) {
-      if (!this.#held[v]) continue;
-      this.#held[v] = 0;
-      // Masked meanwhile: it stays latched for the unmask.
-      if (!this.#mask[v] && this.#pending[v]) {
-        if (this.#credits[v]! > 0) this.#moderated(v);
-        else this.#pending[v] = 0;
-      }
-    }
-  };
 
   isMasked(vector: number): boolean {
     return this.#mask[vector] === 1;
@@ -198,9 +127,8 @@ export class InterruptController {
    */
   #replay(v: number): void {
     if (!this.#pending[v]) return;
-    if (this.#credits[v]! <= 0) this.#pending[v] = 0;
-    else if (this.#coalInit[v] !== 0) this.#moderated(v);
-    else this.#fire(v);
+    if (this.#credits[v]! > 0) this.#fire(v);
+    else this.#pending[v] = 0;
   }
 
   #fire(v: number): void {

@@ -4,7 +4,6 @@
 // (eventfd signal) itself instead of the model's NAPI handling it.
 
 import { expect } from 'chai';
-import { InterruptController } from '../../lib/ionic/interrupts';
 import { IonicGuest, command } from '../support/ionic/guest';
 import { Op } from '../support/ionic/regs';
 import { Rig } from '../support/ionic/rig';
@@ -89,8 +88,7 @@ describe('ionic: interrupt control', () => {
     expect(await g.readMask(1)).to.equal(0);
   });
 
-  it('with mask_assert 0 and coal_init 0 (no moderation), every completion fires and the vector stays unmasked', async () => {
-    g.setCoalInit(1, 0);
+  it('with mask_assert 0, every completion fires and the vector stays unmasked', async () => {
     g.setMaskAssert(1, 0);
     g.setMask(1, 0);
     const before = await g.irqCount(1);
@@ -101,7 +99,6 @@ describe('ionic: interrupt control', () => {
     expect(g.napi(1)).to.equal(3);
     expect(await g.readCredits(1)).to.equal(0);
     g.setMaskAssert(1, 1);
-    g.setCoalInit(1, 21);
   });
 
   it('stores coal_init for read-back', async () => {
@@ -119,84 +116,5 @@ describe('ionic: interrupt control', () => {
 
   it('keeps other vectors quiet: nothing fires on vectors 2..31', async () => {
     for (let v = 2; v < 32; v++) expect(await g.irqCount(v), `vector ${v}`).to.equal(0);
-  });
-});
-
-describe('ionic: interrupt moderation (coal_init)', () => {
-  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
-  const CREDITS = 8;
-  const MASK = 4;
-  const UNMASK = 0x10000;
-  function controller(): { ic: InterruptController; fired: number[] } {
-    const fired: number[] = [];
-    const ic = new InterruptController(4, { fire: (v) => fired.push(v) });
-    ic.write32(32 + MASK, 0); // vector 1 unmasked, mask_assert 0
-    return { ic, fired };
-  }
-
-  it('coal_init 0: every assertion fires at once', () => {
-    const { ic, fired } = controller();
-    for (let i = 0; i < 3; i++) ic.assert(1);
-    expect(fired).to.deep.equal([1, 1, 1]);
-  });
-
-  it('coal_init set: the first assertion of a turn fires at once, the rest of the turn ride on one interrupt at its end', async () => {
-    const { ic, fired } = controller();
-    ic.write32(32, 21);
-    for (let i = 0; i < 5; i++) ic.assert(1);
-    expect(fired).to.deep.equal([1]);
-    await turn();
-    expect(fired).to.deep.equal([1, 1]);
-    expect([ic.credits(1), ic.coalesced]).to.deep.equal([5, 3]);
-    // The interrupt at the end of that turn counts for the next: an assertion now waits for its end too.
-    ic.assert(1);
-    expect(fired).to.deep.equal([1, 1]);
-    await turn();
-    expect(fired).to.deep.equal([1, 1, 1]);
-    // A quiet turn, then an assertion: at once again.
-    await turn();
-    ic.assert(1);
-    expect(fired).to.deep.equal([1, 1, 1, 1]);
-  });
-
-  it('masked after its first interrupt: later assertions are latched, and the unmask of the same turn fires at its end', async () => {
-    const { ic, fired } = controller();
-    ic.write32(32, 21);
-    ic.assert(1);
-    expect(fired).to.deep.equal([1]);
-    ic.write32(32 + MASK, 1);
-    ic.assert(1);
-    ic.write32(32 + CREDITS, 1 | UNMASK); // one of two returned: one still owed
-    expect(fired).to.deep.equal([1]);
-    await turn();
-    expect(fired).to.deep.equal([1, 1]);
-  });
-
-  it('every credit returned before the turn ends, or a reset: nothing more fires', async () => {
-    const { ic, fired } = controller();
-    ic.write32(32, 21);
-    ic.assert(1);
-    ic.assert(1, 2);
-    ic.write32(32 + CREDITS, 3);
-    await turn();
-    expect(fired).to.deep.equal([1]);
-    ic.assert(1);
-    ic.assert(1);
-    ic.reset();
-    await turn();
-    expect(fired).to.deep.equal([1, 1]);
-  });
-
-  it('a register read fires what moderation holds before it is answered (PCIe ordering), and the turn then fires nothing more', async () => {
-    const { ic, fired } = controller();
-    ic.write32(32, 21);
-    ic.assert(1);
-    ic.assert(1);
-    expect(fired).to.deep.equal([1]);
-    ic.flushHeld();
-    expect(fired).to.deep.equal([1, 1]);
-    await turn();
-    await turn();
-    expect(fired).to.deep.equal([1, 1]);
   });
 });
