@@ -19,6 +19,8 @@ interface ServerStart {
   readonly sock: string;
   /** rocm-ernic options after `-s SOCK`. */
   readonly args: readonly string[];
+  /** Another build's bin/rocm-ernic.js (default: this one's). */
+  readonly bin?: string;
   /** node flags before the script (profiling and the like). */
   readonly nodeFlags?: readonly string[];
   readonly env?: NodeJS.ProcessEnv;
@@ -30,7 +32,7 @@ interface ServerStart {
 }
 
 export function startServerProcess(o: ServerStart): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [...(o.nodeFlags ?? []), BIN, '-s', o.sock, ...o.args], {
+  const proc = spawn(process.execPath, [...(o.nodeFlags ?? []), o.bin ?? BIN, '-s', o.sock, ...o.args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(o.env ? { env: o.env } : {}),
   });

@@ -33,7 +33,7 @@ export class S3Backend implements RdmaBackend, ServedBackend {
     if (engine) installWqeExecutor(engine);
     // Token requests reach guest memory through the MR table (no RDMA profile: they answer 501).
     this.endpoint = S3Endpoint.create(this.s3.options, this.s3.store, {
-      send: (frame) => segment.send(frame),
+      send: (frame, l3Sum) => segment.send(frame, l3Sum),
       ...(engine ? { dma: new MrTableDma(engine) } : {}),
       ...(this.s3.credentials ? { credentials: this.s3.credentials } : {}),
     });

@@ -108,7 +108,7 @@ export class IonicDevice {
     this.backend = opts.rdmaBackend ?? null;
     if (this.backend) {
       this.backend.attach(this.rdma, {
-        send: (frame) => this.lif.sendToGuest(frame),
+        send: (frame, l3Sum) => this.lif.sendToGuest(frame, l3Sum),
         addEndpoint: (e) => {
           this.lif.endpoints.push(e);
         },

@@ -76,6 +76,8 @@ export class Lif {
   readonly endpoints: FrameEndpoint[] = [];
   /** Frames from in-process endpoints waiting for an RX buffer, in order. */
   readonly #toGuest: Buffer[] = [];
+  /** Each waiting frame's sum after the Ethernet header, or -1 (sendToGuest's l3Sum). */
+  readonly #toGuestSums: number[] = [];
   #txScheduled = new Set<TxQueue>();
   #adminScheduled: AdminQueue | null = null;
   readonly #limiter = new RateLimiter();
@@ -110,7 +112,7 @@ export class Lif {
     }
     this.#txSink = {
       frame: (frame) => this.#transmit(frame, destinationKind(frame)),
-      offload: (frame, o, wireFrames) => this.#transmitWhole(frame, o, wireFrames),
+      whole: (frame, o, wireFrames) => this.#transmitWhole(frame, o, wireFrames),
     };
   }
 
@@ -124,6 +126,7 @@ export class Lif {
     this.#macFilters.clear();
     this.rxMode = 0;
     this.#toGuest.length = 0;
+    this.#toGuestSums.length = 0;
     this.#txScheduled.clear();
     this.#adminScheduled = null;
     this.initialized = false;
@@ -265,37 +268,41 @@ export class Lif {
     if (!mem || !q.enabled) return;
     const stats = this.ctx.stats;
     let done = 0;
-    while (!q.ring.empty && done < QUEUE_BUDGET) {
-      const pkt = this.#pkt;
-      const r = q.gather(mem, pkt);
-      if (r === TxResult.INCOMPLETE) break;
-      if (r === TxResult.DMA_ERROR) {
-        stats.count(ionic_lif_stats.tx_desc_fetch_error);
-        warnLimited(
-          this.ctx.log,
-          this.#limiter,
-          'txq-dma',
-          `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
-        );
-        q.enabled = false;
-        break;
-      }
-      if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
-        this.#txMalformed(q, pkt.len);
-      } else if (this.ctx.faults.fail('tx-drop')) {
-        // Injected: completed to the guest as sent, but never leaves.
-        stats.txFrame(AddrKind.UNICAST, pkt.len);
-      } else {
-        // The host finishes checksums and segmentation only when no in-process endpoint may want the frames.
-        const hostFinishes = this.link?.offloads === true && this.endpoints.length === 0;
-        if (this.#txOffload.send(q.buf, pkt, hostFinishes, this.#txSink) === TxVerdict.MALFORMED)
+    const endpoints = this.endpoints;
+    for (const e of endpoints) e.txPass?.(true);
+    try {
+      while (!q.ring.empty && done < QUEUE_BUDGET) {
+        const pkt = this.#pkt;
+        const r = q.gather(mem, pkt);
+        if (r === TxResult.INCOMPLETE) break;
+        if (r === TxResult.DMA_ERROR) {
+          stats.count(ionic_lif_stats.tx_desc_fetch_error);
+          warnLimited(
+            this.ctx.log,
+            this.#limiter,
+            'txq-dma',
+            `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
+          );
+          q.enabled = false;
+          break;
+        }
+        if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
           this.#txMalformed(q, pkt.len);
+        } else if (this.ctx.faults.fail('tx-drop')) {
+          // Injected: completed to the guest as sent, but never leaves.
+          stats.txFrame(AddrKind.UNICAST, pkt.len);
+        } else if (this.#txOffload.send(q.buf, pkt, this.#txSink) === TxVerdict.MALFORMED) {
+          this.#txMalformed(q, pkt.len);
+        }
+        if (!q.complete(mem, 0, Math.max(1, pkt.descs))) {
+          q.enabled = false;
+          break;
+        }
+        done++;
       }
-      if (!q.complete(mem, 0, Math.max(1, pkt.descs))) {
-        q.enabled = false;
-        break;
-      }
-      done++;
+    } finally {
+      // Always closed, or an endpoint would hold its answers for ever.
+      for (const e of endpoints) e.txPass?.(false);
     }
     if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
     if (!q.ring.empty && q.enabled && !this.#txScheduled.has(q)) {
@@ -324,10 +331,28 @@ export class Lif {
     );
   }
 
-  /** A frame the host link finishes (partial checksum, segmentation), counted as the frames it becomes on the wire. */
-  #transmitWhole(frame: Buffer, o: FrameOffload, wireFrames: number): void {
+  /**
+   * A frame left unfinished (partial checksum, super-frame), offered whole:
+   * to the endpoints in order while they take offloads (the first that does
+   * not gets it finished, with everything after it), then to a host link
+   * that finishes frames itself. Counted as the frames it becomes on the wire.
+   */
+  #transmitWhole(frame: Buffer, o: FrameOffload, wireFrames: number): boolean {
+    for (const e of this.endpoints) {
+      if (!e.takesOffloads) return false;
+      if (e.claimTx?.(frame, o)) {
+        this.#countWhole(frame, o, wireFrames, true);
+        return true;
+      }
+    }
+    // Without a link the frame is completed and discarded, as on an unplugged port: nothing to finish.
+    if (this.link && !this.link.offloads) return false;
+    this.#countWhole(frame, o, wireFrames, this.link ? this.link.send(frame, o) : true);
+    return true;
+  }
+
+  #countWhole(frame: Buffer, o: FrameOffload, wireFrames: number, ok: boolean): void {
     const kind = destinationKind(frame);
-    const ok = this.link ? this.link.send(frame, o) : true;
     const perFrame = wireFrames > 1 ? o.hdrLen + Math.ceil((frame.length - o.hdrLen) / wireFrames) : frame.length;
     for (let i = 0; i < wireFrames; i++) {
       if (ok) this.ctx.stats.txFrame(kind, perFrame);
@@ -448,10 +473,28 @@ export class Lif {
     return RxFate.DONE;
   }
 
-  /** An in-process endpoint sends a frame to the guest: it waits for a buffer if none is posted. */
-  sendToGuest(frame: Buffer): void {
-    if (this.#toGuest.length >= MAX_PENDING_TO_GUEST) this.#toGuest.shift();
+  /**
+   * An in-process endpoint sends a frame to the guest: delivered at once when
+   * a buffer is posted and nothing waits before it, else copied to wait for
+   * one (so `frame` is the caller's again when this returns). `l3Sum`, when
+   * the sender knows it: the ones'-complement sum of everything after the
+   * Ethernet header (the RX checksum then needs no pass over the frame).
+   */
+  sendToGuest(frame: Buffer, l3Sum = -1): void {
+    if (this.#toGuest.length === 0) {
+      const hash = flowHash(frame);
+      const q = this.#steer(hash);
+      if (q?.hasBuffer) {
+        this.#deliver(q, frame, destinationKind(frame), hash, l3Sum);
+        return;
+      }
+    }
+    if (this.#toGuest.length >= MAX_PENDING_TO_GUEST) {
+      this.#toGuest.shift();
+      this.#toGuestSums.shift();
+    }
     this.#toGuest.push(Buffer.from(frame));
+    this.#toGuestSums.push(l3Sum);
     this.#drainToGuest();
   }
 
@@ -462,11 +505,11 @@ export class Lif {
       const q = this.#steer(hash);
       if (!q || !q.hasBuffer) return;
       this.#toGuest.shift();
-      this.#deliver(q, frame, destinationKind(frame), hash);
+      this.#deliver(q, frame, destinationKind(frame), hash, this.#toGuestSums.shift()!);
     }
   }
 
-  #deliver(q: RxQueue, frame: Buffer, kind: AddrKind, hash: number): void {
+  #deliver(q: RxQueue, frame: Buffer, kind: AddrKind, hash: number, l3Sum = -1): void {
     const mem = this.ctx.memory();
     if (!mem) return;
     if (!q.hasBuffer) {
@@ -474,7 +517,7 @@ export class Lif {
       return;
     }
     const meta = this.#rxMeta;
-    frame = this.#rxOffloads(frame, meta, hash);
+    frame = this.#rxOffloads(frame, meta, hash, l3Sum);
     const r = q.deliver(mem, frame, meta);
     switch (r) {
       case RxResult.DELIVERED:
@@ -503,9 +546,10 @@ export class Lif {
   /**
    * Fill the completion's offload fields for a frame: hash and packet type,
    * the VLAN tag stripped (the frame returned is then a copy without it),
-   * and the complete sum of everything after the Ethernet header.
+   * and the complete sum of everything after the Ethernet header (`l3Sum`
+   * when the sender gave it and the frame kept its layout).
    */
-  #rxOffloads(frame: Buffer, meta: RxMeta, hash: number): Buffer {
+  #rxOffloads(frame: Buffer, meta: RxMeta, hash: number, l3Sum: number): Buffer {
     meta.rssHash = hash;
     meta.csum = 0;
     meta.csumFlags = 0;
@@ -529,7 +573,7 @@ export class Lif {
     // The packet type only picks the hash type, which the driver reads only with RX_HASH.
     if (f & EthHw.RX_HASH) meta.pktType = rxPktType(this.#rxInfo.parse(out, out.length));
     if (f & EthHw.RX_CSUM) {
-      meta.csum = onesSum(out, ethhdr.SIZE, out.length - ethhdr.SIZE);
+      meta.csum = l3Sum >= 0 && out === frame ? l3Sum : onesSum(out, ethhdr.SIZE, out.length - ethhdr.SIZE);
       meta.csumFlags |= RxCsumFlag.CALC;
     }
     return out;

@@ -7,17 +7,48 @@
 import { setField, setRawBytes } from '../../protocol/field';
 import { ipv4_pseudo_header } from './headers';
 
+const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Spans at least this long are summed through a 16-bit view (shorter ones byte by byte: the view costs more). */
+const VIEW_MIN = 64;
+
 /** Add buf[start, end) to a ones'-complement sum as 16-bit big-endian words (an odd last byte is padded with zero). Folded to 16 bits. */
 export function onesComplementSum(buf: Uint8Array, start: number, end: number, sum = 0): number {
   let s = sum;
   let i = start;
-  for (; i + 1 < end; i += 2) {
-    s += (buf[i]! << 8) | buf[i + 1]!;
-    // Fold now and then so the sum stays a small integer.
-    if (s > 0x7fffffff) s = (s & 0xffff) + (s >>> 16);
+  const at = buf.byteOffset + start;
+  if (end - start >= VIEW_MIN && (at & 1) === 0) {
+    // Host-order 16-bit words, four sums side by side (about four times the byte loop's speed); the
+    // ones'-complement sum of byte-swapped words is the byte-swapped sum (RFC 1071 2(B)), so swap once at the end.
+    // Plain numbers hold exact integers to 2^53: no carry is lost before the fold.
+    const n = (end - start) >>> 1;
+    const w = new Uint16Array(buf.buffer, at, n);
+    let a0 = 0;
+    let a1 = 0;
+    let a2 = 0;
+    let a3 = 0;
+    let k = 0;
+    for (const n4 = n - 3; k < n4; k += 4) {
+      a0 += w[k]!;
+      a1 += w[k + 1]!;
+      a2 += w[k + 2]!;
+      a3 += w[k + 3]!;
+    }
+    for (; k < n; k++) a0 += w[k]!;
+    const host = fold(a0 + a1 + a2 + a3);
+    s += HOST_LITTLE_ENDIAN ? ((host & 0xff) << 8) | (host >>> 8) : host;
+    i += n * 2;
   }
+  for (; i + 1 < end; i += 2) s += (buf[i]! << 8) | buf[i + 1]!;
   if (i < end) s += buf[i]! << 8;
-  while (s > 0xffff) s = (s & 0xffff) + (s >>> 16);
+  return fold(s);
+}
+
+/** A non-negative sum below 2^53 folded to 16 bits with end-around carry. */
+export function fold(sum: number): number {
+  let s = sum;
+  // At most four rounds for any s below 2^53 (53 -> 37 -> 21 -> 17 -> 16 bits).
+  for (let round = 0; round < 5 && s > 0xffff; round++) s = (s % 0x10000) + Math.floor(s / 0x10000);
   return s;
 }
 
@@ -41,4 +72,9 @@ export function pseudoSum(saddr: Buffer, daddr: Buffer, protocol: number, len: n
   setField(pseudo, 0, ipv4_pseudo_header.protocol, protocol);
   setField(pseudo, 0, ipv4_pseudo_header.len, len);
   return onesComplementSum(pseudo, 0, pseudo.length);
+}
+
+/** Two folded sums added. */
+export function addSums(a: number, b: number): number {
+  return fold(a + b);
 }

@@ -8,8 +8,25 @@ import type { FrameOffload } from './vnet';
 
 /** An in-process party on the device's Ethernet segment. */
 export interface FrameEndpoint {
-  /** A frame the guest sent. Return true to claim it (it goes no further). `frame` is valid during the call only. */
-  claimTx?(frame: Buffer): boolean;
+  /**
+   * Takes what the guest left unfinished whole: a TCP super-frame (TSO) in
+   * one piece, a partial checksum as it is, with claimTx's `offload` saying
+   * so. Without it the device finishes and segments such frames first.
+   */
+  readonly takesOffloads?: boolean;
+  /**
+   * A frame the guest sent. Return true to claim it (it goes no further).
+   * `frame` (and `offload`: what the guest left to the NIC, or absent when
+   * nothing) are valid during the call only; `offload` comes only to an
+   * endpoint that takesOffloads.
+   */
+  claimTx?(frame: Buffer, offload?: FrameOffload): boolean;
+  /**
+   * The device starts (true) and ends (false) one pass over a TX ring: what
+   * the frames claimed in between call for may be answered once at the end
+   * (one ACK for a burst of segments, as GRO gives a host).
+   */
+  txPass?(begin: boolean): void;
   /** A frame from the host TAP on its way to the guest. Return true to claim it. */
   claimRx?(frame: Buffer): boolean;
 }

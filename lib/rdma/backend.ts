@@ -10,8 +10,12 @@ import type { DataPathEngine } from './executor';
 
 /** The guest's Ethernet segment as a backend reaches it. */
 export interface GuestSegment {
-  /** Queue a frame for the guest (it waits for a receive buffer; the buffer is the callee's). */
-  send(frame: Buffer): void;
+  /**
+   * Queue a frame for the guest (it waits for a receive buffer, copied:
+   * `frame` is the caller's again on return). `l3Sum`: the ones'-complement
+   * sum after the Ethernet header, when the sender knows it.
+   */
+  send(frame: Buffer, l3Sum?: number): void;
   /** Put an in-process host on the segment: it sees the guest's frames after those added before it. */
   addEndpoint(e: FrameEndpoint): void;
   /** Put frame[0, len) on the host side of the wire (the TAP), as the port transmits; false when there is none or it failed. */

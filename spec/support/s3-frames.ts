@@ -81,6 +81,17 @@ interface Seg {
   data?: Buffer;
 }
 
+/** Whether a TCP/IPv4 frame whose IPv4 header holds has a good TCP checksum, given the NIC's complete sum after the Ethernet header. */
+export function tcpOkByCompleteSum(f: Buffer, complete: number): boolean {
+  // A valid IPv4 header sums to all ones, so the complete sum is the TCP segment's own: add the pseudo-header.
+  const ihl = (f[14]! & 0xf) * 4;
+  const ph = Buffer.alloc(12);
+  f.copy(ph, 0, 14 + 12, 14 + 20);
+  ph[9] = 6;
+  ph.writeUInt16BE(f.readUInt16BE(14 + 2) - ihl, 10);
+  return sum16(ph, complete) === 0xffff;
+}
+
 export function tcp(s: Seg): Buffer {
   const opt = Buffer.concat([
     s.mss !== undefined ? Buffer.from([2, 4, s.mss >> 8, s.mss & 0xff]) : Buffer.alloc(0),
@@ -126,6 +137,14 @@ export interface Out {
 }
 
 export function decode(f: Buffer): Out {
+  return decodeFrame(f, true);
+}
+
+/**
+ * decode(), with `tcpSum` false leaving tcpOk undefined (the caller checks
+ * the TCP checksum another way, as a host given CHECKSUM_COMPLETE does).
+ */
+export function decodeFrame(f: Buffer, tcpSum: boolean): Out {
   const o: Out = { dst: f.subarray(0, 6), src: f.subarray(6, 12), type: f.readUInt16BE(12), body: f.subarray(14) };
   if (o.type !== 0x0800) return o;
   const ip = f.subarray(14);
@@ -140,7 +159,7 @@ export function decode(f: Buffer): Out {
   ip.copy(ph, 0, 12, 20);
   ph[9] = 6;
   ph.writeUInt16BE(l4.length, 10);
-  o.tcpOk = csum(l4, sum16(ph)) === 0;
+  if (tcpSum) o.tcpOk = csum(l4, sum16(ph)) === 0;
   o.sport = l4.readUInt16BE(0);
   o.dport = l4.readUInt16BE(2);
   o.seq = l4.readUInt32BE(4);

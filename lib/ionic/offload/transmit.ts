@@ -1,10 +1,11 @@
 // What the device does with a gathered TX packet before it leaves: insert the
 // VLAN tag the descriptor carries, then per opcode: send as is (CSUM_NONE),
 // finish the partial checksum (CSUM_PARTIAL), compute the checksums
-// (CSUM_HW), or cut the TCP super-frame into segments (TSO). When the host
-// side can finish a checksum or segment a super-frame itself (a TAP with
-// IFF_VNET_HDR and nothing in-process on the wire), the packet goes to it
-// whole with a FrameOffload saying what is left to do: the cheapest path.
+// (CSUM_HW), or cut the TCP super-frame into segments (TSO). A partial
+// checksum or a super-frame is first offered whole, with a FrameOffload
+// saying what is left to do, to whoever can finish it (an in-process TCP
+// host, a TAP with IFF_VNET_HDR): the cheapest path. Only when nobody takes
+// it do we finish and segment it here.
 
 import { TxOpcode } from '../constants';
 import { ethhdr, tcphdr, vlan_ethhdr, ETH_P_8021Q } from '../../net/headers';
@@ -32,8 +33,12 @@ const VLAN_HLEN = vlan_ethhdr.SIZE - ethhdr.SIZE;
 export interface TxSink {
   /** A finished frame: valid during the call only. */
   frame(frame: Buffer): void;
-  /** A frame the host finishes (partial checksum, segmentation): valid during the call only. */
-  offload(frame: Buffer, o: FrameOffload, wireFrames: number): void;
+  /**
+   * A frame left unfinished (partial checksum, segmentation), offered whole:
+   * true when taken (it becomes `wireFrames` frames on the wire); false and
+   * the packet is finished here and goes to frame(). Valid during the call only.
+   */
+  whole(frame: Buffer, o: FrameOffload, wireFrames: number): boolean;
 }
 
 export const enum TxVerdict {
@@ -48,11 +53,8 @@ export class TxOffload {
   readonly #gso: GsoPrep = { ecn: false };
   readonly #seg = Buffer.alloc(MAX_SEGMENT);
 
-  /**
-   * Send the packet at buf[TX_HEADROOM, +pkt.len). `hostFinishes`: the sink's
-   * offload() may be used. Segments are cut at most `maxSegment` bytes long.
-   */
-  send(buf: Buffer, pkt: TxPacket, hostFinishes: boolean, sink: TxSink): TxVerdict {
+  /** Send the packet at buf[TX_HEADROOM, +pkt.len). */
+  send(buf: Buffer, pkt: TxPacket, sink: TxSink): TxVerdict {
     let start = TX_HEADROOM;
     let len = pkt.len;
     let csumStart = pkt.csumStart;
@@ -72,27 +74,24 @@ export class TxOffload {
         sink.frame(frame);
         return TxVerdict.SENT;
       case TxOpcode.CSUM_PARTIAL:
-        return this.#partial(frame, csumStart, pkt.csumOffset, hostFinishes, sink);
+        return this.#partial(frame, csumStart, pkt.csumOffset, sink);
       case TxOpcode.CSUM_HW:
         return this.#full(frame, pkt.flags, sink);
       case TxOpcode.TSO:
         if (pkt.flags & TxFlag.ENCAP) return TxVerdict.MALFORMED; // tunnel TSO is never offered
-        return this.#tso(frame, csumStart, pkt.csumOffset, hostFinishes, sink);
+        return this.#tso(frame, csumStart, pkt.csumOffset, sink);
       default:
         return TxVerdict.MALFORMED;
     }
   }
 
-  #partial(frame: Buffer, csumStart: number, csumOffset: number, hostFinishes: boolean, sink: TxSink): TxVerdict {
+  #partial(frame: Buffer, csumStart: number, csumOffset: number, sink: TxSink): TxVerdict {
     if (csumStart >= frame.length || csumStart + csumOffset + 2 > frame.length) return TxVerdict.MALFORMED;
-    if (hostFinishes) {
-      const o = this.#o.clear();
-      o.needsCsum = true;
-      o.csumStart = csumStart;
-      o.csumOffset = csumOffset;
-      sink.offload(frame, o, 1);
-      return TxVerdict.SENT;
-    }
+    const o = this.#o.clear();
+    o.needsCsum = true;
+    o.csumStart = csumStart;
+    o.csumOffset = csumOffset;
+    if (sink.whole(frame, o, 1)) return TxVerdict.SENT;
     finishPartialChecksum(frame, frame.length, csumStart, csumOffset);
     sink.frame(frame);
     return TxVerdict.SENT;
@@ -106,20 +105,23 @@ export class TxOffload {
     return TxVerdict.SENT;
   }
 
-  #tso(frame: Buffer, hdrLen: number, mss: number, hostFinishes: boolean, sink: TxSink): TxVerdict {
+  #tso(frame: Buffer, hdrLen: number, mss: number, sink: TxSink): TxVerdict {
     const p = this.#p.parse(frame, frame.length);
     if (!tsoCapable(p, hdrLen) || mss < MIN_MSS || hdrLen + mss > MAX_SEGMENT) return TxVerdict.MALFORMED;
     const count = segmentCount(frame.length, p, mss);
-    if (hostFinishes && count > 1 && prepareGso(frame, frame.length, p, this.#gso)) {
+    // Made whole first (lengths of the whole frame, the IPv4 header checksum, the TCP seed over the whole length):
+    // a super-frame of one segment is then just a partial checksum. Segmenting below rewrites all of it per segment.
+    if (prepareGso(frame, frame.length, p, this.#gso)) {
       const o = this.#o.clear();
       o.needsCsum = true;
       o.csumStart = p.l4;
       o.csumOffset = tcphdr.check.off;
-      o.gsoType = (p.ipVersion === 4 ? VirtioGso.TCPV4 : VirtioGso.TCPV6) | (this.#gso.ecn ? VirtioGso.ECN : 0);
-      o.gsoSize = mss;
-      o.hdrLen = hdrLen;
-      sink.offload(frame, o, count);
-      return TxVerdict.SENT;
+      if (count > 1) {
+        o.gsoType = (p.ipVersion === 4 ? VirtioGso.TCPV4 : VirtioGso.TCPV6) | (this.#gso.ecn ? VirtioGso.ECN : 0);
+        o.gsoSize = mss;
+        o.hdrLen = hdrLen;
+      }
+      if (sink.whole(frame, o, count)) return TxVerdict.SENT;
     }
     for (let i = 0; i < count; i++)
       sink.frame(this.#seg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#seg)));

@@ -6,9 +6,12 @@
 // cumulative ACKs, go-back-N from the oldest unacknowledged byte on one
 // retransmit timer, FIN both ways, no congestion control, SACK or
 // reassembly. Buffers are bounded both ways: the receive window is what is
-// left of `rxLimit` after what the reader has not taken yet, and a write's
-// callback waits while more than `txLimit` bytes are unacknowledged; at most
-// `txLimit` bytes are in flight, however large the peer's window.
+// left of `rxLimit` after what the reader has not taken yet (scaled, RFC
+// 7323, when the peer offers scaling), and a write's callback waits while
+// more than `txLimit` bytes are unacknowledged; at most `txLimit` bytes are
+// in flight, however large the peer's window. Data is acknowledged when the
+// stack says (at once, or once at the end of the device's pass over the
+// guest's TX ring); segments are built straight from the queued writes.
 
 import { Duplex } from 'stream';
 import { TCP_FLAG_ACK, TCP_FLAG_FIN, TCP_FLAG_PSH, TCP_FLAG_RST, TCP_FLAG_SYN } from '../headers';
@@ -26,14 +29,18 @@ const enum TcpState {
 
 /** What a connection needs from its stack: emit a segment, and forget the connection. */
 export interface ConnectionHost {
+  /** Emit a segment whose payload is the connection's queued bytes [dataAt, dataAt + dataLen) counted from sndUna (copyOut). */
   emitSegment(
     c: TcpConnection,
     seq: number,
     flags: number,
-    payload: Buffer | undefined,
+    dataAt: number,
+    dataLen: number,
     mss?: number,
     wscale?: number,
   ): void;
+  /** Data arrived: true when its ACK is left for later (the stack then calls ackOwed), false to send it now. */
+  ackLater(c: TcpConnection): boolean;
   forget(c: TcpConnection): void;
   /** Run `fn` with output held until it returns (no re-entry through an answering peer). */
   run<T>(fn: () => T): T;
@@ -42,7 +49,7 @@ export interface ConnectionHost {
 export interface ConnectionLimits {
   /** Our MSS (bytes of payload per segment we accept and send at most). */
   readonly mss: number;
-  /** Receive buffer (and largest window advertised), bytes, at most 65535. */
+  /** Receive buffer (and largest window advertised), bytes; above 65535 only a peer that scales windows sees it all. */
   readonly rxLimit: number;
   /** Unacknowledged plus unsent bytes before a write waits. */
   readonly txLimit: number;
@@ -55,6 +62,15 @@ export interface ConnectionLimits {
 
 /** Smallest MSS honoured from a peer (RFC 1122). */
 const MIN_PEER_MSS = 536;
+/** Largest window-scale shift (RFC 7323 2.3). */
+const MAX_WSCALE = 14;
+
+/** The smallest shift that puts `limit` bytes of window in the 16-bit field. */
+function windowShiftFor(limit: number): number {
+  let shift = 0;
+  while (shift < MAX_WSCALE && limit / 2 ** shift > 0xffff) shift++;
+  return shift;
+}
 
 /** a - b in sequence space, as a signed 32-bit number. */
 function seqDiff(a: number, b: number): number {
@@ -83,9 +99,13 @@ export class TcpConnection extends Duplex {
   #sndUna: number;
   #sndNxt: number;
   #sndWnd: number;
-  /** The peer's window-scale shift (RFC 7323), 0 when it did not offer scaling; our own shift is always 0. */
+  /** The peer's window-scale shift (RFC 7323), 0 when it did not offer scaling. */
   readonly #sndShift: number;
+  /** Ours: what rxLimit needs, 0 when the peer did not offer scaling. */
+  readonly #rcvShift: number;
   readonly #scaling: boolean;
+  /** Data arrived whose ACK the stack holds until the end of the device's pass. */
+  #ackOwed = false;
   #rcvNxt: number;
   /** Bytes from sndUna on: acknowledged ones are dropped from the front. */
   #txQueue: Buffer[] = [];
@@ -135,6 +155,7 @@ export class TcpConnection extends Duplex {
     this.#sndWnd = peerWindow; // a SYN's window is never scaled
     this.#scaling = peerWscale >= 0;
     this.#sndShift = this.#scaling ? peerWscale : 0;
+    this.#rcvShift = this.#scaling ? windowShiftFor(limits.rxLimit) : 0;
     this.#rcvNxt = seqAdd(peerSeq, 1);
     this.#rtoNow = limits.rto;
     this.#sendSynAck();
@@ -176,28 +197,72 @@ export class TcpConnection extends Duplex {
     return this;
   }
 
+  /** Bytes the peer may send: what is left of rxLimit (at most 64 KiB without scaling). */
   #window(): number {
-    return Math.max(0, Math.min(0xffff, this.#limits.rxLimit - this.readableLength));
+    const room = Math.max(0, this.#limits.rxLimit - this.readableLength);
+    return this.#scaling ? room : Math.min(0xffff, room);
   }
 
-  #emit(seq: number, flags: number, payload?: Buffer, mss?: number, wscale?: number): void {
-    this.#lastAdvertised = this.#window();
+  #emit(seq: number, flags: number, dataAt = 0, dataLen = 0, mss?: number, wscale?: number): void {
+    // A SYN's window is never scaled (RFC 7323 2.2); the others carry the window >> our shift.
+    const shift = flags & TCP_FLAG_SYN ? 0 : this.#rcvShift;
+    this.#windowField = Math.min(0xffff, Math.floor(this.#window() / 2 ** shift));
+    this.#lastAdvertised = this.#windowField * 2 ** shift;
+    this.#ackOwed = false; // every segment carries the latest acknowledgment
     this.counts.segmentsOut++;
-    this.#host.emitSegment(this, seq, flags, payload, mss, wscale);
+    this.#host.emitSegment(this, seq, flags, dataAt, dataLen, mss, wscale);
   }
 
-  /** The acknowledgment number and window we send. */
+  #windowField = 0;
+
+  /** The acknowledgment number we send. */
   get rcvNxt(): number {
     return this.#rcvNxt;
   }
+  /** The window field of the segment being emitted (scaled down by our shift). */
+  get windowField(): number {
+    return this.#windowField;
+  }
+  /** The window last advertised, bytes. */
   get advertisedWindow(): number {
     return this.#lastAdvertised;
   }
 
+  /** Copy the queued bytes [from, from + n) counted from sndUna to out[at, ...) (the stack builds a segment). */
+  copyOut(from: number, n: number, out: Buffer, at: number): void {
+    let skip = from;
+    let put = at;
+    let left = n;
+    for (const b of this.#txQueue) {
+      if (skip >= b.length) {
+        skip -= b.length;
+        continue;
+      }
+      const take = Math.min(b.length - skip, left);
+      b.copy(out, put, skip, skip + take);
+      put += take;
+      left -= take;
+      skip = 0;
+      if (left === 0) return;
+    }
+  }
+
   #sendSynAck(): void {
-    // Scaling is on only when both SYNs carry the option: ours says shift 0 (our window stays within 64 KiB).
-    this.#emit(this.#sndUna, TCP_FLAG_SYN | TCP_FLAG_ACK, undefined, this.#limits.mss, this.#scaling ? 0 : undefined);
+    // Scaling is on only when both SYNs carry the option.
+    this.#emit(
+      this.#sndUna,
+      TCP_FLAG_SYN | TCP_FLAG_ACK,
+      0,
+      0,
+      this.#limits.mss,
+      this.#scaling ? this.#rcvShift : undefined,
+    );
     this.#armTimer();
+  }
+
+  /** The stack held this connection's data ACK until the end of the device's pass: send it, unless a segment since carried it. */
+  ackOwed(): void {
+    if (this.#ackOwed && this.state !== TcpState.CLOSED) this.#sendAck();
   }
 
   #sendAck(): void {
@@ -239,7 +304,7 @@ export class TcpConnection extends Duplex {
     if (this.state === TcpState.SYN_RCVD) {
       if (acked !== 1) {
         // not our SYN-ACK's acknowledgment: a reset at the sequence it names (RFC 793, SYN-RECEIVED)
-        this.#host.emitSegment(this, ack, TCP_FLAG_RST, undefined);
+        this.#host.emitSegment(this, ack, TCP_FLAG_RST, 0, 0);
         return false;
       }
       this.#sndUna = ack;
@@ -348,7 +413,9 @@ export class TcpConnection extends Duplex {
         return;
       }
     }
-    this.#sendAck();
+    // In-order data: acknowledged now, or once for the whole burst when the stack holds it (a FIN at once).
+    if (finInWindow || !this.#host.ackLater(this)) this.#sendAck();
+    else this.#ackOwed = true;
   }
 
   /** Send what the peer's window and our MSS allow, then the FIN when everything before it is out. */
@@ -363,9 +430,8 @@ export class TcpConnection extends Duplex {
       const room = wnd - inFlight;
       if (room <= 0) break;
       const n = Math.min(this.#sendMss, room, this.#txBytes - inFlight);
-      const payload = this.#slice(inFlight, n);
       const last = inFlight + n === this.#txBytes;
-      this.#emit(this.#sndNxt, TCP_FLAG_ACK | (last ? TCP_FLAG_PSH : 0), payload);
+      this.#emit(this.#sndNxt, TCP_FLAG_ACK | (last ? TCP_FLAG_PSH : 0), inFlight, n);
       this.#sndNxt = seqAdd(this.#sndNxt, n);
       inFlight += n;
       this.#armTimer(true);
@@ -377,38 +443,6 @@ export class TcpConnection extends Duplex {
       this.state = this.state === TcpState.CLOSE_WAIT ? TcpState.LAST_ACK : TcpState.FIN_WAIT_1;
       this.#armTimer(true);
     }
-  }
-
-  /**
-   * The queued bytes [from, from + n) counted from sndUna: a view when one
-   * queued chunk holds them (the frame builder copies the payload at once, so
-   * nothing keeps the view), else a copy.
-   */
-  #slice(from: number, n: number): Buffer {
-    let at0 = from;
-    for (const b of this.#txQueue) {
-      if (at0 >= b.length) {
-        at0 -= b.length;
-        continue;
-      }
-      if (at0 + n <= b.length) return b.subarray(at0, at0 + n);
-      break;
-    }
-    const out = Buffer.allocUnsafe(n);
-    let skip = from;
-    let at = 0;
-    for (const b of this.#txQueue) {
-      if (skip >= b.length) {
-        skip -= b.length;
-        continue;
-      }
-      const take = Math.min(b.length - skip, n - at);
-      b.copy(out, at, skip, skip + take);
-      at += take;
-      skip = 0;
-      if (at === n) break;
-    }
-    return out;
   }
 
   #armTimer(keep = false): void {

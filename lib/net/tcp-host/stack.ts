@@ -6,6 +6,13 @@
 // (the device's frame hooks queue them for the guest). A segment for no
 // connection and no listener gets an RST; malformed or foreign frames are not
 // claimed.
+//
+// Offloads: a frame the guest left to the NIC (a partial checksum, a TSO
+// super-frame up to 64 KiB) is taken whole, its unfinished checksums not
+// checked. Within one pass of the device over the guest's TX ring, data
+// segments are acknowledged once, at the end (txPass). Frames out are
+// written into one reused arena while a run holds them, not allocated one by
+// one, and each carries its sum for the device's RX checksum.
 
 import { randomInt } from 'crypto';
 import { getField, viewRaw } from '../../../protocol/field';
@@ -21,16 +28,30 @@ import {
   TCP_FLAG_RST,
   TCP_FLAG_SYN,
 } from '../headers';
+import type { FrameOffload } from '../vnet';
 import { ConnectionHost, ConnectionLimits, TcpConnection } from './connection';
-import { buildTcpFrame, endpointMac, parseIpv4, parseTcp, TcpSegment } from './wire';
+import {
+  buildTcpFrame,
+  endpointMac,
+  parseIpv4,
+  parseTcp,
+  sealTcpFrame,
+  tcpHeaderLength,
+  TcpSegment,
+  writeTcpHeaders,
+} from './wire';
 
 interface TcpStackOptions {
   /** Our IPv4 address, dotted. */
   readonly ip: string;
   /** Ports that accept connections. */
   readonly ports: readonly number[];
-  /** Frames for the guest. The buffer is the callee's. */
-  readonly send: (frame: Buffer) => void;
+  /**
+   * A frame for the guest, valid during the call only (copy it to keep it),
+   * with the ones'-complement sum of everything after its Ethernet header
+   * when known (-1 or absent otherwise).
+   */
+  readonly send: (frame: Buffer, l3Sum?: number) => void;
   /** A new established connection. */
   readonly onConnection: (c: TcpConnection) => void;
   /** Concurrent connections (any state) before a SYN is refused with RST. */
@@ -41,15 +62,22 @@ interface TcpStackOptions {
 }
 
 const TCP_DEFAULT_LIMITS: ConnectionLimits = {
-  mss: 1460,
-  rxLimit: 65535,
+  // A jumbo (9000-byte MTU) guest's MSS: the peer's own MSS option bounds what we send, so an MTU 1500 guest
+  // still gets 1460-byte segments; one that takes jumbo frames gets six times fewer frames per byte.
+  mss: 8960,
+  // With window scaling (RFC 7323) a guest may have this much in flight to us; 64 KiB without it.
+  rxLimit: 1024 * 1024,
   txLimit: 256 * 1024,
   rto: 200,
   rtoMax: 3200,
   retries: 8,
 };
 const DEFAULT_MAX_CONNECTIONS = 8;
-const MAX_RX_WINDOW = 0xffff;
+/** Largest receive buffer: 2^30 is RFC 7323's window limit; far less keeps a connection's memory bounded. */
+const MAX_RX_LIMIT = 16 * 1024 * 1024;
+/** Bytes of the output arena beyond txLimit: the headers of a window's segments, ACKs, a SYN-ACK. */
+const ARENA_HEADROOM = 64 * 1024;
+const ETH_IPV4_HEADERS = 14 + 20;
 
 interface StackCounts {
   arpReplies: number;
@@ -75,7 +103,7 @@ export class TcpStack implements ConnectionHost {
   readonly mac: Buffer;
   readonly counts: StackCounts = { arpReplies: 0, echoReplies: 0, resetsSent: 0, refused: 0, badFrames: 0 };
   readonly #ports: Set<number>;
-  readonly #send: (frame: Buffer) => void;
+  readonly #send: (frame: Buffer, l3Sum?: number) => void;
   readonly #onConnection: (c: TcpConnection) => void;
   readonly #max: number;
   readonly #limits: ConnectionLimits;
@@ -84,7 +112,34 @@ export class TcpStack implements ConnectionHost {
   #ipId = 0;
   /** Frames waiting to leave: nothing is sent while a frame is being processed, so a `send` that answers at once never re-enters it. */
   readonly #pending: Buffer[] = [];
+  /** Each pending frame's sum after the Ethernet header (-1: not known). */
+  readonly #pendingSums: number[] = [];
   #busy = false;
+  /** Where pending frames are written (views of it wait in #pending); reset when they have all left. */
+  readonly #arena: Buffer;
+  #arenaUsed = 0;
+  /** The segment being written (one record, reused). */
+  readonly #spec: {
+    dmac: Buffer;
+    smac: Buffer;
+    saddr: Buffer;
+    daddr: Buffer;
+    sport: number;
+    dport: number;
+    seq: number;
+    ack: number;
+    flags: number;
+    window: number;
+    mss: number | undefined;
+    wscale: number | undefined;
+    ipId: number;
+  };
+  /** Inside a device pass over the TX ring: data ACKs wait for its end. */
+  #inPass = false;
+  /** Connections owing an ACK at the end of the pass. */
+  readonly #owing = new Set<TcpConnection>();
+  /** Takes a TSO super-frame or a partial checksum whole (FrameEndpoint.takesOffloads). */
+  readonly takesOffloads = true;
 
   constructor(opts: TcpStackOptions) {
     const ip = parseIpv4Address(opts.ip);
@@ -96,20 +151,58 @@ export class TcpStack implements ConnectionHost {
     this.#onConnection = opts.onConnection;
     this.#max = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     this.#limits = { ...TCP_DEFAULT_LIMITS, ...opts.limits };
-    if (this.#limits.rxLimit > MAX_RX_WINDOW || this.#limits.rxLimit < this.#limits.mss)
-      throw new RangeError('TcpStack: rxLimit must be in [mss, 65535]');
+    if (this.#limits.rxLimit > MAX_RX_LIMIT || this.#limits.rxLimit < this.#limits.mss)
+      throw new RangeError(`TcpStack: rxLimit must be in [mss, ${MAX_RX_LIMIT}]`);
     this.#iss = opts.iss ?? (() => randomInt(0, 0x100000000 - 1));
+    this.#arena = Buffer.allocUnsafe(this.#limits.txLimit + ARENA_HEADROOM);
+    this.#spec = {
+      dmac: this.mac,
+      smac: this.mac,
+      saddr: this.ip,
+      daddr: this.ip,
+      sport: 0,
+      dport: 0,
+      seq: 0,
+      ack: 0,
+      flags: 0,
+      window: 0,
+      mss: undefined,
+      wscale: undefined,
+      ipId: 0,
+    };
   }
 
   get connectionCount(): number {
     return this.#conns.size;
   }
 
-  /** A frame the guest sent: true when it was ours (claimed). Never throws on guest input. */
-  claimTx(frame: Buffer): boolean {
+  /**
+   * A frame the guest sent: true when it was ours (claimed). Never throws on
+   * guest input. `offload`: what the guest left to the NIC (its checksums are
+   * then not checked; a TSO super-frame is one segment to us).
+   */
+  claimTx(frame: Buffer, offload?: FrameOffload): boolean {
     // Every frame the guest sends passes here first: the others leave without an allocation.
     if (!this.#mayBeOurs(frame)) return false;
-    return this.run(() => this.#claim(frame));
+    return this.run(() => this.#claim(frame, offload));
+  }
+
+  /** The device starts or ends a pass over the guest's TX ring: data segments claimed in it are acknowledged once, at its end. */
+  txPass(begin: boolean): void {
+    this.#inPass = begin;
+    // A new pass while ACKs are owed (its end was missed): they go now all the same.
+    if (this.#owing.size === 0) return;
+    this.run(() => {
+      for (const c of this.#owing) c.ackOwed();
+      this.#owing.clear();
+    });
+  }
+
+  /** A connection has data to acknowledge: now, or at the end of the device's pass. True when deferred. */
+  ackLater(c: TcpConnection): boolean {
+    if (!this.#inPass) return false;
+    this.#owing.add(c);
+    return true;
   }
 
   /** ARP, or IPv4 to our MAC (no views, no closures: compared in place). */
@@ -137,8 +230,9 @@ export class TcpStack implements ConnectionHost {
     }
   }
 
-  #out(frame: Buffer): void {
+  #out(frame: Buffer, l3Sum = -1): void {
     this.#pending.push(frame);
+    this.#pendingSums.push(l3Sum);
     if (!this.#busy) this.#flush();
   }
 
@@ -146,20 +240,34 @@ export class TcpStack implements ConnectionHost {
     if (this.#busy) return;
     this.#busy = true;
     try {
-      for (let f = this.#pending.shift(); f !== undefined; f = this.#pending.shift()) this.#send(f);
+      // A send that answers at once adds frames behind these: the loop takes them too.
+      for (let i = 0; i < this.#pending.length; i++) this.#send(this.#pending[i]!, this.#pendingSums[i]!);
     } finally {
+      this.#pending.length = 0;
+      this.#pendingSums.length = 0;
+      this.#arenaUsed = 0;
       this.#busy = false;
     }
   }
 
-  #claim(frame: Buffer): boolean {
+  /** Room for a frame of `len` bytes: in the arena while it has room, else a buffer of its own. */
+  #frameBuffer(len: number): Buffer {
+    const at = this.#arenaUsed;
+    if (at + len > this.#arena.length) return Buffer.allocUnsafe(len);
+    // Even offsets keep the checksum's 16-bit view aligned.
+    this.#arenaUsed = at + len + (len & 1);
+    return this.#arena.subarray(at, at + len);
+  }
+
+  #claim(frame: Buffer, offload: FrameOffload | undefined): boolean {
     if (frame.length < ethhdr.SIZE) return false;
     const type = getField(frame, 0, ethhdr.h_proto);
     if (type === ETH_P_ARP) return this.#arp(frame);
     if (type !== ETH_P_IP) return false;
     const dest = viewRaw(frame, 0, ethhdr.h_dest);
     if (!dest.equals(this.mac)) return false;
-    const ip = parseIpv4(frame);
+    // A TSO super-frame's IPv4 header checksum is the NIC's to fill; a partial checksum leaves the header whole.
+    const ip = parseIpv4(frame, !offload?.tcpGso);
     if (!ip) {
       this.counts.badFrames++;
       return true; // addressed to us, but unusable: dropped, as a host would
@@ -173,7 +281,7 @@ export class TcpStack implements ConnectionHost {
         this.#out(reply);
       }
     } else if (ip.protocol === IPPROTO_TCP) {
-      const seg = parseTcp(frame, ip);
+      const seg = parseTcp(frame, ip, !(offload && (offload.needsCsum || offload.tcpGso)));
       if (!seg) this.counts.badFrames++;
       else this.#tcp(seg, peerMac, ip.saddr);
     }
@@ -259,28 +367,28 @@ export class TcpStack implements ConnectionHost {
     c: TcpConnection,
     seq: number,
     flags: number,
-    payload: Buffer | undefined,
+    dataAt: number,
+    dataLen: number,
     mss?: number,
     wscale?: number,
   ): void {
-    this.#out(
-      buildTcpFrame({
-        dmac: c.peerMac,
-        smac: this.mac,
-        saddr: this.ip,
-        daddr: c.peerIp,
-        sport: c.localPort,
-        dport: c.remotePort,
-        seq,
-        ack: c.rcvNxt,
-        flags,
-        window: c.advertisedWindow,
-        mss,
-        wscale,
-        payload,
-        ipId: this.#ipId++,
-      }),
-    );
+    const s = this.#spec;
+    s.dmac = c.peerMac;
+    s.daddr = c.peerIp;
+    s.sport = c.localPort;
+    s.dport = c.remotePort;
+    s.seq = seq;
+    s.ack = c.rcvNxt;
+    s.flags = flags;
+    s.window = c.windowField;
+    s.mss = mss;
+    s.wscale = wscale;
+    s.ipId = this.#ipId++ & 0xffff;
+    const len = ETH_IPV4_HEADERS + tcpHeaderLength(s) + dataLen;
+    const out = this.#frameBuffer(len);
+    const at = writeTcpHeaders(out, s, dataLen);
+    if (dataLen > 0) c.copyOut(dataAt, dataLen, out, at);
+    this.#out(out, sealTcpFrame(out, len, this.ip, c.peerIp));
   }
 
   forget(c: TcpConnection): void {

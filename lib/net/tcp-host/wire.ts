@@ -4,7 +4,7 @@
 // checksums are lib/net/checksum.ts's.
 
 import { be, getField, setField, setRawBytes } from '../../../protocol/field';
-import { inetChecksum, pseudoSum } from '../checksum';
+import { addSums, checksumOf, inetChecksum, onesComplementSum, pseudoSum } from '../checksum';
 import {
   ETH_P_IP,
   ethhdr,
@@ -47,8 +47,12 @@ interface Ipv4View {
   readonly daddr: Buffer;
 }
 
-/** The IPv4 header of an Ethernet frame if it is whole, unfragmented and its checksum holds; else null. */
-export function parseIpv4(frame: Buffer): Ipv4View | null {
+/**
+ * The IPv4 header of an Ethernet frame if it is whole, unfragmented and its
+ * checksum holds (not looked at with `checkHeader` false: a TSO super-frame's
+ * header is the device's to fill); else null.
+ */
+export function parseIpv4(frame: Buffer, checkHeader = true): Ipv4View | null {
   const l3 = ethhdr.SIZE;
   if (frame.length < l3 + iphdr.SIZE || getField(frame, 0, ethhdr.h_proto) !== ETH_P_IP) return null;
   const vihl = getField(frame, l3, iphdr.version_ihl);
@@ -57,7 +61,7 @@ export function parseIpv4(frame: Buffer): Ipv4View | null {
   if (vihl >>> IPV4_VERSION_SHIFT !== IPV4_VERSION || ihl < iphdr.SIZE || total < ihl || l3 + total > frame.length)
     return null;
   if ((getField(frame, l3, iphdr.frag_off) & ~IP_DF) !== 0) return null; // fragments are not reassembled
-  if (inetChecksum(frame, l3, ihl) !== 0) return null;
+  if (checkHeader && inetChecksum(frame, l3, ihl) !== 0) return null;
   return {
     l3,
     ihl,
@@ -115,13 +119,21 @@ interface TcpSegmentSpec {
   readonly ipId?: number;
 }
 
-/** A whole Ethernet/IPv4/TCP frame with both checksums. */
-export function buildTcpFrame(s: TcpSegmentSpec): Buffer {
-  const optLen = (s.mss !== undefined ? tcp_opt_mss.SIZE : 0) + (s.wscale !== undefined ? 1 + tcp_opt_wscale.SIZE : 0);
-  const hdr = tcphdr.SIZE + optLen;
-  const payload = s.payload ?? Buffer.alloc(0);
-  const l4len = hdr + payload.length;
-  const out = Buffer.alloc(ethhdr.SIZE + iphdr.SIZE + l4len);
+/** Bytes of TCP header (options included) a segment of this spec carries. */
+export function tcpHeaderLength(s: TcpSegmentSpec): number {
+  return (
+    tcphdr.SIZE + (s.mss !== undefined ? tcp_opt_mss.SIZE : 0) + (s.wscale !== undefined ? 1 + tcp_opt_wscale.SIZE : 0)
+  );
+}
+
+/**
+ * Write the Ethernet, IPv4 and TCP headers of a segment carrying
+ * `payloadLen` bytes at out[0, ...) and return where the payload goes. The
+ * caller puts the payload there, then seals the frame (sealTcpFrame).
+ */
+export function writeTcpHeaders(out: Buffer, s: TcpSegmentSpec, payloadLen: number): number {
+  const hdr = tcpHeaderLength(s);
+  const l4len = hdr + payloadLen;
   writeEthIpv4(out, s.dmac, s.smac, s.saddr, s.daddr, IPPROTO_TCP, l4len, s.ipId ?? 0);
   const l4 = ethhdr.SIZE + iphdr.SIZE;
   setField(out, l4, tcphdr.source, s.sport);
@@ -146,8 +158,31 @@ export function buildTcpFrame(s: TcpSegmentSpec): Buffer {
     setField(out, o, tcp_opt_wscale.len, tcp_opt_wscale.SIZE);
     setField(out, o, tcp_opt_wscale.shift, s.wscale);
   }
-  payload.copy(out, l4 + hdr);
-  setField(out, l4, tcphdr.check, inetChecksum(out, l4, l4len, pseudoSum(s.saddr, s.daddr, IPPROTO_TCP, l4len)));
+  return l4 + hdr;
+}
+
+/**
+ * Fill in the TCP checksum of the frame out[0, len) written by
+ * writeTcpHeaders, and return the ones'-complement sum of everything after
+ * the Ethernet header (what a NIC's CHECKSUM_COMPLETE reports), found
+ * without a second pass: a valid IPv4 header sums to 0xffff, and the TCP
+ * segment's own sum follows from its checksum.
+ */
+export function sealTcpFrame(out: Buffer, len: number, saddr: Buffer, daddr: Buffer): number {
+  const l4 = ethhdr.SIZE + iphdr.SIZE;
+  const l4len = len - l4;
+  const segment = onesComplementSum(out, l4, len); // the checksum field is 0 here
+  const check = checksumOf(addSums(segment, pseudoSum(saddr, daddr, IPPROTO_TCP, l4len)));
+  setField(out, l4, tcphdr.check, check);
+  return addSums(0xffff, addSums(segment, check));
+}
+
+/** A whole Ethernet/IPv4/TCP frame with both checksums, in a buffer of its own. */
+export function buildTcpFrame(s: TcpSegmentSpec): Buffer {
+  const payload = s.payload ?? Buffer.alloc(0);
+  const out = Buffer.alloc(ethhdr.SIZE + iphdr.SIZE + tcpHeaderLength(s) + payload.length);
+  payload.copy(out, writeTcpHeaders(out, s, payload.length));
+  sealTcpFrame(out, out.length, s.saddr, s.daddr);
   return out;
 }
 
@@ -166,14 +201,18 @@ export interface TcpSegment {
   readonly payload: Buffer;
 }
 
-/** Decode the TCP segment of an IPv4 packet whose checksum holds; null otherwise. */
-export function parseTcp(frame: Buffer, ip: Ipv4View): TcpSegment | null {
+/**
+ * Decode the TCP segment of an IPv4 packet whose checksum holds; null
+ * otherwise. `checkSum` false: the sender left the checksum to the NIC (a
+ * partial checksum or a TSO super-frame), so there is none to check yet.
+ */
+export function parseTcp(frame: Buffer, ip: Ipv4View, checkSum = true): TcpSegment | null {
   const l4 = ip.l3 + ip.ihl;
   const l4len = ip.total - ip.ihl;
   if (l4len < tcphdr.SIZE) return null;
   const doff = (getField(frame, l4, tcphdr.doff_res) >>> TCP_DOFF_SHIFT) * 4;
   if (doff < tcphdr.SIZE || doff > l4len) return null;
-  if (inetChecksum(frame, l4, l4len, pseudoSum(ip.saddr, ip.daddr, IPPROTO_TCP, l4len)) !== 0) return null;
+  if (checkSum && inetChecksum(frame, l4, l4len, pseudoSum(ip.saddr, ip.daddr, IPPROTO_TCP, l4len)) !== 0) return null;
   let mss = 0;
   let wscale = -1;
   for (let o = l4 + tcphdr.SIZE, end = l4 + doff; o < end;) {

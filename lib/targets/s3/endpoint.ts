@@ -9,6 +9,7 @@
 
 import * as http from 'http';
 import type { FrameEndpoint } from '../../net/frame-endpoint';
+import type { FrameOffload } from '../../net/vnet';
 import { hostListenerRefusal, S3Options } from './options';
 import { RdmaDma, RdmaPath } from './rdma';
 import { Credentials, ObjectStore, s3Handler, S3RequestHandler } from './store';
@@ -18,8 +19,8 @@ import { TcpStack } from '../../net/tcp-host';
 export const S3_HOST_MAX_CONNECTIONS = 64;
 
 interface S3EndpointDeps {
-  /** Queue a frame for the guest (the buffer is the callee's). */
-  readonly send: (frame: Buffer) => void;
+  /** Queue a frame for the guest (valid during the call only), with its sum after the Ethernet header when known. */
+  readonly send: (frame: Buffer, l3Sum?: number) => void;
   /** Guest memory by rkey; without it, token requests answer 501. */
   readonly dma?: RdmaDma;
   readonly credentials?: readonly Credentials[];
@@ -107,8 +108,15 @@ export class S3Endpoint implements FrameEndpoint {
     return this.#hostListener?.address() ?? null;
   }
 
-  claimTx(frame: Buffer): boolean {
-    return this.stack.claimTx(frame);
+  /** TSO super-frames and partial checksums come whole (the TCP host takes them so). */
+  readonly takesOffloads = true;
+
+  claimTx(frame: Buffer, offload?: FrameOffload): boolean {
+    return this.stack.claimTx(frame, offload);
+  }
+
+  txPass(begin: boolean): void {
+    this.stack.txPass(begin);
   }
 
   /** The guest is gone (VM detached): its connections end; the store and the host listener stay. */

@@ -153,7 +153,8 @@ class S3Fuzzer {
     const ep = await S3Endpoint.open(opts, {
       // On a later turn, as the device's RX ring hands frames to a guest: delivered at once, a guest client
       // answering inside the server's call would make a whole transfer one turn of microtasks.
-      send: (f) => {
+      send: (frame) => {
+        const f = Buffer.from(frame); // valid during the call only
         setImmediate(() => {
           for (const g of this.#guests) g.onFrame(f);
         });

@@ -22,6 +22,7 @@ import {
   tcpFrame,
 } from '../../support/ionic/tcp-frames';
 import { FrameOffload, VirtioGso } from '../../../lib/net/vnet';
+import type { FrameEndpoint } from '../../../lib/net/frame-endpoint';
 import { COMPAT_PROFILE } from '../../../lib/ionic/profile';
 
 const SOT = 0x4,
@@ -411,3 +412,51 @@ describe('ionic offloads: RX backpressure toward a host link that pauses', () =>
     }
   });
 });
+
+for (const takes of [true, false]) {
+  describe(`ionic offloads: an in-process endpoint ${takes ? 'that takes offloads gets a TSO run whole' : 'without takesOffloads gets finished segments'}`, () => {
+    let rig: Rig;
+    let g: IonicGuest;
+    const got: { frame: Buffer; gso: number; size: number; needs: boolean }[] = [];
+    const passes: boolean[] = [];
+    before(async () => {
+      rig = await Rig.start({ link: new FakeLink(true) });
+      const endpoint: FrameEndpoint = {
+        takesOffloads: takes,
+        claimTx(frame, o) {
+          if (frame.length < 40 || frame.readUInt16BE(36) !== 5201) return false;
+          got.push({ frame: Buffer.from(frame), gso: o?.gsoType ?? -1, size: o?.gsoSize ?? -1, needs: !!o?.needsCsum });
+          return true;
+        },
+        txPass: (begin) => passes.push(begin),
+      };
+      rig.device.addEndpoint(endpoint);
+      g = await rig.probed(1);
+    });
+    after(async () => rig.close());
+
+    it('TSO IPv4 of 4 segments and a short one: claimed as one frame (or five), inside one TX pass', async () => {
+      const mss = 1448;
+      const payload = pattern(mss * 4 + 321, 9);
+      const { frame, l3, l4, hdrLen } = tcpFrame({ payload, tsoSeed: true });
+      expect((await g.postTxRun(0, tsoRun(g, frame, hdrLen, mss))).status).to.equal(0);
+      if (takes) {
+        expect(got.map((x) => [x.gso, x.size, x.needs, x.frame.length])).to.deep.equal([
+          [VirtioGso.TCPV4, mss, true, frame.length],
+        ]);
+        expect(got[0]!.frame.subarray(hdrLen).equals(payload)).to.equal(true);
+        expect(ipv4ChecksumOk(got[0]!.frame, l3)).to.equal(true); // the header made whole for its taker
+      } else {
+        expect(got.map((x) => [x.gso, x.frame.length - hdrLen])).to.deep.equal([
+          [-1, mss],
+          [-1, mss],
+          [-1, mss],
+          [-1, mss],
+          [-1, 321],
+        ]);
+        for (const x of got) expect(tcpChecksumOk(x.frame, l3, l4)).to.equal(true);
+      }
+      expect(passes.slice(-2)).to.deep.equal([true, false]);
+    });
+  });
+}

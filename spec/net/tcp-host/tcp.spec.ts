@@ -39,7 +39,7 @@ function rig(opts: { limits?: object; maxConnections?: number } = {}): Rig {
   const stack = new TcpStack({
     ip: '192.168.200.1',
     ports: [PORT],
-    send: (f) => out.push(decode(f)),
+    send: (f) => out.push(decode(Buffer.from(f))),
     onConnection: (c) => conns.push(c),
     iss: () => ISS,
     ...opts,
@@ -111,13 +111,13 @@ describe('s3 tcp: ARP and ICMP', () => {
 describe('s3 tcp: connections', () => {
   afterEach(() => sinon.restore());
 
-  it('handshake: SYN-ACK carries MSS 1460, acks the ISN, both checksums hold; the ACK establishes', () => {
+  it("handshake: SYN-ACK carries our MSS (8960, a jumbo guest's), acks the ISN, both checksums hold; the ACK establishes", () => {
     const r = rig();
     r.stack.claimTx(tcp({ sport: 40000, dport: PORT, seq: 5000, ack: 0, flags: SYN, window: 65535, mss: 1460 }));
     const [sa] = r.take();
     expect(sa!.ipOk).to.equal(true);
     expect(sa!.tcpOk).to.equal(true);
-    expect([sa!.sport, sa!.dport, sa!.seq, sa!.ack, sa!.mss]).to.deep.equal([PORT, 40000, ISS, 5001, 1460]);
+    expect([sa!.sport, sa!.dport, sa!.seq, sa!.ack, sa!.mss]).to.deep.equal([PORT, 40000, ISS, 5001, 8960]);
     expect(r.conns).to.have.length(0);
     r.stack.claimTx(tcp({ sport: 40000, dport: PORT, seq: 5001, ack: ISS + 1, flags: ACK, window: 65535 }));
     expect(r.conns).to.have.length(1);
@@ -177,11 +177,11 @@ describe('s3 tcp: connections', () => {
     expect(rest[1]!.flags! & PSH).to.equal(PSH);
   });
 
-  it('window scaling (RFC 7323): offered in the SYN, answered with shift 0; later windows scaled, so more than 64 KiB flies; not without the offer', () => {
+  it('window scaling (RFC 7323): offered in the SYN, answered with the shift our 1 MiB buffer needs (5); later windows scaled, so more than 64 KiB flies; not without the offer', () => {
     const r = rig();
     r.stack.claimTx(tcp({ sport: 40010, dport: PORT, seq: 0, ack: 0, flags: SYN, window: 1000, mss: 1460, wscale: 7 }));
     const [sa] = r.take();
-    expect([sa!.mss, sa!.wscale, sa!.tcpOk]).to.deep.equal([1460, 0, true]);
+    expect([sa!.mss, sa!.wscale, sa!.tcpOk, sa!.window]).to.deep.equal([8960, 5, true, 65535]);
     r.stack.claimTx(tcp({ sport: 40010, dport: PORT, seq: 1, ack: ISS + 1, flags: ACK, window: 1024 })); // 1024 << 7 = 128 KiB
     const c = r.conns[0]!;
     c.write(Buffer.alloc(200_000, 0x62));

@@ -36,7 +36,7 @@ describe('s3 over the TCP endpoint (frames in, frames out)', function () {
       { ...S3_DEFAULTS, listen: { host: '127.0.0.1', port: 0 } },
       {
         send: (f) => {
-          frames.push(f);
+          frames.push(Buffer.from(f));
           for (const g of guests) g.onFrame(f);
         },
       },
