@@ -225,7 +225,7 @@ export class RawClient {
           resolve(new RawClient(s));
           return;
         }
-        const t = secure.connect(s);
+        const t = secure.secure(s);
         t.once('error', reject);
         t.once('secureConnect', () => {
           const bad = secure.verify(t);

@@ -133,6 +133,9 @@ export class MeshConnection {
       sink.target = () => (this.#closed ? null : this.parser.inPlaceTarget());
       sink.inPlace = (n) => this.#onDataInPlace(n);
       sink.limit = () => (this.#closed ? 0 : this.parser.headReadLimit());
+      const early = sink.early.chunks.splice(0);
+      sink.early.bytes = 0;
+      for (const chunk of early) this.#onData(chunk);
     } else this.socket.on('data', (chunk: Buffer) => this.#onData(chunk));
   }
 

@@ -21,7 +21,16 @@ import { CONNECT_TIMEOUT_MS, MAX_RESOLVED_ADDRESSES } from './limits';
  */
 export type Resolver = ((host: string) => Promise<string[]>) & {
   readonly admit?: (address: string, port: number) => string | null;
+  /**
+   * Opens the socket to an admitted address (a TLS client socket when the
+   * mesh has credentials: made by tls.connect itself, so that its decrypted
+   * bytes too are read where the connection asks). net.connect when absent.
+   */
+  readonly open?: SocketOpener;
 };
+
+/** Opens a socket to address:port whose reads go through `onread`. */
+export type SocketOpener = (address: string, port: number, onread: OnRead) => net.Socket;
 
 /** The system resolver (getaddrinfo), in the order it answers. */
 export const systemResolver: Resolver = async (host) => {
@@ -67,7 +76,7 @@ export async function dial(
       errors.push(`${formatHostPort(address, port)}: ${refused}`);
       continue;
     }
-    const r = await connectOnce(address, port, timeoutMs);
+    const r = await connectOnce(address, port, timeoutMs, resolve.open);
     if (typeof r !== 'string') {
       if (cancel.cancelled) {
         r.destroy();
@@ -95,6 +104,8 @@ interface ReadSink {
    * arriving in the reused buffer (and being copied out of it).
    */
   limit: (() => number) | null;
+  /** Bytes read before `fn` was set, copied, for `fn` to take first. */
+  readonly early: { chunks: Buffer[]; bytes: number };
 }
 
 export const READ_SINK = Symbol('mesh read sink');
@@ -102,7 +113,7 @@ export type SocketWithSink = net.Socket & { [READ_SINK]?: ReadSink };
 /** One reused read buffer per dialled socket. */
 const READ_BUFFER_BYTES = 256 * 1024;
 
-type OnRead = { buffer: () => Uint8Array; callback: (n: number, buf: Uint8Array) => boolean };
+export type OnRead = { buffer: () => Uint8Array; callback: (n: number, buf: Uint8Array) => boolean };
 
 /**
  * A socket made by `make` that reads where its connection asks. Reads land in
@@ -113,7 +124,7 @@ type OnRead = { buffer: () => Uint8Array; callback: (n: number, buf: Uint8Array)
  * body, so its bytes are copied by the kernel only.
  */
 function withSink(make: (onread: OnRead) => net.Socket): net.Socket {
-  const sink: ReadSink = { fn: null, target: null, inPlace: null, limit: null };
+  const sink: ReadSink = { fn: null, target: null, inPlace: null, limit: null, early: { chunks: [], bytes: 0 } };
   // Its own ArrayBuffer (larger than Buffer's pool slabs): a read landed here iff its buffer is this one's.
   const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   const store = readBuffer.buffer;
@@ -128,14 +139,23 @@ function withSink(make: (onread: OnRead) => net.Socket): net.Socket {
       return head;
     },
     callback: (n: number, buf: Uint8Array) => {
-      if (buf.buffer === store) sink.fn?.(Buffer.from(store, buf.byteOffset, n));
-      else sink.inPlace?.(n);
+      if (buf.buffer !== store) sink.inPlace?.(n);
+      else if (sink.fn) sink.fn(Buffer.from(store, buf.byteOffset, n));
+      else if (sink.early.bytes + n <= READ_BUFFER_BYTES) {
+        // Before the connection reads (a TLS peer's first frames can come with its handshake's last flight).
+        sink.early.chunks.push(Buffer.from(buf.subarray(0, n)));
+        sink.early.bytes += n;
+      } else socket.destroy(new Error('the peer sent over 256 KiB before its link was open'));
       return true;
     },
   });
   (socket as SocketWithSink)[READ_SINK] = sink;
   return socket;
 }
+
+/** A plain TCP socket. */
+export const openPlain: SocketOpener = (address, port, onread) =>
+  net.connect({ host: address, port, onread } as net.NetConnectOpts);
 
 /**
  * An accepted socket (from a listener with pauseOnConnect, nothing read yet)
@@ -168,9 +188,14 @@ export function rewrapAccepted(accepted: net.Socket): net.Socket | null {
 }
 
 /** One attempt at one address: the connected socket, or why not. */
-function connectOnce(address: string, port: number, timeoutMs: number): Promise<net.Socket | string> {
+function connectOnce(
+  address: string,
+  port: number,
+  timeoutMs: number,
+  open: SocketOpener = openPlain,
+): Promise<net.Socket | string> {
   return new Promise((resolve) => {
-    const socket = withSink((onread) => net.connect({ host: address, port, onread } as net.NetConnectOpts));
+    const socket = withSink((onread) => open(address, port, onread));
     const timer = setTimeout(() => {
       socket.destroy();
       finish(`no answer in ${timeoutMs} ms`);

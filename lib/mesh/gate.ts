@@ -13,7 +13,7 @@ import { Logger, RateLimiter, warnLimited } from '../log';
 import { formatHostPort, isLoopbackAddress } from './address';
 import { Admission, AdmissionLimits, admissionLimits, AdmissionSlot } from './admission';
 import type { MeshConnection } from './connection';
-import { rewrapAccepted, unmapAddress } from './dial';
+import { OnRead, openPlain, rewrapAccepted, unmapAddress } from './dial';
 import { MESH_MAGIC } from './limits';
 import { CREDENTIALS_HINT, looksLikeTls, MeshCredentials, MeshTls } from './tls';
 
@@ -110,16 +110,20 @@ export class MeshGate {
     return 'not loopback, and this server has no mesh credentials';
   }
 
+  /** Open a dialled socket: the client side of a TLS handshake when the mesh has credentials, else plain TCP. */
+  open(address: string, port: number, onread: OnRead): net.Socket {
+    return this.tls ? this.tls.connect(address, port, onread) : openPlain(address, port, onread);
+  }
+
   /**
-   * Start the client side of a handshake on a dialled socket (credentials
+   * Watch the client side of a handshake on a dialled socket (credentials
    * given). Its listeners go on before the connection's own, so a failure
    * closes the link with the reason in words; success opens it once the peer
    * is checked. `track` must be called with the connection made on it.
    */
-  secureDialled(raw: net.Socket): tls.TLSSocket {
-    const address = unmapAddress(raw.remoteAddress ?? '?');
-    const who = formatHostPort(address, raw.remotePort ?? 0);
-    const socket = this.tls!.connect(raw);
+  secureDialled(socket: tls.TLSSocket): tls.TLSSocket {
+    const address = unmapAddress(socket.remoteAddress ?? '?');
+    const who = formatHostPort(address, socket.remotePort ?? 0);
     const ms = this.admission.limits.timeoutMs;
     const timer = setTimeout(() => {
       const conn = this.#dialled.get(socket);

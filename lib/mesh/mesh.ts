@@ -35,7 +35,7 @@ import { Logger, nullLogger, RateLimiter, warnLimited } from '../log';
 import { gidToText, HostPort, parseHost } from './address';
 import { dataHeaderSize, hasIonicMagic, isDataType, isInstanceId } from './codec';
 import { ConnectionOwner, LinkKind, MeshConnection } from './connection';
-import { listen, Resolver, systemResolver } from './dial';
+import { listen, OnRead, Resolver, systemResolver } from './dial';
 import { MeshError } from './errors';
 import { FrameRouter } from './frame-router';
 import { FrameWriter } from './frame-writer';
@@ -101,6 +101,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
     const resolve = opts.resolve ?? systemResolver;
     this.#resolve = Object.assign((host: string) => resolve(host), {
       admit: (a: string, p: number) => this.#gate.admitDial(a, p),
+      open: (a: string, p: number, onread: OnRead) => this.#gate.open(a, p, onread),
     });
     if (opts.instance !== undefined && !isInstanceId(opts.instance))
       throw new RangeError(`bad instance id '${opts.instance}'`);
@@ -420,7 +421,7 @@ export class Mesh extends EventEmitter<MeshEvents> {
   #adopt(socket: net.Socket, kind: LinkKind, outgoing: boolean): MeshConnection {
     // A dialled socket with credentials: the client side of a handshake, the link gated until it is done and checked.
     const gated = outgoing && this.#gate.tls !== null;
-    const s = gated ? this.#gate.secureDialled(socket) : socket;
+    const s = gated ? this.#gate.secureDialled(socket as tls.TLSSocket) : socket;
     const conn = new MeshConnection(s, this.#owner, {
       sendTimeoutMs: this.#sendTimeoutMs,
       kind,

@@ -20,6 +20,7 @@ import * as path from 'node:path';
 import * as tls from 'node:tls';
 import type * as net from 'node:net';
 import type { ConfigResult } from './config';
+import type { OnRead } from './dial';
 
 /** Shortest pre-shared key file (ernicctl writes 32 random bytes). */
 const PSK_MIN_BYTES = 32;
@@ -317,10 +318,22 @@ export class MeshTls {
     });
   }
 
-  /** Start the client side of a handshake on a connected socket. */
-  connect(raw: net.Socket): tls.TLSSocket {
+  /**
+   * Dial address:port and start the client side of a handshake on it. The
+   * TLS socket makes its own TCP connection (not one handed to it): only then
+   * does Node deliver its decrypted bytes through `onread`.
+   */
+  connect(address: string, port: number, onread: OnRead): tls.TLSSocket {
+    return tls.connect({ ...this.#clientOptions(), host: address, port, onread } as tls.ConnectionOptions);
+  }
+
+  /** Start the client side of a handshake on a socket already connected (its reads come as 'data'). */
+  secure(raw: net.Socket): tls.TLSSocket {
+    return tls.connect({ ...this.#clientOptions(), socket: raw });
+  }
+
+  #clientOptions(): tls.ConnectionOptions {
     const opts: tls.ConnectionOptions = {
-      socket: raw,
       secureContext: this.#context,
       minVersion: 'TLSv1.3',
       maxVersion: 'TLSv1.3',
@@ -331,7 +344,7 @@ export class MeshTls {
     };
     const c = this.#creds;
     if (c.kind === 'psk') opts.pskCallback = () => ({ psk: c.key, identity: this.#identity });
-    return tls.connect(opts);
+    return opts;
   }
 
   /**

@@ -260,7 +260,7 @@ export class RawPeer {
     return new Promise((resolve, reject) => {
       const s = net.connect({ host, port, ...(localAddress ? { localAddress } : {}) }, () => {
         if (!credentials) return resolve(new RawPeer(s));
-        const t = new MeshTls(credentials).connect(s);
+        const t = new MeshTls(credentials).secure(s);
         t.once('secureConnect', () => {
           t.off('error', reject);
           resolve(new RawPeer(t));
