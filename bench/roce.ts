@@ -13,7 +13,8 @@
 //   Throughput: 1 MiB WRITEs with BENCH_ROCE_WINDOW in flight for
 //     BENCH_ROCE_SECS seconds per round; MB/s (10^6 bytes). The right MR is
 //     zeroed before each round and checked byte for byte after it: a round
-//     that moved nothing fails.
+//     that moved nothing fails. The guest waits for CQEs as bench:mesh's does
+//     (BENCH_MESH_WAIT, nap by default: asleep between peeks at the CQ).
 //   RoCE and mesh rounds alternate (BENCH_ROCE_ROUNDS each) after a warm-up,
 //     and are pooled, so a change in the machine's load lands on both.
 //   Also: the RoCE transport's counters of the sending server (packets,
@@ -35,7 +36,7 @@ import { QpF } from '../spec/support/ionic/rdma-regs';
 import { cleanupSync, Server, startServer, stopChild } from './mesh-processes';
 import { CqPoller, connectSide, guestSide, Side } from './mesh-guest';
 import { envNumber } from './support/env';
-import { cpuOf, cpuSince } from './mesh-raw';
+import { rdmaThroughput, verify } from './mesh-writes';
 import { freePort } from './support/free-port';
 
 const KiB = 1024;
@@ -125,38 +126,15 @@ interface Rate {
   cpu: [number, number, number];
 }
 
+/**
+ * `secs` of 1 MiB WRITEs, WINDOW in flight; the guest waits for CQEs as bench:mesh's does (BENCH_MESH_WAIT, nap
+ * by default: a guest that spun here would take one of a 2-core machine's cores from the servers).
+ */
 async function throughput(a: Side, b: Side, cq: CqPoller, secs: number, pids: readonly number[]): Promise<Rate> {
   b.bytes.fill(0, 0, WINDOW * BIG);
-  const c0 = [...pids, process.pid].map(cpuOf);
-  let posted = 0;
-  let done = 0;
-  let stop = false;
-  const t0 = now();
-  let last = t0;
-  for (;;) {
-    if (!stop && secsSince(t0) >= secs) stop = true;
-    if (stop && done >= posted) break;
-    if (!stop && posted - done < WINDOW) {
-      while (posted - done < WINDOW) {
-        postWrite(a, b, posted, (posted % WINDOW) * BIG, BIG);
-        posted++;
-      }
-      a.v.ringSq(a.qp);
-    }
-    const got = cq.poll();
-    done += got;
-    if (got === 0) {
-      if (secsSince(last) > 10) throw new Error(`throughput: no CQE for 10 s (${done} of ${posted} done)`);
-      await turn();
-    } else last = now();
-  }
-  const el = secsSince(t0);
-  cq.report();
-  const n = Math.min(done, WINDOW) * BIG;
-  if (!a.bytes.subarray(0, n).equals(b.bytes.subarray(0, n)))
-    throw new Error("throughput: the right MR does not hold the left MR's bytes; no figure");
-  const cpu = [...pids, process.pid].map((p, i) => cpuSince(p, c0[i]!).all) as [number, number, number];
-  return { bytes: done * BIG, secs: el, cpu };
+  const r = await rdmaThroughput(a, b, cq, [...pids], WINDOW, secs, 0, BIG, secs + 30);
+  verify(a, b, Math.min(r.bytes / BIG, WINDOW) * BIG, 'throughput');
+  return { bytes: r.bytes, secs: r.secs, cpu: [r.cpu.peer[0]!.all, r.cpu.peer[1]!.all, r.cpu.self.all] };
 }
 
 const mbps = (r: Rate): number => r.bytes / r.secs / 1e6;
