@@ -63,6 +63,7 @@ async function startServer(sock: string, hostPort: number): Promise<ChildProcess
     env: { ...process.env, ERNIC_S3_ACCESS_KEY: CREDS.accessKeyId, ERNIC_S3_SECRET_KEY: CREDS.secretAccessKey },
     args: ['-L', 'info', '--backend', `s3:size=64M,maxpart=16M,listen=127.0.0.1:${hostPort}`],
     ...(process.env.BENCH_S3_BIN ? { bin: process.env.BENCH_S3_BIN } : {}),
+    nodeFlags: (process.env.BENCH_S3_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean),
   });
   return server.proc;
 }
