@@ -13,6 +13,8 @@ const TX_SLOT_BYTES = 16384;
 /** Gap between TX SG pieces in a slot, so a device that reads past a piece gets the wrong bytes. */
 const TX_PIECE_GAP = 64;
 const RX_FILL_THRESHOLD = 16;
+/** Completions a NAPI poll takes before the driver refills (NAPI_POLL_WEIGHT). */
+const NAPI_BUDGET = 64;
 
 /** The whole guest driver: probe (GuestProbe), then ionic_open's queues and the TX/RX data path, and teardown. */
 export class IonicGuest extends GuestProbe {
@@ -50,8 +52,14 @@ export class IonicGuest extends GuestProbe {
     for (const q of this.txqs) if (q && q.intr === v) work += this.#serviceTx(q);
     for (const q of this.rxqs) {
       if (!q || q.intr !== v) continue;
-      work += this.#serviceRx(q);
-      if (q.autoRefill) this.#refill(q, false);
+      // A NAPI budget at a time, refilling after each (ionic_rx_napi then ionic_rx_fill): the device can
+      // fill the refilled buffers while the rest of a long batch is still being taken.
+      for (;;) {
+        const n = this.#serviceRx(q, NAPI_BUDGET);
+        work += n;
+        if (q.autoRefill) this.#refill(q, false);
+        if (n < NAPI_BUDGET) break;
+      }
     }
     this.returnCredits(v, work, opts.unmask ?? true);
     this.wake();
@@ -196,9 +204,9 @@ export class IonicGuest extends GuestProbe {
     return (q.head - q.tail + q.size) % q.size;
   }
 
-  #serviceRx(q: RxQ): number {
+  #serviceRx(q: RxQ, budget = Infinity): number {
     let work = 0;
-    for (;;) {
+    while (work < budget) {
       const e = this.mem(q.cq + q.cqTail * 16, 16);
       const color = e[15]! & COLOR ? 1 : 0;
       if (color !== q.doneColor) break;
