@@ -30,7 +30,7 @@ export type Resolver = ((host: string) => Promise<string[]>) & {
 };
 
 /** Opens a socket to address:port whose reads go through `onread`. */
-export type SocketOpener = (address: string, port: number, onread: OnRead) => net.Socket;
+type SocketOpener = (address: string, port: number, onread: OnRead) => net.Socket;
 
 /** The system resolver (getaddrinfo), in the order it answers. */
 export const systemResolver: Resolver = async (host) => {
