@@ -20,7 +20,9 @@
 //   Wire ceiling: before the servers start, a writer in this process and a
 //     reader in a child move path-MTU frames across the same bridge, one
 //     TAP write per frame (bench/support/tap-wire.ts): the most a design
-//     that writes each frame to the TAP can reach here.
+//     that writes each frame to the TAP can reach here. Then the same with
+//     UDP segmentation offload on both TAPs (15 packets per write and read):
+//     what a sender that hands the TAP GSO buffers could reach.
 //   Also: the RoCE transport's counters of the sending server (packets,
 //     retransmits, NAKs) from its stats file.
 //
@@ -192,6 +194,7 @@ async function main(): Promise<void> {
     const load0 = os.loadavg()[0]!;
     // What the wire allows a design that writes each frame to a TAP, before the servers take the TAPs.
     const wireFps = await tapWireRate(bridge.taps[0], bridge.taps[1], WIRE_FRAME, 2);
+    const usoFps = await tapWireRate(bridge.taps[0], bridge.taps[1], WIRE_FRAME, 2, 'uso').catch(() => NaN);
     // The RoCE pair: their TAPs on the bridge.
     for (const [i, name] of ['A', 'B'].entries()) {
       const sock = `/tmp/ernic-roce-bench-${tag}-${name.toLowerCase()}.sock`;
@@ -295,6 +298,13 @@ async function main(): Promise<void> {
     out.push(
       `    ${fmt(wireMBps)} MB/s of payload at one frame per path MTU: ${fmt(wireMBps / mbps(mesh), 2)}x the mesh` +
         ` (the most any one-write-per-frame design reaches); RoCE is at ${fmt(mbps(roce) / wireMBps, 2)}x of it`,
+    );
+    const usoMBps = (usoFps * (1 << PMTU_LOG2)) / 1e6;
+    out.push(
+      Number.isFinite(usoFps)
+        ? `  the same wire with UDP segmentation offload (15 packets per write and per read, TUN_F_USO4/6):` +
+            ` ${fmt(usoFps)} packets/s, ${fmt(usoMBps)} MB/s of payload: ${fmt(usoMBps / mbps(mesh), 2)}x the mesh`
+        : `  the same wire with UDP segmentation offload: not measured (this kernel's TAP refuses TUN_F_USO4/6)`,
     );
     const perMiB = (r: Rate, i: number): string => fmt(r.cpu[i]! / (r.bytes / MiB), 2);
     const busy = (r: Rate, i: number): string => fmt((100 * r.cpu[i]!) / (r.secs * 1000));
