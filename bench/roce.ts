@@ -198,7 +198,7 @@ async function main(): Promise<void> {
     // The RoCE pair: their TAPs on the bridge.
     for (const [i, name] of ['A', 'B'].entries()) {
       const sock = `/tmp/ernic-roce-bench-${tag}-${name.toLowerCase()}.sock`;
-      const extra = ['--tap', bridge.taps[i]!, '--no-tap-offloads', '--stats-file', i === 0 ? statsA : statsB];
+      const extra = ['--tap', bridge.taps[i]!, '--stats-file', i === 0 ? statsA : statsB];
       servers.push(await startServer(`${name} (roce)`, sock, 'roce', '', [/serving/], extra));
     }
     // The mesh pair on loopback.

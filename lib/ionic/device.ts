@@ -112,11 +112,13 @@ export class IonicDevice {
         addEndpoint: (e) => {
           this.lif.endpoints.push(e);
         },
-        sendToHost: (frame, len) => {
+        sendToHost: (frame, len, offload) => {
           const link = this.#link;
           if (!link) return false;
-          return link.send(len === frame.length ? frame : frame.subarray(0, len));
+          const f = len === frame.length ? frame : frame.subarray(0, len);
+          return offload && link.uso ? link.send(f, offload) : link.send(f);
         },
+        hostTakesUdpGso: () => this.#link?.uso === true,
       });
     } else if (this.rdma) installWqeExecutor(this.rdma);
     this.#ctx = {

@@ -32,10 +32,10 @@ import {
 import { onesSum } from './offload/checksum';
 import { EthHw } from './offload/features';
 import { PacketInfo, rxPktType } from './offload/packet';
-import { finishPartialChecksum, MIN_MSS, segmentCount, writeTcpSegment } from './offload/segment';
+import { finishPartialChecksum, MIN_MSS, segmentCount, writeTcpSegment, writeUdpSegment } from './offload/segment';
 import { MAX_SEGMENT, TxOffload, TxSink, TxVerdict } from './offload/transmit';
 import { FrameOffload } from '../net/vnet';
-import { ETH_P_8021Q, ethhdr, IPPROTO_TCP, vlan_ethhdr } from '../net/headers';
+import { ETH_P_8021Q, ethhdr, IPPROTO_TCP, IPPROTO_UDP, vlan_ethhdr } from '../net/headers';
 import type { DeviceStats } from './stats';
 
 interface LifContext {
@@ -418,6 +418,24 @@ export class Lif {
       const count = segmentCount(frame.length, p, mss);
       for (let i = fromSegment; i < count; i++) {
         const seg = this.#rxSeg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#rxSeg));
+        if (this.#receiveOne(seg) === RxFate.NO_BUFFER) {
+          this.#hold(frame, offload, i);
+          return;
+        }
+      }
+      return;
+    }
+    if (offload?.udpGso) {
+      // Datagrams as the kernel's UDP segmentation would make them (RoCE packets, QUIC, ...): each goes its way.
+      const p = this.#rxInfo.parse(frame, frame.length);
+      const size = offload.gsoSize;
+      if (p.proto !== IPPROTO_UDP || size < 1 || p.headersEnd + size > this.#rxSeg.length) {
+        this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
+        return;
+      }
+      const count = segmentCount(frame.length, p, size);
+      for (let i = fromSegment; i < count; i++) {
+        const seg = this.#rxSeg.subarray(0, writeUdpSegment(frame, frame.length, p, size, i, this.#rxSeg));
         if (this.#receiveOne(seg) === RxFate.NO_BUFFER) {
           this.#hold(frame, offload, i);
           return;

@@ -6,17 +6,29 @@
 // TUNSETOFFLOAD(CSUM, TSO4, TSO6, TSO_ECN): every frame either way carries a
 // virtio_net_hdr, so a TCP super-frame from the guest goes to the kernel as
 // one GSO buffer with its checksum left partial, and the kernel hands us its
-// own super-frames whole (the LIF cuts them for the guest).
+// own super-frames whole (the LIF cuts them for the guest). Where the kernel
+// has it (6.2+), UDP segmentation too (TUN_F_USO4/6), both ways.
 
 import * as fs from 'fs';
 import * as native from '../native';
 import type { HostLink } from '../net/frame-endpoint';
-import { FrameOffload, TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN, virtio_net_hdr } from '../net/vnet';
+import {
+  FrameOffload,
+  TUN_F_CSUM,
+  TUN_F_TSO4,
+  TUN_F_TSO6,
+  TUN_F_TSO_ECN,
+  TUN_F_USO4,
+  TUN_F_USO6,
+  virtio_net_hdr,
+} from '../net/vnet';
 
 /** Reads per readiness event before letting other work run. */
 const READS_PER_EVENT = 64;
-/** What we let the kernel hand us: partial checksums and TCP super-frames (no UDP segmentation). */
+/** What we let the kernel hand us: partial checksums and TCP super-frames. */
 const TAP_OFFLOADS = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+/** And UDP GSO buffers (Linux 6.2+): RoCE sends 15 packets per write this way, and the LIF cuts those it gets. */
+const TAP_OFFLOADS_USO = TAP_OFFLOADS | TUN_F_USO4 | TUN_F_USO6;
 /** A read buffer for the largest GSO frame (64 KiB of IP packet) with its link header and virtio_net_hdr. */
 const READ_BUFFER = 65536 + 1024;
 
@@ -28,6 +40,8 @@ interface TapOptions {
 export class TapLink implements HostLink {
   readonly name: string;
   readonly offloads: boolean;
+  /** send() takes UDP GSO buffers (TUN_F_USO4/6 took). */
+  readonly uso: boolean;
   readonly #fd: number;
   #watcher: native.Watcher | null = null;
   readonly #buf = Buffer.alloc(READ_BUFFER);
@@ -43,7 +57,17 @@ export class TapLink implements HostLink {
 
   constructor(ifname: string, opts: TapOptions = {}) {
     this.offloads = opts.offloads ?? true;
-    const tap = native.openTap(ifname, this.offloads ? TAP_OFFLOADS : undefined);
+    let tap: native.TapDevice;
+    let uso = this.offloads;
+    try {
+      tap = native.openTap(ifname, this.offloads ? TAP_OFFLOADS_USO : undefined);
+    } catch (e) {
+      // A kernel before 6.2 refuses the USO bits (EINVAL): the TAP without them.
+      if (!this.offloads || (e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
+      tap = native.openTap(ifname, TAP_OFFLOADS);
+      uso = false;
+    }
+    this.uso = uso;
     this.#fd = tap.fd;
     this.name = tap.name;
   }

@@ -36,6 +36,8 @@ export interface HostLink {
   readonly name: string;
   /** send() takes an `offload`: the host finishes partial checksums and segments TCP super-frames (a TAP with IFF_VNET_HDR). */
   readonly offloads?: boolean;
+  /** send() also takes UDP GSO buffers (offload.gsoType UDP_L4): the host cuts them into datagrams. */
+  readonly uso?: boolean;
   /** Send one frame to the host. Returns false when it could not be sent (counted as a TX error). */
   send(frame: Buffer, offload?: FrameOffload): boolean;
   /**

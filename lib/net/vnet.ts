@@ -34,6 +34,9 @@ export const TUN_F_CSUM = 0x01;
 export const TUN_F_TSO4 = 0x02;
 export const TUN_F_TSO6 = 0x04;
 export const TUN_F_TSO_ECN = 0x08;
+/** UDP segmentation offload (Linux 6.2+); the kernel takes it only for both families at once. */
+export const TUN_F_USO4 = 0x20;
+export const TUN_F_USO6 = 0x40;
 
 /** A frame's virtio_net_hdr, decoded (one reusable record per link). */
 export class FrameOffload {
@@ -62,6 +65,11 @@ export class FrameOffload {
   get tcpGso(): boolean {
     const t = this.gsoType & ~VirtioGso.ECN;
     return t === VirtioGso.TCPV4 || t === VirtioGso.TCPV6;
+  }
+
+  /** UDP segmentation is asked for (UDP_L4: datagrams cut every gsoSize bytes of payload). */
+  get udpGso(): boolean {
+    return this.gsoType === VirtioGso.UDP_L4;
   }
 
   decode(b: Buffer, at: number): this {

@@ -6,6 +6,7 @@
 // below them names one.
 
 import type { FrameEndpoint } from '../net/frame-endpoint';
+import type { FrameOffload } from '../net/vnet';
 import type { DataPathEngine } from './executor';
 
 /** The guest's Ethernet segment as a backend reaches it. */
@@ -18,8 +19,14 @@ export interface GuestSegment {
   send(frame: Buffer, l3Sum?: number): void;
   /** Put an in-process host on the segment: it sees the guest's frames after those added before it. */
   addEndpoint(e: FrameEndpoint): void;
-  /** Put frame[0, len) on the host side of the wire (the TAP), as the port transmits; false when there is none or it failed. */
-  sendToHost?(frame: Buffer, len: number): boolean;
+  /**
+   * Put frame[0, len) on the host side of the wire (the TAP), as the port
+   * transmits; false when there is none or it failed. `offload`: a UDP GSO
+   * buffer, only where hostTakesUdpGso() said yes.
+   */
+  sendToHost?(frame: Buffer, len: number, offload?: FrameOffload | null): boolean;
+  /** The host side takes UDP GSO buffers (a TAP with TUN_F_USO4/6). */
+  hostTakesUdpGso?(): boolean;
 }
 
 export interface RdmaBackend {

@@ -11,6 +11,7 @@
 // QP whose destination GID is not one of them, and an address handle's
 // datagrams likewise, are on the wire; the rest stay in the VM (loopback).
 
+import { UdpGsoBatch } from './udp-gso-batch';
 import type { GuestSegment } from '../../rdma/backend';
 import type { DataPathEngine } from '../../rdma/executor';
 import { installWqeExecutor, type WqeExecutor } from '../../rdma/executor/executor';
@@ -58,19 +59,28 @@ export class RoceDataPath implements RemotePath, LinkHost {
   readonly #dstGid = Buffer.alloc(16);
   /** Frames the host link refused (no TAP, or a write error). */
   txErrors = 0;
+  /** RoCE packets gathered into UDP GSO buffers for the TAP. */
+  readonly gso: UdpGsoBatch;
 
   constructor(engine: DataPathEngine, segment: GuestSegment) {
     this.dev = engine;
     this.views = new GuestViews(engine.rm);
     this.cqes = new Completions(engine);
+    const sent = (ok: boolean): void => {
+      // Said once: without a host link (--tap) every RoCE frame is lost.
+      if (!ok && this.txErrors++ === 0)
+        engine.log.warn('rocm-ernic: roce: a RoCE frame could not go out (no --tap, or the TAP refused it)');
+    };
+    // Up to 15 packets of a flow per TAP write where the TAP takes UDP GSO buffers.
+    this.gso = new UdpGsoBatch((frame, len, offload) => segment.sendToHost?.(frame, len, offload) ?? false);
+    const gso = this.gso;
     this.wire = {
       send: (frame, len) => {
-        if (segment.sendToHost?.(frame, len)) return;
-        // Said once: without a host link (--tap) every RoCE frame is lost.
-        if (this.txErrors++ === 0)
-          engine.log.warn('rocm-ernic: roce: a RoCE frame could not go out (no --tap, or the TAP refused it)');
+        if (segment.hostTakesUdpGso?.()) gso.add(frame, len);
+        else sent(segment.sendToHost?.(frame, len) ?? false);
       },
     };
+    gso.onFailure = () => sent(false);
     this.executor = installWqeExecutor(engine);
     this.executor.attachRemote(this);
     // After the executor's own: it has placed the QP (node) and run its state machine; the transport QP follows.

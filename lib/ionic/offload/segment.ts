@@ -146,3 +146,60 @@ export function tsoCapable(p: PacketInfo, hdrLen: number): boolean {
 export function l4Known(p: PacketInfo): boolean {
   return p.proto === IPPROTO_TCP || p.proto === IPPROTO_UDP;
 }
+
+/**
+ * Write datagram `index` of the UDP GSO buffer src[0, len) (UDP_L4: the
+ * payload cut every `size` bytes, the last piece possibly shorter) into out
+ * (from 0) and return its length: the buffer's headers with the IPv4 id
+ * counted up, its own IP and UDP lengths, what a kernel's UDP segmentation
+ * gives each datagram. The UDP checksum is 0 over IPv4 ("none", RFC 768: no
+ * pass over the payload) and computed over IPv6, which requires one.
+ */
+export function writeUdpSegment(
+  src: Buffer,
+  len: number,
+  p: PacketInfo,
+  size: number,
+  index: number,
+  out: Buffer,
+): number {
+  const hdr = p.headersEnd;
+  const from = hdr + index * size;
+  const n = Math.max(0, Math.min(size, len - from));
+  src.copy(out, 0, 0, hdr);
+  if (n > 0) src.copy(out, hdr, from, from + n);
+  const segLen = hdr + n;
+  out.writeUInt16BE(segLen - p.l4, p.l4 + udphdr.len.off);
+  if (p.ipVersion === 4) {
+    out.writeUInt16BE(segLen - p.l3, p.l3 + iphdr.tot_len.off);
+    out.writeUInt16BE((src.readUInt16BE(p.l3 + iphdr.id.off) + index) & 0xffff, p.l3 + iphdr.id.off);
+    fillIpv4Checksum(out, p);
+    out.writeUInt16BE(0, p.l4 + udphdr.check.off);
+  } else {
+    out.writeUInt16BE(segLen - p.l3 - ipv6hdr.SIZE, p.l3 + ipv6hdr.payload_len.off);
+    fillL4Checksum(out, segLen, p);
+  }
+  return segLen;
+}
+
+/**
+ * Make the UDP frame frame[0, len) (datagrams laid end to end after one set
+ * of headers) what a kernel takes as one UDP GSO buffer: IP and UDP lengths
+ * of the whole, a valid IPv4 header checksum, the UDP checksum field seeded
+ * with the pseudo-header over the whole UDP length (partial: the kernel
+ * finishes each datagram's). False when it is too long for the length fields.
+ */
+export function prepareUdpGso(frame: Buffer, len: number, p: PacketInfo): boolean {
+  const l4Len = len - p.l4;
+  if (l4Len > 0xffff) return false;
+  if (p.ipVersion === 4) {
+    if (len - p.l3 > 0xffff) return false;
+    frame.writeUInt16BE(len - p.l3, p.l3 + iphdr.tot_len.off);
+    fillIpv4Checksum(frame, p);
+  } else {
+    frame.writeUInt16BE(len - p.l3 - ipv6hdr.SIZE, p.l3 + ipv6hdr.payload_len.off);
+  }
+  frame.writeUInt16BE(l4Len, p.l4 + udphdr.len.off);
+  frame.writeUInt16BE(pseudoSum(frame, p, l4Len), p.l4 + udphdr.check.off);
+  return true;
+}
