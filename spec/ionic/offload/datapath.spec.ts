@@ -310,6 +310,66 @@ describe('ionic offloads: RX checksum, packet type, VLAN strip, host GSO frames'
     expect(Buffer.concat(got.map((r) => r.data.subarray(hdrLen))).equals(payload)).to.equal(true);
   });
 
+  for (const v6 of [false, true]) {
+    it(`a host UDP GSO buffer (${v6 ? 'IPv6' : 'IPv4'}) is cut into its datagrams, each as the kernel's UDP segmentation makes it`, async () => {
+      const size = 1000;
+      const payload = pattern(3 * size + 321, 9);
+      const l3 = 14;
+      const l4 = l3 + (v6 ? 40 : 20);
+      const frame = Buffer.alloc(l4 + 8 + payload.length);
+      toGuest(frame);
+      Buffer.from('02aabbccdd01', 'hex').copy(frame, 6);
+      frame.writeUInt16BE(v6 ? 0x86dd : 0x0800, 12);
+      if (v6) {
+        frame.writeUInt32BE(0x60000000, l3);
+        frame.writeUInt16BE(8 + payload.length, l3 + 4);
+        frame[l3 + 6] = 17;
+        frame[l3 + 7] = 64;
+        frame.fill(0x11, l3 + 8, l3 + 24);
+        frame.fill(0x22, l3 + 24, l3 + 40);
+      } else {
+        frame[l3] = 0x45;
+        frame.writeUInt16BE(20 + 8 + payload.length, l3 + 2);
+        frame.writeUInt16BE(0x1230, l3 + 4);
+        frame[l3 + 8] = 64;
+        frame[l3 + 9] = 17;
+        Buffer.from([10, 0, 0, 1, 10, 0, 0, 2]).copy(frame, l3 + 12);
+      }
+      frame.writeUInt16BE(40000, l4);
+      frame.writeUInt16BE(4791, l4 + 2);
+      frame.writeUInt16BE(8 + payload.length, l4 + 4);
+      payload.copy(frame, l4 + 8);
+      const o = new FrameOffload();
+      o.needsCsum = true;
+      o.csumStart = l4;
+      o.csumOffset = 6;
+      o.gsoType = VirtioGso.UDP_L4;
+      o.gsoSize = size;
+      o.hdrLen = l4 + 8;
+      link.inject(frame, o);
+      const got = [];
+      for (let i = 0; i < 4; i++) got.push(await g.waitRxFrame());
+      got.forEach((r, i) => {
+        const n = i < 3 ? size : 321;
+        expect(r.len).to.equal(l4 + 8 + n);
+        expect(r.data.subarray(l4 + 8).equals(payload.subarray(i * size, i * size + n))).to.equal(true);
+        expect(r.data.readUInt16BE(l4 + 4)).to.equal(8 + n);
+        if (v6) {
+          expect(r.data.readUInt16BE(l3 + 4)).to.equal(8 + n);
+          // IPv6 requires a UDP checksum: computed (a UDP pseudo-header is TCP's with protocol 17).
+          const ph = pseudo(r.data, l3, 8 + n);
+          ph[39] = 17;
+          expect(rfc1071Sum(Buffer.concat([ph, r.data.subarray(l4)]))).to.equal(0xffff);
+        } else {
+          expect(r.data.readUInt16BE(l3 + 2)).to.equal(28 + n);
+          expect(r.data.readUInt16BE(l3 + 4)).to.equal(0x1230 + i);
+          expect(ipv4ChecksumOk(r.data, l3)).to.equal(true);
+          expect(r.data.readUInt16BE(l4 + 6)).to.equal(0, 'no UDP checksum over IPv4');
+        }
+      });
+    });
+  }
+
   it('with the offloads turned off (LIF_SETATTR FEATURES 0, as ethtool -K does): no sum, no strip', async () => {
     const set = command(Op.LIF_SETATTR);
     set[1] = Attr.FEATURES;
