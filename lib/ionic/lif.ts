@@ -32,10 +32,11 @@ import {
 import { onesSum } from './offload/checksum';
 import { EthHw } from './offload/features';
 import { PacketInfo, rxPktType } from './offload/packet';
-import { finishPartialChecksum, MIN_MSS, segmentCount, writeTcpSegment, writeUdpSegment } from './offload/segment';
+import { finishPartialChecksum } from './offload/segment';
+import { CUT_BAD, CUT_DONE, HostGsoCutter } from './offload/host-gso';
 import { MAX_SEGMENT, TxOffload, TxSink, TxVerdict } from './offload/transmit';
 import { FrameOffload } from '../net/vnet';
-import { ETH_P_8021Q, ethhdr, IPPROTO_TCP, IPPROTO_UDP, vlan_ethhdr } from '../net/headers';
+import { ETH_P_8021Q, ethhdr, vlan_ethhdr } from '../net/headers';
 import type { DeviceStats } from './stats';
 
 interface LifContext {
@@ -87,7 +88,8 @@ export class Lif {
   readonly #rxMeta = new RxMeta();
   readonly #rxInfo = new PacketInfo();
   /** A segment cut from a host GSO frame, or a frame with its VLAN tag stripped. */
-  readonly #rxSeg = Buffer.alloc(MAX_SEGMENT);
+  readonly #hostGso = new HostGsoCutter();
+  readonly #offerPiece = (piece: Buffer): boolean => this.#receiveOne(piece) !== RxFate.NO_BUFFER;
   readonly #rxStrip = Buffer.alloc(MAX_SEGMENT);
   /** A frame from the host link that found its RX queue without a buffer: kept (the link paused) until the guest posts some. */
   readonly #held = Buffer.alloc(HELD_FRAME_MAX);
@@ -400,47 +402,16 @@ export class Lif {
   }
 
   /**
-   * A frame from the host wire, with what the host left unfinished: a TCP
-   * super-frame is cut into segments the guest's MTU holds (the driver posts
-   * MTU-sized buffers: it takes no large receives), a partial checksum is
-   * finished. Then filters, endpoints, steering, injected faults.
+   * A frame from the host wire, with what the host left unfinished: a GSO
+   * buffer is cut into the frames the guest takes (offload/host-gso.ts), a
+   * partial checksum is finished. Then filters, endpoints, steering, injected
+   * faults.
    */
   receive(frame: Buffer, offload: FrameOffload | null = null, fromSegment = 0): void {
-    if (offload?.tcpGso) {
-      const p = this.#rxInfo.parse(frame, frame.length);
-      const hdr = p.headersEnd;
-      // Segments that fit the guest's MTU; the host's MSS when smaller.
-      const mss = Math.min(offload.gsoSize, this.mtu - (hdr - p.l3), MAX_SEGMENT - hdr);
-      if (p.proto !== IPPROTO_TCP || mss < MIN_MSS) {
-        this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
-        return;
-      }
-      const count = segmentCount(frame.length, p, mss);
-      for (let i = fromSegment; i < count; i++) {
-        const seg = this.#rxSeg.subarray(0, writeTcpSegment(frame, frame.length, p, mss, i, this.#rxSeg));
-        if (this.#receiveOne(seg) === RxFate.NO_BUFFER) {
-          this.#hold(frame, offload, i);
-          return;
-        }
-      }
-      return;
-    }
-    if (offload?.udpGso) {
-      // Datagrams as the kernel's UDP segmentation would make them (RoCE packets, QUIC, ...): each goes its way.
-      const p = this.#rxInfo.parse(frame, frame.length);
-      const size = offload.gsoSize;
-      if (p.proto !== IPPROTO_UDP || size < 1 || p.headersEnd + size > this.#rxSeg.length) {
-        this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
-        return;
-      }
-      const count = segmentCount(frame.length, p, size);
-      for (let i = fromSegment; i < count; i++) {
-        const seg = this.#rxSeg.subarray(0, writeUdpSegment(frame, frame.length, p, size, i, this.#rxSeg));
-        if (this.#receiveOne(seg) === RxFate.NO_BUFFER) {
-          this.#hold(frame, offload, i);
-          return;
-        }
-      }
+    if (offload?.tcpGso || offload?.udpGso) {
+      const r = this.#hostGso.cut(frame, offload, fromSegment, this.mtu, this.#offerPiece);
+      if (r === CUT_BAD) this.ctx.stats.rxDrop(destinationKind(frame), frame.length, 'error');
+      else if (r !== CUT_DONE) this.#hold(frame, offload, r);
       return;
     }
     if (offload?.needsCsum) {

@@ -183,6 +183,39 @@ export function writeUdpSegment(
 }
 
 /**
+ * writeUdpSegment without copying the payload: datagram `index` of the UDP
+ * GSO buffer frame[0, len) made where it lies, its headers written over the
+ * end of the datagram before it (which must be done with: datagrams are cut
+ * in order). Returns the datagram's offset in frame and its length. Needs
+ * size >= p.headersEnd, so the headers never cover their own payload.
+ */
+export function cutUdpSegmentInPlace(
+  frame: Buffer,
+  len: number,
+  p: PacketInfo,
+  size: number,
+  index: number,
+  baseId: number,
+): { at: number; len: number } {
+  const hdr = p.headersEnd;
+  const at = index * size;
+  const n = Math.max(0, Math.min(size, len - hdr - at));
+  if (index > 0) frame.copyWithin(at, 0, hdr);
+  const seg = frame.subarray(at, at + hdr + n);
+  seg.writeUInt16BE(hdr + n - p.l4, p.l4 + udphdr.len.off);
+  if (p.ipVersion === 4) {
+    seg.writeUInt16BE(hdr + n - p.l3, p.l3 + iphdr.tot_len.off);
+    seg.writeUInt16BE((baseId + index) & 0xffff, p.l3 + iphdr.id.off);
+    fillIpv4Checksum(seg, p);
+    seg.writeUInt16BE(0, p.l4 + udphdr.check.off);
+  } else {
+    seg.writeUInt16BE(hdr + n - p.l3 - ipv6hdr.SIZE, p.l3 + ipv6hdr.payload_len.off);
+    fillL4Checksum(seg, hdr + n, p);
+  }
+  return { at, len: hdr + n };
+}
+
+/**
  * Make the UDP frame frame[0, len) (datagrams laid end to end after one set
  * of headers) what a kernel takes as one UDP GSO buffer: IP and UDP lengths
  * of the whole, a valid IPv4 header checksum, the UDP checksum field seeded
