@@ -31,7 +31,7 @@
 //
 // Env: BENCH_ROCE_LAT (latency samples, 1000), BENCH_ROCE_WINDOW (16),
 // BENCH_ROCE_SECS (3), BENCH_ROCE_ROUNDS (3), BENCH_ROCE_PMTU (log2 of the
-// path MTU, 8-12, 12).
+// path MTU, 8-12, 12), BENCH_ROCE_USO (1: the servers run with --tap-uso; 0: one TAP write per packet).
 
 import { execFileSync } from 'child_process';
 import { randomFillSync } from 'crypto';
@@ -62,6 +62,8 @@ const QP_A = 20;
 const QP_B = 30;
 const SHAPE = { mrBytes: WINDOW * BIG, cqId: 5, cqLog2: 8, sqLog2: 6 } as const;
 const LAT_SLOTS = 512;
+/** BENCH_ROCE_USO (1): the RoCE servers' TAPs take UDP GSO buffers (--tap-uso). */
+const USO_FLAG = envNumber('BENCH_ROCE_USO', 1, 0, 1) === 1 ? ['--tap-uso'] : ['--no-tap-uso'];
 /** A path-MTU RoCEv2 frame of a middle WRITE packet: Ethernet, IPv4, UDP, BTH, payload, ICRC. */
 const WIRE_FRAME = 14 + 20 + 8 + 12 + (1 << PMTU_LOG2) + 4;
 
@@ -198,7 +200,7 @@ async function main(): Promise<void> {
     // The RoCE pair: their TAPs on the bridge.
     for (const [i, name] of ['A', 'B'].entries()) {
       const sock = `/tmp/ernic-roce-bench-${tag}-${name.toLowerCase()}.sock`;
-      const extra = ['--tap', bridge.taps[i]!, '--stats-file', i === 0 ? statsA : statsB];
+      const extra = ['--tap', bridge.taps[i]!, ...USO_FLAG, '--stats-file', i === 0 ? statsA : statsB];
       servers.push(await startServer(`${name} (roce)`, sock, 'roce', '', [/serving/], extra));
     }
     // The mesh pair on loopback.

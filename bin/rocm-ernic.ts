@@ -126,6 +126,12 @@ async function main(): Promise<void> {
       describe:
         'open the TAP with IFF_VNET_HDR and checksum/TSO offloads (--no-tap-offloads: one finished frame per write)',
     })
+    .option('tap-uso', {
+      type: 'boolean',
+      default: false,
+      describe:
+        'also UDP segmentation offload on the TAP (TUN_F_USO4/6, Linux 6.2+): --backend roce then writes up to 15 packets of a flow at once (see docs/roce.md: shown between two rocm-ernic servers, not yet with rdma_rxe peers)',
+    })
     .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
     .option('nic-profile', {
       alias: 'p',
@@ -307,7 +313,7 @@ async function main(): Promise<void> {
         `--tap ${argv.tap}: no such interface (create it first: ip tuntap add dev ${argv.tap} mode tap; ip link set ${argv.tap} up)`,
       );
     try {
-      link = new TapLink(argv.tap, { offloads: argv['tap-offloads'] });
+      link = new TapLink(argv.tap, { offloads: argv['tap-offloads'], uso: argv['tap-uso'] });
     } catch (e) {
       const code = (e as { code?: string }).code;
       const hint =

@@ -6,8 +6,8 @@
 // TUNSETOFFLOAD(CSUM, TSO4, TSO6, TSO_ECN): every frame either way carries a
 // virtio_net_hdr, so a TCP super-frame from the guest goes to the kernel as
 // one GSO buffer with its checksum left partial, and the kernel hands us its
-// own super-frames whole (the LIF cuts them for the guest). Where the kernel
-// has it (6.2+), UDP segmentation too (TUN_F_USO4/6), both ways.
+// own super-frames whole (the LIF cuts them for the guest). With --tap-uso,
+// where the kernel has it (6.2+), UDP segmentation too (TUN_F_USO4/6).
 
 import * as fs from 'fs';
 import * as native from '../native';
@@ -35,6 +35,8 @@ const READ_BUFFER = 65536 + 1024;
 interface TapOptions {
   /** IFF_VNET_HDR and TUNSETOFFLOAD (default true). */
   readonly offloads?: boolean;
+  /** With offloads: UDP segmentation too, where the kernel has it (default false). */
+  readonly uso?: boolean;
 }
 
 export class TapLink implements HostLink {
@@ -58,12 +60,12 @@ export class TapLink implements HostLink {
   constructor(ifname: string, opts: TapOptions = {}) {
     this.offloads = opts.offloads ?? true;
     let tap: native.TapDevice;
-    let uso = this.offloads;
+    let uso = this.offloads && opts.uso === true;
     try {
-      tap = native.openTap(ifname, this.offloads ? TAP_OFFLOADS_USO : undefined);
+      tap = native.openTap(ifname, uso ? TAP_OFFLOADS_USO : this.offloads ? TAP_OFFLOADS : undefined);
     } catch (e) {
       // A kernel before 6.2 refuses the USO bits (EINVAL): the TAP without them.
-      if (!this.offloads || (e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
+      if (!uso || (e as NodeJS.ErrnoException).code !== 'EINVAL') throw e;
       tap = native.openTap(ifname, TAP_OFFLOADS);
       uso = false;
     }
