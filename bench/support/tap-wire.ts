@@ -17,7 +17,7 @@ import * as fs from 'fs';
 import * as native from '../../lib/native';
 import { TUN_F_CSUM, virtio_net_hdr, VirtioGso } from '../../lib/net/vnet';
 
-export type WireMode = 'frame' | 'uso';
+type WireMode = 'frame' | 'uso';
 
 const TUN_F_USO4 = 0x20;
 const TUN_F_USO6 = 0x40;

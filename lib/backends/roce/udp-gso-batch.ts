@@ -22,7 +22,7 @@ import { PacketInfo } from '../../ionic/offload/packet';
 import { prepareUdpGso } from '../../ionic/offload/segment';
 
 /** Packets per buffer: 15 path-MTU (4 KiB) packets stay within IPv4's 65,535-byte packet. */
-export const UDP_GSO_MAX_SEGMENTS = 15;
+const UDP_GSO_MAX_SEGMENTS = 15;
 /** The largest buffer: one IP packet of 64 KiB and a VLAN-tagged Ethernet header. */
 const MAX_BUFFER = 0xffff + 18;
 /** Bytes of the masked LRH the ICRC starts with (icrc.ts). */
@@ -34,7 +34,7 @@ const ID_BITS = 4;
 const MAX_CACHED_LENGTHS = 64;
 
 /** Sends a finished frame, or a UDP GSO buffer with its offload; false when it could not go. */
-export type FrameSender = (frame: Buffer, len: number, offload: FrameOffload | null) => boolean;
+type FrameSender = (frame: Buffer, len: number, offload: FrameOffload | null) => boolean;
 
 export class UdpGsoBatch {
   readonly #buf = Buffer.allocUnsafe(MAX_BUFFER);
