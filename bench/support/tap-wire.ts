@@ -15,6 +15,7 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as native from '../../lib/native';
+import { inetChecksum } from '../../lib/net/checksum';
 import { TUN_F_CSUM, virtio_net_hdr, VirtioGso } from '../../lib/net/vnet';
 
 type WireMode = 'frame' | 'uso';
@@ -87,18 +88,11 @@ function udpFrame(payload: number): Buffer {
   f[23] = 17;
   Buffer.from([10, 26, 99, 1]).copy(f, 26);
   Buffer.from([10, 26, 99, 2]).copy(f, 30);
-  f.writeUInt16BE(ipChecksum(f, 14), 24);
+  f.writeUInt16BE(inetChecksum(f, 14, 20), 24);
   f.writeUInt16BE(49152, 34);
   f.writeUInt16BE(4791, 36);
   f.writeUInt16BE(8 + payload, 38);
   return f;
-}
-
-function ipChecksum(f: Buffer, at: number): number {
-  let s = 0;
-  for (let i = at; i < at + 20; i += 2) s += f.readUInt16BE(i);
-  while (s > 0xffff) s = (s & 0xffff) + (s >>> 16);
-  return ~s & 0xffff;
 }
 
 /** The virtio_net_hdr and frame of one GSO buffer of USO_SEGMENTS datagrams of `frameLen` bytes each on the wire. */

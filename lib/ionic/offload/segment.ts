@@ -152,8 +152,7 @@ export function l4Known(p: PacketInfo): boolean {
  * payload cut every `size` bytes, the last piece possibly shorter) into out
  * (from 0) and return its length: the buffer's headers with the IPv4 id
  * counted up, its own IP and UDP lengths, what a kernel's UDP segmentation
- * gives each datagram. The UDP checksum is 0 over IPv4 ("none", RFC 768: no
- * pass over the payload) and computed over IPv6, which requires one.
+ * gives each datagram (finishUdpSegment).
  */
 export function writeUdpSegment(
   src: Buffer,
@@ -169,16 +168,7 @@ export function writeUdpSegment(
   src.copy(out, 0, 0, hdr);
   if (n > 0) src.copy(out, hdr, from, from + n);
   const segLen = hdr + n;
-  out.writeUInt16BE(segLen - p.l4, p.l4 + udphdr.len.off);
-  if (p.ipVersion === 4) {
-    out.writeUInt16BE(segLen - p.l3, p.l3 + iphdr.tot_len.off);
-    out.writeUInt16BE((src.readUInt16BE(p.l3 + iphdr.id.off) + index) & 0xffff, p.l3 + iphdr.id.off);
-    fillIpv4Checksum(out, p);
-    out.writeUInt16BE(0, p.l4 + udphdr.check.off);
-  } else {
-    out.writeUInt16BE(segLen - p.l3 - ipv6hdr.SIZE, p.l3 + ipv6hdr.payload_len.off);
-    fillL4Checksum(out, segLen, p);
-  }
+  finishUdpSegment(out, segLen, p, src.readUInt16BE(p.l3 + iphdr.id.off) + index);
   return segLen;
 }
 
@@ -201,18 +191,27 @@ export function cutUdpSegmentInPlace(
   const at = index * size;
   const n = Math.max(0, Math.min(size, len - hdr - at));
   if (index > 0) frame.copyWithin(at, 0, hdr);
-  const seg = frame.subarray(at, at + hdr + n);
-  seg.writeUInt16BE(hdr + n - p.l4, p.l4 + udphdr.len.off);
+  finishUdpSegment(frame.subarray(at, at + hdr + n), hdr + n, p, baseId + index);
+  return { at, len: hdr + n };
+}
+
+/**
+ * A datagram cut from a UDP GSO buffer, seg[0, segLen) with the buffer's
+ * headers, made whole: its UDP and IP lengths, the IPv4 id `id` and header
+ * checksum; the UDP checksum 0 over IPv4 ("none", RFC 768: no pass over the
+ * payload), computed over IPv6, which requires one.
+ */
+function finishUdpSegment(seg: Buffer, segLen: number, p: PacketInfo, id: number): void {
+  seg.writeUInt16BE(segLen - p.l4, p.l4 + udphdr.len.off);
   if (p.ipVersion === 4) {
-    seg.writeUInt16BE(hdr + n - p.l3, p.l3 + iphdr.tot_len.off);
-    seg.writeUInt16BE((baseId + index) & 0xffff, p.l3 + iphdr.id.off);
+    seg.writeUInt16BE(segLen - p.l3, p.l3 + iphdr.tot_len.off);
+    seg.writeUInt16BE(id & 0xffff, p.l3 + iphdr.id.off);
     fillIpv4Checksum(seg, p);
     seg.writeUInt16BE(0, p.l4 + udphdr.check.off);
   } else {
-    seg.writeUInt16BE(hdr + n - p.l3 - ipv6hdr.SIZE, p.l3 + ipv6hdr.payload_len.off);
-    fillL4Checksum(seg, hdr + n, p);
+    seg.writeUInt16BE(segLen - p.l3 - ipv6hdr.SIZE, p.l3 + ipv6hdr.payload_len.off);
+    fillL4Checksum(seg, segLen, p);
   }
-  return { at, len: hdr + n };
 }
 
 /**
