@@ -458,6 +458,10 @@ async function main(): Promise<void> {
   log.info(`rocm-ernic: ${serving}`);
   if (link && hostInterfaceState(link.name) === 'down')
     log.warn(`rocm-ernic: TAP ${link.name} is down: no frames move until ip link set ${link.name} up`);
+  if (link && argv['tap-uso'] && !link.uso)
+    log.warn(
+      `rocm-ernic: --tap-uso: TAP ${link.name} took no UDP segmentation offload (needs Linux 6.2+ and --tap-offloads): one write per packet`,
+    );
   void notifyReady(serving, log);
 }
 
