@@ -97,6 +97,7 @@ export class Lif {
   #heldLen = 0;
   /** The next segment of a held GSO frame to deliver; -1: nothing held. */
   #heldSeg = -1;
+  #heldSince = 0;
   /** Offloads in force: what the driver asked for with LIF_SETATTR FEATURES, AND what the profile offers (EthHw bits). */
   features = 0;
   /** The LIF was initialised (LIF_INIT) and not reset since. */
@@ -397,7 +398,13 @@ export class Lif {
       const from = this.#heldSeg;
       this.#heldSeg = -1;
       this.receive(this.#held.subarray(0, this.#heldLen), this.#heldOffload, from);
-      if (this.#heldSeg < 0) this.link?.resume?.();
+      if (this.#heldSeg < 0) {
+        const waited = Date.now() - this.#heldSince;
+        // A second without RX buffers is the guest's driver stuck, not a burst: worth saying.
+        if (waited >= 1000) this.ctx.log.info(`ionic: RX queue ${index}: the guest posted no RX buffer for ${waited} ms`);
+        else if (this.ctx.log.debugEnabled) this.ctx.log.debug(`ionic: RX resumed after ${waited} ms (queue ${index} posted)`);
+        this.link?.resume?.();
+      }
     }
   }
 
@@ -439,12 +446,24 @@ export class Lif {
     if (offload) Object.assign(this.#heldOffload, offload);
     else this.#heldOffload.clear();
     this.#heldSeg = seg;
-    this.link.pause();
+    this.#heldSince = Date.now();
+    // An endpoint that must see every host frame (RoCE) keeps the link read; the guest's frames wait no longer.
+    const keepReading = this.endpoints.some((e) => e.needsHostFrames === true);
+    if (this.ctx.log.debugEnabled)
+      this.ctx.log.debug(
+        `ionic: RX ${keepReading ? 'holds' : 'paused'}: no RX buffer for a ${frame.length}-byte frame`,
+      );
+    if (!keepReading) this.link.pause();
   }
 
   #receiveOne(frame: Buffer): RxFate {
     const kind = destinationKind(frame);
     for (const e of this.endpoints) if (e.claimRx?.(frame)) return RxFate.DONE;
+    if (this.#heldSeg >= 0) {
+      // The link kept reading for an endpoint (needsHostFrames) while an older frame waits for a buffer.
+      this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer');
+      return RxFate.DONE;
+    }
     if (!this.accepts(frame, kind)) return RxFate.DONE;
     if (this.ctx.faults.fail('rx-lost')) return RxFate.DONE;
     const hash = flowHash(frame);

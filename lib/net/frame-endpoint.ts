@@ -29,6 +29,13 @@ export interface FrameEndpoint {
   txPass?(begin: boolean): void;
   /** A frame from the host TAP on its way to the guest. Return true to claim it. */
   claimRx?(frame: Buffer): boolean;
+  /**
+   * Frames from the host must reach claimRx even while the guest has no RX
+   * buffer (RoCE: RDMA traffic never waits for the Ethernet ring). The device
+   * then keeps reading the host link and drops the guest's frames it cannot
+   * take, as a NIC out of buffers does, instead of pausing the link.
+   */
+  readonly needsHostFrames?: boolean;
 }
 
 /** The host side of the wire: something frames can be written to and read from. */

@@ -68,7 +68,7 @@ step() { # name command...
 }
 report() { # name label awk-extract
   if [ "$(cat /tmp/rc.$1)" = 0 ]; then echo "$PHASE $2: $(eval "$3")"
-  else echo "FAIL - $ROLE $PHASE $2"; tail -3 /tmp/out.$1 | sed 's/^/    /'; fail=1; fi
+  else echo "FAIL - $ROLE $PHASE $2"; tail -6 /tmp/out.$1 | sed 's/^/    /'; fail=1; fi
 }
 suite() { # device gid-index my-ip peer-ip
   local d=$1 g=$2 me=$3 peer_ip=$4 p=

@@ -18,6 +18,7 @@
 # peer: ionic-rev is phase 1 with the roles swapped (A serving, B connecting).
 # The bridge's UDP 4791 traffic is captured and dissected by tshark (RRoCE;
 # malformed packets counted) and every frame's ICRC checked by our codec.
+# ROCE_LOG=debug: the servers log at debug (each transport QP on and off the wire).
 # Needs root and the rig's images.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -46,11 +47,12 @@ ip link add $BR type bridge || exit 1
 for t in $TA $TB $TV; do ip tuntap add dev $t mode tap && ip link set $t master $BR && ip link set $t up || exit 1; done
 ip link set $BR up
 if command -v tshark >/dev/null; then
-  tshark -q -i $BR -f "udp port 4791" -F pcap -w $PCAP >/dev/null 2>&1 & cap=$!
+  # At most 2 GB: a retransmit storm must not fill the disk.
+  tshark -q -i $BR -f "udp port 4791" -F pcap -a filesize:2000000 -w $PCAP >/dev/null 2>&1 & cap=$!
 fi
 
 server() { # socket tap mac stats log
-  node "$ROOT/dist/bin/rocm-ernic.js" -s $1 --tap $2 -m $3 -b $BACKEND --stats-file $4 -L info >$5 2>&1 & pids+=($!)
+  node "$ROOT/dist/bin/rocm-ernic.js" -s $1 --tap $2 -m $3 -b $BACKEND --stats-file $4 -L ${ROCE_LOG:-info} >$5 2>&1 & pids+=($!)
   for _ in $(seq 100); do [ -S $1 ] && break; sleep 0.1; done
   [ -S $1 ] || { echo "FAIL - the server on $2 did not start:"; tail -5 $5; exit 1; }
 }

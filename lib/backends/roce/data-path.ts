@@ -33,7 +33,7 @@ import { ETH_P_8021Q, ETH_P_IP, ethhdr, iphdr, ipv6hdr, vlan_ethhdr } from '../.
 import { contain } from '../../guard';
 import { RocePath, isRoceV2 } from '../../roce/frame';
 import { RocePort } from '../../roce/transport/port';
-import type { RoceCounters } from '../../roce/counters';
+import { DROP_NONE, DROP_REASON_NAMES, type RoceCounters } from '../../roce/counters';
 import type { PacketSink } from '../../roce/transport/types';
 import { pathFromAv } from './path';
 import { type LinkHost, RoceQpLink } from './qp-link';
@@ -102,6 +102,7 @@ export class RoceDataPath implements RemotePath, LinkHost {
         return false;
       },
       claimRx: (frame) => this.#receive(frame),
+      needsHostFrames: true,
     });
   }
 
@@ -163,9 +164,29 @@ export class RoceDataPath implements RemotePath, LinkHost {
     const len = frame.length;
     if (!isRoceV2(frame, len) || !this.#dstGidOf(frame) || !this.port.hasGid(this.#dstGid)) return false;
     contain(this.dev.log, 'roce receive', () => {
-      this.port.receive(frame, len);
+      const reason = this.port.receive(frame, len);
+      if (reason !== DROP_NONE && this.dev.log.debugEnabled) this.#logDrop(reason);
     });
     return true;
+  }
+
+  #dropLogSecond = 0;
+  #dropLogs = 0;
+
+  /** At debug, up to 20 dropped frames a second: why, and what the frame was for. */
+  #logDrop(reason: number): void {
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.#dropLogSecond) {
+      this.#dropLogSecond = second;
+      this.#dropLogs = 0;
+    }
+    if (this.#dropLogs++ >= 20) return;
+    const f = this.port.lastFrame;
+    const qp = this.port.qp(f.headers.destQp);
+    this.dev.log.debug(
+      `rocm-ernic: roce: dropped a frame (${DROP_REASON_NAMES[reason] ?? reason}): opcode ${f.headers.opcode} ` +
+        `QPN ${f.headers.destQp} PSN ${f.headers.psn}${qp ? `; QP ${qp.describe()}` : ''}`,
+    );
   }
 
   /** The destination GID of a frame isRoceV2 accepted, into #dstGid; also the address a UD receive reports. */
@@ -223,16 +244,19 @@ export class RoceDataPath implements RemotePath, LinkHost {
   #linkOf(qp: QpRecord): RoceQpLink | null {
     const have = this.#links.get(qp.id);
     if (have && have.qp === qp) return have;
-    if (have) this.#drop(qp.id);
+    if (have) this.#drop(qp.id, 'a new QP took its number');
     if (!this.#onWire(qp)) return null;
     const link = new RoceQpLink(qp, this);
     link.roce = this.port.createQp(link.cfg, link.deps);
     this.#links.set(qp.id, link);
+    if (this.dev.log.debugEnabled)
+      this.dev.log.debug(`rocm-ernic: roce: QP ${qp.id} on the wire (state ${qp.state}, peer QPN ${link.cfg.destQpn})`);
     link.follow();
     return link;
   }
 
-  #drop(qpId: number): void {
+  #drop(qpId: number, why: string): void {
+    if (this.dev.log.debugEnabled) this.dev.log.debug(`rocm-ernic: roce: QP ${qpId} off the wire (${why})`);
     this.port.destroyQp(qpId);
     this.#links.delete(qpId);
   }
@@ -242,7 +266,7 @@ export class RoceDataPath implements RemotePath, LinkHost {
     const have = this.#links.get(qp.id);
     if (!this.#onWire(qp)) {
       // Its AV now points into the VM (or it never left): no transport QP.
-      if (have) this.#drop(qp.id);
+      if (have) this.#drop(qp.id, 'its peer is in this VM now');
       return;
     }
     if (qp.state === QpState.RESET && !have) return;
@@ -293,7 +317,7 @@ export class RoceDataPath implements RemotePath, LinkHost {
 
   destroyed(qp: QpRecord): void {
     const link = this.#links.get(qp.id);
-    if (link && link.qp === qp) this.#drop(qp.id);
+    if (link && link.qp === qp) this.#drop(qp.id, 'destroyed');
   }
 
   receivesPosted(): void {
@@ -301,7 +325,7 @@ export class RoceDataPath implements RemotePath, LinkHost {
   }
 
   reset(): void {
-    for (const id of [...this.#links.keys()]) this.#drop(id);
+    for (const id of [...this.#links.keys()]) this.#drop(id, 'reset');
     this.#ahPaths.clear();
   }
 

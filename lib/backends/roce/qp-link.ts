@@ -363,6 +363,7 @@ export class RoceQpLink implements CompletionSink, EventSink, RoceMemory {
     const st = ionicStatusOf(c.status);
     e.entry.status = st;
     if (st === IonicStatus.OK) this.#countSent(e);
+    else this.#logFailure(`send WQE failed (transport status ${c.status})`);
     const s = qpStateIfAny(this.qp);
     if (s) this.#host.executor.release(this.qp, s);
   }
@@ -436,8 +437,14 @@ export class RoceQpLink implements CompletionSink, EventSink, RoceMemory {
       return;
     }
     // The transport failed the QP as responder: the device QP goes to ERR too (flush hints), then the event.
+    this.#logFailure(`failed as responder (event ${event})`);
     this.#host.executor.deviceError(qp);
     dev.qpEvent(qp.id, event);
+  }
+
+  /** Once per failure (a QP fails once, then is flushed): the transport's state, so the log says why. */
+  #logFailure(what: string): void {
+    this.#host.dev.log.info(`rocm-ernic: roce: QP ${this.qp.id} ${what}; ${this.roce?.describe() ?? 'no transport QP'}`);
   }
 
   // ---- RoceMemory --------------------------------------------------------------------------

@@ -47,6 +47,11 @@ export class RocePort {
     this.#qps.delete(qpn);
   }
 
+  /** The last frame received, as decoded (valid as far as decoding went; for logging a drop). */
+  get lastFrame(): RoceFrame {
+    return this.#frame;
+  }
+
   qp(qpn: number): RoceQp | undefined {
     return this.#qps.get(qpn);
   }

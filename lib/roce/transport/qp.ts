@@ -134,6 +134,11 @@ export class RoceQp implements QpControl {
     return this.completer.onResponse(buf, h);
   }
 
+  /** The QP's transport state in one line (requester, then responder), for the log when it fails. */
+  describe(): string {
+    return `state ${this.state}; send: ${this.requester.describe()}; receive: ${this.responder.describe()}`;
+  }
+
   /** Stop every timer (destroy QP). */
   destroy(): void {
     this.requester.stop();

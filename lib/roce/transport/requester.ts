@@ -425,6 +425,16 @@ export class Requester {
     this.#armTimer();
   }
 
+  /** The send side's state in one line, for the log when a QP fails. */
+  describe(): string {
+    const p = this.pending[0];
+    const head = p ? ` head kind ${p.kind} psn ${p.firstPsn}+${p.npkts} sent ${p.sent} responses ${p.responses}` : '';
+    return (
+      `next ${this.nextPsn} acked ${this.ackedPsn} maxSent ${this.maxSentPsn} pending ${this.pending.length}` +
+      `${head} rdOut ${this.rdOutstanding} retryLeft ${this.retryLeft} rnrLeft ${this.rnrRetryLeft} resentFrom ${this.#resentFrom}`
+    );
+  }
+
   /** Whether sent PSNs await an acknowledgement. */
   hasUnacked(): boolean {
     return psnDiff(this.maxSentPsn, this.ackedPsn) > 0 && this.pending.length > 0;

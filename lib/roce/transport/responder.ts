@@ -125,6 +125,11 @@ export class Responder {
   ) {}
 
   /** Entering RTR: the first PSN expected, and an empty cache. */
+  /** The receive side's state in one line, for the log when a QP fails. */
+  describe(): string {
+    return `epsn ${this.epsn} msn ${this.msn} inMessage ${this.#inMessage} nakedPsn ${this.#nakedPsn} ackPending ${this.#ackPending}`;
+  }
+
   start(): void {
     this.epsn = this.cfg.rqPsn & MASK_24;
     this.msn = 0;

@@ -471,6 +471,56 @@ describe('ionic offloads: RX backpressure toward a host link that pauses', () =>
       await rig.close();
     }
   });
+
+  it('an endpoint that needs host frames (RoCE): the link keeps being read, the endpoint gets its frames, later guest frames are dropped', async () => {
+    const link = new PausableLink();
+    const rig = await Rig.start({ link });
+    try {
+      const g = await rig.connect();
+      await g.probe();
+      await g.open(1, { autoRefill: false, initialFill: 1 });
+      const claimed: number[] = [];
+      // Frames of a local experimental EtherType stand for RoCE here.
+      rig.device.addEndpoint({
+        needsHostFrames: true,
+        claimRx: (f) => (f.readUInt16BE(12) === 0x88b5 ? claimed.push(f[14]!) > 0 : false),
+      });
+      const toGuest = (seed: number): Buffer => {
+        const f = tcpFrame({ payload: pattern(100, seed) }).frame;
+        DEVICE_MAC.copy(f, 0);
+        return f;
+      };
+      const forEndpoint = (tag: number): Buffer => {
+        const f = Buffer.alloc(60);
+        DEVICE_MAC.copy(f, 0);
+        f.writeUInt16BE(0x88b5, 12);
+        f[14] = tag;
+        return f;
+      };
+      link.inject(toGuest(1)); // takes the one buffer
+      link.inject(toGuest(2)); // held: no buffer
+      await g.sync();
+      expect(link.paused).to.equal(false);
+      link.inject(forEndpoint(7)); // a paused link would throw here
+      link.inject(toGuest(3)); // an older frame waits: this one is dropped, as a NIC out of buffers does
+      link.inject(forEndpoint(8));
+      expect(claimed).to.deep.equal([7, 8]);
+      await g.sync();
+      const first = g.takeRx();
+      expect(first).to.have.length(1);
+      g.fillRx(0, 4);
+      await g.sync();
+      const next = g.takeRx();
+      expect(next).to.have.length(1);
+      expect(next[0]!.data.equals(toGuest(2))).to.equal(true);
+      rig.device.stats.flush();
+      expect(g.lifStat('rx_ucast_drop_packets')).to.equal(1);
+      expect(link.pauses).to.equal(0);
+      expect(g.violations).to.deep.equal([]);
+    } finally {
+      await rig.close();
+    }
+  });
 });
 
 for (const takes of [true, false]) {
