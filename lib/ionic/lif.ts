@@ -401,8 +401,10 @@ export class Lif {
       if (this.#heldSeg < 0) {
         const waited = Date.now() - this.#heldSince;
         // A second without RX buffers is the guest's driver stuck, not a burst: worth saying.
-        if (waited >= 1000) this.ctx.log.info(`ionic: RX queue ${index}: the guest posted no RX buffer for ${waited} ms`);
-        else if (this.ctx.log.debugEnabled) this.ctx.log.debug(`ionic: RX resumed after ${waited} ms (queue ${index} posted)`);
+        if (waited >= 1000)
+          this.ctx.log.info(`ionic: RX queue ${index}: the guest posted no RX buffer for ${waited} ms`);
+        else if (this.ctx.log.debugEnabled)
+          this.ctx.log.debug(`ionic: RX resumed after ${waited} ms (queue ${index} posted)`);
         this.link?.resume?.();
       }
     }

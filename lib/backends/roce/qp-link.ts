@@ -444,7 +444,9 @@ export class RoceQpLink implements CompletionSink, EventSink, RoceMemory {
 
   /** Once per failure (a QP fails once, then is flushed): the transport's state, so the log says why. */
   #logFailure(what: string): void {
-    this.#host.dev.log.info(`rocm-ernic: roce: QP ${this.qp.id} ${what}; ${this.roce?.describe() ?? 'no transport QP'}`);
+    this.#host.dev.log.info(
+      `rocm-ernic: roce: QP ${this.qp.id} ${what}; ${this.roce?.describe() ?? 'no transport QP'}`,
+    );
   }
 
   // ---- RoceMemory --------------------------------------------------------------------------
