@@ -12,6 +12,11 @@ fail=0
 check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fail=1; fi; }
 modprobe -a ib_uverbs rdma_ucm virtio_net
 modprobe -a ionic ionic_rdma 2>/dev/null  # harmless without an ionic device
+# Guest A has two NICs on the same bridge. Linux answers ARP for any of its
+# addresses on every interface by default, so B could learn 10.83.0.1 at A's
+# virtio MAC, and its RoCE frames for ionic_0 would go to the wrong NIC until
+# its ARP entry is refreshed (tens of seconds): each NIC answers for its own.
+sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
 netdev_of() { for d in /sys/class/net/*; do [ "$(basename "$(readlink -f $d/device/driver 2>/dev/null)")" = "$1" ] && basename $d; done; }
 for a in $ADDRS; do
   drv=${a%%=*} addr=${a#*=}
