@@ -19,6 +19,7 @@
 # The bridge's UDP 4791 traffic is captured and dissected by tshark (RRoCE;
 # malformed packets counted) and every frame's ICRC checked by our codec.
 # ROCE_LOG=debug: the servers log at debug (each transport QP on and off the wire).
+# ROCE_ARGS: more server options (e.g. --tap-uso).
 # Needs root and the rig's images.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -52,7 +53,7 @@ if command -v tshark >/dev/null; then
 fi
 
 server() { # socket tap mac stats log
-  node "$ROOT/dist/bin/rocm-ernic.js" -s $1 --tap $2 -m $3 -b $BACKEND --stats-file $4 -L ${ROCE_LOG:-info} >$5 2>&1 & pids+=($!)
+  node "$ROOT/dist/bin/rocm-ernic.js" -s $1 --tap $2 -m $3 -b $BACKEND --stats-file $4 -L ${ROCE_LOG:-info} ${ROCE_ARGS:-} >$5 2>&1 & pids+=($!)
   for _ in $(seq 100); do [ -S $1 ] && break; sleep 0.1; done
   [ -S $1 ] || { echo "FAIL - the server on $2 did not start:"; tail -5 $5; exit 1; }
 }
