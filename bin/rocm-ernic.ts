@@ -128,9 +128,9 @@ async function main(): Promise<void> {
     })
     .option('tap-uso', {
       type: 'boolean',
-      default: false,
+      default: true,
       describe:
-        'also UDP segmentation offload on the TAP (TUN_F_USO4/6, Linux 6.2+): --backend roce then writes up to 15 packets of a flow at once (see docs/roce.md: shown between two rocm-ernic servers, not yet with rdma_rxe peers)',
+        'also UDP segmentation offload on the TAP (TUN_F_USO4/6, Linux 6.2+): --backend roce then writes up to 15 packets of a flow at once (--no-tap-uso: one write per packet; see docs/roce.md)',
     })
     .option('mac', { alias: 'm', type: 'string', default: DEFAULT_MAC, describe: 'station MAC of the LIF' })
     .option('nic-profile', {
@@ -458,9 +458,10 @@ async function main(): Promise<void> {
   log.info(`rocm-ernic: ${serving}`);
   if (link && hostInterfaceState(link.name) === 'down')
     log.warn(`rocm-ernic: TAP ${link.name} is down: no frames move until ip link set ${link.name} up`);
+  // On by default: a kernel without it is no fault, but RoCE then writes one packet per system call.
   if (link && argv['tap-uso'] && !link.uso)
-    log.warn(
-      `rocm-ernic: --tap-uso: TAP ${link.name} took no UDP segmentation offload (needs Linux 6.2+ and --tap-offloads): one write per packet`,
+    log.info(
+      `rocm-ernic: TAP ${link.name} takes no UDP segmentation offload (needs Linux 6.2+ and --tap-offloads): RoCE writes one packet at a time`,
     );
   void notifyReady(serving, log);
 }
