@@ -20,6 +20,7 @@ import {
   isRoceV2,
   RoceFrame,
   RocePath,
+  gidEquals,
 } from '../../lib/roce/frame';
 import { computeIcrc } from '../../lib/roce/icrc';
 import { F_PAYLOAD, knownOpcodes, OPCODE_FLAGS, opcodeName } from '../../lib/roce/opcodes';
@@ -190,6 +191,22 @@ describe('roce/frame', () => {
     other.writeUInt16BE(53, 14 + 40 + 2);
     expect(isRoceV2(other, len)).to.equal(false);
     expect(isRoceV2(Buffer.alloc(64), 64)).to.equal(false);
+  });
+});
+
+describe('roce/frame gidEquals', () => {
+  it('equal only when all 16 bytes are: a difference in any byte, and views at an offset, are seen', () => {
+    const a = Buffer.from('fe800000000000000265720000010a0a', 'hex');
+    expect(gidEquals(a, Buffer.from(a))).to.equal(true);
+    for (let i = 0; i < 16; i++) {
+      const b = Buffer.from(a);
+      b[i]! ^= 0x01;
+      expect(gidEquals(a, b), `byte ${i}`).to.equal(false);
+      expect(gidEquals(b, a), `byte ${i}`).to.equal(false);
+    }
+    const big = Buffer.alloc(40);
+    a.copy(big, 7);
+    expect(gidEquals(big.subarray(7, 23), a)).to.equal(true);
   });
 });
 

@@ -31,7 +31,7 @@ import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { getField, viewRaw } from '../../../protocol/field';
 import { ETH_P_8021Q, ETH_P_IP, ethhdr, iphdr, ipv6hdr, vlan_ethhdr } from '../../net/headers';
 import { contain } from '../../guard';
-import { RocePath, isRoceV2 } from '../../roce/frame';
+import { gidEquals, RocePath, isRoceV2 } from '../../roce/frame';
 import { RocePort } from '../../roce/transport/port';
 import { DROP_NONE, DROP_REASON_NAMES, type RoceCounters } from '../../roce/counters';
 import type { PacketSink } from '../../roce/transport/types';
@@ -145,7 +145,7 @@ export class RoceDataPath implements RemotePath, LinkHost {
   }
 
   #isLocal(gid: Buffer): boolean {
-    for (const g of this.#learned) if (g.equals(gid)) return true;
+    for (const g of this.#learned) if (gidEquals(g, gid)) return true;
     return false;
   }
 
@@ -201,13 +201,16 @@ export class RoceDataPath implements RemotePath, LinkHost {
       type = getField(frame, 0, vlan_ethhdr.h_vlan_encapsulated_proto);
       l3 = vlan_ethhdr.SIZE;
     }
-    viewRaw(frame, 0, ethhdr.h_source).copy(a.smac);
+    frame.copy(a.smac, 0, ethhdr.h_source.off, ethhdr.h_source.off + 6);
     if (type === ETH_P_IP) {
       if (frame.length < l3 + iphdr.SIZE) return false;
       a.ipVersion = 4;
-      this.#dstGid.fill(0, 0, 10);
-      this.#dstGid.writeUInt16BE(0xffff, 10);
-      viewRaw(frame, l3, iphdr.daddr).copy(this.#dstGid, 12);
+      // ::ffff:a.b.c.d, written word by word (this runs per packet).
+      const g = this.#dstGid;
+      g.writeInt32LE(0, 0);
+      g.writeInt32LE(0, 4);
+      g.writeInt32BE(0xffff, 8);
+      g.writeInt32LE(frame.readInt32LE(l3 + iphdr.daddr.off), 12);
       return true;
     }
     if (frame.length < l3 + ipv6hdr.SIZE) return false;

@@ -4,7 +4,7 @@
 // drop by its reason). Nothing a peer sends makes this throw.
 
 import { DROP_NONE, DROP_NOT_OUR_GID, DROP_UNKNOWN_QPN, RoceCounters } from '../counters';
-import { decodeFrame, RoceFrame } from '../frame';
+import { decodeFrame, gidEquals, RoceFrame } from '../frame';
 import { RoceQp } from './qp';
 import type { RoceQpConfig, RoceQpDeps } from './types';
 
@@ -29,7 +29,7 @@ export class RocePort {
   }
 
   hasGid(gid: Buffer): boolean {
-    for (const g of this.#gids) if (g.equals(gid)) return true;
+    for (const g of this.#gids) if (gidEquals(g, gid)) return true;
     return false;
   }
 

@@ -5,7 +5,7 @@
 // the completer and the responder.
 
 import { DROP_BAD_PKEY, DROP_QP_STATE, DROP_WRONG_PEER, DROP_WRONG_TRANSPORT, type RoceCounters } from '../counters';
-import type { RoceFrame } from '../frame';
+import { gidEquals, type RoceFrame } from '../frame';
 import { PKEY_FULL_MEMBER } from '../headers';
 import { F_REQUEST, OPCODE_FLAGS, TRANSPORT_MASK, TRANSPORT_RC, TRANSPORT_UC, TRANSPORT_UD } from '../opcodes';
 import { Completer } from './completer';
@@ -122,7 +122,7 @@ export class RoceQp implements QpControl {
     if (!pkeyMatches(h.pkey, t === QPT_GSI ? h.pkey : this.cfg.pkey)) return DROP_BAD_PKEY;
     const request = (OPCODE_FLAGS[h.opcode]! & F_REQUEST) !== 0;
     if (t === QPT_RC || t === QPT_UC) {
-      if (!f.srcGid.equals(this.cfg.path.dstGid)) return DROP_WRONG_PEER;
+      if (!gidEquals(f.srcGid, this.cfg.path.dstGid)) return DROP_WRONG_PEER;
       // Responses come only to a QP that sends: RTS or draining.
       if (!request && s === QPS_RTR) return DROP_QP_STATE;
     }
