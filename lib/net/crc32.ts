@@ -33,6 +33,18 @@ function buildTable(): Uint32Array {
   return t;
 }
 
+/**
+ * Feed mask.length bytes from buf[start] into a running CRC-32 state, each
+ * byte ORed with its mask byte first (0xff: the byte counts as all ones).
+ * For short headers with fields to mask (the ICRC's): no masked copy.
+ */
+export function crc32UpdateMasked(state: number, buf: Uint8Array, start: number, mask: Uint8Array): number {
+  let c = state >>> 0;
+  const t = TABLE;
+  for (let i = 0; i < mask.length; i++) c = t[(c ^ (buf[start + i]! | mask[i]!)) & 0xff]! ^ (c >>> 8);
+  return c >>> 0;
+}
+
 /** The state a CRC-32 starts from (all ones). */
 export const CRC32_INIT = 0xffffffff;
 

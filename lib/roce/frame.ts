@@ -84,8 +84,6 @@ const IPV6_VERSION = 6;
 const IPV4_VERSION_IHL = (IPV4_VERSION << IPV4_VERSION_SHIFT) | (iphdr.SIZE / IPV4_IHL_UNIT);
 /** iphdr.frag_off: more-fragments bit and fragment offset; a RoCE packet is never a fragment. */
 const IP_FRAGMENT_MASK = 0x3fff;
-/** The IPv4-mapped GID prefix: ten zero bytes then 0xffff. */
-const V4_MAPPED_PREFIX_BYTES = 12;
 /** Where the IPv4 address sits in a mapped GID. */
 const V4_IN_GID = 12;
 
@@ -105,6 +103,20 @@ export function frameHeaderBytes(path: RocePath, opcode: number): number {
 /** The length of the frame encodeFrame will write. */
 export function frameBytes(path: RocePath, opcode: number, payloadLen: number): number {
   return frameHeaderBytes(path, opcode) + ((payloadLen + 3) & ~3) + ICRC_BYTES;
+}
+
+/** Six bytes from src[0] to dst[at]. */
+function copy6(src: Buffer, dst: Buffer, at: number): void {
+  dst.writeInt32LE(src.readInt32LE(0), at);
+  dst.writeUInt16LE(src.readUInt16LE(4), at + 4);
+}
+
+/** gid = ::ffff:a.b.c.d, the address given as the little-endian read of its four bytes. */
+function v4Gid(gid: Buffer, addrLE: number): void {
+  gid.writeInt32LE(0, 0);
+  gid.writeInt32LE(0, 4);
+  gid.writeInt32LE(-65536, 8); // bytes 00 00 ff ff
+  gid.writeInt32LE(addrLE, V4_IN_GID);
 }
 
 /** Whether two 16-byte GIDs are equal (four word reads: cheaper per packet than Buffer.equals' native call). */
@@ -137,8 +149,9 @@ export function encodeFrame(buf: Buffer, path: RocePath, h: TransportHeaders, pa
   h.payloadLen = payloadLen;
   const total = frameBytes(path, h.opcode, payloadLen);
   if (total > buf.length) throw new RangeError(`frame of ${total} bytes does not fit a ${buf.length}-byte buffer`);
-  path.dstMac.copy(buf, ethhdr.h_dest.off);
-  path.srcMac.copy(buf, ethhdr.h_source.off);
+  // Word by word: per packet, small native copies cost more than the bytes.
+  copy6(path.dstMac, buf, ethhdr.h_dest.off);
+  copy6(path.srcMac, buf, ethhdr.h_source.off);
   const l3 = path.ipVersion === 4 ? ETH_P_IP : ETH_P_IPV6;
   let ipOff: number;
   if (path.vlanTci >= 0) {
@@ -166,8 +179,8 @@ export function encodeFrame(buf: Buffer, path: RocePath, h: TransportHeaders, pa
     setField(buf, ipOff, iphdr.ttl, path.hopLimit & 0xff);
     setField(buf, ipOff, iphdr.protocol, IPPROTO_UDP);
     setField(buf, ipOff, iphdr.check, 0);
-    path.srcGid.copy(buf, ipOff + iphdr.saddr.off, V4_IN_GID, 16);
-    path.dstGid.copy(buf, ipOff + iphdr.daddr.off, V4_IN_GID, 16);
+    buf.writeInt32LE(path.srcGid.readInt32LE(V4_IN_GID), ipOff + iphdr.saddr.off);
+    buf.writeInt32LE(path.dstGid.readInt32LE(V4_IN_GID), ipOff + iphdr.daddr.off);
     setField(buf, ipOff, iphdr.check, checksumOf(onesComplementSum(buf, ipOff, ipOff + iphdr.SIZE)));
   } else {
     setField(
@@ -219,7 +232,8 @@ export function decodeFrame(buf: Buffer, len: number, f: RoceFrame): number {
     proto = getField(buf, 0, vlan_ethhdr.h_vlan_encapsulated_proto);
     ipOff = vlan_ethhdr.SIZE;
   }
-  buf.copy(f.srcMac, 0, ethhdr.h_source.off, ethhdr.h_source.off + 6);
+  f.srcMac.writeInt32LE(buf.readInt32LE(ethhdr.h_source.off), 0);
+  f.srcMac.writeUInt16LE(buf.readUInt16LE(ethhdr.h_source.off + 4), 4);
   let udpOff: number;
   let ipEnd: number;
   if (proto === ETH_P_IP) {
@@ -237,14 +251,8 @@ export function decodeFrame(buf: Buffer, len: number, f: RoceFrame): number {
     f.trafficClass = getField(buf, ipOff, iphdr.tos);
     f.hopLimit = getField(buf, ipOff, iphdr.ttl);
     f.flowLabel = 0;
-    f.srcGid.fill(0, 0, V4_MAPPED_PREFIX_BYTES - 2);
-    f.srcGid[10] = 0xff;
-    f.srcGid[11] = 0xff;
-    f.dstGid.fill(0, 0, V4_MAPPED_PREFIX_BYTES - 2);
-    f.dstGid[10] = 0xff;
-    f.dstGid[11] = 0xff;
-    buf.copy(f.srcGid, V4_IN_GID, ipOff + iphdr.saddr.off, ipOff + iphdr.saddr.off + 4);
-    buf.copy(f.dstGid, V4_IN_GID, ipOff + iphdr.daddr.off, ipOff + iphdr.daddr.off + 4);
+    v4Gid(f.srcGid, buf.readInt32LE(ipOff + iphdr.saddr.off));
+    v4Gid(f.dstGid, buf.readInt32LE(ipOff + iphdr.daddr.off));
     udpOff = ipOff + iphdr.SIZE;
     ipEnd = ipOff + totLen;
   } else if (proto === ETH_P_IPV6) {

@@ -6,16 +6,35 @@
 // the packet up to the ICRC itself. It goes on the wire least significant
 // byte first, the byte order every RoCE HCA uses.
 
-import { crc32Finish, crc32Update, CRC32_INIT } from '../net/crc32';
+import { crc32Finish, crc32Update, crc32UpdateMasked, CRC32_INIT } from '../net/crc32';
 import { iphdr, ipv6hdr, udphdr } from '../net/headers';
 import { BTH_BYTES } from './opcodes';
 
-/** Where the masked copy of IP + UDP + BTH is made; the longest is IPv6's. */
-const scratch = Buffer.alloc(ipv6hdr.SIZE + udphdr.SIZE + BTH_BYTES);
 /** The CRC state after the eight 0xff bytes of the masked LRH. */
 const AFTER_LRH = crc32Update(CRC32_INIT, Buffer.alloc(8, 0xff), 0, 8);
 /** Offset of the FECN/BECN/reserved byte in the BTH. */
 const BTH_ECN_BYTE = 4;
+
+/** Per byte of IP + UDP + BTH: 0xff where the ICRC counts the byte as all ones, else 0. */
+function maskOf(ipVersion: 4 | 6): Uint8Array {
+  const ipLen = ipVersion === 4 ? iphdr.SIZE : ipv6hdr.SIZE;
+  const m = new Uint8Array(ipLen + udphdr.SIZE + BTH_BYTES);
+  if (ipVersion === 4) {
+    m[iphdr.tos.off] = 0xff;
+    m[iphdr.ttl.off] = 0xff;
+    m.fill(0xff, iphdr.check.off, iphdr.check.off + iphdr.check.size);
+  } else {
+    // Keep the version nibble; traffic class and flow label become ones.
+    m[0] = 0x0f;
+    m.fill(0xff, 1, 4);
+    m[ipv6hdr.hop_limit.off] = 0xff;
+  }
+  m.fill(0xff, ipLen + udphdr.check.off, ipLen + udphdr.check.off + udphdr.check.size);
+  m[ipLen + udphdr.SIZE + BTH_ECN_BYTE] = 0xff;
+  return m;
+}
+const MASK_V4 = maskOf(4);
+const MASK_V6 = maskOf(6);
 
 /**
  * The ICRC of the packet whose IP header starts at buf[ipOff] (version 4
@@ -23,24 +42,9 @@ const BTH_ECN_BYTE = 4;
  * has checked that the headers lie inside the buffer.
  */
 export function computeIcrc(buf: Buffer, ipOff: number, ipVersion: 4 | 6, icrcOff: number): number {
-  const ipLen = ipVersion === 4 ? iphdr.SIZE : ipv6hdr.SIZE;
-  const n = ipLen + udphdr.SIZE + BTH_BYTES;
-  buf.copy(scratch, 0, ipOff, ipOff + n);
-  if (ipVersion === 4) {
-    scratch[iphdr.tos.off] = 0xff;
-    scratch[iphdr.ttl.off] = 0xff;
-    scratch.fill(0xff, iphdr.check.off, iphdr.check.off + iphdr.check.size);
-  } else {
-    // Keep the version nibble; traffic class and flow label become ones.
-    scratch[0] |= 0x0f;
-    scratch.fill(0xff, 1, 4);
-    scratch[ipv6hdr.hop_limit.off] = 0xff;
-  }
-  const udpAt = ipLen;
-  scratch.fill(0xff, udpAt + udphdr.check.off, udpAt + udphdr.check.off + udphdr.check.size);
-  scratch[udpAt + udphdr.SIZE + BTH_ECN_BYTE] = 0xff;
-  let c = crc32Update(AFTER_LRH, scratch, 0, n);
-  c = crc32Update(c, buf, ipOff + n, icrcOff);
+  const mask = ipVersion === 4 ? MASK_V4 : MASK_V6;
+  let c = crc32UpdateMasked(AFTER_LRH, buf, ipOff, mask);
+  c = crc32Update(c, buf, ipOff + mask.length, icrcOff);
   return crc32Finish(c);
 }
 
