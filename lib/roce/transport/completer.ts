@@ -45,6 +45,8 @@ import {
 } from './types';
 
 export class Completer {
+  /** The highest PSN a later READ's answer acknowledged while an earlier READ's answer was incomplete. */
+  #impliedAck = -1;
   /** The original remote data of an atomic, big-endian, on its way to the WQE's SGL. */
   readonly #atomicResult = Buffer.alloc(8);
 
@@ -122,6 +124,14 @@ export class Completer {
     let progressed = false;
     for (let n = req.pending.length; n > 0; n--) {
       const p = req.pending[0]!;
+      if (p.kind === KIND_READ && p.responses >= p.npkts) {
+        // Answered whole while an earlier READ waited for its missing responses: complete it in turn.
+        const last = psnAdd(p.firstPsn, p.npkts - 1);
+        if (psnDiff(last, req.ackedPsn) > 0) req.ackedPsn = last;
+        req.completeHead(WC_SUCCESS);
+        progressed = true;
+        continue;
+      }
       if (p.kind === KIND_READ || p.kind === KIND_ATOMIC) {
         const missing = psnAdd(p.firstPsn, p.responses);
         if (psnDiff(psn, missing) >= 0) {
@@ -130,7 +140,9 @@ export class Completer {
             progressed = true;
           }
           if (progressed) req.progress();
-          req.retry(missing);
+          // Its answer is missing (an implied NAK): a READ is asked for again alone, an atomic from its PSN on.
+          if (p.kind === KIND_READ) req.resendRead(p);
+          else req.retry(missing);
           return;
         }
         break;
@@ -172,16 +184,21 @@ export class Completer {
       this.counters.duplicates++;
       return DROP_NONE;
     }
-    // Responses arrive in order; a gap means one was lost: ask again from it.
+    // A READ response acknowledges everything sent before the READ (and shows an earlier READ's missing answer lost).
+    if (p !== req.pending[0]) {
+      this.#ackThrough(psnAdd(p.firstPsn, -1));
+      const before = psnAdd(p.firstPsn, -1);
+      if (this.#impliedAck < 0 || psnDiff(before, this.#impliedAck) > 0) this.#impliedAck = before;
+    }
+    // What that acknowledged may have ended the QP (a failed WQE before this READ): nothing left to place.
+    if (!p.wqe) return DROP_NONE;
+    // Responses arrive in order; a gap means one was lost: ask again, for this READ alone, from it.
     if (ahead > 0) {
-      if (p !== req.pending[0]) return DROP_UNEXPECTED_RESPONSE;
-      this.#ackThrough(psnAdd(expected, -1));
-      req.retry(expected);
+      if (p === req.pending[0]) this.#ackThrough(psnAdd(expected, -1));
+      req.resendRead(p);
       return DROP_NONE;
     }
-    // A READ response acknowledges everything sent before the READ.
-    if (p !== req.pending[0]) this.#ackThrough(psnAdd(p.firstPsn, -1));
-    if (p !== req.pending[0]) return DROP_UNEXPECTED_RESPONSE;
+    const head = p === req.pending[0];
     const flags = OPCODE_FLAGS[h.opcode]!;
     const k = p.responses;
     const wqe = p.wqe!;
@@ -194,19 +211,37 @@ export class Completer {
     const startOk = (flags & F_START) !== 0 || k > 0;
     const endOk = ((flags & F_END) !== 0) === isLast;
     if (!startOk || !endOk || h.payloadLen !== wantLen) {
-      req.failHead(WC_BAD_RESP_ERR);
+      req.failAt(req.pending.indexOf(p), WC_BAD_RESP_ERR);
       return DROP_NONE;
     }
     if (wantLen > 0 && !scatter(this.deps.memory, wqe.sgl, k * pmtu, wantLen, buf, h.payloadOff)) {
-      req.failHead(WC_LOC_PROT_ERR);
+      req.failAt(req.pending.indexOf(p), WC_LOC_PROT_ERR);
       return DROP_NONE;
     }
     p.responses++;
+    // A later READ's answer, taken while an earlier one waits for its missing part: it completes in turn.
+    if (!head) return DROP_NONE;
     req.ackedPsn = h.psn;
     req.progress();
-    if (isLast) req.completeHead(WC_SUCCESS);
+    if (isLast) {
+      req.completeHead(WC_SUCCESS);
+      this.#afterHead();
+    }
     req.pump();
     return DROP_NONE;
+  }
+
+  /**
+   * The head WQE (a READ or atomic) completed: what later READs' answers
+   * acknowledged meanwhile goes too: READs answered whole, and the SENDs and
+   * WRITEs before them.
+   */
+  #afterHead(): void {
+    const req = this.req;
+    const implied = this.#impliedAck;
+    const ahead = implied >= 0 && psnDiff(implied, req.ackedPsn) > 0 && psnDiff(implied, req.maxSentPsn) <= 0;
+    this.#ackThrough(ahead ? implied : req.ackedPsn);
+    if (implied >= 0 && psnDiff(implied, req.ackedPsn) <= 0) this.#impliedAck = -1;
   }
 
   #atomicAck(h: TransportHeaders): number {
@@ -229,6 +264,7 @@ export class Completer {
     }
     this.counters.acksRx++;
     req.completeHead(WC_SUCCESS);
+    this.#afterHead();
     req.pump();
     return DROP_NONE;
   }

@@ -100,6 +100,8 @@ export class PendingWqe {
   responseStart = 0;
   /** Counted in the outstanding READ/atomic total. */
   rdCounted = false;
+  /** READ: the response index it was last asked for again alone (a gap in its answer), or -1. */
+  resentAt = -1;
 }
 
 export class Requester {
@@ -185,6 +187,7 @@ export class Requester {
     p.responses = 0;
     p.responseStart = 0;
     p.rdCounted = false;
+    p.resentAt = -1;
     p.firstPsn = this.nextPsn;
     const bad = this.#invalid(wqe, p.kind);
     p.npkts = bad ? 1 : p.kind === KIND_ATOMIC ? 1 : Math.max(1, Math.ceil(wqe.length / this.cfg.pmtu));
@@ -234,6 +237,11 @@ export class Requester {
     let payloadLen = 0;
     let payloadAt = 0;
     if (p.kind === KIND_READ) {
+      // Answered whole already (out of order, behind an earlier READ's gap): nothing to ask for.
+      if (p.responses >= p.npkts) {
+        p.sent = p.npkts;
+        return true;
+      }
       // A READ is one request for all its response PSNs; a resent one asks for what is still missing.
       const done = p.responses * cfg.pmtu;
       h.opcode = TRANSPORT_RC | OP_READ_REQUEST;
@@ -363,6 +371,7 @@ export class Requester {
     let found = false;
     for (let i = 0; i < this.pending.length; i++) {
       const p = this.pending[i]!;
+      p.resentAt = -1;
       if (found) {
         p.sent = 0;
         continue;
@@ -391,6 +400,20 @@ export class Requester {
     this.#resentFrom = psn;
     this.rewind(psn);
     this.pump();
+  }
+
+  /**
+   * READ p's answer has a gap: ask again for its rest alone, not for every
+   * request after it (go-back-N would have the responder answer each of them
+   * again, though their answers are arriving). Once per gap, until p's answer
+   * moves on; the local ACK timer (which counts retries) still resends
+   * everything if this is lost.
+   */
+  resendRead(p: PendingWqe): void {
+    // Bounded without the retry count: a second resend needs the answer to have moved on first.
+    if (p.resentAt === p.responses || this.qp.state !== QPS_RTS) return;
+    p.resentAt = p.responses;
+    this.#emit(p, psnAdd(p.firstPsn, p.responses));
   }
 
   /** An RNR NAK for psn: wait the time it names, then send again from psn; without RNR retries left, fail. */
