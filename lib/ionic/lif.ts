@@ -401,10 +401,7 @@ export class Lif {
       if (this.#heldSeg < 0) {
         const waited = Date.now() - this.#heldSince;
         // A second without RX buffers is the guest's driver stuck, not a burst: worth saying.
-        if (waited >= 1000)
-          this.ctx.log.info(`ionic: RX queue ${index}: the guest posted no RX buffer for ${waited} ms`);
-        else if (this.ctx.log.debugEnabled)
-          this.ctx.log.debug(`ionic: RX resumed after ${waited} ms (queue ${index} posted)`);
+        if (waited >= 1000) this.ctx.log.info(`ionic: RX queue ${index}: no RX buffer posted for ${waited} ms`);
         this.link?.resume?.();
       }
     }
@@ -450,12 +447,7 @@ export class Lif {
     this.#heldSeg = seg;
     this.#heldSince = Date.now();
     // An endpoint that must see every host frame (RoCE) keeps the link read; the guest's frames wait no longer.
-    const keepReading = this.endpoints.some((e) => e.needsHostFrames === true);
-    if (this.ctx.log.debugEnabled)
-      this.ctx.log.debug(
-        `ionic: RX ${keepReading ? 'holds' : 'paused'}: no RX buffer for a ${frame.length}-byte frame`,
-      );
-    if (!keepReading) this.link.pause();
+    if (!this.endpoints.some((e) => e.needsHostFrames === true)) this.link.pause();
   }
 
   #receiveOne(frame: Buffer): RxFate {
