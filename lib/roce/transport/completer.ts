@@ -124,8 +124,8 @@ export class Completer {
     let progressed = false;
     for (let n = req.pending.length; n > 0; n--) {
       const p = req.pending[0]!;
-      if (p.kind === KIND_READ && p.responses >= p.npkts) {
-        // Answered whole while an earlier READ waited for its missing responses: complete it in turn.
+      if ((p.kind === KIND_READ && p.responses >= p.npkts) || (p.kind === KIND_ATOMIC && p.responses > 0)) {
+        // Answered whole while an earlier READ or atomic waited for its missing answer: complete it in turn.
         const last = psnAdd(p.firstPsn, p.npkts - 1);
         if (psnDiff(last, req.ackedPsn) > 0) req.ackedPsn = last;
         req.completeHead(WC_SUCCESS);
@@ -140,9 +140,8 @@ export class Completer {
             progressed = true;
           }
           if (progressed) req.progress();
-          // Its answer is missing (an implied NAK): a READ is asked for again alone, an atomic from its PSN on.
-          if (p.kind === KIND_READ) req.resendRead(p);
-          else req.retry(missing);
+          // Its answer is missing (an implied NAK): it alone is asked for again.
+          req.resendAlone(p);
           return;
         }
         break;
@@ -185,17 +184,13 @@ export class Completer {
       return DROP_NONE;
     }
     // A READ response acknowledges everything sent before the READ (and shows an earlier READ's missing answer lost).
-    if (p !== req.pending[0]) {
-      this.#ackThrough(psnAdd(p.firstPsn, -1));
-      const before = psnAdd(p.firstPsn, -1);
-      if (this.#impliedAck < 0 || psnDiff(before, this.#impliedAck) > 0) this.#impliedAck = before;
-    }
+    if (p !== req.pending[0]) this.#impliedBy(p);
     // What that acknowledged may have ended the QP (a failed WQE before this READ): nothing left to place.
     if (!p.wqe) return DROP_NONE;
     // Responses arrive in order; a gap means one was lost: ask again, for this READ alone, from it.
     if (ahead > 0) {
       if (p === req.pending[0]) this.#ackThrough(psnAdd(expected, -1));
-      req.resendRead(p);
+      req.resendAlone(p);
       return DROP_NONE;
     }
     const head = p === req.pending[0];
@@ -231,6 +226,13 @@ export class Completer {
     return DROP_NONE;
   }
 
+  /** An answer for p, which is not the oldest: everything before p is acknowledged (and kept in mind for later). */
+  #impliedBy(p: PendingWqe): void {
+    const before = psnAdd(p.firstPsn, -1);
+    this.#ackThrough(before);
+    if (this.#impliedAck < 0 || psnDiff(before, this.#impliedAck) > 0) this.#impliedAck = before;
+  }
+
   /**
    * The head WQE (a READ or atomic) completed: what later READs' answers
    * acknowledged meanwhile goes too: READs answered whole, and the SENDs and
@@ -248,21 +250,28 @@ export class Completer {
     const req = this.req;
     const p = this.#holding(h.psn);
     if (!p || p.kind !== KIND_ATOMIC || h.psn !== p.firstPsn) return DROP_UNEXPECTED_RESPONSE;
-    if (p !== req.pending[0]) this.#ackThrough(psnAdd(p.firstPsn, -1));
-    if (p !== req.pending[0]) return DROP_UNEXPECTED_RESPONSE;
+    if (p.responses > 0) {
+      this.counters.duplicates++;
+      return DROP_NONE;
+    }
+    // As a READ response: it acknowledges what came before, and is kept while an earlier answer is missing.
+    if (p !== req.pending[0]) this.#impliedBy(p);
+    if (!p.wqe) return DROP_NONE;
+    const head = p === req.pending[0];
     const out = this.#atomicResult;
     out.writeUInt32BE(h.origHi >>> 0, 0);
     out.writeUInt32BE(h.origLo >>> 0, 4);
     // The original value lands in host (little-endian) order, as the WQE's buffer holds a u64.
     out.reverse();
     p.responses = 1;
-    req.ackedPsn = h.psn;
-    req.progress();
     if (!scatter(this.deps.memory, p.wqe!.sgl, 0, 8, out, 0)) {
-      req.failHead(WC_LOC_PROT_ERR);
+      req.failAt(req.pending.indexOf(p), WC_LOC_PROT_ERR);
       return DROP_NONE;
     }
     this.counters.acksRx++;
+    if (!head) return DROP_NONE;
+    req.ackedPsn = h.psn;
+    req.progress();
     req.completeHead(WC_SUCCESS);
     this.#afterHead();
     req.pump();

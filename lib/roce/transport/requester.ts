@@ -403,13 +403,14 @@ export class Requester {
   }
 
   /**
-   * READ p's answer has a gap: ask again for its rest alone, not for every
+   * READ or atomic p's answer is missing (a gap in a READ's answer, or a
+   * later answer came first): ask again for its rest alone, not for every
    * request after it (go-back-N would have the responder answer each of them
    * again, though their answers are arriving). Once per gap, until p's answer
    * moves on; the local ACK timer (which counts retries) still resends
    * everything if this is lost.
    */
-  resendRead(p: PendingWqe): void {
+  resendAlone(p: PendingWqe): void {
     // Bounded without the retry count: a second resend needs the answer to have moved on first.
     if (p.resentAt === p.responses || this.qp.state !== QPS_RTS) return;
     p.resentAt = p.responses;

@@ -8,7 +8,13 @@ import { expect } from 'chai';
 import type * as sinon from 'sinon';
 import { decodeFrame, RoceFrame } from '../../../lib/roce/frame';
 import { opcodeName } from '../../../lib/roce/opcodes';
-import { WC_RDMA_READ, WC_SUCCESS, WR_RDMA_READ, WR_RDMA_WRITE } from '../../../lib/roce/transport/types';
+import {
+  WC_RDMA_READ,
+  WC_SUCCESS,
+  WR_ATOMIC_FETCH_AND_ADD,
+  WR_RDMA_READ,
+  WR_RDMA_WRITE,
+} from '../../../lib/roce/transport/types';
 import { connectedPair, deliverAll, fakeClock, pattern } from './harness';
 
 function names(frames: Buffer[]): string[] {
@@ -121,5 +127,46 @@ describe('roce/transport RC: a READ restarted by the timer while its answer is o
     }
     expect(a.port.counters.retransmits).to.equal(1);
     expect(a.out).to.have.length(0);
+  });
+
+  it("an atomic's ACK lost before a later one's: that atomic alone is sent again, answered from the cache, not run twice", () => {
+    const { a, b } = connectedPair((c) => {
+      c.maxRdAtomic = 4;
+      c.maxDestRdAtomic = 4;
+    });
+    const remote = b.mem.register(0x55, 0x70000, 4096);
+    remote.writeBigUInt64LE(100n, 0);
+    const local = a.mem.register(1, 0x1000, 4096);
+    for (let i = 0; i < 3; i++)
+      a.post({
+        wrId: i,
+        opcode: WR_ATOMIC_FETCH_AND_ADD,
+        sgl: [{ addr: 0x1000 + i * 8, length: 8, lkey: 1 }],
+        length: 8,
+        remoteAddr: 0x70000,
+        rkey: 0x55,
+        swapLo: 5,
+      });
+    deliverAll(a, b, a.out.splice(0));
+    const acks = b.out.splice(0);
+    expect(names(acks)).to.deep.equal([
+      'RC_ATOMIC_ACKNOWLEDGE@0',
+      'RC_ATOMIC_ACKNOWLEDGE@1',
+      'RC_ATOMIC_ACKNOWLEDGE@2',
+    ]);
+    // The first ACK is lost: the later ones are kept, and only the first atomic goes again.
+    deliverAll(b, a, acks.slice(1));
+    const again = a.out.splice(0);
+    expect(names(again)).to.deep.equal(['RC_FETCH_ADD@0']);
+    expect(a.sendCqes).to.have.length(0);
+    deliverAll(a, b, again);
+    deliverAll(b, a, b.out.splice(0));
+    expect(a.sendCqes.map((c) => [c.wrId, c.status])).to.deep.equal([
+      [0, WC_SUCCESS],
+      [1, WC_SUCCESS],
+      [2, WC_SUCCESS],
+    ]);
+    expect([0, 1, 2].map((i) => local.readBigUInt64LE(i * 8))).to.deep.equal([100n, 105n, 110n]);
+    expect(remote.readBigUInt64LE(0), 'each add ran once').to.equal(115n);
   });
 });
