@@ -31,7 +31,7 @@ import type { GuestMemory } from '../../vfio-user/guest-memory';
 import { getField, viewRaw } from '../../../protocol/field';
 import { ETH_P_8021Q, ETH_P_IP, ethhdr, iphdr, ipv6hdr, vlan_ethhdr } from '../../net/headers';
 import { contain } from '../../guard';
-import { gidEquals, RocePath, isRoceV2 } from '../../roce/frame';
+import { gidEquals, RocePath, isRoceV2, writeV4Gid } from '../../roce/frame';
 import { RocePort } from '../../roce/transport/port';
 import { DROP_NONE, DROP_REASON_NAMES, type RoceCounters } from '../../roce/counters';
 import type { PacketSink } from '../../roce/transport/types';
@@ -205,12 +205,7 @@ export class RoceDataPath implements RemotePath, LinkHost {
     if (type === ETH_P_IP) {
       if (frame.length < l3 + iphdr.SIZE) return false;
       a.ipVersion = 4;
-      // ::ffff:a.b.c.d, written word by word (this runs per packet).
-      const g = this.#dstGid;
-      g.writeInt32LE(0, 0);
-      g.writeInt32LE(0, 4);
-      g.writeInt32BE(0xffff, 8);
-      g.writeInt32LE(frame.readInt32LE(l3 + iphdr.daddr.off), 12);
+      writeV4Gid(this.#dstGid, frame.readInt32LE(l3 + iphdr.daddr.off));
       return true;
     }
     if (frame.length < l3 + ipv6hdr.SIZE) return false;
