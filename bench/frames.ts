@@ -26,6 +26,7 @@ import { IonicGuest } from '../spec/support/ionic/guest';
 import { tsoRate, txRate } from './support/guest-tx';
 import { pattern, tcpFrame } from '../spec/support/ionic/tcp-frames';
 import { FrameOffload, TUN_F_CSUM, TUN_F_TSO4, VirtioGso, virtio_net_hdr } from '../lib/net/vnet';
+import { cpuMs } from './support/cpu';
 
 const ROOT = path.join(__dirname, '..', '..');
 const N = Number(process.env.BENCH_FRAMES ?? 40000);
@@ -127,11 +128,6 @@ async function rxRate(
   const secs = Number(process.hrtime.bigint() - t0) / 1e9;
   sock.close();
   return { offered: N / (sendNs / 1e9), delivered: received / secs, lost: N - received };
-}
-
-function cpuMs(pid: number): number {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
 }
 
 async function main(): Promise<void> {

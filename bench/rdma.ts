@@ -40,6 +40,7 @@ import { RdmaGuest } from '../spec/support/ionic/rdma-guest';
 import { fmt } from './support/format';
 import { RdmaPair } from './support/rdma-pair';
 import { ServerProcess, startServerProcess, stopProcess } from './support/server-process';
+import { cpuMs } from './support/cpu';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -69,11 +70,6 @@ const immediate = (): Promise<void> =>
   });
 const now = (): bigint => process.hrtime.bigint();
 const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
-
-function cpuMs(pid: number): number {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-}
 
 function slotsFor(size: number, half: number): number {
   return Math.max(1, Math.min(MAX_SLOTS, Math.floor(half / size)));

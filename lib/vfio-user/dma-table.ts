@@ -254,6 +254,12 @@ export class DmaTable implements GuestMemory {
   // ---- GuestMemory ---------------------------------------------------------
 
   view(iova: number, len: number, write: boolean): Buffer | null {
+    const win = this.#window(iova, len, write);
+    return win ? win.subarray(this.#at, this.#at + len) : null;
+  }
+
+  /** Where [iova, iova + len) lies whole in one mapped window: the window (offset in #at), or null. No allocation. */
+  #window(iova: number, len: number, write: boolean): Buffer | null {
     if (!validRange(iova, len)) return null;
     const r = this.lookup(iova);
     if (!r || !r.mapped || iova + len > r.end || (write ? !r.writable : !r.readable)) return null;
@@ -262,8 +268,12 @@ export class DmaTable implements GuestMemory {
     const at = rel - k * WINDOW_SIZE;
     const win = r.windows[k]!;
     if (at + len > win.length) return null;
-    return win.subarray(at, at + len);
+    this.#at = at;
+    return win;
   }
+
+  /** The offset #window found (read at once: the next call overwrites it). */
+  #at = 0;
 
   slices(iova: number, len: number, write: boolean, out: Buffer[]): MemStatus {
     if (!validRange(iova, len)) return MemStatus.BAD_RANGE;
@@ -298,9 +308,10 @@ export class DmaTable implements GuestMemory {
   }
 
   read(iova: number, dst: Buffer): MemStatus {
-    const v = this.view(iova, dst.length, false);
-    if (v) {
-      v.copy(dst);
+    // Per descriptor and per frame: copied straight from the window, with no view made.
+    const win = this.#window(iova, dst.length, false);
+    if (win) {
+      win.copy(dst, 0, this.#at, this.#at + dst.length);
       return MemStatus.OK;
     }
     const parts: Buffer[] = [];
@@ -312,9 +323,9 @@ export class DmaTable implements GuestMemory {
   }
 
   write(iova: number, src: Buffer): MemStatus {
-    const v = this.view(iova, src.length, true);
-    if (v) {
-      src.copy(v);
+    const win = this.#window(iova, src.length, true);
+    if (win) {
+      src.copy(win, this.#at);
       return MemStatus.OK;
     }
     const parts: Buffer[] = [];

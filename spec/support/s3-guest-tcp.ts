@@ -4,7 +4,7 @@
 // frames as a Linux receiver with GRO does), respects the advertised window,
 // and collects the byte stream until the endpoint's FIN.
 
-import { ACK, decodeFrame, FIN, Out, PSH, SYN, tcp, tcpOkByCompleteSum } from './s3-frames';
+import { ACK, decodeFrame, FIN, PSH, SYN, tcp, TcpView, viewTcp } from './s3-frames';
 
 const MSS = 1460;
 
@@ -13,11 +13,26 @@ interface GuestTcpOptions {
   readonly wscale?: number;
   /** MSS offered in the SYN and used to send (default 1460: MTU 1500; 8960 for a 9000-byte MTU). */
   readonly mss?: number;
-  /** Acknowledge data only on ackBatch() (the caller calls it after each batch of frames), not per segment. */
+  /**
+   * Acknowledge data on ackBatch() (the caller calls it after each batch of
+   * frames) and whenever 64 KiB arrived since the last ACK, as a Linux
+   * receiver acknowledges each GRO packet (at most 64 KiB), not per segment.
+   */
   readonly batchAcks?: boolean;
+  /**
+   * Copy the stream into this buffer (from its start; `receivedBytes` says
+   * how far) instead of a new Buffer per segment in `received`: a reader
+   * with its own buffer, as a guest application reads into one.
+   */
+  readonly receiveInto?: Buffer;
 }
+
+/** Bytes a Linux receiver's GRO merges into one packet at most, and so acknowledges at once. */
+const GRO_BYTES = 65536;
 export class GuestTcp {
   readonly received: Buffer[] = [];
+  /** Stream bytes taken so far (into `received` or `receiveInto`). */
+  receivedBytes = 0;
   finReceived = false;
   #seq: number;
   #rcvNxt = 0;
@@ -30,13 +45,18 @@ export class GuestTcp {
   readonly #wscale: number | undefined;
   readonly #mss: number;
   readonly #batchAcks: boolean;
+  readonly #into: Buffer | null;
   #ackOwed = false;
+  readonly #view = new TcpView();
+  /** Bytes taken since the last ACK (batchAcks). */
+  #unacked = 0;
 
   constructor(claim: (f: Buffer) => boolean, sport: number, dport: number, isn = 7000, opts: GuestTcpOptions = {}) {
     this.#claim = claim;
     this.#wscale = opts.wscale;
     this.#mss = opts.mss ?? MSS;
     this.#batchAcks = opts.batchAcks ?? false;
+    this.#into = opts.receiveInto ?? null;
     this.#sport = sport;
     this.#dport = dport;
     this.#seq = isn;
@@ -49,26 +69,50 @@ export class GuestTcp {
    * checks the TCP checksum without summing the frame again, as Linux does.
    */
   onFrame(f: Buffer, completeSum = -1): void {
-    const o: Out = decodeFrame(f, completeSum < 0);
-    if (o.proto !== 6 || o.dport !== this.#sport) return;
-    const tcpOk = completeSum < 0 ? o.tcpOk : tcpOkByCompleteSum(f, completeSum);
-    if (!tcpOk || !o.ipOk) throw new Error('bad checksum from the endpoint');
-    this.#peerWnd = o.window!;
-    if (o.flags! & ACK && ((o.ack! - this.#sndUna) | 0) > 0) this.#sndUna = o.ack!;
-    if ((o.flags! & (SYN | ACK)) === (SYN | ACK)) {
-      this.#rcvNxt = (o.seq! + 1) >>> 0;
+    const t = this.#view;
+    if (completeSum >= 0) {
+      if (!viewTcp(f, completeSum, t)) return;
+    } else {
+      const o = decodeFrame(f, true);
+      if (o.proto !== 6) return;
+      t.ok = o.ipOk! && o.tcpOk!;
+      t.dport = o.dport!;
+      t.seq = o.seq!;
+      t.ack = o.ack!;
+      t.flags = o.flags!;
+      t.window = o.window!;
+      t.dataAt = o.data!.byteOffset - f.byteOffset;
+      t.dataLen = o.data!.length;
+    }
+    if (t.dport !== this.#sport) return;
+    if (!t.ok) throw new Error('bad checksum from the endpoint');
+    this.#peerWnd = t.window;
+    if (t.flags & ACK && ((t.ack - this.#sndUna) | 0) > 0) this.#sndUna = t.ack;
+    if ((t.flags & (SYN | ACK)) === (SYN | ACK)) {
+      this.#rcvNxt = (t.seq + 1) >>> 0;
       this.#send(ACK);
-    } else if (o.seq === this.#rcvNxt && (o.data!.length > 0 || o.flags! & FIN)) {
-      if (o.data!.length) this.received.push(Buffer.from(o.data!));
-      this.#rcvNxt = (this.#rcvNxt + o.data!.length) >>> 0;
-      if (o.flags! & FIN) {
+    } else if (t.seq === this.#rcvNxt && (t.dataLen > 0 || t.flags & FIN)) {
+      // a copy: `f` may be a view of an RX buffer the driver posts again
+      if (t.dataLen) this.#take(f, t.dataAt, t.dataLen);
+      this.#rcvNxt = (this.#rcvNxt + t.dataLen) >>> 0;
+      if (t.flags & FIN) {
         this.#rcvNxt = (this.#rcvNxt + 1) >>> 0;
         this.finReceived = true;
       }
-      if (this.#batchAcks && !(o.flags! & FIN)) this.#ackOwed = true;
+      this.#unacked += t.dataLen;
+      if (this.#batchAcks && !(t.flags & FIN) && this.#unacked < GRO_BYTES) this.#ackOwed = true;
       else this.#send(ACK);
     }
-    for (const w of this.#waiters.splice(0)) w();
+    if (this.#waiters.length) for (const w of this.#waiters.splice(0)) w();
+  }
+
+  #take(f: Buffer, at: number, len: number): void {
+    if (this.#into) {
+      if (this.receivedBytes + len > this.#into.length)
+        throw new Error(`GuestTcp: the stream outgrew its ${this.#into.length}-byte buffer`);
+      f.copy(this.#into, this.receivedBytes, at, at + len);
+    } else this.received.push(Buffer.from(f.subarray(at, at + len)));
+    this.receivedBytes += len;
   }
 
   /** The end of a batch of frames: one ACK for the data it brought (batchAcks). */
@@ -78,6 +122,7 @@ export class GuestTcp {
 
   #send(flags: number, data?: Buffer): void {
     this.#ackOwed = false;
+    this.#unacked = 0;
     this.#claim(
       tcp({ sport: this.#sport, dport: this.#dport, seq: this.#seq, ack: this.#rcvNxt, flags, window: 65535, data }),
     );

@@ -15,6 +15,7 @@ const TX_PIECE_GAP = 64;
 const RX_FILL_THRESHOLD = 16;
 /** Completions a NAPI poll takes before the driver refills (NAPI_POLL_WEIGHT). */
 const NAPI_BUDGET = 64;
+const EMPTY = Buffer.alloc(0);
 
 /** The whole guest driver: probe (GuestProbe), then ionic_open's queues and the TX/RX data path, and teardown. */
 export class IonicGuest extends GuestProbe {
@@ -22,6 +23,14 @@ export class IonicGuest extends GuestProbe {
   readonly rxqs: RxQ[] = [];
   /** Frames received and not yet taken, in arrival order. */
   readonly rxFrames: RxFrame[] = [];
+  /**
+   * When set, good frames go here instead of rxFrames, from inside the poll,
+   * as the driver hands an skb to GRO: `data` is a view of the RX buffer
+   * (a copy when the frame spans SG pieces), valid only during the call.
+   * `rxPollEnd` runs after each vector's poll (where GRO flushes).
+   */
+  rxSink: ((data: Buffer, csum: number, csumFlags: number) => void) | null = null;
+  rxPollEnd: (() => void) | null = null;
 
   private constructor(client: VfioUserClient, ram: GuestRam, base: number, timeoutMs: number) {
     super(client, ram, base, timeoutMs);
@@ -60,6 +69,7 @@ export class IonicGuest extends GuestProbe {
         if (q.autoRefill) this.#refill(q, false);
         if (n < NAPI_BUDGET) break;
       }
+      this.rxPollEnd?.();
     }
     this.returnCredits(v, work, opts.unmask ?? true);
     this.wake();
@@ -134,6 +144,7 @@ export class IonicGuest extends GuestProbe {
         bufs: [],
         frameLen: mtu + 18,
         autoRefill: opts.autoRefill ?? true,
+        poison: opts.poisonRx ?? true,
       };
       for (let s = 0; s < rsize; s++) rx.bufs.push(this.#rxBuffers(rx.frameLen));
       const rxVer = this.qIdentity[QT.RXQ]?.[QId.version] ?? 0;
@@ -185,7 +196,7 @@ export class IonicGuest extends GuestProbe {
         putU64(sg, (e - 1) * 16, bufs[e]!.iova);
         sg.writeUInt16LE(bufs[e]!.len, (e - 1) * 16 + 8);
       }
-      for (const b of bufs) this.mem(b.iova, b.len).fill(0xee);
+      if (q.poison) for (const b of bufs) this.mem(b.iova, b.len).fill(0xee);
       q.head = (q.head + 1) % q.size;
       posted++;
     }
@@ -223,35 +234,42 @@ export class IonicGuest extends GuestProbe {
       const numSg = e[1]!;
       const len = e.readUInt16LE(12);
       const bufs = q.bufs[q.tail]!;
-      const room = bufs.reduce((s, b) => s + b.len, 0);
-      let data: Buffer = Buffer.alloc(0);
+      let room = 0;
+      for (const b of bufs) room += b.len;
+      let data: Buffer = EMPTY;
       if (status === 0) {
         if (len > room) this.violations.push(`RX ${q.index}: length ${len} is past the ${room} bytes posted`);
         if (numSg > bufs.length - 1)
           this.violations.push(`RX ${q.index}: num_sg_elems ${numSg} but ${bufs.length - 1} posted`);
-        const parts: Buffer[] = [];
-        let left = Math.min(len, room);
-        for (const b of bufs) {
-          if (left <= 0) break;
-          const n = Math.min(left, b.len);
-          parts.push(Buffer.from(this.mem(b.iova, n)));
-          left -= n;
+        if (this.rxSink && len <= bufs[0]!.len) {
+          data = this.mem(bufs[0]!.iova, len); // the common case for a sink: a view, no copy
+        } else {
+          const parts: Buffer[] = [];
+          let left = Math.min(len, room);
+          for (const b of bufs) {
+            if (left <= 0) break;
+            const n = Math.min(left, b.len);
+            parts.push(Buffer.from(this.mem(b.iova, n)));
+            left -= n;
+          }
+          data = Buffer.concat(parts);
         }
-        data = Buffer.concat(parts);
       }
-      this.rxFrames.push({
-        queue: q.index,
-        index: ci,
-        status,
-        len,
-        numSg,
-        rssHash: e.readUInt32LE(4),
-        pktType: e[15]! & 0x7f,
-        data,
-        csum: e.readUInt16BE(8),
-        csumFlags: e[14]!,
-        vlanTci: e.readUInt16LE(10),
-      });
+      if (status === 0 && this.rxSink) this.rxSink(data, e.readUInt16BE(8), e[14]!);
+      else
+        this.rxFrames.push({
+          queue: q.index,
+          index: ci,
+          status,
+          len,
+          numSg,
+          rssHash: e.readUInt32LE(4),
+          pktType: e[15]! & 0x7f,
+          data,
+          csum: e.readUInt16BE(8),
+          csumFlags: e[14]!,
+          vlanTci: e.readUInt16LE(10),
+        });
       q.tail = (q.tail + 1) % q.size;
       q.cqTail = (q.cqTail + 1) % q.size;
       if (q.cqTail === 0) q.doneColor ^= 1;

@@ -60,6 +60,12 @@ export interface OpenOptions {
   readonly mtu?: number;
   /** Refill RX buffers from NAPI (default true). */
   readonly autoRefill?: boolean;
+  /**
+   * Fill each RX buffer with 0xee when posting it (default true), so bytes a
+   * device writes past what its completion reports show; a benchmark turns
+   * it off, as no driver pays for it.
+   */
+  readonly poisonRx?: boolean;
   /** How many RX buffers to post at start (default size - 1, the most the driver ever posts). */
   readonly initialFill?: number;
   /** TX queue version to ask for in Q_INIT (default the q_identity version). */
@@ -140,4 +146,5 @@ export interface RxQ {
   bufs: RxBuf[][];
   frameLen: number;
   autoRefill: boolean;
+  poison: boolean;
 }
