@@ -1,5 +1,5 @@
 // The Internet checksum against a plain RFC 1071 reference: random spans at
-// every alignment (the fast path reads 16-bit words where the span starts
+// every alignment (the fast path reads 32-bit words where the span starts
 // on an even address, bytes elsewhere), odd lengths, and initial sums.
 
 import { expect } from 'chai';
@@ -21,6 +21,21 @@ describe('net: the ones-complement sum (RFC 1071)', () => {
         for (const init of [0, 0xffff, 0x1234]) {
           expect(onesComplementSum(buf, start, start + len, init), `start ${start} len ${len}`).to.equal(
             reference(buf, start, start + len, init),
+          );
+        }
+      }
+    }
+  });
+
+  it('matches at every address modulo 4 (the fast path reads 32-bit words from a 4-byte boundary)', () => {
+    const ab = new ArrayBuffer(12000);
+    randomBytes(12000).copy(Buffer.from(ab));
+    for (let off = 0; off < 4; off++) {
+      const b = Buffer.from(ab, off, 11000);
+      for (const start of [0, 1, 2, 3, 34]) {
+        for (const len of [64, 65, 66, 67, 1480, 1481, 8980]) {
+          expect(onesComplementSum(b, start, start + len), `offset ${off} start ${start} len ${len}`).to.equal(
+            reference(b, start, start + len, 0),
           );
         }
       }

@@ -27,6 +27,7 @@ import {
   TCP_FLAG_FIN,
   TCP_FLAG_RST,
   TCP_FLAG_SYN,
+  tcphdr,
 } from '../headers';
 import type { FrameOffload } from '../vnet';
 import { ConnectionHost, ConnectionLimits, TcpConnection } from './connection';
@@ -36,6 +37,7 @@ import {
   parseIpv4,
   parseTcp,
   sealTcpFrame,
+  TcpHeaderTemplate,
   tcpHeaderLength,
   TcpSegment,
   writeTcpHeaders,
@@ -110,6 +112,8 @@ export class TcpStack implements ConnectionHost {
   readonly #iss: () => number;
   readonly #conns = new Map<string, TcpConnection>();
   #ipId = 0;
+  /** Each connection's headers for segments without options, made on its first such segment. */
+  readonly #templates = new WeakMap<TcpConnection, TcpHeaderTemplate>();
   /** Frames waiting to leave: nothing is sent while a frame is being processed, so a `send` that answers at once never re-enters it. */
   readonly #pending: Buffer[] = [];
   /** Each pending frame's sum after the Ethernet header (-1: not known). */
@@ -384,6 +388,20 @@ export class TcpStack implements ConnectionHost {
     s.mss = mss;
     s.wscale = wscale;
     s.ipId = this.#ipId++ & 0xffff;
+    if (mss === undefined && wscale === undefined) {
+      // Data and ACKs (all but the SYN-ACK): from the connection's header template.
+      let t = this.#templates.get(c);
+      if (!t) {
+        t = new TcpHeaderTemplate(c.peerMac, this.mac, this.ip, c.peerIp, c.localPort, c.remotePort);
+        this.#templates.set(c, t);
+      }
+      const len = ETH_IPV4_HEADERS + tcphdr.SIZE + dataLen;
+      const out = this.#frameBuffer(len);
+      const at = t.write(out, seq, c.rcvNxt, flags, c.windowField, s.ipId, dataLen);
+      if (dataLen > 0) c.copyOut(dataAt, dataLen, out, at);
+      this.#out(out, t.seal(out, len));
+      return;
+    }
     const len = ETH_IPV4_HEADERS + tcpHeaderLength(s) + dataLen;
     const out = this.#frameBuffer(len);
     const at = writeTcpHeaders(out, s, dataLen);

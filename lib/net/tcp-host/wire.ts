@@ -242,3 +242,63 @@ export function parseTcp(frame: Buffer, ip: Ipv4View, checkSum = true): TcpSegme
     payload: frame.subarray(l4 + doff, ip.l3 + ip.total),
   };
 }
+
+/** Bytes of Ethernet, IPv4 and TCP header of a segment without options. */
+const PLAIN_HEADERS = ethhdr.SIZE + iphdr.SIZE + tcphdr.SIZE;
+
+/**
+ * One connection's headers for segments without options (its data and
+ * ACKs), written once by writeTcpHeaders: a segment copies them and sets
+ * only what changes (lengths, IP id, sequence numbers, flags, window), and
+ * both checksums start from sums taken here, so nothing about the
+ * addresses is written or summed again per segment.
+ */
+export class TcpHeaderTemplate {
+  readonly #bytes = Buffer.alloc(PLAIN_HEADERS);
+  /** Sum of the IPv4 header with tot_len, id and check zero. */
+  readonly #ipSum: number;
+  /** Sum of the pseudo-header without its length. */
+  readonly #pseudo: number;
+
+  constructor(dmac: Buffer, smac: Buffer, saddr: Buffer, daddr: Buffer, sport: number, dport: number) {
+    const b = this.#bytes;
+    writeTcpHeaders(b, { dmac, smac, saddr, daddr, sport, dport, seq: 0, ack: 0, flags: 0, window: 0, ipId: 0 }, 0);
+    setField(b, ethhdr.SIZE, iphdr.tot_len, 0);
+    setField(b, ethhdr.SIZE, iphdr.check, 0);
+    this.#ipSum = onesComplementSum(b, ethhdr.SIZE, ethhdr.SIZE + iphdr.SIZE);
+    this.#pseudo = pseudoSum(saddr, daddr, IPPROTO_TCP, 0);
+  }
+
+  /** Write the headers of a segment carrying `payloadLen` bytes at out[0, ...); returns where the payload goes. */
+  write(
+    out: Buffer,
+    seq: number,
+    ack: number,
+    flags: number,
+    window: number,
+    ipId: number,
+    payloadLen: number,
+  ): number {
+    this.#bytes.copy(out, 0);
+    const l3 = ethhdr.SIZE;
+    const l4 = l3 + iphdr.SIZE;
+    const total = iphdr.SIZE + tcphdr.SIZE + payloadLen;
+    out.writeUInt16BE(total, l3 + iphdr.tot_len.off);
+    out.writeUInt16BE(ipId, l3 + iphdr.id.off);
+    out.writeUInt16BE(checksumOf(addSums(this.#ipSum, total + ipId)), l3 + iphdr.check.off);
+    out.writeUInt32BE(seq >>> 0, l4 + tcphdr.seq.off);
+    out.writeUInt32BE(ack >>> 0, l4 + tcphdr.ack_seq.off);
+    out[l4 + tcphdr.flags.off] = flags;
+    out.writeUInt16BE(window, l4 + tcphdr.window.off);
+    return PLAIN_HEADERS;
+  }
+
+  /** Fill in the TCP checksum of out[0, len) and return the complete sum after the Ethernet header (sealTcpFrame). */
+  seal(out: Buffer, len: number): number {
+    const l4 = ethhdr.SIZE + iphdr.SIZE;
+    const segment = onesComplementSum(out, l4, len);
+    const check = checksumOf(addSums(segment, addSums(this.#pseudo, len - l4)));
+    out.writeUInt16BE(check, l4 + tcphdr.check.off);
+    return addSums(0xffff, addSums(segment, check));
+  }
+}
