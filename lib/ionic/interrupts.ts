@@ -8,7 +8,8 @@
 // latched and fires when the driver unmasks, by writing mask = 0 or by
 // returning credits with the UNMASK bit. Credits count completions posted and
 // not yet returned; the driver reads them back in "intr clean". Coalescing
-// values are stored for read-back; we deliver at once (no timers).
+// values are stored for read-back; we deliver at the end of the device's
+// pass (hold/release around a doorbell's run), never on a timer.
 
 import { IONIC_INTR_CRED_COUNT_MASK, IONIC_INTR_CRED_UNMASK } from './constants';
 import { ionic_intr } from './layouts';
@@ -28,6 +29,9 @@ export class InterruptController {
   readonly #sink: InterruptSink;
   /** Interrupts delivered, for stats. */
   fired = 0;
+  /** hold() depth: while above 0, vectors that fire are only noted (#due), and go out on the last release(). */
+  #holds = 0;
+  readonly #due: number[] = [];
 
   constructor(vectors: number, sink: InterruptSink) {
     this.vectors = vectors;
@@ -47,6 +51,24 @@ export class InterruptController {
     this.#maskAssert.fill(0);
     this.#credits.fill(0);
     this.#pending.fill(0);
+    this.#due.length = 0;
+  }
+
+  /**
+   * Hold interrupts through one pass of the device (a doorbell's run): every
+   * vector that fires meanwhile is delivered once, at the last release(),
+   * with all the pass's completions in place; as a NIC's coalescing timer
+   * would, without a timer. Calls nest.
+   */
+  hold(): void {
+    this.#holds++;
+  }
+
+  release(): void {
+    if (this.#holds === 0 || --this.#holds > 0) return;
+    // A vector is noted once per hold (it masks itself or stays unmasked until this delivers it).
+    for (let i = 0; i < this.#due.length; i++) this.#sink.fire(this.#due[i]!);
+    this.#due.length = 0;
   }
 
   /** A queue on `vector` posted `n` completions (events). */
@@ -135,6 +157,7 @@ export class InterruptController {
     this.#pending[v] = 0;
     this.#mask[v] = this.#maskAssert[v]!;
     this.fired++;
-    this.#sink.fire(v);
+    if (this.#holds === 0) this.#sink.fire(v);
+    else if (!this.#due.includes(v)) this.#due.push(v);
   }
 }

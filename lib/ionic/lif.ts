@@ -272,6 +272,8 @@ export class Lif {
     const stats = this.ctx.stats;
     let done = 0;
     const endpoints = this.endpoints;
+    // One interrupt for the pass: TX completions and whatever the endpoints answer into RX.
+    this.ctx.interrupts.hold();
     for (const e of endpoints) e.txPass?.(true);
     try {
       while (!q.ring.empty && done < QUEUE_BUDGET) {
@@ -306,8 +308,9 @@ export class Lif {
     } finally {
       // Always closed, or an endpoint would hold its answers for ever.
       for (const e of endpoints) e.txPass?.(false);
+      if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
+      this.ctx.interrupts.release();
     }
-    if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
     if (!q.ring.empty && q.enabled && !this.#txScheduled.has(q)) {
       this.#txScheduled.add(q);
       guardedImmediate(

@@ -7,10 +7,13 @@ import { expect } from 'chai';
 import { IonicGuest, command } from '../support/ionic/guest';
 import { Op } from '../support/ionic/regs';
 import { Rig } from '../support/ionic/rig';
-import { FakeLink, udpFrame } from '../support/ionic/wire';
+import { ArpEchoHost } from '../../lib/net/arp-echo';
+import { arp, FakeLink, udpFrame } from '../support/ionic/wire';
 import { DEVICE_MAC } from '../support/ionic/rig';
 
 const PEER = Buffer.from([0x02, 0, 0, 0, 0, 0x42]);
+const HOST_IP = Buffer.from([10, 0, 0, 9]);
+const HOST_MAC = Buffer.from([0x02, 0x53, 10, 0, 0, 9]);
 
 describe('ionic: interrupt control', () => {
   let rig: Rig;
@@ -99,6 +102,26 @@ describe('ionic: interrupt control', () => {
     expect(g.napi(1)).to.equal(3);
     expect(await g.readCredits(1)).to.equal(0);
     g.setMaskAssert(1, 1);
+  });
+
+  it('one interrupt per doorbell pass: a TX completion and the RX answer an endpoint gives in that pass share it', async () => {
+    // mask_assert 0, so without the hold each completion would fire on its own
+    const host = new ArpEchoHost(HOST_IP, HOST_MAC, (f) => rig.device.lif.sendToGuest(f));
+    rig.device.lif.endpoints.push(host);
+    try {
+      g.setMaskAssert(1, 0);
+      g.setMask(1, 0);
+      const before = await g.irqCount(1);
+      g.postFrame(arp(1, DEVICE_MAC, Buffer.from([10, 0, 0, 1]), Buffer.alloc(6, 0xff), HOST_IP));
+      expect(await g.irqCount(1)).to.equal(before + 1);
+      expect(host.counts.arpReplies).to.equal(1);
+      expect(await g.readCredits(1)).to.equal(2); // the TX completion and the reply
+      expect(g.napi(1)).to.equal(2);
+      expect((await g.waitRxFrame()).data.readUInt16BE(20)).to.equal(2); // ARP reply
+    } finally {
+      rig.device.lif.endpoints.pop();
+      g.setMaskAssert(1, 1);
+    }
   });
 
   it('stores coal_init for read-back', async () => {
