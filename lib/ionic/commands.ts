@@ -229,29 +229,29 @@ function run(ctx: CommandContext, opcode: number, cmd: Buffer, comp: Buffer, dat
     }
 
     case Opcode.RX_MODE_SET:
-      lif.rxMode = getField(cmd, 0, ionic_rx_mode_set_cmd.rx_mode);
+      lif.rxFilters.mode = getField(cmd, 0, ionic_rx_mode_set_cmd.rx_mode);
       return Status.SUCCESS;
 
     case Opcode.RX_FILTER_ADD: {
       // A bounded filter table: the driver handles ENOSPC by going promiscuous (ionic Ethernet E4.6).
-      if (lif.filters.size >= MAX_UCAST_FILTERS + MAX_MCAST_FILTERS) return Status.ENOSPC;
+      if (lif.rxFilters.table.size >= MAX_UCAST_FILTERS + MAX_MCAST_FILTERS) return Status.ENOSPC;
       const match = getField(cmd, 0, ionic_rx_filter_add_cmd.match);
       // The same MAC twice is EEXIST, which the driver tolerates (ionic Ethernet E3.1).
-      if (match === RxFilterMatch.MAC && lif.hasMacFilter(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac)))
+      if (match === RxFilterMatch.MAC && lif.rxFilters.hasMac(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac)))
         return Status.EEXIST;
       let id: number;
-      if (match === RxFilterMatch.MAC) id = lif.addMacFilter(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac));
+      if (match === RxFilterMatch.MAC) id = lif.rxFilters.addMac(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac));
       else if (match === RxFilterMatch.VLAN)
-        id = lif.addOtherFilter(match, getField(cmd, 0, ionic_rx_filter_add_cmd.vlan));
+        id = lif.rxFilters.addOther(match, getField(cmd, 0, ionic_rx_filter_add_cmd.vlan));
       else if (match === RxFilterMatch.MAC_VLAN)
-        id = lif.addMacFilter(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac_vlan_mac));
+        id = lif.rxFilters.addMac(viewRaw(cmd, 0, ionic_rx_filter_add_cmd.mac_vlan_mac));
       else return Status.EINVAL;
       setField(comp, 0, ionic_rx_filter_add_comp.filter_id, id);
       return Status.SUCCESS;
     }
 
     case Opcode.RX_FILTER_DEL:
-      return lif.delFilter(getField(cmd, 0, ionic_rx_filter_del_cmd.filter_id)) ? Status.SUCCESS : Status.ENOENT;
+      return lif.rxFilters.delete(getField(cmd, 0, ionic_rx_filter_del_cmd.filter_id)) ? Status.SUCCESS : Status.ENOENT;
 
     case Opcode.Q_IDENTIFY: {
       if (!data) return Status.EINVAL;

@@ -10,9 +10,10 @@ import type { Logger } from '../log';
 import { RateLimiter, warnLimited } from '../log';
 import { guardedImmediate } from '../guard';
 import type { GuestMemory } from '../vfio-user/guest-memory';
-import { QType, RxMode } from './constants';
+import { QType } from './constants';
 import type { FaultInjector } from './fault-injection';
 import { AddrKind, destinationKind, flowHash } from './frames';
+import { RxFilters } from './rx-filters';
 import type { FrameEndpoint, HostLink } from '../net/frame-endpoint';
 import type { InterruptController } from './interrupts';
 import { ionic_lif_stats } from './layouts';
@@ -69,10 +70,7 @@ export class Lif {
   readonly rxqs: (RxQueue | null)[] = [];
   mac: Buffer;
   mtu = 1500;
-  rxMode = 0;
-  readonly filters = new Map<number, { match: number; mac?: string; vlan?: number }>();
-  #nextFilterId = 1;
-  readonly #macFilters = new Set<string>();
+  readonly rxFilters = new RxFilters();
   link: HostLink | null = null;
   readonly endpoints: FrameEndpoint[] = [];
   /** Frames from in-process endpoints waiting for an RX buffer, in order. */
@@ -125,9 +123,7 @@ export class Lif {
     this.notifyq = null;
     this.txqs.fill(null);
     this.rxqs.fill(null);
-    this.filters.clear();
-    this.#macFilters.clear();
-    this.rxMode = 0;
+    this.rxFilters.clear();
     this.#toGuest.length = 0;
     this.#toGuestSums.length = 0;
     this.#txScheduled.clear();
@@ -157,45 +153,6 @@ export class Lif {
       default:
         return null;
     }
-  }
-
-  // ---- filters and modes ------------------------------------------------------------------
-
-  hasMacFilter(mac: Buffer): boolean {
-    const key = mac.toString('hex');
-    for (const f of this.filters.values()) if (f.match === 1 && f.mac === key) return true;
-    return false;
-  }
-
-  addMacFilter(mac: Buffer): number {
-    const id = this.#nextFilterId++;
-    const key = mac.toString('hex');
-    this.filters.set(id, { match: 1, mac: key });
-    this.#macFilters.add(key);
-    return id;
-  }
-
-  addOtherFilter(match: number, vlan?: number): number {
-    const id = this.#nextFilterId++;
-    this.filters.set(id, { match, ...(vlan !== undefined ? { vlan } : {}) });
-    return id;
-  }
-
-  delFilter(id: number): boolean {
-    const f = this.filters.get(id);
-    if (!f) return false;
-    this.filters.delete(id);
-    if (f.mac && ![...this.filters.values()].some((o) => o.mac === f.mac)) this.#macFilters.delete(f.mac);
-    return true;
-  }
-
-  /** Does the receive mode and filter set accept a frame with this destination? */
-  accepts(frame: Buffer, kind: AddrKind): boolean {
-    if (this.rxMode & RxMode.PROMISC) return true;
-    if (kind === AddrKind.BROADCAST) return (this.rxMode & RxMode.BROADCAST) !== 0;
-    const dst = frame.toString('hex', 0, 6);
-    if (kind === AddrKind.MULTICAST) return (this.rxMode & RxMode.ALLMULTI) !== 0 || this.#macFilters.has(dst);
-    return (this.rxMode & RxMode.UNICAST) !== 0 && (this.#macFilters.has(dst) || dst === this.mac.toString('hex'));
   }
 
   // ---- admin queue --------------------------------------------------------------------------
@@ -461,7 +418,7 @@ export class Lif {
       this.ctx.stats.rxDrop(kind, frame.length, 'no-buffer');
       return RxFate.DONE;
     }
-    if (!this.accepts(frame, kind)) return RxFate.DONE;
+    if (!this.rxFilters.accepts(frame, kind, this.mac)) return RxFate.DONE;
     if (this.ctx.faults.fail('rx-lost')) return RxFate.DONE;
     const hash = flowHash(frame);
     const q = this.#steer(hash);

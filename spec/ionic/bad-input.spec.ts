@@ -280,7 +280,7 @@ describe('ionic: bad input from the guest', () => {
       const before = await g.irqCount(0);
       g.ringDoorbell(QT.ADMINQ, 0, 1);
       expect(await g.irqCount(0)).to.equal(before);
-      expect(rig.device.lif.rxMode).to.equal(0x1f);
+      expect(rig.device.lif.rxFilters.mode).to.equal(0x1f);
     });
   });
 

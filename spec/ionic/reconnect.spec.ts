@@ -54,8 +54,8 @@ describe('ionic: disconnect and reconnect', () => {
     expect(dev.lif.notifyq).to.equal(null);
     expect(dev.lif.txqs.every((q) => q === null)).to.equal(true);
     expect(dev.lif.rxqs.every((q) => q === null)).to.equal(true);
-    expect(dev.lif.filters.size).to.equal(0);
-    expect(dev.lif.rxMode).to.equal(0);
+    expect(dev.lif.rxFilters.table.size).to.equal(0);
+    expect(dev.lif.rxFilters.mode).to.equal(0);
     expect(dev.interrupts.isMasked(0)).to.equal(true);
     expect(dev.interrupts.isMasked(1)).to.equal(true);
     expect(dev.stats.lifInfoPa).to.equal(0);
