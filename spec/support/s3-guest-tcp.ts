@@ -145,13 +145,20 @@ export class GuestTcp {
     this.#sndUna = this.#seq;
   }
 
-  /** Resolves on the next frame from the endpoint (or after a turn of the event loop). */
+  /** Resolves on the next frame from the endpoint, or within 5 ms (one timer for every waiter, not one per wait). */
   #progress(): Promise<void> {
     return new Promise((r) => {
       this.#waiters.push(r);
-      setTimeout(r, 5).unref();
+      if (this.#tick) return;
+      this.#tick = setTimeout(() => {
+        this.#tick = null;
+        for (const w of this.#waiters.splice(0)) w();
+      }, 5);
+      this.#tick.unref();
     });
   }
+
+  #tick: NodeJS.Timeout | null = null;
 
   /** Send all of `data` within the endpoint's window, MSS by MSS. */
   async write(data: Buffer): Promise<void> {
