@@ -29,7 +29,8 @@
 // host (a GitHub-hosted runner, with a guest kernel and hipObject client), so it is
 // printed beside ours for orientation only. Prints figures; asserts nothing.
 //
-// Env: BENCH_S3_N (GETs per way per round, default 8), BENCH_S3_ROUNDS (default 4),
+// Env: BENCH_S3_N (GETs per way per round, default 8), BENCH_S3_ROUNDS (default 4), BENCH_S3_WARM
+// (untimed GETs of each way first, default 16),
 // BENCH_S3_BIN (another build's bin/rocm-ernic.js to serve, for a before/after
 // with the same client), BENCH_S3_WAYS (a comma list of the ways to time, e.g.
 // "wire, body,host, body" splits on ',' followed by no space; default all: for profiling one way).
@@ -52,6 +53,7 @@ import { startServerProcess, stopProcess } from './support/server-process';
 const MiB = 1 << 20;
 const N = Number(process.env.BENCH_S3_N ?? 8);
 const ROUNDS = Number(process.env.BENCH_S3_ROUNDS ?? 4);
+const WARM = Number(process.env.BENCH_S3_WARM ?? 16);
 const S3_PORT = 9000;
 /** The C rocm-ernic's published S3 1 MiB GET figure (see the top of this file), MB/s, another host. */
 const C_BADGE_MBPS = 698.5;
@@ -272,7 +274,8 @@ async function main(): Promise<void> {
       throw new Error('wire jumbo GET: not the object');
     if (!(await hostGet(hostPort, hostBodyHeaders)).body.equals(object))
       throw new Error('host body GET: not the object');
-    for (const run of Object.values(ways)) for (let i = 0; i < 2; i++) await run();
+    // Warm-up: every way runs until the JIT has compiled its paths (both processes), so the rounds time steady state.
+    for (let i = 0; i < WARM; i++) for (const run of Object.values(ways)) await run();
 
     const only = process.env.BENCH_S3_WAYS?.split(/,(?! )/);
     const timed = Object.entries(ways).filter(([name]) => !only || only.includes(name));

@@ -31,6 +31,8 @@ export class IonicGuest extends GuestProbe {
    */
   rxSink: ((data: Buffer, csum: number, csumFlags: number) => void) | null = null;
   rxPollEnd: (() => void) | null = null;
+  /** Where a frame spread over SG pieces is gathered for rxSink (the largest MTU's frame). */
+  readonly #assembly = Buffer.alloc(9216 + 18);
 
   private constructor(client: VfioUserClient, ram: GuestRam, base: number, timeoutMs: number) {
     super(client, ram, base, timeoutMs);
@@ -243,6 +245,16 @@ export class IonicGuest extends GuestProbe {
           this.violations.push(`RX ${q.index}: num_sg_elems ${numSg} but ${bufs.length - 1} posted`);
         if (this.rxSink && len <= bufs[0]!.len) {
           data = this.mem(bufs[0]!.iova, len); // the common case for a sink: a view, no copy
+        } else if (this.rxSink && len <= room && len <= this.#assembly.length) {
+          // Spread over SG pieces: gathered into one reused buffer (as GRO reads the frags), no allocation.
+          let at = 0;
+          for (const b of bufs) {
+            if (at >= len) break;
+            const n = Math.min(len - at, b.len);
+            this.mem(b.iova, n).copy(this.#assembly, at);
+            at += n;
+          }
+          data = this.#assembly.subarray(0, len);
         } else {
           const parts: Buffer[] = [];
           let left = Math.min(len, room);
