@@ -168,6 +168,15 @@ function tokenRefusal(origin: RequestOrigin, signed: SigV4Verified | null, crede
   return null;
 }
 
+/** Request ids: unique, not secret (as S3's are 16 hex digits): a random prefix per process and a counter. */
+const REQUEST_ID_PREFIX = randomBytes(4).toString('hex').toUpperCase();
+let requestCount = 0;
+
+function nextRequestId(): string {
+  requestCount = (requestCount + 1) >>> 0;
+  return REQUEST_ID_PREFIX + requestCount.toString(16).toUpperCase().padStart(8, '0');
+}
+
 async function handle(
   req: http.IncomingMessage,
   res: http.ServerResponse,
@@ -175,7 +184,7 @@ async function handle(
   budget: BodyBudget,
   origin: RequestOrigin,
 ): Promise<void> {
-  const requestId = randomBytes(8).toString('hex').toUpperCase();
+  const requestId = nextRequestId();
   const url = req.url ?? '/';
   const qAt = url.indexOf('?');
   const rawPath = qAt < 0 ? url : url.slice(0, qAt);

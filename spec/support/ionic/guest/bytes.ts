@@ -9,6 +9,12 @@ export function u64(buf: Buffer, at: number): number {
 }
 
 export function putU64(buf: Buffer, at: number, v: number | bigint): void {
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) {
+    // The common case (addresses and lengths), without a BigInt per call: two 32-bit halves.
+    buf.writeUInt32LE(v % 0x100000000, at);
+    buf.writeUInt32LE(Math.floor(v / 0x100000000), at + 4);
+    return;
+  }
   buf.writeBigUInt64LE(BigInt.asUintN(64, BigInt(v)), at);
 }
 
