@@ -229,44 +229,49 @@ export class Lif {
     const stats = this.ctx.stats;
     let done = 0;
     const endpoints = this.endpoints;
-    // One interrupt for the pass: TX completions and whatever the endpoints answer into RX.
-    this.ctx.interrupts.hold();
-    for (const e of endpoints) e.txPass?.(true);
+    // One interrupt for the pass: TX completions and whatever the endpoints answer into RX. Released
+    // whatever happens, or the device would never interrupt again.
+    const irq = this.ctx.interrupts;
+    irq.hold();
     try {
-      while (!q.ring.empty && done < QUEUE_BUDGET) {
-        const pkt = this.#pkt;
-        const r = q.gather(mem, pkt);
-        if (r === TxResult.INCOMPLETE) break;
-        if (r === TxResult.DMA_ERROR) {
-          stats.count(ionic_lif_stats.tx_desc_fetch_error);
-          warnLimited(
-            this.ctx.log,
-            this.#limiter,
-            'txq-dma',
-            `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
-          );
-          q.enabled = false;
-          break;
+      for (const e of endpoints) e.txPass?.(true);
+      try {
+        while (!q.ring.empty && done < QUEUE_BUDGET) {
+          const pkt = this.#pkt;
+          const r = q.gather(mem, pkt);
+          if (r === TxResult.INCOMPLETE) break;
+          if (r === TxResult.DMA_ERROR) {
+            stats.count(ionic_lif_stats.tx_desc_fetch_error);
+            warnLimited(
+              this.ctx.log,
+              this.#limiter,
+              'txq-dma',
+              `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
+            );
+            q.enabled = false;
+            break;
+          }
+          if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
+            this.#txMalformed(q, pkt.len);
+          } else if (this.ctx.faults.fail('tx-drop')) {
+            // Injected: completed to the guest as sent, but never leaves.
+            stats.txFrame(AddrKind.UNICAST, pkt.len);
+          } else if (this.#txOffload.send(q.buf, pkt, this.#txSink) === TxVerdict.MALFORMED) {
+            this.#txMalformed(q, pkt.len);
+          }
+          if (!q.complete(mem, 0, Math.max(1, pkt.descs))) {
+            q.enabled = false;
+            break;
+          }
+          done++;
         }
-        if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
-          this.#txMalformed(q, pkt.len);
-        } else if (this.ctx.faults.fail('tx-drop')) {
-          // Injected: completed to the guest as sent, but never leaves.
-          stats.txFrame(AddrKind.UNICAST, pkt.len);
-        } else if (this.#txOffload.send(q.buf, pkt, this.#txSink) === TxVerdict.MALFORMED) {
-          this.#txMalformed(q, pkt.len);
-        }
-        if (!q.complete(mem, 0, Math.max(1, pkt.descs))) {
-          q.enabled = false;
-          break;
-        }
-        done++;
+      } finally {
+        // Always closed, or an endpoint would hold its answers for ever.
+        for (const e of endpoints) e.txPass?.(false);
       }
     } finally {
-      // Always closed, or an endpoint would hold its answers for ever.
-      for (const e of endpoints) e.txPass?.(false);
-      if (done > 0 && q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, done);
-      this.ctx.interrupts.release();
+      if (done > 0 && q.cfg.irq) irq.assert(q.cfg.intr, done);
+      irq.release();
     }
     if (!q.ring.empty && q.enabled && !this.#txScheduled.has(q)) {
       this.#txScheduled.add(q);

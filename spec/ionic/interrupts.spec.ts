@@ -124,6 +124,35 @@ describe('ionic: interrupt control', () => {
     }
   });
 
+  it('an endpoint that throws as a TX run opens does not leave interrupts held', async () => {
+    let thrown = 0;
+    rig.device.lif.endpoints.push({
+      claimTx: () => false,
+      txPass: (open: boolean) => {
+        if (!open) return;
+        thrown++;
+        throw new Error('a bug in an endpoint');
+      },
+    });
+    try {
+      g.setMaskAssert(1, 0);
+      g.setMask(1, 0);
+      g.postFrame(frame());
+      await g.sync(); // the run failed (the session logs the bug)
+      expect(thrown).to.equal(1);
+    } finally {
+      rig.device.lif.endpoints.pop();
+    }
+    try {
+      const before = await g.irqCount(1);
+      g.postFrame(frame());
+      expect(await g.irqCount(1)).to.be.greaterThan(before);
+      g.napi(1);
+    } finally {
+      g.setMaskAssert(1, 1);
+    }
+  });
+
   it('stores coal_init for read-back', async () => {
     g.setCoalInit(1, 21);
     expect(await g.bar0Read32(g.intrReg(1, 0))).to.equal(21);
