@@ -19,9 +19,13 @@
 // (not poisoned before posting, as no driver does), its client takes frames
 // inside the poll as the driver hands skbs to GRO, acknowledges each 64 KiB
 // and the rest at the poll's end (what GRO gives a Linux receiver), not per
-// segment, and checks TCP checksums by the RX completion's complete sum
-// (CHECKSUM_COMPLETE, as Linux does) rather than summing each frame again. Rounds interleave the ways so load on the
-// machine hits them alike. Bytes are checked (MR contents, wire bodies)
+// segment, checks TCP checksums by the RX completion's complete sum
+// (CHECKSUM_COMPLETE, as Linux does) rather than summing each frame again,
+// and reads the stream into a buffer of its own (so does the host loopback
+// reader). Every way runs untimed first (the JIT's warm-up), then rounds
+// interleave the ways so load on the machine hits them alike; each way also
+// prints the CPU per GET of the server and of this process (all threads, and
+// the event loop's thread). Bytes are checked (MR contents, wire bodies)
 // before timing. SigV4 is on (the host listener takes tokens only under a
 // signature), each request signed once before timing. The C rocm-ernic's
 // published badge, "S3 1M GET 698.5 MB/s" (a README badge of ROCm/rocm-ernic,
