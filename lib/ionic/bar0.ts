@@ -16,7 +16,8 @@ import type { MsixSpec } from '../pci/msix';
 import { executeCommand, CommandContext } from './commands';
 import { IONIC_DEV_INFO_SIGNATURE, IONIC_FW_STS_RUNNING } from './constants';
 import type { InterruptController } from './interrupts';
-import { bar0, ionic_dev_cmd_regs, ionic_dev_info_regs, ionic_intr, getField, setField } from './layouts';
+import { bar0, ionic_dev_cmd_regs, ionic_dev_info_regs, ionic_intr } from './layouts';
+import { getField, setField } from '../../protocol/field';
 import type { NicProfile } from './profile';
 
 /** BAR index of the register window. */

@@ -30,10 +30,6 @@ import {
   writeQIdentity,
 } from './identity';
 import {
-  getField,
-  setField,
-  setRawBytes,
-  viewRaw,
   ionic_cmd,
   ionic_comp,
   ionic_dev_identify_cmd,
@@ -60,6 +56,7 @@ import {
   ionic_rx_filter_del_cmd,
   ionic_rx_mode_set_cmd,
 } from './layouts';
+import { getField, setField, setRawBytes, viewRaw } from '../../protocol/field';
 import type { Lif } from './lif';
 import { offeredFeatures } from './offload/features';
 import { AdminQueue, NotifyQueue, QueueConfig, RxQueue, TxQueue } from './queues';

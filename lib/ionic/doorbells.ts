@@ -14,7 +14,8 @@ import type { Logger } from '../log';
 import { RateLimiter, warnLimited } from '../log';
 import type { BarHandler } from '../pci/bars';
 import { GUEST_PAGE_SIZE, QType } from './constants';
-import { ionic_doorbell, getField } from './layouts';
+import { ionic_doorbell } from './layouts';
+import { getField } from '../../protocol/field';
 import type { Lif } from './lif';
 import type { RdmaEngine } from './rdma/engine';
 

@@ -14,9 +14,8 @@ import {
   ionic_port_identity,
   ionic_port_info,
   ionic_q_identity,
-  setField,
-  setRawBytes,
 } from './layouts';
+import { setField, setRawBytes } from '../../protocol/field';
 import { IonicPhyType, maxFrameSize } from './profile';
 import type { NicProfile } from './profile';
 import { rdmaEnabled, writeRdmaIdentity } from './rdma/identity';

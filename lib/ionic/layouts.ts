@@ -4,7 +4,6 @@
 // struct; BAR0 blocks are from the start of BAR0.
 
 import { le as f, raw } from '../../protocol/field';
-export { getField, setField, setRawBytes, viewRaw } from '../../protocol/field';
 
 /** Bytes of a MAC address (ETH_ALEN). */
 const ETH_ALEN = 6;

@@ -548,11 +548,13 @@ export class Lif {
 
   /** The enabled RX queue a flow lands on: a fixed hash over the enabled queues, in index order. */
   #steer(hash: number): RxQueue | null {
+    const qs = this.rxqs;
     let n = 0;
-    for (const q of this.rxqs) if (q?.enabled) n++;
+    for (let i = 0; i < qs.length; i++) if (qs[i]?.enabled) n++;
     if (n === 0) return null;
     let pick = hash % n;
-    for (const q of this.rxqs) {
+    for (let i = 0; i < qs.length; i++) {
+      const q = qs[i];
       if (!q?.enabled) continue;
       if (pick-- === 0) return q;
     }

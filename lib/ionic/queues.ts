@@ -10,8 +10,6 @@ import type { GuestMemory } from '../vfio-user/guest-memory';
 import { MemStatus } from '../vfio-user/guest-memory';
 import { EventCode, GUEST_PAGE_SIZE, QType, RxOpcode, TxOpcode } from './constants';
 import {
-  getField,
-  setField,
   ionic_admin_comp,
   ionic_notifyq_event,
   ionic_rxq_comp,
@@ -27,6 +25,7 @@ import {
   ionic_txq_sg_elem,
   IONIC_RX_MAX_SG_ELEMS,
 } from './layouts';
+import { getField, setField } from '../../protocol/field';
 import { CompletionRing, DescriptorRing, ionicAddr } from './ring';
 
 /** What Q_INIT recorded. */
@@ -129,6 +128,8 @@ export class NotifyQueue extends EthQueue {
 
 // ---- TX ------------------------------------------------------------------------------------
 
+/** A TX descriptor's high word scaled to its place in the address (bits 32 - ADDR_SHIFT and up): computed once. */
+const ADDR_HI_SCALE = 2 ** (32 - IONIC_TXQ_DESC_ADDR_SHIFT);
 /** Largest frame we gather (max MTU 9194 + 14 header + 4 VLAN, rounded up). */
 const MAX_FRAME = 9216 + 18;
 /** Largest TSO super-frame: the driver's GSO limit (64 KiB, headers included). */
@@ -234,7 +235,7 @@ export class TxQueue extends EthQueue {
   #gatherOne(mem: GuestMemory, slot: number, lo: number, hi: number, pkt: TxPacket, cap: number): TxResult {
     const nsge = (lo >>> IONIC_TXQ_DESC_NSGE_SHIFT) & IONIC_TXQ_DESC_NSGE_MASK;
     // The address is cmd bits 12..63: 20 bits from the low word, 32 from the high.
-    const addr = hi * 2 ** (32 - IONIC_TXQ_DESC_ADDR_SHIFT) + (lo >>> IONIC_TXQ_DESC_ADDR_SHIFT);
+    const addr = hi * ADDR_HI_SCALE + (lo >>> IONIC_TXQ_DESC_ADDR_SHIFT);
     const len = getField(this.#desc, 0, ionic_txq_desc.len);
     if (nsge > this.maxSg || pkt.len + len > cap) return TxResult.BAD_DESC;
     let total = pkt.len;

@@ -10,7 +10,8 @@ import type { GuestMemory } from '../vfio-user/guest-memory';
 import { guardedTimeout } from '../guard';
 import { Logger, nullLogger } from '../log';
 import { AddrKind } from './frames';
-import { ionic_lif_info, ionic_lif_stats, ionic_port_info, ionic_port_stats, setField } from './layouts';
+import { ionic_lif_info, ionic_lif_stats, ionic_port_info, ionic_port_stats } from './layouts';
+import { setField } from '../../protocol/field';
 import { le } from '../../protocol/field';
 import type { Field } from '../../protocol/field';
 

@@ -22,6 +22,8 @@ import { releaseWhenReturned } from './lent-views';
 
 /** Size of one mapping window. */
 export const WINDOW_SIZE = 1 << 30;
+/** Reads and writes up to this many bytes are copied in a loop (no view made). */
+const SMALL_COPY = 64;
 /** Extra bytes each window maps past its end (see the file comment). */
 export const WINDOW_OVERLAP = 4 << 20;
 
@@ -311,7 +313,10 @@ export class DmaTable implements GuestMemory {
     // Per descriptor and per frame: copied straight from the window, with no view made.
     const win = this.#window(iova, dst.length, false);
     if (win) {
-      win.copy(dst, 0, this.#at, this.#at + dst.length);
+      const at = this.#at;
+      // A descriptor or completion (16 to 64 bytes) byte by byte: Buffer.copy of a range makes a view first.
+      if (dst.length <= SMALL_COPY) for (let i = 0; i < dst.length; i++) dst[i] = win[at + i]!;
+      else win.copy(dst, 0, at, at + dst.length);
       return MemStatus.OK;
     }
     const parts: Buffer[] = [];
@@ -325,7 +330,9 @@ export class DmaTable implements GuestMemory {
   write(iova: number, src: Buffer): MemStatus {
     const win = this.#window(iova, src.length, true);
     if (win) {
-      src.copy(win, this.#at);
+      const at = this.#at;
+      if (src.length <= SMALL_COPY) for (let i = 0; i < src.length; i++) win[at + i] = src[i]!;
+      else src.copy(win, at);
       return MemStatus.OK;
     }
     const parts: Buffer[] = [];

@@ -205,9 +205,10 @@ export class TcpConnection extends Duplex {
 
   #emit(seq: number, flags: number, dataAt = 0, dataLen = 0, mss?: number, wscale?: number): void {
     // A SYN's window is never scaled (RFC 7323 2.2); the others carry the window >> our shift.
-    const shift = flags & TCP_FLAG_SYN ? 0 : this.#rcvShift;
-    this.#windowField = Math.min(0xffff, Math.floor(this.#window() / 2 ** shift));
-    this.#lastAdvertised = this.#windowField * 2 ** shift;
+    // 1 << shift, not 2 ** shift: the shift is at most 14, and a power with a variable exponent is a Math.pow call per segment.
+    const scale = flags & TCP_FLAG_SYN ? 1 : 1 << this.#rcvShift;
+    this.#windowField = Math.min(0xffff, Math.floor(this.#window() / scale));
+    this.#lastAdvertised = this.#windowField * scale;
     this.#ackOwed = false; // every segment carries the latest acknowledgment
     this.counts.segmentsOut++;
     this.#host.emitSegment(this, seq, flags, dataAt, dataLen, mss, wscale);
@@ -300,7 +301,7 @@ export class TcpConnection extends Duplex {
       this.#sendAck();
       return false;
     }
-    this.#sndWnd = window * 2 ** this.#sndShift; // what is in flight stays bounded by txLimit (the writable side)
+    this.#sndWnd = window * (1 << this.#sndShift); // what is in flight stays bounded by txLimit (the writable side)
     if (this.state === TcpState.SYN_RCVD) {
       if (acked !== 1) {
         // not our SYN-ACK's acknowledgment: a reset at the sequence it names (RFC 793, SYN-RECEIVED)

@@ -48,8 +48,7 @@
 // cannot be read or written, ENOENT for P4_COMMAND with no program loaded.
 // Nothing here throws for what the guest sent.
 
-import { le as f } from '../../../protocol/field';
-import { getField, setField } from '../../ionic/layouts';
+import { getField, le as f, setField } from '../../../protocol/field';
 import { Status } from '../../ionic/constants';
 import type { P4DeviceControl } from '../../ionic/commands';
 import { MemStatus } from '../../vfio-user/guest-memory';
