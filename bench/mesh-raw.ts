@@ -7,11 +7,11 @@
 // and the mesh over TLS differ by the mesh alone.
 
 import { randomFillSync } from 'crypto';
-import * as fs from 'fs';
 import * as net from 'net';
 import type * as tls from 'tls';
 import { READ_SINK, rewrapAccepted, SocketWithSink } from '../lib/mesh/dial';
 import { loadMeshCredentials, MeshTls } from '../lib/mesh/tls';
+import { cpuMs, mainThreadCpuMs } from './support/cpu';
 
 /** The mesh's TLS with the key in `keyFile`, for a baseline. */
 export function benchTls(keyFile: string): MeshTls {
@@ -24,12 +24,6 @@ export function benchTls(keyFile: string): MeshTls {
 const now = (): bigint => process.hrtime.bigint();
 const secsSince = (t0: bigint): number => Number(now() - t0) / 1e9;
 
-/** utime + stime of a /proc stat file, in ms (clock tick 10 ms). */
-function statMs(file: string): number {
-  const f = fs.readFileSync(file, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-}
-
 /** CPU time of a process: all threads, and its main thread (the rest: V8 GC and compiler workers, libuv's pool). */
 export interface Cpu {
   all: number;
@@ -37,7 +31,7 @@ export interface Cpu {
 }
 
 export function cpuOf(pid: number): Cpu {
-  return { all: statMs(`/proc/${pid}/stat`), main: statMs(`/proc/${pid}/task/${pid}/stat`) };
+  return { all: cpuMs(pid), main: mainThreadCpuMs(pid) };
 }
 
 export function cpuSince(pid: number, c0: Cpu): Cpu {

@@ -242,13 +242,7 @@ export class Lif {
           if (r === TxResult.INCOMPLETE) break;
           if (r === TxResult.DMA_ERROR) {
             stats.count(ionic_lif_stats.tx_desc_fetch_error);
-            warnLimited(
-              this.ctx.log,
-              this.#limiter,
-              'txq-dma',
-              `ionic: TX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
-            );
-            q.enabled = false;
+            this.#stopOnDmaError(q, 'TX');
             break;
           }
           if (r === TxResult.BAD_DESC || pkt.len < ethhdr.SIZE) {
@@ -287,6 +281,17 @@ export class Lif {
         },
       );
     }
+  }
+
+  /** A queue whose descriptors or buffers lie outside guest memory stops (logged, rate limited per direction). */
+  #stopOnDmaError(q: TxQueue | RxQueue, dir: 'TX' | 'RX'): void {
+    warnLimited(
+      this.ctx.log,
+      this.#limiter,
+      dir === 'TX' ? 'txq-dma' : 'rxq-dma',
+      `ionic: ${dir} queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
+    );
+    q.enabled = false;
   }
 
   #txMalformed(q: TxQueue, len: number): void {
@@ -498,13 +503,7 @@ export class Lif {
         break;
       case RxResult.DMA_ERROR:
         this.ctx.stats.rxDrop(kind, frame.length, 'error');
-        warnLimited(
-          this.ctx.log,
-          this.#limiter,
-          'rxq-dma',
-          `ionic: RX queue ${q.cfg.index}: descriptor or buffer outside guest memory; queue stopped`,
-        );
-        q.enabled = false;
+        this.#stopOnDmaError(q, 'RX');
         return;
     }
     if (q.cfg.irq) this.ctx.interrupts.assert(q.cfg.intr, 1);

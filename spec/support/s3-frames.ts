@@ -16,8 +16,7 @@ export const FIN = 0x01,
 function sum16(b: Buffer, init = 0): number {
   let s = init;
   for (let i = 0; i < b.length; i += 2) s += (b[i]! << 8) | (i + 1 < b.length ? b[i + 1]! : 0);
-  while (s > 0xffff) s = (s & 0xffff) + (s >>> 16);
-  return s;
+  return fold(s);
 }
 
 function csum(b: Buffer, init = 0): number {

@@ -376,6 +376,21 @@ export class TcpStack implements ConnectionHost {
     mss?: number,
     wscale?: number,
   ): void {
+    const ipId = this.#ipId++ & 0xffff;
+    if (mss === undefined && wscale === undefined) {
+      // Data and ACKs (all but the SYN-ACK): from the connection's header template.
+      let t = this.#templates.get(c);
+      if (!t) {
+        t = new TcpHeaderTemplate(c.peerMac, this.mac, this.ip, c.peerIp, c.localPort, c.remotePort);
+        this.#templates.set(c, t);
+      }
+      const len = ETH_IPV4_HEADERS + tcphdr.SIZE + dataLen;
+      const out = this.#frameBuffer(len);
+      const at = t.write(out, seq, c.rcvNxt, flags, c.windowField, ipId, dataLen);
+      if (dataLen > 0) c.copyOut(dataAt, dataLen, out, at);
+      this.#out(out, t.seal(out, len));
+      return;
+    }
     const s = this.#spec;
     s.dmac = c.peerMac;
     s.daddr = c.peerIp;
@@ -387,21 +402,7 @@ export class TcpStack implements ConnectionHost {
     s.window = c.windowField;
     s.mss = mss;
     s.wscale = wscale;
-    s.ipId = this.#ipId++ & 0xffff;
-    if (mss === undefined && wscale === undefined) {
-      // Data and ACKs (all but the SYN-ACK): from the connection's header template.
-      let t = this.#templates.get(c);
-      if (!t) {
-        t = new TcpHeaderTemplate(c.peerMac, this.mac, this.ip, c.peerIp, c.localPort, c.remotePort);
-        this.#templates.set(c, t);
-      }
-      const len = ETH_IPV4_HEADERS + tcphdr.SIZE + dataLen;
-      const out = this.#frameBuffer(len);
-      const at = t.write(out, seq, c.rcvNxt, flags, c.windowField, s.ipId, dataLen);
-      if (dataLen > 0) c.copyOut(dataAt, dataLen, out, at);
-      this.#out(out, t.seal(out, len));
-      return;
-    }
+    s.ipId = ipId;
     const len = ETH_IPV4_HEADERS + tcpHeaderLength(s) + dataLen;
     const out = this.#frameBuffer(len);
     const at = writeTcpHeaders(out, s, dataLen);
